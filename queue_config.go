@@ -1,0 +1,192 @@
+package drover
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Duration is a time.Duration that reads and writes JSON as a Go duration
+// string ("30s", "5m"). A JSON number is read as nanoseconds.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads "30s" or a number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration: want a string like \"30s\", have %s", b)
+	}
+	*d = Duration(n)
+	return nil
+}
+
+// Std returns the time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// Queue configuration defaults, used where a field is zero.
+const (
+	DefaultWeight      = 1
+	DefaultConcurrency = 4
+	DefaultTimeout     = 5 * time.Minute
+	DefaultMaxAttempts = 5
+	DefaultBackoffBase = time.Second
+	DefaultBackoffMax  = 10 * time.Minute
+)
+
+// QueueConfig is a queue's configuration, stored in /queues/<name>. The zero
+// value of every field means the documented default.
+type QueueConfig struct {
+	Name        string   `json:"name"`
+	Weight      int      `json:"weight,omitempty"`       // balancing weight; default 1
+	Concurrency int      `json:"concurrency,omitempty"`  // tasks at once; default 4 (1 when Ordered)
+	Ordered     bool     `json:"ordered,omitempty"`      // strict FIFO: one at a time, retries block
+	Timeout     Duration `json:"timeout,omitempty"`      // per attempt; default 5m
+	MaxAttempts int      `json:"max_attempts,omitempty"` // runs before dead-lettering; default 5
+	Backoff     Backoff  `json:"backoff,omitempty"`
+	Retention   Duration `json:"retention,omitempty"` // keep done messages this long for replay; 0: trim at once
+	Tags        []string `json:"tags,omitempty"`      // only members with all these tags may own it
+	// Tasks routes task names to how they run. The key "*" matches any task
+	// without a route of its own.
+	Tasks  map[string]TaskRoute `json:"tasks,omitempty"`
+	Limits Limits               `json:"limits,omitempty"`
+	User   string               `json:"user,omitempty"`  // run subprocesses as this user
+	Group  string               `json:"group,omitempty"` // and group
+}
+
+// Backoff is the retry delay: Base × 2^(attempt-1), capped at Max, with up to
+// Jitter (a fraction, 0–1) of random spread.
+type Backoff struct {
+	Base   Duration `json:"base,omitempty"`
+	Max    Duration `json:"max,omitempty"`
+	Jitter float64  `json:"jitter,omitempty"`
+}
+
+// Delay returns the backoff before retry number attempt (1 for the first
+// retry), without jitter; callers add jitter with their own random source.
+func (b Backoff) Delay(attempt int) time.Duration {
+	base, max := b.Base.Std(), b.Max.Std()
+	if base <= 0 {
+		base = DefaultBackoffBase
+	}
+	if max <= 0 {
+		max = DefaultBackoffMax
+	}
+	d := base
+	for i := 1; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return d
+}
+
+// TaskRoute says how one task runs. Exactly one of Command, Inline and Go is
+// set.
+type TaskRoute struct {
+	Command []string          `json:"command,omitempty"` // argv of a subprocess; never through a shell
+	Inline  bool              `json:"inline,omitempty"`  // a registered Go handler, run in the worker process
+	Go      bool              `json:"go,omitempty"`      // a registered Go handler, run in a re-executed child
+	Env     map[string]string `json:"env,omitempty"`     // extra environment for subprocesses
+	Dir     string            `json:"dir,omitempty"`     // working directory for subprocesses
+}
+
+// Limits bound a subprocess's resources (setrlimit). Zero means unlimited.
+type Limits struct {
+	AddressSpace int64 `json:"address_space,omitempty"` // bytes (RLIMIT_AS)
+	CPUSeconds   int64 `json:"cpu_seconds,omitempty"`   // RLIMIT_CPU
+	OpenFiles    int64 `json:"open_files,omitempty"`    // RLIMIT_NOFILE
+}
+
+// WithDefaults returns a copy with every zero field set to its default.
+func (c QueueConfig) WithDefaults() QueueConfig {
+	if c.Weight == 0 {
+		c.Weight = DefaultWeight
+	}
+	if c.Ordered {
+		c.Concurrency = 1
+	} else if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Timeout == 0 {
+		c.Timeout = Duration(DefaultTimeout)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Backoff.Base == 0 {
+		c.Backoff.Base = Duration(DefaultBackoffBase)
+	}
+	if c.Backoff.Max == 0 {
+		c.Backoff.Max = Duration(DefaultBackoffMax)
+	}
+	return c
+}
+
+// Validate checks the configuration; the error names the field.
+func (c QueueConfig) Validate() error {
+	if err := ValidateQueueName(c.Name); err != nil {
+		return fmt.Errorf("queue config: name: %w", err)
+	}
+	bad := func(field, format string, a ...any) error {
+		return fmt.Errorf("%w: queue %s: %s: %s", ErrInvalidConfig, c.Name, field, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case c.Weight < 0:
+		return bad("weight", "must be ≥ 0, have %d", c.Weight)
+	case c.Concurrency < 0:
+		return bad("concurrency", "must be ≥ 0, have %d", c.Concurrency)
+	case c.Ordered && c.Concurrency > 1:
+		return bad("concurrency", "an ordered queue runs one task at a time, have %d", c.Concurrency)
+	case c.Timeout < 0:
+		return bad("timeout", "must be ≥ 0, have %s", c.Timeout.Std())
+	case c.MaxAttempts < 0:
+		return bad("max_attempts", "must be ≥ 0, have %d", c.MaxAttempts)
+	case c.Backoff.Base < 0 || c.Backoff.Max < 0:
+		return bad("backoff", "durations must be ≥ 0")
+	case c.Backoff.Jitter < 0 || c.Backoff.Jitter > 1:
+		return bad("backoff.jitter", "must be within 0–1, have %g", c.Backoff.Jitter)
+	case c.Retention < 0:
+		return bad("retention", "must be ≥ 0, have %s", c.Retention.Std())
+	}
+	for name, r := range c.Tasks {
+		n := 0
+		if len(r.Command) > 0 {
+			n++
+		}
+		if r.Inline {
+			n++
+		}
+		if r.Go {
+			n++
+		}
+		if n != 1 {
+			return bad("tasks."+name, "set exactly one of command, inline or go")
+		}
+		if len(r.Command) > 0 && r.Command[0] == "" {
+			return bad("tasks."+name+".command", "argv[0] is empty")
+		}
+	}
+	return nil
+}
+
+// Route returns the route for task: its own, else the "*" route.
+func (c QueueConfig) Route(task string) (TaskRoute, bool) {
+	if r, ok := c.Tasks[task]; ok {
+		return r, true
+	}
+	r, ok := c.Tasks["*"]
+	return r, ok
+}

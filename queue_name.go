@@ -1,0 +1,34 @@
+package drover
+
+import (
+	"fmt"
+	"unicode"
+)
+
+// MaxQueueNameLen is the longest queue name accepted, in bytes.
+const MaxQueueNameLen = 200
+
+// ValidateQueueName reports whether name may be used as a queue name: 1 to
+// MaxQueueNameLen bytes, no '/', ':', '{', '}', white space or control
+// characters (names appear in ZooKeeper paths and in Redis hash tags).
+// The error wraps ErrInvalidQueueName and says what is wrong.
+func ValidateQueueName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidQueueName)
+	}
+	if len(name) > MaxQueueNameLen {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidQueueName, len(name), MaxQueueNameLen)
+	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("%w: %q is reserved", ErrInvalidQueueName, name)
+	}
+	for i, r := range name {
+		switch {
+		case r == '/' || r == ':' || r == '{' || r == '}':
+			return fmt.Errorf("%w: %q holds %q at byte %d", ErrInvalidQueueName, name, r, i)
+		case unicode.IsControl(r) || unicode.IsSpace(r) || r == unicode.ReplacementChar:
+			return fmt.Errorf("%w: %q holds a control or space character at byte %d", ErrInvalidQueueName, name, i)
+		}
+	}
+	return nil
+}
