@@ -1,0 +1,144 @@
+package testenv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Install hints, printed when a server is missing.
+const (
+	redisHint = "install Redis with `apt-get install -y redis-server` (or run `make test`, which does), or point DROVER_TEST_REDIS at a server"
+	zkHint    = "install ZooKeeper with `apt-get install -y zookeeper` (or run `make test`, which does), or point DROVER_TEST_ZK at a server"
+)
+
+// registry tracks every process this package started, so Run can stop them.
+var registry = struct {
+	sync.Mutex
+	procs []*process
+}{}
+
+func track(p *process) {
+	registry.Lock()
+	registry.procs = append(registry.procs, p)
+	registry.Unlock()
+}
+
+// Run runs the tests and then stops every server this package started. Use it
+// from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
+func Run(m *testing.M) int {
+	code := m.Run()
+	StopAll()
+	return code
+}
+
+// StopAll kills every server process started by this package. It is safe to
+// call more than once.
+func StopAll() {
+	registry.Lock()
+	procs := registry.procs
+	registry.procs = nil
+	registry.Unlock()
+	for _, p := range procs {
+		p.kill()
+	}
+	stopDocker()
+	dirs.Lock()
+	for _, d := range dirs.list {
+		os.RemoveAll(d)
+	}
+	dirs.list = nil
+	dirs.Unlock()
+}
+
+// Prefix returns a Redis key prefix unique to this test, made of letters,
+// digits, '-' and '_' only.
+func Prefix(t testing.TB) string {
+	return "t-" + sanitize(t.Name()) + "-" + randHex(4)
+}
+
+// Chroot returns a ZooKeeper root path unique to this test, such as
+// "/t/TestClaim-1a2b3c4d". The coordinator creates it on first use.
+func Chroot(t testing.TB) string {
+	return "/t/" + sanitize(t.Name()) + "-" + randHex(4)
+}
+
+func sanitize(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if len(s) > 60 {
+		s = s[:60]
+	}
+	return s
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("testenv: crypto/rand: %v", err))
+	}
+	return hex.EncodeToString(b)
+}
+
+// envAddrs returns the comma-separated addresses in the environment variable.
+func envAddrs(name string) []string {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return nil
+	}
+	var out []string
+	for _, a := range strings.Split(v, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// shared starts a server once per test binary and remembers the outcome, so
+// that every test asking for it after a failure fails with the same reason.
+type shared[T any] struct {
+	once sync.Once
+	val  T
+	err  error
+}
+
+func (s *shared[T]) get(t testing.TB, start func() (T, error)) T {
+	t.Helper()
+	s.once.Do(func() { s.val, s.err = start() })
+	if s.err != nil {
+		t.Fatalf("testenv: %v", s.err)
+	}
+	return s.val
+}
+
+// dirs are temporary directories of shared servers, removed by StopAll.
+var dirs = struct {
+	sync.Mutex
+	list []string
+}{}
+
+func tempDir(kind string) (string, error) {
+	d, err := os.MkdirTemp("", "drover-"+kind+"-")
+	if err != nil {
+		return "", fmt.Errorf("create temp dir for %s: %w", kind, err)
+	}
+	dirs.Lock()
+	dirs.list = append(dirs.list, d)
+	dirs.Unlock()
+	return d, nil
+}

@@ -1,0 +1,126 @@
+package testenv
+
+import (
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) { os.Exit(Run(m)) }
+
+func TestRedisAnswersAndRestarts(t *testing.T) {
+	s := NewRedis(t, RedisOptions{AppendOnly: true})
+	if r, err := ask(s.Addr, "PING\r\n", time.Second); err != nil || !strings.HasPrefix(r, "+PONG") {
+		t.Fatalf("PING: want +PONG, have %q (%v)", r, err)
+	}
+	s.Stop(t)
+	if _, err := ask(s.Addr, "PING\r\n", 200*time.Millisecond); err == nil {
+		t.Fatalf("want no answer from a stopped server, have one")
+	}
+	s.Start(t)
+	if r, err := ask(s.Addr, "PING\r\n", time.Second); err != nil || !strings.HasPrefix(r, "+PONG") {
+		t.Fatalf("PING after restart: want +PONG, have %q (%v)", r, err)
+	}
+}
+
+func TestSharedServersAnswer(t *testing.T) {
+	r := Redis(t)
+	if reply, err := ask(r.Addr, "PING\r\n", time.Second); err != nil || !strings.HasPrefix(reply, "+PONG") {
+		t.Fatalf("shared redis PING: want +PONG, have %q (%v)", reply, err)
+	}
+	c := RedisCluster(t)
+	if len(c.Addrs) != 3 {
+		t.Fatalf("cluster: want 3 masters, have %d", len(c.Addrs))
+	}
+	z := ZooKeeper(t)
+	if m, err := zkMode(z.Addrs[0]); err != nil || m != "standalone" {
+		t.Fatalf("zookeeper mode: want standalone, have %q (%v)", m, err)
+	}
+}
+
+func TestEnsembleHasOneLeader(t *testing.T) {
+	e := ZKEnsemble(t)
+	if len(e.Addrs) != 3 {
+		t.Fatalf("want 3 nodes, have %d", len(e.Addrs))
+	}
+	leaders := 0
+	for _, a := range e.Addrs {
+		m, err := zkMode(a)
+		if err != nil {
+			t.Fatalf("node %s: %v", a, err)
+		}
+		if m == "leader" {
+			leaders++
+		}
+	}
+	if leaders != 1 {
+		t.Fatalf("want exactly 1 leader, have %d", leaders)
+	}
+	if _, err := e.Leader(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProxyCutBlackholeRestore(t *testing.T) {
+	// An echo server as the target.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(c, c)
+		}
+	}()
+	p := NewProxy(t, ln.Addr().String())
+	roundTrip := func() error {
+		c, err := net.DialTimeout("tcp", p.Addr, time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Write([]byte("ping")); err != nil {
+			return err
+		}
+		buf := make([]byte, 4)
+		_, err = io.ReadFull(c, buf)
+		return err
+	}
+	if err := roundTrip(); err != nil {
+		t.Fatalf("open proxy: want echo, have %v", err)
+	}
+	p.Cut()
+	if err := roundTrip(); err == nil {
+		t.Fatalf("cut proxy: want an error, have an echo")
+	}
+	p.Blackhole()
+	if err := roundTrip(); err == nil {
+		t.Fatalf("blackholed proxy: want a timeout, have an echo")
+	}
+	p.Restore()
+	if err := roundTrip(); err != nil {
+		t.Fatalf("restored proxy: want echo, have %v", err)
+	}
+}
+
+func TestPrefixAndChrootAreUniqueAndClean(t *testing.T) {
+	a, b := Prefix(t), Prefix(t)
+	if a == b {
+		t.Fatalf("want distinct prefixes, have %q twice", a)
+	}
+	if strings.ContainsAny(a, "{}:/ ") {
+		t.Fatalf("prefix %q holds a reserved character", a)
+	}
+	if c := Chroot(t); !strings.HasPrefix(c, "/t/") || strings.Count(c, "/") != 2 {
+		t.Fatalf("chroot: want /t/<name>, have %q", c)
+	}
+}
