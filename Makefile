@@ -1,0 +1,49 @@
+# Drover — the index of what you can do here. `make help` lists it.
+SHELL := /bin/bash
+GO    ?= go
+BIN   := bin/drover
+# Everything `make test` runs must finish well within CI's limit.
+TEST_TIMEOUT ?= 25m
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z_-]*:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: deps
+deps: ## install Redis and ZooKeeper from Debian's packages when missing
+	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null; then \
+		echo "installing redis-server and zookeeper (apt-get)"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server zookeeper >/dev/null; \
+	fi
+	@redis-server --version | head -1
+	@ls /usr/share/java/zookeeper-3*.jar
+
+.PHONY: build
+build: ## build bin/drover
+	$(GO) build -o $(BIN) ./cmd/drover
+
+.PHONY: test
+test: deps ## install what is missing, then go vet and go test -race against real servers
+	$(GO) vet ./...
+	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: bench
+bench: deps ## run the benchmarks (medians of 5) and rewrite BENCHMARKS.md
+	$(GO) run ./internal/benchreport -out BENCHMARKS.md
+
+.PHONY: demo
+demo: deps build ## a local fleet with example tasks and a live status view (Ctrl-C or DEMO_SECONDS to stop)
+	$(BIN) dev --workers 3 --demo $(if $(DEMO_SECONDS),--duration $(DEMO_SECONDS)s)
+
+.PHONY: chaos
+chaos: deps build ## the fault-injection run (CHAOS_DURATION, default 10m)
+	$(GO) run ./internal/chaos -duration $(or $(CHAOS_DURATION),10m)
