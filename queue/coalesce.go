@@ -1,0 +1,83 @@
+package queue
+
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
+// coalescer sends concurrent Enqueue calls to Redis together ("group
+// commit"). The first caller to arrive while nothing is in flight becomes the
+// leader and flushes at once, so a lone caller pays no extra latency. Callers
+// arriving while a flush is in flight queue up; when the flush returns, the
+// leader hands leadership to the first of them, which flushes the whole queue
+// (up to max requests) in one pipeline. Every request gets its own result.
+type coalescer struct {
+	max   int
+	flush func(ctx context.Context, batch []*enqueueRequest)
+
+	mu      sync.Mutex
+	busy    bool // a leader is flushing
+	pending []*enqueueRequest
+}
+
+// submit sends r and waits for its result (r.res, r.err).
+//
+// If ctx ends while r is still waiting to be sent, submit returns ctx.Err()
+// and r was not sent: nothing was enqueued. Once r is sent, submit waits for
+// the reply (bounded by the client's read timeout), so the result is always
+// definite. A flush runs without the caller's cancellation, because it
+// carries other callers' requests too.
+func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
+	if err := ctx.Err(); err != nil {
+		r.err = err
+		return
+	}
+	r.ready = make(chan struct{}, 1)
+	c.mu.Lock()
+	c.pending = append(c.pending, r)
+	if c.busy {
+		c.mu.Unlock()
+		select {
+		case <-r.ready:
+		case <-ctx.Done():
+			c.mu.Lock()
+			if i := slices.Index(c.pending, r); i >= 0 && !r.lead {
+				c.pending = slices.Delete(c.pending, i, i+1)
+				c.mu.Unlock()
+				r.err = ctx.Err()
+				return
+			}
+			c.mu.Unlock()
+			<-r.ready // in flight, or just made leader
+		}
+		if !r.lead {
+			return
+		}
+		c.mu.Lock()
+	} else {
+		c.busy = true
+	}
+	// Leader: take the queue (this request is in it), flush, hand over.
+	n := min(len(c.pending), c.max)
+	batch := slices.Clone(c.pending[:n])
+	c.pending = slices.Delete(c.pending, 0, n)
+	c.mu.Unlock()
+
+	c.flush(context.WithoutCancel(ctx), batch)
+	for _, b := range batch {
+		if b != r {
+			b.ready <- struct{}{}
+		}
+	}
+
+	c.mu.Lock()
+	if len(c.pending) > 0 {
+		next := c.pending[0]
+		next.lead = true
+		next.ready <- struct{}{}
+	} else {
+		c.busy = false
+	}
+	c.mu.Unlock()
+}

@@ -1,0 +1,263 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/redis/go-redis/v9"
+)
+
+// MaxIDLen is the longest caller-chosen message id accepted, in bytes.
+const MaxIDLen = 512
+
+// maxScriptBatch is the most messages sent in one enqueue script call;
+// bigger batches are split into several calls in the same pipeline, so that
+// no single script blocks Redis for long.
+const maxScriptBatch = 1000
+
+// EnqueueResult says what an enqueue did with one message.
+type EnqueueResult struct {
+	// ID is the message's id: the caller's, or a generated one.
+	ID string
+	// Position is the message's place in the log; 0 when the message went
+	// to the delayed set or was a duplicate.
+	Position drover.Position
+	// Duplicate is true when the id was already known (pending, delayed, or
+	// inside the dedupe window) and nothing was written.
+	Duplicate bool
+}
+
+// enqueueRequest is one message on its way to Redis.
+type enqueueRequest struct {
+	queue string
+	id    string
+	env   []byte
+	due   int64 // unix ms; 0: now
+	keyed bool  // caller-chosen id: remember it for the dedupe window
+
+	res EnqueueResult
+	err error
+
+	ready chan struct{} // coalescer: result ready, or leadership handed over
+	lead  bool
+}
+
+// Enqueue adds m to the end of its queue (m.Queue) and returns its id and
+// position. m.Task is required. An empty m.ID gets a generated one; a
+// caller-chosen id is an idempotency key: enqueueing an id the queue still
+// knows — pending, delayed, or within the dedupe window — writes nothing and
+// returns Duplicate. m.EnqueuedAt defaults to the Store's clock. m is not
+// modified.
+//
+// Concurrent calls are sent to Redis together in one pipeline. If ctx ends
+// before the message was sent, Enqueue returns ctx.Err() and nothing was
+// enqueued; once sent, it waits for Redis's reply. A network error leaves the
+// outcome unknown; enqueueing the same id again is then safe (it is a no-op
+// if the first attempt landed).
+func (s *Store) Enqueue(ctx context.Context, m *drover.Message) (EnqueueResult, error) {
+	return s.enqueueOne(ctx, m, 0)
+}
+
+// EnqueueAt is Enqueue for a message that becomes ready at time at: it goes
+// to the queue's delayed set, and the queue's owner promotes it to the log
+// when due (PromoteDue). A time not after Redis's clock enqueues at once.
+// Revoke deletes it while it waits.
+func (s *Store) EnqueueAt(ctx context.Context, m *drover.Message, at time.Time) (EnqueueResult, error) {
+	due := at.UnixMilli()
+	if due <= 0 {
+		due = 1 // before 1970: due at once, and distinct from "0 = now"
+	}
+	return s.enqueueOne(ctx, m, due)
+}
+
+// EnqueueIn is EnqueueAt(ctx, m, now+d), now from the Store's clock.
+func (s *Store) EnqueueIn(ctx context.Context, m *drover.Message, d time.Duration) (EnqueueResult, error) {
+	return s.EnqueueAt(ctx, m, s.clock.Now().Add(d))
+}
+
+func (s *Store) enqueueOne(ctx context.Context, m *drover.Message, due int64) (EnqueueResult, error) {
+	r, err := s.newRequest(m, due)
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	s.batcher.submit(ctx, r)
+	return r.res, r.err
+}
+
+// EnqueueBatch adds messages, each as Enqueue would, in one round trip (one
+// per Cluster node involved). The messages may belong to different queues;
+// within a queue they get positions in slice order. Results are in the order
+// of msgs. On error nothing is known about which messages were added;
+// enqueueing the batch again with the same ids is safe.
+func (s *Store) EnqueueBatch(ctx context.Context, msgs []*drover.Message) ([]EnqueueResult, error) {
+	reqs := make([]*enqueueRequest, len(msgs))
+	for i, m := range msgs {
+		r, err := s.newRequest(m, 0)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		reqs[i] = r
+	}
+	s.flushEnqueues(ctx, reqs)
+	out := make([]EnqueueResult, len(reqs))
+	for i, r := range reqs {
+		if r.err != nil {
+			return nil, r.err
+		}
+		out[i] = r.res
+	}
+	return out, nil
+}
+
+// newRequest validates m and encodes its envelope.
+func (s *Store) newRequest(m *drover.Message, due int64) (*enqueueRequest, error) {
+	if m == nil {
+		return nil, errors.New("enqueue: nil message")
+	}
+	if err := drover.ValidateQueueName(m.Queue); err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	if m.Task == "" {
+		return nil, fmt.Errorf("enqueue to %s: message has no task", m.Queue)
+	}
+	if m.Attempt < 0 || m.MaxAttempts < 0 {
+		return nil, fmt.Errorf("enqueue to %s: negative attempt or max_attempts", m.Queue)
+	}
+	if len(m.ID) > MaxIDLen {
+		return nil, fmt.Errorf("enqueue to %s: id of %d bytes, at most %d", m.Queue, len(m.ID), MaxIDLen)
+	}
+	c := *m
+	keyed := c.ID != ""
+	if !keyed {
+		id, err := s.ids.next()
+		if err != nil {
+			return nil, fmt.Errorf("enqueue to %s: %w", m.Queue, err)
+		}
+		c.ID = id
+	}
+	if c.EnqueuedAt.IsZero() {
+		c.EnqueuedAt = s.clock.Now().UTC()
+	}
+	c.Position = 0
+	env, err := c.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %s to %s: encode envelope: %w", c.ID, c.Queue, err)
+	}
+	return &enqueueRequest{queue: c.Queue, id: c.ID, env: env, due: due, keyed: keyed}, nil
+}
+
+// flushEnqueues sends reqs in one pipeline: per queue, the enqueue script
+// with up to maxScriptBatch messages per call, plus an SADD to the queue
+// registry for queues this Store has not registered yet. It sets every
+// request's res or err.
+func (s *Store) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
+	type call struct {
+		queue string
+		reqs  []*enqueueRequest
+		keys  []string
+		args  []any
+		cmd   *redis.Cmd
+	}
+	var calls []*call
+	open := map[string]*call{}
+	for _, r := range reqs {
+		c := open[r.queue]
+		if c == nil || len(c.reqs) == maxScriptBatch {
+			qk := s.keys.queue(r.queue)
+			channel := ""
+			if s.wakeups {
+				channel = s.keys.wakeupChannel()
+			}
+			c = &call{
+				queue: r.queue,
+				keys:  []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.seen},
+				args:  []any{s.dedupeWindow.Milliseconds(), channel, r.queue},
+			}
+			open[r.queue] = c
+			calls = append(calls, c)
+		}
+		keyed := "0"
+		if r.keyed {
+			keyed = "1"
+		}
+		c.reqs = append(c.reqs, r)
+		c.args = append(c.args, r.id, r.env, r.due, keyed)
+	}
+
+	var register []string
+	for q := range open {
+		if _, ok := s.known.Load(q); !ok {
+			register = append(register, q)
+		}
+	}
+
+	pipe := s.rdb.Pipeline()
+	var sadd *redis.IntCmd
+	if len(register) > 0 {
+		members := make([]any, len(register))
+		for i, q := range register {
+			members[i] = q
+		}
+		sadd = pipe.SAdd(ctx, s.keys.queues(), members...)
+	}
+	for _, c := range calls {
+		c.cmd = enqueueScript.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+
+	// Scripts the server did not know (first use, or after a restart) did
+	// not run: send them again in full.
+	var retry []*call
+	for _, c := range calls {
+		if isNoScript(c.cmd.Err()) {
+			retry = append(retry, c)
+		}
+	}
+	if len(retry) > 0 {
+		pipe := s.rdb.Pipeline()
+		for _, c := range retry {
+			c.cmd = enqueueScript.Eval(ctx, pipe, c.keys, c.args...)
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+
+	if sadd != nil && sadd.Err() == nil {
+		for _, q := range register {
+			s.known.Store(q, struct{}{})
+		}
+	}
+	for _, c := range calls {
+		vals, err := c.cmd.Int64Slice()
+		if err == nil && len(vals) != len(c.reqs) {
+			err = fmt.Errorf("enqueue script returned %d results for %d messages", len(vals), len(c.reqs))
+		}
+		if err != nil {
+			err = fmt.Errorf("enqueue to %s: %w", c.queue, err)
+			for _, r := range c.reqs {
+				r.err = err
+			}
+			continue
+		}
+		for i, r := range c.reqs {
+			r.res = EnqueueResult{ID: r.id}
+			switch v := vals[i]; {
+			case v > 0:
+				r.res.Position = drover.Position(v)
+			case v < 0:
+				r.res.Duplicate = true
+			}
+		}
+	}
+	// A failed registry SADD does not fail the enqueues (their messages are
+	// in); the next enqueue to those queues tries it again.
+	if sadd != nil && sadd.Err() != nil {
+		s.log.Warn("register queues", "key", s.keys.queues(), "queues", register, "error", sadd.Err())
+	}
+}
+
+// formatInt formats a position or time for a Redis argument.
+func formatInt(v int64) string { return strconv.FormatInt(v, 10) }

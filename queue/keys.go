@@ -1,0 +1,56 @@
+package queue
+
+import "sync"
+
+// DefaultPrefix is the key prefix used when Config.Prefix is empty.
+const DefaultPrefix = "drover"
+
+// Every Redis key and channel name this package uses is built in this file.
+//
+// A queue's keys all carry the hash tag {<queue>}, so that they live in one
+// Redis Cluster slot and one Lua script may touch them all. Keys outside a
+// queue's slot (the queue registry, the wake-up channel) are never touched by
+// the same script as a queue's keys.
+
+// keyspace builds key names under one prefix.
+type keyspace struct {
+	prefix string
+	cache  sync.Map // queue name → *queueKeys
+}
+
+// queueKeys are the keys of one queue (docs/redis-schema.md).
+type queueKeys struct {
+	log     string // ZSET id → position
+	msg     string // HASH id → envelope JSON
+	seq     string // STRING last position handed out
+	delayed string // ZSET id → due time (unix ms)
+	dead    string // ZSET id → time dead-lettered (unix ms)
+	deadmsg string // HASH id → envelope + failure fields
+	seen    string // ZSET caller-chosen id → end of its dedupe window (unix ms)
+}
+
+// queue returns the keys of queue q. q must be a valid queue name.
+func (k *keyspace) queue(q string) *queueKeys {
+	if v, ok := k.cache.Load(q); ok {
+		return v.(*queueKeys)
+	}
+	base := k.prefix + ":{" + q + "}:"
+	qk := &queueKeys{
+		log:     base + "log",
+		msg:     base + "msg",
+		seq:     base + "seq",
+		delayed: base + "delayed",
+		dead:    base + "dead",
+		deadmsg: base + "deadmsg",
+		seen:    base + "seen",
+	}
+	v, _ := k.cache.LoadOrStore(q, qk)
+	return v.(*queueKeys)
+}
+
+// queues is the SET of every queue name ever enqueued to.
+func (k *keyspace) queues() string { return k.prefix + ":queues" }
+
+// wakeupChannel is the Pub/Sub channel on which every enqueue publishes the
+// queue's name, so that an idle owner can wake without polling.
+func (k *keyspace) wakeupChannel() string { return k.prefix + ":wakeup" }

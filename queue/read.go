@@ -1,0 +1,131 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/drover-dev/drover"
+)
+
+// MaxReadBatch is the most entries one ReadAfter call returns.
+const MaxReadBatch = 10000
+
+// Entry is one log entry as read: its position, its id and its envelope as
+// stored. The envelope is decoded only when asked (Decode), so that reading
+// stays cheap for callers that do not need every message decoded.
+type Entry struct {
+	Queue    string
+	Position drover.Position
+	ID       string
+	// Raw is the envelope JSON from :msg; nil when the id has no envelope
+	// (which makes the entry poison).
+	Raw []byte
+}
+
+// PoisonError says why an entry cannot be processed: its envelope is
+// missing, is not a valid envelope, or names another id. It matches
+// drover.ErrPoison with errors.Is. The worker dead-letters such entries with
+// Error() as the reason; they never stop the queue.
+type PoisonError struct {
+	Queue    string
+	ID       string
+	Position drover.Position
+	Reason   string // what is wrong, for people
+	Err      error  // the decoder's error, if any
+}
+
+func (e *PoisonError) Error() string {
+	return fmt.Sprintf("queue %s: message %s at %d: poison: %s", e.Queue, e.ID, e.Position, e.Reason)
+}
+
+// Unwrap returns drover.ErrPoison and the decoder's error.
+func (e *PoisonError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{drover.ErrPoison, e.Err}
+	}
+	return []error{drover.ErrPoison}
+}
+
+// Decode decodes the entry's envelope into a Message with Position set (and
+// Queue, when the envelope lacks it). It never panics; an entry that cannot
+// be processed returns a *PoisonError. Each call decodes afresh.
+func (e *Entry) Decode() (*drover.Message, error) {
+	if e.Raw == nil {
+		return nil, &PoisonError{Queue: e.Queue, ID: e.ID, Position: e.Position, Reason: "no envelope in :msg"}
+	}
+	m, err := decodeEnvelope(e.Raw)
+	if err != nil {
+		return nil, &PoisonError{Queue: e.Queue, ID: e.ID, Position: e.Position, Reason: err.Error(), Err: err}
+	}
+	if m.ID != e.ID {
+		return nil, &PoisonError{Queue: e.Queue, ID: e.ID, Position: e.Position,
+			Reason: fmt.Sprintf("envelope id %q differs from the log's id", m.ID)}
+	}
+	if m.Queue == "" {
+		m.Queue = e.Queue
+	}
+	m.Position = e.Position
+	return m, nil
+}
+
+// decodeEnvelope is the envelope decoder: drover.DecodeMessage, which never
+// panics and wraps drover.ErrPoison. It is a seam for FuzzDecodeEnvelope.
+func decodeEnvelope(raw []byte) (*drover.Message, error) {
+	return drover.DecodeMessage(raw)
+}
+
+// ReadAfter returns up to n entries of queue with positions strictly after
+// offset, in position order, in one round trip. An id in the log without an
+// envelope comes back as an entry with Raw nil (poison), never dropped. n is
+// capped at MaxReadBatch; n <= 0 returns nothing. An empty result means
+// nothing follows the offset (now).
+func (s *Store) ReadAfter(ctx context.Context, queue string, offset drover.Position, n int) ([]Entry, error) {
+	qk, err := s.queueKeys(queue)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", queue, err)
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	n = min(n, MaxReadBatch)
+	reply, err := s.run(ctx, readAfterScript, []string{qk.log, qk.msg}, "("+formatInt(int64(offset)), n).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("read %s after %d: %w", queue, offset, err)
+	}
+	if len(reply) == 0 {
+		return nil, nil
+	}
+	pairs, ok1 := reply[0].([]any)
+	envs, ok2 := reply[1].([]any)
+	if len(reply) != 2 || !ok1 || !ok2 || len(pairs) != 2*len(envs) {
+		return nil, fmt.Errorf("read %s after %d: malformed reply from the read script", queue, offset)
+	}
+	out := make([]Entry, len(envs))
+	for i := range envs {
+		id, _ := pairs[2*i].(string)
+		score, _ := pairs[2*i+1].(string)
+		pos, err := parseScore(score)
+		if err != nil {
+			return nil, fmt.Errorf("read %s after %d: position of %s: %w", queue, offset, id, err)
+		}
+		out[i] = Entry{Queue: queue, Position: pos, ID: id}
+		if env, ok := envs[i].(string); ok {
+			out[i].Raw = []byte(env)
+		}
+	}
+	return out, nil
+}
+
+// parseScore parses a sorted-set score that holds a position. Redis writes
+// integral scores as integers; a float form is accepted as well.
+func parseScore(s string) (drover.Position, error) {
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return drover.Position(v), nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("score %q is not a number", s)
+	}
+	return drover.Position(f), nil
+}

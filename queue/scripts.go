@@ -1,0 +1,303 @@
+package queue
+
+import "github.com/redis/go-redis/v9"
+
+// Every Lua script of the package. Each one touches the keys of exactly one
+// queue (one hash tag, one Cluster slot), documents its KEYS and ARGV, and is
+// run with EVALSHA (falling back to EVAL when the server does not know it,
+// e.g. after a restart).
+//
+// Positions are microseconds since the epoch from Redis TIME, made strictly
+// increasing with the :seq key: pos = max(now_us, last + 1). Lua numbers are
+// doubles, which hold these integers exactly (2^53 µs is year 2255); Redis
+// turns Lua numbers passed to redis.call into strings with 17 significant
+// digits, so scores stay exact.
+
+// enqueueSource adds messages to one queue, each id at most once. It is the
+// script docs/redis-schema.md documents for producers in other languages
+// (the doc quotes it verbatim; a test checks that).
+//
+//	KEYS[1] log      KEYS[2] msg      KEYS[3] seq
+//	KEYS[4] delayed  KEYS[5] seen
+//	ARGV[1] dedupe window in ms: how long a caller-chosen id stays known
+//	ARGV[2] wake-up channel to PUBLISH the queue name on ("" for none)
+//	ARGV[3] the queue name (the wake-up payload)
+//	then 4 per message:
+//	  id, envelope JSON, due time in unix ms ("0" = now),
+//	  keyed ("1": a caller-chosen id, remembered in :seen for the window)
+//
+// Returns one integer per message: its position (> 0) when it went to the
+// log, 0 when it went to the delayed set, -1 when the id was already known
+// (pending in :msg, delayed, or keyed and inside the dedupe window) and
+// nothing was written.
+const enqueueSource = `-- drover enqueue v1
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now_ms = math.floor(now_us / 1000)
+local window = tonumber(ARGV[1])
+local last = tonumber(redis.call('GET', KEYS[3]) or '0')
+local out, ready = {}, {}
+local added = 0
+local purged = false
+for i = 4, #ARGV, 4 do
+  local id, env, due, keyed = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3] == '1'
+  local result = -1
+  local known = false
+  if keyed then
+    if not purged then
+      local old = redis.call('ZRANGE', KEYS[5], '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 100)
+      if #old > 0 then redis.call('ZREM', KEYS[5], unpack(old)) end
+      purged = true
+    end
+    local expiry = redis.call('ZSCORE', KEYS[5], id)
+    known = expiry and tonumber(expiry) > now_ms
+  end
+  if not known and redis.call('HSETNX', KEYS[2], id, env) == 1 then
+    added = added + 1
+    if keyed then
+      redis.call('ZADD', KEYS[5], math.max(now_ms, due) + window, id)
+    end
+    if due > now_ms then
+      redis.call('ZADD', KEYS[4], due, id)
+      result = 0
+    else
+      last = math.max(now_us, last + 1)
+      ready[#ready + 1] = last
+      ready[#ready + 1] = id
+      result = last
+    end
+  end
+  out[#out + 1] = result
+end
+for i = 1, #ready, 2000 do
+  redis.call('ZADD', KEYS[1], unpack(ready, i, math.min(i + 1999, #ready)))
+end
+if #ready > 0 then
+  redis.call('SET', KEYS[3], last)
+end
+if ARGV[2] ~= '' and added > 0 then
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
+end
+return out
+`
+
+// readAfterSource reads up to n messages after an offset, in position order.
+//
+//	KEYS[1] log  KEYS[2] msg
+//	ARGV[1] the exclusive lower bound, "(<offset>"
+//	ARGV[2] n, the most entries to return (> 0)
+//
+// Returns {} when nothing follows the offset, else {entries, envelopes}:
+// entries is the flat ZRANGE WITHSCORES reply {id1, pos1, id2, pos2, …} and
+// envelopes the HMGET reply {env1, env2, …} (nil where :msg has no entry).
+const readAfterSource = `-- drover read-after v1
+local r = redis.call('ZRANGE', KEYS[1], ARGV[1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2], 'WITHSCORES')
+if #r == 0 then return {} end
+local envs = {}
+local ids = {}
+for i = 1, #r, 2 do
+  ids[#ids + 1] = r[i]
+  if #ids == 1000 then
+    local got = redis.call('HMGET', KEYS[2], unpack(ids))
+    for j = 1, #got do envs[#envs + 1] = got[j] end
+    ids = {}
+  end
+end
+if #ids > 0 then
+  local got = redis.call('HMGET', KEYS[2], unpack(ids))
+  for j = 1, #got do envs[#envs + 1] = got[j] end
+end
+return {r, envs}
+`
+
+// promoteSource moves due ids from the delayed set into the log, with
+// fresh positions. An id already in the log (ZSET members are unique) has
+// its position moved up.
+//
+//	KEYS[1] log  KEYS[2] seq  KEYS[3] delayed
+//	ARGV[1] now, unix ms: ids due at or before it are promoted
+//	ARGV[2] the most ids to promote (> 0)
+//
+// Returns the number of ids promoted.
+const promoteSource = `-- drover promote v1
+local ids = redis.call('ZRANGE', KEYS[3], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2])
+if #ids == 0 then return 0 end
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+local ready = {}
+for i = 1, #ids do
+  last = math.max(now_us, last + 1)
+  ready[#ready + 1] = last
+  ready[#ready + 1] = ids[i]
+end
+for i = 1, #ready, 2000 do
+  redis.call('ZADD', KEYS[1], unpack(ready, i, math.min(i + 1999, #ready)))
+end
+for i = 1, #ids, 1000 do
+  redis.call('ZREM', KEYS[3], unpack(ids, i, math.min(i + 999, #ids)))
+end
+redis.call('SET', KEYS[2], last)
+return #ids
+`
+
+// revokeSource deletes a delayed message, leaving nothing of it behind.
+//
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen
+//	ARGV[1] id
+//
+// Returns 1 if the id was delayed (and is now gone), 0 if it was unknown or
+// already promoted (nothing is changed then).
+const revokeSource = `-- drover revoke v1
+if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+return 1
+`
+
+// retrySource stores a message's new envelope under its id and schedules it
+// in the delayed set; the id leaves the log, so that a crash before the
+// offset is committed does not run it from its old position as well.
+//
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed
+//	ARGV[1] id  ARGV[2] envelope JSON  ARGV[3] due time, unix ms
+//
+// Returns 1.
+const retrySource = `-- drover retry v1
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+redis.call('ZREM', KEYS[1], ARGV[1])
+return 1
+`
+
+// killSource moves a message to the dead letters: the record goes to
+// :deadmsg, the id to :dead, and the id leaves the log, :msg and the delayed
+// set. Its :seen entry stays (the dedupe window still holds).
+//
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] dead  KEYS[5] deadmsg
+//	ARGV[1] id  ARGV[2] dead-letter record JSON  ARGV[3] failed at, unix ms
+//
+// Returns 1.
+const killSource = `-- drover kill v1
+redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
+redis.call('HSET', KEYS[5], ARGV[1], ARGV[2])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[1], ARGV[1])
+return 1
+`
+
+// retryDeadSource re-enqueues a dead letter at the end of the log, bypassing
+// the dedupe window (the id is known on purpose), and removes it from the
+// dead letters.
+//
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] seq  KEYS[4] dead  KEYS[5] deadmsg
+//	ARGV[1] id  ARGV[2] envelope JSON (attempt 0)
+//	ARGV[3] wake-up channel ("" for none)  ARGV[4] queue name
+//
+// Returns the new position, -1 if the id is not a dead letter, -2 if the id
+// is pending in the queue again (nothing is changed then).
+const retryDeadSource = `-- drover retry-dead v1
+if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then return -1 end
+if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return -2 end
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call('GET', KEYS[3]) or '0')
+local pos = math.max(now_us, last + 1)
+redis.call('ZADD', KEYS[1], pos, ARGV[1])
+redis.call('SET', KEYS[3], pos)
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('HDEL', KEYS[5], ARGV[1])
+if ARGV[3] ~= '' then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
+return pos
+`
+
+// purgeDeadSource deletes one dead letter, or all of a queue's.
+//
+//	KEYS[1] dead  KEYS[2] deadmsg
+//	ARGV[1] id, or "" for all
+//
+// Returns the number of dead letters deleted.
+const purgeDeadSource = `-- drover purge-dead v1
+if ARGV[1] == '' then
+  local n = redis.call('ZCARD', KEYS[1])
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return n
+end
+local n = redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return n
+`
+
+// trimSource removes done messages: log entries at or below a bound and
+// their envelopes, except envelopes whose id is in the delayed set (a retry
+// waiting for its turn). An id that was promoted again sits above the bound
+// and is not touched. It also forgets up to 100 expired dedupe ids.
+//
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen
+//	ARGV[1] offset: only positions at or below it are removed
+//	ARGV[2] retention in µs ("0": none); when set, only positions older
+//	        than now - retention are removed as well
+//	ARGV[3] the most entries to remove in this call (> 0)
+//
+// Returns the number of log entries removed.
+const trimSource = `-- drover trim v1
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local bound = tonumber(ARGV[1])
+local retention = tonumber(ARGV[2])
+if retention > 0 then bound = math.min(bound, now_us - retention - 1) end
+local old = redis.call('ZRANGE', KEYS[4], '-inf', math.floor(now_us / 1000), 'BYSCORE', 'LIMIT', 0, 100)
+if #old > 0 then redis.call('ZREM', KEYS[4], unpack(old)) end
+local ids = redis.call('ZRANGE', KEYS[1], '-inf', bound, 'BYSCORE', 'LIMIT', 0, ARGV[3])
+if #ids == 0 then return 0 end
+local gone = ids
+if redis.call('ZCARD', KEYS[3]) > 0 then
+  gone = {}
+  for i = 1, #ids do
+    if not redis.call('ZSCORE', KEYS[3], ids[i]) then gone[#gone + 1] = ids[i] end
+  end
+end
+for i = 1, #ids, 1000 do
+  redis.call('ZREM', KEYS[1], unpack(ids, i, math.min(i + 999, #ids)))
+end
+for i = 1, #gone, 1000 do
+  redis.call('HDEL', KEYS[2], unpack(gone, i, math.min(i + 999, #gone)))
+end
+return #ids
+`
+
+// backlogSource measures a queue after an offset, in time independent of
+// the backlog's size (ZCOUNT and ZCARD are O(log N) and O(1)).
+//
+//	KEYS[1] log  KEYS[2] delayed  KEYS[3] dead
+//	ARGV[1] the exclusive lower bound, "(<offset>"
+//
+// Returns {lag, first position after the offset (0 if none), Redis time in
+// µs, delayed count, dead count}.
+const backlogSource = `-- drover backlog v1
+local lag = redis.call('ZCOUNT', KEYS[1], ARGV[1], '+inf')
+local first = 0
+if lag > 0 then
+  local r = redis.call('ZRANGE', KEYS[1], ARGV[1], '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+  if #r > 0 then first = tonumber(r[2]) end
+end
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+return {lag, first, now_us, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3])}
+`
+
+// The compiled scripts; redis.Script carries the SHA1 for EVALSHA.
+var (
+	enqueueScript   = redis.NewScript(enqueueSource)
+	readAfterScript = redis.NewScript(readAfterSource)
+	promoteScript   = redis.NewScript(promoteSource)
+	revokeScript    = redis.NewScript(revokeSource)
+	retryScript     = redis.NewScript(retrySource)
+	killScript      = redis.NewScript(killSource)
+	retryDeadScript = redis.NewScript(retryDeadSource)
+	purgeDeadScript = redis.NewScript(purgeDeadSource)
+	trimScript      = redis.NewScript(trimSource)
+	backlogScript   = redis.NewScript(backlogSource)
+)

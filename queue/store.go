@@ -1,0 +1,143 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/drover-dev/drover"
+	"github.com/hashicorp/go-hclog"
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultDedupeWindow = 24 * time.Hour
+	DefaultMaxCoalesce  = 512
+)
+
+// Config configures a Store. The zero value of every field but Client means
+// the documented default.
+type Config struct {
+	// Client is the Redis client: standalone, Sentinel or Cluster (see
+	// NewClient). Required. The Store does not close it.
+	Client redis.UniversalClient
+	// Prefix starts every key name; default "drover". It must not hold
+	// '{', '}' or white space.
+	Prefix string
+	// DedupeWindow is how long a caller-chosen message id stays known after
+	// its message was enqueued (or, for a delayed message, after it was
+	// due): enqueueing the id again within it is a no-op. Default 24h.
+	DedupeWindow time.Duration
+	// MaxCoalesce is the most concurrent Enqueue calls sent to Redis in one
+	// pipeline. Default 512.
+	MaxCoalesce int
+	// DisableWakeups stops enqueues from publishing on the wake-up channel.
+	// Default false: every enqueue that adds a message publishes the queue's
+	// name (one PUBLISH per script call, not per message).
+	DisableWakeups bool
+	// Clock stamps generated ids and enqueued_at, and is the "now" of
+	// EnqueueIn. Default: the system clock.
+	Clock drover.Clock
+	// Logger receives the Store's few log lines (wake-up subscription
+	// trouble). Default: a null logger.
+	Logger hclog.Logger
+}
+
+// Store is a Redis-backed set of queues: the log of each queue, its delayed
+// set, dead letters and dedupe window (docs/redis-schema.md). It is safe for
+// concurrent use and starts no goroutines of its own (Wakeups starts one,
+// tied to the context it is given).
+type Store struct {
+	rdb          redis.UniversalClient
+	keys         keyspace
+	dedupeWindow time.Duration
+	clock        drover.Clock
+	log          hclog.Logger
+	ids          idSource
+	wakeups      bool
+	batcher      coalescer
+
+	// known holds the queues this Store has added to the queue registry, so
+	// that the SADD is sent once per process and queue.
+	known sync.Map
+}
+
+// New validates cfg and returns a Store.
+func New(cfg Config) (*Store, error) {
+	if cfg.Client == nil {
+		return nil, fmt.Errorf("%w: queue.Config.Client is required", drover.ErrInvalidConfig)
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(cfg.Prefix, "{}") || strings.IndexFunc(cfg.Prefix, unicode.IsSpace) >= 0 {
+		return nil, fmt.Errorf("%w: queue.Config.Prefix %q holds a brace or white space", drover.ErrInvalidConfig, cfg.Prefix)
+	}
+	if cfg.DedupeWindow < 0 {
+		return nil, fmt.Errorf("%w: queue.Config.DedupeWindow %s is negative", drover.ErrInvalidConfig, cfg.DedupeWindow)
+	}
+	if cfg.DedupeWindow == 0 {
+		cfg.DedupeWindow = DefaultDedupeWindow
+	}
+	if cfg.MaxCoalesce < 0 {
+		return nil, fmt.Errorf("%w: queue.Config.MaxCoalesce %d is negative", drover.ErrInvalidConfig, cfg.MaxCoalesce)
+	}
+	if cfg.MaxCoalesce == 0 {
+		cfg.MaxCoalesce = DefaultMaxCoalesce
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = drover.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	s := &Store{
+		rdb:          cfg.Client,
+		keys:         keyspace{prefix: cfg.Prefix},
+		dedupeWindow: cfg.DedupeWindow,
+		clock:        cfg.Clock,
+		log:          cfg.Logger,
+		wakeups:      !cfg.DisableWakeups,
+	}
+	s.ids.now = cfg.Clock.Now
+	s.batcher = coalescer{max: cfg.MaxCoalesce, flush: s.flushEnqueues}
+	return s, nil
+}
+
+// Prefix returns the key prefix in use.
+func (s *Store) Prefix() string { return s.keys.prefix }
+
+// WakeupChannel returns the name of the Pub/Sub channel enqueues publish
+// queue names on.
+func (s *Store) WakeupChannel() string { return s.keys.wakeupChannel() }
+
+// NewID returns a fresh message id: 26 characters, sortable by creation
+// time, unique (ULID layout).
+func (s *Store) NewID() (string, error) { return s.ids.next() }
+
+// queueKeys validates a queue name and returns its keys.
+func (s *Store) queueKeys(queue string) (*queueKeys, error) {
+	if err := drover.ValidateQueueName(queue); err != nil {
+		return nil, err
+	}
+	return s.keys.queue(queue), nil
+}
+
+// run runs a script with EVALSHA, falling back to EVAL (which also caches
+// it) when the server does not know the script.
+func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return sc.Run(ctx, s.rdb, keys, args...)
+}
+
+// isNoScript reports whether err says the server does not know a script.
+func isNoScript(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+}
+
+// errNil reports whether err is Redis's "no such key/value" reply.
+func errNil(err error) bool { return errors.Is(err, redis.Nil) }
