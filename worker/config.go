@@ -1,0 +1,122 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/metrics"
+	"github.com/hashicorp/go-hclog"
+)
+
+var errorsIs = errors.Is
+
+// Defaults of Config.
+const (
+	DefaultCapacity        = 16
+	DefaultBatchSize       = 100
+	DefaultCommitInterval  = 200 * time.Millisecond
+	DefaultDrainTimeout    = 30 * time.Second
+	DefaultPollInterval    = 2 * time.Second
+	DefaultPromoteInterval = time.Second
+)
+
+// Config configures a Worker. The zero value of every field means its
+// documented default; Log, Requeuer and Executor are required.
+type Config struct {
+	// Member is this worker's member name, written into committed offsets
+	// and logs.
+	Member string
+	// Capacity is how many tasks run at once across all queues. Default 16.
+	Capacity int
+	// BatchSize is how many messages one read fetches. Default 100.
+	BatchSize int
+	// CommitInterval is the longest a completed position waits before it is
+	// committed while work keeps flowing; an idle queue commits at once.
+	// Default 200ms.
+	CommitInterval time.Duration
+	// DrainTimeout bounds how long Stop waits for in-flight tasks before it
+	// kills them. Default 30s.
+	DrainTimeout time.Duration
+	// PollInterval is how often an idle queue reads even without an enqueue
+	// notification (a backstop for lost notifications). Default 2s.
+	PollInterval time.Duration
+	// PromoteInterval is how often a queue promotes due delayed messages.
+	// Default 1s.
+	PromoteInterval time.Duration
+
+	Log      Log      // required
+	Requeuer Requeuer // required
+	Executor Executor // required
+
+	// OnLost is called (from a queue loop's goroutine, without locks held)
+	// when a queue is lost because a commit was fenced. Optional.
+	OnLost func(queue string, err error)
+
+	Logger  hclog.Logger     // default: null logger
+	Metrics metrics.Recorder // default: metrics.Discard
+	Clock   drover.Clock     // default: drover.SystemClock
+	// Jitter returns a float in [0,1) for backoff jitter. Default: math/rand/v2.
+	Jitter func() float64
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Log == nil {
+		return c, fmt.Errorf("%w: worker: Log is required", drover.ErrInvalidConfig)
+	}
+	if c.Requeuer == nil {
+		return c, fmt.Errorf("%w: worker: Requeuer is required", drover.ErrInvalidConfig)
+	}
+	if c.Executor == nil {
+		return c, fmt.Errorf("%w: worker: Executor is required", drover.ErrInvalidConfig)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"Capacity", c.Capacity}, {"BatchSize", c.BatchSize}} {
+		if f.v < 0 {
+			return c, fmt.Errorf("%w: worker: %s must be ≥ 0, have %d", drover.ErrInvalidConfig, f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"CommitInterval", c.CommitInterval}, {"DrainTimeout", c.DrainTimeout}, {"PollInterval", c.PollInterval}, {"PromoteInterval", c.PromoteInterval}} {
+		if f.v < 0 {
+			return c, fmt.Errorf("%w: worker: %s must be ≥ 0, have %s", drover.ErrInvalidConfig, f.name, f.v)
+		}
+	}
+	if c.Capacity == 0 {
+		c.Capacity = DefaultCapacity
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = DefaultCommitInterval
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = DefaultPollInterval
+	}
+	if c.PromoteInterval == 0 {
+		c.PromoteInterval = DefaultPromoteInterval
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.Discard
+	}
+	if c.Clock == nil {
+		c.Clock = drover.SystemClock{}
+	}
+	if c.Jitter == nil {
+		c.Jitter = rand.Float64
+	}
+	return c, nil
+}

@@ -1,0 +1,194 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+// memLog is an in-memory Log and Requeuer for the loop's unit tests.
+type memLog struct {
+	mu      sync.Mutex
+	next    drover.Position
+	log     map[string][]Delivery // queue → entries in position order
+	delayed map[string][]*drover.Message
+	dead    map[string][]drover.DeadLetter
+	trims   map[string][]drover.Position
+	retries int
+}
+
+func newMemLog() *memLog {
+	return &memLog{next: 1, log: map[string][]Delivery{}, delayed: map[string][]*drover.Message{},
+		dead: map[string][]drover.DeadLetter{}, trims: map[string][]drover.Position{}}
+}
+
+func (l *memLog) add(queue string, m *drover.Message) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m.Queue = queue
+	raw, _ := m.MarshalJSON()
+	l.log[queue] = append(l.log[queue], Delivery{Position: l.next, ID: m.ID, Raw: raw, Message: m})
+	l.next++
+}
+
+func (l *memLog) addPoison(queue, id string, raw []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.log[queue] = append(l.log[queue], Delivery{Position: l.next, ID: id, Raw: raw, Err: fmt.Errorf("%w: test", drover.ErrPoison)})
+	l.next++
+}
+
+func (l *memLog) ReadAfter(_ context.Context, queue string, after drover.Position, n int) ([]Delivery, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Delivery
+	for _, d := range l.log[queue] {
+		if d.Position > after && len(out) < n {
+			cp := d
+			if d.Message != nil {
+				m := *d.Message
+				cp.Message = &m
+			}
+			out = append(out, cp)
+		}
+	}
+	return out, nil
+}
+
+func (l *memLog) PromoteDue(_ context.Context, queue string, now time.Time, limit int) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.delayed[queue])
+	for _, m := range l.delayed[queue] {
+		raw, _ := m.MarshalJSON()
+		l.log[queue] = append(l.log[queue], Delivery{Position: l.next, ID: m.ID, Raw: raw, Message: m})
+		l.next++
+	}
+	l.delayed[queue] = nil
+	return n, nil
+}
+
+func (l *memLog) Trim(_ context.Context, queue string, offset drover.Position, _ time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.trims[queue] = append(l.trims[queue], offset)
+	return nil
+}
+
+func (l *memLog) Retry(_ context.Context, m *drover.Message, _ time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cp := *m
+	l.delayed[m.Queue] = append(l.delayed[m.Queue], &cp)
+	l.retries++
+	return nil
+}
+
+func (l *memLog) DeadLetter(_ context.Context, queue string, d drover.DeadLetter) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dead[queue] = append(l.dead[queue], d)
+	return nil
+}
+
+func (l *memLog) deadCount(queue string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.dead[queue])
+}
+
+// memClaim is a Claim that can be fenced.
+type memClaim struct {
+	mu       sync.Mutex
+	off      drover.Offset
+	commits  []drover.Position
+	released *drover.Offset
+	fenced   bool
+}
+
+func (c *memClaim) Offset() drover.Offset { c.mu.Lock(); defer c.mu.Unlock(); return c.off }
+
+func (c *memClaim) Commit(_ context.Context, off drover.Offset) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fenced {
+		return fmt.Errorf("commit: %w", drover.ErrFenced)
+	}
+	if off.Position < c.off.Position {
+		return fmt.Errorf("offset went backwards: %d < %d", off.Position, c.off.Position)
+	}
+	c.off = off
+	c.commits = append(c.commits, off.Position)
+	return nil
+}
+
+func (c *memClaim) Release(_ context.Context, off drover.Offset) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fenced {
+		return fmt.Errorf("release: %w", drover.ErrFenced)
+	}
+	c.off = off
+	c.released = &off
+	return nil
+}
+
+func (c *memClaim) committed() drover.Position { return c.Offset().Position }
+
+// scriptedExecutor returns outcomes chosen per message id and attempt, and
+// records every run.
+type scriptedExecutor struct {
+	mu      sync.Mutex
+	runs    []string // "id#attempt"
+	outcome func(m *drover.Message) Outcome
+	gate    chan struct{} // when set, each Execute waits for a token or ctx
+	running int
+	maxRun  int
+}
+
+func (e *scriptedExecutor) Execute(ctx context.Context, t *Task) Result {
+	e.mu.Lock()
+	e.running++
+	if e.running > e.maxRun {
+		e.maxRun = e.running
+	}
+	e.runs = append(e.runs, fmt.Sprintf("%s#%d", t.Message.ID, t.Message.Attempt))
+	e.mu.Unlock()
+	defer func() { e.mu.Lock(); e.running--; e.mu.Unlock() }()
+	if e.gate != nil {
+		select {
+		case <-e.gate:
+		case <-ctx.Done():
+			return Result{Outcome: OutcomeAborted, ExitCode: -1, Reason: "aborted"}
+		}
+	}
+	o := OutcomeSuccess
+	if e.outcome != nil {
+		o = e.outcome(t.Message)
+	}
+	code := 0
+	switch o {
+	case OutcomeRetry:
+		code = 75
+	case OutcomeFailure:
+		code = 1
+	}
+	return Result{Outcome: o, ExitCode: code, Reason: string(o), Stderr: []byte("boom")}
+}
+
+func (e *scriptedExecutor) runList() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := append([]string(nil), e.runs...)
+	return out
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}

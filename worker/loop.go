@@ -1,0 +1,308 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/metrics"
+	"github.com/hashicorp/go-hclog"
+)
+
+// writeTimeout bounds one commit, release, trim, retry or dead-letter write.
+const writeTimeout = 10 * time.Second
+
+// queueLoop runs one owned queue. Its run goroutine owns the fetch, dispatch
+// and commit state (prog, running, committed); task goroutines report back
+// through results.
+type queueLoop struct {
+	w      *Worker
+	name   string
+	claim  Claim
+	cfg    atomic.Pointer[drover.QueueConfig]
+	logger hclog.Logger
+
+	waiter  *poolWaiter   // the loop's place at the worker's pool
+	wake    chan struct{} // enqueue notifications, pause changes, pool grants
+	results chan taskDone
+
+	stopCtx    context.Context // cancelled: stop fetching and dispatching
+	stop       context.CancelFunc
+	taskCtx    context.Context // cancelled: kill in-flight tasks
+	abortTasks context.CancelFunc
+	lost       atomic.Bool
+	done       chan struct{} // closed when run has returned
+	releaseErr error         // set before done is closed
+
+	// Owned by the run goroutine.
+	prog        progress
+	fetched     drover.Position
+	running     int
+	committed   drover.Position
+	lastCommit  time.Time
+	lastPromote time.Time
+	lastRead    time.Time
+	caughtUp    bool // the last read returned fewer than asked
+
+	mu       sync.Mutex // guards the fields below, read by State
+	inflight map[string]*TaskState
+	snap     QueueState
+}
+
+// taskDone is a task goroutine's report: whether the message is finished
+// (succeeded, retried later or dead-lettered) or must run again elsewhere.
+type taskDone struct {
+	s    *slot
+	done bool
+}
+
+func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
+	l := &queueLoop{
+		w: w, name: qc.Name, claim: claim,
+		logger:   w.cfg.Logger.With("queue", qc.Name),
+		wake:     make(chan struct{}, 1),
+		results:  make(chan taskDone),
+		done:     make(chan struct{}),
+		inflight: map[string]*TaskState{},
+	}
+	l.setConfig(qc)
+	l.waiter = &poolWaiter{queue: qc.Name, weight: l.config().Weight, wake: l.wake}
+	l.stopCtx, l.stop = context.WithCancel(context.Background())
+	l.taskCtx, l.abortTasks = context.WithCancel(context.Background())
+	off := claim.Offset().Position
+	l.fetched, l.committed, l.prog.offset = off, off, off
+	l.snap = QueueState{Name: qc.Name, Committed: off, Fetched: off, Ordered: qc.Ordered}
+	return l
+}
+
+func (l *queueLoop) setConfig(qc drover.QueueConfig) {
+	qc = qc.WithDefaults()
+	l.cfg.Store(&qc)
+}
+
+func (l *queueLoop) config() *drover.QueueConfig { return l.cfg.Load() }
+
+// signal wakes the run goroutine without blocking.
+func (l *queueLoop) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// markLost stops the queue without any further write.
+func (l *queueLoop) markLost() {
+	l.lost.Store(true)
+	l.abortTasks()
+	l.stop()
+}
+
+func (l *queueLoop) run() {
+	defer close(l.done)
+	defer l.abortTasks()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for l.stopCtx.Err() == nil {
+		now := l.w.cfg.Clock.Now()
+		if now.Sub(l.lastPromote) >= l.w.cfg.PromoteInterval {
+			l.promote(now)
+		}
+		if l.shouldFetch(now) {
+			l.fetch(now)
+		}
+		l.dispatch()
+		l.maybeCommit(now)
+		l.publish()
+
+		timer.Reset(l.nextTimer(l.w.cfg.Clock.Now()))
+		select {
+		case r := <-l.results:
+			l.finish(r)
+		case <-l.wake:
+			l.caughtUp = false
+		case <-timer.C:
+		case <-l.stopCtx.Done():
+		}
+	}
+	l.shutdown()
+}
+
+// nextTimer returns how long the loop may sleep before it has timed work.
+func (l *queueLoop) nextTimer(now time.Time) time.Duration {
+	c := l.w.cfg
+	d := l.lastPromote.Add(c.PromoteInterval).Sub(now)
+	if l.caughtUp {
+		if r := l.lastRead.Add(c.PollInterval).Sub(now); r < d {
+			d = r
+		}
+	}
+	if l.prog.offset != l.committed {
+		if r := l.lastCommit.Add(c.CommitInterval).Sub(now); r < d {
+			d = r
+		}
+	}
+	if d < time.Millisecond {
+		d = time.Millisecond
+	}
+	return d
+}
+
+func (l *queueLoop) promote(now time.Time) {
+	l.lastPromote = now
+	ctx, cancel := context.WithTimeout(l.stopCtx, writeTimeout)
+	defer cancel()
+	n, err := l.w.cfg.Log.PromoteDue(ctx, l.name, now, 1000)
+	if err != nil {
+		if l.stopCtx.Err() == nil {
+			l.logger.Warn("promote due messages", "error", err)
+		}
+		return
+	}
+	if n > 0 {
+		l.caughtUp = false
+	}
+}
+
+// shouldFetch: keep one batch of read-ahead beyond what is dispatched, and
+// do not read a caught-up queue again before a wake-up or the poll interval.
+func (l *queueLoop) shouldFetch(now time.Time) bool {
+	if l.w.blocked(l.name) || l.prog.undispatched() >= l.w.cfg.BatchSize {
+		return false
+	}
+	return !l.caughtUp || now.Sub(l.lastRead) >= l.w.cfg.PollInterval
+}
+
+func (l *queueLoop) fetch(now time.Time) {
+	l.lastRead = now
+	n := l.w.cfg.BatchSize
+	ctx, cancel := context.WithTimeout(l.stopCtx, writeTimeout)
+	defer cancel()
+	start := time.Now()
+	ds, err := l.w.cfg.Log.ReadAfter(ctx, l.name, l.fetched, n)
+	l.w.cfg.Metrics.AddSample(metrics.FetchDuration, ms(time.Since(start)), metrics.L("queue", l.name))
+	if err != nil {
+		if l.stopCtx.Err() == nil {
+			l.logger.Warn("read queue", "after", l.fetched, "error", err)
+		}
+		l.caughtUp = true // back off until the poll interval
+		return
+	}
+	l.caughtUp = len(ds) < n
+	if len(ds) == 0 {
+		return
+	}
+	l.prog.add(ds)
+	l.fetched = ds[len(ds)-1].Position
+}
+
+// dispatch starts as many fetched tasks as the queue's concurrency and the
+// worker's pool allow.
+func (l *queueLoop) dispatch() {
+	if l.w.blocked(l.name) {
+		l.w.pool.leave(l.waiter) // hand back slots granted while paused
+		return
+	}
+	cfg := l.config()
+	for l.prog.undispatched() > 0 && l.running < cfg.Concurrency {
+		if !l.w.pool.tryAcquire(l.waiter) {
+			return // a release signals l.wake
+		}
+		s := l.prog.takeNext()
+		l.running++
+		go l.execute(s)
+	}
+}
+
+// finish takes a task goroutine's report.
+func (l *queueLoop) finish(r taskDone) {
+	l.running--
+	l.w.pool.release(l.name)
+	if r.done {
+		l.prog.complete(r.s)
+	}
+}
+
+// maybeCommit commits the offset when it moved and the commit interval has
+// passed, or at once when the queue is idle.
+func (l *queueLoop) maybeCommit(now time.Time) {
+	if l.prog.offset == l.committed || l.w.suspended.Load() || l.lost.Load() {
+		return
+	}
+	idle := l.running == 0 && l.prog.undispatched() == 0
+	if !idle && now.Sub(l.lastCommit) < l.w.cfg.CommitInterval {
+		return
+	}
+	off := drover.Offset{Position: l.prog.offset, ID: l.prog.offID, CommittedAt: now, Member: l.w.cfg.Member}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	start := time.Now()
+	err := l.claim.Commit(ctx, off)
+	l.w.cfg.Metrics.AddSample(metrics.CommitDuration, ms(time.Since(start)), metrics.L("queue", l.name))
+	if err != nil {
+		if isLost(err) {
+			l.logger.Warn("queue lost: commit refused", "offset", off.Position, "error", err)
+			l.w.cfg.Metrics.IncrCounter(metrics.FencedTotal, 1, metrics.L("queue", l.name))
+			l.markLost()
+			if l.w.cfg.OnLost != nil {
+				go l.w.cfg.OnLost(l.name, err)
+			}
+			return
+		}
+		l.logger.Warn("commit offset", "offset", off.Position, "error", err)
+		l.lastCommit = now // retry after the interval
+		return
+	}
+	l.w.cfg.Metrics.IncrCounter(metrics.CommitsTotal, 1, metrics.L("queue", l.name))
+	l.committed, l.lastCommit = off.Position, now
+	l.trim(off.Position)
+}
+
+// trim removes what the committed offset covers. It runs only after a
+// successful commit, so a fenced owner never trims.
+func (l *queueLoop) trim(pos drover.Position) {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if err := l.w.cfg.Log.Trim(ctx, l.name, pos, l.config().Retention.Std()); err != nil {
+		l.logger.Warn("trim queue", "offset", pos, "error", err)
+	}
+}
+
+// shutdown runs after stopCtx is cancelled: drain (or, when lost, kill) the
+// in-flight tasks, then release the claim unless the queue was lost.
+func (l *queueLoop) shutdown() {
+	if l.lost.Load() {
+		l.abortTasks()
+	}
+	drain := time.NewTimer(l.w.cfg.DrainTimeout)
+	defer drain.Stop()
+	for l.running > 0 {
+		select {
+		case r := <-l.results:
+			l.finish(r)
+		case <-drain.C:
+			l.logger.Warn("drain timeout: killing in-flight tasks", "tasks", l.running)
+			l.abortTasks()
+		}
+	}
+	l.w.pool.leave(l.waiter)
+	l.publish()
+	if l.lost.Load() {
+		return
+	}
+	off := drover.Offset{Position: l.prog.offset, ID: l.prog.offID, CommittedAt: l.w.cfg.Clock.Now(), Member: l.w.cfg.Member}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if err := l.claim.Release(ctx, off); err != nil {
+		l.releaseErr = err
+		l.logger.Warn("release queue", "offset", off.Position, "error", err)
+		return
+	}
+	if off.Position != l.committed {
+		l.trim(off.Position)
+	}
+	l.logger.Debug("released queue", "offset", off.Position)
+}
+
+func ms(d time.Duration) float32 { return float32(d.Seconds() * 1000) }

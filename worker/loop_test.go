@@ -1,0 +1,320 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+// waitFor polls cond until it holds; the bound only keeps a broken test from
+// hanging, it asserts no speed.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func newTestWorker(t *testing.T, log *memLog, ex Executor, mod func(*Config)) *Worker {
+	t.Helper()
+	cfg := Config{
+		Member: "m1", Capacity: 8, BatchSize: 7, Log: log, Requeuer: log, Executor: ex,
+		CommitInterval: time.Millisecond, PromoteInterval: 5 * time.Millisecond, PollInterval: 10 * time.Millisecond,
+		DrainTimeout: 5 * time.Second,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.AbortAll)
+	return w
+}
+
+func queueConfig(name string, mod func(*drover.QueueConfig)) drover.QueueConfig {
+	qc := drover.QueueConfig{Name: name, Concurrency: 4, MaxAttempts: 3,
+		Backoff: drover.Backoff{Base: drover.Duration(time.Millisecond), Max: drover.Duration(2 * time.Millisecond)},
+		Tasks:   map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}
+	if mod != nil {
+		mod(&qc)
+	}
+	return qc
+}
+
+func msg(id string) *drover.Message { return &drover.Message{ID: id, Task: "t"} }
+
+func TestEveryMessageRunsOnceAndOffsetIsContiguous(t *testing.T) {
+	log := newMemLog()
+	for i := 0; i < 50; i++ {
+		log.add("q", msg(fmt.Sprintf("m%02d", i)))
+	}
+	ex := &scriptedExecutor{}
+	w := newTestWorker(t, log, ex, nil)
+	claim := &memClaim{}
+	if err := w.Start(queueConfig("q", nil), claim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "offset at the last message", func() bool { return claim.committed() == 50 })
+
+	runs := ex.runList()
+	if len(runs) != 50 {
+		t.Fatalf("runs: want 50, have %d", len(runs))
+	}
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if seen[r] {
+			t.Fatalf("%s ran twice", r)
+		}
+		seen[r] = true
+	}
+	claim.mu.Lock()
+	commits := append([]drover.Position(nil), claim.commits...)
+	claim.mu.Unlock()
+	if !slices.IsSorted(commits) {
+		t.Fatalf("commits went backwards: %v", commits)
+	}
+	log.mu.Lock()
+	trims := log.trims["q"]
+	log.mu.Unlock()
+	if len(trims) == 0 || trims[len(trims)-1] != 50 {
+		t.Fatalf("trims: want the last at 50, have %v", trims)
+	}
+	if ex.maxRun > 4 {
+		t.Fatalf("concurrency: want at most 4 at once, have %d", ex.maxRun)
+	}
+}
+
+func TestFencedCommitStopsQueueAndNeverTrims(t *testing.T) {
+	log := newMemLog()
+	log.add("q", msg("a"))
+	var lost atomic.Value
+	ex := &scriptedExecutor{}
+	w := newTestWorker(t, log, ex, func(c *Config) {
+		c.OnLost = func(q string, err error) { lost.Store(q) }
+	})
+	claim := &memClaim{fenced: true}
+	if err := w.Start(queueConfig("q", nil), claim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the queue to stop", func() bool { return lost.Load() != nil })
+	waitFor(t, "the loop to be forgotten or idle", func() bool { return len(w.State().Queues[0].InFlight) == 0 })
+	log.add("q", msg("b"))
+	w.Wake("q")
+	time.Sleep(50 * time.Millisecond) // give a wrongly running loop the chance to misbehave
+	log.mu.Lock()
+	trims := len(log.trims["q"])
+	log.mu.Unlock()
+	if trims != 0 {
+		t.Fatalf("a fenced owner trimmed %d times; want 0", trims)
+	}
+	if runs := ex.runList(); len(runs) != 1 {
+		t.Fatalf("after fencing: want only the first message run, have %v", runs)
+	}
+	if lost.Load() != "q" {
+		t.Fatalf("OnLost: want q, have %v", lost.Load())
+	}
+}
+
+func TestPauseStopsNewTasksWithoutLosingThem(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pause PauseState
+	}{
+		{"all", PauseState{All: true}},
+		{"member", PauseState{Member: true}},
+		{"queue", PauseState{Queues: map[string]bool{"q": true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := newMemLog()
+			ex := &scriptedExecutor{}
+			w := newTestWorker(t, log, ex, nil)
+			w.SetPause(tc.pause)
+			claim := &memClaim{}
+			if err := w.Start(queueConfig("q", nil), claim); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 5; i++ {
+				log.add("q", msg(fmt.Sprintf("m%d", i)))
+			}
+			w.Wake("q")
+			time.Sleep(100 * time.Millisecond) // several poll intervals
+			if runs := ex.runList(); len(runs) != 0 {
+				t.Fatalf("paused: want no task started, have %v", runs)
+			}
+			if st := w.State(); !st.Queues[0].Paused {
+				t.Fatalf("state: want the queue reported paused")
+			}
+			w.SetPause(PauseState{})
+			waitFor(t, "all five after resume", func() bool { return claim.committed() == 5 })
+		})
+	}
+}
+
+func TestOrderedQueueRetriesInPlaceAndKeepsOrder(t *testing.T) {
+	log := newMemLog()
+	for _, id := range []string{"a", "b", "c"} {
+		log.add("q", msg(id))
+	}
+	ex := &scriptedExecutor{outcome: func(m *drover.Message) Outcome {
+		if m.ID == "b" && m.Attempt < 2 {
+			return OutcomeRetry
+		}
+		return OutcomeSuccess
+	}}
+	w := newTestWorker(t, log, ex, nil)
+	claim := &memClaim{}
+	if err := w.Start(queueConfig("q", func(q *drover.QueueConfig) { q.Ordered = true; q.Concurrency = 0 }), claim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "all three", func() bool { return claim.committed() == 3 })
+	want := []string{"a#0", "b#0", "b#1", "b#2", "c#0"}
+	if have := ex.runList(); !slices.Equal(have, want) {
+		t.Fatalf("runs: want %v, have %v", want, have)
+	}
+	if ex.maxRun != 1 {
+		t.Fatalf("ordered: want one task at a time, have %d", ex.maxRun)
+	}
+	if log.retries != 0 {
+		t.Fatalf("ordered retries must stay in place, have %d delayed retries", log.retries)
+	}
+}
+
+func TestFailuresRetryThenDeadLetter(t *testing.T) {
+	log := newMemLog()
+	log.add("q", msg("bad"))
+	log.add("q", msg("good"))
+	ex := &scriptedExecutor{outcome: func(m *drover.Message) Outcome {
+		if m.ID == "bad" {
+			return OutcomeFailure
+		}
+		return OutcomeSuccess
+	}}
+	w := newTestWorker(t, log, ex, nil)
+	if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a dead letter", func() bool { return log.deadCount("q") == 1 })
+	runs := sortedCopy(ex.runList())
+	want := []string{"bad#0", "bad#1", "bad#2", "good#0"}
+	if !slices.Equal(runs, want) {
+		t.Fatalf("runs: want %v, have %v", want, runs)
+	}
+	log.mu.Lock()
+	dl := log.dead["q"][0]
+	log.mu.Unlock()
+	if dl.ID != "bad" || dl.Failure.ExitCode != 1 || dl.Failure.StderrTail != "boom" {
+		t.Fatalf("dead letter: want bad with exit 1 and stderr boom, have %+v", dl)
+	}
+	if log.retries != 2 {
+		t.Fatalf("retries through the delayed set: want 2, have %d", log.retries)
+	}
+}
+
+func TestPoisonIsDeadLetteredAndLaterMessagesRun(t *testing.T) {
+	log := newMemLog()
+	log.addPoison("q", "p", []byte("{not json"))
+	log.add("q", msg("after"))
+	ex := &scriptedExecutor{}
+	w := newTestWorker(t, log, ex, nil)
+	claim := &memClaim{}
+	if err := w.Start(queueConfig("q", nil), claim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "offset past both", func() bool { return claim.committed() == 2 })
+	if log.deadCount("q") != 1 {
+		t.Fatalf("want the poison message dead-lettered")
+	}
+	log.mu.Lock()
+	dl := log.dead["q"][0]
+	log.mu.Unlock()
+	if string(dl.Raw) != "{not json" {
+		t.Fatalf("dead letter keeps the raw envelope: want {not json, have %q", dl.Raw)
+	}
+	if runs := ex.runList(); !slices.Equal(runs, []string{"after#0"}) {
+		t.Fatalf("runs: want [after#0], have %v", runs)
+	}
+}
+
+func TestStopDrainsKillsStragglersAndReleasesFinalOffset(t *testing.T) {
+	log := newMemLog()
+	for i := 0; i < 3; i++ {
+		log.add("q", msg(fmt.Sprintf("m%d", i)))
+	}
+	ex := &scriptedExecutor{gate: make(chan struct{})}
+	w := newTestWorker(t, log, ex, func(c *Config) { c.DrainTimeout = 50 * time.Millisecond })
+	claim := &memClaim{}
+	if err := w.Start(queueConfig("q", func(q *drover.QueueConfig) { q.Concurrency = 3 }), claim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "three running", func() bool { ex.mu.Lock(); defer ex.mu.Unlock(); return ex.running == 3 })
+	ex.gate <- struct{}{} // exactly one finishes
+	if err := w.Stop(context.Background(), "q"); err != nil {
+		t.Fatal(err)
+	}
+	claim.mu.Lock()
+	rel := claim.released
+	claim.mu.Unlock()
+	if rel == nil {
+		t.Fatal("want the claim released")
+	}
+	// Which one finished is up to the scheduler; the offset covers only a
+	// contiguous done prefix, so it is 0 or 1, never past an unfinished one.
+	if rel.Position > 1 {
+		t.Fatalf("released offset %d passes unfinished messages", rel.Position)
+	}
+	if len(w.Owned()) != 0 {
+		t.Fatalf("after Stop: want no owned queue, have %v", w.Owned())
+	}
+}
+
+func TestAbortWritesNothing(t *testing.T) {
+	log := newMemLog()
+	log.add("q", msg("a"))
+	ex := &scriptedExecutor{gate: make(chan struct{})}
+	w := newTestWorker(t, log, ex, nil)
+	claim := &memClaim{}
+	if err := w.Start(queueConfig("q", nil), claim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a running", func() bool { ex.mu.Lock(); defer ex.mu.Unlock(); return ex.running == 1 })
+	w.Abort("q")
+	claim.mu.Lock()
+	defer claim.mu.Unlock()
+	if claim.released != nil || len(claim.commits) != 0 {
+		t.Fatalf("abort: want no commit or release, have commits %v released %v", claim.commits, claim.released)
+	}
+}
+
+func TestPoolGrantsFreedSlotsByWeight(t *testing.T) {
+	p := newPool(2)
+	heavy := &poolWaiter{queue: "heavy", weight: 3, wake: make(chan struct{}, 1)}
+	light := &poolWaiter{queue: "light", weight: 1, wake: make(chan struct{}, 1)}
+	if !p.tryAcquire(light) || !p.tryAcquire(light) {
+		t.Fatal("want two free slots")
+	}
+	if p.tryAcquire(heavy) || p.tryAcquire(light) {
+		t.Fatal("want no third slot")
+	}
+	p.release("light") // light runs 1 (weight 1), heavy runs 0 (weight 3): heavy is owed
+	if !p.tryAcquire(heavy) {
+		t.Fatal("want the freed slot granted to the heavier, idle queue")
+	}
+	if p.tryAcquire(light) {
+		t.Fatal("light must still wait")
+	}
+	p.leave(light)
+	if p.inUse() != 2 {
+		t.Fatalf("in use: want 2, have %d", p.inUse())
+	}
+}

@@ -1,0 +1,63 @@
+package worker
+
+import "github.com/drover-dev/drover"
+
+// progress tracks fetched messages in position order and finds the committed
+// offset: the highest position at or below which every fetched message is
+// done. It is owned by one queue loop goroutine.
+type progress struct {
+	pending []*slot // fetched, not yet below the offset, in position order
+	next    int     // index in pending of the first slot not yet dispatched
+	offset  drover.Position
+	offID   string
+}
+
+// slot is one fetched message.
+type slot struct {
+	d    Delivery
+	done bool
+}
+
+// add appends fetched deliveries (positions must increase).
+func (p *progress) add(ds []Delivery) {
+	for i := range ds {
+		p.pending = append(p.pending, &slot{d: ds[i]})
+	}
+}
+
+// undispatched returns how many fetched slots wait for dispatch.
+func (p *progress) undispatched() int { return len(p.pending) - p.next }
+
+// takeNext returns the next slot to dispatch.
+func (p *progress) takeNext() *slot {
+	s := p.pending[p.next]
+	p.next++
+	return s
+}
+
+// complete marks s done and advances the offset over the done prefix. It
+// reports whether the offset moved.
+func (p *progress) complete(s *slot) bool {
+	s.done = true
+	moved := false
+	for len(p.pending) > 0 && p.pending[0].done {
+		p.offset = p.pending[0].d.Position
+		p.offID = p.pending[0].d.ID
+		p.pending[0] = nil
+		p.pending = p.pending[1:]
+		p.next--
+		moved = true
+	}
+	return moved
+}
+
+// inFlight returns how many dispatched slots are not done.
+func (p *progress) inFlight() int {
+	n := 0
+	for _, s := range p.pending[:p.next] {
+		if !s.done {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,88 @@
+package worker
+
+import (
+	"sort"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+// State is a worker's live state, served at /debug/state.
+type State struct {
+	Member    string       `json:"member"`
+	Suspended bool         `json:"suspended"`
+	Paused    PauseState   `json:"paused"`
+	Capacity  int          `json:"capacity"`
+	InUse     int          `json:"in_use"`
+	Queues    []QueueState `json:"queues"`
+}
+
+// QueueState is one owned queue's state.
+type QueueState struct {
+	Name      string          `json:"name"`
+	Committed drover.Position `json:"committed"` // the last committed offset
+	Done      drover.Position `json:"done"`      // the contiguous completed position (committed soon)
+	Fetched   drover.Position `json:"fetched"`   // the last position read
+	Buffered  int             `json:"buffered"`  // fetched, waiting for dispatch
+	Ordered   bool            `json:"ordered"`
+	Paused    bool            `json:"paused"`
+	InFlight  []TaskState     `json:"in_flight"`
+}
+
+// TaskState is one running task.
+type TaskState struct {
+	ID       string          `json:"id"`
+	Task     string          `json:"task"`
+	Attempt  int             `json:"attempt"`
+	Position drover.Position `json:"position"`
+	PID      int             `json:"pid,omitempty"`
+	Started  time.Time       `json:"started"`
+	Runtime  float64         `json:"runtime_seconds"`
+}
+
+// publish copies the run goroutine's counters for State.
+func (l *queueLoop) publish() {
+	l.mu.Lock()
+	l.snap.Committed = l.committed
+	l.snap.Done = l.prog.offset
+	l.snap.Fetched = l.fetched
+	l.snap.Buffered = l.prog.undispatched()
+	l.snap.Ordered = l.config().Ordered
+	l.mu.Unlock()
+}
+
+func (l *queueLoop) state(now time.Time) QueueState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	qs := l.snap
+	qs.InFlight = make([]TaskState, 0, len(l.inflight))
+	for _, t := range l.inflight {
+		ts := *t
+		ts.Runtime = now.Sub(ts.Started).Seconds()
+		qs.InFlight = append(qs.InFlight, ts)
+	}
+	sort.Slice(qs.InFlight, func(i, j int) bool { return qs.InFlight[i].Position < qs.InFlight[j].Position })
+	return qs
+}
+
+// State returns a snapshot of the worker's live state.
+func (w *Worker) State() State {
+	now := w.cfg.Clock.Now()
+	st := State{
+		Member: w.cfg.Member, Suspended: w.suspended.Load(), Paused: *w.pause.Load(),
+		Capacity: w.cfg.Capacity, InUse: w.pool.inUse(),
+	}
+	w.mu.Lock()
+	loops := make([]*queueLoop, 0, len(w.queues))
+	for _, l := range w.queues {
+		loops = append(loops, l)
+	}
+	w.mu.Unlock()
+	for _, l := range loops {
+		qs := l.state(now)
+		qs.Paused = w.blocked(l.name)
+		st.Queues = append(st.Queues, qs)
+	}
+	sort.Slice(st.Queues, func(i, j int) bool { return st.Queues[i].Name < st.Queues[j].Name })
+	return st
+}

@@ -1,0 +1,178 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/metrics"
+)
+
+// execute runs one fetched message to its end (success, a retry handed to
+// the delayed set, a dead letter) and reports to the run goroutine. It runs
+// in its own goroutine; the run goroutine always receives its report.
+func (l *queueLoop) execute(s *slot) {
+	l.results <- taskDone{s: s, done: l.runMessage(s)}
+}
+
+// runMessage returns true when the message is finished here, false when it
+// must run again under the next owner (aborted, or the queue was lost).
+func (l *queueLoop) runMessage(s *slot) bool {
+	d := s.d
+	if d.Err != nil || d.Message == nil {
+		reason := "undecodable envelope"
+		if d.Err != nil {
+			reason = d.Err.Error()
+		}
+		return l.deadLetter(drover.DeadLetter{ID: d.ID, Raw: d.Raw, Failure: drover.Failure{
+			Reason: reason, ExitCode: -1, FailedAt: l.w.cfg.Clock.Now(),
+		}}, "poison")
+	}
+	m := *d.Message
+	if m.Queue == "" {
+		m.Queue = l.name
+	}
+	m.Position = d.Position
+	envelope := d.Raw
+	for {
+		cfg := l.config()
+		route, ok := cfg.Route(m.Task)
+		if !ok {
+			return l.deadLetter(drover.DeadLetter{ID: m.ID, Message: &m, Raw: d.Raw, Failure: drover.Failure{
+				Reason:   fmt.Sprintf("no route for task %q in queue %s (configure tasks.%s or tasks.\"*\")", m.Task, l.name, m.Task),
+				ExitCode: -1, FailedAt: l.w.cfg.Clock.Now(),
+			}}, "no_route")
+		}
+		res := l.attempt(&m, envelope, route, cfg)
+		switch res.Outcome {
+		case OutcomeSuccess:
+			return true
+		case OutcomeAborted:
+			return false
+		}
+		if l.lost.Load() {
+			return false // another member owns the queue: write nothing
+		}
+		maxAttempts := cfg.MaxAttempts
+		if m.MaxAttempts > 0 {
+			maxAttempts = m.MaxAttempts
+		}
+		if m.Attempt+1 >= maxAttempts {
+			f := res.Failure(l.w.cfg.Clock.Now())
+			f.Reason = fmt.Sprintf("%s (attempt %d of %d)", f.Reason, m.Attempt+1, maxAttempts)
+			return l.deadLetter(drover.DeadLetter{ID: m.ID, Message: &m, Failure: f}, string(res.Outcome))
+		}
+		delay := l.backoff(cfg, m.Attempt+1)
+		m.Attempt++
+		envelope = nil // the executor encodes the updated envelope
+		if cfg.Ordered {
+			// Retry in place: the queue waits for this message.
+			if !l.sleep(delay) {
+				return false
+			}
+			continue
+		}
+		due := l.w.cfg.Clock.Now().Add(delay)
+		return l.write("schedule retry", func(ctx context.Context) error {
+			return l.w.cfg.Requeuer.Retry(ctx, &m, due)
+		})
+	}
+}
+
+// attempt runs the message once and records it.
+func (l *queueLoop) attempt(m *drover.Message, envelope []byte, route drover.TaskRoute, cfg *drover.QueueConfig) Result {
+	t := &Task{
+		Message: m, Envelope: envelope, Queue: l.name, Route: route,
+		Timeout: cfg.Timeout.Std(), Limits: cfg.Limits, User: cfg.User, Group: cfg.Group,
+	}
+	now := l.w.cfg.Clock.Now()
+	ts := &TaskState{ID: m.ID, Task: m.Task, Attempt: m.Attempt, Position: m.Position, Started: now}
+	l.mu.Lock()
+	l.inflight[m.ID] = ts
+	l.mu.Unlock()
+	if m.Attempt == 0 {
+		enq := time.UnixMicro(int64(m.Position))
+		l.w.cfg.Metrics.AddSample(metrics.QueueLatency, ms(now.Sub(enq)), metrics.L("queue", l.name))
+	}
+	res := l.w.cfg.Executor.Execute(l.taskCtx, t)
+	l.mu.Lock()
+	delete(l.inflight, m.ID)
+	l.mu.Unlock()
+
+	labels := []metrics.Label{metrics.L("queue", l.name), metrics.L("task", m.Task)}
+	l.w.cfg.Metrics.AddSample(metrics.TaskDuration, ms(res.Duration), labels...)
+	l.w.cfg.Metrics.IncrCounter(metrics.TasksTotal, 1, append(labels, metrics.L("outcome", string(res.Outcome)))...)
+	if res.Outcome != OutcomeSuccess && res.Outcome != OutcomeAborted {
+		l.logger.Info("task attempt failed", "id", m.ID, "task", m.Task, "attempt", m.Attempt,
+			"outcome", res.Outcome, "exit_code", res.ExitCode, "reason", res.Reason)
+	}
+	return res
+}
+
+// backoff returns the delay before retry number n, with jitter.
+func (l *queueLoop) backoff(cfg *drover.QueueConfig, n int) time.Duration {
+	d := cfg.Backoff.Delay(n)
+	if j := cfg.Backoff.Jitter; j > 0 {
+		d += time.Duration(float64(d) * j * l.w.cfg.Jitter())
+	}
+	return d
+}
+
+// sleep waits d unless the queue stops first; it reports whether it slept
+// the whole time.
+func (l *queueLoop) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-l.stopCtx.Done():
+		return false
+	case <-l.taskCtx.Done():
+		return false
+	}
+}
+
+func (l *queueLoop) deadLetter(dl drover.DeadLetter, reason string) bool {
+	if l.lost.Load() {
+		return false
+	}
+	l.logger.Warn("dead-lettering message", "id", dl.ID, "reason", dl.Failure.Reason)
+	l.w.cfg.Metrics.IncrCounter(metrics.DeadTotal, 1, metrics.L("queue", l.name), metrics.L("reason", reason))
+	return l.write("dead-letter", func(ctx context.Context) error {
+		return l.w.cfg.Requeuer.DeadLetter(ctx, l.name, dl)
+	})
+}
+
+// write retries a Redis write with backoff until it succeeds, the tasks are
+// aborted, or the queue is lost. It reports whether the write happened.
+func (l *queueLoop) write(what string, f func(ctx context.Context) error) bool {
+	delay := 100 * time.Millisecond
+	for {
+		if l.lost.Load() || l.taskCtx.Err() != nil {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(l.taskCtx, writeTimeout)
+		err := f(ctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if errors.Is(err, context.Canceled) && l.taskCtx.Err() != nil {
+			return false
+		}
+		l.logger.Warn(what+" failed; retrying", "error", err, "in", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-l.taskCtx.Done():
+			t.Stop()
+			return false
+		}
+		if delay < 5*time.Second {
+			delay *= 2
+		}
+	}
+}

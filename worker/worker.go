@@ -1,0 +1,212 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/drover-dev/drover"
+)
+
+// Worker runs the queues this member owns. The membership reconciler calls
+// Start when the member has claimed a queue and Stop (or Abort) when it must
+// give one up; pause flags and the session state arrive through SetPause and
+// SetSuspended. All methods are safe for concurrent use.
+type Worker struct {
+	cfg  Config
+	pool *pool
+
+	mu     sync.Mutex
+	queues map[string]*queueLoop
+
+	pause     atomic.Pointer[PauseState]
+	suspended atomic.Bool
+}
+
+// PauseState is the set of pause flags that concern this worker.
+type PauseState struct {
+	All    bool            `json:"all"`
+	Member bool            `json:"member"`
+	Queues map[string]bool `json:"queues,omitempty"`
+}
+
+// New validates cfg and returns a Worker that owns no queue yet.
+func New(cfg Config) (*Worker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}}
+	w.pause.Store(&PauseState{})
+	return w, nil
+}
+
+// Start begins running an owned queue from the claim's committed offset. It
+// returns at once; the queue runs until Stop, Abort, or a fenced commit.
+func (w *Worker) Start(qc drover.QueueConfig, claim Claim) error {
+	if err := qc.Validate(); err != nil {
+		return fmt.Errorf("start queue: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.queues[qc.Name]; ok {
+		return fmt.Errorf("start queue %s: already running", qc.Name)
+	}
+	l := newQueueLoop(w, qc, claim)
+	w.queues[qc.Name] = l
+	go l.run()
+	return nil
+}
+
+// Configure replaces the configuration of a running queue; tasks started
+// from now on use it. It does nothing for a queue this worker does not run.
+func (w *Worker) Configure(qc drover.QueueConfig) error {
+	if err := qc.Validate(); err != nil {
+		return fmt.Errorf("configure queue: %w", err)
+	}
+	w.mu.Lock()
+	l := w.queues[qc.Name]
+	w.mu.Unlock()
+	if l != nil {
+		l.setConfig(qc)
+		l.signal()
+	}
+	return nil
+}
+
+// Stop gives a queue up gracefully: it stops fetching, waits for in-flight
+// tasks up to the drain timeout, kills the rest, and releases the claim with
+// the final offset. It blocks until all of that is done and returns the
+// release's error. Cancelling ctx cuts the drain short (tasks are killed).
+func (w *Worker) Stop(ctx context.Context, queue string) error {
+	w.mu.Lock()
+	l := w.queues[queue]
+	w.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	l.stop()
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		l.abortTasks()
+		<-l.done
+	}
+	w.forget(l)
+	return l.releaseErr
+}
+
+// Abort drops a queue at once, as when the session is lost: in-flight tasks
+// are killed and nothing more is written to Redis or ZooKeeper for it. It
+// blocks until the queue's tasks are gone.
+func (w *Worker) Abort(queue string) {
+	w.mu.Lock()
+	l := w.queues[queue]
+	w.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.markLost()
+	<-l.done
+	w.forget(l)
+}
+
+// StopAll stops every queue gracefully and in parallel (shutdown). It
+// returns the first release error.
+func (w *Worker) StopAll(ctx context.Context) error {
+	var (
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+	)
+	for _, q := range w.Owned() {
+		wg.Add(1)
+		go func(q string) {
+			defer wg.Done()
+			if err := w.Stop(ctx, q); err != nil {
+				errMu.Lock()
+				if first == nil {
+					first = err
+				}
+				errMu.Unlock()
+			}
+		}(q)
+	}
+	wg.Wait()
+	return first
+}
+
+// AbortAll drops every queue (session lost).
+func (w *Worker) AbortAll() {
+	var wg sync.WaitGroup
+	for _, q := range w.Owned() {
+		wg.Add(1)
+		go func(q string) { defer wg.Done(); w.Abort(q) }(q)
+	}
+	wg.Wait()
+}
+
+// SetPause replaces the pause flags. Paused queues start no new task;
+// in-flight tasks finish and ownership is kept.
+func (w *Worker) SetPause(p PauseState) {
+	w.pause.Store(&p)
+	w.wakeAll()
+}
+
+// SetSuspended says whether the coordination session is suspended
+// (disconnected, not yet lost): while it is, no task starts and nothing is
+// committed.
+func (w *Worker) SetSuspended(s bool) {
+	w.suspended.Store(s)
+	w.wakeAll()
+}
+
+// Wake tells a queue's loop that messages were enqueued.
+func (w *Worker) Wake(queue string) {
+	w.mu.Lock()
+	l := w.queues[queue]
+	w.mu.Unlock()
+	if l != nil {
+		l.signal()
+	}
+}
+
+// Owned returns the queues this worker runs, sorted.
+func (w *Worker) Owned() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	qs := make([]string, 0, len(w.queues))
+	for q := range w.queues {
+		qs = append(qs, q)
+	}
+	sort.Strings(qs)
+	return qs
+}
+
+// blocked reports whether queue may not start tasks now.
+func (w *Worker) blocked(queue string) bool {
+	if w.suspended.Load() {
+		return true
+	}
+	p := w.pause.Load()
+	return p.All || p.Member || p.Queues[queue]
+}
+
+func (w *Worker) wakeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range w.queues {
+		l.signal()
+	}
+}
+
+// forget removes a finished loop (if it is still the registered one).
+func (w *Worker) forget(l *queueLoop) {
+	w.mu.Lock()
+	if w.queues[l.name] == l {
+		delete(w.queues, l.name)
+	}
+	w.mu.Unlock()
+}
