@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	gometrics "github.com/hashicorp/go-metrics"
 	"github.com/hashicorp/go-hclog"
+	gometrics "github.com/hashicorp/go-metrics"
 )
 
 // Defaults for Config fields left zero.
