@@ -1,4 +1,8 @@
-package testenv
+// Package localserver starts private Redis and ZooKeeper servers from the
+// binaries installed on the machine (Debian's redis-server and zookeeper
+// packages), on free loopback ports in a directory of the caller's. It serves
+// the tests (internal/testenv) and `drover dev`.
+package localserver
 
 import (
 	"errors"
@@ -13,9 +17,9 @@ import (
 	"time"
 )
 
-// process is one server process that can be stopped and started again with
+// Process is one server process that can be stopped and started again with
 // the same command line (same port, same data directory).
-type process struct {
+type Process struct {
 	name    string   // for messages: "redis 127.0.0.1:6379"
 	argv    []string // command line
 	dir     string   // working and data directory
@@ -31,8 +35,8 @@ type process struct {
 // startTimeout bounds how long a server may take to answer after start.
 const startTimeout = 60 * time.Second
 
-// start launches the process and waits until ready answers.
-func (p *process) start() error {
+// Start launches the process and waits until ready answers.
+func (p *Process) Start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil {
@@ -81,8 +85,8 @@ func (p *process) start() error {
 	}
 }
 
-// stop sends SIGTERM and waits for the process to exit (SIGKILL after 10 s).
-func (p *process) stop() error {
+// Stop sends SIGTERM and waits for the process to exit (SIGKILL after 10 s).
+func (p *Process) Stop() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -100,14 +104,14 @@ func (p *process) stop() error {
 	return nil
 }
 
-// kill sends SIGKILL to the process group and waits for it.
-func (p *process) kill() {
+// Kill sends SIGKILL to the process group and waits for it.
+func (p *Process) Kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.killLocked()
 }
 
-func (p *process) killLocked() {
+func (p *Process) killLocked() {
 	if p.cmd == nil {
 		return
 	}
@@ -116,8 +120,8 @@ func (p *process) killLocked() {
 	p.cmd = nil
 }
 
-// signal sends sig to the process group.
-func (p *process) signal(sig syscall.Signal) error {
+// Signal sends sig to the process group.
+func (p *Process) Signal(sig syscall.Signal) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -129,8 +133,8 @@ func (p *process) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// pid returns the server's process id, or 0 when it is not running.
-func (p *process) pid() int {
+// PID returns the server's process id, or 0 when it is not running.
+func (p *Process) PID() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd == nil {
@@ -179,10 +183,11 @@ func lookBinary(name string, paths ...string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s: %w", name, errNotInstalled)
+	return "", fmt.Errorf("%s: %w", name, ErrNotInstalled)
 }
 
-var errNotInstalled = errors.New("not installed")
+// ErrNotInstalled: a server binary is missing.
+var ErrNotInstalled = errors.New("not installed")
 
 // tail returns up to n bytes from the end of a file.
 func tail(path string, n int) string {

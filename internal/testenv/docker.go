@@ -6,8 +6,8 @@ import (
 	"net"
 	"os"
 	"sync"
-	"time"
 
+	"github.com/drover-dev/drover/internal/localserver"
 	"github.com/ory/dockertest/v3"
 )
 
@@ -41,7 +41,7 @@ func dockerPool() (*dockertest.Pool, error) {
 	if err := pool.Client.Ping(); err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoDocker, err)
 	}
-	pool.MaxWait = startTimeout
+	pool.MaxWait = localserver.StartTimeout
 	docker.pool = pool
 	return pool, nil
 }
@@ -68,14 +68,13 @@ func dockerRun(repo, tag, port string, ready func(addr string) error) (string, e
 
 func dockerRedis() (string, error) {
 	return dockerRun("redis", "7", "6379/tcp", func(addr string) error {
-		_, err := ask(addr, "PING\r\n", time.Second)
-		return err
+		return localserver.PingRedis(addr)
 	})
 }
 
 func dockerZooKeeper() (string, error) {
 	return dockerRun("zookeeper", "3.8", "2181/tcp", func(addr string) error {
-		_, err := zkMode(addr)
+		_, err := localserver.ZKMode(addr)
 		return err
 	})
 }

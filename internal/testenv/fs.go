@@ -2,15 +2,8 @@ package testenv
 
 import (
 	"errors"
-	"fmt"
-	"os"
+
+	"github.com/drover-dev/drover/internal/localserver"
 )
 
-func mkdir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	return nil
-}
-
-func isNotInstalled(err error) bool { return errors.Is(err, errNotInstalled) }
+func isNotInstalled(err error) bool { return errors.Is(err, localserver.ErrNotInstalled) }

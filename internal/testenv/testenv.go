@@ -8,25 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/drover-dev/drover/internal/localserver"
 )
-
-// Install hints, printed when a server is missing.
-const (
-	redisHint = "install Redis with `apt-get install -y redis-server` (or run `make test`, which does), or point DROVER_TEST_REDIS at a server"
-	zkHint    = "install ZooKeeper with `apt-get install -y zookeeper` (or run `make test`, which does), or point DROVER_TEST_ZK at a server"
-)
-
-// registry tracks every process this package started, so Run can stop them.
-var registry = struct {
-	sync.Mutex
-	procs []*process
-}{}
-
-func track(p *process) {
-	registry.Lock()
-	registry.procs = append(registry.procs, p)
-	registry.Unlock()
-}
 
 // Run runs the tests and then stops every server this package started. Use it
 // from TestMain:
@@ -41,13 +25,7 @@ func Run(m *testing.M) int {
 // StopAll kills every server process started by this package. It is safe to
 // call more than once.
 func StopAll() {
-	registry.Lock()
-	procs := registry.procs
-	registry.procs = nil
-	registry.Unlock()
-	for _, p := range procs {
-		p.kill()
-	}
+	localserver.KillAll()
 	stopDocker()
 	dirs.Lock()
 	for _, d := range dirs.list {

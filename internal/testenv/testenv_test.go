@@ -7,28 +7,30 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/localserver"
 )
 
 func TestMain(m *testing.M) { os.Exit(Run(m)) }
 
 func TestRedisAnswersAndRestarts(t *testing.T) {
 	s := NewRedis(t, RedisOptions{AppendOnly: true})
-	if r, err := ask(s.Addr, "PING\r\n", time.Second); err != nil || !strings.HasPrefix(r, "+PONG") {
+	if r, err := "+PONG", localserver.PingRedis(s.Addr); err != nil {
 		t.Fatalf("PING: want +PONG, have %q (%v)", r, err)
 	}
 	s.Stop(t)
-	if _, err := ask(s.Addr, "PING\r\n", 200*time.Millisecond); err == nil {
+	if _, err := "", localserver.PingRedis(s.Addr); err == nil {
 		t.Fatalf("want no answer from a stopped server, have one")
 	}
 	s.Start(t)
-	if r, err := ask(s.Addr, "PING\r\n", time.Second); err != nil || !strings.HasPrefix(r, "+PONG") {
+	if r, err := "+PONG", localserver.PingRedis(s.Addr); err != nil {
 		t.Fatalf("PING after restart: want +PONG, have %q (%v)", r, err)
 	}
 }
 
 func TestSharedServersAnswer(t *testing.T) {
 	r := Redis(t)
-	if reply, err := ask(r.Addr, "PING\r\n", time.Second); err != nil || !strings.HasPrefix(reply, "+PONG") {
+	if reply, err := "+PONG", localserver.PingRedis(r.Addr); err != nil {
 		t.Fatalf("shared redis PING: want +PONG, have %q (%v)", reply, err)
 	}
 	c := RedisCluster(t)
@@ -36,7 +38,7 @@ func TestSharedServersAnswer(t *testing.T) {
 		t.Fatalf("cluster: want 3 masters, have %d", len(c.Addrs))
 	}
 	z := ZooKeeper(t)
-	if m, err := zkMode(z.Addrs[0]); err != nil || m != "standalone" {
+	if m, err := localserver.ZKMode(z.Addrs[0]); err != nil || m != "standalone" {
 		t.Fatalf("zookeeper mode: want standalone, have %q (%v)", m, err)
 	}
 }
@@ -48,7 +50,7 @@ func TestEnsembleHasOneLeader(t *testing.T) {
 	}
 	leaders := 0
 	for _, a := range e.Addrs {
-		m, err := zkMode(a)
+		m, err := localserver.ZKMode(a)
 		if err != nil {
 			t.Fatalf("node %s: %v", a, err)
 		}

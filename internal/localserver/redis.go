@@ -1,0 +1,137 @@
+package localserver
+
+import (
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Redis is a private Redis server.
+type Redis struct {
+	Addr string // 127.0.0.1:port
+	*Process
+}
+
+// RedisOptions configures a private Redis server.
+type RedisOptions struct {
+	AppendOnly bool // appendonly yes (appendfsync everysec unless FsyncAlways)
+	// FsyncAlways sets appendfsync always, so that even kill -9 loses nothing.
+	FsyncAlways bool
+	// Port to listen on; 0 picks a free one.
+	Port int
+}
+
+// StartRedis starts redis-server with its data in dir and waits until it
+// answers PING. The error wraps ErrNotInstalled when the binary is missing.
+func StartRedis(dir string, o RedisOptions) (*Redis, error) {
+	bin, err := lookBinary("redis-server", "/usr/bin/redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("%w; %s", err, RedisHint)
+	}
+	port := o.Port
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	return launchRedis(bin, dir, port, o, nil)
+}
+
+func launchRedis(bin, dir string, port int, o RedisOptions, extra []string) (*Redis, error) {
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	aof, fsync := "no", "everysec"
+	if o.AppendOnly {
+		aof = "yes"
+	}
+	if o.FsyncAlways {
+		fsync = "always"
+	}
+	argv := []string{bin,
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--appendonly", aof, "--appendfsync", fsync,
+		"--protected-mode", "no", "--daemonize", "no", "--loglevel", "warning",
+	}
+	argv = append(argv, extra...)
+	p := &Process{
+		name: "redis " + addr, argv: argv, dir: dir, logPath: join(dir, "redis.log"),
+		ready: func() error { return PingRedis(addr) },
+	}
+	if err := p.Start(); err != nil {
+		return nil, err
+	}
+	track(p)
+	return &Redis{Addr: addr, Process: p}, nil
+}
+
+// PingRedis reports whether a Redis server answers PING at addr.
+func PingRedis(addr string) error {
+	r, err := ask(addr, "PING\r\n", time.Second)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(r, "+PONG") {
+		return fmt.Errorf("PING answered %q", r)
+	}
+	return nil
+}
+
+// RedisCluster is a Redis Cluster of three masters without replicas.
+type RedisCluster struct {
+	Addrs []string
+	Nodes []*Redis
+}
+
+// StartRedisCluster starts three cluster-enabled masters under dir, joins
+// them with redis-cli --cluster create, and waits for cluster_state:ok.
+func StartRedisCluster(dir string) (*RedisCluster, error) {
+	bin, err := lookBinary("redis-server", "/usr/bin/redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("%w; %s", err, RedisHint)
+	}
+	cli, err := lookBinary("redis-cli", "/usr/bin/redis-cli")
+	if err != nil {
+		return nil, fmt.Errorf("%w; %s", err, RedisHint)
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	c := &RedisCluster{}
+	for i, port := range ports {
+		nodeDir := join(dir, strconv.Itoa(i))
+		if err := mkdir(nodeDir); err != nil {
+			return nil, err
+		}
+		s, err := launchRedis(bin, nodeDir, port, RedisOptions{}, []string{
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000",
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, s)
+		c.Addrs = append(c.Addrs, s.Addr)
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("redis-cli --cluster create: %w: %s", err, out)
+	}
+	deadline := time.Now().Add(StartTimeout)
+	for _, a := range c.Addrs {
+		host, port, _ := strings.Cut(a, ":")
+		for {
+			out, _ := exec.Command(cli, "-h", host, "-p", port, "cluster", "info").Output()
+			if strings.Contains(string(out), "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("redis cluster at %s not ok after %s: %s", a, StartTimeout, out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,194 @@
+package localserver
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ZooKeeper server settings. tickTime 500 ms allows session timeouts from 1 s
+// (2 ticks) up to 60 s, and lets an ensemble notice a dead leader within a
+// few seconds.
+const (
+	zkTickMillis          = 500
+	zkMinSessionTimeoutMs = 1000
+	zkMaxSessionTimeoutMs = 60000
+)
+
+// ZooKeeper is one private ZooKeeper server (standalone or an ensemble
+// member).
+type ZooKeeper struct {
+	Addr  string   // this server's client address
+	Addrs []string // the addresses a client should use
+	*Process
+}
+
+// Ensemble is a 3-node ZooKeeper ensemble on one machine.
+type Ensemble struct {
+	Addrs []string
+	Nodes []*ZooKeeper
+}
+
+// zkJava returns the java binary and the class path of Debian's zookeeper
+// package.
+func zkJava() (java, classpath string, err error) {
+	java, err = lookBinary("java", "/usr/bin/java")
+	if err != nil {
+		return "", "", fmt.Errorf("%w; ZooKeeper needs Java: %s", err, ZKHint)
+	}
+	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
+		return "", "", fmt.Errorf("zookeeper: %w; %s", ErrNotInstalled, ZKHint)
+	}
+	return java, "/usr/share/zookeeper/*:/usr/share/java/*", nil
+}
+
+// StartZooKeeper starts a standalone server with its data in dir (port 0:
+// a free one) and waits until it serves requests.
+func StartZooKeeper(dir string, port int) (*ZooKeeper, error) {
+	if port == 0 {
+		var err error
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	s, err := launchZK(dir, port, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	s.Addrs = []string{s.Addr}
+	return s, nil
+}
+
+// StartEnsemble starts a 3-node ensemble under dir and waits until every
+// node serves requests.
+func StartEnsemble(dir string) (*Ensemble, error) {
+	ports, err := freePorts(9)
+	if err != nil {
+		return nil, err
+	}
+	var servers []string
+	for i := 0; i < 3; i++ {
+		servers = append(servers, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, ports[3+i], ports[6+i]))
+	}
+	e := &Ensemble{Nodes: make([]*ZooKeeper, 3)}
+	for i := 0; i < 3; i++ {
+		e.Addrs = append(e.Addrs, "127.0.0.1:"+strconv.Itoa(ports[i]))
+	}
+	// Start the three JVMs at once: none is ready before a quorum exists.
+	type started struct {
+		i   int
+		s   *ZooKeeper
+		err error
+	}
+	ch := make(chan started, 3)
+	for i := 0; i < 3; i++ {
+		go func(i int) {
+			nodeDir := join(dir, strconv.Itoa(i+1))
+			if err := mkdir(nodeDir); err != nil {
+				ch <- started{i: i, err: err}
+				return
+			}
+			s, err := launchZK(nodeDir, ports[i], servers, i+1)
+			ch <- started{i, s, err}
+		}(i)
+	}
+	var firstErr error
+	for i := 0; i < 3; i++ {
+		r := <-ch
+		if r.err != nil && firstErr == nil {
+			firstErr = r.err
+		}
+		if r.s != nil {
+			r.s.Addrs = e.Addrs
+			e.Nodes[r.i] = r.s
+		}
+	}
+	if firstErr != nil {
+		for _, n := range e.Nodes {
+			if n != nil {
+				n.Kill()
+			}
+		}
+		return nil, firstErr
+	}
+	return e, nil
+}
+
+// launchZK writes zoo.cfg into dir and starts one server. servers and myid
+// are empty for a standalone server.
+func launchZK(dir string, port int, servers []string, myid int) (*ZooKeeper, error) {
+	java, cp, err := zkJava()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cfg := []string{
+		"tickTime=" + strconv.Itoa(zkTickMillis),
+		"initLimit=20",
+		"syncLimit=4",
+		"dataDir=" + join(dir, "data"),
+		"clientPort=" + strconv.Itoa(port),
+		"clientPortAddress=127.0.0.1",
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=ruok,srvr,mntr,stat,cons",
+		"minSessionTimeout=" + strconv.Itoa(zkMinSessionTimeoutMs),
+		"maxSessionTimeout=" + strconv.Itoa(zkMaxSessionTimeoutMs),
+		"maxClientCnxns=0",
+		"autopurge.purgeInterval=0",
+	}
+	cfg = append(cfg, servers...)
+	if err := mkdir(join(dir, "data")); err != nil {
+		return nil, err
+	}
+	if myid > 0 {
+		if err := os.WriteFile(join(dir, "data/myid"), []byte(strconv.Itoa(myid)+"\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("write myid: %w", err)
+		}
+	}
+	cfgPath := join(dir, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("write zoo.cfg: %w", err)
+	}
+	argv := []string{java,
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k",
+		"-Dzookeeper.admin.enableServer=false",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		"-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath,
+	}
+	p := &Process{
+		name: "zookeeper " + addr, argv: argv, dir: dir, logPath: join(dir, "zookeeper.log"),
+		ready: func() error { _, err := ZKMode(addr); return err },
+	}
+	if err := p.Start(); err != nil {
+		return nil, err
+	}
+	track(p)
+	return &ZooKeeper{Addr: addr, Process: p}, nil
+}
+
+// ZKMode asks a server for its mode (standalone, leader, follower). It fails
+// while the server does not serve requests (no quorum).
+func ZKMode(addr string) (string, error) {
+	r, err := ask(addr, "srvr", 2*time.Second)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(r, "\n") {
+		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(m), nil
+		}
+	}
+	return "", fmt.Errorf("not serving: %q", strings.TrimSpace(r))
+}
+
+// Leader returns the index in Nodes of the ensemble's current leader.
+func (e *Ensemble) Leader() (int, error) {
+	for i, a := range e.Addrs {
+		if m, err := ZKMode(a); err == nil && m == "leader" {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("no ZooKeeper node reports Mode: leader")
+}
