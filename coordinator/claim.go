@@ -1,0 +1,372 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/drover-dev/drover"
+)
+
+// Claim is this session's ownership of one queue: the ephemeral owner node
+// /owners/<queue> and the version of /offsets/<queue> it last wrote. Commits
+// and the release are fenced by both. A Claim is safe for concurrent use;
+// its writes are serialised.
+type Claim struct {
+	s          *Session
+	queue      string
+	owner      Owner
+	ownerPath  string
+	offsetPath string
+
+	mu            sync.Mutex
+	ownerVersion  int32
+	offsetVersion int32
+	offset        drover.Offset // last committed
+	pending       *pendingWrite // a write whose outcome is unknown
+	ended         error         // non-nil once released or fenced
+}
+
+// pendingWrite is a write of data whose reply was lost.
+type pendingWrite struct {
+	data    []byte
+	offset  drover.Offset
+	release bool
+}
+
+// Claim takes ownership of queue for owner, as one multi:
+// create(/owners/<queue>, ephemeral) + setData(/offsets/<queue>, same data,
+// read version). The claim bumps the offset's version, which fences every
+// earlier owner. /offsets/<queue> is created (at position 0) when missing.
+//
+// It fails with an error wrapping drover.ErrNotOwner when another session
+// owns the queue (the previous owner has not released yet: WaitReleased, then
+// try again if the queue is still assigned to this member).
+func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim, error) {
+	ownerPath, err := s.queuePath(ownersDir, queue)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	if owner.Member == "" {
+		return nil, fmt.Errorf("claim %s: %w: owner member name is empty", queue, drover.ErrInvalidConfig)
+	}
+	ownerData, err := json.Marshal(owner)
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: encode owner: %w", queue, err)
+	}
+	offsetPath := s.path(offsetsDir, queue)
+	if err := s.createIfMissing(ctx, offsetPath, zeroOffset()); err != nil {
+		return nil, fmt.Errorf("claim %s: %w", queue, err)
+	}
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		cur, err := s.ReadOffset(ctx, queue)
+		if err != nil {
+			return nil, fmt.Errorf("claim %s: %w", queue, err)
+		}
+		curData, _ := json.Marshal(cur.Offset)
+		res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) {
+			return c.Multi(
+				&zk.CreateRequest{Path: ownerPath, Data: ownerData, Acl: s.acl, Flags: zk.FlagEphemeral},
+				&zk.SetDataRequest{Path: offsetPath, Data: curData, Version: cur.Version},
+			)
+		})
+		applied := err == nil
+		offsetVersion := int32(-1)
+		if applied {
+			offsetVersion = res[1].Stat.Version
+		}
+		switch {
+		case applied:
+		case errors.Is(err, zk.ErrNodeExists):
+			return nil, s.ownedElsewhere(ctx, queue)
+		case errors.Is(err, zk.ErrBadVersion) && attempt < attempts:
+			continue // the offset moved between our read and the claim
+		case isUnknownOutcome(err) && ctx.Err() == nil && s.Err() == nil:
+			// Did the claim apply? Our owner node answers it.
+			if err := s.awaitConnected(ctx); err != nil {
+				return nil, fmt.Errorf("claim %s: %w", queue, err)
+			}
+			on, rerr := s.QueueOwner(ctx, queue)
+			switch {
+			case errors.Is(rerr, drover.ErrNotFound) && attempt < attempts:
+				continue // not applied
+			case rerr == nil && on.Session == s.id && bytes.Equal(mustJSON(on.Owner), ownerData):
+				applied, offsetVersion = true, cur.Version+1
+			case rerr == nil:
+				return nil, s.ownedElsewhere(ctx, queue)
+			default:
+				return nil, fmt.Errorf("claim %s: %w: %w (re-read: %w)", queue, ErrOutcomeUnknown, err, rerr)
+			}
+		default:
+			return nil, fmt.Errorf("claim %s: %w", queue, err)
+		}
+		if applied {
+			return &Claim{
+				s: s, queue: queue, owner: owner, ownerPath: ownerPath, offsetPath: offsetPath,
+				ownerVersion: 0, offsetVersion: offsetVersion, offset: cur.Offset,
+			}, nil
+		}
+	}
+}
+
+// ownedElsewhere builds the error for a queue owned by another session.
+func (s *Session) ownedElsewhere(ctx context.Context, queue string) error {
+	who := "another session"
+	if on, err := s.QueueOwner(ctx, queue); err == nil {
+		who = fmt.Sprintf("member %s (session %#x)", on.Owner.Member, on.Session)
+	}
+	return fmt.Errorf("claim %s: %w: owned by %s", queue, drover.ErrNotOwner, who)
+}
+
+// Queue returns the claimed queue's name.
+func (c *Claim) Queue() string { return c.queue }
+
+// Owner returns the owner data the claim was made with.
+func (c *Claim) Owner() Owner { return c.owner }
+
+// Offset returns the offset as claimed or last committed.
+func (c *Claim) Offset() drover.Offset {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.offset
+}
+
+// Err returns nil while the claim is held, then why it is not: released, or
+// fenced (wrapping drover.ErrFenced).
+func (c *Claim) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ended
+}
+
+// Commit stores off as the queue's offset, as one multi:
+// check(/owners/<queue>, owner version) + setData(/offsets/<queue>, off, my
+// offset version). Through a suspension it waits (bounded by ctx) and, when
+// a reply was lost, re-reads the offset before deciding or retrying.
+//
+// It fails with an error wrapping drover.ErrFenced when a newer owner (or an
+// offset reset) has fenced this claim, or when the session that made the
+// claim is lost (then it wraps drover.ErrSessionLost too). A fenced claim is
+// over: stop the queue, never retry. Other errors (ctx ended, outcome still
+// unknown) leave the claim as it is.
+func (c *Claim) Commit(ctx context.Context, off drover.Offset) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.write(ctx, off, false); err != nil {
+		return fmt.Errorf("commit offset of %s at %d: %w", c.queue, off.Position, err)
+	}
+	return nil
+}
+
+// Release stores final as the queue's offset and gives up the claim, as one
+// multi: check(/owners/<queue>) + setData(/offsets/<queue>, final) +
+// delete(/owners/<queue>). It fails like Commit; releasing a released claim
+// fails with drover.ErrNotOwner.
+func (c *Claim) Release(ctx context.Context, final drover.Offset) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.write(ctx, final, true); err != nil {
+		return fmt.Errorf("release %s at %d: %w", c.queue, final.Position, err)
+	}
+	return nil
+}
+
+// write runs a commit or a release; c.mu is held.
+func (c *Claim) write(ctx context.Context, off drover.Offset, release bool) error {
+	if _, err := c.resolvePending(ctx); err != nil {
+		return err
+	}
+	if c.ended != nil {
+		return c.ended
+	}
+	data, err := json.Marshal(off)
+	if err != nil {
+		return fmt.Errorf("encode offset: %w", err)
+	}
+	for {
+		if err := c.s.usable(); err != nil {
+			return c.fence(err)
+		}
+		ops := c.ops(data, release)
+		res, err := bounded(ctx, c.s, func(conn zkConn) ([]zk.MultiResponse, error) { return conn.Multi(ops...) })
+		switch {
+		case err == nil:
+			c.applied(off, res[1].Stat.Version, release)
+			return nil
+		case isVersionConflict(err):
+			return c.fence(fencedError(c.offsetVersion))
+		case errors.Is(err, drover.ErrSessionLost):
+			return c.fence(err)
+		case !isUnknownOutcome(err):
+			return err
+		}
+		c.pending = &pendingWrite{data: data, offset: off, release: release}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", ErrOutcomeUnknown, ctx.Err())
+		}
+		applied, err := c.resolvePending(ctx)
+		if err != nil || applied {
+			return err
+		}
+		// Not applied: send it again.
+	}
+}
+
+// ops returns the multi of a commit (check owner + set offset) or a release
+// (the same + delete owner).
+func (c *Claim) ops(data []byte, release bool) []any {
+	ops := []any{
+		&zk.CheckVersionRequest{Path: c.ownerPath, Version: c.ownerVersion},
+		&zk.SetDataRequest{Path: c.offsetPath, Data: data, Version: c.offsetVersion},
+	}
+	if release {
+		ops = append(ops, &zk.DeleteRequest{Path: c.ownerPath, Version: c.ownerVersion})
+	}
+	return ops
+}
+
+// fencedError is the error of a commit or release refused by the server.
+func fencedError(offsetVersion int32) error {
+	return fmt.Errorf("%w: the owner node or the offset version (%d) moved on", drover.ErrFenced, offsetVersion)
+}
+
+// resolvePending settles a write whose reply was lost by re-reading the
+// offset node: version+1 with our data means applied; an unchanged version
+// means not applied; anything else means fenced. It reports whether the
+// pending write was applied. c.mu is held.
+func (c *Claim) resolvePending(ctx context.Context) (bool, error) {
+	if c.pending == nil {
+		return false, nil
+	}
+	if err := c.s.awaitConnected(ctx); err != nil {
+		if errors.Is(err, drover.ErrSessionLost) {
+			return false, c.fence(err)
+		}
+		return false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	nd, err := getNode(ctx, c.s, c.offsetPath)
+	switch {
+	case errors.Is(err, drover.ErrSessionLost):
+		return false, c.fence(err)
+	case err != nil:
+		return false, fmt.Errorf("%w: re-read %s: %w", ErrOutcomeUnknown, c.offsetPath, err)
+	case nd.stat.Version == c.offsetVersion+1 && bytes.Equal(nd.data, c.pending.data):
+		p := c.pending
+		c.pending = nil
+		c.applied(p.offset, nd.stat.Version, p.release)
+		return true, nil
+	case nd.stat.Version == c.offsetVersion:
+		c.pending = nil
+		return false, nil
+	default:
+		c.pending = nil
+		return false, c.fence(fmt.Errorf("%w: the offset version moved from %d to %d", drover.ErrFenced, c.offsetVersion, nd.stat.Version))
+	}
+}
+
+// applied records a successful write.
+func (c *Claim) applied(off drover.Offset, offsetVersion int32, release bool) {
+	c.offset, c.offsetVersion = off, offsetVersion
+	if release {
+		c.ended = fmt.Errorf("%w: the claim on %s was released", drover.ErrNotOwner, c.queue)
+	}
+}
+
+// fence ends the claim with err, which is made to wrap drover.ErrFenced.
+func (c *Claim) fence(err error) error {
+	if !errors.Is(err, drover.ErrFenced) {
+		err = fmt.Errorf("%w: %w", drover.ErrFenced, err)
+	}
+	if c.ended == nil {
+		c.ended = err
+		c.s.log.Warn("claim fenced", "queue", c.queue, "error", err)
+	}
+	return err
+}
+
+// Abandon gives up a fenced claim's owner node, if this session still holds
+// it, without touching the offset, so that the queue can be claimed again.
+// For a claim still held it is a release that keeps the committed offset.
+func (c *Claim) Abandon(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended == nil {
+		if err := c.write(ctx, c.offset, true); err == nil || !errors.Is(err, drover.ErrFenced) {
+			return err
+		}
+	}
+	s := c.s
+	_, err := bounded(ctx, s, func(conn zkConn) (struct{}, error) {
+		exists, st, err := conn.Exists(c.ownerPath)
+		if err != nil || !exists || st.EphemeralOwner != s.id || conn.SessionID() != s.id {
+			return struct{}{}, err
+		}
+		return struct{}{}, conn.Delete(c.ownerPath, st.Version)
+	})
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+		return fmt.Errorf("abandon %s: %w", c.queue, err)
+	}
+	return nil
+}
+
+// WaitReleased blocks until /owners/<queue> does not exist (returning at once
+// when it does not), ctx ends, or the session is lost.
+func (s *Session) WaitReleased(ctx context.Context, queue string) error {
+	p, err := s.queuePath(ownersDir, queue)
+	if err != nil {
+		return fmt.Errorf("wait for release: %w", err)
+	}
+	for {
+		type watch struct {
+			exists bool
+			ch     <-chan zk.Event
+		}
+		w, err := bounded(ctx, s, func(c zkConn) (watch, error) {
+			exists, _, ch, err := c.ExistsW(p)
+			return watch{exists, ch}, err
+		})
+		if err != nil {
+			return fmt.Errorf("wait for release of %s: %w", queue, err)
+		}
+		if !w.exists {
+			return nil
+		}
+		select {
+		case <-w.ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for release of %s: %w", queue, ctx.Err())
+		case <-s.done:
+			return fmt.Errorf("wait for release of %s: %w", queue, s.Err())
+		}
+	}
+}
+
+// awaitConnected waits until the session is Connected, ctx ends or the
+// session is lost (an error wrapping drover.ErrSessionLost).
+func (s *Session) awaitConnected(ctx context.Context) error {
+	for {
+		st, changed := s.Status()
+		switch st {
+		case Connected:
+			return s.usable()
+		case Lost:
+			return s.Err()
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func mustJSON(v any) []byte {
+	data, _ := json.Marshal(v)
+	return data
+}

@@ -1,0 +1,63 @@
+package coordinator
+
+import (
+	"testing"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
+)
+
+func TestClaimCommitRelease(t *testing.T) {
+	t.Parallel()
+	zk := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	a, b := connect(t, zk.Addrs, root), connect(t, zk.Addrs, root)
+	ctx := ctxT(t)
+
+	ca, err := a.Claim(ctx, "emails", Owner{Member: "a", Generation: 1})
+	if err != nil {
+		t.Fatalf("claim by a: %v", err)
+	}
+	if got := ca.Offset().Position; got != 0 {
+		t.Fatalf("offset of a new queue: want 0, have %d", got)
+	}
+	_, err = b.Claim(ctx, "emails", Owner{Member: "b", Generation: 1})
+	mustIs(t, err, drover.ErrNotOwner, "claim of an owned queue")
+
+	for pos := int64(1); pos <= 3; pos++ {
+		if err := ca.Commit(ctx, offsetAt(pos*10, "a")); err != nil {
+			t.Fatalf("commit %d: %v", pos, err)
+		}
+	}
+	on, err := b.ReadOffset(ctx, "emails")
+	if err != nil || on.Offset.Position != 30 {
+		t.Fatalf("offset after commits: want 30, have %+v (%v)", on, err)
+	}
+	owner, err := b.QueueOwner(ctx, "emails")
+	if err != nil || owner.Owner.Member != "a" || owner.Session != a.SessionID() {
+		t.Fatalf("owner: want a in session %#x, have %+v (%v)", a.SessionID(), owner, err)
+	}
+
+	released := make(chan error, 1)
+	go func() { released <- b.WaitReleased(ctx, "emails") }()
+	if err := ca.Release(ctx, offsetAt(40, "a")); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("wait released: %v", err)
+	}
+	mustIs(t, ca.Commit(ctx, offsetAt(50, "a")), drover.ErrNotOwner, "commit after release")
+
+	cb, err := b.Claim(ctx, "emails", Owner{Member: "b", Generation: 2})
+	if err != nil {
+		t.Fatalf("claim by b after release: %v", err)
+	}
+	if got := cb.Offset().Position; got != 40 {
+		t.Fatalf("b's claimed offset: want 40 (a's final), have %d", got)
+	}
+	if _, err := b.QueueOwner(ctx, "nothing"); !errorsIsNotFound(err) {
+		t.Fatalf("owner of an unowned queue: want ErrNotFound, have %v", err)
+	}
+}
+
+func errorsIsNotFound(err error) bool { return errorsIs(err, drover.ErrNotFound) }

@@ -1,0 +1,87 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
+
+// testTimeout is the session timeout of most tests: short, so that loss and
+// expiry happen quickly.
+const testTimeout = 4 * time.Second
+
+// connect opens a session to servers under root and closes it at cleanup.
+func connect(t testing.TB, servers []string, root string, tweak ...func(*Config)) *Session {
+	t.Helper()
+	cfg := Config{
+		Servers:        servers,
+		Root:           root,
+		SessionTimeout: testTimeout,
+		Logger:         hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{t}}),
+	}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Connect(ctx, cfg)
+	if err != nil {
+		t.Fatalf("connect to %v: %v", servers, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// testWriter sends logs to t.Log (dropped after the test ends).
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	defer func() { recover() }() // logging after the test ended panics
+	w.t.Log(string(b))
+	return len(b), nil
+}
+
+// ctxT returns a context ending with the test (bounded to a minute).
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitState waits until s reaches want or the bound passes.
+func waitState(t testing.TB, s *Session, want SessionState, bound time.Duration) {
+	t.Helper()
+	deadline := time.After(bound)
+	for {
+		st, changed := s.Status()
+		if st == want {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("session state: want %s, have %s after %s", want, st, bound)
+		}
+	}
+}
+
+// mustIs fails unless errors.Is(err, target).
+func mustIs(t testing.TB, err, target error, what string) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: want an error wrapping %q, have %v", what, target, err)
+	}
+}
+
+func offsetAt(pos int64, member string) drover.Offset {
+	return drover.Offset{Position: drover.Position(pos), CommittedAt: time.Now().UTC().Truncate(time.Millisecond), Member: member}
+}

@@ -1,0 +1,100 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/drover-dev/drover"
+)
+
+// MemberNode is one registered member as read from /members.
+type MemberNode struct {
+	ID      string // node name, e.g. "_c_<guid>-m-0000000003"
+	Path    string // full path of the node
+	Session int64  // the ZooKeeper session that holds it
+	Member  drover.Member
+	Err     error // set when the node's data could not be decoded; Member is then zero
+}
+
+// Membership is this session's member node.
+type Membership struct {
+	s    *Session
+	path string
+}
+
+// Join registers m as a member: a protected ephemeral sequential node
+// /members/m-<seq> holding m as JSON, which lives as long as the session.
+// m.Name must be a valid node name (the queue-name rules).
+func (s *Session) Join(ctx context.Context, m drover.Member) (*Membership, error) {
+	if err := validateNodeName(m.Name); err != nil {
+		return nil, fmt.Errorf("join as member: name: %w", err)
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("join as member %s: encode: %w", m.Name, err)
+	}
+	p, err := bounded(ctx, s, func(c zkConn) (string, error) {
+		return c.CreateProtectedEphemeralSequential(s.path(membersDir, memberPrefix), data, s.acl)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("join as member %s: %w", m.Name, err)
+	}
+	return &Membership{s: s, path: p}, nil
+}
+
+// Path returns the member node's full path.
+func (m *Membership) Path() string { return m.path }
+
+// Leave deletes the member node. A node already gone is not an error.
+func (m *Membership) Leave(ctx context.Context) error {
+	_, err := bounded(ctx, m.s, func(c zkConn) (struct{}, error) {
+		return struct{}{}, c.Delete(m.path, -1)
+	})
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("leave membership %s: %w", m.path, err)
+	}
+	return nil
+}
+
+// Members lists the registered members in join order. Members whose data is
+// corrupt are listed with Err set.
+func (s *Session) Members(ctx context.Context) ([]MemberNode, error) {
+	d := newDirCache(s.path(membersDir))
+	if err := d.read(ctx, s); err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	return membersOf(d), nil
+}
+
+// WatchMembers delivers the member list now and after every change until ctx
+// ends or the session is lost, then closes the channel. Only the latest list
+// is kept for a slow reader.
+func (s *Session) WatchMembers(ctx context.Context) <-chan []MemberNode {
+	d := newDirCache(s.path(membersDir))
+	return watchLoop(ctx, s, "members", func(ctx context.Context, ws *watchSet) ([]MemberNode, error) {
+		if err := d.refresh(ctx, s, ws); err != nil {
+			return nil, fmt.Errorf("list members: %w", err)
+		}
+		return membersOf(d), nil
+	})
+}
+
+func membersOf(d *dirCache) []MemberNode {
+	out := make([]MemberNode, 0, len(d.nodes))
+	for _, name := range d.names() {
+		nd := d.nodes[name]
+		mn := MemberNode{ID: name, Path: d.dir + "/" + name, Session: nd.stat.EphemeralOwner}
+		if err := json.Unmarshal(nd.data, &mn.Member); err != nil {
+			mn.Member = drover.Member{}
+			mn.Err = fmt.Errorf("decode member %s: %w", mn.Path, err)
+		}
+		out = append(out, mn)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return sequenceOf(out[i].ID) < sequenceOf(out[j].ID) })
+	return out
+}

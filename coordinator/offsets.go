@@ -1,0 +1,150 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/drover-dev/drover"
+)
+
+// ErrQueueOwned: an admin operation was refused because a member owns the
+// queue.
+var ErrQueueOwned = errors.New("coordinator: queue is owned")
+
+// Owner is the data of /owners/<queue>.
+type Owner struct {
+	Member     string `json:"member"`      // member name
+	MemberPath string `json:"member_path"` // the member's node
+	Generation int64  `json:"generation"`  // assignment generation the claim was made for
+}
+
+// OwnerNode is /owners/<queue> as read.
+type OwnerNode struct {
+	Owner   Owner
+	Session int64 // the owner's session id
+	Version int32
+	Err     error // set when the data could not be decoded
+}
+
+// OffsetNode is /offsets/<queue> as read. Version is the queue's fencing
+// token: every claim bumps it.
+type OffsetNode struct {
+	Offset  drover.Offset
+	Version int32
+}
+
+// ResetOptions tune ResetOffset.
+type ResetOptions struct {
+	// AllowOwned resets even while a member owns the queue (say, while the
+	// queue is paused). The reset bumps the offset's version, so the owner's
+	// next commit fails with drover.ErrFenced: it must stop the queue and
+	// claim it again, reading the reset offset.
+	AllowOwned bool
+}
+
+// QueueOwner reads /owners/<queue>. It fails with drover.ErrNotFound when the
+// queue is not owned.
+func (s *Session) QueueOwner(ctx context.Context, queue string) (OwnerNode, error) {
+	p, err := s.queuePath(ownersDir, queue)
+	if err != nil {
+		return OwnerNode{}, fmt.Errorf("read owner: %w", err)
+	}
+	nd, err := getNode(ctx, s, p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return OwnerNode{}, fmt.Errorf("read owner of %s: %w", queue, errNotFound(p))
+	}
+	if err != nil {
+		return OwnerNode{}, fmt.Errorf("read owner of %s: %w", queue, err)
+	}
+	on := OwnerNode{Session: nd.stat.EphemeralOwner, Version: nd.stat.Version}
+	if err := json.Unmarshal(nd.data, &on.Owner); err != nil {
+		on.Err = fmt.Errorf("decode owner %s: %w", p, err)
+		return on, on.Err
+	}
+	return on, nil
+}
+
+// ReadOffset reads /offsets/<queue>. It fails with drover.ErrNotFound when the
+// queue has never been claimed or reset, and with an error naming the node
+// when the data is corrupt.
+func (s *Session) ReadOffset(ctx context.Context, queue string) (OffsetNode, error) {
+	p, err := s.queuePath(offsetsDir, queue)
+	if err != nil {
+		return OffsetNode{}, fmt.Errorf("read offset: %w", err)
+	}
+	nd, err := getNode(ctx, s, p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return OffsetNode{}, fmt.Errorf("read offset of %s: %w", queue, errNotFound(p))
+	}
+	if err != nil {
+		return OffsetNode{}, fmt.Errorf("read offset of %s: %w", queue, err)
+	}
+	on := OffsetNode{Version: nd.stat.Version}
+	if err := json.Unmarshal(nd.data, &on.Offset); err != nil {
+		return on, fmt.Errorf("read offset of %s: decode %s: %w", queue, p, err)
+	}
+	return on, nil
+}
+
+// ResetOffset sets a queue's offset (to replay or skip messages) and returns
+// the node's new version. Unless opts.AllowOwned, it is refused with an error
+// wrapping ErrQueueOwned while a member owns the queue; the check and the
+// write are one atomic multi.
+func (s *Session) ResetOffset(ctx context.Context, queue string, off drover.Offset, opts ResetOptions) (int32, error) {
+	offPath, err := s.queuePath(offsetsDir, queue)
+	if err != nil {
+		return 0, fmt.Errorf("reset offset: %w", err)
+	}
+	ownerPath := s.path(ownersDir, queue)
+	data, err := json.Marshal(off)
+	if err != nil {
+		return 0, fmt.Errorf("reset offset of %s: encode: %w", queue, err)
+	}
+	if err := s.createIfMissing(ctx, offPath, zeroOffset()); err != nil {
+		return 0, fmt.Errorf("reset offset of %s: %w", queue, err)
+	}
+	ops, setIdx := []any{&zk.SetDataRequest{Path: offPath, Data: data, Version: -1}}, 0
+	if !opts.AllowOwned {
+		setIdx = 1
+		// Creating and deleting the owner node in the same transaction
+		// fails with NodeExists exactly when someone owns the queue.
+		ops = []any{
+			&zk.CreateRequest{Path: ownerPath, Data: []byte(`{"member":"reset"}`), Acl: s.acl, Flags: zk.FlagEphemeral},
+			ops[0],
+			&zk.DeleteRequest{Path: ownerPath, Version: 0},
+		}
+	}
+	res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) })
+	if errors.Is(err, zk.ErrNodeExists) {
+		who := "another member"
+		if on, err := s.QueueOwner(ctx, queue); err == nil {
+			who = fmt.Sprintf("member %s (session %#x)", on.Owner.Member, on.Session)
+		}
+		return 0, fmt.Errorf("reset offset of %s: %w by %s", queue, ErrQueueOwned, who)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reset offset of %s: %w", queue, err)
+	}
+	return res[setIdx].Stat.Version, nil
+}
+
+// zeroOffset is the data of a new offset node: nothing processed.
+func zeroOffset() []byte {
+	data, _ := json.Marshal(drover.Offset{})
+	return data
+}
+
+// getNode reads one node's data and stat.
+func getNode(ctx context.Context, s *Session, p string) (nodeData, error) {
+	return bounded(ctx, s, func(c zkConn) (nodeData, error) {
+		data, st, err := c.Get(p)
+		if err != nil {
+			return nodeData{}, err
+		}
+		return nodeData{data, *st}, nil
+	})
+}

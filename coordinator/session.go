@@ -1,0 +1,335 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+)
+
+// Session is one ZooKeeper session and everything built on it (membership,
+// candidacies, claims). It is safe for concurrent use. See the package
+// documentation for its states.
+type Session struct {
+	cfg     Config
+	log     hclog.Logger
+	conn    zkConn
+	id      int64 // the session id everything here belongs to
+	acl     []zk.ACL
+	contact *contactClock
+	kick    chan struct{} // wakes the monitor; never blocks the sender
+
+	mu      sync.Mutex
+	state   SessionState
+	changed chan struct{} // closed and replaced on every state change
+	err     error         // why the session was lost
+	done    chan struct{} // closed when Lost
+
+	closeOnce sync.Once
+	stop      chan struct{}
+	wg        sync.WaitGroup
+}
+
+// Connect opens a session to cfg.Servers, waits (bounded by
+// cfg.ConnectTimeout and ctx) until the server has granted a session,
+// authenticates, and creates the persistent nodes of the layout under
+// cfg.Root when they are missing. Cancelling ctx abandons the attempt; it
+// does not affect the returned Session.
+func Connect(ctx context.Context, cfg Config) (*Session, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	contact := &contactClock{}
+	kick := make(chan struct{}, 1)
+	clamp := cfg.SessionTimeout / time.Duration(len(cfg.Servers))
+	hostOf := hostNames(cfg.Servers)
+	std := cfg.Logger.Named("zk").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	expired := make(chan struct{})
+	var expiredOnce sync.Once
+	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
+		zk.WithDialer(newDialer(cfg.TLS, hostOf, clamp, contact)),
+		zk.WithLogger(std),
+		zk.WithLogInfo(false),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if ev.Type == zk.EventSession && ev.State == zk.StateExpired {
+				expiredOnce.Do(func() { close(expired) })
+			}
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("connect to zookeeper %s: %w", strings.Join(cfg.Servers, ","), err)
+	}
+	s, err := newSession(ctx, cfg, conn, contact, kick, expired)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// newSession waits for conn's session and starts the monitor. expired is
+// closed when the library reports the session expired.
+func newSession(ctx context.Context, cfg Config, conn zkConn, contact *contactClock, kick chan struct{}, expired <-chan struct{}) (*Session, error) {
+	s := &Session{
+		cfg:     cfg,
+		log:     cfg.Logger.Named("coordinator"),
+		conn:    conn,
+		contact: contact,
+		kick:    kick,
+		state:   Connected,
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+		stop:    make(chan struct{}),
+	}
+	if err := s.awaitSession(ctx); err != nil {
+		return nil, err
+	}
+	contact.touch()
+	s.acl = zk.WorldACL(zk.PermAll)
+	if cfg.Auth != "" {
+		user, pass, _ := strings.Cut(cfg.Auth, ":")
+		s.acl = zk.DigestACL(zk.PermAll, user, pass)
+	}
+	s.wg.Add(1)
+	go s.monitor(expired)
+	if cfg.Auth != "" {
+		if _, err := bounded(ctx, s, func(c zkConn) (struct{}, error) {
+			return struct{}{}, c.AddAuth("digest", []byte(cfg.Auth))
+		}); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("authenticate to zookeeper: %w", err)
+		}
+	}
+	if err := s.ensureLayout(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.log.Debug("session established", "session", fmt.Sprintf("%#x", s.id), "root", cfg.Root)
+	return s, nil
+}
+
+// awaitSession waits until conn holds a session and records its id.
+func (s *Session) awaitSession(ctx context.Context) error {
+	deadline := time.NewTimer(s.cfg.ConnectTimeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		if s.conn.State() == zk.StateHasSession {
+			if id := s.conn.SessionID(); id != 0 {
+				s.id = id
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("connect to zookeeper %s: %w", strings.Join(s.cfg.Servers, ","), ctx.Err())
+		case <-deadline.C:
+			return fmt.Errorf("connect to zookeeper %s: no session within %s (state %s)",
+				strings.Join(s.cfg.Servers, ","), s.cfg.ConnectTimeout, s.conn.State())
+		case <-s.kick:
+		case <-poll.C:
+		}
+	}
+}
+
+// ensureLayout creates the root and the persistent nodes of the layout.
+func (s *Session) ensureLayout(ctx context.Context) error {
+	parts := strings.Split(strings.TrimPrefix(s.cfg.Root, "/"), "/")
+	var paths []string
+	for i := range parts {
+		paths = append(paths, "/"+strings.Join(parts[:i+1], "/"))
+	}
+	for _, d := range persistentDirs {
+		paths = append(paths, s.path(d))
+	}
+	for _, p := range paths {
+		if err := s.createIfMissing(ctx, p, nil); err != nil {
+			return fmt.Errorf("create layout under %s: %w", s.cfg.Root, err)
+		}
+	}
+	return nil
+}
+
+// createIfMissing creates a persistent node with data unless it exists.
+func (s *Session) createIfMissing(ctx context.Context, p string, data []byte) error {
+	_, err := bounded(ctx, s, func(c zkConn) (string, error) {
+		return c.Create(p, data, zk.FlagPersistent, s.acl)
+	})
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("create %s: %w", p, err)
+	}
+	return nil
+}
+
+// monitor keeps the session state up to date from the library's events and
+// a poll of State() and SessionID() (the event path can drop events).
+func (s *Session) monitor(expired <-chan struct{}) {
+	defer s.wg.Done()
+	poll := min(max(s.cfg.SessionTimeout/40, 10*time.Millisecond), 250*time.Millisecond)
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-expired:
+			s.setState(Lost, "the server expired the session")
+			return
+		case <-s.kick:
+		case <-ticker.C:
+		}
+		if s.evaluate(time.Now()) == Lost {
+			return
+		}
+	}
+}
+
+// evaluate derives the state from the connection and the last contact.
+func (s *Session) evaluate(now time.Time) SessionState {
+	st, id := s.conn.State(), s.conn.SessionID()
+	silent := now.Sub(s.contact.last())
+	switch {
+	case id != s.id:
+		s.setState(Lost, fmt.Sprintf("the session id changed from %#x to %#x (the session expired)", s.id, id))
+		return Lost
+	case silent >= s.cfg.SessionTimeout*2/3:
+		s.setState(Lost, fmt.Sprintf("the session was not confirmed for %s (2/3 of the %s session timeout)",
+			silent.Round(time.Millisecond), s.cfg.SessionTimeout))
+		return Lost
+	case st == zk.StateHasSession && silent < s.cfg.SessionTimeout/2:
+		s.setState(Connected, "")
+		return Connected
+	default:
+		s.setState(Suspended, "")
+		return Suspended
+	}
+}
+
+// setState records a state change; Lost is final.
+func (s *Session) setState(st SessionState, reason string) {
+	s.mu.Lock()
+	if s.state == st || s.state == Lost {
+		s.mu.Unlock()
+		return
+	}
+	s.state = st
+	close(s.changed)
+	s.changed = make(chan struct{})
+	if st == Lost {
+		s.err = fmt.Errorf("%w: %s", drover.ErrSessionLost, reason)
+		close(s.done)
+	}
+	s.mu.Unlock()
+	switch st {
+	case Lost:
+		s.log.Warn("zookeeper session lost", "session", fmt.Sprintf("%#x", s.id), "reason", reason)
+	case Suspended:
+		s.log.Warn("zookeeper session suspended", "session", fmt.Sprintf("%#x", s.id))
+	default:
+		s.log.Info("zookeeper session connected", "session", fmt.Sprintf("%#x", s.id))
+	}
+	if s.cfg.OnStateChange != nil {
+		s.cfg.OnStateChange(st)
+	}
+}
+
+// State returns the current state.
+func (s *Session) State() SessionState {
+	st, _ := s.Status()
+	return st
+}
+
+// Status returns the current state and a channel closed at the next change.
+func (s *Session) Status() (SessionState, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state, s.changed
+}
+
+// SessionID returns the id of the session this Session belongs to (it never
+// changes; when the library moves to a new id, this Session is Lost).
+func (s *Session) SessionID() int64 { return s.id }
+
+// Done is closed when the session is Lost (including by Close).
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err returns nil while the session is not Lost, then an error wrapping
+// drover.ErrSessionLost that says why.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Root returns the root path every node lives under.
+func (s *Session) Root() string { return s.cfg.Root }
+
+// SessionTimeout returns the configured session timeout.
+func (s *Session) SessionTimeout() time.Duration { return s.cfg.SessionTimeout }
+
+// usable returns an error wrapping drover.ErrSessionLost when the session is
+// lost or the library has moved to another session id.
+func (s *Session) usable() error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if id := s.conn.SessionID(); id != s.id {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+		return fmt.Errorf("%w: the session id changed from %#x to %#x", drover.ErrSessionLost, s.id, id)
+	}
+	return nil
+}
+
+// Close ends the session: Done is closed, the connection is closed (which
+// deletes this session's ephemeral nodes — member, candidacies, owner nodes —
+// when the server can still be reached) and the monitor is stopped. It is
+// idempotent and returns nil.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		s.setState(Lost, "the session was closed")
+		close(s.stop)
+		s.conn.Close()
+		s.wg.Wait()
+	})
+	return nil
+}
+
+// hostNames maps "ip:port" back to the configured host name, for TLS.
+func hostNames(servers []string) func(addr string) string {
+	names := map[string]string{}
+	for _, srv := range servers {
+		host, port, err := net.SplitHostPort(srv)
+		if err != nil {
+			host, port = srv, "2181"
+		}
+		names[net.JoinHostPort(host, port)] = host
+		if ips, err := net.LookupHost(host); err == nil {
+			for _, ip := range ips {
+				names[net.JoinHostPort(ip, port)] = host
+			}
+		}
+	}
+	return func(addr string) string {
+		if h, ok := names[addr]; ok {
+			return h
+		}
+		host, _, _ := net.SplitHostPort(addr)
+		return host
+	}
+}
