@@ -1,0 +1,233 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/rebalance"
+)
+
+// Rebalancer defaults.
+const (
+	DefaultSettle = 250 * time.Millisecond
+)
+
+// RebalancerConfig configures RunRebalancer. Zero values mean the documented
+// defaults.
+type RebalancerConfig struct {
+	// Candidate is this member's name in the election and in the assignment's
+	// leader field. Required.
+	Candidate string
+	// Strategy computes assignments. Default: rebalance.Sticky.
+	Strategy rebalance.Strategy
+	// Settle is how long membership and the queue registry must be quiet
+	// before a new target is computed, so that a burst (a rolling deploy)
+	// costs one rebalance. A storm of changes never delays a target by more
+	// than 4 × Settle. Default 250ms.
+	Settle time.Duration
+	// OnRebalance, if set, is called after each assignment written, with the
+	// number of queues that moved and how long the computation took.
+	OnRebalance func(a drover.Assignment, moved int, compute time.Duration)
+	Logger      hclog.Logger
+}
+
+// RunRebalancer campaigns in the rebalance election and, while leading,
+// keeps /assignment equal to the strategy's target for the live members and
+// the registered queues (DESIGN.md §5 step 1). It returns when ctx ends or
+// the session is lost (an error wrapping drover.ErrSessionLost); a lost
+// leadership (deposed, fenced) sends it back to campaigning.
+func (s *Session) RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
+	if cfg.Candidate == "" {
+		return fmt.Errorf("rebalancer: %w: Candidate is empty", drover.ErrInvalidConfig)
+	}
+	if cfg.Strategy == nil {
+		cfg.Strategy = rebalance.Sticky{}
+	}
+	if cfg.Settle <= 0 {
+		cfg.Settle = DefaultSettle
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = s.log
+	}
+	log := cfg.Logger.With("election", ElectionRebalance)
+	el, err := s.Election(ElectionRebalance)
+	if err != nil {
+		return err
+	}
+	for {
+		lead, err := el.Campaign(ctx, cfg.Candidate)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if s.Err() != nil {
+				return s.Err()
+			}
+			log.Warn("campaign failed; retrying", "error", err)
+			if !sleepCtx(ctx, s, time.Second) {
+				return firstErr(ctx.Err(), s.Err())
+			}
+			continue
+		}
+		err = s.lead(ctx, lead, cfg, log)
+		lead.Resign(context.Background())
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if s.Err() != nil {
+			return s.Err()
+		}
+		log.Warn("stepped down as rebalance leader", "error", err)
+	}
+}
+
+// lead runs one leadership term.
+func (s *Session) lead(ctx context.Context, lead *Leadership, cfg RebalancerConfig, log hclog.Logger) error {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-lead.Done():
+			cancel()
+		case <-lctx.Done():
+		}
+	}()
+	w, err := s.NewAssignmentWriter(lctx, lead)
+	if err != nil {
+		return err
+	}
+	log.Info("leading rebalance", "epoch", w.Epoch(), "generation", w.Current().Generation)
+	members := s.WatchMembers(lctx)
+	queues := s.WatchQueues(lctx)
+	var (
+		curMembers []MemberNode
+		curQueues  []QueueEntry
+		haveM      bool
+		haveQ      bool
+		firstDirty time.Time
+	)
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	defer settle.Stop()
+	dirty := func() {
+		now := time.Now()
+		if firstDirty.IsZero() {
+			firstDirty = now
+		}
+		// Debounce, but never past 4 × Settle from the first change.
+		wait := cfg.Settle
+		if limit := firstDirty.Add(4 * cfg.Settle).Sub(now); limit < wait {
+			wait = max(limit, 0)
+		}
+		settle.Reset(wait)
+	}
+	for {
+		select {
+		case ms, ok := <-members:
+			if !ok {
+				return firstErr(lead.Err(), ctx.Err(), s.Err(), errors.New("member watch ended"))
+			}
+			curMembers, haveM = ms, true
+			dirty()
+		case qs, ok := <-queues:
+			if !ok {
+				return firstErr(lead.Err(), ctx.Err(), s.Err(), errors.New("queue watch ended"))
+			}
+			curQueues, haveQ = qs, true
+			dirty()
+		case <-settle.C:
+			firstDirty = time.Time{}
+			if !haveM || !haveQ {
+				continue
+			}
+			if err := s.writeTarget(lctx, lead, w, cfg, curMembers, curQueues, log); err != nil {
+				if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
+					return err
+				}
+				log.Warn("write assignment failed; retrying after the settle window", "error", err)
+				dirty()
+			}
+		case <-lctx.Done():
+			return firstErr(lead.Err(), ctx.Err(), s.Err())
+		}
+	}
+}
+
+// writeTarget computes the target and writes it when it differs from the
+// current assignment.
+func (s *Session) writeTarget(ctx context.Context, lead *Leadership, w *AssignmentWriter, cfg RebalancerConfig, members []MemberNode, queues []QueueEntry, log hclog.Logger) error {
+	in := rebalance.Input{Previous: w.Current().Queues}
+	seen := map[string]bool{}
+	for _, m := range members {
+		if m.Err != nil || seen[m.Member.Name] {
+			continue // a corrupt node, or an old session of a restarted member
+		}
+		seen[m.Member.Name] = true
+		in.Members = append(in.Members, rebalance.FromMember(m.Member))
+	}
+	for _, q := range queues {
+		if q.Err != nil {
+			log.Warn("skipping a corrupt queue config", "queue", q.Name, "error", q.Err)
+			continue
+		}
+		in.Queues = append(in.Queues, rebalance.FromQueueConfig(q.Config))
+	}
+	start := time.Now()
+	res, err := cfg.Strategy.Assign(in)
+	compute := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("compute assignment: %w", err)
+	}
+	if len(res.Unassignable) > 0 {
+		log.Warn("queues no member may own (tags)", "queues", res.Unassignable)
+	}
+	cur := w.Current()
+	if maps.Equal(cur.Queues, res.Queues) && cur.Strategy == cfg.Strategy.Name() {
+		return nil
+	}
+	actx, cancel, err := lead.Act(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	next, err := w.Write(actx, drover.Assignment{Strategy: cfg.Strategy.Name(), Leader: cfg.Candidate, Queues: res.Queues})
+	if err != nil {
+		return err
+	}
+	moved := len(rebalance.Moves(cur.Queues, res.Queues))
+	log.Info("assignment written", "generation", next.Generation, "members", len(in.Members), "queues", len(res.Queues), "moved", moved, "compute", compute)
+	if cfg.OnRebalance != nil {
+		cfg.OnRebalance(next, moved, compute)
+	}
+	return nil
+}
+
+// sleepCtx sleeps d unless ctx ends or the session is lost first.
+func sleepCtx(ctx context.Context, s *Session, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.done:
+		return false
+	}
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
