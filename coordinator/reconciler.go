@@ -1,0 +1,336 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+)
+
+// Runner runs the queues a member owns: the worker, seen from the
+// reconciler. Methods are called from the reconciler's goroutines.
+type Runner interface {
+	// StartQueue begins running a claimed queue. The runner commits and
+	// finally releases through the claim.
+	StartQueue(claim *Claim, cfg drover.QueueConfig) error
+	// StopQueue gives a queue up gracefully: drain, then claim.Release. It
+	// blocks until the claim is released (or the release failed).
+	StopQueue(ctx context.Context, queue string) error
+	// AbortQueue drops a queue at once without writing anything for it
+	// (the session is lost). It blocks until its tasks are gone.
+	AbortQueue(queue string)
+	// ConfigureQueue hands a running queue its new configuration.
+	ConfigureQueue(cfg drover.QueueConfig)
+}
+
+// ReconcilerConfig configures RunReconciler.
+type ReconcilerConfig struct {
+	// Member is this member's name, as in the assignment. Required.
+	Member string
+	// MemberPath is this member's node (Membership.Path), written into
+	// owner nodes.
+	MemberPath string
+	// Runner runs the owned queues. Required.
+	Runner Runner
+	// Lost delivers the names of queues the runner gave up on its own
+	// because a commit was fenced (say, an offset reset by an operator). The
+	// reconciler forgets the claim and, if the queue is still assigned here,
+	// claims it again, reading the offset afresh. Optional.
+	Lost <-chan string
+	// OnGeneration, if set, is called with each assignment generation once
+	// this member has acted on it (stops begun, claims begun).
+	OnGeneration func(gen int64)
+	Logger       hclog.Logger
+}
+
+// claimRetry bounds the pause between claim attempts that failed for a
+// reason other than "still owned".
+const claimRetry = 500 * time.Millisecond
+
+// RunReconciler makes this member own exactly the queues the assignment
+// gives it (DESIGN.md §5 step 3). Queues that move away are stopped (drained
+// and released) and only those; gained queues are claimed as soon as their
+// previous owner has released them or its session has ended; queues that
+// stay keep running untouched. A target that changes mid-way is followed:
+// claims of queues no longer assigned are abandoned, stops are awaited
+// before a queue is claimed again.
+//
+// It returns when ctx ends — after stopping every owned queue gracefully —
+// or when the session is lost — after aborting every owned queue — with an
+// error wrapping drover.ErrSessionLost.
+func (s *Session) RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
+	if cfg.Member == "" || cfg.Runner == nil {
+		return fmt.Errorf("reconciler: %w: Member and Runner are required", drover.ErrInvalidConfig)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = s.log
+	}
+	r := &reconciler{
+		s: s, cfg: cfg, log: cfg.Logger.With("member", cfg.Member),
+		owned:    map[string]*Claim{},
+		claiming: map[string]context.CancelFunc{},
+		stopping: map[string]chan struct{}{},
+		configs:  map[string]drover.QueueConfig{},
+		events:   make(chan reconcileEvent),
+	}
+	return r.run(ctx)
+}
+
+type reconciler struct {
+	s   *Session
+	cfg ReconcilerConfig
+	log hclog.Logger
+
+	// Owned by the run goroutine.
+	target   map[string]bool // queues assigned to this member
+	gen      int64
+	owned    map[string]*Claim             // running
+	claiming map[string]context.CancelFunc // claim goroutines
+	stopping map[string]chan struct{}      // closed when the stop is done
+	configs  map[string]drover.QueueConfig
+	events   chan reconcileEvent
+	pending  int // goroutines that will send an event
+}
+
+// reconcileEvent is a claim or stop goroutine's report.
+type reconcileEvent struct {
+	queue   string
+	claim   *Claim // a claim goroutine succeeded
+	claimed bool   // a claim goroutine ended (claim may be nil: gave up)
+	stopped bool   // a stop goroutine ended
+}
+
+func (r *reconciler) run(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	assignments := r.s.WatchAssignment(wctx)
+	queues := r.s.WatchQueues(wctx)
+	var exit error
+loop:
+	for {
+		select {
+		case an, ok := <-assignments:
+			if !ok {
+				break loop
+			}
+			if an.Err != nil {
+				r.log.Warn("ignoring a corrupt assignment", "error", an.Err)
+				continue
+			}
+			r.apply(wctx, an.Assignment)
+		case qs, ok := <-queues:
+			if !ok {
+				break loop
+			}
+			r.updateConfigs(qs)
+		case ev := <-r.events:
+			r.handle(wctx, ev)
+		case q := <-r.cfg.Lost:
+			r.lost(wctx, q)
+		case <-ctx.Done():
+			break loop
+		case <-r.s.done:
+			break loop
+		}
+	}
+	exit = firstErr(r.s.Err(), ctx.Err(), errors.New("reconciler: watch ended"))
+	lost := r.s.Err() != nil
+	// Stop claiming; then give up every owned queue: gracefully while the
+	// session lives, by abort once it is lost.
+	for _, c := range r.claiming {
+		c()
+	}
+	for q := range r.owned {
+		if lost {
+			r.cfg.Runner.AbortQueue(q)
+			delete(r.owned, q)
+		} else {
+			r.stop(context.Background(), q)
+		}
+	}
+	for r.pending > 0 {
+		ev := <-r.events
+		r.pending--
+		if ev.claim != nil { // a claim that raced the shutdown
+			if lost {
+				ev.claim.Abandon(context.Background())
+			} else {
+				ev.claim.Release(context.Background(), ev.claim.Offset())
+			}
+		}
+	}
+	return exit
+}
+
+// apply reacts to a new target.
+func (r *reconciler) apply(ctx context.Context, a drover.Assignment) {
+	if a.Generation < r.gen {
+		return
+	}
+	r.gen = a.Generation
+	r.target = map[string]bool{}
+	for q, m := range a.Queues {
+		if m == r.cfg.Member {
+			r.target[q] = true
+		}
+	}
+	for q := range r.owned {
+		if !r.target[q] {
+			r.stop(ctx, q)
+		}
+	}
+	for q, cancel := range r.claiming {
+		if !r.target[q] {
+			cancel()
+		}
+	}
+	gained := make([]string, 0)
+	for q := range r.target {
+		if r.owned[q] == nil && r.claiming[q] == nil {
+			gained = append(gained, q)
+		}
+	}
+	sort.Strings(gained)
+	for _, q := range gained {
+		r.claim(ctx, q)
+	}
+	if r.cfg.OnGeneration != nil {
+		r.cfg.OnGeneration(a.Generation)
+	}
+}
+
+func (r *reconciler) updateConfigs(qs []QueueEntry) {
+	next := make(map[string]drover.QueueConfig, len(qs))
+	for _, q := range qs {
+		if q.Err == nil {
+			next[q.Name] = q.Config
+		}
+	}
+	for q := range r.owned {
+		if c, ok := next[q]; ok && !equalConfig(c, r.configs[q]) {
+			r.cfg.Runner.ConfigureQueue(c)
+		}
+	}
+	r.configs = next
+}
+
+// stop gives an owned queue up in a goroutine.
+func (r *reconciler) stop(ctx context.Context, q string) {
+	delete(r.owned, q)
+	done := make(chan struct{})
+	r.stopping[q] = done
+	r.pending++
+	go func() {
+		if err := r.cfg.Runner.StopQueue(context.WithoutCancel(ctx), q); err != nil {
+			r.log.Warn("stop queue", "queue", q, "error", err)
+		}
+		close(done)
+		r.events <- reconcileEvent{queue: q, stopped: true}
+	}()
+}
+
+// claim claims q in a goroutine: after any stop of q in progress here, and
+// after the previous owner released it, until it succeeds or is cancelled.
+func (r *reconciler) claim(ctx context.Context, q string) {
+	cctx, cancel := context.WithCancel(ctx)
+	r.claiming[q] = cancel
+	stopped := r.stopping[q]
+	owner := Owner{Member: r.cfg.Member, MemberPath: r.cfg.MemberPath, Generation: r.gen}
+	r.pending++
+	go func() {
+		var got *Claim
+		defer func() { r.events <- reconcileEvent{queue: q, claim: got, claimed: true} }()
+		if stopped != nil {
+			select {
+			case <-stopped:
+			case <-cctx.Done():
+				return
+			}
+		}
+		for cctx.Err() == nil {
+			c, err := r.s.Claim(cctx, q, owner)
+			if err == nil {
+				got = c
+				return
+			}
+			if errors.Is(err, drover.ErrNotOwner) {
+				if err := r.s.WaitReleased(cctx, q); err != nil && cctx.Err() == nil {
+					r.log.Debug("wait for release", "queue", q, "error", err)
+					sleepCtx(cctx, r.s, claimRetry)
+				}
+				continue
+			}
+			if r.s.Err() != nil {
+				return
+			}
+			r.log.Warn("claim failed; retrying", "queue", q, "error", err)
+			sleepCtx(cctx, r.s, claimRetry)
+		}
+	}()
+}
+
+// handle takes a goroutine's report.
+func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
+	r.pending--
+	switch {
+	case ev.stopped:
+		if r.stopping[ev.queue] != nil {
+			select {
+			case <-r.stopping[ev.queue]:
+				delete(r.stopping, ev.queue)
+			default:
+			}
+		}
+	case ev.claimed:
+		delete(r.claiming, ev.queue)
+		if ev.claim == nil {
+			if r.target[ev.queue] && ctx.Err() == nil && r.s.Err() == nil {
+				r.claim(ctx, ev.queue) // cancelled by an older target, wanted again
+			}
+			return
+		}
+		if !r.target[ev.queue] {
+			// The target moved on while we claimed: hand it back at once.
+			if err := ev.claim.Release(ctx, ev.claim.Offset()); err != nil {
+				r.log.Warn("release an unwanted claim", "queue", ev.queue, "error", err)
+			}
+			return
+		}
+		cfg, ok := r.configs[ev.queue]
+		if !ok {
+			cfg = drover.QueueConfig{Name: ev.queue}
+		}
+		if err := r.cfg.Runner.StartQueue(ev.claim, cfg); err != nil {
+			r.log.Error("start queue", "queue", ev.queue, "error", err)
+			ev.claim.Release(ctx, ev.claim.Offset())
+			return
+		}
+		r.owned[ev.queue] = ev.claim
+	}
+}
+
+// lost forgets a queue the runner dropped after a fenced commit and claims
+// it again if it is still assigned here.
+func (r *reconciler) lost(ctx context.Context, q string) {
+	c := r.owned[q]
+	if c == nil {
+		return
+	}
+	delete(r.owned, q)
+	r.cfg.Runner.AbortQueue(q) // make sure it is gone; no-op when already
+	if err := c.Abandon(ctx); err != nil {
+		r.log.Warn("abandon a fenced claim", "queue", q, "error", err)
+	}
+	if r.target[q] && r.claiming[q] == nil {
+		r.claim(ctx, q)
+	}
+}
+
+func equalConfig(a, b drover.QueueConfig) bool {
+	return string(mustJSON(a)) == string(mustJSON(b))
+}
