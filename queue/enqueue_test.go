@@ -1,0 +1,275 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/redis/go-redis/v9"
+)
+
+var _ = addContractCases(
+	contractCase{"ConcurrentEnqueue", testConcurrentEnqueue},
+	contractCase{"EnqueueBatch", testEnqueueBatch},
+	contractCase{"IdempotentEnqueue", testIdempotentEnqueue},
+	contractCase{"DedupeWindowExpiry", testDedupeWindowExpiry},
+	contractCase{"EnqueueRejectsInvalid", testEnqueueRejectsInvalid},
+	contractCase{"Wakeups", testWakeups},
+)
+
+// 10,000 messages from 4 goroutines into one queue: positions strictly
+// increase in log order, every message is read back exactly once, at the
+// position Enqueue returned.
+func testConcurrentEnqueue(t *testing.T, rdb redis.UniversalClient) {
+	s := newTestStore(t, rdb, nil)
+	const workers, each = 4, 2500
+	results := make([][]EnqueueResult, workers)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				m := msg("orders", "")
+				m.Args = fmt.Appendf(nil, `{"worker":%d,"i":%d}`, w, i)
+				r, err := s.Enqueue(context.Background(), m)
+				if err != nil {
+					errs <- err
+					return
+				}
+				results[w] = append(results[w], r)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Enqueue: %v", err)
+	}
+
+	want := map[string]drover.Position{}
+	for w := range workers {
+		var last drover.Position
+		for _, r := range results[w] {
+			if r.Duplicate || r.Position <= last {
+				t.Fatalf("worker %d: result %+v after position %d: want a fresh, increasing position", w, r, last)
+			}
+			last = r.Position
+			want[r.ID] = r.Position
+		}
+	}
+	if len(want) != workers*each {
+		t.Fatalf("want %d distinct ids, have %d", workers*each, len(want))
+	}
+
+	got := readAll(t, s, "orders", 0, 700)
+	if len(got) != workers*each {
+		t.Fatalf("read back %d messages, want %d", len(got), workers*each)
+	}
+	var last drover.Position
+	for _, e := range got {
+		if e.Position <= last {
+			t.Fatalf("entry %s at %d follows %d: positions must strictly increase", e.ID, e.Position, last)
+		}
+		last = e.Position
+		if p, ok := want[e.ID]; !ok || p != e.Position {
+			t.Fatalf("entry %s at %d: Enqueue returned position %d (known %v)", e.ID, e.Position, p, ok)
+		}
+		delete(want, e.ID)
+		m := mustDecode(t, e)
+		if m.Queue != "orders" || m.Task != "t" || m.Attempt != 0 || m.EnqueuedAt.IsZero() {
+			t.Fatalf("decoded %+v: want queue orders, task t, attempt 0, enqueued_at set", m)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("%d messages never read back", len(want))
+	}
+}
+
+// EnqueueBatch: many messages of two queues in one call, crossing the
+// per-script chunk size; a repeated caller-chosen id in the batch is a
+// duplicate; per queue, positions follow slice order.
+func testEnqueueBatch(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	var msgs []*drover.Message
+	for i := range 2500 {
+		q := "batch-a"
+		if i%3 == 0 {
+			q = "batch-b"
+		}
+		msgs = append(msgs, msg(q, ""))
+	}
+	msgs = append(msgs, msg("batch-a", "unique-1"), msg("batch-a", "unique-1"))
+	res, err := s.EnqueueBatch(ctx, msgs)
+	if err != nil {
+		t.Fatalf("EnqueueBatch: %v", err)
+	}
+	if len(res) != len(msgs) {
+		t.Fatalf("want %d results, have %d", len(msgs), len(res))
+	}
+	last := map[string]drover.Position{}
+	for i, r := range res[:len(res)-1] {
+		q := msgs[i].Queue
+		if r.Duplicate || r.Position <= last[q] {
+			t.Fatalf("message %d of %s: result %+v after %d: want a fresh, increasing position", i, q, r, last[q])
+		}
+		last[q] = r.Position
+	}
+	if r := res[len(res)-1]; !r.Duplicate || r.ID != "unique-1" {
+		t.Fatalf("second unique-1 in the batch: want a duplicate with id unique-1, have %+v", r)
+	}
+	for q, want := range map[string]int{"batch-a": 1666 + 1, "batch-b": 834} {
+		if n := len(readAll(t, s, q, 0, 1000)); n != want {
+			t.Fatalf("queue %s: want %d messages, have %d", q, want, n)
+		}
+	}
+	qs, err := s.Queues(ctx)
+	if err != nil {
+		t.Fatalf("Queues: %v", err)
+	}
+	if fmt.Sprint(qs) != "[batch-a batch-b]" {
+		t.Fatalf("Queues: want [batch-a batch-b], have %v", qs)
+	}
+}
+
+// A caller-chosen id is enqueued once: again while pending, and again after
+// it was read and trimmed (the dedupe window remembers it).
+func testIdempotentEnqueue(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	first := mustEnqueue(t, s, msg("unique", "job-42"))
+	if first.Duplicate || first.ID != "job-42" || first.Position == 0 {
+		t.Fatalf("first enqueue: want a fresh job-42 with a position, have %+v", first)
+	}
+	second := mustEnqueue(t, s, msg("unique", "job-42"))
+	if !second.Duplicate || second.ID != "job-42" {
+		t.Fatalf("second enqueue while pending: want a duplicate job-42, have %+v", second)
+	}
+	es := readAll(t, s, "unique", 0, 10)
+	if len(es) != 1 || es[0].ID != "job-42" || es[0].Position != first.Position {
+		t.Fatalf("want job-42 once at %d, have %+v", first.Position, es)
+	}
+	if n, err := s.Trim(ctx, "unique", es[0].Position, 0); err != nil || n != 1 {
+		t.Fatalf("Trim: want 1 removed, have %d, %v", n, err)
+	}
+	third := mustEnqueue(t, s, msg("unique", "job-42"))
+	if !third.Duplicate {
+		t.Fatalf("enqueue after read and trim: want a duplicate (dedupe window), have %+v", third)
+	}
+	if es := readAll(t, s, "unique", 0, 10); len(es) != 0 {
+		t.Fatalf("after trim and a duplicate enqueue: want an empty log, have %+v", es)
+	}
+	// A generated id is not remembered: the seen set holds only job-42.
+	mustEnqueue(t, s, msg("unique", ""))
+	qk := s.keys.queue("unique")
+	if ids, err := rdb.ZRange(ctx, qk.seen, 0, -1).Result(); err != nil || fmt.Sprint(ids) != "[job-42]" {
+		t.Fatalf("seen set: want [job-42], have %v, %v", ids, err)
+	}
+}
+
+// After the dedupe window, an id may be enqueued again; expired ids are
+// purged. The window's end is written into the seen set directly (no
+// sleeping).
+func testDedupeWindowExpiry(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, func(c *Config) { c.DedupeWindow = time.Hour })
+	r := mustEnqueue(t, s, msg("window", "once"))
+	qk := s.keys.queue("window")
+	end, err := rdb.ZScore(ctx, qk.seen, "once").Result()
+	if err != nil {
+		t.Fatalf("ZSCORE seen once: %v", err)
+	}
+	if lo, hi := float64(time.Now().Add(50*time.Minute).UnixMilli()), float64(time.Now().Add(70*time.Minute).UnixMilli()); end < lo || end > hi {
+		t.Fatalf("dedupe window end %v: want about an hour from now (%v..%v)", end, lo, hi)
+	}
+	if _, err := s.Trim(ctx, "window", r.Position, 0); err != nil {
+		t.Fatalf("Trim: %v", err)
+	}
+	// Expire the window, and add an expired id that nobody enqueues again.
+	past := float64(time.Now().Add(-time.Minute).UnixMilli())
+	rdb.ZAdd(ctx, qk.seen, redis.Z{Score: past, Member: "once"}, redis.Z{Score: past, Member: "stale"})
+	again := mustEnqueue(t, s, msg("window", "once"))
+	if again.Duplicate || again.Position <= r.Position {
+		t.Fatalf("enqueue after the window: want a fresh message after %d, have %+v", r.Position, again)
+	}
+	if _, err := rdb.ZScore(ctx, qk.seen, "stale").Result(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("expired id stale: want it purged, ZSCORE gives %v", err)
+	}
+}
+
+// Invalid messages are refused before anything is written.
+func testEnqueueRejectsInvalid(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	cases := map[string]*drover.Message{
+		"bad queue":    {Queue: "a:b", Task: "t"},
+		"no queue":     {Task: "t"},
+		"no task":      {Queue: "q"},
+		"negative":     {Queue: "q", Task: "t", Attempt: -1},
+		"long id":      {Queue: "q", Task: "t", ID: string(make([]byte, MaxIDLen+1))},
+		"nil":          nil,
+		"bad in batch": {Queue: "q"},
+	}
+	for name, m := range cases {
+		if r, err := s.Enqueue(ctx, m); err == nil {
+			t.Errorf("%s: Enqueue(%+v) = %+v, want an error", name, m, r)
+		}
+	}
+	if _, err := s.EnqueueBatch(ctx, []*drover.Message{msg("q", ""), {Queue: "q"}}); err == nil {
+		t.Errorf("EnqueueBatch with a message without a task: want an error")
+	}
+	if _, err := s.Enqueue(ctx, &drover.Message{Queue: "a/b", Task: "t"}); !errors.Is(err, drover.ErrInvalidQueueName) {
+		t.Errorf("queue a/b: want ErrInvalidQueueName, have %v", err)
+	}
+	if qs, err := s.Queues(ctx); err != nil || len(qs) != 0 {
+		t.Errorf("after refused enqueues: want no queues, have %v, %v", qs, err)
+	}
+}
+
+// Enqueue publishes the queue's name on the wake-up channel.
+func testWakeups(t *testing.T, rdb redis.UniversalClient) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := newTestStore(t, rdb, nil)
+	wake, err := s.Wakeups(ctx)
+	if err != nil {
+		t.Fatalf("Wakeups: %v", err)
+	}
+	mustEnqueue(t, s, msg("sleepy", ""))
+	select {
+	case q := <-wake:
+		if q != "sleepy" {
+			t.Fatalf("wake-up: want sleepy, have %q", q)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no wake-up within 30s of an enqueue")
+	}
+	// A duplicate writes nothing and wakes nobody; a delayed one does.
+	mustEnqueue(t, s, msg("sleepy", "k"))
+	mustEnqueue(t, s, msg("sleepy", "k"))
+	if _, err := s.EnqueueIn(ctx, msg("later", ""), time.Hour); err != nil {
+		t.Fatalf("EnqueueIn: %v", err)
+	}
+	var got []string
+	for len(got) < 2 {
+		select {
+		case q := <-wake:
+			got = append(got, q)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("want 2 more wake-ups, have %v", got)
+		}
+	}
+	slices.Sort(got) // on a Cluster, the two come from different nodes
+	if fmt.Sprint(got) != "[later sleepy]" {
+		t.Fatalf("wake-ups: want [later sleepy], have %v", got)
+	}
+	cancel()
+	for range wake { // closed once the subscription goroutine exits
+	}
+}
