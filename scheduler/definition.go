@@ -195,12 +195,10 @@ func jsonFieldError(err error) error {
 	if errors.As(err, &te) && te.Field != "" {
 		return fieldErr(te.Field, "want a JSON %s, have %s", jsonKind(te.Type.Kind().String()), te.Value)
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fieldErr("definition", "not valid JSON: %v", err)
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		return fieldErr("definition", "%s", strings.TrimPrefix(msg, "json: "))
 	}
-	// DisallowUnknownFields reports `json: unknown field "x"`.
-	return fieldErr("definition", "%s", trimJSONPrefix(err.Error()))
+	return fieldErr("definition", "not valid JSON: %v", err)
 }
 
 func jsonKind(goKind string) string {
@@ -211,14 +209,6 @@ func jsonKind(goKind string) string {
 		return "boolean"
 	}
 	return goKind
-}
-
-func trimJSONPrefix(s string) string {
-	const p = "json: "
-	if len(s) > len(p) && s[:len(p)] == p {
-		return s[len(p):]
-	}
-	return s
 }
 
 // Validate checks every field and returns the first problem as a

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -193,29 +194,43 @@ type cronSeq struct {
 const maxShift = 3 * time.Hour
 
 func (c *cronSeq) next(t time.Time) time.Time {
-	from := wallLabel(t, c.loc)
-	// Near an offset change, labels and instants are not in the same order:
-	// start the label search earlier so that no slot after t is missed
-	// (e.g. 02:30 shifted to 03:30 when t is 03:10).
-	_, off := t.In(c.loc).Zone()
-	if _, before := t.Add(-maxShift).In(c.loc).Zone(); before != off {
-		from = from.Add(-maxShift)
-	}
-	// Labels are increasing; each gives 0–2 instants. The bound only stops
-	// a pathological expression from spinning.
+	// Near an offset change labels and instants are not in the same order
+	// (02:30 shifted to 03:30 comes after the 03:10 label; 02:50 CEST comes
+	// before 02:10 CET), so take the earliest instant after t over the
+	// labels that can hold it. A label L has its instants in
+	// [L-maxOff, L-minOff], with the offsets in force around t: labels
+	// before t+minOff are too early, and once L-maxOff is not before the
+	// best instant found, no later label can beat it. Away from a change
+	// minOff = maxOff and this reads two labels.
+	minOff, maxOff := offsetRange(t, c.loc)
+	from := t.UTC().Add(minOff).Truncate(time.Second) // labels after it
+	var best time.Time
+	// The bound only stops a pathological expression from spinning.
 	for i := 0; i < 100000; i++ {
 		label := c.nextLabel(from)
-		if label.IsZero() {
-			return time.Time{}
+		if label.IsZero() || (!best.IsZero() && !label.Add(-maxOff).Before(best)) {
+			break
 		}
 		for _, at := range c.instants(label) {
-			if at.After(t) {
-				return at
+			if at.After(t) && (best.IsZero() || at.Before(best)) {
+				best = at
 			}
 		}
 		from = label
 	}
-	return time.Time{}
+	return best
+}
+
+// offsetRange returns the smallest and largest UTC offsets loc has within
+// maxShift of t.
+func offsetRange(t time.Time, loc *time.Location) (lo, hi time.Duration) {
+	lo, hi = time.Duration(math.MaxInt64), time.Duration(math.MinInt64)
+	for _, d := range []time.Duration{-maxShift, 0, maxShift} {
+		_, off := t.Add(d).In(loc).Zone()
+		o := time.Duration(off) * time.Second
+		lo, hi = min(lo, o), max(hi, o)
+	}
+	return lo, hi
 }
 
 // nextLabel returns the first label after from, looking further than
