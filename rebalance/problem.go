@@ -1,0 +1,169 @@
+package rebalance
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// problem is an Input normalised for the strategies: members and queues
+// sorted by name (so no input order or map order can leak into a result),
+// capacities and weights clamped, and queues grouped into classes by the set
+// of tags they require, each class knowing its eligible members.
+type problem struct {
+	members []member // sorted by name
+	queues  []queue  // the assignable queues, sorted by name
+	classes []class  // in order of first appearance in queues
+
+	unassignable []string // sorted
+
+	totalCapacity int64
+	totalWeight   int64 // of the assignable queues
+	maxWeight     int64 // of the assignable queues; 0 when there are none
+	allEligible   bool  // every member is eligible for every assignable queue
+}
+
+type member struct {
+	name     string
+	capacity int64
+}
+
+type queue struct {
+	name   string
+	weight int64
+	class  int
+	// home is the index of the member that owned the queue in the previous
+	// assignment, if that member is still present and eligible; else -1.
+	home int
+}
+
+// class is a group of queues requiring the same set of tags.
+type class struct {
+	eligible   []int  // member indexes, ascending
+	isEligible []bool // by member index
+}
+
+// newProblem validates and normalises in.
+func newProblem(in Input) (*problem, error) {
+	p := &problem{allEligible: true}
+
+	members := slices.Clone(in.Members)
+	slices.SortFunc(members, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	memberIndex := make(map[string]int, len(members))
+	memberTags := make([]map[string]bool, len(members))
+	for i, m := range members {
+		if m.Name == "" {
+			return nil, fmt.Errorf("%w: a member has an empty name", ErrInvalidInput)
+		}
+		if i > 0 && members[i-1].Name == m.Name {
+			return nil, fmt.Errorf("%w: member %q appears twice", ErrInvalidInput, m.Name)
+		}
+		memberIndex[m.Name] = i
+		c := clamp(m.Capacity, MaxCapacity)
+		p.members = append(p.members, member{name: m.Name, capacity: c})
+		p.totalCapacity += c
+		if len(m.Tags) > 0 {
+			memberTags[i] = make(map[string]bool, len(m.Tags))
+			for _, t := range m.Tags {
+				memberTags[i][t] = true
+			}
+		}
+	}
+
+	queues := slices.Clone(in.Queues)
+	slices.SortFunc(queues, func(a, b Queue) int { return strings.Compare(a.Name, b.Name) })
+	classIndex := make(map[string]int)
+	p.queues = make([]queue, 0, len(queues))
+	for i, q := range queues {
+		if q.Name == "" {
+			return nil, fmt.Errorf("%w: a queue has an empty name", ErrInvalidInput)
+		}
+		if i > 0 && queues[i-1].Name == q.Name {
+			return nil, fmt.Errorf("%w: queue %q appears twice", ErrInvalidInput, q.Name)
+		}
+		key, tags := classKey(q.Tags)
+		c, ok := classIndex[key]
+		if !ok {
+			c = len(p.classes)
+			classIndex[key] = c
+			p.classes = append(p.classes, newClass(tags, memberTags))
+		}
+		if len(p.classes[c].eligible) == 0 {
+			p.unassignable = append(p.unassignable, q.Name)
+			continue
+		}
+		if len(p.classes[c].eligible) < len(p.members) {
+			p.allEligible = false
+		}
+		home := -1
+		if m, ok := memberIndex[in.Previous[q.Name]]; ok && p.classes[c].isEligible[m] {
+			home = m
+		}
+		w := clamp(q.Weight, MaxWeight)
+		p.queues = append(p.queues, queue{name: q.Name, weight: w, class: c, home: home})
+		p.totalWeight += w
+		p.maxWeight = max(p.maxWeight, w)
+	}
+	return p, nil
+}
+
+// classKey returns the sorted, de-duplicated tags and a map key for them.
+func classKey(tags []string) (string, []string) {
+	if len(tags) == 0 {
+		return "", nil
+	}
+	tags = slices.Clone(tags)
+	slices.Sort(tags)
+	tags = slices.Compact(tags)
+	return strings.Join(tags, "\x00"), tags
+}
+
+func newClass(tags []string, memberTags []map[string]bool) class {
+	c := class{isEligible: make([]bool, len(memberTags))}
+	for m, have := range memberTags {
+		ok := true
+		for _, t := range tags {
+			if !have[t] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			c.eligible = append(c.eligible, m)
+			c.isEligible[m] = true
+		}
+	}
+	return c
+}
+
+// clamp maps v to [1, limit].
+func clamp(v, limit int) int64 {
+	return int64(min(max(v, 1), limit))
+}
+
+// placementOrder returns the queue indexes idx ordered for greedy placement:
+// queues of the most constrained classes first (fewest eligible members),
+// then heavier before lighter, then by name.
+func (p *problem) placementOrder(idx []int) []int {
+	slices.SortFunc(idx, func(a, b int) int {
+		qa, qb := &p.queues[a], &p.queues[b]
+		if c := cmp.Compare(len(p.classes[qa.class].eligible), len(p.classes[qb.class].eligible)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(qb.weight, qa.weight); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b) // queues are sorted by name
+	})
+	return idx
+}
+
+// result turns owner (member index by queue index) into a Result.
+func (p *problem) result(owner []int) Result {
+	r := Result{Queues: make(map[string]string, len(p.queues)), Unassignable: p.unassignable}
+	for q, m := range owner {
+		r.Queues[p.queues[q].name] = p.members[m].name
+	}
+	return r
+}

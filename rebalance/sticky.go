@@ -1,0 +1,373 @@
+package rebalance
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Sticky keeps every queue on its previous owner unless balance needs it to
+// move, balancing load (the sum of the weights of a member's queues) in
+// proportion to capacity, and honouring tags. It is the default strategy.
+//
+// Each member has a target load. When every member is eligible for every
+// queue the target is exact: member i's is W·cᵢ/C, where W is the total weight
+// of the queues, cᵢ the member's capacity and C the total capacity. Sticky
+// then guarantees, for every member,
+//
+//	|loadᵢ − W·cᵢ/C| < w_max
+//
+// where w_max is the largest queue weight (with unit weights: every member
+// owns ⌊W·cᵢ/C⌋ or ⌈W·cᵢ/C⌉ queues). When tags restrict eligibility the
+// targets are the loads of a greedy fresh placement (most constrained and
+// heaviest queues first, each onto the eligible member whose load per unit
+// of capacity stays lowest) and sticky approaches them by the same moves as
+// far as single eligible moves allow: best effort.
+//
+// The algorithm, in three passes:
+//
+//  1. keep: every queue whose previous owner is present and eligible stays.
+//  2. place: the other queues (new, or orphaned by a member that left or lost
+//     a tag), most constrained and heaviest first, go each to the eligible
+//     member furthest below its target.
+//  3. repair: while a member is w_max or more below its target it takes a
+//     queue from the member furthest above its target, and while one is
+//     w_max or more above its target it gives a queue to the member furthest
+//     below. A move prefers a queue that already moved in this round (moving
+//     it again costs nothing), then the heaviest, so it needs few moves.
+//
+// Each repair move lowers the sum of squared distances to the targets, so the
+// repair ends; it stops at the first state inside the bound, which is why a
+// member joining a balanced fleet takes only what it must and a member
+// leaving moves only its own queues. Cost: O(Q log Q + Q·M) for Q queues and
+// M members, plus O(M) per repair move.
+type Sticky struct{}
+
+// Name returns "sticky".
+func (Sticky) Name() string { return StickyName }
+
+// Assign computes the sticky assignment; see Sticky.
+func (Sticky) Assign(in Input) (Result, error) {
+	p, err := newProblem(in)
+	if err != nil {
+		return Result{}, fmt.Errorf("sticky assignment: %w", err)
+	}
+	if len(p.queues) == 0 {
+		return p.result(nil), nil
+	}
+	s := newStickyState(p)
+	s.keepHomes()
+	s.placeOrphans()
+	s.repair()
+	return p.result(s.owner), nil
+}
+
+// stickyState is one sticky computation. Loads are integer weights; targets
+// are scaled by scale so that they are integers too, and a member's deficit
+// (target − load·scale) is exact.
+type stickyState struct {
+	p      *problem
+	scale  int64
+	target []int64 // by member, scaled
+	load   []int64 // by member, unscaled
+	bound  int64   // w_max·scale: the largest deficit allowed either way, exclusive
+	owner  []int   // by queue; -1 while unplaced
+	held   []holding
+	// arrivals counts, by member, the queues it holds that are not its own
+	// from the previous assignment.
+	arrivals []int
+}
+
+// holding is what one member owns, in buckets by class so that a queue
+// eligible for a given receiver is found without scanning every queue.
+type holding struct {
+	buckets []bucket
+	byClass map[int]int // class → index in buckets
+}
+
+type bucket struct {
+	class int
+	home  []int // queues whose previous owner is this member; heaviest last
+	away  []int // queues moved here in this computation
+}
+
+func newStickyState(p *problem) *stickyState {
+	s := &stickyState{
+		p:      p,
+		target: make([]int64, len(p.members)),
+		load:   make([]int64, len(p.members)),
+		owner:  make([]int, len(p.queues)),
+		held:   make([]holding, len(p.members)),
+
+		arrivals: make([]int, len(p.members)),
+	}
+	for q := range s.owner {
+		s.owner[q] = -1
+	}
+	if p.allEligible {
+		s.scale = p.totalCapacity
+		for m := range p.members {
+			s.target[m] = p.totalWeight * p.members[m].capacity
+		}
+	} else {
+		s.scale = 1
+		s.target = greedyLoads(p)
+	}
+	s.bound = p.maxWeight * s.scale
+	return s
+}
+
+// greedyLoads returns the loads of a fresh greedy placement: most constrained
+// and heaviest queues first, each onto the eligible member whose load per
+// unit of capacity is lowest after taking it (ties: the first by name).
+func greedyLoads(p *problem) []int64 {
+	load := make([]int64, len(p.members))
+	for _, q := range p.placementOrder(indexes(len(p.queues))) {
+		w := p.queues[q].weight
+		best := -1
+		for _, m := range p.classes[p.queues[q].class].eligible {
+			// (load[m]+w)/cap[m] < (load[best]+w)/cap[best], cross-multiplied.
+			if best < 0 || (load[m]+w)*p.members[best].capacity < (load[best]+w)*p.members[m].capacity {
+				best = m
+			}
+		}
+		load[best] += w
+	}
+	return load
+}
+
+func (s *stickyState) deficit(m int) int64 { return s.target[m] - s.load[m]*s.scale }
+
+// keepHomes is pass 1: every queue with a home stays there.
+func (s *stickyState) keepHomes() {
+	var kept []int
+	for q := range s.p.queues {
+		if s.p.queues[q].home >= 0 {
+			kept = append(kept, q)
+		}
+	}
+	// Lightest first, so that a bucket's heaviest queue is last; among equal
+	// weights the first by name is last.
+	slices.SortFunc(kept, func(a, b int) int {
+		if c := cmp.Compare(s.p.queues[a].weight, s.p.queues[b].weight); c != 0 {
+			return c
+		}
+		return cmp.Compare(b, a)
+	})
+	for _, q := range kept {
+		s.add(q, s.p.queues[q].home)
+	}
+}
+
+// placeOrphans is pass 2: every queue without a home goes to the eligible
+// member with the largest deficit (ties: the first by name).
+func (s *stickyState) placeOrphans() {
+	var orphans []int
+	for q := range s.p.queues {
+		if s.owner[q] < 0 {
+			orphans = append(orphans, q)
+		}
+	}
+	for _, q := range s.p.placementOrder(orphans) {
+		best := -1
+		for _, m := range s.p.classes[s.p.queues[q].class].eligible {
+			if best < 0 || s.deficit(m) > s.deficit(best) {
+				best = m
+			}
+		}
+		s.add(q, best)
+	}
+}
+
+// repair is pass 3: move queues until no member is bound or more away from
+// its target, or no eligible move can bring one closer.
+func (s *stickyState) repair() {
+	// Every move lowers Σ deficit², so this ends on its own; the limit only
+	// bounds the work should a future change break that argument.
+	limit := 4 * (len(s.p.queues) + len(s.p.members))
+	for range limit {
+		if !s.fixOverloaded() && !s.fixUnderloaded() {
+			return
+		}
+	}
+}
+
+// fixUnderloaded moves one queue to a member whose deficit is bound or more,
+// from the eligible donor with the most negative deficit. Taking a queue of
+// weight w ≤ w_max leaves the receiver's deficit ≥ 0 and the donor's below
+// w·scale, so no member is pushed out of the bound. It reports whether it
+// moved a queue.
+func (s *stickyState) fixUnderloaded() bool {
+	for _, i := range s.violators(func(d int64) bool { return d >= s.bound }, true) {
+		donor, pick := -1, bucketPick{}
+		for k := range s.p.members {
+			if s.deficit(k) >= 0 || (donor >= 0 && s.deficit(k) >= s.deficit(donor)) {
+				continue
+			}
+			if bp, ok := s.pick(k, i); ok {
+				donor, pick = k, bp
+			}
+		}
+		if donor >= 0 {
+			s.move(donor, pick, i)
+			return true
+		}
+	}
+	return false
+}
+
+// fixOverloaded moves one queue from a member whose deficit is −bound or
+// less to the eligible receiver with the largest positive deficit; the same
+// argument as in fixUnderloaded keeps every member inside the bound it was
+// in. It reports whether it moved a queue.
+func (s *stickyState) fixOverloaded() bool {
+	for _, k := range s.violators(func(d int64) bool { return d <= -s.bound }, false) {
+		receiver, pick := -1, bucketPick{}
+		for i := range s.p.members {
+			if s.deficit(i) <= 0 || (receiver >= 0 && !s.betterReceiver(i, receiver)) {
+				continue
+			}
+			if bp, ok := s.pick(k, i); ok {
+				receiver, pick = i, bp
+			}
+		}
+		if receiver >= 0 {
+			s.move(k, pick, receiver)
+			return true
+		}
+	}
+	return false
+}
+
+// betterReceiver reports whether member a should take a shed queue before
+// member b (both below their targets):
+//
+//  1. a member bound or more below its target (the move fixes two members);
+//  2. a member already gaining queues in this computation, or owning none
+//     (such as one that just joined): handing more to members that are
+//     claiming anyway leaves the rest of the fleet untouched;
+//  3. the least load per unit of capacity;
+//  4. the furthest below its target.
+func (s *stickyState) betterReceiver(a, b int) bool {
+	if ua, ub := s.deficit(a) >= s.bound, s.deficit(b) >= s.bound; ua != ub {
+		return ua
+	}
+	if ga, gb := s.gaining(a), s.gaining(b); ga != gb {
+		return ga
+	}
+	ra := s.load[a] * s.p.members[b].capacity
+	rb := s.load[b] * s.p.members[a].capacity
+	if ra != rb {
+		return ra < rb
+	}
+	return s.deficit(a) > s.deficit(b)
+}
+
+// gaining reports whether member m has received a queue in this computation
+// or owns none.
+func (s *stickyState) gaining(m int) bool { return s.arrivals[m] > 0 || s.load[m] == 0 }
+
+// violators returns the members whose deficit satisfies out, the largest
+// deficit first when largestFirst is set, else the smallest first; ties by
+// name.
+func (s *stickyState) violators(out func(int64) bool, largestFirst bool) []int {
+	var ms []int
+	for m := range s.p.members {
+		if out(s.deficit(m)) {
+			ms = append(ms, m)
+		}
+	}
+	slices.SortFunc(ms, func(a, b int) int {
+		c := cmp.Compare(s.deficit(a), s.deficit(b))
+		if largestFirst {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return ms
+}
+
+// bucketPick names the queue a move takes: the last of a bucket's away or
+// home list.
+type bucketPick struct {
+	bucket int
+	away   bool
+}
+
+// pick chooses the queue member k would give to member i: one of k's queues
+// i is eligible for, preferring a queue that already moved (moving it again
+// adds no move), then the heaviest. It reports false when k holds nothing i
+// may own.
+func (s *stickyState) pick(k, i int) (bucketPick, bool) {
+	best, found := bucketPick{}, false
+	var bestWeight int64
+	for b := range s.held[k].buckets {
+		bk := &s.held[k].buckets[b]
+		if !s.p.classes[bk.class].isEligible[i] {
+			continue
+		}
+		var q int
+		var away bool
+		switch {
+		case len(bk.away) > 0:
+			q, away = bk.away[len(bk.away)-1], true
+		case len(bk.home) > 0:
+			q = bk.home[len(bk.home)-1]
+		default:
+			continue
+		}
+		w := s.p.queues[q].weight
+		if !found || (away && !best.away) || (away == best.away && w > bestWeight) {
+			best, bestWeight, found = bucketPick{bucket: b, away: away}, w, true
+		}
+	}
+	return best, found
+}
+
+// add gives queue q to member m.
+func (s *stickyState) add(q, m int) {
+	s.owner[q] = m
+	s.load[m] += s.p.queues[q].weight
+	h := &s.held[m]
+	c := s.p.queues[q].class
+	b, ok := h.byClass[c]
+	if !ok {
+		if h.byClass == nil {
+			h.byClass = make(map[int]int)
+		}
+		b = len(h.buckets)
+		h.byClass[c] = b
+		h.buckets = append(h.buckets, bucket{class: c})
+	}
+	if s.p.queues[q].home == m {
+		h.buckets[b].home = append(h.buckets[b].home, q)
+	} else {
+		h.buckets[b].away = append(h.buckets[b].away, q)
+		s.arrivals[m]++
+	}
+}
+
+// move takes the picked queue from member k and gives it to member i.
+func (s *stickyState) move(k int, p bucketPick, i int) {
+	bk := &s.held[k].buckets[p.bucket]
+	list := &bk.home
+	if p.away {
+		list = &bk.away
+		s.arrivals[k]--
+	}
+	q := (*list)[len(*list)-1]
+	*list = (*list)[:len(*list)-1]
+	s.load[k] -= s.p.queues[q].weight
+	s.add(q, i)
+}
+
+func indexes(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
