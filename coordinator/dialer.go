@@ -14,8 +14,20 @@ import (
 // contactClock records the last time bytes arrived from any server. The
 // session's lost deadline is counted from it: the server's own expiry timer
 // starts no earlier than our last exchange with it.
+//
+// It also holds the current connection, so that the session's monitor can
+// drop a connection that has gone silent (see Session.evaluate).
 type contactClock struct {
 	unixNano atomic.Int64
+	conn     atomic.Pointer[handshakeClampConn]
+}
+
+// dropCurrent closes the current connection (once); the library then
+// reconnects to the next server.
+func (c *contactClock) dropCurrent() {
+	if hc := c.conn.Load(); hc != nil {
+		hc.dropOnce.Do(func() { hc.Conn.Close() })
+	}
 }
 
 func (c *contactClock) touch()           { c.unixNano.Store(time.Now().UnixNano()) }
@@ -47,7 +59,9 @@ func newDialer(tlsConf *tls.Config, hostOf func(addr string) string, clamp time.
 			}
 			conn = tc
 		}
-		return &handshakeClampConn{Conn: conn, clamp: clamp, contact: contact}, nil
+		hc := &handshakeClampConn{Conn: conn, clamp: clamp, contact: contact}
+		contact.conn.Store(hc)
+		return hc, nil
 	}
 }
 
@@ -59,7 +73,8 @@ func newDialer(tlsConf *tls.Config, hostOf func(addr string) string, clamp time.
 // answer (a hung JVM, a follower that lost its leader) would hold the client
 // past its session timeout, and the session would expire although a healthy
 // quorum exists. With the clamp the client gives up on such a server after
-// about session timeout / number of servers and tries the next one. The
+// 2/3 × session timeout / number of servers and tries the next one, so that
+// every server can be tried before the session is reported lost. The
 // handshake ends when the library resets the read deadline to zero; from then
 // on deadlines pass through unchanged.
 //
@@ -72,6 +87,7 @@ type handshakeClampConn struct {
 	mu        sync.Mutex
 	handshake bool // true until the first zero read deadline
 	started   bool
+	dropOnce  sync.Once
 }
 
 func (c *handshakeClampConn) inHandshake() bool {

@@ -50,7 +50,9 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	contact := &contactClock{}
 	kick := make(chan struct{}, 1)
-	clamp := cfg.SessionTimeout / time.Duration(len(cfg.Servers))
+	// Every server can be tried within the 2/3 of the session timeout after
+	// which the session is reported lost.
+	clamp := cfg.SessionTimeout * 2 / 3 / time.Duration(len(cfg.Servers))
 	hostOf := hostNames(cfg.Servers)
 	std := cfg.Logger.Named("zk").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	expired := make(chan struct{})
@@ -147,11 +149,19 @@ func (s *Session) awaitSession(ctx context.Context) error {
 
 // ensureLayout creates the root and the persistent nodes of the layout.
 func (s *Session) ensureLayout(ctx context.Context) error {
+	// The ancestors of the root hold nothing and are shared with other
+	// clusters: they get the open ACL. The root and below get s.acl.
 	parts := strings.Split(strings.TrimPrefix(s.cfg.Root, "/"), "/")
-	var paths []string
-	for i := range parts {
-		paths = append(paths, "/"+strings.Join(parts[:i+1], "/"))
+	for i := range parts[:len(parts)-1] {
+		p := "/" + strings.Join(parts[:i+1], "/")
+		_, err := bounded(ctx, s, func(c zkConn) (string, error) {
+			return c.Create(p, nil, zk.FlagPersistent, zk.WorldACL(zk.PermAll))
+		})
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create layout: create %s: %w", p, err)
+		}
 	}
+	paths := []string{s.cfg.Root}
 	for _, d := range persistentDirs {
 		paths = append(paths, s.path(d))
 	}
@@ -212,6 +222,15 @@ func (s *Session) evaluate(now time.Time) SessionState {
 	case st == zk.StateHasSession && silent < s.cfg.SessionTimeout/2:
 		s.setState(Connected, "")
 		return Connected
+	case st == zk.StateHasSession:
+		// Pings go out every third of the timeout: a server silent for half
+		// of it is hung (a frozen JVM, a follower cut from its leader). The
+		// library would wait 2/3 of the timeout — as long as the session
+		// has before it is reported lost — so drop the connection now and
+		// let the library move to the next server.
+		s.contact.dropCurrent()
+		s.setState(Suspended, "")
+		return Suspended
 	default:
 		s.setState(Suspended, "")
 		return Suspended

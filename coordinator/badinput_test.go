@@ -1,0 +1,158 @@
+package coordinator
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
+)
+
+func TestInvalidQueueNamesAreRefused(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	s := connect(t, server.Addrs, testenv.Chroot(t))
+	ctx := ctxT(t)
+	for _, name := range []string{"", "a/b", "../x", strings.Repeat("q", drover.MaxQueueNameLen+1), "tab\there", "nul\x00", "bell\a"} {
+		checks := map[string]error{
+			"create":  s.CreateQueue(ctx, drover.QueueConfig{Name: name}),
+			"delete":  s.DeleteQueue(ctx, name),
+			"pause":   s.SetPause(ctx, drover.PauseQueue, name, drover.Pause{}),
+			"unpause": s.ClearPause(ctx, drover.PauseQueue, name),
+		}
+		_, checks["claim"] = s.Claim(ctx, name, Owner{Member: "m"})
+		_, checks["read"] = s.Queue(ctx, name)
+		_, checks["offset"] = s.ReadOffset(ctx, name)
+		_, checks["owner"] = s.QueueOwner(ctx, name)
+		_, checks["reset"] = s.ResetOffset(ctx, name, drover.Offset{}, ResetOptions{})
+		checks["wait"] = s.WaitReleased(ctx, name)
+		for op, err := range checks {
+			mustIs(t, err, drover.ErrInvalidQueueName, op+" "+strings.ToValidUTF8(name[:min(len(name), 20)], "?"))
+		}
+	}
+	// Nothing was created by the refused calls.
+	if qs, err := s.Queues(ctx); err != nil || len(qs) != 0 {
+		t.Fatalf("queues after refused creates: want none, have %v (%v)", qs, err)
+	}
+}
+
+func TestCorruptNodesGiveClearErrors(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	s := connect(t, server.Addrs, testenv.Chroot(t))
+	ctx := ctxT(t)
+	garbage := []byte("{not json")
+	put := func(rel string) string {
+		p := s.path(rel)
+		if _, err := s.conn.Create(p, garbage, zk.FlagPersistent, s.acl); err != nil {
+			if _, err := s.conn.Set(p, garbage, -1); err != nil {
+				t.Fatalf("write garbage to %s: %v", p, err)
+			}
+		}
+		return p
+	}
+	queueNode := put("queues/broken")
+	if err := s.CreateQueue(ctx, drover.QueueConfig{Name: "fine"}); err != nil {
+		t.Fatal(err)
+	}
+	put("assignment")
+	offsetNode := put("offsets/broken")
+	put("pause/queues/broken")
+	put("members/m-junk0000000001")
+
+	_, err := s.Queue(ctx, "broken")
+	if err == nil || !strings.Contains(err.Error(), queueNode) {
+		t.Fatalf("read corrupt queue: want an error naming %s, have %v", queueNode, err)
+	}
+	qs, err := s.Queues(ctx)
+	if err != nil || len(qs) != 2 || qs[0].Err == nil || qs[1].Err != nil {
+		t.Fatalf("list with a corrupt queue: want broken (with Err) and fine, have %+v (%v)", qs, err)
+	}
+	wq := next(t, s.WatchQueues(ctx), "watched queues")
+	if len(wq) != 2 || wq[0].Err == nil {
+		t.Fatalf("watched queues: want the corrupt one flagged, have %+v", wq)
+	}
+	if _, err := s.Assignment(ctx); err == nil || !strings.Contains(err.Error(), "decode assignment") {
+		t.Fatalf("corrupt assignment: want a decode error, have %v", err)
+	}
+	if an := next(t, s.WatchAssignment(ctx), "watched assignment"); an.Err == nil {
+		t.Fatalf("watched corrupt assignment: want Err set, have %+v", an)
+	}
+	_, err = s.ReadOffset(ctx, "broken")
+	if err == nil || !strings.Contains(err.Error(), offsetNode) {
+		t.Fatalf("corrupt offset: want an error naming %s, have %v", offsetNode, err)
+	}
+	if _, err := s.Claim(ctx, "broken", Owner{Member: "m"}); err == nil || !strings.Contains(err.Error(), offsetNode) {
+		t.Fatalf("claim with a corrupt offset: want an error naming %s, have %v", offsetNode, err)
+	}
+	ps, err := s.Pauses(ctx)
+	if err != nil || len(ps.Errs) != 1 {
+		t.Fatalf("corrupt pause flag: want one error, have %+v (%v)", ps, err)
+	}
+	if _, paused := ps.Paused("broken", ""); !paused {
+		t.Fatalf("a corrupt pause flag must still pause its queue")
+	}
+	ms, err := s.Members(ctx)
+	if err != nil || len(ms) != 1 || ms[0].Err == nil {
+		t.Fatalf("corrupt member: want it listed with Err, have %+v (%v)", ms, err)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		field string
+	}{
+		{"no servers", Config{}, "servers"},
+		{"empty server", Config{Servers: []string{" "}}, "servers"},
+		{"relative root", Config{Servers: []string{"x:1"}, Root: "drover"}, "root"},
+		{"trailing slash", Config{Servers: []string{"x:1"}, Root: "/drover/"}, "root"},
+		{"bad cluster", Config{Servers: []string{"x:1"}, Cluster: "a/b"}, "cluster"},
+		{"negative timeout", Config{Servers: []string{"x:1"}, SessionTimeout: -1}, "session_timeout"},
+		{"bad auth", Config{Servers: []string{"x:1"}, Auth: "nopassword"}, "auth"},
+	} {
+		_, err := tc.cfg.withDefaults()
+		if !errorsIs(err, drover.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: want ErrInvalidConfig naming %s, have %v", tc.name, tc.field, err)
+		}
+	}
+	cfg, err := Config{Servers: []string{"x:1"}}.withDefaults()
+	if err != nil || cfg.Root != "/drover/default" || cfg.SessionTimeout != DefaultSessionTimeout || cfg.RequestTimeout != DefaultSessionTimeout {
+		t.Fatalf("defaults: have %+v (%v)", cfg, err)
+	}
+}
+
+func TestDigestAuthProtectsNodes(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	s := connect(t, server.Addrs, root, func(c *Config) { c.Auth = "drover:secret" })
+	ctx := ctxT(t)
+	if err := s.CreateQueue(ctx, drover.QueueConfig{Name: "q"}); err != nil {
+		t.Fatalf("create with auth: %v", err)
+	}
+	if _, err := s.Queue(ctx, "q"); err != nil {
+		t.Fatalf("read with auth: %v", err)
+	}
+	acl, _, err := s.conn.(*zk.Conn).GetACL(root + "/queues/q")
+	if err != nil || len(acl) != 1 || acl[0].Scheme != "digest" {
+		t.Fatalf("ACL of a created node: want one digest entry, have %+v (%v)", acl, err)
+	}
+	// Another client without the credentials cannot read it.
+	other, _, err := zk.Connect(server.Addrs, testTimeout, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, _, err := other.Get(root + "/queues/q"); !errorsIs(err, zk.ErrNoAuth) {
+		t.Fatalf("read without credentials: want ErrNoAuth, have %v", err)
+	}
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Printf(string, ...any) {}

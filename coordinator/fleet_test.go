@@ -1,0 +1,403 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
+)
+
+// The rebalance protocol against real ZooKeeper: members are separate
+// sessions in this process, each recording when it starts and stops owning
+// each queue.
+
+// interval is one member's ownership of one queue.
+type interval struct {
+	member     string
+	start, end time.Time // end is zero while open
+}
+
+// ownershipLog records ownership intervals and flags two open intervals of
+// one queue at once.
+type ownershipLog struct {
+	mu         sync.Mutex
+	intervals  map[string][]*interval // queue → intervals in start order
+	open       map[string]*interval   // queue → the open interval
+	violations []string
+}
+
+func newOwnershipLog() *ownershipLog {
+	return &ownershipLog{intervals: map[string][]*interval{}, open: map[string]*interval{}}
+}
+
+func (o *ownershipLog) start(member, q string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cur := o.open[q]; cur != nil {
+		o.violations = append(o.violations, fmt.Sprintf("%s started %s while %s still owned it", member, q, cur.member))
+	}
+	iv := &interval{member: member, start: time.Now()}
+	o.open[q] = iv
+	o.intervals[q] = append(o.intervals[q], iv)
+}
+
+func (o *ownershipLog) end(member, q string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cur := o.open[q]; cur != nil && cur.member == member {
+		cur.end = time.Now()
+		delete(o.open, q)
+		return
+	}
+	for _, iv := range o.intervals[q] {
+		if iv.member == member && iv.end.IsZero() {
+			iv.end = time.Now()
+		}
+	}
+}
+
+// owners returns queue → member of the open intervals.
+func (o *ownershipLog) owners() map[string]*interval {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make(map[string]*interval, len(o.open))
+	for q, iv := range o.open {
+		out[q] = iv
+	}
+	return out
+}
+
+// checkNoOverlap fails if two intervals of a queue overlap in time.
+func (o *ownershipLog) checkNoOverlap(t *testing.T) {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.violations) > 0 {
+		t.Fatalf("ownership overlapped %d times, first: %s", len(o.violations), o.violations[0])
+	}
+	for q, ivs := range o.intervals {
+		for i := 1; i < len(ivs); i++ {
+			prev, cur := ivs[i-1], ivs[i]
+			if prev.end.IsZero() || cur.start.Before(prev.end) {
+				t.Fatalf("queue %s: %s started at %s before %s's ownership ended (%s)", q, cur.member, cur.start.Format(time.StampMicro), prev.member, prev.end.Format(time.StampMicro))
+			}
+		}
+	}
+}
+
+// recordingRunner is a Runner that records ownership and releases claims.
+type recordingRunner struct {
+	member string
+	log    *ownershipLog
+	mu     sync.Mutex
+	claims map[string]*Claim
+}
+
+func (r *recordingRunner) StartQueue(c *Claim, _ drover.QueueConfig) error {
+	r.log.start(r.member, c.Queue())
+	r.mu.Lock()
+	r.claims[c.Queue()] = c
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *recordingRunner) StopQueue(ctx context.Context, q string) error {
+	r.mu.Lock()
+	c := r.claims[q]
+	delete(r.claims, q)
+	r.mu.Unlock()
+	r.log.end(r.member, q) // stop working before giving the claim up
+	if c == nil {
+		return nil
+	}
+	return c.Release(ctx, c.Offset())
+}
+
+func (r *recordingRunner) AbortQueue(q string) {
+	r.mu.Lock()
+	delete(r.claims, q)
+	r.mu.Unlock()
+	r.log.end(r.member, q)
+}
+
+func (r *recordingRunner) ConfigureQueue(drover.QueueConfig) {}
+
+func (r *recordingRunner) owned() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.claims)
+}
+
+// fleet is a set of members sharing one ZooKeeper root.
+type fleet struct {
+	t       *testing.T
+	servers []string
+	root    string
+	log     *ownershipLog
+	queues  int
+	obs     *Session // an observer session that is no member
+	members map[string]*fleetMember
+}
+
+type fleetMember struct {
+	name       string
+	proxy      *testenv.Proxy
+	s          *Session
+	membership *Membership
+	runner     *recordingRunner
+	stopLeader context.CancelFunc
+	stopRecon  context.CancelFunc
+	done       chan struct{}
+}
+
+func newFleet(t *testing.T, servers []string, queues int) *fleet {
+	f := &fleet{t: t, servers: servers, root: testenv.Chroot(t), log: newOwnershipLog(), queues: queues, members: map[string]*fleetMember{}}
+	f.obs = connect(t, servers, f.root)
+	ctx := ctxT(t)
+	for i := 0; i < queues; i++ {
+		if err := f.obs.CreateQueue(ctx, drover.QueueConfig{Name: fmt.Sprintf("q%05d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func (f *fleet) start(name string) *fleetMember {
+	t := f.t
+	proxy := testenv.NewProxy(t, f.servers[0])
+	s := connect(t, []string{proxy.Addr}, f.root)
+	ctx := context.Background()
+	mb, err := s.Join(ctx, drover.Member{Name: name, Capacity: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &fleetMember{name: name, proxy: proxy, s: s, membership: mb, done: make(chan struct{}),
+		runner: &recordingRunner{member: name, log: f.log, claims: map[string]*Claim{}}}
+	lctx, stopLeader := context.WithCancel(ctx)
+	rctx, stopRecon := context.WithCancel(ctx)
+	m.stopLeader, m.stopRecon = stopLeader, stopRecon
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		s.RunRebalancer(lctx, RebalancerConfig{Candidate: name, Settle: 100 * time.Millisecond})
+	}()
+	go func() {
+		defer wg.Done()
+		s.RunReconciler(rctx, ReconcilerConfig{Member: name, MemberPath: mb.Path(), Runner: m.runner})
+	}()
+	go func() { wg.Wait(); close(m.done) }()
+	f.members[name] = m
+	return m
+}
+
+// leave is a graceful leave: resign leadership, leave the membership so the
+// leader moves the queues away, wait until they are handed over, then stop.
+func (f *fleet) leave(name string) {
+	m := f.members[name]
+	m.stopLeader()
+	if err := m.membership.Leave(context.Background()); err != nil {
+		f.t.Fatal(err)
+	}
+	f.waitFor("member "+name+" to hand over its queues", func() bool { return m.runner.owned() == 0 })
+	m.stopRecon()
+	<-m.done
+	m.s.Close()
+	delete(f.members, name)
+}
+
+// crash cuts a member off ZooKeeper without any goodbye: its session expires.
+func (f *fleet) crash(name string) {
+	m := f.members[name]
+	m.proxy.Blackhole()
+	delete(f.members, name)
+	f.t.Cleanup(func() { m.stopLeader(); m.stopRecon() })
+}
+
+func (f *fleet) waitFor(what string, cond func() bool) {
+	f.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// converged reports whether every queue is owned by exactly the live member
+// the assignment names.
+func (f *fleet) converged() (bool, string) {
+	an, err := f.obs.Assignment(context.Background())
+	if err != nil {
+		return false, err.Error()
+	}
+	if len(an.Assignment.Queues) != f.queues {
+		return false, fmt.Sprintf("assignment has %d of %d queues", len(an.Assignment.Queues), f.queues)
+	}
+	// With more queues than members, every live member has a share: a target
+	// that leaves one out is not the one for the current membership.
+	assigned := map[string]bool{}
+	for _, m := range an.Assignment.Queues {
+		assigned[m] = true
+	}
+	for m := range f.members {
+		if !assigned[m] {
+			return false, fmt.Sprintf("live member %s has no queue yet", m)
+		}
+	}
+	owners := f.log.owners()
+	for q, m := range an.Assignment.Queues {
+		if f.members[m] == nil {
+			return false, fmt.Sprintf("%s assigned to %s, which is not live", q, m)
+		}
+		if iv := owners[q]; iv == nil || iv.member != m {
+			return false, fmt.Sprintf("%s assigned to %s but owned by %v", q, m, iv)
+		}
+	}
+	return true, ""
+}
+
+func (f *fleet) waitConverged(phase string) {
+	f.t.Helper()
+	var why string
+	f.waitFor(phase+" to converge", func() bool {
+		ok, w := f.converged()
+		why = w
+		return ok
+	})
+	_ = why
+	f.log.checkNoOverlap(f.t)
+}
+
+// snapshot returns queue → open interval.
+func (f *fleet) snapshot() map[string]*interval { return f.log.owners() }
+
+// checkStayed fails unless every queue whose owner is in keep still has the
+// very interval it had before: it was never interrupted.
+func (f *fleet) checkStayed(before map[string]*interval, gone map[string]bool, phase string) (moved int) {
+	f.t.Helper()
+	after := f.snapshot()
+	for q, iv := range before {
+		if gone[iv.member] {
+			moved++
+			continue
+		}
+		if after[q] != iv {
+			if after[q] != nil && after[q].member == iv.member {
+				f.t.Fatalf("%s: queue %s stayed with %s but was interrupted", phase, q, iv.member)
+			}
+			moved++
+		}
+	}
+	return moved
+}
+
+func TestRebalanceProtocolThroughJoinLeaveCrashLeaderCrashAndRollingRestart(t *testing.T) {
+	const members, queues = 10, 1000
+	f := newFleet(t, testenv.ZooKeeper(t).Addrs, queues)
+	for i := 0; i < members-1; i++ {
+		f.start(fmt.Sprintf("m%02d", i))
+	}
+	f.waitConverged("start")
+
+	// Join: the newcomer takes its share, and only queues moving to it move.
+	before := f.snapshot()
+	f.start(fmt.Sprintf("m%02d", members-1))
+	f.waitConverged("join")
+	moved := f.checkStayed(before, nil, "join")
+	newcomer := f.members[fmt.Sprintf("m%02d", members-1)].runner.owned()
+	if moved != newcomer || newcomer != queues/members {
+		t.Fatalf("join: want exactly %d queues moved to the newcomer, have %d moved and %d at the newcomer", queues/members, moved, newcomer)
+	}
+
+	// Graceful leave: only the leaver's queues move.
+	before = f.snapshot()
+	f.leave("m03")
+	f.waitConverged("leave")
+	f.checkStayed(before, map[string]bool{"m03": true}, "leave")
+
+	// Crash (session cut): only the crashed member's queues move.
+	before = f.snapshot()
+	f.crash("m05")
+	f.waitConverged("crash")
+	f.checkStayed(before, map[string]bool{"m05": true}, "crash")
+
+	// Leader crash.
+	el, _ := f.obs.Election(ElectionRebalance)
+	li, err := el.Leader(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = f.snapshot()
+	f.crash(li.Name)
+	f.waitConverged("leader crash")
+	f.checkStayed(before, map[string]bool{li.Name: true}, "leader crash")
+
+	// Rolling restart of every member, under the same names.
+	names := make([]string, 0, len(f.members))
+	for n := range f.members {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		f.leave(n)
+		f.start(n)
+		f.waitConverged("restart of " + n)
+	}
+	f.log.checkNoOverlap(t)
+}
+
+func TestRebalanceStormConverges(t *testing.T) {
+	const queues = 300
+	f := newFleet(t, testenv.ZooKeeper(t).Addrs, queues)
+	for i := 0; i < 4; i++ {
+		f.start(fmt.Sprintf("base%d", i))
+	}
+	f.waitConverged("start")
+	// 50 membership changes within 5 seconds: joins, graceful leaves and
+	// crashes of short-lived members.
+	var churn []string
+	for i := 0; i < 50; i++ {
+		switch {
+		case i%3 == 2 && len(churn) > 0:
+			n := churn[0]
+			churn = churn[1:]
+			if i%2 == 0 {
+				f.crash(n)
+			} else {
+				m := f.members[n]
+				m.stopLeader()
+				m.membership.Leave(context.Background())
+				delete(f.members, n)
+				t.Cleanup(func() { m.stopRecon(); m.s.Close() })
+			}
+		default:
+			n := fmt.Sprintf("churn%02d", i)
+			f.start(n)
+			churn = append(churn, n)
+		}
+		time.Sleep(90 * time.Millisecond)
+	}
+	f.waitConverged("storm")
+	if ok, why := f.converged(); !ok {
+		t.Fatalf("after the storm: %s", why)
+	}
+	var stuck []string
+	owners := f.snapshot()
+	for i := 0; i < queues; i++ {
+		q := fmt.Sprintf("q%05d", i)
+		if owners[q] == nil {
+			stuck = append(stuck, q)
+		}
+	}
+	if len(stuck) > 0 {
+		t.Fatalf("unowned after the storm: %s", strings.Join(stuck, ", "))
+	}
+}
