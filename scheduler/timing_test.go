@@ -185,16 +185,19 @@ func TestCronAcrossDST(t *testing.T) {
 // built by walking every minute of real time through the DST months.
 func TestCronMatchesBruteForce(t *testing.T) {
 	exprs := []string{"30 2 * * *", "0 * * * *", "*/15 1-3 * * *", "0 0 * * *", "45 */2 * * *", "10,50 * * * *"}
-	windows := [][2]string{
-		{"2025-03-25T00:00:00Z", "2025-04-02T00:00:00Z"},
-		{"2025-10-22T00:00:00Z", "2025-11-06T00:00:00Z"},
+	// Two days around each change of 2025: spring gap and autumn repeat
+	// (Lord Howe moves by 30 minutes, in the southern seasons).
+	windows := map[string][][2]string{
+		"Europe/Berlin":       {{"2025-03-29T00:00:00Z", "2025-03-31T00:00:00Z"}, {"2025-10-25T00:00:00Z", "2025-10-27T00:00:00Z"}},
+		"America/New_York":    {{"2025-03-08T12:00:00Z", "2025-03-10T12:00:00Z"}, {"2025-11-01T12:00:00Z", "2025-11-03T12:00:00Z"}},
+		"Australia/Lord_Howe": {{"2025-04-05T00:00:00Z", "2025-04-07T00:00:00Z"}, {"2025-10-04T00:00:00Z", "2025-10-06T00:00:00Z"}},
 	}
-	for _, tz := range []string{"Europe/Berlin", "America/New_York", "Australia/Lord_Howe"} {
+	for tz, zoneWindows := range windows {
 		loc := mustLoad(t, tz)
 		for _, expr := range exprs {
 			tm := mustCompile(t, Spec{Type: TypeCron, Expr: expr, Timezone: tz})
 			seq := tm.seq.(*cronSeq)
-			for _, w := range windows {
+			for _, w := range zoneWindows {
 				from, to := utc(w[0]), utc(w[1])
 				want := oracle(seq, loc, from, to)
 				var have []time.Time
