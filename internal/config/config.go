@@ -1,0 +1,231 @@
+// Package config is the drover binary's configuration: a file (drover.hcl),
+// DROVER_* environment variables and command-line flags, applied in that
+// order over the defaults (flags win over the environment, the environment
+// over the file, the file over the defaults).
+//
+// Every setting has one dotted key ("worker.admin_addr"). The key names the
+// HCL attribute (attribute admin_addr in block worker), the environment
+// variable (DROVER_WORKER_ADMIN_ADDR) and the field in error messages.
+// docs/cli.md lists them all; Keys returns them.
+package config
+
+import (
+	"time"
+)
+
+// Defaults of the fields of Config.
+const (
+	DefaultCluster        = "default"
+	DefaultZooKeeper      = "127.0.0.1:2181"
+	DefaultSessionTimeout = 10 * time.Second
+	DefaultRedis          = "127.0.0.1:6379"
+	DefaultRedisPrefix    = "drover"
+	DefaultCapacity       = 16
+	DefaultAdminAddr      = "127.0.0.1:9090"
+	DefaultDrainTimeout   = 30 * time.Second
+	DefaultBatchSize      = 100
+	DefaultStrategy       = "sticky"
+	DefaultSettle         = 250 * time.Millisecond
+	DefaultPollInterval   = time.Second
+	DefaultMisfireGrace   = time.Minute
+	DefaultCatchupLimit   = 1000
+	DefaultLogLevel       = "info"
+)
+
+// Strategies are the accepted values of worker.strategy.
+var Strategies = []string{"sticky", "range", "round-robin"}
+
+// LogLevels are the accepted values of log.level.
+var LogLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+// Config is the effective configuration of one drover process. Load returns
+// it with defaults applied; every field is documented with its key.
+type Config struct {
+	// Cluster names the fleet (key cluster); it selects the default
+	// ZooKeeper root /drover/<cluster>. Default "default".
+	Cluster   string
+	ZooKeeper ZooKeeper
+	Redis     Redis
+	Worker    Worker
+	Scheduler Scheduler
+	Metrics   Metrics
+	Log       Log
+
+	// File is the configuration file the values were read from; "" when
+	// none was read.
+	File string
+
+	// origins maps a key to where its value came from (absent: default).
+	origins map[string]origin
+}
+
+// ZooKeeper is block zookeeper: how to reach the coordination ensemble.
+type ZooKeeper struct {
+	// Servers is the ensemble, host:port each (zookeeper.servers).
+	// Default ["127.0.0.1:2181"].
+	Servers []string
+	// Root is the path every node lives under (zookeeper.root).
+	// Default "/drover/<cluster>".
+	Root string
+	// SessionTimeout asked of the server (zookeeper.session_timeout).
+	// Default 10s.
+	SessionTimeout time.Duration
+	// ConnectTimeout bounds the wait for the first session
+	// (zookeeper.connect_timeout); `drover ctl` gives up after it with exit
+	// code 4. Default: the session timeout.
+	ConnectTimeout time.Duration
+	// Auth is "user:password" for the digest scheme (zookeeper.auth); nodes
+	// are then created with a digest ACL. Default: none (open ACL).
+	Auth string
+	// TLS is block zookeeper.tls.
+	TLS TLS
+}
+
+// Redis is block redis: where the queues live.
+type Redis struct {
+	// Addrs are host:port addresses (redis.addrs): the server, Cluster seed
+	// nodes, or the Sentinels when MasterName is set. Default
+	// ["127.0.0.1:6379"].
+	Addrs []string
+	// Cluster selects Redis Cluster (redis.cluster); implied by more than
+	// one address without a master name. Default false.
+	Cluster bool
+	// MasterName selects Sentinel (redis.master_name). Default: none.
+	MasterName string
+	// Username and Password authenticate (redis.username, redis.password).
+	// Prefer DROVER_REDIS_PASSWORD to writing the password into the file.
+	Username string
+	Password string
+	// DB is the database number (redis.db). Default 0.
+	DB int
+	// Prefix starts every key (redis.prefix). Default "drover".
+	Prefix string
+	// TLS is block redis.tls.
+	TLS TLS
+}
+
+// TLS is a tls block (zookeeper.tls, redis.tls).
+type TLS struct {
+	// Enabled turns TLS on (…tls.enabled). Default false.
+	Enabled bool
+	// CAFile is a PEM bundle of the CAs to trust (…tls.ca_file). Default:
+	// the system's roots.
+	CAFile string
+	// CertFile and KeyFile are a client certificate and its key, PEM
+	// (…tls.cert_file, …tls.key_file). Default: none.
+	CertFile string
+	KeyFile  string
+	// ServerName overrides the name checked in the server's certificate
+	// (…tls.server_name). Default: the host being dialled.
+	ServerName string
+	// InsecureSkipVerify disables certificate checks
+	// (…tls.insecure_skip_verify); for tests only. Default false.
+	InsecureSkipVerify bool
+}
+
+// Worker is block worker: this member of the fleet.
+type Worker struct {
+	// Name is the stable member name (worker.name); a restarted worker with
+	// the same name gets its queues back. Default: the host name.
+	Name string
+	// Capacity is how many tasks run at once (worker.capacity); it is also
+	// the member's weight in balancing. Default 16.
+	Capacity int
+	// Tags are this member's tags (worker.tags); a queue with tags is only
+	// owned by members carrying all of them. Default none.
+	Tags []string
+	// AdminAddr is where the admin HTTP server listens (worker.admin_addr):
+	// /healthz, /readyz, /metrics, /debug/state. "off" disables it.
+	// Default "127.0.0.1:9090".
+	AdminAddr string
+	// DrainTimeout bounds how long in-flight tasks may run on after a queue
+	// is given up or the worker stops (worker.drain_timeout); then they are
+	// killed. Default 30s.
+	DrainTimeout time.Duration
+	// BatchSize is how many messages one read fetches (worker.batch_size).
+	// Default 100.
+	BatchSize int
+	// Strategy is the assignment strategy used while this member leads the
+	// rebalance (worker.strategy): sticky, range or round-robin. Default
+	// sticky.
+	Strategy string
+	// Settle is how long the rebalance leader waits for membership to settle
+	// before computing a new assignment (worker.settle). Default 250ms.
+	Settle time.Duration
+}
+
+// Scheduler is block scheduler: the periodic-job leader loop.
+type Scheduler struct {
+	// PollInterval is the longest the leader sleeps between two looks at the
+	// schedule index (scheduler.poll_interval). Default 1s.
+	PollInterval time.Duration
+	// MisfireGrace is how late a slot may fire and still count as on time
+	// (scheduler.misfire_grace). Default 1m.
+	MisfireGrace time.Duration
+	// CatchupLimit is the most missed slots catchup "all" fires for one
+	// entry (scheduler.catchup_limit). Default 1000.
+	CatchupLimit int
+}
+
+// Metrics is block metrics.
+type Metrics struct {
+	// Prometheus serves /metrics on the admin address (metrics.prometheus).
+	// Default true.
+	Prometheus bool
+	// Statsd is the host:port of a statsd server to send metrics to
+	// (metrics.statsd). Default: none.
+	Statsd string
+}
+
+// Log is block log.
+type Log struct {
+	// Level is trace, debug, info, warn or error (log.level). Default info.
+	Level string
+	// JSON writes one JSON object per line (log.json). Default false.
+	JSON bool
+}
+
+// Default returns the configuration with every default applied. hostname is
+// the default worker name.
+func Default(hostname string) *Config {
+	return &Config{
+		Cluster: DefaultCluster,
+		ZooKeeper: ZooKeeper{
+			Servers:        []string{DefaultZooKeeper},
+			SessionTimeout: DefaultSessionTimeout,
+		},
+		Redis: Redis{
+			Addrs:  []string{DefaultRedis},
+			Prefix: DefaultRedisPrefix,
+		},
+		Worker: Worker{
+			Name:         hostname,
+			Capacity:     DefaultCapacity,
+			AdminAddr:    DefaultAdminAddr,
+			DrainTimeout: DefaultDrainTimeout,
+			BatchSize:    DefaultBatchSize,
+			Strategy:     DefaultStrategy,
+			Settle:       DefaultSettle,
+		},
+		Scheduler: Scheduler{
+			PollInterval: DefaultPollInterval,
+			MisfireGrace: DefaultMisfireGrace,
+			CatchupLimit: DefaultCatchupLimit,
+		},
+		Metrics: Metrics{Prometheus: true},
+		Log:     Log{Level: DefaultLogLevel},
+	}
+}
+
+// finish fills in the defaults that depend on other fields.
+func (c *Config) finish() {
+	if c.ZooKeeper.Root == "" {
+		c.ZooKeeper.Root = "/drover/" + c.Cluster
+	}
+	if c.ZooKeeper.ConnectTimeout == 0 {
+		c.ZooKeeper.ConnectTimeout = c.ZooKeeper.SessionTimeout
+	}
+}
+
+// AdminEnabled reports whether the admin HTTP server should listen.
+func (w Worker) AdminEnabled() bool { return w.AdminAddr != "" && w.AdminAddr != "off" }

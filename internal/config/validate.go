@@ -1,0 +1,150 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+// Validate checks every setting and returns Errors listing each problem
+// with the key and where the value came from (file:line:col, env or flag),
+// or nil.
+func (c *Config) Validate() error {
+	var errs Errors
+	bad := func(key, format string, a ...any) {
+		where := ""
+		if o, ok := c.origins[key]; ok {
+			where = o.what
+		}
+		errs = append(errs, &FieldError{Where: where, Key: key, Msg: fmt.Sprintf(format, a...)})
+	}
+	name := func(key, v string) {
+		if err := drover.ValidateQueueName(v); err != nil {
+			detail := strings.TrimPrefix(err.Error(), drover.ErrInvalidQueueName.Error()+": ")
+			bad(key, "invalid name: %s", detail)
+		}
+	}
+	addr := func(key, v string) {
+		if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+			bad(key, "want host:port, have %q", v)
+		}
+	}
+	positive := func(key string, d time.Duration) {
+		if d <= 0 {
+			bad(key, "must be > 0, have %s", d)
+		}
+	}
+	notNegative := func(key string, d time.Duration) {
+		if d < 0 {
+			bad(key, "must be ≥ 0, have %s", d)
+		}
+	}
+
+	name("cluster", c.Cluster)
+
+	zk := c.ZooKeeper
+	if len(zk.Servers) == 0 {
+		bad("zookeeper.servers", "at least one server is required")
+	}
+	for _, s := range zk.Servers {
+		if !strings.Contains(s, ":") {
+			continue // the port defaults to 2181
+		}
+		addr("zookeeper.servers", s)
+	}
+	if r := zk.Root; r != "" && (!strings.HasPrefix(r, "/") || r == "/" || strings.HasSuffix(r, "/") || path.Clean(r) != r) {
+		bad("zookeeper.root", "want an absolute, clean path other than /, have %q", r)
+	}
+	positive("zookeeper.session_timeout", zk.SessionTimeout)
+	notNegative("zookeeper.connect_timeout", zk.ConnectTimeout)
+	if zk.Auth != "" {
+		if u, p, ok := strings.Cut(zk.Auth, ":"); !ok || u == "" || p == "" {
+			bad("zookeeper.auth", "want user:password")
+		}
+	}
+	c.validateTLS("zookeeper.tls.", zk.TLS, bad)
+
+	r := c.Redis
+	if len(r.Addrs) == 0 {
+		bad("redis.addrs", "at least one address is required")
+	}
+	for _, a := range r.Addrs {
+		addr("redis.addrs", a)
+	}
+	if r.DB < 0 {
+		bad("redis.db", "must be ≥ 0, have %d", r.DB)
+	}
+	if r.Cluster && r.MasterName != "" {
+		bad("redis.cluster", "Cluster and Sentinel (master_name %q) exclude each other", r.MasterName)
+	}
+	if r.Cluster && r.DB != 0 {
+		bad("redis.db", "Redis Cluster has only database 0, have %d", r.DB)
+	}
+	if r.Prefix == "" || strings.ContainsAny(r.Prefix, "{} \t\n") {
+		bad("redis.prefix", "must be non-empty without braces or white space, have %q", r.Prefix)
+	}
+	c.validateTLS("redis.tls.", r.TLS, bad)
+
+	w := c.Worker
+	name("worker.name", w.Name)
+	if w.Capacity < 1 {
+		bad("worker.capacity", "must be ≥ 1, have %d", w.Capacity)
+	}
+	for _, t := range w.Tags {
+		if t == "" || strings.ContainsAny(t, ", \t\n") {
+			bad("worker.tags", "a tag must be non-empty without commas or white space, have %q", t)
+		}
+	}
+	if w.AdminEnabled() {
+		addr("worker.admin_addr", w.AdminAddr)
+	}
+	notNegative("worker.drain_timeout", w.DrainTimeout)
+	if w.BatchSize < 1 {
+		bad("worker.batch_size", "must be ≥ 1, have %d", w.BatchSize)
+	}
+	if !slices.Contains(Strategies, w.Strategy) {
+		bad("worker.strategy", "want one of %s, have %q", strings.Join(Strategies, ", "), w.Strategy)
+	}
+	notNegative("worker.settle", w.Settle)
+
+	s := c.Scheduler
+	positive("scheduler.poll_interval", s.PollInterval)
+	notNegative("scheduler.misfire_grace", s.MisfireGrace)
+	if s.CatchupLimit < 1 {
+		bad("scheduler.catchup_limit", "must be ≥ 1, have %d", s.CatchupLimit)
+	}
+
+	if c.Metrics.Statsd != "" {
+		addr("metrics.statsd", c.Metrics.Statsd)
+	}
+	if !slices.Contains(LogLevels, c.Log.Level) {
+		bad("log.level", "want one of %s, have %q", strings.Join(LogLevels, ", "), c.Log.Level)
+	}
+	return errs.err()
+}
+
+func (c *Config) validateTLS(prefix string, t TLS, bad func(key, format string, a ...any)) {
+	for _, f := range []struct{ key, file string }{
+		{"ca_file", t.CAFile}, {"cert_file", t.CertFile}, {"key_file", t.KeyFile},
+	} {
+		if f.file == "" {
+			continue
+		}
+		if !t.Enabled {
+			bad(prefix+f.key, "set, but %senabled is false", prefix)
+			continue
+		}
+		if _, err := os.Stat(f.file); err != nil {
+			bad(prefix+f.key, "%v", err)
+		}
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		bad(prefix+"cert_file", "cert_file and key_file go together")
+	}
+}
