@@ -258,7 +258,11 @@ func (f *fleet) converged() (bool, string) {
 			return false, fmt.Sprintf("%s assigned to %s, which is not live", q, m)
 		}
 		if iv := owners[q]; iv == nil || iv.member != m {
-			return false, fmt.Sprintf("%s assigned to %s but owned by %v", q, m, iv)
+			owner := "nobody"
+			if iv != nil {
+				owner = iv.member
+			}
+			return false, fmt.Sprintf("%s assigned to %s but owned by %s", q, m, owner)
 		}
 	}
 	return true, ""
@@ -266,13 +270,10 @@ func (f *fleet) converged() (bool, string) {
 
 func (f *fleet) waitConverged(phase string) {
 	f.t.Helper()
-	var why string
 	f.waitFor(phase+" to converge", func() bool {
-		ok, w := f.converged()
-		why = w
+		ok, _ := f.converged()
 		return ok
 	})
-	_ = why
 	f.log.checkNoOverlap(f.t)
 }
 
