@@ -145,5 +145,8 @@ func scoreTime(score float64) time.Time {
 	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
 }
 
+// unixSeconds is t in Unix seconds, with its fraction.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
 // timeScore converts a time to a score in whole Unix seconds.
 func timeScore(t time.Time) float64 { return float64(t.Unix()) }

@@ -131,14 +131,25 @@ func (s *Scheduler) fire(ctx context.Context, r Record, now time.Time) error {
 		}
 	}
 	offset := jitterOffset(def.Name, def.Jitter)
+	// plan computes the first slot; one that is already due fires in this
+	// same tick.
 	plan := func() error {
 		first := planFirst(t, meta, now)
 		if first.IsZero() {
 			log.Info("schedule entry has no slot left; parked")
 			return s.advance(ctx, r, ScoreParked)
 		}
+		to := timeScore(first.Add(offset))
 		log.Debug("planned", "slot", first, "offset", offset)
-		return s.advance(ctx, r, timeScore(first.Add(offset)))
+		won, err := s.store.AdvanceSchedule(ctx, r.Name, r.Score, to)
+		if err != nil {
+			return fmt.Errorf("plan schedule %s: %w", r.Name, err)
+		}
+		if won && to <= unixSeconds(now) {
+			r.Score = to
+			return s.fire(ctx, r, now)
+		}
+		return nil
 	}
 	if r.Score <= ScorePlan {
 		return plan()
