@@ -40,6 +40,12 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		cfg := l.config()
 		route, ok := cfg.Route(m.Task)
 		if !ok {
+			// A Go handler registered under the task's name runs in a
+			// re-executed child by default.
+			_, ok = drover.LookupHandler(m.Task)
+			route = drover.TaskRoute{Go: true}
+		}
+		if !ok {
 			return l.deadLetter(drover.DeadLetter{ID: m.ID, Message: &m, Raw: d.Raw, Failure: drover.Failure{
 				Reason:   fmt.Sprintf("no route for task %q in queue %s (configure tasks.%s or tasks.\"*\")", m.Task, l.name, m.Task),
 				ExitCode: -1, FailedAt: l.w.cfg.Clock.Now(),

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/queue"
+	"github.com/drover-dev/drover/scheduler"
+)
+
+// runScheduler runs a scheduler candidate until ctx ends: it campaigns in
+// /election/scheduler and, while it leads and its session is connected,
+// fires due schedules. A lost session means a new session and a new
+// candidacy.
+func runScheduler(ctx context.Context, cfg *config.Config) error {
+	log := cfg.Logger("drover", os.Stderr).With("scheduler", cfg.Worker.Name)
+	store, closeStore, err := openStore(cfg, "drover-scheduler-"+cfg.Worker.Name, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	backoff := 500 * time.Millisecond
+	for ctx.Err() == nil {
+		ccfg, err := cfg.Coordinator(log.Named("zk"))
+		if err != nil {
+			return err
+		}
+		s, err := coordinator.Connect(ctx, ccfg)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			log.Warn("cannot reach ZooKeeper; retrying", "error", err, "in", backoff)
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, 10*time.Second)
+			continue
+		}
+		backoff = 500 * time.Millisecond
+		runSchedulerTerm(ctx, s, store, cfg, log)
+		s.Close()
+	}
+	return nil
+}
+
+// runSchedulerTerm runs the scheduler on one session until ctx ends or the
+// session is lost.
+func runSchedulerTerm(ctx context.Context, s *coordinator.Session, store *queue.Store, cfg *config.Config, log hclog.Logger) {
+	el, err := s.Election(coordinator.ElectionScheduler)
+	if err != nil {
+		log.Error("scheduler election", "error", err)
+		return
+	}
+	lead := &electionLeadership{el: el, candidate: cfg.Worker.Name}
+	defer lead.resign()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.Done():
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	sch, err := scheduler.New(scheduler.Config{
+		Store: store.Schedules(),
+		Enqueuer: scheduler.EnqueuerFunc(func(ctx context.Context, m *drover.Message) (bool, error) {
+			r, err := store.Enqueue(ctx, m)
+			return r.Duplicate, err
+		}),
+		Leadership:   lead,
+		Logger:       log,
+		PollInterval: cfg.Scheduler.PollInterval,
+		MisfireGrace: cfg.Scheduler.MisfireGrace,
+		CatchupLimit: cfg.Scheduler.CatchupLimit,
+	})
+	if err != nil {
+		log.Error("scheduler", "error", err)
+		return
+	}
+	if err := sch.Run(sctx); err != nil && sctx.Err() == nil {
+		log.Warn("scheduler stopped", "error", fmt.Errorf("run: %w", err))
+	}
+}

@@ -1,0 +1,52 @@
+package worker
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// AdminConfig configures the admin HTTP handler.
+type AdminConfig struct {
+	// Ready returns nil when the worker may receive work (session connected,
+	// member registered); /readyz answers 503 with the error otherwise.
+	Ready func() error
+	// Info returns extra fields for /debug/state (member node, generation,
+	// session state). Optional.
+	Info func() map[string]any
+	// Metrics serves /metrics. Optional.
+	Metrics http.Handler
+}
+
+// AdminHandler serves /healthz (the process runs), /readyz (Ready),
+// /debug/state (State plus Info, as JSON) and /metrics.
+func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(rw http.ResponseWriter, _ *http.Request) {
+		if cfg.Ready != nil {
+			if err := cfg.Ready(); err != nil {
+				http.Error(rw, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		rw.Write([]byte("ready\n"))
+	})
+	mux.HandleFunc("GET /debug/state", func(rw http.ResponseWriter, _ *http.Request) {
+		out := map[string]any{"worker": w.State()}
+		if cfg.Info != nil {
+			for k, v := range cfg.Info() {
+				out[k] = v
+			}
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(rw)
+		enc.SetIndent("", "  ")
+		enc.Encode(out)
+	})
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	return mux
+}
