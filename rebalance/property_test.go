@@ -33,7 +33,7 @@ func randomShape(r *rand.Rand) caseShape {
 	switch n := r.Intn(100); {
 	case n < 5:
 		s.queues = 0
-	case n < 75:
+	case n < 90:
 		s.queues = 1 + r.Intn(60)
 	default:
 		s.queues = 61 + r.Intn(1940)
@@ -47,7 +47,7 @@ func TestPropertiesRandom(t *testing.T) {
 	seed := *seedFlag
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewSource(seed))
-	cases := 3000
+	cases := 2500
 	if testing.Short() {
 		cases = 300
 	}
@@ -64,7 +64,7 @@ func TestPropertiesBig(t *testing.T) {
 	seed := *seedFlag + 1
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewSource(seed))
-	cases := 6
+	cases := 5
 	if testing.Short() {
 		cases = 1
 	}

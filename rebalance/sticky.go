@@ -10,37 +10,16 @@ import (
 // move, balancing load (the sum of the weights of a member's queues) in
 // proportion to capacity, and honouring tags. It is the default strategy.
 //
-// Each member has a target load. When every member is eligible for every
-// queue the target is exact: member i's is W·cᵢ/C, where W is the total weight
-// of the queues, cᵢ the member's capacity and C the total capacity. Sticky
-// then guarantees, for every member,
+// Without tag constraints it guarantees, for every member i,
 //
 //	|loadᵢ − W·cᵢ/C| < w_max
 //
-// where w_max is the largest queue weight (with unit weights: every member
-// owns ⌊W·cᵢ/C⌋ or ⌈W·cᵢ/C⌉ queues). When tags restrict eligibility the
-// targets are the loads of a greedy fresh placement (most constrained and
-// heaviest queues first, each onto the eligible member whose load per unit
-// of capacity stays lowest) and sticky approaches them by the same moves as
-// far as single eligible moves allow: best effort.
-//
-// The algorithm, in three passes:
-//
-//  1. keep: every queue whose previous owner is present and eligible stays.
-//  2. place: the other queues (new, or orphaned by a member that left or lost
-//     a tag), most constrained and heaviest first, go each to the eligible
-//     member furthest below its target.
-//  3. repair: while a member is w_max or more below its target it takes a
-//     queue from the member furthest above its target, and while one is
-//     w_max or more above its target it gives a queue to the member furthest
-//     below. A move prefers a queue that already moved in this round (moving
-//     it again costs nothing), then the heaviest, so it needs few moves.
-//
-// Each repair move lowers the sum of squared distances to the targets, so the
-// repair ends; it stops at the first state inside the bound, which is why a
-// member joining a balanced fleet takes only what it must and a member
-// leaving moves only its own queues. Cost: O(Q log Q + Q·M) for Q queues and
-// M members, plus O(M) per repair move.
+// (W the total weight, cᵢ the member's capacity, C the total capacity, w_max
+// the largest weight; with unit weights every member owns ⌊W·cᵢ/C⌋ or
+// ⌈W·cᵢ/C⌉ queues), and with unit weights it moves exactly the minimum number
+// of queues any assignment within that bound needs. With tags, targets come
+// from a greedy placement and balance is best effort. The package
+// documentation gives the algorithm and every guarantee.
 type Sticky struct{}
 
 // Name returns "sticky".
@@ -180,10 +159,14 @@ func (s *stickyState) placeOrphans() {
 }
 
 // repair is pass 3: move queues until no member is bound or more away from
-// its target, or no eligible move can bring one closer.
+// its target, or no eligible move can bring one closer. Members above the
+// bound shed first: those moves are forced whatever else happens, and a
+// member below the bound that receives one needs one move fewer.
 func (s *stickyState) repair() {
-	// Every move lowers Σ deficit², so this ends on its own; the limit only
-	// bounds the work should a future change break that argument.
+	// A move from k to i of weight w happens only when deficit(i) − deficit(k)
+	// > w·scale, so it lowers Σ deficit² by 2w·scale·(that gap − w·scale) > 0:
+	// the repair ends on its own. The limit only bounds the work should a
+	// future change break that argument.
 	limit := 4 * (len(s.p.queues) + len(s.p.members))
 	for range limit {
 		if !s.fixOverloaded() && !s.fixUnderloaded() {
@@ -217,9 +200,10 @@ func (s *stickyState) fixUnderloaded() bool {
 }
 
 // fixOverloaded moves one queue from a member whose deficit is −bound or
-// less to the eligible receiver with the largest positive deficit; the same
-// argument as in fixUnderloaded keeps every member inside the bound it was
-// in. It reports whether it moved a queue.
+// less to an eligible receiver with a positive deficit, the best by
+// betterReceiver. Giving a queue of weight w ≤ w_max leaves the donor's
+// deficit ≤ 0 and the receiver's above −w·scale, so no member is pushed out
+// of the bound. It reports whether it moved a queue.
 func (s *stickyState) fixOverloaded() bool {
 	for _, k := range s.violators(func(d int64) bool { return d <= -s.bound }, false) {
 		receiver, pick := -1, bucketPick{}
