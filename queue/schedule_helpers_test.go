@@ -35,14 +35,14 @@ func newSchedEnv(tb testing.TB, rdb redis.UniversalClient) *schedEnv {
 	return &schedEnv{rdb: rdb, prefix: prefix, queue: qs, sched: qs.Schedules()}
 }
 
-func standalone(tb testing.TB) redis.UniversalClient {
+func schedStandalone(tb testing.TB) redis.UniversalClient {
 	tb.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis(tb).Addr})
 	tb.Cleanup(func() { rdb.Close() })
 	return rdb
 }
 
-func cluster(tb testing.TB) redis.UniversalClient {
+func schedCluster(tb testing.TB) redis.UniversalClient {
 	tb.Helper()
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.RedisCluster(tb).Addrs})
 	tb.Cleanup(func() { rdb.Close() })
@@ -73,6 +73,7 @@ type countingEnqueuer struct {
 	store    *queue.Store
 	mu       sync.Mutex
 	accepted map[string]int
+	dups     int                     // enqueues the queue refused as duplicates
 	onAccept func(m *drover.Message) // optional, called outside the lock
 }
 
@@ -82,8 +83,14 @@ func newEnqueuer(qs *queue.Store) *countingEnqueuer {
 
 func (c *countingEnqueuer) Enqueue(ctx context.Context, m *drover.Message) (bool, error) {
 	res, err := c.store.Enqueue(ctx, m)
-	if err != nil || res.Duplicate {
-		return res.Duplicate, err
+	if err != nil {
+		return false, err
+	}
+	if res.Duplicate {
+		c.mu.Lock()
+		c.dups++
+		c.mu.Unlock()
+		return true, nil
 	}
 	c.mu.Lock()
 	c.accepted[m.ID]++

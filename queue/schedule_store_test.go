@@ -21,8 +21,8 @@ func TestScheduleStoreContract(t *testing.T) {
 		name   string
 		client func(testing.TB) *schedEnv
 	}{
-		{"standalone", func(tb testing.TB) *schedEnv { return newSchedEnv(tb, standalone(tb)) }},
-		{"cluster", func(tb testing.TB) *schedEnv { return newSchedEnv(tb, cluster(tb)) }},
+		{"standalone", func(tb testing.TB) *schedEnv { return newSchedEnv(tb, schedStandalone(tb)) }},
+		{"cluster", func(tb testing.TB) *schedEnv { return newSchedEnv(tb, schedCluster(tb)) }},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			schedulertest.RunContract(t, func(t *testing.T) (schedulertest.StoreCatalog, schedulertest.RawWriter) {
@@ -38,7 +38,7 @@ func TestScheduleStoreContract(t *testing.T) {
 // them all in several bounded reads.
 func TestScheduleDueIsBounded(t *testing.T) {
 	ctx := context.Background()
-	env := newSchedEnv(t, standalone(t))
+	env := newSchedEnv(t, schedStandalone(t))
 	const n = 3000
 	slot := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	pipe := env.rdb.Pipeline()
@@ -80,7 +80,7 @@ func TestScheduleDueIsBounded(t *testing.T) {
 // docs/scheduler.md gives, and lets the real queue receive the job.
 func TestScheduleRawRedisEntryFires(t *testing.T) {
 	ctx := context.Background()
-	env := newSchedEnv(t, standalone(t))
+	env := newSchedEnv(t, schedStandalone(t))
 	// HSET drover:sched:nightly definition '{…}'
 	// ZADD drover:schedule 0 nightly
 	def := `{"queue":"reports","task":"build","args":{"day":"mon"},` +
@@ -129,7 +129,7 @@ func TestScheduleRawRedisEntryFires(t *testing.T) {
 // with its error, and does not stop the others.
 func TestScheduleMalformedListedInvalid(t *testing.T) {
 	ctx := context.Background()
-	env := newSchedEnv(t, standalone(t))
+	env := newSchedEnv(t, schedStandalone(t))
 	env.Put("broken", []byte(`{"queue":"q","task":"t","schedule":{"type":"cron","expr":"99 * * * *"}}`), 0)
 	env.Put("garbage", []byte(`not json`), 0)
 	m := scheduler.NewManager(env.sched)
@@ -177,7 +177,7 @@ func TestScheduleMalformedListedInvalid(t *testing.T) {
 // schedulers would: the one that read the old score loses.
 func TestScheduleAdvanceRefusesStaleScore(t *testing.T) {
 	ctx := context.Background()
-	env := newSchedEnv(t, standalone(t))
+	env := newSchedEnv(t, schedStandalone(t))
 	env.Put("x", []byte(`{"queue":"q","task":"t","schedule":{"type":"interval","every":"1m"}}`), 1893456000)
 	won, err := env.sched.AdvanceSchedule(ctx, "x", 1893456000, 1893456060)
 	if err != nil || !won {
