@@ -107,3 +107,22 @@ func BenchmarkSticky100x10000Tagged(b *testing.B) {
 	}
 	b.ReportMetric(float64(moved), "moved")
 }
+
+// BenchmarkSticky100x10000Skewed starts from every queue on one member, the
+// worst case for the repair pass (9,900 moves).
+func BenchmarkSticky100x10000Skewed(b *testing.B) {
+	ms, qs := benchFleet(100, 10000, false)
+	prev := make(map[string]string, len(qs))
+	for _, q := range qs {
+		prev[q.Name] = ms[0].Name
+	}
+	in := Input{Previous: prev, Members: ms, Queues: qs}
+	var res Result
+	var err error
+	for b.Loop() {
+		if res, err = (Sticky{}).Assign(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(Moves(prev, res.Queues))), "moved")
+}

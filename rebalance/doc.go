@@ -67,9 +67,11 @@
 // instead takes as targets the loads of a greedy fresh placement (queues of
 // the most constrained tag sets and the heaviest first, each onto the eligible
 // member whose load per unit of capacity stays lowest) and approaches them
-// with the same passes as far as single eligible moves allow. Eligibility,
-// determinism and "re-running moves nothing" still hold; balance is best
-// effort.
+// with the same passes, plus chains of moves through other members (a gpu
+// member hands a plain queue to an idle plain member and takes a gpu queue
+// from an overloaded gpu member) when no single eligible move helps.
+// Eligibility, determinism and "re-running moves nothing" still hold;
+// balance is best effort, reached in the tests' clean tag splits.
 //
 // The algorithm, in exact integer arithmetic (targets scaled by C):
 //
@@ -93,13 +95,14 @@
 //
 // # range
 //
-// Range is Kafka's classic assignor: queues are grouped by the set of tags
-// they require (untagged queues are one group, like a topic); within a group
-// the queues sorted by name are cut into contiguous ranges over the eligible
-// members sorted by name, the first n%e members getting one extra. Without
-// tags every member owns ⌊Q/M⌋ or ⌈Q/M⌉ queues. It ignores capacity, weight
-// and the previous assignment, so a join or leave reshuffles about half of
-// the queues.
+// Range is Kafka's classic assignor: queues are grouped by the set of members
+// eligible for them (without tag constraints all queues are one group, like
+// one topic); within a group the queues sorted by name are cut into
+// contiguous ranges over the group's members sorted by name, the first n%e
+// members getting one extra. Without tag constraints every member owns ⌊Q/M⌋
+// or ⌈Q/M⌉ queues; with several groups the extras pile up on the first
+// members (Kafka's range skew). It ignores capacity, weight and the previous
+// assignment, so a join or leave reshuffles about half of the queues.
 //
 // # round-robin
 //
@@ -107,4 +110,5 @@
 // skipping members not eligible for a queue. Without tags every member owns
 // ⌊Q/M⌋ or ⌈Q/M⌉ queues. It ignores capacity, weight and the previous
 // assignment; a join or leave moves almost every queue.
+
 package rebalance

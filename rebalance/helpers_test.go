@@ -11,6 +11,7 @@ import (
 // caseShape says what kind of random case gen builds.
 type caseShape struct {
 	members, queues int
+	universal       bool // with tags: every member offers every tag
 	capacities      bool // random capacities 1–8 instead of 1
 	weights         bool // random weights 1–10 instead of 1
 	tags            bool // members offer and queues require random tags
@@ -35,6 +36,9 @@ func gen(r *rand.Rand, s caseShape) Input {
 		}
 		if s.tags {
 			m.Tags = randomTags(4)
+			if s.universal {
+				m.Tags = slices.Clone(tagPool)
+			}
 		}
 		in.Members = append(in.Members, m)
 	}
@@ -83,6 +87,18 @@ func shuffled(r *rand.Rand, in Input) Input {
 		out.Queues[i].Tags = tags
 	}
 	return out
+}
+
+// constrained reports whether some member is not eligible for some queue.
+func constrained(in Input) bool {
+	for _, q := range in.Queues {
+		for _, m := range in.Members {
+			if !eligible(m, q) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // eligible reports whether member m offers every tag queue q requires.

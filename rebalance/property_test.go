@@ -22,6 +22,7 @@ func randomShape(r *rand.Rand) caseShape {
 		tags:       r.Intn(3) == 0,
 		previous:   r.Intn(4) != 0,
 	}
+	s.universal = s.tags && r.Intn(4) == 0
 	switch n := r.Intn(10); {
 	case n < 6:
 		s.members = 1 + r.Intn(10)
@@ -96,7 +97,7 @@ func checkCase(t *testing.T, r *rand.Rand, label string, shape caseShape) {
 		if other := mustAssign(t, s, shuffled(r, in)); !reflect.DeepEqual(other, res) {
 			t.Fatalf("%s: the same input in another order gave another result", label)
 		}
-		if !shape.tags {
+		if !constrained(in) {
 			if s.Name() == StickyName {
 				checkStickyBound(t, label, in, res)
 			} else {
@@ -117,8 +118,7 @@ func checkCase(t *testing.T, r *rand.Rand, label string, shape caseShape) {
 func checkStickyMoves(t *testing.T, r *rand.Rand, label string, in Input, res Result, shape caseShape) {
 	t.Helper()
 	s := Sticky{}
-	untagged, unit := !shape.tags, !shape.tags && !shape.weights
-	if unit {
+	if !constrained(in) && !shape.weights {
 		checkMinimalMoves(t, label, in, res)
 	}
 
@@ -129,7 +129,7 @@ func checkStickyMoves(t *testing.T, r *rand.Rand, label string, in Input, res Re
 	}
 
 	// Join.
-	joiner := Member{Name: "a-joiner", Capacity: 1}
+	joiner := Member{Name: "a-joiner", Capacity: 1, Tags: []string{"gpu", "ssd", "eu", "us", "big"}}
 	if r.Intn(2) == 0 {
 		joiner.Name = "z-joiner" // sorts last rather than first
 	}
@@ -139,6 +139,8 @@ func checkStickyMoves(t *testing.T, r *rand.Rand, label string, in Input, res Re
 	join := Input{Previous: res.Queues, Members: append(slices.Clone(in.Members), joiner), Queues: in.Queues}
 	joined := mustAssign(t, s, join)
 	checkValid(t, label+" join", join, joined)
+	untagged := !constrained(join)
+	unit := untagged && !shape.weights
 	if untagged {
 		checkStickyBound(t, label+" join", join, joined)
 		// A member that owned nothing is, to the strategy, as new as the
@@ -184,6 +186,8 @@ func checkStickyMoves(t *testing.T, r *rand.Rand, label string, in Input, res Re
 	}
 	left := mustAssign(t, s, leave)
 	checkValid(t, label+" leave", leave, left)
+	untagged = !constrained(leave)
+	unit = untagged && !shape.weights
 	if untagged {
 		checkStickyBound(t, label+" leave", leave, left)
 	}

@@ -169,7 +169,7 @@ func (s *stickyState) repair() {
 	// future change break that argument.
 	limit := 4 * (len(s.p.queues) + len(s.p.members))
 	for range limit {
-		if !s.fixOverloaded() && !s.fixUnderloaded() {
+		if !s.fixOverloaded() && !s.fixUnderloaded() && !s.fixByChain() {
 			return
 		}
 	}
