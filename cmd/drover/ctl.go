@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/queue"
+)
+
+func (a *app) ctlCommand() *cobra.Command {
+	cmd := groupCommand("ctl", "Inspect and steer a running fleet")
+	cmd.Long = `Inspect and steer a running fleet through ZooKeeper and Redis: status,
+one worker's live state, pause and resume, enqueue and revoke, schedules,
+dead letters, offsets and queue configurations.
+
+Every command prints a table by default and JSON with -o json. Exit codes:
+0 ok, 1 error, 2 usage (bad flags, JSON, durations), 3 not found, 4
+unreachable (within zookeeper.connect_timeout), 5 refused by the cluster's
+state.`
+	cmd.Example = `  drover ctl status
+  drover ctl pause --queue emails --reason "smtp outage"
+  drover ctl offsets reset emails --to-datetime 2024-05-01T10:00:00Z`
+	cmd.AddCommand(
+		a.ctlStatusCommand(), a.ctlDumpCommand(),
+		a.ctlPauseCommand(true), a.ctlPauseCommand(false),
+		a.ctlEnqueueCommand(), a.ctlRevokeCommand(),
+		a.ctlScheduleCommand(), a.ctlDeadCommand(), a.ctlOffsetsCommand(), a.ctlQueueCommand(),
+	)
+	return cmd
+}
+
+// ctlEnv is what one ctl command works with: the configuration and, made
+// on first use, a ZooKeeper session and a queue store.
+type ctlEnv struct {
+	ctx    context.Context
+	a      *app
+	cfg    *config.Config
+	json   bool
+	sess   *coordinator.Session
+	rdb    redis.UniversalClient
+	store  *queue.Store
+	logger hclog.Logger
+	// cmdFlags are the command's flags, to ask which were given.
+	cmdFlags *pflag.FlagSet
+}
+
+// ctlRun wraps a ctl command's body: it loads the configuration, parses -o
+// and closes the connections the body made.
+func (a *app) ctlRun(body func(e *ctlEnv, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		asJSON, err := a.jsonOutput()
+		if err != nil {
+			return err
+		}
+		cfg, err := a.loadConfig(cmd)
+		if err != nil {
+			return err
+		}
+		e := &ctlEnv{ctx: cmd.Context(), a: a, cfg: cfg, json: asJSON, logger: hclog.NewNullLogger(), cmdFlags: cmd.Flags()}
+		defer e.close()
+		return body(e, args)
+	}
+}
+
+// zk returns the ZooKeeper session, connecting on first use. A server that
+// does not answer within zookeeper.connect_timeout is an unreachableError.
+func (e *ctlEnv) zk() (*coordinator.Session, error) {
+	if e.sess != nil {
+		return e.sess, nil
+	}
+	cc, err := e.cfg.Coordinator(e.logger)
+	if err != nil {
+		return nil, err
+	}
+	s, err := coordinator.Connect(e.ctx, cc)
+	if err != nil {
+		if errors.Is(err, drover.ErrInvalidConfig) || e.ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, unreachableError{fmt.Errorf("connect to ZooKeeper %s (root %s) within %s: %w",
+			strings.Join(e.cfg.ZooKeeper.Servers, ","), e.cfg.ZooKeeper.Root, e.cfg.ZooKeeper.ConnectTimeout, err)}
+	}
+	e.sess = s
+	return s, nil
+}
+
+// redisPingTimeout bounds ctl's first Redis round trip.
+const redisPingTimeout = 5 * time.Second
+
+// queues returns the queue store, connecting (and pinging Redis) on first
+// use. A Redis that does not answer is an unreachableError.
+func (e *ctlEnv) queues() (*queue.Store, error) {
+	if e.store != nil {
+		return e.store, nil
+	}
+	o, err := e.cfg.RedisOptions("drover-ctl")
+	if err != nil {
+		return nil, err
+	}
+	o.DialTimeout = redisPingTimeout
+	rdb, err := queue.NewClient(o)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, redisPingTimeout)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, unreachableError{fmt.Errorf("reach Redis %s: %w", strings.Join(e.cfg.Redis.Addrs, ","), err)}
+	}
+	st, err := queue.New(queue.Config{Client: rdb, Prefix: e.cfg.Redis.Prefix, Logger: e.logger})
+	if err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	e.rdb, e.store = rdb, st
+	return st, nil
+}
+
+func (e *ctlEnv) close() {
+	if e.sess != nil {
+		e.sess.Close()
+	}
+	if e.rdb != nil {
+		e.rdb.Close()
+	}
+}
+
+// knownQueue checks that queue is configured in ZooKeeper or has ever been
+// enqueued to; otherwise it fails with drover.ErrQueueNotFound (exit 3), so
+// that a typo does not create a stray queue.
+func (e *ctlEnv) knownQueue(name string) error {
+	if err := drover.ValidateQueueName(name); err != nil {
+		return usageError{fmt.Errorf("queue name: %w", err)}
+	}
+	s, err := e.zk()
+	if err != nil {
+		return err
+	}
+	if _, err := s.Queue(e.ctx, name); err == nil {
+		return nil
+	} else if !errors.Is(err, drover.ErrQueueNotFound) {
+		return err
+	}
+	st, err := e.queues()
+	if err != nil {
+		return err
+	}
+	names, err := st.Queues(e.ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("queue %q: %w (create it with `drover ctl queue create %s`, or pass --force)", name, drover.ErrQueueNotFound, name)
+}
+
+// printf writes to stdout (table mode messages).
+func (e *ctlEnv) printf(format string, a ...any) { fmt.Fprintf(e.a.stdout, format, a...) }
+
+// operator names the person or program acting, for pause flags and resets:
+// user@host.
+func operator() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return name + "@" + host
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+)
+
+func (a *app) ctlQueueCommand() *cobra.Command {
+	cmd := groupCommand("queue", "Create, update, list, show and remove queue configurations")
+	cmd.Long = `Queue configurations live in ZooKeeper at /queues/<name> as drover.QueueConfig
+JSON. The rebalance leader assigns every configured queue to one member.
+Set fields with flags or start from a JSON file (-f); update changes only
+the flags given.`
+	cmd.Example = `  drover ctl queue create emails --concurrency 8 --timeout 30s --task 'send=/usr/local/bin/send-mail --smtp localhost'
+  drover ctl queue create resize -f resize.json
+  drover ctl queue update emails --retention 24h --task 'bounce=@go'
+  drover ctl queue ls
+  drover ctl queue rm emails`
+
+	var cf queueFlags
+	create := &cobra.Command{
+		Use:   "create <name>",
+		Short: "Create a queue configuration",
+		Example: `  drover ctl queue create emails --concurrency 8 --task 'send=/usr/local/bin/send-mail'
+  drover ctl queue create hello --task '*=examples/tasks/hello.sh' --retention 1h`,
+		Args: exactArgs(1, "<name>"),
+		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
+			cfg := drover.QueueConfig{Name: args[0]}
+			if err := drover.ValidateQueueName(args[0]); err != nil {
+				return usageError{err}
+			}
+			if err := cf.apply(e.cmdFlags, e.a.stdin, &cfg); err != nil {
+				return err
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			s, err := e.zk()
+			if err != nil {
+				return err
+			}
+			if err := s.CreateQueue(e.ctx, cfg); err != nil {
+				return err
+			}
+			return e.printQueue("created", cfg, 0)
+		}),
+	}
+	cf.register(create, false)
+
+	var uf queueFlags
+	update := &cobra.Command{
+		Use:               "update <name>",
+		Short:             "Change a queue configuration (only the flags given)",
+		Example:           "  drover ctl queue update emails --concurrency 16 --rm-task old",
+		Args:              exactArgs(1, "<name>"),
+		ValidArgsFunction: a.completeQueueArg,
+		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
+			s, err := e.zk()
+			if err != nil {
+				return err
+			}
+			entry, err := s.Queue(e.ctx, args[0])
+			if err != nil && !(entry.Err != nil && uf.file != "") { // a corrupt config may be replaced with -f
+				return err
+			}
+			cfg := entry.Config
+			if err := uf.apply(e.cmdFlags, e.a.stdin, &cfg); err != nil {
+				return err
+			}
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			v, err := s.UpdateQueue(e.ctx, cfg, entry.Version)
+			if errors.Is(err, coordinator.ErrConflict) {
+				return refusedError{fmt.Errorf("%w: someone changed it meanwhile; run the update again", err)}
+			}
+			if err != nil {
+				return err
+			}
+			return e.printQueue("updated", cfg, v)
+		}),
+	}
+	uf.register(update, true)
+
+	ls := &cobra.Command{
+		Use:     "ls",
+		Short:   "List the queue configurations",
+		Example: "  drover ctl queue ls\n  drover ctl queue ls -o json",
+		Args:    noArgs,
+		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
+			s, err := e.zk()
+			if err != nil {
+				return err
+			}
+			entries, err := s.Queues(e.ctx)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				out := make([]drover.QueueConfig, 0, len(entries))
+				for _, en := range entries {
+					out = append(out, en.Config)
+				}
+				return writeJSON(e.a.stdout, out)
+			}
+			t := newTable(e.a.stdout, "QUEUE", "WEIGHT", "CONCURRENCY", "ORDERED", "TIMEOUT", "ATTEMPTS", "RETENTION", "TAGS", "TASKS")
+			for _, en := range entries {
+				if en.Err != nil {
+					t.row(en.Name, "", "", "", "", "", "", "", "invalid: "+oneLine(en.Err.Error(), 50))
+					continue
+				}
+				c := en.Config.WithDefaults()
+				t.row(c.Name, c.Weight, c.Concurrency, c.Ordered, c.Timeout.Std(), c.MaxAttempts, c.Retention.Std(), strings.Join(c.Tags, ","), taskNames(c))
+			}
+			return t.flush()
+		}),
+	}
+
+	show := &cobra.Command{
+		Use:               "show <name>",
+		Short:             "Print one queue configuration as JSON (as stored)",
+		Example:           "  drover ctl queue show emails > emails.json",
+		Args:              exactArgs(1, "<name>"),
+		ValidArgsFunction: a.completeQueueArg,
+		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
+			s, err := e.zk()
+			if err != nil {
+				return err
+			}
+			entry, err := s.Queue(e.ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return writeJSON(e.a.stdout, entry.Config)
+		}),
+	}
+
+	rm := &cobra.Command{
+		Use:   "rm <name>",
+		Short: "Remove a queue configuration (messages and offset are kept)",
+		Long: `Remove /queues/<name>. Its owner stops running it at the next
+rebalance. The messages in Redis and the committed offset are kept, so
+creating the queue again resumes where it stopped.`,
+		Example:           "  drover ctl queue rm emails",
+		Args:              exactArgs(1, "<name>"),
+		ValidArgsFunction: a.completeQueueArg,
+		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
+			s, err := e.zk()
+			if err != nil {
+				return err
+			}
+			if err := s.DeleteQueue(e.ctx, args[0]); err != nil {
+				return err
+			}
+			if e.json {
+				return writeJSON(e.a.stdout, map[string]any{"queue": args[0], "removed": true})
+			}
+			e.printf("removed queue %s\n", args[0])
+			return nil
+		}),
+	}
+	cmd.AddCommand(create, update, ls, show, rm)
+	return cmd
+}
+
+// printQueue reports a created or updated configuration.
+func (e *ctlEnv) printQueue(verb string, cfg drover.QueueConfig, version int32) error {
+	if e.json {
+		return writeJSON(e.a.stdout, cfg)
+	}
+	e.printf("%s queue %s (tasks: %s)\n", verb, cfg.Name, taskNames(cfg))
+	return nil
+}
+
+// taskNames lists the routed task names, sorted.
+func taskNames(c drover.QueueConfig) string {
+	names := make([]string, 0, len(c.Tasks))
+	for n := range c.Tasks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}

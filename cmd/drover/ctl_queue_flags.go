@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/shlex"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/drover-dev/drover"
+)
+
+// queueFlags are the flags of `queue create` and `queue update`. Only the
+// flags given change the configuration.
+type queueFlags struct {
+	file                             string
+	weight, concurrency, maxAttempts int
+	ordered                          bool
+	timeout, retention, backoffBase  string
+	backoffMax                       string
+	backoffJitter                    float64
+	tags, tasks, rmTasks             []string
+	limitAS, limitCPU, limitFiles    int64
+	user, group                      string
+	clearTags                        bool
+}
+
+func (qf *queueFlags) register(cmd *cobra.Command, update bool) {
+	f := cmd.Flags()
+	f.StringVarP(&qf.file, "file", "f", "", "start from this queue config JSON (drover.QueueConfig; - for stdin)")
+	f.IntVar(&qf.weight, "weight", 0, "balancing weight (default 1)")
+	f.IntVar(&qf.concurrency, "concurrency", 0, "tasks at once (default 4; 1 when ordered)")
+	f.BoolVar(&qf.ordered, "ordered", false, "strict FIFO: one task at a time, retries block the queue")
+	f.StringVar(&qf.timeout, "timeout", "", "per attempt, e.g. 30s (default 5m)")
+	f.IntVar(&qf.maxAttempts, "max-attempts", 0, "runs before dead-lettering (default 5)")
+	f.StringVar(&qf.backoffBase, "backoff-base", "", "first retry delay (default 1s), doubling")
+	f.StringVar(&qf.backoffMax, "backoff-max", "", "longest retry delay (default 10m)")
+	f.Float64Var(&qf.backoffJitter, "backoff-jitter", 0, "random spread of retry delays, 0–1")
+	f.StringVar(&qf.retention, "retention", "", "keep done messages this long, for replay (default 0)")
+	f.StringArrayVar(&qf.tags, "tag", nil, "only members with this tag may own the queue (repeatable)")
+	f.StringArrayVar(&qf.tasks, "task", nil, "route NAME=ARGV (a command, split like a shell without running one), NAME=@go or NAME=@inline (registered Go handlers); NAME * matches any task (repeatable)")
+	f.Int64Var(&qf.limitAS, "limit-as", 0, "address-space limit of task processes, bytes")
+	f.Int64Var(&qf.limitCPU, "limit-cpu", 0, "CPU-time limit of task processes, seconds")
+	f.Int64Var(&qf.limitFiles, "limit-nofile", 0, "open-files limit of task processes")
+	f.StringVar(&qf.user, "user", "", "run task processes as this user")
+	f.StringVar(&qf.group, "group", "", "run task processes as this group")
+	if update {
+		f.StringArrayVar(&qf.rmTasks, "rm-task", nil, "remove the route of this task (repeatable)")
+		f.BoolVar(&qf.clearTags, "clear-tags", false, "remove every tag (before --tag)")
+	}
+}
+
+// apply changes cfg by the flags that were given on the command line.
+func (qf *queueFlags) apply(fs *pflag.FlagSet, stdin io.Reader, cfg *drover.QueueConfig) error {
+	if qf.file != "" {
+		var data []byte
+		var err error
+		if qf.file == "-" {
+			data, err = io.ReadAll(stdin)
+		} else {
+			data, err = os.ReadFile(qf.file)
+		}
+		if err != nil {
+			return usagef("-f: %v", err)
+		}
+		name := cfg.Name
+		var fromFile drover.QueueConfig
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&fromFile); err != nil {
+			return usagef("-f %s: not a queue config: %v", qf.file, err)
+		}
+		if fromFile.Name != "" && fromFile.Name != name {
+			return usagef("-f %s: names queue %q, not %q", qf.file, fromFile.Name, name)
+		}
+		*cfg = fromFile
+		cfg.Name = name
+	}
+	changed := fs.Changed
+	dur := func(flag, v string, dst *drover.Duration) error {
+		if !changed(flag) {
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if v == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 {
+			return usagef("--%s %q: want a duration ≥ 0 like 30s or 5m", flag, v)
+		}
+		*dst = drover.Duration(d)
+		return nil
+	}
+	if changed("weight") {
+		cfg.Weight = qf.weight
+	}
+	if changed("concurrency") {
+		cfg.Concurrency = qf.concurrency
+	}
+	if changed("ordered") {
+		cfg.Ordered = qf.ordered
+	}
+	if changed("max-attempts") {
+		cfg.MaxAttempts = qf.maxAttempts
+	}
+	if changed("backoff-jitter") {
+		cfg.Backoff.Jitter = qf.backoffJitter
+	}
+	for _, d := range []struct {
+		flag, v string
+		dst     *drover.Duration
+	}{
+		{"timeout", qf.timeout, &cfg.Timeout}, {"retention", qf.retention, &cfg.Retention},
+		{"backoff-base", qf.backoffBase, &cfg.Backoff.Base}, {"backoff-max", qf.backoffMax, &cfg.Backoff.Max},
+	} {
+		if err := dur(d.flag, d.v, d.dst); err != nil {
+			return err
+		}
+	}
+	if qf.clearTags {
+		cfg.Tags = nil
+	}
+	cfg.Tags = append(cfg.Tags, qf.tags...)
+	for _, name := range qf.rmTasks {
+		if _, ok := cfg.Tasks[name]; !ok {
+			return fmt.Errorf("--rm-task %s: queue %s routes no such task: %w", name, cfg.Name, drover.ErrNotFound)
+		}
+		delete(cfg.Tasks, name)
+	}
+	for _, spec := range qf.tasks {
+		name, route, err := parseTaskRoute(spec)
+		if err != nil {
+			return err
+		}
+		if cfg.Tasks == nil {
+			cfg.Tasks = map[string]drover.TaskRoute{}
+		}
+		cfg.Tasks[name] = route
+	}
+	if changed("limit-as") {
+		cfg.Limits.AddressSpace = qf.limitAS
+	}
+	if changed("limit-cpu") {
+		cfg.Limits.CPUSeconds = qf.limitCPU
+	}
+	if changed("limit-nofile") {
+		cfg.Limits.OpenFiles = qf.limitFiles
+	}
+	if changed("user") {
+		cfg.User = qf.user
+	}
+	if changed("group") {
+		cfg.Group = qf.group
+	}
+	return nil
+}
+
+// parseTaskRoute reads NAME=ARGV, NAME=@go or NAME=@inline.
+func parseTaskRoute(spec string) (string, drover.TaskRoute, error) {
+	name, rest, ok := strings.Cut(spec, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || strings.TrimSpace(rest) == "" {
+		return "", drover.TaskRoute{}, usagef("--task %q: want NAME=ARGV, NAME=@go or NAME=@inline", spec)
+	}
+	switch strings.TrimSpace(rest) {
+	case "@go":
+		return name, drover.TaskRoute{Go: true}, nil
+	case "@inline":
+		return name, drover.TaskRoute{Inline: true}, nil
+	}
+	argv, err := shlex.Split(rest)
+	if err != nil || len(argv) == 0 {
+		return "", drover.TaskRoute{}, usagef("--task %q: cannot split the command: %v", spec, err)
+	}
+	return name, drover.TaskRoute{Command: argv}, nil
+}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/scheduler"
+)
+
+// scheduleJSON is one entry as -o json prints it.
+type scheduleJSON struct {
+	Name       string          `json:"name"`
+	State      scheduler.State `json:"state"`
+	Next       *time.Time      `json:"next,omitempty"`
+	Definition json.RawMessage `json:"definition"`
+	Meta       scheduler.Meta  `json:"meta"`
+	Error      string          `json:"error,omitempty"`
+}
+
+func scheduleOf(en scheduler.Entry) scheduleJSON {
+	out := scheduleJSON{Name: en.Name, State: en.State, Meta: en.Meta, Definition: en.Raw}
+	if en.State != scheduler.StateInvalid {
+		if b, err := json.Marshal(en.Definition); err == nil {
+			out.Definition = b
+		}
+	}
+	if !en.Next.IsZero() {
+		n := en.Next
+		out.Next = &n
+	}
+	if en.Err != nil {
+		out.Error = en.Err.Error()
+	}
+	if len(out.Definition) == 0 {
+		out.Definition = json.RawMessage("null")
+	}
+	return out
+}
+
+// manager returns the schedule management API over Redis.
+func (e *ctlEnv) manager() (*scheduler.Manager, error) {
+	st, err := e.queues()
+	if err != nil {
+		return nil, err
+	}
+	return scheduler.NewManager(st.Schedules()), nil
+}
+
+// describeSpec prints a schedule's timing for people.
+func describeSpec(s scheduler.Spec) string {
+	switch s.Type {
+	case scheduler.TypeInterval:
+		if s.Relative {
+			return "every " + s.Every.String() + " after the last run"
+		}
+		return "every " + s.Every.String()
+	case scheduler.TypeCron:
+		tz := s.Timezone
+		if tz == "" {
+			tz = "UTC"
+		}
+		return "cron " + s.Expr + " " + tz
+	case scheduler.TypeAt:
+		return "at " + fmtTime(s.At)
+	}
+	return s.Type
+}
+
+func (a *app) ctlScheduleCommand() *cobra.Command {
+	cmd := groupCommand("schedule", "Add, list, show, remove, enable and disable schedules")
+	cmd.Long = `Schedules fire tasks into queues: every interval, on a crontab line in a
+time zone, or once at a time. They live in Redis (drover:schedule and
+drover:sched:<name>); the elected scheduler fires them, never twice per slot.`
+	cmd.Example = `  drover ctl schedule add heartbeat --queue hello --task greet --every 30s
+  drover ctl schedule add nightly --queue reports --task build --cron "5 4 * * *" --tz Europe/Berlin
+  drover ctl schedule add launch --queue emails --task announce --at 2030-01-02T09:00:00Z
+  drover ctl schedule ls
+  drover ctl schedule disable nightly`
+
+	var (
+		q, task, args, every, cronExpr, tz, at, catchup, jitter, file string
+		relative, disabled, replace, force                            bool
+	)
+	add := &cobra.Command{
+		Use:   "add <name> --queue Q --task T (--every D | --cron EXPR | --at TIME)",
+		Short: "Add a schedule (or replace one with --replace)",
+		Long: `Add a schedule. Give the timing with exactly one of --every (an interval;
+--relative measures it from the last run instead of aligning it to the
+clock), --cron (five fields, or six with seconds, or @daily and friends;
+--tz names the time zone, default UTC) or --at (once). --catchup says what
+happens to slots missed while no scheduler ran: once (default), skip, all.
+-f reads the definition JSON of docs/scheduler.md instead.`,
+		Example: `  drover ctl schedule add heartbeat --queue hello --task greet --every 30s --args '{"who":"cron"}'
+  drover ctl schedule add nightly --queue reports --task build --cron "5 4 * * mon-fri" --tz Europe/Berlin --catchup skip
+  drover ctl schedule add nightly -f nightly.json --replace`,
+		Args: exactArgs(1, "<name>"),
+		RunE: a.ctlRun(func(e *ctlEnv, pos []string) error {
+			var def scheduler.Definition
+			if file != "" {
+				var data []byte
+				var err error
+				if file == "-" {
+					data, err = io.ReadAll(e.a.stdin)
+				} else {
+					data, err = os.ReadFile(file)
+				}
+				if err != nil {
+					return usagef("-f: %v", err)
+				}
+				if def, err = scheduler.ParseDefinition(data); err != nil {
+					var fe *scheduler.FieldError
+					if errors.As(err, &fe) || errors.Is(err, drover.ErrInvalidConfig) {
+						return usageError{fmt.Errorf("-f %s: %w", file, err)}
+					}
+					return err
+				}
+				if def.Name == "" {
+					def.Name = pos[0]
+				}
+				if def.Name != pos[0] {
+					return usagef("-f %s names schedule %q, not %q", file, def.Name, pos[0])
+				}
+			} else {
+				def = scheduler.Definition{Name: pos[0], Queue: q, Task: task, Disabled: disabled, Catchup: scheduler.Catchup(catchup)}
+				if args != "" {
+					if !json.Valid([]byte(args)) {
+						return usagef("--args: not valid JSON: %s", args)
+					}
+					def.Args = json.RawMessage(args)
+				}
+				if jitter != "" {
+					d, err := time.ParseDuration(jitter)
+					if err != nil {
+						return usagef("--jitter %q: want a duration like 30s", jitter)
+					}
+					def.Jitter = d
+				}
+				n := 0
+				if every != "" {
+					n++
+					d, err := time.ParseDuration(every)
+					if err != nil {
+						return usagef("--every %q: want a duration like 30s, 5m or 1h", every)
+					}
+					def.Schedule = scheduler.Spec{Type: scheduler.TypeInterval, Every: d, Relative: relative}
+				}
+				if cronExpr != "" {
+					n++
+					def.Schedule = scheduler.Spec{Type: scheduler.TypeCron, Expr: cronExpr, Timezone: tz}
+				}
+				if at != "" {
+					n++
+					t, err := parseTime(at)
+					if err != nil {
+						return usagef("--at: %v", err)
+					}
+					def.Schedule = scheduler.Spec{Type: scheduler.TypeAt, At: t}
+				}
+				if n != 1 {
+					return usagef("schedule add: give exactly one of --every, --cron or --at (or -f)")
+				}
+				if tz != "" && cronExpr == "" {
+					return usagef("--tz goes with --cron")
+				}
+			}
+			if err := def.Validate(); err != nil {
+				return usageError{err}
+			}
+			if !force {
+				if err := e.knownQueue(def.Queue); err != nil {
+					return err
+				}
+			}
+			m, err := e.manager()
+			if err != nil {
+				return err
+			}
+			verb := "added"
+			if replace {
+				err = m.Update(e.ctx, def)
+				verb = "replaced"
+				if errors.Is(err, drover.ErrNotFound) {
+					err, verb = m.Add(e.ctx, def), "added"
+				}
+			} else {
+				err = m.Add(e.ctx, def)
+			}
+			if errors.Is(err, scheduler.ErrExists) {
+				return refusedError{fmt.Errorf("%w (pass --replace to change it)", err)}
+			}
+			if err != nil {
+				return err
+			}
+			if e.json {
+				en, err := m.Get(e.ctx, def.Name)
+				if err != nil {
+					return err
+				}
+				return writeJSON(e.a.stdout, scheduleOf(en))
+			}
+			e.printf("%s schedule %s: %s → %s/%s\n", verb, def.Name, describeSpec(def.Schedule), def.Queue, def.Task)
+			return nil
+		}),
+	}
+	f := add.Flags()
+	f.StringVar(&q, "queue", "", "the queue to enqueue to")
+	f.StringVar(&task, "task", "", "the task name")
+	f.StringVar(&args, "args", "", "the task's arguments, JSON")
+	f.StringVar(&every, "every", "", "fire every interval, e.g. 30s, 15m, 24h")
+	f.BoolVar(&relative, "relative", false, "measure --every from the last run")
+	f.StringVar(&cronExpr, "cron", "", `a crontab line, e.g. "5 4 * * mon"`)
+	f.StringVar(&tz, "tz", "", "the time zone of --cron, e.g. Europe/Berlin (default UTC)")
+	f.StringVar(&at, "at", "", "fire once at this time (RFC 3339, or YYYY-MM-DD HH:MM[:SS] local)")
+	f.StringVar(&catchup, "catchup", "", "missed slots: once (default), skip or all")
+	f.StringVar(&jitter, "jitter", "", "delay every fire by up to this much (whole seconds)")
+	f.BoolVar(&disabled, "disabled", false, "add it disabled")
+	f.BoolVar(&replace, "replace", false, "replace a schedule of that name")
+	f.BoolVar(&force, "force", false, "accept a queue nobody configured or used")
+	f.StringVarP(&file, "file", "f", "", "read the definition JSON from a file (- for stdin)")
+	_ = add.RegisterFlagCompletionFunc("queue", a.completeQueues)
+	_ = add.RegisterFlagCompletionFunc("catchup", fixedCompletion("once", "skip", "all"))
+
+	ls := &cobra.Command{
+		Use:     "ls",
+		Short:   "List the schedules with their state, next fire and run count",
+		Example: "  drover ctl schedule ls",
+		Args:    noArgs,
+		RunE: a.ctlRun(func(e *ctlEnv, _ []string) error {
+			m, err := e.manager()
+			if err != nil {
+				return err
+			}
+			entries, err := m.List(e.ctx)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				out := make([]scheduleJSON, len(entries))
+				for i, en := range entries {
+					out[i] = scheduleOf(en)
+				}
+				return writeJSON(e.a.stdout, out)
+			}
+			t := newTable(e.a.stdout, "NAME", "QUEUE", "TASK", "SCHEDULE", "STATE", "NEXT", "LAST", "RUNS")
+			for _, en := range entries {
+				if en.State == scheduler.StateInvalid {
+					t.row(en.Name, "", "", "", en.State, "", "", en.Meta.TotalRunCount)
+					continue
+				}
+				d := en.Definition
+				t.row(d.Name, d.Queue, d.Task, describeSpec(d.Schedule), en.State, fmtTime(en.Next), fmtTime(en.Meta.LastFire), en.Meta.TotalRunCount)
+			}
+			return t.flush()
+		}),
+	}
+
+	show := &cobra.Command{
+		Use:               "show <name>",
+		Short:             "Print one schedule: definition, state and run metadata, as JSON",
+		Example:           "  drover ctl schedule show nightly",
+		Args:              exactArgs(1, "<name>"),
+		ValidArgsFunction: a.completeSchedules,
+		RunE: a.ctlRun(func(e *ctlEnv, pos []string) error {
+			m, err := e.manager()
+			if err != nil {
+				return err
+			}
+			en, err := m.Get(e.ctx, pos[0])
+			if err != nil {
+				return err
+			}
+			return writeJSON(e.a.stdout, scheduleOf(en))
+		}),
+	}
+
+	simple := func(verb, short string, do func(m *scheduler.Manager, e *ctlEnv, name string) error) *cobra.Command {
+		return &cobra.Command{
+			Use:               verb + " <name>",
+			Short:             short,
+			Example:           "  drover ctl schedule " + verb + " nightly",
+			Args:              exactArgs(1, "<name>"),
+			ValidArgsFunction: a.completeSchedules,
+			RunE: a.ctlRun(func(e *ctlEnv, pos []string) error {
+				m, err := e.manager()
+				if err != nil {
+					return err
+				}
+				if err := do(m, e, pos[0]); err != nil {
+					return err
+				}
+				if e.json {
+					return writeJSON(e.a.stdout, map[string]any{"name": pos[0], "done": verb})
+				}
+				e.printf("%s: %s\n", verb, pos[0])
+				return nil
+			}),
+		}
+	}
+	rm := simple("rm", "Remove a schedule (jobs it enqueued stay)", func(m *scheduler.Manager, e *ctlEnv, n string) error { return m.Remove(e.ctx, n) })
+	enable := simple("enable", "Let a disabled schedule fire again, from its next slot", func(m *scheduler.Manager, e *ctlEnv, n string) error { return m.Enable(e.ctx, n) })
+	disable := simple("disable", "Stop a schedule from firing without removing it", func(m *scheduler.Manager, e *ctlEnv, n string) error { return m.Disable(e.ctx, n) })
+	cmd.AddCommand(add, ls, show, rm, enable, disable)
+	return cmd
+}
