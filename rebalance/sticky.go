@@ -163,10 +163,11 @@ func (s *stickyState) placeOrphans() {
 // bound shed first: those moves are forced whatever else happens, and a
 // member below the bound that receives one needs one move fewer.
 func (s *stickyState) repair() {
-	// A move from k to i of weight w happens only when deficit(i) − deficit(k)
-	// > w·scale, so it lowers Σ deficit² by 2w·scale·(that gap − w·scale) > 0:
-	// the repair ends on its own. The limit only bounds the work should a
-	// future change break that argument.
+	// A single move from k to i of weight w happens only when deficit(i) −
+	// deficit(k) > w·scale, so it lowers Σ deficit² by 2w·scale·(that gap −
+	// w·scale) > 0, and a chain only when it lowers Σ deficit² too: the
+	// repair ends on its own. The limit only bounds the work should a future
+	// change break that argument.
 	limit := 4 * (len(s.p.queues) + len(s.p.members))
 	for range limit {
 		if !s.fixOverloaded() && !s.fixUnderloaded() && !s.fixByChain() {

@@ -27,7 +27,8 @@ const (
 )
 
 // Limits on the balancing values. Larger values are treated as the limit so
-// that the exact integer arithmetic of the strategies cannot overflow.
+// that the exact integer arithmetic of the strategies cannot overflow: it
+// stays exact while queues × members < 2³¹.
 const (
 	MaxCapacity = 1 << 16
 	MaxWeight   = 1 << 16
