@@ -30,7 +30,7 @@ func (c *contactClock) dropCurrent() {
 	}
 }
 
-func (c *contactClock) touch()           { c.unixNano.Store(time.Now().UnixNano()) }
+func (c *contactClock) touch()          { c.unixNano.Store(time.Now().UnixNano()) }
 func (c *contactClock) last() time.Time { return time.Unix(0, c.unixNano.Load()) }
 
 // newDialer returns the zk.Dialer every session uses: TCP (or TLS when

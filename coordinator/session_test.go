@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"encoding/json"
 	"sync"
 	"testing"
@@ -19,7 +18,11 @@ type stateLog struct {
 	states []SessionState
 }
 
-func (l *stateLog) record(st SessionState) { l.mu.Lock(); l.states = append(l.states, st); l.mu.Unlock() }
+func (l *stateLog) record(st SessionState) {
+	l.mu.Lock()
+	l.states = append(l.states, st)
+	l.mu.Unlock()
+}
 func (l *stateLog) get() []SessionState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -210,5 +213,3 @@ func TestZombieOwnerIsFenced(t *testing.T) {
 		t.Fatalf("b commits after the zombie: %v", err)
 	}
 }
-
-var _ = context.Background
