@@ -182,22 +182,26 @@ func (s *stickyState) repair() {
 // w·scale, so no member is pushed out of the bound. It reports whether it
 // moved a queue.
 func (s *stickyState) fixUnderloaded() bool {
-	for _, i := range s.violators(func(d int64) bool { return d >= s.bound }, true) {
-		donor, pick := -1, bucketPick{}
-		for k := range s.p.members {
-			if s.deficit(k) >= 0 || (donor >= 0 && s.deficit(k) >= s.deficit(donor)) {
-				continue
-			}
-			if bp, ok := s.pick(k, i); ok {
-				donor, pick = k, bp
-			}
+	return s.firstOf(func(d int64) bool { return d >= s.bound }, true, s.feed)
+}
+
+// feed moves one queue to member i from the eligible donor with the most
+// negative deficit and reports whether there was one.
+func (s *stickyState) feed(i int) bool {
+	donor, pick := -1, bucketPick{}
+	for k := range s.p.members {
+		if s.deficit(k) >= 0 || (donor >= 0 && s.deficit(k) >= s.deficit(donor)) {
+			continue
 		}
-		if donor >= 0 {
-			s.move(donor, pick, i)
-			return true
+		if bp, ok := s.pick(k, i); ok {
+			donor, pick = k, bp
 		}
 	}
-	return false
+	if donor < 0 {
+		return false
+	}
+	s.move(donor, pick, i)
+	return true
 }
 
 // fixOverloaded moves one queue from a member whose deficit is −bound or
@@ -206,18 +210,47 @@ func (s *stickyState) fixUnderloaded() bool {
 // deficit ≤ 0 and the receiver's above −w·scale, so no member is pushed out
 // of the bound. It reports whether it moved a queue.
 func (s *stickyState) fixOverloaded() bool {
-	for _, k := range s.violators(func(d int64) bool { return d <= -s.bound }, false) {
-		receiver, pick := -1, bucketPick{}
-		for i := range s.p.members {
-			if s.deficit(i) <= 0 || (receiver >= 0 && !s.betterReceiver(i, receiver)) {
-				continue
-			}
-			if bp, ok := s.pick(k, i); ok {
-				receiver, pick = i, bp
-			}
+	return s.firstOf(func(d int64) bool { return d <= -s.bound }, false, s.drain)
+}
+
+// drain moves one queue from member k to the best eligible receiver below
+// its target and reports whether there was one.
+func (s *stickyState) drain(k int) bool {
+	receiver, pick := -1, bucketPick{}
+	for i := range s.p.members {
+		if s.deficit(i) <= 0 || (receiver >= 0 && !s.betterReceiver(i, receiver)) {
+			continue
 		}
-		if receiver >= 0 {
-			s.move(k, pick, receiver)
+		if bp, ok := s.pick(k, i); ok {
+			receiver, pick = i, bp
+		}
+	}
+	if receiver < 0 {
+		return false
+	}
+	s.move(k, pick, receiver)
+	return true
+}
+
+// firstOf applies fix to the members whose deficit satisfies out, in the
+// order of violators, until one succeeds, and reports whether one did. The
+// first of that order is found without sorting, as without tags it always
+// succeeds.
+func (s *stickyState) firstOf(out func(int64) bool, largestFirst bool, fix func(int) bool) bool {
+	first := -1
+	for m := range s.p.members {
+		if d := s.deficit(m); out(d) && (first < 0 || (largestFirst && d > s.deficit(first)) || (!largestFirst && d < s.deficit(first))) {
+			first = m
+		}
+	}
+	if first < 0 {
+		return false
+	}
+	if fix(first) {
+		return true
+	}
+	for _, m := range s.violators(out, largestFirst) {
+		if m != first && fix(m) {
 			return true
 		}
 	}
