@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+func TestQueueCreateUpdateListShowRemove(t *testing.T) {
+	c := newCluster(t)
+	var created drover.QueueConfig
+	c.okJSON(&created, "ctl", "queue", "create", "emails", "--concurrency", "3", "--timeout", "30s", "--retention", "1h",
+		"--task", `send=/bin/echo "a b" c`, "--task", "bounce=@go", "--tag", "ssd", "--max-attempts", "7")
+	if created.Concurrency != 3 || created.Timeout.Std() != 30*time.Second || created.Retention.Std() != time.Hour || created.MaxAttempts != 7 {
+		t.Fatalf("want concurrency 3, timeout 30s, retention 1h, attempts 7; have %+v", created)
+	}
+	if want := []string{"/bin/echo", "a b", "c"}; !reflect.DeepEqual(created.Tasks["send"].Command, want) || !created.Tasks["bounce"].Go {
+		t.Fatalf("want send=%q and bounce=@go, have %+v", want, created.Tasks)
+	}
+	c.fails(exitRefused, []string{"already exists"}, "ctl", "queue", "create", "emails")
+
+	c.ok("ctl", "queue", "update", "emails", "--concurrency", "5", "--rm-task", "bounce")
+	var shown drover.QueueConfig
+	c.okJSON(&shown, "ctl", "queue", "show", "emails")
+	if shown.Concurrency != 5 || len(shown.Tasks) != 1 || shown.Timeout.Std() != 30*time.Second || !reflect.DeepEqual(shown.Tags, []string{"ssd"}) {
+		t.Fatalf("want concurrency 5, only the send task, timeout and tags kept; have %+v", shown)
+	}
+
+	// -f from a file, and from stdin.
+	file := filepath.Join(t.TempDir(), "q.json")
+	os.WriteFile(file, []byte(`{"ordered": true, "tasks": {"*": {"command": ["/bin/true"]}}}`), 0o644)
+	c.ok("ctl", "queue", "create", "ledger", "-f", file, "--retention", "10m")
+	r := c.runIn(`{"weight": 3, "tasks": {"*": {"inline": true}}}`, "ctl", "queue", "create", "fromstdin", "-f", "-")
+	if r.code != 0 {
+		t.Fatalf("want exit 0, have:\n%s", r)
+	}
+	var all []drover.QueueConfig
+	c.okJSON(&all, "ctl", "queue", "ls")
+	if len(all) != 3 || all[0].Name != "emails" || all[2].Name != "ledger" || !all[2].Ordered || all[2].Retention.Std() != 10*time.Minute || all[1].Weight != 3 {
+		t.Fatalf("want emails, fromstdin (weight 3), ledger (ordered, 10m); have %+v", all)
+	}
+	if table := c.ok("ctl", "queue", "ls").stdout; !strings.Contains(table, "QUEUE") || !strings.Contains(table, "ledger") {
+		t.Fatalf("want a table listing ledger, have:\n%s", table)
+	}
+
+	c.ok("ctl", "queue", "rm", "ledger")
+	c.fails(exitNotFound, []string{"queue not found"}, "ctl", "queue", "rm", "ledger")
+	c.fails(exitNotFound, []string{"queue not found"}, "ctl", "queue", "show", "ledger")
+	c.fails(exitNotFound, []string{"queue not found"}, "ctl", "queue", "update", "nosuch", "--weight", "2")
+}
+
+func TestQueueFlagErrors(t *testing.T) {
+	c := newCluster(t)
+	badFile := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(badFile, []byte(`{"concurency": 3}`), 0o644)
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--timeout", "soon"}, "--timeout"},
+		{[]string{"--retention", "-1h"}, "--retention"},
+		{[]string{"--task", "nameonly"}, "want NAME=ARGV"},
+		{[]string{"--task", `x=/bin/echo "unterminated`}, "cannot split"},
+		{[]string{"--ordered", "--concurrency", "4"}, "concurrency"},
+		{[]string{"--backoff-jitter", "2"}, "backoff.jitter"},
+		{[]string{"-f", badFile}, "unknown field"},
+		{[]string{"--concurrency", "many"}, "invalid argument"},
+	} {
+		c.fails(exitUsage, []string{tc.msg}, append([]string{"ctl", "queue", "create", "q"}, tc.args...)...)
+	}
+	c.fails(exitUsage, []string{"invalid queue name"}, "ctl", "queue", "create", "a/b")
+	c.fails(exitUsage, []string{"want <name>"}, "ctl", "queue", "create")
+}
