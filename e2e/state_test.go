@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/worker"
 )
 
@@ -50,3 +51,6 @@ func (f *fleet) state(t *testing.T, name string) *debugState {
 	}
 	return nil
 }
+
+// drover0 converts a position for ReadAfter.
+func drover0(p int64) drover.Position { return drover.Position(p) }
