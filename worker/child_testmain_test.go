@@ -1,0 +1,100 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+// TestMain makes the test binary usable as the executor's re-executed child
+// ("go" routes, the rlimit trampoline) and as a task program
+// (helperEnv modes), then runs the tests.
+func TestMain(m *testing.M) {
+	RunChildIfRequested()
+	if mode := os.Getenv(helperEnv); mode != "" {
+		os.Exit(runHelper(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// helperEnv makes the test binary act as a task program.
+const helperEnv = "WORKER_TEST_HELPER"
+
+// runHelper is the test binary as a task program.
+func runHelper(mode string) int {
+	switch mode {
+	case "alloc": // allocate and touch WORKER_TEST_ALLOC_MB megabytes
+		mb, _ := strconv.Atoi(os.Getenv("WORKER_TEST_ALLOC_MB"))
+		chunks := make([][]byte, 0, mb)
+		for range mb {
+			c := make([]byte, 1<<20)
+			for i := 0; i < len(c); i += 4096 {
+				c[i] = 1
+			}
+			chunks = append(chunks, c)
+		}
+		fmt.Printf("allocated %d MB\n", len(chunks))
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
+	return 2
+}
+
+// Go handlers of the tests. The names are unique to this test binary.
+const (
+	handlerOK       = "worker-test-ok"
+	handlerRetry    = "worker-test-retry"
+	handlerFail     = "worker-test-fail"
+	handlerPanic    = "worker-test-panic"
+	handlerWait     = "worker-test-wait"   // returns ctx.Err() when its context ends
+	handlerReport   = "worker-test-report" // prints what it was given
+	handlerNoop     = "worker-test-noop"
+	handlerNofile   = "worker-test-nofile" // prints its RLIMIT_NOFILE
+	handlerIgnoreCx = "worker-test-ignore-ctx"
+)
+
+func init() {
+	drover.Register(handlerOK, func(ctx context.Context, m *drover.Message) error {
+		fmt.Println("handled", m.ID)
+		return nil
+	})
+	drover.Register(handlerRetry, func(ctx context.Context, m *drover.Message) error {
+		return fmt.Errorf("upstream busy: %w", drover.ErrRetry)
+	})
+	drover.Register(handlerFail, func(ctx context.Context, m *drover.Message) error {
+		return errors.New("boom: the widget is broken")
+	})
+	drover.Register(handlerPanic, func(ctx context.Context, m *drover.Message) error {
+		panic("handler lost its mind")
+	})
+	drover.Register(handlerWait, func(ctx context.Context, m *drover.Message) error {
+		<-ctx.Done()
+		return fmt.Errorf("gave up: %w", ctx.Err())
+	})
+	drover.Register(handlerReport, func(ctx context.Context, m *drover.Message) error {
+		deadline, _ := ctx.Deadline()
+		fmt.Printf("id=%s task=%s attempt=%d position=%d args=%s deadline=%s\n",
+			m.ID, m.Task, m.Attempt, m.Position, m.Args, deadline.UTC().Format(time.RFC3339Nano))
+		return nil
+	})
+	drover.Register(handlerNoop, func(ctx context.Context, m *drover.Message) error { return nil })
+	drover.Register(handlerNofile, func(ctx context.Context, m *drover.Message) error {
+		var l syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+			return err
+		}
+		fmt.Printf("nofile=%d/%d\n", l.Cur, l.Max)
+		return nil
+	})
+	drover.Register(handlerIgnoreCx, func(ctx context.Context, m *drover.Message) error {
+		time.Sleep(time.Hour) // killed by the executor
+		return nil
+	})
+}

@@ -1,0 +1,246 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Task is one attempt at running a message, as handed to an Executor.
+type Task struct {
+	// Message is the decoded envelope. Its Queue, Task, ID, Attempt and
+	// Position fill the DROVER_* environment of a subprocess.
+	Message *drover.Message
+	// Envelope is the raw envelope, written byte for byte to the task's
+	// stdin. When empty, Message is marshalled instead.
+	Envelope []byte
+	// Queue is the queue the message was read from; empty means
+	// Message.Queue.
+	Queue string
+	// Route says how the task runs (command, inline or go).
+	Route drover.TaskRoute
+	// Timeout is the queue's per-attempt timeout. It sets Deadline when
+	// Deadline is zero; when both are zero the task has no time limit.
+	Timeout time.Duration
+	// Deadline is the moment the attempt times out. Zero: the executor's
+	// clock at the start of Execute plus Timeout.
+	Deadline time.Time
+	// Limits bound a subprocess's resources (ignored for inline routes).
+	Limits drover.Limits
+	// User and Group, when set, are the user and group a subprocess runs as
+	// (names or numeric ids; ignored for inline routes).
+	User, Group string
+}
+
+// queue returns the queue the task belongs to.
+func (t *Task) queue() string {
+	if t.Queue != "" {
+		return t.Queue
+	}
+	return t.Message.Queue
+}
+
+// Outcome is how an attempt ended. Its values are also the names of the
+// task outcome metrics.
+type Outcome string
+
+// The outcomes of an attempt.
+const (
+	// OutcomeSuccess: exit 0, or a Go handler returned nil.
+	OutcomeSuccess Outcome = "success"
+	// OutcomeRetry: exit 75 (EX_TEMPFAIL), or a Go handler returned an
+	// error wrapping drover.ErrRetry. Retry with backoff.
+	OutcomeRetry Outcome = "retry"
+	// OutcomeFailure: any other exit code, death by a signal the executor
+	// did not send, a handler error or panic, or a task that could not be
+	// started. Retried with backoff until max_attempts, then dead-lettered.
+	OutcomeFailure Outcome = "failure"
+	// OutcomeTimeout: the attempt ran past its deadline and was stopped.
+	OutcomeTimeout Outcome = "timeout"
+	// OutcomeAborted: Execute's context was cancelled (session lost,
+	// shutdown past the drain) and the task was killed. The attempt does
+	// not count: the message is neither completed nor failed, and runs
+	// again under whichever worker owns the queue next.
+	OutcomeAborted Outcome = "aborted"
+)
+
+// Result is what an Executor reports about one attempt.
+type Result struct {
+	Outcome Outcome
+	// ExitCode is the process's exit code; -1 when it was killed by a
+	// signal or never ran. Go handlers report 0 (nil), 75 (ErrRetry),
+	// 1 (error) and 2 (panic), as their re-executed child would exit.
+	ExitCode int
+	// Signal is the signal that ended the process, 0 if none.
+	Signal syscall.Signal
+	// Stdout and Stderr are the last bytes (at most ExecConfig.OutputLimit)
+	// the task wrote. For inline handlers Stderr holds the error or panic.
+	Stdout, Stderr []byte
+	// PID is the process id; 0 for inline handlers and tasks never started.
+	PID int
+	// Started is when the attempt started, by the executor's clock.
+	Started time.Time
+	// Duration is how long the attempt ran.
+	Duration time.Duration
+	// Reason says, for people, why the attempt ended as it did.
+	Reason string
+}
+
+// Failure returns the dead-letter record for the result.
+func (r Result) Failure(at time.Time) drover.Failure {
+	return drover.Failure{
+		Reason:     r.Reason,
+		ExitCode:   r.ExitCode,
+		StderrTail: string(r.Stderr),
+		FailedAt:   at,
+	}
+}
+
+// Executor runs task attempts. Implementations are safe for concurrent use.
+type Executor interface {
+	// Execute runs one attempt and blocks until it has ended and every
+	// process it started is gone (or, for an inline handler, until the
+	// handler returns). Cancelling ctx means "abort now": the task's whole
+	// process group is killed at once and the Outcome is OutcomeAborted.
+	// Inline handlers cannot be killed; they see ctx cancelled and Execute
+	// waits for them to return.
+	Execute(ctx context.Context, t *Task) Result
+}
+
+// Defaults of ExecConfig.
+const (
+	DefaultKillGrace   = 5 * time.Second
+	DefaultOutputLimit = 64 << 10
+	// DefaultSelf is the worker's own binary as the kernel knows it: it
+	// stays valid when the file is replaced during a deploy, so a child is
+	// always the same build (with the same registered handlers) as the
+	// worker that started it.
+	DefaultSelf = "/proc/self/exe"
+)
+
+// ExecConfig configures NewExecutor. The zero value of every field means its
+// documented default.
+type ExecConfig struct {
+	// Logger receives task output (stdout and stderr tails, at Debug for
+	// successes and Warn otherwise) and kill notices, with the task's
+	// queue, task, id, attempt and pid. Default: a null logger.
+	Logger hclog.Logger
+	// Clock gives Started, Duration and default deadlines. Default:
+	// drover.SystemClock. Kill timers always run on real time.
+	Clock drover.Clock
+	// KillGrace is how long a timed-out task has between SIGTERM and
+	// SIGKILL to its process group. Default 5s.
+	KillGrace time.Duration
+	// OutputLimit is how many bytes of each of stdout and stderr are kept
+	// (the tail). Default 64 KiB.
+	OutputLimit int
+	// Env is the environment every subprocess starts from, as KEY=VALUE
+	// entries; nil means the worker's own environment at NewExecutor.
+	// Variables named DROVER_* are always removed: the executor sets that
+	// namespace itself, and the worker's own settings (which may hold
+	// credentials) are not the task's business.
+	Env []string
+	// Self is the worker binary, re-executed for "go" routes and to apply
+	// resource limits. Default: DefaultSelf.
+	Self string
+}
+
+// withDefaults validates c and returns it with defaults filled in. Errors
+// wrap drover.ErrInvalidConfig and name the field.
+func (c ExecConfig) withDefaults() (ExecConfig, error) {
+	bad := func(field, format string, a ...any) error {
+		return fmt.Errorf("%w: executor: %s: %s", drover.ErrInvalidConfig, field, fmt.Sprintf(format, a...))
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Clock == nil {
+		c.Clock = drover.SystemClock{}
+	}
+	switch {
+	case c.KillGrace < 0:
+		return c, bad("KillGrace", "must be ≥ 0, have %s", c.KillGrace)
+	case c.KillGrace == 0:
+		c.KillGrace = DefaultKillGrace
+	}
+	switch {
+	case c.OutputLimit < 0:
+		return c, bad("OutputLimit", "must be ≥ 0, have %d", c.OutputLimit)
+	case c.OutputLimit == 0:
+		c.OutputLimit = DefaultOutputLimit
+	}
+	if c.Env == nil {
+		c.Env = os.Environ()
+	}
+	for i, kv := range c.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsRune(kv, 0) {
+			return c, bad(fmt.Sprintf("Env[%d]", i), "want KEY=VALUE without NUL, have %q", kv)
+		}
+	}
+	c.Env = baseEnv(c.Env)
+	if c.Self == "" {
+		c.Self = DefaultSelf
+	}
+	if fi, err := os.Stat(c.Self); err != nil {
+		return c, bad("Self", "%v", err)
+	} else if !fi.Mode().IsRegular() {
+		return c, bad("Self", "%s is not a regular file", c.Self)
+	}
+	return c, nil
+}
+
+// NewExecutor returns the Executor that runs each task the way its route
+// says: a "command" as a subprocess, a "go" handler in a re-executed child of
+// the worker binary (whose main must call RunChildIfRequested first), an
+// "inline" handler in process. It fails, naming the field, when cfg is
+// invalid.
+func NewExecutor(cfg ExecConfig) (Executor, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &routeExecutor{
+		exec:   newExecExecutor(cfg),
+		inline: &inlineExecutor{clock: cfg.Clock, logger: cfg.Logger},
+	}, nil
+}
+
+// routeExecutor dispatches by route.
+type routeExecutor struct {
+	exec   *execExecutor
+	inline *inlineExecutor
+}
+
+// Execute implements Executor.
+func (e *routeExecutor) Execute(ctx context.Context, t *Task) Result {
+	if t.Message == nil {
+		return neverRan(e.exec.clock.Now(), "task has no message")
+	}
+	r := t.Route
+	switch {
+	case r.Inline && !r.Go && len(r.Command) == 0:
+		return e.inline.Execute(ctx, t)
+	case r.Go && !r.Inline && len(r.Command) == 0:
+		return e.exec.executeGo(ctx, t)
+	case len(r.Command) > 0 && !r.Inline && !r.Go:
+		return e.exec.Execute(ctx, t)
+	}
+	return neverRan(e.exec.clock.Now(), fmt.Sprintf("route of task %q must set exactly one of command, inline or go", t.Message.Task))
+}
+
+// neverRan is the failure of a task that could not be started.
+func neverRan(now time.Time, reason string) Result {
+	return Result{Outcome: OutcomeFailure, ExitCode: -1, Started: now, Reason: reason}
+}
+
+// taskLogger returns logger with the task's fields.
+func taskLogger(logger hclog.Logger, t *Task, pid int) hclog.Logger {
+	return logger.With("queue", t.queue(), "task", t.Message.Task, "id", t.Message.ID,
+		"attempt", t.Message.Attempt, "pid", pid)
+}
