@@ -227,8 +227,12 @@ func (s *Session) evaluate(now time.Time) SessionState {
 		// of it is hung (a frozen JVM, a follower cut from its leader). The
 		// library would wait 2/3 of the timeout — as long as the session
 		// has before it is reported lost — so drop the connection now and
-		// let the library move to the next server.
-		s.contact.dropCurrent()
+		// let the library move to the next server. With one server there is
+		// nowhere to move (and the library pauses a second before retrying
+		// it), so the connection is left alone.
+		if len(s.cfg.Servers) > 1 {
+			s.contact.dropCurrent()
+		}
 		s.setState(Suspended, "")
 		return Suspended
 	default:
