@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,37 +15,10 @@ import (
 )
 
 // TestMain makes the test binary usable as the executor's re-executed child
-// ("go" routes, the rlimit trampoline) and as a task program
-// (helperEnv modes), then runs the tests.
+// ("go" routes, the rlimit trampoline), then runs the tests.
 func TestMain(m *testing.M) {
 	RunChildIfRequested()
-	if mode := os.Getenv(helperEnv); mode != "" {
-		os.Exit(runHelper(mode))
-	}
 	os.Exit(m.Run())
-}
-
-// helperEnv makes the test binary act as a task program.
-const helperEnv = "WORKER_TEST_HELPER"
-
-// runHelper is the test binary as a task program.
-func runHelper(mode string) int {
-	switch mode {
-	case "alloc": // allocate and touch WORKER_TEST_ALLOC_MB megabytes
-		mb, _ := strconv.Atoi(os.Getenv("WORKER_TEST_ALLOC_MB"))
-		chunks := make([][]byte, 0, mb)
-		for range mb {
-			c := make([]byte, 1<<20)
-			for i := 0; i < len(c); i += 4096 {
-				c[i] = 1
-			}
-			chunks = append(chunks, c)
-		}
-		fmt.Printf("allocated %d MB\n", len(chunks))
-		return 0
-	}
-	fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
-	return 2
 }
 
 // Go handlers of the tests. The names are unique to this test binary.
@@ -56,8 +30,8 @@ const (
 	handlerWait     = "worker-test-wait"   // returns ctx.Err() when its context ends
 	handlerReport   = "worker-test-report" // prints what it was given
 	handlerNoop     = "worker-test-noop"
-	handlerNofile   = "worker-test-nofile" // prints its RLIMIT_NOFILE
-	handlerIgnoreCx = "worker-test-ignore-ctx"
+	handlerNofile   = "worker-test-nofile"     // prints its RLIMIT_NOFILE
+	handlerIgnoreCx = "worker-test-ignore-ctx" // sleeps an hour; announces its start at the path in args
 )
 
 func init() {
@@ -94,6 +68,15 @@ func init() {
 		return nil
 	})
 	drover.Register(handlerIgnoreCx, func(ctx context.Context, m *drover.Message) error {
+		var pidFile string // when args is a path, announce the start there
+		if json.Unmarshal(m.Args, &pidFile) == nil && pidFile != "" {
+			if err := os.WriteFile(pidFile+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+				return err
+			}
+			if err := os.Rename(pidFile+".tmp", pidFile); err != nil {
+				return err
+			}
+		}
 		time.Sleep(time.Hour) // killed by the executor
 		return nil
 	})

@@ -247,12 +247,7 @@ func TestExecAbortKillsProcessGroup(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan Result, 1)
 	go func() { done <- e.Execute(ctx, testTask(t, "job", command(writeScript(t, script)))) }()
-	for { // abort once the grandchild runs
-		if _, err := os.Stat(pidFile); err == nil {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForFile(t, pidFile, done) // abort once the grandchild runs
 	cancel(errors.New("session lost"))
 	res := <-done
 	if res.Outcome != OutcomeAborted {

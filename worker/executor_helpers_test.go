@@ -108,3 +108,19 @@ func envOf(out []byte) map[string]string {
 	}
 	return env
 }
+
+// waitForFile waits until a task creates path, failing if the task ends
+// first.
+func waitForFile(t testing.TB, path string, done <-chan Result) {
+	t.Helper()
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case res := <-done:
+			t.Fatalf("task ended before %s appeared: %s (%s) stderr %q", path, res.Outcome, res.Reason, tail(res.Stderr))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
