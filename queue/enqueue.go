@@ -195,34 +195,40 @@ func (s *Store) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 		}
 	}
 
-	pipe := s.rdb.Pipeline()
 	var sadd *redis.IntCmd
-	if len(register) > 0 {
-		members := make([]any, len(register))
-		for i, q := range register {
-			members[i] = q
-		}
-		sadd = pipe.SAdd(ctx, s.keys.queues(), members...)
-	}
-	for _, c := range calls {
-		c.cmd = enqueueScript.EvalSha(ctx, pipe, c.keys, c.args...)
-	}
-	_, _ = pipe.Exec(ctx) // errors are read per command below
-
-	// Scripts the server did not know (first use, or after a restart) did
-	// not run: send them again in full.
-	var retry []*call
-	for _, c := range calls {
-		if isNoScript(c.cmd.Err()) {
-			retry = append(retry, c)
-		}
-	}
-	if len(retry) > 0 {
+	if len(calls) == 1 && len(register) == 0 {
+		// The common case of a lone caller: one command, no pipeline.
+		c := calls[0]
+		c.cmd = enqueueScript.Run(ctx, s.rdb, c.keys, c.args...)
+	} else {
 		pipe := s.rdb.Pipeline()
-		for _, c := range retry {
-			c.cmd = enqueueScript.Eval(ctx, pipe, c.keys, c.args...)
+		if len(register) > 0 {
+			members := make([]any, len(register))
+			for i, q := range register {
+				members[i] = q
+			}
+			sadd = pipe.SAdd(ctx, s.keys.queues(), members...)
 		}
-		_, _ = pipe.Exec(ctx)
+		for _, c := range calls {
+			c.cmd = enqueueScript.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+		_, _ = pipe.Exec(ctx) // errors are read per command below
+
+		// Scripts the server did not know (first use, or after a restart)
+		// did not run: send them again in full.
+		var retry []*call
+		for _, c := range calls {
+			if isNoScript(c.cmd.Err()) {
+				retry = append(retry, c)
+			}
+		}
+		if len(retry) > 0 {
+			pipe := s.rdb.Pipeline()
+			for _, c := range retry {
+				c.cmd = enqueueScript.Eval(ctx, pipe, c.keys, c.args...)
+			}
+			_, _ = pipe.Exec(ctx)
+		}
 	}
 
 	if sadd != nil && sadd.Err() == nil {

@@ -96,23 +96,36 @@ func (s *Store) ReadAfter(ctx context.Context, queue string, offset drover.Posit
 	if len(reply) == 0 {
 		return nil, nil
 	}
-	pairs, ok1 := reply[0].([]any)
-	envs, ok2 := reply[1].([]any)
-	if len(reply) != 2 || !ok1 || !ok2 || len(pairs) != 2*len(envs) {
+	pairs, ok := reply[0].([]any)
+	if !ok || len(pairs)%2 != 0 {
 		return nil, fmt.Errorf("read %s after %d: malformed reply from the read script", queue, offset)
 	}
-	out := make([]Entry, len(envs))
-	for i := range envs {
-		id, _ := pairs[2*i].(string)
-		score, _ := pairs[2*i+1].(string)
-		pos, err := parseScore(score)
-		if err != nil {
-			return nil, fmt.Errorf("read %s after %d: position of %s: %w", queue, offset, id, err)
+	out := make([]Entry, 0, len(pairs)/2)
+	for _, part := range reply[1:] {
+		envs, ok := part.([]any)
+		if !ok {
+			return nil, fmt.Errorf("read %s after %d: malformed reply from the read script", queue, offset)
 		}
-		out[i] = Entry{Queue: queue, Position: pos, ID: id}
-		if env, ok := envs[i].(string); ok {
-			out[i].Raw = []byte(env)
+		for _, env := range envs {
+			i := 2 * len(out)
+			if i+1 >= len(pairs) {
+				return nil, fmt.Errorf("read %s after %d: the read script returned more envelopes than ids", queue, offset)
+			}
+			id, _ := pairs[i].(string)
+			score, _ := pairs[i+1].(string)
+			pos, err := parseScore(score)
+			if err != nil {
+				return nil, fmt.Errorf("read %s after %d: position of %s: %w", queue, offset, id, err)
+			}
+			e := Entry{Queue: queue, Position: pos, ID: id}
+			if s, ok := env.(string); ok {
+				e.Raw = []byte(s)
+			}
+			out = append(out, e)
 		}
+	}
+	if 2*len(out) != len(pairs) {
+		return nil, fmt.Errorf("read %s after %d: the read script returned %d envelopes for %d ids", queue, offset, len(out), len(pairs)/2)
 	}
 	return out, nil
 }

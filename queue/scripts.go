@@ -87,27 +87,23 @@ return out
 //	ARGV[1] the exclusive lower bound, "(<offset>"
 //	ARGV[2] n, the most entries to return (> 0)
 //
-// Returns {} when nothing follows the offset, else {entries, envelopes}:
-// entries is the flat ZRANGE WITHSCORES reply {id1, pos1, id2, pos2, …} and
-// envelopes the HMGET reply {env1, env2, …} (nil where :msg has no entry).
+// Returns {} when nothing follows the offset, else {entries, envelopes…}:
+// entries is the flat ZRANGE WITHSCORES reply {id1, pos1, id2, pos2, …},
+// followed by one or more HMGET replies (1000 ids each) holding the
+// envelopes in the same order, nil where :msg has no entry.
 const readAfterSource = `-- drover read-after v1
 local r = redis.call('ZRANGE', KEYS[1], ARGV[1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2], 'WITHSCORES')
 if #r == 0 then return {} end
-local envs = {}
+local out = {r}
 local ids = {}
 for i = 1, #r, 2 do
   ids[#ids + 1] = r[i]
-  if #ids == 1000 then
-    local got = redis.call('HMGET', KEYS[2], unpack(ids))
-    for j = 1, #got do envs[#envs + 1] = got[j] end
+  if #ids == 1000 or i + 1 == #r then
+    out[#out + 1] = redis.call('HMGET', KEYS[2], unpack(ids))
     ids = {}
   end
 end
-if #ids > 0 then
-  local got = redis.call('HMGET', KEYS[2], unpack(ids))
-  for j = 1, #got do envs[#envs + 1] = got[j] end
-end
-return {r, envs}
+return out
 `
 
 // promoteSource moves due ids from the delayed set into the log, with

@@ -1,0 +1,155 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
+)
+
+// Benchmarks against the shared standalone Redis (testenv). Each reports
+// msgs/s; the figures include the network round trips and the Lua scripts.
+
+// benchStore returns a Store under a fresh prefix whose keys are deleted
+// when the benchmark ends.
+func benchStore(b *testing.B) *Store {
+	b.Helper()
+	rdb, err := NewClient(ClientOptions{Addrs: []string{testenv.Redis(b).Addr}})
+	if err != nil {
+		b.Fatalf("NewClient: %v", err)
+	}
+	s, err := New(Config{Client: rdb, Prefix: testenv.Prefix(b)})
+	if err != nil {
+		b.Fatalf("New: %v", err)
+	}
+	b.Cleanup(func() {
+		ctx := context.Background()
+		for _, q := range []string{"bench"} {
+			k := s.keys.queue(q)
+			rdb.Del(ctx, k.log, k.msg, k.seq, k.delayed, k.dead, k.deadmsg, k.seen)
+		}
+		rdb.Del(ctx, s.keys.queues())
+		_ = rdb.Close()
+	})
+	return s
+}
+
+func benchMessage() *drover.Message {
+	return &drover.Message{Queue: "bench", Task: "send-email",
+		Args: []byte(`{"to":"user@example.com","template":"welcome","user_id":123456}`)}
+}
+
+func reportRate(b *testing.B, msgs int, start time.Time) {
+	b.ReportMetric(float64(msgs)/time.Since(start).Seconds(), "msgs/s")
+}
+
+// BenchmarkEnqueue: single Enqueue calls, from 1 and 8 goroutines (the
+// coalescer batches concurrent calls into one pipeline).
+func BenchmarkEnqueue(b *testing.B) {
+	for _, goroutines := range []int{1, 8} {
+		b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
+			s := benchStore(b)
+			ctx := context.Background()
+			m := benchMessage()
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				n := b.N / goroutines
+				if g < b.N%goroutines {
+					n++
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range n {
+						if _, err := s.Enqueue(ctx, m); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			reportRate(b, b.N, start)
+		})
+	}
+}
+
+// BenchmarkEnqueueBatch: EnqueueBatch of 1000 messages per call.
+func BenchmarkEnqueueBatch(b *testing.B) {
+	const batch = 1000
+	b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+		s := benchStore(b)
+		ctx := context.Background()
+		msgs := make([]*drover.Message, batch)
+		for i := range msgs {
+			msgs[i] = benchMessage()
+		}
+		b.ResetTimer()
+		start := time.Now()
+		for range b.N {
+			if _, err := s.EnqueueBatch(ctx, msgs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportRate(b, b.N*batch, start)
+	})
+}
+
+// BenchmarkReadAfter: ReadAfter of 100 and 1000 entries from a log of
+// 100,000, walking forward from a moving offset. "+decode" also decodes
+// every envelope, which is what a worker does with each entry it runs.
+func BenchmarkReadAfter(b *testing.B) {
+	const size = 100_000
+	for _, c := range []struct {
+		batch  int
+		decode bool
+	}{{100, false}, {1000, false}, {1000, true}} {
+		name := fmt.Sprintf("batch=%d", c.batch)
+		if c.decode {
+			name += "+decode"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := benchStore(b)
+			ctx := context.Background()
+			msgs := make([]*drover.Message, 1000)
+			for i := range msgs {
+				msgs[i] = benchMessage()
+			}
+			for range size / len(msgs) {
+				if _, err := s.EnqueueBatch(ctx, msgs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var offset drover.Position
+			read := 0
+			b.ResetTimer()
+			start := time.Now()
+			for range b.N {
+				es, err := s.ReadAfter(ctx, "bench", offset, c.batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(es) == 0 { // wrapped around
+					offset = 0
+					continue
+				}
+				if c.decode {
+					for i := range es {
+						if _, err := es[i].Decode(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				read += len(es)
+				offset = es[len(es)-1].Position
+			}
+			reportRate(b, read, start)
+		})
+	}
+}
