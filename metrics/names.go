@@ -1,40 +1,148 @@
 package metrics
 
-// Metric names. docs/metrics.md describes each: type, labels, unit, meaning.
-// Names are joined with '_' and prefixed "drover_" by the sinks.
+// Metric names. A Recorder is given these names; the sinks put "drover" in
+// front (Prometheus: "drover_" + name, statsd: "drover." + name, label values
+// appended). docs/metrics.md describes each one; Catalog lists them with
+// their kind, labels and unit, and a test holds the two together.
 const (
-	// Counters.
-	TasksTotal       = "tasks_total"        // labels: queue, task, outcome
-	EnqueuedTotal    = "enqueued_total"     // labels: queue
-	DeadTotal        = "dead_letters_total" // labels: queue, reason
+	// Counters of the worker runtime.
+	TasksTotal    = "tasks_total"        // labels: queue, task, outcome
+	DeadTotal     = "dead_letters_total" // labels: queue, reason
+	CommitsTotal  = "commits_total"      // labels: queue
+	FencedTotal   = "fenced_total"       // labels: queue
+	EnqueuedTotal = "enqueued_total"     // labels: queue
+	// Counters of the membership.
 	RebalancesTotal  = "rebalances_total"
 	QueuesMovedTotal = "queues_moved_total"
 	SessionExpiries  = "session_expiries_total"
 	Reconnects       = "reconnects_total"
-	ScheduleFires    = "schedule_fires_total" // labels: schedule
-	CommitsTotal     = "commits_total"        // labels: queue
-	FencedTotal      = "fenced_total"         // labels: queue
 
-	// Timers (milliseconds).
-	TaskDuration     = "task_duration_ms" // labels: queue, task
-	QueueLatency     = "queue_latency_ms" // position → start; labels: queue
-	ZKConnect        = "zk_connect_ms"    //
-	FetchDuration    = "fetch_ms"         // labels: queue
-	CommitDuration   = "commit_ms"        // labels: queue
-	RebalanceTime    = "rebalance_ms"     //
-	ScheduleLateness = "schedule_late_ms" // labels: schedule
+	// Timers, in milliseconds.
+	TaskDuration   = "task_duration_ms" // labels: queue, task
+	QueueLatency   = "queue_latency_ms" // enqueue (position) → first start; labels: queue
+	FetchDuration  = "fetch_ms"         // labels: queue
+	CommitDuration = "commit_ms"        // labels: queue
+	ZKConnect      = "zk_connect_ms"    // a new ZooKeeper session
+	RebalanceTime  = "rebalance_ms"     // one rebalance round of the leader
 
-	// Gauges per queue (published by the owner).
+	// Gauges per queue, published by the queue's owner from
+	// queue.Store.Backlog. They expire when not set again (see
+	// SetupConfig.GaugeRetention), so a queue's former owner stops
+	// reporting it.
 	Lag       = "lag"                // messages after the committed offset
-	OldestAge = "oldest_age_seconds" // age of the oldest unprocessed message
-	Delayed   = "delayed"            // delayed and retrying messages
-	Dead      = "dead"               // dead letters
-	// Gauges per worker.
-	InFlight    = "in_flight"
-	OwnedQueues = "owned_queues"
-	// Gauges per cluster (published by the rebalance leader).
-	Members         = "members"
-	Queues          = "queues"
-	UnownedQueues   = "unowned_queues"
-	SchedulerLeader = "scheduler_leader"
+	OldestAge = "oldest_age_seconds" // how long the first message after the offset has waited
+	Delayed   = "delayed"            // scheduled and retrying messages
+	Dead      = "dead"               // dead letters held
+	// Gauges per process.
+	InFlight    = "in_flight"    // tasks running now
+	OwnedQueues = "owned_queues" // queues this worker owns
+	// Gauges of the whole cluster, published by the rebalance leader. They
+	// expire like the per-queue gauges, so a former leader stops reporting.
+	Members         = "cluster_members"           // registered members
+	Queues          = "cluster_queues"            // registered queues
+	UnownedQueues   = "cluster_unowned_queues"    // assigned-to-nobody or unclaimed queues
+	SchedulerLeader = "cluster_scheduler_leaders" // 1 when /election/scheduler has a leader, else 0
+
+	// Emitted by package scheduler through the go-metrics instance
+	// (Registry.GoMetrics) under keys drover.schedule.* and
+	// drover.scheduler.leader; the Recorder does not use them. Listed here
+	// so that every exported name is in one place.
+	ScheduleFires      = "schedule_fires"            // counter; labels: queue
+	ScheduleDuplicates = "schedule_duplicates"       // counter; labels: queue
+	ScheduleSkipped    = "schedule_skipped"          // counter; labels: queue
+	ScheduleInvalid    = "schedule_invalid"          // counter
+	ScheduleLateness   = "schedule_lateness_seconds" // summary; labels: queue
+	SchedulerLeading   = "scheduler_leader"          // gauge: 1 while this process fires
 )
+
+// Kind is how a metric aggregates.
+type Kind string
+
+// The kinds. A summary is exported by Prometheus as <name>{quantile=…},
+// <name>_sum and <name>_count.
+const (
+	Counter Kind = "counter"
+	Gauge   Kind = "gauge"
+	Summary Kind = "summary"
+)
+
+// Def describes one metric.
+type Def struct {
+	Name   string   // as given to a Recorder, without "drover"
+	Kind   Kind     //
+	Labels []string // label names, sorted
+	Unit   string   // "" for a plain count
+	Help   string   // one line: what it measures
+	// Expires marks gauges published periodically by whoever currently
+	// owns the thing measured (a queue's owner, the rebalance leader): the
+	// Prometheus sink forgets them after SetupConfig.GaugeRetention without
+	// a new value. Other metrics are kept for the life of the process.
+	Expires bool
+}
+
+// catalog is every metric a drover process exports, in the order of
+// docs/metrics.md.
+var catalog = []Def{
+	{Name: TasksTotal, Kind: Counter, Labels: []string{"outcome", "queue", "task"}, Help: "Task attempts that ended, by outcome (success, retry, failure, timeout, aborted)."},
+	{Name: DeadTotal, Kind: Counter, Labels: []string{"queue", "reason"}, Help: "Messages moved to the dead-letter list, by reason (failure, retry, timeout, poison, no_route)."},
+	{Name: CommitsTotal, Kind: Counter, Labels: []string{"queue"}, Help: "Offset commits accepted by ZooKeeper."},
+	{Name: FencedTotal, Kind: Counter, Labels: []string{"queue"}, Help: "Offset commits refused because another member owns the queue now."},
+	{Name: EnqueuedTotal, Kind: Counter, Labels: []string{"queue"}, Help: "Messages enqueued by this process."},
+	{Name: RebalancesTotal, Kind: Counter, Help: "Assignments written by this process while it led the rebalance."},
+	{Name: QueuesMovedTotal, Kind: Counter, Help: "Queues given to a different member by those assignments."},
+	{Name: SessionExpiries, Kind: Counter, Help: "ZooKeeper sessions of this process that expired."},
+	{Name: Reconnects, Kind: Counter, Help: "ZooKeeper reconnections within a live session."},
+
+	{Name: TaskDuration, Kind: Summary, Labels: []string{"queue", "task"}, Unit: "milliseconds", Help: "How long one attempt ran."},
+	{Name: QueueLatency, Kind: Summary, Labels: []string{"queue"}, Unit: "milliseconds", Help: "From a message's position (enqueue time) to the start of its first attempt."},
+	{Name: FetchDuration, Kind: Summary, Labels: []string{"queue"}, Unit: "milliseconds", Help: "One read of the queue log."},
+	{Name: CommitDuration, Kind: Summary, Labels: []string{"queue"}, Unit: "milliseconds", Help: "One fenced offset commit."},
+	{Name: ZKConnect, Kind: Summary, Unit: "milliseconds", Help: "Establishing a ZooKeeper session."},
+	{Name: RebalanceTime, Kind: Summary, Unit: "milliseconds", Help: "One rebalance round: settle, compute, write the assignment."},
+
+	{Name: Lag, Kind: Gauge, Labels: []string{"queue"}, Help: "Messages in the log after the committed offset.", Expires: true},
+	{Name: OldestAge, Kind: Gauge, Labels: []string{"queue"}, Unit: "seconds", Help: "How long the first message after the committed offset has waited (0 when lag is 0).", Expires: true},
+	{Name: Delayed, Kind: Gauge, Labels: []string{"queue"}, Help: "Scheduled and retrying messages waiting for their time.", Expires: true},
+	{Name: Dead, Kind: Gauge, Labels: []string{"queue"}, Help: "Dead letters held for the queue.", Expires: true},
+	{Name: InFlight, Kind: Gauge, Help: "Tasks running in this worker."},
+	{Name: OwnedQueues, Kind: Gauge, Help: "Queues this worker owns."},
+	{Name: Members, Kind: Gauge, Help: "Registered members (rebalance leader's view).", Expires: true},
+	{Name: Queues, Kind: Gauge, Help: "Registered queues (rebalance leader's view).", Expires: true},
+	{Name: UnownedQueues, Kind: Gauge, Help: "Queues without an owner: unassigned, or assigned but not claimed.", Expires: true},
+	{Name: SchedulerLeader, Kind: Gauge, Help: "1 when a scheduler holds the election, else 0 (rebalance leader's view).", Expires: true},
+
+	{Name: ScheduleFires, Kind: Counter, Labels: []string{"queue"}, Help: "Schedule slots enqueued by the scheduler leader."},
+	{Name: ScheduleDuplicates, Kind: Counter, Labels: []string{"queue"}, Help: "Slots another scheduler had already enqueued."},
+	{Name: ScheduleSkipped, Kind: Counter, Labels: []string{"queue"}, Help: "Missed slots not fired because of the entry's catch-up policy."},
+	{Name: ScheduleInvalid, Kind: Counter, Help: "Schedule entries that could not be parsed and were skipped."},
+	{Name: ScheduleLateness, Kind: Summary, Labels: []string{"queue"}, Unit: "seconds", Help: "How late after its due time a slot was enqueued."},
+	{Name: SchedulerLeading, Kind: Gauge, Help: "1 while this process is the scheduler leader, else 0."},
+}
+
+// Catalog returns every metric a drover process exports. The slice is a
+// copy.
+func Catalog() []Def {
+	out := make([]Def, len(catalog))
+	copy(out, catalog)
+	return out
+}
+
+// Namespace is the first part of every key.
+const Namespace = "drover"
+
+// PrometheusName is the name the Prometheus sink exports name under:
+// "drover_" + name, with the characters go-metrics' Prometheus sink replaces
+// (space . = - /) turned into '_'.
+func PrometheusName(name string) string {
+	return promReplacer.Replace(Namespace + "_" + name)
+}
+
+// PrometheusSeries returns the series names Prometheus scrapes for d: the
+// name itself, and for a summary also <name>_sum and <name>_count.
+func PrometheusSeries(d Def) []string {
+	n := PrometheusName(d.Name)
+	if d.Kind == Summary {
+		return []string{n, n + "_sum", n + "_count"}
+	}
+	return []string{n}
+}

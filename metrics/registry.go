@@ -1,0 +1,206 @@
+package metrics
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	gometrics "github.com/hashicorp/go-metrics"
+)
+
+// Defaults for SetupConfig fields left zero.
+const (
+	// DefaultGaugeRetention is how long an expiring gauge (per queue,
+	// cluster) survives without a new value. Publishers set them at least
+	// every DefaultGaugeRetention/4 or so.
+	DefaultGaugeRetention = 2 * time.Minute
+	DefaultInmemInterval  = 10 * time.Second
+	DefaultInmemRetain    = time.Minute
+)
+
+// SetupConfig chooses the sinks of a Registry. The zero value is a
+// Registry that records nothing.
+type SetupConfig struct {
+	// Prometheus keeps metrics for scraping; Registry.Handler serves them.
+	Prometheus bool
+	// GaugeRetention is how long the Prometheus sink keeps a per-queue or
+	// cluster gauge (Def.Expires) that is not set again, so that a queue's
+	// former owner or a former rebalance leader stops exporting stale
+	// values. Other metrics never expire. Default DefaultGaugeRetention.
+	GaugeRetention time.Duration
+
+	// Statsd is the host:port of a statsd server (UDP). Keys are
+	// "drover.<name>" with the label values appended in order
+	// ("drover.tasks_total.emails.send.success"). Default: none.
+	Statsd string
+
+	// Inmem keeps the last InmemRetain of metrics in memory, in buckets of
+	// InmemInterval, and writes the completed buckets to DumpTo when the
+	// process receives DumpSignal.
+	Inmem bool
+	// InmemInterval is the bucket width. Default 10s.
+	InmemInterval time.Duration
+	// InmemRetain is how much history is kept. Default 1m.
+	InmemRetain time.Duration
+	// DumpSignal triggers the dump. Default SIGUSR1.
+	DumpSignal syscall.Signal
+	// DumpTo receives the dump. Default os.Stderr.
+	DumpTo io.Writer
+
+	// Logger receives sink errors (statsd unreachable, a scrape that could
+	// not gather a family). Default: a null logger.
+	Logger hclog.Logger
+}
+
+// Registry is one process's metrics: a go-metrics instance (not the
+// package-global one) over the configured sinks. It is a Recorder; its
+// methods are safe for concurrent use.
+type Registry struct {
+	gm      *gometrics.Metrics
+	prom    *promSink // nil without Prometheus
+	handler http.Handler
+	inmem   *gometrics.InmemSink
+	dump    *gometrics.InmemSignal
+	statsd  *statsdSink
+	close   sync.Once
+}
+
+var _ Recorder = (*Registry)(nil)
+
+// Setup builds a Registry with the sinks cfg asks for. With Inmem it
+// starts listening for cfg.DumpSignal; Close stops that.
+func Setup(cfg SetupConfig) (*Registry, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.GaugeRetention < 0 || cfg.InmemInterval < 0 || cfg.InmemRetain < 0 {
+		return nil, fmt.Errorf("metrics setup: durations must not be negative (gauge retention %s, inmem interval %s, inmem retain %s)",
+			cfg.GaugeRetention, cfg.InmemInterval, cfg.InmemRetain)
+	}
+	if cfg.GaugeRetention == 0 {
+		cfg.GaugeRetention = DefaultGaugeRetention
+	}
+	if cfg.InmemInterval == 0 {
+		cfg.InmemInterval = DefaultInmemInterval
+	}
+	if cfg.InmemRetain == 0 {
+		cfg.InmemRetain = DefaultInmemRetain
+	}
+	if cfg.InmemRetain < cfg.InmemInterval {
+		return nil, fmt.Errorf("metrics setup: inmem retain %s is shorter than the interval %s", cfg.InmemRetain, cfg.InmemInterval)
+	}
+	if cfg.DumpSignal == 0 {
+		cfg.DumpSignal = syscall.SIGUSR1
+	}
+	if cfg.DumpTo == nil {
+		cfg.DumpTo = os.Stderr
+	}
+
+	r := &Registry{}
+	var sinks gometrics.FanoutSink
+	if cfg.Prometheus {
+		p, err := newPromSink(cfg.GaugeRetention)
+		if err != nil {
+			return nil, fmt.Errorf("metrics setup: %w", err)
+		}
+		r.prom, r.handler = p, p.handler(cfg.Logger.Named("metrics"))
+		sinks = append(sinks, p)
+	}
+	if cfg.Statsd != "" {
+		// The sink dials UDP in its own goroutine and retries; an
+		// unreachable server costs dropped packets, not an error here.
+		s, err := gometrics.NewStatsdSinkWithLogger(cfg.Statsd, cfg.Logger.Named("statsd"))
+		if err != nil {
+			return nil, fmt.Errorf("metrics setup: statsd sink for %s: %w", cfg.Statsd, err)
+		}
+		r.statsd = &statsdSink{s: s}
+		sinks = append(sinks, r.statsd)
+	}
+	if cfg.Inmem {
+		r.inmem = gometrics.NewInmemSink(cfg.InmemInterval, cfg.InmemRetain)
+		sinks = append(sinks, r.inmem)
+	}
+	var sink gometrics.MetricSink = &gometrics.BlackholeSink{}
+	switch len(sinks) {
+	case 0:
+	case 1:
+		sink = sinks[0]
+	default:
+		sink = sinks
+	}
+	gm, err := gometrics.New(&gometrics.Config{
+		// No service name, host name or type prefix: keys are exactly
+		// "drover" + name, as package scheduler writes them too.
+		TimerGranularity: time.Millisecond,
+		FilterDefault:    true,
+	}, sink)
+	if err != nil {
+		r.shutdown()
+		return nil, fmt.Errorf("metrics setup: %w", err)
+	}
+	r.gm = gm
+	if r.inmem != nil {
+		r.dump = gometrics.NewInmemSignal(r.inmem, cfg.DumpSignal, cfg.DumpTo)
+	}
+	return r, nil
+}
+
+// IncrCounter adds v to counter name.
+func (r *Registry) IncrCounter(name string, v float32, labels ...Label) {
+	r.gm.IncrCounterWithLabels(key(name), v, goLabels(labels))
+}
+
+// SetGauge sets gauge name.
+func (r *Registry) SetGauge(name string, v float32, labels ...Label) {
+	r.gm.SetGaugeWithLabels(key(name), v, goLabels(labels))
+}
+
+// AddSample records one observation of timer or summary name.
+func (r *Registry) AddSample(name string, v float32, labels ...Label) {
+	r.gm.AddSampleWithLabels(key(name), v, goLabels(labels))
+}
+
+// Handler serves the Prometheus text format for the admin /metrics; nil
+// when the Prometheus sink is off.
+func (r *Registry) Handler() http.Handler { return r.handler }
+
+// GoMetrics returns the go-metrics instance behind the Registry, for
+// packages that report through it directly (scheduler.Config.Metrics).
+// Their keys must start with "drover" to come out under the documented
+// names.
+func (r *Registry) GoMetrics() *gometrics.Metrics { return r.gm }
+
+// Close stops the dump signal handler and the statsd sender (packets of
+// the last ~100ms may be lost). Recording after Close is harmless: statsd
+// drops it, the other sinks still keep it. Close is idempotent.
+func (r *Registry) Close() {
+	r.close.Do(r.shutdown)
+}
+
+func (r *Registry) shutdown() {
+	if r.dump != nil {
+		r.dump.Stop()
+	}
+	if r.statsd != nil {
+		r.statsd.shutdown()
+	}
+}
+
+// key is the go-metrics key of a Recorder name.
+func key(name string) []string { return []string{Namespace, name} }
+
+func goLabels(labels []Label) []gometrics.Label {
+	if len(labels) == 0 {
+		return nil
+	}
+	out := make([]gometrics.Label, len(labels))
+	for i, l := range labels {
+		out[i] = gometrics.Label{Name: l.Name, Value: l.Value}
+	}
+	return out
+}

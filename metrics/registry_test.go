@@ -1,0 +1,249 @@
+package metrics_test
+
+import (
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/metrics"
+)
+
+func newPrometheus(t *testing.T, cfg metrics.SetupConfig) *metrics.Registry {
+	t.Helper()
+	cfg.Prometheus = true
+	r, err := metrics.Setup(cfg)
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+func TestPrometheusExportsDocumentedNamesAndExactValues(t *testing.T) {
+	t.Parallel()
+	r := newPrometheus(t, metrics.SetupConfig{})
+	var rec metrics.Recorder = r
+	q, task := metrics.L("queue", "q"), metrics.L("task", "t")
+	for range 100 {
+		rec.IncrCounter(metrics.TasksTotal, 1, q, task, metrics.L("outcome", "success"))
+	}
+	for range 5 {
+		rec.IncrCounter(metrics.TasksTotal, 1, q, task, metrics.L("outcome", "failure"))
+		rec.IncrCounter(metrics.DeadTotal, 1, q, metrics.L("reason", "failure"))
+	}
+	rec.SetGauge(metrics.Lag, 20, q)
+	rec.SetGauge(metrics.OldestAge, 12.5, q)
+	rec.SetGauge(metrics.InFlight, 3)
+	rec.SetGauge(metrics.Members, 2)
+	for _, ms := range []float32{10, 20, 30} {
+		rec.AddSample(metrics.TaskDuration, ms, q, task)
+	}
+
+	s := scrapeRegistry(t, r)
+	s.want(t, `drover_tasks_total{outcome="success",queue="q",task="t"}`, "100")
+	s.want(t, `drover_tasks_total{outcome="failure",queue="q",task="t"}`, "5")
+	s.want(t, `drover_dead_letters_total{queue="q",reason="failure"}`, "5")
+	s.want(t, `drover_lag{queue="q"}`, "20")
+	s.want(t, `drover_oldest_age_seconds{queue="q"}`, "12.5")
+	s.want(t, `drover_in_flight`, "3")
+	s.want(t, `drover_cluster_members`, "2")
+	s.want(t, `drover_task_duration_ms_count{queue="q",task="t"}`, "3")
+	s.want(t, `drover_task_duration_ms_sum{queue="q",task="t"}`, "60")
+	s.want(t, `drover_task_duration_ms{queue="q",task="t",quantile="0.5"}`, "20")
+	// Unlabelled counters are exported at 0 before their first event.
+	s.want(t, `drover_rebalances_total`, "0")
+	s.want(t, `drover_session_expiries_total`, "0")
+
+	for family, kind := range map[string]string{
+		"drover_tasks_total": "counter", "drover_lag": "gauge", "drover_task_duration_ms": "summary",
+	} {
+		if s.types[family] != kind {
+			t.Errorf("# TYPE %s: want %s, have %q", family, kind, s.types[family])
+		}
+	}
+	wantHelp := "Task attempts that ended, by outcome (success, retry, failure, timeout, aborted)."
+	if s.help["drover_tasks_total"] != wantHelp {
+		t.Errorf("# HELP drover_tasks_total: want %q, have %q", wantHelp, s.help["drover_tasks_total"])
+	}
+	// The Go runtime and process collectors ride along.
+	if _, ok := s.types["go_goroutines"]; !ok {
+		t.Errorf("want go_goroutines in the scrape")
+	}
+}
+
+func TestEveryExportedDroverFamilyIsInTheCatalogWithItsKind(t *testing.T) {
+	t.Parallel()
+	r := newPrometheus(t, metrics.SetupConfig{})
+	for _, d := range metrics.Catalog() {
+		var labels []metrics.Label
+		for _, l := range d.Labels {
+			labels = append(labels, metrics.L(l, "x"))
+		}
+		switch d.Kind {
+		case metrics.Counter:
+			r.IncrCounter(d.Name, 1, labels...)
+		case metrics.Gauge:
+			r.SetGauge(d.Name, 1, labels...)
+		case metrics.Summary:
+			r.AddSample(d.Name, 1, labels...)
+		}
+	}
+	s := scrapeRegistry(t, r)
+	kinds := map[string]string{}
+	for _, d := range metrics.Catalog() {
+		kinds[metrics.PrometheusName(d.Name)] = string(d.Kind)
+	}
+	for family, typ := range s.types {
+		if !strings.HasPrefix(family, "drover_") {
+			continue
+		}
+		if kinds[family] != typ {
+			t.Errorf("exported %s %s: want the catalog's kind, have %q", typ, family, kinds[family])
+		}
+		delete(kinds, family)
+	}
+	for family := range kinds {
+		t.Errorf("catalog metric %s: want it exported, have nothing", family)
+	}
+}
+
+func TestExpiringGaugesAreForgottenAndTheRestKept(t *testing.T) {
+	t.Parallel()
+	// A retention of 1ns has passed by the time of any scrape.
+	r := newPrometheus(t, metrics.SetupConfig{GaugeRetention: time.Nanosecond})
+	q := metrics.L("queue", "q")
+	r.SetGauge(metrics.Lag, 7, q)
+	r.SetGauge(metrics.UnownedQueues, 1)
+	r.SetGauge(metrics.InFlight, 4)
+	r.IncrCounter(metrics.CommitsTotal, 1, q)
+	r.AddSample(metrics.FetchDuration, 2, q)
+
+	s := scrapeRegistry(t, r)
+	for _, gone := range []string{`drover_lag{queue="q"}`, `drover_cluster_unowned_queues`} {
+		if v, ok := s.samples[gone]; ok {
+			t.Errorf("%s: want it expired, have %s", gone, v)
+		}
+	}
+	s.want(t, `drover_in_flight`, "4")
+	s.want(t, `drover_commits_total{queue="q"}`, "1")
+	s.want(t, `drover_fetch_ms_count{queue="q"}`, "1")
+
+	// The same gauges with the default retention stay.
+	r2 := newPrometheus(t, metrics.SetupConfig{})
+	r2.SetGauge(metrics.Lag, 7, q)
+	scrapeRegistry(t, r2).want(t, `drover_lag{queue="q"}`, "7")
+}
+
+func TestRegistriesDoNotShareState(t *testing.T) {
+	t.Parallel()
+	a := newPrometheus(t, metrics.SetupConfig{})
+	b := newPrometheus(t, metrics.SetupConfig{})
+	a.IncrCounter(metrics.CommitsTotal, 1, metrics.L("queue", "only-a"))
+	if v, ok := scrapeRegistry(t, b).samples[`drover_commits_total{queue="only-a"}`]; ok {
+		t.Fatalf("want registry b without a's counter, have %s", v)
+	}
+	scrapeRegistry(t, a).want(t, `drover_commits_total{queue="only-a"}`, "1")
+}
+
+func TestStatsdReceivesDroverKeysWithLabelValues(t *testing.T) {
+	t.Parallel()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen udp: %v", err)
+	}
+	defer pc.Close()
+	r, err := metrics.Setup(metrics.SetupConfig{Statsd: pc.LocalAddr().String()})
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	defer r.Close()
+	if r.Handler() != nil {
+		t.Errorf("want no /metrics handler without Prometheus")
+	}
+	r.IncrCounter(metrics.TasksTotal, 1, metrics.L("queue", "emails"), metrics.L("task", "send"), metrics.L("outcome", "success"))
+	r.SetGauge(metrics.Lag, 42, metrics.L("queue", "emails"))
+
+	want := []string{"drover.tasks_total.emails.send.success:1.000000|c", "drover.lag.emails:42.000000|g"}
+	var got strings.Builder
+	buf := make([]byte, 2048)
+	for !containsAll(got.String(), want) {
+		pc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, _, err := pc.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("want statsd lines %q, have %q (%v)", want, got.String(), err)
+		}
+		got.Write(buf[:n])
+	}
+	r.Close()
+	r.Close()                                                    // idempotent
+	r.IncrCounter(metrics.TasksTotal, 1, metrics.L("queue", "x")) // after Close: dropped, no panic
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestInmemDumpsOnSignal sends SIGUSR2 (not SIGUSR1, so a stray dump
+// request to the test binary stays harmless) to the test process.
+func TestInmemDumpsOnSignal(t *testing.T) {
+	out := &syncBuffer{}
+	r, err := metrics.Setup(metrics.SetupConfig{
+		Inmem: true, InmemInterval: 10 * time.Millisecond, InmemRetain: time.Second,
+		DumpSignal: syscall.SIGUSR2, DumpTo: out,
+	})
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	defer r.Close()
+	r.IncrCounter(metrics.TasksTotal, 1, metrics.L("queue", "q"), metrics.L("task", "t"), metrics.L("outcome", "success"))
+	r.SetGauge(metrics.Lag, 9, metrics.L("queue", "q"))
+
+	// The dump leaves out the bucket still being filled, so ask until the
+	// one holding these values is complete.
+	want := []string{"[C] 'drover.tasks_total.q.t.success': Count: 1", "[G] 'drover.lag.q': 9.000"}
+	deadline := time.Now().Add(10 * time.Second)
+	for !containsAll(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("want a dump containing %q, have:\n%s", want, out.String())
+		}
+		if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR2); err != nil {
+			t.Fatalf("signal self: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestSetupRejectsBadDurations(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []metrics.SetupConfig{
+		{GaugeRetention: -time.Second},
+		{Inmem: true, InmemInterval: time.Minute, InmemRetain: time.Second},
+	} {
+		if r, err := metrics.Setup(cfg); err == nil {
+			r.Close()
+			t.Errorf("setup %+v: want an error, have none", cfg)
+		}
+	}
+}
+
+func TestNoSinksRecordsNothingAndServesNothing(t *testing.T) {
+	t.Parallel()
+	r, err := metrics.Setup(metrics.SetupConfig{})
+	if err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	defer r.Close()
+	r.IncrCounter(metrics.TasksTotal, 1)
+	r.SetGauge(metrics.Lag, 1)
+	r.AddSample(metrics.FetchDuration, 1)
+	if r.Handler() != nil || r.GoMetrics() == nil {
+		t.Fatalf("want no handler and a go-metrics instance, have %v, %v", r.Handler(), r.GoMetrics())
+	}
+}
