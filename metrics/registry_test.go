@@ -177,7 +177,7 @@ func TestStatsdReceivesDroverKeysWithLabelValues(t *testing.T) {
 		got.Write(buf[:n])
 	}
 	r.Close()
-	r.Close()                                                    // idempotent
+	r.Close()                                                     // idempotent
 	r.IncrCounter(metrics.TasksTotal, 1, metrics.L("queue", "x")) // after Close: dropped, no panic
 }
 
