@@ -30,7 +30,11 @@ import "github.com/redis/go-redis/v9"
 // log, 0 when it went to the delayed set, -1 when the id was already known
 // (pending in :msg, delayed, or keyed and inside the dedupe window) and
 // nothing was written.
-const enqueueSource = `-- drover enqueue v1
+const enqueueSource = `-- drover enqueue v1 (docs/redis-schema.md)
+-- KEYS: 1 log, 2 msg, 3 seq, 4 delayed, 5 seen -- all of one queue (one hash tag)
+-- ARGV: 1 dedupe window in ms, 2 wake-up channel ('' for none), 3 queue name,
+--       then 4 per message: id, envelope JSON, due in unix ms (0 = now), keyed (1 or 0)
+-- Returns per message: its position (> 0), 0 if delayed, -1 if the id was known.
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
