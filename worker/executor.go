@@ -31,7 +31,13 @@ type Task struct {
 	// Deadline is the moment the attempt times out. Zero: the executor's
 	// clock at the start of Execute plus Timeout.
 	Deadline time.Time
-	// Limits bound a subprocess's resources (ignored for inline routes).
+	// Limits bound a subprocess's resources (ignored for inline routes);
+	// negative values fail the attempt before it starts. Setting any of
+	// them costs a re-exec of the worker binary per attempt (see
+	// child_exec.go). AddressSpace suits programs in C, Python and the
+	// like; the Go runtime reserves address space erratically and may not
+	// even start under 1–2 GB, so bound Go programs (and "go" routes) with
+	// a cgroup instead.
 	Limits drover.Limits
 	// User and Group, when set, are the user and group a subprocess runs as
 	// (names or numeric ids; ignored for inline routes).

@@ -99,7 +99,7 @@ func taskEnv(base []string, id *identity, t *Task, deadline time.Time) ([]string
 		EnvPosition+"="+strconv.FormatInt(int64(m.Position), 10),
 	)
 	if !deadline.IsZero() {
-		env = append(env, EnvDeadline+"="+deadline.Format(time.RFC3339Nano))
+		env = append(env, EnvDeadline+"="+deadline.UTC().Format(time.RFC3339Nano))
 	}
 	return env, nil
 }
@@ -260,4 +260,17 @@ func deadlineOf(t *Task, now time.Time) time.Time {
 // limitsSet reports whether any resource limit is set.
 func limitsSet(l drover.Limits) bool {
 	return l.AddressSpace > 0 || l.CPUSeconds > 0 || l.OpenFiles > 0
+}
+
+// checkLimits refuses negative limits, naming the config field.
+func checkLimits(l drover.Limits) error {
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{{"address_space", l.AddressSpace}, {"cpu_seconds", l.CPUSeconds}, {"open_files", l.OpenFiles}} {
+		if f.value < 0 {
+			return fmt.Errorf("limits.%s must be ≥ 0, have %d", f.name, f.value)
+		}
+	}
+	return nil
 }

@@ -114,6 +114,9 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	if err != nil {
 		return neverRan(start, err.Error())
 	}
+	if err := checkLimits(t.Limits); err != nil {
+		return neverRan(start, err.Error())
+	}
 	path, argv := spec.path, spec.argv
 	if limitsSet(t.Limits) {
 		// Go cannot set a child's rlimits between fork and exec, and

@@ -79,6 +79,17 @@ func TestExecAddressSpaceLimit(t *testing.T) {
 	}
 }
 
+func TestExecNegativeLimitFailsBeforeStart(t *testing.T) {
+	t.Parallel()
+	e := newTestExecutor(t, ExecConfig{})
+	task := testTask(t, "job", command("true"))
+	task.Limits = drover.Limits{OpenFiles: 10, CPUSeconds: -1}
+	res := e.Execute(context.Background(), task)
+	if res.Outcome != OutcomeFailure || res.PID != 0 || !strings.Contains(res.Reason, "limits.cpu_seconds") {
+		t.Errorf("want a failure before start naming limits.cpu_seconds, have %s pid %d (%s)", res.Outcome, res.PID, res.Reason)
+	}
+}
+
 func TestExecCPULimit(t *testing.T) {
 	t.Parallel()
 	e := newTestExecutor(t, ExecConfig{})

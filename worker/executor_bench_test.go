@@ -1,0 +1,97 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+// benchConcurrency are the numbers of tasks run at once.
+var benchConcurrency = []int{1, 4}
+
+// runConcurrently runs b.N calls of task on workers goroutines and reports
+// tasks/s.
+func runConcurrently(b *testing.B, workers int, task func() error) {
+	b.Helper()
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		firstErr atomic.Pointer[error]
+	)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if err := task(); err != nil {
+					firstErr.CompareAndSwap(nil, &err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err := firstErr.Load(); err != nil {
+		b.Fatal(*err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tasks/s")
+}
+
+// benchExecutor runs task through a fresh executor at each concurrency.
+func benchExecutor(b *testing.B, task *Task) {
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			e := newTestExecutor(b, ExecConfig{})
+			runConcurrently(b, c, func() error {
+				if res := e.Execute(context.Background(), task); res.Outcome != OutcomeSuccess {
+					return fmt.Errorf("want success, have %s (%s) stderr %q", res.Outcome, res.Reason, tail(res.Stderr))
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// BenchmarkExecTrue runs /bin/true through the subprocess executor (the
+// fast path: no limits, no user switch). Compare with BenchmarkBareSpawnTrue.
+func BenchmarkExecTrue(b *testing.B) {
+	benchExecutor(b, testTask(b, "true", command("/bin/true")))
+}
+
+// BenchmarkBareSpawnTrue is the floor: exec.Command("/bin/true").Run() in a
+// loop at the same concurrency.
+func BenchmarkBareSpawnTrue(b *testing.B) {
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			runConcurrently(b, c, func() error { return exec.Command("/bin/true").Run() })
+		})
+	}
+}
+
+// BenchmarkExecTrueWithLimits runs /bin/true under resource limits, through
+// the re-executed rlimit trampoline.
+func BenchmarkExecTrueWithLimits(b *testing.B) {
+	task := testTask(b, "true", command("/bin/true"))
+	task.Limits = drover.Limits{OpenFiles: 1024, CPUSeconds: 60}
+	benchExecutor(b, task)
+}
+
+// BenchmarkGoChild runs a no-op Go handler in a re-executed child of the
+// (test) binary.
+func BenchmarkGoChild(b *testing.B) {
+	benchExecutor(b, testTask(b, handlerNoop, goRoute))
+}
+
+// BenchmarkInline runs a no-op Go handler in process.
+func BenchmarkInline(b *testing.B) {
+	benchExecutor(b, testTask(b, handlerNoop, inlineRoute))
+}
