@@ -91,8 +91,8 @@ runtime, and pause flags. -o json prints the document as served.`,
 				_, err = e.a.stdout.Write(buf.Bytes())
 				return err
 			}
-			var st debugState
-			if err := json.Unmarshal(body, &st); err != nil {
+			st, err := decodeDebugState(body)
+			if err != nil {
 				return fmt.Errorf("member %s: decode /debug/state: %w", args[0], err)
 			}
 			e.printf("MEMBER %s  ADMIN %s  CAPACITY %d  IN USE %d  SUSPENDED %v\n", st.Member, addr, st.Capacity, st.InUse, st.Suspended)
@@ -117,6 +117,25 @@ runtime, and pause flags. -o json prints the document as served.`,
 			return t.flush()
 		}),
 	}
+}
+
+// decodeDebugState reads a worker's state from /debug/state: either the
+// worker's state itself, or a document that holds it under "worker" (with
+// the member's generation and session next to it).
+func decodeDebugState(body []byte) (debugState, error) {
+	var wrapped struct {
+		Worker     *debugState `json:"worker"`
+		Generation int64       `json:"generation"`
+	}
+	if err := json.Unmarshal(body, &wrapped); err != nil {
+		return debugState{}, err
+	}
+	if wrapped.Worker != nil {
+		return *wrapped.Worker, nil
+	}
+	var st debugState
+	err := json.Unmarshal(body, &st)
+	return st, err
 }
 
 // fetchState GETs /debug/state from a worker's admin address.

@@ -114,12 +114,10 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 				if err != nil {
 					return usagef("-f: %v", err)
 				}
-				if def, err = scheduler.ParseDefinition(data); err != nil {
-					var fe *scheduler.FieldError
-					if errors.As(err, &fe) || errors.Is(err, drover.ErrInvalidConfig) {
-						return usageError{fmt.Errorf("-f %s: %w", file, err)}
-					}
-					return err
+				// Decode only: the name may come from the argument, and
+				// Validate runs below.
+				if err := json.Unmarshal(data, &def); err != nil {
+					return usageError{fmt.Errorf("-f %s: %w", file, err)}
 				}
 				if def.Name == "" {
 					def.Name = pos[0]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"slices"
 	"strings"
@@ -64,3 +65,6 @@ func withEnv(env []string, kvs ...string) []string {
 	}
 	return out
 }
+
+// jsonUnmarshal decodes s into v.
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSchedules(t *testing.T) {
+	c := newCluster(t)
+	c.ok("ctl", "queue", "create", "s")
+	c.ok("ctl", "schedule", "add", "hb", "--queue", "s", "--task", "beat", "--every", "30s", "--args", `{"x":1}`)
+	c.ok("ctl", "schedule", "add", "nightly", "--queue", "s", "--task", "build", "--cron", "5 4 * * mon-fri", "--tz", "Europe/Berlin", "--catchup", "skip")
+	c.ok("ctl", "schedule", "add", "once", "--queue", "s", "--task", "launch", "--at", "2099-01-02T09:00:00Z", "--disabled")
+	file := filepath.Join(t.TempDir(), "def.json")
+	os.WriteFile(file, []byte(`{"queue":"s","task":"f","schedule":{"type":"interval","every":"1h"}}`), 0o644)
+	c.ok("ctl", "schedule", "add", "fromfile", "-f", file)
+
+	var list []scheduleJSON
+	c.okJSON(&list, "ctl", "schedule", "ls")
+	if len(list) != 4 || list[0].Name != "fromfile" || list[1].Name != "hb" || list[3].Name != "once" || list[3].State != "disabled" {
+		t.Fatalf("want fromfile, hb, nightly, once (disabled); have %+v", list)
+	}
+	c.fails(exitRefused, []string{"already exists", "--replace"}, "ctl", "schedule", "add", "hb", "--queue", "s", "--task", "beat", "--every", "1m")
+	c.ok("ctl", "schedule", "add", "hb", "--queue", "s", "--task", "beat2", "--every", "1m", "--replace")
+
+	var hb scheduleJSON
+	c.okJSON(&hb, "ctl", "schedule", "show", "hb")
+	var compact bytes.Buffer
+	json.Compact(&compact, hb.Definition)
+	if def := compact.String(); !contains(def, `"task":"beat2"`, `"every":"1m0s"`) {
+		t.Fatalf("want the replaced definition, have %s", def)
+	}
+	c.ok("ctl", "schedule", "disable", "hb")
+	c.okJSON(&hb, "ctl", "schedule", "show", "hb")
+	if hb.State != "disabled" {
+		t.Fatalf("want hb disabled, have %s", hb.State)
+	}
+	c.ok("ctl", "schedule", "enable", "hb")
+	c.okJSON(&hb, "ctl", "schedule", "show", "hb")
+	if hb.State == "disabled" {
+		t.Fatalf("want hb enabled again, have %s", hb.State)
+	}
+	c.ok("ctl", "schedule", "rm", "hb")
+	c.fails(exitNotFound, []string{"not found"}, "ctl", "schedule", "rm", "hb")
+	c.fails(exitNotFound, []string{"not found"}, "ctl", "schedule", "show", "hb")
+	c.fails(exitNotFound, []string{"not found"}, "ctl", "schedule", "enable", "hb")
+
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"--every", "soon"}, `--every "soon"`},
+		{[]string{"--cron", "every tuesday"}, "schedule"},
+		{[]string{"--cron", "5 4 * * *", "--tz", "Mars/Base"}, "timezone"},
+		{[]string{}, "exactly one of --every, --cron or --at"},
+		{[]string{"--every", "1m", "--at", "2099-01-01T00:00:00Z"}, "exactly one"},
+		{[]string{"--every", "1m", "--args", "{"}, "not valid JSON"},
+		{[]string{"--every", "1m", "--catchup", "sometimes"}, "catchup"},
+	} {
+		c.fails(exitUsage, []string{tc.msg}, append([]string{"ctl", "schedule", "add", "bad", "--queue", "s", "--task", "t"}, tc.args...)...)
+	}
+	c.fails(exitNotFound, []string{"queue not found"}, "ctl", "schedule", "add", "x", "--queue", "nosuch", "--task", "t", "--every", "1m")
+}
+
+// contains reports whether s holds every one of subs.
+func contains(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+// fakeState is a worker's /debug/state as the fake admin server serves it.
+const fakeState = `{"member":"fake-1","suspended":false,"paused":{},"capacity":4,"in_use":1,
+"queues":[{"name":"st","committed":0,"done":0,"fetched":5,"buffered":2,"ordered":false,"paused":false,
+"in_flight":[{"id":"01ABC","task":"t","attempt":1,"position":5,"pid":4242,"started":"2030-01-01T00:00:00Z","runtime_seconds":1.5}]}]}`
+
+func TestStatusAndDump(t *testing.T) {
+	c := newCluster(t)
+	c.ok("ctl", "queue", "create", "st")
+	if _, err := c.store().Enqueue(context.Background(), &drover.Message{Queue: "st", Task: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("ctl", "enqueue", "adhoc", "t", "--force") // enqueued to, not configured
+
+	// A member whose admin address is a fake worker's admin server.
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/state" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(fakeState))
+	}))
+	defer admin.Close()
+	s := c.session()
+	ctx := context.Background()
+	if _, err := s.Join(ctx, drover.Member{Name: "fake-1", Host: "h", PID: 1, AdminAddr: strings.TrimPrefix(admin.URL, "http://"), Capacity: 4, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Join(ctx, drover.Member{Name: "gone-1", AdminAddr: closedAddr(t), Capacity: 1, StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+
+	var rep statusReport
+	c.okJSON(&rep, "ctl", "status")
+	if len(rep.Members) != 2 || rep.Members[0].Name != "fake-1" || len(rep.Queues) != 2 {
+		t.Fatalf("want members fake-1, gone-1 and queues adhoc, st; have %+v", rep)
+	}
+	if q := rep.Queues[1]; q.Queue != "st" || !q.Configured || q.Lag != 1 || q.LogEnd == 0 || q.Owner != "" {
+		t.Fatalf("want st configured, lag 1, unowned; have %+v", q)
+	}
+	if q := rep.Queues[0]; q.Queue != "adhoc" || q.Configured {
+		t.Fatalf("want adhoc listed as not configured, have %+v", q)
+	}
+	table := c.ok("ctl", "status").stdout
+	if !contains(table, "GENERATION", "MEMBER", "fake-1", "QUEUE", "OWNER", "COMMITTED", "LAG", "OLDEST", "adhoc*") {
+		t.Fatalf("want the members and queues tables, have:\n%s", table)
+	}
+
+	dump := c.ok("ctl", "dump", "fake-1").stdout
+	if !contains(dump, "MEMBER fake-1", "IN USE 1", "01ABC", "4242") {
+		t.Fatalf("want the member's state with its in-flight task, have:\n%s", dump)
+	}
+	var raw map[string]any
+	c.okJSON(&raw, "ctl", "dump", "fake-1")
+	var want map[string]any
+	json.Unmarshal([]byte(fakeState), &want)
+	if raw["member"] != want["member"] || raw["in_use"] != want["in_use"] || len(raw["queues"].([]any)) != 1 {
+		t.Fatalf("want the document as served, have %v", raw)
+	}
+	c.fails(exitNotFound, []string{`member "nosuch"`, "fake-1"}, "ctl", "dump", "nosuch")
+	c.fails(exitUnreachable, []string{"GET http://"}, "ctl", "dump", "gone-1")
+}
+
+func TestUnreachableServers(t *testing.T) {
+	c := newCluster(t)
+	zkDown := withEnv(c.env, "DROVER_ZOOKEEPER_SERVERS="+closedAddr(t))
+	for _, args := range [][]string{
+		{"ctl", "status"},
+		{"ctl", "queue", "ls"},
+		{"ctl", "enqueue", "q", "t"},
+		{"ctl", "pause", "--all"},
+	} {
+		r := runDrover(t, zkDown, "", append(args, "--connect-timeout", "2s")...)
+		checkFailure(t, r, exitUnreachable, []string{"connect to ZooKeeper", "within 2s"})
+	}
+	redisDown := withEnv(c.env, "DROVER_REDIS_ADDRS="+closedAddr(t))
+	r := runDrover(t, redisDown, "", "ctl", "enqueue", "q", "t", "--force")
+	checkFailure(t, r, exitUnreachable, []string{"reach Redis"})
+}
+
+func TestUsageErrors(t *testing.T) {
+	c := newCluster(t)
+	c.fails(exitUsage, []string{"unknown command"}, "ctl", "nope")
+	c.fails(exitUsage, []string{"unknown command"}, "frobnicate")
+	c.fails(exitUsage, []string{"unknown flag: --bogus"}, "ctl", "status", "--bogus")
+	c.fails(exitUsage, []string{`-o "yaml"`}, "ctl", "status", "-o", "yaml")
+	c.fails(exitUsage, []string{"--set \"nokey\": want key=value"}, "ctl", "status", "--set", "nokey")
+	c.fails(exitUsage, []string{"no such setting"}, "ctl", "status", "--set", "worker.nope=1")
+	r := runDrover(t, withEnv(c.env, "DROVER_ZOOKEEPER_CONNECT_TIMEOUT=soon"), "", "ctl", "status")
+	checkFailure(t, r, exitUsage, []string{"env DROVER_ZOOKEEPER_CONNECT_TIMEOUT: zookeeper.connect_timeout: want a duration"})
+	if out := c.ok("ctl", "--help").stdout; !contains(out, "Exit codes", "Examples:", "offsets") {
+		t.Fatalf("want help with exit codes and examples, have:\n%s", out)
+	}
+	if out := c.ok("completion", "bash").stdout; !strings.Contains(out, "__start_drover") {
+		t.Fatalf("want a bash completion script, have %d bytes", len(out))
+	}
+	for _, shell := range []string{"zsh", "fish"} {
+		if out := c.ok("completion", shell).stdout; !strings.Contains(out, "drover") {
+			t.Fatalf("want a %s completion script", shell)
+		}
+	}
+}
+
+func TestDynamicCompletion(t *testing.T) {
+	c := newCluster(t)
+	c.ok("ctl", "queue", "create", "alpha")
+	c.ok("ctl", "queue", "create", "beta")
+	out := c.ok("__complete", "ctl", "queue", "show", "").stdout
+	if !contains(out, "alpha\n", "beta\n") {
+		t.Fatalf("want the queue names offered, have:\n%s", out)
+	}
+}
