@@ -53,4 +53,8 @@ worker {
 	}
 	// The worker loads the configuration the same way and refuses a bad one.
 	checkFailure(t, runDrover(t, env, "", "worker", "-c", bad), exitUsage, []string{bad + ":4:14: worker.capacity"})
+	// The shipped example configuration is valid.
+	if r := runDrover(t, env, "", "config", "check", "-c", filepath.Join("..", "..", "examples", "drover.hcl")); r.code != 0 {
+		t.Fatalf("want examples/drover.hcl valid, have:\n%s", r)
+	}
 }

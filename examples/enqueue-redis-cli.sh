@@ -1,0 +1,44 @@
+#!/bin/sh
+# enqueue-redis-cli.sh — enqueue a Drover task from any shell with redis-cli,
+# using the documented enqueue script (docs/redis-schema.md, "Enqueueing").
+#
+#   examples/enqueue-redis-cli.sh QUEUE TASK [ARGS_JSON] [ID]
+#
+# Environment: REDIS_HOST (127.0.0.1), REDIS_PORT (6379), DROVER_PREFIX
+# (drover), DROVER_SCHEMA (the path of docs/redis-schema.md; the Lua script
+# is taken from it, so it is always the documented one).
+#
+# Prints the message's position (> 0), or -1 when the id was already known
+# (an idempotent no-op).
+set -eu
+queue=${1:?usage: $0 QUEUE TASK [ARGS_JSON] [ID]}
+task=${2:?usage: $0 QUEUE TASK [ARGS_JSON] [ID]}
+args=${3:-null}
+here=$(cd "$(dirname "$0")" && pwd)
+schema=${DROVER_SCHEMA:-$here/../docs/redis-schema.md}
+prefix=${DROVER_PREFIX:-drover}
+cli="redis-cli -h ${REDIS_HOST:-127.0.0.1} -p ${REDIS_PORT:-6379}"
+
+# A caller-chosen id is an idempotency key (keyed=1); otherwise make one up
+# that is unique enough for a shell script (the Go client uses ULIDs).
+if [ $# -ge 4 ]; then
+	id=$4
+	keyed=1
+else
+	id="sh-$(date +%s%N)-$$"
+	keyed=0
+fi
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+envelope=$(printf '{"id":"%s","queue":"%s","task":"%s","args":%s,"attempt":0,"enqueued_at":"%s"}' "$id" "$queue" "$task" "$args" "$now")
+
+# Extract the script between its first line and the end of the code block.
+script=$(mktemp)
+trap 'rm -f "$script"' EXIT
+awk '/^-- drover enqueue v1/{on=1} on&&/^```/{exit} on{print}' "$schema" >"$script"
+[ -s "$script" ] || { echo "no enqueue script found in $schema" >&2; exit 1; }
+
+k="$prefix:{$queue}"
+$cli --eval "$script" "$k:log" "$k:msg" "$k:seq" "$k:delayed" "$k:seen" , \
+	86400000 "$prefix:wakeup" "$queue" "$id" "$envelope" 0 "$keyed"
+$cli SADD "$prefix:queues" "$queue" >/dev/null
+echo "enqueued $id" >&2
