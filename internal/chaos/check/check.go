@@ -1,0 +1,310 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Check verifies the invariants of the package comment against in.
+func Check(in Input) *Report {
+	c := &checker{in: in, r: &Report{Faults: map[Kind]int{}, DuplicatesAt: map[Kind]int{}}}
+	for _, f := range in.Faults {
+		c.r.Faults[f.Kind]++
+	}
+	c.byMessage = map[msgKey][]Execution{}
+	for _, e := range in.Executions {
+		k := msgKey{e.Queue, e.ID}
+		c.byMessage[k] = append(c.byMessage[k], e)
+	}
+	c.r.Executions = len(in.Executions)
+	c.r.Messages = len(c.byMessage)
+	c.checkLost()
+	c.checkDuplicates()
+	c.checkOverlaps()
+	c.checkSchedules()
+	c.checkOffsets()
+	return c.r
+}
+
+type msgKey struct{ queue, id string }
+
+type checker struct {
+	in        Input
+	r         *Report
+	byMessage map[msgKey][]Execution
+}
+
+// covered returns the first fault that covers e (see the package comment).
+func (c *checker) covered(e Execution) (*Fault, bool) {
+	for i := range c.in.Faults {
+		f := &c.in.Faults[i]
+		eff := Effects[f.Kind]
+		if !eff.Excuses || !f.hits(e.WorkerPID) {
+			continue
+		}
+		from := f.Start.Add(-c.in.Policy.CommitWindow)
+		to := f.End.Add(time.Duration(eff.After * float64(c.in.Policy.SessionTimeout)))
+		if !e.End.Before(from) && !e.Start.After(to) {
+			return f, true
+		}
+	}
+	return nil, false
+}
+
+// isSlot reports whether id is a schedule slot's (sched:<name>:<unix>) and
+// returns its parts.
+func isSlot(id string) (name string, slot int64, ok bool) {
+	rest, ok := strings.CutPrefix(id, "sched:")
+	if !ok {
+		return "", 0, false
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i < 0 {
+		return "", 0, false
+	}
+	slot, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return rest[:i], slot, true
+}
+
+func describe(e Execution) string {
+	return fmt.Sprintf("%s/%s (attempt %d, position %d) on worker pid %d, %s–%s",
+		e.Queue, e.ID, e.Attempt, e.Position, e.WorkerPID,
+		e.Start.Format("15:04:05.000000"), e.End.Format("15:04:05.000000"))
+}
+
+// checkLost: every confirmed enqueue ran. (Schedule slots: checkSchedules.)
+func (c *checker) checkLost() {
+	seen := map[msgKey]bool{}
+	for _, m := range c.in.Enqueued {
+		k := msgKey{m.Queue, m.ID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		c.r.Enqueued++
+		if len(c.byMessage[k]) == 0 {
+			c.r.Lost++
+			c.r.violate(Lost, "%s/%s (position %d) was enqueued and never ran", m.Queue, m.ID, m.Position)
+		}
+	}
+}
+
+// checkDuplicates: a message that ran n times needs n−1 covered executions;
+// one id at two positions within an attempt was enqueued twice.
+func (c *checker) checkDuplicates() {
+	for k, es := range c.byMessage {
+		if len(es) > 1 {
+			c.duplicate(k, es)
+		}
+		if _, _, slot := isSlot(k.id); slot {
+			continue // checkSchedules reports a slot fired twice
+		}
+		if p, ok := twoPositions(es); ok {
+			c.r.DoubleEnqueues++
+			c.r.violate(DoubleEnqueue, "%s/%s ran at positions %d and %d", k.queue, k.id, p[0], p[1])
+		}
+	}
+}
+
+func (c *checker) duplicate(k msgKey, es []Execution) {
+	sort.Slice(es, func(i, j int) bool { return es[i].Start.Before(es[j].Start) })
+	c.r.Duplicates += len(es) - 1
+	var (
+		cover     *Fault
+		uncovered []Execution
+	)
+	for _, e := range es {
+		f, ok := c.covered(e)
+		if !ok {
+			uncovered = append(uncovered, e)
+			continue
+		}
+		if cover == nil {
+			cover = f
+		}
+		if lag := f.Start.Sub(e.End); lag > c.r.MaxCommitLag {
+			c.r.MaxCommitLag = lag
+		}
+	}
+	if len(uncovered) <= 1 {
+		c.r.DuplicatesAt[cover.Kind] += len(es) - 1
+		return
+	}
+	c.r.DuplicatesOutside++
+	var ds []string
+	for _, e := range uncovered {
+		ds = append(ds, describe(e))
+	}
+	c.r.violate(DuplicateOutside, "%s/%s ran %d times, %d of them outside any fault window: %s",
+		k.queue, k.id, len(es), len(uncovered), strings.Join(ds, "; "))
+}
+
+// twoPositions returns two distinct positions of one attempt, if any.
+func twoPositions(es []Execution) ([2]int64, bool) {
+	first := map[int]int64{}
+	for _, e := range es {
+		p, ok := first[e.Attempt]
+		if !ok {
+			first[e.Attempt] = e.Position
+			continue
+		}
+		if p != e.Position {
+			return [2]int64{p, e.Position}, true
+		}
+	}
+	return [2]int64{}, false
+}
+
+// checkOverlaps sweeps each queue's executions in start order.
+func (c *checker) checkOverlaps() {
+	byQueue := map[string][]Execution{}
+	for _, e := range c.in.Executions {
+		byQueue[e.Queue] = append(byQueue[e.Queue], e)
+	}
+	for q, es := range byQueue {
+		sort.Slice(es, func(i, j int) bool { return es[i].Start.Before(es[j].Start) })
+		var active []Execution
+		for _, b := range es {
+			kept := active[:0]
+			for _, a := range active {
+				if a.End.After(b.Start) {
+					kept = append(kept, a)
+				}
+			}
+			active = kept
+			for _, a := range active {
+				c.overlap(q, a, b)
+			}
+			active = append(active, b)
+		}
+	}
+}
+
+// overlap judges executions a and b of queue q, a started first and had
+// not ended when b started.
+func (c *checker) overlap(q string, a, b Execution) {
+	if c.in.Ordered[q] {
+		c.r.OrderedOverlaps++
+		c.r.violate(OrderedOverlap, "ordered queue %s: %s overlaps %s", q, describe(a), describe(b))
+		return
+	}
+	if a.WorkerPID == b.WorkerPID {
+		return // one owner running tasks concurrently
+	}
+	_, za := c.covered(a)
+	_, zb := c.covered(b)
+	if za || zb {
+		c.r.ZombieOverlaps++
+		return
+	}
+	c.r.CrossWorkerOverlaps++
+	c.r.violate(CrossWorkerOverlap, "queue %s: %s overlaps %s and neither worker was under a fault", q, describe(a), describe(b))
+}
+
+// checkSchedules: every slot from an entry's first fired one up to its next
+// pending one fired, once.
+func (c *checker) checkSchedules() {
+	// name → slot → positions of its first attempt
+	fired := map[string]map[int64]map[int64]bool{}
+	for _, e := range c.in.Executions {
+		name, slot, ok := isSlot(e.ID)
+		if !ok || e.Attempt != 0 {
+			continue
+		}
+		if fired[name] == nil {
+			fired[name] = map[int64]map[int64]bool{}
+		}
+		if fired[name][slot] == nil {
+			fired[name][slot] = map[int64]bool{}
+		}
+		fired[name][slot][e.Position] = true
+	}
+	for _, s := range c.in.Schedules {
+		slots := fired[s.Name]
+		if len(slots) == 0 {
+			c.r.SlotsMissed++
+			c.r.violate(SlotMissed, "schedule %s never fired (next slot %s)", s.Name, s.Next.Format(time.RFC3339))
+			continue
+		}
+		first, last := int64(1<<62), int64(0)
+		for t := range slots {
+			first, last = min(first, t), max(last, t)
+		}
+		step := int64(s.Every / time.Second)
+		if step < 1 {
+			step = 1
+		}
+		end := last + step
+		if !s.Next.IsZero() {
+			end = s.Next.Unix()
+		}
+		for t := first; t < end; t += step {
+			c.r.SlotsExpected++
+			if len(slots[t]) == 0 {
+				c.r.SlotsMissed++
+				c.r.violate(SlotMissed, "schedule %s: slot %s (id %s) never ran; its first fired slot was %s, its next pending one %s",
+					s.Name, time.Unix(t, 0).Format("15:04:05"), "sched:"+s.Name+":"+strconv.FormatInt(t, 10),
+					time.Unix(first, 0).Format("15:04:05"), time.Unix(end, 0).Format("15:04:05"))
+			}
+		}
+		for t, ps := range slots {
+			if len(ps) > 1 {
+				c.r.SlotsFiredTwice++
+				c.r.violate(SlotFiredTwice, "schedule %s: slot %s was enqueued at %d positions", s.Name, time.Unix(t, 0).Format("15:04:05"), len(ps))
+			}
+		}
+	}
+}
+
+// checkOffsets: samples of one queue ordered by version never decrease,
+// and after the drain each offset covers its queue.
+func (c *checker) checkOffsets() {
+	byQueue := map[string][]OffsetSample{}
+	for _, s := range c.in.Offsets {
+		byQueue[s.Queue] = append(byQueue[s.Queue], s)
+	}
+	c.r.OffsetSamples = len(c.in.Offsets)
+	for q, ss := range byQueue {
+		sort.SliceStable(ss, func(i, j int) bool {
+			if ss[i].Version != ss[j].Version {
+				return ss[i].Version < ss[j].Version
+			}
+			return ss[i].At.Before(ss[j].At)
+		})
+		for i := 1; i < len(ss); i++ {
+			a, b := ss[i-1], ss[i]
+			if b.Position < a.Position || (a.Version == b.Version && a.Position != b.Position) {
+				c.r.OffsetRegressions++
+				c.r.violate(OffsetBackwards, "queue %s: offset %d (version %d, by %s, read %s) then %d (version %d, by %s, read %s)",
+					q, a.Position, a.Version, a.Member, a.At.Format("15:04:05.000"), b.Position, b.Version, b.Member, b.At.Format("15:04:05.000"))
+			}
+		}
+	}
+	if c.in.FinalOffsets == nil {
+		return
+	}
+	last := map[string]int64{}
+	for _, m := range c.in.Enqueued {
+		last[m.Queue] = max(last[m.Queue], m.Position)
+	}
+	for _, e := range c.in.Executions {
+		last[e.Queue] = max(last[e.Queue], e.Position)
+	}
+	qs := make([]string, 0, len(last))
+	for q := range last {
+		qs = append(qs, q)
+	}
+	sort.Strings(qs)
+	for _, q := range qs {
+		if off := c.in.FinalOffsets[q]; off < last[q] {
+			c.r.QueuesBehind++
+			c.r.violate(OffsetBehind, "queue %s: committed offset %d after the drain, last message at %d", q, off, last[q])
+		}
+	}
+}

@@ -1,0 +1,279 @@
+package check
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2030, 1, 2, 15, 4, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+// clean is a run without faults: queue "o" (ordered) and "u" each run three
+// messages once, one after another, and schedule "tick" fires slots
+// t0+1s … t0+3s into "u"; offsets only move forward.
+func clean() Input {
+	in := Input{
+		Ordered: map[string]bool{"o": true},
+		Policy:  Policy{SessionTimeout: 4 * time.Second, CommitWindow: time.Second},
+	}
+	pos := int64(100)
+	for i, q := range []string{"o", "o", "o", "u", "u", "u"} {
+		id := fmt.Sprintf("m-%d", i)
+		pos++
+		in.Enqueued = append(in.Enqueued, Enqueued{Queue: q, ID: id, Position: pos})
+		in.Executions = append(in.Executions, Execution{Queue: q, ID: id, Position: pos, WorkerPID: 10, PID: 1000 + i,
+			Start: at(100 * i), End: at(100*i + 50)})
+	}
+	for s := 1; s <= 3; s++ {
+		pos++
+		in.Executions = append(in.Executions, Execution{Queue: "u", ID: fmt.Sprintf("sched:tick:%d", t0.Unix()+int64(s)),
+			Position: pos, WorkerPID: 10, PID: 2000 + s, Start: at(1000 * s), End: at(1000*s + 20)})
+	}
+	in.Schedules = []Schedule{{Name: "tick", Queue: "u", Every: time.Second, Next: t0.Add(4 * time.Second)}}
+	in.Offsets = []OffsetSample{
+		{At: at(0), Queue: "o", Version: 1, Position: 0},
+		{At: at(500), Queue: "o", Version: 2, Position: 103},
+		{At: at(600), Queue: "o", Version: 3, Position: 103}, // a claim: version bumps, position stays
+	}
+	in.FinalOffsets = map[string]int64{"o": 103, "u": pos}
+	return in
+}
+
+func wantOnly(t *testing.T, r *Report, inv Invariant, n int) {
+	t.Helper()
+	if r.ViolationCounts[inv] != n {
+		t.Errorf("%s: want %d violations, have %d (%v)", inv, n, r.ViolationCounts[inv], r.Violations)
+	}
+	for k, v := range r.ViolationCounts {
+		if k != inv {
+			t.Errorf("want only %s violations, also have %d of %s: %v", inv, v, k, r.Violations)
+		}
+	}
+}
+
+func TestCleanRunPasses(t *testing.T) {
+	r := Check(clean())
+	if !r.OK() {
+		t.Fatalf("want no violations, have %v", r.Violations)
+	}
+	if r.Enqueued != 6 || r.Executions != 9 || r.SlotsExpected != 3 || r.Lost != 0 || r.Duplicates != 0 {
+		t.Fatalf("want 6 enqueued, 9 executions, 3 slots, nothing lost or repeated; have %+v", r)
+	}
+}
+
+func TestPlantedLossIsReported(t *testing.T) {
+	in := clean()
+	in.Executions = in.Executions[1:] // m-0 never ran
+	r := Check(in)
+	wantOnly(t, r, Lost, 1)
+	if r.Lost != 1 || !strings.Contains(r.Violations[0].Detail, "o/m-0") {
+		t.Fatalf("want m-0 reported lost, have %v", r.Violations)
+	}
+}
+
+func TestPlantedOrderedOverlapIsReported(t *testing.T) {
+	in := clean()
+	in.Executions[1].Start = at(40) // m-1 starts before m-0 (0–50 ms) ended
+	r := Check(in)
+	wantOnly(t, r, OrderedOverlap, 1)
+	if r.OrderedOverlaps != 1 {
+		t.Fatalf("want 1 ordered overlap, have %d", r.OrderedOverlaps)
+	}
+}
+
+func TestOrderedOverlapIsReportedEvenAtAFault(t *testing.T) {
+	in := clean()
+	in.Executions[1].Start, in.Executions[1].WorkerPID = at(40), 11
+	in.Faults = []Fault{{Kind: WorkerStop, Target: "w1", PIDs: []int{10}, Start: at(10), End: at(5000)}}
+	wantOnly(t, Check(in), OrderedOverlap, 1)
+}
+
+func TestPlantedCrossWorkerOverlapIsReported(t *testing.T) {
+	in := clean()
+	// m-4 on another worker while m-3 (300–350 ms) runs on worker 10.
+	in.Executions[4].Start, in.Executions[4].WorkerPID = at(320), 11
+	r := Check(in)
+	wantOnly(t, r, CrossWorkerOverlap, 1)
+
+	// The same overlap with worker 10 stopped at 330 ms is a zombie's.
+	in.Faults = []Fault{{Kind: WorkerStop, Target: "w1", PIDs: []int{10}, Start: at(330), End: at(6000)}}
+	r = Check(in)
+	if !r.OK() || r.ZombieOverlaps != 1 {
+		t.Fatalf("want the overlap excused as a zombie's, have %d zombie overlaps and %v", r.ZombieOverlaps, r.Violations)
+	}
+	// A graceful restart excuses nothing.
+	in.Faults[0].Kind = RollingRestart
+	wantOnly(t, Check(in), CrossWorkerOverlap, 1)
+}
+
+func TestOneWorkerRunningAnUnorderedQueueConcurrentlyIsFine(t *testing.T) {
+	in := clean()
+	in.Executions[4].Start = at(320) // same worker as m-3
+	if r := Check(in); !r.OK() {
+		t.Fatalf("want no violations, have %v", r.Violations)
+	}
+}
+
+func TestPlantedDoubleFireIsReported(t *testing.T) {
+	in := clean()
+	second := in.Executions[7] // slot t0+2s again, at a new position, later
+	second.Position += 1000
+	second.Start, second.End = at(3500), at(3520)
+	in.Executions = append(in.Executions, second)
+	in.FinalOffsets["u"] = second.Position
+	r := Check(in)
+	if r.ViolationCounts[SlotFiredTwice] != 1 || r.SlotsFiredTwice != 1 {
+		t.Fatalf("want the double fire reported, have %v", r.Violations)
+	}
+	// Two runs outside any fault are also a duplicate.
+	if r.ViolationCounts[DuplicateOutside] != 1 || len(r.ViolationCounts) != 2 {
+		t.Fatalf("want a double fire and a duplicate, have %v", r.ViolationCounts)
+	}
+}
+
+func TestPlantedMissedSlotIsReported(t *testing.T) {
+	in := clean()
+	in.Executions = append(in.Executions[:7], in.Executions[8:]...) // drop slot t0+2s
+	r := Check(in)
+	wantOnly(t, r, SlotMissed, 1)
+	if !strings.Contains(r.Violations[0].Detail, "sched:tick:") {
+		t.Fatalf("want the slot's id in the report, have %q", r.Violations[0].Detail)
+	}
+	// The entry's next pending slot is t0+5s: t0+4s is missed as well.
+	in.Schedules[0].Next = t0.Add(5 * time.Second)
+	wantOnly(t, Check(in), SlotMissed, 2)
+}
+
+func TestDuplicateOutsideAFaultIsReported(t *testing.T) {
+	in := clean()
+	again := in.Executions[3]
+	again.WorkerPID, again.Start, again.End = 11, at(4500), at(4550)
+	in.Executions = append(in.Executions, again)
+	wantOnly(t, Check(in), DuplicateOutside, 1)
+}
+
+func TestDuplicateInFlightAtAFaultIsExcused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault Fault
+		ok    bool
+	}{
+		// m-3 ended at 350 ms; the worker was killed 500 ms later, within
+		// the 1 s commit window.
+		{"killed after it finished", Fault{Kind: WorkerKill, PIDs: []int{10}, Start: at(850), End: at(900)}, true},
+		{"killed long after it finished", Fault{Kind: WorkerKill, PIDs: []int{10}, Start: at(1500), End: at(1600)}, false},
+		{"another worker killed", Fault{Kind: WorkerKill, PIDs: []int{12}, Start: at(340), End: at(400)}, false},
+		{"its ZooKeeper links cut", Fault{Kind: ZKCutLong, PIDs: []int{10}, Start: at(340), End: at(6000)}, true},
+		{"ZooKeeper leader stopped", Fault{Kind: ZKLeaderStop, Start: at(340), End: at(6000)}, true},
+		{"Redis restarted", Fault{Kind: RedisRestart, Start: at(340), End: at(1000)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := clean()
+			again := in.Executions[3]
+			again.WorkerPID, again.Start, again.End = 11, at(7000), at(7050)
+			in.Executions = append(in.Executions, again)
+			in.Faults = []Fault{tc.fault}
+			r := Check(in)
+			if tc.ok {
+				if !r.OK() || r.DuplicatesAt[tc.fault.Kind] != 1 {
+					t.Fatalf("want the duplicate excused by %s, have %v (at %v)", tc.fault.Kind, r.Violations, r.DuplicatesAt)
+				}
+				return
+			}
+			wantOnly(t, r, DuplicateOutside, 1)
+		})
+	}
+}
+
+func TestZombieStartedAfterSIGCONTIsExcusedAsDuplicate(t *testing.T) {
+	in := clean()
+	// Worker 11 took the queue over and ran m-3 at 5 s; the stopped worker
+	// 10, continued at 6 s, ran it again before it noticed its session was
+	// gone.
+	in.Executions[3].WorkerPID, in.Executions[3].Start, in.Executions[3].End = 11, at(5000), at(5050)
+	zombie := in.Executions[3]
+	zombie.WorkerPID, zombie.Start, zombie.End = 10, at(6010), at(6060)
+	in.Executions = append(in.Executions, zombie)
+	in.Faults = []Fault{{Kind: WorkerStop, PIDs: []int{10}, Start: at(400), End: at(6000)}}
+	if r := Check(in); !r.OK() || r.Duplicates != 1 {
+		t.Fatalf("want one excused duplicate, have %d and %v", r.Duplicates, r.Violations)
+	}
+}
+
+func TestPlantedDoubleEnqueueIsReported(t *testing.T) {
+	in := clean()
+	again := in.Executions[4]
+	again.Position += 500
+	again.WorkerPID, again.Start, again.End = 11, at(7000), at(7050)
+	in.Executions = append(in.Executions, again)
+	in.Faults = []Fault{{Kind: WorkerKill, PIDs: []int{10}, Start: at(450), End: at(500)}}
+	in.FinalOffsets["u"] = again.Position
+	wantOnly(t, Check(in), DoubleEnqueue, 1)
+}
+
+func TestPlantedOffsetRegressionIsReported(t *testing.T) {
+	in := clean()
+	in.Offsets = append(in.Offsets, OffsetSample{At: at(700), Queue: "o", Version: 4, Position: 101, Member: "w2"})
+	r := Check(in)
+	wantOnly(t, r, OffsetBackwards, 1)
+	if !strings.Contains(r.Violations[0].Detail, "w2") {
+		t.Fatalf("want the writer named, have %q", r.Violations[0].Detail)
+	}
+}
+
+func TestOffsetBehindAfterDrainIsReported(t *testing.T) {
+	in := clean()
+	in.FinalOffsets["u"] = 104
+	wantOnly(t, Check(in), OffsetBehind, 1)
+}
+
+func TestMarkdownShowsVerdictAndViolations(t *testing.T) {
+	in := clean()
+	in.Executions = in.Executions[1:]
+	var b bytes.Buffer
+	Check(in).Markdown(&b, Run{Command: "go run ./internal/chaos -duration 1m", Duration: time.Minute, Seed: 7})
+	for _, want := range []string{"**FAIL**", "| lost | 1 |", "go run ./internal/chaos -duration 1m", "| worker-kill | 0 | 0 |", "- lost: o/m-0"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("want %q in the report:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestTaskLogRoundTripAndPartialLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.log")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	tr := NewTaskLogReader(r)
+	e := Execution{Queue: "q1", ID: "sched:a:b:1700000000", Attempt: 2, Position: 1700000000123456, WorkerPID: 7, PID: 8,
+		Start: time.UnixMicro(1700000000000001), End: time.UnixMicro(1700000000000999)}
+	line := FormatExecution(e)
+	f.WriteString(line + "garbage\n" + line[:10])
+	got, err := tr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != e || tr.Malformed != 1 {
+		t.Fatalf("want [%+v] and 1 malformed line, have %+v and %d", e, got, tr.Malformed)
+	}
+	f.WriteString(line[10:])
+	if got, _ = tr.Next(); len(got) != 1 || got[0] != e {
+		t.Fatalf("want the completed line, have %+v", got)
+	}
+	if name, slot, ok := isSlot(e.ID); !ok || name != "a:b" || slot != 1700000000 {
+		t.Fatalf("isSlot(%q): want a:b 1700000000, have %q %d %v", e.ID, name, slot, ok)
+	}
+}

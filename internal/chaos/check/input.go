@@ -1,0 +1,66 @@
+package check
+
+import "time"
+
+// Execution is one finished run of a task, as the task process logged it.
+type Execution struct {
+	Queue     string
+	ID        string
+	Attempt   int
+	Position  int64 // the message's position in its queue (DROVER_POSITION)
+	WorkerPID int   // the worker process that ran it (the task's parent)
+	PID       int   // the task process
+	Start     time.Time
+	End       time.Time
+}
+
+// Enqueued is one message whose enqueue Redis confirmed.
+type Enqueued struct {
+	Queue    string
+	ID       string
+	Position int64 // 0 when the confirming enqueue was a retry that found it present
+}
+
+// OffsetSample is one read of /offsets/<queue>.
+type OffsetSample struct {
+	At       time.Time `json:"at"`
+	Queue    string    `json:"queue"`
+	Version  int32     `json:"version"`
+	Position int64     `json:"position"`
+	Member   string    `json:"member,omitempty"`
+}
+
+// Schedule is a schedule entry's progress read after the schedulers were
+// stopped: every slot from its first fired one up to Next (exclusive) must
+// have fired.
+type Schedule struct {
+	Name  string        `json:"name"`
+	Queue string        `json:"queue"`
+	Every time.Duration `json:"every"`
+	// Next is the entry's next pending slot; zero when the entry was never
+	// planned.
+	Next time.Time `json:"next"`
+}
+
+// Policy holds the run's parameters the checks depend on.
+type Policy struct {
+	// SessionTimeout is the workers' ZooKeeper session timeout.
+	SessionTimeout time.Duration `json:"session_timeout"`
+	// CommitWindow bounds how long a finished task may wait for its commit:
+	// one finished at least this long before a fault is committed.
+	CommitWindow time.Duration `json:"commit_window"`
+}
+
+// Input is a chaos run's record.
+type Input struct {
+	Executions []Execution
+	Enqueued   []Enqueued
+	// Ordered holds the names of the ordered queues.
+	Ordered   map[string]bool
+	Faults    []Fault
+	Offsets   []OffsetSample
+	Schedules []Schedule
+	// FinalOffsets are the queues' committed positions after the drain.
+	FinalOffsets map[string]int64
+	Policy       Policy
+}

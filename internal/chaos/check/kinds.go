@@ -1,0 +1,76 @@
+package check
+
+import "time"
+
+// Kind names a kind of fault.
+type Kind string
+
+// The fault kinds the harness injects.
+const (
+	WorkerKill     Kind = "worker-kill"     // kill -9 of a worker, restarted after a pause
+	WorkerStop     Kind = "worker-stop"     // SIGSTOP of a worker past its session timeout, then SIGCONT
+	ZKCutShort     Kind = "zk-cut-short"    // a worker's ZooKeeper links cut for less than the session timeout
+	ZKCutLong      Kind = "zk-cut-long"     // … for longer than the session timeout
+	ZKLeaderKill   Kind = "zk-leader-kill"  // kill -9 of the ZooKeeper leader, restarted
+	ZKLeaderStop   Kind = "zk-leader-stop"  // SIGSTOP of the ZooKeeper leader past the session timeout, then SIGCONT
+	RedisRestart   Kind = "redis-restart"   // SIGTERM of Redis (appendonly, fsync always), started again
+	RollingRestart Kind = "rolling-restart" // SIGTERM and start of every worker, one after the other
+	SchedulerKill  Kind = "scheduler-kill"  // kill -9 of the scheduler leader, restarted
+)
+
+// Kinds lists every fault kind in report order.
+var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill}
+
+// Effect is what a kind of fault may legitimately cause.
+type Effect struct {
+	// Excuses: executions on a worker the fault hit may be repeated
+	// elsewhere (duplicates) and may overlap another worker's (a zombie).
+	Excuses bool
+	// After is how long after the fault's end, in session timeouts, a
+	// worker it hit may still run work it will lose: the time it takes to
+	// notice that its session is gone.
+	After float64
+}
+
+// Effects holds the Effect of every Kind. A graceful rolling restart, a
+// Redis restart and a killed scheduler excuse nothing.
+var Effects = map[Kind]Effect{
+	WorkerKill:     {Excuses: true, After: 0},
+	WorkerStop:     {Excuses: true, After: 1},
+	ZKCutShort:     {Excuses: true, After: 1},
+	ZKCutLong:      {Excuses: true, After: 1},
+	ZKLeaderKill:   {Excuses: true, After: 2},
+	ZKLeaderStop:   {Excuses: true, After: 2},
+	RedisRestart:   {},
+	RollingRestart: {},
+	SchedulerKill:  {},
+}
+
+// Fault is one injected fault.
+type Fault struct {
+	Kind Kind `json:"kind"`
+	// Target names what was hit: a worker, a ZooKeeper node, "redis", a
+	// scheduler, or "workers" for a rolling restart.
+	Target string `json:"target"`
+	// PIDs are the worker processes the fault hit; empty means every
+	// worker (ZooKeeper and Redis faults).
+	PIDs  []int     `json:"pids,omitempty"`
+	Start time.Time `json:"start"`
+	// End is when the fault was lifted (the process continued, restarted,
+	// the link restored).
+	End  time.Time `json:"end"`
+	Note string    `json:"note,omitempty"`
+}
+
+// hits reports whether the fault hit worker process pid.
+func (f *Fault) hits(pid int) bool {
+	if len(f.PIDs) == 0 {
+		return true
+	}
+	for _, p := range f.PIDs {
+		if p == pid {
+			return true
+		}
+	}
+	return false
+}

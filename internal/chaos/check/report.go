@@ -1,0 +1,157 @@
+package check
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Invariant names a property a run must keep.
+type Invariant string
+
+// The invariants Check verifies.
+const (
+	Lost               Invariant = "lost"                 // an enqueued message or fired slot never ran
+	OrderedOverlap     Invariant = "ordered-overlap"      // two executions of an ordered queue overlapped
+	CrossWorkerOverlap Invariant = "cross-worker-overlap" // two workers ran one queue at once, neither under a fault
+	DuplicateOutside   Invariant = "duplicate-outside-fault"
+	DoubleEnqueue      Invariant = "double-enqueue"    // one id at two positions (a load message)
+	SlotFiredTwice     Invariant = "slot-fired-twice"  // one id at two positions (a schedule slot)
+	SlotMissed         Invariant = "slot-missed"       // a slot before the entry's next one never fired
+	OffsetBackwards    Invariant = "offset-backwards"  // a committed offset moved back
+	OffsetBehind       Invariant = "offset-behind-end" // after the drain an offset does not cover its queue
+)
+
+// maxDetails is how many violations of one invariant a Report lists.
+const maxDetails = 20
+
+// Violation is one broken invariant, with what shows it.
+type Violation struct {
+	Invariant Invariant `json:"invariant"`
+	Detail    string    `json:"detail"`
+}
+
+// Report is what Check found.
+type Report struct {
+	Faults        map[Kind]int `json:"faults"`
+	Enqueued      int          `json:"enqueued"`       // confirmed enqueues of the load
+	SlotsExpected int          `json:"slots_expected"` // schedule slots that had to fire
+	Executions    int          `json:"executions"`     // task log lines
+	Messages      int          `json:"messages"`       // distinct messages executed
+
+	Lost int `json:"lost"`
+	// Duplicates counts executions beyond the first of each message.
+	Duplicates int `json:"duplicates"`
+	// DuplicatesAt counts excused duplicates by the kind of the fault
+	// that covered the repeated execution.
+	DuplicatesAt      map[Kind]int `json:"duplicates_at"`
+	DuplicatesOutside int          `json:"duplicates_outside"` // messages repeated outside any fault
+	OrderedOverlaps   int          `json:"ordered_overlaps"`
+	// ZombieOverlaps counts overlaps of two workers' executions of a queue
+	// excused because one of them ran on a worker under a fault.
+	ZombieOverlaps      int `json:"zombie_overlaps"`
+	CrossWorkerOverlaps int `json:"cross_worker_overlaps"`
+	DoubleEnqueues      int `json:"double_enqueues"`
+	SlotsFiredTwice     int `json:"slots_fired_twice"`
+	SlotsMissed         int `json:"slots_missed"`
+	OffsetSamples       int `json:"offset_samples"`
+	OffsetRegressions   int `json:"offset_regressions"`
+	QueuesBehind        int `json:"queues_behind"`
+	// MaxCommitLag is the longest time between an excused duplicate's
+	// earlier execution ending and the fault starting: how close to
+	// Policy.CommitWindow the run came.
+	MaxCommitLag time.Duration `json:"max_commit_lag"`
+
+	// Violations lists up to maxDetails examples per invariant;
+	// ViolationCounts has the exact numbers.
+	Violations      []Violation       `json:"violations"`
+	ViolationCounts map[Invariant]int `json:"violation_counts"`
+}
+
+// OK reports whether no invariant was violated.
+func (r *Report) OK() bool { return len(r.ViolationCounts) == 0 }
+
+func (r *Report) violate(inv Invariant, format string, a ...any) {
+	if r.ViolationCounts == nil {
+		r.ViolationCounts = map[Invariant]int{}
+	}
+	r.ViolationCounts[inv]++
+	if r.ViolationCounts[inv] <= maxDetails {
+		r.Violations = append(r.Violations, Violation{Invariant: inv, Detail: fmt.Sprintf(format, a...)})
+	}
+}
+
+// Run describes the run for the Markdown header.
+type Run struct {
+	Command  string        // the command line that produced it
+	Duration time.Duration // the load and fault phase
+	Load     string        // e.g. "300 msg/s over 50 queues (10 ordered), 100 schedules every 1s"
+	Seed     int64
+}
+
+// Markdown writes the report as Markdown tables.
+func (r *Report) Markdown(w io.Writer, run Run) {
+	verdict := "PASS"
+	if !r.OK() {
+		verdict = "FAIL"
+	}
+	total := 0
+	for _, n := range r.Faults {
+		total += n
+	}
+	dupAt := func() string {
+		var parts []string
+		for _, k := range Kinds {
+			if n := r.DuplicatesAt[k]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", k, n))
+			}
+		}
+		if len(parts) == 0 {
+			return ""
+		}
+		return " (at " + strings.Join(parts, ", ") + ")"
+	}
+	fmt.Fprintf(w, "Command: `%s` (seed %d)\n\n", run.Command, run.Seed)
+	fmt.Fprintf(w, "| what | value |\n|---|---|\n")
+	fmt.Fprintf(w, "| verdict | **%s** |\n", verdict)
+	fmt.Fprintf(w, "| load and fault phase | %s |\n", run.Duration)
+	fmt.Fprintf(w, "| load | %s |\n", run.Load)
+	fmt.Fprintf(w, "| faults injected | %d |\n", total)
+	fmt.Fprintf(w, "| messages enqueued (confirmed) | %d |\n", r.Enqueued)
+	fmt.Fprintf(w, "| schedule slots due | %d |\n", r.SlotsExpected)
+	fmt.Fprintf(w, "| executions logged | %d |\n", r.Executions)
+	fmt.Fprintf(w, "| distinct messages executed | %d |\n", r.Messages)
+	fmt.Fprintf(w, "| lost | %d |\n", r.Lost)
+	fmt.Fprintf(w, "| overlapping executions of an ordered queue | %d |\n", r.OrderedOverlaps)
+	fmt.Fprintf(w, "| overlaps of two workers on one queue, one a zombie (allowed) | %d |\n", r.ZombieOverlaps)
+	fmt.Fprintf(w, "| overlaps of two workers on one queue, no fault | %d |\n", r.CrossWorkerOverlaps)
+	fmt.Fprintf(w, "| duplicate executions, in flight at a fault (allowed) | %d%s |\n", r.Duplicates-r.DuplicatesOutside, dupAt())
+	fmt.Fprintf(w, "| messages repeated outside any fault | %d |\n", r.DuplicatesOutside)
+	fmt.Fprintf(w, "| messages enqueued twice (new position) | %d |\n", r.DoubleEnqueues)
+	fmt.Fprintf(w, "| schedule slots fired twice | %d |\n", r.SlotsFiredTwice)
+	fmt.Fprintf(w, "| schedule slots missed | %d |\n", r.SlotsMissed)
+	fmt.Fprintf(w, "| committed offsets sampled / gone backwards | %d / %d |\n", r.OffsetSamples, r.OffsetRegressions)
+	fmt.Fprintf(w, "| queues whose offset did not reach the end after the drain | %d |\n", r.QueuesBehind)
+	fmt.Fprintf(w, "| longest finish-to-fault gap among excused duplicates | %s |\n", r.MaxCommitLag.Round(time.Millisecond))
+	fmt.Fprintf(w, "\n| fault | injected | duplicates it excused |\n|---|---|---|\n")
+	for _, k := range Kinds {
+		fmt.Fprintf(w, "| %s | %d | %d |\n", k, r.Faults[k], r.DuplicatesAt[k])
+	}
+	if !r.OK() {
+		invs := make([]string, 0, len(r.ViolationCounts))
+		for inv := range r.ViolationCounts {
+			invs = append(invs, string(inv))
+		}
+		sort.Strings(invs)
+		fmt.Fprintf(w, "\n| violated invariant | count |\n|---|---|\n")
+		for _, inv := range invs {
+			fmt.Fprintf(w, "| %s | %d |\n", inv, r.ViolationCounts[Invariant(inv)])
+		}
+		fmt.Fprintf(w, "\nExamples:\n\n")
+		for _, v := range r.Violations {
+			fmt.Fprintf(w, "- %s: %s\n", v.Invariant, v.Detail)
+		}
+	}
+}
