@@ -66,6 +66,13 @@ flag. Exits 2 when the configuration is invalid.`,
 			}
 			defaults := config.Default("<hostname>")
 			eff := defaults.Effective()
+			// Defaults that are derived from other settings.
+			derived := map[string]any{"zookeeper.root": "/drover/<cluster>", "zookeeper.connect_timeout": "<session_timeout>"}
+			for i, e := range eff {
+				if v, ok := derived[e.Key]; ok {
+					eff[i].Value = v
+				}
+			}
 			if asJSON {
 				out := make([]map[string]any, len(eff))
 				for i, e := range eff {
