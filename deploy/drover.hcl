@@ -1,0 +1,36 @@
+# /etc/drover/drover.hcl — an example configuration for the systemd units
+# (deploy/systemd). Every key is in docs/cli.md; DROVER_* environment
+# variables and flags override the file. deploy/deploy_test.go loads this
+# file, so it stays valid.
+cluster = "prod"
+
+zookeeper {
+  servers = ["zk1.internal:2181", "zk2.internal:2181", "zk3.internal:2181"]
+  # See docs/operations.md, "Choosing the session timeout".
+  session_timeout = "10s"
+}
+
+redis {
+  addrs  = ["redis.internal:6379"]
+  prefix = "drover"
+}
+
+worker {
+  # name defaults to the host name: stable across restarts, so a restarted
+  # worker gets its queues back.
+  capacity   = 16
+  admin_addr = "0.0.0.0:9090"
+  # The systemd units' TimeoutStopSec is drain_timeout + 15s: keep them in
+  # step when changing this.
+  drain_timeout = "30s"
+}
+
+metrics {
+  prometheus = true
+  # statsd = "127.0.0.1:8125"
+}
+
+log {
+  level = "info"
+  json  = true
+}
