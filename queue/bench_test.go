@@ -3,7 +3,10 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,8 +46,62 @@ func benchMessage() *drover.Message {
 		Args: []byte(`{"to":"user@example.com","template":"welcome","user_id":123456}`)}
 }
 
-func reportRate(b *testing.B, msgs int, start time.Time) {
-	b.ReportMetric(float64(msgs)/time.Since(start).Seconds(), "msgs/s")
+// meter measures a benchmark's throughput and, because the machine may be
+// shared, the CPU time spent per message by this process (the client) and by
+// the Redis server: those do not depend on what else runs.
+type meter struct {
+	s        *Store
+	start    time.Time
+	client   time.Duration
+	redisCPU float64
+}
+
+func startMeter(b *testing.B, s *Store) *meter {
+	b.Helper()
+	b.ResetTimer()
+	return &meter{s: s, start: time.Now(), client: processCPU(), redisCPU: redisCPU(b, s)}
+}
+
+// stop reports msgs/s, client-µs/msg and redis-µs/msg for msgs messages.
+func (m *meter) stop(b *testing.B, msgs int) {
+	b.Helper()
+	elapsed := time.Since(m.start)
+	client := processCPU() - m.client
+	server := redisCPU(b, m.s) - m.redisCPU
+	b.StopTimer()
+	if msgs == 0 {
+		return
+	}
+	b.ReportMetric(float64(msgs)/elapsed.Seconds(), "msgs/s")
+	b.ReportMetric(float64(client.Microseconds())/float64(msgs), "client-µs/msg")
+	b.ReportMetric(server*1e6/float64(msgs), "redis-µs/msg")
+}
+
+// processCPU is the user+system CPU time of this process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// redisCPU is the Redis server's used_cpu_user + used_cpu_sys, in seconds.
+func redisCPU(b *testing.B, s *Store) float64 {
+	b.Helper()
+	info, err := s.rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatalf("INFO cpu: %v", err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return total
 }
 
 // BenchmarkEnqueue: single Enqueue calls, from 1 and 8 goroutines (the
@@ -55,8 +112,7 @@ func BenchmarkEnqueue(b *testing.B) {
 			s := benchStore(b)
 			ctx := context.Background()
 			m := benchMessage()
-			b.ResetTimer()
-			start := time.Now()
+			meter := startMeter(b, s)
 			var wg sync.WaitGroup
 			for g := range goroutines {
 				n := b.N / goroutines
@@ -75,7 +131,7 @@ func BenchmarkEnqueue(b *testing.B) {
 				}()
 			}
 			wg.Wait()
-			reportRate(b, b.N, start)
+			meter.stop(b, b.N)
 		})
 	}
 }
@@ -90,14 +146,13 @@ func BenchmarkEnqueueBatch(b *testing.B) {
 		for i := range msgs {
 			msgs[i] = benchMessage()
 		}
-		b.ResetTimer()
-		start := time.Now()
+		meter := startMeter(b, s)
 		for range b.N {
 			if _, err := s.EnqueueBatch(ctx, msgs); err != nil {
 				b.Fatal(err)
 			}
 		}
-		reportRate(b, b.N*batch, start)
+		meter.stop(b, b.N*batch)
 	})
 }
 
@@ -128,8 +183,7 @@ func BenchmarkReadAfter(b *testing.B) {
 			}
 			var offset drover.Position
 			read := 0
-			b.ResetTimer()
-			start := time.Now()
+			meter := startMeter(b, s)
 			for range b.N {
 				es, err := s.ReadAfter(ctx, "bench", offset, c.batch)
 				if err != nil {
@@ -149,7 +203,7 @@ func BenchmarkReadAfter(b *testing.B) {
 				read += len(es)
 				offset = es[len(es)-1].Position
 			}
-			reportRate(b, read, start)
+			meter.stop(b, read)
 		})
 	}
 }

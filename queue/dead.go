@@ -51,6 +51,28 @@ func (s *Store) Kill(ctx context.Context, queue, id string, raw []byte, f drover
 	return nil
 }
 
+// DeadLetter is Kill for a drover.DeadLetter (the worker's form): it keeps
+// d.Raw when set, else d.Message's envelope.
+func (s *Store) DeadLetter(ctx context.Context, queue string, d drover.DeadLetter) error {
+	raw := d.Raw
+	id := d.ID
+	if d.Message != nil {
+		if id == "" {
+			id = d.Message.ID
+		}
+		if raw == nil {
+			c := *d.Message
+			c.Position = 0
+			env, err := c.MarshalJSON()
+			if err != nil {
+				return fmt.Errorf("dead-letter %s in %s: encode envelope: %w", id, queue, err)
+			}
+			raw = env
+		}
+	}
+	return s.Kill(ctx, queue, id, raw, d.Failure)
+}
+
 // deadRecord builds the :deadmsg value.
 func deadRecord(queue, id string, raw []byte, f drover.Failure) ([]byte, error) {
 	fields := map[string]json.RawMessage{}
@@ -165,9 +187,9 @@ func (s *Store) DeadLetters(ctx context.Context, queue string, offset, limit int
 	return out, nil
 }
 
-// DeadLetter returns one dead letter of queue, or an error wrapping
+// GetDeadLetter returns one dead letter of queue, or an error wrapping
 // drover.ErrNotFound.
-func (s *Store) DeadLetter(ctx context.Context, queue, id string) (drover.DeadLetter, error) {
+func (s *Store) GetDeadLetter(ctx context.Context, queue, id string) (drover.DeadLetter, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return drover.DeadLetter{}, fmt.Errorf("get dead letter %s: %w", id, err)
@@ -188,7 +210,7 @@ func (s *Store) DeadLetter(ctx context.Context, queue, id string) (drover.DeadLe
 // a dead letter, with drover.ErrPoison when its envelope cannot be decoded,
 // and when the id is pending in the queue again.
 func (s *Store) RetryDead(ctx context.Context, queue, id string) (EnqueueResult, error) {
-	dl, err := s.DeadLetter(ctx, queue, id)
+	dl, err := s.GetDeadLetter(ctx, queue, id)
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("retry dead letter: %w", err)
 	}

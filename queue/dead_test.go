@@ -100,9 +100,9 @@ func testDeadLetters(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("missing: want no raw and no message, have %+v", dl)
 	}
 
-	dl, err := s.DeadLetter(ctx, "dlq", "bad-job")
+	dl, err := s.GetDeadLetter(ctx, "dlq", "bad-job")
 	if err != nil {
-		t.Fatalf("DeadLetter(bad-job): %v", err)
+		t.Fatalf("GetDeadLetter(bad-job): %v", err)
 	}
 	if !dl.Failure.FailedAt.Equal(t0) || dl.Failure.Reason != f.Reason || dl.Failure.ExitCode != 3 || dl.Failure.StderrTail != "boom\n" {
 		t.Fatalf("failure: want %+v, have %+v", f, dl.Failure)
@@ -110,8 +110,8 @@ func testDeadLetters(t *testing.T, rdb redis.UniversalClient) {
 	if dl.Message == nil || dl.Message.Attempt != 5 || string(dl.Message.Extra["trace_id"]) != `"abc"` || len(dl.Message.Extra) != 1 {
 		t.Fatalf("dead message: want attempt 5 and only trace_id extra, have %+v", dl.Message)
 	}
-	if _, err := s.DeadLetter(ctx, "dlq", "nope"); !errors.Is(err, drover.ErrNotFound) {
-		t.Fatalf("DeadLetter(nope): want ErrNotFound, have %v", err)
+	if _, err := s.GetDeadLetter(ctx, "dlq", "nope"); !errors.Is(err, drover.ErrNotFound) {
+		t.Fatalf("GetDeadLetter(nope): want ErrNotFound, have %v", err)
 	}
 
 	// Retry: back in the log with attempt 0, out of the dead letters, even
@@ -128,7 +128,7 @@ func testDeadLetters(t *testing.T, rdb redis.UniversalClient) {
 	if back.Attempt != 0 || string(back.Extra["trace_id"]) != `"abc"` || len(back.Extra) != 1 {
 		t.Fatalf("retried message: want attempt 0 and only trace_id extra, have %+v", back)
 	}
-	if _, err := s.DeadLetter(ctx, "dlq", "bad-job"); !errors.Is(err, drover.ErrNotFound) {
+	if _, err := s.GetDeadLetter(ctx, "dlq", "bad-job"); !errors.Is(err, drover.ErrNotFound) {
 		t.Fatalf("bad-job after retry: want it gone from the dead letters, have %v", err)
 	}
 	if _, err := s.RetryDead(ctx, "dlq", "bad-job"); !errors.Is(err, drover.ErrNotFound) {
@@ -155,5 +155,32 @@ func testDeadLetters(t *testing.T, rdb redis.UniversalClient) {
 	}
 	if n, _ := rdb.Exists(ctx, qk.dead, qk.deadmsg).Result(); n != 0 {
 		t.Fatalf("after purge: want :dead and :deadmsg gone, %d remain", n)
+	}
+}
+
+var _ = addContractCases(contractCase{"DeadLetterFromMessage", testDeadLetterFromMessage})
+
+// DeadLetter (the worker's form) keeps the message as given, with its
+// failure, and takes it out of the log.
+func testDeadLetterFromMessage(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	mustEnqueue(t, s, msg("dlq2", "j"))
+	es := readAll(t, s, "dlq2", 0, 10)
+	m := mustDecode(t, es[0])
+	m.Attempt = 4
+	f := drover.Failure{Reason: "timeout", ExitCode: -1, StderrTail: "killed"}
+	if err := s.DeadLetter(ctx, "dlq2", drover.DeadLetter{Message: m, Failure: f}); err != nil {
+		t.Fatalf("DeadLetter: %v", err)
+	}
+	dl, err := s.GetDeadLetter(ctx, "dlq2", "j")
+	if err != nil {
+		t.Fatalf("GetDeadLetter(j): %v", err)
+	}
+	if dl.Message == nil || dl.Message.Attempt != 4 || dl.Message.Task != "t" || dl.Failure.Reason != "timeout" || dl.Failure.FailedAt.IsZero() {
+		t.Fatalf("dead letter j: want attempt 4, task t, reason timeout, a failure time; have %+v / %+v", dl.Message, dl.Failure)
+	}
+	if es := readAll(t, s, "dlq2", 0, 10); len(es) != 0 {
+		t.Fatalf("log after DeadLetter: want empty, have %+v", es)
 	}
 }

@@ -83,7 +83,7 @@ func (s *Store) Retry(ctx context.Context, m *drover.Message, due time.Time) err
 	}
 	c := *m
 	c.Position = 0
-	env, err := c.MarshalJSON()
+	env, err := encodeEnvelope(&c)
 	if err != nil {
 		return fmt.Errorf("retry %s in %s: encode envelope: %w", m.ID, m.Queue, err)
 	}

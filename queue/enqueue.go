@@ -143,7 +143,7 @@ func (s *Store) newRequest(m *drover.Message, due int64) (*enqueueRequest, error
 		c.EnqueuedAt = s.clock.Now().UTC()
 	}
 	c.Position = 0
-	env, err := c.MarshalJSON()
+	env, err := encodeEnvelope(&c)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %s to %s: encode envelope: %w", c.ID, c.Queue, err)
 	}

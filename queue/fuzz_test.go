@@ -59,6 +59,18 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		if !sameMessage(m, again) {
 			t.Fatalf("round trip changed the message:\n%+v\n%+v", m, again)
 		}
+		// The enqueue path's encoder agrees with MarshalJSON.
+		fast, err := encodeEnvelope(m)
+		if err != nil {
+			t.Fatalf("encodeEnvelope(%+v): %v", m, err)
+		}
+		viaFast, err := (&Entry{Queue: "q", Position: 7, ID: "x", Raw: fast}).Decode()
+		if err != nil {
+			t.Fatalf("decode of encodeEnvelope's %s: %v", fast, err)
+		}
+		if !sameMessage(m, viaFast) {
+			t.Fatalf("encodeEnvelope changed the message:\n%+v\n%+v\n%s", m, viaFast, fast)
+		}
 	})
 }
 
