@@ -1,7 +1,9 @@
-// Package metrics names Drover's metrics in one place and defines the small
-// Recorder interface the runtime reports through. Sinks (Prometheus, statsd,
-// in-memory) are backed by a github.com/hashicorp/go-metrics instance, never
-// the package-global one, so parallel tests do not see each other.
+// Package metrics names Drover's metrics in one place (names.go, Catalog)
+// and defines the small Recorder interface the runtime reports through.
+// Setup builds a Registry: a Recorder backed by a github.com/hashicorp/go-metrics
+// instance of its own (never the package-global one, so parallel tests do
+// not see each other) over the Prometheus, statsd and in-memory sinks.
+// docs/metrics.md documents every exported name.
 package metrics
 
 // Label is one metric label (queue, task, outcome, …).
