@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/queue"
+	"github.com/drover-dev/drover/worker"
+)
+
+// droverSystem runs the workloads on Drover as `drover worker` runs a queue:
+// the queue.Store on the private Redis, a real fenced claim from a
+// coordinator session on the private ZooKeeper, worker.Worker with the
+// executor of worker.NewExecutor, and enqueue notifications wired to Wake.
+type droverSystem struct {
+	rdb     *redis.Client
+	store   *queue.Store
+	zk      *coordinator.Session
+	exec    worker.Executor
+	handled atomic.Pointer[counter] // the inline no-op handler counts here
+	runs    int                     // gives every run a fresh queue name
+}
+
+// droverNoopTask is the inline no-op handler's task name.
+const droverNoopTask = "bench-noop"
+
+func newDroverSystem(ctx context.Context, srv *servers) (*droverSystem, error) {
+	d := &droverSystem{rdb: srv.redisClient()}
+	var err error
+	if d.store, err = queue.New(queue.Config{Client: d.rdb}); err != nil {
+		return nil, err
+	}
+	if d.zk, err = srv.connectZK(ctx, "/bench/throughput", "", coordinator.DefaultSessionTimeout); err != nil {
+		return nil, err
+	}
+	if d.exec, err = worker.NewExecutor(worker.ExecConfig{}); err != nil {
+		return nil, err
+	}
+	drover.Register(droverNoopTask, func(context.Context, *drover.Message) error {
+		if c := d.handled.Load(); c != nil {
+			c.add()
+		}
+		return nil
+	})
+	return d, nil
+}
+
+func (d *droverSystem) name() string { return "drover" }
+
+func (d *droverSystem) close() {
+	d.zk.Close()
+	d.rdb.Close()
+}
+
+func (d *droverSystem) nextQueue(what string) string {
+	d.runs++
+	return fmt.Sprintf("bench-%s-%d", what, d.runs)
+}
+
+func (d *droverSystem) message(q string, kind taskKind, i int) *drover.Message {
+	task := droverNoopTask
+	if kind == kindTrue {
+		task = "bench-true"
+	}
+	return &drover.Message{Queue: q, Task: task, Args: payload(i)}
+}
+
+// enqueue implements system: one Store.Enqueue call per task.
+func (d *droverSystem) enqueue(ctx context.Context, n, g int) (time.Duration, error) {
+	q := d.nextQueue("enqueue")
+	start := time.Now()
+	err := fanOut(ctx, n, g, func(i int) error {
+		_, err := d.store.Enqueue(ctx, d.message(q, kindNoop, i))
+		return err
+	})
+	elapsed := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("drover enqueue: %w", err)
+	}
+	b, err := d.store.Backlog(ctx, q, 0)
+	if err != nil {
+		return 0, err
+	}
+	if b.Lag != int64(n) {
+		return 0, fmt.Errorf("drover enqueue: want %d messages in the log, have %d", n, b.Lag)
+	}
+	return elapsed, nil
+}
+
+// process implements system. Done means: the worker's committed offset (a
+// fenced ZooKeeper commit) covers the last message.
+func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrency int) (time.Duration, error) {
+	q := d.nextQueue("process-" + string(kind))
+	last, err := d.preEnqueue(ctx, q, kind, n)
+	if err != nil {
+		return 0, err
+	}
+	route := drover.TaskRoute{Inline: true}
+	if kind == kindTrue {
+		route = drover.TaskRoute{Command: []string{"/bin/true"}}
+	}
+	qc := drover.QueueConfig{Name: q, Concurrency: concurrency, Tasks: map[string]drover.TaskRoute{"*": route}}
+	handled := newCounter(n)
+	d.handled.Store(handled)
+	defer d.handled.Store(nil)
+
+	zc, err := d.zk.Claim(ctx, q, coordinator.Owner{Member: "bench"})
+	if err != nil {
+		return 0, err
+	}
+	claim := newWatchedClaim(zc, last)
+	w, err := worker.New(worker.Config{
+		Member: "bench", Capacity: concurrency,
+		Log: queueLog{d.store}, Requeuer: queueLog{d.store}, Executor: d.exec,
+	})
+	if err != nil {
+		return 0, err
+	}
+	wctx, stopWakeups := context.WithCancel(ctx)
+	defer stopWakeups()
+	wakeups, err := d.store.Wakeups(wctx)
+	if err != nil {
+		return 0, err
+	}
+	go func() {
+		for q := range wakeups {
+			w.Wake(q)
+		}
+	}()
+
+	start := time.Now()
+	if err := w.Start(qc, claim); err != nil {
+		return 0, err
+	}
+	var elapsed time.Duration
+	select {
+	case <-claim.done:
+		elapsed = time.Since(start)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(processTimeout):
+		return 0, fmt.Errorf("drover %s: offset not at the last message after %s", kind, processTimeout)
+	}
+	if debugCommits {
+		claim.mu.Lock()
+		fmt.Printf("commits %d, in commit %s, longest %s, elapsed %s\n", claim.commits, claim.inCommit, claim.maxWait, elapsed)
+		claim.mu.Unlock()
+	}
+	if err := w.Stop(ctx, q); err != nil {
+		return 0, fmt.Errorf("drover: stop queue: %w", err)
+	}
+	b, err := d.store.Backlog(ctx, q, last)
+	if err != nil {
+		return 0, err
+	}
+	if b.Dead != 0 || b.Delayed != 0 {
+		return 0, fmt.Errorf("drover %s: %d dead letters and %d retries, want none", kind, b.Dead, b.Delayed)
+	}
+	if kind == kindNoop && handled.seen.Load() != int64(n) {
+		return 0, fmt.Errorf("drover noop: handler ran %d times for %d messages", handled.seen.Load(), n)
+	}
+	return elapsed, nil
+}
+
+var debugCommits = os.Getenv("BENCH_DEBUG_COMMITS") != ""
+
+// processTimeout bounds one processing run.
+const processTimeout = 5 * time.Minute
+
+// preEnqueue fills q with n messages in batches and returns the last
+// position.
+func (d *droverSystem) preEnqueue(ctx context.Context, q string, kind taskKind, n int) (drover.Position, error) {
+	var last drover.Position
+	const batch = 1000
+	for i := 0; i < n; i += batch {
+		msgs := make([]*drover.Message, 0, batch)
+		for j := i; j < min(i+batch, n); j++ {
+			msgs = append(msgs, d.message(q, kind, j))
+		}
+		res, err := d.store.EnqueueBatch(ctx, msgs)
+		if err != nil {
+			return 0, fmt.Errorf("drover: pre-enqueue: %w", err)
+		}
+		last = res[len(res)-1].Position
+	}
+	return last, nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+// throughputConfig sizes the throughput section.
+type throughputConfig struct {
+	Runs        int // runs per figure; the median is reported
+	EnqueueN    int // tasks per enqueue run
+	NoopN       int // tasks per no-op processing run
+	TrueN       int // tasks per /bin/true processing run
+	Concurrency int // tasks at once in every processing run and the spawn loop
+	Peers       []string
+}
+
+// workloadResult is one workload's figures: tasks/s of every run of every
+// system, and their medians.
+type workloadResult struct {
+	Workload string               `json:"workload"`
+	Tasks    int                  `json:"tasks"`
+	Runs     map[string][]float64 `json:"runs_tasks_per_s"`
+	Median   map[string]float64   `json:"median_tasks_per_s"`
+	Order    []string             `json:"systems"`
+}
+
+type throughputResult struct {
+	Config    throughputConfig  `json:"config"`
+	Workloads []*workloadResult `json:"workloads"`
+}
+
+// workload is one row group of the table: a name and how to run it on a
+// system ("" for a system that does not take part).
+type workload struct {
+	name  string
+	tasks int
+	run   func(ctx context.Context, s system) (time.Duration, error)
+	extra func(ctx context.Context) (time.Duration, error) // the spawn loop, for /bin/true
+}
+
+func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, progress io.Writer) (*throughputResult, error) {
+	dr, err := newDroverSystem(ctx, srv)
+	if err != nil {
+		return nil, err
+	}
+	systems := []system{dr}
+	for _, p := range cfg.Peers {
+		switch p {
+		case "asynq":
+			systems = append(systems, newAsynqSystem(srv))
+		case "gocraft":
+			systems = append(systems, newGocraftSystem(srv))
+		default:
+			return nil, fmt.Errorf("unknown peer %q (want asynq, gocraft)", p)
+		}
+	}
+	defer func() {
+		for _, s := range systems {
+			s.close()
+		}
+	}()
+	workloads := []workload{
+		{name: "enqueue, 1 goroutine", tasks: cfg.EnqueueN, run: func(ctx context.Context, s system) (time.Duration, error) {
+			return s.enqueue(ctx, cfg.EnqueueN, 1)
+		}},
+		{name: "enqueue, 8 goroutines", tasks: cfg.EnqueueN, run: func(ctx context.Context, s system) (time.Duration, error) {
+			return s.enqueue(ctx, cfg.EnqueueN, 8)
+		}},
+		{name: "process no-op", tasks: cfg.NoopN, run: func(ctx context.Context, s system) (time.Duration, error) {
+			return s.process(ctx, kindNoop, cfg.NoopN, cfg.Concurrency)
+		}},
+		{name: "process /bin/true", tasks: cfg.TrueN, run: func(ctx context.Context, s system) (time.Duration, error) {
+			return s.process(ctx, kindTrue, cfg.TrueN, cfg.Concurrency)
+		}, extra: func(ctx context.Context) (time.Duration, error) {
+			return spawnLoop(ctx, cfg.TrueN, cfg.Concurrency)
+		}},
+	}
+	res := &throughputResult{Config: cfg}
+	for _, wl := range workloads {
+		wr := &workloadResult{Workload: wl.name, Tasks: wl.tasks, Runs: map[string][]float64{}, Median: map[string]float64{}}
+		type entrant struct {
+			name string
+			run  func(ctx context.Context) (time.Duration, error)
+		}
+		var entrants []entrant
+		for _, s := range systems {
+			entrants = append(entrants, entrant{s.name(), func(ctx context.Context) (time.Duration, error) { return wl.run(ctx, s) }})
+		}
+		if wl.extra != nil {
+			entrants = append(entrants, entrant{spawnLoopName, wl.extra})
+		}
+		for _, e := range entrants {
+			wr.Order = append(wr.Order, e.name)
+		}
+		// Alternate: in run r every entrant runs once, starting with a
+		// different one each time, so that no system always goes first.
+		for r := 0; r < cfg.Runs; r++ {
+			for k := range entrants {
+				e := entrants[(r+k)%len(entrants)]
+				if err := srv.flushRedis(ctx); err != nil {
+					return nil, err
+				}
+				elapsed, err := e.run(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("%s on %s, run %d: %w", wl.name, e.name, r+1, err)
+				}
+				wr.Runs[e.name] = append(wr.Runs[e.name], rate(wl.tasks, elapsed))
+				fmt.Fprintf(progress, "  %-22s %-14s run %d: %8.0f tasks/s (%s)\n", wl.name, e.name, r+1, rate(wl.tasks, elapsed), elapsed.Round(time.Millisecond))
+			}
+		}
+		for name, runs := range wr.Runs {
+			wr.Median[name] = median(runs)
+		}
+		res.Workloads = append(res.Workloads, wr)
+	}
+	return res, nil
+}
+
+const spawnLoopName = "bare spawn loop"
