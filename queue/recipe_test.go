@@ -16,7 +16,7 @@ import (
 // enqueues one message by hand with the documented enqueue script (saved as
 // enqueue.lua). TestSchemaDocQuotesTheCode checks that the doc holds it and
 // the script; the tests below run it.
-const enqueueRecipe = `redis-cli --eval enqueue.lua 'drover:{emails}:log' 'drover:{emails}:msg' 'drover:{emails}:seq' 'drover:{emails}:delayed' 'drover:{emails}:seen' , 86400000 drover:wakeup emails welcome-42 '{"id":"welcome-42","queue":"emails","task":"send-welcome","args":{"user":42},"attempt":0,"enqueued_at":"2025-01-01T12:00:00Z"}' 0 1
+const enqueueRecipe = `redis-cli EVAL "$(cat enqueue.lua)" 5 'drover:{emails}:log' 'drover:{emails}:msg' 'drover:{emails}:seq' 'drover:{emails}:delayed' 'drover:{emails}:seen' 86400000 drover:wakeup emails welcome-42 '{"id":"welcome-42","queue":"emails","task":"send-welcome","args":{"user":42},"attempt":0,"enqueued_at":"2025-01-01T12:00:00Z"}' 0 1
 redis-cli SADD drover:queues emails
 `
 
@@ -105,8 +105,8 @@ func checkRecipeMessage(t *testing.T, s *Store) {
 }
 
 // runRecipe runs every line of the recipe through rdb, with the key prefix
-// replaced by prefix, and returns the replies. "--eval FILE keys… , args…"
-// becomes EVAL of the enqueue script (the file the doc tells to save).
+// replaced by prefix, and returns the replies. "$(cat enqueue.lua)" is the
+// enqueue script (the file the doc tells to save).
 func runRecipe(t *testing.T, rdb redis.UniversalClient, prefix string) []any {
 	t.Helper()
 	ctx := context.Background()
@@ -121,28 +121,11 @@ func runRecipe(t *testing.T, rdb redis.UniversalClient, prefix string) []any {
 				words[i] = prefix + ":" + rest
 			}
 		}
-		var reply any
-		var err error
-		if words[1] == "--eval" {
-			keys, args := words[3:], []string(nil)
-			for i, w := range keys {
-				if w == "," {
-					keys, args = words[3:3+i], words[3+i+1:]
-					break
-				}
-			}
-			argv := make([]any, len(args))
-			for i, a := range args {
-				argv[i] = a
-			}
-			reply, err = rdb.Eval(ctx, enqueueSource, keys, argv...).Result()
-		} else {
-			argv := make([]any, len(words)-1)
-			for i, w := range words[1:] {
-				argv[i] = w
-			}
-			reply, err = rdb.Do(ctx, argv...).Result()
+		argv := make([]any, len(words)-1)
+		for i, w := range words[1:] {
+			argv[i] = w
 		}
+		reply, err := rdb.Do(ctx, argv...).Result()
 		if err != nil {
 			t.Fatalf("recipe line %q: %v", line, err)
 		}
@@ -151,10 +134,15 @@ func runRecipe(t *testing.T, rdb redis.UniversalClient, prefix string) []any {
 	return replies
 }
 
+// scriptWord is how the recipe passes the script file's content.
+const scriptWord = `"$(cat enqueue.lua)"`
+
 // shellWords splits a line as sh does for plain and single-quoted words (the
-// only quoting the recipe uses).
+// only quoting the recipe uses) and scriptWord, which becomes the script.
 func shellWords(t *testing.T, line string) []string {
 	t.Helper()
+	const placeholder = "ENQUEUE-SCRIPT"
+	line = strings.ReplaceAll(line, scriptWord, placeholder)
 	var words []string
 	var cur strings.Builder
 	inWord, quoted := false, false
@@ -184,6 +172,11 @@ func shellWords(t *testing.T, line string) []string {
 	}
 	if inWord {
 		words = append(words, cur.String())
+	}
+	for i, w := range words {
+		if w == placeholder {
+			words[i] = enqueueSource
+		}
 	}
 	return words
 }
