@@ -95,3 +95,42 @@ func BenchmarkGoChild(b *testing.B) {
 func BenchmarkInline(b *testing.B) {
 	benchExecutor(b, testTask(b, handlerNoop, inlineRoute))
 }
+
+// BenchmarkExecVsBareTrue alternates the executor and a bare spawn of
+// /bin/true call by call, so that both see the same machine load, and
+// reports each one's rate and their ratio (exec/bare; 1 means no overhead).
+// Use it on a busy machine, where the separate benchmarks drift.
+func BenchmarkExecVsBareTrue(b *testing.B) {
+	for _, c := range benchConcurrency {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			e := newTestExecutor(b, ExecConfig{})
+			task := testTask(b, "true", command("/bin/true"))
+			var execNanos, bareNanos, calls atomic.Int64
+			runConcurrently(b, c, func() error {
+				n := calls.Add(1)
+				start := time.Now()
+				if n%2 == 0 {
+					err := exec.Command("/bin/true").Run()
+					bareNanos.Add(int64(time.Since(start)))
+					return err
+				}
+				res := e.Execute(context.Background(), task)
+				execNanos.Add(int64(time.Since(start)))
+				if res.Outcome != OutcomeSuccess {
+					return fmt.Errorf("want success, have %s (%s)", res.Outcome, res.Reason)
+				}
+				return nil
+			})
+			half := float64(calls.Load()) / 2
+			if half < 1 || execNanos.Load() == 0 || bareNanos.Load() == 0 {
+				return
+			}
+			// Per-call latency at this concurrency, turned into a rate.
+			execRate := float64(c) * half / time.Duration(execNanos.Load()).Seconds()
+			bareRate := float64(c) * half / time.Duration(bareNanos.Load()).Seconds()
+			b.ReportMetric(execRate, "exec-tasks/s")
+			b.ReportMetric(bareRate, "bare-tasks/s")
+			b.ReportMetric(execRate/bareRate, "exec/bare")
+		})
+	}
+}

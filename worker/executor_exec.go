@@ -30,17 +30,6 @@ const (
 	exitGoTimeout = 124
 )
 
-// outputDrainTimeout bounds how long the executor reads a task's output
-// after its process group is gone. Only a descendant that left the group
-// (setsid) and kept stdout or stderr open can hold it up.
-const outputDrainTimeout = time.Second
-
-// stdinPrefill is the largest envelope written into the stdin pipe before
-// the child starts. A pipe always holds at least one page, even when the
-// user's pipe quota is exhausted, so such a write never blocks; a larger
-// envelope is written by a goroutine while the child reads.
-const stdinPrefill = 4096
-
 // execExecutor runs tasks as child processes: "command" routes directly (or
 // through the rlimit trampoline), "go" routes as re-executed children of the
 // worker binary.
@@ -148,7 +137,7 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	if id != nil {
 		cred = id.cred
 	}
-	p, err := e.start(path, argv, env, t.Route.Dir, cred, envelope)
+	p, err := startProcess(path, argv, env, t.Route.Dir, cred, envelope, e.outputLimit, e.bufs)
 	if err != nil {
 		return neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
 	}
@@ -159,96 +148,12 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	return res
 }
 
-// process is a started task process and the goroutines that serve it.
-type process struct {
-	proc           *os.Process
-	stdout, stderr *tailBuffer
-	outR, errR     *os.File
-	stdinW         *os.File      // nil when the envelope was prefilled
-	done           chan struct{} // one value per finished I/O goroutine
-	pending        int           // I/O goroutines not yet finished
-}
-
-// start starts the process in its own process group, with the envelope on
-// stdin and stdout and stderr read into tail buffers by goroutines.
-func (e *execExecutor) start(path string, argv, env []string, dir string, cred *syscall.Credential, envelope []byte) (*process, error) {
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("stdin pipe: %w", err)
-	}
-	if len(envelope) <= stdinPrefill {
-		_, err = stdinW.Write(envelope)
-		stdinW.Close()
-		stdinW = nil
-		if err != nil {
-			stdinR.Close()
-			return nil, fmt.Errorf("write envelope to stdin pipe: %w", err)
-		}
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW)
-		return nil, fmt.Errorf("stdout pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW, outR, outW)
-		return nil, fmt.Errorf("stderr pipe: %w", err)
-	}
-	proc, err := os.StartProcess(path, argv, &os.ProcAttr{
-		Dir:   dir,
-		Env:   env,
-		Files: []*os.File{stdinR, outW, errW},
-		Sys: &syscall.SysProcAttr{
-			Setpgid: true, // its own group, so a kill reaches its descendants too
-			// Die with the worker. The kernel sends it when the thread
-			// that forked exits; Go keeps its threads unless a goroutine
-			// locked to one exits, which the worker does not do.
-			Pdeathsig:  syscall.SIGKILL,
-			Credential: cred,
-		},
-	})
-	closeAll(stdinR, outW, errW)
-	if err != nil {
-		closeAll(stdinW, outR, errR)
-		return nil, err
-	}
-	p := &process{
-		proc: proc, outR: outR, errR: errR, stdinW: stdinW,
-		stdout: newTailBuffer(e.outputLimit), stderr: newTailBuffer(e.outputLimit),
-		done: make(chan struct{}, 3), pending: 2,
-	}
-	go drainInto(p.stdout, outR, e.bufs, p.done)
-	go drainInto(p.stderr, errR, e.bufs, p.done)
-	if stdinW != nil {
-		p.pending++
-		go func() {
-			defer func() { p.done <- struct{}{} }()
-			// EPIPE (the task did not read it all) is the task's business.
-			_, _ = stdinW.Write(envelope)
-			stdinW.Close()
-		}()
-	}
-	return p, nil
-}
-
-// waitResult is what os.Process.Wait returned.
-type waitResult struct {
-	state *os.ProcessState
-	err   error
-}
-
 // wait waits for p's process to exit: until the deadline (then SIGTERM to
 // its group, and SIGKILL after the grace) or until ctx is cancelled (then
 // SIGKILL at once). It then kills whatever is left of the group, collects
 // the output and classifies the end.
 func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline time.Time, goChild bool) Result {
-	pid := p.proc.Pid
-	waited := make(chan waitResult, 1)
-	go func() {
-		st, err := p.proc.Wait()
-		waited <- waitResult{st, err}
-	}()
+	pid, waited := p.pid, p.exited
 	var timeout <-chan time.Time
 	if !deadline.IsZero() {
 		tm := time.NewTimer(deadline.Sub(e.clock.Now()))
@@ -256,7 +161,7 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 		timeout = tm.C
 	}
 	var (
-		w                 waitResult
+		w                 exitStatus
 		timedOut, aborted bool
 		forced            bool // SIGKILL after the grace
 	)
@@ -297,79 +202,49 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 		res.Outcome, res.Reason = OutcomeFailure, fmt.Sprintf("wait for process %d: %v", pid, w.err)
 		return res
 	}
-	status, _ := w.state.Sys().(syscall.WaitStatus)
-	if status.Signaled() {
-		res.Signal = status.Signal()
-	} else {
-		res.ExitCode = status.ExitStatus()
-	}
 	switch {
 	case aborted:
+		res.ExitCode, res.Signal = exitCodeAndSignal(w.status)
 		res.Outcome, res.Reason = OutcomeAborted, "aborted: "+context.Cause(ctx).Error()
 	case timedOut:
+		res.ExitCode, res.Signal = exitCodeAndSignal(w.status)
 		res.Outcome = OutcomeTimeout
 		res.Reason = "timed out at " + deadline.Format(time.RFC3339Nano) + ": sent SIGTERM to its process group"
 		if forced {
 			res.Reason += fmt.Sprintf(", then SIGKILL after %s", e.grace)
 		}
-	case res.Signal != 0:
-		res.Outcome = OutcomeFailure
-		res.Reason = withLastLine(fmt.Sprintf("killed by signal %d (%s)", int(res.Signal), res.Signal), res.Stderr)
-	case res.ExitCode == 0:
-		res.Outcome, res.Reason = OutcomeSuccess, "exit status 0"
-	case res.ExitCode == ExitRetry:
-		res.Outcome = OutcomeRetry
-		res.Reason = withLastLine("exit status 75 (EX_TEMPFAIL): retry requested", res.Stderr)
-	case goChild && res.ExitCode == exitGoTimeout:
-		res.Outcome = OutcomeTimeout
-		res.Reason = withLastLine("handler failed after its deadline", res.Stderr)
 	default:
-		res.Outcome = OutcomeFailure
-		res.Reason = withLastLine(fmt.Sprintf("exit status %d", res.ExitCode), res.Stderr)
+		res.Outcome, res.ExitCode, res.Signal, res.Reason = classifyExit(w.status, goChild, res.Stderr)
 	}
 	return res
 }
 
-// collect waits for p's I/O goroutines and closes its pipes. Normally they
-// finish as soon as the group is dead; a descendant that escaped the group
-// and holds a pipe open gets outputDrainTimeout.
-func (p *process) collect() {
-	deadlineSet := false
-	for p.pending > 0 {
-		select {
-		case <-p.done:
-			p.pending--
-			continue
-		default:
-		}
-		if !deadlineSet {
-			deadlineSet = true
-			until := time.Now().Add(outputDrainTimeout)
-			_ = p.outR.SetReadDeadline(until)
-			_ = p.errR.SetReadDeadline(until)
-			if p.stdinW != nil {
-				_ = p.stdinW.SetWriteDeadline(until)
-			}
-		}
-		<-p.done
-		p.pending--
+// exitCodeAndSignal returns the exit code (-1 when killed) and the signal
+// (0 when it exited) of a wait status.
+func exitCodeAndSignal(ws syscall.WaitStatus) (int, syscall.Signal) {
+	if ws.Signaled() {
+		return -1, ws.Signal()
 	}
-	closeAll(p.outR, p.errR)
+	return ws.ExitStatus(), 0
 }
 
-// killGroup sends sig to the process group pgid. ESRCH (the group is
-// already empty) is the normal case after the leader exits.
-func killGroup(pgid int, sig syscall.Signal) {
-	_ = syscall.Kill(-pgid, sig)
-}
-
-// closeAll closes the non-nil files.
-func closeAll(files ...*os.File) {
-	for _, f := range files {
-		if f != nil {
-			f.Close()
-		}
+// classifyExit maps how a process ended on its own (no timeout, no abort)
+// to an outcome: exit 0 success, 75 retry, 124 of a "go" child timeout,
+// anything else (other codes, signals) failure. The reason ends with the
+// last line of stderr.
+func classifyExit(ws syscall.WaitStatus, goChild bool, stderr []byte) (Outcome, int, syscall.Signal, string) {
+	code, sig := exitCodeAndSignal(ws)
+	switch {
+	case sig != 0:
+		return OutcomeFailure, code, sig, withLastLine(fmt.Sprintf("killed by signal %d (%s)", int(sig), sig), stderr)
+	case code == 0:
+		return OutcomeSuccess, code, 0, "exit status 0"
+	case code == ExitRetry:
+		return OutcomeRetry, code, 0, withLastLine("exit status 75 (EX_TEMPFAIL): retry requested", stderr)
+	case goChild && code == exitGoTimeout:
+		return OutcomeTimeout, code, 0, withLastLine("handler failed after its deadline", stderr)
 	}
+	return OutcomeFailure, code, 0, withLastLine(fmt.Sprintf("exit status %d", code), stderr)
 }
 
 // withLastLine appends the last non-empty line of stderr to reason,

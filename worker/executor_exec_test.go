@@ -394,3 +394,34 @@ func TestExecUnknownUserFailsBeforeStart(t *testing.T) {
 		t.Errorf("want a failure before start naming the user, have %s pid %d (%s)", res.Outcome, res.PID, res.Reason)
 	}
 }
+
+func TestClassifyExit(t *testing.T) {
+	t.Parallel()
+	exited := func(code int) syscall.WaitStatus { return syscall.WaitStatus(code << 8) }
+	killed := func(sig syscall.Signal) syscall.WaitStatus { return syscall.WaitStatus(sig) }
+	stderr := []byte("warming up\nlast words\n")
+	tests := []struct {
+		ws      syscall.WaitStatus
+		goChild bool
+		outcome Outcome
+		code    int
+		signal  syscall.Signal
+		reason  string
+	}{
+		{exited(0), false, OutcomeSuccess, 0, 0, "exit status 0"},
+		{exited(75), false, OutcomeRetry, 75, 0, "exit status 75 (EX_TEMPFAIL): retry requested: last words"},
+		{exited(3), false, OutcomeFailure, 3, 0, "exit status 3: last words"},
+		{exited(124), false, OutcomeFailure, 124, 0, "exit status 124: last words"},
+		{exited(124), true, OutcomeTimeout, 124, 0, "handler failed after its deadline: last words"},
+		{exited(1), true, OutcomeFailure, 1, 0, "exit status 1: last words"},
+		{killed(syscall.SIGKILL), false, OutcomeFailure, -1, syscall.SIGKILL, "killed by signal 9 (killed): last words"},
+		{killed(syscall.SIGXCPU), false, OutcomeFailure, -1, syscall.SIGXCPU, "killed by signal 24 (CPU time limit exceeded): last words"},
+	}
+	for _, tt := range tests {
+		outcome, code, sig, reason := classifyExit(tt.ws, tt.goChild, stderr)
+		if outcome != tt.outcome || code != tt.code || sig != tt.signal || reason != tt.reason {
+			t.Errorf("status %#x go=%v: want %s %d %v %q, have %s %d %v %q",
+				int(tt.ws), tt.goChild, tt.outcome, tt.code, tt.signal, tt.reason, outcome, code, sig, reason)
+		}
+	}
+}
