@@ -109,6 +109,9 @@ func (r Result) Failure(at time.Time) drover.Failure {
 }
 
 // Executor runs task attempts. Implementations are safe for concurrent use.
+//
+// The subprocess executors (NewExecutor) are Linux-only: they rely on
+// process groups, the parent-death signal and /proc/self/exe.
 type Executor interface {
 	// Execute runs one attempt and blocks until it has ended and every
 	// process it started is gone (or, for an inline handler, until the

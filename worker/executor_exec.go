@@ -209,7 +209,11 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 	case timedOut:
 		res.ExitCode, res.Signal = exitCodeAndSignal(w.status)
 		res.Outcome = OutcomeTimeout
-		res.Reason = "timed out at " + deadline.Format(time.RFC3339Nano) + ": sent SIGTERM to its process group"
+		res.Reason = "timed out at " + deadline.Format(time.RFC3339Nano)
+		if t.Timeout > 0 {
+			res.Reason += fmt.Sprintf(" (timeout %s)", t.Timeout)
+		}
+		res.Reason += ": sent SIGTERM to its process group"
 		if forced {
 			res.Reason += fmt.Sprintf(", then SIGKILL after %s", e.grace)
 		}
