@@ -64,7 +64,7 @@ func init() {
 		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 			return err
 		}
-		fmt.Printf("nofile=%d/%d\n", l.Cur, l.Max)
+		fmt.Printf("uid=%d nofile=%d/%d\n", os.Getuid(), l.Cur, l.Max)
 		return nil
 	})
 	drover.Register(handlerIgnoreCx, func(ctx context.Context, m *drover.Message) error {

@@ -118,17 +118,32 @@ func TestGoChildAbort(t *testing.T) {
 	assertGone(t, res.PID, "go child")
 }
 
-func TestGoChildUnderLimits(t *testing.T) {
+func TestGoChildAsUserUnderLimits(t *testing.T) {
 	t.Parallel()
 	e := newTestExecutor(t, ExecConfig{})
-	task := testTask(t, handlerNofile, goRoute)
-	task.Limits = drover.Limits{OpenFiles: 77}
-	res := e.Execute(context.Background(), task)
-	if res.Outcome != OutcomeSuccess {
-		t.Fatalf("outcome: want success, have %s (%s) stderr %q", res.Outcome, res.Reason, tail(res.Stderr))
+	tests := []struct {
+		name   string
+		user   string
+		limits drover.Limits
+		want   string
+	}{
+		{"limits", "", drover.Limits{OpenFiles: 77}, "uid=0 nofile=77/77\n"},
+		{"user", "nobody", drover.Limits{}, "uid=65534 nofile="},
+		{"user and limits", "nobody", drover.Limits{OpenFiles: 50}, "uid=65534 nofile=50/50\n"},
 	}
-	if want := "nofile=77/77\n"; string(res.Stdout) != want {
-		t.Errorf("handler's RLIMIT_NOFILE: want %q, have %q", want, res.Stdout)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			task := testTask(t, handlerNofile, goRoute)
+			task.User, task.Limits = tt.user, tt.limits
+			res := e.Execute(context.Background(), task)
+			if res.Outcome != OutcomeSuccess {
+				t.Fatalf("outcome: want success, have %s (%s) stderr %q", res.Outcome, res.Reason, tail(res.Stderr))
+			}
+			if !strings.HasPrefix(string(res.Stdout), tt.want) {
+				t.Errorf("handler saw: want %q, have %q", tt.want, res.Stdout)
+			}
+		})
 	}
 }
 
