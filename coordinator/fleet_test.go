@@ -6,8 +6,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
@@ -148,12 +151,22 @@ type fleet struct {
 type fleetMember struct {
 	name       string
 	proxy      *testenv.Proxy
-	s          *Session
-	membership *Membership
 	runner     *recordingRunner
 	stopLeader context.CancelFunc
 	stopRecon  context.CancelFunc
-	done       chan struct{}
+	crashed    atomic.Bool
+	joined     chan struct{} // closed once the first session has joined
+	done       chan struct{} // closed when live returns
+
+	mu         sync.Mutex
+	s          *Session // the current session
+	membership *Membership
+}
+
+func (m *fleetMember) current() (*Session, *Membership) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.s, m.membership
 }
 
 func newFleet(t *testing.T, servers []string, queues int) *fleet {
@@ -170,31 +183,67 @@ func newFleet(t *testing.T, servers []string, queues int) *fleet {
 
 func (f *fleet) start(name string) *fleetMember {
 	t := f.t
-	proxy := testenv.NewProxy(t, f.servers[0])
-	s := connect(t, []string{proxy.Addr}, f.root)
-	ctx := context.Background()
-	mb, err := s.Join(ctx, drover.Member{Name: name, Capacity: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &fleetMember{name: name, proxy: proxy, s: s, membership: mb, done: make(chan struct{}),
-		runner: &recordingRunner{member: name, log: f.log, claims: map[string]*Claim{}}}
-	lctx, stopLeader := context.WithCancel(ctx)
-	rctx, stopRecon := context.WithCancel(ctx)
+	m := &fleetMember{name: name, proxy: testenv.NewProxy(t, f.servers[0]), done: make(chan struct{}),
+		joined: make(chan struct{}), runner: &recordingRunner{member: name, log: f.log, claims: map[string]*Claim{}}}
+	lctx, stopLeader := context.WithCancel(context.Background())
+	rctx, stopRecon := context.WithCancel(context.Background())
 	m.stopLeader, m.stopRecon = stopLeader, stopRecon
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		s.RunRebalancer(lctx, RebalancerConfig{Candidate: name, Settle: 100 * time.Millisecond})
-	}()
-	go func() {
-		defer wg.Done()
-		s.RunReconciler(rctx, ReconcilerConfig{Member: name, MemberPath: mb.Path(), Runner: m.runner})
-	}()
-	go func() { wg.Wait(); close(m.done) }()
+	go m.live(t, f.root, lctx, rctx)
+	<-m.joined
 	f.members[name] = m
 	return m
+}
+
+// live is the member's life, as in the worker: join with a session, run the
+// rebalance candidate and the reconciler, and join again with a new session
+// when the old one is lost — until stopped or crashed.
+func (m *fleetMember) live(t *testing.T, root string, lctx, rctx context.Context) {
+	defer close(m.done)
+	first := true
+	for rctx.Err() == nil && !m.crashed.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		s, err := Connect(ctx, Config{Servers: []string{m.proxy.Addr}, Root: root, SessionTimeout: testTimeout,
+			Logger: hclog.New(&hclog.LoggerOptions{Name: m.name, Level: hclog.Error, Output: testWriter{t}})})
+		cancel()
+		if err != nil {
+			if first {
+				t.Errorf("member %s: connect: %v", m.name, err)
+				close(m.joined)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		mb, err := s.Join(context.Background(), drover.Member{Name: m.name, Capacity: 1})
+		if err != nil {
+			s.Close()
+			if first {
+				t.Errorf("member %s: join: %v", m.name, err)
+				close(m.joined)
+				return
+			}
+			continue
+		}
+		m.mu.Lock()
+		m.s, m.membership = s, mb
+		m.mu.Unlock()
+		if first {
+			close(m.joined)
+			first = false
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			s.RunRebalancer(lctx, RebalancerConfig{Candidate: m.name, Settle: 100 * time.Millisecond})
+		}()
+		go func() {
+			defer wg.Done()
+			s.RunReconciler(rctx, ReconcilerConfig{Member: m.name, MemberPath: mb.Path(), Runner: m.runner})
+		}()
+		wg.Wait()
+		s.Close()
+	}
 }
 
 // leave is a graceful leave: resign leadership, leave the membership so the
@@ -202,19 +251,20 @@ func (f *fleet) start(name string) *fleetMember {
 func (f *fleet) leave(name string) {
 	m := f.members[name]
 	m.stopLeader()
-	if err := m.membership.Leave(context.Background()); err != nil {
+	_, mb := m.current()
+	if err := mb.Leave(context.Background()); err != nil {
 		f.t.Fatal(err)
 	}
 	f.waitFor("member "+name+" to hand over its queues", func() bool { return m.runner.owned() == 0 })
 	m.stopRecon()
 	<-m.done
-	m.s.Close()
 	delete(f.members, name)
 }
 
 // crash cuts a member off ZooKeeper without any goodbye: its session expires.
 func (f *fleet) crash(name string) {
 	m := f.members[name]
+	m.crashed.Store(true) // no rejoin: a crashed process is gone
 	m.proxy.Blackhole()
 	delete(f.members, name)
 	f.t.Cleanup(func() { m.stopLeader(); m.stopRecon() })
@@ -262,7 +312,7 @@ func (f *fleet) converged() (bool, string) {
 			if iv != nil {
 				owner = iv.member
 			}
-			return false, fmt.Sprintf("%s assigned to %s but owned by %s", q, m, owner)
+			return false, fmt.Sprintf("%s assigned to %s (generation %d) but run by %s; %s", q, m, an.Assignment.Generation, owner, f.diagnose(q, m))
 		}
 	}
 	return true, ""
@@ -270,11 +320,36 @@ func (f *fleet) converged() (bool, string) {
 
 func (f *fleet) waitConverged(phase string) {
 	f.t.Helper()
-	f.waitFor(phase+" to converge", func() bool {
-		ok, _ := f.converged()
-		return ok
-	})
+	var why string
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ok, w := f.converged()
+		if ok {
+			break
+		}
+		why = w
+		if time.Now().After(deadline) {
+			f.t.Fatalf("%s did not converge: %s", phase, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	f.log.checkNoOverlap(f.t)
+}
+
+// diagnose says, for a failure message, who holds q's owner node and what
+// member m is doing.
+func (f *fleet) diagnose(q, m string) string {
+	out := "owner node: "
+	if on, err := f.obs.QueueOwner(context.Background(), q); err != nil {
+		out += err.Error()
+	} else {
+		out += fmt.Sprintf("member %s session %#x generation %d", on.Owner.Member, on.Session, on.Owner.Generation)
+	}
+	if fm := f.members[m]; fm != nil {
+		s, _ := fm.current()
+		out += fmt.Sprintf("; %s: session %#x %s, runner holds %d queues", m, s.SessionID(), s.State(), fm.runner.owned())
+	}
+	return out
 }
 
 // snapshot returns queue → open interval.
@@ -375,9 +450,11 @@ func TestRebalanceStormConverges(t *testing.T) {
 			} else {
 				m := f.members[n]
 				m.stopLeader()
-				m.membership.Leave(context.Background())
+				m.crashed.Store(true) // gone for good once its queues are handed over
+				_, mb := m.current()
+				mb.Leave(context.Background())
 				delete(f.members, n)
-				t.Cleanup(func() { m.stopRecon(); m.s.Close() })
+				t.Cleanup(func() { m.stopRecon() })
 			}
 		default:
 			n := fmt.Sprintf("churn%02d", i)

@@ -265,7 +265,7 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 				}
 				continue
 			}
-			if r.s.Err() != nil {
+			if r.s.Err() != nil || cctx.Err() != nil {
 				return
 			}
 			r.log.Warn("claim failed; retrying", "queue", q, "error", err)
