@@ -92,7 +92,7 @@ deletes it.`
 			if err != nil {
 				return err
 			}
-			dl, err := st.DeadLetter(e.ctx, args[0], args[1])
+			dl, err := st.GetDeadLetter(e.ctx, args[0], args[1])
 			if err != nil {
 				return err
 			}

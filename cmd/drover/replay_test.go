@@ -70,7 +70,8 @@ func (c *cluster) waitDone(q string, pos int64) {
 		var offs []offsetReport
 		c.okJSON(&offs, "ctl", "offsets", "show", q)
 		if int64(offs[0].Position) < pos {
-			return fmt.Errorf("queue %s committed %d, want ≥ %d", q, offs[0].Position, pos)
+			dump := c.run("ctl", "dump", "w1", "-o", "json")
+			return fmt.Errorf("queue %s committed %d, want ≥ %d; offsets %+v; worker state:\n%s", q, offs[0].Position, pos, offs[0], dump.stdout)
 		}
 		return nil
 	})
@@ -128,13 +129,17 @@ func TestOffsetsResetToDatetimeReplaysExactlyTheLaterMessages(t *testing.T) {
 		t.Fatalf("want nothing run while paused (7 lines), have %d", n)
 	}
 	c.ok("ctl", "resume", "--queue", "replay")
-	c.waitDone("replay", lastPos)
+	// The owner must notice the reset (the offset node's version moved on)
+	// and claim the queue again from the reset offset. An owner that only
+	// learns it is fenced from a failed commit never does while it is idle.
 	eventually(t, 60*time.Second, func() error {
 		if n := len(lines(t, out)); n < 11 {
-			return fmt.Errorf("want 11 runs (4 replayed), have %d", n)
+			return fmt.Errorf("want 11 runs (the 4 messages after the reset time replayed), have %d: "+
+				"the owner did not notice that its offset was reset while the queue was paused", n)
 		}
 		return nil
 	})
+	c.waitDone("replay", lastPos)
 	ran := lines(t, out)
 	if want := append(append(slices.Clone(first), second...), second...); !slices.Equal(ran, want) {
 		t.Fatalf("want exactly the second batch replayed in order:\nwant %v\nhave %v", want, ran)
