@@ -29,11 +29,16 @@ func encodeEnvelope(m *drover.Message) ([]byte, error) {
 	b = appendJSONString(b, m.Task)
 	if len(m.Args) > 0 {
 		b = append(b, `,"args":`...)
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, m.Args); err != nil {
-			return nil, fmt.Errorf("args are not valid JSON: %w", err)
+		switch {
+		case !bytes.ContainsAny(m.Args, " \t\r\n") && json.Valid(m.Args):
+			b = append(b, m.Args...) // already compact
+		default:
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, m.Args); err != nil {
+				return nil, fmt.Errorf("args are not valid JSON: %w", err)
+			}
+			b = append(b, buf.Bytes()...)
 		}
-		b = append(b, buf.Bytes()...)
 	}
 	b = append(b, `,"attempt":`...)
 	b = strconv.AppendInt(b, int64(m.Attempt), 10)
