@@ -1,0 +1,85 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/redis/go-redis/v9"
+)
+
+// NewClient with MasterName finds the master through a Sentinel, and the
+// Store works through it.
+func TestNewClientThroughSentinel(t *testing.T) {
+	ctx := context.Background()
+	master := testenv.NewRedis(t, testenv.RedisOptions{})
+	sentinel := startSentinel(t, "drover-test", master.Addr)
+
+	rdb := testClient(t, ClientOptions{Addrs: []string{sentinel}, MasterName: "drover-test"})
+	s := newTestStore(t, rdb, nil)
+	r := mustEnqueue(t, s, msg("via-sentinel", ""))
+	es := readAll(t, s, "via-sentinel", 0, 10)
+	if len(es) != 1 || es[0].ID != r.ID {
+		t.Fatalf("through the Sentinel: want %s back, have %+v", r.ID, es)
+	}
+	direct := testClient(t, ClientOptions{Addrs: []string{master.Addr}})
+	if n, err := direct.Exists(ctx, s.keys.queue("via-sentinel").log).Result(); err != nil || n != 1 {
+		t.Fatalf("the master %s should hold the queue's log: EXISTS = %d, %v", master.Addr, n, err)
+	}
+}
+
+// startSentinel runs a Sentinel (redis-server --sentinel) monitoring the
+// master at addr under name, stopped when the test ends, and returns its
+// address once it answers.
+func startSentinel(t *testing.T, name, addr string) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not found (%v): install it with `apt-get install redis-server` (Debian)", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	sentinelAddr := l.Addr().String()
+	_ = l.Close()
+	_, port, _ := strings.Cut(sentinelAddr, ":")
+	host, mport, _ := strings.Cut(addr, ":")
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "sentinel.conf")
+	text := fmt.Sprintf("port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s 1\n", port, dir, name, host, mport)
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, conf, "--sentinel")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the Sentinel: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	probe := redis.NewSentinelClient(&redis.Options{Addr: sentinelAddr})
+	defer probe.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := probe.GetMasterAddrByName(context.Background(), name).Result()
+		if err == nil && len(got) == 2 && got[1] == mport {
+			return sentinelAddr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Sentinel at %s does not know master %s after 30s: %v %v", sentinelAddr, name, got, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
