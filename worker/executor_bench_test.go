@@ -96,41 +96,67 @@ func BenchmarkInline(b *testing.B) {
 	benchExecutor(b, testTask(b, handlerNoop, inlineRoute))
 }
 
-// BenchmarkExecVsBareTrue alternates the executor and a bare spawn of
-// /bin/true call by call, so that both see the same machine load, and
-// reports each one's rate and their ratio (exec/bare; 1 means no overhead).
-// Use it on a busy machine, where the separate benchmarks drift.
+// BenchmarkExecVsBareTrue alternates rounds of the executor and of a bare
+// spawn of /bin/true (20 tasks per round at the given concurrency), so that
+// both see the same machine load, and reports each one's rate and their
+// ratio (exec/bare; 1 means no overhead). Use it on a busy machine, where
+// the separate benchmarks drift apart.
 func BenchmarkExecVsBareTrue(b *testing.B) {
+	const round = 20
 	for _, c := range benchConcurrency {
 		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
 			e := newTestExecutor(b, ExecConfig{})
 			task := testTask(b, "true", command("/bin/true"))
-			var execNanos, bareNanos, calls atomic.Int64
-			runConcurrently(b, c, func() error {
-				n := calls.Add(1)
-				start := time.Now()
-				if n%2 == 0 {
-					err := exec.Command("/bin/true").Run()
-					bareNanos.Add(int64(time.Since(start)))
-					return err
+			kinds := [2]func() error{
+				func() error { return exec.Command("/bin/true").Run() },
+				func() error {
+					if res := e.Execute(context.Background(), task); res.Outcome != OutcomeSuccess {
+						return fmt.Errorf("want success, have %s (%s)", res.Outcome, res.Reason)
+					}
+					return nil
+				},
+			}
+			var elapsed [2]time.Duration
+			var tasks [2]int
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				for k, run := range kinds {
+					n := min(round, b.N-done)
+					if n <= 0 {
+						break
+					}
+					var next atomic.Int64
+					var wg sync.WaitGroup
+					var failed atomic.Pointer[error]
+					start := time.Now()
+					for range c {
+						wg.Go(func() {
+							for next.Add(1) <= int64(n) {
+								if err := run(); err != nil {
+									failed.CompareAndSwap(nil, &err)
+									return
+								}
+							}
+						})
+					}
+					wg.Wait()
+					elapsed[k] += time.Since(start)
+					tasks[k] += n
+					done += n
+					if err := failed.Load(); err != nil {
+						b.Fatal(*err)
+					}
 				}
-				res := e.Execute(context.Background(), task)
-				execNanos.Add(int64(time.Since(start)))
-				if res.Outcome != OutcomeSuccess {
-					return fmt.Errorf("want success, have %s (%s)", res.Outcome, res.Reason)
-				}
-				return nil
-			})
-			half := float64(calls.Load()) / 2
-			if half < 1 || execNanos.Load() == 0 || bareNanos.Load() == 0 {
+			}
+			b.StopTimer()
+			if tasks[0] == 0 || tasks[1] == 0 {
 				return
 			}
-			// Per-call latency at this concurrency, turned into a rate.
-			execRate := float64(c) * half / time.Duration(execNanos.Load()).Seconds()
-			bareRate := float64(c) * half / time.Duration(bareNanos.Load()).Seconds()
+			bare := float64(tasks[0]) / elapsed[0].Seconds()
+			execRate := float64(tasks[1]) / elapsed[1].Seconds()
 			b.ReportMetric(execRate, "exec-tasks/s")
-			b.ReportMetric(bareRate, "bare-tasks/s")
-			b.ReportMetric(execRate/bareRate, "exec/bare")
+			b.ReportMetric(bare, "bare-tasks/s")
+			b.ReportMetric(execRate/bare, "exec/bare")
 		})
 	}
 }
