@@ -3,14 +3,10 @@ package queue
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/drover-dev/drover/internal/testenv"
 	"github.com/redis/go-redis/v9"
@@ -38,20 +34,10 @@ func TestNewClientThroughSentinel(t *testing.T) {
 
 // startSentinel runs a Sentinel (redis-server --sentinel) monitoring the
 // master at addr under name, stopped when the test ends, and returns its
-// address once it answers.
+// address once it knows the master.
 func startSentinel(t *testing.T, name, addr string) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server not found (%v): install it with `apt-get install redis-server` (Debian)", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	sentinelAddr := l.Addr().String()
-	_ = l.Close()
-	_, port, _ := strings.Cut(sentinelAddr, ":")
+	sentinelAddr, port := freeLoopbackPort(t)
 	host, mport, _ := strings.Cut(addr, ":")
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
@@ -59,27 +45,12 @@ func startSentinel(t *testing.T, name, addr string) string {
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, conf, "--sentinel")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stdout, cmd.Stderr = nil, nil
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the Sentinel: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
 	probe := redis.NewSentinelClient(&redis.Options{Addr: sentinelAddr})
 	defer probe.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	runRedisServer(t, []string{conf, "--sentinel"}, func() bool {
 		got, err := probe.GetMasterAddrByName(context.Background(), name).Result()
-		if err == nil && len(got) == 2 && got[1] == mport {
-			return sentinelAddr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Sentinel at %s does not know master %s after 30s: %v %v", sentinelAddr, name, got, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && len(got) == 2 && got[1] == mport
+	})
+	return sentinelAddr
 }
+
