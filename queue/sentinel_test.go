@@ -53,4 +53,3 @@ func startSentinel(t *testing.T, name, addr string) string {
 	})
 	return sentinelAddr
 }
-
