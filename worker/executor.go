@@ -12,6 +12,27 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
+// How tasks run (the executor's decisions where DESIGN.md §6 is silent):
+//
+//   - A "command" runs as a child process: argv never through a shell, the
+//     envelope byte for byte on stdin, its own process group, SIGKILL when
+//     the worker dies (the direct child; its descendants are reparented).
+//   - Environment: ExecConfig.Env (default the worker's) without DROVER_*,
+//     then HOME/USER/LOGNAME of the run-as user, then the route's env, then
+//     DROVER_QUEUE, _TASK, _MESSAGE_ID, _ATTEMPT, _POSITION, _DEADLINE. A
+//     route may not set DROVER_* (the attempt fails, saying so).
+//   - At the deadline the group gets SIGTERM, and SIGKILL after KillGrace.
+//     When the leader exits for any reason, whatever is left in its group
+//     gets SIGKILL: a task may not leave processes behind.
+//   - Resource limits go through a re-exec of the worker binary that calls
+//     setrlimit and then execs the program (child_exec.go); without limits
+//     the program is started directly.
+//   - A "go" route re-executes the worker binary, which runs the handler
+//     (child_go.go); its exit codes are those of a command, plus 124 for an
+//     error after the deadline (a timeout) and 126 for a child that could
+//     not start the handler.
+//   - An "inline" route calls the handler in the worker process.
+
 // Task is one attempt at running a message, as handed to an Executor.
 type Task struct {
 	// Message is the decoded envelope. Its Queue, Task, ID, Attempt and
