@@ -34,7 +34,10 @@ type RebalancerConfig struct {
 	// OnRebalance, if set, is called after each assignment written, with the
 	// number of queues that moved and how long the computation took.
 	OnRebalance func(a drover.Assignment, moved int, compute time.Duration)
-	Logger      hclog.Logger
+	// OnLeading, if set, is called with true when a leadership term starts
+	// and false when it ends.
+	OnLeading func(leading bool)
+	Logger    hclog.Logger
 }
 
 // RunRebalancer campaigns in the rebalance election and, while leading,
@@ -75,7 +78,13 @@ func (s *Session) RunRebalancer(ctx context.Context, cfg RebalancerConfig) error
 			}
 			continue
 		}
+		if cfg.OnLeading != nil {
+			cfg.OnLeading(true)
+		}
 		err = s.lead(ctx, lead, cfg, log)
+		if cfg.OnLeading != nil {
+			cfg.OnLeading(false)
+		}
 		lead.Resign(context.Background())
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -165,7 +174,7 @@ func (s *Session) writeTarget(ctx context.Context, lead *Leadership, w *Assignme
 	in := rebalance.Input{Previous: w.Current().Queues}
 	seen := map[string]bool{}
 	for _, m := range members {
-		if m.Err != nil || seen[m.Member.Name] {
+		if m.Err != nil || m.Member.Name == "" || seen[m.Member.Name] {
 			continue // a corrupt node, or an old session of a restarted member
 		}
 		seen[m.Member.Name] = true
@@ -200,7 +209,12 @@ func (s *Session) writeTarget(ctx context.Context, lead *Leadership, w *Assignme
 	if err != nil {
 		return err
 	}
-	moved := len(rebalance.Moves(cur.Queues, res.Queues))
+	moved := 0
+	for _, mv := range rebalance.Moves(cur.Queues, res.Queues) {
+		if mv.Handover() {
+			moved++
+		}
+	}
 	log.Info("assignment written", "generation", next.Generation, "members", len(in.Members), "queues", len(res.Queues), "moved", moved, "compute", compute)
 	if cfg.OnRebalance != nil {
 		cfg.OnRebalance(next, moved, compute)

@@ -28,7 +28,7 @@ func (f *fleet) startScheduler(name string, zkProxy string) *process {
 		f.t.Fatal(err)
 	}
 	cmd := exec.Command(droverBin, "scheduler")
-	cmd.Env = append(append([]string(nil), f.env...), "DROVER_WORKER_NAME="+name, "DROVER_ZOOKEEPER_SERVERS="+zkProxy)
+	cmd.Env = append(append([]string(nil), f.env...), "DROVER_WORKER_NAME="+name, "DROVER_WORKER_ADMIN_ADDR=127.0.0.1:0", "DROVER_ZOOKEEPER_SERVERS="+zkProxy)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

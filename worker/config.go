@@ -21,6 +21,7 @@ const (
 	DefaultDrainTimeout    = 30 * time.Second
 	DefaultPollInterval    = 2 * time.Second
 	DefaultPromoteInterval = time.Second
+	DefaultBacklogInterval = 5 * time.Second
 )
 
 // Config configures a Worker. The zero value of every field means its
@@ -46,6 +47,10 @@ type Config struct {
 	// PromoteInterval is how often a queue promotes due delayed messages.
 	// Default 1s.
 	PromoteInterval time.Duration
+	// BacklogInterval is how often a queue's owner publishes its backlog
+	// gauges (lag, oldest age, delayed, dead) when Log is a BacklogReader.
+	// Default 5s.
+	BacklogInterval time.Duration
 
 	Log      Log      // required
 	Requeuer Requeuer // required
@@ -83,7 +88,7 @@ func (c Config) withDefaults() (Config, error) {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"CommitInterval", c.CommitInterval}, {"DrainTimeout", c.DrainTimeout}, {"PollInterval", c.PollInterval}, {"PromoteInterval", c.PromoteInterval}} {
+	}{{"CommitInterval", c.CommitInterval}, {"DrainTimeout", c.DrainTimeout}, {"PollInterval", c.PollInterval}, {"PromoteInterval", c.PromoteInterval}, {"BacklogInterval", c.BacklogInterval}} {
 		if f.v < 0 {
 			return c, fmt.Errorf("%w: worker: %s must be ≥ 0, have %s", drover.ErrInvalidConfig, f.name, f.v)
 		}
@@ -105,6 +110,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PromoteInterval == 0 {
 		c.PromoteInterval = DefaultPromoteInterval
+	}
+	if c.BacklogInterval == 0 {
+		c.BacklogInterval = DefaultBacklogInterval
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()

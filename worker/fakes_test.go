@@ -12,13 +12,14 @@ import (
 
 // memLog is an in-memory Log and Requeuer for the loop's unit tests.
 type memLog struct {
-	mu      sync.Mutex
-	next    drover.Position
-	log     map[string][]Delivery // queue → entries in position order
-	delayed map[string][]*drover.Message
-	dead    map[string][]drover.DeadLetter
-	trims   map[string][]drover.Position
-	retries int
+	mu       sync.Mutex
+	next     drover.Position
+	log      map[string][]Delivery // queue → entries in position order
+	delayed  map[string][]*drover.Message
+	dead     map[string][]drover.DeadLetter
+	trims    map[string][]drover.Position
+	retries  int
+	promotes int // PromoteDue calls: a loop iteration ran
 }
 
 func newMemLog() *memLog {
@@ -62,6 +63,7 @@ func (l *memLog) ReadAfter(_ context.Context, queue string, after drover.Positio
 func (l *memLog) PromoteDue(_ context.Context, queue string, now time.Time, limit int) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.promotes++
 	n := len(l.delayed[queue])
 	for _, m := range l.delayed[queue] {
 		raw, _ := m.MarshalJSON()

@@ -38,6 +38,21 @@ type Requeuer interface {
 	DeadLetter(ctx context.Context, queue string, d drover.DeadLetter) error
 }
 
+// Backlog is a queue's backlog after its committed offset.
+type Backlog struct {
+	Lag       int64         // messages after the committed offset
+	OldestAge time.Duration // how long the first of them has waited
+	Delayed   int64         // delayed messages and retries
+	Dead      int64         // dead letters
+}
+
+// BacklogReader reads a queue's backlog at a cost that does not grow with
+// its size. A Log that also implements it gets backlog gauges published by
+// the queue's owner every Config.BacklogInterval.
+type BacklogReader interface {
+	Backlog(ctx context.Context, queue string, offset drover.Position) (Backlog, error)
+}
+
 // Claim is this member's fenced ownership of one queue.
 type Claim interface {
 	// Offset is the committed offset when the queue was claimed.
@@ -48,6 +63,15 @@ type Claim interface {
 	Commit(ctx context.Context, off drover.Offset) error
 	// Release stores the final offset and gives the queue up.
 	Release(ctx context.Context, off drover.Offset) error
+}
+
+// ClaimVerifier is a Claim that can confirm with its store that it still
+// holds. A queue loop verifies its claim when it is unpaused (or its session
+// resumes), since an operator may have reset the offset while it was paused:
+// an error wrapping drover.ErrFenced then drops the queue, and the
+// reconciler claims it again from the reset offset.
+type ClaimVerifier interface {
+	Verify(ctx context.Context) error
 }
 
 // isLost reports whether a commit error means the queue belongs to someone

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,9 @@ type queueLoop struct {
 	lastCommit  time.Time
 	lastPromote time.Time
 	lastRead    time.Time
+	lastBacklog time.Time
 	caughtUp    bool // the last read returned fewer than asked
+	wasBlocked  bool // paused or suspended at the last iteration
 
 	mu       sync.Mutex // guards the fields below, read by State
 	inflight map[string]*TaskState
@@ -106,6 +109,11 @@ func (l *queueLoop) run() {
 	defer timer.Stop()
 	for l.stopCtx.Err() == nil {
 		now := l.w.cfg.Clock.Now()
+		blocked := l.w.blocked(l.name)
+		if l.wasBlocked && !blocked && !l.verifyClaim() {
+			break
+		}
+		l.wasBlocked = blocked
 		if now.Sub(l.lastPromote) >= l.w.cfg.PromoteInterval {
 			l.promote(now)
 		}
@@ -115,6 +123,9 @@ func (l *queueLoop) run() {
 		l.dispatch()
 		l.maybeCommit(now)
 		l.publish()
+		if now.Sub(l.lastBacklog) >= l.w.cfg.BacklogInterval {
+			l.publishBacklog(now)
+		}
 
 		timer.Reset(l.nextTimer(l.w.cfg.Clock.Now()))
 		select {
@@ -133,6 +144,9 @@ func (l *queueLoop) run() {
 func (l *queueLoop) nextTimer(now time.Time) time.Duration {
 	c := l.w.cfg
 	d := l.lastPromote.Add(c.PromoteInterval).Sub(now)
+	if r := l.lastBacklog.Add(c.BacklogInterval).Sub(now); r < d {
+		d = r
+	}
 	if l.caughtUp {
 		if r := l.lastRead.Add(c.PollInterval).Sub(now); r < d {
 			d = r
@@ -242,12 +256,7 @@ func (l *queueLoop) maybeCommit(now time.Time) {
 	l.w.cfg.Metrics.AddSample(metrics.CommitDuration, ms(time.Since(start)), metrics.L("queue", l.name))
 	if err != nil {
 		if isLost(err) {
-			l.logger.Warn("queue lost: commit refused", "offset", off.Position, "error", err)
-			l.w.cfg.Metrics.IncrCounter(metrics.FencedTotal, 1, metrics.L("queue", l.name))
-			l.markLost()
-			if l.w.cfg.OnLost != nil {
-				go l.w.cfg.OnLost(l.name, err)
-			}
+			l.lose(fmt.Sprintf("commit of %d refused", off.Position), err)
 			return
 		}
 		l.logger.Warn("commit offset", "offset", off.Position, "error", err)
@@ -257,6 +266,34 @@ func (l *queueLoop) maybeCommit(now time.Time) {
 	l.w.cfg.Metrics.IncrCounter(metrics.CommitsTotal, 1, metrics.L("queue", l.name))
 	l.committed, l.lastCommit = off.Position, now
 	l.trim(off.Position)
+}
+
+// verifyClaim confirms the claim after a pause or a suspension; it reports
+// false (and drops the queue) when the claim no longer holds.
+func (l *queueLoop) verifyClaim() bool {
+	v, ok := l.claim.(ClaimVerifier)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(l.stopCtx, writeTimeout)
+	defer cancel()
+	err := v.Verify(ctx)
+	if err == nil || !isLost(err) {
+		return true
+	}
+	l.lose("claim no longer holds after a pause (offset reset?)", err)
+	return false
+}
+
+// lose drops the queue because another owner or an operator fenced it, and
+// tells the worker's owner so that it can claim the queue again.
+func (l *queueLoop) lose(why string, err error) {
+	l.logger.Warn("queue lost: "+why, "error", err)
+	l.w.cfg.Metrics.IncrCounter(metrics.FencedTotal, 1, metrics.L("queue", l.name))
+	l.markLost()
+	if l.w.cfg.OnLost != nil {
+		go l.w.cfg.OnLost(l.name, err)
+	}
 }
 
 // trim removes what the committed offset covers. It runs only after a
@@ -303,6 +340,33 @@ func (l *queueLoop) shutdown() {
 		l.trim(off.Position)
 	}
 	l.logger.Debug("released queue", "offset", off.Position)
+}
+
+// publishBacklog sets the queue's backlog gauges from one cheap read.
+func (l *queueLoop) publishBacklog(now time.Time) {
+	l.lastBacklog = now
+	br, ok := l.w.cfg.Log.(BacklogReader)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(l.stopCtx, writeTimeout)
+	defer cancel()
+	b, err := br.Backlog(ctx, l.name, l.committed)
+	if err != nil {
+		if l.stopCtx.Err() == nil {
+			l.logger.Debug("read backlog", "error", err)
+		}
+		return
+	}
+	q := metrics.L("queue", l.name)
+	m := l.w.cfg.Metrics
+	m.SetGauge(metrics.Lag, float32(b.Lag), q)
+	m.SetGauge(metrics.OldestAge, float32(b.OldestAge.Seconds()), q)
+	m.SetGauge(metrics.Delayed, float32(b.Delayed), q)
+	m.SetGauge(metrics.Dead, float32(b.Dead), q)
+	l.mu.Lock()
+	l.snap.Lag = b.Lag
+	l.mu.Unlock()
 }
 
 func ms(d time.Duration) float32 { return float32(d.Seconds() * 1000) }

@@ -318,3 +318,46 @@ func TestPoolGrantsFreedSlotsByWeight(t *testing.T) {
 		t.Fatalf("in use: want 2, have %d", p.inUse())
 	}
 }
+
+// verifyingClaim is a memClaim whose Verify reports it fenced once set.
+type verifyingClaim struct {
+	memClaim
+	reset   atomic.Bool
+	verifys atomic.Int32
+}
+
+func (c *verifyingClaim) Verify(context.Context) error {
+	c.verifys.Add(1)
+	if c.reset.Load() {
+		return fmt.Errorf("verify: %w", drover.ErrFenced)
+	}
+	return nil
+}
+
+func TestResumeVerifiesTheClaimAndDropsAResetQueue(t *testing.T) {
+	log := newMemLog()
+	var lost atomic.Value
+	w := newTestWorker(t, log, &scriptedExecutor{}, func(c *Config) {
+		c.OnLost = func(q string, err error) { lost.Store(q) }
+	})
+	w.SetPause(PauseState{Queues: map[string]bool{"q": true}})
+	claim := &verifyingClaim{}
+	if err := w.Start(queueConfig("q", nil), claim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the loop to run while paused", func() bool { log.mu.Lock(); defer log.mu.Unlock(); return log.promotes > 0 })
+	claim.reset.Store(true) // an operator resets the offset while paused
+	w.SetPause(PauseState{})
+	waitFor(t, "the queue to be dropped as fenced", func() bool { return lost.Load() == "q" })
+	if claim.verifys.Load() == 0 {
+		t.Fatal("want the claim verified on resume")
+	}
+	log.add("q", msg("after-reset"))
+	w.Wake("q")
+	time.Sleep(50 * time.Millisecond)
+	claim.mu.Lock()
+	defer claim.mu.Unlock()
+	if len(claim.commits) != 0 || claim.released != nil {
+		t.Fatalf("a fenced queue must write nothing: commits %v released %v", claim.commits, claim.released)
+	}
+}

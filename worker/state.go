@@ -24,6 +24,7 @@ type QueueState struct {
 	Done      drover.Position `json:"done"`      // the contiguous completed position (committed soon)
 	Fetched   drover.Position `json:"fetched"`   // the last position read
 	Buffered  int             `json:"buffered"`  // fetched, waiting for dispatch
+	Lag       int64           `json:"lag"`       // messages after the committed offset, as last sampled
 	Ordered   bool            `json:"ordered"`
 	Paused    bool            `json:"paused"`
 	InFlight  []TaskState     `json:"in_flight"`

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/metrics"
 )
 
 // Worker runs the queues this member owns. The membership reconciler calls
@@ -171,6 +172,13 @@ func (w *Worker) Wake(queue string) {
 	if l != nil {
 		l.signal()
 	}
+}
+
+// PublishGauges sets the worker's own gauges (in-flight tasks, owned
+// queues). The caller runs it periodically.
+func (w *Worker) PublishGauges() {
+	w.cfg.Metrics.SetGauge(metrics.InFlight, float32(w.pool.inUse()))
+	w.cfg.Metrics.SetGauge(metrics.OwnedQueues, float32(len(w.Owned())))
 }
 
 // Owned returns the queues this worker runs, sorted.

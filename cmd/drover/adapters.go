@@ -39,6 +39,14 @@ func (l queueLog) ReadAfter(ctx context.Context, q string, after drover.Position
 	return ds, nil
 }
 
+func (l queueLog) Backlog(ctx context.Context, q string, off drover.Position) (worker.Backlog, error) {
+	b, err := l.s.Backlog(ctx, q, off)
+	if err != nil {
+		return worker.Backlog{}, err
+	}
+	return worker.Backlog{Lag: b.Lag, OldestAge: b.OldestAge, Delayed: b.Delayed, Dead: b.Dead}, nil
+}
+
 func (l queueLog) PromoteDue(ctx context.Context, q string, now time.Time, limit int) (int, error) {
 	return l.s.PromoteDue(ctx, q, now, limit)
 }

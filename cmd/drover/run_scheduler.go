@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	rungroup "github.com/oklog/run"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/scheduler"
 )
@@ -26,6 +30,41 @@ func runScheduler(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer closeStore()
+	reg, err := setupMetrics(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer reg.Close()
+	var session atomic.Pointer[coordinator.Session]
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if s := session.Load(); s == nil || s.State() != coordinator.Connected {
+			http.Error(w, "not ready: no connected ZooKeeper session", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	if h := reg.Handler(); h != nil {
+		mux.Handle("GET /metrics", h)
+	}
+	admin, err := newAdminServer(cfg.Worker.AdminAddr, mux)
+	if err != nil {
+		return err
+	}
+	var g rungroup.Group
+	if admin != nil {
+		g.Add(admin.serve, admin.interrupt)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	g.Add(func() error { return candidacy(sctx, cfg, store, reg, log, &session) }, func(error) { cancel() })
+	g.Add(func() error { <-ctx.Done(); return nil }, func(error) {})
+	return g.Run()
+}
+
+// candidacy keeps a scheduler candidate in the election, one session at a
+// time, until ctx ends.
+func candidacy(ctx context.Context, cfg *config.Config, store *queue.Store, reg *metrics.Registry, log hclog.Logger, session *atomic.Pointer[coordinator.Session]) error {
 	backoff := 500 * time.Millisecond
 	for ctx.Err() == nil {
 		ccfg, err := cfg.Coordinator(log.Named("zk"))
@@ -43,7 +82,9 @@ func runScheduler(ctx context.Context, cfg *config.Config) error {
 			continue
 		}
 		backoff = 500 * time.Millisecond
-		runSchedulerTerm(ctx, s, store, cfg, log)
+		session.Store(s)
+		runSchedulerTerm(ctx, s, store, cfg, reg, log)
+		session.Store(nil)
 		s.Close()
 	}
 	return nil
@@ -51,7 +92,7 @@ func runScheduler(ctx context.Context, cfg *config.Config) error {
 
 // runSchedulerTerm runs the scheduler on one session until ctx ends or the
 // session is lost.
-func runSchedulerTerm(ctx context.Context, s *coordinator.Session, store *queue.Store, cfg *config.Config, log hclog.Logger) {
+func runSchedulerTerm(ctx context.Context, s *coordinator.Session, store *queue.Store, cfg *config.Config, reg *metrics.Registry, log hclog.Logger) {
 	el, err := s.Election(coordinator.ElectionScheduler)
 	if err != nil {
 		log.Error("scheduler election", "error", err)
@@ -76,6 +117,7 @@ func runSchedulerTerm(ctx context.Context, s *coordinator.Session, store *queue.
 		}),
 		Leadership:   lead,
 		Logger:       log,
+		Metrics:      reg.GoMetrics(),
 		PollInterval: cfg.Scheduler.PollInterval,
 		MisfireGrace: cfg.Scheduler.MisfireGrace,
 		CatchupLimit: cfg.Scheduler.CatchupLimit,

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -17,6 +15,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/rebalance"
 	"github.com/drover-dev/drover/worker"
@@ -52,12 +51,17 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	if err != nil {
 		return err
 	}
+	reg, err := setupMetrics(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer reg.Close()
 	lost := make(chan string, 256)
 	w, err := worker.New(worker.Config{
 		Member: cfg.Worker.Name, Capacity: cfg.Worker.Capacity, BatchSize: cfg.Worker.BatchSize,
 		DrainTimeout: cfg.Worker.DrainTimeout,
 		Log:          queueLog{store}, Requeuer: queueLog{store}, Executor: exec,
-		Logger: log.Named("worker"),
+		Logger: log.Named("worker"), Metrics: reg,
 		OnLost: func(q string, _ error) {
 			select {
 			case lost <- q:
@@ -68,25 +72,20 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Worker.AdminAddr)
-	if err != nil {
-		return fmt.Errorf("worker.admin_addr: listen: %w", err)
-	}
-	m := &member{cfg: cfg, opts: opts, log: log, store: store, w: w, strategy: strategy, lost: lost, adminAddr: ln.Addr().String()}
+	m := &member{cfg: cfg, opts: opts, log: log, store: store, w: w, strategy: strategy, lost: lost, metrics: reg}
 
 	var g rungroup.Group
-	{ // admin HTTP
-		srv := &http.Server{Handler: w.AdminHandler(worker.AdminConfig{Ready: m.ready, Info: m.info}), ReadHeaderTimeout: 5 * time.Second}
-		g.Add(func() error {
-			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("admin http: %w", err)
-			}
-			return nil
-		}, func(error) {
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			srv.Shutdown(sctx)
-		})
+	admin, err := newAdminServer(cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{Ready: m.ready, Info: m.info, Metrics: reg.Handler()}))
+	if err != nil {
+		return err
+	}
+	if admin != nil {
+		m.adminAddr = admin.addr
+		g.Add(admin.serve, admin.interrupt)
+	}
+	{ // worker and cluster gauges
+		gctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { m.publishGauges(gctx); return nil }, func(error) { cancel() })
 	}
 	{ // enqueue notifications wake idle queue loops
 		wctx, cancel := context.WithCancel(context.Background())
@@ -144,6 +143,8 @@ type member struct {
 	strategy  rebalance.Strategy
 	lost      chan string
 	adminAddr string
+	metrics   *metrics.Registry
+	leading   atomic.Bool // rebalance leader: publishes the cluster gauges
 
 	session    atomic.Pointer[coordinator.Session]
 	memberPath atomic.Pointer[string]
@@ -159,7 +160,16 @@ func (m *member) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		ccfg.OnStateChange = func(st coordinator.SessionState) { m.w.SetSuspended(st == coordinator.Suspended) }
+		ccfg.OnStateChange = func(st coordinator.SessionState) {
+			m.w.SetSuspended(st == coordinator.Suspended)
+			switch st {
+			case coordinator.Connected:
+				m.metrics.IncrCounter(metrics.Reconnects, 1)
+			case coordinator.Lost:
+				m.metrics.IncrCounter(metrics.SessionExpiries, 1)
+			}
+		}
+		start := time.Now()
 		s, err := coordinator.Connect(ctx, ccfg)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -171,6 +181,7 @@ func (m *member) run(ctx context.Context) error {
 			continue
 		}
 		backoff = 500 * time.Millisecond
+		m.metrics.AddSample(metrics.ZKConnect, float32(time.Since(start).Seconds()*1000))
 		m.session.Store(s)
 		err = m.serve(ctx, s)
 		m.session.Store(nil)
@@ -213,7 +224,12 @@ func (m *member) serve(ctx context.Context, s *coordinator.Session) error {
 	spawn(func() {
 		err := s.RunRebalancer(leadCtx, coordinator.RebalancerConfig{
 			Candidate: m.cfg.Worker.Name, Strategy: m.strategy, Settle: m.cfg.Worker.Settle,
-			Logger: m.log.Named("rebalance"),
+			Logger: m.log.Named("rebalance"), OnLeading: m.leading.Store,
+			OnRebalance: func(_ drover.Assignment, moved int, compute time.Duration) {
+				m.metrics.IncrCounter(metrics.RebalancesTotal, 1)
+				m.metrics.IncrCounter(metrics.QueuesMovedTotal, float32(moved))
+				m.metrics.AddSample(metrics.RebalanceTime, float32(compute.Seconds()*1000))
+			},
 		})
 		if err != nil && leadCtx.Err() == nil {
 			m.log.Warn("rebalance candidate ended", "error", err)
@@ -225,7 +241,7 @@ func (m *member) serve(ctx context.Context, s *coordinator.Session) error {
 		}
 	})
 	if m.opts.Scheduler {
-		spawn(func() { runSchedulerTerm(leadCtx, s, m.store, m.cfg, m.log.Named("scheduler")) })
+		spawn(func() { runSchedulerTerm(leadCtx, s, m.store, m.cfg, m.metrics, m.log.Named("scheduler")) })
 	}
 	spawn(func() {
 		reconDone <- s.RunReconciler(reconCtx, coordinator.ReconcilerConfig{
@@ -258,6 +274,39 @@ func (m *member) serve(ctx context.Context, s *coordinator.Session) error {
 	stopRecon()
 	wg.Wait()
 	return exit
+}
+
+// publishGauges sets the worker's gauges every few seconds and, while this
+// member leads the rebalance, the cluster's.
+func (m *member) publishGauges(ctx context.Context) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		m.w.PublishGauges()
+		if s := m.session.Load(); s != nil && m.leading.Load() {
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			st, err := s.ClusterStats(sctx)
+			cancel()
+			if err == nil {
+				m.metrics.SetGauge(metrics.Members, float32(st.Members))
+				m.metrics.SetGauge(metrics.Queues, float32(st.Queues))
+				m.metrics.SetGauge(metrics.UnownedQueues, float32(st.Unowned()))
+				m.metrics.SetGauge(metrics.SchedulerLeader, b2f(st.SchedulerLeader))
+			}
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func b2f(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // ready is /readyz: a connected session and a member node.

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/metrics"
+)
+
+// adminServer is the admin HTTP server as a run-group actor.
+type adminServer struct {
+	addr string
+	ln   net.Listener
+	srv  *http.Server
+}
+
+// newAdminServer listens on addr; "off" (or "") disables it and returns nil.
+func newAdminServer(addr string, h http.Handler) (*adminServer, error) {
+	if addr == "" || addr == "off" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("worker.admin_addr: listen: %w", err)
+	}
+	return &adminServer{addr: ln.Addr().String(), ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}}, nil
+}
+
+func (a *adminServer) serve() error {
+	if err := a.srv.Serve(a.ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("admin http: %w", err)
+	}
+	return nil
+}
+
+func (a *adminServer) interrupt(error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	a.srv.Shutdown(ctx)
+}
+
+// setupMetrics builds the process's metrics registry from the metrics block.
+func setupMetrics(cfg *config.Config, log hclog.Logger) (*metrics.Registry, error) {
+	reg, err := metrics.Setup(metrics.SetupConfig{
+		Prometheus: cfg.Metrics.Prometheus, Statsd: cfg.Metrics.Statsd, Inmem: true, Logger: log.Named("metrics"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return reg, nil
+}
