@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -271,5 +272,30 @@ func testWakeups(t *testing.T, rdb redis.UniversalClient) {
 	}
 	cancel()
 	for range wake { // closed once the subscription goroutine exits
+	}
+}
+
+var _ = addContractCases(contractCase{"EnqueueScriptChecksArguments", testEnqueueScriptChecksArguments})
+
+// The documented enqueue script refuses malformed calls (other languages
+// call it by hand) before writing anything.
+func testEnqueueScriptChecksArguments(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	qk := s.keys.queue("checked")
+	keys := []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.seen}
+	for name, args := range map[string][]any{
+		"no window":       {"", "", "checked", "a", `{"id":"a","task":"t"}`, 0, 0},
+		"due not number":  {86400000, "", "checked", "a", `{"id":"a","task":"t"}`, "soon", 1},
+		"empty id":        {86400000, "", "checked", "", `{"id":"","task":"t"}`, 0, 0},
+		"missing value":   {86400000, "", "checked", "a", `{"id":"a","task":"t"}`, 0},
+		"second is wrong": {86400000, "", "checked", "a", `{"id":"a","task":"t"}`, 0, 1, "b", `{}`, "x", 1},
+	} {
+		if err := rdb.Eval(ctx, enqueueSource, keys, args...).Err(); err == nil || !strings.Contains(err.Error(), "drover enqueue") {
+			t.Errorf("%s: want a drover enqueue error, have %v", name, err)
+		}
+	}
+	if n, err := rdb.Exists(ctx, keys...).Result(); err != nil || n != 0 {
+		t.Fatalf("after refused calls: want no keys written, have %d, %v", n, err)
 	}
 }

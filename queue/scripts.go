@@ -35,6 +35,15 @@ const enqueueSource = `-- drover enqueue v1 (docs/redis-schema.md)
 -- ARGV: 1 dedupe window in ms, 2 wake-up channel ('' for none), 3 queue name,
 --       then 4 per message: id, envelope JSON, due in unix ms (0 = now), keyed (1 or 0)
 -- Returns per message: its position (> 0), 0 if delayed, -1 if the id was known.
+-- Arguments are checked before anything is written.
+if #ARGV < 3 or (#ARGV - 3) % 4 ~= 0 or not tonumber(ARGV[1]) then
+  return redis.error_reply('drover enqueue: want a window in ms, a channel, a queue, then 4 values per message')
+end
+for i = 4, #ARGV, 4 do
+  if ARGV[i] == '' or not tonumber(ARGV[i + 2]) then
+    return redis.error_reply('drover enqueue: message ' .. (i / 4) .. ': empty id or due time not a number')
+  end
+end
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
