@@ -72,7 +72,7 @@ type watchedClaim struct {
 	inCommit time.Duration // total time spent in Commit
 	maxWait  time.Duration // the longest Commit
 	target   drover.Position
-	done   chan struct{} // closed once a commit reached target
+	done     chan struct{} // closed once a commit reached target
 }
 
 func newWatchedClaim(c *coordinator.Claim, target drover.Position) *watchedClaim {

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -71,6 +72,12 @@ func run() int {
 			fmt.Println(per(c1.sub(c0)), "|", per(c2.sub(c1)), "|", per(c3.sub(c2)))
 			fmt.Printf("spawn %.0f  executor %.0f  drover %.0f\n", rate(tc.TrueN, e1), rate(tc.TrueN, e2), rate(tc.TrueN, e3))
 		}
+		return 0
+	}
+	if *profileOnly == "scale" {
+		rs := runScale(ctx, srv, scaleConfig{Sizes: parseSizes(os.Getenv("BENCH_SIZES")), SessionTimeout: 10 * time.Second}, os.Stderr)
+		b, _ := json.MarshalIndent(rs, "", "  ")
+		fmt.Println(string(b))
 		return 0
 	}
 	if *profileOnly == "exec" {

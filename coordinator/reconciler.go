@@ -99,10 +99,14 @@ type reconciler struct {
 
 // reconcileEvent is a claim or stop goroutine's report.
 type reconcileEvent struct {
-	queue   string
-	claim   *Claim // a claim goroutine succeeded
-	claimed bool   // a claim goroutine ended (claim may be nil: gave up)
-	stopped bool   // a stop goroutine ended
+	queue string
+	claim *Claim // a claim goroutine succeeded
+	// config is the queue's configuration read right after the claim (nil
+	// when it could not be read), for a queue the queues watch has not
+	// delivered yet.
+	config  *drover.QueueConfig
+	claimed bool // a claim goroutine ended (claim may be nil: gave up)
+	stopped bool // a stop goroutine ended
 }
 
 func (r *reconciler) run(ctx context.Context) error {
@@ -243,8 +247,11 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 	owner := Owner{Member: r.cfg.Member, MemberPath: r.cfg.MemberPath, Generation: r.gen}
 	r.pending++
 	go func() {
-		var got *Claim
-		defer func() { r.events <- reconcileEvent{queue: q, claim: got, claimed: true} }()
+		var (
+			got *Claim
+			cfg *drover.QueueConfig
+		)
+		defer func() { r.events <- reconcileEvent{queue: q, claim: got, config: cfg, claimed: true} }()
 		if stopped != nil {
 			select {
 			case <-stopped:
@@ -256,6 +263,7 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 			c, err := r.s.Claim(cctx, q, owner)
 			if err == nil {
 				got = c
+				cfg = r.readConfig(cctx, q)
 				return
 			}
 			if errors.Is(err, drover.ErrNotOwner) {
@@ -272,6 +280,26 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 			sleepCtx(cctx, r.s, claimRetry)
 		}
 	}()
+}
+
+// readConfig reads q's configuration for a claim goroutine, retrying
+// transient errors until ctx ends or the session is lost. It returns nil when
+// the queue is not configured (or its node is corrupt) or the read was
+// abandoned.
+func (r *reconciler) readConfig(ctx context.Context, q string) *drover.QueueConfig {
+	for {
+		e, err := r.s.Queue(ctx, q)
+		switch {
+		case err == nil:
+			return &e.Config
+		case errors.Is(err, drover.ErrQueueNotFound) || e.Err != nil:
+			return nil
+		case r.s.Err() != nil || ctx.Err() != nil:
+			return nil
+		}
+		r.log.Warn("read queue config after claim; retrying", "queue", q, "error", err)
+		sleepCtx(ctx, r.s, claimRetry)
+	}
 }
 
 // handle takes a goroutine's report.
@@ -301,7 +329,14 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 			}
 			return
 		}
+		// A member that has just joined can win its claims before the
+		// queues watch delivers its first list: then the configuration read
+		// after the claim is used, never a default without task routes
+		// (which would dead-letter every message as "no route").
 		cfg, ok := r.configs[ev.queue]
+		if !ok && ev.config != nil {
+			cfg, ok = *ev.config, true
+		}
 		if !ok {
 			cfg = drover.QueueConfig{Name: ev.queue}
 		}

@@ -54,9 +54,9 @@ func (c *checker) covered(e Execution) (*Fault, bool) {
 	return nil, false
 }
 
-// isSlot reports whether id is a schedule slot's (sched:<name>:<unix>) and
+// SlotOf reports whether id is a schedule slot's (sched:<name>:<unix>) and
 // returns its parts.
-func isSlot(id string) (name string, slot int64, ok bool) {
+func SlotOf(id string) (name string, slot int64, ok bool) {
 	rest, ok := strings.CutPrefix(id, "sched:")
 	if !ok {
 		return "", 0, false
@@ -102,7 +102,7 @@ func (c *checker) checkDuplicates() {
 		if len(es) > 1 {
 			c.duplicate(k, es)
 		}
-		if _, _, slot := isSlot(k.id); slot {
+		if _, _, slot := SlotOf(k.id); slot {
 			continue // checkSchedules reports a slot fired twice
 		}
 		if p, ok := twoPositions(es); ok {
@@ -213,7 +213,7 @@ func (c *checker) checkSchedules() {
 	// name → slot → positions of its first attempt
 	fired := map[string]map[int64]map[int64]bool{}
 	for _, e := range c.in.Executions {
-		name, slot, ok := isSlot(e.ID)
+		name, slot, ok := SlotOf(e.ID)
 		if !ok || e.Attempt != 0 {
 			continue
 		}

@@ -273,7 +273,7 @@ func TestTaskLogRoundTripAndPartialLines(t *testing.T) {
 	if got, _ = tr.Next(); len(got) != 1 || got[0] != e {
 		t.Fatalf("want the completed line, have %+v", got)
 	}
-	if name, slot, ok := isSlot(e.ID); !ok || name != "a:b" || slot != 1700000000 {
-		t.Fatalf("isSlot(%q): want a:b 1700000000, have %q %d %v", e.ID, name, slot, ok)
+	if name, slot, ok := SlotOf(e.ID); !ok || name != "a:b" || slot != 1700000000 {
+		t.Fatalf("SlotOf(%q): want a:b 1700000000, have %q %d %v", e.ID, name, slot, ok)
 	}
 }
