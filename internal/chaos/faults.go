@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/chaos/check"
+	"github.com/drover-dev/drover/internal/localserver"
+)
+
+// injector runs the fault schedule: first every kind once in a random order
+// (so that even a short run covers them all), then kinds at random until
+// the phase ends. Faults do not overlap: each is lifted (the process
+// continued or restarted, the link restored, the server back) before the
+// next one starts, after a random pause.
+type injector struct {
+	o    options
+	rng  *rand.Rand
+	c    *cluster
+	f    *fleet
+	prog *progress
+
+	mu     sync.Mutex
+	faults []check.Fault
+}
+
+// run injects faults until `until` has passed and the first round of every
+// kind is complete, or ctx ends. An error means the run cannot go on (a
+// server did not come back).
+func (in *injector) run(ctx context.Context, until time.Time) error {
+	tour := append([]check.Kind(nil), check.Kinds...)
+	in.rng.Shuffle(len(tour), func(i, j int) { tour[i], tour[j] = tour[j], tour[i] })
+	for i := 0; ; i++ {
+		if !sleepCtx(ctx, in.between(in.o.FaultGap/4, in.o.FaultGap)) {
+			return nil
+		}
+		if i >= len(tour) && !time.Now().Before(until) {
+			return nil
+		}
+		kind := check.Kinds[in.rng.IntN(len(check.Kinds))]
+		if i < len(tour) {
+			kind = tour[i]
+		}
+		f, err := in.inject(ctx, kind)
+		if f.Kind != "" {
+			in.mu.Lock()
+			in.faults = append(in.faults, f)
+			in.mu.Unlock()
+			in.prog.printf("fault %-15s %-8s %5.1fs %s", f.Kind, f.Target, f.End.Sub(f.Start).Seconds(), f.Note)
+		}
+		if err != nil {
+			return fmt.Errorf("fault %s: %w", kind, err)
+		}
+	}
+}
+
+func (in *injector) injected() []check.Fault {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]check.Fault(nil), in.faults...)
+}
+
+// between returns a random duration in [lo, hi].
+func (in *injector) between(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(in.rng.Int64N(int64(hi-lo)+1))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// pastSession is how long a fault that must cost a session lasts.
+func (in *injector) pastSession() time.Duration {
+	return in.o.SessionTimeout + in.between(time.Second, 2*time.Second)
+}
+
+// readyBound bounds the wait for a restarted worker to rejoin.
+const readyBound = 60 * time.Second
+
+// inject runs one fault of kind to its end. The returned Fault is
+// recorded even with an error when the fault was started.
+func (in *injector) inject(ctx context.Context, kind check.Kind) (check.Fault, error) {
+	switch kind {
+	case check.WorkerKill:
+		return in.workerKill(ctx)
+	case check.WorkerStop:
+		return in.workerStop(ctx)
+	case check.ZKCutShort:
+		return in.zkCut(ctx, kind, in.between(in.o.SessionTimeout/4, in.o.SessionTimeout/2))
+	case check.ZKCutLong:
+		return in.zkCut(ctx, kind, in.pastSession())
+	case check.ZKLeaderKill:
+		return in.zkLeaderKill(ctx)
+	case check.ZKLeaderStop:
+		return in.zkLeaderStop(ctx)
+	case check.RedisRestart:
+		return in.redisRestart()
+	case check.RollingRestart:
+		return in.rollingRestart(ctx)
+	case check.SchedulerKill:
+		return in.schedulerKill(ctx)
+	}
+	return check.Fault{}, fmt.Errorf("unknown fault kind %q", kind)
+}
+
+func (in *injector) randomWorker() *process { return in.f.workers[in.rng.IntN(len(in.f.workers))] }
+
+// restart starts p again and waits until it is a member of the fleet.
+func (in *injector) restart(ctx context.Context, p *process) error {
+	if err := p.start(); err != nil {
+		return err
+	}
+	if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
+		in.prog.printf("warning: %v", err)
+	}
+	return nil
+}
+
+// workerKill: kill -9 of a worker (its tasks die with it), restarted under
+// the same name after a pause.
+func (in *injector) workerKill(ctx context.Context) (check.Fault, error) {
+	p := in.randomWorker()
+	pid := p.pid()
+	f := check.Fault{Kind: check.WorkerKill, Target: p.name, PIDs: []int{pid}, Start: time.Now()}
+	p.kill()
+	f.End = time.Now()
+	pause := in.between(500*time.Millisecond, 2*time.Second)
+	sleepCtx(ctx, pause)
+	f.Note = fmt.Sprintf("pid %d; restarted after %s", pid, pause.Round(time.Millisecond))
+	return f, in.restart(ctx, p)
+}
+
+// workerStop: SIGSTOP of a worker past its session timeout, then SIGCONT.
+// The zombie wakes up owning nothing; its commits are fenced.
+func (in *injector) workerStop(ctx context.Context) (check.Fault, error) {
+	p := in.randomWorker()
+	pid := p.pid()
+	d := in.pastSession()
+	f := check.Fault{Kind: check.WorkerStop, Target: p.name, PIDs: []int{pid}, Start: time.Now(), Note: fmt.Sprintf("pid %d", pid)}
+	if err := p.signal(syscall.SIGSTOP); err != nil {
+		return check.Fault{}, err
+	}
+	sleepCtx(ctx, d)
+	err := p.signal(syscall.SIGCONT)
+	f.End = time.Now()
+	if err != nil {
+		return f, err
+	}
+	if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
+		in.prog.printf("warning: %v", err)
+	}
+	return f, nil
+}
+
+// zkCut partitions a worker from every ZooKeeper node for d: connections
+// reset (cut) or silent (blackhole), at random.
+func (in *injector) zkCut(ctx context.Context, kind check.Kind, d time.Duration) (check.Fault, error) {
+	p := in.randomWorker()
+	pid := p.pid()
+	blackhole := in.rng.IntN(2) == 0
+	mode := "reset"
+	if blackhole {
+		mode = "blackhole"
+	}
+	f := check.Fault{Kind: kind, Target: p.name, PIDs: []int{pid}, Start: time.Now(), Note: fmt.Sprintf("pid %d, %s", pid, mode)}
+	p.cutLinks(blackhole)
+	sleepCtx(ctx, d)
+	p.restoreLinks()
+	f.End = time.Now()
+	if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
+		in.prog.printf("warning: %v", err)
+	}
+	return f, nil
+}
+
+// zkLeader returns the ensemble's leader.
+func (in *injector) zkLeader(ctx context.Context) (int, error) {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		i, err := in.c.ensemble.Leader()
+		if err == nil {
+			return i, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return -1, fmt.Errorf("find the zookeeper leader: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// zkAllServing waits until every node of the ensemble serves requests.
+func (in *injector) zkAllServing(ctx context.Context) error {
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		serving := 0
+		for _, a := range in.c.ensemble.Addrs {
+			if _, err := localserver.ZKMode(a); err == nil {
+				serving++
+			}
+		}
+		if serving == len(in.c.ensemble.Addrs) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("zookeeper: %d of %d nodes serving after the fault", serving, len(in.c.ensemble.Addrs))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// zkLeaderKill: kill -9 of the ZooKeeper leader. The fault lasts until the
+// other two have elected a leader; then the node is started again.
+func (in *injector) zkLeaderKill(ctx context.Context) (check.Fault, error) {
+	i, err := in.zkLeader(ctx)
+	if err != nil {
+		return check.Fault{}, err
+	}
+	node := in.c.ensemble.Nodes[i]
+	f := check.Fault{Kind: check.ZKLeaderKill, Target: fmt.Sprintf("zk%d", i+1), Start: time.Now()}
+	node.Kill()
+	for {
+		if j, err := in.c.ensemble.Leader(); err == nil && j != i {
+			break
+		}
+		if time.Since(f.Start) > 60*time.Second {
+			f.End = time.Now()
+			return f, fmt.Errorf("no new zookeeper leader 60s after killing zk%d", i+1)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.End = time.Now()
+	sleepCtx(ctx, in.between(500*time.Millisecond, 1500*time.Millisecond))
+	if err := node.Start(); err != nil {
+		return f, fmt.Errorf("restart zk%d: %w", i+1, err)
+	}
+	f.Note = fmt.Sprintf("new leader after %s; back after %s", f.End.Sub(f.Start).Round(time.Millisecond), time.Since(f.Start).Round(time.Millisecond))
+	return f, in.zkAllServing(ctx)
+}
+
+// zkLeaderStop: SIGSTOP of the ZooKeeper leader past the session timeout,
+// then SIGCONT.
+func (in *injector) zkLeaderStop(ctx context.Context) (check.Fault, error) {
+	i, err := in.zkLeader(ctx)
+	if err != nil {
+		return check.Fault{}, err
+	}
+	node := in.c.ensemble.Nodes[i]
+	d := in.pastSession()
+	f := check.Fault{Kind: check.ZKLeaderStop, Target: fmt.Sprintf("zk%d", i+1), Start: time.Now()}
+	if err := node.Signal(syscall.SIGSTOP); err != nil {
+		return check.Fault{}, err
+	}
+	sleepCtx(ctx, d)
+	err = node.Signal(syscall.SIGCONT)
+	f.End = time.Now()
+	if err != nil {
+		return f, err
+	}
+	err = in.zkAllServing(ctx)
+	f.Note = fmt.Sprintf("all nodes serving %s after SIGCONT", time.Since(f.End).Round(time.Millisecond))
+	return f, err
+}
+
+// redisRestart: SIGTERM of Redis (appendonly, fsync always), started again
+// on the same port and data.
+func (in *injector) redisRestart() (check.Fault, error) {
+	f := check.Fault{Kind: check.RedisRestart, Target: "redis", Start: time.Now()}
+	in.c.redis.Stop()
+	err := in.c.redis.Start()
+	f.End = time.Now()
+	if err != nil {
+		return f, fmt.Errorf("restart redis: %w", err)
+	}
+	return f, nil
+}
+
+// rollingRestart: SIGTERM of every worker in turn, each started again and
+// back in the fleet before the next goes.
+func (in *injector) rollingRestart(ctx context.Context) (check.Fault, error) {
+	f := check.Fault{Kind: check.RollingRestart, Target: "workers", PIDs: in.f.workerPIDs(), Start: time.Now()}
+	for _, p := range in.f.workers {
+		if !p.terminate(30 * time.Second) {
+			f.Note += fmt.Sprintf("%s did not exit within 30s of SIGTERM and was killed; ", p.name)
+		}
+		if err := in.restart(ctx, p); err != nil {
+			f.End = time.Now()
+			return f, err
+		}
+	}
+	f.End = time.Now()
+	return f, nil
+}
+
+// schedulerKill: kill -9 of the scheduler leader, restarted after a pause.
+func (in *injector) schedulerKill(ctx context.Context) (check.Fault, error) {
+	name := ""
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; {
+		if name = in.schedulerLeader(ctx); name != "" {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	p := in.f.byName(name)
+	if p == nil {
+		in.prog.printf("warning: no scheduler leader found; killing s1")
+		p = in.f.schedulers[0]
+	}
+	pid := p.pid()
+	f := check.Fault{Kind: check.SchedulerKill, Target: p.name, Start: time.Now(), Note: fmt.Sprintf("pid %d", pid)}
+	p.kill()
+	f.End = time.Now()
+	sleepCtx(ctx, in.between(500*time.Millisecond, 1500*time.Millisecond))
+	return f, p.start()
+}
+
+func (in *injector) schedulerLeader(ctx context.Context) string {
+	s, err := in.c.zk.session(ctx)
+	if err != nil {
+		return ""
+	}
+	el, err := s.Election(coordinator.ElectionScheduler)
+	if err != nil {
+		return ""
+	}
+	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	li, err := el.Leader(lctx)
+	if err != nil {
+		return ""
+	}
+	return li.Name
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/chaos/check"
+	"github.com/drover-dev/drover/queue"
+	"github.com/drover-dev/drover/scheduler"
+)
+
+// queueNames returns the run's queues: q00, q01, …; the first `ordered` of
+// them are ordered.
+func queueNames(n int) []string {
+	qs := make([]string, n)
+	for i := range qs {
+		qs[i] = fmt.Sprintf("q%02d", i)
+	}
+	return qs
+}
+
+// queueConfig routes every task of a queue to the task program. No
+// resource limits: a task with limits goes through the worker's trampoline
+// re-exec, and its parent would no longer be the worker.
+func queueConfig(name string, ordered bool, taskArgv []string) drover.QueueConfig {
+	return drover.QueueConfig{
+		Name: name, Ordered: ordered,
+		Timeout:     drover.Duration(30 * time.Second),
+		MaxAttempts: 50,
+		Backoff:     drover.Backoff{Base: drover.Duration(100 * time.Millisecond), Max: drover.Duration(time.Second)},
+		Tasks:       map[string]drover.TaskRoute{"*": {Command: taskArgv}},
+	}
+}
+
+// scheduleDefinition is entry i: every second into queue, catch-up "all"
+// so that a failover gap fires every missed slot (the checker expects every
+// slot).
+func scheduleDefinition(i int, queue string) scheduler.Definition {
+	return scheduler.Definition{
+		Name: fmt.Sprintf("tick%03d", i), Queue: queue, Task: "tick",
+		Args:     json.RawMessage(`{"sleep_ms":2}`),
+		Schedule: scheduler.Spec{Type: scheduler.TypeInterval, Every: time.Second},
+		Catchup:  scheduler.CatchupAll,
+	}
+}
+
+// loadGen enqueues a steady stream of messages round-robin over the
+// queues, with caller-chosen ids (m-0000001, …) so that a batch whose
+// outcome is unknown (Redis restarting) can be sent again safely. Only
+// confirmed messages count as enqueued.
+type loadGen struct {
+	store    *queue.Store
+	queues   []string
+	rate     int
+	sleepMax time.Duration
+	rng      *rand.Rand
+	out      *os.File // enqueued.log: "queue id position" per confirmed message
+
+	mu       sync.Mutex
+	enqueued []check.Enqueued
+	retries  int
+	seq      int
+}
+
+// tick is how often the generator sends a batch.
+const loadTick = 50 * time.Millisecond
+
+// run enqueues until ctx ends. A batch that fails is sent again (same ids)
+// until Redis confirms it or hard ends; run returns after the last batch.
+// Missed ticks are not made up: the rate is a ceiling.
+func (l *loadGen) run(ctx, hard context.Context) {
+	t := time.NewTicker(loadTick)
+	defer t.Stop()
+	var acc float64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		acc += float64(l.rate) * loadTick.Seconds()
+		n := int(acc)
+		acc -= float64(n)
+		if n > 0 {
+			l.send(hard, l.batch(n))
+		}
+	}
+}
+
+func (l *loadGen) batch(n int) []*drover.Message {
+	msgs := make([]*drover.Message, n)
+	for i := range msgs {
+		l.seq++
+		sleep := 0
+		if l.sleepMax > 0 {
+			sleep = l.rng.IntN(int(l.sleepMax/time.Millisecond) + 1)
+		}
+		msgs[i] = &drover.Message{
+			ID: fmt.Sprintf("m-%07d", l.seq), Queue: l.queues[l.seq%len(l.queues)], Task: "work",
+			Args: json.RawMessage(fmt.Sprintf(`{"sleep_ms":%d}`, sleep)),
+		}
+	}
+	return msgs
+}
+
+func (l *loadGen) send(hard context.Context, msgs []*drover.Message) {
+	for hard.Err() == nil {
+		ctx, cancel := context.WithTimeout(hard, 5*time.Second)
+		res, err := l.store.EnqueueBatch(ctx, msgs)
+		cancel()
+		if err == nil {
+			l.confirm(msgs, res)
+			return
+		}
+		l.mu.Lock()
+		l.retries++
+		l.mu.Unlock()
+		select {
+		case <-hard.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (l *loadGen) confirm(msgs []*drover.Message, res []queue.EnqueueResult) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b []byte
+	for i, r := range res {
+		e := check.Enqueued{Queue: msgs[i].Queue, ID: r.ID, Position: int64(r.Position)}
+		l.enqueued = append(l.enqueued, e)
+		b = fmt.Appendf(b, "%s %s %d\n", e.Queue, e.ID, e.Position)
+	}
+	l.out.Write(b)
+}
+
+// confirmed returns the confirmed messages so far and how many batch sends
+// failed and were retried.
+func (l *loadGen) confirmed() ([]check.Enqueued, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]check.Enqueued(nil), l.enqueued...), l.retries
+}

@@ -1,0 +1,165 @@
+// Command chaos is Drover's fault-injection run: a 3-node ZooKeeper
+// ensemble, Redis with appendonly, a fleet of `drover worker` processes and
+// `drover scheduler` candidates on this machine, a steady load and
+// schedules firing every second, while faults are injected (kill -9 and
+// SIGSTOP of workers, cut ZooKeeper links, kill -9 and SIGSTOP of the
+// ZooKeeper leader, a Redis restart, a rolling restart of every worker, a
+// killed scheduler leader). After a drain phase the checker
+// (internal/chaos/check) verifies from the task log, Redis and ZooKeeper
+// that nothing was lost, nothing overlapped that must not, and duplicates
+// happened only for messages in flight at a fault. It prints the result as
+// Markdown and exits 1 when an invariant was violated.
+//
+//	go run ./internal/chaos -duration 10m    (make chaos)
+//	go run ./internal/chaos -check DIR       (check a kept run directory again)
+//
+// The binary is also the task program: `chaos task LOG` (see task.go).
+// docs/reliability.md describes the run and holds the table of a full run.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/drover-dev/drover/internal/chaos/check"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == taskCommand {
+		os.Exit(runTask(os.Args[2:]))
+	}
+	os.Exit(realMain(os.Args[1:]))
+}
+
+// realMain runs the command and returns the exit code: 0 when every
+// invariant held, 1 when one was violated, 2 when the run itself failed.
+func realMain(args []string) int {
+	o, err := parseOptions(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var res *result
+	if o.CheckDir != "" {
+		res, err = recheck(o.CheckDir)
+	} else {
+		res, err = run(ctx, o, os.Stderr)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	}
+	res.Report.Markdown(os.Stdout, res.Run)
+	if o.JSON != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(o.JSON, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos: write report:", err)
+			return 2
+		}
+	}
+	if !res.Report.OK() {
+		return 1
+	}
+	return 0
+}
+
+// result is what a run produced; -json writes it.
+type result struct {
+	Run    check.Run     `json:"run"`
+	Report *check.Report `json:"report"`
+	Dir    string        `json:"dir"`
+}
+
+// options are the command's flags.
+type options struct {
+	Duration       time.Duration
+	Rate           int
+	Queues         int
+	Ordered        int
+	Schedules      int
+	Workers        int
+	Schedulers     int
+	SessionTimeout time.Duration
+	TaskSleep      time.Duration
+	FaultGap       time.Duration
+	CommitWindow   time.Duration
+	DrainBound     time.Duration
+	Seed           int64
+	Drover         string
+	Dir            string
+	Keep           bool
+	JSON           string
+	CheckDir       string
+	args           []string
+}
+
+func parseOptions(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.DurationVar(&o.Duration, "duration", 10*time.Minute, "length of the load and fault phase (setup and drain come on top)")
+	fs.IntVar(&o.Rate, "rate", 300, "messages enqueued per second")
+	fs.IntVar(&o.Queues, "queues", 50, "queues the load spreads over")
+	fs.IntVar(&o.Ordered, "ordered", 10, "how many of the queues are ordered")
+	fs.IntVar(&o.Schedules, "schedules", 100, "schedule entries firing every second (catch-up all)")
+	fs.IntVar(&o.Workers, "workers", 4, "worker processes")
+	fs.IntVar(&o.Schedulers, "schedulers", 2, "scheduler candidates")
+	fs.DurationVar(&o.SessionTimeout, "session-timeout", 4*time.Second, "the workers' ZooKeeper session timeout")
+	fs.DurationVar(&o.TaskSleep, "task-sleep", 30*time.Millisecond, "a task sleeps a random time up to this")
+	fs.DurationVar(&o.FaultGap, "fault-gap", 3*time.Second, "longest pause between two faults (the shortest is a quarter of it)")
+	fs.DurationVar(&o.CommitWindow, "commit-window", time.Second, "a task finished this long before a fault must have been committed (the checker's bound)")
+	fs.DurationVar(&o.DrainBound, "drain", 2*time.Minute, "longest wait for the backlog to run after the faults stop")
+	fs.Int64Var(&o.Seed, "seed", 0, "random seed of the fault schedule and the load (0: from the clock)")
+	fs.StringVar(&o.Drover, "drover", "", "the drover binary (default: go build ./cmd/drover into the run directory)")
+	fs.StringVar(&o.Dir, "dir", "", "run directory, kept (default: a temporary one, removed when the run passes unless -keep)")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary run directory even when the run passes")
+	fs.StringVar(&o.JSON, "json", "", "also write the report as JSON to this file")
+	fs.StringVar(&o.CheckDir, "check", "", "do not run: check the kept run directory again")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.args = args
+	switch {
+	case o.CheckDir != "":
+		return o, nil
+	case o.Duration <= 0:
+		return o, errors.New("-duration must be positive")
+	case o.Rate < 0 || o.Schedules < 0:
+		return o, errors.New("-rate and -schedules must not be negative")
+	case o.Queues < 1 || o.Ordered < 0 || o.Ordered > o.Queues:
+		return o, errors.New("want -queues ≥ 1 and 0 ≤ -ordered ≤ -queues")
+	case o.Workers < 2:
+		return o, errors.New("-workers must be at least 2 (faults need somewhere for the queues to go)")
+	case o.Schedulers < 1:
+		return o, errors.New("-schedulers must be at least 1")
+	case o.SessionTimeout < time.Second:
+		return o, errors.New("-session-timeout must be at least 1s")
+	case o.FaultGap <= 0 || o.TaskSleep < 0 || o.CommitWindow < 0 || o.DrainBound <= 0:
+		return o, errors.New("-fault-gap and -drain must be positive; -task-sleep and -commit-window not negative")
+	}
+	if o.Seed == 0 {
+		o.Seed = time.Now().UnixNano()
+	}
+	return o, nil
+}
+
+// command is the command line that produced the run (the report shows
+// the seed next to it).
+func (o options) command() string {
+	return strings.TrimSpace("go run ./internal/chaos " + strings.Join(o.args, " "))
+}
+
+// loadDescription is the load line of the report.
+func (o options) loadDescription() string {
+	return fmt.Sprintf("%d msg/s over %d queues (%d ordered), %d schedules every 1s (catch-up all), tasks of up to %s; %d workers, %d scheduler candidates, session timeout %s",
+		o.Rate, o.Queues, o.Ordered, o.Schedules, o.TaskSleep, o.Workers, o.Schedulers, o.SessionTimeout)
+}

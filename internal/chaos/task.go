@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/drover-dev/drover/internal/chaos/check"
+)
+
+// taskCommand is the first argument that makes this binary the task
+// program.
+const taskCommand = "task"
+
+// taskArgs is the part of a message's args the task reads.
+type taskArgs struct {
+	SleepMS int `json:"sleep_ms"`
+}
+
+// runTask is the task program, `chaos task LOG`: it reads the envelope from
+// stdin, sleeps args.sleep_ms, and appends its execution line (queue, id,
+// attempt, position, worker pid = its parent, own pid, start and end in µs
+// of CLOCK_REALTIME) to LOG with one write(2) on an O_APPEND descriptor, so
+// lines of concurrent tasks never interleave and a line, once written,
+// survives any process crash. It exits 1 (the worker retries) when it
+// cannot write the line.
+//
+// The worker starts it directly (no shell, no resource limits, so no
+// trampoline re-exec): its parent is the worker process.
+func runTask(args []string) int {
+	start := time.Now()
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: chaos task LOG")
+		return 2
+	}
+	var env struct {
+		Args taskArgs `json:"args"`
+	}
+	// A message without args (or unreadable ones) sleeps 0.
+	_ = json.NewDecoder(os.Stdin).Decode(&env)
+	if env.Args.SleepMS > 0 {
+		time.Sleep(time.Duration(env.Args.SleepMS) * time.Millisecond)
+	}
+	attempt, _ := strconv.Atoi(os.Getenv("DROVER_ATTEMPT"))
+	pos, _ := strconv.ParseInt(os.Getenv("DROVER_POSITION"), 10, 64)
+	line := check.FormatExecution(check.Execution{
+		Queue: os.Getenv("DROVER_QUEUE"), ID: os.Getenv("DROVER_MESSAGE_ID"), Attempt: attempt, Position: pos,
+		WorkerPID: os.Getppid(), PID: os.Getpid(), Start: start, End: time.Now(),
+	})
+	f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "open task log:", err)
+		return 1
+	}
+	if _, err := f.Write([]byte(line)); err != nil {
+		fmt.Fprintln(os.Stderr, "append to task log:", err)
+		f.Close()
+		return 1
+	}
+	if err := f.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "close task log:", err)
+		return 1
+	}
+	return 0
+}
