@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
@@ -98,8 +99,8 @@ func runSchedulerTerm(ctx context.Context, s *coordinator.Session, store *queue.
 		log.Error("scheduler election", "error", err)
 		return
 	}
-	lead := &electionLeadership{el: el, candidate: cfg.Worker.Name}
-	defer lead.resign()
+	lead := &adapt.ElectionLeadership{Election: el, Candidate: cfg.Worker.Name}
+	defer lead.Resign()
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {

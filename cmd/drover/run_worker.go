@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
@@ -60,7 +61,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	w, err := worker.New(worker.Config{
 		Member: cfg.Worker.Name, Capacity: cfg.Worker.Capacity, BatchSize: cfg.Worker.BatchSize,
 		DrainTimeout: cfg.Worker.DrainTimeout,
-		Log:          queueLog{store}, Requeuer: queueLog{store}, Executor: exec,
+		Log:          adapt.QueueLog{Store: store}, Requeuer: adapt.QueueLog{Store: store}, Executor: exec,
 		Logger: log.Named("worker"), Metrics: reg,
 		OnLost: func(q string, _ error) {
 			select {
@@ -245,7 +246,7 @@ func (m *member) serve(ctx context.Context, s *coordinator.Session) error {
 	}
 	spawn(func() {
 		reconDone <- s.RunReconciler(reconCtx, coordinator.ReconcilerConfig{
-			Member: m.cfg.Worker.Name, MemberPath: p, Runner: workerRunner{m.w}, Lost: m.lost,
+			Member: m.cfg.Worker.Name, MemberPath: p, Runner: adapt.WorkerRunner{W: m.w}, Lost: m.lost,
 			OnGeneration: m.generation.Store, Logger: m.log.Named("reconcile"),
 		})
 	})

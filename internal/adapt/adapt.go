@@ -1,4 +1,8 @@
-package main
+// Package adapt holds the adapters between the runtime's small interfaces
+// (worker.Log, worker.Requeuer, coordinator.Runner, scheduler.Leadership)
+// and the concrete stores. The binary, the end-to-end tests and the
+// benchmarks wire the same code.
+package adapt
 
 import (
 	"context"
@@ -14,19 +18,20 @@ import (
 // The adapters between the runtime's small interfaces and the concrete
 // stores. Compile-time assertions keep them honest.
 var (
-	_ worker.Log           = queueLog{}
-	_ worker.Requeuer      = queueLog{}
+	_ worker.Log           = QueueLog{}
+	_ worker.Requeuer      = QueueLog{}
 	_ worker.Claim         = (*coordinator.Claim)(nil)
-	_ coordinator.Runner   = workerRunner{}
+	_ coordinator.Runner   = WorkerRunner{}
 	_ scheduler.Store      = (*queue.ScheduleStore)(nil)
-	_ scheduler.Leadership = (*electionLeadership)(nil)
+	_ scheduler.Leadership = (*ElectionLeadership)(nil)
 )
 
-// queueLog adapts *queue.Store to worker.Log and worker.Requeuer.
-type queueLog struct{ s *queue.Store }
+// QueueLog adapts *queue.Store to worker.Log, worker.Requeuer and
+// worker.BacklogReader.
+type QueueLog struct{ Store *queue.Store }
 
-func (l queueLog) ReadAfter(ctx context.Context, q string, after drover.Position, n int) ([]worker.Delivery, error) {
-	es, err := l.s.ReadAfter(ctx, q, after, n)
+func (l QueueLog) ReadAfter(ctx context.Context, q string, after drover.Position, n int) ([]worker.Delivery, error) {
+	es, err := l.Store.ReadAfter(ctx, q, after, n)
 	if err != nil {
 		return nil, err
 	}
@@ -39,28 +44,28 @@ func (l queueLog) ReadAfter(ctx context.Context, q string, after drover.Position
 	return ds, nil
 }
 
-func (l queueLog) Backlog(ctx context.Context, q string, off drover.Position) (worker.Backlog, error) {
-	b, err := l.s.Backlog(ctx, q, off)
+func (l QueueLog) Backlog(ctx context.Context, q string, off drover.Position) (worker.Backlog, error) {
+	b, err := l.Store.Backlog(ctx, q, off)
 	if err != nil {
 		return worker.Backlog{}, err
 	}
 	return worker.Backlog{Lag: b.Lag, OldestAge: b.OldestAge, Delayed: b.Delayed, Dead: b.Dead}, nil
 }
 
-func (l queueLog) PromoteDue(ctx context.Context, q string, now time.Time, limit int) (int, error) {
-	return l.s.PromoteDue(ctx, q, now, limit)
+func (l QueueLog) PromoteDue(ctx context.Context, q string, now time.Time, limit int) (int, error) {
+	return l.Store.PromoteDue(ctx, q, now, limit)
 }
 
-func (l queueLog) Trim(ctx context.Context, q string, off drover.Position, retention time.Duration) error {
-	_, err := l.s.Trim(ctx, q, off, retention)
+func (l QueueLog) Trim(ctx context.Context, q string, off drover.Position, retention time.Duration) error {
+	_, err := l.Store.Trim(ctx, q, off, retention)
 	return err
 }
 
-func (l queueLog) Retry(ctx context.Context, m *drover.Message, due time.Time) error {
-	return l.s.Retry(ctx, m, due)
+func (l QueueLog) Retry(ctx context.Context, m *drover.Message, due time.Time) error {
+	return l.Store.Retry(ctx, m, due)
 }
 
-func (l queueLog) DeadLetter(ctx context.Context, q string, d drover.DeadLetter) error {
+func (l QueueLog) DeadLetter(ctx context.Context, q string, d drover.DeadLetter) error {
 	raw := d.Raw
 	if d.Message != nil {
 		b, err := d.Message.MarshalJSON()
@@ -69,36 +74,37 @@ func (l queueLog) DeadLetter(ctx context.Context, q string, d drover.DeadLetter)
 		}
 		raw = b
 	}
-	return l.s.Kill(ctx, q, d.ID, raw, d.Failure)
+	return l.Store.Kill(ctx, q, d.ID, raw, d.Failure)
 }
 
-// workerRunner adapts *worker.Worker to coordinator.Runner.
-type workerRunner struct{ w *worker.Worker }
+// WorkerRunner adapts *worker.Worker to coordinator.Runner.
+type WorkerRunner struct{ W *worker.Worker }
 
-func (r workerRunner) StartQueue(c *coordinator.Claim, qc drover.QueueConfig) error {
-	return r.w.Start(qc, c)
+func (r WorkerRunner) StartQueue(c *coordinator.Claim, qc drover.QueueConfig) error {
+	return r.W.Start(qc, c)
 }
-func (r workerRunner) StopQueue(ctx context.Context, q string) error { return r.w.Stop(ctx, q) }
-func (r workerRunner) AbortQueue(q string)                           { r.w.Abort(q) }
-func (r workerRunner) ConfigureQueue(qc drover.QueueConfig)          { r.w.Configure(qc) }
+func (r WorkerRunner) StopQueue(ctx context.Context, q string) error { return r.W.Stop(ctx, q) }
+func (r WorkerRunner) AbortQueue(q string)                           { r.W.Abort(q) }
+func (r WorkerRunner) ConfigureQueue(qc drover.QueueConfig)          { r.W.Configure(qc) }
 
-// electionLeadership adapts a coordinator election to scheduler.Leadership:
-// a term lasts while this session leads and is connected.
-type electionLeadership struct {
-	el        *coordinator.Election
-	candidate string
+// ElectionLeadership adapts a coordinator election to scheduler.Leadership:
+// a term lasts while this session leads and is connected. It is not safe for
+// concurrent use (the scheduler calls Lead from one goroutine).
+type ElectionLeadership struct {
+	Election  *coordinator.Election
+	Candidate string
 	lead      *coordinator.Leadership
 	cancel    context.CancelFunc
 }
 
-func (e *electionLeadership) Lead(ctx context.Context) (context.Context, error) {
+func (e *ElectionLeadership) Lead(ctx context.Context) (context.Context, error) {
 	if e.cancel != nil {
 		e.cancel()
 		e.cancel = nil
 	}
 	for {
 		if e.lead == nil || e.lead.Err() != nil {
-			lead, err := e.el.Campaign(ctx, e.candidate)
+			lead, err := e.Election.Campaign(ctx, e.Candidate)
 			if err != nil {
 				return nil, err
 			}
@@ -117,8 +123,8 @@ func (e *electionLeadership) Lead(ctx context.Context) (context.Context, error) 
 	}
 }
 
-// resign gives the leadership up (shutdown).
-func (e *electionLeadership) resign() {
+// Resign gives the leadership up (shutdown).
+func (e *ElectionLeadership) Resign() {
 	if e.cancel != nil {
 		e.cancel()
 	}
