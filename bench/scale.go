@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// scaleConfig sizes the scale section.
+type scaleConfig struct {
+	Sizes          [][2]int      // {members, queues} pairs
+	SessionTimeout time.Duration // of every member
+}
+
+// scaleResult is one fleet size's figures.
+type scaleResult struct {
+	Members        int           `json:"members"`
+	Queues         int           `json:"queues"`
+	SessionTimeout time.Duration `json:"session_timeout_ns"`
+	CreateQueues   time.Duration `json:"create_queues_ns"`
+	Start          time.Duration `json:"start_converge_ns"`
+	Join           time.Duration `json:"join_converge_ns"`
+	Crash          time.Duration `json:"crash_converge_ns"`
+	StartRequests  zkCounts      `json:"start_requests"`
+	JoinRequests   zkCounts      `json:"join_requests"`
+	CrashRequests  zkCounts      `json:"crash_requests"`
+	JoinRebalances int64         `json:"join_rebalances"`
+	CrashRebals    int64         `json:"crash_rebalances"`
+	Violations     int           `json:"ownership_violations"`
+	Goroutines     int           `json:"goroutines_after_start"`
+	HeapInuse      uint64        `json:"heap_inuse_after_start"`
+	ZKWatches      int64         `json:"zk_watch_count"`
+	ZKZnodes       int64         `json:"zk_znode_count"`
+	Error          string        `json:"error,omitempty"`
+}
+
+func runScale(ctx context.Context, srv *servers, cfg scaleConfig, progress io.Writer) []*scaleResult {
+	var out []*scaleResult
+	for i, size := range cfg.Sizes {
+		r := &scaleResult{Members: size[0], Queues: size[1], SessionTimeout: cfg.SessionTimeout}
+		root := fmt.Sprintf("/bench/scale-%d-%dx%d", i, size[0], size[1])
+		if err := runScaleSize(ctx, srv, root, r, progress); err != nil {
+			r.Error = err.Error()
+			fmt.Fprintf(progress, "  scale %d×%d: %v\n", size[0], size[1], err)
+		}
+		out = append(out, r)
+		runtime.GC()
+	}
+	return out
+}
+
+func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult, progress io.Writer) error {
+	t := time.Now()
+	f, err := newFleet(ctx, srv, root, r.Queues, r.SessionTimeout)
+	if err != nil {
+		return err
+	}
+	defer f.close()
+	r.CreateQueues = time.Since(t)
+	const limit = 5 * time.Minute
+
+	// Start: every member at once (16 connecting at a time).
+	t0 := time.Now()
+	c0 := f.counts()
+	if err := fanOut(ctx, r.Members, 16, func(i int) error {
+		_, err := f.start(ctx, fmt.Sprintf("m%03d", i))
+		return err
+	}); err != nil {
+		return fmt.Errorf("start members: %w", err)
+	}
+	if r.Start, err = f.waitConverged(ctx, t0, limit); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	r.StartRequests = f.counts().sub(c0)
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	r.HeapInuse, r.Goroutines = ms.HeapInuse, runtime.NumGoroutine()
+	if st, err := mntr(srv.zk.Addr); err == nil {
+		r.ZKWatches, r.ZKZnodes = st["zk_watch_count"], st["zk_znode_count"]
+	}
+	fmt.Fprintf(progress, "  scale %d×%d: start converged in %s\n", r.Members, r.Queues, r.Start.Round(time.Millisecond))
+
+	// Join: one more member.
+	settle(f)
+	gen := f.generation()
+	c0 = f.counts()
+	t0 = time.Now()
+	if _, err := f.start(ctx, "m-joined"); err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	if r.Join, err = f.waitConverged(ctx, t0, limit); err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	settle(f)
+	r.JoinRequests = f.counts().sub(c0)
+	r.JoinRebalances = f.generation() - gen
+	fmt.Fprintf(progress, "  scale %d×%d: join converged in %s\n", r.Members, r.Queues, r.Join.Round(time.Millisecond))
+
+	// Crash: a member that is not the rebalance leader is cut off.
+	leader, err := f.leader(ctx)
+	if err != nil {
+		return fmt.Errorf("crash: find the leader: %w", err)
+	}
+	victim := "m000"
+	if leader == victim {
+		victim = "m001"
+	}
+	gen = f.generation()
+	c0 = f.counts()
+	t0 = time.Now()
+	f.crash(victim)
+	if r.Crash, err = f.waitConverged(ctx, t0, r.SessionTimeout+limit); err != nil {
+		return fmt.Errorf("crash: %w", err)
+	}
+	settle(f)
+	r.CrashRequests = f.counts().sub(c0)
+	r.CrashRebals = f.generation() - gen
+	fmt.Fprintf(progress, "  scale %d×%d: crash converged in %s\n", r.Members, r.Queues, r.Crash.Round(time.Millisecond))
+	f.log.mu.Lock()
+	r.Violations = f.log.violations
+	f.log.mu.Unlock()
+	return nil
+}
+
+// settle waits until ownership has not changed for a second, so that the
+// request counts of one event do not include the tail of the previous one.
+func settle(f *fleet) {
+	last := f.log.changes.Load()
+	quiet := time.Now()
+	for time.Since(quiet) < time.Second {
+		time.Sleep(100 * time.Millisecond)
+		if n := f.log.changes.Load(); n != last {
+			last, quiet = n, time.Now()
+		}
+	}
+}
+
+func (f *fleet) generation() int64 {
+	if a := f.assign.Load(); a != nil {
+		return a.Generation
+	}
+	return 0
+}
+
+// mntr asks a ZooKeeper server for its monitoring figures (the mntr
+// four-letter word) and returns the numeric ones.
+func mntr(addr string) (map[string]int64, error) {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("mntr")); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "\t")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[k] = n
+		}
+	}
+	return out, nil
+}
+
+// parseSizes reads "10x1000,100x10000".
+func parseSizes(s string) [][2]int {
+	var out [][2]int
+	for _, p := range strings.Split(s, ",") {
+		m, q, ok := strings.Cut(strings.TrimSpace(p), "x")
+		if !ok {
+			continue
+		}
+		mi, err1 := strconv.Atoi(m)
+		qi, err2 := strconv.Atoi(q)
+		if err1 == nil && err2 == nil {
+			out = append(out, [2]int{mi, qi})
+		}
+	}
+	return out
+}

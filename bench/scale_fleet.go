@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+)
+
+// A fleet is a set of members, each a separate ZooKeeper session in this
+// process (as in coordinator/fleet_test.go) that runs the real rebalancer
+// and reconciler; its Runner only records ownership and releases claims on
+// stop. Each member talks to ZooKeeper through its own counting proxy.
+
+// ownership records which member runs each queue.
+type ownership struct {
+	mu         sync.Mutex
+	owner      map[string]string // queue → member running it
+	violations int               // starts while another member still ran the queue
+	changes    atomic.Int64      // bumped on every start and stop
+}
+
+func newOwnership() *ownership { return &ownership{owner: map[string]string{}} }
+
+func (o *ownership) start(member, q string) {
+	o.mu.Lock()
+	if cur, ok := o.owner[q]; ok && cur != member {
+		o.violations++
+	}
+	o.owner[q] = member
+	o.mu.Unlock()
+	o.changes.Add(1)
+}
+
+func (o *ownership) end(member, q string) {
+	o.mu.Lock()
+	if o.owner[q] == member {
+		delete(o.owner, q)
+	}
+	o.mu.Unlock()
+	o.changes.Add(1)
+}
+
+// fleetRunner is a coordinator.Runner that records ownership and releases
+// claims: a worker whose queues are idle.
+type fleetRunner struct {
+	member string
+	log    *ownership
+	mu     sync.Mutex
+	claims map[string]*coordinator.Claim
+}
+
+func (r *fleetRunner) StartQueue(c *coordinator.Claim, _ drover.QueueConfig) error {
+	r.log.start(r.member, c.Queue())
+	r.mu.Lock()
+	r.claims[c.Queue()] = c
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *fleetRunner) StopQueue(ctx context.Context, q string) error {
+	r.mu.Lock()
+	c := r.claims[q]
+	delete(r.claims, q)
+	r.mu.Unlock()
+	r.log.end(r.member, q)
+	if c == nil {
+		return nil
+	}
+	return c.Release(ctx, c.Offset())
+}
+
+func (r *fleetRunner) AbortQueue(q string) {
+	r.mu.Lock()
+	delete(r.claims, q)
+	r.mu.Unlock()
+	r.log.end(r.member, q)
+}
+
+func (r *fleetRunner) ConfigureQueue(drover.QueueConfig) {}
+
+type fleet struct {
+	srv     *servers
+	root    string
+	queues  int
+	timeout time.Duration // session timeout of every member
+	log     *ownership
+	obs     *coordinator.Session // observer: not a member, not counted
+	assign  atomic.Pointer[drover.Assignment]
+	stopObs context.CancelFunc
+
+	mu      sync.Mutex
+	members map[string]*fleetMember
+	gone    []*fleetMember // crashed members, closed at the end
+}
+
+type fleetMember struct {
+	name   string
+	proxy  *zkProxy
+	s      *coordinator.Session
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// newFleet creates the queues under a fresh root and starts the observer.
+func newFleet(ctx context.Context, srv *servers, root string, queues int, timeout time.Duration) (*fleet, error) {
+	f := &fleet{srv: srv, root: root, queues: queues, timeout: timeout, log: newOwnership(), members: map[string]*fleetMember{}}
+	obs, err := srv.connectZK(ctx, root, "", timeout)
+	if err != nil {
+		return nil, err
+	}
+	f.obs = obs
+	// Create the queues from 32 goroutines: ZooKeeper commits concurrent
+	// writes together.
+	if err := fanOut(ctx, queues, 32, func(i int) error {
+		return obs.CreateQueue(ctx, drover.QueueConfig{Name: queueName(i)})
+	}); err != nil {
+		obs.Close()
+		return nil, fmt.Errorf("create queues: %w", err)
+	}
+	octx, stop := context.WithCancel(ctx)
+	f.stopObs = stop
+	ch := obs.WatchAssignment(octx)
+	go func() {
+		for an := range ch {
+			if an.Err == nil {
+				a := an.Assignment
+				f.assign.Store(&a)
+			}
+		}
+	}()
+	return f, nil
+}
+
+func queueName(i int) string { return fmt.Sprintf("q%05d", i) }
+
+// start connects, joins and runs one member.
+func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
+	proxy, err := newZKProxy(f.srv.zk.Addr)
+	if err != nil {
+		return nil, err
+	}
+	s, err := f.srv.connectZK(ctx, f.root, proxy.addr(), f.timeout)
+	if err != nil {
+		proxy.close()
+		return nil, err
+	}
+	mb, err := s.Join(ctx, drover.Member{Name: name, Capacity: 1})
+	if err != nil {
+		s.Close()
+		proxy.close()
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	m := &fleetMember{name: name, proxy: proxy, s: s, cancel: cancel, done: make(chan struct{})}
+	runner := &fleetRunner{member: name, log: f.log, claims: map[string]*coordinator.Claim{}}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		s.RunRebalancer(mctx, coordinator.RebalancerConfig{Candidate: name})
+	}()
+	go func() {
+		defer wg.Done()
+		s.RunReconciler(mctx, coordinator.ReconcilerConfig{Member: name, MemberPath: mb.Path(), Runner: runner})
+	}()
+	go func() { wg.Wait(); close(m.done) }()
+	f.mu.Lock()
+	f.members[name] = m
+	f.mu.Unlock()
+	return m, nil
+}
+
+// crash cuts a member off ZooKeeper without a goodbye: its session expires
+// on the server after the session timeout.
+func (f *fleet) crash(name string) {
+	f.mu.Lock()
+	m := f.members[name]
+	delete(f.members, name)
+	f.gone = append(f.gone, m)
+	f.mu.Unlock()
+	m.proxy.Cut()
+}
+
+// leader returns the name of the current rebalance leader.
+func (f *fleet) leader(ctx context.Context) (string, error) {
+	el, err := f.obs.Election(coordinator.ElectionRebalance)
+	if err != nil {
+		return "", err
+	}
+	li, err := el.Leader(ctx)
+	if err != nil {
+		return "", err
+	}
+	return li.Name, nil
+}
+
+// converged reports whether every queue is run by exactly the live member
+// the current assignment names, and every live member has a share.
+func (f *fleet) converged() (bool, string) {
+	a := f.assign.Load()
+	if a == nil {
+		return false, "no assignment yet"
+	}
+	if len(a.Queues) != f.queues {
+		return false, fmt.Sprintf("assignment has %d of %d queues", len(a.Queues), f.queues)
+	}
+	f.mu.Lock()
+	live := make(map[string]bool, len(f.members))
+	for n := range f.members {
+		live[n] = true
+	}
+	f.mu.Unlock()
+	assigned := map[string]bool{}
+	for _, m := range a.Queues {
+		assigned[m] = true
+	}
+	for m := range live {
+		if !assigned[m] {
+			return false, fmt.Sprintf("live member %s has no queue yet", m)
+		}
+	}
+	f.log.mu.Lock()
+	defer f.log.mu.Unlock()
+	for q, m := range a.Queues {
+		if !live[m] {
+			return false, fmt.Sprintf("%s assigned to %s, which is not live", q, m)
+		}
+		if f.log.owner[q] != m {
+			return false, fmt.Sprintf("%s assigned to %s but run by %q", q, m, f.log.owner[q])
+		}
+	}
+	return true, ""
+}
+
+var debugScale = os.Getenv("BENCH_DEBUG_SCALE") != ""
+
+// waitConverged polls until converged, bounded by limit, and returns the
+// time since t0.
+func (f *fleet) waitConverged(ctx context.Context, t0 time.Time, limit time.Duration) (time.Duration, error) {
+	deadline := t0.Add(limit)
+	var why string
+	lastReport := time.Now()
+	for {
+		if debugScale && time.Since(lastReport) > 10*time.Second {
+			lastReport = time.Now()
+			f.log.mu.Lock()
+			owned := len(f.log.owner)
+			f.log.mu.Unlock()
+			st, _ := mntr(f.srv.zk.Addr)
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			fmt.Fprintf(os.Stderr, "    %s: owned %d, %+v, zk watches %d outstanding %d avg latency %d max %d; goroutines %d heap %d MiB; %s\n",
+				time.Since(t0).Round(time.Second), owned, f.counts(), st["zk_watch_count"], st["zk_outstanding_requests"], st["zk_avg_latency"], st["zk_max_latency"],
+				runtime.NumGoroutine(), ms.HeapInuse>>20, why)
+		}
+		var ok bool
+		if ok, why = f.converged(); ok {
+			return time.Since(t0), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("not converged after %s: %s", limit, why)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// counts sums the request counters of every member, live and crashed.
+func (f *fleet) counts() zkCounts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var c zkCounts
+	for _, m := range f.members {
+		c = c.add(m.proxy.counts())
+	}
+	for _, m := range f.gone {
+		c = c.add(m.proxy.counts())
+	}
+	return c
+}
+
+// close stops every member (live ones leave gracefully) and the observer.
+func (f *fleet) close() {
+	f.mu.Lock()
+	ms := make([]*fleetMember, 0, len(f.members)+len(f.gone))
+	for _, m := range f.members {
+		ms = append(ms, m)
+	}
+	ms = append(ms, f.gone...)
+	f.members = map[string]*fleetMember{}
+	f.gone = nil
+	f.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.s.Close() // ends the session: the reconciler aborts, nothing drains
+			m.cancel()
+			select {
+			case <-m.done:
+			case <-time.After(30 * time.Second):
+			}
+			m.proxy.close()
+		}()
+	}
+	wg.Wait()
+	f.stopObs()
+	f.obs.Close()
+}
