@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -113,9 +114,24 @@ func DecodeMessage(data []byte) (*Message, error) {
 	if len(data) == 0 || data[0] != '{' {
 		return nil, fmt.Errorf("%w: not a JSON object", ErrPoison)
 	}
+	// The common case has no unknown keys: one strict pass decodes it. Only
+	// an envelope with keys of its own pays for a second, lenient pass and a
+	// third that collects the unknown keys.
 	var e envelope
-	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrPoison, err)
+	strict := json.NewDecoder(bytes.NewReader(data))
+	strict.DisallowUnknownFields()
+	unknown := false
+	if err := strict.Decode(&e); err != nil {
+		if !strings.HasPrefix(err.Error(), "json: unknown field ") {
+			return nil, fmt.Errorf("%w: %v", ErrPoison, err)
+		}
+		unknown = true
+		e = envelope{}
+		if err := json.Unmarshal(data, &e); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrPoison, err)
+		}
+	} else if strict.More() {
+		return nil, fmt.Errorf("%w: data after the JSON object", ErrPoison)
 	}
 	if e.ID == "" {
 		return nil, fmt.Errorf("%w: missing \"id\"", ErrPoison)
@@ -137,8 +153,7 @@ func DecodeMessage(data []byte) (*Message, error) {
 	if len(m.Args) > 0 && bytes.Equal(m.Args, []byte("null")) {
 		m.Args = nil
 	}
-	// Only pay for a second pass when the object has keys we do not know.
-	if hasUnknownKeys(data) {
+	if unknown {
 		var all map[string]json.RawMessage
 		if err := json.Unmarshal(data, &all); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrPoison, err)
@@ -153,34 +168,6 @@ func DecodeMessage(data []byte) (*Message, error) {
 		}
 	}
 	return m, nil
-}
-
-// hasUnknownKeys reports whether the top-level object has a key outside
-// knownFields. It walks the JSON with a decoder, which is cheaper than
-// building a map for the common case of no unknown keys.
-func hasUnknownKeys(data []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil { // '{'
-		return false
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return false
-		}
-		if !knownFields[key] {
-			return true
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return false
-		}
-	}
-	return false
 }
 
 // Failure says why a message was dead-lettered.

@@ -23,7 +23,7 @@ import (
 // fleet is a set of drover worker processes sharing a private ZooKeeper
 // root and Redis key prefix.
 type fleet struct {
-	t       *testing.T
+	t       testing.TB
 	dir     string
 	env     []string
 	zk      *coordinator.Session
@@ -41,7 +41,7 @@ type process struct {
 	log  string
 }
 
-func newFleet(t *testing.T, sessionTimeout time.Duration) *fleet {
+func newFleet(t testing.TB, sessionTimeout time.Duration) *fleet {
 	t.Helper()
 	zkAddrs := testenv.ZooKeeper(t).Addrs
 	redis := testenv.Redis(t)
@@ -133,7 +133,7 @@ func (f *fleet) killAll() {
 }
 
 // waitFor polls cond; the bound only keeps a broken test from hanging.
-func waitFor(t *testing.T, bound time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, bound time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for !cond() {

@@ -88,7 +88,7 @@ func TestMetricsOfAWorkerThatRanRealTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the pause to reach the worker", func() bool {
-		st := f.state(t, "mw")
+		st := f.state("mw")
 		return st != nil && len(st.Worker.Queues) == 1 && st.Worker.Queues[0].Paused
 	})
 	var pending []*drover.Message

@@ -174,7 +174,7 @@ func TestSigtermDrainsAndHandsQueuesOverAtOnce(t *testing.T) {
 	ids := f.enqueue(queues, 8)
 	leavingPID := leaving.cmd.Process.Pid
 	waitFor(t, time.Minute, "tasks in flight on the leaving worker", func() bool {
-		st := f.state(t, "leaving")
+		st := f.state("leaving")
 		return st != nil && st.inFlight() > 0
 	})
 	f.startWorker("stays", "DROVER_WORKER_CAPACITY=8")
@@ -221,7 +221,7 @@ func TestPauseAndResumeWithoutRebalance(t *testing.T) {
 	f.createQueue("p0", false, []string{script}, nil)
 	f.startWorker("pw", "DROVER_WORKER_CAPACITY=4")
 	waitFor(t, time.Minute, "the worker to own p0", func() bool {
-		st := f.state(t, "pw")
+		st := f.state("pw")
 		return st != nil && len(st.Worker.Queues) == 1
 	})
 	ctx := context.Background()
@@ -239,7 +239,7 @@ func TestPauseAndResumeWithoutRebalance(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, 10*time.Second, "the worker to report the pause", func() bool {
-			st := f.state(t, "pw")
+			st := f.state("pw")
 			return st != nil && len(st.Worker.Queues) == 1 && st.Worker.Queues[0].Paused
 		})
 		f.enqueue([]string{"p0"}, 5)

@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/pprof"
 )
 
 // AdminConfig configures the admin HTTP handler.
@@ -18,7 +19,8 @@ type AdminConfig struct {
 }
 
 // AdminHandler serves /healthz (the process runs), /readyz (Ready),
-// /debug/state (State plus Info, as JSON) and /metrics.
+// /debug/state (State plus Info, as JSON), /metrics and /debug/pprof. The
+// admin address is loopback by default: expose it only to operators.
 func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
@@ -48,5 +50,10 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }

@@ -27,7 +27,9 @@ type queueLoop struct {
 
 	waiter  *poolWaiter   // the loop's place at the worker's pool
 	wake    chan struct{} // enqueue notifications, pause changes, pool grants
-	results chan taskDone
+	tasks   chan *slot    // to the runner goroutines
+	results chan taskDone // from the runner goroutines
+	runners int           // runner goroutines started (owned by run)
 
 	stopCtx    context.Context // cancelled: stop fetching and dispatching
 	stop       context.CancelFunc
@@ -66,6 +68,7 @@ func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 		w: w, name: qc.Name, claim: claim,
 		logger:   w.cfg.Logger.With("queue", qc.Name),
 		wake:     make(chan struct{}, 1),
+		tasks:    make(chan *slot),
 		results:  make(chan taskDone),
 		done:     make(chan struct{}),
 		inflight: map[string]*TaskState{},
@@ -131,6 +134,7 @@ func (l *queueLoop) run() {
 		select {
 		case r := <-l.results:
 			l.finish(r)
+			l.finishReady()
 		case <-l.wake:
 			l.caughtUp = false
 		case <-timer.C:
@@ -225,7 +229,26 @@ func (l *queueLoop) dispatch() {
 		}
 		s := l.prog.takeNext()
 		l.running++
-		go l.execute(s)
+		if l.running > l.runners {
+			// Runners are long-lived: a task costs no goroutine start and
+			// no stack growth. There is one per task in flight at most.
+			l.runners++
+			go l.runner()
+		}
+		l.tasks <- s
+	}
+}
+
+// finishReady takes every report that is ready without blocking, so that a
+// burst of completions costs one loop iteration.
+func (l *queueLoop) finishReady() {
+	for {
+		select {
+		case r := <-l.results:
+			l.finish(r)
+		default:
+			return
+		}
 	}
 }
 
@@ -323,6 +346,7 @@ func (l *queueLoop) shutdown() {
 			l.abortTasks()
 		}
 	}
+	close(l.tasks) // every runner is idle now: they exit
 	l.w.pool.leave(l.waiter)
 	l.publish()
 	if l.lost.Load() {

@@ -10,11 +10,13 @@ import (
 	"github.com/drover-dev/drover/metrics"
 )
 
-// execute runs one fetched message to its end (success, a retry handed to
-// the delayed set, a dead letter) and reports to the run goroutine. It runs
-// in its own goroutine; the run goroutine always receives its report.
-func (l *queueLoop) execute(s *slot) {
-	l.results <- taskDone{s: s, done: l.runMessage(s)}
+// runner runs fetched messages to their end (success, a retry handed to the
+// delayed set, a dead letter) and reports each to the run goroutine, which
+// always receives the report. It exits when the run goroutine closes tasks.
+func (l *queueLoop) runner() {
+	for s := range l.tasks {
+		l.results <- taskDone{s: s, done: l.runMessage(s)}
+	}
 }
 
 // runMessage returns true when the message is finished here, false when it

@@ -1,0 +1,270 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/adapt"
+	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/queue"
+	"github.com/drover-dev/drover/worker"
+)
+
+// The worker runtime's figures (issue "Worker runtime"), measured in process
+// against real Redis and a real fenced ZooKeeper claim: enqueue N, start the
+// queue, and time until the committed offset covers the last message.
+
+func init() {
+	drover.Register("bench.noop", func(context.Context, *drover.Message) error { return nil })
+	drover.Register("bench.stamp", func(_ context.Context, m *drover.Message) error {
+		stamps.record(m.ID, time.Now())
+		return nil
+	})
+}
+
+// stampLog records when the bench.stamp handler started each message.
+type stampLog struct {
+	sync.Mutex
+	at map[string]time.Time
+}
+
+func (s *stampLog) record(id string, t time.Time) {
+	s.Lock()
+	s.at[id] = t
+	s.Unlock()
+}
+
+var stamps = &stampLog{at: map[string]time.Time{}}
+
+// runtimeRig is one in-process worker on real servers.
+type runtimeRig struct {
+	store *queue.Store
+	s     *coordinator.Session
+	w     *worker.Worker
+}
+
+func newRuntimeRig(b *testing.B, capacity int) *runtimeRig {
+	b.Helper()
+	rdb, err := queue.NewClient(queue.ClientOptions{Addrs: []string{testenv.Redis(b).Addr}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rdb.Close() })
+	store, err := queue.New(queue.Config{Client: rdb, Prefix: testenv.Prefix(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: testenv.ZooKeeper(b).Addrs, Root: testenv.Chroot(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	ex, err := worker.NewExecutor(worker.ExecConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := worker.New(worker.Config{Member: "bench", Capacity: capacity, BatchSize: 500,
+		Log: adapt.QueueLog{Store: store}, Requeuer: adapt.QueueLog{Store: store}, Executor: ex})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(w.AbortAll)
+	wctx, stop := context.WithCancel(context.Background())
+	b.Cleanup(stop)
+	wake, err := store.Wakeups(wctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		for q := range wake {
+			w.Wake(q)
+		}
+	}()
+	return &runtimeRig{store: store, s: s, w: w}
+}
+
+// bareSpawn runs n × /bin/true with the given concurrency: the ceiling.
+func bareSpawn(b *testing.B, n, concurrency int) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < concurrency; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(n) {
+				if err := exec.Command("/bin/true").Run(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// BenchmarkRuntimeTrue: end-to-end tasks/s of a /bin/true task against a
+// bare spawn loop with the same concurrency, measured alternately in the
+// same run.
+func BenchmarkRuntimeTrue(b *testing.B) {
+	const n, concurrency = 2000, 4
+	r := newRuntimeRig(b, concurrency)
+	var drv, bare time.Duration
+	for i := 0; i < b.N; i++ {
+		drv += r.runTask(b, fmt.Sprintf("true%d", i), "true", drover.TaskRoute{Command: []string{"/bin/true"}}, concurrency, n)
+		bare += bareSpawn(b, n, concurrency)
+	}
+	b.ReportMetric(float64(n*b.N)/drv.Seconds(), "tasks/s")
+	b.ReportMetric(float64(n*b.N)/bare.Seconds(), "bare-tasks/s")
+	b.ReportMetric(bare.Seconds()/drv.Seconds(), "ratio")
+}
+
+// BenchmarkRuntimeGoChild: tasks/s of a registered Go handler run in a
+// re-executed child of the binary.
+func BenchmarkRuntimeGoChild(b *testing.B) {
+	const n, concurrency = 500, 4
+	r := newRuntimeRig(b, concurrency)
+	var d time.Duration
+	for i := 0; i < b.N; i++ {
+		d += r.runTask(b, fmt.Sprintf("gochild%d", i), "bench.noop", drover.TaskRoute{Go: true}, concurrency, n)
+	}
+	b.ReportMetric(float64(n*b.N)/d.Seconds(), "tasks/s")
+}
+
+// BenchmarkRuntimeInline: tasks/s of an inline no-op handler.
+func BenchmarkRuntimeInline(b *testing.B) {
+	const n, concurrency = 100000, 16
+	r := newRuntimeRig(b, concurrency)
+	var d time.Duration
+	for i := 0; i < b.N; i++ {
+		d += r.runTask(b, fmt.Sprintf("inline%d", i), "bench.noop", drover.TaskRoute{Inline: true}, concurrency, n)
+	}
+	b.ReportMetric(float64(n*b.N)/d.Seconds(), "tasks/s")
+}
+
+// runTask enqueues n messages of task into a fresh queue routed by route and
+// returns how long the worker took from Start to the committed offset
+// covering the last message.
+func (r *runtimeRig) runTask(b *testing.B, queueName, task string, route drover.TaskRoute, concurrency, n int) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	var last drover.Position
+	for start := 0; start < n; start += 1000 {
+		var msgs []*drover.Message
+		for i := start; i < min(start+1000, n); i++ {
+			msgs = append(msgs, &drover.Message{Queue: queueName, Task: task})
+		}
+		res, err := r.store.EnqueueBatch(ctx, msgs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		last = res[len(res)-1].Position
+	}
+	claim, err := r.s.Claim(ctx, queueName, coordinator.Owner{Member: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	qc := drover.QueueConfig{Name: queueName, Concurrency: concurrency, Tasks: map[string]drover.TaskRoute{task: route}}
+	start := time.Now()
+	if err := r.w.Start(qc, claim); err != nil {
+		b.Fatal(err)
+	}
+	for claim.Offset().Position < last {
+		time.Sleep(2 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	if err := r.w.Stop(ctx, queueName); err != nil {
+		b.Fatal(err)
+	}
+	return elapsed
+}
+
+// BenchmarkEnqueueToStart: latency from Enqueue returning to the handler
+// starting, on an idle queue woken by the enqueue notification.
+func BenchmarkEnqueueToStart(b *testing.B) {
+	r := newRuntimeRig(b, 4)
+	ctx := context.Background()
+	q := "latency"
+	claim, err := r.s.Claim(ctx, q, coordinator.Owner{Member: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.w.Start(drover.QueueConfig{Name: q, Tasks: map[string]drover.TaskRoute{"bench.stamp": {Inline: true}}}, claim); err != nil {
+		b.Fatal(err)
+	}
+	const samples = 200
+	var lat []time.Duration
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < samples; j++ {
+			time.Sleep(20 * time.Millisecond) // let the queue go idle
+			res, err := r.store.Enqueue(ctx, &drover.Message{Queue: q, Task: "bench.stamp"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sent := time.Now()
+			for {
+				stamps.Lock()
+				at, ok := stamps.at[res.ID]
+				stamps.Unlock()
+				if ok {
+					lat = append(lat, at.Sub(sent))
+					break
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkIdleQueuesRSS: resident memory of a `drover worker` process that
+// owns 1,000 idle queues.
+func BenchmarkIdleQueuesRSS(b *testing.B) {
+	const queues = 1000
+	for i := 0; i < b.N; i++ {
+		f := newFleet(b, 10*time.Second)
+		for q := 0; q < queues; q++ {
+			f.createQueue(fmt.Sprintf("idle%04d", q), false, []string{"/bin/true"}, nil)
+		}
+		p := f.startWorker("idle", "DROVER_METRICS_PROMETHEUS=false")
+		waitFor(b, 2*time.Minute, "the worker to own every queue", func() bool {
+			st := f.state("idle")
+			return st != nil && len(st.Worker.Queues) == queues
+		})
+		time.Sleep(3 * time.Second) // let start-up garbage be collected
+		b.ReportMetric(float64(rssKB(b, p.cmd.Process.Pid))/1024, "rss-MB")
+		f.killAll()
+	}
+}
+
+// rssKB reads VmRSS of a process.
+func rssKB(b *testing.B, pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return kb
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
+}
