@@ -77,7 +77,7 @@ func (o *ownershipLog) owners() map[string]*interval {
 }
 
 // checkNoOverlap fails if two intervals of a queue overlap in time.
-func (o *ownershipLog) checkNoOverlap(t *testing.T) {
+func (o *ownershipLog) checkNoOverlap(t testing.TB) {
 	t.Helper()
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -100,9 +100,11 @@ type recordingRunner struct {
 	log    *ownershipLog
 	mu     sync.Mutex
 	claims map[string]*Claim
+	writes *atomic.Int64 // claims and releases, shared by the fleet
 }
 
 func (r *recordingRunner) StartQueue(c *Claim, _ drover.QueueConfig) error {
+	r.writes.Add(1) // the claim's multi
 	r.log.start(r.member, c.Queue())
 	r.mu.Lock()
 	r.claims[c.Queue()] = c
@@ -119,6 +121,7 @@ func (r *recordingRunner) StopQueue(ctx context.Context, q string) error {
 	if c == nil {
 		return nil
 	}
+	r.writes.Add(1) // the release's multi
 	return c.Release(ctx, c.Offset())
 }
 
@@ -139,13 +142,14 @@ func (r *recordingRunner) owned() int {
 
 // fleet is a set of members sharing one ZooKeeper root.
 type fleet struct {
-	t       *testing.T
+	t       testing.TB
 	servers []string
 	root    string
 	log     *ownershipLog
 	queues  int
 	obs     *Session // an observer session that is no member
 	members map[string]*fleetMember
+	writes  atomic.Int64 // claims and releases by every member
 }
 
 type fleetMember struct {
@@ -169,7 +173,7 @@ func (m *fleetMember) current() (*Session, *Membership) {
 	return m.s, m.membership
 }
 
-func newFleet(t *testing.T, servers []string, queues int) *fleet {
+func newFleet(t testing.TB, servers []string, queues int) *fleet {
 	f := &fleet{t: t, servers: servers, root: testenv.Chroot(t), log: newOwnershipLog(), queues: queues, members: map[string]*fleetMember{}}
 	f.obs = connect(t, servers, f.root)
 	ctx := ctxT(t)
@@ -184,7 +188,7 @@ func newFleet(t *testing.T, servers []string, queues int) *fleet {
 func (f *fleet) start(name string) *fleetMember {
 	t := f.t
 	m := &fleetMember{name: name, proxy: testenv.NewProxy(t, f.servers[0]), done: make(chan struct{}),
-		joined: make(chan struct{}), runner: &recordingRunner{member: name, log: f.log, claims: map[string]*Claim{}}}
+		joined: make(chan struct{}), runner: &recordingRunner{member: name, log: f.log, claims: map[string]*Claim{}, writes: &f.writes}}
 	lctx, stopLeader := context.WithCancel(context.Background())
 	rctx, stopRecon := context.WithCancel(context.Background())
 	m.stopLeader, m.stopRecon = stopLeader, stopRecon
@@ -197,7 +201,7 @@ func (f *fleet) start(name string) *fleetMember {
 // live is the member's life, as in the worker: join with a session, run the
 // rebalance candidate and the reconciler, and join again with a new session
 // when the old one is lost — until stopped or crashed.
-func (m *fleetMember) live(t *testing.T, root string, lctx, rctx context.Context) {
+func (m *fleetMember) live(t testing.TB, root string, lctx, rctx context.Context) {
 	defer close(m.done)
 	first := true
 	for rctx.Err() == nil && !m.crashed.Load() {
