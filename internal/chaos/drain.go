@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/chaos/check"
 	"github.com/drover-dev/drover/scheduler"
 )
@@ -163,6 +165,9 @@ func waitOffsets(ctx context.Context, c *cluster, queues []string, fl *follower,
 			}
 			final[q] = int64(on.Offset.Position)
 			last, err := c.store.LastPosition(ctx, q)
+			if errors.Is(err, drover.ErrNotFound) {
+				last, err = 0, nil // trimmed to nothing
+			}
 			if err != nil {
 				behind++
 				continue
@@ -175,4 +180,25 @@ func waitOffsets(ctx context.Context, c *cluster, queues []string, fl *follower,
 			return final
 		}
 	}
+}
+
+// deadLetters lists every queue's dead letters.
+func deadLetters(ctx context.Context, c *cluster, queues []string) ([]check.DeadLetter, error) {
+	var out []check.DeadLetter
+	for _, q := range queues {
+		for off := 0; ; {
+			dls, err := c.store.DeadLetters(ctx, q, off, 1000)
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range dls {
+				out = append(out, check.DeadLetter{Queue: q, ID: d.ID, Reason: d.Failure.Reason})
+			}
+			if len(dls) < 1000 {
+				break
+			}
+			off += len(dls)
+		}
+	}
+	return out, nil
 }

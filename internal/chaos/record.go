@@ -23,6 +23,7 @@ type record struct {
 	Offsets      []check.OffsetSample `json:"offsets"`
 	Schedules    []check.Schedule     `json:"schedules"`
 	FinalOffsets map[string]int64     `json:"final_offsets"`
+	DeadLetters  []check.DeadLetter   `json:"dead_letters"`
 	Lives        []life               `json:"processes"`
 }
 
@@ -60,7 +61,7 @@ func recheck(dir string) (*result, error) {
 	}
 	in := check.Input{
 		Ordered: map[string]bool{}, Faults: rec.Faults, Offsets: rec.Offsets, Schedules: rec.Schedules,
-		FinalOffsets: rec.FinalOffsets, Policy: rec.Policy,
+		FinalOffsets: rec.FinalOffsets, DeadLetters: rec.DeadLetters, Policy: rec.Policy,
 	}
 	for _, q := range rec.Ordered {
 		in.Ordered[q] = true

@@ -176,6 +176,10 @@ func runIn(ctx context.Context, o options, dir string, prog *progress) (*result,
 	for _, p := range f.workers {
 		p.terminate(10 * time.Second)
 	}
+	dead, err := deadLetters(ctx, c, queues)
+	if err != nil {
+		return nil, fmt.Errorf("read dead letters: %w", err)
+	}
 	rec := record{
 		Run:          check.Run{Command: o.command(), Duration: phase.Round(time.Second), Load: o.loadDescription(), Seed: o.Seed},
 		Policy:       check.Policy{SessionTimeout: o.SessionTimeout, CommitWindow: o.CommitWindow},
@@ -184,6 +188,7 @@ func runIn(ctx context.Context, o options, dir string, prog *progress) (*result,
 		Offsets:      offsets,
 		Schedules:    scheds,
 		FinalOffsets: final,
+		DeadLetters:  dead,
 		Lives:        f.lifetimes(),
 	}
 	if err := rec.save(dir); err != nil {

@@ -80,6 +80,11 @@ func describe(e Execution) string {
 
 // checkLost: every confirmed enqueue ran. (Schedule slots: checkSchedules.)
 func (c *checker) checkLost() {
+	dead := map[msgKey]string{}
+	for _, d := range c.in.DeadLetters {
+		dead[msgKey{d.Queue, d.ID}] = d.Reason
+	}
+	c.r.DeadLetters = len(c.in.DeadLetters)
 	seen := map[msgKey]bool{}
 	for _, m := range c.in.Enqueued {
 		k := msgKey{m.Queue, m.ID}
@@ -90,7 +95,11 @@ func (c *checker) checkLost() {
 		c.r.Enqueued++
 		if len(c.byMessage[k]) == 0 {
 			c.r.Lost++
-			c.r.violate(Lost, "%s/%s (position %d) was enqueued and never ran", m.Queue, m.ID, m.Position)
+			why := ""
+			if r, ok := dead[k]; ok {
+				why = "; it is in the dead letters: " + r
+			}
+			c.r.violate(Lost, "%s/%s (position %d) was enqueued and never ran%s", m.Queue, m.ID, m.Position, why)
 		}
 	}
 }

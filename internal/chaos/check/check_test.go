@@ -70,10 +70,11 @@ func TestCleanRunPasses(t *testing.T) {
 func TestPlantedLossIsReported(t *testing.T) {
 	in := clean()
 	in.Executions = in.Executions[1:] // m-0 never ran
+	in.DeadLetters = []DeadLetter{{Queue: "o", ID: "m-0", Reason: "no route"}}
 	r := Check(in)
 	wantOnly(t, r, Lost, 1)
-	if r.Lost != 1 || !strings.Contains(r.Violations[0].Detail, "o/m-0") {
-		t.Fatalf("want m-0 reported lost, have %v", r.Violations)
+	if r.Lost != 1 || !strings.Contains(r.Violations[0].Detail, "o/m-0") || !strings.Contains(r.Violations[0].Detail, "dead letters: no route") {
+		t.Fatalf("want m-0 reported lost and dead-lettered, have %v", r.Violations)
 	}
 }
 

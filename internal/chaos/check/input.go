@@ -42,6 +42,13 @@ type Schedule struct {
 	Next time.Time `json:"next"`
 }
 
+// DeadLetter is a message found in a queue's dead letters after the run.
+type DeadLetter struct {
+	Queue  string `json:"queue"`
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
 // Policy holds the run's parameters the checks depend on.
 type Policy struct {
 	// SessionTimeout is the workers' ZooKeeper session timeout.
@@ -62,5 +69,9 @@ type Input struct {
 	Schedules []Schedule
 	// FinalOffsets are the queues' committed positions after the drain.
 	FinalOffsets map[string]int64
-	Policy       Policy
+	// DeadLetters are the dead letters found after the run (the task never
+	// fails, so every one is a finding; a lost message found here is
+	// reported with the reason).
+	DeadLetters []DeadLetter
+	Policy      Policy
 }

@@ -41,7 +41,8 @@ type Report struct {
 	Executions    int          `json:"executions"`     // task log lines
 	Messages      int          `json:"messages"`       // distinct messages executed
 
-	Lost int `json:"lost"`
+	Lost        int `json:"lost"`
+	DeadLetters int `json:"dead_letters"` // messages in the dead letters after the run
 	// Duplicates counts executions beyond the first of each message.
 	Duplicates int `json:"duplicates"`
 	// DuplicatesAt counts excused duplicates by the kind of the fault
@@ -124,6 +125,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| executions logged | %d |\n", r.Executions)
 	fmt.Fprintf(w, "| distinct messages executed | %d |\n", r.Messages)
 	fmt.Fprintf(w, "| lost | %d |\n", r.Lost)
+	fmt.Fprintf(w, "| dead-lettered (the task never fails) | %d |\n", r.DeadLetters)
 	fmt.Fprintf(w, "| overlapping executions of an ordered queue | %d |\n", r.OrderedOverlaps)
 	fmt.Fprintf(w, "| overlaps of two workers on one queue, one a zombie (allowed) | %d |\n", r.ZombieOverlaps)
 	fmt.Fprintf(w, "| overlaps of two workers on one queue, no fault | %d |\n", r.CrossWorkerOverlaps)
