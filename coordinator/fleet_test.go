@@ -101,6 +101,9 @@ type recordingRunner struct {
 	mu     sync.Mutex
 	claims map[string]*Claim
 	writes *atomic.Int64 // claims and releases, shared by the fleet
+	// failRelease makes StopQueue stop without releasing and return an
+	// error, as a release that timed out under load does.
+	failRelease atomic.Bool
 }
 
 func (r *recordingRunner) StartQueue(c *Claim, _ drover.QueueConfig) error {
@@ -120,6 +123,9 @@ func (r *recordingRunner) StopQueue(ctx context.Context, q string) error {
 	r.log.end(r.member, q) // stop working before giving the claim up
 	if c == nil {
 		return nil
+	}
+	if r.failRelease.Load() {
+		return fmt.Errorf("release %s: injected failure", q)
 	}
 	r.writes.Add(1) // the release's multi
 	return c.Release(ctx, c.Offset())
@@ -481,5 +487,20 @@ func TestRebalanceStormConverges(t *testing.T) {
 	}
 	if len(stuck) > 0 {
 		t.Fatalf("unowned after the storm: %s", strings.Join(stuck, ", "))
+	}
+}
+
+// A release that fails while the session lives must not leave the owner
+// node behind: the reconciler gives the claim back itself, and the queues
+// reach their new owner.
+func TestFailedReleaseDoesNotStrandTheQueue(t *testing.T) {
+	f := newFleet(t, testenv.ZooKeeper(t).Addrs, 40)
+	a := f.start("a")
+	f.waitConverged("start")
+	a.runner.failRelease.Store(true)
+	f.start("b")
+	f.waitConverged("join with failing releases")
+	if n := f.members["b"].runner.owned(); n != 20 {
+		t.Fatalf("b: want its 20 queues, have %d", n)
 	}
 }

@@ -225,17 +225,53 @@ func (r *reconciler) updateConfigs(qs []QueueEntry) {
 
 // stop gives an owned queue up in a goroutine.
 func (r *reconciler) stop(ctx context.Context, q string) {
+	c := r.owned[q]
 	delete(r.owned, q)
+	r.handBack(ctx, q, c, true)
+}
+
+// handBack gives a claim up in a goroutine: through the runner (drain, then
+// release) when it runs the queue, and in any case makes sure the owner
+// node is gone before reporting the stop. A release that failed while the
+// session lives (a timeout under load, an outcome that stayed unknown) would
+// otherwise leave the owner node behind, and the queue's next owner would
+// wait for it forever.
+func (r *reconciler) handBack(ctx context.Context, q string, c *Claim, viaRunner bool) {
 	done := make(chan struct{})
 	r.stopping[q] = done
 	r.pending++
 	go func() {
-		if err := r.cfg.Runner.StopQueue(context.WithoutCancel(ctx), q); err != nil {
-			r.log.Warn("stop queue", "queue", q, "error", err)
+		ctx := context.WithoutCancel(ctx)
+		if viaRunner {
+			if err := r.cfg.Runner.StopQueue(ctx, q); err != nil {
+				r.log.Warn("stop queue", "queue", q, "error", err)
+			}
+		}
+		if c != nil {
+			r.ensureReleased(ctx, q, c)
 		}
 		close(done)
 		r.events <- reconcileEvent{queue: q, stopped: true}
 	}()
+}
+
+// ensureReleased retries until c no longer holds q's owner node: released,
+// abandoned after a fence, or the session is lost (its ephemeral nodes go
+// with it).
+func (r *reconciler) ensureReleased(ctx context.Context, q string, c *Claim) {
+	for {
+		err := c.Err()
+		if err != nil && !errors.Is(err, drover.ErrFenced) {
+			return // released
+		}
+		if err = c.Abandon(ctx); err == nil || r.s.Err() != nil {
+			return
+		}
+		r.log.Warn("give up queue: release failed; retrying", "queue", q, "error", err)
+		if !sleepCtx(ctx, r.s, claimRetry) {
+			return
+		}
+	}
 }
 
 // claim claims q in a goroutine: after any stop of q in progress here, and
@@ -324,9 +360,7 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		}
 		if !r.target[ev.queue] {
 			// The target moved on while we claimed: hand it back at once.
-			if err := ev.claim.Release(ctx, ev.claim.Offset()); err != nil {
-				r.log.Warn("release an unwanted claim", "queue", ev.queue, "error", err)
-			}
+			r.handBack(ctx, ev.queue, ev.claim, false)
 			return
 		}
 		// A member that has just joined can win its claims before the
@@ -342,7 +376,7 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		}
 		if err := r.cfg.Runner.StartQueue(ev.claim, cfg); err != nil {
 			r.log.Error("start queue", "queue", ev.queue, "error", err)
-			ev.claim.Release(ctx, ev.claim.Offset())
+			r.handBack(ctx, ev.queue, ev.claim, false)
 			return
 		}
 		r.owned[ev.queue] = ev.claim
@@ -358,11 +392,9 @@ func (r *reconciler) lost(ctx context.Context, q string) {
 	}
 	delete(r.owned, q)
 	r.cfg.Runner.AbortQueue(q) // make sure it is gone; no-op when already
-	if err := c.Abandon(ctx); err != nil {
-		r.log.Warn("abandon a fenced claim", "queue", q, "error", err)
-	}
+	r.handBack(ctx, q, c, false)
 	if r.target[q] && r.claiming[q] == nil {
-		r.claim(ctx, q)
+		r.claim(ctx, q) // after the hand-back: claim waits for it
 	}
 }
 
