@@ -94,17 +94,24 @@ func (f *fleet) createQueue(name string, ordered bool, argv []string, mod func(*
 // startWorker starts `drover worker` named name with extra env.
 func (f *fleet) startWorker(name string, extraEnv ...string) *process {
 	f.t.Helper()
+	return f.startDrover("worker", name, extraEnv...)
+}
+
+// startDrover starts `drover <command>` as member name, with its own admin
+// port and extra env, logging to a file that a failed test prints.
+func (f *fleet) startDrover(command, name string, extraEnv ...string) *process {
+	f.t.Helper()
 	logPath := filepath.Join(f.dir, name+".log")
 	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	cmd := exec.Command(droverBin, "worker")
+	cmd := exec.Command(droverBin, command)
 	cmd.Env = append(append(append([]string(nil), f.env...), "DROVER_WORKER_NAME="+name, "DROVER_WORKER_ADMIN_ADDR=127.0.0.1:0"), extraEnv...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		f.t.Fatalf("start worker %s: %v", name, err)
+		f.t.Fatalf("start %s %s: %v", command, name, err)
 	}
 	p := &process{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
 	go func() { cmd.Wait(); out.Close(); close(p.done) }()

@@ -3,9 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,24 +19,7 @@ import (
 // own proxy, so that its connection can be cut.
 func (f *fleet) startScheduler(name string, zkProxy string) *process {
 	f.t.Helper()
-	logPath := filepath.Join(f.dir, name+".log")
-	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	cmd := exec.Command(droverBin, "scheduler")
-	cmd.Env = append(append([]string(nil), f.env...), "DROVER_WORKER_NAME="+name, "DROVER_WORKER_ADMIN_ADDR=127.0.0.1:0", "DROVER_ZOOKEEPER_SERVERS="+zkProxy)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.t.Fatalf("start scheduler %s: %v", name, err)
-	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
-	go func() { cmd.Wait(); out.Close(); close(p.done) }()
-	f.mu.Lock()
-	f.workers[name] = p
-	f.mu.Unlock()
-	return p
+	return f.startDrover("scheduler", name, "DROVER_ZOOKEEPER_SERVERS="+zkProxy)
 }
 
 // Three scheduler candidates, 200 entries firing every second, the leader
