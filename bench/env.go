@@ -18,7 +18,8 @@ import (
 // started from the binaries installed on the machine in a temporary
 // directory, and killed when the program ends.
 type servers struct {
-	dir   string
+	dir        string
+	memoryRuns int // gives every memory run a fresh ZooKeeper root
 	redis *localserver.Redis
 	zk    *localserver.ZooKeeper
 }

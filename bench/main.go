@@ -1,6 +1,11 @@
-// Command bench runs Drover's benchmarks against its peers and at fleet
-// scale, and writes the results as JSON and as a markdown section of
+// Command bench runs Drover's benchmarks against its peers (asynq,
+// gocraft/work) and at fleet scale on private Redis and ZooKeeper servers,
+// and writes the figures as JSON and as a markdown section for
 // BENCHMARKS.md.
+//
+//	cd bench && go run . -md section.md -out results.json
+//	cd bench && go run . -quick                  # a smoke run of every section
+//	cd bench && go run . -sections scale -scale 10x1000,100x10000
 package main
 
 import (
@@ -8,9 +13,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
-	"runtime/pprof"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -23,136 +29,214 @@ func main() {
 	os.Exit(run())
 }
 
-func run() int {
-	tc := throughputConfig{}
-	flag.IntVar(&tc.Runs, "runs", 5, "runs per throughput figure (the median is reported)")
-	flag.IntVar(&tc.EnqueueN, "enqueue-n", 100_000, "tasks per enqueue run")
-	flag.IntVar(&tc.NoopN, "noop-n", 100_000, "tasks per no-op processing run")
-	flag.IntVar(&tc.TrueN, "true-n", 20_000, "tasks per /bin/true processing run")
-	flag.IntVar(&tc.Concurrency, "concurrency", 16, "tasks at once in every processing run")
-	peers := flag.String("peers", "asynq,gocraft", "peers to compare with")
-	profileOnly := flag.String("profile-only", "", "debug: only profile this kind (noop, true) into /tmp")
-	flag.Parse()
-	tc.Peers = strings.Split(*peers, ",")
+// options are the command line.
+type options struct {
+	out, md, sections, repo, profileDir string
+	quick                                bool
+	throughput                           throughputConfig
+	peers, scaleSizes                    string
+	sessionTimeout                       time.Duration
+	memoryQueues, schedEntries, schedDue int
+}
 
+// results is everything one run measured (the -out JSON).
+type results struct {
+	Machine    machine            `json:"machine"`
+	Command    string             `json:"command"`
+	Started    time.Time          `json:"started"`
+	Took       time.Duration      `json:"took_ns"`
+	Throughput *throughputResult  `json:"throughput,omitempty"`
+	Profiles   *profileSection    `json:"profiles,omitempty"`
+	Scale      []*scaleResult     `json:"scale,omitempty"`
+	Memory     []*memoryResult    `json:"memory,omitempty"`
+	Scheduler  *schedulerResult   `json:"scheduler,omitempty"`
+	Errors     map[string]string  `json:"errors,omitempty"`
+	Options    map[string]any     `json:"options"`
+	sections   map[string]bool  // which ran
+	throughCfg throughputConfig // for the report
+	scaleCfg   scaleConfig      // for the report
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&o.out, "out", "", "write every figure as JSON to this file")
+	fs.StringVar(&o.md, "md", "", "write the markdown section to this file (default: standard output)")
+	fs.StringVar(&o.sections, "sections", "throughput,profile,scale,memory,scheduler", "sections to run")
+	fs.BoolVar(&o.quick, "quick", false, "small sizes and 3 runs: a smoke run of every section (about 2 minutes)")
+	fs.StringVar(&o.repo, "repo", "..", "the Drover repository (to build cmd/drover for the memory section)")
+	fs.StringVar(&o.profileDir, "profile-dir", "", "keep the CPU profiles in this directory (default: discarded)")
+	fs.IntVar(&o.throughput.Runs, "runs", 5, "runs per throughput figure (the median is reported)")
+	fs.IntVar(&o.throughput.EnqueueN, "enqueue-n", 100_000, "tasks per enqueue run")
+	fs.IntVar(&o.throughput.NoopN, "noop-n", 100_000, "tasks per no-op processing run")
+	fs.IntVar(&o.throughput.TrueN, "true-n", 20_000, "tasks per /bin/true processing run")
+	fs.IntVar(&o.throughput.Concurrency, "concurrency", 16, "tasks at once in every processing run and the spawn loop")
+	fs.StringVar(&o.peers, "peers", "asynq,gocraft", "peers to compare with")
+	fs.StringVar(&o.scaleSizes, "scale", "10x1000,100x1000,10x10000,100x10000", "fleet sizes, members x queues")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the scale members")
+	fs.IntVar(&o.memoryQueues, "memory-queues", 1000, "idle queues owned by the worker of the memory section")
+	fs.IntVar(&o.schedEntries, "sched-entries", 100_000, "schedule entries")
+	fs.IntVar(&o.schedDue, "sched-due", 10_000, "schedule entries made due at once")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		def := func(name string, apply func()) {
+			if !set[name] {
+				apply()
+			}
+		}
+		def("runs", func() { o.throughput.Runs = 3 })
+		def("enqueue-n", func() { o.throughput.EnqueueN = 10_000 })
+		def("noop-n", func() { o.throughput.NoopN = 10_000 })
+		def("true-n", func() { o.throughput.TrueN = 2_000 })
+		def("scale", func() { o.scaleSizes = "10x1000,30x1000" })
+		def("session-timeout", func() { o.sessionTimeout = 4 * time.Second })
+		def("memory-queues", func() { o.memoryQueues = 200 })
+		def("sched-entries", func() { o.schedEntries = 10_000 })
+		def("sched-due", func() { o.schedDue = 1_000 })
+	}
+	o.throughput.Peers = splitList(o.peers)
+	return o, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func run() int {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	res, err := runAll(ctx, o, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	if o.out != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(o.out, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+	}
+	md := renderMarkdown(res)
+	if o.md == "" {
+		fmt.Print(md)
+	} else if err := os.WriteFile(o.md, []byte(md), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	if len(res.Errors) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// runAll runs the chosen sections. A section that fails is recorded in
+// Errors and the others still run.
+func runAll(ctx context.Context, o *options, progress io.Writer) (*results, error) {
+	sections := map[string]bool{}
+	for _, s := range splitList(o.sections) {
+		switch s {
+		case "throughput", "profile", "scale", "memory", "scheduler":
+			sections[s] = true
+		default:
+			return nil, fmt.Errorf("unknown section %q (want throughput, profile, scale, memory, scheduler)", s)
+		}
+	}
+	res := &results{
+		Machine: describeMachine(), Command: commandLine(), Started: time.Now().UTC(),
+		Errors: map[string]string{}, sections: sections, throughCfg: o.throughput,
+		scaleCfg: scaleConfig{Sizes: parseSizes(o.scaleSizes), SessionTimeout: o.sessionTimeout},
+		Options: map[string]any{
+			"runs": o.throughput.Runs, "enqueue_n": o.throughput.EnqueueN, "noop_n": o.throughput.NoopN,
+			"true_n": o.throughput.TrueN, "concurrency": o.throughput.Concurrency, "peers": o.throughput.Peers,
+			"scale": o.scaleSizes, "session_timeout": o.sessionTimeout.String(),
+			"memory_queues": o.memoryQueues, "sched_entries": o.schedEntries, "sched_due": o.schedDue,
+		},
+	}
 	srv, err := startServers(true)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 1
+		return nil, err
 	}
 	defer srv.close()
-	start := time.Now()
-	if *profileOnly == "diag" {
-		d, err := newDroverSystem(ctx, srv)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 1
+	res.Machine.Servers = serverVersions(srv)
+	begin := time.Now()
+	step := func(name string, f func() error) {
+		if !sections[name] || ctx.Err() != nil {
+			return
 		}
-		for r := 0; r < tc.Runs; r++ {
-			c0 := readCPU()
-			e1, _ := spawnLoop(ctx, tc.TrueN, tc.Concurrency)
-			c1 := readCPU()
-			e2, err := executorLoop(ctx, d.exec, tc.TrueN, tc.Concurrency)
-			c2 := readCPU()
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "bench:", err)
-				return 1
+		t := time.Now()
+		fmt.Fprintf(progress, "bench: %s…\n", name)
+		if err := f(); err != nil {
+			res.Errors[name] = err.Error()
+			fmt.Fprintf(progress, "bench: %s failed: %v\n", name, err)
+		}
+		fmt.Fprintf(progress, "bench: %s took %s\n", name, time.Since(t).Round(time.Second))
+	}
+	step("throughput", func() error {
+		r, err := runThroughput(ctx, srv, o.throughput, progress)
+		res.Throughput = r
+		return err
+	})
+	step("profile", func() error {
+		dir := o.profileDir
+		if dir == "" {
+			dir = filepath.Join(srv.dir, "profiles")
+		}
+		r, err := runProfiles(ctx, srv, o.throughput, dir)
+		res.Profiles = r
+		return err
+	})
+	step("scheduler", func() error {
+		res.Scheduler = runScheduler(ctx, srv, o.schedEntries, o.schedDue)
+		return errorOf(res.Scheduler.Error)
+	})
+	step("memory", func() error {
+		for _, v := range []memoryVariant{{Name: "defaults (Prometheus metrics on)"}, {Name: "metrics.prometheus = false", Env: []string{"DROVER_METRICS_PROMETHEUS=false"}}} {
+			r := runMemory(ctx, srv, o.repo, o.memoryQueues, v)
+			res.Memory = append(res.Memory, r)
+			if r.Error != "" {
+				return errorOf(r.Error)
 			}
-			e3, err := d.process(ctx, kindTrue, tc.TrueN, tc.Concurrency)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "bench:", err)
-				return 1
+		}
+		return nil
+	})
+	step("scale", func() error {
+		res.Scale = runScale(ctx, srv, res.scaleCfg, progress)
+		for _, r := range res.Scale {
+			if r.Error != "" {
+				return fmt.Errorf("%d×%d: %s", r.Members, r.Queues, r.Error)
 			}
-			c3 := readCPU()
-			per := func(c cpuTimes) string {
-				return fmt.Sprintf("self %.0fus child %.0fus", float64(c.self.Microseconds())/float64(tc.TrueN), float64(c.children.Microseconds())/float64(tc.TrueN))
-			}
-			fmt.Println(per(c1.sub(c0)), "|", per(c2.sub(c1)), "|", per(c3.sub(c2)))
-			fmt.Printf("spawn %.0f  executor %.0f  drover %.0f\n", rate(tc.TrueN, e1), rate(tc.TrueN, e2), rate(tc.TrueN, e3))
 		}
-		return 0
+		return nil
+	})
+	res.Took = time.Since(begin)
+	if ctx.Err() != nil {
+		return res, ctx.Err()
 	}
-	if *profileOnly == "scale" {
-		rs := runScale(ctx, srv, scaleConfig{Sizes: parseSizes(os.Getenv("BENCH_SIZES")), SessionTimeout: 10 * time.Second}, os.Stderr)
-		b, _ := json.MarshalIndent(rs, "", "  ")
-		fmt.Println(string(b))
-		return 0
+	return res, nil
+}
+
+func errorOf(s string) error {
+	if s == "" {
+		return nil
 	}
-	if *profileOnly == "exec" {
-		d, err := newDroverSystem(ctx, srv)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 1
-		}
-		f, _ := os.Create("/tmp/cpu-exec.pprof")
-		pprof.StartCPUProfile(f)
-		e, err := executorLoop(ctx, d.exec, tc.TrueN, tc.Concurrency)
-		pprof.StopCPUProfile()
-		f.Close()
-		f, _ = os.Create("/tmp/cpu-spawn.pprof")
-		pprof.StartCPUProfile(f)
-		e2, _ := spawnLoop(ctx, tc.TrueN, tc.Concurrency)
-		pprof.StopCPUProfile()
-		f.Close()
-		fmt.Println(rate(tc.TrueN, e), rate(tc.TrueN, e2), err)
-		return 0
-	}
-	if *profileOnly == "enqueue" {
-		d, err := newDroverSystem(ctx, srv)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 1
-		}
-		a := newAsynqSystem(srv)
-		for r := 0; r < tc.Runs; r++ {
-			f, _ := os.Create("/tmp/cpu-enqueue.pprof")
-			pprof.StartCPUProfile(f)
-			c0 := readCPU()
-			e1, err := d.enqueue(ctx, tc.EnqueueN, 1)
-			c1 := readCPU()
-			pprof.StopCPUProfile()
-			f.Close()
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "bench:", err)
-				return 1
-			}
-			e2, _ := a.enqueue(ctx, tc.EnqueueN, 1)
-			c2 := readCPU()
-			fmt.Printf("drover %.0f/s %.0fus/task  asynq %.0f/s %.0fus/task\n", rate(tc.EnqueueN, e1), float64(c1.sub(c0).self.Microseconds())/float64(tc.EnqueueN), rate(tc.EnqueueN, e2), float64(c2.sub(c1).self.Microseconds())/float64(tc.EnqueueN))
-		}
-		rdb := srv.redisClient()
-		fmt.Println(rdb.Info(ctx, "commandstats").Val())
-		return 0
-	}
-	if *profileOnly != "" {
-		d, err := newDroverSystem(ctx, srv)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 1
-		}
-		n := tc.NoopN
-		if *profileOnly == "true" {
-			n = tc.TrueN
-		}
-		pr, err := profileDrover(ctx, srv, d, taskKind(*profileOnly), n, tc.Concurrency, "/tmp")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			return 1
-		}
-		fmt.Println(pr.Elapsed, rate(n, pr.Elapsed))
-		fmt.Println(pr.Top)
-		return 0
-	}
-	res, err := runThroughput(ctx, srv, tc, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 1
-	}
-	for _, w := range res.Workloads {
-		fmt.Println(w.Workload, w.Median)
-	}
-	fmt.Fprintln(os.Stderr, "took", time.Since(start))
-	return 0
+	return fmt.Errorf("%s", s)
+}
+
+func commandLine() string {
+	return "cd bench && go run . " + strings.Join(os.Args[1:], " ")
 }

@@ -11,13 +11,75 @@ import (
 	"time"
 )
 
+// profileSection is where the time goes on Drover's two processing paths.
+type profileSection struct {
+	Inline     *profileResult `json:"inline"`
+	Subprocess *profileResult `json:"subprocess"`
+	// CPU per /bin/true task of this process (µs): the bare spawn loop,
+	// Drover's executor alone (no queue), and Drover's whole path.
+	SpawnCPU    float64 `json:"spawn_cpu_us"`
+	ExecutorCPU float64 `json:"executor_cpu_us"`
+	DroverCPU   float64 `json:"drover_cpu_us"`
+	// Rates of the same three, from this one run each.
+	SpawnRate, ExecutorRate, DroverRate float64
+	// ChildCPU is the /bin/true children's CPU per task (µs), from the
+	// spawn loop.
+	ChildCPU float64 `json:"child_cpu_us"`
+}
+
 // profileResult is one CPU profile of a Drover path.
 type profileResult struct {
 	Path    string        `json:"path"`
 	Tasks   int           `json:"tasks"`
 	Elapsed time.Duration `json:"elapsed_ns"`
 	File    string        `json:"file"`
-	Top     string        `json:"top"` // `go tool pprof -top` output, trimmed
+	Top     string        `json:"top"` // `go tool pprof -top` output
+}
+
+func runProfiles(ctx context.Context, srv *servers, cfg throughputConfig, dir string) (*profileSection, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	d, err := newDroverSystem(ctx, srv)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	ps := &profileSection{}
+	if ps.Inline, err = profileDrover(ctx, srv, d, kindNoop, cfg.NoopN, cfg.Concurrency, dir); err != nil {
+		return ps, err
+	}
+	if ps.Subprocess, err = profileDrover(ctx, srv, d, kindTrue, cfg.TrueN, cfg.Concurrency, dir); err != nil {
+		return ps, err
+	}
+	n := cfg.TrueN
+	perTask := func(c cpuTimes) (float64, float64) {
+		return float64(c.self.Microseconds()) / float64(n), float64(c.children.Microseconds()) / float64(n)
+	}
+	c0 := readCPU()
+	e, err := spawnLoop(ctx, n, cfg.Concurrency)
+	if err != nil {
+		return ps, err
+	}
+	c1 := readCPU()
+	ps.SpawnCPU, ps.ChildCPU = perTask(c1.sub(c0))
+	ps.SpawnRate = rate(n, e)
+	if e, err = executorLoop(ctx, d.exec, n, cfg.Concurrency); err != nil {
+		return ps, err
+	}
+	c2 := readCPU()
+	ps.ExecutorCPU, _ = perTask(c2.sub(c1))
+	ps.ExecutorRate = rate(n, e)
+	if err := srv.flushRedis(ctx); err != nil {
+		return ps, err
+	}
+	c2 = readCPU()
+	if e, err = d.process(ctx, kindTrue, n, cfg.Concurrency); err != nil {
+		return ps, err
+	}
+	ps.DroverCPU, _ = perTask(readCPU().sub(c2))
+	ps.DroverRate = rate(n, e)
+	return ps, nil
 }
 
 // profileDrover runs one Drover processing run of kind under the CPU
@@ -47,9 +109,18 @@ func profileDrover(ctx context.Context, srv *servers, d *droverSystem, kind task
 // it could not be produced.
 func pprofTop(file string) string {
 	exe, _ := os.Executable()
-	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=25", exe, file).CombinedOutput()
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=12", exe, file).CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("(go tool pprof failed: %v)", err)
 	}
-	return strings.TrimSpace(string(out))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var keep []string
+	for _, l := range lines {
+		// Drop the header lines that name the temporary binary and time.
+		if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Time:") || strings.HasPrefix(l, "Type:") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
 }

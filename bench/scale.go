@@ -151,6 +151,21 @@ func (f *fleet) generation() int64 {
 // mntr asks a ZooKeeper server for its monitoring figures (the mntr
 // four-letter word) and returns the numeric ones.
 func mntr(addr string) (map[string]int64, error) {
+	st, err := mntrStrings(addr)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for k, v := range st {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[k] = n
+		}
+	}
+	return out, nil
+}
+
+// mntrStrings returns every field of mntr.
+func mntrStrings(addr string) (map[string]string, error) {
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		return nil, err
@@ -164,14 +179,10 @@ func mntr(addr string) (map[string]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]int64{}
+	out := map[string]string{}
 	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "\t")
-		if !ok {
-			continue
-		}
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			out[k] = n
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "\t"); ok {
+			out[k] = v
 		}
 	}
 	return out, nil

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,8 +24,10 @@ type droverSystem struct {
 	store   *queue.Store
 	zk      *coordinator.Session
 	exec    worker.Executor
-	handled atomic.Pointer[counter] // the inline no-op handler counts here
-	runs    int                     // gives every run a fresh queue name
+	runs    int // gives every run a fresh queue name
+	// lastCommitWait is how long the last processing run's queue loop
+	// waited for ZooKeeper commits.
+	lastCommitWait time.Duration
 }
 
 // droverNoopTask is the inline no-op handler's task name.
@@ -43,14 +45,23 @@ func newDroverSystem(ctx context.Context, srv *servers) (*droverSystem, error) {
 	if d.exec, err = worker.NewExecutor(worker.ExecConfig{}); err != nil {
 		return nil, err
 	}
-	drover.Register(droverNoopTask, func(context.Context, *drover.Message) error {
-		if c := d.handled.Load(); c != nil {
-			c.add()
-		}
-		return nil
+	registerNoop.Do(func() {
+		drover.Register(droverNoopTask, func(context.Context, *drover.Message) error {
+			if c := inlineHandled.Load(); c != nil {
+				c.add()
+			}
+			return nil
+		})
 	})
 	return d, nil
 }
+
+// The inline no-op handler is registered once per process (drover.Register
+// is process-wide) and counts into the current run's counter.
+var (
+	registerNoop  sync.Once
+	inlineHandled atomic.Pointer[counter]
+)
 
 func (d *droverSystem) name() string { return "drover" }
 
@@ -108,8 +119,8 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	}
 	qc := drover.QueueConfig{Name: q, Concurrency: concurrency, Tasks: map[string]drover.TaskRoute{"*": route}}
 	handled := newCounter(n)
-	d.handled.Store(handled)
-	defer d.handled.Store(nil)
+	inlineHandled.Store(handled)
+	defer inlineHandled.Store(nil)
 
 	zc, err := d.zk.Claim(ctx, q, coordinator.Owner{Member: "bench"})
 	if err != nil {
@@ -148,11 +159,9 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	case <-time.After(processTimeout):
 		return 0, fmt.Errorf("drover %s: offset not at the last message after %s", kind, processTimeout)
 	}
-	if debugCommits {
-		claim.mu.Lock()
-		fmt.Printf("commits %d, in commit %s, longest %s, elapsed %s\n", claim.commits, claim.inCommit, claim.maxWait, elapsed)
-		claim.mu.Unlock()
-	}
+	claim.mu.Lock()
+	d.lastCommitWait = claim.inCommit
+	claim.mu.Unlock()
 	if err := w.Stop(ctx, q); err != nil {
 		return 0, fmt.Errorf("drover: stop queue: %w", err)
 	}
@@ -168,8 +177,6 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	}
 	return elapsed, nil
 }
-
-var debugCommits = os.Getenv("BENCH_DEBUG_COMMITS") != ""
 
 // processTimeout bounds one processing run.
 const processTimeout = 5 * time.Minute

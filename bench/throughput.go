@@ -24,6 +24,13 @@ type workloadResult struct {
 	Tasks    int                  `json:"tasks"`
 	Runs     map[string][]float64 `json:"runs_tasks_per_s"`
 	Median   map[string]float64   `json:"median_tasks_per_s"`
+	// CPU is this process's CPU time per task (µs, median of the runs):
+	// the client's and, for processing, the worker's own cost, without
+	// Redis's and without the /bin/true children's.
+	CPU map[string]float64 `json:"median_cpu_us_per_task"`
+	// CommitShare is, for Drover's processing runs, the median share of
+	// the run its queue loop spent waiting for ZooKeeper commits.
+	CommitShare float64 `json:"drover_commit_share,omitempty"`
 	Order    []string             `json:"systems"`
 }
 
@@ -80,7 +87,9 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 	}
 	res := &throughputResult{Config: cfg}
 	for _, wl := range workloads {
-		wr := &workloadResult{Workload: wl.name, Tasks: wl.tasks, Runs: map[string][]float64{}, Median: map[string]float64{}}
+		wr := &workloadResult{Workload: wl.name, Tasks: wl.tasks, Runs: map[string][]float64{}, Median: map[string]float64{}, CPU: map[string]float64{}}
+		cpu := map[string][]float64{}
+		var commitShares []float64
 		type entrant struct {
 			name string
 			run  func(ctx context.Context) (time.Duration, error)
@@ -103,9 +112,16 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 				if err := srv.flushRedis(ctx); err != nil {
 					return nil, err
 				}
+				c0 := readCPU()
+				dr.lastCommitWait = 0
 				elapsed, err := e.run(ctx)
 				if err != nil {
 					return nil, fmt.Errorf("%s on %s, run %d: %w", wl.name, e.name, r+1, err)
+				}
+				used := readCPU().sub(c0)
+				cpu[e.name] = append(cpu[e.name], float64(used.self.Microseconds())/float64(wl.tasks))
+				if e.name == dr.name() && dr.lastCommitWait > 0 {
+					commitShares = append(commitShares, dr.lastCommitWait.Seconds()/elapsed.Seconds())
 				}
 				wr.Runs[e.name] = append(wr.Runs[e.name], rate(wl.tasks, elapsed))
 				fmt.Fprintf(progress, "  %-22s %-14s run %d: %8.0f tasks/s (%s)\n", wl.name, e.name, r+1, rate(wl.tasks, elapsed), elapsed.Round(time.Millisecond))
@@ -113,6 +129,10 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 		}
 		for name, runs := range wr.Runs {
 			wr.Median[name] = median(runs)
+			wr.CPU[name] = median(cpu[name])
+		}
+		if len(commitShares) > 0 {
+			wr.CommitShare = median(commitShares)
 		}
 		res.Workloads = append(res.Workloads, wr)
 	}
