@@ -20,8 +20,8 @@ import (
 type servers struct {
 	dir        string
 	memoryRuns int // gives every memory run a fresh ZooKeeper root
-	redis *localserver.Redis
-	zk    *localserver.ZooKeeper
+	redis      *localserver.Redis
+	zk         *localserver.ZooKeeper
 }
 
 // startServers starts a private redis-server and, when withZK, a standalone

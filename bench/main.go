@@ -31,7 +31,7 @@ func main() {
 
 // options are the command line.
 type options struct {
-	out, md, sections, repo, profileDir string
+	out, md, sections, repo, profileDir  string
 	quick                                bool
 	throughput                           throughputConfig
 	peers, scaleSizes                    string
@@ -41,20 +41,20 @@ type options struct {
 
 // results is everything one run measured (the -out JSON).
 type results struct {
-	Machine    machine            `json:"machine"`
-	Command    string             `json:"command"`
-	Started    time.Time          `json:"started"`
-	Took       time.Duration      `json:"took_ns"`
-	Throughput *throughputResult  `json:"throughput,omitempty"`
-	Profiles   *profileSection    `json:"profiles,omitempty"`
-	Scale      []*scaleResult     `json:"scale,omitempty"`
-	Memory     []*memoryResult    `json:"memory,omitempty"`
-	Scheduler  *schedulerResult   `json:"scheduler,omitempty"`
-	Errors     map[string]string  `json:"errors,omitempty"`
-	Options    map[string]any     `json:"options"`
-	sections   map[string]bool  // which ran
-	throughCfg throughputConfig // for the report
-	scaleCfg   scaleConfig      // for the report
+	Machine    machine           `json:"machine"`
+	Command    string            `json:"command"`
+	Started    time.Time         `json:"started"`
+	Took       time.Duration     `json:"took_ns"`
+	Throughput *throughputResult `json:"throughput,omitempty"`
+	Profiles   *profileSection   `json:"profiles,omitempty"`
+	Scale      []*scaleResult    `json:"scale,omitempty"`
+	Memory     []*memoryResult   `json:"memory,omitempty"`
+	Scheduler  *schedulerResult  `json:"scheduler,omitempty"`
+	Errors     map[string]string `json:"errors,omitempty"`
+	Options    map[string]any    `json:"options"`
+	sections   map[string]bool   // which ran
+	throughCfg throughputConfig  // for the report
+	scaleCfg   scaleConfig       // for the report
 }
 
 func parseFlags(args []string) (*options, error) {

@@ -20,11 +20,11 @@ import (
 // coordinator session on the private ZooKeeper, worker.Worker with the
 // executor of worker.NewExecutor, and enqueue notifications wired to Wake.
 type droverSystem struct {
-	rdb     *redis.Client
-	store   *queue.Store
-	zk      *coordinator.Session
-	exec    worker.Executor
-	runs    int // gives every run a fresh queue name
+	rdb   *redis.Client
+	store *queue.Store
+	zk    *coordinator.Session
+	exec  worker.Executor
+	runs  int // gives every run a fresh queue name
 	// lastCommitWait is how long the last processing run's queue loop
 	// waited for ZooKeeper commits.
 	lastCommitWait time.Duration

@@ -30,8 +30,8 @@ type workloadResult struct {
 	CPU map[string]float64 `json:"median_cpu_us_per_task"`
 	// CommitShare is, for Drover's processing runs, the median share of
 	// the run its queue loop spent waiting for ZooKeeper commits.
-	CommitShare float64 `json:"drover_commit_share,omitempty"`
-	Order    []string             `json:"systems"`
+	CommitShare float64  `json:"drover_commit_share,omitempty"`
+	Order       []string `json:"systems"`
 }
 
 type throughputResult struct {
