@@ -139,10 +139,14 @@ func TestDevRunsAFleetAndStopsCleanly(t *testing.T) {
 			t.Fatalf("want hello owned with no dead letters, have %+v", q)
 		}
 	}
-	var rep statusReport
-	if r := ctl("ctl", "status", "-o", "json"); jsonUnmarshal(r.stdout, &rep) != nil || len(rep.Members) != 2 || rep.SchedulerLeader != "scheduler-1" {
-		t.Fatalf("want 2 members and scheduler-1 leading, have:\n%s", r)
-	}
+	// The scheduler child may still be starting on a loaded machine.
+	eventually(t, 60*time.Second, func() error {
+		var rep statusReport
+		if r := ctl("ctl", "status", "-o", "json"); jsonUnmarshal(r.stdout, &rep) != nil || len(rep.Members) != 2 || rep.SchedulerLeader != "scheduler-1" {
+			return fmt.Errorf("want 2 members and scheduler-1 leading, have:\n%s", r)
+		}
+		return nil
+	})
 
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
