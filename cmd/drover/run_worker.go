@@ -162,7 +162,10 @@ func (m *member) run(ctx context.Context) error {
 			return err
 		}
 		ccfg.OnStateChange = func(st coordinator.SessionState) {
-			m.w.SetSuspended(st == coordinator.Suspended)
+			// Lost stays suspended until every queue of the session is
+			// aborted (below): a worker resumed after a long stop must not
+			// start tasks of queues that already belong to another member.
+			m.w.SetSuspended(st != coordinator.Connected)
 			switch st {
 			case coordinator.Connected:
 				m.metrics.IncrCounter(metrics.Reconnects, 1)
