@@ -33,16 +33,17 @@ type injector struct {
 // kind is complete, or ctx ends. An error means the run cannot go on (a
 // server did not come back).
 func (in *injector) run(ctx context.Context, until time.Time) error {
-	tour := append([]check.Kind(nil), check.Kinds...)
+	tour := append([]check.Kind(nil), in.o.Kinds...)
 	in.rng.Shuffle(len(tour), func(i, j int) { tour[i], tour[j] = tour[j], tour[i] })
 	for i := 0; ; i++ {
 		if !sleepCtx(ctx, in.between(in.o.FaultGap/4, in.o.FaultGap)) {
 			return nil
 		}
-		if i >= len(tour) && !time.Now().Before(until) {
+		// After the first round, start a fault only if it can end in time.
+		if i >= len(tour) && time.Until(until) < in.o.SessionTimeout+3*time.Second {
 			return nil
 		}
-		kind := check.Kinds[in.rng.IntN(len(check.Kinds))]
+		kind := in.o.Kinds[in.rng.IntN(len(in.o.Kinds))]
 		if i < len(tour) {
 			kind = tour[i]
 		}

@@ -100,6 +100,7 @@ type options struct {
 	Keep           bool
 	JSON           string
 	CheckDir       string
+	Kinds          []check.Kind
 	args           []string
 }
 
@@ -124,10 +125,22 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary run directory even when the run passes")
 	fs.StringVar(&o.JSON, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&o.CheckDir, "check", "", "do not run: check the kept run directory again")
+	kinds := fs.String("faults", "", "comma-separated fault kinds to inject (default: all of them)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	o.args = args
+	o.Kinds = check.Kinds
+	if *kinds != "" {
+		o.Kinds = nil
+		for _, k := range strings.Split(*kinds, ",") {
+			k = strings.TrimSpace(k)
+			if _, ok := check.Effects[check.Kind(k)]; !ok || check.Kind(k) == check.SessionLost {
+				return o, fmt.Errorf("-faults: unknown fault kind %q (want some of %v)", k, check.Kinds)
+			}
+			o.Kinds = append(o.Kinds, check.Kind(k))
+		}
+	}
 	switch {
 	case o.CheckDir != "":
 		return o, nil

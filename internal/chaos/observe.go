@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,4 +94,52 @@ func (p *progress) printf(format string, a ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fmt.Fprintf(p.w, "[%6.1fs] %s\n", time.Since(p.start).Seconds(), fmt.Sprintf(format, a...))
+}
+
+// sessionLosses reads the workers' logs for reported session losses (not
+// the clean close at shutdown) and returns them as observed faults on the
+// worker process alive at the time: from one session timeout before the
+// report (when the silence began at the latest) to the report.
+func sessionLosses(dir string, lives []life, sessionTimeout time.Duration) ([]check.Fault, error) {
+	var out []check.Fault
+	names := map[string]bool{}
+	for _, l := range lives {
+		names[l.Name] = true
+	}
+	for name := range names {
+		if !strings.HasPrefix(name, "w") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name+".log"))
+		if err != nil {
+			return nil, fmt.Errorf("read the log of %s: %w", name, err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.Contains(line, "zookeeper session lost:") || strings.Contains(line, "the session was closed") {
+				continue
+			}
+			ts, _, _ := strings.Cut(line, " ")
+			at, err := time.Parse(time.RFC3339Nano, ts)
+			if err != nil {
+				continue
+			}
+			pid := 0
+			for _, l := range lives {
+				if l.Name == name && !at.Before(l.Start) && (l.End.IsZero() || !at.After(l.End)) {
+					pid = l.PID
+				}
+			}
+			if pid == 0 {
+				continue
+			}
+			reason := ""
+			if i := strings.Index(line, "reason="); i >= 0 {
+				reason = line[i+len("reason="):]
+			}
+			out = append(out, check.Fault{Kind: check.SessionLost, Target: name, PIDs: []int{pid},
+				Start: at.Add(-sessionTimeout), End: at, Note: reason})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].End.Before(out[j].End) })
+	return out, nil
 }

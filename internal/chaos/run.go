@@ -180,11 +180,15 @@ func runIn(ctx context.Context, o options, dir string, prog *progress) (*result,
 	if err != nil {
 		return nil, fmt.Errorf("read dead letters: %w", err)
 	}
+	losses, err := sessionLosses(dir, f.lifetimes(), o.SessionTimeout)
+	if err != nil {
+		return nil, err
+	}
 	rec := record{
 		Run:          check.Run{Command: o.command(), Duration: phase.Round(time.Second), Load: o.loadDescription(), Seed: o.Seed},
 		Policy:       check.Policy{SessionTimeout: o.SessionTimeout, CommitWindow: o.CommitWindow},
 		Ordered:      orderedNames(ordered),
-		Faults:       inj.injected(),
+		Faults:       append(inj.injected(), losses...),
 		Offsets:      offsets,
 		Schedules:    scheds,
 		FinalOffsets: final,

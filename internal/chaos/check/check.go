@@ -21,6 +21,8 @@ func Check(in Input) *Report {
 	}
 	c.r.Executions = len(in.Executions)
 	c.r.Messages = len(c.byMessage)
+	c.countUnprovoked()
+	c.countZombieStarts()
 	c.checkLost()
 	c.checkDuplicates()
 	c.checkOverlaps()
@@ -52,6 +54,61 @@ func (c *checker) covered(e Execution) (*Fault, bool) {
 		}
 	}
 	return nil, false
+}
+
+// countUnprovoked counts the observed session losses that no injected fault
+// explains: none hit the worker between its start and its end plus its
+// After.
+func (c *checker) countUnprovoked() {
+	for _, l := range c.in.Faults {
+		if l.Kind != SessionLost {
+			continue
+		}
+		explained := false
+		for _, f := range c.in.Faults {
+			eff := Effects[f.Kind]
+			if f.Kind == SessionLost || !eff.Excuses || len(l.PIDs) != 1 || !f.hits(l.PIDs[0]) {
+				continue
+			}
+			to := f.End.Add(time.Duration(eff.After * float64(c.in.Policy.SessionTimeout)))
+			if !l.End.Before(f.Start) && !l.Start.After(to) {
+				explained = true
+				break
+			}
+		}
+		if !explained {
+			c.r.UnprovokedSessionLosses++
+		}
+	}
+}
+
+// countZombieStarts counts the tasks a worker started after it was resumed
+// from a WorkerStop (past its session timeout) and before it reported its
+// session lost: work started by a zombie. (Without a reported loss within
+// one session timeout of the resume, that window is taken as one session
+// timeout.)
+func (c *checker) countZombieStarts() {
+	for _, f := range c.in.Faults {
+		if f.Kind != WorkerStop || len(f.PIDs) != 1 {
+			continue
+		}
+		pid := f.PIDs[0]
+		noticed := f.End.Add(c.in.Policy.SessionTimeout)
+		for _, l := range c.in.Faults {
+			if l.Kind == SessionLost && len(l.PIDs) == 1 && l.PIDs[0] == pid && !l.End.Before(f.End) && l.End.Before(noticed) {
+				noticed = l.End
+			}
+		}
+		for _, e := range c.in.Executions {
+			if e.WorkerPID == pid && !e.Start.Before(f.End) && e.Start.Before(noticed) {
+				c.r.ZombieStarts++
+				if c.r.ZombieStarts <= maxDetails {
+					c.r.ZombieStartExamples = append(c.r.ZombieStartExamples, fmt.Sprintf("%s, %s after SIGCONT, %s before the worker reported its session lost",
+						describe(e), e.Start.Sub(f.End).Round(time.Millisecond), noticed.Sub(e.Start).Round(time.Millisecond)))
+				}
+			}
+		}
+	}
 }
 
 // SlotOf reports whether id is a schedule slot's (sched:<name>:<unix>) and

@@ -278,3 +278,39 @@ func TestTaskLogRoundTripAndPartialLines(t *testing.T) {
 		t.Fatalf("SlotOf(%q): want a:b 1700000000, have %q %d %v", e.ID, name, slot, ok)
 	}
 }
+
+func TestObservedSessionLossExcusesAndIsCountedWhenUnprovoked(t *testing.T) {
+	in := clean()
+	again := in.Executions[3]
+	again.WorkerPID, again.Start, again.End = 11, at(7000), at(7050)
+	in.Executions = append(in.Executions, again)
+	// Worker 10 reported its session lost at 2 s (silent since 0 ms).
+	in.Faults = []Fault{{Kind: SessionLost, PIDs: []int{10}, Start: at(0), End: at(2000)}}
+	r := Check(in)
+	if !r.OK() || r.DuplicatesAt[SessionLost] != 1 || r.UnprovokedSessionLosses != 1 {
+		t.Fatalf("want the duplicate excused by the unprovoked session loss, have %v, %v, %d unprovoked", r.Violations, r.DuplicatesAt, r.UnprovokedSessionLosses)
+	}
+	in.Faults = append(in.Faults, Fault{Kind: ZKCutLong, PIDs: []int{10}, Start: at(500), End: at(1500)})
+	if r := Check(in); r.UnprovokedSessionLosses != 0 {
+		t.Fatalf("want the loss explained by the cut, have %d unprovoked", r.UnprovokedSessionLosses)
+	}
+}
+
+func TestZombieStartsAreCounted(t *testing.T) {
+	in := clean()
+	// Worker 10 stopped 100–600 ms, reported its session lost at 700 ms:
+	// m-5 (500–550 ms) started while stopped (cannot happen, not counted),
+	// sched slot 1 at 1000 ms is after the report; nothing counted. Move
+	// m-5 to 650 ms: one zombie start.
+	in.Faults = []Fault{
+		{Kind: WorkerStop, PIDs: []int{10}, Start: at(100), End: at(600)},
+		{Kind: SessionLost, PIDs: []int{10}, Start: at(-3300), End: at(700)},
+	}
+	if r := Check(in); r.ZombieStarts != 0 {
+		t.Fatalf("want no zombie start, have %d: %v", r.ZombieStarts, r.ZombieStartExamples)
+	}
+	in.Executions[5].Start, in.Executions[5].End = at(650), at(680)
+	if r := Check(in); r.ZombieStarts != 1 || !strings.Contains(r.ZombieStartExamples[0], "u/m-5") {
+		t.Fatalf("want m-5 counted as a zombie start, have %d: %v", r.ZombieStarts, r.ZombieStartExamples)
+	}
+}

@@ -16,6 +16,13 @@ const (
 	RedisRestart   Kind = "redis-restart"   // SIGTERM of Redis (appendonly, fsync always), started again
 	RollingRestart Kind = "rolling-restart" // SIGTERM and start of every worker, one after the other
 	SchedulerKill  Kind = "scheduler-kill"  // kill -9 of the scheduler leader, restarted
+
+	// SessionLost is not injected: a worker reported its ZooKeeper session
+	// lost (in its log). Most follow an injected fault; one that does not
+	// (a worker starved of CPU past 2/3 of its session timeout) is counted
+	// as unprovoked. The product promises duplicates for tasks in flight at
+	// a session loss, so it excuses like a fault.
+	SessionLost Kind = "session-lost"
 )
 
 // Kinds lists every fault kind in report order.
@@ -44,6 +51,7 @@ var Effects = map[Kind]Effect{
 	RedisRestart:   {},
 	RollingRestart: {},
 	SchedulerKill:  {},
+	SessionLost:    {Excuses: true, After: 0},
 }
 
 // Fault is one injected fault.

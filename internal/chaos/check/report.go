@@ -54,12 +54,20 @@ type Report struct {
 	// excused because one of them ran on a worker under a fault.
 	ZombieOverlaps      int `json:"zombie_overlaps"`
 	CrossWorkerOverlaps int `json:"cross_worker_overlaps"`
-	DoubleEnqueues      int `json:"double_enqueues"`
-	SlotsFiredTwice     int `json:"slots_fired_twice"`
-	SlotsMissed         int `json:"slots_missed"`
-	OffsetSamples       int `json:"offset_samples"`
-	OffsetRegressions   int `json:"offset_regressions"`
-	QueuesBehind        int `json:"queues_behind"`
+	// ZombieStarts counts tasks a worker started after SIGCONT and before
+	// it noticed that its session had expired (not a violation by itself:
+	// see the overlap and duplicate invariants).
+	ZombieStarts        int      `json:"zombie_starts"`
+	ZombieStartExamples []string `json:"zombie_start_examples,omitempty"`
+	DoubleEnqueues      int      `json:"double_enqueues"`
+	SlotsFiredTwice     int      `json:"slots_fired_twice"`
+	SlotsMissed         int      `json:"slots_missed"`
+	// UnprovokedSessionLosses counts SessionLost faults on a worker that no
+	// injected fault hit at the time.
+	UnprovokedSessionLosses int `json:"unprovoked_session_losses"`
+	OffsetSamples           int `json:"offset_samples"`
+	OffsetRegressions       int `json:"offset_regressions"`
+	QueuesBehind            int `json:"queues_behind"`
 	// MaxCommitLag is the longest time between an excused duplicate's
 	// earlier execution ending and the fault starting: how close to
 	// Policy.CommitWindow the run came.
@@ -99,12 +107,12 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 		verdict = "FAIL"
 	}
 	total := 0
-	for _, n := range r.Faults {
-		total += n
+	for _, k := range Kinds {
+		total += r.Faults[k]
 	}
 	dupAt := func() string {
 		var parts []string
-		for _, k := range Kinds {
+		for _, k := range append(Kinds[:len(Kinds):len(Kinds)], SessionLost) {
 			if n := r.DuplicatesAt[k]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d", k, n))
 			}
@@ -120,6 +128,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| load and fault phase | %s |\n", run.Duration)
 	fmt.Fprintf(w, "| load | %s |\n", run.Load)
 	fmt.Fprintf(w, "| faults injected | %d |\n", total)
+	fmt.Fprintf(w, "| worker sessions lost (from the worker logs) / with no injected fault at the time | %d / %d |\n", r.Faults[SessionLost], r.UnprovokedSessionLosses)
 	fmt.Fprintf(w, "| messages enqueued (confirmed) | %d |\n", r.Enqueued)
 	fmt.Fprintf(w, "| schedule slots due | %d |\n", r.SlotsExpected)
 	fmt.Fprintf(w, "| executions logged | %d |\n", r.Executions)
@@ -129,6 +138,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| overlapping executions of an ordered queue | %d |\n", r.OrderedOverlaps)
 	fmt.Fprintf(w, "| overlaps of two workers on one queue, one a zombie (allowed) | %d |\n", r.ZombieOverlaps)
 	fmt.Fprintf(w, "| overlaps of two workers on one queue, no fault | %d |\n", r.CrossWorkerOverlaps)
+	fmt.Fprintf(w, "| tasks started by a worker resumed from SIGSTOP before it noticed its session was gone | %d |\n", r.ZombieStarts)
 	fmt.Fprintf(w, "| duplicate executions, in flight at a fault (allowed) | %d%s |\n", r.Duplicates-r.DuplicatesOutside, dupAt())
 	fmt.Fprintf(w, "| messages repeated outside any fault | %d |\n", r.DuplicatesOutside)
 	fmt.Fprintf(w, "| messages enqueued twice (new position) | %d |\n", r.DoubleEnqueues)
@@ -140,6 +150,13 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "\n| fault | injected | duplicates it excused |\n|---|---|---|\n")
 	for _, k := range Kinds {
 		fmt.Fprintf(w, "| %s | %d | %d |\n", k, r.Faults[k], r.DuplicatesAt[k])
+	}
+	fmt.Fprintf(w, "| %s (observed, not injected) | %d | %d |\n", SessionLost, r.Faults[SessionLost], r.DuplicatesAt[SessionLost])
+	if len(r.ZombieStartExamples) > 0 {
+		fmt.Fprintf(w, "\nTasks started by resumed zombies (up to %d):\n\n", maxDetails)
+		for _, z := range r.ZombieStartExamples {
+			fmt.Fprintf(w, "- %s\n", z)
+		}
 	}
 	if !r.OK() {
 		invs := make([]string, 0, len(r.ViolationCounts))
