@@ -117,7 +117,7 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.SessionTimeout, "session-timeout", 4*time.Second, "the workers' ZooKeeper session timeout")
 	fs.DurationVar(&o.TaskSleep, "task-sleep", 30*time.Millisecond, "a task sleeps a random time up to this")
 	fs.DurationVar(&o.FaultGap, "fault-gap", 3*time.Second, "longest pause between two faults (the shortest is a quarter of it)")
-	fs.DurationVar(&o.CommitWindow, "commit-window", time.Second, "a task finished this long before a fault must have been committed (the checker's bound)")
+	fs.DurationVar(&o.CommitWindow, "commit-window", 2*time.Second, "a task finished this long before a fault must have been committed (the checker's bound)")
 	fs.DurationVar(&o.DrainBound, "drain", 2*time.Minute, "longest wait for the backlog to run after the faults stop")
 	fs.Int64Var(&o.Seed, "seed", 0, "random seed of the fault schedule and the load (0: from the clock)")
 	fs.StringVar(&o.Drover, "drover", "", "the drover binary (default: go build ./cmd/drover into the run directory)")

@@ -25,6 +25,7 @@ func Check(in Input) *Report {
 	c.countZombieStarts()
 	c.checkLost()
 	c.checkDuplicates()
+	c.checkRanAfterCommit()
 	c.checkOverlaps()
 	c.checkSchedules()
 	c.checkOffsets()
@@ -84,20 +85,23 @@ func (c *checker) countUnprovoked() {
 
 // countZombieStarts counts the tasks a worker started after it was resumed
 // from a WorkerStop (past its session timeout) and before it reported its
-// session lost: work started by a zombie. (Without a reported loss within
-// one session timeout of the resume, that window is taken as one session
-// timeout.)
+// session lost: work started by a zombie. A resume without a loss report
+// within one session timeout is not counted (the window is unknown).
 func (c *checker) countZombieStarts() {
 	for _, f := range c.in.Faults {
 		if f.Kind != WorkerStop || len(f.PIDs) != 1 {
 			continue
 		}
 		pid := f.PIDs[0]
-		noticed := f.End.Add(c.in.Policy.SessionTimeout)
+		var noticed time.Time
 		for _, l := range c.in.Faults {
-			if l.Kind == SessionLost && len(l.PIDs) == 1 && l.PIDs[0] == pid && !l.End.Before(f.End) && l.End.Before(noticed) {
+			if l.Kind == SessionLost && len(l.PIDs) == 1 && l.PIDs[0] == pid && !l.End.Before(f.End) &&
+				l.End.Before(f.End.Add(c.in.Policy.SessionTimeout)) && (noticed.IsZero() || l.End.Before(noticed)) {
 				noticed = l.End
 			}
+		}
+		if noticed.IsZero() {
+			continue
 		}
 		for _, e := range c.in.Executions {
 			if e.WorkerPID == pid && !e.Start.Before(f.End) && e.Start.Before(noticed) {
@@ -209,6 +213,42 @@ func (c *checker) duplicate(k msgKey, es []Execution) {
 	}
 	c.r.violate(DuplicateOutside, "%s/%s ran %d times, %d of them outside any fault window: %s",
 		k.queue, k.id, len(es), len(uncovered), strings.Join(ds, "; "))
+}
+
+// checkRanAfterCommit: an execution that no fault covers never starts after
+// a sample showed its message's position committed (the offset covers only
+// finished messages, so such a run repeats committed work).
+func (c *checker) checkRanAfterCommit() {
+	type mark struct {
+		at  time.Time
+		max int64 // highest position sampled at or before at
+	}
+	marks := map[string][]mark{}
+	byQueue := map[string][]OffsetSample{}
+	for _, s := range c.in.Offsets {
+		byQueue[s.Queue] = append(byQueue[s.Queue], s)
+	}
+	for q, ss := range byQueue {
+		sort.Slice(ss, func(i, j int) bool { return ss[i].At.Before(ss[j].At) })
+		var m int64
+		for _, s := range ss {
+			m = max(m, s.Position)
+			marks[q] = append(marks[q], mark{s.At, m})
+		}
+	}
+	for _, e := range c.in.Executions {
+		ms := marks[e.Queue]
+		// the last sample taken before e started
+		i := sort.Search(len(ms), func(i int) bool { return !ms[i].at.Before(e.Start) }) - 1
+		if i < 0 || ms[i].max < e.Position {
+			continue
+		}
+		if _, ok := c.covered(e); ok {
+			continue
+		}
+		c.r.RanAfterCommit++
+		c.r.violate(RanAfterCommit, "%s started after the offset of %s was read at %d (%s)", describe(e), e.Queue, ms[i].max, ms[i].at.Format("15:04:05.000000"))
+	}
 }
 
 // twoPositions returns two distinct positions of one attempt, if any.

@@ -314,3 +314,21 @@ func TestZombieStartsAreCounted(t *testing.T) {
 		t.Fatalf("want m-5 counted as a zombie start, have %d: %v", r.ZombieStarts, r.ZombieStartExamples)
 	}
 }
+
+func TestPlantedRunAfterCommitIsReported(t *testing.T) {
+	in := clean()
+	// o's offset reached 103 (m-0…m-2) by 500 ms; m-1 runs again at 900 ms
+	// on another worker, which no fault covers.
+	again := in.Executions[1]
+	again.WorkerPID, again.Start, again.End = 11, at(900), at(950)
+	in.Executions = append(in.Executions, again)
+	r := Check(in)
+	if r.ViolationCounts[RanAfterCommit] != 1 || r.ViolationCounts[DuplicateOutside] != 1 || len(r.ViolationCounts) != 2 {
+		t.Fatalf("want a run after commit and a duplicate, have %v", r.Violations)
+	}
+	// A zombie resumed at 850 ms is excused.
+	in.Faults = []Fault{{Kind: WorkerStop, PIDs: []int{11}, Start: at(0), End: at(850)}}
+	if r := Check(in); !r.OK() {
+		t.Fatalf("want the zombie's run excused, have %v", r.Violations)
+	}
+}

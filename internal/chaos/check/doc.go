@@ -18,6 +18,9 @@
 //     least n−1 of its executions were "in flight at a fault" (see
 //     Covered); two or more executions outside any fault window are a
 //     violation.
+//   - Ran after commit: an execution no fault covers never starts after an
+//     offset sample of its queue covered its position (committed work is
+//     never repeated, whatever the timing).
 //   - Double enqueue: one message id never appears at two positions with the
 //     same attempt (for a schedule slot: the slot fired twice).
 //   - Schedules: every slot of every entry, from its first fired slot up to

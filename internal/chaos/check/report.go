@@ -22,6 +22,7 @@ const (
 	SlotMissed         Invariant = "slot-missed"       // a slot before the entry's next one never fired
 	OffsetBackwards    Invariant = "offset-backwards"  // a committed offset moved back
 	OffsetBehind       Invariant = "offset-behind-end" // after the drain an offset does not cover its queue
+	RanAfterCommit     Invariant = "ran-after-commit"  // a run, outside any fault, of a message already committed
 )
 
 // maxDetails is how many violations of one invariant a Report lists.
@@ -49,6 +50,7 @@ type Report struct {
 	// that covered the repeated execution.
 	DuplicatesAt      map[Kind]int `json:"duplicates_at"`
 	DuplicatesOutside int          `json:"duplicates_outside"` // messages repeated outside any fault
+	RanAfterCommit    int          `json:"ran_after_commit"`   // runs outside any fault of committed messages
 	OrderedOverlaps   int          `json:"ordered_overlaps"`
 	// ZombieOverlaps counts overlaps of two workers' executions of a queue
 	// excused because one of them ran on a worker under a fault.
@@ -141,6 +143,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| tasks started by a worker resumed from SIGSTOP before it noticed its session was gone | %d |\n", r.ZombieStarts)
 	fmt.Fprintf(w, "| duplicate executions, in flight at a fault (allowed) | %d%s |\n", r.Duplicates-r.DuplicatesOutside, dupAt())
 	fmt.Fprintf(w, "| messages repeated outside any fault | %d |\n", r.DuplicatesOutside)
+	fmt.Fprintf(w, "| runs of a message after its offset was committed (outside faults) | %d |\n", r.RanAfterCommit)
 	fmt.Fprintf(w, "| messages enqueued twice (new position) | %d |\n", r.DoubleEnqueues)
 	fmt.Fprintf(w, "| schedule slots fired twice | %d |\n", r.SlotsFiredTwice)
 	fmt.Fprintf(w, "| schedule slots missed | %d |\n", r.SlotsMissed)
