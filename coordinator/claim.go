@@ -70,7 +70,12 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 			return nil, fmt.Errorf("claim %s: %w", queue, err)
 		}
 		curData, _ := json.Marshal(cur.Offset)
-		res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) {
+		// The multi waits for its real outcome even when ctx ends meanwhile
+		// (bounded by the request timeout): an abandoned claim that still
+		// landed would leave an owner node without a Claim, and the queue's
+		// next owner would wait on it for as long as this session lives. A
+		// claim that landed after ctx ended is given back below.
+		res, err := bounded(context.WithoutCancel(ctx), s, func(c zkConn) ([]zk.MultiResponse, error) {
 			return c.Multi(
 				&zk.CreateRequest{Path: ownerPath, Data: ownerData, Acl: s.acl, Flags: zk.FlagEphemeral},
 				&zk.SetDataRequest{Path: offsetPath, Data: curData, Version: cur.Version},
@@ -107,10 +112,15 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 			return nil, fmt.Errorf("claim %s: %w", queue, err)
 		}
 		if applied {
-			return &Claim{
+			c := &Claim{
 				s: s, queue: queue, owner: owner, ownerPath: ownerPath, offsetPath: offsetPath,
 				ownerVersion: 0, offsetVersion: offsetVersion, offset: cur.Offset,
-			}, nil
+			}
+			if err := ctx.Err(); err != nil {
+				c.Abandon(context.WithoutCancel(ctx))
+				return nil, fmt.Errorf("claim %s: %w", queue, err)
+			}
+			return c, nil
 		}
 	}
 }

@@ -57,11 +57,19 @@ func (e *Election) Campaign(ctx context.Context, candidate string) (*Leadership,
 	if err != nil {
 		return nil, fmt.Errorf("election %s: encode candidate: %w", e.name, err)
 	}
-	node, err := bounded(ctx, e.s, func(c zkConn) (string, error) {
+	// The create waits for its real outcome even when ctx ends meanwhile: a
+	// create abandoned mid-flight could still land and leave a candidate
+	// node nobody watches, which would block the election for as long as
+	// this session lives.
+	node, err := bounded(context.WithoutCancel(ctx), e.s, func(c zkConn) (string, error) {
 		return c.CreateProtectedEphemeralSequential(e.dir+"/"+candidatePrefix, data, e.s.acl)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("election %s: create candidate node: %w", e.name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		e.withdraw(node)
+		return nil, err
 	}
 	l, err := e.await(ctx, node)
 	if err != nil {

@@ -504,3 +504,29 @@ func TestFailedReleaseDoesNotStrandTheQueue(t *testing.T) {
 		t.Fatalf("b: want its 20 queues, have %d", n)
 	}
 }
+
+// An owner node of the member's own session without a Claim (a claim whose
+// reply was lost or abandoned) is an orphan: the reconciler drops it and
+// claims the queue instead of waiting on itself forever.
+func TestOrphanOwnerNodeOfOwnSessionIsDropped(t *testing.T) {
+	s := connect(t, testenv.ZooKeeper(t).Addrs, testenv.Chroot(t))
+	ctx := ctxT(t)
+	if _, err := s.Claim(ctx, "q", Owner{Member: "m"}); err != nil {
+		t.Fatal(err)
+	} // the Claim is forgotten, as when its reply was lost: an orphan
+	r := &reconciler{s: s, cfg: ReconcilerConfig{Member: "m"}, log: s.log, owned: map[string]*Claim{},
+		claiming: map[string]context.CancelFunc{}, stopping: map[string]chan struct{}{}, events: make(chan reconcileEvent)}
+	r.target = map[string]bool{"q": true}
+	r.claim(ctx, "q")
+	select {
+	case ev := <-r.events:
+		if ev.claim == nil {
+			t.Fatal("want the queue claimed after the orphan is dropped, have no claim")
+		}
+		if err := ev.claim.Commit(ctx, offsetAt(7, "m")); err != nil {
+			t.Fatalf("the new claim must hold: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the claim waited on its own session's orphan owner node")
+	}
+}

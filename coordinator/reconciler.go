@@ -284,10 +284,19 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 	r.pending++
 	go func() {
 		var (
-			got *Claim
-			cfg *drover.QueueConfig
+			got       *Claim
+			cfg       *drover.QueueConfig
+			attempted bool // past any stop of q here: no other Claim of q exists
 		)
-		defer func() { r.events <- reconcileEvent{queue: q, claim: got, config: cfg, claimed: true} }()
+		defer func() {
+			if got == nil && attempted && r.s.Err() == nil {
+				// A claim that timed out or was abandoned may still have
+				// landed; the session applies requests in order, so this
+				// later check sees it. Without a Claim it is an orphan.
+				r.s.DropOwnOrphan(context.WithoutCancel(cctx), q)
+			}
+			r.events <- reconcileEvent{queue: q, claim: got, config: cfg, claimed: true}
+		}()
 		if stopped != nil {
 			select {
 			case <-stopped:
@@ -296,6 +305,7 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 			}
 		}
 		for cctx.Err() == nil {
+			attempted = true
 			c, err := r.s.Claim(cctx, q, owner)
 			if err == nil {
 				got = c
@@ -303,6 +313,12 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 				return
 			}
 			if errors.Is(err, drover.ErrNotOwner) {
+				// No Claim of q exists in this process while this goroutine
+				// claims it, so an owner node of this very session is an
+				// orphan (a claim whose reply was lost): drop it and retry.
+				if dropped, _ := r.s.DropOwnOrphan(cctx, q); dropped {
+					continue
+				}
 				if err := r.s.WaitReleased(cctx, q); err != nil && cctx.Err() == nil {
 					r.log.Debug("wait for release", "queue", q, "error", err)
 					sleepCtx(cctx, r.s, claimRetry)
