@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sort"
 	"time"
 
@@ -27,31 +28,57 @@ type watchKey struct {
 	path string
 }
 
-// watchSet tracks the armed watches of one watching goroutine.
+// watchSet tracks the armed watches of one watching goroutine, and their
+// channels: the goroutine waits on all of them at once (wait), so a watch
+// costs a select case, not a goroutine — a member watching 10,000 queue
+// nodes does not park 10,000 goroutines.
 type watchSet struct {
 	armed map[watchKey]bool
-	fired chan watchKey
-	stop  chan struct{}
+	chans map[watchKey]<-chan zk.Event
 }
 
 func newWatchSet() *watchSet {
-	return &watchSet{armed: map[watchKey]bool{}, fired: make(chan watchKey), stop: make(chan struct{})}
+	return &watchSet{armed: map[watchKey]bool{}, chans: map[watchKey]<-chan zk.Event{}}
 }
 
-// arm records k as armed and forwards the firing of ch to w.fired.
+// arm records k as armed with the channel the library fires it on.
 func (w *watchSet) arm(k watchKey, ch <-chan zk.Event) {
 	w.armed[k] = true
-	go func() {
+	w.chans[k] = ch
+}
+
+// wait blocks until at least one armed watch fires, and marks every watch
+// that has fired by then as no longer armed. It returns false when ctx ends
+// or done is closed first.
+func (w *watchSet) wait(ctx context.Context, done <-chan struct{}) bool {
+	keys := make([]watchKey, 0, len(w.chans))
+	cases := make([]reflect.SelectCase, 0, len(w.chans)+2)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(done)})
+	for k, ch := range w.chans {
+		keys = append(keys, k)
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+	}
+	i, _, _ := reflect.Select(cases)
+	if i < 2 {
+		return false
+	}
+	w.fire(keys[i-2])
+	// Coalesce the watches that fired together.
+	for k, ch := range w.chans {
 		select {
 		case <-ch:
-		case <-w.stop:
-			return
+			w.fire(k)
+		default:
 		}
-		select {
-		case w.fired <- k:
-		case <-w.stop:
-		}
-	}()
+	}
+	return true
+}
+
+func (w *watchSet) fire(k watchKey) {
+	w.armed[k] = false
+	delete(w.chans, k)
 }
 
 // watchLoop delivers refresh's result on the returned channel now and after
@@ -64,7 +91,6 @@ func watchLoop[T any](ctx context.Context, s *Session, what string, refresh func
 	go func() {
 		defer close(out)
 		ws := newWatchSet()
-		defer close(ws.stop)
 		backoff := 50 * time.Millisecond
 		for {
 			v, err := refresh(ctx, ws)
@@ -90,22 +116,8 @@ func watchLoop[T any](ctx context.Context, s *Session, what string, refresh func
 				backoff = min(backoff*2, s.cfg.SessionTimeout/4)
 				continue
 			}
-			select {
-			case k := <-ws.fired:
-				ws.armed[k] = false
-			case <-ctx.Done():
+			if !ws.wait(ctx, s.done) {
 				return
-			case <-s.done:
-				return
-			}
-			// Coalesce watches that fired together.
-			for more := true; more; {
-				select {
-				case k := <-ws.fired:
-					ws.armed[k] = false
-				default:
-					more = false
-				}
 			}
 		}
 	}()
