@@ -1,5 +1,6 @@
-// Package proxy is a cuttable TCP proxy for fault injection outside tests: a
-// copy of internal/testenv's Proxy that does not need a testing.TB.
+// Package proxy is a cuttable TCP proxy for fault injection: the chaos
+// harness cuts workers off ZooKeeper with it, and internal/testenv wraps it
+// for partition tests.
 package proxy
 
 import (
