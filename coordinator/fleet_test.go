@@ -155,7 +155,8 @@ type fleet struct {
 	queues  int
 	obs     *Session // an observer session that is no member
 	members map[string]*fleetMember
-	writes  atomic.Int64 // claims and releases by every member
+	writes  atomic.Int64  // claims and releases by every member
+	settle  time.Duration // the rebalance settle window; default 100ms
 }
 
 type fleetMember struct {
@@ -165,6 +166,7 @@ type fleetMember struct {
 	stopLeader context.CancelFunc
 	stopRecon  context.CancelFunc
 	crashed    atomic.Bool
+	settle     time.Duration
 	joined     chan struct{} // closed once the first session has joined
 	done       chan struct{} // closed when live returns
 
@@ -193,7 +195,11 @@ func newFleet(t testing.TB, servers []string, queues int) *fleet {
 
 func (f *fleet) start(name string) *fleetMember {
 	t := f.t
-	m := &fleetMember{name: name, proxy: testenv.NewProxy(t, f.servers[0]), done: make(chan struct{}),
+	settle := f.settle
+	if settle == 0 {
+		settle = 100 * time.Millisecond
+	}
+	m := &fleetMember{name: name, proxy: testenv.NewProxy(t, f.servers[0]), done: make(chan struct{}), settle: settle,
 		joined: make(chan struct{}), runner: &recordingRunner{member: name, log: f.log, claims: map[string]*Claim{}, writes: &f.writes}}
 	lctx, stopLeader := context.WithCancel(context.Background())
 	rctx, stopRecon := context.WithCancel(context.Background())
@@ -245,7 +251,7 @@ func (m *fleetMember) live(t testing.TB, root string, lctx, rctx context.Context
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			s.RunRebalancer(lctx, RebalancerConfig{Candidate: m.name, Settle: 100 * time.Millisecond})
+			s.RunRebalancer(lctx, RebalancerConfig{Candidate: m.name, Settle: m.settle})
 		}()
 		go func() {
 			defer wg.Done()
@@ -529,4 +535,49 @@ func TestOrphanOwnerNodeOfOwnSessionIsDropped(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the claim waited on its own session's orphan owner node")
 	}
+}
+
+// A member that restarts within the settle window (a new session under the
+// same stable name) gets its queues back: sticky keeps the assignment, the
+// generation does not change, and the other members are not disturbed.
+func TestRestartWithinSettleWindowKeepsTheQueues(t *testing.T) {
+	f := newFleet(t, testenv.ZooKeeper(t).Addrs, 60)
+	f.settle = 3 * time.Second
+	for _, n := range []string{"a", "b", "c"} {
+		f.start(n)
+	}
+	f.waitConverged("start")
+	an, err := f.obs.Assignment(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := f.snapshot()
+	mine := map[string]bool{}
+	for q, iv := range before {
+		if iv.member == "b" {
+			mine[q] = true
+		}
+	}
+	// Restart b: its session ends (its member and owner nodes vanish) and
+	// it joins again at once under the same name.
+	s, _ := f.members["b"].current()
+	s.Close()
+	f.waitFor("b to run its queues again", func() bool {
+		owners := f.log.owners()
+		for q := range mine {
+			if iv := owners[q]; iv == nil || iv.member != "b" || iv == before[q] {
+				return false
+			}
+		}
+		return true
+	})
+	an2, err := f.obs.Assignment(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if an2.Assignment.Generation != an.Assignment.Generation {
+		t.Fatalf("restart within the settle window: generation went from %d to %d", an.Assignment.Generation, an2.Assignment.Generation)
+	}
+	f.checkStayed(before, map[string]bool{"b": true}, "restart of b")
+	f.log.checkNoOverlap(t)
 }
