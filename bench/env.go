@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -88,4 +90,27 @@ func (s *servers) connectZK(ctx context.Context, root, addr string, timeout time
 		return nil, fmt.Errorf("connect to zookeeper at %s under %s: %w", addr, root, err)
 	}
 	return sess, nil
+}
+
+// redisCPU returns the private Redis server's CPU time so far (INFO cpu:
+// used_cpu_sys + used_cpu_user).
+func (s *servers) redisCPU(ctx context.Context) (time.Duration, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: s.redis.Addr})
+	defer rdb.Close()
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO cpu: %w", err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO cpu: %s: %w", k, err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second)), nil
 }

@@ -46,13 +46,15 @@ func runProfiles(ctx context.Context, srv *servers, cfg throughputConfig, dir st
 	}
 	defer d.close()
 	ps := &profileSection{}
-	if ps.Inline, err = profileDrover(ctx, srv, d, kindNoop, cfg.NoopN, cfg.Concurrency, dir); err != nil {
+	// Smaller than the throughput runs: a profile and CPU per task settle
+	// well before that, and the section should stay short.
+	noopN, n := min(cfg.NoopN, 50_000), min(cfg.TrueN, 5_000)
+	if ps.Inline, err = profileDrover(ctx, srv, d, kindNoop, noopN, cfg.Concurrency, dir); err != nil {
 		return ps, err
 	}
-	if ps.Subprocess, err = profileDrover(ctx, srv, d, kindTrue, cfg.TrueN, cfg.Concurrency, dir); err != nil {
+	if ps.Subprocess, err = profileDrover(ctx, srv, d, kindTrue, n, cfg.Concurrency, dir); err != nil {
 		return ps, err
 	}
-	n := cfg.TrueN
 	perTask := func(c cpuTimes) (float64, float64) {
 		return float64(c.self.Microseconds()) / float64(n), float64(c.children.Microseconds()) / float64(n)
 	}
@@ -73,6 +75,9 @@ func runProfiles(ctx context.Context, srv *servers, cfg throughputConfig, dir st
 	if err := srv.flushRedis(ctx); err != nil {
 		return ps, err
 	}
+	if err := d.prepare(ctx, kindTrue, n); err != nil {
+		return ps, err
+	}
 	c2 = readCPU()
 	if e, err = d.process(ctx, kindTrue, n, cfg.Concurrency); err != nil {
 		return ps, err
@@ -86,6 +91,9 @@ func runProfiles(ctx context.Context, srv *servers, cfg throughputConfig, dir st
 // profiler, writing the profile into dir.
 func profileDrover(ctx context.Context, srv *servers, d *droverSystem, kind taskKind, n, concurrency int, dir string) (*profileResult, error) {
 	if err := srv.flushRedis(ctx); err != nil {
+		return nil, err
+	}
+	if err := d.prepare(ctx, kind, n); err != nil {
 		return nil, err
 	}
 	file := filepath.Join(dir, fmt.Sprintf("cpu-%s.pprof", kind))

@@ -206,6 +206,26 @@ func renderThroughput(b *strings.Builder, res *results) {
 		}
 		p("\n")
 	}
+	p("\nCPU time of the Redis server per task (µs; median of the runs):\n\n| workload |")
+	for _, s := range systems {
+		p(" %s |", names[s])
+	}
+	p("\n|---|")
+	for range systems {
+		p("---:|")
+	}
+	p("\n")
+	for _, w := range tr.Workloads {
+		p("| %s |", w.Workload)
+		for _, s := range systems {
+			if v, ok := w.RedisCPU[s]; ok {
+				p(" %.1f |", v)
+			} else {
+				p(" |")
+			}
+		}
+		p("\n")
+	}
 	p("\nEvery run, in tasks/s:\n\n")
 	for _, w := range tr.Workloads {
 		p("- %s:", w.Workload)

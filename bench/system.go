@@ -17,9 +17,11 @@ type system interface {
 	// enqueue enqueues n tasks of the no-op kind from g goroutines, each
 	// task one call of the system's ordinary single-task enqueue API.
 	enqueue(ctx context.Context, n, g int) (time.Duration, error)
-	// process pre-enqueues n tasks of kind, then starts processing them at
-	// the given concurrency and returns the time from start until the last
-	// one is done.
+	// prepare enqueues n tasks of kind for the next process call.
+	prepare(ctx context.Context, kind taskKind, n int) error
+	// process starts processing the n prepared tasks at the given
+	// concurrency and returns the time from start until the last one is
+	// done.
 	process(ctx context.Context, kind taskKind, n, concurrency int) (time.Duration, error)
 	close()
 }

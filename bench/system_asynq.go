@@ -36,15 +36,20 @@ func (a *asynqSystem) enqueue(ctx context.Context, n, g int) (time.Duration, err
 	return time.Since(start), nil
 }
 
-// process implements system. Done means: the handler returned for the last
-// task.
-func (a *asynqSystem) process(ctx context.Context, kind taskKind, n, concurrency int) (time.Duration, error) {
+// prepare implements system.
+func (a *asynqSystem) prepare(ctx context.Context, kind taskKind, n int) error {
 	if err := fanOut(ctx, n, 16, func(i int) error {
 		_, err := a.client.EnqueueContext(ctx, asynq.NewTask(string(kind), payload(i)))
 		return err
 	}); err != nil {
-		return 0, fmt.Errorf("asynq: pre-enqueue: %w", err)
+		return fmt.Errorf("asynq: pre-enqueue: %w", err)
 	}
+	return nil
+}
+
+// process implements system. Done means: the handler returned for the last
+// task.
+func (a *asynqSystem) process(ctx context.Context, kind taskKind, n, concurrency int) (time.Duration, error) {
 	handled := newCounter(n)
 	var failed error
 	h := asynq.HandlerFunc(func(context.Context, *asynq.Task) error {

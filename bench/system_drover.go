@@ -25,6 +25,8 @@ type droverSystem struct {
 	zk    *coordinator.Session
 	exec  worker.Executor
 	runs  int // gives every run a fresh queue name
+	// prepared is the queue prepare filled, for process.
+	prepared preparedQueue
 	// lastCommitWait is how long the last processing run's queue loop
 	// waited for ZooKeeper commits.
 	lastCommitWait time.Duration
@@ -105,14 +107,25 @@ func (d *droverSystem) enqueue(ctx context.Context, n, g int) (time.Duration, er
 	return elapsed, nil
 }
 
-// process implements system. Done means: the worker's committed offset (a
-// fenced ZooKeeper commit) covers the last message.
-func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrency int) (time.Duration, error) {
+// prepare implements system.
+func (d *droverSystem) prepare(ctx context.Context, kind taskKind, n int) error {
 	q := d.nextQueue("process-" + string(kind))
 	last, err := d.preEnqueue(ctx, q, kind, n)
 	if err != nil {
-		return 0, err
+		return err
 	}
+	d.prepared = preparedQueue{name: q, last: last}
+	return nil
+}
+
+// process implements system. Done means: the worker's committed offset (a
+// fenced ZooKeeper commit) covers the last message.
+func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrency int) (time.Duration, error) {
+	q, last := d.prepared.name, d.prepared.last
+	if q == "" {
+		return 0, fmt.Errorf("drover: process without prepare")
+	}
+	d.prepared = preparedQueue{}
 	route := drover.TaskRoute{Inline: true}
 	if kind == kindTrue {
 		route = drover.TaskRoute{Command: []string{"/bin/true"}}
@@ -176,6 +189,12 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 		return 0, fmt.Errorf("drover noop: handler ran %d times for %d messages", handled.seen.Load(), n)
 	}
 	return elapsed, nil
+}
+
+// preparedQueue is a queue filled by prepare.
+type preparedQueue struct {
+	name string
+	last drover.Position
 }
 
 // processTimeout bounds one processing run.

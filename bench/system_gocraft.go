@@ -45,15 +45,20 @@ func (g *gocraftSystem) enqueue(ctx context.Context, n, gs int) (time.Duration, 
 	return time.Since(start), nil
 }
 
-// process implements system. Done means: the handler returned for the last
-// job.
-func (g *gocraftSystem) process(ctx context.Context, kind taskKind, n, concurrency int) (time.Duration, error) {
+// prepare implements system.
+func (g *gocraftSystem) prepare(ctx context.Context, kind taskKind, n int) error {
 	if err := fanOut(ctx, n, 16, func(i int) error {
 		_, err := g.enqueuer.Enqueue(string(kind), work.Q{"n": i})
 		return err
 	}); err != nil {
-		return 0, fmt.Errorf("gocraft: pre-enqueue: %w", err)
+		return fmt.Errorf("gocraft: pre-enqueue: %w", err)
 	}
+	return nil
+}
+
+// process implements system. Done means: the handler returned for the last
+// job.
+func (g *gocraftSystem) process(ctx context.Context, kind taskKind, n, concurrency int) (time.Duration, error) {
 	handled := newCounter(n)
 	var failed error
 	wp := work.NewWorkerPool(gocraftContext{}, uint(concurrency), gocraftNamespace, g.pool)

@@ -28,6 +28,8 @@ type workloadResult struct {
 	// the client's and, for processing, the worker's own cost, without
 	// Redis's and without the /bin/true children's.
 	CPU map[string]float64 `json:"median_cpu_us_per_task"`
+	// RedisCPU is the Redis server's CPU time per task (µs, median).
+	RedisCPU map[string]float64 `json:"median_redis_cpu_us_per_task"`
 	// CommitShare is, for Drover's processing runs, the median share of
 	// the run its queue loop spent waiting for ZooKeeper commits.
 	CommitShare float64  `json:"drover_commit_share,omitempty"`
@@ -42,10 +44,11 @@ type throughputResult struct {
 // workload is one row group of the table: a name and how to run it on a
 // system ("" for a system that does not take part).
 type workload struct {
-	name  string
-	tasks int
-	run   func(ctx context.Context, s system) (time.Duration, error)
-	extra func(ctx context.Context) (time.Duration, error) // the spawn loop, for /bin/true
+	name    string
+	tasks   int
+	prepare func(ctx context.Context, s system) error // not timed; nil: nothing
+	run     func(ctx context.Context, s system) (time.Duration, error)
+	extra   func(ctx context.Context) (time.Duration, error) // the spawn loop, for /bin/true
 }
 
 func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, progress io.Writer) (*throughputResult, error) {
@@ -76,10 +79,14 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 		{name: "enqueue, 8 goroutines", tasks: cfg.EnqueueN, run: func(ctx context.Context, s system) (time.Duration, error) {
 			return s.enqueue(ctx, cfg.EnqueueN, 8)
 		}},
-		{name: "process no-op", tasks: cfg.NoopN, run: func(ctx context.Context, s system) (time.Duration, error) {
+		{name: "process no-op", tasks: cfg.NoopN, prepare: func(ctx context.Context, s system) error {
+			return s.prepare(ctx, kindNoop, cfg.NoopN)
+		}, run: func(ctx context.Context, s system) (time.Duration, error) {
 			return s.process(ctx, kindNoop, cfg.NoopN, cfg.Concurrency)
 		}},
-		{name: "process /bin/true", tasks: cfg.TrueN, run: func(ctx context.Context, s system) (time.Duration, error) {
+		{name: "process /bin/true", tasks: cfg.TrueN, prepare: func(ctx context.Context, s system) error {
+			return s.prepare(ctx, kindTrue, cfg.TrueN)
+		}, run: func(ctx context.Context, s system) (time.Duration, error) {
 			return s.process(ctx, kindTrue, cfg.TrueN, cfg.Concurrency)
 		}, extra: func(ctx context.Context) (time.Duration, error) {
 			return spawnLoop(ctx, cfg.TrueN, cfg.Concurrency)
@@ -87,19 +94,24 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 	}
 	res := &throughputResult{Config: cfg}
 	for _, wl := range workloads {
-		wr := &workloadResult{Workload: wl.name, Tasks: wl.tasks, Runs: map[string][]float64{}, Median: map[string]float64{}, CPU: map[string]float64{}}
-		cpu := map[string][]float64{}
+		wr := &workloadResult{Workload: wl.name, Tasks: wl.tasks, Runs: map[string][]float64{}, Median: map[string]float64{}, CPU: map[string]float64{}, RedisCPU: map[string]float64{}}
+		cpu, rcpu := map[string][]float64{}, map[string][]float64{}
 		var commitShares []float64
 		type entrant struct {
-			name string
-			run  func(ctx context.Context) (time.Duration, error)
+			name    string
+			prepare func(ctx context.Context) error
+			run     func(ctx context.Context) (time.Duration, error)
 		}
 		var entrants []entrant
 		for _, s := range systems {
-			entrants = append(entrants, entrant{s.name(), func(ctx context.Context) (time.Duration, error) { return wl.run(ctx, s) }})
+			e := entrant{name: s.name(), run: func(ctx context.Context) (time.Duration, error) { return wl.run(ctx, s) }}
+			if wl.prepare != nil {
+				e.prepare = func(ctx context.Context) error { return wl.prepare(ctx, s) }
+			}
+			entrants = append(entrants, e)
 		}
 		if wl.extra != nil {
-			entrants = append(entrants, entrant{spawnLoopName, wl.extra})
+			entrants = append(entrants, entrant{name: spawnLoopName, run: wl.extra})
 		}
 		for _, e := range entrants {
 			wr.Order = append(wr.Order, e.name)
@@ -112,6 +124,15 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 				if err := srv.flushRedis(ctx); err != nil {
 					return nil, err
 				}
+				if e.prepare != nil {
+					if err := e.prepare(ctx); err != nil {
+						return nil, fmt.Errorf("%s on %s, run %d: %w", wl.name, e.name, r+1, err)
+					}
+				}
+				r0, err := srv.redisCPU(ctx)
+				if err != nil {
+					return nil, err
+				}
 				c0 := readCPU()
 				dr.lastCommitWait = 0
 				elapsed, err := e.run(ctx)
@@ -120,6 +141,11 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 				}
 				used := readCPU().sub(c0)
 				cpu[e.name] = append(cpu[e.name], float64(used.self.Microseconds())/float64(wl.tasks))
+				r1, err := srv.redisCPU(ctx)
+				if err != nil {
+					return nil, err
+				}
+				rcpu[e.name] = append(rcpu[e.name], float64((r1-r0).Microseconds())/float64(wl.tasks))
 				if e.name == dr.name() && dr.lastCommitWait > 0 {
 					commitShares = append(commitShares, dr.lastCommitWait.Seconds()/elapsed.Seconds())
 				}
@@ -130,6 +156,7 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 		for name, runs := range wr.Runs {
 			wr.Median[name] = median(runs)
 			wr.CPU[name] = median(cpu[name])
+			wr.RedisCPU[name] = median(rcpu[name])
 		}
 		if len(commitShares) > 0 {
 			wr.CommitShare = median(commitShares)
