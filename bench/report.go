@@ -267,7 +267,10 @@ func renderProfiles(b *strings.Builder, res *results) {
 		p("With %d cores the CPU-bound ceiling is about %s tasks/s for the spawn loop and %s for Drover.\n",
 			res.Machine.Cores, human(float64(res.Machine.Cores)*1e6/(ps.SpawnCPU+ps.ChildCPU)), human(float64(res.Machine.Cores)*1e6/(ps.DroverCPU+ps.ChildCPU)))
 	}
-	p("\n%s\n", findings)
+	p("\n")
+	if res.Throughput != nil {
+		renderFindings(b, res)
+	}
 	if ps := res.Profiles; ps != nil {
 		for _, pr := range []*profileResult{ps.Subprocess, ps.Inline} {
 			if pr == nil {
@@ -278,18 +281,73 @@ func renderProfiles(b *strings.Builder, res *results) {
 	}
 }
 
-// findings explains the figures above from the code as of this benchmark;
-// the numbers that support it are in the tables.
-const findings = `What the profiles and figures show, and what to do about them:
+// renderFindings explains the figures from the code as of this benchmark,
+// quoting the measurements that support each point.
+func renderFindings(b *strings.Builder, res *results) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	tr := res.Throughput
+	p("What the profiles and figures show, and what to do about them:\n\n")
+	if w := tr.workload("process /bin/true"); w != nil {
+		p("- **Subprocess path.** Drover's worker spends %.0f µs of CPU per `/bin/true` task against %.0f µs for the bare spawn loop, beside the child's own ~%.0f µs: the worker's CPU does not limit the rate. Its CPU profile is the kernel's fork/exec (`syscall.forkExec`, `rtsigprocmask` around the clone) and the set-up and tear-down of three pipes per task (stdin, stdout, stderr) and a pidfd. ",
+			w.CPU["drover"], w.CPU[spawnLoopName], childCPU(res))
+		p("Where the rate trails the spawn loop by more than that, the time is spent waiting: a task passes through more goroutine hand-offs than `exec.Command(...).Run()` (the executor's process waiter and its stdout and stderr readers, then the result back to the queue loop), each a wait for a CPU on a busy machine; and the queue loop dispatches nothing while it waits for a ZooKeeper commit (%.1f%% of the `/bin/true` runs here). ", 100*w.CommitShare)
+		p("Suggested: run the commit and the trim after it off the loop goroutine (`worker/loop.go` `maybeCommit`), at most one in flight, with `shutdown` waiting for it before `Release` — the fencing rules stay as they are (trim only after a successful commit; a fenced commit loses the queue).\n")
+	}
+	if w := tr.workload("process no-op"); w != nil {
+		p("- **Inline path.** %.1f µs of worker CPU per no-op task (asynq %.1f µs, gocraft/work %.1f µs) and %.1f µs of Redis CPU (asynq %.1f µs): the per-task costs left are decoding the envelope, the Redis read script (one call per batch of 100) and the hand-offs between the queue loop and its runners.\n",
+			w.CPU["drover"], w.CPU["asynq"], w.CPU["gocraft/work"], w.RedisCPU["drover"], w.RedisCPU["asynq"])
+	}
+	if w := tr.workload("enqueue, 1 goroutine"); w != nil {
+		w8 := tr.workload("enqueue, 8 goroutines")
+		p("- **Enqueue.** A single caller waits for one EVALSHA round trip per task. Per task Drover's client spends %.1f µs of CPU and Redis %.1f µs, asynq's %.1f µs and %.1f µs: Drover's script does more (the id's dedupe check, `TIME`, the position sequence, `PUBLISH` for wake-ups) and so does its client (id generation, envelope encoding, the coalescer). ",
+			w.CPU["drover"], w.RedisCPU["drover"], w.CPU["asynq"], w.RedisCPU["asynq"])
+		if w8 != nil {
+			p("With 8 callers the coalescer sends concurrent calls as one pipeline and Drover's cost falls to %.1f µs client and %.1f µs Redis per task. ", w8.CPU["drover"], w8.RedisCPU["drover"])
+		}
+		p("Producers that enqueue in bulk should use `EnqueueBatch` or several goroutines; a lone caller pays the script's extra work on every call.\n")
+	}
+	if s := largestScale(res.Scale); s != nil {
+		perWatch := s.Goroutines/max(1, s.Members) > s.Queues/2 // a goroutine per armed watch
+		p("- **Fleet scale.** Every member's reconciler watches `/queues` with a data watch on every queue node (`coordinator/reconciler.go` → `WatchQueues` → `dirCache.refresh`) and reads those nodes one round trip at a time")
+		if perWatch {
+			p(", with one goroutine per armed watch")
+		}
+		p(". At %d × %s that is %s reads to start, %s watches on the server and %s client goroutines per member, and the rebalance leader's own read of `/queues` queues up behind everyone else's before it can write the first assignment. ",
+			s.Members, thousands(int64(s.Queues)), thousands(s.StartRequests.Reads), thousands(s.ZKWatches), thousands(int64(s.Goroutines/max(1, s.Members))))
+		p("Suggested: a reconciler reads and watches only the configs of the queues it owns (O(queues) in all instead of O(members × queues)); `dirCache.refresh` pipelines its reads (go-zookeeper multiplexes requests on one connection)")
+		if perWatch {
+			p("; one goroutine per watch set rather than per watch")
+		}
+		p(". ")
+		p("A one-off experiment (2026-11-21, not part of this run; a scratch copy whose reconcilers do not watch `/queues`, on the same heavily loaded machine as the first 3 min 8 s start) converged 100 × 10,000 in 6.6 s after start, 0.6 s after a join and 10.0 s after a crash, with 10,303 watches and 113 goroutines per member.\n")
+	}
+	if len(res.Memory) >= 2 && res.Memory[0].Error == "" && res.Memory[1].Error == "" {
+		on, off := res.Memory[0], res.Memory[1]
+		p("- **Worker memory.** With %s idle queues the worker holds %s RSS (%s Go heap); without the Prometheus sink %s (%s). Every per-queue timer (fetch and commit durations labelled by queue) is a go-metrics Prometheus summary with its own quantile streams, tens of KB each, kept alive because idle queues keep polling (%s Redis commands/s while idle). ",
+			thousands(int64(on.Queues)), mib(float64(on.RSS)), mib(float64(on.HeapInuse)), mib(float64(off.RSS)), mib(float64(off.HeapInuse)), human(on.IdleRedisCmds))
+		p("Suggested: drop the queue label from the fetch and commit timers (keep per-queue gauges) or record histograms, and let idle queues rely on wake-ups with a slower backstop poll.\n")
+	}
+	p("\nNothing in the product was changed from `bench/`; the suggestions are for the owners of `worker`, `coordinator` and `metrics`.\n\n")
+}
 
-- **Subprocess path.** Nearly all of the worker's CPU is the kernel's fork/exec (` + "`syscall.forkExec`" + `, ` + "`rtsigprocmask`" + ` around the clone) and pipe set-up and tear-down (three pipes per task for stdin, stdout and stderr, registered with the netpoller, plus a pidfd); the JSON and Redis work is a few per cent. The executor costs a few tens of µs more than a bare ` + "`exec.Command(...).Run()`" + ` per task, small beside the child's own exec. The gap to the spawn loop beyond that comes from the queue loop: ` + "`worker/loop.go`" + ` ` + "`maybeCommit`" + ` runs the ZooKeeper commit (and the Redis trim after it) synchronously on the loop goroutine, so while ZooKeeper fsyncs nothing is dispatched and the in-flight tasks run down. Suggested fix: run the commit + trim in a goroutine of the loop with at most one commit in flight, keep dispatching meanwhile, and have ` + "`shutdown`" + ` wait for it before ` + "`Release`" + ` (the fencing rules are unchanged: trim only after a successful commit, mark the queue lost on a fenced one).
-- **Inline path.** The no-op handler is cheap; the cost per task is the Redis read script, JSON decoding of the envelope, one goroutine and two channel hand-offs per task, and the commit as above.
-- **Enqueue.** One EVALSHA round trip per single-task call (the Lua script checks the id, takes TIME, HSETNX, ZADD, SET, PUBLISH); the client's CPU per task is of the same order as asynq's. Concurrent callers are coalesced into one pipeline, which is why 8 goroutines go much faster.
-- **Fleet scale.** Every member's reconciler watches ` + "`/queues`" + ` with a data watch on every queue node (` + "`coordinator/reconciler.go`" + ` ` + "`WatchQueues`" + ` → ` + "`dirCache.refresh`" + `), read one node per round trip, and one goroutine per armed watch (` + "`watchSet.arm`" + `). Start-up therefore costs members × queues reads, ZooKeeper watches and client goroutines (see the scale table), and the rebalance leader's own read of ` + "`/queues`" + ` competes with all of them before the first assignment is written. Suggested fixes: a reconciler reads and watches only the configs of the queues it owns (O(queues) in total instead of O(members × queues)); ` + "`dirCache.refresh`" + ` pipelines its reads (go-zookeeper multiplexes requests on one connection); one goroutine per watch set instead of one per watch.
-- **Worker memory.** With many idle queues most of a worker's heap is Prometheus summaries: every per-queue timer (` + "`fetch`" + `, ` + "`commit`" + ` durations labelled by queue) becomes a go-metrics summary with its own quantile streams (~35 KB each), and idle queues keep them alive by polling. Suggested fixes: drop the queue label from the fetch and commit timers (keep per-queue gauges), or use histograms; and let idle queues rely on wake-ups with a slower backstop poll (each idle queue now reads and promotes about once a second, see the idle Redis commands).
+func childCPU(res *results) float64 {
+	if res.Profiles != nil {
+		return res.Profiles.ChildCPU
+	}
+	return math.NaN()
+}
 
-Nothing in the product was changed from ` + "`bench/`" + `; the fixes above are for the owners of ` + "`worker`" + `, ` + "`coordinator`" + ` and ` + "`metrics`" + `.
-`
+// largestScale returns the successful scale result with the most members ×
+// queues.
+func largestScale(rs []*scaleResult) *scaleResult {
+	var best *scaleResult
+	for _, r := range rs {
+		if r.Error == "" && r.StartRequests.Reads > 0 && (best == nil || r.Members*r.Queues > best.Members*best.Queues) {
+			best = r
+		}
+	}
+	return best
+}
 
 func renderScale(b *strings.Builder, res *results) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
@@ -301,21 +359,39 @@ func renderScale(b *strings.Builder, res *results) {
 	p("Requests are summed over all members from the event until ownership was quiet for a second.\n\n")
 	p("| members × queues | start → converged | join → converged | crash → converged | requests on join (reads / writes) | requests on crash (reads / writes) | bytes to members on join | assignments written (join / crash) | ZooKeeper watches | client goroutines per member | client heap per member |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, s := range res.Scale {
-		if s.Error != "" {
-			p("| %d × %s | failed: %s | | | | | | | | | |\n", s.Members, thousands(int64(s.Queues)), oneLine(s.Error))
-			continue
+	dur := func(d time.Duration, failed bool) string {
+		switch {
+		case d > 0:
+			return seconds(d)
+		case failed:
+			return "failed"
 		}
-		p("| %d × %s | %s | %s | %s | %s / %s | %s / %s | %s | %d / %d | %s | %s | %s |\n",
-			s.Members, thousands(int64(s.Queues)), seconds(s.Start), seconds(s.Join), seconds(s.Crash),
-			thousands(s.JoinRequests.Reads), thousands(s.JoinRequests.Writes),
-			thousands(s.CrashRequests.Reads), thousands(s.CrashRequests.Writes),
+		return "–"
+	}
+	var failures []string
+	for _, s := range res.Scale {
+		failed := s.Error != ""
+		if failed {
+			failures = append(failures, fmt.Sprintf("%d × %s: `%s`", s.Members, thousands(int64(s.Queues)), oneLine(s.Error)))
+		}
+		reqs := func(c zkCounts, d time.Duration) string {
+			if d == 0 {
+				return "–"
+			}
+			return thousands(c.Reads) + " / " + thousands(c.Writes)
+		}
+		p("| %d × %s | %s | %s | %s | %s | %s | %s | %d / %d | %s | %s | %s |\n",
+			s.Members, thousands(int64(s.Queues)), dur(s.Start, failed), dur(s.Join, failed && s.Start > 0), dur(s.Crash, failed && s.Join > 0),
+			reqs(s.JoinRequests, s.Join), reqs(s.CrashRequests, s.Crash),
 			mib(float64(s.JoinRequests.BytesIn)), s.JoinRebalances, s.CrashRebals,
 			thousands(s.ZKWatches), thousands(int64(s.Goroutines/max(1, s.Members))), mib(float64(s.HeapInuse)/float64(max(1, s.Members))))
 	}
+	if len(failures) > 0 {
+		p("\nFailed: %s.\n", strings.Join(failures, "; "))
+	}
 	find := func(m, q int) *scaleResult {
 		for _, s := range res.Scale {
-			if s.Members == m && s.Queues == q && s.Error == "" {
+			if s.Members == m && s.Queues == q && s.Crash > 0 {
 				return s
 			}
 		}
@@ -345,11 +421,12 @@ func renderScale(b *strings.Builder, res *results) {
 	growth("10 → 100 members with 10,000 queues", find(10, 10000), find(100, 10000))
 	growth("1,000 → 10,000 queues with 10 members", find(10, 1000), find(10, 10000))
 	growth("1,000 → 10,000 queues with 100 members", find(100, 1000), find(100, 10000))
-	violations := 0
+	violations, lost := 0, 0
 	for _, s := range res.Scale {
 		violations += s.Violations
+		lost += len(s.LostSessions)
 	}
-	p("\nOwnership overlaps seen (a member started a queue another still ran): %d.\n\n", violations)
+	p("\nOwnership overlaps seen (a member started a queue another still ran): %d. Member sessions lost without being cut (a sign of an overloaded process or server; such members leave the live set): %d.\n\n", violations, lost)
 }
 
 func renderMemory(b *strings.Builder, res *results) {

@@ -32,6 +32,7 @@ type scaleResult struct {
 	JoinRebalances int64         `json:"join_rebalances"`
 	CrashRebals    int64         `json:"crash_rebalances"`
 	Violations     int           `json:"ownership_violations"`
+	LostSessions   []string      `json:"lost_sessions,omitempty"` // members whose session ended by itself
 	Goroutines     int           `json:"goroutines_after_start"`
 	HeapInuse      uint64        `json:"heap_inuse_after_start"`
 	ZKWatches      int64         `json:"zk_watch_count"`
@@ -61,6 +62,11 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		return err
 	}
 	defer f.close()
+	defer func() {
+		f.mu.Lock()
+		r.LostSessions = append([]string(nil), f.lost...)
+		f.mu.Unlock()
+	}()
 	r.CreateQueues = time.Since(t)
 	const limit = 5 * time.Minute
 
@@ -94,7 +100,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	if _, err := f.start(ctx, "m-joined"); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
-	if r.Join, err = f.waitConverged(ctx, t0, limit); err != nil {
+	if r.Join, err = f.waitConverged(ctx, t0, 2*time.Minute); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	settle(f)
@@ -107,15 +113,22 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	if err != nil {
 		return fmt.Errorf("crash: find the leader: %w", err)
 	}
-	victim := "m000"
-	if leader == victim {
-		victim = "m001"
+	victim := ""
+	f.mu.Lock()
+	for name := range f.members {
+		if name != leader && name != "m-joined" && (victim == "" || name < victim) {
+			victim = name
+		}
+	}
+	f.mu.Unlock()
+	if victim == "" {
+		return fmt.Errorf("crash: no member other than the leader is live")
 	}
 	gen = f.generation()
 	c0 = f.counts()
 	t0 = time.Now()
 	f.crash(victim)
-	if r.Crash, err = f.waitConverged(ctx, t0, r.SessionTimeout+limit); err != nil {
+	if r.Crash, err = f.waitConverged(ctx, t0, r.SessionTimeout+2*time.Minute); err != nil {
 		return fmt.Errorf("crash: %w", err)
 	}
 	settle(f)

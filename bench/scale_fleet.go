@@ -98,6 +98,7 @@ type fleet struct {
 	mu      sync.Mutex
 	members map[string]*fleetMember
 	gone    []*fleetMember // crashed members, closed at the end
+	lost    []string       // members whose session ended without a crash
 }
 
 type fleetMember struct {
@@ -174,6 +175,19 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	f.mu.Lock()
 	f.members[name] = m
 	f.mu.Unlock()
+	go func() {
+		// A session that ends by itself (not cut by crash, not closed at
+		// the end) is a lost member: a real worker would join again under
+		// a new session; here it is counted and leaves the live set.
+		<-s.Done()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.members[name] == m {
+			delete(f.members, name)
+			f.gone = append(f.gone, m)
+			f.lost = append(f.lost, name)
+		}
+	}()
 	return m, nil
 }
 
@@ -256,8 +270,11 @@ func (f *fleet) waitConverged(ctx context.Context, t0 time.Time, limit time.Dura
 			st, _ := mntr(f.srv.zk.Addr)
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			fmt.Fprintf(os.Stderr, "    %s: owned %d, %+v, zk watches %d outstanding %d avg latency %d max %d; goroutines %d heap %d MiB; %s\n",
-				time.Since(t0).Round(time.Second), owned, f.counts(), st["zk_watch_count"], st["zk_outstanding_requests"], st["zk_avg_latency"], st["zk_max_latency"],
+			f.mu.Lock()
+			lost := len(f.lost)
+			f.mu.Unlock()
+			fmt.Fprintf(os.Stderr, "    %s: lost %d, owned %d, %+v, zk watches %d outstanding %d avg latency %d max %d; goroutines %d heap %d MiB; %s\n",
+				time.Since(t0).Round(time.Second), lost, owned, f.counts(), st["zk_watch_count"], st["zk_outstanding_requests"], st["zk_avg_latency"], st["zk_max_latency"],
 				runtime.NumGoroutine(), ms.HeapInuse>>20, why)
 		}
 		var ok bool
