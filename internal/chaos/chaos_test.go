@@ -14,16 +14,17 @@ import (
 	"github.com/drover-dev/drover/internal/chaos/check"
 )
 
-// TestChaosMinute is the 60-second chaos run of `make test`: the harness and
-// the drover binary are built without -race and run as processes, with a
+// TestChaosMinute is the 60-second chaos run of `make test`: the harness,
+// the task program and the drover binary are built without -race and run
+// as processes, with a
 // load sized for a loaded 2-core CI machine. Every fault kind is injected at
 // least once; any violated invariant fails the test with the checker's
 // report. Real servers are required (the run fails with an install hint
 // when redis-server or zookeeper is missing).
 func TestChaosMinute(t *testing.T) {
 	bin := t.TempDir()
-	drover, chaos := filepath.Join(bin, "drover"), filepath.Join(bin, "chaos")
-	for _, b := range []struct{ out, pkg string }{{drover, "../../cmd/drover"}, {chaos, "."}} {
+	drover, chaos, task := filepath.Join(bin, "drover"), filepath.Join(bin, "chaos"), filepath.Join(bin, "task")
+	for _, b := range []struct{ out, pkg string }{{drover, "../../cmd/drover"}, {chaos, "."}, {task, "./task"}} {
 		build := exec.Command("go", "build", "-o", b.out, b.pkg)
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
@@ -36,7 +37,7 @@ func TestChaosMinute(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, chaos,
 		"-duration", "60s", "-rate", "100", "-queues", "20", "-ordered", "4", "-schedules", "20",
-		"-drain", "90s", "-drover", drover, "-dir", filepath.Join(dir, "run"), "-json", reportPath)
+		"-drain", "90s", "-drover", drover, "-task", task, "-dir", filepath.Join(dir, "run"), "-json", reportPath)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -61,13 +62,17 @@ func readSchedules(ctx context.Context, mgr *scheduler.Manager) ([]check.Schedul
 	return out, nil
 }
 
-// follower reads the task log as it grows and keeps what ran.
+// follower reads the task log as it grows and keeps what ran. It is safe
+// for concurrent use.
 type follower struct {
-	f      *os.File
-	r      *check.TaskLogReader
-	ran    map[string]bool           // queue + " " + id
-	slots  map[string]map[int64]bool // schedule → fired slots
-	maxPos map[string]int64          // queue → highest position that ran
+	f *os.File
+	r *check.TaskLogReader
+
+	mu      sync.Mutex
+	ran     map[string]bool           // queue + " " + id
+	ranLoad map[string]int            // queue → distinct load messages that ran
+	slots   map[string]map[int64]bool // schedule → fired slots
+	maxPos  map[string]int64          // queue → highest position that ran
 }
 
 func newFollower(path string) (*follower, error) {
@@ -75,20 +80,29 @@ func newFollower(path string) (*follower, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open task log: %w", err)
 	}
-	return &follower{f: f, r: check.NewTaskLogReader(f), ran: map[string]bool{}, slots: map[string]map[int64]bool{}, maxPos: map[string]int64{}}, nil
+	return &follower{f: f, r: check.NewTaskLogReader(f), ran: map[string]bool{}, ranLoad: map[string]int{},
+		slots: map[string]map[int64]bool{}, maxPos: map[string]int64{}}, nil
 }
 
 func (fl *follower) close() { fl.f.Close() }
 
 func (fl *follower) update() error {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
 	es, err := fl.r.Next()
 	if err != nil {
 		return err
 	}
 	for _, e := range es {
-		fl.ran[e.Queue+" "+e.ID] = true
 		fl.maxPos[e.Queue] = max(fl.maxPos[e.Queue], e.Position)
-		if name, slot, ok := check.SlotOf(e.ID); ok {
+		name, slot, isSlot := check.SlotOf(e.ID)
+		if k := e.Queue + " " + e.ID; !fl.ran[k] {
+			fl.ran[k] = true
+			if !isSlot {
+				fl.ranLoad[e.Queue]++
+			}
+		}
+		if isSlot {
 			if fl.slots[name] == nil {
 				fl.slots[name] = map[int64]bool{}
 			}
@@ -98,10 +112,32 @@ func (fl *follower) update() error {
 	return nil
 }
 
+// follow updates every interval until ctx ends.
+func (fl *follower) follow(ctx context.Context, interval time.Duration) {
+	for sleepCtx(ctx, interval) {
+		fl.update()
+	}
+}
+
+// loadRan returns how many distinct load messages of queue ran.
+func (fl *follower) loadRan(queue string) int {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.ranLoad[queue]
+}
+
+func (fl *follower) maxPosition(queue string) int64 {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	return fl.maxPos[queue]
+}
+
 // missing counts the expected executions not in the log yet: confirmed
 // enqueues, and each schedule's slots from its first fired one to its next
 // pending one.
 func (fl *follower) missing(enq []check.Enqueued, scheds []check.Schedule) int {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
 	n := 0
 	for _, m := range enq {
 		if !fl.ran[m.Queue+" "+m.ID] {
@@ -172,7 +208,7 @@ func waitOffsets(ctx context.Context, c *cluster, queues []string, fl *follower,
 				behind++
 				continue
 			}
-			if final[q] < max(want[q], fl.maxPos[q], int64(last)) {
+			if final[q] < max(want[q], fl.maxPosition(q), int64(last)) {
 				behind++
 			}
 		}
@@ -198,6 +234,29 @@ func deadLetters(ctx context.Context, c *cluster, queues []string) ([]check.Dead
 				break
 			}
 			off += len(dls)
+		}
+	}
+	return out, nil
+}
+
+// pending lists what is still in each queue's log after its committed
+// offset (after the workers stopped).
+func pending(ctx context.Context, c *cluster, final map[string]int64) ([]check.Enqueued, error) {
+	var out []check.Enqueued
+	for q, off := range final {
+		after := drover.Position(off)
+		for {
+			es, err := c.store.ReadAfter(ctx, q, after, 1000)
+			if err != nil {
+				return nil, fmt.Errorf("read pending messages of %s: %w", q, err)
+			}
+			for _, e := range es {
+				out = append(out, check.Enqueued{Queue: q, ID: e.ID, Position: int64(e.Position)})
+			}
+			if len(es) < 1000 {
+				break
+			}
+			after = es[len(es)-1].Position
 		}
 	}
 	return out, nil

@@ -61,11 +61,19 @@ type loadGen struct {
 	sleepMax time.Duration
 	rng      *rand.Rand
 	out      *os.File // enqueued.log: "queue id position" per confirmed message
+	// ran and maxLag hold the load back: no batch is sent while some
+	// queue has more than maxLag confirmed messages that have not run, so
+	// that a slow machine is tested for correctness, not drowned (the
+	// report shows the rate achieved).
+	ran    func(queue string) int
+	maxLag int
 
-	mu       sync.Mutex
-	enqueued []check.Enqueued
-	retries  int
-	seq      int
+	mu        sync.Mutex
+	enqueued  []check.Enqueued
+	perQueue  map[string]int // confirmed messages per queue
+	retries   int
+	throttled int // ticks skipped because of maxLag
+	seq       int
 }
 
 // tick is how often the generator sends a batch.
@@ -84,6 +92,13 @@ func (l *loadGen) run(ctx, hard context.Context) {
 			return
 		case <-t.C:
 		}
+		if l.behind() {
+			l.mu.Lock()
+			l.throttled++
+			l.mu.Unlock()
+			acc = 0
+			continue
+		}
 		acc += float64(l.rate) * loadTick.Seconds()
 		n := int(acc)
 		acc -= float64(n)
@@ -91,6 +106,25 @@ func (l *loadGen) run(ctx, hard context.Context) {
 			l.send(hard, l.batch(n))
 		}
 	}
+}
+
+// behind reports whether some queue lags more than maxLag messages.
+func (l *loadGen) behind() bool {
+	if l.ran == nil || l.maxLag <= 0 {
+		return false
+	}
+	l.mu.Lock()
+	per := make(map[string]int, len(l.perQueue))
+	for q, n := range l.perQueue {
+		per[q] = n
+	}
+	l.mu.Unlock()
+	for q, n := range per {
+		if n-l.ran(q) > l.maxLag {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *loadGen) batch(n int) []*drover.Message {
@@ -135,15 +169,19 @@ func (l *loadGen) confirm(msgs []*drover.Message, res []queue.EnqueueResult) {
 	for i, r := range res {
 		e := check.Enqueued{Queue: msgs[i].Queue, ID: r.ID, Position: int64(r.Position)}
 		l.enqueued = append(l.enqueued, e)
+		if l.perQueue == nil {
+			l.perQueue = map[string]int{}
+		}
+		l.perQueue[e.Queue]++
 		b = fmt.Appendf(b, "%s %s %d\n", e.Queue, e.ID, e.Position)
 	}
 	l.out.Write(b)
 }
 
-// confirmed returns the confirmed messages so far and how many batch sends
-// failed and were retried.
-func (l *loadGen) confirmed() ([]check.Enqueued, int) {
+// confirmed returns the confirmed messages so far, how many batch sends
+// failed and were retried, and how many ticks were skipped by maxLag.
+func (l *loadGen) confirmed() ([]check.Enqueued, int, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]check.Enqueued(nil), l.enqueued...), l.retries
+	return append([]check.Enqueued(nil), l.enqueued...), l.retries, l.throttled
 }

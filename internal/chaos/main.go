@@ -13,7 +13,7 @@
 //	go run ./internal/chaos -duration 10m    (make chaos)
 //	go run ./internal/chaos -check DIR       (check a kept run directory again)
 //
-// The binary is also the task program: `chaos task LOG` (see task.go).
+// The task program is internal/chaos/task, built into the run directory.
 // docs/reliability.md describes the run and holds the table of a full run.
 package main
 
@@ -32,12 +32,7 @@ import (
 	"github.com/drover-dev/drover/internal/chaos/check"
 )
 
-func main() {
-	if len(os.Args) > 1 && os.Args[1] == taskCommand {
-		os.Exit(runTask(os.Args[2:]))
-	}
-	os.Exit(realMain(os.Args[1:]))
-}
+func main() { os.Exit(realMain(os.Args[1:])) }
 
 // realMain runs the command and returns the exit code: 0 when every
 // invariant held, 1 when one was violated, 2 when the run itself failed.
@@ -55,7 +50,7 @@ func realMain(args []string) int {
 	} else {
 		res, err = run(ctx, o, os.Stderr)
 	}
-	if err != nil {
+	if res == nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		return 2
 	}
@@ -66,6 +61,10 @@ func realMain(args []string) int {
 			fmt.Fprintln(os.Stderr, "chaos: write report:", err)
 			return 2
 		}
+	}
+	if err != nil { // the run was cut short: the report covers what happened
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
 	}
 	if !res.Report.OK() {
 		return 1
@@ -94,8 +93,10 @@ type options struct {
 	FaultGap       time.Duration
 	CommitWindow   time.Duration
 	DrainBound     time.Duration
+	MaxLag         int
 	Seed           int64
 	Drover         string
+	Task           string
 	Dir            string
 	Keep           bool
 	JSON           string
@@ -118,9 +119,11 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.TaskSleep, "task-sleep", 30*time.Millisecond, "a task sleeps a random time up to this")
 	fs.DurationVar(&o.FaultGap, "fault-gap", 3*time.Second, "longest pause between two faults (the shortest is a quarter of it)")
 	fs.DurationVar(&o.CommitWindow, "commit-window", 2*time.Second, "a task finished this long before a fault must have been committed (the checker's bound)")
-	fs.DurationVar(&o.DrainBound, "drain", 2*time.Minute, "longest wait for the backlog to run after the faults stop")
+	fs.DurationVar(&o.DrainBound, "drain", 5*time.Minute, "longest wait for the backlog to run after the faults stop")
+	fs.IntVar(&o.MaxLag, "max-lag", 200, "hold the load back while some queue has more than this many messages not yet run (0: never)")
 	fs.Int64Var(&o.Seed, "seed", 0, "random seed of the fault schedule and the load (0: from the clock)")
 	fs.StringVar(&o.Drover, "drover", "", "the drover binary (default: go build ./cmd/drover into the run directory)")
+	fs.StringVar(&o.Task, "task", "", "the task program (default: go build ./internal/chaos/task into the run directory)")
 	fs.StringVar(&o.Dir, "dir", "", "run directory, kept (default: a temporary one, removed when the run passes unless -keep)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary run directory even when the run passes")
 	fs.StringVar(&o.JSON, "json", "", "also write the report as JSON to this file")
@@ -173,6 +176,6 @@ func (o options) command() string {
 
 // loadDescription is the load line of the report.
 func (o options) loadDescription() string {
-	return fmt.Sprintf("%d msg/s over %d queues (%d ordered), %d schedules every 1s (catch-up all), tasks of up to %s; %d workers, %d scheduler candidates, session timeout %s",
-		o.Rate, o.Queues, o.Ordered, o.Schedules, o.TaskSleep, o.Workers, o.Schedulers, o.SessionTimeout)
+	return fmt.Sprintf("up to %d msg/s over %d queues (%d ordered; held back while a queue lags by more than %d), %d schedules every 1s (catch-up all), tasks of up to %s; %d workers, %d scheduler candidates, session timeout %s",
+		o.Rate, o.Queues, o.Ordered, o.MaxLag, o.Schedules, o.TaskSleep, o.Workers, o.Schedulers, o.SessionTimeout)
 }

@@ -24,6 +24,7 @@ type record struct {
 	Schedules    []check.Schedule     `json:"schedules"`
 	FinalOffsets map[string]int64     `json:"final_offsets"`
 	DeadLetters  []check.DeadLetter   `json:"dead_letters"`
+	Pending      []check.Enqueued     `json:"pending"`
 	Lives        []life               `json:"processes"`
 }
 
@@ -61,7 +62,7 @@ func recheck(dir string) (*result, error) {
 	}
 	in := check.Input{
 		Ordered: map[string]bool{}, Faults: rec.Faults, Offsets: rec.Offsets, Schedules: rec.Schedules,
-		FinalOffsets: rec.FinalOffsets, DeadLetters: rec.DeadLetters, Policy: rec.Policy,
+		FinalOffsets: rec.FinalOffsets, DeadLetters: rec.DeadLetters, Pending: rec.Pending, Policy: rec.Policy,
 	}
 	for _, q := range rec.Ordered {
 		in.Ordered[q] = true

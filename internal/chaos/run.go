@@ -45,77 +45,144 @@ func run(ctx context.Context, o options, logw io.Writer) (*result, error) {
 	return res, err
 }
 
+// harness is one run's moving parts.
+type harness struct {
+	o       options
+	dir     string
+	prog    *progress
+	rng     *rand.Rand
+	c       *cluster
+	f       *fleet
+	mgr     *scheduler.Manager
+	queues  []string
+	ordered map[string]bool
+
+	// Filled by the phase and the drain.
+	gen      *loadGen
+	sampler  *offsetSampler
+	inj      *injector
+	phase    time.Duration
+	achieved float64 // load messages confirmed per second
+	scheds   []check.Schedule
+	final    map[string]int64
+}
+
 func runIn(ctx context.Context, o options, dir string, prog *progress) (*result, error) {
-	rng := rand.New(rand.NewPCG(uint64(o.Seed), uint64(o.Seed>>32)^0x9e3779b97f4a7c15))
-	bin := o.Drover
-	if bin == "" {
-		bin = filepath.Join(dir, "drover")
-		prog.printf("building %s", bin)
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/drover-dev/drover/cmd/drover")
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build drover: %w\n%s", err, out)
-		}
+	h := &harness{o: o, dir: dir, prog: prog, rng: rand.New(rand.NewPCG(uint64(o.Seed), uint64(o.Seed>>32)^0x9e3779b97f4a7c15))}
+	defer h.close()
+	if err := h.setup(ctx); err != nil {
+		return nil, err
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the task program (this binary): %w", err)
-	}
-	tasksLog := filepath.Join(dir, tasksLogName)
-
-	prog.printf("starting a 3-node ZooKeeper ensemble and Redis (appendonly, fsync always)")
-	c, err := startCluster(ctx, dir)
+	faultErr, err := h.run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer c.close()
-
-	queues := queueNames(o.Queues)
-	ordered := map[string]bool{}
-	sess, err := c.zk.session(ctx)
+	if err := h.save(ctx); err != nil {
+		return nil, err
+	}
+	res, err := recheck(dir)
 	if err != nil {
 		return nil, err
 	}
-	for i, q := range queues {
-		ordered[q] = i < o.Ordered
-		if err := sess.CreateQueue(ctx, queueConfig(q, ordered[q], []string{self, taskCommand, tasksLog})); err != nil {
-			return nil, fmt.Errorf("create queue %s: %w", q, err)
+	return res, faultErr
+}
+
+func (h *harness) close() {
+	if h.f != nil {
+		h.f.killAll()
+	}
+	if h.c != nil {
+		h.c.close()
+	}
+}
+
+// setup builds drover if needed, starts the servers, creates the queues
+// and schedule entries, and starts the fleet; it returns once every queue
+// has an owner.
+func (h *harness) setup(ctx context.Context) error {
+	bin, err := h.build(ctx, h.o.Drover, "drover", "github.com/drover-dev/drover/cmd/drover")
+	if err != nil {
+		return err
+	}
+	task, err := h.build(ctx, h.o.Task, "task", "github.com/drover-dev/drover/internal/chaos/task")
+	if err != nil {
+		return err
+	}
+	taskArgv := []string{task, filepath.Join(h.dir, tasksLogName)}
+
+	h.prog.printf("starting a 3-node ZooKeeper ensemble and Redis (appendonly, fsync always)")
+	if h.c, err = startCluster(ctx, h.dir); err != nil {
+		return err
+	}
+	h.queues, h.ordered = queueNames(h.o.Queues), map[string]bool{}
+	sess, err := h.c.zk.session(ctx)
+	if err != nil {
+		return err
+	}
+	for i, q := range h.queues {
+		h.ordered[q] = i < h.o.Ordered
+		if err := sess.CreateQueue(ctx, queueConfig(q, h.ordered[q], taskArgv)); err != nil {
+			return fmt.Errorf("create queue %s: %w", q, err)
 		}
 	}
-	mgr := scheduler.NewManager(c.store.Schedules())
-	for i := 0; i < o.Schedules; i++ {
-		if err := mgr.Add(ctx, scheduleDefinition(i, queues[i%len(queues)])); err != nil {
-			return nil, err
+	h.mgr = scheduler.NewManager(h.c.store.Schedules())
+	for i := 0; i < h.o.Schedules; i++ {
+		if err := h.mgr.Add(ctx, scheduleDefinition(i, h.queues[i%len(h.queues)])); err != nil {
+			return err
 		}
 	}
 
-	f, err := newFleet(bin, dir, o, fleetSettings{zkServers: c.ensemble.Addrs, redisAddr: c.redis.Addr, sessionTimeout: o.SessionTimeout})
+	h.f, err = newFleet(bin, h.dir, h.o, fleetSettings{zkServers: h.c.ensemble.Addrs, redisAddr: h.c.redis.Addr, sessionTimeout: h.o.SessionTimeout})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer f.killAll()
-	prog.printf("starting %d workers and %d scheduler candidates", len(f.workers), len(f.schedulers))
-	for _, p := range f.all() {
+	h.prog.printf("starting %d workers and %d scheduler candidates", len(h.f.workers), len(h.f.schedulers))
+	for _, p := range h.f.all() {
 		if err := p.start(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	for _, p := range f.workers {
+	for _, p := range h.f.workers {
 		if err := p.waitReady(ctx, readyBound); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := waitOwned(ctx, c, queues, 60*time.Second); err != nil {
-		return nil, err
-	}
+	return waitOwned(ctx, h.c, h.queues, 60*time.Second)
+}
 
-	enqLog, err := os.Create(filepath.Join(dir, enqueuedLogName))
+// build returns bin, or builds pkg into the run directory when bin is empty.
+func (h *harness) build(ctx context.Context, bin, name, pkg string) (string, error) {
+	if bin != "" {
+		return filepath.Abs(bin)
+	}
+	bin = filepath.Join(h.dir, name)
+	h.prog.printf("building %s", bin)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s: %w\n%s", pkg, err, out)
+	}
+	return bin, nil
+}
+
+// run runs the load, the sampler and the faults for the phase, then drains.
+// faultErr says why the fault schedule stopped early (a server that did not
+// come back); the drain and the check still run.
+func (h *harness) run(ctx context.Context) (faultErr, err error) {
+	enqLog, err := os.Create(filepath.Join(h.dir, enqueuedLogName))
 	if err != nil {
 		return nil, err
 	}
 	defer enqLog.Close()
-	gen := &loadGen{store: c.store, queues: queues, rate: o.Rate, sleepMax: o.TaskSleep, rng: rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), out: enqLog}
-	sampler := &offsetSampler{zk: c.zk, queues: queues, every: 500 * time.Millisecond}
-	inj := &injector{o: o, rng: rng, c: c, f: f, prog: prog}
+	fl, err := newFollower(filepath.Join(h.dir, tasksLogName))
+	if err != nil {
+		return nil, err
+	}
+	defer fl.close()
+	h.gen = &loadGen{store: h.c.store, queues: h.queues, rate: h.o.Rate, sleepMax: h.o.TaskSleep,
+		rng: rand.New(rand.NewPCG(h.rng.Uint64(), h.rng.Uint64())), out: enqLog,
+		ran: fl.loadRan, maxLag: h.o.MaxLag}
+	h.sampler = &offsetSampler{zk: h.c.zk, queues: h.queues, every: 500 * time.Millisecond}
+	h.inj = &injector{o: h.o, rng: h.rng, c: h.c, f: h.f, prog: h.prog}
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
@@ -124,86 +191,83 @@ func runIn(ctx context.Context, o options, dir string, prog *progress) (*result,
 	sampleCtx, stopSampling := context.WithCancel(context.Background())
 	defer stopSampling()
 	loadDone, sampleDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(loadDone); gen.run(loadCtx, hardCtx) }()
-	go func() { defer close(sampleDone); sampler.run(sampleCtx) }()
+	go fl.follow(loadCtx, 250*time.Millisecond)
+	go func() { defer close(loadDone); h.gen.run(loadCtx, hardCtx) }()
+	go func() { defer close(sampleDone); h.sampler.run(sampleCtx) }()
 
 	phaseStart := time.Now()
-	prog.printf("load and faults for %s: %s", o.Duration, o.loadDescription())
-	faultErr := inj.run(ctx, phaseStart.Add(o.Duration))
+	h.prog.printf("load and faults for %s: %s", h.o.Duration, h.o.loadDescription())
+	faultErr = h.inj.run(ctx, phaseStart.Add(h.o.Duration))
 	if faultErr == nil {
-		sleepCtx(ctx, time.Until(phaseStart.Add(o.Duration)))
+		sleepCtx(ctx, time.Until(phaseStart.Add(h.o.Duration)))
+	} else {
+		h.prog.printf("error: %v", faultErr)
 	}
-	phase := time.Since(phaseStart)
+	h.phase = time.Since(phaseStart)
 
-	// Drain: no more faults; stop enqueueing, then the schedulers; wait until
-	// everything that was enqueued or fired ran and every offset reached
-	// the end of its queue.
+	// Drain: no more faults; stop enqueueing (the last batch is retried
+	// until confirmed, for a while), then the schedulers; wait until
+	// everything enqueued or fired ran and every offset reached the end.
 	drainStart := time.Now()
 	stopLoad()
-	bound := time.AfterFunc(30*time.Second, stopHard) // the last batch's retries
+	bound := time.AfterFunc(30*time.Second, stopHard)
 	<-loadDone
 	bound.Stop()
-	for _, p := range f.schedulers {
+	for _, p := range h.f.schedulers {
 		p.kill()
 	}
-	for _, p := range f.workers {
-		if p.pid() == 0 { // a fault aborted mid-way: bring it back
+	for _, p := range h.f.workers {
+		if p.pid() == 0 { // a fault stopped mid-way: bring it back
 			_ = p.start()
 		}
 	}
-	if faultErr != nil {
-		prog.printf("error: %v", faultErr)
+	if h.scheds, err = readSchedules(ctx, h.mgr); err != nil {
+		return faultErr, err
 	}
-	scheds, err := readSchedules(ctx, mgr)
-	if err != nil {
-		return nil, err
-	}
-	enq, retries := gen.confirmed()
-	prog.printf("drain: %d messages enqueued (%d batch sends retried), %d schedules stopped; waiting for the backlog", len(enq), retries, len(scheds))
-	follower, err := newFollower(filepath.Join(dir, tasksLogName))
-	if err != nil {
-		return nil, err
-	}
-	defer follower.close()
-	pending := follower.waitAll(ctx, enq, scheds, drainStart.Add(o.DrainBound))
-	prog.printf("drain: %d expected executions missing after %s", pending, time.Since(drainStart).Round(time.Millisecond))
-	final := waitOffsets(ctx, c, queues, follower, enq, drainStart.Add(o.DrainBound).Add(15*time.Second))
+	enq, retries, throttled := h.gen.confirmed()
+	h.achieved = float64(len(enq)) / h.phase.Seconds()
+	h.prog.printf("drain: %d messages enqueued (%.0f/s; %d batch sends retried; %s held back by -max-lag), %d schedules stopped; waiting for the backlog",
+		len(enq), h.achieved, retries, time.Duration(throttled)*loadTick, len(h.scheds))
+	missing := fl.waitAll(ctx, enq, h.scheds, drainStart.Add(h.o.DrainBound))
+	h.prog.printf("drain: %d expected executions missing after %s", missing, time.Since(drainStart).Round(time.Millisecond))
+	h.final = waitOffsets(ctx, h.c, h.queues, fl, enq, drainStart.Add(h.o.DrainBound).Add(15*time.Second))
 	stopSampling()
 	<-sampleDone
-	offsets, sampleErrs := sampler.result()
-	prog.printf("drain done in %s; %d offset changes sampled (%d failed reads); checking", time.Since(drainStart).Round(time.Millisecond), len(offsets), sampleErrs)
+	h.prog.printf("drain done in %s", time.Since(drainStart).Round(time.Millisecond))
+	return faultErr, nil
+}
 
-	for _, p := range f.workers {
+// save stops the workers and writes run.json.
+func (h *harness) save(ctx context.Context) error {
+	for _, p := range h.f.workers {
 		p.terminate(10 * time.Second)
 	}
-	dead, err := deadLetters(ctx, c, queues)
+	dead, err := deadLetters(ctx, h.c, h.queues)
 	if err != nil {
-		return nil, fmt.Errorf("read dead letters: %w", err)
+		return fmt.Errorf("read dead letters: %w", err)
 	}
-	losses, err := sessionLosses(dir, f.lifetimes(), o.SessionTimeout)
+	queued, err := pending(ctx, h.c, h.final)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	lives := h.f.lifetimes()
+	losses, err := sessionLosses(h.dir, lives, h.o.SessionTimeout)
+	if err != nil {
+		return err
+	}
+	offsets, sampleErrs := h.sampler.result()
+	h.prog.printf("checking: %d offset changes sampled (%d failed reads), %d session losses in the worker logs", len(offsets), sampleErrs, len(losses))
 	rec := record{
-		Run:          check.Run{Command: o.command(), Duration: phase.Round(time.Second), Load: o.loadDescription(), Seed: o.Seed},
-		Policy:       check.Policy{SessionTimeout: o.SessionTimeout, CommitWindow: o.CommitWindow},
-		Ordered:      orderedNames(ordered),
-		Faults:       append(inj.injected(), losses...),
+		Run:          check.Run{Command: h.o.command(), Duration: h.phase.Round(time.Second), Load: fmt.Sprintf("%s; %.0f msg/s achieved", h.o.loadDescription(), h.achieved), Seed: h.o.Seed},
+		Policy:       check.Policy{SessionTimeout: h.o.SessionTimeout, CommitWindow: h.o.CommitWindow},
+		Ordered:      orderedNames(h.ordered),
+		Faults:       append(h.inj.injected(), losses...),
 		Offsets:      offsets,
-		Schedules:    scheds,
-		FinalOffsets: final,
+		Schedules:    h.scheds,
+		FinalOffsets: h.final,
 		DeadLetters:  dead,
-		Lives:        f.lifetimes(),
+		Pending:      queued,
+		Lives:        lives,
 	}
-	if err := rec.save(dir); err != nil {
-		return nil, err
-	}
-	res, err := recheck(dir)
-	if err != nil {
-		return nil, err
-	}
-	if faultErr != nil {
-		return res, faultErr
-	}
-	return res, nil
+	return rec.save(h.dir)
 }

@@ -15,6 +15,10 @@ func Check(in Input) *Report {
 		c.r.Faults[f.Kind]++
 	}
 	c.byMessage = map[msgKey][]Execution{}
+	c.pending = map[msgKey]bool{}
+	for _, p := range in.Pending {
+		c.pending[msgKey{p.Queue, p.ID}] = true
+	}
 	for _, e := range in.Executions {
 		k := msgKey{e.Queue, e.ID}
 		c.byMessage[k] = append(c.byMessage[k], e)
@@ -38,6 +42,7 @@ type checker struct {
 	in        Input
 	r         *Report
 	byMessage map[msgKey][]Execution
+	pending   map[msgKey]bool
 }
 
 // covered returns the first fault that covers e (see the package comment).
@@ -155,6 +160,11 @@ func (c *checker) checkLost() {
 		seen[k] = true
 		c.r.Enqueued++
 		if len(c.byMessage[k]) == 0 {
+			if c.pending[k] {
+				c.r.Unfinished++
+				c.r.violate(DrainIncomplete, "%s/%s (position %d) never ran and is still queued", m.Queue, m.ID, m.Position)
+				continue
+			}
 			c.r.Lost++
 			why := ""
 			if r, ok := dead[k]; ok {
@@ -353,6 +363,11 @@ func (c *checker) checkSchedules() {
 		for t := first; t < end; t += step {
 			c.r.SlotsExpected++
 			if len(slots[t]) == 0 {
+				if id := "sched:" + s.Name + ":" + strconv.FormatInt(t, 10); c.pending[msgKey{s.Queue, id}] {
+					c.r.Unfinished++
+					c.r.violate(DrainIncomplete, "%s/%s fired, never ran and is still queued", s.Queue, id)
+					continue
+				}
 				c.r.SlotsMissed++
 				c.r.violate(SlotMissed, "schedule %s: slot %s (id %s) never ran; its first fired slot was %s, its next pending one %s",
 					s.Name, time.Unix(t, 0).Format("15:04:05"), "sched:"+s.Name+":"+strconv.FormatInt(t, 10),

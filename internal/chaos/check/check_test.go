@@ -332,3 +332,14 @@ func TestPlantedRunAfterCommitIsReported(t *testing.T) {
 		t.Fatalf("want the zombie's run excused, have %v", r.Violations)
 	}
 }
+
+func TestNeverRunButStillQueuedIsUnfinishedNotLost(t *testing.T) {
+	in := clean()
+	in.Executions = append(in.Executions[1:7], in.Executions[8:]...) // m-0 and slot t0+2s never ran
+	in.Pending = []Enqueued{{Queue: "o", ID: "m-0", Position: 101}, {Queue: "u", ID: fmt.Sprintf("sched:tick:%d", t0.Unix()+2)}}
+	r := Check(in)
+	wantOnly(t, r, DrainIncomplete, 2)
+	if r.Lost != 0 || r.SlotsMissed != 0 || r.Unfinished != 2 {
+		t.Fatalf("want 2 unfinished, nothing lost or missed; have %d, %d, %d", r.Unfinished, r.Lost, r.SlotsMissed)
+	}
+}

@@ -73,5 +73,9 @@ type Input struct {
 	// fails, so every one is a finding; a lost message found here is
 	// reported with the reason).
 	DeadLetters []DeadLetter
-	Policy      Policy
+	// Pending are the messages still in their queue's log after the
+	// committed offset when the run ended: a message that never ran but is
+	// pending was not lost, the drain ended too early.
+	Pending []Enqueued
+	Policy  Policy
 }

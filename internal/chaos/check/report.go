@@ -23,6 +23,7 @@ const (
 	OffsetBackwards    Invariant = "offset-backwards"  // a committed offset moved back
 	OffsetBehind       Invariant = "offset-behind-end" // after the drain an offset does not cover its queue
 	RanAfterCommit     Invariant = "ran-after-commit"  // a run, outside any fault, of a message already committed
+	DrainIncomplete    Invariant = "drain-incomplete"  // a message or slot still queued when the drain gave up
 )
 
 // maxDetails is how many violations of one invariant a Report lists.
@@ -43,6 +44,7 @@ type Report struct {
 	Messages      int          `json:"messages"`       // distinct messages executed
 
 	Lost        int `json:"lost"`
+	Unfinished  int `json:"unfinished"`   // never ran, still queued when the drain gave up
 	DeadLetters int `json:"dead_letters"` // messages in the dead letters after the run
 	// Duplicates counts executions beyond the first of each message.
 	Duplicates int `json:"duplicates"`
@@ -136,6 +138,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| executions logged | %d |\n", r.Executions)
 	fmt.Fprintf(w, "| distinct messages executed | %d |\n", r.Messages)
 	fmt.Fprintf(w, "| lost | %d |\n", r.Lost)
+	fmt.Fprintf(w, "| not run, still queued when the drain gave up | %d |\n", r.Unfinished)
 	fmt.Fprintf(w, "| dead-lettered (the task never fails) | %d |\n", r.DeadLetters)
 	fmt.Fprintf(w, "| overlapping executions of an ordered queue | %d |\n", r.OrderedOverlaps)
 	fmt.Fprintf(w, "| overlaps of two workers on one queue, one a zombie (allowed) | %d |\n", r.ZombieOverlaps)

@@ -1,3 +1,18 @@
+// Command task is the chaos run's task program (internal/chaos builds it
+// into the run directory and routes every queue to it):
+//
+//	task LOG
+//
+// It reads its envelope from stdin, sleeps args.sleep_ms, and appends its
+// execution line — queue, id, attempt, position, worker pid (its parent),
+// own pid, start and end in µs of CLOCK_REALTIME — to LOG with one write(2)
+// on an O_APPEND descriptor, so that lines of concurrent tasks never
+// interleave and a line, once written, survives any process crash. It exits
+// 1 (the worker retries) when it cannot write the line.
+//
+// It is a separate, small binary (standard library and the checker's line
+// format only) because hundreds start every second: a process start of the
+// harness binary, with every dependency's init, costs twice the CPU.
 package main
 
 import (
@@ -10,29 +25,19 @@ import (
 	"github.com/drover-dev/drover/internal/chaos/check"
 )
 
-// taskCommand is the first argument that makes this binary the task
-// program.
-const taskCommand = "task"
-
 // taskArgs is the part of a message's args the task reads.
 type taskArgs struct {
 	SleepMS int `json:"sleep_ms"`
 }
 
-// runTask is the task program, `chaos task LOG`: it reads the envelope from
-// stdin, sleeps args.sleep_ms, and appends its execution line (queue, id,
-// attempt, position, worker pid = its parent, own pid, start and end in µs
-// of CLOCK_REALTIME) to LOG with one write(2) on an O_APPEND descriptor, so
-// lines of concurrent tasks never interleave and a line, once written,
-// survives any process crash. It exits 1 (the worker retries) when it
-// cannot write the line.
-//
-// The worker starts it directly (no shell, no resource limits, so no
-// trampoline re-exec): its parent is the worker process.
-func runTask(args []string) int {
+func main() { os.Exit(run(os.Args[1:])) }
+
+// run is the program; the worker starts it directly (no shell, no resource
+// limits, so no trampoline re-exec): its parent is the worker process.
+func run(args []string) int {
 	start := time.Now()
 	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: chaos task LOG")
+		fmt.Fprintln(os.Stderr, "usage: task LOG")
 		return 2
 	}
 	var env struct {
