@@ -243,7 +243,7 @@ func TestPauseAndResumeWithoutRebalance(t *testing.T) {
 			return st != nil && len(st.Worker.Queues) == 1 && st.Worker.Queues[0].Paused
 		})
 		f.enqueue([]string{"p0"}, 5)
-		time.Sleep(1500 * time.Millisecond) // longer than the worker's poll interval
+		time.Sleep(1500 * time.Millisecond) // the enqueue notification has long woken the loop
 		if n := countLines(logPath); n != processed {
 			t.Fatalf("paused by %s: want no task started, have %d new executions", tc.scope, n-processed)
 		}

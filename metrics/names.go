@@ -20,8 +20,8 @@ const (
 	// Timers, in milliseconds.
 	TaskDuration   = "task_duration_ms" // labels: queue, task
 	QueueLatency   = "queue_latency_ms" // enqueue (position) → first start; labels: queue
-	FetchDuration  = "fetch_ms"         // labels: queue
-	CommitDuration = "commit_ms"        // labels: queue
+	FetchDuration  = "fetch_ms"         // per worker
+	CommitDuration = "commit_ms"        // per worker
 	ZKConnect      = "zk_connect_ms"    // a new ZooKeeper session
 	RebalanceTime  = "rebalance_ms"     // one rebalance round of the leader
 
@@ -95,8 +95,8 @@ var catalog = []Def{
 
 	{Name: TaskDuration, Kind: Summary, Labels: []string{"queue", "task"}, Unit: "milliseconds", Help: "How long one attempt ran."},
 	{Name: QueueLatency, Kind: Summary, Labels: []string{"queue"}, Unit: "milliseconds", Help: "From a message's position (enqueue time) to the start of its first attempt."},
-	{Name: FetchDuration, Kind: Summary, Labels: []string{"queue"}, Unit: "milliseconds", Help: "One read of the queue log."},
-	{Name: CommitDuration, Kind: Summary, Labels: []string{"queue"}, Unit: "milliseconds", Help: "One fenced offset commit."},
+	{Name: FetchDuration, Kind: Summary, Unit: "milliseconds", Help: "One read of a queue log (all queues of the worker)."},
+	{Name: CommitDuration, Kind: Summary, Unit: "milliseconds", Help: "One fenced offset commit (all queues of the worker)."},
 	{Name: ZKConnect, Kind: Summary, Unit: "milliseconds", Help: "Establishing a ZooKeeper session."},
 	{Name: RebalanceTime, Kind: Summary, Unit: "milliseconds", Help: "One rebalance round: settle, compute, write the assignment."},
 

@@ -19,7 +19,7 @@ const (
 	DefaultBatchSize       = 100
 	DefaultCommitInterval  = 200 * time.Millisecond
 	DefaultDrainTimeout    = 30 * time.Second
-	DefaultPollInterval    = 2 * time.Second
+	DefaultPollInterval    = 5 * time.Second
 	DefaultPromoteInterval = time.Second
 	DefaultBacklogInterval = 5 * time.Second
 )
@@ -42,7 +42,8 @@ type Config struct {
 	// kills them. Default 30s.
 	DrainTimeout time.Duration
 	// PollInterval is how often an idle queue reads even without an enqueue
-	// notification (a backstop for lost notifications). Default 2s.
+	// notification (a backstop for notifications lost while the Redis
+	// subscription reconnects). Default 5s.
 	PollInterval time.Duration
 	// PromoteInterval is how often a queue promotes due delayed messages.
 	// Default 1s.
