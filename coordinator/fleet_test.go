@@ -104,6 +104,7 @@ type recordingRunner struct {
 	// failRelease makes StopQueue stop without releasing and return an
 	// error, as a release that timed out under load does.
 	failRelease atomic.Bool
+	configured  map[string]drover.QueueConfig // ConfigureQueue calls, under mu
 }
 
 func (r *recordingRunner) StartQueue(c *Claim, _ drover.QueueConfig) error {
@@ -138,7 +139,14 @@ func (r *recordingRunner) AbortQueue(q string) {
 	r.log.end(r.member, q)
 }
 
-func (r *recordingRunner) ConfigureQueue(drover.QueueConfig) {}
+func (r *recordingRunner) ConfigureQueue(c drover.QueueConfig) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.configured == nil {
+		r.configured = map[string]drover.QueueConfig{}
+	}
+	r.configured[c.Name] = c
+}
 
 func (r *recordingRunner) owned() int {
 	r.mu.Lock()
@@ -580,4 +588,26 @@ func TestRestartWithinSettleWindowKeepsTheQueues(t *testing.T) {
 	}
 	f.checkStayed(before, map[string]bool{"b": true}, "restart of b")
 	f.log.checkNoOverlap(t)
+}
+
+// An owned queue's reconfiguration reaches the runner: the reconciler
+// watches the configs of the queues it owns (and only those).
+func TestReconfiguringAnOwnedQueueReachesTheRunner(t *testing.T) {
+	f := newFleet(t, testenv.ZooKeeper(t).Addrs, 4)
+	m := f.start("a")
+	f.waitConverged("start")
+	e, err := f.obs.Queue(context.Background(), "q00002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.Config
+	cfg.Concurrency = 7
+	if _, err := f.obs.UpdateQueue(context.Background(), cfg, e.Version); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor("the runner to get the new config", func() bool {
+		m.runner.mu.Lock()
+		defer m.runner.mu.Unlock()
+		return m.runner.configured["q00002"].Concurrency == 7
+	})
 }

@@ -76,6 +76,7 @@ func (s *Session) RunReconciler(ctx context.Context, cfg ReconcilerConfig) error
 		claiming: map[string]context.CancelFunc{},
 		stopping: map[string]chan struct{}{},
 		configs:  map[string]drover.QueueConfig{},
+		cfgNames: make(chan map[string]bool, 1),
 		events:   make(chan reconcileEvent),
 	}
 	return r.run(ctx)
@@ -92,7 +93,8 @@ type reconciler struct {
 	owned    map[string]*Claim             // running
 	claiming map[string]context.CancelFunc // claim goroutines
 	stopping map[string]chan struct{}      // closed when the stop is done
-	configs  map[string]drover.QueueConfig
+	configs  map[string]drover.QueueConfig // of the owned queues, as last read
+	cfgNames chan map[string]bool          // the owned set, for the config watcher
 	events   chan reconcileEvent
 	pending  int // goroutines that will send an event
 }
@@ -113,7 +115,9 @@ func (r *reconciler) run(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	assignments := r.s.WatchAssignment(wctx)
-	queues := r.s.WatchQueues(wctx)
+	// Only the owned queues' configs are watched: a member needs nothing of
+	// the rest of the registry (the rebalance leader watches all of it).
+	configs := r.s.watchQueueConfigs(wctx, r.cfgNames)
 	var exit error
 loop:
 	for {
@@ -127,11 +131,11 @@ loop:
 				continue
 			}
 			r.apply(wctx, an.Assignment)
-		case qs, ok := <-queues:
+		case e, ok := <-configs:
 			if !ok {
 				break loop
 			}
-			r.updateConfigs(qs)
+			r.updateConfig(e)
 		case ev := <-r.events:
 			r.handle(wctx, ev)
 		case q := <-r.cfg.Lost:
@@ -208,25 +212,44 @@ func (r *reconciler) apply(ctx context.Context, a drover.Assignment) {
 	}
 }
 
-func (r *reconciler) updateConfigs(qs []QueueEntry) {
-	next := make(map[string]drover.QueueConfig, len(qs))
-	for _, q := range qs {
-		if q.Err == nil {
-			next[q.Name] = q.Config
+// updateConfig hands an owned queue its changed configuration.
+func (r *reconciler) updateConfig(e QueueEntry) {
+	if e.Err != nil {
+		if !errors.Is(e.Err, drover.ErrQueueNotFound) {
+			r.log.Warn("ignoring a corrupt queue config", "queue", e.Name, "error", e.Err)
 		}
+		return // a deleted queue leaves the assignment: the leader moves it
 	}
+	old, known := r.configs[e.Name]
+	r.configs[e.Name] = e.Config
+	if r.owned[e.Name] != nil && (!known || !equalConfig(old, e.Config)) {
+		r.cfg.Runner.ConfigureQueue(e.Config)
+	}
+}
+
+// publishOwned tells the config watcher which queues this member owns.
+func (r *reconciler) publishOwned() {
+	set := make(map[string]bool, len(r.owned))
 	for q := range r.owned {
-		if c, ok := next[q]; ok && !equalConfig(c, r.configs[q]) {
-			r.cfg.Runner.ConfigureQueue(c)
+		set[q] = true
+	}
+	for q := range r.configs {
+		if !set[q] {
+			delete(r.configs, q)
 		}
 	}
-	r.configs = next
+	select {
+	case <-r.cfgNames: // replace an unread set
+	default:
+	}
+	r.cfgNames <- set
 }
 
 // stop gives an owned queue up in a goroutine.
 func (r *reconciler) stop(ctx context.Context, q string) {
 	c := r.owned[q]
 	delete(r.owned, q)
+	r.publishOwned()
 	r.handBack(ctx, q, c, true)
 }
 
@@ -396,6 +419,8 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 			return
 		}
 		r.owned[ev.queue] = ev.claim
+		r.configs[ev.queue] = cfg
+		r.publishOwned()
 	}
 }
 
@@ -407,6 +432,7 @@ func (r *reconciler) lost(ctx context.Context, q string) {
 		return
 	}
 	delete(r.owned, q)
+	r.publishOwned()
 	r.cfg.Runner.AbortQueue(q) // make sure it is gone; no-op when already
 	r.handBack(ctx, q, c, false)
 	if r.target[q] && r.claiming[q] == nil {
