@@ -242,7 +242,7 @@ func BenchmarkIdleQueuesRSS(b *testing.B) {
 		for q := 0; q < queues; q++ {
 			f.createQueue(fmt.Sprintf("idle%04d", q), false, []string{"/bin/true"}, nil)
 		}
-		p := f.startWorker("idle", "DROVER_METRICS_PROMETHEUS=false")
+		p := f.startWorker("idle") // default settings: the Prometheus sink on
 		waitFor(b, 2*time.Minute, "the worker to own every queue", func() bool {
 			st := f.state("idle")
 			return st != nil && len(st.Worker.Queues) == queues
