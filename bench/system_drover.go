@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/worker"
 )
@@ -142,7 +143,7 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	claim := newWatchedClaim(zc, last)
 	w, err := worker.New(worker.Config{
 		Member: "bench", Capacity: concurrency,
-		Log: queueLog{d.store}, Requeuer: queueLog{d.store}, Executor: d.exec,
+		Log: adapt.QueueLog{Store: d.store}, Requeuer: adapt.QueueLog{Store: d.store}, Executor: d.exec,
 	})
 	if err != nil {
 		return 0, err
