@@ -376,6 +376,7 @@ func failoverSection() string {
 func peerSection(count int) (string, error) {
 	md := filepath.Join(os.TempDir(), "drover-bench-peers.md")
 	cmd := exec.Command("go", "run", ".", "-md", md, "-runs", strconv.Itoa(count))
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod") // the bench module follows the root module's requirements
 	cmd.Dir = "bench"
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	fmt.Fprintf(os.Stderr, "benchreport: (cd bench && go run . -md %s -runs %d)\n", md, count)
