@@ -88,10 +88,15 @@ func (c *checker) countUnprovoked() {
 	}
 }
 
+// execSlack is how much later than its dispatch a task's own start time may
+// be (fork, exec and runtime start-up on a loaded machine).
+const execSlack = 250 * time.Millisecond
+
 // countZombieStarts counts the tasks a worker started after it was resumed
 // from a WorkerStop (past its session timeout) and before it reported its
-// session lost: work started by a zombie. A resume without a loss report
-// within one session timeout is not counted (the window is unknown).
+// session lost (plus execSlack: the task logs its start after the exec):
+// work started by a zombie. A resume without a loss report within one
+// session timeout is not counted (the window is unknown).
 func (c *checker) countZombieStarts() {
 	for _, f := range c.in.Faults {
 		if f.Kind != WorkerStop || len(f.PIDs) != 1 {
@@ -108,12 +113,14 @@ func (c *checker) countZombieStarts() {
 		if noticed.IsZero() {
 			continue
 		}
+		report := noticed
+		noticed = noticed.Add(execSlack)
 		for _, e := range c.in.Executions {
 			if e.WorkerPID == pid && !e.Start.Before(f.End) && e.Start.Before(noticed) {
 				c.r.ZombieStarts++
 				if c.r.ZombieStarts <= maxDetails {
-					c.r.ZombieStartExamples = append(c.r.ZombieStartExamples, fmt.Sprintf("%s, %s after SIGCONT, %s before the worker reported its session lost",
-						describe(e), e.Start.Sub(f.End).Round(time.Millisecond), noticed.Sub(e.Start).Round(time.Millisecond)))
+					c.r.ZombieStartExamples = append(c.r.ZombieStartExamples, fmt.Sprintf("%s: started %s after SIGCONT; the worker reported its session lost %s after SIGCONT",
+						describe(e), e.Start.Sub(f.End).Round(time.Millisecond), report.Sub(f.End).Round(time.Millisecond)))
 				}
 			}
 		}
