@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -56,6 +57,13 @@ type Config struct {
 	Log      Log      // required
 	Requeuer Requeuer // required
 	Executor Executor // required
+
+	// Confirm, if set, asks the coordination session to prove it is alive
+	// with a fresh round trip. Run calls it after noticing that the process
+	// was frozen (SIGSTOP, a VM or GC pause): until it returns nil no task
+	// starts, because the session may have expired meanwhile and the queues
+	// may belong to another member already.
+	Confirm func(ctx context.Context) error
 
 	// OnLost is called (from a queue loop's goroutine, without locks held)
 	// when a queue is lost because a commit was fenced. Optional.

@@ -361,3 +361,42 @@ func TestResumeVerifiesTheClaimAndDropsAResetQueue(t *testing.T) {
 		t.Fatalf("a fenced queue must write nothing: commits %v released %v", claim.commits, claim.released)
 	}
 }
+
+// After a freeze (the heartbeat went stale: SIGSTOP, a VM pause) no task
+// starts until Confirm proves the session with a fresh round trip.
+func TestFrozenWorkerStartsNothingUntilTheSessionIsConfirmed(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	confirmed := make(chan struct{})
+	var asked atomic.Int32
+	w := newTestWorker(t, log, ex, func(c *Config) {
+		c.Confirm = func(ctx context.Context) error {
+			asked.Add(1)
+			select {
+			case <-confirmed:
+				return nil
+			default:
+				return fmt.Errorf("not yet")
+			}
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go w.Run(ctx)
+	claim := &memClaim{}
+	if err := w.Start(queueConfig("q", nil), claim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the heartbeat to run", func() bool { return w.beating.Load() })
+	// As after SIGCONT: the last beat is two seconds old.
+	w.lastBeat.Store(int64(time.Since(w.epoch) - 2*time.Second))
+	log.add("q", msg("after-freeze"))
+	w.Wake("q")
+	waitFor(t, "the guard to ask for confirmation", func() bool { return asked.Load() > 0 })
+	time.Sleep(100 * time.Millisecond)
+	if runs := ex.runList(); len(runs) != 0 {
+		t.Fatalf("frozen: want no task started before the session is confirmed, have %v", runs)
+	}
+	close(confirmed)
+	waitFor(t, "the task to run once confirmed", func() bool { return claim.committed() == 1 })
+}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/metrics"
@@ -24,7 +25,20 @@ type Worker struct {
 
 	pause     atomic.Pointer[PauseState]
 	suspended atomic.Bool
+
+	// The freeze guard (Run): a heartbeat every freezeBeat; a stale beat
+	// or a detected freeze blocks every queue until the session is confirmed.
+	epoch    time.Time    // monotonic base of lastBeat
+	lastBeat atomic.Int64 // nanoseconds since epoch of the last beat
+	beating  atomic.Bool  // Run is running
+	frozen   atomic.Bool  // a freeze was detected and not yet confirmed away
 }
+
+// The freeze guard's beat and the gap that counts as a freeze.
+const (
+	freezeBeat      = 100 * time.Millisecond
+	freezeThreshold = time.Second
+)
 
 // PauseState is the set of pause flags that concern this worker.
 type PauseState struct {
@@ -39,7 +53,7 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}}
+	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}, epoch: time.Now()}
 	w.pause.Store(&PauseState{})
 	return w, nil
 }
@@ -193,10 +207,62 @@ func (w *Worker) Owned() []string {
 	return qs
 }
 
+// Run runs the freeze guard until ctx ends. A process resumed after a
+// freeze (SIGSTOP past the session timeout, say) has goroutines that run
+// before anything notices the session is gone: a queue loop could start a
+// task of a queue that another member owns by now. While Run runs, a
+// heartbeat older than a second blocks every queue at once, whatever runs
+// first after the resume; the guard then holds the queues until
+// Config.Confirm proves the session with a fresh round trip.
+func (w *Worker) Run(ctx context.Context) error {
+	w.lastBeat.Store(int64(time.Since(w.epoch)))
+	w.beating.Store(true)
+	defer w.beating.Store(false)
+	t := time.NewTicker(freezeBeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		now := time.Since(w.epoch)
+		if gap := now - time.Duration(w.lastBeat.Load()); gap > freezeThreshold && w.cfg.Confirm != nil {
+			w.frozen.Store(true)
+			w.cfg.Logger.Warn("the worker was frozen: no task starts until the session is confirmed", "gap", gap)
+			for {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				err := w.cfg.Confirm(cctx)
+				cancel()
+				if err == nil {
+					break
+				}
+				if ctx.Err() != nil {
+					return nil
+				}
+				w.cfg.Logger.Debug("session not confirmed yet", "error", err)
+				time.Sleep(freezeBeat)
+			}
+			w.frozen.Store(false)
+			w.cfg.Logger.Info("session confirmed after the freeze")
+			now = time.Since(w.epoch)
+			w.lastBeat.Store(int64(now))
+			w.wakeAll()
+			continue
+		}
+		w.lastBeat.Store(int64(now))
+	}
+}
+
 // blocked reports whether queue may not start tasks now.
 func (w *Worker) blocked(queue string) bool {
 	if w.suspended.Load() {
 		return true
+	}
+	if w.beating.Load() && w.cfg.Confirm != nil {
+		if w.frozen.Load() || time.Since(w.epoch)-time.Duration(w.lastBeat.Load()) > freezeThreshold {
+			return true
+		}
 	}
 	p := w.pause.Load()
 	return p.All || p.Member || p.Queues[queue]

@@ -58,11 +58,12 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	}
 	defer reg.Close()
 	lost := make(chan string, 256)
+	m := &member{cfg: cfg, opts: opts, log: log, store: store, strategy: strategy, lost: lost, metrics: reg}
 	w, err := worker.New(worker.Config{
 		Member: cfg.Worker.Name, Capacity: cfg.Worker.Capacity, BatchSize: cfg.Worker.BatchSize,
 		DrainTimeout: cfg.Worker.DrainTimeout,
 		Log:          adapt.QueueLog{Store: store}, Requeuer: adapt.QueueLog{Store: store}, Executor: exec,
-		Logger: log.Named("worker"), Metrics: reg,
+		Logger: log.Named("worker"), Metrics: reg, Confirm: m.confirm,
 		OnLost: func(q string, _ error) {
 			select {
 			case lost <- q:
@@ -73,7 +74,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	if err != nil {
 		return err
 	}
-	m := &member{cfg: cfg, opts: opts, log: log, store: store, w: w, strategy: strategy, lost: lost, metrics: reg}
+	m.w = w
 
 	var g rungroup.Group
 	admin, err := newAdminServer(cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{Ready: m.ready, Info: m.info, Metrics: reg.Handler()}))
@@ -83,6 +84,10 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	if admin != nil {
 		m.adminAddr = admin.addr
 		g.Add(admin.serve, admin.interrupt)
+	}
+	{ // the freeze guard: no task starts after a freeze until the session is confirmed
+		fctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return w.Run(fctx) }, func(error) { cancel() })
 	}
 	{ // worker and cluster gauges
 		gctx, cancel := context.WithCancel(context.Background())
@@ -311,6 +316,16 @@ func b2f(b bool) float32 {
 		return 1
 	}
 	return 0
+}
+
+// confirm proves the current session alive with a fresh round trip (the
+// worker's freeze guard).
+func (m *member) confirm(ctx context.Context) error {
+	s := m.session.Load()
+	if s == nil {
+		return errors.New("no ZooKeeper session")
+	}
+	return s.Confirm(ctx)
 }
 
 // ready is /readyz: a connected session and a member node.
