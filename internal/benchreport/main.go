@@ -82,7 +82,7 @@ func sections() []section {
 		{
 			Title: "Rebalancing", Pkg: "./rebalance",
 			Intro: "Assignment computation at 100 members × 10,000 queues (pure, in process): fresh, after one member joins, after one leaves; `moved` is the queues that change owner.",
-			Bench: "^Benchmark(Sticky|Range|RoundRobin)100x10000", Units: []string{"ns/op", "moved"},
+			Bench: "^Benchmark(Sticky|Range|RoundRobin)100x10000", Benchtime: "20x", Units: []string{"ns/op", "moved"},
 			Targets: []target{
 				{"sticky computation < 50 ms at 100 × 10,000 (join)", "BenchmarkSticky100x10000/join", "ns/op", "<=", 50e6},
 			},
