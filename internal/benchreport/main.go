@@ -300,7 +300,7 @@ func machine() string {
 	redisV, _ := exec.Command("redis-server", "--version").Output()
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Fprintf(&b, "* Machine: %d cores (%s), %s memory, Linux %s\n", runtime.NumCPU(), model, mem, strings.TrimSpace(string(kernel)))
-	fmt.Fprintf(&b, "* %s; %s; ZooKeeper 3.8 (Debian)\n", runtime.Version(), strings.Fields(string(redisV) + " ? ? ?")[2])
+	fmt.Fprintf(&b, "* %s; Redis %s; ZooKeeper 3.8 (Debian)\n", runtime.Version(), strings.TrimPrefix(strings.Fields(string(redisV) + " ? ? ?")[2], "v="))
 	fmt.Fprintf(&b, "* Load average when the run started: %s\n", strings.Join(strings.Fields(string(load))[:3], " "))
 	return b.String()
 }
