@@ -131,6 +131,11 @@ func renderTargets(b *strings.Builder, res *results) {
 	for _, r := range rows {
 		p("| %s | %s | %s |\n", r.target, r.measured, verdict(r.ok, r.have))
 	}
+	if sub != nil {
+		if r := sub.ratio(spawnLoopName, "asynq"); !math.IsNaN(r) && r < 1.4 {
+			p("The bare spawn loop itself — `/bin/true` with no queue at all — runs at %.2f × asynq's rate in this run: a subprocess target of 1.4 × asynq is above what the machine can spawn, for any job system.\n\n", r)
+		}
+	}
 	p("\n")
 }
 
