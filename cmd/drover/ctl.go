@@ -171,6 +171,14 @@ func (e *ctlEnv) knownQueue(name string) error {
 	return fmt.Errorf("queue %q: %w (create it with `drover ctl queue create %s`, or pass --force)", name, drover.ErrQueueNotFound, name)
 }
 
+// knownQueueStore checks the queue with knownQueue and returns the store.
+func (e *ctlEnv) knownQueueStore(name string) (*queue.Store, error) {
+	if err := e.knownQueue(name); err != nil {
+		return nil, err
+	}
+	return e.queues()
+}
+
 // printf writes to stdout (table mode messages).
 func (e *ctlEnv) printf(format string, a ...any) { fmt.Fprintf(e.a.stdout, format, a...) }
 

@@ -50,10 +50,7 @@ deletes it.`
 		Args:              exactArgs(1, "<queue>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			if err := e.knownQueue(args[0]); err != nil {
-				return err
-			}
-			st, err := e.queues()
+			st, err := e.knownQueueStore(args[0])
 			if err != nil {
 				return err
 			}
@@ -85,10 +82,7 @@ deletes it.`
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			if err := e.knownQueue(args[0]); err != nil {
-				return err
-			}
-			st, err := e.queues()
+			st, err := e.knownQueueStore(args[0])
 			if err != nil {
 				return err
 			}
@@ -141,10 +135,7 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
 			q := args[0]
-			if err := e.knownQueue(q); err != nil {
-				return err
-			}
-			st, err := e.queues()
+			st, err := e.knownQueueStore(q)
 			if err != nil {
 				return err
 			}

@@ -148,10 +148,7 @@ promoted to the queue, or revoked before.`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			if err := e.knownQueue(args[0]); err != nil {
-				return err
-			}
-			st, err := e.queues()
+			st, err := e.knownQueueStore(args[0])
 			if err != nil {
 				return err
 			}
