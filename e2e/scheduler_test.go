@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/testenv"
 	"github.com/drover-dev/drover/scheduler"
@@ -82,10 +83,10 @@ func TestSchedulerFailoverFiresEverySlotOnce(t *testing.T) {
 		f.workers[n].cmd.Process.Signal(syscall.SIGKILL)
 	}
 	slots := map[string][]int64{}
-	var after int64
+	var after drover.Position
 	var maxLate time.Duration
 	for {
-		es, err := f.store.ReadAfter(ctx, "ticks", drover0(after), 1000)
+		es, err := f.store.ReadAfter(ctx, "ticks", after, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +109,7 @@ func TestSchedulerFailoverFiresEverySlotOnce(t *testing.T) {
 				maxLate = late
 			}
 		}
-		after = int64(es[len(es)-1].Position)
+		after = es[len(es)-1].Position
 	}
 	if len(slots) != entries {
 		t.Fatalf("entries fired: want %d, have %d", entries, len(slots))

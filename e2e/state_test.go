@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/worker"
 )
 
@@ -49,6 +48,3 @@ func (f *fleet) state(name string) *debugState {
 	}
 	return nil
 }
-
-// drover0 converts a position for ReadAfter.
-func drover0(p int64) drover.Position { return drover.Position(p) }

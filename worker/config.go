@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -11,8 +10,6 @@ import (
 	"github.com/drover-dev/drover/metrics"
 	"github.com/hashicorp/go-hclog"
 )
-
-var errorsIs = errors.Is
 
 // Defaults of Config.
 const (

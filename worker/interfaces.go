@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -77,5 +78,5 @@ type ClaimVerifier interface {
 // isLost reports whether a commit error means the queue belongs to someone
 // else now.
 func isLost(err error) bool {
-	return errorsIs(err, drover.ErrFenced) || errorsIs(err, drover.ErrNotOwner) || errorsIs(err, drover.ErrSessionLost)
+	return errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotOwner) || errors.Is(err, drover.ErrSessionLost)
 }
