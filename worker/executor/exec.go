@@ -43,6 +43,7 @@ type execExecutor struct {
 	selfName    string   // argv[0] of re-executed children
 	ids         identities
 	bufs        *sync.Pool
+	lease       *Lease // nil: tasks run without a lease
 }
 
 func newExecExecutor(cfg Config) *execExecutor {
@@ -52,7 +53,7 @@ func newExecExecutor(cfg Config) *execExecutor {
 	}
 	return &execExecutor{
 		clock: cfg.Clock, logger: cfg.Logger, grace: cfg.KillGrace, outputLimit: cfg.OutputLimit,
-		env: cfg.Env, self: cfg.Self, selfName: name, bufs: newReadBuffers(),
+		env: cfg.Env, self: cfg.Self, selfName: name, bufs: newReadBuffers(), lease: cfg.Lease,
 	}
 }
 
@@ -141,6 +142,18 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	if err != nil {
 		return neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
 	}
+	if e.lease != nil {
+		if err := e.lease.Track(p.pid); err != nil {
+			// Nothing would stop the task if the worker froze: do not
+			// let it run.
+			killGroup(p.pid, syscall.SIGKILL)
+			p.release(<-p.exited)
+			p.collect()
+			r := neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
+			r.PID = p.pid
+			return r
+		}
+	}
 	res := e.wait(ctx, t, p, deadline, spec.childMode == childModeGo)
 	res.Started = start
 	res.Duration = e.clock.Now().Sub(start)
@@ -193,8 +206,14 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 		}
 		grace.Stop()
 	}
-	// The leader is gone; so must be everything it left in its group.
+	// The leader is gone; so must be everything it left in its group. Its
+	// pid is still reserved (a zombie) until release reaps it, so neither
+	// this kill nor the lease's can reach a stranger.
 	killGroup(pid, syscall.SIGKILL)
+	if e.lease != nil {
+		_ = e.lease.Untrack(pid) // a broken lease tracks nothing any more
+	}
+	w = p.release(w)
 	p.collect()
 
 	res := Result{ExitCode: -1, PID: pid, Stdout: p.stdout.Bytes(), Stderr: p.stderr.Bytes()}
