@@ -220,6 +220,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.beating.Store(false)
 	t := time.NewTicker(freezeBeat)
 	defer t.Stop()
+	w.renew()
 	for {
 		select {
 		case <-ctx.Done():
@@ -247,10 +248,21 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.cfg.Logger.Info("session confirmed after the freeze")
 			now = time.Since(w.epoch)
 			w.lastBeat.Store(int64(now))
+			w.renew()
 			w.wakeAll()
 			continue
 		}
 		w.lastBeat.Store(int64(now))
+		w.renew()
+	}
+}
+
+// renew renews the task lease (Config.Renew) unless the session is
+// suspended. Only Run calls it, after checking the beat: a worker that was
+// frozen renews nothing until its session is confirmed.
+func (w *Worker) renew() {
+	if w.cfg.Renew != nil && !w.suspended.Load() {
+		w.cfg.Renew()
 	}
 }
 

@@ -49,7 +49,15 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		return err
 	}
 	defer closeStore()
-	exec, err := executor.New(executor.Config{Logger: log.Named("task")})
+	// The task lease (docs/semantics.md, "One owner at a time"): a
+	// supervisor process kills the task groups when the freeze guard stops
+	// renewing, a third of the session timeout after the last renewal.
+	lease, err := executor.NewLease(executor.LeaseConfig{Bound: cfg.ZooKeeper.SessionTimeout / 3})
+	if err != nil {
+		return err
+	}
+	defer lease.Close() // after the drain: nothing is tracked any more
+	exec, err := executor.New(executor.Config{Logger: log.Named("task"), Lease: lease})
 	if err != nil {
 		return err
 	}
@@ -64,7 +72,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		Member: cfg.Worker.Name, Capacity: cfg.Worker.Capacity, BatchSize: cfg.Worker.BatchSize,
 		DrainTimeout: cfg.Worker.DrainTimeout,
 		Log:          adapt.QueueLog{Store: store}, Requeuer: adapt.QueueLog{Store: store}, Executor: exec,
-		Logger: log.Named("worker"), Metrics: reg, Confirm: m.confirm,
+		Logger: log.Named("worker"), Metrics: reg, Confirm: m.confirm, Renew: m.renewLease(lease),
 		OnLost: func(q string, _ error) {
 			select {
 			case lost <- q:
@@ -89,6 +97,17 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	{ // the freeze guard: no task starts after a freeze until the session is confirmed
 		fctx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error { return w.Run(fctx) }, func(error) { cancel() })
+	}
+	{ // a worker whose lease supervisor died cannot run a task safely: stop
+		lctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error {
+			select {
+			case <-lease.Done():
+				return lease.Err()
+			case <-lctx.Done():
+				return nil
+			}
+		}, func(error) { cancel() })
 	}
 	{ // worker and cluster gauges
 		gctx, cancel := context.WithCancel(context.Background())
@@ -327,6 +346,21 @@ func (m *member) confirm(ctx context.Context) error {
 		return errors.New("no ZooKeeper session")
 	}
 	return s.Confirm(ctx)
+}
+
+// renewLease returns the worker's Config.Renew: it renews the task lease
+// while this member has a connected session (the worker adds: and no freeze
+// is pending).
+func (m *member) renewLease(l *executor.Lease) func() {
+	var warned atomic.Bool
+	return func() {
+		if s := m.session.Load(); s == nil || s.State() != coordinator.Connected {
+			return
+		}
+		if err := l.Renew(); err != nil && !warned.Swap(true) {
+			m.log.Error("cannot renew the task lease", "error", err)
+		}
+	}
 }
 
 // ready is /readyz: a connected session and a member node.

@@ -144,6 +144,17 @@ func (l *Lease) reap() {
 	close(l.exited)
 }
 
+// Done is closed when the supervisor has exited (after Close, or because
+// it died: then no task can start under the lease).
+func (l *Lease) Done() <-chan struct{} { return l.exited }
+
+// Err returns nil while the supervisor runs, then why it is gone.
+func (l *Lease) Err() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.broken
+}
+
 // Bound returns how late a renewal may be before the lease fires.
 func (l *Lease) Bound() time.Duration { return l.bound }
 
