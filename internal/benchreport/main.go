@@ -114,6 +114,16 @@ func sections() []section {
 			Notes: "The RSS is measured with the default settings (the Prometheus sink on); without the sink the same worker holds about 58.5 MB. What remains is one goroutine per owned queue (its stack grows with the Redis and ZooKeeper calls the loop makes), the per-queue backlog gauges and about 20 MB of live heap; see the bench section below for what was done about it.",
 		},
 		{
+			Title: "Task lease (subprocess executor)", Pkg: "./worker/executor",
+			Intro: "`/bin/true` through the subprocess executor with the task lease (its supervisor process running, renewed every 100 ms, bound 10 s / 3), through the executor without a lease, and spawned bare by `os/exec`, at concurrency 4, in alternating rounds of 20 tasks (rotating order) so that all three see the same machine load. The lease costs the task path two 16-byte pipe writes per task; the supervisor reads them on its own tick.",
+			Bench: "^BenchmarkLeaseTrue$", Benchtime: "6000x",
+			Units: []string{"lease-tasks/s", "nolease-tasks/s", "bare-tasks/s", "lease/nolease", "lease/bare"},
+			Targets: []target{
+				{"/bin/true with the lease ≥ 0.97 × without", "BenchmarkLeaseTrue", "lease/nolease", ">=", 0.97},
+				{"/bin/true with the lease ≥ 90% of the bare spawn loop", "BenchmarkLeaseTrue", "lease/bare", ">=", 0.9},
+			},
+		},
+		{
 			Title: "Scheduler", Pkg: "./queue",
 			Intro: "The schedule store on Redis: start-up with 100,000 entries (100 due), sustained fires, and lateness at 1,000 fires/s on the real clock.",
 			Bench: "^BenchmarkSchedule(Startup100k|Fires|Lateness1000)$", Benchtime: "1x",
