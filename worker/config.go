@@ -62,12 +62,12 @@ type Config struct {
 	// may belong to another member already.
 	Confirm func(ctx context.Context) error
 
-	// Renew, if set, renews the task lease (executor.Lease.Renew): Run
-	// calls it on every beat of the freeze guard (every 100 ms) while the
-	// session is not suspended and no freeze is pending — that is, while
-	// this worker is running and its session confirmed. When the worker
-	// stops beating (frozen), the lease's supervisor kills its tasks. It
-	// must not block.
+	// Renew, if set, renews the task lease (executor.Lease.Renew) when the
+	// coordination session allows it: Run calls it on every beat of the
+	// freeze guard (every 100 ms) while no freeze is pending, and after a
+	// freeze only once Confirm has succeeded. When the worker stops
+	// beating (frozen), the lease's supervisor kills its tasks. It must not
+	// block.
 	Renew func()
 
 	// OnLost is called (from a queue loop's goroutine, without locks held)

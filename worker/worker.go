@@ -257,11 +257,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
-// renew renews the task lease (Config.Renew) unless the session is
-// suspended. Only Run calls it, after checking the beat: a worker that was
-// frozen renews nothing until its session is confirmed.
+// renew renews the task lease (Config.Renew). Only Run calls it, after
+// checking the beat: a worker that was frozen renews nothing until its
+// session is confirmed.
 func (w *Worker) renew() {
-	if w.cfg.Renew != nil && !w.suspended.Load() {
+	if w.cfg.Renew != nil {
 		w.cfg.Renew()
 	}
 }

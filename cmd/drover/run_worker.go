@@ -349,12 +349,16 @@ func (m *member) confirm(ctx context.Context) error {
 }
 
 // renewLease returns the worker's Config.Renew: it renews the task lease
-// while this member has a connected session (the worker adds: and no freeze
-// is pending).
+// while this member's session is not lost and has heard from ZooKeeper
+// within half the session timeout (the worker calls it only while no freeze
+// is pending). So a renewal at r means the server heard from us after
+// r − T/2, and the lease kills every task by r + T/3 + T/24 (bound and
+// grace): before the server can expire the session at T (docs/semantics.md).
 func (m *member) renewLease(l *executor.Lease) func() {
 	var warned atomic.Bool
 	return func() {
-		if s := m.session.Load(); s == nil || s.State() != coordinator.Connected {
+		s := m.session.Load()
+		if s == nil || s.Err() != nil || time.Since(s.LastHeard()) >= s.SessionTimeout()/2 {
 			return
 		}
 		if err := l.Renew(); err != nil && !warned.Swap(true) {
