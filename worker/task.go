@@ -40,6 +40,9 @@ func (l *queueLoop) runMessage(s *slot) bool {
 	m.Position = d.Position
 	envelope := d.Raw
 	for {
+		if !l.awaitConfirmed() {
+			return false // the session was lost while the worker was frozen
+		}
 		cfg := l.config()
 		route, ok := cfg.Route(m.Task)
 		if !ok {
@@ -160,7 +163,7 @@ func (l *queueLoop) deadLetter(dl drover.DeadLetter, reason string) bool {
 func (l *queueLoop) write(what string, f func(ctx context.Context) error) bool {
 	delay := 100 * time.Millisecond
 	for {
-		if l.lost.Load() || l.taskCtx.Err() != nil {
+		if !l.awaitConfirmed() {
 			return false
 		}
 		ctx, cancel := context.WithTimeout(l.taskCtx, writeTimeout)
@@ -184,4 +187,23 @@ func (l *queueLoop) write(what string, f func(ctx context.Context) error) bool {
 			delay *= 2
 		}
 	}
+}
+
+// awaitConfirmed waits while the freeze guard holds the worker (a freeze was
+// seen and the session is not confirmed yet) and reports whether the queue
+// is still this worker's. A task that ended during a freeze — killed by the
+// task lease, typically — must not lead to a Redis write (a retry, a dead
+// letter) or a new attempt before the worker knows it still owns the
+// queue: after a freeze past the session timeout another member does, and
+// the abort that follows cancels taskCtx.
+func (l *queueLoop) awaitConfirmed() bool {
+	for l.w.freezePending() && l.taskCtx.Err() == nil && !l.lost.Load() {
+		t := time.NewTimer(freezeBeat)
+		select {
+		case <-l.taskCtx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return !l.lost.Load() && l.taskCtx.Err() == nil
 }

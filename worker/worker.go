@@ -266,6 +266,14 @@ func (w *Worker) renew() {
 	}
 }
 
+// freezePending reports whether the freeze guard holds the worker: a freeze
+// was seen (or the beat is stale, whichever goroutine looks first after a
+// resume) and the session is not confirmed yet.
+func (w *Worker) freezePending() bool {
+	return w.beating.Load() && w.cfg.Confirm != nil &&
+		(w.frozen.Load() || time.Since(w.epoch)-time.Duration(w.lastBeat.Load()) > freezeThreshold)
+}
+
 // blocked reports whether queue may not start tasks now.
 func (w *Worker) blocked(queue string) bool {
 	if w.suspended.Load() {
