@@ -321,6 +321,11 @@ func (c *checker) overlap(q string, a, b Execution) {
 		c.r.StoppedOverlaps++
 		return
 	}
+	if d, ok := c.thawRace(a, b); ok {
+		c.r.ThawRaceOverlaps++
+		c.r.MaxThawRace = max(c.r.MaxThawRace, d)
+		return
+	}
 	if c.in.Ordered[q] {
 		c.r.OrderedOverlaps++
 		c.r.violate(OrderedOverlap, "ordered queue %s: %s overlaps %s", q, describe(a), describe(b))
@@ -354,6 +359,35 @@ func (c *checker) stoppedDuring(e Execution, from, to time.Time) bool {
 		}
 	}
 	return false
+}
+
+// ThawRaceBound is how long a task stopped with its whole host may run on
+// after the thaw before its lease kills it and still count as the thaw race
+// the invariant leaves open (docs/semantics.md), rather than a violation.
+const ThawRaceBound = time.Second
+
+// thawRace reports whether a and b overlap only because one of them was
+// running on a host that froze past the session timeout (HostFreeze) and
+// finished within ThawRaceBound of the thaw: the supervisor, thawed with
+// it, had not killed it yet. It returns how long they ran at once.
+func (c *checker) thawRace(a, b Execution) (time.Duration, bool) {
+	for _, pair := range [2][2]Execution{{a, b}, {b, a}} {
+		x, other := pair[0], pair[1]
+		for _, f := range c.in.Faults {
+			if f.Kind != HostFreeze || !f.hits(x.WorkerPID) || !x.Start.Before(f.Start) || !x.End.After(f.End) {
+				continue
+			}
+			if x.End.Sub(f.End) > ThawRaceBound {
+				continue
+			}
+			from, to := f.End, minTime(x.End, other.End)
+			if other.Start.After(from) {
+				from = other.Start
+			}
+			return max(to.Sub(from), 0), true
+		}
+	}
+	return 0, false
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -367,7 +367,15 @@ func TestHostFreezeOverlapCountsOnlyRunningTime(t *testing.T) {
 	if ds := r.LeaseFireDelays[HostFreeze]; len(ds) != 1 || ds[0] != 92*time.Millisecond {
 		t.Fatalf("want one lease fire 92ms after the freeze began, have %v", ds)
 	}
-	// Thawed at 340 ms while m-4 still runs: they ran at once.
+	// Thawed at 340 ms while m-4 still runs: they ran at once for 10 ms,
+	// the thaw race (m-3 ended 10 ms after the thaw).
 	in.Faults[0].End = at(340)
+	r = Check(in)
+	if !r.OK() || r.ThawRaceOverlaps != 1 || r.MaxThawRace != 10*time.Millisecond {
+		t.Fatalf("want one thaw race of 10ms and no violation, have %d of %s and %v", r.ThawRaceOverlaps, r.MaxThawRace, r.Violations)
+	}
+	// A task that ran on for more than ThawRaceBound was not killed by its
+	// lease: a violation.
+	in.Executions[3].End = at(340).Add(ThawRaceBound + time.Millisecond)
 	wantOnly(t, Check(in), LeasedOverlap, 1)
 }

@@ -77,8 +77,14 @@ type Report struct {
 	// SurvivedThaw counts executions of a HostFreeze's worker that were
 	// running at the thaw and finished on their own; MaxRunAfterThaw is the
 	// longest of them after the thaw.
-	SurvivedThaw    int           `json:"survived_thaw"`
-	MaxRunAfterThaw time.Duration `json:"max_run_after_thaw"`
+	// ThawRaceOverlaps counts overlaps that exist only because a task of a
+	// host-frozen worker finished within ThawRaceBound of the thaw, before
+	// its lease killed it: outside the invariant, measured (MaxThawRace is
+	// the longest time two such executions ran at once).
+	ThawRaceOverlaps int           `json:"thaw_race_overlaps"`
+	MaxThawRace      time.Duration `json:"max_thaw_race"`
+	SurvivedThaw     int           `json:"survived_thaw"`
+	MaxRunAfterThaw  time.Duration `json:"max_run_after_thaw"`
 	// ZombieStarts counts tasks a worker started after SIGCONT and before
 	// it noticed that its session had expired (not a violation by itself:
 	// see the overlap and duplicate invariants).
@@ -166,6 +172,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| overlaps of two workers on one queue, no fault | %d |\n", r.CrossWorkerOverlaps)
 	fmt.Fprintf(w, "| overlaps with a task of a worker frozen under its task lease (%s, %s, %s) | %d |\n", WorkerStop, WorkerFreeze, HostFreeze, r.LeasedOverlaps)
 	fmt.Fprintf(w, "| executions overlapping only while one was stopped with its whole host (never ran at once) | %d |\n", r.StoppedOverlaps)
+	fmt.Fprintf(w, "| host-freeze thaw race (outside the invariant): overlaps of a task that finished within %s of the thaw / longest time both ran | %d / %s |\n", ThawRaceBound, r.ThawRaceOverlaps, r.MaxThawRace.Round(time.Microsecond))
 	fmt.Fprintf(w, "| host-freeze: executions running at the thaw that finished before the lease killed them / longest run after the thaw | %d / %s |\n", r.SurvivedThaw, r.MaxRunAfterThaw.Round(time.Microsecond))
 	fmt.Fprintf(w, "| tasks started by a worker resumed from SIGSTOP before it noticed its session was gone | %d |\n", r.ZombieStarts)
 	fmt.Fprintf(w, "| duplicate executions, in flight at a fault (allowed) | %d%s |\n", r.Duplicates-r.DuplicatesOutside, dupAt())
