@@ -48,8 +48,9 @@ type exitStatus struct {
 
 // startProcess starts path with argv in its own process group, with the
 // envelope on stdin, stdout and stderr read into tail buffers of
-// outputLimit bytes by goroutines, and a goroutine that reaps it. The
-// caller must receive from exited and then call collect.
+// outputLimit bytes by goroutines, and a goroutine that waits for its exit.
+// The caller must receive from exited, kill what is left of the group, then
+// call release (which reaps it) and collect.
 func startProcess(path string, argv, env []string, dir string, cred *syscall.Credential,
 	envelope []byte, outputLimit int, bufs *sync.Pool) (p *process, err error) {
 	var (
