@@ -124,6 +124,13 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 			return neverRan(start, fmt.Sprintf("encode envelope: %v", err))
 		}
 	}
+	if e.lease != nil {
+		// A worker resumed from a freeze starts nothing before it renewed
+		// its lease again (its session confirmed) or is aborted.
+		if err := e.lease.AwaitFresh(ctx); err != nil && ctx.Err() == nil {
+			return neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
+		}
+	}
 	if err := context.Cause(ctx); err != nil {
 		r := neverRan(start, "aborted before start: "+err.Error())
 		r.Outcome = OutcomeAborted

@@ -1,12 +1,14 @@
 package executor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,6 +47,11 @@ type Lease struct {
 	mu     sync.RWMutex // write lock: Close; read lock: writes to fd
 	fd     int          // write end of the lease pipe; -1 after Close
 	broken error        // set when the supervisor is gone
+
+	lastRenew atomic.Int64  // CLOCK_BOOTTIME stamp of the last renewal written
+	renewMu   sync.Mutex    // guards renewed
+	renewed   chan struct{} // closed and replaced by every renewal
+	waiting   atomic.Int32  // AwaitFresh calls blocked on a renewal
 }
 
 // LeaseConfig configures NewLease.
@@ -121,7 +128,9 @@ func NewLease(cfg LeaseConfig) (*Lease, error) {
 		syscall.Close(fds[1])
 		return nil, fmt.Errorf("start the lease supervisor %s: %w", cfg.Self, err)
 	}
-	l := &Lease{bound: cfg.Bound, grace: cfg.Grace, pid: pid, fd: fds[1], exited: make(chan struct{})}
+	l := &Lease{bound: cfg.Bound, grace: cfg.Grace, pid: pid, fd: fds[1], exited: make(chan struct{}),
+		renewed: make(chan struct{})}
+	l.lastRenew.Store(armed)
 	go l.reap()
 	return l, nil
 }
@@ -167,7 +176,52 @@ func (l *Lease) SupervisorPID() int { return l.pid }
 // Renew extends the lease by Bound from now. The caller renews only while
 // it knows it may run tasks (worker.Config.Renew: the session confirmed,
 // no freeze pending), and well within Bound of the previous renewal.
-func (l *Lease) Renew() error { return l.write(leaseRecord{op: opRenew, stamp: boottime()}) }
+func (l *Lease) Renew() error {
+	stamp := boottime()
+	if err := l.write(leaseRecord{op: opRenew, stamp: stamp}); err != nil {
+		return err
+	}
+	l.lastRenew.Store(stamp)
+	l.renewMu.Lock()
+	close(l.renewed)
+	l.renewed = make(chan struct{})
+	l.renewMu.Unlock()
+	return nil
+}
+
+// AwaitFresh returns at once while the last renewal is less than half the
+// bound old (always, while the worker renews every 100 ms), and otherwise
+// waits for the next renewal. The executor calls it before starting a task:
+// a worker resumed from a freeze must not start a task before it knows its
+// session still holds (it renews only then; if the session was lost, the
+// abort that follows cancels ctx). It fails with ctx's cause, or wrapping
+// ErrLeaseGone.
+func (l *Lease) AwaitFresh(ctx context.Context) error {
+	for {
+		if boottime()-l.lastRenew.Load() <= int64(l.bound/2) {
+			return nil
+		}
+		l.renewMu.Lock()
+		ch := l.renewed
+		l.renewMu.Unlock()
+		if boottime()-l.lastRenew.Load() <= int64(l.bound/2) {
+			return nil // renewed meanwhile
+		}
+		l.waiting.Add(1)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		case <-l.exited:
+		}
+		l.waiting.Add(-1)
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if err := l.Err(); err != nil {
+			return err
+		}
+	}
+}
 
 // Track puts process group pgid under the lease. It fails, wrapping
 // ErrLeaseGone, when the supervisor is gone; the caller must then kill the

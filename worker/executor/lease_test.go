@@ -184,15 +184,44 @@ func TestLeaseRenewedTaskRunsToItsEnd(t *testing.T) {
 	}
 }
 
+// renewWhile renews l every 10 ms until stop is closed; the returned
+// channel is closed when it has stopped.
+func renewWhile(t *testing.T, l *Lease, stop <-chan struct{}) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if err := l.Renew(); err != nil {
+				t.Errorf("Renew: %v", err)
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return done
+}
+
 // A worker that stops renewing loses its task; a task that ignores SIGTERM
 // gets SIGKILL after the grace.
 func TestLeaseKillsATaskIgnoringSIGTERMWithSIGKILL(t *testing.T) {
 	lease, logPath := newTestLease(t, 200*time.Millisecond, 100*time.Millisecond)
-	// Never renewed: the worker (this test) "froze" the moment the lease
-	// was armed.
-	script := writeScript(t, `trap '' TERM; while :; do sleep 1; done`)
+	stop := make(chan struct{})
+	stopped := renewWhile(t, lease, stop)
+	started := filepath.Join(t.TempDir(), "started")
+	script := writeScript(t, `trap '' TERM; touch "$1"; while :; do sleep 1; done`)
 	e := newTestExecutor(t, Config{Lease: lease})
-	res := e.Execute(context.Background(), testTask(t, "stubborn", command(script)))
+	done := make(chan Result, 1)
+	go func() { done <- e.Execute(context.Background(), testTask(t, "stubborn", command(script, started))) }()
+	waitForFile(t, started, done)
+	close(stop) // the worker "froze": it renews no more
+	<-stopped
+	res := <-done
 	if res.Signal != syscall.SIGKILL || res.Outcome != OutcomeFailure {
 		t.Fatalf("want a failure by SIGKILL, have %s signal %d (%s)", res.Outcome, res.Signal, res.Reason)
 	}
@@ -202,10 +231,13 @@ func TestLeaseKillsATaskIgnoringSIGTERMWithSIGKILL(t *testing.T) {
 	}
 }
 
-// A task started while the lease is expired is killed at once.
-func TestLeaseKillsATaskStartedAfterItExpired(t *testing.T) {
+// While the lease is expired (the worker resumed from a freeze, its session
+// not confirmed), no task starts: Execute waits for a renewal, and is
+// aborted before the start when its context ends (the session was lost).
+func TestLeaseExpiredStartsNothingUntilRenewed(t *testing.T) {
 	lease, logPath := newTestLease(t, 50*time.Millisecond, 50*time.Millisecond)
-	// Wait until the supervisor says it fired (polling its log).
+	// Never renewed: wait until the supervisor says it fired (polling its
+	// log).
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if log, _ := os.ReadFile(logPath); bytes.Contains(log, []byte("fired")) {
 			break
@@ -214,10 +246,42 @@ func TestLeaseKillsATaskStartedAfterItExpired(t *testing.T) {
 			t.Fatal("the unrenewed lease never fired")
 		}
 	}
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
 	e := newTestExecutor(t, Config{Lease: lease})
-	res := e.Execute(context.Background(), testTask(t, "late", command("sleep", "3600")))
-	if res.Signal != syscall.SIGTERM && res.Signal != syscall.SIGKILL {
-		t.Fatalf("want the task killed by the expired lease, have %s signal %d (%s)", res.Outcome, res.Signal, res.Reason)
+	task := testTask(t, "late", command("touch", started))
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan Result, 1)
+	go func() { done <- e.Execute(ctx, task) }()
+	for deadline := time.Now().Add(30 * time.Second); lease.waiting.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		select {
+		case res := <-done:
+			t.Fatalf("expired lease: want Execute to wait for a renewal, have it end: %s (%s)", res.Outcome, res.Reason)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Execute never waited for the expired lease")
+		}
+	}
+	cancel(fmt.Errorf("session lost"))
+	res := <-done
+	if res.Outcome != OutcomeAborted || res.PID != 0 {
+		t.Fatalf("want aborted before the start, have %s pid %d (%s)", res.Outcome, res.PID, res.Reason)
+	}
+	if _, err := os.Stat(started); err == nil {
+		t.Fatal("the task ran although the lease was expired")
+	}
+
+	// Renewed (the session confirmed): the task runs.
+	stop := make(chan struct{})
+	stopped := renewWhile(t, lease, stop)
+	defer func() { close(stop); <-stopped }()
+	if res := e.Execute(context.Background(), task); res.Outcome != OutcomeSuccess {
+		t.Fatalf("renewed: want success, have %s (%s)", res.Outcome, res.Reason)
+	}
+	if _, err := os.Stat(started); err != nil {
+		t.Fatalf("renewed: the task did not run: %v", err)
 	}
 }
 
