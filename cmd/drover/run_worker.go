@@ -64,12 +64,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		DrainTimeout: cfg.Worker.DrainTimeout,
 		Log:          adapt.QueueLog{Store: store}, Requeuer: adapt.QueueLog{Store: store}, Executor: exec,
 		Logger: log.Named("worker"), Metrics: reg, Confirm: m.confirm,
-		OnLost: func(q string, _ error) {
-			select {
-			case lost <- q:
-			default:
-			}
-		},
+		OnLost: relayLost(lost),
 	})
 	if err != nil {
 		return err
@@ -350,6 +345,16 @@ func (m *member) info() map[string]any {
 		out["session"] = map[string]any{"id": fmt.Sprintf("%#x", s.SessionID()), "state": s.State().String()}
 	}
 	return out
+}
+
+// relayLost passes the queues the worker lost to the reconciler.
+func relayLost(lost chan<- string) func(q string, err error) {
+	return func(q string, _ error) {
+		select {
+		case lost <- q:
+		default:
+		}
+	}
 }
 
 // pauseState picks the flags that concern this member.
