@@ -324,7 +324,7 @@ func (l *queueLoop) lose(why string, err error) {
 func (l *queueLoop) trim(pos drover.Position) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	if err := l.w.cfg.Log.Trim(ctx, l.name, pos, l.config().Retention.Std()); err != nil {
+	if _, err := l.w.cfg.Log.Trim(ctx, l.name, pos, l.config().Retention.Std()); err != nil {
 		l.logger.Warn("trim queue", "offset", pos, "error", err)
 	}
 }
