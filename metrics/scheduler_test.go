@@ -36,8 +36,8 @@ func (l *oneTerm) Lead(ctx context.Context) (context.Context, error) {
 }
 
 // TestSchedulerMetricsComeOutUnderCatalogNames runs package scheduler on a
-// Registry's go-metrics instance, as the drover binary does, and checks the
-// names it writes are the documented ones.
+// Registry, as the drover binary does, and checks the names it writes are
+// the documented ones.
 func TestSchedulerMetricsComeOutUnderCatalogNames(t *testing.T) {
 	t.Parallel()
 	r := newPrometheus(t, metrics.SetupConfig{})
@@ -56,7 +56,7 @@ func TestSchedulerMetricsComeOutUnderCatalogNames(t *testing.T) {
 		Enqueuer:   scheduler.EnqueuerFunc(func(context.Context, *drover.Message) (bool, error) { return false, nil }),
 		Leadership: lead,
 		Clock:      fixedClock(time.Date(2030, 6, 3, 4, 5, 0, 0, time.UTC)),
-		Metrics:    r.GoMetrics(),
+		Metrics:    r,
 	})
 	if err != nil {
 		t.Fatalf("new scheduler: %v", err)
