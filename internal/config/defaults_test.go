@@ -20,7 +20,7 @@ func TestDefaultsAreTheComponentsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		setting   string
+		setting    string
 		have, want any
 	}{
 		{"cluster", cc.Cluster, coordinator.DefaultCluster},
