@@ -70,6 +70,14 @@ func (l *memLog) PromoteDue(_ context.Context, queue string, now time.Time, limi
 	return n, nil
 }
 
+// promoteCount returns how many PromoteDue calls were made: a loop
+// iteration promotes once the promote interval has passed.
+func (l *memLog) promoteCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.promotes
+}
+
 func (l *memLog) Trim(_ context.Context, queue string, offset drover.Position, _ time.Duration) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
