@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testkit"
 )
 
 // Five candidates, each leading once: never two leaders at once, and every
@@ -165,13 +166,9 @@ func TestElectionLeaderBackUnderNewSessionDoesNotLead(t *testing.T) {
 		t.FailNow()
 	}
 	proxy.Restore()
-	deadline := time.Now().Add(time.Minute)
-	for a.conn.SessionID() == id || a.conn.State() != zk.StateHasSession {
-		if time.Now().After(deadline) {
-			t.Fatalf("a's client did not reconnect under a new session")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, "a's client to reconnect under a new session", func() bool {
+		return a.conn.SessionID() != id && a.conn.State() == zk.StateHasSession
+	})
 	mustIs(t, la.Err(), drover.ErrNotLeader, "a's leadership under a new session")
 	mustIs(t, la.Check(ctx), drover.ErrNotLeader, "a's Check under a new session")
 	if _, _, err := la.Act(ctx); !errorsIs(err, drover.ErrNotLeader) {
