@@ -8,8 +8,23 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testkit"
 	"github.com/drover-dev/drover/worker/executor"
 )
+
+// confirmAfter returns a Config.Confirm that fails until confirmed is
+// closed, counting the calls in asked.
+func confirmAfter(confirmed <-chan struct{}, asked *atomic.Int32) func(context.Context) error {
+	return func(ctx context.Context) error {
+		asked.Add(1)
+		select {
+		case <-confirmed:
+			return nil
+		default:
+			return fmt.Errorf("not yet")
+		}
+	}
+}
 
 // The freeze guard renews the task lease while the worker beats, stops as
 // soon as it notices a freeze, and renews again only once the session is
@@ -17,32 +32,36 @@ import (
 func TestRunRenewsTheLeaseOnlyWhileTheSessionIsConfirmed(t *testing.T) {
 	var renewals, asked atomic.Int32
 	confirmed := make(chan struct{})
+	clock := testkit.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	w := newTestWorker(t, newMemLog(), &scriptedExecutor{}, func(c *Config) {
+		c.Clock = clock
 		c.Renew = func() { renewals.Add(1) }
-		c.Confirm = func(ctx context.Context) error {
-			asked.Add(1)
-			select {
-			case <-confirmed:
-				return nil
-			default:
-				return fmt.Errorf("not yet")
-			}
-		}
+		c.Confirm = confirmAfter(confirmed, &asked)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go w.Run(ctx)
-	waitFor(t, "a renewal while the worker beats", func() bool { return renewals.Load() > 0 })
+	waitFor(t, "the heartbeat to wait for its beat", func() bool { return clock.Timers() == 1 })
+	n := renewals.Load()
+	clock.Advance(freezeBeat)
+	waitFor(t, "a renewal on a beat", func() bool { return renewals.Load() > n })
 
-	// As after SIGCONT: the last beat is two seconds old.
-	w.lastBeat.Store(int64(time.Since(w.epoch) - 2*time.Second))
+	// As after SIGCONT: two seconds pass without a beat.
+	waitFor(t, "the next beat's timer", func() bool { return clock.Timers() == 1 })
+	clock.Advance(2 * time.Second)
 	waitFor(t, "the guard to ask for confirmation", func() bool { return asked.Load() > 0 })
 	held := renewals.Load()
-	waitFor(t, "the guard to ask again", func() bool { return asked.Load() > 3 })
-	if n := renewals.Load(); n != held {
-		t.Fatalf("frozen, session not confirmed: want no renewal, have %d", n-held)
+	for i := int32(2); i <= 4; i++ {
+		waitFor(t, "the guard's retry timer", func() bool { return clock.Timers() == 1 })
+		clock.Advance(freezeBeat)
+		waitFor(t, "the guard to ask again", func() bool { return asked.Load() >= i })
+	}
+	if have := renewals.Load(); have != held {
+		t.Fatalf("frozen, session not confirmed: want no renewal, have %d", have-held)
 	}
 	close(confirmed)
+	waitFor(t, "the guard's retry timer", func() bool { return clock.Timers() == 1 })
+	clock.Advance(freezeBeat)
 	waitFor(t, "a renewal once confirmed", func() bool { return renewals.Load() > held })
 }
 
@@ -56,21 +75,15 @@ func TestTaskEndedDuringAFreezeWritesNothingUntilConfirmed(t *testing.T) {
 			ex := &scriptedExecutor{gate: make(chan struct{}), outcome: func(*drover.Message) executor.Outcome { return executor.OutcomeFailure }}
 			var asked atomic.Int32
 			confirmed := make(chan struct{})
+			clock := testkit.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 			w := newTestWorker(t, log, ex, func(c *Config) {
-				c.Confirm = func(ctx context.Context) error {
-					asked.Add(1)
-					select {
-					case <-confirmed:
-						return nil
-					default:
-						return fmt.Errorf("not yet")
-					}
-				}
+				c.Clock = clock
+				c.Confirm = confirmAfter(confirmed, &asked)
 			})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go w.Run(ctx)
-			waitFor(t, "the heartbeat to run", func() bool { return w.beating.Load() })
+			waitFor(t, "the heartbeat to wait for its beat", func() bool { return clock.Timers() >= 1 })
 			log.add("q", msg("m1"))
 			if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {
 				t.Fatal(err)
@@ -78,11 +91,14 @@ func TestTaskEndedDuringAFreezeWritesNothingUntilConfirmed(t *testing.T) {
 			waitFor(t, "the task to start", func() bool { return len(ex.runList()) == 1 })
 
 			// Frozen (as after SIGCONT), and the task dies meanwhile.
-			w.lastBeat.Store(int64(time.Since(w.epoch) - 2*time.Second))
+			clock.Advance(2 * time.Second)
 			waitFor(t, "the guard to ask for confirmation", func() bool { return asked.Load() > 0 })
 			ex.gate <- struct{}{}
-			n := asked.Load()
-			waitFor(t, "the guard to ask again", func() bool { return asked.Load() > n+2 })
+			// The guard retries on its timer (the queue loop's timers share
+			// the fake clock, so advance until it has asked again).
+			for i := int32(2); i <= 4; i++ {
+				waitFor(t, "the guard to ask again", func() bool { clock.Advance(freezeBeat); return asked.Load() >= i })
+			}
 			if r := log.retryCount(); r != 0 {
 				t.Fatalf("frozen, session not confirmed: want no retry written, have %d", r)
 			}
@@ -94,7 +110,7 @@ func TestTaskEndedDuringAFreezeWritesNothingUntilConfirmed(t *testing.T) {
 				return
 			}
 			close(confirmed)
-			waitFor(t, "the retry once confirmed", func() bool { return log.retryCount() == 1 })
+			waitFor(t, "the retry once confirmed", func() bool { clock.Advance(freezeBeat); return log.retryCount() == 1 })
 		})
 	}
 }
