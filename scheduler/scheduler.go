@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/tracing"
 	"github.com/hashicorp/go-hclog"
 	gometrics "github.com/hashicorp/go-metrics"
 )
@@ -46,6 +47,10 @@ type Config struct {
 	Clock drover.Clock
 	// Logger receives the scheduler's log lines. Default: a null logger.
 	Logger hclog.Logger
+	// Tracer, when set, opens a span per fired slot, linked to the
+	// schedule (tracing.ScheduleSpanContext); the job's enqueue and task
+	// are its children. Default nil: tracing off.
+	Tracer *tracing.Tracer
 	// Metrics receives the metrics listed on Metrics. Default: none.
 	Metrics Metrics
 	// PollInterval is the longest the leader sleeps between two looks at the
@@ -81,6 +86,7 @@ type Scheduler struct {
 	concurrency int
 	grace       time.Duration
 	limit       int
+	tracer      *tracing.Tracer
 }
 
 // New validates cfg and returns a Scheduler. Errors name the field and wrap
@@ -111,7 +117,7 @@ func New(cfg Config) (*Scheduler, error) {
 		store: cfg.Store, enqueuer: cfg.Enqueuer, leadership: cfg.Leadership,
 		clock: cfg.Clock, log: cfg.Logger, metrics: cfg.Metrics,
 		poll: cfg.PollInterval, batch: cfg.BatchSize, concurrency: cfg.Concurrency,
-		grace: cfg.MisfireGrace, limit: cfg.CatchupLimit,
+		grace: cfg.MisfireGrace, limit: cfg.CatchupLimit, tracer: cfg.Tracer,
 	}
 	if s.clock == nil {
 		s.clock = drover.SystemClock{}

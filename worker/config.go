@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/metrics"
+	"github.com/drover-dev/drover/tracing"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -65,6 +66,11 @@ type Config struct {
 	// OnLost is called (from a queue loop's goroutine, without locks held)
 	// when a queue is lost because a commit was fenced. Optional.
 	OnLost func(queue string, err error)
+
+	// Tracer, when set, opens a span per task delivery (a child of the
+	// producer's trace in the envelope's headers) and hands its context to
+	// the executor. Default nil: tracing off.
+	Tracer *tracing.Tracer
 
 	Logger  hclog.Logger     // default: null logger
 	Metrics metrics.Recorder // default: metrics.Discard

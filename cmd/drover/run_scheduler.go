@@ -118,6 +118,7 @@ func runSchedulerTerm(ctx context.Context, s *coordinator.Session, store *queue.
 		}),
 		Leadership:   lead,
 		Logger:       log,
+		Tracer:       store.Tracer(),
 		Metrics:      reg.GoMetrics(),
 		PollInterval: cfg.Scheduler.PollInterval,
 		MisfireGrace: cfg.Scheduler.MisfireGrace,
