@@ -17,7 +17,7 @@
 //
 // StreamIsActive (the external-push trigger) reports a change of activity
 // when an enqueue wake-up names a queue of the selection, and in any case
-// after at most Config.PollInterval (default 2 s), the backstop for a lost
+// after at most Config.PollInterval (default 1 s), the backstop for a lost
 // wake-up. A selection that matches no queue, unknown metadata keys and
 // unparsable values are gRPC errors (NotFound, InvalidArgument), so a typo
 // cannot hold a deployment at zero replicas silently.

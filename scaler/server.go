@@ -23,7 +23,7 @@ const (
 
 // DefaultPollInterval is the longest StreamIsActive waits before measuring
 // again without a wake-up.
-const DefaultPollInterval = 2 * time.Second
+const DefaultPollInterval = time.Second
 
 // Config configures a Server. The zero value of every optional field means
 // its default.
@@ -36,7 +36,7 @@ type Config struct {
 	// streams only poll.
 	Wakeups func(ctx context.Context) (<-chan string, error)
 	// PollInterval bounds how long a stream goes without measuring.
-	// Default 2s.
+	// Default 1s.
 	PollInterval time.Duration
 	// Logger. Default: a null logger.
 	Logger hclog.Logger

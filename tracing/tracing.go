@@ -117,8 +117,14 @@ func Extract(ctx context.Context, headers map[string]string) context.Context {
 
 // TaskSpan is the span of one delivery of a message to a worker: from the
 // start of its first attempt here to its end (success, retry handed to the
-// delayed set, dead letter, abort). A nil *TaskSpan does nothing.
-type TaskSpan struct{ s trace.Span }
+// delayed set, dead letter, abort). A nil *TaskSpan does nothing. Its
+// attributes are collected and set once, at End: the SDK copies a span's
+// first attribute set as it is, while every later set pays for a
+// de-duplication map.
+type TaskSpan struct {
+	s     trace.Span
+	attrs []attribute.KeyValue
+}
 
 // StartTask starts the consumer span of message m read from queue, a child
 // of the producer's trace context in m.Headers. started is when its attempt
@@ -131,54 +137,74 @@ func (tr *Tracer) StartTask(ctx context.Context, queue string, m *drover.Message
 	}
 	parent := Extract(ctx, m.Headers)
 	wait := started.Sub(time.UnixMicro(int64(m.Position)))
-	ctx, s := tr.t.Start(parent, "process "+queue, trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithTimestamp(started),
-		trace.WithAttributes(AttrSystem.String("drover"), AttrDestination.String(queue),
+	ctx, s := tr.t.Start(parent, "process "+queue, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(started))
+	ts := &TaskSpan{s: s}
+	if s.IsRecording() {
+		ts.attrs = make([]attribute.KeyValue, 0, 12)
+		ts.attrs = append(ts.attrs, AttrSystem.String("drover"), AttrDestination.String(queue),
 			AttrOperation.String("process"), AttrMessageID.String(m.ID), AttrTask.String(m.Task),
 			AttrAttempt.Int(m.Attempt), AttrPosition.Int64(int64(m.Position)),
-			AttrQueueWait.Float64(float64(wait)/float64(time.Millisecond))))
-	return ctx, &TaskSpan{s: s}
+			AttrQueueWait.Float64(float64(wait)/float64(time.Millisecond)))
+	}
+	return ctx, ts
 }
 
-// Attempt records one attempt's end as an event: its number, outcome (the
-// executor's: success, retry, failure, timeout, aborted), exit code and
-// reason. The span's status becomes Error for any outcome but success.
+// Attempt records one attempt's end: the span's outcome (the executor's:
+// success, retry, failure, timeout, aborted) and exit code are the last
+// attempt's, and an attempt that did not succeed is also an event with its
+// number and reason, so in-place retries stay visible. The span's status
+// becomes Error for any outcome but success.
 func (ts *TaskSpan) Attempt(attempt int, outcome string, exitCode int, reason string) {
-	if ts == nil {
+	if ts == nil || ts.attrs == nil {
+		return
+	}
+	ts.set(AttrOutcome.String(outcome))
+	ts.set(AttrExitCode.Int(exitCode))
+	if outcome == "success" {
+		ts.s.SetStatus(codes.Ok, "")
 		return
 	}
 	ts.s.AddEvent("attempt", trace.WithAttributes(AttrAttempt.Int(attempt), AttrOutcome.String(outcome),
-		AttrExitCode.Int(exitCode)))
-	ts.s.SetAttributes(AttrOutcome.String(outcome), AttrExitCode.Int(exitCode))
-	if outcome != "success" {
-		ts.s.SetStatus(codes.Error, reason)
-	} else {
-		ts.s.SetStatus(codes.Ok, "")
+		AttrExitCode.Int(exitCode), attribute.String("drover.reason", reason)))
+	ts.s.SetStatus(codes.Error, reason)
+}
+
+// set adds kv, replacing an earlier value of its key.
+func (ts *TaskSpan) set(kv attribute.KeyValue) {
+	for i := range ts.attrs {
+		if ts.attrs[i].Key == kv.Key {
+			ts.attrs[i] = kv
+			return
+		}
 	}
+	ts.attrs = append(ts.attrs, kv)
 }
 
 // DeadLettered records that the message was moved to the dead letters.
 func (ts *TaskSpan) DeadLettered(reason string) {
-	if ts == nil {
+	if ts == nil || ts.attrs == nil {
 		return
 	}
 	ts.s.AddEvent("dead_letter", trace.WithAttributes(AttrDeadReason.String(reason)))
-	ts.s.SetAttributes(AttrDeadReason.String(reason))
+	ts.set(AttrDeadReason.String(reason))
 	ts.s.SetStatus(codes.Error, "dead-lettered: "+reason)
 }
 
 // Retried records that the next attempt was handed to the delayed set.
 func (ts *TaskSpan) Retried(due time.Time) {
-	if ts == nil {
+	if ts == nil || ts.attrs == nil {
 		return
 	}
 	ts.s.AddEvent("retry_scheduled", trace.WithAttributes(attribute.String("drover.retry_due", due.UTC().Format(time.RFC3339Nano))))
 }
 
-// End ends the task span.
+// End sets the collected attributes and ends the task span.
 func (ts *TaskSpan) End() {
 	if ts == nil {
 		return
+	}
+	if ts.attrs != nil {
+		ts.s.SetAttributes(ts.attrs...)
 	}
 	ts.s.End()
 }

@@ -32,7 +32,7 @@ const (
 	DefaultLogLevel       = "info"
 	DefaultScalerAddr     = "127.0.0.1:9091"
 	DefaultScalerAdmin    = "127.0.0.1:9092"
-	DefaultScalerPoll     = 2 * time.Second
+	DefaultScalerPoll     = time.Second
 	DefaultTargetLag      = 100
 	DefaultTracingService = "drover"
 	DefaultSampleRatio    = 1.0
@@ -197,7 +197,7 @@ type Scaler struct {
 	AdminAddr string
 	// PollInterval is the longest an idle StreamIsActive waits before
 	// measuring again without an enqueue wake-up (scaler.poll_interval).
-	// Default 2s.
+	// Default 1s.
 	PollInterval time.Duration
 	// TargetLag is the lag one worker should keep up with, for the gauges
 	// and `drover ctl status` (scaler.target_lag). KEDA's ScaledObjects
