@@ -35,6 +35,8 @@ func (c *benchClaim) Commit(_ context.Context, off drover.Offset) error {
 	return nil
 }
 func (c *benchClaim) Release(ctx context.Context, off drover.Offset) error { return c.Commit(ctx, off) }
+func (c *benchClaim) Done() <-chan struct{}                                { return nil }
+func (c *benchClaim) Err() error                                           { return nil }
 
 // benchRig is a store and a worker on a real Redis, traced or not.
 type benchRig struct {

@@ -53,6 +53,8 @@ type claim struct{}
 func (claim) Offset() drover.Offset                        { return drover.Offset{} }
 func (claim) Commit(context.Context, drover.Offset) error  { return nil }
 func (claim) Release(context.Context, drover.Offset) error { return nil }
+func (claim) Done() <-chan struct{}                        { return nil }
+func (claim) Err() error                                   { return nil }
 
 // fleet is a real Redis store and a worker, both traced into exp.
 type fleet struct {

@@ -63,10 +63,6 @@ type Config struct {
 	// may belong to another member already.
 	Confirm func(ctx context.Context) error
 
-	// OnLost is called (from a queue loop's goroutine, without locks held)
-	// when a queue is lost because a commit was fenced. Optional.
-	OnLost func(queue string, err error)
-
 	// Tracer, when set, opens a span per task delivery (a child of the
 	// producer's trace in the envelope's headers) and hands its context to
 	// the executor. Default nil: tracing off.
