@@ -29,9 +29,8 @@ type storeFleet struct {
 }
 
 func (f *storeFleet) Queues(context.Context) ([]string, error) { return f.queues, nil }
-func (f *storeFleet) Backlog(ctx context.Context, q string) (scaler.Backlog, error) {
-	b, err := f.store.Backlog(ctx, q, 0)
-	return scaler.Backlog{Lag: b.Lag, OldestAge: b.OldestAge}, err
+func (f *storeFleet) Backlog(ctx context.Context, q string) (drover.Backlog, error) {
+	return f.store.Backlog(ctx, q, 0)
 }
 
 // BenchmarkStreamPush measures, as KEDA sees it over gRPC, the time from an

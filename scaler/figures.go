@@ -4,21 +4,18 @@ import (
 	"context"
 	"fmt"
 	"time"
-)
 
-// Backlog is one queue's work after its committed offset.
-type Backlog struct {
-	Lag       int64         // messages after the committed offset
-	OldestAge time.Duration // how long the first of them has waited; 0 when Lag is 0
-}
+	"github.com/drover-dev/drover"
+)
 
 // Fleet is what the scaler reads. Implementations must be safe for
 // concurrent use.
 type Fleet interface {
 	// Queues lists every queue the fleet knows (configured or enqueued to).
 	Queues(ctx context.Context) ([]string, error)
-	// Backlog measures one queue after its committed offset.
-	Backlog(ctx context.Context, queue string) (Backlog, error)
+	// Backlog measures one queue after its committed offset (the scaler
+	// reads Lag and OldestAge).
+	Backlog(ctx context.Context, queue string) (drover.Backlog, error)
 }
 
 // Figures are a selection's backlog at one moment.

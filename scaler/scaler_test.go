@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover"
 )
 
 func TestParseSpec(t *testing.T) {
@@ -69,7 +71,7 @@ func TestMatchesMetric(t *testing.T) {
 	}
 }
 
-type fakeFleet map[string]Backlog
+type fakeFleet map[string]drover.Backlog
 
 func (f fakeFleet) Queues(context.Context) ([]string, error) {
 	var out []string
@@ -79,7 +81,7 @@ func (f fakeFleet) Queues(context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (f fakeFleet) Backlog(_ context.Context, q string) (Backlog, error) { return f[q], nil }
+func (f fakeFleet) Backlog(_ context.Context, q string) (drover.Backlog, error) { return f[q], nil }
 
 func TestMeasureSumsTheSelection(t *testing.T) {
 	f := fakeFleet{"a-1": {Lag: 3, OldestAge: time.Second}, "a-2": {}, "a-3": {Lag: 4, OldestAge: 3 * time.Second}, "b": {Lag: 100}}

@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/internal/testenv"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/tracing"
@@ -70,7 +69,7 @@ func newBenchRig(b *testing.B, prefix string, traced bool, capacity int) *benchR
 		b.Fatal(err)
 	}
 	r.w, err = worker.New(worker.Config{Member: "bench", Capacity: capacity, BatchSize: 500,
-		Log: adapt.QueueLog{Store: r.store}, Requeuer: adapt.QueueLog{Store: r.store}, Executor: ex, Tracer: tr})
+		Log: r.store, Requeuer: r.store, Executor: ex, Tracer: tr})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/internal/testenv"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/tracing"
@@ -83,7 +82,7 @@ func newFleet(t *testing.T) *fleet {
 		t.Fatal(err)
 	}
 	w, err := worker.New(worker.Config{
-		Member: "m1", Log: adapt.QueueLog{Store: store}, Requeuer: adapt.QueueLog{Store: store}, Executor: ex,
+		Member: "m1", Log: store, Requeuer: store, Executor: ex,
 		Tracer: tr, PollInterval: 20 * time.Millisecond, CommitInterval: time.Millisecond,
 	})
 	if err != nil {

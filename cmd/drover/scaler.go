@@ -269,20 +269,16 @@ func (f *scalerFleet) Queues(ctx context.Context) ([]string, error) {
 
 // Backlog measures the queue after its committed offset (0 when it has
 // none yet).
-func (f *scalerFleet) Backlog(ctx context.Context, q string) (scaler.Backlog, error) {
+func (f *scalerFleet) Backlog(ctx context.Context, q string) (drover.Backlog, error) {
 	s, err := f.session(ctx)
 	if err != nil {
-		return scaler.Backlog{}, err
+		return drover.Backlog{}, err
 	}
 	off, err := s.ReadOffset(ctx, q)
 	if err != nil && !errors.Is(err, drover.ErrNotFound) {
-		return scaler.Backlog{}, err
+		return drover.Backlog{}, err
 	}
-	b, err := f.store.Backlog(ctx, q, off.Offset.Position)
-	if err != nil {
-		return scaler.Backlog{}, err
-	}
-	return scaler.Backlog{Lag: b.Lag, OldestAge: b.OldestAge}, nil
+	return f.store.Backlog(ctx, q, off.Offset.Position)
 }
 
 // autoscaleLine is `ctl status`'s "workers needed for target lag N" over
