@@ -48,13 +48,14 @@ worker {
 }
 
 scheduler {
+  admin_addr    = "127.0.0.1:9091" # `drover scheduler`'s /healthz /readyz /metrics: not the worker's port
   poll_interval = "1s"
   misfire_grace = "1m"
   catchup_limit = 1000
 }
 
 metrics {
-  prometheus = true        # serve /metrics on worker.admin_addr
+  prometheus = true        # serve /metrics on the admin address
   # statsd   = "127.0.0.1:8125"
 }
 

@@ -26,12 +26,14 @@ type app struct {
 	configPath string
 	output     string
 	sets       []string
-	// flagKeys maps a flag's name to the setting it sets.
-	flagKeys map[string]string
+	// flagKeys maps a setting flag to the setting it sets. Keyed by the
+	// flag, not its name: --admin-addr sets worker.admin_addr under
+	// `worker` and scheduler.admin_addr under `scheduler`.
+	flagKeys map[*pflag.Flag]string
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, env []string) *app {
-	return &app{stdin: stdin, stdout: stdout, stderr: stderr, env: env, flagKeys: map[string]string{}}
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, env: env, flagKeys: map[*pflag.Flag]string{}}
 }
 
 // execute runs the command line and returns the exit code, printing the
@@ -109,13 +111,13 @@ cluster's state (exists, owned, conflict).`,
 // settingFlag adds a string flag that sets the setting key when given.
 func (a *app) settingFlag(fs *pflag.FlagSet, name, key, usage string) {
 	fs.String(name, "", usage+" ("+config.EnvName(key)+")")
-	a.flagKeys[name] = key
+	a.flagKeys[fs.Lookup(name)] = key
 }
 
 // settingFlagP is settingFlag with a shorthand.
 func (a *app) settingFlagP(fs *pflag.FlagSet, name, short, key, usage string) {
 	fs.StringP(name, short, "", usage+" ("+config.EnvName(key)+")")
-	a.flagKeys[name] = key
+	a.flagKeys[fs.Lookup(name)] = key
 }
 
 // loadConfig returns the effective configuration for cmd: the file, the
@@ -130,7 +132,7 @@ func (a *app) loadConfig(cmd *cobra.Command) (*config.Config, error) {
 		settings = append(settings, config.Setting{Key: k, Value: v, Flag: "--set " + k})
 	}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if key, ok := a.flagKeys[f.Name]; ok {
+		if key, ok := a.flagKeys[f]; ok {
 			settings = append(settings, config.Setting{Key: key, Value: f.Value.String(), Flag: "--" + f.Name})
 		}
 	})

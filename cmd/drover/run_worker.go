@@ -77,7 +77,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	m.w = w
 
 	var g rungroup.Group
-	admin, err := newAdminServer(cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{Ready: m.ready, Info: m.info, Metrics: reg.Handler()}))
+	admin, err := newAdminServer("worker.admin_addr", cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{Ready: m.ready, Info: m.info, Metrics: reg.Handler()}))
 	if err != nil {
 		return err
 	}

@@ -22,14 +22,17 @@ const (
 	DefaultRedisPrefix    = "drover"
 	DefaultCapacity       = 16
 	DefaultAdminAddr      = "127.0.0.1:9090"
-	DefaultDrainTimeout   = 30 * time.Second
-	DefaultBatchSize      = 100
-	DefaultStrategy       = "sticky"
-	DefaultSettle         = 250 * time.Millisecond
-	DefaultPollInterval   = time.Second
-	DefaultMisfireGrace   = time.Minute
-	DefaultCatchupLimit   = 1000
-	DefaultLogLevel       = "info"
+	// DefaultSchedulerAdminAddr differs from DefaultAdminAddr so that a
+	// worker and a scheduler on one host, reading one file, both start.
+	DefaultSchedulerAdminAddr = "127.0.0.1:9091"
+	DefaultDrainTimeout       = 30 * time.Second
+	DefaultBatchSize          = 100
+	DefaultStrategy           = "sticky"
+	DefaultSettle             = 250 * time.Millisecond
+	DefaultPollInterval       = time.Second
+	DefaultMisfireGrace       = time.Minute
+	DefaultCatchupLimit       = 1000
+	DefaultLogLevel           = "info"
 )
 
 // Strategies are the accepted values of worker.strategy.
@@ -156,6 +159,12 @@ type Worker struct {
 
 // Scheduler is block scheduler: the periodic-job leader loop.
 type Scheduler struct {
+	// AdminAddr is where `drover scheduler` serves /healthz, /readyz and
+	// /metrics (scheduler.admin_addr); "off" disables it. A worker started
+	// with --scheduler uses worker.admin_addr instead. Default
+	// "127.0.0.1:9091": its own port, so that a worker and a scheduler on
+	// one host can share one configuration file.
+	AdminAddr string
 	// PollInterval is the longest the leader sleeps between two looks at the
 	// schedule index (scheduler.poll_interval). Default 1s.
 	PollInterval time.Duration
@@ -208,6 +217,7 @@ func Default(hostname string) *Config {
 			Settle:       DefaultSettle,
 		},
 		Scheduler: Scheduler{
+			AdminAddr:    DefaultSchedulerAdminAddr,
 			PollInterval: DefaultPollInterval,
 			MisfireGrace: DefaultMisfireGrace,
 			CatchupLimit: DefaultCatchupLimit,
@@ -229,3 +239,7 @@ func (c *Config) finish() {
 
 // AdminEnabled reports whether the admin HTTP server should listen.
 func (w Worker) AdminEnabled() bool { return w.AdminAddr != "" && w.AdminAddr != "off" }
+
+// AdminEnabled reports whether the scheduler's admin HTTP server should
+// listen.
+func (s Scheduler) AdminEnabled() bool { return s.AdminAddr != "" && s.AdminAddr != "off" }
