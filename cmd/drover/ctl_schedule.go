@@ -14,7 +14,9 @@ import (
 	"github.com/drover-dev/drover/scheduler"
 )
 
-// scheduleJSON is one entry as -o json prints it.
+// scheduleJSON is one entry as -o json prints it. Definition is the
+// definition's JSON, or a JSON string holding the stored text when that is
+// not JSON; Error says why an invalid entry is invalid.
 type scheduleJSON struct {
 	Name       string          `json:"name"`
 	State      scheduler.State `json:"state"`
@@ -38,8 +40,14 @@ func scheduleOf(en scheduler.Entry) scheduleJSON {
 	if en.Err != nil {
 		out.Error = en.Err.Error()
 	}
-	if len(out.Definition) == 0 {
+	switch {
+	case len(out.Definition) == 0:
 		out.Definition = json.RawMessage("null")
+	case !json.Valid(out.Definition):
+		// A definition that is not JSON (written by hand with redis-cli)
+		// is shown as the string it is: this is the view to inspect it.
+		b, _ := json.Marshal(string(out.Definition))
+		out.Definition = b
 	}
 	return out
 }
@@ -135,8 +143,8 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 				}
 				if jitter != "" {
 					d, err := time.ParseDuration(jitter)
-					if err != nil {
-						return usagef("--jitter %q: want a duration like 30s", jitter)
+					if err != nil || d < 0 {
+						return usagef("--jitter %q: want a duration ≥ 0 like 30s", jitter)
 					}
 					def.Jitter = d
 				}
@@ -144,8 +152,8 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 				if every != "" {
 					n++
 					d, err := time.ParseDuration(every)
-					if err != nil {
-						return usagef("--every %q: want a duration like 30s, 5m or 1h", every)
+					if err != nil || d < time.Second {
+						return usagef("--every %q: want a duration of at least 1s, like 30s, 5m or 1h", every)
 					}
 					def.Schedule = scheduler.Spec{Type: scheduler.TypeInterval, Every: d, Relative: relative}
 				}
@@ -249,7 +257,13 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 			t := newTable(e.a.stdout, "NAME", "QUEUE", "TASK", "SCHEDULE", "STATE", "NEXT", "LAST", "RUNS")
 			for _, en := range entries {
 				if en.State == scheduler.StateInvalid {
-					t.row(en.Name, "", "", "", en.State, "", "", en.Meta.TotalRunCount)
+					// The reason goes where the schedule would: which field
+					// is at fault (show prints it whole).
+					reason := "invalid"
+					if en.Err != nil {
+						reason = oneLine(en.Err.Error(), 60)
+					}
+					t.row(en.Name, "", "", reason, en.State, "", "", en.Meta.TotalRunCount)
 					continue
 				}
 				d := en.Definition

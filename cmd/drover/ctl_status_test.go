@@ -94,6 +94,7 @@ func TestUnreachableServers(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	c := newCluster(t)
 	c.fails(exitUsage, []string{"unknown command"}, "ctl", "nope")
+	c.fails(exitUsage, []string{`unknown command "statsu"`, "did you mean status?"}, "ctl", "statsu")
 	c.fails(exitUsage, []string{"unknown command"}, "frobnicate")
 	c.fails(exitUsage, []string{"unknown flag: --bogus"}, "ctl", "status", "--bogus")
 	c.fails(exitUsage, []string{`-o "yaml"`}, "ctl", "status", "-o", "yaml")

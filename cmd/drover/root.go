@@ -9,10 +9,12 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/queue"
 )
 
 // app is one invocation of the binary: its streams, environment and the
@@ -41,12 +43,16 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, env []string) *app {
 func execute(args []string, a *app) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// go-redis prints its own pool noise to stderr; a command says what
+	// failed in one "drover:" line. Workers and schedulers send the
+	// driver's lines to their log at debug level (openStore).
+	queue.SetDriverLogger(hclog.NewNullLogger())
 	root := a.rootCommand()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err != nil {
 		code := exitCode(err)
-		fmt.Fprintf(a.stderr, "drover: %v\n", err)
+		fmt.Fprintln(a.stderr, errorLine(err))
 		if code == exitUsage && isCobraUsage(err) {
 			fmt.Fprintf(a.stderr, "Run 'drover --help' or 'drover <command> --help' for usage.\n")
 		}
@@ -210,7 +216,16 @@ func groupCommand(use, short string) *cobra.Command {
 		Short: short,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+				// The suggestions cobra gives under the root command (its
+				// default distance is 2).
+				hint := ""
+				if cmd.SuggestionsMinimumDistance <= 0 {
+					cmd.SuggestionsMinimumDistance = 2
+				}
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					hint = "; did you mean " + strings.Join(s, " or ") + "?"
+				}
+				return usagef("unknown command %q for %q%s", args[0], cmd.CommandPath(), hint)
 			}
 			return nil
 		},

@@ -127,6 +127,7 @@ func openStore(cfg *config.Config, clientName string, log hclog.Logger) (*queue.
 	if err != nil {
 		return nil, nil, err
 	}
+	queue.SetDriverLogger(log.Named("redis"))
 	rdb, err := queue.NewClient(ro)
 	if err != nil {
 		return nil, nil, fmt.Errorf("redis: %w", err)
