@@ -22,16 +22,16 @@ const dumpTimeout = 5 * time.Second
 // debugState is the part of a worker's /debug/state the table shows; -o
 // json prints the document as served.
 type debugState struct {
-	Member    string          `json:"member"`
-	Suspended bool            `json:"suspended"`
+	Member    string `json:"member"`
+	Suspended bool   `json:"suspended"`
 	Paused    struct {
 		All    bool            `json:"all"`
 		Member bool            `json:"member"`
 		Queues map[string]bool `json:"queues"`
 	} `json:"paused"`
-	Capacity  int             `json:"capacity"`
-	InUse     int             `json:"in_use"`
-	Queues    []struct {
+	Capacity int `json:"capacity"`
+	InUse    int `json:"in_use"`
+	Queues   []struct {
 		Name      string          `json:"name"`
 		Committed drover.Position `json:"committed"`
 		Done      drover.Position `json:"done"`
