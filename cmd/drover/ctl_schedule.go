@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/scheduler"
 )
 
@@ -50,6 +51,38 @@ func scheduleOf(en scheduler.Entry) scheduleJSON {
 		out.Definition = b
 	}
 	return out
+}
+
+// overdueAfter is how far in the past a NEXT must be for ls to ask
+// whether a scheduler leads: a leader fires within scheduler.poll_interval.
+const overdueAfter = 5 * time.Second
+
+// noteNoScheduler writes a note to stderr when entries wait for a leader
+// (a scheduled entry's next fire well in the past, or an entry still
+// planning) and no scheduler leads (or ZooKeeper cannot tell): NEXT in the
+// past then means "nothing fires", not "firing now". ZooKeeper is asked
+// only in that case, so ls needs just Redis otherwise.
+func noteNoScheduler(e *ctlEnv, entries []scheduler.Entry) {
+	overdue := 0
+	for _, en := range entries {
+		if en.State == scheduler.StatePlanning || en.State == scheduler.StateScheduled && time.Since(en.Next) > overdueAfter {
+			overdue++
+		}
+	}
+	if overdue == 0 {
+		return
+	}
+	s, err := e.zk()
+	var leader string
+	if err == nil {
+		leader, err = leaderName(e.ctx, s, coordinator.ElectionScheduler)
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(e.a.stderr, "note: %d schedule(s) wait for a scheduler, and whether one leads is unknown: %v\n", overdue, err)
+	case leader == "":
+		fmt.Fprintf(e.a.stderr, "note: no scheduler is leading: %d schedule(s) wait, and nothing fires until `drover scheduler` (or `drover worker --scheduler`) runs\n", overdue)
+	}
 }
 
 // manager returns the schedule management API over Redis.
@@ -247,6 +280,7 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 			if err != nil {
 				return err
 			}
+			noteNoScheduler(e, entries)
 			if e.json {
 				out := make([]scheduleJSON, len(entries))
 				for i, en := range entries {

@@ -25,7 +25,12 @@ func TestSchedules(t *testing.T) {
 	c.ok("ctl", "schedule", "add", "fromfile", "-f", file)
 
 	var list []scheduleJSON
-	c.okJSON(&list, "ctl", "schedule", "ls")
+	r := c.okJSON(&list, "ctl", "schedule", "ls")
+	// Nobody runs a scheduler here: ls says so, rather than leave a NEXT
+	// in the past (or "planning") unexplained.
+	if !strings.Contains(r.stderr, "no scheduler is leading") {
+		t.Fatalf("want a note that no scheduler leads, have:\n%s", r)
+	}
 	if len(list) != 4 || list[0].Name != "fromfile" || list[1].Name != "hb" || list[3].Name != "once" || list[3].State != "disabled" {
 		t.Fatalf("want fromfile, hb, nightly, once (disabled); have %+v", list)
 	}
