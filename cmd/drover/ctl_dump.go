@@ -96,6 +96,14 @@ address directly, without ZooKeeper.`,
 				return err
 			}
 			e.printf("\n")
+			inFlight := 0
+			for _, q := range st.Queues {
+				inFlight += len(q.InFlight)
+			}
+			if inFlight == 0 {
+				e.printf("no task in flight\n")
+				return nil
+			}
 			t = newTable(e.a.stdout, "QUEUE", "ID", "TASK", "ATTEMPT", "PID", "RUNTIME")
 			for _, q := range st.Queues {
 				for _, f := range q.InFlight {
