@@ -262,7 +262,7 @@ func (fl *fleet) stop(w io.Writer) {
 	}
 	wg.Wait()
 	for _, c := range fl.children {
-		if c.err != nil {
+		if c.err != nil && !c.reported.Load() { // a reported death was told in full
 			fmt.Fprintf(w, "dev: %s exited: %v\n", c.name, c.err)
 		}
 	}
