@@ -40,7 +40,7 @@ prefix, glob) and sets targetLag, activationLag and targetOldestAgeSeconds;
 docs/operations.md ("Autoscaling") has the recipes. An address beyond
 loopback needs mutual TLS (scaler.tls).`,
 		Example: `  drover scaler -c /etc/drover/drover.hcl
-  drover scaler --listen 127.0.0.1:9091 --set scaler.selections=emails-*`,
+  drover scaler --listen 127.0.0.1:9093 --set scaler.selections=emails-*`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.loadConfig(cmd)
