@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -51,14 +52,27 @@ func (s *Store) NextDue(ctx context.Context, queue string) (time.Time, bool, err
 }
 
 // Revoke deletes a delayed message of queue, with its envelope and its
-// dedupe record, and returns true; it returns false, changing nothing, when
-// the id is unknown or no longer delayed (already promoted).
+// dedupe record (the id may be enqueued again), and returns true; it returns
+// false, changing nothing, when the id is unknown or no longer delayed
+// (already promoted). It keeps a "revoked" outcome record for the default
+// retention (24h); RevokeRecording follows a queue's own policy.
 func (s *Store) Revoke(ctx context.Context, queue, id string) (bool, error) {
+	return s.RevokeRecording(ctx, queue, id, drover.Outcomes{}, "")
+}
+
+// RevokeRecording is Revoke keeping the outcome record as policy says (none
+// when policy.Keep() is 0); by names who revoked it, for the record.
+func (s *Store) RevokeRecording(ctx context.Context, queue, id string, policy drover.Outcomes, by string) (bool, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
 	}
-	n, err := s.run(ctx, revokeScript, []string{qk.log, qk.msg, qk.delayed, qk.seen}, id).Int()
+	rec, err := json.Marshal(drover.Outcome{ID: id, State: drover.JobRevoked, ExitCode: -1, FinishedAt: s.clock.Now().UTC(), By: by})
+	if err != nil {
+		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
+	}
+	keys := []string{qk.log, qk.msg, qk.delayed, qk.seen, qk.done, qk.donemsg}
+	n, err := s.run(ctx, revokeScript, keys, id, policy.Keep().Milliseconds(), rec).Int()
 	if err != nil {
 		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
 	}

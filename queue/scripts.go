@@ -150,19 +150,93 @@ redis.call('SET', KEYS[2], last)
 return #ids
 `
 
-// revokeSource deletes a delayed message, leaving nothing of it behind.
+// revokeSource deletes a delayed message, leaving nothing of it in the
+// queue (its id may be enqueued again), and optionally keeps an outcome
+// record saying it was revoked.
 //
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen
+//	KEYS[5] done KEYS[6] donemsg
 //	ARGV[1] id
+//	ARGV[2] how long to keep the record, in ms ("0" or absent: no record)
+//	ARGV[3] the record JSON
 //
 // Returns 1 if the id was delayed (and is now gone), 0 if it was unknown or
 // already promoted (nothing is changed then).
-const revokeSource = `-- drover revoke v1
+const revokeSource = `-- drover revoke v2
 if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
+local keep = tonumber(ARGV[2] or '0') or 0
+if keep > 0 and KEYS[6] then
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[5], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + keep, ARGV[1])
+  redis.call('HSET', KEYS[6], ARGV[1], ARGV[3])
+end
 return 1
+`
+
+// recordOutcomesSource keeps outcome records of finished jobs: each record
+// goes to :donemsg and its id to :done with the record's expiry as score.
+// It then forgets up to 100 expired records and, while more than the bound
+// are kept, up to 1000 of the oldest, so a call's cost stays bounded.
+//
+//	KEYS[1] done  KEYS[2] donemsg
+//	ARGV[1] the most records the queue keeps (> 0)
+//	then 3 per record: id, how long to keep it in ms (> 0), record JSON
+//
+// Returns the number of records kept in the queue after the call.
+const recordOutcomesSource = `-- drover record-outcomes v1
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 2, #ARGV, 3 do
+  redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[i + 1]), ARGV[i])
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 2])
+end
+local old = redis.call('ZRANGE', KEYS[1], '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 100)
+if #old > 0 then
+  redis.call('ZREM', KEYS[1], unpack(old))
+  redis.call('HDEL', KEYS[2], unpack(old))
+end
+local n = redis.call('ZCARD', KEYS[1])
+local excess = n - tonumber(ARGV[1])
+if excess > 0 then
+  local ids = redis.call('ZRANGE', KEYS[1], 0, math.min(excess, 1000) - 1)
+  redis.call('ZREM', KEYS[1], unpack(ids))
+  redis.call('HDEL', KEYS[2], unpack(ids))
+  n = n - #ids
+end
+return n
+`
+
+// jobStatusSource reads everything one job's status needs, in one call and
+// O(log N): where the id sits (delayed set, log, dead letters, outcome
+// records) and the stored envelope or record.
+//
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] dead  KEYS[5] deadmsg
+//	KEYS[6] done KEYS[7] donemsg
+//	ARGV[1] id
+//	ARGV[2] the committed offset: "ahead" counts log entries after it
+//
+// Returns {now in µs, due ms or false, position or false, ahead,
+// envelope or false, dead-lettered ms or false, dead record or false,
+// record expiry ms or false, outcome record or false}.
+const jobStatusSource = `-- drover job-status v1
+local id = ARGV[1]
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local due = redis.call('ZSCORE', KEYS[3], id)
+local pos = redis.call('ZSCORE', KEYS[1], id)
+local ahead = 0
+if pos then ahead = redis.call('ZCOUNT', KEYS[1], '(' .. ARGV[2], '(' .. pos) end
+local env = redis.call('HGET', KEYS[2], id)
+local dead = redis.call('ZSCORE', KEYS[4], id)
+local deadrec = false
+if dead then deadrec = redis.call('HGET', KEYS[5], id) end
+local exp = redis.call('ZSCORE', KEYS[6], id)
+local rec = false
+if exp then rec = redis.call('HGET', KEYS[7], id) end
+return {now_us, due, pos, ahead, env, dead, deadrec, exp, rec}
 `
 
 // retrySource stores a message's new envelope under its id and schedules it
@@ -309,4 +383,7 @@ var (
 	purgeDeadScript = redis.NewScript(purgeDeadSource)
 	trimScript      = redis.NewScript(trimSource)
 	backlogScript   = redis.NewScript(backlogSource)
+
+	recordOutcomesScript = redis.NewScript(recordOutcomesSource)
+	jobStatusScript      = redis.NewScript(jobStatusSource)
 )
