@@ -64,6 +64,9 @@ func (s *Store) JobStatus(ctx context.Context, queue, id string, offset drover.P
 	if m != nil {
 		st.Task, st.Attempt = m.Task, m.Attempt
 	}
+	// A record finished after the message took its position is about this
+	// message: it succeeded and waits for the owner's commit and trim.
+	recordIsNewer := recorded && inLog && recordFinishedAfter(rec, time.UnixMicro(pos))
 	switch {
 	case delayed:
 		t := time.UnixMilli(due).UTC()
@@ -73,7 +76,7 @@ func (s *Store) JobStatus(ctx context.Context, queue, id string, offset drover.P
 			st.State = drover.JobRetrying
 			lastError(&st, m)
 		}
-	case inLog && (offset == 0 || drover.Position(pos) > offset):
+	case inLog && !recordIsNewer && (offset == 0 || drover.Position(pos) > offset):
 		st.State = drover.JobPending
 		st.Position = drover.Position(pos)
 		st.Ahead = &ahead
@@ -107,6 +110,14 @@ func (s *Store) JobStatus(ctx context.Context, queue, id string, offset drover.P
 		fromRecord(&st, rec)
 	}
 	return st, nil
+}
+
+// recordFinishedAfter reports whether the outcome record finished after t.
+func recordFinishedAfter(rec string, t time.Time) bool {
+	var o struct {
+		FinishedAt time.Time `json:"finished_at"`
+	}
+	return json.Unmarshal([]byte(rec), &o) == nil && o.FinishedAt.After(t)
 }
 
 // fromRecord fills st from an outcome record.

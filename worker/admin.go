@@ -18,8 +18,18 @@ type AdminConfig struct {
 	Metrics http.Handler
 }
 
+// JobState is /debug/job's answer: a message's in-flight attempt on this
+// member.
+type JobState struct {
+	Member string    `json:"member"`
+	Queue  string    `json:"queue"`
+	Task   TaskState `json:"task"`
+}
+
 // AdminHandler serves /healthz (the process runs), /readyz (Ready),
-// /debug/state (State plus Info, as JSON), /metrics and /debug/pprof. The
+// /debug/state (State plus Info, as JSON), /debug/job?queue=&id= (one
+// message's in-flight attempt, 404 when it does not run here: one map
+// lookup, for status lookups), /metrics and /debug/pprof. The
 // admin address is loopback by default: expose it only to operators.
 func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 	mux := http.NewServeMux()
@@ -46,6 +56,20 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 		enc := json.NewEncoder(rw)
 		enc.SetIndent("", "  ")
 		enc.Encode(out)
+	})
+	mux.HandleFunc("GET /debug/job", func(rw http.ResponseWriter, r *http.Request) {
+		q, id := r.URL.Query().Get("queue"), r.URL.Query().Get("id")
+		if q == "" || id == "" {
+			http.Error(rw, "want ?queue=<queue>&id=<id>", http.StatusBadRequest)
+			return
+		}
+		ts, ok := w.Job(q, id)
+		if !ok {
+			http.Error(rw, "not running here", http.StatusNotFound)
+			return
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(rw).Encode(JobState{Member: w.cfg.Member, Queue: q, Task: ts})
 	})
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)

@@ -63,6 +63,9 @@ type Task struct {
 	// User and Group, when set, are the user and group a subprocess runs as
 	// (names or numeric ids; ignored for inline routes).
 	User, Group string
+	// OnStart, when set, is called with the process id once a subprocess
+	// has started (not for inline routes), so that live state can show it.
+	OnStart func(pid int)
 }
 
 // queue returns the queue the task belongs to.

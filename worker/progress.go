@@ -16,6 +16,9 @@ type progress struct {
 type slot struct {
 	d    Delivery
 	done bool
+	// outcome is the record of a succeeded message, kept with the next
+	// trim when the queue keeps outcome records; set by the runner.
+	outcome *drover.Outcome
 }
 
 // add appends fetched deliveries (positions must increase).

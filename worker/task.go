@@ -56,6 +56,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		res := l.attempt(&m, envelope, route, cfg)
 		switch res.Outcome {
 		case OutcomeSuccess:
+			s.outcome = l.outcomeOf(&m, res, cfg)
 			return true
 		case OutcomeAborted:
 			return false
@@ -74,6 +75,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		}
 		delay := l.backoff(cfg, m.Attempt+1)
 		m.Attempt++
+		setLastError(&m, res.Failure(l.w.cfg.Clock.Now()))
 		envelope = nil // the executor encodes the updated envelope
 		if cfg.Ordered {
 			// Retry in place: the queue waits for this message.
@@ -97,6 +99,11 @@ func (l *queueLoop) attempt(m *drover.Message, envelope []byte, route drover.Tas
 	}
 	now := l.w.cfg.Clock.Now()
 	ts := &TaskState{ID: m.ID, Task: m.Task, Attempt: m.Attempt, Position: m.Position, Started: now}
+	t.OnStart = func(pid int) {
+		l.mu.Lock()
+		ts.PID = pid
+		l.mu.Unlock()
+	}
 	l.mu.Lock()
 	l.inflight[m.ID] = ts
 	l.mu.Unlock()

@@ -18,12 +18,13 @@ import (
 // The adapters between the runtime's small interfaces and the concrete
 // stores. Compile-time assertions keep them honest.
 var (
-	_ worker.Log           = QueueLog{}
-	_ worker.Requeuer      = QueueLog{}
-	_ worker.Claim         = (*coordinator.Claim)(nil)
-	_ coordinator.Runner   = WorkerRunner{}
-	_ scheduler.Store      = (*queue.ScheduleStore)(nil)
-	_ scheduler.Leadership = (*ElectionLeadership)(nil)
+	_ worker.Log            = QueueLog{}
+	_ worker.Requeuer       = QueueLog{}
+	_ worker.OutcomeTrimmer = QueueLog{}
+	_ worker.Claim          = (*coordinator.Claim)(nil)
+	_ coordinator.Runner    = WorkerRunner{}
+	_ scheduler.Store       = (*queue.ScheduleStore)(nil)
+	_ scheduler.Leadership  = (*ElectionLeadership)(nil)
 )
 
 // QueueLog adapts *queue.Store to worker.Log, worker.Requeuer and
@@ -133,4 +134,10 @@ func (e *ElectionLeadership) Resign() {
 		defer cancel()
 		e.lead.Resign(ctx)
 	}
+}
+
+// TrimRecording makes QueueLog a worker.OutcomeTrimmer.
+func (l QueueLog) TrimRecording(ctx context.Context, q string, off drover.Position, retention time.Duration, outcomes []drover.Outcome, policy drover.Outcomes) error {
+	_, err := l.Store.TrimRecording(ctx, q, off, retention, outcomes, policy)
+	return err
 }
