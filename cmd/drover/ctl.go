@@ -36,7 +36,7 @@ state.`
 	cmd.AddCommand(
 		a.ctlStatusCommand(), a.ctlDumpCommand(),
 		a.ctlPauseCommand(true), a.ctlPauseCommand(false),
-		a.ctlEnqueueCommand(), a.ctlRevokeCommand(),
+		a.ctlEnqueueCommand(), a.ctlRevokeCommand(), a.ctlJobCommand(),
 		a.ctlScheduleCommand(), a.ctlDeadCommand(), a.ctlOffsetsCommand(), a.ctlQueueCommand(),
 	)
 	return cmd

@@ -148,11 +148,7 @@ promoted to the queue, or revoked before.`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			st, err := e.knownQueueStore(args[0])
-			if err != nil {
-				return err
-			}
-			ok, err := st.Revoke(e.ctx, args[0], args[1])
+			ok, err := e.revokeJob(args[0], args[1])
 			if err != nil {
 				return err
 			}

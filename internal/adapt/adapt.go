@@ -6,10 +6,12 @@ package adapt
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/jobs"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/scheduler"
 	"github.com/drover-dev/drover/worker"
@@ -21,6 +23,8 @@ var (
 	_ worker.Log            = QueueLog{}
 	_ worker.Requeuer       = QueueLog{}
 	_ worker.OutcomeTrimmer = QueueLog{}
+	_ jobs.Fleet            = FleetOwners{}
+	_ jobs.Store            = (*queue.Store)(nil)
 	_ worker.Claim          = (*coordinator.Claim)(nil)
 	_ coordinator.Runner    = WorkerRunner{}
 	_ scheduler.Store       = (*queue.ScheduleStore)(nil)
@@ -140,4 +144,43 @@ func (e *ElectionLeadership) Resign() {
 func (l QueueLog) TrimRecording(ctx context.Context, q string, off drover.Position, retention time.Duration, outcomes []drover.Outcome, policy drover.Outcomes) error {
 	_, err := l.Store.TrimRecording(ctx, q, off, retention, outcomes, policy)
 	return err
+}
+
+// FleetOwners adapts a coordinator session to jobs.Fleet: the owner node,
+// the owner's member node (for its admin address) and the offset node.
+type FleetOwners struct{ Session *coordinator.Session }
+
+func (f FleetOwners) QueueOwner(ctx context.Context, q string) (jobs.Owner, error) {
+	var o jobs.Owner
+	off, err := f.Session.ReadOffset(ctx, q)
+	switch {
+	case err == nil:
+		o.Offset = off.Offset.Position
+	case !errors.Is(err, drover.ErrNotFound):
+		return o, err
+	}
+	owner, err := f.Session.QueueOwner(ctx, q)
+	if errors.Is(err, drover.ErrNotFound) {
+		return o, nil
+	}
+	if err != nil {
+		return o, err
+	}
+	o.Member = owner.Owner.Member
+	members, err := f.Session.Members(ctx)
+	if err != nil {
+		return o, err
+	}
+	for _, m := range members {
+		if m.Path == owner.Owner.MemberPath {
+			o.AdminAddr = m.Member.AdminAddr
+			return o, nil
+		}
+	}
+	for _, m := range members {
+		if m.Member.Name == o.Member {
+			o.AdminAddr = m.Member.AdminAddr
+		}
+	}
+	return o, nil
 }
