@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -67,16 +66,18 @@ func (s *Store) RevokeRecording(ctx context.Context, queue, id string, policy dr
 	if err != nil {
 		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
 	}
-	rec, err := json.Marshal(drover.Outcome{ID: id, State: drover.JobRevoked, ExitCode: -1, FinishedAt: s.clock.Now().UTC(), By: by})
+	n, err := s.run(ctx, revokeScript, []string{qk.log, qk.msg, qk.delayed, qk.seen}, id).Int()
 	if err != nil {
 		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
 	}
-	keys := []string{qk.log, qk.msg, qk.delayed, qk.seen, qk.done, qk.donemsg}
-	n, err := s.run(ctx, revokeScript, keys, id, policy.Keep().Milliseconds(), rec).Int()
-	if err != nil {
-		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
+	if n == 0 {
+		return false, nil
 	}
-	return n == 1, nil
+	rec := drover.Outcome{ID: id, State: drover.JobRevoked, ExitCode: -1, FinishedAt: s.clock.Now().UTC(), By: by}
+	if err := s.recordOutcomes(ctx, qk, []drover.Outcome{rec}, policy); err != nil {
+		return true, fmt.Errorf("revoked %s in %s, but its outcome record was not kept: %w", id, queue, err)
+	}
+	return true, nil
 }
 
 // Retry schedules m (its Attempt already incremented by the caller) to run

@@ -35,10 +35,10 @@ func (s *Store) JobStatus(ctx context.Context, queue, id string, offset drover.P
 	if id == "" {
 		return drover.JobStatus{}, fmt.Errorf("job status in %s: empty id", queue)
 	}
-	keys := []string{qk.log, qk.msg, qk.delayed, qk.dead, qk.deadmsg, qk.done, qk.donemsg}
+	keys := []string{qk.log, qk.msg, qk.delayed, qk.dead, qk.deadmsg, qk.done}
 	r, err := s.run(ctx, jobStatusScript, keys, id, int64(offset)).Slice()
-	if err == nil && len(r) != 9 {
-		err = fmt.Errorf("job-status script returned %d values, want 9", len(r))
+	if err == nil && len(r) != 8 {
+		err = fmt.Errorf("job-status script returned %d values, want 8", len(r))
 	}
 	if err != nil {
 		return drover.JobStatus{}, fmt.Errorf("job status of %s in %s: %w", id, queue, err)
@@ -51,11 +51,7 @@ func (s *Store) JobStatus(ctx context.Context, queue, id string, offset drover.P
 	env, _ := r[4].(string)
 	deadMS, dead := replyNumber(r[5])
 	deadRec, _ := r[6].(string)
-	expMS, recorded := replyNumber(r[7])
-	rec, _ := r[8].(string)
-	if recorded && expMS <= st.AsOf.UnixMilli() {
-		recorded = false // expired, not yet forgotten
-	}
+	rec, recorded := r[7].(string)
 
 	var m *drover.Message
 	if env != "" {
@@ -123,9 +119,12 @@ func recordFinishedAfter(rec string, t time.Time) bool {
 // fromRecord fills st from an outcome record.
 func fromRecord(st *drover.JobStatus, rec string) {
 	var o drover.Outcome
-	if err := json.Unmarshal([]byte(rec), &o); err != nil || o.State == "" {
+	if err := json.Unmarshal([]byte(rec), &o); err != nil {
 		st.State, st.Note = drover.JobUnknown, "undecodable outcome record"
 		return
+	}
+	if o.State == "" {
+		o.State = drover.JobSucceeded
 	}
 	st.State = o.State
 	st.Task, st.Attempt, st.Member, st.By = o.Task, o.Attempt, o.Member, o.By

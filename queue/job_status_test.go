@@ -159,6 +159,23 @@ func testOutcomeRecordsBoundedAndExpire(t *testing.T, rdb redis.UniversalClient)
 		wantState(t, jobStatus(t, s, q, fmt.Sprintf("j%d", i), 0), want)
 	}
 
+	// One batch bigger than the bound keeps at most the bound, newest
+	// records first.
+	var big []drover.Outcome
+	for i := 0; i < 100; i++ {
+		big = append(big, drover.Outcome{ID: fmt.Sprintf("big%03d", i), State: drover.JobSucceeded, Task: "ü \"q\"\n", FinishedAt: time.Now()})
+	}
+	if _, err := s.TrimRecording(ctx, "big", 0, 0, big, drover.Outcomes{Max: 16}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Outcomes(ctx, "big"); err != nil || n > 16 || n < 14 {
+		t.Fatalf("Outcomes after a batch of 100 with max 16: want 14–16 kept, have %d, %v", n, err)
+	}
+	if st := jobStatus(t, s, "big", "big099", 0); st.State != drover.JobSucceeded || st.Task != "ü \"q\"\n" {
+		t.Fatalf("the newest record of a big batch: want succeeded with its task name intact, have %+v", st)
+	}
+	wantState(t, jobStatus(t, s, "big", "big000", 0), drover.JobUnknown)
+
 	// Records off: nothing is written.
 	off := drover.Duration(0)
 	rec := []drover.Outcome{{ID: "off", State: drover.JobSucceeded}}

@@ -27,8 +27,7 @@ type queueKeys struct {
 	dead    string // ZSET id → time dead-lettered (unix ms)
 	deadmsg string // HASH id → envelope + failure fields
 	seen    string // ZSET caller-chosen id → end of its dedupe window (unix ms)
-	done    string // ZSET id of a finished job → expiry of its outcome record (unix ms)
-	donemsg string // HASH id → outcome record JSON (drover.Outcome)
+	done    string // ZSET outcome record buckets "<n>:<start ms>" → expiry (unix ms); bucket <done>:<n>:<start> is a HASH id → record JSON
 }
 
 // queue returns the keys of queue q. q must be a valid queue name.
@@ -46,7 +45,6 @@ func (k *keyspace) queue(q string) *queueKeys {
 		deadmsg: base + "deadmsg",
 		seen:    base + "seen",
 		done:    base + "done",
-		donemsg: base + "donemsg",
 	}
 	v, _ := k.cache.LoadOrStore(q, qk)
 	return v.(*queueKeys)

@@ -2,8 +2,8 @@ package queue
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -11,11 +11,10 @@ import (
 )
 
 // Outcome records (docs/redis-schema.md, "Outcome records") keep what
-// happened to a finished job after its message has left the log: :donemsg
-// maps the id to a drover.Outcome as JSON, :done maps it to the record's
-// expiry (unix ms). Records are written by the queue's owner together with
-// the trim that follows each offset commit, so they cost no round trip of
-// their own.
+// happened to a finished job after its message has left the log, in
+// expiring buckets (see recordOutcomesSource). Records are written by the
+// queue's owner together with the trim that follows each offset commit, so
+// they cost no round trip of their own.
 
 // TrimRecording is Trim, preceded by keeping outcome records of jobs that
 // finished since the last trim, in the same round trip (one pipeline). The
@@ -35,25 +34,24 @@ func (s *Store) TrimRecording(ctx context.Context, queue string, offset drover.P
 	if err != nil {
 		return 0, fmt.Errorf("trim: %w", err)
 	}
-	recArgs := make([]any, 0, 1+3*len(outcomes))
-	recArgs = append(recArgs, policy.MaxRecords())
+	recArgs := make([]any, 0, 2+2*len(outcomes))
+	recArgs = append(recArgs, policy.MaxRecords(), keep.Milliseconds())
+	buf := make([]byte, 0, 160*len(outcomes))
 	for i := range outcomes {
 		o := &outcomes[i]
 		if o.ID == "" {
 			return 0, fmt.Errorf("record outcomes of %s: record %d has no id", queue, i)
 		}
-		b, err := json.Marshal(o)
-		if err != nil {
-			return 0, fmt.Errorf("record outcome of %s in %s: %w", o.ID, queue, err)
-		}
-		recArgs = append(recArgs, o.ID, keep.Milliseconds(), b)
+		start := len(buf)
+		buf = appendOutcome(buf, o)
+		recArgs = append(recArgs, o.ID, buf[start:len(buf):len(buf)])
 	}
 	if retention < 0 {
 		retention = 0
 	}
 	trimKeys := []string{qk.log, qk.msg, qk.delayed, qk.seen}
 	trimArgs := []any{int64(offset), retention.Microseconds(), trimChunk}
-	recKeys := []string{qk.done, qk.donemsg}
+	recKeys := []string{qk.done}
 
 	send := func(eval func(sc *redis.Script, pipe redis.Pipeliner, keys []string, args ...any) *redis.Cmd) (*redis.Cmd, *redis.Cmd) {
 		pipe := s.rdb.Pipeline()
@@ -85,16 +83,85 @@ func (s *Store) TrimRecording(ctx context.Context, queue string, offset drover.P
 	return n + more, err
 }
 
-// Outcomes returns how many outcome records queue keeps now (expired ones
-// not yet forgotten included).
+// Outcomes returns how many outcome records queue keeps now.
 func (s *Store) Outcomes(ctx context.Context, queue string) (int64, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return 0, fmt.Errorf("count outcome records: %w", err)
 	}
-	n, err := s.rdb.ZCard(ctx, qk.done).Result()
+	buckets, err := s.rdb.ZRange(ctx, qk.done, 0, -1).Result()
 	if err != nil {
 		return 0, fmt.Errorf("count outcome records of %s: %w", queue, err)
 	}
+	var n int64
+	for _, b := range buckets {
+		c, err := s.rdb.HLen(ctx, qk.done+":"+b).Result()
+		if err != nil {
+			return 0, fmt.Errorf("count outcome records of %s: %w", queue, err)
+		}
+		n += c
+	}
 	return n, nil
+}
+
+// recordOutcomes writes records outside of a trim (a revoke).
+func (s *Store) recordOutcomes(ctx context.Context, qk *queueKeys, outcomes []drover.Outcome, policy drover.Outcomes) error {
+	keep := policy.Keep()
+	if keep <= 0 || len(outcomes) == 0 {
+		return nil
+	}
+	args := []any{policy.MaxRecords(), keep.Milliseconds()}
+	for i := range outcomes {
+		args = append(args, outcomes[i].ID, appendOutcome(nil, &outcomes[i]))
+	}
+	return s.run(ctx, recordOutcomesScript, []string{qk.done}, args...).Err()
+}
+
+// appendOutcome appends o as the JSON object kept in a bucket: the fields
+// of drover.Outcome with zero values left out ("state" absent means
+// succeeded) and without the id (the hash field). It is written by hand:
+// the worker writes one record per succeeded task, and both reflection and
+// bytes sent were most of what records cost.
+func appendOutcome(b []byte, o *drover.Outcome) []byte {
+	b = append(b, '{')
+	if o.State != drover.JobSucceeded && o.State != "" {
+		b = append(b, `"state":`...)
+		b = appendJSONString(b, string(o.State))
+		b = append(b, ',')
+	}
+	if o.Task != "" {
+		b = append(b, `"task":`...)
+		b = appendJSONString(b, o.Task)
+		b = append(b, ',')
+	}
+	if o.Attempt != 0 {
+		b = append(b, `"attempt":`...)
+		b = strconv.AppendInt(b, int64(o.Attempt), 10)
+		b = append(b, ',')
+	}
+	if o.ExitCode != 0 {
+		b = append(b, `"exit_code":`...)
+		b = strconv.AppendInt(b, int64(o.ExitCode), 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"finished_at":"`...)
+	b = o.FinishedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	if o.Duration != 0 {
+		b = append(b, `,"duration_seconds":`...)
+		b = strconv.AppendFloat(b, o.Duration, 'g', -1, 64)
+	}
+	if o.Member != "" {
+		b = append(b, `,"member":`...)
+		b = appendJSONString(b, o.Member)
+	}
+	if o.By != "" {
+		b = append(b, `,"by":`...)
+		b = appendJSONString(b, o.By)
+	}
+	if o.StdoutTail != "" {
+		b = append(b, `,"stdout_tail":`...)
+		b = appendJSONString(b, o.StdoutTail)
+	}
+	return append(b, '}')
 }

@@ -151,76 +151,98 @@ return #ids
 `
 
 // revokeSource deletes a delayed message, leaving nothing of it in the
-// queue (its id may be enqueued again), and optionally keeps an outcome
-// record saying it was revoked.
+// queue (its id may be enqueued again). The "revoked" outcome record is
+// written afterwards with record-outcomes.
 //
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen
-//	KEYS[5] done KEYS[6] donemsg
 //	ARGV[1] id
-//	ARGV[2] how long to keep the record, in ms ("0" or absent: no record)
-//	ARGV[3] the record JSON
 //
 // Returns 1 if the id was delayed (and is now gone), 0 if it was unknown or
 // already promoted (nothing is changed then).
-const revokeSource = `-- drover revoke v2
+const revokeSource = `-- drover revoke v1
 if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
-local keep = tonumber(ARGV[2] or '0') or 0
-if keep > 0 and KEYS[6] then
-  local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[5], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + keep, ARGV[1])
-  redis.call('HSET', KEYS[6], ARGV[1], ARGV[3])
-end
 return 1
 `
 
-// recordOutcomesSource keeps outcome records of finished jobs: each record
-// goes to :donemsg and its id to :done with the record's expiry as score.
-// It then forgets up to 100 expired records and, while more than the bound
-// are kept, up to 1000 of the oldest, so a call's cost stays bounded.
+// Outcome records live in buckets: HASHes named <done>:<n> (id → record
+// JSON), each expiring (PEXPIREAT) the retention after its last write, and
+// listed in the index <done> (ZSET "<n>:<start ms>" → expiry, unix ms; n
+// is zero-padded to 12 digits so that ties in expiry sort by age). A
+// bucket takes records for 1/8 of the retention (at least 1 s) or up to 1/8
+// of the bound, whichever ends first; when the buckets hold more than the
+// bound, the oldest are deleted whole. So a record costs one HSET field (no
+// sorted-set entry), expiry is Redis's own, and a lookup reads at most a few
+// buckets. The bucket keys are not in KEYS: they are derived from KEYS[1]
+// and carry its hash tag, so they live in the same Cluster slot.
+
+// recordOutcomesSource keeps outcome records of finished jobs.
 //
-//	KEYS[1] done  KEYS[2] donemsg
+//	KEYS[1] done (the bucket index)
 //	ARGV[1] the most records the queue keeps (> 0)
-//	then 3 per record: id, how long to keep it in ms (> 0), record JSON
+//	ARGV[2] how long to keep the records, in ms (> 0)
+//	then 2 per record: id, record JSON
 //
 // Returns the number of records kept in the queue after the call.
 const recordOutcomesSource = `-- drover record-outcomes v1
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for i = 2, #ARGV, 3 do
-  redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[i + 1]), ARGV[i])
-  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 2])
+local max, keep = tonumber(ARGV[1]), tonumber(ARGV[2])
+local expiry = now_ms + keep
+local width = math.max(1000, math.floor(keep / 8))
+local per = math.max(1, math.floor(max / 8))
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
+local n, start, held = 0, 0, 0
+local cur = redis.call('ZRANGE', KEYS[1], -1, -1)
+if #cur > 0 then
+  local a, b = string.match(cur[1], '^(%d+):(%d+)$')
+  n, start = tonumber(a), tonumber(b)
+  held = redis.call('HLEN', KEYS[1] .. ':' .. cur[1])
 end
-local old = redis.call('ZRANGE', KEYS[1], '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 100)
-if #old > 0 then
-  redis.call('ZREM', KEYS[1], unpack(old))
-  redis.call('HDEL', KEYS[2], unpack(old))
+local i = 3
+while i <= #ARGV do
+  if #cur == 0 or now_ms - start >= width or held >= per then
+    n, start, held = n + 1, now_ms, 0
+    cur = {string.format('%012d:%d', n, now_ms)}
+  end
+  local room = math.min(per - held, (#ARGV - i + 1) / 2, 1000)
+  local key = KEYS[1] .. ':' .. cur[1]
+  redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
+  redis.call('PEXPIREAT', key, expiry)
+  redis.call('ZADD', KEYS[1], expiry, cur[1])
+  held = held + room
+  i = i + 2 * room
 end
-local n = redis.call('ZCARD', KEYS[1])
-local excess = n - tonumber(ARGV[1])
-if excess > 0 then
-  local ids = redis.call('ZRANGE', KEYS[1], 0, math.min(excess, 1000) - 1)
-  redis.call('ZREM', KEYS[1], unpack(ids))
-  redis.call('HDEL', KEYS[2], unpack(ids))
-  n = n - #ids
+local buckets = redis.call('ZRANGE', KEYS[1], 0, -1)
+local sizes, total = {}, 0
+for j = 1, #buckets do
+  sizes[j] = redis.call('HLEN', KEYS[1] .. ':' .. buckets[j])
+  total = total + sizes[j]
 end
-return n
+local j = 1
+while total > max and j < #buckets do
+  redis.call('UNLINK', KEYS[1] .. ':' .. buckets[j])
+  redis.call('ZREM', KEYS[1], buckets[j])
+  total = total - sizes[j]
+  j = j + 1
+end
+return total
 `
 
-// jobStatusSource reads everything one job's status needs, in one call and
-// O(log N): where the id sits (delayed set, log, dead letters, outcome
-// records) and the stored envelope or record.
+// jobStatusSource reads everything one job's status needs, in one call:
+// where the id sits (delayed set, log, dead letters, outcome record buckets,
+// newest first) and the stored envelope or record.
 //
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] dead  KEYS[5] deadmsg
-//	KEYS[6] done KEYS[7] donemsg
+//	KEYS[6] done (the bucket index)
 //	ARGV[1] id
 //	ARGV[2] the committed offset: "ahead" counts log entries after it
 //
 // Returns {now in µs, due ms or false, position or false, ahead,
 // envelope or false, dead-lettered ms or false, dead record or false,
-// record expiry ms or false, outcome record or false}.
+// outcome record or false}.
 const jobStatusSource = `-- drover job-status v1
 local id = ARGV[1]
 local t = redis.call('TIME')
@@ -233,10 +255,13 @@ local env = redis.call('HGET', KEYS[2], id)
 local dead = redis.call('ZSCORE', KEYS[4], id)
 local deadrec = false
 if dead then deadrec = redis.call('HGET', KEYS[5], id) end
-local exp = redis.call('ZSCORE', KEYS[6], id)
 local rec = false
-if exp then rec = redis.call('HGET', KEYS[7], id) end
-return {now_us, due, pos, ahead, env, dead, deadrec, exp, rec}
+local buckets = redis.call('ZRANGE', KEYS[6], '+inf', '(' .. math.floor(now_us / 1000), 'BYSCORE', 'REV')
+for i = 1, #buckets do
+  rec = redis.call('HGET', KEYS[6] .. ':' .. buckets[i], id)
+  if rec then break end
+end
+return {now_us, due, pos, ahead, env, dead, deadrec, rec}
 `
 
 // retrySource stores a message's new envelope under its id and schedules it
