@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // OutcomeTrimmer is a Log that keeps outcome records of finished jobs
@@ -44,7 +45,7 @@ func setLastError(m *drover.Message, f drover.Failure) {
 
 // outcomeOf returns the record of a succeeded attempt, or nil when the
 // queue keeps no records or the Log cannot write them.
-func (l *queueLoop) outcomeOf(m *drover.Message, res Result, cfg *drover.QueueConfig) *drover.Outcome {
+func (l *queueLoop) outcomeOf(m *drover.Message, res executor.Result, cfg *drover.QueueConfig) *drover.Outcome {
 	if cfg.Outcomes.Keep() <= 0 {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // Succeeded messages leave outcome records that ride with the trims after
@@ -18,11 +19,11 @@ func TestOutcomeRecordsRideWithTheTrim(t *testing.T) {
 	}
 	log.add("q", msg("flaky"))
 	log.add("off", msg("x"))
-	ex := &scriptedExecutor{outcome: func(m *drover.Message) Outcome {
+	ex := &scriptedExecutor{outcome: func(m *drover.Message) executor.Outcome {
 		if m.ID == "flaky" && m.Attempt == 0 {
-			return OutcomeFailure
+			return executor.OutcomeFailure
 		}
-		return OutcomeSuccess
+		return executor.OutcomeSuccess
 	}}
 	w := newTestWorker(t, log, ex, nil)
 	claim, offClaim := &memClaim{}, &memClaim{}
