@@ -53,6 +53,10 @@ func (k *keyspace) queue(q string) *queueKeys {
 // queues is the SET of every queue name ever enqueued to.
 func (k *keyspace) queues() string { return k.prefix + ":queues" }
 
+// audit is the LIST of audit records of the console's mutations, newest
+// first.
+func (k *keyspace) audit() string { return k.prefix + ":audit" }
+
 // wakeupChannel is the Pub/Sub channel on which every enqueue publishes the
 // queue's name, so that an idle owner can wake without polling.
 func (k *keyspace) wakeupChannel() string { return k.prefix + ":wakeup" }
