@@ -47,6 +47,9 @@ type Lookup struct {
 	Fleet Fleet
 	// HTTP asks owners' admin servers; default: a client with a 5s timeout.
 	HTTP *http.Client
+	// Token, when set, is sent as a bearer token to the owners' debug
+	// endpoints (an operator token: ctl.token).
+	Token string
 }
 
 // adminTimeout bounds one question to an owner's admin server.
@@ -111,6 +114,9 @@ func (l *Lookup) askOwner(ctx context.Context, addr, queue, id string) (running,
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return running{}, false, err
+	}
+	if l.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+l.Token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -217,6 +217,10 @@ type queuePage struct {
 	Delayed []ops.Message
 	Dead    []ops.Message
 	Config  string
+	// JobID and Job: the job looked up by id (?job=), when asked.
+	JobID  string
+	Job    *drover.JobStatus
+	JobErr string
 }
 
 type membersPage struct {
@@ -281,6 +285,16 @@ func (s *Server) routePages() {
 			return nil, err
 		}
 		pg := queuePage{refreshing: refreshing{5}, Q: d}
+		if id := r.URL.Query().Get("job"); id != "" && s.jobs != nil {
+			pg.JobID = id
+			pg.refreshing = refreshing{} // keep the answer on screen
+			js, err := s.jobs.Lookup.Job(r.Context(), q, id)
+			if err != nil {
+				pg.JobErr = err.Error()
+			} else {
+				pg.Job = &js
+			}
+		}
 		if pg.Pending, err = s.ops.Pending(r.Context(), q, 0, 20); err != nil {
 			return nil, err
 		}

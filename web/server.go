@@ -77,6 +77,8 @@ type Server struct {
 	history    []sample
 	lastTask   map[string]float64
 	lastTaskAt time.Time
+
+	jobs *JobsConfig // set by RouteJobs; nil: no job endpoints
 }
 
 // New validates cfg and builds the server with every built-in route.

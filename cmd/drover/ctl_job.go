@@ -44,7 +44,7 @@ error: the command exits 0.`,
 			if err != nil {
 				return err
 			}
-			lookup := &jobs.Lookup{Store: st, Fleet: adapt.FleetOwners{Session: s}}
+			lookup := &jobs.Lookup{Store: st, Fleet: adapt.FleetOwners{Session: s}, Token: e.cfg.Ctl.Token}
 			js, err := lookup.Job(e.ctx, args[0], args[1])
 			if err != nil {
 				return err

@@ -13,10 +13,14 @@ import (
 	rungroup "github.com/oklog/run"
 	"github.com/spf13/cobra"
 
+	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/ops"
+	"github.com/drover-dev/drover/jobs"
+	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/web"
 )
 
@@ -125,6 +129,9 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr interface{ Write([]b
 	if err != nil {
 		return err
 	}
+	if err := srv.RouteJobs(jobsConfig(sess, store, cfg.Ctl.Token)); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Web.Addr)
 	if err != nil {
 		return fmt.Errorf("web.addr: listen: %w", err)
@@ -182,4 +189,17 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr interface{ Write([]b
 		}
 	}, func(error) {})
 	return g.Run()
+}
+
+// jobsConfig wires the console's job endpoints (status by id, HTTP
+// producers) to the fleet's ZooKeeper session and queue store.
+func jobsConfig(sess *coordinator.Session, store *queue.Store, memberToken string) web.JobsConfig {
+	return web.JobsConfig{
+		Store:  store,
+		Lookup: &jobs.Lookup{Store: store, Fleet: adapt.FleetOwners{Session: sess}, Token: memberToken},
+		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
+			qe, err := sess.Queue(ctx, q)
+			return qe.Config, err
+		},
+	}
 }
