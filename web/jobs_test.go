@@ -28,7 +28,6 @@ func (r *rig) withJobs(maxBatch int) {
 	}
 }
 
-
 func (r *rig) jobStatus(role, q, id string) drover.JobStatus {
 	r.t.Helper()
 	var st drover.JobStatus
