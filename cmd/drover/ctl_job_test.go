@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,11 +15,15 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/adapt"
+	"github.com/drover-dev/drover/internal/auth"
+	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/jobs"
+	"github.com/drover-dev/drover/web"
 )
 
-// jobViews are the ways a test reads a job's status: the CLI and the Go
-// client (jobs.Lookup); every view must give the same state.
+// jobViews are the ways a test reads a job's status: the CLI, the Go
+// client (jobs.Lookup) and the HTTP API; every view must give the same
+// state.
 type jobViews struct {
 	c      *cluster
 	lookup *jobs.Lookup
@@ -24,7 +31,47 @@ type jobViews struct {
 }
 
 func newJobViews(c *cluster) *jobViews {
-	return &jobViews{c: c, lookup: &jobs.Lookup{Store: c.store(), Fleet: adapt.FleetOwners{Session: c.session()}}}
+	sess, store := c.session(), c.store()
+	v := &jobViews{c: c, lookup: &jobs.Lookup{Store: store, Fleet: adapt.FleetOwners{Session: sess}}}
+
+	// The HTTP API: the console's server as drover web wires it, with a
+	// viewer token.
+	tok, spec, err := auth.NewToken("reader", auth.Viewer)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	authn, err := auth.New(auth.Config{Tokens: []string{spec}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	o, err := ops.New(ops.Config{ZK: sess, Store: store})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	srv, err := web.New(web.Config{Ops: o, Auth: authn})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := srv.RouteJobs(jobsConfig(sess, store, "")); err != nil {
+		c.t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	c.t.Cleanup(hs.Close)
+	v.extra = append(v.extra, func(q, id string) (drover.JobStatus, error) {
+		req, _ := http.NewRequest("GET", hs.URL+"/api/v1/queues/"+q+"/jobs/"+id, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return drover.JobStatus{}, err
+		}
+		defer resp.Body.Close()
+		var st drover.JobStatus
+		if resp.StatusCode != http.StatusOK {
+			return st, fmt.Errorf("GET %s: %s", req.URL.Path, resp.Status)
+		}
+		return st, json.NewDecoder(resp.Body).Decode(&st)
+	})
+	return v
 }
 
 // status reads the job through every view; it fails the test when they
@@ -73,7 +120,7 @@ func (v *jobViews) waitState(q, id string, want drover.JobState) drover.JobStatu
 // TestJobStatusWalksEveryState runs a real worker and walks one job through
 // delayed → pending → running (a real child's pid) → retrying → dead,
 // another to succeeded, a revoked one and an expired record, reading each
-// through the CLI and the Go client.
+// through the CLI, the Go client and the HTTP API.
 func TestJobStatusWalksEveryState(t *testing.T) {
 	c := newCluster(t)
 	dir := t.TempDir()
