@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -125,26 +126,21 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 	if _, err := knownQueue(r.Context(), cfg, q); err != nil {
 		return nil, err
 	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(r.Body, &probe); err != nil {
-		return nil, Errorf(http.StatusBadRequest, "request body: want a JSON object (a job, or {\"jobs\": [...]}): %v", err)
+	// One strict decode: a job's fields, or "jobs" alone for a batch.
+	var body struct {
+		JobRequest
+		Jobs *[]JobRequest `json:"jobs"`
 	}
-	_, batch := probe["jobs"]
-	var reqs []JobRequest
+	if err := strictJSON(r.Body, &body); err != nil {
+		return nil, Errorf(http.StatusBadRequest, "request body: want a job or {\"jobs\": [...]}: %v", err)
+	}
+	batch := body.Jobs != nil
+	reqs := []JobRequest{body.JobRequest}
 	if batch {
-		var b struct {
-			Jobs []JobRequest `json:"jobs"`
+		if !reflect.ValueOf(body.JobRequest).IsZero() {
+			return nil, Errorf(http.StatusBadRequest, "request body: a batch holds only \"jobs\"")
 		}
-		if err := strictJSON(r.Body, &b); err != nil {
-			return nil, Errorf(http.StatusBadRequest, "request body: %v", err)
-		}
-		reqs = b.Jobs
-	} else {
-		var one JobRequest
-		if err := strictJSON(r.Body, &one); err != nil {
-			return nil, Errorf(http.StatusBadRequest, "request body: %v", err)
-		}
-		reqs = []JobRequest{one}
+		reqs = *body.Jobs
 	}
 	switch {
 	case len(reqs) == 0:

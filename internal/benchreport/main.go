@@ -114,6 +114,22 @@ func sections() []section {
 			Notes: "The RSS is measured with the default settings (the Prometheus sink on); without the sink the same worker holds about 58.5 MB. What remains is one goroutine per owned queue (its stack grows with the Redis and ZooKeeper calls the loop makes), the per-queue backlog gauges and about 20 MB of live heap; see the bench section below for what was done about it.",
 		},
 		{
+			Title: "Outcome records (job status)", Pkg: "./e2e",
+			Intro: "Inline no-op tasks (50,000 per run, concurrency 16) with outcome records off and on (the default: 24 h, 10,000 per queue), alternating in the same run on the same worker, Redis and ZooKeeper. Records of succeeded tasks ride with the trim after each commit (one HSET field per record in an expiring bucket); `cost` = 1 − on/off.",
+			Bench: "^BenchmarkOutcomeRecordsInline$", Benchtime: "1x",
+			Units: []string{"off-tasks/s", "on-tasks/s", "cost"},
+			Targets: []target{
+				{"outcome records on cost ≤ 10% of inline no-op tasks/s", "BenchmarkOutcomeRecordsInline", "cost", "<=", 0.10},
+			},
+		},
+		{
+			Title: "HTTP producers", Pkg: "./web",
+			Intro: "`POST /api/v1/queues/{q}/jobs` with batches of 100 jobs from one keep-alive client with a producer token (authenticated, size-bounded, audited), against the Go client's `EnqueueBatch` of 100 on the same Redis, alternating in the same run; `ratio` = HTTP / Go client.",
+			Bench: "^BenchmarkHTTPEnqueueBatch100$", Benchtime: "1x",
+			Units: []string{"http-jobs/s", "client-jobs/s", "ratio"},
+			Notes: "No target was set. Where an HTTP request's time goes (CPU profile): the console decodes every mutation's body generically for its form/JSON parameters and the audit detail, the job endpoint decodes it again strictly, and the answer is indented JSON; the enqueue itself is the same script call as EnqueueBatch.",
+		},
+		{
 			Title: "Scheduler", Pkg: "./queue",
 			Intro: "The schedule store on Redis: start-up with 100,000 entries (100 due), sustained fires, and lateness at 1,000 fires/s on the real clock.",
 			Bench: "^BenchmarkSchedule(Startup100k|Fires|Lateness1000)$", Benchtime: "1x",
