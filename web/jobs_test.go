@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -145,5 +147,51 @@ func TestHTTPProducerRefusalsWriteNothing(t *testing.T) {
 	}
 	if code, _ := r.call("producer", "POST", path, good); code != 201 {
 		t.Fatalf("a good request after the refusals: want 201, have %d", code)
+	}
+}
+
+// The example client (standard library only) enqueues, reads a status,
+// sends a batch and revokes against a real console.
+func TestHTTPProducerExampleClient(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 not found (%v): install it with `apt-get install python3`", err)
+	}
+	r := newRig(t)
+	r.queueWith("q", 0)
+	r.withJobs(0)
+	run := func(args ...string) map[string]any {
+		t.Helper()
+		cmd := exec.Command(python, append([]string{"../examples/http-producer.py"}, args...)...)
+		cmd.Env = append(os.Environ(), "DROVER_URL="+r.http.URL, "DROVER_TOKEN="+r.tokens["producer"])
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("http-producer.py %v: %v\n%s%s", args, err, out, stderr)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("http-producer.py %v: not JSON: %v\n%s", args, err, out)
+		}
+		return v
+	}
+	if v := run("enqueue", "q", "send", `{"to":"a@example.com"}`, "--id", "mail-1"); v["id"] != "mail-1" || v["position"] == nil {
+		t.Fatalf("enqueue: want id mail-1 with a position, have %v", v)
+	}
+	if v := run("status", "q", "mail-1"); v["state"] != "pending" {
+		t.Fatalf("status: want pending, have %v", v)
+	}
+	if v := run("batch", "q", "send", "3"); len(v["jobs"].([]any)) != 3 {
+		t.Fatalf("batch: want 3 results, have %v", v)
+	}
+	run("enqueue", "q", "send", "--id", "later", "--in", "1h")
+	if v := run("revoke", "q", "later"); v["revoked"] != true {
+		t.Fatalf("revoke: want revoked, have %v", v)
+	}
+	if v := run("status", "q", "later"); v["state"] != "revoked" {
+		t.Fatalf("status after revoke: want revoked, have %v", v)
 	}
 }
