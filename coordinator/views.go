@@ -17,13 +17,16 @@ import (
 // go-zookeeper client pipelines concurrent requests over the session's one
 // connection, so a few dozen outstanding reads turn N round trips into about
 // N/ViewParallelism latencies while bounding the server's queue.
-const ViewParallelism = 64
+const ViewParallelism = 128
 
 // QueueView is what an operator's console shows of one queue from
 // ZooKeeper: its owner and its committed offset.
 type QueueView struct {
 	Name string
-	// Owner is the member name in /owners/<queue>, "" when not owned.
+	// Owned says whether /owners/<queue> exists.
+	Owned bool
+	// Owner is the member name in /owners/<queue>, "" when not owned or
+	// when the owner nodes were not read (ReadQueueViews without owners).
 	Owner string
 	// Offset is /offsets/<queue>; zero when the queue was never claimed.
 	Offset drover.Offset
@@ -46,12 +49,41 @@ func (s *Session) QueueNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// ReadQueueViews reads the owner and offset nodes of every queue in queues,
-// with at most ViewParallelism requests in flight. It returns one view per
-// queue in the order given; a queue without nodes has a zero view. It fails
-// on the first read that fails for another reason than a missing node.
-func (s *Session) ReadQueueViews(ctx context.Context, queues []string) ([]QueueView, error) {
+// OwnedQueues lists the queues that have an owner node (the children of
+// /owners): one request.
+func (s *Session) OwnedQueues(ctx context.Context) (map[string]bool, error) {
+	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+		names, _, err := c.Children(s.path(ownersDir))
+		return names, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list owners: %w", err)
+	}
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// ReadQueueViews reads the offset node of every queue in queues and, with
+// owners, its owner node, with at most ViewParallelism requests in flight.
+// Without owners, Owned comes from one listing of /owners and Owner stays
+// "" (half the reads: a console lists the assigned member instead). It
+// returns one view per queue in the order given; a queue without nodes has
+// a zero view. It fails on the first read that fails for another reason
+// than a missing node.
+func (s *Session) ReadQueueViews(ctx context.Context, queues []string, owners bool) ([]QueueView, error) {
 	views := make([]QueueView, len(queues))
+	if !owners {
+		owned, err := s.OwnedQueues(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for i, q := range queues {
+			views[i].Owned = owned[q]
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -69,7 +101,7 @@ func (s *Session) ReadQueueViews(ctx context.Context, queues []string) ([]QueueV
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if err := s.readView(ctx, &views[i], queues[i]); err != nil {
+				if err := s.readView(ctx, &views[i], queues[i], owners); err != nil {
 					fail(err)
 				}
 			}
@@ -94,25 +126,27 @@ feed:
 	return views, nil
 }
 
-func (s *Session) readView(ctx context.Context, v *QueueView, q string) error {
+func (s *Session) readView(ctx context.Context, v *QueueView, q string, owners bool) error {
 	v.Name = q
 	op, err := s.queuePath(ownersDir, q)
 	if err != nil {
 		return err
 	}
-	nd, err := getNode(ctx, s, op)
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-	case err != nil:
-		return fmt.Errorf("owner of %s: %w", q, err)
-	default:
-		var o Owner
-		if err := json.Unmarshal(nd.data, &o); err != nil {
-			v.Err = fmt.Errorf("decode %s: %w", op, err)
+	if owners {
+		nd, err := getNode(ctx, s, op)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+		case err != nil:
+			return fmt.Errorf("owner of %s: %w", q, err)
+		default:
+			var o Owner
+			if err := json.Unmarshal(nd.data, &o); err != nil {
+				v.Err = fmt.Errorf("decode %s: %w", op, err)
+			}
+			v.Owned, v.Owner = true, o.Member
 		}
-		v.Owner = o.Member
 	}
-	nd, err = getNode(ctx, s, s.path(offsetsDir, q))
+	nd, err := getNode(ctx, s, s.path(offsetsDir, q))
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 	case err != nil:

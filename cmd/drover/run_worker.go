@@ -78,7 +78,11 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	m.w = w
 
 	var g rungroup.Group
-	admin, err := newAdminServer(cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{Ready: m.ready, Info: m.info, Metrics: reg.Handler()}))
+	guard, err := debugGuard(cfg)
+	if err != nil {
+		return err
+	}
+	admin, err := newAdminServer(cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{Ready: m.ready, Info: m.info, Metrics: reg.Handler(), Debug: guard}))
 	if err != nil {
 		return err
 	}

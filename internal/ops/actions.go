@@ -161,7 +161,7 @@ func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return ResetPreview{}, err
 	}
-	views, err := o.zk.ReadQueueViews(ctx, []string{q})
+	views, err := o.zk.ReadQueueViews(ctx, []string{q}, true)
 	if err != nil {
 		return ResetPreview{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/drover-dev/drover"
 )
@@ -102,7 +103,7 @@ func (o *Ops) memberTasks(ctx context.Context, addr string) (float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("GET %s/metrics: %s", addr, resp.Status)
 	}
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return 0, fmt.Errorf("GET %s/metrics: %w", addr, err)

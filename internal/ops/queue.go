@@ -47,7 +47,7 @@ func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return nil, err
 	}
-	views, err := o.zk.ReadQueueViews(ctx, []string{q})
+	views, err := o.zk.ReadQueueViews(ctx, []string{q}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &QueueDetail{QueueRow: QueueRow{Queue: q, Assigned: an.Assignment.Queues[q], Owner: v.Owner,
+	d := &QueueDetail{QueueRow: QueueRow{Queue: q, Assigned: an.Assignment.Queues[q], Owner: v.Owner, Owned: v.Owned,
 		Committed: v.Offset.Position, LogEnd: st.LogEnd, Lag: st.Lag, OldestAge: st.OldestAge.Seconds(), Delayed: st.Delayed, Dead: st.Dead}}
 	if v.Err != nil {
 		d.Error = v.Err.Error()
@@ -138,7 +138,7 @@ func (o *Ops) Pending(ctx context.Context, q string, after drover.Position, limi
 		return nil, err
 	}
 	if after == 0 {
-		views, err := o.zk.ReadQueueViews(ctx, []string{q})
+		views, err := o.zk.ReadQueueViews(ctx, []string{q}, true)
 		if err != nil {
 			return nil, err
 		}
@@ -245,7 +245,7 @@ func (o *Ops) Message(ctx context.Context, q, id string) (Message, error) {
 	}
 	m := Message{ID: id, State: mi.State, Position: mi.Position}
 	envelopeOf(&m, mi.Raw)
-	if views, err := o.zk.ReadQueueViews(ctx, []string{q}); err == nil && mi.Position <= views[0].Offset.Position {
+	if views, err := o.zk.ReadQueueViews(ctx, []string{q}, true); err == nil && mi.Position <= views[0].Offset.Position {
 		m.Done = true
 	}
 	return m, nil

@@ -48,19 +48,24 @@ type MemberRow struct {
 
 // QueueRow is one queue: the same fields as `drover ctl status -o json`.
 type QueueRow struct {
-	Queue      string          `json:"queue"`
-	Configured bool            `json:"configured"`
-	Assigned   string          `json:"assigned,omitempty"`
-	Owner      string          `json:"owner,omitempty"`
-	Committed  drover.Position `json:"committed"`
-	LogEnd     drover.Position `json:"log_end"`
-	Lag        int64           `json:"lag"`
-	OldestAge  float64         `json:"oldest_age_seconds"`
-	Delayed    int64           `json:"delayed"`
-	Dead       int64           `json:"dead"`
-	Paused     bool            `json:"paused"`
-	PausedBy   *drover.Pause   `json:"paused_by,omitempty"`
-	Error      string          `json:"error,omitempty"`
+	Queue      string `json:"queue"`
+	Configured bool   `json:"configured"`
+	Assigned   string `json:"assigned,omitempty"`
+	// Owned says whether a member holds the queue's claim. Owner is that
+	// member on the queue's own page (GET /queues/{queue}); in the list it
+	// is the assigned member when the queue is owned, which differs only
+	// for the moment a moving queue is handed over.
+	Owned     bool            `json:"owned"`
+	Owner     string          `json:"owner,omitempty"`
+	Committed drover.Position `json:"committed"`
+	LogEnd    drover.Position `json:"log_end"`
+	Lag       int64           `json:"lag"`
+	OldestAge float64         `json:"oldest_age_seconds"`
+	Delayed   int64           `json:"delayed"`
+	Dead      int64           `json:"dead"`
+	Paused    bool            `json:"paused"`
+	PausedBy  *drover.Pause   `json:"paused_by,omitempty"`
+	Error     string          `json:"error,omitempty"`
 }
 
 // Snapshot reads the fleet. Its cost is a handful of ZooKeeper listings,
@@ -122,7 +127,7 @@ func (o *Ops) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 	}
 	sort.Strings(names)
-	views, err := s.ReadQueueViews(ctx, names)
+	views, err := s.ReadQueueViews(ctx, names, false)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +142,7 @@ func (o *Ops) Snapshot(ctx context.Context) (*Snapshot, error) {
 	snap.Queues = make([]QueueRow, len(names))
 	for i, q := range names {
 		v, st := views[i], stats[i]
-		r := QueueRow{Queue: q, Configured: isConfigured[q], Assigned: an.Assignment.Queues[q], Owner: v.Owner,
+		r := QueueRow{Queue: q, Configured: isConfigured[q], Assigned: an.Assignment.Queues[q], Owned: v.Owned,
 			Committed: v.Offset.Position, LogEnd: st.LogEnd, Lag: st.Lag, OldestAge: st.OldestAge.Seconds(),
 			Delayed: st.Delayed, Dead: st.Dead}
 		if v.Err != nil {
@@ -153,7 +158,8 @@ func (o *Ops) Snapshot(ctx context.Context) (*Snapshot, error) {
 		snap.Queues[i] = r
 		t := &snap.Totals
 		t.Queues++
-		if r.Owner != "" {
+		if r.Owned {
+			r.Owner = r.Assigned // the list reads no owner node: see QueueRow.Owner
 			t.Owned++
 		}
 		if r.Paused {
