@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/redis/go-redis/v9"
 )
 
 // Outcome records (docs/redis-schema.md, "Outcome records") keep what
@@ -53,21 +52,18 @@ func (s *Store) TrimRecording(ctx context.Context, queue string, offset drover.P
 	trimArgs := []any{int64(offset), retention.Microseconds(), trimChunk}
 	recKeys := []string{qk.done}
 
-	send := func(eval func(sc *redis.Script, pipe redis.Pipeliner, keys []string, args ...any) *redis.Cmd) (*redis.Cmd, *redis.Cmd) {
-		pipe := s.rdb.Pipeline()
-		rec := eval(recordOutcomesScript, pipe, recKeys, recArgs...)
-		trim := eval(trimScript, pipe, trimKeys, trimArgs...)
-		_, _ = pipe.Exec(ctx) // errors are read per command
-		return rec, trim
+	pipe := s.rdb.Pipeline()
+	rec := recordOutcomesScript.EvalSha(ctx, pipe, recKeys, recArgs...)
+	trim := trimScript.EvalSha(ctx, pipe, trimKeys, trimArgs...)
+	_, _ = pipe.Exec(ctx) // errors are read per command
+	// A script the server did not know (first use, or after a restart) did
+	// not run: run that one again with its source. Only that one: the other
+	// may have run (a trim must not be counted twice).
+	if isNoScript(rec.Err()) {
+		rec = s.run(ctx, recordOutcomesScript, recKeys, recArgs...)
 	}
-	rec, trim := send(func(sc *redis.Script, pipe redis.Pipeliner, keys []string, args ...any) *redis.Cmd {
-		return sc.EvalSha(ctx, pipe, keys, args...)
-	})
-	if isNoScript(rec.Err()) || isNoScript(trim.Err()) {
-		// First use, or the server restarted: send the sources.
-		rec, trim = send(func(sc *redis.Script, pipe redis.Pipeliner, keys []string, args ...any) *redis.Cmd {
-			return sc.Eval(ctx, pipe, keys, args...)
-		})
+	if isNoScript(trim.Err()) {
+		trim = s.run(ctx, trimScript, trimKeys, trimArgs...)
 	}
 	if err := rec.Err(); err != nil {
 		return 0, fmt.Errorf("record %d outcomes of %s: %w", len(outcomes), queue, err)
