@@ -198,3 +198,23 @@ func testOutcomeRecordsBoundedAndExpire(t *testing.T, rdb redis.UniversalClient)
 		time.Sleep(5 * time.Millisecond) // poll Redis's clock
 	}
 }
+
+// A script the server forgot (SCRIPT FLUSH, a restart) is sent again
+// alone: the trim that did run is not run twice, and the records are kept.
+func TestTrimRecordingAfterScriptFlush(t *testing.T) {
+	rdb := testBackends[0].client(t)
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	pos := mustEnqueue(t, s, msg("flush", "a")).Position
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Trim(ctx, "flush", 0, 0); err != nil { // load trim again, not record-outcomes
+		t.Fatal(err)
+	}
+	rec := []drover.Outcome{{ID: "a", State: drover.JobSucceeded, FinishedAt: time.Now()}}
+	if n, err := s.TrimRecording(ctx, "flush", pos, 0, rec, drover.Outcomes{}); err != nil || n != 1 {
+		t.Fatalf("TrimRecording with an unknown record script: want 1 entry trimmed, have %d, %v", n, err)
+	}
+	wantState(t, jobStatus(t, s, "flush", "a", 0), drover.JobSucceeded)
+}
