@@ -65,7 +65,7 @@ type QueueConfig struct {
 	Group  string               `json:"group,omitempty"` // and group
 	// Outcomes keeps records of finished jobs for status lookups; default
 	// 24h, at most 10000 records, no stdout.
-	Outcomes Outcomes `json:"outcomes,omitempty"`
+	Outcomes Outcomes `json:"outcomes,omitzero"`
 }
 
 // Backoff is the retry delay: Base × 2^(attempt-1), capped at Max, with up to
