@@ -19,6 +19,7 @@ import (
 	"github.com/drover-dev/drover/internal/testenv"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/worker"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // The worker runtime's figures (issue "Worker runtime"), measured in process
@@ -72,7 +73,7 @@ func newRuntimeRig(b *testing.B, capacity int) *runtimeRig {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	ex, err := worker.NewExecutor(worker.ExecConfig{})
+	ex, err := executor.New(executor.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

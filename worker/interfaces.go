@@ -6,7 +6,16 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/worker/executor"
 )
+
+// Executor runs task attempts; executor.New returns the one cmd/drover
+// wires. Execute blocks until the attempt has ended and every process it
+// started is gone; cancelling ctx means "abort now" (the Outcome is then
+// executor.OutcomeAborted).
+type Executor interface {
+	Execute(ctx context.Context, t *executor.Task) executor.Result
+}
 
 // Delivery is one entry read from a queue's log.
 type Delivery struct {

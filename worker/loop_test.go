@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // waitFor polls cond until it holds; the bound only keeps a broken test from
@@ -166,11 +167,11 @@ func TestOrderedQueueRetriesInPlaceAndKeepsOrder(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		log.add("q", msg(id))
 	}
-	ex := &scriptedExecutor{outcome: func(m *drover.Message) Outcome {
+	ex := &scriptedExecutor{outcome: func(m *drover.Message) executor.Outcome {
 		if m.ID == "b" && m.Attempt < 2 {
-			return OutcomeRetry
+			return executor.OutcomeRetry
 		}
-		return OutcomeSuccess
+		return executor.OutcomeSuccess
 	}}
 	w := newTestWorker(t, log, ex, nil)
 	claim := &memClaim{}
@@ -194,11 +195,11 @@ func TestFailuresRetryThenDeadLetter(t *testing.T) {
 	log := newMemLog()
 	log.add("q", msg("bad"))
 	log.add("q", msg("good"))
-	ex := &scriptedExecutor{outcome: func(m *drover.Message) Outcome {
+	ex := &scriptedExecutor{outcome: func(m *drover.Message) executor.Outcome {
 		if m.ID == "bad" {
-			return OutcomeFailure
+			return executor.OutcomeFailure
 		}
-		return OutcomeSuccess
+		return executor.OutcomeSuccess
 	}}
 	w := newTestWorker(t, log, ex, nil)
 	if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {

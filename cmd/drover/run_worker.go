@@ -20,6 +20,7 @@ import (
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/rebalance"
 	"github.com/drover-dev/drover/worker"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // workerOptions are the worker command's options that are not settings.
@@ -48,7 +49,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		return err
 	}
 	defer closeStore()
-	exec, err := worker.NewExecutor(worker.ExecConfig{Logger: log.Named("task")})
+	exec, err := executor.New(executor.Config{Logger: log.Named("task")})
 	if err != nil {
 		return err
 	}
