@@ -3,7 +3,9 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +152,45 @@ func TestAPIBadInput(t *testing.T) {
 	if d.Paused || d.Lag != 3 {
 		t.Fatalf("after refused requests: want q1 unpaused with lag 3, have paused=%v lag=%d", d.Paused, d.Lag)
 	}
+}
+
+func TestOpenConsoleAdmitsLoopbackAsAdmin(t *testing.T) {
+	r := newRig(t)
+	open, err := auth.New(auth.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Ops: r.srv.ops, Auth: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httptestServer(t, srv)
+	resp, err := http.Get(h + "/api/v1/whoami")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var who map[string]string
+	json.NewDecoder(resp.Body).Decode(&who)
+	resp.Body.Close()
+	if who["role"] != "admin" || who["via"] != "loopback" {
+		t.Fatalf("open console from loopback: want admin via loopback, have %v", who)
+	}
+	req, _ := http.NewRequest("GET", h+"/", nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1<<16)
+	n, _ := io.ReadFull(resp.Body, b)
+	resp.Body.Close()
+	if !strings.Contains(string(b[:n]), "listens on loopback only") {
+		t.Fatalf("open console: want the loopback-only banner, have %.500s", b[:n])
+	}
+}
+
+func httptestServer(t *testing.T, s *Server) string {
+	h := httptest.NewServer(s.Handler())
+	t.Cleanup(h.Close)
+	return h.URL
 }
