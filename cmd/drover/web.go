@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -91,7 +92,7 @@ shown again.`,
 // runWeb serves the console until ctx ends or the ZooKeeper session is
 // lost (then it fails: restart it). ready, when not nil, receives the
 // console's URL once it listens.
-func runWeb(ctx context.Context, cfg *config.Config, stderr interface{ Write([]byte) (int, error) }, ready func(url string)) error {
+func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready func(url string)) error {
 	log := cfg.Logger("drover", os.Stderr).Named("web")
 	tls := cfg.Web.TLSCert != "" && cfg.Web.TLSKey != ""
 	authn, err := auth.New(auth.Config{Tokens: cfg.Auth.Tokens, SessionKey: cfg.Auth.SessionKey, SessionTTL: cfg.Web.SessionTTL, SecureCookies: tls})
