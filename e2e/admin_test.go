@@ -137,6 +137,25 @@ func TestShippedAdminListenerHidesDebugFromTheNetwork(t *testing.T) {
 			}
 		})
 	}
+
+	// drover scheduler with the shipped file serves scrape and probe
+	// endpoints only: no debug endpoint at all.
+	port := freePort(t)
+	f.startDrover("scheduler", "admin-sched", "DROVER_CONFIG="+shipped, "DROVER_LOG_JSON=false", fmt.Sprintf("DROVER_WORKER_ADMIN_ADDR=0.0.0.0:%d", port))
+	base := fmt.Sprintf("http://%s:%d", ip, port)
+	waitFor(t, 60*time.Second, "the scheduler's /metrics", func() bool {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	for _, path := range []string{"/debug/state", "/debug/pprof/profile?seconds=1", "/debug/pprof/cmdline"} {
+		if st, _ := get(t, base+path, opTok); st != http.StatusNotFound {
+			t.Errorf("scheduler %s: want 404 (not served), have %d", path, st)
+		}
+	}
 }
 
 // ctl runs `drover ctl args...` against the fleet with extra env and

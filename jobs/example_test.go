@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/drover-dev/drover/coordinator"
-	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/jobs"
 	"github.com/drover-dev/drover/queue"
 )
@@ -21,7 +20,7 @@ func ExampleLookup_Job() {
 		return
 	}
 	defer sess.Close()
-	lookup := &jobs.Lookup{Store: store, Fleet: adapt.FleetOwners{Session: sess}}
+	lookup := &jobs.Lookup{Store: store, Fleet: jobs.SessionFleet{Session: sess}}
 	st, err := lookup.Job(ctx, "emails", "welcome-42")
 	if err != nil {
 		return

@@ -35,7 +35,7 @@ type Owner struct {
 }
 
 // Fleet reads a queue's owner and committed offset (ZooKeeper; see
-// internal/adapt.FleetOwners).
+// SessionFleet).
 type Fleet interface {
 	QueueOwner(ctx context.Context, queue string) (Owner, error)
 }

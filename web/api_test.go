@@ -3,7 +3,9 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +151,108 @@ func TestAPIBadInput(t *testing.T) {
 	d := decode[ops.QueueDetail](t, r.want(200, "viewer", "GET", "/api/v1/queues/q1", ""))
 	if d.Paused || d.Lag != 3 {
 		t.Fatalf("after refused requests: want q1 unpaused with lag 3, have paused=%v lag=%d", d.Paused, d.Lag)
+	}
+}
+
+func TestOpenConsoleAdmitsLoopbackAsAdmin(t *testing.T) {
+	r := newRig(t)
+	open, err := auth.New(auth.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Ops: r.srv.ops, Auth: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httptestServer(t, srv)
+	resp, err := http.Get(h + "/api/v1/whoami")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var who map[string]string
+	json.NewDecoder(resp.Body).Decode(&who)
+	resp.Body.Close()
+	if who["role"] != "admin" || who["via"] != "loopback" {
+		t.Fatalf("open console from loopback: want admin via loopback, have %v", who)
+	}
+	req, _ := http.NewRequest("GET", h+"/", nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1<<16)
+	n, _ := io.ReadFull(resp.Body, b)
+	resp.Body.Close()
+	if !strings.Contains(string(b[:n]), "listens on loopback only") {
+		t.Fatalf("open console: want the loopback-only banner, have %.500s", b[:n])
+	}
+}
+
+func httptestServer(t *testing.T, s *Server) string {
+	h := httptest.NewServer(s.Handler())
+	t.Cleanup(h.Close)
+	return h.URL
+}
+
+// TestEveryEndpointNeedsItsRole asks every API route without credentials
+// (401) and with each role below the one it needs (403).
+func TestEveryEndpointNeedsItsRole(t *testing.T) {
+	r := newRig(t)
+	r.queueWith("q", 1)
+	routes := []struct {
+		method, path string
+		need         auth.Role
+	}{
+		{"GET", "/api/v1/whoami", auth.Viewer},
+		{"GET", "/api/v1/overview", auth.Viewer},
+		{"GET", "/api/v1/queues", auth.Viewer},
+		{"GET", "/api/v1/queues/q", auth.Viewer},
+		{"GET", "/api/v1/queues/q/pending", auth.Viewer},
+		{"GET", "/api/v1/queues/q/delayed", auth.Viewer},
+		{"GET", "/api/v1/queues/q/dead", auth.Viewer},
+		{"GET", "/api/v1/queues/q/messages/x", auth.Viewer},
+		{"GET", "/api/v1/members", auth.Viewer},
+		{"GET", "/api/v1/members/m", auth.Viewer},
+		{"GET", "/api/v1/schedules", auth.Viewer},
+		{"GET", "/api/v1/schedules/s", auth.Viewer},
+		{"GET", "/api/v1/audit", auth.Viewer},
+		{"POST", "/api/v1/queues/q/pause", auth.Operator},
+		{"POST", "/api/v1/queues/q/resume", auth.Operator},
+		{"POST", "/api/v1/members/m/pause", auth.Operator},
+		{"POST", "/api/v1/members/m/resume", auth.Operator},
+		{"POST", "/api/v1/pause", auth.Operator},
+		{"POST", "/api/v1/resume", auth.Operator},
+		{"POST", "/api/v1/queues/q/delayed/x/revoke", auth.Operator},
+		{"POST", "/api/v1/queues/q/delayed/x/run", auth.Operator},
+		{"POST", "/api/v1/queues/q/dead/x/retry", auth.Operator},
+		{"POST", "/api/v1/schedules/s/enable", auth.Operator},
+		{"POST", "/api/v1/schedules/s/disable", auth.Operator},
+		{"POST", "/api/v1/schedules/s/trigger", auth.Operator},
+		{"PUT", "/api/v1/schedules/s", auth.Operator},
+		{"DELETE", "/api/v1/schedules/s", auth.Operator},
+		{"POST", "/api/v1/queues/q/dead/x/purge", auth.Admin},
+		{"POST", "/api/v1/queues/q/dead/purge", auth.Admin},
+		{"POST", "/api/v1/queues/q/offset", auth.Admin},
+		{"PUT", "/api/v1/queues/q/config", auth.Admin},
+		{"DELETE", "/api/v1/queues/q/config", auth.Admin},
+	}
+	for _, rt := range routes {
+		if st, body := r.call("", rt.method, rt.path, ""); st != http.StatusUnauthorized {
+			t.Errorf("%s %s without credentials: want 401, have %d: %.200s", rt.method, rt.path, st, body)
+		}
+		for _, role := range []auth.Role{auth.Viewer, auth.Producer, auth.Operator, auth.Admin} {
+			st, body := r.call(role.String(), rt.method, rt.path, "")
+			switch {
+			case !role.Allows(rt.need) && st != http.StatusForbidden:
+				t.Errorf("%s %s as %s: want 403, have %d: %.200s", rt.method, rt.path, role, st, body)
+			case role.Allows(rt.need) && (st == http.StatusForbidden || st == http.StatusUnauthorized):
+				t.Errorf("%s %s as %s: want it allowed, have %d: %.200s", rt.method, rt.path, role, st, body)
+			}
+		}
+	}
+	// The messages are untouched: no request, refused or allowed, lost any.
+	if d := decode[ops.QueueDetail](t, r.want(200, "viewer", "GET", "/api/v1/queues/q", "")); d.Lag != 1 {
+		t.Fatalf("after the refused requests: want lag 1, have %d", d.Lag)
 	}
 }

@@ -10,6 +10,10 @@ import (
 	"github.com/drover-dev/drover/internal/ops"
 )
 
+// idleAfter is how long after the last page or API read Run stops
+// sampling.
+const idleAfter = 10 * time.Minute
+
 // sample is the fleet's totals at one moment, for the overview's history.
 type sample struct {
 	At      time.Time `json:"at"`
@@ -24,6 +28,11 @@ type sample struct {
 // sample reads the fleet once (through the snapshot cache) and the
 // members' task counters, and appends to the history.
 func (s *Server) sample(ctx context.Context) {
+	// Nobody has looked for a while: do not read a large fleet for nothing
+	// (the history then has a gap).
+	if s.cfg.Now().Sub(time.Unix(0, s.lastUse.Load())) > idleAfter {
+		return
+	}
 	snap, err := s.ops.Snapshot(ctx)
 	if err != nil {
 		s.log.Warn("sample the fleet", "error", err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
-	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/internal/testenv"
@@ -53,7 +52,7 @@ func BenchmarkHTTPEnqueueBatch100(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := srv.RouteJobs(JobsConfig{Store: st, Lookup: &jobs.Lookup{Store: st, Fleet: adapt.FleetOwners{Session: s}},
+	if err := srv.RouteJobs(JobsConfig{Store: st, Lookup: &jobs.Lookup{Store: st, Fleet: jobs.SessionFleet{Session: s}},
 		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
 			qe, err := s.Queue(ctx, q)
 			return qe.Config, err

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/jobs"
 )
 
@@ -19,7 +18,7 @@ import (
 func (r *rig) withJobs(maxBatch int) {
 	r.t.Helper()
 	err := r.srv.RouteJobs(JobsConfig{
-		Store: r.store, Lookup: &jobs.Lookup{Store: r.store, Fleet: adapt.FleetOwners{Session: r.zk}}, MaxBatch: maxBatch,
+		Store: r.store, Lookup: &jobs.Lookup{Store: r.store, Fleet: jobs.SessionFleet{Session: r.zk}}, MaxBatch: maxBatch,
 		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
 			qe, err := r.zk.Queue(ctx, q)
 			return qe.Config, err

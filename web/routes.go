@@ -211,6 +211,7 @@ func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
 	now := s.cfg.Now()
+	s.lastUse.Store(now.UnixNano())
 	if s.snap != nil && now.Sub(s.snapAt) < s.cfg.SnapshotTTL {
 		return s.snap, nil
 	}

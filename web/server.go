@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -77,6 +78,9 @@ type Server struct {
 	history    []sample
 	lastTask   map[string]float64
 	lastTaskAt time.Time
+	// lastUse is when a request last read the snapshot (unix ns), or
+	// when the server was made.
+	lastUse atomic.Int64
 
 	jobs *JobsConfig // set by RouteJobs; nil: no job endpoints
 }
@@ -102,6 +106,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, ops: cfg.Ops, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux()}
+	s.lastUse.Store(cfg.Now().UnixNano())
 	if err := s.parseTemplates(); err != nil {
 		return nil, err
 	}

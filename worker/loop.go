@@ -109,7 +109,7 @@ func (l *queueLoop) markLost() {
 func (l *queueLoop) run() {
 	defer close(l.done)
 	defer l.abortTasks()
-	timer := time.NewTimer(0)
+	timer := l.w.cfg.Clock.NewTimer(0)
 	defer timer.Stop()
 	for l.stopCtx.Err() == nil {
 		now := l.w.cfg.Clock.Now()
@@ -138,7 +138,7 @@ func (l *queueLoop) run() {
 			l.finishReady()
 		case <-l.wake:
 			l.caughtUp = false
-		case <-timer.C:
+		case <-timer.C():
 		case <-l.stopCtx.Done():
 		}
 	}
@@ -337,13 +337,13 @@ func (l *queueLoop) shutdown() {
 	if l.lost.Load() {
 		l.abortTasks()
 	}
-	drain := time.NewTimer(l.w.cfg.DrainTimeout)
+	drain := l.w.cfg.Clock.NewTimer(l.w.cfg.DrainTimeout)
 	defer drain.Stop()
 	for l.running > 0 {
 		select {
 		case r := <-l.results:
 			l.finish(r)
-		case <-drain.C:
+		case <-drain.C():
 			l.logger.Warn("drain timeout: killing in-flight tasks", "tasks", l.running)
 			l.abortTasks()
 		}

@@ -15,7 +15,8 @@ import (
 // commit, so records cost no round trip of their own.
 type OutcomeTrimmer interface {
 	// TrimRecording keeps the records per policy, then trims as Trim does.
-	TrimRecording(ctx context.Context, queue string, offset drover.Position, retention time.Duration, outcomes []drover.Outcome, policy drover.Outcomes) error
+	// It returns how many log entries the trim removed.
+	TrimRecording(ctx context.Context, queue string, offset drover.Position, retention time.Duration, outcomes []drover.Outcome, policy drover.Outcomes) (int, error)
 }
 
 // lastErrorField is the envelope field that carries a retried message's
@@ -86,9 +87,10 @@ func (l *queueLoop) trimLog(ctx context.Context, pos drover.Position) error {
 	cfg := l.config()
 	ot, ok := l.w.cfg.Log.(OutcomeTrimmer)
 	if !ok || len(l.outcomes) == 0 {
-		return l.w.cfg.Log.Trim(ctx, l.name, pos, cfg.Retention.Std())
+		_, err := l.w.cfg.Log.Trim(ctx, l.name, pos, cfg.Retention.Std())
+		return err
 	}
-	err := ot.TrimRecording(ctx, l.name, pos, cfg.Retention.Std(), l.outcomes, cfg.Outcomes)
+	_, err := ot.TrimRecording(ctx, l.name, pos, cfg.Retention.Std(), l.outcomes, cfg.Outcomes)
 	clear(l.outcomes)
 	l.outcomes = l.outcomes[:0]
 	return err

@@ -70,8 +70,8 @@ func TestOutcomeRecordsRideWithTheTrim(t *testing.T) {
 	// The retry carried the failure in the envelope.
 	var retried *drover.Message
 	for _, d := range log.log["q"] {
-		if d.ID == "flaky" && d.Message.Attempt == 1 {
-			retried = d.Message
+		if m, err := d.Decode(); err == nil && d.ID == "flaky" && m.Attempt == 1 {
+			retried = m
 		}
 	}
 	if retried == nil {

@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/jobs"
 )
 
@@ -44,7 +43,7 @@ error: the command exits 0.`,
 			if err != nil {
 				return err
 			}
-			lookup := &jobs.Lookup{Store: st, Fleet: adapt.FleetOwners{Session: s}, Token: e.cfg.Ctl.Token}
+			lookup := &jobs.Lookup{Store: st, Fleet: jobs.SessionFleet{Session: s}, Token: e.cfg.Ctl.Token}
 			js, err := lookup.Job(e.ctx, args[0], args[1])
 			if err != nil {
 				return err

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/jobs"
@@ -32,7 +31,7 @@ type jobViews struct {
 
 func newJobViews(c *cluster) *jobViews {
 	sess, store := c.session(), c.store()
-	v := &jobViews{c: c, lookup: &jobs.Lookup{Store: store, Fleet: adapt.FleetOwners{Session: sess}}}
+	v := &jobViews{c: c, lookup: &jobs.Lookup{Store: store, Fleet: jobs.SessionFleet{Session: sess}}}
 
 	// The HTTP API: the console's server as drover web wires it, with a
 	// viewer token.

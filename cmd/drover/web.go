@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
-	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/ops"
@@ -95,7 +95,7 @@ shown again.`,
 // runWeb serves the console until ctx ends or the ZooKeeper session is
 // lost (then it fails: restart it). ready, when not nil, receives the
 // console's URL once it listens.
-func runWeb(ctx context.Context, cfg *config.Config, stderr interface{ Write([]byte) (int, error) }, ready func(url string)) error {
+func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready func(url string)) error {
 	log := cfg.Logger("drover", os.Stderr).Named("web")
 	tls := cfg.Web.TLSCert != "" && cfg.Web.TLSKey != ""
 	authn, err := auth.New(auth.Config{Tokens: cfg.Auth.Tokens, SessionKey: cfg.Auth.SessionKey, SessionTTL: cfg.Web.SessionTTL, SecureCookies: tls})
@@ -196,7 +196,7 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr interface{ Write([]b
 func jobsConfig(sess *coordinator.Session, store *queue.Store, memberToken string) web.JobsConfig {
 	return web.JobsConfig{
 		Store:  store,
-		Lookup: &jobs.Lookup{Store: store, Fleet: adapt.FleetOwners{Session: sess}, Token: memberToken},
+		Lookup: &jobs.Lookup{Store: store, Fleet: jobs.SessionFleet{Session: sess}, Token: memberToken},
 		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
 			qe, err := sess.Queue(ctx, q)
 			return qe.Config, err

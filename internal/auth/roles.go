@@ -98,8 +98,5 @@ type Principal struct {
 	Session string `json:"-"`
 }
 
-// RoleName is Role as a string, for JSON.
-func (p Principal) RoleName() string { return p.Role.String() }
-
 // String is "name (role)", for audit records.
 func (p Principal) String() string { return p.Name + " (" + p.Role.String() + ")" }
