@@ -63,8 +63,10 @@ type Task struct {
 	// User and Group, when set, are the user and group a subprocess runs as
 	// (names or numeric ids; ignored for inline routes).
 	User, Group string
-	// OnStart, when set, is called with the process id once a subprocess
-	// has started (not for inline routes), so that live state can show it.
+	// OnStart, when set, is called with the process id as soon as the
+	// subprocess has started, before Execute waits for it (not for inline
+	// routes): the worker shows it in /debug/state while the task runs.
+	// It must not block.
 	OnStart func(pid int)
 }
 
