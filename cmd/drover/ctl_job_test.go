@@ -192,9 +192,9 @@ func TestJobStatusWalksEveryState(t *testing.T) {
 		t.Fatalf("promote the retry: want 1, have %d, %v", n, err)
 	}
 	s = v.waitState("walk", "walk-1", drover.JobDead)
-	if s.ExitCode == nil || *s.ExitCode != 3 || !strings.Contains(s.Error, "attempt 2 of 2") ||
+	if s.ExitCode == nil || *s.ExitCode != 3 || !strings.Contains(s.Error, "max_attempts 2") ||
 		!strings.Contains(s.StderrTail, "boom") || s.FinishedAt == nil {
-		t.Fatalf("dead: want exit 3, the reason with attempt 2 of 2, stderr boom, a time; have %+v", s)
+		t.Fatalf("dead: want exit 3, the reason naming max_attempts 2, stderr boom, a time; have %+v", s)
 	}
 
 	// Succeeded, with its record: exit code, duration, stdout.
