@@ -58,6 +58,22 @@ metrics {
   # statsd   = "127.0.0.1:8125"
 }
 
+# OpenTelemetry traces of enqueues and tasks (docs/operations.md, "Tracing").
+# tracing {
+#   enabled      = true
+#   endpoint     = "127.0.0.1:4317"   # an OTLP/gRPC collector
+#   insecure     = true
+#   sample_ratio = 1                  # new traces; producers' sampled traces are always kept
+# }
+
+# drover scaler: KEDA's external scaler and the autoscaling gauges
+# (docs/operations.md, "Autoscaling").
+# scaler {
+#   addr        = "127.0.0.1:9091"    # beyond loopback: mutual TLS (tls { … ca_file })
+#   target_lag  = 100                 # per worker; also ctl status's WORKERS NEEDED
+#   selections  = ["emails-*"]        # one drover_autoscale_* gauge set each
+# }
+
 log {
   level = "info"           # trace | debug | info | warn | error
   json  = false

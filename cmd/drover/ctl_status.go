@@ -25,6 +25,7 @@ type statusReport struct {
 	PausedAll       *drover.Pause  `json:"paused_all,omitempty"`
 	Members         []memberStatus `json:"members"`
 	Queues          []queueStatus  `json:"queues"`
+	Autoscale       autoscaleLine  `json:"autoscale"`
 }
 
 type memberStatus struct {
@@ -148,6 +149,7 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 		qs.Configured = names[q]
 		rep.Queues = append(rep.Queues, qs)
 	}
+	rep.Autoscale = autoscaleOf(rep.Queues, int64(e.cfg.Scaler.TargetLag))
 	return rep, nil
 }
 
@@ -212,6 +214,8 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 	}
 	e.printf("CLUSTER %s (%s)  GENERATION %d  STRATEGY %s\n", rep.Cluster, rep.Root, rep.Generation, none(rep.Strategy))
 	e.printf("REBALANCE LEADER %s  SCHEDULER LEADER %s\n", none(rep.RebalanceLeader), none(rep.SchedulerLeader))
+	a := rep.Autoscale
+	e.printf("WORKERS NEEDED %d for target lag %d (lag %d in %d queues)\n", a.WorkersNeeded, a.TargetLag, a.Lag, a.QueuesWithLag)
 	if rep.PausedAll != nil {
 		e.printf("PAUSED ALL by %s at %s: %s\n", rep.PausedAll.By, fmtTime(rep.PausedAll.At), rep.PausedAll.Reason)
 	}

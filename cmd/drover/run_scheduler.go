@@ -84,6 +84,7 @@ func schedulerRole(cfg *config.Config, store *queue.Store, reg *metrics.Registry
 			}),
 			Leadership:   lead,
 			Logger:       log,
+			Tracer:       store.Tracer(),
 			Metrics:      reg,
 			PollInterval: cfg.Scheduler.PollInterval,
 			MisfireGrace: cfg.Scheduler.MisfireGrace,

@@ -40,6 +40,12 @@ const (
 	DefaultLogLevel       = "info"
 	DefaultWebAddr        = "127.0.0.1:8080"
 	DefaultSessionTTL     = 12 * time.Hour
+	DefaultScalerAddr     = "127.0.0.1:9091"
+	DefaultScalerAdmin    = "127.0.0.1:9092"
+	DefaultScalerPoll     = time.Second
+	DefaultTargetLag      = 100
+	DefaultTracingService = "drover"
+	DefaultSampleRatio    = 1.0
 )
 
 // Strategies are the accepted values of worker.strategy.
@@ -63,6 +69,8 @@ type Config struct {
 	Auth      Auth
 	Web       Web
 	Ctl       Ctl
+	Scaler    Scaler
+	Tracing   Tracing
 
 	// File is the configuration file the values were read from; "" when
 	// none was read.
@@ -190,6 +198,54 @@ type Metrics struct {
 	Statsd string
 }
 
+// Scaler is block scaler: `drover scaler`, the KEDA external scaler, and
+// the fleet-wide autoscaling figures (docs/operations.md, "Autoscaling").
+type Scaler struct {
+	// Addr is where the gRPC external scaler listens (scaler.addr). An
+	// address beyond loopback needs mutual TLS (scaler.tls with ca_file).
+	// Default "127.0.0.1:9091".
+	Addr string
+	// AdminAddr serves /healthz and /metrics (scaler.admin_addr); "off"
+	// disables it. Default "127.0.0.1:9092".
+	AdminAddr string
+	// PollInterval is the longest an idle StreamIsActive waits before
+	// measuring again without an enqueue wake-up (scaler.poll_interval).
+	// Default 1s.
+	PollInterval time.Duration
+	// TargetLag is the lag one worker should keep up with, for the gauges
+	// and `drover ctl status` (scaler.target_lag). KEDA's ScaledObjects
+	// set their own in metadata. Default 100.
+	TargetLag int
+	// Selections are the queue selections (a name or a glob each) whose
+	// fleet-wide gauges the scaler exports (scaler.selections). Default
+	// none.
+	Selections []string
+	// TLS is block scaler.tls: cert_file and key_file are the server's
+	// certificate; ca_file, the CAs whose client certificates are
+	// accepted (required beyond loopback).
+	TLS TLS
+}
+
+// Tracing is block tracing: OpenTelemetry traces of enqueues and tasks,
+// sent to an OTLP collector (docs/operations.md, "Tracing").
+type Tracing struct {
+	// Enabled turns tracing on (tracing.enabled). Default false: no span is
+	// recorded and no trace header is written.
+	Enabled bool
+	// Endpoint is the OTLP/gRPC collector's host:port (tracing.endpoint).
+	// Default: the exporter's own default or OTEL_EXPORTER_OTLP_ENDPOINT.
+	Endpoint string
+	// Insecure sends without TLS (tracing.insecure). Default false.
+	Insecure bool
+	// SampleRatio is the share of new traces recorded, 0 to 1
+	// (tracing.sample_ratio); a task whose producer sampled its trace is
+	// always recorded. Default 1.
+	SampleRatio float64
+	// ServiceName is the resource's service.name (tracing.service_name).
+	// Default "drover".
+	ServiceName string
+}
+
 // Log is block log.
 type Log struct {
 	// Level is trace, debug, info, warn or error (log.level). Default info.
@@ -263,6 +319,13 @@ func Default(hostname string) *Config {
 		Metrics: Metrics{Prometheus: true},
 		Log:     Log{Level: DefaultLogLevel},
 		Web:     Web{Addr: DefaultWebAddr, SessionTTL: DefaultSessionTTL},
+		Scaler: Scaler{
+			Addr:         DefaultScalerAddr,
+			AdminAddr:    DefaultScalerAdmin,
+			PollInterval: DefaultScalerPoll,
+			TargetLag:    DefaultTargetLag,
+		},
+		Tracing: Tracing{SampleRatio: DefaultSampleRatio, ServiceName: DefaultTracingService},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/tracing"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -103,6 +104,7 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	if err != nil {
 		return neverRan(start, err.Error())
 	}
+	env = append(env, tracing.Env(ctx)...) // TRACEPARENT, TRACESTATE of the task's span, if any
 	if err := checkLimits(t.Limits); err != nil {
 		return neverRan(start, err.Error())
 	}
