@@ -23,8 +23,8 @@ deps: ## install Redis, ZooKeeper, promtool (package prometheus) and chromium (t
 	@ls /usr/share/java/zookeeper-3*.jar
 
 .PHONY: build
-build: ## build bin/drover
-	$(GO) build -o $(BIN) ./cmd/drover
+build: ## build bin/drover (drover --version: the module version, VCS revision and dirty flag)
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/drover
 
 .PHONY: test
 test: deps ## install what is missing, then go vet and go test -race against real servers

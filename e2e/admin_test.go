@@ -141,7 +141,7 @@ func TestShippedAdminListenerHidesDebugFromTheNetwork(t *testing.T) {
 	// drover scheduler with the shipped file serves scrape and probe
 	// endpoints only: no debug endpoint at all.
 	port := freePort(t)
-	f.startDrover("scheduler", "admin-sched", "DROVER_CONFIG="+shipped, "DROVER_LOG_JSON=false", fmt.Sprintf("DROVER_WORKER_ADMIN_ADDR=0.0.0.0:%d", port))
+	f.startDrover("scheduler", "admin-sched", "DROVER_CONFIG="+shipped, "DROVER_LOG_JSON=false", fmt.Sprintf("DROVER_SCHEDULER_ADMIN_ADDR=0.0.0.0:%d", port))
 	base := fmt.Sprintf("http://%s:%d", ip, port)
 	waitFor(t, 60*time.Second, "the scheduler's /metrics", func() bool {
 		resp, err := http.Get(base + "/metrics")

@@ -48,13 +48,14 @@ worker {
 }
 
 scheduler {
+  admin_addr    = "127.0.0.1:9091" # `drover scheduler`'s /healthz /readyz /metrics: not the worker's port
   poll_interval = "1s"
   misfire_grace = "1m"
   catchup_limit = 1000
 }
 
 metrics {
-  prometheus = true        # serve /metrics on worker.admin_addr
+  prometheus = true        # serve /metrics on the admin address
   # statsd   = "127.0.0.1:8125"
 }
 
@@ -69,7 +70,7 @@ metrics {
 # drover scaler: KEDA's external scaler and the autoscaling gauges
 # (docs/operations.md, "Autoscaling").
 # scaler {
-#   addr        = "127.0.0.1:9091"    # beyond loopback: mutual TLS (tls { … ca_file })
+#   addr        = "127.0.0.1:9093"    # beyond loopback: mutual TLS (tls { … ca_file })
 #   target_lag  = 100                 # per worker; also ctl status's WORKERS NEEDED
 #   selections  = ["emails-*"]        # one drover_autoscale_* gauge set each
 # }

@@ -74,7 +74,9 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		}
 		if m.Attempt+1 >= maxAttempts {
 			f := res.Failure(l.w.cfg.Clock.Now())
-			f.Reason = fmt.Sprintf("%s (attempt %d of %d)", f.Reason, m.Attempt+1, maxAttempts)
+			// One numbering everywhere: attempts count from 0, as in the
+			// envelope, DROVER_ATTEMPT and `ctl dead ls`.
+			f.Reason = fmt.Sprintf("%s (attempt %d, the last of max_attempts %d)", f.Reason, m.Attempt, maxAttempts)
 			span.DeadLettered(string(res.Outcome))
 			return l.deadLetter(drover.DeadLetter{ID: m.ID, Message: &m, Failure: f}, string(res.Outcome))
 		}
@@ -104,6 +106,11 @@ func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []b
 	}
 	now := l.w.cfg.Clock.Now()
 	ts := &TaskState{ID: m.ID, Task: m.Task, Attempt: m.Attempt, Position: m.Position, Started: now}
+	t.OnStart = func(pid int) {
+		l.mu.Lock()
+		ts.PID = pid
+		l.mu.Unlock()
+	}
 	l.mu.Lock()
 	l.inflight[m.ID] = ts
 	l.mu.Unlock()

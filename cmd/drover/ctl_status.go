@@ -189,6 +189,22 @@ func queueStatusOf(ctx context.Context, s *coordinator.Session, st *queue.Store,
 	return qs, nil
 }
 
+// fmtPause says who paused and why, for a table: "alice@host: smtp
+// outage"; "" when p is nil.
+func fmtPause(p *drover.Pause) string {
+	if p == nil {
+		return ""
+	}
+	s := p.By
+	if s == "" {
+		s = "yes"
+	}
+	if p.Reason != "" {
+		s += ": " + p.Reason
+	}
+	return oneLine(s, 48)
+}
+
 // leaderName returns the name of the election's leader, "" when none.
 func leaderName(ctx context.Context, s *coordinator.Session, election string) (string, error) {
 	el, err := s.Election(election)
@@ -223,11 +239,7 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 	t := newTable(e.a.stdout, "MEMBER", "HOST", "PID", "ADMIN", "CAPACITY", "TAGS", "QUEUES", "UP", "PAUSED")
 	now := time.Now()
 	for _, m := range rep.Members {
-		paused := ""
-		if m.Paused != nil {
-			paused = "yes"
-		}
-		t.row(m.Name, m.Host, m.PID, m.AdminAddr, m.Capacity, strings.Join(m.Tags, ","), m.Queues, fmtAge(now.Sub(m.StartedAt)), paused)
+		t.row(m.Name, m.Host, m.PID, m.AdminAddr, m.Capacity, strings.Join(m.Tags, ","), m.Queues, fmtAge(now.Sub(m.StartedAt)), fmtPause(m.Paused))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -241,7 +253,7 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		}
 		paused := ""
 		if q.Paused {
-			paused = "yes"
+			paused = fmtPause(q.PausedBy)
 		}
 		name := q.Queue
 		if !q.Configured {

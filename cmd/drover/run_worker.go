@@ -90,7 +90,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		out["admin_addr"], out["version"] = adminAddr, version
 		return out
 	}
-	admin, err := newAdminServer(cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{
+	admin, err := newAdminServer("worker.admin_addr", cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{
 		Ready: func() error { return m.Ready() }, Info: info, Metrics: reg.Handler(), Debug: guard,
 	}))
 	if err != nil {
@@ -161,6 +161,7 @@ func openStore(cfg *config.Config, clientName string, log hclog.Logger) (*queue.
 	if err != nil {
 		return nil, nil, err
 	}
+	queue.SetDriverLogger(log.Named("redis"))
 	tr, stopTracing, err := setupTracing(cfg, log)
 	if err != nil {
 		return nil, nil, err

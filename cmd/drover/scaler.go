@@ -40,7 +40,7 @@ prefix, glob) and sets targetLag, activationLag and targetOldestAgeSeconds;
 docs/operations.md ("Autoscaling") has the recipes. An address beyond
 loopback needs mutual TLS (scaler.tls).`,
 		Example: `  drover scaler -c /etc/drover/drover.hcl
-  drover scaler --listen 127.0.0.1:9091 --set scaler.selections=emails-*`,
+  drover scaler --listen 127.0.0.1:9093 --set scaler.selections=emails-*`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.loadConfig(cmd)
@@ -97,7 +97,7 @@ func runScaler(ctx context.Context, cfg *config.Config, ready func(grpcAddr, adm
 	if h := reg.Handler(); h != nil {
 		mux.Handle("GET /metrics", h)
 	}
-	admin, err := newAdminServer(cfg.Scaler.AdminAddr, mux)
+	admin, err := newAdminServer("scaler.admin_addr", cfg.Scaler.AdminAddr, mux)
 	if err != nil {
 		ln.Close()
 		return err

@@ -253,7 +253,7 @@ func checkCode(t *testing.T, call string, err error, code codes.Code, msg string
 }
 
 func TestScalerNeedsMutualTLSBeyondLoopback(t *testing.T) {
-	r := runDrover(t, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, "", "scaler", "--listen", "0.0.0.0:9091")
+	r := runDrover(t, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, "", "scaler", "--listen", "0.0.0.0:9093")
 	checkFailure(t, r, exitUsage, []string{"scaler.addr", "mutual TLS"})
 }
 

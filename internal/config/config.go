@@ -30,18 +30,23 @@ const (
 	DefaultRedisPrefix    = queue.DefaultPrefix
 	DefaultCapacity       = worker.DefaultCapacity
 	DefaultAdminAddr      = "127.0.0.1:9090"
-	DefaultDrainTimeout   = worker.DefaultDrainTimeout
-	DefaultBatchSize      = worker.DefaultBatchSize
-	DefaultStrategy       = rebalance.DefaultName
-	DefaultSettle         = fleet.DefaultSettle
-	DefaultPollInterval   = scheduler.DefaultPollInterval
-	DefaultMisfireGrace   = scheduler.DefaultMisfireGrace
-	DefaultCatchupLimit   = scheduler.DefaultCatchupLimit
-	DefaultLogLevel       = "info"
-	DefaultWebAddr        = "127.0.0.1:8080"
-	DefaultSessionTTL     = 12 * time.Hour
-	DefaultScalerAddr     = "127.0.0.1:9091"
-	DefaultScalerAdmin    = "127.0.0.1:9092"
+	// DefaultSchedulerAdminAddr differs from DefaultAdminAddr so that a
+	// worker and a scheduler on one host, reading one file, both start.
+	DefaultSchedulerAdminAddr = "127.0.0.1:9091"
+	DefaultDrainTimeout       = worker.DefaultDrainTimeout
+	DefaultBatchSize          = worker.DefaultBatchSize
+	DefaultStrategy           = rebalance.DefaultName
+	DefaultSettle             = fleet.DefaultSettle
+	DefaultPollInterval       = scheduler.DefaultPollInterval
+	DefaultMisfireGrace       = scheduler.DefaultMisfireGrace
+	DefaultCatchupLimit       = scheduler.DefaultCatchupLimit
+	DefaultLogLevel           = "info"
+	DefaultWebAddr            = "127.0.0.1:8080"
+	DefaultSessionTTL         = 12 * time.Hour
+	// The scaler's ports follow the scheduler's, so all three commands
+	// start side by side on one host with the defaults.
+	DefaultScalerAddr     = "127.0.0.1:9093"
+	DefaultScalerAdmin    = "127.0.0.1:9094"
 	DefaultScalerPoll     = time.Second
 	DefaultTargetLag      = 100
 	DefaultTracingService = "drover"
@@ -177,6 +182,12 @@ type Worker struct {
 
 // Scheduler is block scheduler: the periodic-job leader loop.
 type Scheduler struct {
+	// AdminAddr is where `drover scheduler` serves /healthz, /readyz and
+	// /metrics (scheduler.admin_addr); "off" disables it. A worker started
+	// with --scheduler uses worker.admin_addr instead. Default
+	// "127.0.0.1:9091": its own port, so that a worker and a scheduler on
+	// one host can share one configuration file.
+	AdminAddr string
 	// PollInterval is the longest the leader sleeps between two looks at the
 	// schedule index (scheduler.poll_interval). Default 1s.
 	PollInterval time.Duration
@@ -203,10 +214,10 @@ type Metrics struct {
 type Scaler struct {
 	// Addr is where the gRPC external scaler listens (scaler.addr). An
 	// address beyond loopback needs mutual TLS (scaler.tls with ca_file).
-	// Default "127.0.0.1:9091".
+	// Default "127.0.0.1:9093".
 	Addr string
 	// AdminAddr serves /healthz and /metrics (scaler.admin_addr); "off"
-	// disables it. Default "127.0.0.1:9092".
+	// disables it. Default "127.0.0.1:9094".
 	AdminAddr string
 	// PollInterval is the longest an idle StreamIsActive waits before
 	// measuring again without an enqueue wake-up (scaler.poll_interval).
@@ -312,6 +323,7 @@ func Default(hostname string) *Config {
 			Settle:       DefaultSettle,
 		},
 		Scheduler: Scheduler{
+			AdminAddr:    DefaultSchedulerAdminAddr,
 			PollInterval: DefaultPollInterval,
 			MisfireGrace: DefaultMisfireGrace,
 			CatchupLimit: DefaultCatchupLimit,
@@ -341,3 +353,7 @@ func (c *Config) finish() {
 
 // AdminEnabled reports whether the admin HTTP server should listen.
 func (w Worker) AdminEnabled() bool { return w.AdminAddr != "" && w.AdminAddr != "off" }
+
+// AdminEnabled reports whether the scheduler's admin HTTP server should
+// listen.
+func (s Scheduler) AdminEnabled() bool { return s.AdminAddr != "" && s.AdminAddr != "off" }

@@ -73,6 +73,7 @@ var fields = []field{
 	{key: "worker.strategy", kind: kindString, ref: func(c *Config) any { return &c.Worker.Strategy }},
 	{key: "worker.settle", kind: kindDuration, ref: func(c *Config) any { return &c.Worker.Settle }},
 
+	{key: "scheduler.admin_addr", kind: kindString, ref: func(c *Config) any { return &c.Scheduler.AdminAddr }},
 	{key: "scheduler.poll_interval", kind: kindDuration, ref: func(c *Config) any { return &c.Scheduler.PollInterval }},
 	{key: "scheduler.misfire_grace", kind: kindDuration, ref: func(c *Config) any { return &c.Scheduler.MisfireGrace }},
 	{key: "scheduler.catchup_limit", kind: kindInt, ref: func(c *Config) any { return &c.Scheduler.CatchupLimit }},

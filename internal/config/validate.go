@@ -115,6 +115,9 @@ func (c *Config) Validate() error {
 	notNegative("worker.settle", w.Settle)
 
 	s := c.Scheduler
+	if s.AdminEnabled() {
+		addr("scheduler.admin_addr", s.AdminAddr)
+	}
 	positive("scheduler.poll_interval", s.PollInterval)
 	notNegative("scheduler.misfire_grace", s.MisfireGrace)
 	if s.CatchupLimit < 1 {

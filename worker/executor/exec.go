@@ -143,6 +143,9 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	if err != nil {
 		return neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
 	}
+	if t.OnStart != nil {
+		t.OnStart(p.pid)
+	}
 	res := e.wait(ctx, t, p, deadline, spec.childMode == childModeGo)
 	res.Started = start
 	res.Duration = e.clock.Now().Sub(start)
