@@ -47,8 +47,8 @@ func (a *app) ctlMessagesCommand() *cobra.Command {
 	cmd.Long = `Browse a queue's messages: pending (in the log after the committed offset,
 in position order), delayed (scheduled jobs and retries, soonest first) or
 dead (newest first), and show one message by id wherever it is.`
-	cmd.Example = `  drover ctl messages ls emails --state dead
-  drover ctl messages show emails welcome-42`
+	cmd.Example = `  drover ctl messages ls emails --state delayed
+  drover ctl messages show emails 01HZX3…`
 	var (
 		state  string
 		limit  int

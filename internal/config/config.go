@@ -41,6 +41,8 @@ const (
 	DefaultMisfireGrace       = scheduler.DefaultMisfireGrace
 	DefaultCatchupLimit       = scheduler.DefaultCatchupLimit
 	DefaultLogLevel           = "info"
+	DefaultWebAddr            = "127.0.0.1:8080"
+	DefaultSessionTTL         = 12 * time.Hour
 	// The scaler's ports follow the scheduler's, so all three commands
 	// start side by side on one host with the defaults.
 	DefaultScalerAddr     = "127.0.0.1:9093"
@@ -49,8 +51,6 @@ const (
 	DefaultTargetLag      = 100
 	DefaultTracingService = "drover"
 	DefaultSampleRatio    = 1.0
-	DefaultWebAddr        = "127.0.0.1:8080"
-	DefaultSessionTTL     = 12 * time.Hour
 )
 
 // Strategies are the accepted values of worker.strategy.
