@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"sort"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,7 +11,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
-	"github.com/drover-dev/drover/queue"
+	"github.com/drover-dev/drover/internal/ops"
 )
 
 // statusReport is `drover ctl status -o json`.
@@ -28,12 +28,8 @@ type statusReport struct {
 	Autoscale       autoscaleLine  `json:"autoscale"`
 }
 
-type memberStatus struct {
-	drover.Member
-	Node   string        `json:"node"`
-	Queues int           `json:"queues"` // queues assigned
-	Paused *drover.Pause `json:"paused,omitempty"`
-}
+// memberStatus is a member's line; ops.MemberRow has the same JSON.
+type memberStatus = ops.MemberRow
 
 type queueStatus struct {
 	Queue      string          `json:"queue"`
@@ -75,118 +71,39 @@ counts, and whether it is paused.`,
 	}
 }
 
-// status gathers the report.
+// status gathers the report from one fleet snapshot (package ops, as the
+// web console reads it): the queues' owners and offsets are read pipelined
+// from ZooKeeper and their backlogs in batches from Redis, so its cost does
+// not grow by a round trip per queue. It fails, as it always did, when a
+// queue's owner or offset node cannot be decoded.
 func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
-	s, err := e.zk()
+	o, err := e.ops()
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.queues()
+	snap, err := o.ReadSnapshot(ctx, ops.SnapshotOptions{Owners: true, JoinOrder: true})
 	if err != nil {
 		return nil, err
 	}
-	rep := &statusReport{Cluster: e.cfg.Cluster, Root: s.Root(), Members: []memberStatus{}, Queues: []queueStatus{}}
-	an, err := s.Assignment(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rep.Generation, rep.Strategy = an.Assignment.Generation, an.Assignment.Strategy
-	if rep.RebalanceLeader, err = leaderName(ctx, s, coordinator.ElectionRebalance); err != nil {
-		return nil, err
-	}
-	if rep.SchedulerLeader, err = leaderName(ctx, s, coordinator.ElectionScheduler); err != nil {
-		return nil, err
-	}
-	pauses, err := s.Pauses(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rep.PausedAll = pauses.All
-
-	members, err := s.Members(ctx)
-	if err != nil {
-		return nil, err
-	}
-	assigned := map[string]int{}
-	for _, m := range an.Assignment.Queues {
-		assigned[m]++
-	}
-	for _, m := range members {
-		ms := memberStatus{Member: m.Member, Node: m.ID, Queues: assigned[m.Member.Name]}
-		if p, ok := pauses.Members[m.Member.Name]; ok {
-			ms.Paused = &p
+	rep := &statusReport{Cluster: snap.Cluster, Root: snap.Root, Generation: snap.Generation, Strategy: snap.Strategy,
+		RebalanceLeader: snap.RebalanceLeader, SchedulerLeader: snap.SchedulerLeader, PausedAll: snap.PausedAll,
+		Members: snap.Members, Queues: make([]queueStatus, 0, len(snap.Queues))}
+	for _, r := range snap.Queues {
+		if r.Error != "" {
+			return nil, fmt.Errorf("queue %s: %s", r.Queue, r.Error)
 		}
-		rep.Members = append(rep.Members, ms)
-	}
-
-	names := map[string]bool{}
-	configured, err := s.Queues(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, q := range configured {
-		names[q.Name] = true
-	}
-	seen, err := st.Queues(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, q := range seen {
-		if _, ok := names[q]; !ok {
-			names[q] = false
-		}
-	}
-	sorted := make([]string, 0, len(names))
-	for q := range names {
-		sorted = append(sorted, q)
-	}
-	sort.Strings(sorted)
-	for _, q := range sorted {
-		qs, err := queueStatusOf(ctx, s, st, q, an.Assignment, pauses)
-		if err != nil {
-			return nil, err
-		}
-		qs.Configured = names[q]
-		rep.Queues = append(rep.Queues, qs)
+		rep.Queues = append(rep.Queues, queueStatusOf(r))
 	}
 	rep.Autoscale = autoscaleOf(rep.Queues, int64(e.cfg.Scaler.TargetLag))
 	return rep, nil
 }
 
-// queueStatusOf reads one queue's owner, offset and backlog.
-func queueStatusOf(ctx context.Context, s *coordinator.Session, st *queue.Store, q string, as drover.Assignment, pauses coordinator.PauseSet) (queueStatus, error) {
-	qs := queueStatus{Queue: q, Assigned: as.Queues[q]}
-	owner, err := s.QueueOwner(ctx, q)
-	switch {
-	case err == nil:
-		qs.Owner = owner.Owner.Member
-	case errors.Is(err, drover.ErrNotFound):
-	default:
-		return qs, err
-	}
-	off, err := s.ReadOffset(ctx, q)
-	if err != nil && !errors.Is(err, drover.ErrNotFound) {
-		return qs, err
-	}
-	qs.Committed = off.Offset.Position
-	b, err := st.Backlog(ctx, q, qs.Committed)
-	if err != nil {
-		return qs, err
-	}
-	qs.Lag, qs.OldestAge, qs.Delayed, qs.Dead = b.Lag, b.OldestAge.Seconds(), b.Delayed, b.Dead
-	if end, err := st.LastPosition(ctx, q); err == nil {
-		qs.LogEnd = end
-	} else if !errors.Is(err, drover.ErrNotFound) {
-		return qs, err
-	}
-	member := qs.Owner
-	if member == "" {
-		member = qs.Assigned
-	}
-	if p, ok := pauses.Paused(q, member); ok {
-		qs.Paused, qs.PausedBy = true, &p
-	}
-	return qs, nil
+// queueStatusOf is r as `ctl status -o json` shows it (without the
+// console's owned and error fields).
+func queueStatusOf(r ops.QueueRow) queueStatus {
+	return queueStatus{Queue: r.Queue, Configured: r.Configured, Assigned: r.Assigned, Owner: r.Owner,
+		Committed: r.Committed, LogEnd: r.LogEnd, Lag: r.Lag, OldestAge: r.OldestAge, Delayed: r.Delayed,
+		Dead: r.Dead, Paused: r.Paused, PausedBy: r.PausedBy}
 }
 
 // fmtPause says who paused and why, for a table: "alice@host: smtp

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/examples/gohandler"
+	"github.com/drover-dev/drover/internal/ops"
 )
 
 // demoFailEvery makes every n-th generated message fail on purpose, so the
@@ -172,16 +173,21 @@ func demoTotals(ctx context.Context, cl *devClients, load *demoLoad) (total, don
 // demoView renders the compact status table and the progress line.
 func demoView(ctx context.Context, cl *devClients, load *demoLoad, fl *fleet, elapsed time.Duration) string {
 	var b strings.Builder
-	as, err := cl.sess.Assignment(ctx)
+	o, err := ops.New(ops.Config{ZK: cl.sess, Store: cl.store})
 	if err != nil {
 		return ""
 	}
-	pauses, _ := cl.sess.Pauses(ctx)
+	snap, err := o.ReadSnapshot(ctx, ops.SnapshotOptions{Owners: true})
+	if err != nil {
+		return ""
+	}
 	t := newTable(&b, "QUEUE", "OWNER", "LAG", "OLDEST", "DELAYED", "DEAD", "DONE", "PAUSED")
 	total, done := 0, 0
 	for _, q := range devQueues("") {
-		qs, err := queueStatusOf(ctx, cl.sess, cl.store, q.Name, as.Assignment, pauses)
-		if err != nil {
+		qs, err := snap.Queue(q.Name)
+		if errors.Is(err, drover.ErrQueueNotFound) {
+			qs = ops.QueueRow{Queue: q.Name} // not created yet: nothing waits in it
+		} else if err != nil || qs.Error != "" {
 			t.row(q.Name, "?", "", "", "", "", "", "")
 			continue
 		}
@@ -211,7 +217,7 @@ func demoView(ctx context.Context, cl *devClients, load *demoLoad, fl *fleet, el
 			alive++
 		}
 	}
-	fmt.Fprintf(&b, "\ngeneration %d · %d/%d children up", as.Assignment.Generation, alive, len(fl.children))
+	fmt.Fprintf(&b, "\ngeneration %d · %d/%d children up", snap.Generation, alive, len(fl.children))
 	if len(dead) > 0 {
 		fmt.Fprintf(&b, " (down: %s)", strings.Join(dead, ", "))
 	}

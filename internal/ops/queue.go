@@ -65,18 +65,7 @@ func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &QueueDetail{QueueRow: QueueRow{Queue: q, Assigned: an.Assignment.Queues[q], Owner: v.Owner, Owned: v.Owned,
-		Committed: v.Offset.Position, LogEnd: st.LogEnd, Lag: st.Lag, OldestAge: st.OldestAge.Seconds(), Delayed: st.Delayed, Dead: st.Dead}}
-	if v.Err != nil {
-		d.Error = v.Err.Error()
-	}
-	member := d.Owner
-	if member == "" {
-		member = d.Assigned
-	}
-	if p, ok := pauses.Paused(q, member); ok {
-		d.Paused, d.PausedBy = true, &p
-	}
+	d := &QueueDetail{QueueRow: queueRow(v, st, an.Assignment.Queues[q], pauses)}
 	switch qe, err := o.zk.Queue(ctx, q); {
 	case err == nil:
 		d.Configured, d.Config, d.ConfigVersion = true, &qe.Config, qe.Version

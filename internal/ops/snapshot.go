@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sort"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/queue"
 )
 
 // Snapshot is the whole fleet at one moment: what the overview, queues and
@@ -73,6 +75,22 @@ type QueueRow struct {
 // coordinator.ViewParallelism in flight) and len(queues)/queue.StatsBatch+2
 // Redis round trips of plain commands: no per-queue script.
 func (o *Ops) Snapshot(ctx context.Context) (*Snapshot, error) {
+	return o.ReadSnapshot(ctx, SnapshotOptions{})
+}
+
+// SnapshotOptions choose what ReadSnapshot reads beyond Snapshot.
+type SnapshotOptions struct {
+	// Owners reads every queue's owner node, so that QueueRow.Owner is the
+	// member holding the claim even while a moving queue is handed over
+	// (`drover ctl status`): one more pipelined ZooKeeper read per queue.
+	Owners bool
+	// JoinOrder lists the members in the order they joined (their
+	// sequence numbers) instead of by name.
+	JoinOrder bool
+}
+
+// ReadSnapshot is Snapshot with options.
+func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot, error) {
 	s := o.zk
 	snap := &Snapshot{Cluster: o.cluster, Root: s.Root(), At: o.now().UTC(), Members: []MemberRow{}, Queues: []QueueRow{}}
 	an, err := s.Assignment(ctx)
@@ -106,7 +124,9 @@ func (o *Ops) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 		snap.Members = append(snap.Members, mr)
 	}
-	sort.Slice(snap.Members, func(i, j int) bool { return snap.Members[i].Name < snap.Members[j].Name })
+	if !opt.JoinOrder { // s.Members lists them in join order
+		sort.Slice(snap.Members, func(i, j int) bool { return snap.Members[i].Name < snap.Members[j].Name })
+	}
 
 	configured, err := s.QueueNames(ctx)
 	if err != nil {
@@ -127,7 +147,7 @@ func (o *Ops) Snapshot(ctx context.Context) (*Snapshot, error) {
 		}
 	}
 	sort.Strings(names)
-	views, err := s.ReadQueueViews(ctx, names, false)
+	views, err := s.ReadQueueViews(ctx, names, opt.Owners)
 	if err != nil {
 		return nil, err
 	}
@@ -141,25 +161,15 @@ func (o *Ops) Snapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	snap.Queues = make([]QueueRow, len(names))
 	for i, q := range names {
-		v, st := views[i], stats[i]
-		r := QueueRow{Queue: q, Configured: isConfigured[q], Assigned: an.Assignment.Queues[q], Owned: v.Owned,
-			Committed: v.Offset.Position, LogEnd: st.LogEnd, Lag: st.Lag, OldestAge: st.OldestAge.Seconds(),
-			Delayed: st.Delayed, Dead: st.Dead}
-		if v.Err != nil {
-			r.Error = v.Err.Error()
+		r := queueRow(views[i], stats[i], an.Assignment.Queues[q], pauses)
+		if !opt.Owners && r.Owned {
+			r.Owner = r.Assigned // the list reads no owner node: see QueueRow.Owner
 		}
-		member := r.Owner
-		if member == "" {
-			member = r.Assigned
-		}
-		if p, ok := pauses.Paused(q, member); ok {
-			r.Paused, r.PausedBy = true, &p
-		}
+		r.Configured = isConfigured[q]
 		snap.Queues[i] = r
 		t := &snap.Totals
 		t.Queues++
 		if r.Owned {
-			r.Owner = r.Assigned // the list reads no owner node: see QueueRow.Owner
 			t.Owned++
 		}
 		if r.Paused {
@@ -171,6 +181,27 @@ func (o *Ops) Snapshot(ctx context.Context) (*Snapshot, error) {
 		t.MaxAge = max(t.MaxAge, r.OldestAge)
 	}
 	return snap, nil
+}
+
+// queueRow joins a queue's ZooKeeper view, its Redis figures, the member it
+// is assigned to and the pauses into a row; Configured is left to the caller.
+// The pause that applies is the owner's, or the assigned member's when
+// nobody (known) owns the queue.
+func queueRow(v coordinator.QueueView, st queue.QueueStats, assigned string, pauses coordinator.PauseSet) QueueRow {
+	r := QueueRow{Queue: v.Name, Assigned: assigned, Owned: v.Owned, Owner: v.Owner,
+		Committed: v.Offset.Position, LogEnd: st.LogEnd, Lag: st.Lag, OldestAge: st.OldestAge.Seconds(),
+		Delayed: st.Delayed, Dead: st.Dead}
+	if v.Err != nil {
+		r.Error = v.Err.Error()
+	}
+	member := r.Owner
+	if member == "" {
+		member = r.Assigned
+	}
+	if p, ok := pauses.Paused(v.Name, member); ok {
+		r.Paused, r.PausedBy = true, &p
+	}
+	return r
 }
 
 func (o *Ops) leaderName(ctx context.Context, election string) (string, error) {
@@ -291,10 +322,10 @@ func (s *Snapshot) Select(q QueueQuery) (QueuePage, error) {
 	less := map[string]func(a, b QueueRow) int{
 		"queue":   func(a, b QueueRow) int { return 0 },
 		"owner":   func(a, b QueueRow) int { return strings.Compare(a.Owner, b.Owner) },
-		"lag":     func(a, b QueueRow) int { return cmp64(a.Lag, b.Lag) },
-		"age":     func(a, b QueueRow) int { return cmpF(a.OldestAge, b.OldestAge) },
-		"delayed": func(a, b QueueRow) int { return cmp64(a.Delayed, b.Delayed) },
-		"dead":    func(a, b QueueRow) int { return cmp64(a.Dead, b.Dead) },
+		"lag":     func(a, b QueueRow) int { return cmp.Compare(a.Lag, b.Lag) },
+		"age":     func(a, b QueueRow) int { return cmp.Compare(a.OldestAge, b.OldestAge) },
+		"delayed": func(a, b QueueRow) int { return cmp.Compare(a.Delayed, b.Delayed) },
+		"dead":    func(a, b QueueRow) int { return cmp.Compare(a.Dead, b.Dead) },
 		"paused":  func(a, b QueueRow) int { return cmpBool(a.Paused, b.Paused) },
 	}[q.Sort]
 	sort.SliceStable(rows, func(i, j int) bool {
@@ -312,26 +343,6 @@ func (s *Snapshot) Select(q QueueQuery) (QueuePage, error) {
 	end := min(start+q.PerPage, len(rows))
 	p.Queues = rows[start:end]
 	return p, nil
-}
-
-func cmp64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func cmpBool(a, b bool) int {
