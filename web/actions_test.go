@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/scheduler"
 )
@@ -214,5 +215,41 @@ func TestBrowserSessionNeedsCSRFAndSameOrigin(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
 		t.Fatalf("a page without a session: want a redirect to /login, have %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// An owned queue's row names its owner in the list, and only=unowned leaves
+// it out (the list stored each row before filling in its owner, so every
+// queue read as unowned).
+func TestAPIQueueListNamesOwners(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.queueWith("held", 1)
+	r.queueWith("free", 1)
+	el, err := r.zk.Election(coordinator.ElectionRebalance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead, err := el.Campaign(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := r.zk.NewAssignmentWriter(ctx, lead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(ctx, drover.Assignment{Queues: map[string]string{"held": "m1", "free": "m1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.zk.Claim(ctx, "held", coordinator.Owner{Member: "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	pg := decode[ops.QueuePage](t, r.want(200, "viewer", "GET", "/api/v1/queues", ""))
+	if len(pg.Queues) != 2 || pg.Queues[1].Queue != "held" || pg.Queues[1].Owner != "m1" || !pg.Queues[1].Owned || pg.Queues[0].Owner != "" {
+		t.Fatalf("want free unowned and held owned by m1, have %+v", pg.Queues)
+	}
+	pg = decode[ops.QueuePage](t, r.want(200, "viewer", "GET", "/api/v1/queues?only=unowned", ""))
+	if pg.Total != 1 || pg.Queues[0].Queue != "free" {
+		t.Fatalf("only unowned: want free, have %+v", pg.Queues)
 	}
 }
