@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 )
 
 // fakeState is a worker's /debug/state as the fake admin server serves it.
@@ -77,6 +78,17 @@ func TestStatusAndDump(t *testing.T) {
 	c.ok("ctl", "pause", "--queue", "st", "--reason", "smtp outage")
 	if table := c.ok("ctl", "status").stdout; !contains(table, "@", ": smtp outage\n") {
 		t.Fatalf("want st paused with who and why, have:\n%s", table)
+	}
+
+	// The owner shown is the member holding the claim, read from its node
+	// (no assignment names it here).
+	if _, err := s.Claim(ctx, "st", coordinator.Owner{Member: "fake-1"}); err != nil {
+		t.Fatal(err)
+	}
+	var owned statusReport
+	c.okJSON(&owned, "ctl", "status")
+	if q := owned.Queues[1]; q.Queue != "st" || q.Owner != "fake-1" || q.Assigned != "" {
+		t.Fatalf("want st owned by fake-1, unassigned; have %+v", q)
 	}
 }
 
