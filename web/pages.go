@@ -233,34 +233,7 @@ type memberPage struct {
 	Name   string
 	State  string
 	Err    string
-	Parsed *memberState
-}
-
-// memberState is the part of a worker's /debug/state the member page
-// shows as tables; the whole document is shown below them.
-type memberState struct {
-	Worker struct {
-		Member    string `json:"member"`
-		Suspended bool   `json:"suspended"`
-		Capacity  int    `json:"capacity"`
-		InUse     int    `json:"in_use"`
-		Queues    []struct {
-			Name      string          `json:"name"`
-			Committed drover.Position `json:"committed"`
-			Done      drover.Position `json:"done"`
-			Fetched   drover.Position `json:"fetched"`
-			Buffered  int             `json:"buffered"`
-			Paused    bool            `json:"paused"`
-			InFlight  []struct {
-				ID      string  `json:"id"`
-				Task    string  `json:"task"`
-				Attempt int     `json:"attempt"`
-				PID     int     `json:"pid"`
-				Runtime float64 `json:"runtime_seconds"`
-			} `json:"in_flight"`
-		} `json:"queues"`
-	} `json:"worker"`
-	Generation int64 `json:"generation"`
+	Parsed *ops.MemberState
 }
 
 type resetPage struct {
@@ -376,7 +349,7 @@ func (s *Server) routePages() {
 			var b bytes.Buffer
 			json.Indent(&b, raw, "", "  ")
 			pg.State = b.String()
-			var ms memberState
+			var ms ops.MemberState
 			if json.Unmarshal(raw, &ms) == nil && ms.Worker.Member != "" {
 				pg.Parsed = &ms
 			}

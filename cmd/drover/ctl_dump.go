@@ -14,39 +14,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/ops"
 )
 
 // dumpTimeout bounds the GET of a worker's /debug/state.
 const dumpTimeout = 5 * time.Second
-
-// debugState is the part of a worker's /debug/state the table shows; -o
-// json prints the document as served.
-type debugState struct {
-	Member    string `json:"member"`
-	Suspended bool   `json:"suspended"`
-	Paused    struct {
-		All    bool            `json:"all"`
-		Member bool            `json:"member"`
-		Queues map[string]bool `json:"queues"`
-	} `json:"paused"`
-	Capacity int `json:"capacity"`
-	InUse    int `json:"in_use"`
-	Queues   []struct {
-		Name      string          `json:"name"`
-		Committed drover.Position `json:"committed"`
-		Done      drover.Position `json:"done"`
-		Fetched   drover.Position `json:"fetched"`
-		Buffered  int             `json:"buffered"`
-		Paused    bool            `json:"paused"`
-		InFlight  []struct {
-			ID      string  `json:"id"`
-			Task    string  `json:"task"`
-			Attempt int     `json:"attempt"`
-			PID     int     `json:"pid"`
-			Runtime float64 `json:"runtime_seconds"`
-		} `json:"in_flight"`
-	} `json:"queues"`
-}
 
 func (a *app) ctlDumpCommand() *cobra.Command {
 	return &cobra.Command{
@@ -81,7 +53,8 @@ address directly, without ZooKeeper.`,
 				_, err = e.a.stdout.Write(buf.Bytes())
 				return err
 			}
-			st, err := decodeDebugState(body)
+			ms, err := ops.DecodeMemberState(body)
+			st := ms.Worker
 			if err != nil {
 				return fmt.Errorf("member %s: decode /debug/state: %w", args[0], err)
 			}
@@ -167,25 +140,6 @@ func describePauses(all, member bool, queues map[string]bool) string {
 		return "-"
 	}
 	return strings.Join(parts, "; ")
-}
-
-// decodeDebugState reads a worker's state from /debug/state: either the
-// worker's state itself, or a document that holds it under "worker" (with
-// the member's generation and session next to it).
-func decodeDebugState(body []byte) (debugState, error) {
-	var wrapped struct {
-		Worker     *debugState `json:"worker"`
-		Generation int64       `json:"generation"`
-	}
-	if err := json.Unmarshal(body, &wrapped); err != nil {
-		return debugState{}, err
-	}
-	if wrapped.Worker != nil {
-		return *wrapped.Worker, nil
-	}
-	var st debugState
-	err := json.Unmarshal(body, &st)
-	return st, err
 }
 
 // fetchState GETs /debug/state from a worker's admin address.
