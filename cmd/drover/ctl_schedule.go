@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/scheduler"
 )
 
@@ -94,24 +95,14 @@ func (e *ctlEnv) manager() (*scheduler.Manager, error) {
 	return scheduler.NewManager(st.Schedules()), nil
 }
 
-// describeSpec prints a schedule's timing for people.
+// describeSpec prints a schedule's timing for people, as the console does
+// (ops.DescribeSpec), except that a missing "at" time (an invalid stored
+// entry) reads "-" as every missing time in ctl does.
 func describeSpec(s scheduler.Spec) string {
-	switch s.Type {
-	case scheduler.TypeInterval:
-		if s.Relative {
-			return "every " + s.Every.String() + " after the last run"
-		}
-		return "every " + s.Every.String()
-	case scheduler.TypeCron:
-		tz := s.Timezone
-		if tz == "" {
-			tz = "UTC"
-		}
-		return "cron " + s.Expr + " " + tz
-	case scheduler.TypeAt:
+	if s.Type == scheduler.TypeAt && s.At.IsZero() {
 		return "at " + fmtTime(s.At)
 	}
-	return s.Type
+	return ops.DescribeSpec(s)
 }
 
 func (a *app) ctlScheduleCommand() *cobra.Command {
