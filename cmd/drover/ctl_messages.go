@@ -27,6 +27,19 @@ func (e *ctlEnv) ops() (*ops.Ops, error) {
 	return ops.New(ops.Config{ZK: s, Store: st, Cluster: e.cfg.Cluster, MemberToken: e.cfg.Ctl.Token})
 }
 
+// opsRun is ctlRun for a command built on package ops: body gets the
+// operations over the command's ZooKeeper session and queue store, opened
+// (and their failure returned) before it runs.
+func (a *app) opsRun(body func(e *ctlEnv, o *ops.Ops, args []string) error) func(*cobra.Command, []string) error {
+	return a.ctlRun(func(e *ctlEnv, args []string) error {
+		o, err := e.ops()
+		if err != nil {
+			return err
+		}
+		return body(e, o, args)
+	})
+}
+
 // opsError maps package ops' errors to ctl's exit codes.
 func opsError(err error) error {
 	switch {
@@ -63,12 +76,11 @@ dead (newest first), and show one message by id wherever it is.`
   drover ctl messages ls emails --after 1714557600000000 -o json`,
 		Args:              exactArgs(1, "<queue>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			o, err := e.ops()
-			if err != nil {
-				return err
-			}
-			var msgs []ops.Message
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
+			var (
+				msgs []ops.Message
+				err  error
+			)
 			switch state {
 			case "pending":
 				msgs, err = o.Pending(e.ctx, args[0], drover.Position(after), limit)
@@ -108,11 +120,7 @@ dead (newest first), and show one message by id wherever it is.`
 		Example:           "  drover ctl messages show emails 01HZX3…\n  drover ctl messages show emails sched:nightly:1714557600 -o json",
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			o, err := e.ops()
-			if err != nil {
-				return err
-			}
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			m, err := o.Message(e.ctx, args[0], args[1])
 			if err != nil {
 				return opsError(err)
@@ -156,11 +164,7 @@ revoked, or promoted already).`,
 		Example:           "  drover ctl run-now emails 01HZX3…",
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			o, err := e.ops()
-			if err != nil {
-				return err
-			}
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			pos, err := o.RunNow(e.ctx, args[0], args[1])
 			if err != nil {
 				return opsError(err)
@@ -183,11 +187,7 @@ the id sched:<name>:manual-<unix ms>. The schedule's next slot does not
 change. An invalid entry cannot be triggered (exit 5).`,
 		Example: "  drover ctl schedule trigger nightly-report",
 		Args:    exactArgs(1, "<name>"),
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			o, err := e.ops()
-			if err != nil {
-				return err
-			}
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			res, err := o.Trigger(e.ctx, args[0])
 			if err != nil {
 				return opsError(err)
