@@ -116,6 +116,19 @@ func pageLimit(limit int) (int, error) {
 	return limit, nil
 }
 
+// skipPage checks the paging of a listing that skips offset entries of a
+// known queue q and returns the limit to read.
+func (o *Ops) skipPage(ctx context.Context, q string, offset, limit int) (int, error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return 0, err
+	}
+	if offset < 0 {
+		return 0, badInput("offset %d: want ≥ 0", offset)
+	}
+	return limit, o.KnownQueue(ctx, q)
+}
+
 // Pending lists up to limit messages waiting in q after position after (0:
 // after the committed offset), in position order.
 func (o *Ops) Pending(ctx context.Context, q string, after drover.Position, limit int) ([]Message, error) {
@@ -149,14 +162,8 @@ func (o *Ops) Pending(ctx context.Context, q string, after drover.Position, limi
 // Delayed lists up to limit delayed messages of q, soonest first, after
 // skipping offset.
 func (o *Ops) Delayed(ctx context.Context, q string, offset, limit int) ([]Message, error) {
-	limit, err := pageLimit(limit)
+	limit, err := o.skipPage(ctx, q, offset, limit)
 	if err != nil {
-		return nil, err
-	}
-	if offset < 0 {
-		return nil, badInput("offset %d: want ≥ 0", offset)
-	}
-	if err := o.KnownQueue(ctx, q); err != nil {
 		return nil, err
 	}
 	entries, err := o.store.Delayed(ctx, q, offset, limit)
@@ -176,14 +183,8 @@ func (o *Ops) Delayed(ctx context.Context, q string, offset, limit int) ([]Messa
 // Dead lists up to limit dead letters of q, newest first, after skipping
 // offset.
 func (o *Ops) Dead(ctx context.Context, q string, offset, limit int) ([]Message, error) {
-	limit, err := pageLimit(limit)
+	limit, err := o.skipPage(ctx, q, offset, limit)
 	if err != nil {
-		return nil, err
-	}
-	if offset < 0 {
-		return nil, badInput("offset %d: want ≥ 0", offset)
-	}
-	if err := o.KnownQueue(ctx, q); err != nil {
 		return nil, err
 	}
 	dls, err := o.store.DeadLetters(ctx, q, offset, limit)
