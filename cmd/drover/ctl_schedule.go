@@ -76,7 +76,7 @@ func noteNoScheduler(e *ctlEnv, entries []scheduler.Entry) {
 	s, err := e.zk()
 	var leader string
 	if err == nil {
-		leader, err = leaderName(e.ctx, s, coordinator.ElectionScheduler)
+		leader, err = ops.LeaderName(e.ctx, s, coordinator.ElectionScheduler)
 	}
 	switch {
 	case err != nil:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/ops"
 )
 
@@ -120,22 +118,6 @@ func fmtPause(p *drover.Pause) string {
 		s += ": " + p.Reason
 	}
 	return oneLine(s, 48)
-}
-
-// leaderName returns the name of the election's leader, "" when none.
-func leaderName(ctx context.Context, s *coordinator.Session, election string) (string, error) {
-	el, err := s.Election(election)
-	if err != nil {
-		return "", err
-	}
-	li, err := el.Leader(ctx)
-	if errors.Is(err, drover.ErrNotFound) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return li.Name, nil
 }
 
 func printStatus(e *ctlEnv, rep *statusReport) error {

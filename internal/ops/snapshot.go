@@ -205,7 +205,12 @@ func queueRow(v coordinator.QueueView, st queue.QueueStats, assigned string, pau
 }
 
 func (o *Ops) leaderName(ctx context.Context, election string) (string, error) {
-	el, err := o.zk.Election(election)
+	return LeaderName(ctx, o.zk, election)
+}
+
+// LeaderName returns the name of the election's leader, "" when none leads.
+func LeaderName(ctx context.Context, s *coordinator.Session, election string) (string, error) {
+	el, err := s.Election(election)
 	if err != nil {
 		return "", err
 	}
