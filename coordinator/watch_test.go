@@ -1,0 +1,66 @@
+package coordinator
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
+)
+
+// createQueuesRaw creates n queue config nodes named q0000000… in multis of
+// 1,000, bypassing CreateQueue (one round trip each) to keep the test short.
+func createQueuesRaw(t *testing.T, s *Session, n int) []string {
+	t.Helper()
+	ctx := ctxT(t)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("q%07d", i)
+	}
+	for i := 0; i < n; i += 1000 {
+		var ops []any
+		for _, q := range names[i:min(i+1000, n)] {
+			p, data, err := s.encodeQueue(drover.QueueConfig{Name: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops = append(ops, &zk.CreateRequest{Path: p, Data: data, Acl: s.acl})
+		}
+		if _, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) }); err != nil {
+			t.Fatalf("create queues %d…: %v", i, err)
+		}
+	}
+	return names
+}
+
+// A watcher of more nodes than one select can wait on (reflect.Select allows
+// 65,536 cases): the registry watch of a 70,000-queue fleet must deliver the
+// list and then a change, where it used to panic with "too many cases".
+func TestWatchQueuesBeyondTheSelectLimit(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
+	const n = 70_000
+	names := createQueuesRaw(t, admin, n)
+	ctx := ctxT(t)
+	watch := s.WatchQueues(ctx)
+	until(t, watch, "all queues", func(qs []QueueEntry) bool { return len(qs) == n })
+	if have := s.hub.paths(); have < n {
+		t.Fatalf("watched paths: want at least %d, have %d", n, have)
+	}
+	last := names[n-1]
+	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: last, Weight: 7}, -1); err != nil {
+		t.Fatalf("update %s: %v", last, err)
+	}
+	until(t, watch, "the change of one queue", func(qs []QueueEntry) bool {
+		for _, q := range qs {
+			if q.Name == last {
+				return q.Config.Weight == 7
+			}
+		}
+		return false
+	})
+}
