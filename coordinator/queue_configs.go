@@ -38,7 +38,7 @@ func (s *Session) watchQueueConfigs(ctx context.Context, names <-chan map[string
 			// Read and arm every wanted queue whose watch is not armed.
 			failed := false
 			for q := range want {
-				k := watchKey{watchNode, s.path(queuesDir, q)}
+				k := watchKey{watchNode, s.queueNodePath(q)}
 				if ws.isArmed(k) {
 					continue
 				}
@@ -81,7 +81,7 @@ func (s *Session) watchQueueConfigs(ctx context.Context, names <-chan map[string
 					if !set[q] {
 						// Its watch stays armed on the server until it fires;
 						// the set no longer follows it.
-						ws.forget(watchKey{watchNode, s.path(queuesDir, q)})
+						ws.forget(watchKey{watchNode, s.queueNodePath(q)})
 					}
 				}
 				want = set
@@ -99,7 +99,7 @@ func (s *Session) watchQueueConfigs(ctx context.Context, names <-chan map[string
 // readQueueW reads /queues/<q> and leaves a watch on it: a data watch, or an
 // existence watch when the node is missing.
 func (s *Session) readQueueW(ctx context.Context, q string) (QueueEntry, error) {
-	p := s.path(queuesDir, q)
+	p := s.queueNodePath(q)
 	type read struct {
 		nd     nodeData
 		exists bool

@@ -292,12 +292,28 @@ type dirCache struct {
 func newDirCache(dir string) *dirCache { return &dirCache{dir: dir, nodes: map[string]nodeData{}} }
 
 // refresh re-reads what changed since the last refresh and re-arms the
-// watches that fired. Node reads go out in parallel (readParallelism at a
-// time): a leader reading 100,000 queue configs one round trip at a time
-// would take minutes.
+// watches that fired.
 func (d *dirCache) refresh(ctx context.Context, s *Session, ws *watchSet) error {
-	ck := watchKey{watchChildren, d.dir}
-	if !ws.isArmed(ck) {
+	return refreshDirs(ctx, s, ws, []*dirCache{d})
+}
+
+// refreshDirs refreshes several directory caches with one watch set: first
+// the listings whose watch fired, then every node whose watch fired. Reads
+// go out in parallel (readParallelism at a time): a leader reading 100,000
+// queue configs one round trip at a time would take minutes.
+func refreshDirs(ctx context.Context, s *Session, ws *watchSet, dirs []*dirCache) error {
+	var relist []*dirCache
+	for _, d := range dirs {
+		if !ws.isArmed(watchKey{watchChildren, d.dir}) {
+			relist = append(relist, d)
+		}
+	}
+	type listing struct {
+		names []string
+		err   error
+	}
+	lists := parallelMap(ctx, relist, func(d *dirCache) listing {
+		ck := watchKey{watchChildren, d.dir}
 		ws.prepare(ck)
 		names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
 			names, _, _, err := c.ChildrenW(d.dir)
@@ -305,11 +321,24 @@ func (d *dirCache) refresh(ctx context.Context, s *Session, ws *watchSet) error 
 		})
 		if err != nil {
 			ws.cancel(ck)
-			return err
+		} else {
+			ws.armed(ck)
 		}
-		ws.armed(ck)
-		present := make(map[string]bool, len(names))
-		for _, n := range names {
+		return listing{names, err}
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, l := range lists {
+		d := relist[i]
+		if errors.Is(l.err, zk.ErrNoNode) {
+			l.names, l.err = nil, nil // the directory is gone: so are its nodes
+		}
+		if l.err != nil {
+			return l.err
+		}
+		present := make(map[string]bool, len(l.names))
+		for _, n := range l.names {
 			present[n] = true
 		}
 		for n := range d.nodes {
@@ -324,19 +353,24 @@ func (d *dirCache) refresh(ctx context.Context, s *Session, ws *watchSet) error 
 			}
 		}
 	}
-	var stale []string
-	for n := range d.nodes {
-		if !ws.isArmed(watchKey{watchNode, d.dir + "/" + n}) {
-			stale = append(stale, n)
+	type stale struct {
+		d    *dirCache
+		name string
+	}
+	var todo []stale
+	for _, d := range dirs {
+		for n := range d.nodes {
+			if !ws.isArmed(watchKey{watchNode, d.dir + "/" + n}) {
+				todo = append(todo, stale{d, n})
+			}
 		}
 	}
 	type read struct {
-		name string
-		nd   nodeData
-		err  error
+		nd  nodeData
+		err error
 	}
-	reads := parallelMap(ctx, stale, func(n string) read {
-		k := watchKey{watchNode, d.dir + "/" + n}
+	reads := parallelMap(ctx, todo, func(st stale) read {
+		k := watchKey{watchNode, st.d.dir + "/" + st.name}
 		ws.prepare(k)
 		nd, err := bounded(ctx, s, func(c zkConn) (nodeData, error) {
 			data, stat, _, err := c.GetW(k.path)
@@ -350,22 +384,23 @@ func (d *dirCache) refresh(ctx context.Context, s *Session, ws *watchSet) error 
 		} else {
 			ws.armed(k)
 		}
-		return read{n, nd, err}
+		return read{nd, err}
 	})
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	var firstErr error
-	for _, r := range reads {
+	for i, r := range reads {
+		st := todo[i]
 		switch {
 		case errors.Is(r.err, zk.ErrNoNode):
-			delete(d.nodes, r.name) // the children watch reports the deletion too
+			delete(st.d.nodes, st.name) // the children watch reports the deletion too
 		case r.err != nil:
 			if firstErr == nil {
 				firstErr = r.err
 			}
 		default:
-			d.nodes[r.name] = r.nd
+			st.d.nodes[st.name] = r.nd
 		}
 	}
 	return firstErr

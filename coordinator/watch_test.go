@@ -4,33 +4,22 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
 )
 
-// createQueuesRaw creates n queue config nodes named q0000000… in multis of
-// 1,000, bypassing CreateQueue (one round trip each) to keep the test short.
-func createQueuesRaw(t *testing.T, s *Session, n int) []string {
+// createQueues registers n queues named q0000000… with CreateQueues.
+func createQueues(t *testing.T, s *Session, n int) []string {
 	t.Helper()
-	ctx := ctxT(t)
 	names := make([]string, n)
+	cfgs := make([]drover.QueueConfig, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("q%07d", i)
+		cfgs[i] = drover.QueueConfig{Name: names[i]}
 	}
-	for i := 0; i < n; i += 1000 {
-		var ops []any
-		for _, q := range names[i:min(i+1000, n)] {
-			p, data, err := s.encodeQueue(drover.QueueConfig{Name: q})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ops = append(ops, &zk.CreateRequest{Path: p, Data: data, Acl: s.acl})
-		}
-		if _, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) }); err != nil {
-			t.Fatalf("create queues %d…: %v", i, err)
-		}
+	created, err := s.CreateQueues(ctxT(t), cfgs)
+	if err != nil || created != n {
+		t.Fatalf("create %d queues: created %d (%v)", n, created, err)
 	}
 	return names
 }
@@ -44,7 +33,7 @@ func TestWatchQueuesBeyondTheSelectLimit(t *testing.T) {
 	root := testenv.Chroot(t)
 	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
 	const n = 70_000
-	names := createQueuesRaw(t, admin, n)
+	names := createQueues(t, admin, n)
 	ctx := ctxT(t)
 	watch := s.WatchQueues(ctx)
 	until(t, watch, "all queues", func(qs []QueueEntry) bool { return len(qs) == n })
