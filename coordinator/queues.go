@@ -114,7 +114,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 	size := 0
 	for _, it := range items {
 		n := requestSize(it.p, it.data)
-		if len(batches) == 0 || size+n > maxRequestBytes || len(batches[len(batches)-1]) >= 1000 {
+		if len(batches) == 0 || size+n > maxRequestBytes || len(batches[len(batches)-1]) >= 500 {
 			batches = append(batches, nil)
 			size = 0
 		}
@@ -125,7 +125,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 		created int
 		err     error
 	}
-	outs := parallelMap(ctx, batches, func(batch []item) outcome {
+	outs := parallelMapN(ctx, writeParallelism, batches, func(batch []item) outcome {
 		ops := make([]any, len(batch))
 		for i, it := range batch {
 			ops[i] = &zk.CreateRequest{Path: it.p, Data: it.data, Acl: s.acl, Flags: zk.FlagPersistent}

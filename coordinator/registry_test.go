@@ -293,7 +293,7 @@ func TestRegistryBucketsAndTheirLimit(t *testing.T) {
 	t.Parallel()
 	server := testenv.ZooKeeper(t)
 	root := testenv.Chroot(t)
-	s := connect(t, server.Addrs, root)
+	s := connect(t, server.Addrs, root, patient)
 	ctx := ctxT(t)
 
 	createQueues(t, s, 5000)

@@ -256,6 +256,8 @@ func watchLoop[T any](ctx context.Context, s *Session, what string, refresh func
 				out <- v
 			case ctx.Err() != nil || s.Err() != nil:
 				return
+			case errors.Is(err, errShareIncomplete):
+				// Being written: the watch reports the end of the write.
 			default:
 				s.log.Warn("watch refresh failed; retrying", "watch", what, "error", err, "retry_in", backoff)
 				select {
@@ -406,19 +408,29 @@ func refreshDirs(ctx context.Context, s *Session, ws *watchSet, dirs []*dirCache
 	return firstErr
 }
 
-// readParallelism bounds the reads one refresh has in flight.
-const readParallelism = 64
+// readParallelism bounds the reads one refresh has in flight; writeParallelism
+// the batched writes (multis of hundreds of operations, which the server
+// applies one at a time anyway).
+const (
+	readParallelism  = 64
+	writeParallelism = 4
+)
 
 // parallelMap calls f for every item, readParallelism at a time, and returns
 // the results in the order of items. It stops starting calls when ctx ends
 // (the results of those not started are zero).
 func parallelMap[T, R any](ctx context.Context, items []T, f func(T) R) []R {
+	return parallelMapN(ctx, readParallelism, items, f)
+}
+
+// parallelMapN is parallelMap with n calls at a time.
+func parallelMapN[T, R any](ctx context.Context, n int, items []T, f func(T) R) []R {
 	out := make([]R, len(items))
 	if len(items) == 1 {
 		out[0] = f(items[0])
 		return out
 	}
-	sem := make(chan struct{}, readParallelism)
+	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	for i, it := range items {
 		if ctx.Err() != nil {

@@ -3,10 +3,15 @@ package coordinator
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
 )
+
+// patient gives a session that makes big requests on a busy machine a long
+// request timeout.
+func patient(c *Config) { c.RequestTimeout = 30 * time.Second }
 
 // createQueues registers n queues named q0000000… with CreateQueues.
 func createQueues(t *testing.T, s *Session, n int) []string {
@@ -31,7 +36,7 @@ func TestWatchQueuesBeyondTheSelectLimit(t *testing.T) {
 	t.Parallel()
 	server := testenv.ZooKeeper(t)
 	root := testenv.Chroot(t)
-	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
+	s, admin := connect(t, server.Addrs, root, patient), connect(t, server.Addrs, root, patient)
 	const n = 70_000
 	names := createQueues(t, admin, n)
 	ctx := ctxT(t)
