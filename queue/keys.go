@@ -27,6 +27,7 @@ type queueKeys struct {
 	dead    string // ZSET id → time dead-lettered (unix ms)
 	deadmsg string // HASH id → envelope + failure fields
 	seen    string // ZSET caller-chosen id → end of its dedupe window (unix ms)
+	owner   string // STRING the wake-up channel of the queue's owner
 }
 
 // queue returns the keys of queue q. q must be a valid queue name.
@@ -43,6 +44,7 @@ func (k *keyspace) queue(q string) *queueKeys {
 		dead:    base + "dead",
 		deadmsg: base + "deadmsg",
 		seen:    base + "seen",
+		owner:   base + "owner",
 	}
 	v, _ := k.cache.LoadOrStore(q, qk)
 	return v.(*queueKeys)
@@ -51,6 +53,7 @@ func (k *keyspace) queue(q string) *queueKeys {
 // queues is the SET of every queue name ever enqueued to.
 func (k *keyspace) queues() string { return k.prefix + ":queues" }
 
-// wakeupChannel is the Pub/Sub channel on which every enqueue publishes the
-// queue's name, so that an idle owner can wake without polling.
-func (k *keyspace) wakeupChannel() string { return k.prefix + ":wakeup" }
+// memberChannel is the Pub/Sub channel of one member: enqueues to the queues
+// it owns publish their wake-ups there (the queue's :owner key names it), so
+// a wake-up reaches the owner only.
+func (k *keyspace) memberChannel(member string) string { return k.prefix + ":wakeup:" + member }

@@ -96,14 +96,16 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	{ // enqueue notifications wake idle queue loops
 		wctx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error {
-			ch, err := store.Wakeups(wctx)
+			ch, err := store.Wakeups(wctx, cfg.Worker.Name)
 			if err != nil {
 				log.Warn("no enqueue notifications; queues poll", "error", err)
 				<-wctx.Done()
 				return nil
 			}
-			for q := range ch {
-				w.Wake(q)
+			for wk := range ch {
+				if wk.Queue != "" { // Missed: the queue loops poll anyway
+					w.Wake(wk.Queue)
+				}
 			}
 			return nil
 		}, func(error) { cancel() })
@@ -254,7 +256,7 @@ func (m *member) serve(ctx context.Context, s *coordinator.Session) error {
 	}
 	spawn(func() {
 		reconDone <- s.RunReconciler(reconCtx, coordinator.ReconcilerConfig{
-			Member: m.cfg.Worker.Name, MemberPath: p, Runner: adapt.WorkerRunner{W: m.w}, Lost: m.lost,
+			Member: m.cfg.Worker.Name, MemberPath: p, Runner: adapt.WorkerRunner{W: m.w, Store: m.store, Member: m.cfg.Worker.Name, Logger: m.log}, Lost: m.lost,
 			OnGeneration: m.generation.Store, Logger: m.log.Named("reconcile"),
 		})
 	})

@@ -8,6 +8,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/queue"
@@ -77,10 +79,26 @@ func (l QueueLog) DeadLetter(ctx context.Context, q string, d drover.DeadLetter)
 	return l.Store.Kill(ctx, q, d.ID, raw, d.Failure)
 }
 
-// WorkerRunner adapts *worker.Worker to coordinator.Runner.
-type WorkerRunner struct{ W *worker.Worker }
+// WorkerRunner adapts *worker.Worker to coordinator.Runner. With Store set,
+// starting a queue first routes its wake-ups to Member (queue.RouteWakeups),
+// so that enqueues wake this member alone; a failed route is logged and the
+// queue runs anyway (it is then found by the worker's polling).
+type WorkerRunner struct {
+	W      *worker.Worker
+	Store  *queue.Store
+	Member string
+	Logger hclog.Logger
+}
 
 func (r WorkerRunner) StartQueue(c *coordinator.Claim, qc drover.QueueConfig) error {
+	if r.Store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := r.Store.RouteWakeups(ctx, r.Member, qc.Name)
+		cancel()
+		if err != nil && r.Logger != nil {
+			r.Logger.Warn("wake-ups of the queue not routed here; it is polled", "queue", qc.Name, "error", err)
+		}
+	}
 	return r.W.Start(qc, c)
 }
 func (r WorkerRunner) StopQueue(ctx context.Context, q string) error { return r.W.Stop(ctx, q) }
