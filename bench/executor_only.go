@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/worker"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // executorLoop runs /bin/true n times through Drover's subprocess executor
 // alone — no queue, no Redis, no ZooKeeper — from `concurrency` goroutines.
 // Set against the bare spawn loop it isolates the executor's own cost;
 // set against the full processing run, the queue loop's.
-func executorLoop(ctx context.Context, exec worker.Executor, n, concurrency int) (time.Duration, error) {
+func executorLoop(ctx context.Context, exec executor.Executor, n, concurrency int) (time.Duration, error) {
 	route := drover.TaskRoute{Command: []string{"/bin/true"}}
 	start := time.Now()
 	err := fanOut(ctx, n, concurrency, func(i int) error {
@@ -22,8 +22,8 @@ func executorLoop(ctx context.Context, exec worker.Executor, n, concurrency int)
 		if err != nil {
 			return err
 		}
-		res := exec.Execute(ctx, &worker.Task{Message: m, Envelope: env, Route: route, Timeout: time.Minute})
-		if res.Outcome != worker.OutcomeSuccess {
+		res := exec.Execute(ctx, &executor.Task{Message: m, Envelope: env, Route: route, Timeout: time.Minute})
+		if res.Outcome != executor.OutcomeSuccess {
 			return fmt.Errorf("executor: %s: %s", res.Outcome, res.Reason)
 		}
 		return nil

@@ -21,11 +21,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/drover-dev/drover/worker"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 func main() {
-	worker.RunChildIfRequested()
+	executor.RunChildIfRequested()
 	os.Exit(run())
 }
 

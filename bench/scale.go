@@ -35,20 +35,20 @@ type scaleResult struct {
 	JoinedReadRatio float64 `json:"joined_read_ratio"`
 	// MaxRequest and MaxResponse are the largest ZooKeeper frames any
 	// member sent or received over the whole run (bytes).
-	MaxRequest  int64 `json:"max_request_bytes"`
-	MaxResponse int64 `json:"max_response_bytes"`
-	StartRequests  zkCounts      `json:"start_requests"`
-	JoinRequests   zkCounts      `json:"join_requests"`
-	CrashRequests  zkCounts      `json:"crash_requests"`
-	JoinRebalances int64         `json:"join_rebalances"`
-	CrashRebals    int64         `json:"crash_rebalances"`
-	Violations     int           `json:"ownership_violations"`
-	LostSessions   []string      `json:"lost_sessions,omitempty"` // members whose session ended by itself
-	Goroutines     int           `json:"goroutines_after_start"`
-	HeapInuse      uint64        `json:"heap_inuse_after_start"`
-	ZKWatches      int64         `json:"zk_watch_count"`
-	ZKZnodes       int64         `json:"zk_znode_count"`
-	Error          string        `json:"error,omitempty"`
+	MaxRequest     int64    `json:"max_request_bytes"`
+	MaxResponse    int64    `json:"max_response_bytes"`
+	StartRequests  zkCounts `json:"start_requests"`
+	JoinRequests   zkCounts `json:"join_requests"`
+	CrashRequests  zkCounts `json:"crash_requests"`
+	JoinRebalances int64    `json:"join_rebalances"`
+	CrashRebals    int64    `json:"crash_rebalances"`
+	Violations     int      `json:"ownership_violations"`
+	LostSessions   []string `json:"lost_sessions,omitempty"` // members whose session ended by itself
+	Goroutines     int      `json:"goroutines_after_start"`
+	HeapInuse      uint64   `json:"heap_inuse_after_start"`
+	ZKWatches      int64    `json:"zk_watch_count"`
+	ZKZnodes       int64    `json:"zk_znode_count"`
+	Error          string   `json:"error,omitempty"`
 }
 
 func runScale(ctx context.Context, srv *servers, cfg scaleConfig, progress io.Writer) []*scaleResult {

@@ -14,17 +14,18 @@ import (
 	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/worker"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // droverSystem runs the workloads on Drover as `drover worker` runs a queue:
 // the queue.Store on the private Redis, a real fenced claim from a
 // coordinator session on the private ZooKeeper, worker.Worker with the
-// executor of worker.NewExecutor, and enqueue notifications wired to Wake.
+// executor of executor.New, and enqueue notifications wired to Wake.
 type droverSystem struct {
 	rdb   *redis.Client
 	store *queue.Store
 	zk    *coordinator.Session
-	exec  worker.Executor
+	exec  executor.Executor
 	runs  int // gives every run a fresh queue name
 	// prepared is the queue prepare filled, for process.
 	prepared preparedQueue
@@ -45,7 +46,7 @@ func newDroverSystem(ctx context.Context, srv *servers) (*droverSystem, error) {
 	if d.zk, err = srv.connectZK(ctx, "/bench/throughput", "", coordinator.DefaultSessionTimeout); err != nil {
 		return nil, err
 	}
-	if d.exec, err = worker.NewExecutor(worker.ExecConfig{}); err != nil {
+	if d.exec, err = executor.New(executor.Config{}); err != nil {
 		return nil, err
 	}
 	registerNoop.Do(func() {

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-dev/drover/internal/testenv"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/worker"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // The worker runtime's figures (issue "Worker runtime"), measured in process
@@ -72,7 +73,7 @@ func newRuntimeRig(b *testing.B, capacity int) *runtimeRig {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
-	ex, err := worker.NewExecutor(worker.ExecConfig{})
+	ex, err := executor.New(executor.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,13 +85,15 @@ func newRuntimeRig(b *testing.B, capacity int) *runtimeRig {
 	b.Cleanup(w.AbortAll)
 	wctx, stop := context.WithCancel(context.Background())
 	b.Cleanup(stop)
-	wake, err := store.Wakeups(wctx)
+	wake, err := store.Wakeups(wctx, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	go func() {
-		for q := range wake {
-			w.Wake(q)
+		for wk := range wake {
+			if wk.Queue != "" {
+				w.Wake(wk.Queue)
+			}
 		}
 	}()
 	return &runtimeRig{store: store, s: s, w: w}
@@ -180,6 +183,9 @@ func (r *runtimeRig) runTask(b *testing.B, queueName, task string, route drover.
 	}
 	qc := drover.QueueConfig{Name: queueName, Concurrency: concurrency, Tasks: map[string]drover.TaskRoute{task: route}}
 	start := time.Now()
+	if err := r.store.RouteWakeups(context.Background(), "bench", qc.Name); err != nil {
+		b.Fatal(err)
+	}
 	if err := r.w.Start(qc, claim); err != nil {
 		b.Fatal(err)
 	}
@@ -201,6 +207,9 @@ func BenchmarkEnqueueToStart(b *testing.B) {
 	q := "latency"
 	claim, err := r.s.Claim(ctx, q, coordinator.Owner{Member: "bench"})
 	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.store.RouteWakeups(context.Background(), "bench", q); err != nil {
 		b.Fatal(err)
 	}
 	if err := r.w.Start(drover.QueueConfig{Name: q, Tasks: map[string]drover.TaskRoute{"bench.stamp": {Inline: true}}}, claim); err != nil {

@@ -11,14 +11,14 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover/internal/testenv"
-	"github.com/drover-dev/drover/worker"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // droverBin is the binary under test, built once by TestMain.
 var droverBin string
 
 func TestMain(m *testing.M) {
-	worker.RunChildIfRequested() // the Go-child benchmark re-executes this binary
+	executor.RunChildIfRequested() // the Go-child benchmark re-executes this binary
 	dir, err := os.MkdirTemp("", "drover-e2e-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

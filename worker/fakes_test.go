@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // memLog is an in-memory Log and Requeuer for the loop's unit tests.
@@ -112,6 +113,10 @@ type memClaim struct {
 	fenced   bool
 }
 
+// Done and Err: a memClaim's end is not what the worker's tests observe.
+func (c *memClaim) Done() <-chan struct{} { return nil }
+func (c *memClaim) Err() error            { return nil }
+
 func (c *memClaim) Offset() drover.Offset { c.mu.Lock(); defer c.mu.Unlock(); return c.off }
 
 func (c *memClaim) Commit(_ context.Context, off drover.Offset) error {
@@ -146,13 +151,13 @@ func (c *memClaim) committed() drover.Position { return c.Offset().Position }
 type scriptedExecutor struct {
 	mu      sync.Mutex
 	runs    []string // "id#attempt"
-	outcome func(m *drover.Message) Outcome
+	outcome func(m *drover.Message) executor.Outcome
 	gate    chan struct{} // when set, each Execute waits for a token or ctx
 	running int
 	maxRun  int
 }
 
-func (e *scriptedExecutor) Execute(ctx context.Context, t *Task) Result {
+func (e *scriptedExecutor) Execute(ctx context.Context, t *executor.Task) executor.Result {
 	e.mu.Lock()
 	e.running++
 	if e.running > e.maxRun {
@@ -165,21 +170,21 @@ func (e *scriptedExecutor) Execute(ctx context.Context, t *Task) Result {
 		select {
 		case <-e.gate:
 		case <-ctx.Done():
-			return Result{Outcome: OutcomeAborted, ExitCode: -1, Reason: "aborted"}
+			return executor.Result{Outcome: executor.OutcomeAborted, ExitCode: -1, Reason: "aborted"}
 		}
 	}
-	o := OutcomeSuccess
+	o := executor.OutcomeSuccess
 	if e.outcome != nil {
 		o = e.outcome(t.Message)
 	}
 	code := 0
 	switch o {
-	case OutcomeRetry:
+	case executor.OutcomeRetry:
 		code = 75
-	case OutcomeFailure:
+	case executor.OutcomeFailure:
 		code = 1
 	}
-	return Result{Outcome: o, ExitCode: code, Reason: string(o), Stderr: []byte("boom")}
+	return executor.Result{Outcome: o, ExitCode: code, Reason: string(o), Stderr: []byte("boom")}
 }
 
 func (e *scriptedExecutor) runList() []string {

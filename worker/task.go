@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/metrics"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // runner runs fetched messages to their end (success, a retry handed to the
@@ -55,9 +56,9 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		}
 		res := l.attempt(&m, envelope, route, cfg)
 		switch res.Outcome {
-		case OutcomeSuccess:
+		case executor.OutcomeSuccess:
 			return true
-		case OutcomeAborted:
+		case executor.OutcomeAborted:
 			return false
 		}
 		if l.lost.Load() {
@@ -90,8 +91,8 @@ func (l *queueLoop) runMessage(s *slot) bool {
 }
 
 // attempt runs the message once and records it.
-func (l *queueLoop) attempt(m *drover.Message, envelope []byte, route drover.TaskRoute, cfg *drover.QueueConfig) Result {
-	t := &Task{
+func (l *queueLoop) attempt(m *drover.Message, envelope []byte, route drover.TaskRoute, cfg *drover.QueueConfig) executor.Result {
+	t := &executor.Task{
 		Message: m, Envelope: envelope, Queue: l.name, Route: route,
 		Timeout: cfg.Timeout.Std(), Limits: cfg.Limits, User: cfg.User, Group: cfg.Group,
 	}
@@ -112,7 +113,7 @@ func (l *queueLoop) attempt(m *drover.Message, envelope []byte, route drover.Tas
 	labels := []metrics.Label{metrics.L("queue", l.name), metrics.L("task", m.Task)}
 	l.w.cfg.Metrics.AddSample(metrics.TaskDuration, ms(res.Duration), labels...)
 	l.w.cfg.Metrics.IncrCounter(metrics.TasksTotal, 1, append(labels, metrics.L("outcome", string(res.Outcome)))...)
-	if res.Outcome != OutcomeSuccess && res.Outcome != OutcomeAborted {
+	if res.Outcome != executor.OutcomeSuccess && res.Outcome != executor.OutcomeAborted {
 		l.logger.Info("task attempt failed", "id", m.ID, "task", m.Task, "attempt", m.Attempt,
 			"outcome", res.Outcome, "exit_code", res.ExitCode, "reason", res.Reason)
 	}

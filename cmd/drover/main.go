@@ -6,11 +6,10 @@ package main
 import (
 	"os"
 
-	"github.com/drover-dev/drover/worker"
-
 	// The example Go handlers, so that `drover dev` and the examples can
 	// route tasks to them.
 	_ "github.com/drover-dev/drover/examples/gohandler"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -19,6 +18,6 @@ var version = "dev"
 func main() {
 	// A task child re-executed by the worker's executor (Go handlers,
 	// resource limits) must run before anything else.
-	worker.RunChildIfRequested()
+	executor.RunChildIfRequested()
 	os.Exit(execute(os.Args[1:], newApp(os.Stdin, os.Stdout, os.Stderr, os.Environ())))
 }

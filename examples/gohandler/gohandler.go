@@ -8,7 +8,7 @@
 //
 // A program of your own registers its handlers the same way, in an init
 // function or before it starts the worker, and calls
-// worker.RunChildIfRequested first thing in main.
+// executor.RunChildIfRequested first thing in main.
 package gohandler
 
 import (

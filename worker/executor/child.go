@@ -1,4 +1,4 @@
-package worker
+package executor
 
 import (
 	"fmt"
@@ -32,7 +32,7 @@ const (
 // that run "go" routes or resource limits call it first in TestMain:
 //
 //	func TestMain(m *testing.M) {
-//		worker.RunChildIfRequested()
+//		executor.RunChildIfRequested()
 //		os.Exit(m.Run())
 //	}
 //

@@ -1,4 +1,4 @@
-package worker
+package executor
 
 import (
 	"context"
@@ -20,7 +20,7 @@ var goRoute = drover.TaskRoute{Go: true}
 
 func TestGoChildOutcomes(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	tests := []struct {
 		handler   string
 		outcome   Outcome
@@ -57,7 +57,7 @@ func TestGoChildOutcomes(t *testing.T) {
 
 func TestGoChildGetsTheMessageAndDeadline(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	task := testTask(t, handlerReport, goRoute)
 	task.Deadline = time.Now().Add(time.Hour).UTC()
 	res := e.Execute(context.Background(), task)
@@ -73,7 +73,7 @@ func TestGoChildGetsTheMessageAndDeadline(t *testing.T) {
 
 func TestGoChildDeadline(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{KillGrace: 200 * time.Millisecond})
+	e := newTestExecutor(t, Config{KillGrace: 200 * time.Millisecond})
 	for _, handler := range []string{
 		handlerWait,     // returns ctx.Err() at the deadline or on SIGTERM
 		handlerIgnoreCx, // killed after the grace
@@ -98,7 +98,7 @@ func TestGoChildDeadline(t *testing.T) {
 
 func TestGoChildAbort(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	task := testTask(t, handlerIgnoreCx, goRoute)
 	task.Envelope = nil // marshalled from the message
@@ -120,7 +120,7 @@ func TestGoChildAbort(t *testing.T) {
 
 func TestGoChildAsUserUnderLimits(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	tests := []struct {
 		name   string
 		user   string
@@ -149,7 +149,7 @@ func TestGoChildAsUserUnderLimits(t *testing.T) {
 
 func TestGoChildUnknownHandlerFailsBeforeStart(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	res := e.Execute(context.Background(), testTask(t, "worker-test-never-registered", goRoute))
 	if res.Outcome != OutcomeFailure || res.PID != 0 || !strings.Contains(res.Reason, "worker-test-never-registered") {
 		t.Errorf("want a failure before start naming the task, have %s pid %d (%s)", res.Outcome, res.PID, res.Reason)
@@ -158,7 +158,7 @@ func TestGoChildUnknownHandlerFailsBeforeStart(t *testing.T) {
 
 func TestGoChildRejectsGarbageOnStdin(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	task := testTask(t, handlerOK, goRoute)
 	task.Envelope = []byte("not json")
 	res := e.Execute(context.Background(), task)

@@ -1,4 +1,4 @@
-package worker
+package executor
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 //   - A "command" runs as a child process: argv never through a shell, the
 //     envelope byte for byte on stdin, its own process group, SIGKILL when
 //     the worker dies (the direct child; its descendants are reparented).
-//   - Environment: ExecConfig.Env (default the worker's) without DROVER_*,
+//   - Environment: Config.Env (default the worker's) without DROVER_*,
 //     then HOME/USER/LOGNAME of the run-as user, then the route's env, then
 //     DROVER_QUEUE, _TASK, _MESSAGE_ID, _ATTEMPT, _POSITION, _DEADLINE. A
 //     route may not set DROVER_* (the attempt fails, saying so).
@@ -106,7 +106,7 @@ type Result struct {
 	ExitCode int
 	// Signal is the signal that ended the process, 0 if none.
 	Signal syscall.Signal
-	// Stdout and Stderr are the last bytes (at most ExecConfig.OutputLimit)
+	// Stdout and Stderr are the last bytes (at most Config.OutputLimit)
 	// the task wrote. For inline handlers Stderr holds the error or panic.
 	Stdout, Stderr []byte
 	// PID is the process id; 0 for inline handlers and tasks never started.
@@ -131,7 +131,7 @@ func (r Result) Failure(at time.Time) drover.Failure {
 
 // Executor runs task attempts. Implementations are safe for concurrent use.
 //
-// The subprocess executors (NewExecutor) are Linux-only: they rely on
+// The subprocess executors (New) are Linux-only: they rely on
 // process groups, the parent-death signal and /proc/self/exe.
 type Executor interface {
 	// Execute runs one attempt and blocks until it has ended and every
@@ -143,7 +143,7 @@ type Executor interface {
 	Execute(ctx context.Context, t *Task) Result
 }
 
-// Defaults of ExecConfig.
+// Defaults of Config.
 const (
 	DefaultKillGrace   = 5 * time.Second
 	DefaultOutputLimit = 64 << 10
@@ -154,9 +154,9 @@ const (
 	DefaultSelf = "/proc/self/exe"
 )
 
-// ExecConfig configures NewExecutor. The zero value of every field means its
+// Config configures New. The zero value of every field means its
 // documented default.
-type ExecConfig struct {
+type Config struct {
 	// Logger receives task output (stdout and stderr tails, at Debug for
 	// successes and Warn otherwise) and kill notices, with the task's
 	// queue, task, id, attempt and pid. Default: a null logger.
@@ -171,7 +171,7 @@ type ExecConfig struct {
 	// (the tail). Default 64 KiB.
 	OutputLimit int
 	// Env is the environment every subprocess starts from, as KEY=VALUE
-	// entries; nil means the worker's own environment at NewExecutor.
+	// entries; nil means the worker's own environment at New.
 	// Variables named DROVER_* are always removed: the executor sets that
 	// namespace itself, and the worker's own settings (which may hold
 	// credentials) are not the task's business.
@@ -183,7 +183,7 @@ type ExecConfig struct {
 
 // withDefaults validates c and returns it with defaults filled in. Errors
 // wrap drover.ErrInvalidConfig and name the field.
-func (c ExecConfig) withDefaults() (ExecConfig, error) {
+func (c Config) withDefaults() (Config, error) {
 	bad := func(field, format string, a ...any) error {
 		return fmt.Errorf("%w: executor: %s: %s", drover.ErrInvalidConfig, field, fmt.Sprintf(format, a...))
 	}
@@ -225,12 +225,12 @@ func (c ExecConfig) withDefaults() (ExecConfig, error) {
 	return c, nil
 }
 
-// NewExecutor returns the Executor that runs each task the way its route
+// New returns the Executor that runs each task the way its route
 // says: a "command" as a subprocess, a "go" handler in a re-executed child of
 // the worker binary (whose main must call RunChildIfRequested first), an
 // "inline" handler in process. It fails, naming the field, when cfg is
 // invalid.
-func NewExecutor(cfg ExecConfig) (Executor, error) {
+func New(cfg Config) (Executor, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package worker
+package executor
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 func TestExecExitCodes(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	tests := []struct {
 		name       string
 		script     string
@@ -61,7 +61,7 @@ func TestExecExitCodes(t *testing.T) {
 
 func TestExecFailureReasonCarriesLastStderrLine(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	res := e.Execute(context.Background(), testTask(t, "job",
 		command(writeScript(t, "echo 'step 1' >&2; echo 'fatal: no such table' >&2; exit 3"))))
 	if want := "exit status 3: fatal: no such table"; res.Reason != want {
@@ -75,7 +75,7 @@ func TestExecFailureReasonCarriesLastStderrLine(t *testing.T) {
 
 func TestExecEnvironment(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{Env: []string{
+	e := newTestExecutor(t, Config{Env: []string{
 		"PATH=/usr/bin:/bin", "KEPT=base", "OVERRIDDEN=base",
 		"DROVER_REDIS_PASSWORD=secret", "DROVER_QUEUE=forged",
 	}})
@@ -119,7 +119,7 @@ func TestExecEnvironment(t *testing.T) {
 
 func TestExecRefusesReservedRouteEnv(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	task := testTask(t, "job", drover.TaskRoute{Command: []string{"true"}, Env: map[string]string{"DROVER_TASK": "x"}})
 	res := e.Execute(context.Background(), task)
 	if res.Outcome != OutcomeFailure || res.PID != 0 || !strings.Contains(res.Reason, "DROVER_TASK") {
@@ -129,7 +129,7 @@ func TestExecRefusesReservedRouteEnv(t *testing.T) {
 
 func TestExecNoDeadlineLeavesDeadlineUnset(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	task := testTask(t, "job", command("env"))
 	task.Timeout = 0
 	res := e.Execute(context.Background(), task)
@@ -141,7 +141,7 @@ func TestExecNoDeadlineLeavesDeadlineUnset(t *testing.T) {
 func TestExecDefaultDeadlineComesFromClockAndTimeout(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
-	e := newTestExecutor(t, ExecConfig{Clock: fixedClock{now}})
+	e := newTestExecutor(t, Config{Clock: fixedClock{now}})
 	task := testTask(t, "job", command("env"))
 	task.Timeout = 90 * time.Second
 	// The fake clock is in the future, so the real timer gets its 90 s.
@@ -162,7 +162,7 @@ func (c fixedClock) Now() time.Time { return c.t }
 
 func TestExecStdinIsTheEnvelopeByteForByte(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{OutputLimit: 1 << 20})
+	e := newTestExecutor(t, Config{OutputLimit: 1 << 20})
 	nasty := "$(rm -rf /tmp/x) `touch /tmp/pwned` ' \" \\ ; | & > < * ? ~ #!\n\t\r\x01\x7f\xc3\xa9 ${HOME} %s %n"
 	for _, size := range []int{0, 8 << 10, 300 << 10} { // prefilled and written by a goroutine
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
@@ -204,7 +204,7 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 			// The grandchild ignores SIGTERM too: only the group SIGKILL
 			// after the leader is gone can end it in the first case.
 			script := tt.trap + "\n(trap '' TERM; exec sleep 1000) &\necho $! > " + pidFile + "\nwhile :; do sleep 1; done\n"
-			e := newTestExecutor(t, ExecConfig{KillGrace: 300 * time.Millisecond})
+			e := newTestExecutor(t, Config{KillGrace: 300 * time.Millisecond})
 			task := testTask(t, "job", command(writeScript(t, script)))
 			task.Timeout = time.Second
 			res := e.Execute(context.Background(), task)
@@ -230,7 +230,7 @@ func TestExecKillsLeftoversAfterSuccess(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "bg.pid")
 	script := "sleep 1000 >/dev/null 2>&1 &\necho $! > " + pidFile + "\nexit 0\n"
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	res := e.Execute(context.Background(), testTask(t, "job", command(writeScript(t, script))))
 	if res.Outcome != OutcomeSuccess {
 		t.Fatalf("outcome: want success, have %s (%s)", res.Outcome, res.Reason)
@@ -243,7 +243,7 @@ func TestExecAbortKillsProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "grandchild.pid")
 	script := "trap '' TERM\nsleep 1000 &\necho $! > " + pidFile + ".tmp\nmv " + pidFile + ".tmp " + pidFile + "\nwait\n"
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan Result, 1)
 	go func() { done <- e.Execute(ctx, testTask(t, "job", command(writeScript(t, script)))) }()
@@ -262,7 +262,7 @@ func TestExecAbortKillsProcessGroup(t *testing.T) {
 
 func TestExecAbortedBeforeStart(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res := e.Execute(ctx, testTask(t, "job", command("true")))
@@ -273,7 +273,7 @@ func TestExecAbortedBeforeStart(t *testing.T) {
 
 func TestExecDeadlinePassedBeforeStart(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	task := testTask(t, "job", command("true"))
 	task.Deadline = time.Now().Add(-time.Second)
 	res := e.Execute(context.Background(), task)
@@ -284,7 +284,7 @@ func TestExecDeadlinePassedBeforeStart(t *testing.T) {
 
 func TestExecStartFailures(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	notExecutable := filepath.Join(t.TempDir(), "data.txt")
 	if err := os.WriteFile(notExecutable, []byte("hello"), 0o644); err != nil {
 		t.Fatal(err)
@@ -301,7 +301,7 @@ func TestExecStartFailures(t *testing.T) {
 func TestExecWorkingDirectory(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	res := e.Execute(context.Background(), testTask(t, "job", drover.TaskRoute{Command: []string{"pwd"}, Dir: dir}))
 	if have := strings.TrimSpace(string(res.Stdout)); have != dir {
 		t.Errorf("pwd: want %s, have %s", dir, have)
@@ -310,7 +310,7 @@ func TestExecWorkingDirectory(t *testing.T) {
 
 func TestExecOutputKeepsTheTail(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{OutputLimit: 1000})
+	e := newTestExecutor(t, Config{OutputLimit: 1000})
 	// 20000 numbered lines to stderr; only the last 1000 bytes survive.
 	script := "i=0; while [ $i -lt 20000 ]; do echo \"line $i\" >&2; i=$((i+1)); done; exit 4"
 	res := e.Execute(context.Background(), testTask(t, "job", command(writeScript(t, script))))
@@ -329,7 +329,7 @@ func TestExecLogsOutputWithTaskFields(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer // hclog writes in Execute's goroutine
 	logger := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Debug, JSONFormat: true})
-	e := newTestExecutor(t, ExecConfig{Logger: logger})
+	e := newTestExecutor(t, Config{Logger: logger})
 	task := testTask(t, "resize", command(writeScript(t, "echo 'cannot open image' >&2; exit 1")))
 	res := e.Execute(context.Background(), task)
 	out := buf.String()
@@ -348,7 +348,7 @@ func TestExecRunsAsUser(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Fatalf("this test runs as root (to switch users); have uid %d", os.Getuid())
 	}
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	tests := []struct {
 		name, user, group string
 		limits            drover.Limits
@@ -386,7 +386,7 @@ func TestExecRunsAsUser(t *testing.T) {
 
 func TestExecUnknownUserFailsBeforeStart(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	task := testTask(t, "job", command("true"))
 	task.User = "no-such-user-drover"
 	res := e.Execute(context.Background(), task)

@@ -1,4 +1,4 @@
-package worker
+package executor
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func runConcurrently(b *testing.B, workers int, task func() error) {
 func benchExecutor(b *testing.B, task *Task) {
 	for _, c := range benchConcurrency {
 		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			e := newTestExecutor(b, ExecConfig{})
+			e := newTestExecutor(b, Config{})
 			runConcurrently(b, c, func() error {
 				if res := e.Execute(context.Background(), task); res.Outcome != OutcomeSuccess {
 					return fmt.Errorf("want success, have %s (%s) stderr %q", res.Outcome, res.Reason, tail(res.Stderr))
@@ -105,7 +105,7 @@ func BenchmarkExecVsBareTrue(b *testing.B) {
 	const round = 20
 	for _, c := range benchConcurrency {
 		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			e := newTestExecutor(b, ExecConfig{})
+			e := newTestExecutor(b, Config{})
 			task := testTask(b, "true", command("/bin/true"))
 			kinds := [2]func() error{
 				func() error { return exec.Command("/bin/true").Run() },

@@ -1,4 +1,4 @@
-package worker
+package executor
 
 import (
 	"encoding/json"
@@ -14,12 +14,12 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// newTestExecutor returns NewExecutor(cfg) or fails the test.
-func newTestExecutor(t testing.TB, cfg ExecConfig) Executor {
+// newTestExecutor returns New(cfg) or fails the test.
+func newTestExecutor(t testing.TB, cfg Config) Executor {
 	t.Helper()
-	e, err := NewExecutor(cfg)
+	e, err := New(cfg)
 	if err != nil {
-		t.Fatalf("NewExecutor: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return e
 }

@@ -1,4 +1,4 @@
-package worker
+package executor
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ type execExecutor struct {
 	bufs        *sync.Pool
 }
 
-func newExecExecutor(cfg ExecConfig) *execExecutor {
+func newExecExecutor(cfg Config) *execExecutor {
 	name := "drover"
 	if exe, err := os.Executable(); err == nil {
 		name = filepath.Base(exe)

@@ -1,4 +1,4 @@
-package worker
+package executor
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 func TestExecLimitsReachTheTask(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	task := testTask(t, "limits", command("/bin/sh", "-c", "ulimit -Sn; ulimit -Hn; ulimit -Sv; ulimit -St; ulimit -Ht"))
 	task.Limits = drover.Limits{OpenFiles: 64, AddressSpace: 300 << 20, CPUSeconds: 7}
 	res := e.Execute(context.Background(), task)
@@ -28,7 +28,7 @@ func TestExecLimitsReachTheTask(t *testing.T) {
 
 func TestExecWithoutLimitsInheritsTheWorkers(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	res := e.Execute(context.Background(), testTask(t, "limits", command("/bin/sh", "-c", "ulimit -v")))
 	if have := strings.TrimSpace(string(res.Stdout)); have != "unlimited" {
 		t.Errorf("ulimit -v without limits: want unlimited, have %q", have)
@@ -44,7 +44,7 @@ func TestExecAddressSpaceLimit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("this test needs python3 as a task program (apt-get install python3): %v", err)
 	}
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	limits := drover.Limits{AddressSpace: 200 << 20}
 	tests := []struct {
 		name      string
@@ -81,7 +81,7 @@ func TestExecAddressSpaceLimit(t *testing.T) {
 
 func TestExecNegativeLimitFailsBeforeStart(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	task := testTask(t, "job", command("true"))
 	task.Limits = drover.Limits{OpenFiles: 10, CPUSeconds: -1}
 	res := e.Execute(context.Background(), task)
@@ -92,7 +92,7 @@ func TestExecNegativeLimitFailsBeforeStart(t *testing.T) {
 
 func TestExecCPULimit(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	task := testTask(t, "spin", command("/bin/sh", "-c", "while :; do :; done"))
 	task.Limits = drover.Limits{CPUSeconds: 1}
 	res := e.Execute(context.Background(), task)

@@ -1,4 +1,4 @@
-package worker
+package executor
 
 import (
 	"context"
@@ -15,7 +15,7 @@ var inlineRoute = drover.TaskRoute{Inline: true}
 
 func TestInlineOutcomes(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	tests := []struct {
 		handler   string
 		outcome   Outcome
@@ -26,7 +26,7 @@ func TestInlineOutcomes(t *testing.T) {
 		{handlerNoop, OutcomeSuccess, 0, "returned nil", ""},
 		{handlerRetry, OutcomeRetry, ExitRetry, "upstream busy", "upstream busy"},
 		{handlerFail, OutcomeFailure, 1, "boom: the widget is broken", "boom: the widget is broken"},
-		{handlerPanic, OutcomeFailure, 2, "panic: handler lost its mind", "executor_inline.go"}, // the stack
+		{handlerPanic, OutcomeFailure, 2, "panic: handler lost its mind", "inline.go"}, // the stack
 		{"worker-test-never-registered", OutcomeFailure, -1, "no Go handler registered", ""},
 	}
 	for _, tt := range tests {
@@ -51,7 +51,7 @@ func TestInlineOutcomes(t *testing.T) {
 
 func TestInlineDeadlineAndAbort(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 
 	task := testTask(t, handlerWait, inlineRoute)
 	task.Timeout = 50 * time.Millisecond
@@ -76,7 +76,7 @@ func TestInlineDeadlineAndAbort(t *testing.T) {
 
 func TestRouteMustSetExactlyOneWay(t *testing.T) {
 	t.Parallel()
-	e := newTestExecutor(t, ExecConfig{})
+	e := newTestExecutor(t, Config{})
 	for _, r := range []drover.TaskRoute{
 		{},
 		{Inline: true, Go: true},

@@ -1,4 +1,4 @@
-package worker
+package executor
 
 import (
 	"errors"
@@ -13,18 +13,18 @@ import (
 func TestExecConfigValidation(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		cfg   ExecConfig
+		cfg   Config
 		field string
 	}{
-		{ExecConfig{KillGrace: -time.Second}, "KillGrace"},
-		{ExecConfig{OutputLimit: -1}, "OutputLimit"},
-		{ExecConfig{Env: []string{"A=1", "no-equals"}}, "Env[1]"},
-		{ExecConfig{Env: []string{"=1"}}, "Env[0]"},
-		{ExecConfig{Self: "/no/such/binary"}, "Self"},
-		{ExecConfig{Self: "/tmp"}, "Self"},
+		{Config{KillGrace: -time.Second}, "KillGrace"},
+		{Config{OutputLimit: -1}, "OutputLimit"},
+		{Config{Env: []string{"A=1", "no-equals"}}, "Env[1]"},
+		{Config{Env: []string{"=1"}}, "Env[0]"},
+		{Config{Self: "/no/such/binary"}, "Self"},
+		{Config{Self: "/tmp"}, "Self"},
 	}
 	for _, tt := range tests {
-		_, err := NewExecutor(tt.cfg)
+		_, err := New(tt.cfg)
 		if !errors.Is(err, drover.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.field) {
 			t.Errorf("%+v: want ErrInvalidConfig naming %s, have %v", tt.cfg, tt.field, err)
 		}
@@ -33,7 +33,7 @@ func TestExecConfigValidation(t *testing.T) {
 
 func TestExecConfigDefaults(t *testing.T) {
 	t.Parallel()
-	cfg, err := ExecConfig{}.withDefaults()
+	cfg, err := Config{}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
