@@ -61,12 +61,17 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 		return nil, fmt.Errorf("claim %s: encode owner: %w", queue, err)
 	}
 	offsetPath := s.path(offsetsDir, queue)
-	if err := s.createIfMissing(ctx, offsetPath, zeroOffset()); err != nil {
-		return nil, fmt.Errorf("claim %s: %w", queue, err)
-	}
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		cur, err := s.ReadOffset(ctx, queue)
+		if errors.Is(err, drover.ErrNotFound) {
+			// Never claimed: create it (a read first, because a create of
+			// an existing node is still a write the leader must order).
+			if err := s.createIfMissing(ctx, offsetPath, zeroOffset()); err != nil {
+				return nil, fmt.Errorf("claim %s: %w", queue, err)
+			}
+			cur, err = s.ReadOffset(ctx, queue)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("claim %s: %w", queue, err)
 		}
@@ -76,11 +81,11 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 		// landed would leave an owner node without a Claim, and the queue's
 		// next owner would wait on it for as long as this session lives. A
 		// claim that landed after ctx ended is given back below.
-		res, err := bounded(context.WithoutCancel(ctx), s, func(c zkConn) ([]zk.MultiResponse, error) {
-			return c.Multi(
-				&zk.CreateRequest{Path: ownerPath, Data: ownerData, Acl: s.acl, Flags: zk.FlagEphemeral},
-				&zk.SetDataRequest{Path: offsetPath, Data: curData, Version: cur.Version},
-			)
+		// Concurrent claims of this session go out in one multi (each
+		// failing alone: multi_batch.go).
+		res, err := s.batch.multi(context.WithoutCancel(ctx), []any{
+			&zk.CreateRequest{Path: ownerPath, Data: ownerData, Acl: s.acl, Flags: zk.FlagEphemeral},
+			&zk.SetDataRequest{Path: offsetPath, Data: curData, Version: cur.Version},
 		})
 		applied := err == nil
 		offsetVersion := int32(-1)
@@ -217,8 +222,7 @@ func (c *Claim) write(ctx context.Context, off drover.Offset, release bool) erro
 		if err := c.s.usable(); err != nil {
 			return c.fence(err)
 		}
-		ops := c.ops(data, release)
-		res, err := bounded(ctx, c.s, func(conn zkConn) ([]zk.MultiResponse, error) { return conn.Multi(ops...) })
+		res, err := c.s.batch.multi(ctx, c.ops(data, release))
 		switch {
 		case err == nil:
 			c.applied(off, res[1].Stat.Version, release)

@@ -294,19 +294,19 @@ func TestRegistryBucketsAndTheirLimit(t *testing.T) {
 	server := testenv.ZooKeeper(t)
 	root := testenv.Chroot(t)
 	s := connect(t, server.Addrs, root, patient)
-	ctx := ctxT(t)
+	ctx := ctxLong(t)
 
-	createQueues(t, s, 5000)
+	createQueues(t, s, 1000)
 	buckets, _, err := s.conn.Children(s.path(queuesDir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(buckets) > registryBuckets || len(buckets) < registryBuckets/2 {
-		t.Fatalf("buckets for 5,000 queues: want between %d and %d, have %d", registryBuckets/2, registryBuckets, len(buckets))
+		t.Fatalf("buckets for 1,000 queues: want between %d and %d, have %d", registryBuckets/2, registryBuckets, len(buckets))
 	}
 	st, err := s.ClusterStats(ctx)
-	if err != nil || st.Queues != 5000 {
-		t.Fatalf("cluster stats: want 5000 queues, have %d (%v)", st.Queues, err)
+	if err != nil || st.Queues != 1000 {
+		t.Fatalf("cluster stats: want 1000 queues, have %d (%v)", st.Queues, err)
 	}
 	if n, err := s.CreateQueues(ctx, []drover.QueueConfig{{Name: "q0000001"}, {Name: "fresh"}}); err != nil || n != 1 {
 		t.Fatalf("create one existing and one new queue: want 1 created, have %d (%v)", n, err)

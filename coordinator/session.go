@@ -27,6 +27,7 @@ type Session struct {
 	contact *contactClock
 	kick    chan struct{} // wakes the monitor; never blocks the sender
 	hub     *watchHub     // routes watch events to the watch sets (watch.go)
+	batch   multiBatcher  // coalesces the commits and releases of claims (multi_batch.go)
 
 	mu      sync.Mutex
 	state   SessionState
@@ -104,6 +105,7 @@ func newSession(ctx context.Context, cfg Config, conn zkConn, contact *contactCl
 		done:    make(chan struct{}),
 		stop:    make(chan struct{}),
 	}
+	s.batch.s = s
 	if err := s.awaitSession(ctx); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -13,6 +14,32 @@ import (
 // request timeout.
 func patient(c *Config) { c.RequestTimeout = 30 * time.Second }
 
+// ctxLong is ctxT for the tests that move tens of thousands of nodes: on a
+// busy machine they take minutes.
+func ctxLong(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// untilCtx receives from ch until ok(v) or ctx ends.
+func untilCtx[T any](ctx context.Context, t *testing.T, ch <-chan T, what string, ok func(T) bool) T {
+	t.Helper()
+	for {
+		select {
+		case v, open := <-ch:
+			if !open {
+				t.Fatalf("%s: watch channel closed", what)
+			}
+			if ok(v) {
+				return v
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s: not delivered: %v", what, ctx.Err())
+		}
+	}
+}
+
 // createQueues registers n queues named q0000000… with CreateQueues.
 func createQueues(t *testing.T, s *Session, n int) []string {
 	t.Helper()
@@ -22,7 +49,7 @@ func createQueues(t *testing.T, s *Session, n int) []string {
 		names[i] = fmt.Sprintf("q%07d", i)
 		cfgs[i] = drover.QueueConfig{Name: names[i]}
 	}
-	created, err := s.CreateQueues(ctxT(t), cfgs)
+	created, err := s.CreateQueues(ctxLong(t), cfgs)
 	if err != nil || created != n {
 		t.Fatalf("create %d queues: created %d (%v)", n, created, err)
 	}
@@ -39,9 +66,9 @@ func TestWatchQueuesBeyondTheSelectLimit(t *testing.T) {
 	s, admin := connect(t, server.Addrs, root, patient), connect(t, server.Addrs, root, patient)
 	const n = 70_000
 	names := createQueues(t, admin, n)
-	ctx := ctxT(t)
+	ctx := ctxLong(t)
 	watch := s.WatchQueues(ctx)
-	until(t, watch, "all queues", func(qs []QueueEntry) bool { return len(qs) == n })
+	untilCtx(ctx, t, watch, "all queues", func(qs []QueueEntry) bool { return len(qs) == n })
 	if have := s.hub.paths(); have < n {
 		t.Fatalf("watched paths: want at least %d, have %d", n, have)
 	}
@@ -49,7 +76,7 @@ func TestWatchQueuesBeyondTheSelectLimit(t *testing.T) {
 	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: last, Weight: 7}, -1); err != nil {
 		t.Fatalf("update %s: %v", last, err)
 	}
-	until(t, watch, "the change of one queue", func(qs []QueueEntry) bool {
+	untilCtx(ctx, t, watch, "the change of one queue", func(qs []QueueEntry) bool {
 		for _, q := range qs {
 			if q.Name == last {
 				return q.Config.Weight == 7
