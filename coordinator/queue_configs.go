@@ -11,7 +11,7 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// WatchQueueConfigs keeps a data watch on /queues/<q> for each queue named
+// WatchQueueConfigs keeps a data watch on /queues/<bucket>/<q> for each queue named
 // in the latest set received on names, and delivers each queue's entry when
 // it is first read and after every change, until ctx ends or the session is
 // lost (then the channel is closed). A member's reconciler watches only the
@@ -96,7 +96,7 @@ func (s *Session) WatchQueueConfigs(ctx context.Context, names <-chan map[string
 	return out
 }
 
-// readQueueW reads /queues/<q> and leaves a watch on it: a data watch, or an
+// readQueueW reads /queues/<bucket>/<q> and leaves a watch on it: a data watch, or an
 // existence watch when the node is missing.
 func (s *Session) readQueueW(ctx context.Context, q string) (QueueEntry, error) {
 	p := s.queueNodePath(q)
