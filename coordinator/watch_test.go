@@ -11,8 +11,8 @@ import (
 )
 
 // patient gives a session that makes big requests on a busy machine a long
-// request timeout.
-func patient(c *Config) { c.RequestTimeout = 30 * time.Second }
+// session and request timeout (a starved test process must not lose it).
+func patient(c *Config) { c.SessionTimeout, c.RequestTimeout = 20*time.Second, 30*time.Second }
 
 // ctxLong is ctxT for the tests that move tens of thousands of nodes: on a
 // busy machine they take minutes.
