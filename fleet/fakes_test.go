@@ -54,23 +54,7 @@ func (s *fakeSession) assign(gen int64, queues map[string]string) {
 // WatchShare delivers every assignment whole: the reconciler keeps only its
 // member's queues.
 func (s *fakeSession) WatchShare(ctx context.Context, _ string) <-chan coordinator.AssignmentNode {
-	out := make(chan coordinator.AssignmentNode)
-	go func() {
-		defer close(out)
-		for {
-			select {
-			case a := <-s.assignments:
-				select {
-				case out <- a:
-				case <-ctx.Done():
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out
+	return relay(ctx, s.assignments)
 }
 
 func (s *fakeSession) WatchQueueConfigs(ctx context.Context, _ <-chan map[string]bool) <-chan coordinator.QueueEntry {
