@@ -40,6 +40,11 @@ type pendingWrite struct {
 	release bool
 }
 
+// maxClaimsInFlight bounds the Claim calls of one session that send
+// requests at the same time; the others wait their turn. Their multis are
+// coalesced (multi_batch.go), so a batch carries up to this many claims.
+const maxClaimsInFlight = 256
+
 // Claim takes ownership of queue for owner, as one multi:
 // create(/owners/<queue>, ephemeral) + setData(/offsets/<queue>, same data,
 // read version). The claim bumps the offset's version, which fences every
@@ -61,6 +66,18 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 		return nil, fmt.Errorf("claim %s: encode owner: %w", queue, err)
 	}
 	offsetPath := s.path(offsetsDir, queue)
+	// A member gaining 10,000 queues claims them all at once: without a
+	// bound its requests pile up past the server's outstanding-request
+	// limit, which then stops reading the connection, pings included, and
+	// the session is lost.
+	select {
+	case s.claims <- struct{}{}:
+		defer func() { <-s.claims }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("claim %s: %w", queue, ctx.Err())
+	case <-s.done:
+		return nil, fmt.Errorf("claim %s: %w", queue, s.Err())
+	}
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		cur, err := s.ReadOffset(ctx, queue)

@@ -28,6 +28,7 @@ type Session struct {
 	kick    chan struct{} // wakes the monitor; never blocks the sender
 	hub     *watchHub     // routes watch events to the watch sets (watch.go)
 	batch   multiBatcher  // coalesces the commits and releases of claims (multi_batch.go)
+	claims  chan struct{} // bounds the claims in flight (claim.go)
 
 	mu      sync.Mutex
 	state   SessionState
@@ -106,6 +107,7 @@ func newSession(ctx context.Context, cfg Config, conn zkConn, contact *contactCl
 		stop:    make(chan struct{}),
 	}
 	s.batch.s = s
+	s.claims = make(chan struct{}, maxClaimsInFlight)
 	if err := s.awaitSession(ctx); err != nil {
 		return nil, err
 	}
