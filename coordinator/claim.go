@@ -84,8 +84,9 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 		if errors.Is(err, drover.ErrNotFound) {
 			// Never claimed: create it (a read first, because a create of
 			// an existing node is still a write the leader must order).
-			if err := s.createIfMissing(ctx, offsetPath, zeroOffset()); err != nil {
-				return nil, fmt.Errorf("claim %s: %w", queue, err)
+			_, cerr := s.batch.multi(ctx, []any{&zk.CreateRequest{Path: offsetPath, Data: zeroOffset(), Acl: s.acl, Flags: zk.FlagPersistent}})
+			if cerr != nil && !errors.Is(cerr, zk.ErrNodeExists) {
+				return nil, fmt.Errorf("claim %s: create %s: %w", queue, offsetPath, cerr)
 			}
 			cur, err = s.ReadOffset(ctx, queue)
 		}
