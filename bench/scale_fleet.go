@@ -192,11 +192,17 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 		// a new session; here it is counted and leaves the live set.
 		<-s.Done()
 		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.members[name] == m {
+		lost := f.members[name] == m
+		if lost {
 			delete(f.members, name)
 			f.gone = append(f.gone, m)
 			f.lost = append(f.lost, name)
+		}
+		f.mu.Unlock()
+		if lost {
+			// As a worker does (fleet.Member): a lost session is closed, so
+			// its member node goes and the leader moves its queues.
+			s.Close()
 		}
 	}()
 	return m, nil
