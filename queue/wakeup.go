@@ -168,3 +168,43 @@ func parseWakeup(payload string) (Wakeup, error) {
 	}
 	return w, nil
 }
+
+// AllWakeups subscribes to every member's wake-up channel (a pattern
+// subscription) and returns the queue names enqueued to, for observers such
+// as the autoscaler: it adds one delivery per enqueue, whatever the number of
+// members. Queues that no member owns publish nothing; observers still poll
+// them. The channel is closed after ctx ends; names are dropped when the
+// reader falls more than 1024 behind.
+func (s *Store) AllWakeups(ctx context.Context) (<-chan string, error) {
+	pattern := s.keys.memberChannel("*")
+	sub := s.rdb.PSubscribe(ctx, pattern)
+	if _, err := sub.Receive(ctx); err != nil {
+		_ = sub.Close()
+		return nil, fmt.Errorf("subscribe to %s: %w", pattern, err)
+	}
+	out := make(chan string, wakeupBuffer)
+	in := sub.Channel()
+	go func() {
+		defer close(out)
+		defer sub.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case msg, ok := <-in:
+				if !ok {
+					return
+				}
+				w, err := parseWakeup(msg.Payload)
+				if err != nil {
+					continue
+				}
+				select {
+				case out <- w.Queue:
+				default:
+				}
+			}
+		}
+	}()
+	return out, nil
+}

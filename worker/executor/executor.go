@@ -63,6 +63,11 @@ type Task struct {
 	// User and Group, when set, are the user and group a subprocess runs as
 	// (names or numeric ids; ignored for inline routes).
 	User, Group string
+	// OnStart, when set, is called with the process id as soon as the
+	// subprocess has started, before Execute waits for it (not for inline
+	// routes): the worker shows it in /debug/state while the task runs.
+	// It must not block.
+	OnStart func(pid int)
 }
 
 // queue returns the queue the task belongs to.
