@@ -219,7 +219,7 @@ return 1
 //
 // Returns the new position, -1 if the id is not a dead letter, -2 if the id
 // is pending in the queue again (nothing is changed then).
-const retryDeadSource = `-- drover retry-dead v1
+const retryDeadSource = `-- drover retry-dead v2
 if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then return -1 end
 if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return -2 end
 local t = redis.call('TIME')
