@@ -225,7 +225,7 @@ func (s *Store) RetryDead(ctx context.Context, queue, id string) (EnqueueResult,
 	qk := s.keys.queue(queue)
 	wake := ""
 	if s.wakeups {
-		wake = "1"
+		wake = s.keys.unownedChannel()
 	}
 	keys := []string{qk.log, qk.msg, qk.seq, qk.dead, qk.deadmsg, qk.owner}
 	pos, err := s.run(ctx, retryDeadScript, keys, id, env, wake, queue).Int64()

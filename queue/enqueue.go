@@ -175,7 +175,7 @@ func (s *Store) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 			qk := s.keys.queue(r.queue)
 			wake := ""
 			if s.wakeups {
-				wake = "1"
+				wake = s.keys.unownedChannel()
 			}
 			c = &call{
 				queue: r.queue,

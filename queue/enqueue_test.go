@@ -264,7 +264,19 @@ func testWakeups(t *testing.T, rdb redis.UniversalClient) {
 		}
 		panic("unreachable")
 	}
-	mustEnqueue(t, s, msg("nobody", "")) // no route: no wake-up
+	all, err := s.AllWakeups(ctx)
+	if err != nil {
+		t.Fatalf("AllWakeups: %v", err)
+	}
+	mustEnqueue(t, s, msg("nobody", "")) // no owner: observers only
+	select {
+	case q := <-all:
+		if q != "nobody" {
+			t.Fatalf("observer's first wake-up: want nobody, have %q", q)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("observer: no wake-up within 30s of an enqueue to a queue without an owner")
+	}
 	mustEnqueue(t, s, msg("sleepy", ""))
 	if w := nextWake(wake, "m1"); w.Queue != "sleepy" || !w.Due.IsZero() || w.Missed {
 		t.Fatalf("m1's wake-up: want sleepy, have %+v", w)
@@ -306,6 +318,8 @@ func testWakeups(t *testing.T, rdb redis.UniversalClient) {
 	for range wake { // closed once the subscription goroutine exits
 	}
 	for range wake2 {
+	}
+	for range all {
 	}
 }
 

@@ -57,3 +57,7 @@ func (k *keyspace) queues() string { return k.prefix + ":queues" }
 // it owns publish their wake-ups there (the queue's :owner key names it), so
 // a wake-up reaches the owner only.
 func (k *keyspace) memberChannel(member string) string { return k.prefix + ":wakeup:" + member }
+
+// unownedChannel carries the wake-ups of queues no member owns (no :owner
+// key): nobody but observers (the autoscaler) listens to it.
+func (k *keyspace) unownedChannel() string { return k.prefix + ":wakeup-unowned" }

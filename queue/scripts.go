@@ -20,8 +20,8 @@ import "github.com/redis/go-redis/v9"
 //	KEYS[1] log      KEYS[2] msg      KEYS[3] seq
 //	KEYS[4] delayed  KEYS[5] seen     KEYS[6] owner
 //	ARGV[1] dedupe window in ms: how long a caller-chosen id stays known
-//	ARGV[2] "1": publish a wake-up on the owner's channel (named by the
-//	        :owner key, when set); "": none
+//	ARGV[2] the channel for a queue without an owner: the wake-up goes to
+//	        the channel the :owner key names, or to this one; "": no wake-up
 //	ARGV[3] the queue name (the wake-up payload)
 //	then 4 per message:
 //	  id, envelope JSON, due time in unix ms ("0" = now),
@@ -33,14 +33,14 @@ import "github.com/redis/go-redis/v9"
 // nothing was written. The wake-up payload is the queue name, followed by a
 // space and the earliest due time (unix ms) when delayed messages were
 // added: one PUBLISH per call, received by the owner alone.
-const enqueueSource = `-- drover enqueue v2 (docs/redis-schema.md)
+const enqueueSource = `-- drover enqueue v3 (docs/redis-schema.md)
 -- KEYS: 1 log, 2 msg, 3 seq, 4 delayed, 5 seen, 6 owner -- all of one queue (one hash tag)
--- ARGV: 1 dedupe window in ms, 2 wake-up ('1' to publish to the owner, '' for none), 3 queue name,
+-- ARGV: 1 dedupe window in ms, 2 channel when the queue has no owner ('' for no wake-up), 3 queue name,
 --       then 4 per message: id, envelope JSON, due in unix ms (0 = now), keyed (1 or 0)
 -- Returns per message: its position (> 0), 0 if delayed, -1 if the id was known.
 -- Arguments are checked before anything is written.
 if #ARGV < 3 or (#ARGV - 3) % 4 ~= 0 or not tonumber(ARGV[1]) then
-  return redis.error_reply('drover enqueue: want a window in ms, a wake-up flag, a queue, then 4 values per message')
+  return redis.error_reply('drover enqueue: want a window in ms, a channel, a queue, then 4 values per message')
 end
 for i = 4, #ARGV, 4 do
   if ARGV[i] == '' or not tonumber(ARGV[i + 2]) then
@@ -94,12 +94,10 @@ if #ready > 0 then
   redis.call('SET', KEYS[3], last)
 end
 if ARGV[2] ~= '' and added > 0 then
-  local channel = redis.call('GET', KEYS[6])
-  if channel then
-    local payload = ARGV[3]
-    if first_due then payload = payload .. ' ' .. string.format('%d', first_due) end
-    redis.call('PUBLISH', channel, payload)
-  end
+  local channel = redis.call('GET', KEYS[6]) or ARGV[2]
+  local payload = ARGV[3]
+  if first_due then payload = payload .. ' ' .. string.format('%d', first_due) end
+  redis.call('PUBLISH', channel, payload)
 end
 return out
 `
@@ -214,12 +212,13 @@ return 1
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] seq  KEYS[4] dead  KEYS[5] deadmsg
 //	KEYS[6] owner
 //	ARGV[1] id  ARGV[2] envelope JSON (attempt 0)
-//	ARGV[3] "1": wake the owner (the channel the :owner key names); "": none
+//	ARGV[3] the channel for a queue without an owner (the wake-up goes to
+//	        the channel the :owner key names, or to this one); "": none
 //	ARGV[4] queue name
 //
 // Returns the new position, -1 if the id is not a dead letter, -2 if the id
 // is pending in the queue again (nothing is changed then).
-const retryDeadSource = `-- drover retry-dead v2
+const retryDeadSource = `-- drover retry-dead v3
 if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then return -1 end
 if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return -2 end
 local t = redis.call('TIME')
@@ -231,8 +230,7 @@ redis.call('SET', KEYS[3], pos)
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
 if ARGV[3] ~= '' then
-  local channel = redis.call('GET', KEYS[6])
-  if channel then redis.call('PUBLISH', channel, ARGV[4]) end
+  redis.call('PUBLISH', redis.call('GET', KEYS[6]) or ARGV[3], ARGV[4])
 end
 return pos
 `

@@ -15,7 +15,8 @@ import (
 // channel into the queue's :owner key when it starts running the queue
 // (RouteWakeups), and the enqueue script publishes on the channel that key
 // names — one PUBLISH per enqueue call, one delivery (to the owner), on
-// standalone Redis and on a Cluster alike. A stale route (the owner moved
+// standalone Redis and on a Cluster alike. A queue without an owner
+// publishes on the unowned channel, which no member listens to. A stale route (the owner moved
 // on) costs one delivery to a member that ignores it; the next owner
 // overwrites the route when it starts the queue.
 
@@ -170,10 +171,10 @@ func parseWakeup(payload string) (Wakeup, error) {
 }
 
 // AllWakeups subscribes to every member's wake-up channel (a pattern
-// subscription) and returns the queue names enqueued to, for observers such
-// as the autoscaler: it adds one delivery per enqueue, whatever the number of
-// members. Queues that no member owns publish nothing; observers still poll
-// them. The channel is closed after ctx ends; names are dropped when the
+// subscription) and to the channel of queues no member owns, and returns
+// the queue names enqueued to, for observers such as the autoscaler (which
+// must see enqueues while no worker runs): it adds one delivery per
+// enqueue, whatever the number of members. The channel is closed after ctx ends; names are dropped when the
 // reader falls more than 1024 behind.
 func (s *Store) AllWakeups(ctx context.Context) (<-chan string, error) {
 	pattern := s.keys.memberChannel("*")
@@ -181,6 +182,10 @@ func (s *Store) AllWakeups(ctx context.Context) (<-chan string, error) {
 	if _, err := sub.Receive(ctx); err != nil {
 		_ = sub.Close()
 		return nil, fmt.Errorf("subscribe to %s: %w", pattern, err)
+	}
+	if err := sub.Subscribe(ctx, s.keys.unownedChannel()); err != nil {
+		_ = sub.Close()
+		return nil, fmt.Errorf("subscribe to %s: %w", s.keys.unownedChannel(), err)
 	}
 	out := make(chan string, wakeupBuffer)
 	in := sub.Channel()
