@@ -94,6 +94,20 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 			return nil, fmt.Errorf("claim %s: %w", queue, err)
 		}
 		curData, _ := json.Marshal(cur.Offset)
+		// A queue still owned (its previous owner has not released it, or
+		// its session has not expired) is answered by a read: in a
+		// coalesced multi its failing create would make every other claim
+		// of the batch be sent again.
+		owned, err := bounded(ctx, s, func(c zkConn) (bool, error) {
+			exists, _, err := c.Exists(ownerPath)
+			return exists, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("claim %s: %w", queue, err)
+		}
+		if owned {
+			return nil, s.ownedElsewhere(ctx, queue)
+		}
 		// The multi waits for its real outcome even when ctx ends meanwhile
 		// (bounded by the request timeout): an abandoned claim that still
 		// landed would leave an owner node without a Claim, and the queue's
