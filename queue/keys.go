@@ -28,6 +28,7 @@ type queueKeys struct {
 	deadmsg string // HASH id → envelope + failure fields
 	seen    string // ZSET caller-chosen id → end of its dedupe window (unix ms)
 	owner   string // STRING the wake-up channel of the queue's owner
+	done    string // ZSET outcome record buckets "<n>:<start ms>" → expiry (unix ms); bucket <done>:<n>:<start> is a HASH id → record JSON
 }
 
 // queue returns the keys of queue q. q must be a valid queue name.
@@ -45,6 +46,7 @@ func (k *keyspace) queue(q string) *queueKeys {
 		deadmsg: base + "deadmsg",
 		seen:    base + "seen",
 		owner:   base + "owner",
+		done:    base + "done",
 	}
 	v, _ := k.cache.LoadOrStore(q, qk)
 	return v.(*queueKeys)
@@ -61,3 +63,7 @@ func (k *keyspace) memberChannel(member string) string { return k.prefix + ":wak
 // unownedChannel carries the wake-ups of queues no member owns (no :owner
 // key): nobody but observers (the autoscaler) listens to it.
 func (k *keyspace) unownedChannel() string { return k.prefix + ":wakeup-unowned" }
+
+// audit is the LIST of audit records of the console's mutations, newest
+// first.
+func (k *keyspace) audit() string { return k.prefix + ":audit" }

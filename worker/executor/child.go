@@ -19,6 +19,8 @@ const (
 	// childModeGo: run the registered Go handler for the envelope on stdin
 	// (child_go.go).
 	childModeGo = "go"
+	// childModeLease: the task lease's supervisor (lease_supervisor.go).
+	childModeLease = "lease"
 )
 
 // RunChildIfRequested turns the process into a task child when the executor
@@ -49,6 +51,8 @@ func RunChildIfRequested() {
 		os.Exit(runExecChild(os.Args))
 	case childModeGo:
 		os.Exit(runGoChild())
+	case childModeLease:
+		os.Exit(runLeaseSupervisor(os.Args))
 	}
 	fmt.Fprintf(os.Stderr, "drover: %s=%q is not a child mode of this binary\n", childEnv, mode)
 	os.Exit(exitChildSetup)
