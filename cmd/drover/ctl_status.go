@@ -31,7 +31,7 @@ type memberStatus = ops.MemberRow
 
 type queueStatus struct {
 	Queue      string          `json:"queue"`
-	Configured bool            `json:"configured"` // has /queues/<name>
+	Configured bool            `json:"configured"` // has /queues/<bucket>/<name>
 	Assigned   string          `json:"assigned,omitempty"`
 	Owner      string          `json:"owner,omitempty"`
 	Committed  drover.Position `json:"committed"`
