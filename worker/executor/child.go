@@ -49,6 +49,8 @@ func RunChildIfRequested() {
 		os.Exit(runExecChild(os.Args))
 	case childModeGo:
 		os.Exit(runGoChild())
+	case childModeGoPool:
+		os.Exit(runGoPoolChild())
 	}
 	fmt.Fprintf(os.Stderr, "drover: %s=%q is not a child mode of this binary\n", childEnv, mode)
 	os.Exit(exitChildSetup)
