@@ -17,6 +17,14 @@ type Executor interface {
 	Execute(ctx context.Context, t *executor.Task) executor.Result
 }
 
+// PoolReleaser is an Executor that keeps warm children for pooled routes
+// (executor.PoolOwner): a queue loop releases its queue's children when the
+// queue is paused or stops, and State lists the pools.
+type PoolReleaser interface {
+	ReleaseQueue(queue string)
+	PoolStates() []executor.PoolState
+}
+
 // Delivery is one entry read from a queue's log.
 type Delivery struct {
 	Position drover.Position

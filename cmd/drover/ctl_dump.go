@@ -40,6 +40,17 @@ type debugState struct {
 			Runtime float64 `json:"runtime_seconds"`
 		} `json:"in_flight"`
 	} `json:"queues"`
+	Pools []struct {
+		Queue    string           `json:"queue"`
+		Route    drover.TaskRoute `json:"route"`
+		Children []struct {
+			PID         int     `json:"pid"`
+			Busy        bool    `json:"busy"`
+			TasksServed int     `json:"tasks_served"`
+			RSSBytes    int64   `json:"rss_bytes"`
+			AgeSeconds  float64 `json:"age_seconds"`
+		} `json:"children"`
+	} `json:"pools"`
 }
 
 func (a *app) ctlDumpCommand() *cobra.Command {
@@ -49,7 +60,8 @@ func (a *app) ctlDumpCommand() *cobra.Command {
 		Long: `Fetch GET http://<admin_addr>/debug/state from the member's admin server
 (the address is in its member node) and print it: owned queues with their
 committed, done and fetched positions, in-flight tasks with pid and
-runtime, and pause flags. -o json prints the document as served.`,
+runtime, pause flags, and the warm children of pooled routes (pid, tasks
+served, resident memory, age). -o json prints the document as served.`,
 		Example: `  drover ctl dump worker-1
   drover ctl dump worker-1 -o json | jq '.queues[].in_flight'`,
 		Args:              exactArgs(1, "a member name"),
@@ -112,6 +124,24 @@ runtime, and pause flags. -o json prints the document as served.`,
 			for _, q := range st.Queues {
 				for _, f := range q.InFlight {
 					t.row(q.Name, f.ID, f.Task, f.Attempt, f.PID, fmtAge(time.Duration(f.Runtime*float64(time.Second))))
+				}
+			}
+			if err := t.flush(); err != nil || len(st.Pools) == 0 {
+				return err
+			}
+			e.printf("\n")
+			t = newTable(e.a.stdout, "POOL QUEUE", "ROUTE", "PID", "BUSY", "TASKS SERVED", "RSS", "AGE")
+			for _, p := range st.Pools {
+				route := "go"
+				if len(p.Route.Command) > 0 {
+					route = strings.Join(p.Route.Command, " ")
+				}
+				if len(p.Children) == 0 {
+					t.row(p.Queue, route, "-", "-", "-", "-", "-")
+				}
+				for _, c := range p.Children {
+					t.row(p.Queue, route, c.PID, c.Busy, c.TasksServed, drover.ByteSize(c.RSSBytes/1024*1024).String(),
+						fmtAge(time.Duration(c.AgeSeconds*float64(time.Second))))
 				}
 			}
 			return t.flush()

@@ -18,6 +18,7 @@ import (
 // ("go" routes, the rlimit trampoline), then runs the tests.
 func TestMain(m *testing.M) {
 	RunChildIfRequested()
+	runPoolTestWorkerIfRequested() // pool_worker_test.go
 	os.Exit(m.Run())
 }
 

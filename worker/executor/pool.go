@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -182,8 +183,22 @@ func (ps *pools) close() {
 	ps.mu.Unlock()
 	for _, p := range all {
 		p.stop()
+		p.killBusy()
 	}
 	ps.bg.Wait()
+}
+
+// killBusy kills the process groups of children running a task; their
+// tasks end as aborted.
+func (p *childPool) killBusy() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.live {
+		if c.busy {
+			c.closed.Store(true)
+			killGroup(c.pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // stop marks the pool stopped and stops its idle children; busy ones stop

@@ -265,6 +265,10 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	}
 	died := func() Result {
 		end(true)
+		if c.closed.Load() {
+			res.Outcome, res.Reason = OutcomeAborted, "aborted: the executor was closed (the worker is stopping)"
+			return res
+		}
 		res.ExitCode, res.Signal = -1, 0
 		if c.status.err == nil {
 			res.ExitCode, res.Signal = exitCodeAndSignal(c.status.status)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -28,10 +29,11 @@ type pooledChild struct {
 	stopRd  chan struct{} // closed to stop the result reader
 	readers sync.WaitGroup
 
-	seq      uint64    // the last task sent; the task holding the child owns it
-	lastUsed time.Time // set by the task holding the child
-	served   int       // tasks that got a result; guarded by the pool's mutex
-	busy     bool      // guarded by the pool's mutex
+	seq      uint64      // the last task sent; the task holding the child owns it
+	lastUsed time.Time   // set by the task holding the child
+	served   int         // tasks that got a result; guarded by the pool's mutex
+	busy     bool        // guarded by the pool's mutex
+	closed   atomic.Bool // killed because the executor was closed
 }
 
 // frameRead is one frame (or the error that ended reading) from fd 4.
