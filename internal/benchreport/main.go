@@ -114,6 +114,18 @@ func sections() []section {
 			Notes: "The RSS is measured with the default settings (the Prometheus sink on); without the sink the same worker holds about 58.5 MB. What remains is one goroutine per owned queue (its stack grows with the Redis and ZooKeeper calls the loop makes), the per-queue backlog gauges and about 20 MB of live heap; see the bench section below for what was done about it.",
 		},
 		{
+			Title: "Process pool (executor alone)", Pkg: "./worker/executor",
+			Intro: "Issue 17: pooled task processes against a process per task, on the executor alone (no queue, no Redis) at concurrency 4, each pair measured in turns within one run. `GoNoop`: a no-op Go handler in a re-executed child per task, in pooled children (max_tasks_per_child 1000) and inline. `PythonNoop`: one Python program (`python3 noop.py`) started per message against the same program serving tasks through `python/drover_pool.py` (max_tasks_per_child 1000). `MaxTasksOneVsSpawn`: pooled Go children that serve one task each (every task needs a new child, started ahead in the background) against a bare os/exec loop spawning the same binary in its per-task Go child mode. The comparison with asynq's in-process handler is end to end, in the peers section below.",
+			Bench: "^BenchmarkPool(GoNoop|PythonNoop|MaxTasksOneVsSpawn)$", Benchtime: "1x",
+			Units: []string{"pertask-tasks/s", "pooled-tasks/s", "inline-tasks/s", "pooled/pertask", "bare-tasks/s", "pooled/bare"},
+			Targets: []target{
+				{"pooled Go no-op ≥ 25,000 tasks/s", "BenchmarkPoolGoNoop", "pooled-tasks/s", ">=", 25000},
+				{"pooled Python no-op ≥ 5,000 tasks/s", "BenchmarkPoolPythonNoop", "pooled-tasks/s", ">=", 5000},
+				{"pooled Python ≥ 30 × Python per task", "BenchmarkPoolPythonNoop", "pooled/pertask", ">=", 30},
+				{"pooled with max_tasks_per_child = 1 ≥ 0.9 × a bare spawn loop of the same program", "BenchmarkPoolMaxTasksOneVsSpawn", "pooled/bare", ">=", 0.9},
+			},
+		},
+		{
 			Title: "Scheduler", Pkg: "./queue",
 			Intro: "The schedule store on Redis: start-up with 100,000 entries (100 due), sustained fires, and lateness at 1,000 fires/s on the real clock.",
 			Bench: "^BenchmarkSchedule(Startup100k|Fires|Lateness1000)$", Benchtime: "1x",
