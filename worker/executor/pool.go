@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"syscall"
@@ -37,12 +39,27 @@ type poolKey struct {
 	user, group string
 }
 
+// fastPoolKey finds a pool without encoding the route.
+type fastPoolKey struct {
+	queue       string
+	pool        *drover.PoolConfig
+	limits      drover.Limits
+	user, group string
+}
+
+// sameRoute reports whether two routes are equal.
+func sameRoute(a, b drover.TaskRoute) bool {
+	return a.Go == b.Go && a.Inline == b.Inline && a.Dir == b.Dir && slices.Equal(a.Command, b.Command) &&
+		maps.Equal(a.Env, b.Env) && (a.Pool == b.Pool || (a.Pool != nil && b.Pool != nil && *a.Pool == *b.Pool))
+}
+
 // pools holds every pool of an executor.
 type pools struct {
 	e *execExecutor
 
 	mu      sync.Mutex
 	byKey   map[poolKey]*childPool
+	recent  map[fastPoolKey]*childPool // pools removed from byKey are dropped here too
 	closed  bool
 	sweeper chan struct{} // closed by close; nil until the first pool
 	bg      sync.WaitGroup
@@ -63,15 +80,26 @@ type childPool struct {
 	waiting  int           // tasks waiting for a background start
 	changed  chan struct{} // closed and replaced when a background start ends
 	size     int           // the queue's concurrency at the last task; 0: unbounded
+	ahead    int           // live children whose replacement was started ahead (may exceed size)
 	stopped  bool
 }
 
 func newPools(e *execExecutor) *pools {
-	return &pools{e: e, byKey: map[poolKey]*childPool{}}
+	return &pools{e: e, byKey: map[poolKey]*childPool{}, recent: map[fastPoolKey]*childPool{}}
 }
 
 // get returns t's pool, creating it; nil once the pools are closed.
 func (ps *pools) get(t *Task) *childPool {
+	// Fast path: the queue loop hands every task of a route the same
+	// *PoolConfig until its configuration changes, so the last pool found
+	// for it is the one, if the route still matches.
+	fast := fastPoolKey{queue: t.queue(), pool: t.Route.Pool, limits: t.Limits, user: t.User, group: t.Group}
+	ps.mu.Lock()
+	if p := ps.recent[fast]; p != nil && !ps.closed && sameRoute(p.route, t.Route) {
+		ps.mu.Unlock()
+		return p
+	}
+	ps.mu.Unlock()
 	route, _ := json.Marshal(t.Route) // a TaskRoute always marshals
 	key := poolKey{queue: t.queue(), route: string(route), limits: t.Limits, user: t.User, group: t.Group}
 	ps.mu.Lock()
@@ -80,6 +108,12 @@ func (ps *pools) get(t *Task) *childPool {
 		return nil
 	}
 	p := ps.byKey[key]
+	defer func() {
+		if len(ps.recent) > 1024 {
+			clear(ps.recent) // configurations changed often: start over
+		}
+		ps.recent[fast] = p
+	}()
 	if p == nil {
 		p = &childPool{
 			ps: ps, key: key, route: t.Route, conf: *t.Route.Pool,
@@ -136,6 +170,7 @@ func (ps *pools) sweep(stop chan struct{}) {
 					if len(p.live) == 0 && p.starting == 0 {
 						p.stopped = true
 						delete(ps.byKey, p.key)
+						ps.forgetLocked(p)
 					}
 					p.mu.Unlock()
 				}
@@ -143,6 +178,11 @@ func (ps *pools) sweep(stop chan struct{}) {
 			}
 		}
 	}
+}
+
+// forgetLocked drops p from the fast-path index. ps.mu is held.
+func (ps *pools) forgetLocked(p *childPool) {
+	maps.DeleteFunc(ps.recent, func(_ fastPoolKey, v *childPool) bool { return v == p })
 }
 
 // releaseQueue stops every pool of queue: idle children now, busy ones when
@@ -154,6 +194,7 @@ func (ps *pools) releaseQueue(queue string) {
 		if k.queue == queue {
 			mine = append(mine, p)
 			delete(ps.byKey, k)
+			ps.forgetLocked(p)
 		}
 	}
 	ps.mu.Unlock()
@@ -177,6 +218,7 @@ func (ps *pools) close() {
 		all = append(all, p)
 	}
 	ps.byKey = map[poolKey]*childPool{}
+	clear(ps.recent)
 	if ps.sweeper != nil {
 		close(ps.sweeper)
 	}
@@ -216,7 +258,7 @@ func (p *childPool) stop() {
 // retireLocked removes c from the pool and stops it in the background.
 // p.mu is held.
 func (p *childPool) retireLocked(c *pooledChild, why string) {
-	delete(p.live, c)
+	p.forgetLocked(c)
 	p.ps.bg.Add(1)
 	go func() {
 		defer p.ps.bg.Done()
@@ -270,13 +312,21 @@ func (p *childPool) checkin(c *pooledChild) {
 	switch {
 	case p.stopped:
 		p.retireLocked(c, "pool stopped")
-	case p.size > 0 && len(p.live) > p.size:
+	case p.size > 0 && len(p.live) > p.size+p.ahead:
 		p.retireLocked(c, "more children than the queue's concurrency")
 	case reason != "":
 		p.ps.e.logger.Debug("recycling pooled child", "queue", p.key.queue, "pid", c.pid, "reason", reason)
+		ahead := c.replacedAhead
 		p.retireLocked(c, reason)
-		p.startInBackgroundLocked()
+		if !ahead {
+			p.startInBackgroundLocked()
+		}
 	default:
+		if m := p.conf.MaxTasksPerChild; !c.replacedAhead && startAheadMargin(m) > 0 && c.served >= m-startAheadMargin(m) {
+			c.replacedAhead = true
+			p.ahead++
+			p.startInBackgroundLocked()
+		}
 		p.idle = append(p.idle, c)
 	}
 }
@@ -285,15 +335,32 @@ func (p *childPool) checkin(c *pooledChild) {
 // has stopped it).
 func (p *childPool) discard(c *pooledChild) {
 	p.mu.Lock()
-	delete(p.live, c)
+	p.forgetLocked(c)
 	p.mu.Unlock()
 }
+
+// forgetLocked removes c from the live set. p.mu is held.
+func (p *childPool) forgetLocked(c *pooledChild) {
+	if _, ok := p.live[c]; !ok {
+		return
+	}
+	delete(p.live, c)
+	if c.replacedAhead {
+		p.ahead--
+	}
+}
+
+// startAheadMargin is how many tasks before max_tasks_per_child a child's
+// replacement starts: a tenth of the limit. Children started together
+// reach their limit together; without a head start every task would wait
+// for a process start at once.
+func startAheadMargin(maxTasks int) int { return maxTasks / 10 }
 
 // startInBackgroundLocked starts a replacement child that joins the idle
 // list once ready, so the next task does not wait for a whole start. p.mu
 // is held.
 func (p *childPool) startInBackgroundLocked() {
-	if p.stopped || (p.size > 0 && len(p.live)+p.starting >= p.size) {
+	if p.stopped || (p.size > 0 && len(p.live)+p.starting >= p.size+p.ahead) {
 		return
 	}
 	p.starting++
@@ -315,8 +382,10 @@ func (p *childPool) startInBackgroundLocked() {
 		if p.stopped {
 			p.retireLocked(c, "pool stopped")
 		} else {
+			// At the cold end of the idle list: a replacement started
+			// ahead waits until its predecessor has served its last task.
 			c.lastUsed = time.Now()
-			p.idle = append(p.idle, c)
+			p.idle = slices.Insert(p.idle, 0, c)
 		}
 		p.mu.Unlock()
 	}()

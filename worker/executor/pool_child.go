@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -58,8 +59,9 @@ func runGoPoolChild() int {
 		s.terminate()
 	}()
 	var buf []byte
+	in := bufio.NewReaderSize(tasks, 16<<10)
 	for {
-		body, err := readFrame(tasks, buf, 1<<31-1)
+		body, err := readFrame(in, buf, 1<<31-1)
 		if errors.Is(err, io.EOF) {
 			return 0
 		}
@@ -161,7 +163,9 @@ func (s *goPoolServer) serve(f *taskFrame) resultFrame {
 	s.mu.Lock()
 	s.cancel = nil
 	s.mu.Unlock()
-	os.Stderr.Write(res.Stderr)
+	if len(res.Stderr) > 0 {
+		os.Stderr.Write(res.Stderr)
+	}
 	switch res.Outcome {
 	case OutcomeSuccess:
 		out.Outcome = wireSuccess

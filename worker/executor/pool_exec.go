@@ -196,13 +196,13 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	seq := c.seq
 	frame := taskFrame{
 		Type: frameTask, Seq: seq, Queue: t.queue(), Task: t.Message.Task, ID: t.Message.ID,
-		Attempt: t.Message.Attempt, Position: int64(t.Message.Position), Envelope: envelope,
+		Attempt: t.Message.Attempt, Position: int64(t.Message.Position),
 	}
 	if !deadline.IsZero() {
 		frame.Deadline = deadline.UTC().Format(time.RFC3339Nano)
 	}
 	res := Result{ExitCode: -1, PID: c.pid}
-	buf, err := appendFrame(nil, frame)
+	buf, err := appendTaskFrame(nil, &frame, envelope)
 	if err != nil {
 		// The envelope is not JSON: a per-task child would refuse it too.
 		res.Outcome, res.Reason = OutcomeFailure, fmt.Sprintf("encode task frame: %v", err)
@@ -287,11 +287,17 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 		return res
 	}
 
-	// Send the task. A write blocks only when the child does not read
-	// (its pipe is full): then the deadline or ctx ends it.
-	stopAfter := context.AfterFunc(ctx, func() { _ = c.tasks.SetWriteDeadline(time.Now()) })
-	err = c.writeFrame(buf, realDeadline)
-	stopAfter()
+	// Send the task. The child read every earlier frame before it
+	// answered, so the pipe is empty and a frame of up to a page (the
+	// least a pipe holds) is written at once. A larger one may block while
+	// the child does not read: then the deadline or ctx ends it.
+	if len(buf) <= stdinPrefill {
+		_, err = c.tasks.Write(buf)
+	} else {
+		stopAfter := context.AfterFunc(ctx, func() { _ = c.tasks.SetWriteDeadline(time.Now()) })
+		err = c.writeFrame(buf, realDeadline)
+		stopAfter()
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -29,11 +30,14 @@ type pooledChild struct {
 	stopRd  chan struct{} // closed to stop the result reader
 	readers sync.WaitGroup
 
-	seq      uint64      // the last task sent; the task holding the child owns it
-	lastUsed time.Time   // set by the task holding the child
-	served   int         // tasks that got a result; guarded by the pool's mutex
-	busy     bool        // guarded by the pool's mutex
-	closed   atomic.Bool // killed because the executor was closed
+	seq      uint64    // the last task sent; the task holding the child owns it
+	lastUsed time.Time // set by the task holding the child
+	served   int       // tasks that got a result; guarded by the pool's mutex
+	busy     bool      // guarded by the pool's mutex
+	// replacedAhead: its replacement was started before it reached
+	// max_tasks_per_child; guarded by the pool's mutex.
+	replacedAhead bool
+	closed        atomic.Bool // killed because the executor was closed
 }
 
 // frameRead is one frame (or the error that ended reading) from fd 4.
@@ -129,8 +133,9 @@ func (c *pooledChild) reap() {
 // It closes r when it returns.
 func (c *pooledChild) readResults(r *os.File) {
 	defer r.Close()
+	br := bufio.NewReaderSize(r, 4096) // one read takes a whole small frame
 	for {
-		body, err := readFrame(r, nil, maxChildFrame)
+		body, err := readFrame(br, nil, maxChildFrame)
 		select {
 		case c.results <- frameRead{body, err}:
 		case <-c.stopRd:

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -79,6 +80,24 @@ func appendFrame(dst []byte, v any) ([]byte, error) {
 	}
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(body)))
 	return append(dst, body...), nil
+}
+
+// appendTaskFrame appends the frame of f with envelope as its "envelope"
+// field, written as it is: the envelope is valid JSON (the queue loop
+// decoded it), and re-encoding it would cost more than the rest of the
+// frame.
+func appendTaskFrame(dst []byte, f *taskFrame, envelope []byte) ([]byte, error) {
+	head, err := json.Marshal(f) // without the envelope: f.Envelope is nil
+	if err != nil {
+		return dst, err
+	}
+	// head is {...,"envelope":null}; replace the null.
+	head = bytes.TrimSuffix(head, []byte("null}"))
+	n := len(head) + len(envelope) + 1
+	dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+	dst = append(dst, head...)
+	dst = append(dst, envelope...)
+	return append(dst, '}'), nil
 }
 
 // readFrame reads one frame's JSON body from r into buf (grown as needed)

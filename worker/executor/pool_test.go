@@ -210,6 +210,31 @@ func TestPoolRecyclesAfterMaxTasks(t *testing.T) {
 	assertGone(t, pids[2], "recycled child")
 }
 
+func TestPoolStartsTheReplacementAheadAndUsesItAfterTheLastTask(t *testing.T) {
+	t.Parallel()
+	e, po := newPoolExecutor(t, Config{})
+	route := pooledGo(drover.PoolConfig{MaxTasksPerChild: 10}) // the replacement starts at 9 served
+	var pids []int
+	for i := range 25 {
+		task := poolTask(t, poolEcho, route, i)
+		task.PoolSize = 1
+		res := e.Execute(context.Background(), task)
+		mustSucceed(t, res)
+		pids = append(pids, res.PID)
+		if st := po.PoolStates(); len(st) != 1 || len(st[0].Children)+st[0].Starting > 2 {
+			t.Fatalf("after task %d: want the child and at most one replacement, have %+v", i, st)
+		}
+	}
+	for i, pid := range pids {
+		if pid != pids[i/10*10] {
+			t.Fatalf("want each child to serve exactly 10 tasks in a row, have pids %v", pids)
+		}
+	}
+	if pids[0] == pids[10] || pids[10] == pids[20] {
+		t.Fatalf("want three children, have pids %v", pids)
+	}
+}
+
 func TestPoolRecyclesLeakingChildAtMemoryLimitWithoutLosingATask(t *testing.T) {
 	t.Parallel()
 	e, _ := newPoolExecutor(t, Config{})
@@ -431,5 +456,26 @@ func TestReadFrameRefusesGarbage(t *testing.T) {
 	}
 	if _, err := decodeResult([]byte(`{"type":"result","seq":2,"outcome":"meh"}`), 2); !errors.Is(err, errProtocol) {
 		t.Errorf("unknown outcome: want a protocol error, have %v", err)
+	}
+}
+
+func TestAppendTaskFrameEmbedsTheEnvelope(t *testing.T) {
+	t.Parallel()
+	env := []byte(`{"id":"m1","args":{"x":[1,2]},"extra":"kept"}`)
+	f := taskFrame{Type: frameTask, Seq: 3, Queue: "q", Task: "t", ID: "m1", Deadline: "2026-01-01T00:00:00Z"}
+	b, err := appendTaskFrame(nil, &f, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := readFrame(strings.NewReader(string(b)), nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back taskFrame
+	if err := json.Unmarshal(body, &back); err != nil {
+		t.Fatalf("frame %s: %v", body, err)
+	}
+	if string(back.Envelope) != string(env) || back.Seq != 3 || back.Deadline != f.Deadline {
+		t.Errorf("want the envelope and fields back, have %s", body)
 	}
 }
