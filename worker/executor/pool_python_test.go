@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,5 +156,48 @@ func TestPoolChildThatIsNoPoolChildFailsWithItsStderr(t *testing.T) {
 	res := e.Execute(context.Background(), poolTask(t, "x", route, 0))
 	if res.Outcome != OutcomeFailure || !strings.Contains(res.Reason, "exited before it was ready: exit status 2: I speak no protocol") {
 		t.Errorf("want a start failure with the child's exit and stderr, have %s (%s)", res.Outcome, res.Reason)
+	}
+}
+
+// TestExamplePoolQueue runs the example queue config's pooled routes
+// (examples/pool-queue.json) with the repository's paths.
+func TestExamplePoolQueue(t *testing.T) {
+	t.Parallel()
+	repo := filepath.Join(pythonDir(t), "..")
+	data, err := os.ReadFile(filepath.Join(repo, "examples", "pool-queue.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qc drover.QueueConfig
+	if err := json.Unmarshal(data, &qc); err != nil {
+		t.Fatalf("examples/pool-queue.json: %v", err)
+	}
+	if err := qc.Validate(); err != nil {
+		t.Fatalf("examples/pool-queue.json: %v", err)
+	}
+	e, _ := newPoolExecutor(t, Config{})
+	for _, tc := range []struct {
+		task    string
+		attempt int
+		outcome Outcome
+		stdout  string
+	}{
+		{"checksum", 0, OutcomeSuccess, "sha256('a@example.com')"},
+		{"flaky", 0, OutcomeRetry, ""},
+		{"flaky", 1, OutcomeSuccess, "succeeded on attempt 1"},
+	} {
+		route, ok := qc.Route(tc.task)
+		if !ok || route.Pool == nil || len(route.Command) != 2 {
+			t.Fatalf("%s: want a pooled python3 route, have %+v", tc.task, route)
+		}
+		route.Command = []string{python3(t), filepath.Join(repo, "examples", "tasks", filepath.Base(route.Command[1]))}
+		route.Env = map[string]string{"PYTHONPATH": pythonDir(t)}
+		task := poolTask(t, tc.task, route, tc.attempt)
+		task.Message.Args = json.RawMessage(`{"text":"a@example.com"}`)
+		task.Message.Attempt = tc.attempt
+		res := e.Execute(context.Background(), task)
+		if res.Outcome != tc.outcome || !strings.Contains(string(res.Stdout), tc.stdout) {
+			t.Errorf("%s attempt %d: want %s with stdout %q, have %s (%s) stdout %q", tc.task, tc.attempt, tc.outcome, tc.stdout, res.Outcome, res.Reason, res.Stdout)
+		}
 	}
 }
