@@ -50,13 +50,24 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 			return neverRan(start, fmt.Sprintf("encode envelope: %v", err))
 		}
 	}
-	p := e.pools.get(t)
-	if p == nil {
-		r := neverRan(start, "aborted before start: the executor is closed")
-		r.Outcome = OutcomeAborted
-		return r
+	var (
+		p   *childPool
+		c   *pooledChild
+		err error
+	)
+	// A pool stopped between get and checkout (its queue was paused, or it
+	// was swept while idle) is replaced by a new one: only closing the
+	// executor aborts the task.
+	for range 3 {
+		if p = e.pools.get(t); p == nil {
+			r := neverRan(start, "aborted before start: the executor is closed")
+			r.Outcome = OutcomeAborted
+			return r
+		}
+		if c, err = p.checkout(ctx, e.realDeadline(deadline), t.PoolSize); !errors.Is(err, errPoolStopped) {
+			break
+		}
 	}
-	c, err := p.checkout(ctx, e.realDeadline(deadline), t.PoolSize)
 	if err != nil {
 		r := neverRan(start, "start pooled child: "+err.Error())
 		switch {

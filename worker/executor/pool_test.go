@@ -479,3 +479,19 @@ func TestAppendTaskFrameEmbedsTheEnvelope(t *testing.T) {
 		t.Errorf("want the envelope and fields back, have %s", body)
 	}
 }
+
+func TestPoolTaskAfterReleaseRunsInANewPool(t *testing.T) {
+	t.Parallel()
+	e, po := newPoolExecutor(t, Config{})
+	task := poolTask(t, poolEcho, pooledGo(drover.PoolConfig{}), 0)
+	first := e.Execute(context.Background(), task)
+	mustSucceed(t, first)
+	// The queue loop may hand over a task it dispatched just before the
+	// pause released the pool: it still runs.
+	po.ReleaseQueue("emails")
+	second := e.Execute(context.Background(), task)
+	mustSucceed(t, second)
+	if second.PID == first.PID {
+		t.Errorf("want a new child after the release, have %d again", second.PID)
+	}
+}
