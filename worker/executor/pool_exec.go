@@ -138,12 +138,17 @@ func (p *childPool) start(ctx context.Context) (*pooledChild, error) {
 		c.stop(0, true)
 		return nil, errors.New(withLastLine(reason, c.stderr.leftover()))
 	}
+	exitedEarly := func() (*pooledChild, error) {
+		c.stop(0, true)
+		reason := fmt.Sprintf("child %d exited before it was ready: %s", c.pid, describeExit(c.status))
+		return nil, errors.New(withLastLine(reason, c.stderr.leftover()))
+	}
 	select {
 	case fr := <-c.results:
 		if fr.err != nil {
 			if errors.Is(fr.err, io.EOF) {
 				<-c.exited
-				return fail(fmt.Sprintf("child %d exited before it was ready: %s", c.pid, describeExit(c.status)))
+				return exitedEarly()
 			}
 			return fail(fmt.Sprintf("child %d: %v", c.pid, fr.err))
 		}
@@ -155,7 +160,7 @@ func (p *childPool) start(ctx context.Context) (*pooledChild, error) {
 			return fail(fmt.Sprintf("child %d speaks protocol %d, want %d", c.pid, ready.Protocol, poolProtocol))
 		}
 	case <-c.exited:
-		return fail(fmt.Sprintf("child %d exited before it was ready: %s", c.pid, describeExit(c.status)))
+		return exitedEarly()
 	case <-ctx.Done():
 		c.stop(0, true)
 		return nil, context.Cause(ctx)

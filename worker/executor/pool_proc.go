@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A pooled child as the worker sees it: the process, its protocol pipes,
@@ -23,8 +25,8 @@ type pooledChild struct {
 	started time.Time // by the real clock: ages are real time
 	tasks   *os.File  // our end of the child's fd 3
 	results chan frameRead
-	exited  chan struct{} // closed when the process has been reaped
-	status  exitStatus    // valid once exited is closed
+	exited  chan struct{} // closed when the process has exited (reaped later, by stop)
+	status  exitStatus    // valid once stop has returned
 	stdout  *childOutput
 	stderr  *childOutput
 	stopRd  chan struct{} // closed to stop the result reader
@@ -107,7 +109,7 @@ func startPooledChild(path string, argv, env []string, dir string, cred *syscall
 		results: make(chan frameRead, 1), exited: make(chan struct{}), stopRd: make(chan struct{}),
 		stdout: newChildOutput(files[0], outputLimit), stderr: newChildOutput(files[1], outputLimit),
 	}
-	go c.reap()
+	go c.notice()
 	c.readers.Add(3)
 	go func() { defer c.readers.Done(); c.stdout.run() }()
 	go func() { defer c.readers.Done(); c.stderr.run() }()
@@ -115,16 +117,34 @@ func startPooledChild(path string, argv, env []string, dir string, cred *syscall
 	return c, nil
 }
 
-// reap waits for the process and closes exited.
-func (c *pooledChild) reap() {
-	var ws syscall.WaitStatus
+// notice waits for the process to exit, without reaping it, and closes
+// exited. The exited child stays a zombie until stop reaps it, so its pid,
+// and with it its process group's id, cannot be reused while stop still
+// kills the group (and a lease may still track it).
+func (c *pooledChild) notice() {
+	var info unix.Siginfo
 	for {
-		_, err := syscall.Wait4(c.pid, &ws, 0, nil)
+		err := unix.Waitid(unix.P_PID, c.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
-		c.status = exitStatus{ws, err}
+		c.status.err = err
 		close(c.exited)
+		return
+	}
+}
+
+// reap collects the exited child's status into c.status.
+func (c *pooledChild) reap() {
+	if c.status.err != nil {
+		return
+	}
+	for {
+		_, err := syscall.Wait4(c.pid, &c.status.status, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		c.status.err = err
 		return
 	}
 }
@@ -175,8 +195,10 @@ func (c *pooledChild) stop(grace time.Duration, kill bool) {
 		<-c.exited
 	}
 	t.Stop()
-	// The leader is gone; so must be everything it left in its group.
+	// The leader is gone; so must be everything it left in its group. It
+	// is not reaped yet, so the group id is still ours.
 	killGroup(c.pid, syscall.SIGKILL)
+	c.reap()
 	close(c.stopRd)
 	c.stdout.finish()
 	c.stderr.finish()
