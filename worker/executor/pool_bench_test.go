@@ -145,7 +145,7 @@ func BenchmarkPoolPythonNoop(b *testing.B) {
 	b.ResetTimer()
 	var per, pool []float64
 	for range b.N {
-		r := rounds(b, 100, 20, func() error { return executeOK(e, perTask) })
+		r := rounds(b, 40, 40, func() error { return executeOK(e, perTask) })
 		per = append(per, r[0])
 		r = rounds(b, 10000, 10000, func() error { return executeOK(e, pooled) })
 		pool = append(pool, r[0])
