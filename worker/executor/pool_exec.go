@@ -78,10 +78,11 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 		}
 		return r
 	}
-	res := p.runTask(ctx, t, c, deadline, envelope)
+	var truncated [2]bool
+	res := p.runTask(ctx, t, c, deadline, envelope, &truncated)
 	res.Started = start
 	res.Duration = e.clock.Now().Sub(start)
-	e.logOutput(t, res, false, false)
+	e.logOutput(t, res, truncated[0], truncated[1])
 	return res
 }
 
@@ -206,7 +207,8 @@ func describeExit(s exitStatus) string {
 // deadline (SIGTERM to the group, SIGKILL after the grace) or ctx (SIGKILL
 // at once). A child that answered correctly goes back to the pool; any
 // other ends the child.
-func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadline time.Time, envelope []byte) Result {
+// truncated reports whether the task's stdout and stderr lost earlier bytes.
+func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadline time.Time, envelope []byte, truncated *[2]bool) Result {
 	e := p.ps.e
 	c.seq++
 	seq := c.seq
@@ -241,8 +243,8 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	end := func(kill bool) {
 		c.stop(e.grace, kill)
 		p.discard(c)
-		res.Stdout, _ = c.stdout.take()
-		res.Stderr, _ = c.stderr.take()
+		res.Stdout, truncated[0] = c.stdout.take()
+		res.Stderr, truncated[1] = c.stderr.take()
 	}
 	abort := func() Result {
 		taskLogger(e.logger, t, c.pid).Warn("aborting task: killing its pooled child's process group", "cause", context.Cause(ctx))
@@ -259,6 +261,8 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 		select {
 		case <-c.exited:
 		case <-ctx.Done():
+			grace.Stop()
+			return abort()
 		case <-grace.C:
 			forced = true
 			log.Warn("task outlived its grace: sending SIGKILL to its pooled child's process group")
@@ -359,8 +363,8 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	if err != nil {
 		return violation(err)
 	}
-	res.Stdout, _ = c.stdout.take()
-	res.Stderr, _ = c.stderr.take()
+	res.Stdout, truncated[0] = c.stdout.take()
+	res.Stderr, truncated[1] = c.stderr.take()
 	switch rf.Outcome {
 	case wireSuccess:
 		res.Outcome, res.ExitCode, res.Reason = OutcomeSuccess, 0, "pooled child reported success"
