@@ -135,14 +135,16 @@ func TestPoolPythonTimeoutKillsTheChild(t *testing.T) {
 	t.Parallel()
 	e, _ := newPoolExecutor(t, Config{})
 	route := pooledPython(t)
-	task := poolTask(t, "hang", route, 0)
-	task.Timeout = 500 * time.Millisecond
+	warmed := e.Execute(context.Background(), poolTask(t, "echo", route, 0))
+	mustSucceed(t, warmed)
+	task := poolTask(t, "hang", route, 1)
+	task.Timeout = time.Second
 	res := e.Execute(context.Background(), task)
-	if res.Outcome != OutcomeTimeout {
-		t.Fatalf("want a timeout, have %s (%s)", res.Outcome, res.Reason)
+	if res.Outcome != OutcomeTimeout || res.PID != warmed.PID {
+		t.Fatalf("want a timeout in the warm child %d, have %s in %d (%s)", warmed.PID, res.Outcome, res.PID, res.Reason)
 	}
 	assertGone(t, res.PID, "timed-out Python child")
-	next := e.Execute(context.Background(), poolTask(t, "echo", route, 1))
+	next := e.Execute(context.Background(), poolTask(t, "echo", route, 2))
 	mustSucceed(t, next)
 	if next.PID == res.PID {
 		t.Errorf("want a fresh child after the timeout, have %d again", next.PID)

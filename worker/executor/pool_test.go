@@ -274,7 +274,7 @@ func TestPoolTimeoutKillsChildGroupAndNextTaskRunsInFreshChild(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	hang := poolTask(t, poolHang, route, 1)
 	hang.Message.Args = json.RawMessage(strconv.Quote(pidFile))
-	hang.Timeout = time.Second
+	hang.Timeout = 3 * time.Second // the child is warm: the handler starts well within it
 	res := e.Execute(context.Background(), hang)
 	if res.Outcome != OutcomeTimeout || !strings.Contains(res.Reason, "SIGKILL") {
 		t.Fatalf("want a timeout ended by SIGKILL after the grace, have %s (%s)", res.Outcome, res.Reason)
