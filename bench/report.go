@@ -155,7 +155,8 @@ func renderThroughput(b *strings.Builder, res *results) {
 	p("Enqueue: every task is one call of the system's ordinary single-task enqueue (Drover `Store.Enqueue`, asynq `Client.Enqueue`, gocraft `Enqueuer.Enqueue`). ")
 	p("Processing: the tasks are enqueued first (not timed), then the clock runs from starting the worker until the last task is done, at concurrency %d everywhere. ", cfg.Concurrency)
 	p("Drover runs as `drover worker` does: `worker.Worker` with `executor.New`, a real fenced claim on the private ZooKeeper, enqueue wake-ups; done means its committed offset covers the last message. ")
-	p("Peers run with their default server settings; done means the handler returned for the last task. The no-op handler is Drover's `inline` route; for `/bin/true` Drover runs its subprocess executor with argv `/bin/true`, the peers' handlers call `exec.Command(\"/bin/true\").Run()`. The bare spawn loop is that call from %d goroutines with no queue at all.\n\n", cfg.Concurrency)
+	p("Peers run with their default server settings; done means the handler returned for the last task. The no-op handler is Drover's `inline` route; for `/bin/true` Drover runs its subprocess executor with argv `/bin/true`, the peers' handlers call `exec.Command(\"/bin/true\").Run()`. The bare spawn loop is that call from %d goroutines with no queue at all. ", cfg.Concurrency)
+	p("In the pooled workload (issue 17) Drover runs the same no-op handler as a `go` route with `pool { max_tasks_per_child = 1000 }`: warm children of the bench binary, started when the run starts (not before), each task sent over the pool protocol; the peers run their in-process handlers, as in the no-op workload. The Go-child-per-task workload re-executes the binary for every task.\n\n")
 
 	systems := []string{"drover"}
 	names := map[string]string{"drover": "Drover", "asynq": "asynq", "gocraft/work": "gocraft/work", spawnLoopName: "bare spawn loop"}
