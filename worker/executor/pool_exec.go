@@ -363,8 +363,7 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	if err != nil {
 		return violation(err)
 	}
-	res.Stdout, truncated[0] = c.stdout.take()
-	res.Stderr, truncated[1] = c.stderr.take()
+	c.takeOutput(&res, truncated)
 	switch rf.Outcome {
 	case wireSuccess:
 		res.Outcome, res.ExitCode, res.Reason = OutcomeSuccess, 0, "pooled child reported success"

@@ -239,6 +239,7 @@ func processRSS(pid int) int64 {
 // result frame is in the task's buffer.
 type childOutput struct {
 	f     *os.File
+	rc    syscall.RawConn // f's; nil if it has none
 	limit int
 	done  chan struct{} // closed when run returns
 
@@ -249,18 +250,21 @@ type childOutput struct {
 }
 
 func newChildOutput(f *os.File, limit int) *childOutput {
-	return &childOutput{f: f, limit: limit, done: make(chan struct{}), idle: newTailBuffer(limit)}
+	o := &childOutput{f: f, limit: limit, done: make(chan struct{}), idle: newTailBuffer(limit)}
+	if rc, err := f.SyscallConn(); err == nil {
+		o.rc = rc
+	}
+	return o
 }
 
 // run reads the pipe until end of file (the child and its group are gone)
 // or until finish sets a read deadline.
 func (o *childOutput) run() {
 	defer close(o.done)
-	rc, err := o.f.SyscallConn()
-	if err != nil {
+	if o.rc == nil {
 		return
 	}
-	_ = rc.Read(func(fd uintptr) bool {
+	_ = o.rc.Read(func(fd uintptr) bool {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		return o.drainLocked(int(fd))
@@ -309,15 +313,52 @@ func (o *childOutput) begin() []byte {
 func (o *childOutput) take() ([]byte, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if rc, err := o.f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { o.drainLocked(int(fd)) })
+	if o.rc != nil {
+		_ = o.rc.Control(func(fd uintptr) { o.drainLocked(int(fd)) })
 	}
+	return o.endLocked()
+}
+
+// endLocked ends the task's capture. o.mu is held.
+func (o *childOutput) endLocked() ([]byte, bool) {
 	b := o.current
 	o.current = nil
 	if b == nil {
 		return nil, false
 	}
 	return b.Bytes(), b.Truncated()
+}
+
+// takeOutput ends the running task's capture of both stdout and stderr,
+// like take on each, with one poll(2) for the two pipes instead of a read
+// on each: the common task writes nothing.
+func (c *pooledChild) takeOutput(res *Result, truncated *[2]bool) {
+	out, errOut := c.stdout, c.stderr
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	errOut.mu.Lock()
+	defer errOut.mu.Unlock()
+	if out.rc != nil && errOut.rc != nil {
+		_ = out.rc.Control(func(fdOut uintptr) {
+			_ = errOut.rc.Control(func(fdErr uintptr) {
+				fds := []unix.PollFd{{Fd: int32(fdOut), Events: unix.POLLIN}, {Fd: int32(fdErr), Events: unix.POLLIN}}
+				for {
+					_, err := unix.Poll(fds, 0)
+					if !errors.Is(err, syscall.EINTR) {
+						break
+					}
+				}
+				if fds[0].Revents != 0 {
+					out.drainLocked(int(fdOut))
+				}
+				if fds[1].Revents != 0 {
+					errOut.drainLocked(int(fdErr))
+				}
+			})
+		})
+	}
+	res.Stdout, truncated[0] = out.endLocked()
+	res.Stderr, truncated[1] = errOut.endLocked()
 }
 
 // takeIdleLocked returns and resets the idle buffer. o.mu is held.
