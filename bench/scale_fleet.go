@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	membership "github.com/drover-dev/drover/fleet" // this file has a type fleet
 )
 
 // A fleet is a set of members, each a separate ZooKeeper session in this
@@ -47,24 +48,24 @@ func (o *ownership) end(member, q string) {
 	o.changes.Add(1)
 }
 
-// fleetRunner is a coordinator.Runner that records ownership and releases
+// fleetRunner is a membership.Runner that records ownership and releases
 // claims: a worker whose queues are idle.
 type fleetRunner struct {
 	member string
 	log    *ownership
 	mu     sync.Mutex
-	claims map[string]*coordinator.Claim
+	claims map[string]drover.Claim
 }
 
-func (r *fleetRunner) StartQueue(c *coordinator.Claim, _ drover.QueueConfig) error {
-	r.log.start(r.member, c.Queue())
+func (r *fleetRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
+	r.log.start(r.member, qc.Name)
 	r.mu.Lock()
-	r.claims[c.Queue()] = c
+	r.claims[qc.Name] = c
 	r.mu.Unlock()
 	return nil
 }
 
-func (r *fleetRunner) StopQueue(ctx context.Context, q string) error {
+func (r *fleetRunner) Stop(ctx context.Context, q string) error {
 	r.mu.Lock()
 	c := r.claims[q]
 	delete(r.claims, q)
@@ -76,14 +77,14 @@ func (r *fleetRunner) StopQueue(ctx context.Context, q string) error {
 	return c.Release(ctx, c.Offset())
 }
 
-func (r *fleetRunner) AbortQueue(q string) {
+func (r *fleetRunner) Abort(q string) {
 	r.mu.Lock()
 	delete(r.claims, q)
 	r.mu.Unlock()
 	r.log.end(r.member, q)
 }
 
-func (r *fleetRunner) ConfigureQueue(drover.QueueConfig) {}
+func (r *fleetRunner) Configure(drover.QueueConfig) error { return nil }
 
 type fleet struct {
 	srv     *servers
@@ -160,16 +161,24 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	}
 	mctx, cancel := context.WithCancel(context.Background())
 	m := &fleetMember{name: name, proxy: proxy, s: s, cancel: cancel, done: make(chan struct{})}
-	runner := &fleetRunner{member: name, log: f.log, claims: map[string]*coordinator.Claim{}}
+	runner := &fleetRunner{member: name, log: f.log, claims: map[string]drover.Claim{}}
+	zs := membership.ZooKeeper{Session: s}
+	el, err := zs.Elector(coordinator.ElectionRebalance)
+	if err != nil {
+		cancel()
+		s.Close()
+		proxy.close()
+		return nil, err
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		s.RunRebalancer(mctx, coordinator.RebalancerConfig{Candidate: name})
+		membership.RunRebalancer(mctx, membership.RebalancerConfig{Session: zs, Elector: el, Candidate: name})
 	}()
 	go func() {
 		defer wg.Done()
-		s.RunReconciler(mctx, coordinator.ReconcilerConfig{Member: name, MemberPath: mb.Path(), Runner: runner})
+		membership.RunReconciler(mctx, membership.ReconcilerConfig{Session: zs, Member: name, MemberPath: mb.Path(), Runner: runner})
 	}()
 	go func() { wg.Wait(); close(m.done) }()
 	f.mu.Lock()

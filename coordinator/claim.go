@@ -30,6 +30,7 @@ type Claim struct {
 	offset        drover.Offset // last committed
 	pending       *pendingWrite // a write whose outcome is unknown
 	ended         error         // non-nil once released or fenced
+	done          chan struct{} // closed when ended is set
 }
 
 // pendingWrite is a write of data whose reply was lost.
@@ -114,7 +115,7 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 		if applied {
 			c := &Claim{
 				s: s, queue: queue, owner: owner, ownerPath: ownerPath, offsetPath: offsetPath,
-				ownerVersion: 0, offsetVersion: offsetVersion, offset: cur.Offset,
+				ownerVersion: 0, offsetVersion: offsetVersion, offset: cur.Offset, done: make(chan struct{}),
 			}
 			if err := ctx.Err(); err != nil {
 				c.Abandon(context.WithoutCancel(ctx))
@@ -145,6 +146,19 @@ func (c *Claim) Offset() drover.Offset {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.offset
+}
+
+// Done is closed when the claim ends: released, or fenced (by a newer owner,
+// an offset reset, or the end of the session, as learnt by a write or by
+// Verify).
+func (c *Claim) Done() <-chan struct{} { return c.done }
+
+// end records why the claim ended, once; c.mu is held.
+func (c *Claim) end(err error) {
+	if c.ended == nil {
+		c.ended = err
+		close(c.done)
+	}
 }
 
 // Err returns nil while the claim is held, then why it is not: released, or
@@ -284,7 +298,7 @@ func (c *Claim) resolvePending(ctx context.Context) (bool, error) {
 func (c *Claim) applied(off drover.Offset, offsetVersion int32, release bool) {
 	c.offset, c.offsetVersion = off, offsetVersion
 	if release {
-		c.ended = fmt.Errorf("%w: the claim on %s was released", drover.ErrNotOwner, c.queue)
+		c.end(fmt.Errorf("%w: the claim on %s was released", drover.ErrNotOwner, c.queue))
 	}
 }
 
@@ -294,7 +308,7 @@ func (c *Claim) fence(err error) error {
 		err = fmt.Errorf("%w: %w", drover.ErrFenced, err)
 	}
 	if c.ended == nil {
-		c.ended = err
+		c.end(err)
 		c.s.log.Warn("claim fenced", "queue", c.queue, "error", err)
 	}
 	return err

@@ -12,7 +12,7 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// watchQueueConfigs keeps a data watch on /queues/<q> for each queue named
+// WatchQueueConfigs keeps a data watch on /queues/<q> for each queue named
 // in the latest set received on names, and delivers each queue's entry when
 // it is first read and after every change, until ctx ends or the session is
 // lost (then the channel is closed). A member's reconciler watches only the
@@ -23,7 +23,7 @@ import (
 // Entries of a queue whose config node is missing come with Err wrapping
 // drover.ErrQueueNotFound. The reader must keep reading: undelivered entries
 // queue up in the watcher (one per queue, the latest).
-func (s *Session) watchQueueConfigs(ctx context.Context, names <-chan map[string]bool) <-chan QueueEntry {
+func (s *Session) WatchQueueConfigs(ctx context.Context, names <-chan map[string]bool) <-chan QueueEntry {
 	out := make(chan QueueEntry)
 	go func() {
 		defer close(out)

@@ -62,10 +62,6 @@ type Config struct {
 	// may belong to another member already.
 	Confirm func(ctx context.Context) error
 
-	// OnLost is called (from a queue loop's goroutine, without locks held)
-	// when a queue is lost because a commit was fenced. Optional.
-	OnLost func(queue string, err error)
-
 	Logger  hclog.Logger     // default: null logger
 	Metrics metrics.Recorder // default: metrics.Discard
 	Clock   drover.Clock     // default: drover.SystemClock

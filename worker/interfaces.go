@@ -71,17 +71,11 @@ type BacklogReader interface {
 	Backlog(ctx context.Context, queue string, offset drover.Position) (Backlog, error)
 }
 
-// Claim is this member's fenced ownership of one queue.
-type Claim interface {
-	// Offset is the committed offset when the queue was claimed.
-	Offset() drover.Offset
-	// Commit stores a new offset. An error wrapping drover.ErrFenced,
-	// drover.ErrNotOwner or drover.ErrSessionLost means the queue is lost:
-	// the caller must stop it and must not retry.
-	Commit(ctx context.Context, off drover.Offset) error
-	// Release stores the final offset and gives the queue up.
-	Release(ctx context.Context, off drover.Offset) error
-}
+// Claim is this member's fenced ownership of one queue (drover.Claim). A
+// queue loop commits through it, finally releases it, and stops the queue
+// when a commit is refused; whoever claimed the queue learns that from the
+// claim itself (Done, Err).
+type Claim = drover.Claim
 
 // ClaimVerifier is a Claim that can confirm with its store that it still
 // holds. A queue loop verifies its claim when it is unpaused (or its session

@@ -314,15 +314,13 @@ func (l *queueLoop) verifyClaim() bool {
 	return false
 }
 
-// lose drops the queue because another owner or an operator fenced it, and
-// tells the worker's owner so that it can claim the queue again.
+// lose drops the queue because another owner or an operator fenced it. The
+// claim says so to whoever claimed the queue (Done, Err), which can claim it
+// again.
 func (l *queueLoop) lose(why string, err error) {
 	l.logger.Warn("queue lost: "+why, "error", err)
 	l.w.cfg.Metrics.IncrCounter(metrics.FencedTotal, 1, metrics.L("queue", l.name))
 	l.markLost()
-	if l.w.cfg.OnLost != nil {
-		go l.w.cfg.OnLost(l.name, err)
-	}
 }
 
 // trim removes what the committed offset covers. It runs only after a

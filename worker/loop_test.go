@@ -99,20 +99,15 @@ func TestEveryMessageRunsOnceAndOffsetIsContiguous(t *testing.T) {
 func TestFencedCommitStopsQueueAndNeverTrims(t *testing.T) {
 	log := newMemLog()
 	log.add("q", msg("a"))
-	var lost atomic.Value
 	ex := &scriptedExecutor{}
-	w := newTestWorker(t, log, ex, func(c *Config) {
-		c.OnLost = func(q string, err error) { lost.Store(q) }
-	})
+	w := newTestWorker(t, log, ex, nil)
 	claim := &memClaim{fenced: true}
 	if err := w.Start(queueConfig("q", nil), claim); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the queue to stop", func() bool { return lost.Load() != nil })
-	waitFor(t, "the loop to be forgotten or idle", func() bool { return len(w.State().Queues[0].InFlight) == 0 })
+	waitFor(t, "the queue loop to end", func() bool { return loopEnded(w, "q") })
 	log.add("q", msg("b"))
 	w.Wake("q")
-	time.Sleep(50 * time.Millisecond) // give a wrongly running loop the chance to misbehave
 	log.mu.Lock()
 	trims := len(log.trims["q"])
 	log.mu.Unlock()
@@ -121,9 +116,6 @@ func TestFencedCommitStopsQueueAndNeverTrims(t *testing.T) {
 	}
 	if runs := ex.runList(); len(runs) != 1 {
 		t.Fatalf("after fencing: want only the first message run, have %v", runs)
-	}
-	if lost.Load() != "q" {
-		t.Fatalf("OnLost: want q, have %v", lost.Load())
 	}
 }
 
@@ -337,10 +329,7 @@ func (c *verifyingClaim) Verify(context.Context) error {
 
 func TestResumeVerifiesTheClaimAndDropsAResetQueue(t *testing.T) {
 	log := newMemLog()
-	var lost atomic.Value
-	w := newTestWorker(t, log, &scriptedExecutor{}, func(c *Config) {
-		c.OnLost = func(q string, err error) { lost.Store(q) }
-	})
+	w := newTestWorker(t, log, &scriptedExecutor{}, nil)
 	w.SetPause(PauseState{Queues: map[string]bool{"q": true}})
 	claim := &verifyingClaim{}
 	if err := w.Start(queueConfig("q", nil), claim); err != nil {
@@ -349,13 +338,12 @@ func TestResumeVerifiesTheClaimAndDropsAResetQueue(t *testing.T) {
 	waitFor(t, "the loop to run while paused", func() bool { log.mu.Lock(); defer log.mu.Unlock(); return log.promotes > 0 })
 	claim.reset.Store(true) // an operator resets the offset while paused
 	w.SetPause(PauseState{})
-	waitFor(t, "the queue to be dropped as fenced", func() bool { return lost.Load() == "q" })
+	waitFor(t, "the queue to be dropped as fenced", func() bool { return loopEnded(w, "q") })
 	if claim.verifys.Load() == 0 {
 		t.Fatal("want the claim verified on resume")
 	}
 	log.add("q", msg("after-reset"))
 	w.Wake("q")
-	time.Sleep(50 * time.Millisecond)
 	claim.mu.Lock()
 	defer claim.mu.Unlock()
 	if len(claim.commits) != 0 || claim.released != nil {
@@ -400,4 +388,21 @@ func TestFrozenWorkerStartsNothingUntilTheSessionIsConfirmed(t *testing.T) {
 	}
 	close(confirmed)
 	waitFor(t, "the task to run once confirmed", func() bool { return claim.committed() == 1 })
+}
+
+// loopEnded reports whether q's loop has returned: from then on nothing of
+// q runs, commits or trims.
+func loopEnded(w *Worker, q string) bool {
+	w.mu.Lock()
+	l := w.queues[q]
+	w.mu.Unlock()
+	if l == nil {
+		return true
+	}
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
 }

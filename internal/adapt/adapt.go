@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/scheduler"
 	"github.com/drover-dev/drover/worker"
@@ -18,12 +17,9 @@ import (
 // The adapters between the runtime's small interfaces and the concrete
 // stores. Compile-time assertions keep them honest.
 var (
-	_ worker.Log           = QueueLog{}
-	_ worker.Requeuer      = QueueLog{}
-	_ worker.Claim         = (*coordinator.Claim)(nil)
-	_ coordinator.Runner   = WorkerRunner{}
-	_ scheduler.Store      = (*queue.ScheduleStore)(nil)
-	_ scheduler.Leadership = (*ElectionLeadership)(nil)
+	_ worker.Log      = QueueLog{}
+	_ worker.Requeuer = QueueLog{}
+	_ scheduler.Store = (*queue.ScheduleStore)(nil)
 )
 
 // QueueLog adapts *queue.Store to worker.Log, worker.Requeuer and
@@ -75,62 +71,4 @@ func (l QueueLog) DeadLetter(ctx context.Context, q string, d drover.DeadLetter)
 		raw = b
 	}
 	return l.Store.Kill(ctx, q, d.ID, raw, d.Failure)
-}
-
-// WorkerRunner adapts *worker.Worker to coordinator.Runner.
-type WorkerRunner struct{ W *worker.Worker }
-
-func (r WorkerRunner) StartQueue(c *coordinator.Claim, qc drover.QueueConfig) error {
-	return r.W.Start(qc, c)
-}
-func (r WorkerRunner) StopQueue(ctx context.Context, q string) error { return r.W.Stop(ctx, q) }
-func (r WorkerRunner) AbortQueue(q string)                           { r.W.Abort(q) }
-func (r WorkerRunner) ConfigureQueue(qc drover.QueueConfig)          { r.W.Configure(qc) }
-
-// ElectionLeadership adapts a coordinator election to scheduler.Leadership:
-// a term lasts while this session leads and is connected. It is not safe for
-// concurrent use (the scheduler calls Lead from one goroutine).
-type ElectionLeadership struct {
-	Election  *coordinator.Election
-	Candidate string
-	lead      *coordinator.Leadership
-	cancel    context.CancelFunc
-}
-
-func (e *ElectionLeadership) Lead(ctx context.Context) (context.Context, error) {
-	if e.cancel != nil {
-		e.cancel()
-		e.cancel = nil
-	}
-	for {
-		if e.lead == nil || e.lead.Err() != nil {
-			lead, err := e.Election.Campaign(ctx, e.Candidate)
-			if err != nil {
-				return nil, err
-			}
-			e.lead = lead
-		}
-		term, cancel, err := e.lead.Act(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			e.lead = nil // leadership ended: campaign again
-			continue
-		}
-		e.cancel = cancel
-		return term, nil
-	}
-}
-
-// Resign gives the leadership up (shutdown).
-func (e *ElectionLeadership) Resign() {
-	if e.cancel != nil {
-		e.cancel()
-	}
-	if e.lead != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		e.lead.Resign(ctx)
-	}
 }

@@ -90,7 +90,7 @@ func sections() []section {
 			},
 		},
 		{
-			Title: "Rebalance protocol (real ZooKeeper)", Pkg: "./coordinator",
+			Title: "Rebalance protocol (real ZooKeeper)", Pkg: "./fleet",
 			Intro: "10 members (separate sessions) × 1,000 queues: time from a membership change until every queue is run by the member the new assignment names; the crash is a cut connection with a 4 s session timeout. `zk-writes` counts claims, releases and the assignment write of the change.",
 			Bench: "^BenchmarkConvergence10x1000$", Benchtime: "1x",
 			Units: []string{"join-s", "leave-s", "crash-s", "join-moved", "join-zk-writes", "leave-moved", "leave-zk-writes"},

@@ -1,8 +1,10 @@
-package coordinator
+package fleet
 
 import (
 	"context"
 	"fmt"
+	"os"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -10,15 +12,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk" // only to delete a candidate node under the election
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/worker"
 )
 
-// The rebalance protocol against real ZooKeeper: members are separate
-// sessions in this process, each recording when it starts and stops owning
-// each queue.
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
+
+// The rebalance protocol against real ZooKeeper: members are Members with
+// separate sessions in this process, each recording when it starts and
+// stops owning each queue.
+
+// testTimeout is the session timeout of the members: short, so that loss
+// and expiry happen quickly.
+const testTimeout = 4 * time.Second
+
+// connect opens a session under root and closes it at cleanup.
+func connect(t testing.TB, servers []string, root string) *coordinator.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: servers, Root: root, SessionTimeout: testTimeout,
+		Logger: testkit.Logger(t, hclog.Warn)})
+	if err != nil {
+		t.Fatalf("connect to %v: %v", servers, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
 
 // interval is one member's ownership of one queue.
 type interval struct {
@@ -94,12 +120,12 @@ func (o *ownershipLog) checkNoOverlap(t testing.TB) {
 	}
 }
 
-// recordingRunner is a Runner that records ownership and releases claims.
+// recordingRunner is a Worker that records ownership and releases claims.
 type recordingRunner struct {
 	member string
 	log    *ownershipLog
 	mu     sync.Mutex
-	claims map[string]*Claim
+	claims map[string]drover.Claim
 	writes *atomic.Int64 // claims and releases, shared by the fleet
 	// failRelease makes StopQueue stop without releasing and return an
 	// error, as a release that timed out under load does.
@@ -107,16 +133,16 @@ type recordingRunner struct {
 	configured  map[string]drover.QueueConfig // ConfigureQueue calls, under mu
 }
 
-func (r *recordingRunner) StartQueue(c *Claim, _ drover.QueueConfig) error {
+func (r *recordingRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
 	r.writes.Add(1) // the claim's multi
-	r.log.start(r.member, c.Queue())
+	r.log.start(r.member, qc.Name)
 	r.mu.Lock()
-	r.claims[c.Queue()] = c
+	r.claims[qc.Name] = c
 	r.mu.Unlock()
 	return nil
 }
 
-func (r *recordingRunner) StopQueue(ctx context.Context, q string) error {
+func (r *recordingRunner) Stop(ctx context.Context, q string) error {
 	r.mu.Lock()
 	c := r.claims[q]
 	delete(r.claims, q)
@@ -132,20 +158,36 @@ func (r *recordingRunner) StopQueue(ctx context.Context, q string) error {
 	return c.Release(ctx, c.Offset())
 }
 
-func (r *recordingRunner) AbortQueue(q string) {
+func (r *recordingRunner) Abort(q string) {
 	r.mu.Lock()
 	delete(r.claims, q)
 	r.mu.Unlock()
 	r.log.end(r.member, q)
 }
 
-func (r *recordingRunner) ConfigureQueue(c drover.QueueConfig) {
+func (r *recordingRunner) Configure(c drover.QueueConfig) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.configured == nil {
 		r.configured = map[string]drover.QueueConfig{}
 	}
 	r.configured[c.Name] = c
+	return nil
+}
+
+func (r *recordingRunner) SetPause(worker.PauseState) {}
+func (r *recordingRunner) SetSuspended(bool)          {}
+
+func (r *recordingRunner) AbortAll() {
+	r.mu.Lock()
+	qs := make([]string, 0, len(r.claims))
+	for q := range r.claims {
+		qs = append(qs, q)
+	}
+	r.mu.Unlock()
+	for _, q := range qs {
+		r.Abort(q)
+	}
 }
 
 func (r *recordingRunner) owned() int {
@@ -161,38 +203,25 @@ type fleet struct {
 	root    string
 	log     *ownershipLog
 	queues  int
-	obs     *Session // an observer session that is no member
+	obs     *coordinator.Session // an observer session that is no member
 	members map[string]*fleetMember
 	writes  atomic.Int64  // claims and releases by every member
 	settle  time.Duration // the rebalance settle window; default 100ms
 }
 
 type fleetMember struct {
-	name       string
-	proxy      *testenv.Proxy
-	runner     *recordingRunner
-	stopLeader context.CancelFunc
-	stopRecon  context.CancelFunc
-	crashed    atomic.Bool
-	settle     time.Duration
-	joined     chan struct{} // closed once the first session has joined
-	done       chan struct{} // closed when live returns
-
-	mu         sync.Mutex
-	s          *Session // the current session
-	membership *Membership
-}
-
-func (m *fleetMember) current() (*Session, *Membership) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.s, m.membership
+	*Member
+	name   string
+	proxy  *testenv.Proxy
+	runner *recordingRunner
+	stop   context.CancelFunc // a graceful leave
+	done   chan struct{}      // closed when Run returns
 }
 
 func newFleet(t testing.TB, servers []string, queues int) *fleet {
 	f := &fleet{t: t, servers: servers, root: testenv.Chroot(t), log: newOwnershipLog(), queues: queues, members: map[string]*fleetMember{}}
 	f.obs = connect(t, servers, f.root)
-	ctx := ctxT(t)
+	ctx := testkit.Context(t)
 	for i := 0; i < queues; i++ {
 		if err := f.obs.CreateQueue(ctx, drover.QueueConfig{Name: fmt.Sprintf("q%05d", i)}); err != nil {
 			t.Fatal(err)
@@ -201,108 +230,54 @@ func newFleet(t testing.TB, servers []string, queues int) *fleet {
 	return f
 }
 
+// start runs a member until it has joined.
 func (f *fleet) start(name string) *fleetMember {
 	t := f.t
 	settle := f.settle
 	if settle == 0 {
 		settle = 100 * time.Millisecond
 	}
-	m := &fleetMember{name: name, proxy: testenv.NewProxy(t, f.servers[0]), done: make(chan struct{}), settle: settle,
-		joined: make(chan struct{}), runner: &recordingRunner{member: name, log: f.log, claims: map[string]*Claim{}, writes: &f.writes}}
-	lctx, stopLeader := context.WithCancel(context.Background())
-	rctx, stopRecon := context.WithCancel(context.Background())
-	m.stopLeader, m.stopRecon = stopLeader, stopRecon
-	go m.live(t, f.root, lctx, rctx)
-	<-m.joined
-	f.members[name] = m
-	return m
-}
-
-// live is the member's life, as in the worker: join with a session, run the
-// rebalance candidate and the reconciler, and join again with a new session
-// when the old one is lost — until stopped or crashed.
-func (m *fleetMember) live(t testing.TB, root string, lctx, rctx context.Context) {
-	defer close(m.done)
-	first := true
-	for rctx.Err() == nil && !m.crashed.Load() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		s, err := Connect(ctx, Config{Servers: []string{m.proxy.Addr}, Root: root, SessionTimeout: testTimeout,
-			Logger: hclog.New(&hclog.LoggerOptions{Name: m.name, Level: hclog.Error, Output: testWriter{t}})})
-		cancel()
-		if err != nil {
-			if first {
-				t.Errorf("member %s: connect: %v", m.name, err)
-				close(m.joined)
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		mb, err := s.Join(context.Background(), drover.Member{Name: m.name, Capacity: 1})
-		if err != nil {
-			s.Close()
-			if first {
-				t.Errorf("member %s: join: %v", m.name, err)
-				close(m.joined)
-				return
-			}
-			continue
-		}
-		m.mu.Lock()
-		m.s, m.membership = s, mb
-		m.mu.Unlock()
-		if first {
-			close(m.joined)
-			first = false
-		}
-		var wg sync.WaitGroup
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			s.RunRebalancer(lctx, RebalancerConfig{Candidate: m.name, Settle: m.settle})
-		}()
-		go func() {
-			defer wg.Done()
-			s.RunReconciler(rctx, ReconcilerConfig{Member: m.name, MemberPath: mb.Path(), Runner: m.runner})
-		}()
-		wg.Wait()
-		s.Close()
+	fm := &fleetMember{name: name, proxy: testenv.NewProxy(t, f.servers[0]), done: make(chan struct{}),
+		runner: &recordingRunner{member: name, log: f.log, claims: map[string]drover.Claim{}, writes: &f.writes}}
+	m, err := NewMember(MemberConfig{
+		Name: name, Member: drover.Member{Capacity: 1}, Worker: fm.runner, Settle: settle,
+		Coordinator: coordinator.Config{Servers: []string{fm.proxy.Addr}, Root: f.root, SessionTimeout: testTimeout,
+			Logger: testkit.Logger(t, hclog.Error)},
+		Logger: testkit.Logger(t, hclog.Error), ReconnectMin: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	fm.Member = m
+	ctx, stop := context.WithCancel(context.Background())
+	fm.stop = stop
+	go func() { defer close(fm.done); m.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-fm.done })
+	testkit.Eventually(t, name+" to join", func() bool { return m.Ready() == nil })
+	f.members[name] = fm
+	return fm
 }
 
-// leave is a graceful leave: resign leadership, leave the membership so the
-// leader moves the queues away, wait until they are handed over, then stop.
+// leave is a graceful leave (SIGTERM): resign, leave the membership, hand
+// the queues over.
 func (f *fleet) leave(name string) {
 	m := f.members[name]
-	m.stopLeader()
-	_, mb := m.current()
-	if err := mb.Leave(context.Background()); err != nil {
-		f.t.Fatal(err)
-	}
-	f.waitFor("member "+name+" to hand over its queues", func() bool { return m.runner.owned() == 0 })
-	m.stopRecon()
+	m.stop()
 	<-m.done
 	delete(f.members, name)
 }
 
-// crash cuts a member off ZooKeeper without any goodbye: its session expires.
+// crash cuts a member off ZooKeeper without any goodbye: its session
+// expires, and it cannot join again (a crashed process is gone).
 func (f *fleet) crash(name string) {
 	m := f.members[name]
-	m.crashed.Store(true) // no rejoin: a crashed process is gone
 	m.proxy.Blackhole()
 	delete(f.members, name)
-	f.t.Cleanup(func() { m.stopLeader(); m.stopRecon() })
 }
 
 func (f *fleet) waitFor(what string, cond func() bool) {
 	f.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(f.t, what, cond)
 }
 
 // converged reports whether every queue is owned by exactly the live member
@@ -345,7 +320,7 @@ func (f *fleet) converged() (bool, string) {
 func (f *fleet) waitConverged(phase string) {
 	f.t.Helper()
 	var why string
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(testkit.Bound)
 	for {
 		ok, w := f.converged()
 		if ok {
@@ -370,8 +345,10 @@ func (f *fleet) diagnose(q, m string) string {
 		out += fmt.Sprintf("member %s session %#x generation %d", on.Owner.Member, on.Session, on.Owner.Generation)
 	}
 	if fm := f.members[m]; fm != nil {
-		s, _ := fm.current()
-		out += fmt.Sprintf("; %s: session %#x %s, runner holds %d queues", m, s.SessionID(), s.State(), fm.runner.owned())
+		if s := fm.Session(); s != nil {
+			out += fmt.Sprintf("; %s: session %#x %s", m, s.SessionID(), s.State())
+		}
+		out += fmt.Sprintf(", runner holds %d queues", fm.runner.owned())
 	}
 	return out
 }
@@ -430,7 +407,7 @@ func TestRebalanceProtocolThroughJoinLeaveCrashLeaderCrashAndRollingRestart(t *t
 	f.checkStayed(before, map[string]bool{"m05": true}, "crash")
 
 	// Leader crash.
-	el, _ := f.obs.Election(ElectionRebalance)
+	el, _ := f.obs.Election(coordinator.ElectionRebalance)
 	li, err := el.Leader(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -473,19 +450,15 @@ func TestRebalanceStormConverges(t *testing.T) {
 				f.crash(n)
 			} else {
 				m := f.members[n]
-				m.stopLeader()
-				m.crashed.Store(true) // gone for good once its queues are handed over
-				_, mb := m.current()
-				mb.Leave(context.Background())
+				m.stop() // a graceful leave, not awaited: the storm goes on
 				delete(f.members, n)
-				t.Cleanup(func() { m.stopRecon() })
 			}
 		default:
 			n := fmt.Sprintf("churn%02d", i)
 			f.start(n)
 			churn = append(churn, n)
 		}
-		time.Sleep(90 * time.Millisecond)
+		time.Sleep(90 * time.Millisecond) // the storm's pace, not a synchronisation
 	}
 	f.waitConverged("storm")
 	if ok, why := f.converged(); !ok {
@@ -524,11 +497,11 @@ func TestFailedReleaseDoesNotStrandTheQueue(t *testing.T) {
 // claims the queue instead of waiting on itself forever.
 func TestOrphanOwnerNodeOfOwnSessionIsDropped(t *testing.T) {
 	s := connect(t, testenv.ZooKeeper(t).Addrs, testenv.Chroot(t))
-	ctx := ctxT(t)
-	if _, err := s.Claim(ctx, "q", Owner{Member: "m"}); err != nil {
+	ctx := testkit.Context(t)
+	if _, err := s.Claim(ctx, "q", coordinator.Owner{Member: "m"}); err != nil {
 		t.Fatal(err)
 	} // the Claim is forgotten, as when its reply was lost: an orphan
-	r := &reconciler{s: s, cfg: ReconcilerConfig{Member: "m"}, log: s.log, owned: map[string]*Claim{},
+	r := &reconciler{s: ZooKeeper{s}, cfg: ReconcilerConfig{Member: "m"}, log: testkit.Logger(t, hclog.Warn), owned: map[string]*trackedClaim{},
 		claiming: map[string]context.CancelFunc{}, stopping: map[string]chan struct{}{}, events: make(chan reconcileEvent)}
 	r.target = map[string]bool{"q": true}
 	r.claim(ctx, "q")
@@ -537,7 +510,7 @@ func TestOrphanOwnerNodeOfOwnSessionIsDropped(t *testing.T) {
 		if ev.claim == nil {
 			t.Fatal("want the queue claimed after the orphan is dropped, have no claim")
 		}
-		if err := ev.claim.Commit(ctx, offsetAt(7, "m")); err != nil {
+		if err := ev.claim.Commit(ctx, drover.Offset{Position: 7, CommittedAt: time.Now().UTC(), Member: "m"}); err != nil {
 			t.Fatalf("the new claim must hold: %v", err)
 		}
 	case <-time.After(30 * time.Second):
@@ -568,8 +541,7 @@ func TestRestartWithinSettleWindowKeepsTheQueues(t *testing.T) {
 	}
 	// Restart b: its session ends (its member and owner nodes vanish) and
 	// it joins again at once under the same name.
-	s, _ := f.members["b"].current()
-	s.Close()
+	f.members["b"].Session().Close()
 	f.waitFor("b to run its queues again", func() bool {
 		owners := f.log.owners()
 		for q := range mine {
@@ -610,4 +582,73 @@ func TestReconfiguringAnOwnedQueueReachesTheRunner(t *testing.T) {
 		defer m.runner.mu.Unlock()
 		return m.runner.configured["q00002"].Concurrency == 7
 	})
+}
+
+// A scheduler candidate whose candidate node vanishes while it waits (an
+// operator's delete, a server-side glitch) must keep campaigning while its
+// session lives: a campaign error is not the end of the candidacy (the
+// defect of issue 13, against a real server).
+func TestSchedulerCandidacySurvivesACampaignErrorOnZooKeeper(t *testing.T) {
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	connect := func() *coordinator.Session {
+		s, err := coordinator.Connect(ctx, coordinator.Config{Servers: server.Addrs, Root: root, SessionTimeout: 4 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	s1, s2 := connect(), connect()
+	el1, _ := s1.Election(coordinator.ElectionScheduler)
+	el2, _ := s2.Election(coordinator.ElectionScheduler)
+	first := &SchedulerLeadership{Candidacy: &Candidacy{Elector: zkElection{el1}, Candidate: "a", Session: s1}}
+	if _, err := first.Lead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := &SchedulerLeadership{Candidacy: &Candidacy{Elector: zkElection{el2}, Candidate: "b", Session: s2, Retry: 10 * time.Millisecond}}
+	type result struct {
+		term context.Context
+		err  error
+	}
+	led := make(chan result, 1)
+	go func() { term, err := second.Lead(ctx); led <- result{term, err} }()
+
+	raw, _, err := zk.Connect(server.Addrs, 4*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	dir := root + "/election/" + coordinator.ElectionScheduler
+	leader, err := el1.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waiting string
+	for waiting == "" && ctx.Err() == nil { // until the second candidate's node exists
+		names, _, err := raw.Children(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if n != path.Base(leader.Node) {
+				waiting = dir + "/" + n
+			}
+		}
+	}
+	if err := raw.Delete(waiting, -1); err != nil {
+		t.Fatal(err)
+	}
+	first.Resign()
+
+	select {
+	case r := <-led:
+		if r.err != nil {
+			t.Fatalf("want the second candidate to lead after the first resigned, have Lead error: %v", r.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("want the second candidate to lead after the first resigned, have no leader")
+	}
 }

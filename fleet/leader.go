@@ -1,4 +1,4 @@
-package coordinator
+package fleet
 
 import (
 	"context"
@@ -10,17 +10,20 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/rebalance"
 )
 
-// Rebalancer defaults.
-const (
-	DefaultSettle = 250 * time.Millisecond
-)
+// DefaultSettle is RebalancerConfig.Settle's default.
+const DefaultSettle = 250 * time.Millisecond
 
 // RebalancerConfig configures RunRebalancer. Zero values mean the documented
 // defaults.
 type RebalancerConfig struct {
+	// Session is the member's coordination session. Required.
+	Session LeaderSession
+	// Elector is the rebalance election of that session. Required.
+	Elector Elector
 	// Candidate is this member's name in the election and in the assignment's
 	// leader field. Required.
 	Candidate string
@@ -37,7 +40,10 @@ type RebalancerConfig struct {
 	// OnLeading, if set, is called with true when a leadership term starts
 	// and false when it ends.
 	OnLeading func(leading bool)
-	Logger    hclog.Logger
+	// CampaignRetry is the pause after a failed campaign. Default
+	// DefaultCampaignRetry.
+	CampaignRetry time.Duration
+	Logger        hclog.Logger
 }
 
 // RunRebalancer campaigns in the rebalance election and, while leading,
@@ -45,9 +51,9 @@ type RebalancerConfig struct {
 // the registered queues (DESIGN.md §5 step 1). It returns when ctx ends or
 // the session is lost (an error wrapping drover.ErrSessionLost); a lost
 // leadership (deposed, fenced) sends it back to campaigning.
-func (s *Session) RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
-	if cfg.Candidate == "" {
-		return fmt.Errorf("rebalancer: %w: Candidate is empty", drover.ErrInvalidConfig)
+func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
+	if cfg.Session == nil || cfg.Elector == nil || cfg.Candidate == "" {
+		return fmt.Errorf("rebalancer: %w: Session, Elector and Candidate are required", drover.ErrInvalidConfig)
 	}
 	if cfg.Strategy == nil {
 		cfg.Strategy = rebalance.Sticky{}
@@ -56,48 +62,33 @@ func (s *Session) RunRebalancer(ctx context.Context, cfg RebalancerConfig) error
 		cfg.Settle = DefaultSettle
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = s.log
+		cfg.Logger = hclog.NewNullLogger()
 	}
-	log := cfg.Logger.With("election", ElectionRebalance)
-	el, err := s.Election(ElectionRebalance)
-	if err != nil {
-		return err
-	}
+	log := cfg.Logger.With("election", coordinator.ElectionRebalance)
+	s := cfg.Session
+	terms := &Candidacy{Elector: cfg.Elector, Candidate: cfg.Candidate, Session: s, Retry: cfg.CampaignRetry, Logger: log}
 	for {
-		lead, err := el.Campaign(ctx, cfg.Candidate)
+		lead, err := terms.Next(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if s.Err() != nil {
-				return s.Err()
-			}
-			log.Warn("campaign failed; retrying", "error", err)
-			if !sleepCtx(ctx, s, time.Second) {
-				return firstErr(ctx.Err(), s.Err())
-			}
-			continue
+			return err
 		}
 		if cfg.OnLeading != nil {
 			cfg.OnLeading(true)
 		}
-		err = s.lead(ctx, lead, cfg, log)
+		err = runLeaderTerm(ctx, s, lead, cfg, log)
 		if cfg.OnLeading != nil {
 			cfg.OnLeading(false)
 		}
 		lead.Resign(context.Background())
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if s.Err() != nil {
-			return s.Err()
+		if end := firstErr(ctx.Err(), s.Err()); end != nil {
+			return end
 		}
 		log.Warn("stepped down as rebalance leader", "error", err)
 	}
 }
 
-// lead runs one leadership term.
-func (s *Session) lead(ctx context.Context, lead *Leadership, cfg RebalancerConfig, log hclog.Logger) error {
+// runLeaderTerm runs one leadership term.
+func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg RebalancerConfig, log hclog.Logger) error {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -115,8 +106,8 @@ func (s *Session) lead(ctx context.Context, lead *Leadership, cfg RebalancerConf
 	members := s.WatchMembers(lctx)
 	queues := s.WatchQueues(lctx)
 	var (
-		curMembers []MemberNode
-		curQueues  []QueueEntry
+		curMembers []coordinator.MemberNode
+		curQueues  []coordinator.QueueEntry
 		haveM      bool
 		haveQ      bool
 		firstDirty time.Time
@@ -155,7 +146,7 @@ func (s *Session) lead(ctx context.Context, lead *Leadership, cfg RebalancerConf
 			if !haveM || !haveQ {
 				continue
 			}
-			if err := s.writeTarget(lctx, lead, w, cfg, curMembers, curQueues, log); err != nil {
+			if err := writeTarget(lctx, lead, w, cfg, curMembers, curQueues, log); err != nil {
 				if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
 					return err
 				}
@@ -170,7 +161,7 @@ func (s *Session) lead(ctx context.Context, lead *Leadership, cfg RebalancerConf
 
 // writeTarget computes the target and writes it when it differs from the
 // current assignment.
-func (s *Session) writeTarget(ctx context.Context, lead *Leadership, w *AssignmentWriter, cfg RebalancerConfig, members []MemberNode, queues []QueueEntry, log hclog.Logger) error {
+func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, members []coordinator.MemberNode, queues []coordinator.QueueEntry, log hclog.Logger) error {
 	in := rebalance.Input{Previous: w.Current().Queues}
 	seen := map[string]bool{}
 	for _, m := range members {
@@ -218,30 +209,6 @@ func (s *Session) writeTarget(ctx context.Context, lead *Leadership, w *Assignme
 	log.Info("assignment written", "generation", next.Generation, "members", len(in.Members), "queues", len(res.Queues), "moved", moved, "compute", compute)
 	if cfg.OnRebalance != nil {
 		cfg.OnRebalance(next, moved, compute)
-	}
-	return nil
-}
-
-// sleepCtx sleeps d unless ctx ends or the session is lost first.
-func sleepCtx(ctx context.Context, s *Session, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-s.done:
-		return false
-	}
-}
-
-// firstErr returns the first non-nil error.
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
 	}
 	return nil
 }

@@ -1,35 +1,24 @@
-package coordinator
+package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 )
-
-// Runner runs the queues a member owns: the worker, seen from the
-// reconciler. Methods are called from the reconciler's goroutines.
-type Runner interface {
-	// StartQueue begins running a claimed queue. The runner commits and
-	// finally releases through the claim.
-	StartQueue(claim *Claim, cfg drover.QueueConfig) error
-	// StopQueue gives a queue up gracefully: drain, then claim.Release. It
-	// blocks until the claim is released (or the release failed).
-	StopQueue(ctx context.Context, queue string) error
-	// AbortQueue drops a queue at once without writing anything for it
-	// (the session is lost). It blocks until its tasks are gone.
-	AbortQueue(queue string)
-	// ConfigureQueue hands a running queue its new configuration.
-	ConfigureQueue(cfg drover.QueueConfig)
-}
 
 // ReconcilerConfig configures RunReconciler.
 type ReconcilerConfig struct {
+	// Session is the coordination session the member joined. Required.
+	Session ReconcilerSession
 	// Member is this member's name, as in the assignment. Required.
 	Member string
 	// MemberPath is this member's node (Membership.Path), written into
@@ -37,16 +26,17 @@ type ReconcilerConfig struct {
 	MemberPath string
 	// Runner runs the owned queues. Required.
 	Runner Runner
-	// Lost delivers the names of queues the runner gave up on its own
-	// because a commit was fenced (say, an offset reset by an operator). The
-	// reconciler forgets the claim and, if the queue is still assigned here,
-	// claims it again, reading the offset afresh. Optional.
-	Lost <-chan string
 	// OnGeneration, if set, is called with each assignment generation once
 	// this member has acted on it (stops begun, claims begun).
 	OnGeneration func(gen int64)
 	Logger       hclog.Logger
 }
+
+// A queue the runner loses on its own — a commit or a verification fenced
+// because an operator reset the offset, say — is learnt from its claim: the
+// reconciler hands the runner a tracked claim that reports its own end, so
+// the report cannot be dropped. The reconciler forgets the claim and, if the
+// queue is still assigned here, claims it again, reading the offset afresh.
 
 // claimRetry bounds the pause between claim attempts that failed for a
 // reason other than "still owned".
@@ -63,46 +53,48 @@ const claimRetry = 500 * time.Millisecond
 // It returns when ctx ends — after stopping every owned queue gracefully —
 // or when the session is lost — after aborting every owned queue — with an
 // error wrapping drover.ErrSessionLost.
-func (s *Session) RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
-	if cfg.Member == "" || cfg.Runner == nil {
-		return fmt.Errorf("reconciler: %w: Member and Runner are required", drover.ErrInvalidConfig)
+func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
+	if cfg.Session == nil || cfg.Member == "" || cfg.Runner == nil {
+		return fmt.Errorf("reconciler: %w: Session, Member and Runner are required", drover.ErrInvalidConfig)
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = s.log
+		cfg.Logger = hclog.NewNullLogger()
 	}
 	r := &reconciler{
-		s: s, cfg: cfg, log: cfg.Logger.With("member", cfg.Member),
-		owned:    map[string]*Claim{},
+		s: cfg.Session, cfg: cfg, log: cfg.Logger.With("member", cfg.Member),
+		owned:    map[string]*trackedClaim{},
 		claiming: map[string]context.CancelFunc{},
 		stopping: map[string]chan struct{}{},
 		configs:  map[string]drover.QueueConfig{},
 		cfgNames: make(chan map[string]bool, 1),
 		events:   make(chan reconcileEvent),
+		ended:    endedClaims{signal: make(chan struct{}, 1)},
 	}
 	return r.run(ctx)
 }
 
 type reconciler struct {
-	s   *Session
+	s   ReconcilerSession
 	cfg ReconcilerConfig
 	log hclog.Logger
 
 	// Owned by the run goroutine.
 	target   map[string]bool // queues assigned to this member
 	gen      int64
-	owned    map[string]*Claim             // running
+	owned    map[string]*trackedClaim      // running
 	claiming map[string]context.CancelFunc // claim goroutines
 	stopping map[string]chan struct{}      // closed when the stop is done
 	configs  map[string]drover.QueueConfig // of the owned queues, as last read
 	cfgNames chan map[string]bool          // the owned set, for the config watcher
 	events   chan reconcileEvent
-	pending  int // goroutines that will send an event
+	pending  int         // goroutines that will send an event
+	ended    endedClaims // claims the runner lost, reported by the claims
 }
 
 // reconcileEvent is a claim or stop goroutine's report.
 type reconcileEvent struct {
 	queue string
-	claim *Claim // a claim goroutine succeeded
+	claim Claim // a claim goroutine succeeded
 	// config is the queue's configuration read right after the claim (nil
 	// when it could not be read), for a queue the queues watch has not
 	// delivered yet.
@@ -117,7 +109,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	assignments := r.s.WatchAssignment(wctx)
 	// Only the owned queues' configs are watched: a member needs nothing of
 	// the rest of the registry (the rebalance leader watches all of it).
-	configs := r.s.watchQueueConfigs(wctx, r.cfgNames)
+	configs := r.s.WatchQueueConfigs(wctx, r.cfgNames)
 	var exit error
 loop:
 	for {
@@ -138,11 +130,13 @@ loop:
 			r.updateConfig(e)
 		case ev := <-r.events:
 			r.handle(wctx, ev)
-		case q := <-r.cfg.Lost:
-			r.lost(wctx, q)
+		case <-r.ended.signal:
+			for _, c := range r.ended.take() {
+				r.lost(wctx, c)
+			}
 		case <-ctx.Done():
 			break loop
-		case <-r.s.done:
+		case <-r.s.Done():
 			break loop
 		}
 	}
@@ -155,7 +149,7 @@ loop:
 	}
 	for q := range r.owned {
 		if lost {
-			r.cfg.Runner.AbortQueue(q)
+			r.cfg.Runner.Abort(q)
 			delete(r.owned, q)
 		} else {
 			r.stop(context.Background(), q)
@@ -213,7 +207,7 @@ func (r *reconciler) apply(ctx context.Context, a drover.Assignment) {
 }
 
 // updateConfig hands an owned queue its changed configuration.
-func (r *reconciler) updateConfig(e QueueEntry) {
+func (r *reconciler) updateConfig(e coordinator.QueueEntry) {
 	if e.Err != nil {
 		if !errors.Is(e.Err, drover.ErrQueueNotFound) {
 			r.log.Warn("ignoring a corrupt queue config", "queue", e.Name, "error", e.Err)
@@ -223,7 +217,9 @@ func (r *reconciler) updateConfig(e QueueEntry) {
 	old, known := r.configs[e.Name]
 	r.configs[e.Name] = e.Config
 	if r.owned[e.Name] != nil && (!known || !equalConfig(old, e.Config)) {
-		r.cfg.Runner.ConfigureQueue(e.Config)
+		if err := r.cfg.Runner.Configure(e.Config); err != nil {
+			r.log.Warn("configure queue", "queue", e.Name, "error", err)
+		}
 	}
 }
 
@@ -250,7 +246,7 @@ func (r *reconciler) stop(ctx context.Context, q string) {
 	c := r.owned[q]
 	delete(r.owned, q)
 	r.publishOwned()
-	r.handBack(ctx, q, c, true)
+	r.handBack(ctx, q, c.Claim, true)
 }
 
 // handBack gives a claim up in a goroutine: through the runner (drain, then
@@ -259,14 +255,14 @@ func (r *reconciler) stop(ctx context.Context, q string) {
 // session lives (a timeout under load, an outcome that stayed unknown) would
 // otherwise leave the owner node behind, and the queue's next owner would
 // wait for it forever.
-func (r *reconciler) handBack(ctx context.Context, q string, c *Claim, viaRunner bool) {
+func (r *reconciler) handBack(ctx context.Context, q string, c Claim, viaRunner bool) {
 	done := make(chan struct{})
 	r.stopping[q] = done
 	r.pending++
 	go func() {
 		ctx := context.WithoutCancel(ctx)
 		if viaRunner {
-			if err := r.cfg.Runner.StopQueue(ctx, q); err != nil {
+			if err := r.cfg.Runner.Stop(ctx, q); err != nil {
 				r.log.Warn("stop queue", "queue", q, "error", err)
 			}
 		}
@@ -281,7 +277,7 @@ func (r *reconciler) handBack(ctx context.Context, q string, c *Claim, viaRunner
 // ensureReleased retries until c no longer holds q's owner node: released,
 // abandoned after a fence, or the session is lost (its ephemeral nodes go
 // with it).
-func (r *reconciler) ensureReleased(ctx context.Context, q string, c *Claim) {
+func (r *reconciler) ensureReleased(ctx context.Context, q string, c Claim) {
 	for {
 		err := c.Err()
 		if err != nil && !errors.Is(err, drover.ErrFenced) {
@@ -291,7 +287,7 @@ func (r *reconciler) ensureReleased(ctx context.Context, q string, c *Claim) {
 			return
 		}
 		r.log.Warn("give up queue: release failed; retrying", "queue", q, "error", err)
-		if !sleepCtx(ctx, r.s, claimRetry) {
+		if !pause(ctx, r.s, claimRetry) {
 			return
 		}
 	}
@@ -303,11 +299,11 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 	cctx, cancel := context.WithCancel(ctx)
 	r.claiming[q] = cancel
 	stopped := r.stopping[q]
-	owner := Owner{Member: r.cfg.Member, MemberPath: r.cfg.MemberPath, Generation: r.gen}
+	owner := coordinator.Owner{Member: r.cfg.Member, MemberPath: r.cfg.MemberPath, Generation: r.gen}
 	r.pending++
 	go func() {
 		var (
-			got       *Claim
+			got       Claim
 			cfg       *drover.QueueConfig
 			attempted bool // past any stop of q here: no other Claim of q exists
 		)
@@ -344,7 +340,7 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 				}
 				if err := r.s.WaitReleased(cctx, q); err != nil && cctx.Err() == nil {
 					r.log.Debug("wait for release", "queue", q, "error", err)
-					sleepCtx(cctx, r.s, claimRetry)
+					pause(cctx, r.s, claimRetry)
 				}
 				continue
 			}
@@ -352,7 +348,7 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 				return
 			}
 			r.log.Warn("claim failed; retrying", "queue", q, "error", err)
-			sleepCtx(cctx, r.s, claimRetry)
+			pause(cctx, r.s, claimRetry)
 		}
 	}()
 }
@@ -373,7 +369,7 @@ func (r *reconciler) readConfig(ctx context.Context, q string) *drover.QueueConf
 			return nil
 		}
 		r.log.Warn("read queue config after claim; retrying", "queue", q, "error", err)
-		sleepCtx(ctx, r.s, claimRetry)
+		pause(ctx, r.s, claimRetry)
 	}
 }
 
@@ -413,33 +409,106 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		if !ok {
 			cfg = drover.QueueConfig{Name: ev.queue}
 		}
-		if err := r.cfg.Runner.StartQueue(ev.claim, cfg); err != nil {
+		tc := &trackedClaim{Claim: ev.claim, queue: ev.queue, ended: &r.ended}
+		if err := r.cfg.Runner.Start(cfg, tc); err != nil {
 			r.log.Error("start queue", "queue", ev.queue, "error", err)
 			r.handBack(ctx, ev.queue, ev.claim, false)
 			return
 		}
-		r.owned[ev.queue] = ev.claim
+		r.owned[ev.queue] = tc
 		r.configs[ev.queue] = cfg
 		r.publishOwned()
 	}
 }
 
-// lost forgets a queue the runner dropped after a fenced commit and claims
-// it again if it is still assigned here.
-func (r *reconciler) lost(ctx context.Context, q string) {
-	c := r.owned[q]
-	if c == nil {
+// lost forgets a queue whose claim ended under the runner (a fenced commit
+// or verification) and claims it again if it is still assigned here. A
+// report of a claim that is no longer the owned one (stopped meanwhile, or
+// claimed again) is ignored.
+func (r *reconciler) lost(ctx context.Context, c *trackedClaim) {
+	q := c.queue
+	if r.owned[q] != c {
 		return
 	}
 	delete(r.owned, q)
 	r.publishOwned()
-	r.cfg.Runner.AbortQueue(q) // make sure it is gone; no-op when already
-	r.handBack(ctx, q, c, false)
+	r.cfg.Runner.Abort(q) // make sure it is gone; no-op when already
+	r.handBack(ctx, q, c.Claim, false)
 	if r.target[q] && r.claiming[q] == nil {
 		r.claim(ctx, q) // after the hand-back: claim waits for it
 	}
 }
 
 func equalConfig(a, b drover.QueueConfig) bool {
-	return string(mustJSON(a)) == string(mustJSON(b))
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// trackedClaim is the claim the runner holds: every call passes through,
+// and a call after which the claim has ended fenced reports it to the
+// reconciler. Reporting never blocks and never drops.
+type trackedClaim struct {
+	Claim
+	queue string
+	ended *endedClaims
+}
+
+func (c *trackedClaim) Commit(ctx context.Context, off drover.Offset) error {
+	err := c.Claim.Commit(ctx, off)
+	c.check()
+	return err
+}
+
+// Verify confirms the claim with its store (worker.ClaimVerifier) when the
+// claim can.
+func (c *trackedClaim) Verify(ctx context.Context) error {
+	v, ok := c.Claim.(interface{ Verify(context.Context) error })
+	if !ok {
+		return nil
+	}
+	err := v.Verify(ctx)
+	c.check()
+	return err
+}
+
+// check reports the claim when it has ended by a fence. A released claim
+// (ErrNotOwner) is the runner's own graceful stop.
+func (c *trackedClaim) check() {
+	if err := c.Claim.Err(); err != nil && errors.Is(err, drover.ErrFenced) {
+		c.ended.add(c)
+	}
+}
+
+// endedClaims collects the claims that ended under the runner. add never
+// blocks; signal holds one wake-up however many claims wait in the set.
+type endedClaims struct {
+	mu     sync.Mutex
+	claims map[*trackedClaim]bool
+	signal chan struct{}
+}
+
+func (e *endedClaims) add(c *trackedClaim) {
+	e.mu.Lock()
+	if e.claims == nil {
+		e.claims = map[*trackedClaim]bool{}
+	}
+	e.claims[c] = true
+	e.mu.Unlock()
+	select {
+	case e.signal <- struct{}{}:
+	default: // a wake-up is pending: it takes every claim in the set
+	}
+}
+
+// take empties the set.
+func (e *endedClaims) take() []*trackedClaim {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]*trackedClaim, 0, len(e.claims))
+	for c := range e.claims {
+		out = append(out, c)
+	}
+	clear(e.claims)
+	return out
 }

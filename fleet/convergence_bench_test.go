@@ -1,4 +1,4 @@
-package coordinator
+package fleet
 
 import (
 	"fmt"
@@ -45,10 +45,8 @@ func BenchmarkConvergence10x1000(b *testing.B) {
 		f.crash("m05")
 		f.waitConverged("crash")
 		crash += time.Since(start)
-		for name := range f.members {
-			m := f.members[name]
-			m.stopLeader()
-			m.stopRecon()
+		for _, m := range f.members {
+			m.stop()
 		}
 		for _, m := range f.members {
 			<-m.done

@@ -1,0 +1,299 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+)
+
+// fakeSession is an in-memory coordination session: owner nodes, an
+// assignment feed and a session end, with no server.
+type fakeSession struct {
+	assignments chan coordinator.AssignmentNode
+	lost        chan struct{}
+	lostOnce    sync.Once
+
+	mu       sync.Mutex
+	owners   map[string]*fakeClaim // queue → the claim holding its owner node
+	released chan struct{}         // closed and replaced at every release
+	claims   map[string]int        // successful claims per queue
+	blocked  map[string]bool       // queues another session owns
+}
+
+func newFakeSession() *fakeSession {
+	return &fakeSession{
+		assignments: make(chan coordinator.AssignmentNode, 16), lost: make(chan struct{}),
+		owners: map[string]*fakeClaim{}, released: make(chan struct{}), claims: map[string]int{}, blocked: map[string]bool{},
+	}
+}
+
+var _ ReconcilerSession = (*fakeSession)(nil)
+
+func (s *fakeSession) Done() <-chan struct{} { return s.lost }
+func (s *fakeSession) Err() error {
+	select {
+	case <-s.lost:
+		return fmt.Errorf("fake: %w", drover.ErrSessionLost)
+	default:
+		return nil
+	}
+}
+
+// lose ends the session.
+func (s *fakeSession) lose() { s.lostOnce.Do(func() { close(s.lost) }) }
+
+// assign publishes an assignment of generation gen: queue → member.
+func (s *fakeSession) assign(gen int64, queues map[string]string) {
+	s.assignments <- coordinator.AssignmentNode{Assignment: drover.Assignment{Generation: gen, Queues: queues}}
+}
+
+func (s *fakeSession) WatchAssignment(ctx context.Context) <-chan coordinator.AssignmentNode {
+	out := make(chan coordinator.AssignmentNode)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case a := <-s.assignments:
+				select {
+				case out <- a:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+func (s *fakeSession) WatchQueueConfigs(ctx context.Context, _ <-chan map[string]bool) <-chan coordinator.QueueEntry {
+	out := make(chan coordinator.QueueEntry)
+	go func() { <-ctx.Done(); close(out) }()
+	return out
+}
+
+func (s *fakeSession) Queue(_ context.Context, name string) (coordinator.QueueEntry, error) {
+	return coordinator.QueueEntry{Name: name, Config: drover.QueueConfig{Name: name, Concurrency: 3}}, nil
+}
+
+func (s *fakeSession) Claim(_ context.Context, q string, _ coordinator.Owner) (Claim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	if s.owners[q] != nil || s.blocked[q] {
+		return nil, fmt.Errorf("claim %s: %w", q, drover.ErrNotOwner)
+	}
+	c := &fakeClaim{s: s, queue: q, done: make(chan struct{})}
+	s.owners[q] = c
+	s.claims[q]++
+	return c, nil
+}
+
+func (s *fakeSession) WaitReleased(ctx context.Context, q string) error {
+	for {
+		s.mu.Lock()
+		free := s.owners[q] == nil && !s.blocked[q]
+		ch := s.released
+		s.mu.Unlock()
+		if free {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.lost:
+			return s.Err()
+		}
+	}
+}
+
+func (s *fakeSession) DropOwnOrphan(context.Context, string) (bool, error) { return false, nil }
+
+// unblock releases a queue another session owned.
+func (s *fakeSession) unblock(q string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.blocked, q)
+	s.notifyLocked()
+}
+
+func (s *fakeSession) notifyLocked() {
+	close(s.released)
+	s.released = make(chan struct{})
+}
+
+// claimCount returns how many times q was claimed.
+func (s *fakeSession) claimCount(q string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.claims[q]
+}
+
+// owner returns the claim holding q's owner node.
+func (s *fakeSession) owner(q string) *fakeClaim {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owners[q]
+}
+
+// fakeClaim is an owner node of a fakeSession.
+type fakeClaim struct {
+	s     *fakeSession
+	queue string
+	done  chan struct{}
+
+	mu      sync.Mutex
+	offset  drover.Offset
+	ended   error
+	fenceOn bool // the next write is refused
+}
+
+func (c *fakeClaim) Offset() drover.Offset { c.mu.Lock(); defer c.mu.Unlock(); return c.offset }
+func (c *fakeClaim) Done() <-chan struct{} { return c.done }
+func (c *fakeClaim) Err() error            { c.mu.Lock(); defer c.mu.Unlock(); return c.ended }
+
+// fence makes the next write fail as fenced (an operator reset the offset).
+func (c *fakeClaim) fence() { c.mu.Lock(); c.fenceOn = true; c.mu.Unlock() }
+
+func (c *fakeClaim) endLocked(err error) {
+	if c.ended == nil {
+		c.ended = err
+		close(c.done)
+	}
+}
+
+func (c *fakeClaim) write(off drover.Offset, release bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended != nil {
+		return c.ended
+	}
+	if c.fenceOn {
+		c.endLocked(fmt.Errorf("fake %s: %w", c.queue, drover.ErrFenced))
+		return c.ended
+	}
+	c.offset = off
+	if release {
+		c.endLocked(fmt.Errorf("fake %s released: %w", c.queue, drover.ErrNotOwner))
+		c.s.freeOwner(c)
+	}
+	return nil
+}
+
+func (c *fakeClaim) Commit(_ context.Context, off drover.Offset) error  { return c.write(off, false) }
+func (c *fakeClaim) Release(_ context.Context, off drover.Offset) error { return c.write(off, true) }
+
+func (c *fakeClaim) Abandon(context.Context) error {
+	c.mu.Lock()
+	c.endLocked(fmt.Errorf("fake %s abandoned: %w", c.queue, drover.ErrNotOwner))
+	c.mu.Unlock()
+	c.s.freeOwner(c)
+	return nil
+}
+
+func (s *fakeSession) freeOwner(c *fakeClaim) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owners[c.queue] == c {
+		delete(s.owners, c.queue)
+		s.notifyLocked()
+	}
+}
+
+// fakeRunner records what the reconciler asks of the worker. Stop releases
+// the claim, as the worker does after draining.
+type fakeRunner struct {
+	mu       sync.Mutex
+	running  map[string]drover.Claim
+	starts   map[string]int
+	stops    map[string]int
+	aborts   map[string]int
+	configs  map[string]drover.QueueConfig
+	startErr error
+}
+
+func newFakeRunner() *fakeRunner {
+	return &fakeRunner{running: map[string]drover.Claim{}, starts: map[string]int{}, stops: map[string]int{},
+		aborts: map[string]int{}, configs: map[string]drover.QueueConfig{}}
+}
+
+func (r *fakeRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.startErr != nil {
+		return r.startErr
+	}
+	if r.running[qc.Name] != nil {
+		return fmt.Errorf("start queue %s: already running", qc.Name)
+	}
+	r.running[qc.Name] = c
+	r.starts[qc.Name]++
+	r.configs[qc.Name] = qc
+	return nil
+}
+
+func (r *fakeRunner) Stop(ctx context.Context, q string) error {
+	r.mu.Lock()
+	c := r.running[q]
+	delete(r.running, q)
+	r.stops[q]++
+	r.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.Release(ctx, c.Offset())
+}
+
+func (r *fakeRunner) Abort(q string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running[q] != nil {
+		r.aborts[q]++
+	}
+	delete(r.running, q)
+}
+
+func (r *fakeRunner) Configure(qc drover.QueueConfig) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.configs[qc.Name] = qc
+	return nil
+}
+
+// commit commits through the claim the runner holds for q, as a queue loop
+// does; it reports whether the runner held q.
+func (r *fakeRunner) commit(q string) (bool, error) {
+	r.mu.Lock()
+	c := r.running[q]
+	r.mu.Unlock()
+	if c == nil {
+		return false, nil
+	}
+	return true, c.Commit(context.Background(), drover.Offset{Position: 1})
+}
+
+// owned returns the running queues, sorted.
+func (r *fakeRunner) owned() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	qs := make([]string, 0, len(r.running))
+	for q := range r.running {
+		qs = append(qs, q)
+	}
+	sort.Strings(qs)
+	return qs
+}
+
+func (r *fakeRunner) count(m map[string]int, q string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return m[q]
+}

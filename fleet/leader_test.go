@@ -1,0 +1,346 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/testkit"
+)
+
+// fakeLeadership is a term of a fakeElector.
+type fakeLeadership struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	lost   <-chan struct{} // the session's end, which ends the term
+}
+
+func newFakeLeadership(lost <-chan struct{}) *fakeLeadership {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &fakeLeadership{ctx: ctx, cancel: cancel, lost: lost}
+}
+
+func (l *fakeLeadership) Done() <-chan struct{} { return l.ctx.Done() }
+func (l *fakeLeadership) Err() error {
+	if l.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(l.ctx)
+}
+func (l *fakeLeadership) Act(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	select {
+	case <-l.lost: // no acting on a lost session: the term is ending
+		<-l.ctx.Done()
+	default:
+	}
+	if err := l.Err(); err != nil {
+		return nil, nil, err
+	}
+	actx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(l.ctx, cancel)
+	return actx, func() { stop(); cancel() }, nil
+}
+func (l *fakeLeadership) Resign(context.Context) error {
+	l.cancel(fmt.Errorf("resigned: %w", drover.ErrNotLeader))
+	return nil
+}
+
+// fakeElector wins every campaign after failing the first fails of them,
+// while its session lives; a leadership ends with the session.
+type fakeElector struct {
+	s         *fakeSession
+	mu        sync.Mutex
+	fails     int
+	campaigns int
+	terms     []*fakeLeadership
+}
+
+func (e *fakeElector) Campaign(ctx context.Context, _ string) (Leadership, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.campaigns++
+	if err := e.s.Err(); err != nil {
+		return nil, err
+	}
+	if e.fails > 0 {
+		e.fails--
+		return nil, errors.New("election: candidate node vanished")
+	}
+	l := newFakeLeadership(e.s.lost)
+	go func() {
+		select {
+		case <-e.s.lost:
+			l.cancel(fmt.Errorf("session lost: %w", drover.ErrNotLeader))
+		case <-l.ctx.Done():
+		}
+	}()
+	e.terms = append(e.terms, l)
+	return l, nil
+}
+
+func (e *fakeElector) term(i int) *fakeLeadership {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if i >= len(e.terms) {
+		return nil
+	}
+	return e.terms[i]
+}
+
+// fakeLeaderSession feeds members and queues and records assignments.
+type fakeLeaderSession struct {
+	*fakeSession
+	members chan []coordinator.MemberNode
+	queues  chan []coordinator.QueueEntry
+
+	mu      sync.Mutex
+	current drover.Assignment
+	written []drover.Assignment
+	fenced  bool // the next write is refused as fenced
+}
+
+func newFakeLeaderSession() *fakeLeaderSession {
+	return &fakeLeaderSession{fakeSession: newFakeSession(),
+		members: make(chan []coordinator.MemberNode, 16), queues: make(chan []coordinator.QueueEntry, 16)}
+}
+
+func (s *fakeLeaderSession) NewAssignmentWriter(context.Context, Leadership) (AssignmentWriter, error) {
+	return &fakeWriter{s: s}, nil
+}
+func (s *fakeLeaderSession) WatchMembers(ctx context.Context) <-chan []coordinator.MemberNode {
+	return relay(ctx, s.members)
+}
+func (s *fakeLeaderSession) WatchQueues(ctx context.Context) <-chan []coordinator.QueueEntry {
+	return relay(ctx, s.queues)
+}
+
+func relay[T any](ctx context.Context, in chan T) <-chan T {
+	out := make(chan T)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case v := <-in:
+				select {
+				case out <- v:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+func (s *fakeLeaderSession) writes() []drover.Assignment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]drover.Assignment(nil), s.written...)
+}
+
+type fakeWriter struct{ s *fakeLeaderSession }
+
+func (w *fakeWriter) Epoch() int32 { return 1 }
+func (w *fakeWriter) Current() drover.Assignment {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.s.current
+}
+func (w *fakeWriter) Write(_ context.Context, next drover.Assignment) (drover.Assignment, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	if w.s.fenced {
+		w.s.fenced = false
+		return drover.Assignment{}, fmt.Errorf("write: %w", drover.ErrFenced)
+	}
+	next.Generation = w.s.current.Generation + 1
+	w.s.current = next
+	w.s.written = append(w.s.written, next)
+	return next, nil
+}
+
+func members(names ...string) []coordinator.MemberNode {
+	out := make([]coordinator.MemberNode, len(names))
+	for i, n := range names {
+		out[i] = coordinator.MemberNode{ID: n, Member: drover.Member{Name: n, Capacity: 1}}
+	}
+	return out
+}
+
+func queues(names ...string) []coordinator.QueueEntry {
+	out := make([]coordinator.QueueEntry, len(names))
+	for i, n := range names {
+		out[i] = coordinator.QueueEntry{Name: n, Config: drover.QueueConfig{Name: n}}
+	}
+	return out
+}
+
+// leaderRun is one rebalancer on fakes.
+type leaderRun struct {
+	s       *fakeLeaderSession
+	el      *fakeElector
+	leading chan bool
+	done    chan error
+	cancel  context.CancelFunc
+}
+
+func startLeader(t *testing.T, campaignFails int) *leaderRun {
+	t.Helper()
+	s := newFakeLeaderSession()
+	lr := &leaderRun{s: s, el: &fakeElector{s: s.fakeSession, fails: campaignFails}, leading: make(chan bool, 16), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	lr.cancel = cancel
+	go func() {
+		lr.done <- RunRebalancer(ctx, RebalancerConfig{
+			Session: lr.s, Elector: lr.el, Candidate: "me", Settle: time.Millisecond, CampaignRetry: time.Millisecond,
+			OnLeading: func(b bool) { lr.leading <- b }, Logger: testkit.Logger(t, hclog.Warn),
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-lr.done })
+	return lr
+}
+
+// written waits for the n-th assignment written and returns it.
+func (lr *leaderRun) written(t *testing.T, n int) drover.Assignment {
+	t.Helper()
+	testkit.Eventually(t, fmt.Sprintf("assignment %d written", n), func() bool { return len(lr.s.writes()) >= n })
+	return lr.s.writes()[n-1]
+}
+
+func TestRebalanceLeader(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, lr *leaderRun)
+	}{
+		{"the first target assigns every queue to a live member", func(t *testing.T, lr *leaderRun) {
+			lr.s.members <- members("a", "b")
+			lr.s.queues <- queues("q1", "q2", "q3", "q4")
+			a := lr.written(t, 1)
+			if len(a.Queues) != 4 || a.Leader != "me" || a.Strategy != "sticky" {
+				t.Fatalf("want 4 queues, leader me, strategy sticky; have %+v", a)
+			}
+			for q, m := range a.Queues {
+				if m != "a" && m != "b" {
+					t.Fatalf("%s assigned to %q, which is no member", q, m)
+				}
+			}
+		}},
+		{"nothing is written before both lists are known", func(t *testing.T, lr *leaderRun) {
+			lr.s.members <- members("a")
+			lr.s.members <- members("a", "b") // still no queue list
+			lr.s.queues <- queues("q1")
+			a := lr.written(t, 1)
+			if len(lr.s.writes()) != 1 || len(a.Queues) != 1 {
+				t.Fatalf("want one write with the one queue, have %v", lr.s.writes())
+			}
+		}},
+		{"a join moves queues; an unchanged target writes nothing", func(t *testing.T, lr *leaderRun) {
+			lr.s.members <- members("a")
+			lr.s.queues <- queues("q1", "q2")
+			first := lr.written(t, 1)
+			lr.s.members <- members("a", "b")
+			second := lr.written(t, 2)
+			if maps.Equal(first.Queues, second.Queues) || second.Generation != first.Generation+1 {
+				t.Fatalf("a join must move a queue in the next generation: %+v then %+v", first, second)
+			}
+			lr.s.members <- members("b", "a") // the same members
+			lr.s.queues <- queues("q2", "q1") // and queues
+			lr.s.queues <- queues("q1", "q2", "q3")
+			third := lr.written(t, 3)
+			if _, ok := third.Queues["q3"]; !ok {
+				t.Fatalf("an unchanged target must not be written: want the third write to add q3, have %+v", third)
+			}
+		}},
+		{"corrupt members and a restarted member's old session are skipped", func(t *testing.T, lr *leaderRun) {
+			ms := members("a", "a")
+			ms = append(ms, coordinator.MemberNode{ID: "bad", Err: errors.New("corrupt")})
+			lr.s.members <- ms
+			lr.s.queues <- queues("q1", "q2")
+			for q, m := range lr.written(t, 1).Queues {
+				if m != "a" {
+					t.Fatalf("%s assigned to %q: want only a", q, m)
+				}
+			}
+		}},
+		{"a fenced write ends the term and the candidate campaigns again", func(t *testing.T, lr *leaderRun) {
+			lr.s.mu.Lock()
+			lr.s.fenced = true
+			lr.s.mu.Unlock()
+			lr.s.members <- members("a")
+			lr.s.queues <- queues("q1")
+			for _, want := range []bool{true, false, true} {
+				if have := <-lr.leading; have != want {
+					t.Fatalf("leading: want %v, have %v", want, have)
+				}
+			}
+			lr.s.members <- members("a")
+			lr.s.queues <- queues("q1")
+			if a := lr.written(t, 1); a.Queues["q1"] != "a" {
+				t.Fatalf("the second term must write the target, have %+v", a)
+			}
+			if lr.el.term(0).Err() == nil {
+				t.Fatal("the first term must be resigned")
+			}
+		}},
+		{"a lost session ends the rebalancer", func(t *testing.T, lr *leaderRun) {
+			<-lr.leading
+			lr.s.lose()
+			if err := <-lr.done; !errors.Is(err, drover.ErrSessionLost) {
+				t.Fatalf("want an error wrapping ErrSessionLost, have %v", err)
+			}
+			lr.done <- nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, startLeader(t, 0)) })
+	}
+}
+
+// Defect (issue 13): a failed campaign ended the scheduler's candidacy
+// while the rebalancer retried it: one rule now serves both.
+func TestACampaignErrorIsRetriedByBothLeaders(t *testing.T) {
+	t.Run("rebalancer", func(t *testing.T) {
+		lr := startLeader(t, 3)
+		if !<-lr.leading {
+			t.Fatal("want a leadership term")
+		}
+		lr.el.mu.Lock()
+		n := lr.el.campaigns
+		lr.el.mu.Unlock()
+		if n != 4 {
+			t.Fatalf("want 3 failed campaigns and a won one, have %d campaigns", n)
+		}
+	})
+	t.Run("scheduler", func(t *testing.T) {
+		s := newFakeSession()
+		el := &fakeElector{s: s, fails: 3}
+		lead := &SchedulerLeadership{Candidacy: &Candidacy{Elector: el, Candidate: "me", Session: s, Retry: time.Millisecond}}
+		term, err := lead.Lead(testkit.Context(t))
+		if err != nil {
+			t.Fatalf("want a term after failed campaigns, have %v", err)
+		}
+		if term.Err() != nil {
+			t.Fatalf("want a live term, have %v", term.Err())
+		}
+		el.term(0).Resign(context.Background()) // deposed: Lead campaigns again
+		if _, err := lead.Lead(testkit.Context(t)); err != nil {
+			t.Fatalf("want a second term, have %v", err)
+		}
+		if el.term(1) == nil {
+			t.Fatal("want a second campaign after the first term ended")
+		}
+		s.lose()
+		if _, err := lead.Lead(testkit.Context(t)); !errors.Is(err, drover.ErrSessionLost) {
+			t.Fatalf("a lost session ends the candidacy: want ErrSessionLost, have %v", err)
+		}
+	})
+}

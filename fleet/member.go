@@ -1,0 +1,327 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/metrics"
+	"github.com/drover-dev/drover/rebalance"
+	"github.com/drover-dev/drover/worker"
+)
+
+// Reconnect backoff defaults of MemberConfig.
+const (
+	DefaultReconnectMin = 500 * time.Millisecond
+	DefaultReconnectMax = 10 * time.Second
+	// leaveTimeout bounds the delete of the member node at shutdown.
+	leaveTimeout = 5 * time.Second
+)
+
+// Worker is the runtime a member feeds: *worker.Worker.
+type Worker interface {
+	Runner
+	// SetPause replaces the pause flags that concern this member.
+	SetPause(p worker.PauseState)
+	// SetSuspended stops (true) or allows task starts while the session is
+	// suspended.
+	SetSuspended(suspended bool)
+	// AbortAll drops every queue (the session is lost).
+	AbortAll()
+}
+
+// SchedulerFunc runs the scheduler under lead until ctx ends or lead's
+// Lead returns an error (the session is lost).
+type SchedulerFunc func(ctx context.Context, lead *SchedulerLeadership) error
+
+// MemberConfig configures a Member. Zero values mean the documented
+// defaults.
+type MemberConfig struct {
+	// Name is the member's and the candidates' name. Required.
+	Name string
+	// Coordinator configures each session; OnStateChange is the member's.
+	// Required: Servers.
+	Coordinator coordinator.Config
+	// Member describes this member in its member node (Name, Capacity,
+	// Tags, …); StartedAt is set at each join. Used with Worker.
+	Member drover.Member
+	// Worker, if set, makes this a fleet member: it joins, takes part in
+	// the rebalance election and runs its assigned queues on Worker.
+	Worker Worker
+	// Strategy and Settle configure the rebalancer (RebalancerConfig).
+	Strategy rebalance.Strategy
+	Settle   time.Duration
+	// Scheduler, if set, runs a scheduler candidate on every session.
+	Scheduler SchedulerFunc
+	// ReconnectMin and ReconnectMax bound the backoff between failed
+	// connection attempts. Defaults 500ms and 10s.
+	ReconnectMin, ReconnectMax time.Duration
+	Logger                     hclog.Logger     // default: null logger
+	Metrics                    metrics.Recorder // default: metrics.Discard
+}
+
+// Member is one process's life in the fleet, one coordination session at a
+// time.
+type Member struct {
+	cfg MemberConfig
+	log hclog.Logger
+
+	session    atomic.Pointer[coordinator.Session]
+	memberPath atomic.Pointer[string]
+	generation atomic.Int64
+	leading    atomic.Bool
+}
+
+// NewMember validates cfg.
+func NewMember(cfg MemberConfig) (*Member, error) {
+	if cfg.Name == "" {
+		return nil, fmt.Errorf("fleet: %w: Name is required", drover.ErrInvalidConfig)
+	}
+	if cfg.Worker == nil && cfg.Scheduler == nil {
+		return nil, fmt.Errorf("fleet: %w: a member needs a Worker or a Scheduler", drover.ErrInvalidConfig)
+	}
+	if cfg.ReconnectMin <= 0 {
+		cfg.ReconnectMin = DefaultReconnectMin
+	}
+	if cfg.ReconnectMax < cfg.ReconnectMin {
+		cfg.ReconnectMax = max(DefaultReconnectMax, cfg.ReconnectMin)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.Discard
+	}
+	cfg.Member.Name = cfg.Name
+	return &Member{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Run keeps the member in the fleet until ctx ends: it connects (with
+// backoff), joins, and serves the session; a lost session aborts every
+// queue and starts over as a new member that owns nothing and leads
+// nothing. When ctx ends it resigns, leaves, then drains and releases its
+// queues, and returns nil. It returns an error only for a configuration
+// the coordinator refuses.
+func (m *Member) Run(ctx context.Context) error {
+	backoff := m.cfg.ReconnectMin
+	for ctx.Err() == nil {
+		ccfg := m.cfg.Coordinator
+		ccfg.OnStateChange = m.onStateChange
+		start := time.Now()
+		s, err := coordinator.Connect(ctx, ccfg)
+		if errors.Is(err, drover.ErrInvalidConfig) {
+			return err
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			m.log.Warn("cannot reach ZooKeeper; retrying", "error", err, "in", backoff)
+			pause(ctx, never{}, backoff)
+			backoff = min(2*backoff, m.cfg.ReconnectMax)
+			continue
+		}
+		backoff = m.cfg.ReconnectMin
+		m.cfg.Metrics.AddSample(metrics.ZKConnect, float32(time.Since(start).Seconds()*1000))
+		m.session.Store(s)
+		err = m.serve(ctx, s)
+		m.session.Store(nil)
+		m.memberPath.Store(nil)
+		s.Close()
+		if ctx.Err() != nil {
+			return nil
+		}
+		m.log.Warn("ZooKeeper session ended; starting a new one", "error", err)
+		if w := m.cfg.Worker; w != nil {
+			w.AbortAll()
+			w.SetSuspended(false)
+		}
+	}
+	return nil
+}
+
+// onStateChange follows the session's state.
+func (m *Member) onStateChange(st coordinator.SessionState) {
+	// Lost stays suspended until every queue of the session is aborted
+	// (Run): a worker resumed after a long stop must not start tasks of
+	// queues that already belong to another member.
+	if w := m.cfg.Worker; w != nil {
+		w.SetSuspended(st != coordinator.Connected)
+	}
+	switch st {
+	case coordinator.Connected:
+		m.cfg.Metrics.IncrCounter(metrics.Reconnects, 1)
+	case coordinator.Lost:
+		m.cfg.Metrics.IncrCounter(metrics.SessionExpiries, 1)
+	}
+}
+
+// serve is one session. It returns nil after a graceful leave (ctx ended)
+// or the reason the session ended.
+func (m *Member) serve(ctx context.Context, s *coordinator.Session) error {
+	zs := ZooKeeper{s}
+	var wg sync.WaitGroup
+	spawn := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	leadCtx, stopLeading := context.WithCancel(context.Background())
+	defer stopLeading()
+	if m.cfg.Scheduler != nil {
+		el, err := zs.Elector(coordinator.ElectionScheduler)
+		if err != nil {
+			return err
+		}
+		lead := &SchedulerLeadership{Candidacy: &Candidacy{Elector: el, Candidate: m.cfg.Name, Session: s, Logger: m.log.Named("scheduler")}}
+		spawn(func() {
+			defer lead.Resign()
+			if err := m.cfg.Scheduler(leadCtx, lead); err != nil && leadCtx.Err() == nil && s.Err() == nil {
+				m.log.Warn("scheduler stopped", "error", err)
+			}
+		})
+	}
+	var exit error
+	if m.cfg.Worker == nil {
+		select {
+		case <-ctx.Done():
+		case <-s.Done():
+			exit = s.Err()
+		}
+	} else {
+		exit = m.serveWorker(ctx, zs, stopLeading, leadCtx, spawn)
+	}
+	stopLeading()
+	wg.Wait()
+	return exit
+}
+
+// serveWorker joins the fleet on one session and runs the rebalance
+// candidate, the pause watch and the reconciler, until ctx ends (graceful
+// leave) or the session or the reconciler ends.
+func (m *Member) serveWorker(ctx context.Context, s ZooKeeper, stopLeading func(), leadCtx context.Context, spawn func(func())) error {
+	info := m.cfg.Member
+	info.StartedAt = time.Now().UTC()
+	mb, err := s.Join(ctx, info)
+	if err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	p := mb.Path()
+	m.memberPath.Store(&p)
+	m.log.Info("joined the fleet", "node", p, "session", fmt.Sprintf("%#x", s.SessionID()))
+
+	reconCtx, stopRecon := context.WithCancel(context.Background())
+	defer stopRecon()
+	reconDone := make(chan error, 1)
+	el, err := s.Elector(coordinator.ElectionRebalance)
+	if err != nil {
+		return err
+	}
+	spawn(func() {
+		err := RunRebalancer(leadCtx, RebalancerConfig{
+			Session: s, Elector: el, Candidate: m.cfg.Name, Strategy: m.cfg.Strategy, Settle: m.cfg.Settle,
+			Logger: m.log.Named("rebalance"), OnLeading: m.leading.Store,
+			OnRebalance: func(_ drover.Assignment, moved int, compute time.Duration) {
+				m.cfg.Metrics.IncrCounter(metrics.RebalancesTotal, 1)
+				m.cfg.Metrics.IncrCounter(metrics.QueuesMovedTotal, float32(moved))
+				m.cfg.Metrics.AddSample(metrics.RebalanceTime, float32(compute.Seconds()*1000))
+			},
+		})
+		if err != nil && leadCtx.Err() == nil {
+			m.log.Warn("rebalance candidate ended", "error", err)
+		}
+	})
+	spawn(func() {
+		for ps := range s.WatchPauses(reconCtx) {
+			m.cfg.Worker.SetPause(PauseState(ps, m.cfg.Name))
+		}
+	})
+	spawn(func() {
+		reconDone <- RunReconciler(reconCtx, ReconcilerConfig{
+			Session: s, Member: m.cfg.Name, MemberPath: p, Runner: m.cfg.Worker,
+			OnGeneration: m.generation.Store, Logger: m.log.Named("reconcile"),
+		})
+	})
+
+	select {
+	case <-ctx.Done():
+		// Graceful: give up leaderships, leave the membership so the leader
+		// moves our queues at once, then drain and release what we own.
+		stopLeading()
+		lctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+		if err := mb.Leave(lctx); err != nil {
+			m.log.Warn("leave membership", "error", err)
+		}
+		cancel()
+		stopRecon()
+		<-reconDone
+		return nil
+	case err := <-reconDone:
+		if err == nil {
+			err = errors.New("reconciler ended")
+		}
+		return err
+	case <-s.Done():
+		return s.Err()
+	}
+}
+
+// Session returns the current session, or nil between sessions.
+func (m *Member) Session() *coordinator.Session { return m.session.Load() }
+
+// Leading reports whether this member leads the rebalance now.
+func (m *Member) Leading() bool { return m.leading.Load() }
+
+// Confirm proves the current session alive with a fresh round trip (the
+// worker's freeze guard).
+func (m *Member) Confirm(ctx context.Context) error {
+	s := m.session.Load()
+	if s == nil {
+		return errors.New("no ZooKeeper session")
+	}
+	return s.Confirm(ctx)
+}
+
+// Ready returns nil when the member has a connected session and, for a
+// fleet member, a member node.
+func (m *Member) Ready() error {
+	s := m.session.Load()
+	if s == nil || (m.cfg.Worker != nil && m.memberPath.Load() == nil) {
+		return errors.New("not a member of the fleet yet")
+	}
+	if st := s.State(); st != coordinator.Connected {
+		return fmt.Errorf("zookeeper session %s", st)
+	}
+	return nil
+}
+
+// Info describes the membership for /debug/state.
+func (m *Member) Info() map[string]any {
+	out := map[string]any{"generation": m.generation.Load()}
+	if p := m.memberPath.Load(); p != nil {
+		out["member_node"] = *p
+	}
+	if s := m.session.Load(); s != nil {
+		out["session"] = map[string]any{"id": fmt.Sprintf("%#x", s.SessionID()), "state": s.State().String()}
+	}
+	return out
+}
+
+// PauseState picks the flags of ps that concern member name.
+func PauseState(ps coordinator.PauseSet, name string) worker.PauseState {
+	st := worker.PauseState{All: ps.All != nil, Queues: map[string]bool{}}
+	_, st.Member = ps.Members[name]
+	for q := range ps.Queues {
+		st.Queues[q] = true
+	}
+	return st
+}
+
+// never is a Lifetime that does not end: a pause between sessions.
+type never struct{}
+
+func (never) Done() <-chan struct{} { return nil }
+func (never) Err() error            { return nil }

@@ -1,0 +1,120 @@
+package fleet
+
+import (
+	"context"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+)
+
+// The interfaces in this file are what the fleet layer needs from the
+// coordination service. zookeeper.go adapts *coordinator.Session to them;
+// the tests use fakes. The data types (coordinator.AssignmentNode,
+// QueueEntry, MemberNode, Owner) are plain values.
+
+// Lifetime is a coordination session's end.
+type Lifetime interface {
+	// Done is closed when the session is lost.
+	Done() <-chan struct{}
+	// Err is nil while the session lives, then an error wrapping
+	// drover.ErrSessionLost.
+	Err() error
+}
+
+// Claim is a claim the reconciler holds: the runtime's drover.Claim plus
+// the way to give up an owner node without writing the offset.
+type Claim interface {
+	drover.Claim
+	// Abandon deletes this session's owner node, if it still holds it,
+	// keeping the committed offset.
+	Abandon(ctx context.Context) error
+}
+
+// Claimer takes queues (DESIGN.md §5 step 3).
+type Claimer interface {
+	// Claim takes ownership of queue; an error wrapping drover.ErrNotOwner
+	// means another session still owns it.
+	Claim(ctx context.Context, queue string, owner coordinator.Owner) (Claim, error)
+	// WaitReleased blocks until the queue has no owner node.
+	WaitReleased(ctx context.Context, queue string) error
+	// DropOwnOrphan deletes an owner node of this session for which no
+	// Claim exists (a claim whose reply was lost).
+	DropOwnOrphan(ctx context.Context, queue string) (bool, error)
+}
+
+// QueueConfigs reads the configurations of the queues a member owns.
+type QueueConfigs interface {
+	// Queue reads one queue's configuration.
+	Queue(ctx context.Context, name string) (coordinator.QueueEntry, error)
+	// WatchQueueConfigs delivers the configuration of every queue named in
+	// the latest set sent on names, when first read and after each change.
+	WatchQueueConfigs(ctx context.Context, names <-chan map[string]bool) <-chan coordinator.QueueEntry
+}
+
+// ReconcilerSession is one session as the reconciler uses it.
+type ReconcilerSession interface {
+	Lifetime
+	Claimer
+	QueueConfigs
+	// WatchAssignment delivers the assignment now and after each change.
+	WatchAssignment(ctx context.Context) <-chan coordinator.AssignmentNode
+}
+
+// Runner runs the queues a member owns: the worker, seen from the
+// reconciler. *worker.Worker implements it. Methods are called from the
+// reconciler's goroutines.
+type Runner interface {
+	// Start begins running a claimed queue. The runner commits and finally
+	// releases through the claim.
+	Start(cfg drover.QueueConfig, claim drover.Claim) error
+	// Stop gives a queue up gracefully: drain, then claim.Release. It
+	// blocks until the claim is released (or the release failed).
+	Stop(ctx context.Context, queue string) error
+	// Abort drops a queue at once without writing anything for it (the
+	// session is lost). It blocks until its tasks are gone.
+	Abort(queue string)
+	// Configure hands a running queue its new configuration.
+	Configure(cfg drover.QueueConfig) error
+}
+
+// Leadership is one term of leadership in an election.
+type Leadership interface {
+	// Done is closed when the leadership ends; it never restarts.
+	Done() <-chan struct{}
+	// Err is nil while leading, then why the leadership ended.
+	Err() error
+	// Act blocks until the leader may act (leadership held, session
+	// connected) and returns a context cancelled as soon as it may not.
+	Act(ctx context.Context) (context.Context, context.CancelFunc, error)
+	// Resign ends the leadership. Idempotent.
+	Resign(ctx context.Context) error
+}
+
+// Elector enters one election.
+type Elector interface {
+	// Campaign blocks until candidate leads and returns the leadership.
+	Campaign(ctx context.Context, candidate string) (Leadership, error)
+}
+
+// AssignmentWriter writes /assignment for one leadership term.
+type AssignmentWriter interface {
+	// Epoch is the fencing epoch this term holds.
+	Epoch() int32
+	// Current is the assignment as last read or written.
+	Current() drover.Assignment
+	// Write stores next (its generation is set to Current's plus one),
+	// fenced by the term's epoch.
+	Write(ctx context.Context, next drover.Assignment) (drover.Assignment, error)
+}
+
+// LeaderSession is one session as the rebalance leader uses it.
+type LeaderSession interface {
+	Lifetime
+	// NewAssignmentWriter starts a term: it bumps the epoch and reads the
+	// current assignment.
+	NewAssignmentWriter(ctx context.Context, lead Leadership) (AssignmentWriter, error)
+	// WatchMembers delivers the member list now and after each change.
+	WatchMembers(ctx context.Context) <-chan []coordinator.MemberNode
+	// WatchQueues delivers the queue registry now and after each change.
+	WatchQueues(ctx context.Context) <-chan []coordinator.QueueEntry
+}

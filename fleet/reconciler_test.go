@@ -1,0 +1,206 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testkit"
+)
+
+// reconcilerRun is one reconciler on fakes.
+type reconcilerRun struct {
+	s      *fakeSession
+	r      *fakeRunner
+	gens   chan int64
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startReconciler(t *testing.T) *reconcilerRun {
+	t.Helper()
+	rr := &reconcilerRun{s: newFakeSession(), r: newFakeRunner(), gens: make(chan int64, 64), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	rr.cancel = cancel
+	go func() {
+		rr.done <- RunReconciler(ctx, ReconcilerConfig{
+			Session: rr.s, Member: "me", MemberPath: "/members/me", Runner: rr.r,
+			OnGeneration: func(g int64) { rr.gens <- g }, Logger: testkit.Logger(t, hclog.Warn),
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-rr.done })
+	return rr
+}
+
+// owning waits until the runner runs exactly want.
+func (rr *reconcilerRun) owning(t *testing.T, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	testkit.Eventually(t, fmt.Sprintf("the runner to run %v", want), func() bool { return slices.Equal(rr.r.owned(), want) })
+}
+
+func mine(qs ...string) map[string]string {
+	out := map[string]string{}
+	for _, q := range qs {
+		out[q] = "me"
+	}
+	return out
+}
+
+func TestReconcilerFollowsTheAssignment(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, rr *reconcilerRun)
+	}{
+		{"gained queues are claimed and started with their config", func(t *testing.T, rr *reconcilerRun) {
+			rr.s.assign(1, mine("a", "b"))
+			rr.owning(t, "a", "b")
+			if c := rr.r.configs["a"].Concurrency; c != 3 {
+				t.Fatalf("want the config read after the claim (concurrency 3), have %d", c)
+			}
+		}},
+		{"queues of other members are not claimed", func(t *testing.T, rr *reconcilerRun) {
+			rr.s.assign(1, map[string]string{"a": "me", "b": "other"})
+			rr.owning(t, "a")
+			if n := rr.s.claimCount("b"); n != 0 {
+				t.Fatalf("b belongs to another member: want no claim, have %d", n)
+			}
+		}},
+		{"a queue that moves away is stopped, the others keep running", func(t *testing.T, rr *reconcilerRun) {
+			rr.s.assign(1, mine("a", "b", "c"))
+			rr.owning(t, "a", "b", "c")
+			rr.s.assign(2, map[string]string{"a": "me", "b": "other", "c": "me"})
+			rr.owning(t, "a", "c")
+			testkit.Eventually(t, "b's owner node to go", func() bool { return rr.s.owner("b") == nil })
+			for _, q := range []string{"a", "c"} {
+				if s, st := rr.r.count(rr.r.starts, q), rr.r.count(rr.r.stops, q); s != 1 || st != 0 {
+					t.Fatalf("%s stays: want 1 start and no stop, have %d starts and %d stops", q, s, st)
+				}
+			}
+		}},
+		{"an older generation is ignored", func(t *testing.T, rr *reconcilerRun) {
+			rr.s.assign(5, mine("a"))
+			rr.owning(t, "a")
+			rr.s.assign(4, mine("b"))
+			rr.s.assign(6, mine("a", "c"))
+			rr.owning(t, "a", "c")
+			if n := rr.s.claimCount("b"); n != 0 {
+				t.Fatalf("generation 4 is older than 5: want b never claimed, have %d claims", n)
+			}
+		}},
+		{"a queue still owned elsewhere is claimed once released", func(t *testing.T, rr *reconcilerRun) {
+			rr.s.mu.Lock()
+			rr.s.blocked["a"] = true
+			rr.s.mu.Unlock()
+			rr.s.assign(1, mine("a", "b"))
+			rr.owning(t, "b")
+			rr.s.unblock("a")
+			rr.owning(t, "a", "b")
+		}},
+		{"a claim abandoned by a newer target is not started", func(t *testing.T, rr *reconcilerRun) {
+			rr.s.mu.Lock()
+			rr.s.blocked["a"] = true
+			rr.s.mu.Unlock()
+			rr.s.assign(1, mine("a"))
+			testkit.Eventually(t, "generation 1 applied", func() bool { return <-rr.gens == 1 })
+			rr.s.assign(2, mine("b"))
+			rr.owning(t, "b")
+			rr.s.unblock("a")
+			rr.s.assign(3, mine("b", "c")) // a later round: a's claim would have landed by now
+			rr.owning(t, "b", "c")
+			if n := rr.s.claimCount("a"); n != 0 {
+				t.Fatalf("a left the target while waiting: want no claim, have %d", n)
+			}
+		}},
+		{"a start that fails hands the claim back", func(t *testing.T, rr *reconcilerRun) {
+			rr.r.mu.Lock()
+			rr.r.startErr = errors.New("injected")
+			rr.r.mu.Unlock()
+			rr.s.assign(1, mine("a"))
+			testkit.Eventually(t, "a claimed", func() bool { return rr.s.claimCount("a") > 0 })
+			testkit.Eventually(t, "a's owner node given back", func() bool { return rr.s.owner("a") == nil })
+		}},
+		{"a lost session aborts every queue and ends the reconciler", func(t *testing.T, rr *reconcilerRun) {
+			rr.s.assign(1, mine("a", "b"))
+			rr.owning(t, "a", "b")
+			rr.s.lose()
+			if err := <-rr.done; !errors.Is(err, drover.ErrSessionLost) {
+				t.Fatalf("want an error wrapping ErrSessionLost, have %v", err)
+			}
+			rr.done <- nil // for the cleanup
+			for _, q := range []string{"a", "b"} {
+				if n := rr.r.count(rr.r.aborts, q); n != 1 {
+					t.Fatalf("%s: want 1 abort, have %d", q, n)
+				}
+				if n := rr.r.count(rr.r.stops, q); n != 0 {
+					t.Fatalf("%s: a lost session writes nothing: want no stop, have %d", q, n)
+				}
+			}
+		}},
+		{"the end of ctx stops and releases every queue", func(t *testing.T, rr *reconcilerRun) {
+			rr.s.assign(1, mine("a", "b"))
+			rr.owning(t, "a", "b")
+			rr.cancel()
+			if err := <-rr.done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("want context.Canceled, have %v", err)
+			}
+			rr.done <- nil
+			for _, q := range []string{"a", "b"} {
+				if rr.s.owner(q) != nil {
+					t.Fatalf("%s: want its owner node released", q)
+				}
+			}
+		}},
+		{"a queue lost by the runner is claimed again", func(t *testing.T, rr *reconcilerRun) {
+			rr.s.assign(1, mine("a", "b"))
+			rr.owning(t, "a", "b")
+			rr.s.owner("a").fence()
+			if _, err := rr.r.commit("a"); !errors.Is(err, drover.ErrFenced) {
+				t.Fatalf("want the commit fenced, have %v", err)
+			}
+			testkit.Eventually(t, "a claimed again", func() bool { return rr.s.claimCount("a") == 2 })
+			rr.owning(t, "a", "b")
+			if n := rr.r.count(rr.r.starts, "b"); n != 1 {
+				t.Fatalf("b was not lost: want 1 start, have %d", n)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, startReconciler(t)) })
+	}
+}
+
+// Defect (issue 13): the lost-queue signal was relayed through a 256-slot
+// channel that dropped when full, and a dropped report left the queue dead
+// until the assignment changed. Now the claim reports its own end and no
+// report can be dropped, however many queues are lost at once.
+func TestEveryLostQueueIsClaimedAgainHoweverManyAtOnce(t *testing.T) {
+	rr := startReconciler(t)
+	const n = 300 // more than the old relay buffered
+	qs := make([]string, n)
+	for i := range qs {
+		qs[i] = fmt.Sprintf("q%03d", i)
+	}
+	rr.s.assign(1, mine(qs...))
+	rr.owning(t, qs...)
+	for _, q := range qs {
+		rr.s.owner(q).fence()
+	}
+	for _, q := range qs { // every queue loop's commit is refused at once
+		if _, err := rr.r.commit(q); !errors.Is(err, drover.ErrFenced) {
+			t.Fatalf("%s: want the commit fenced, have %v", q, err)
+		}
+	}
+	testkit.Eventually(t, "every lost queue claimed again", func() bool {
+		for _, q := range qs {
+			if rr.s.claimCount(q) != 2 || rr.r.count(rr.r.starts, q) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+}

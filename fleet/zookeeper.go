@@ -1,0 +1,63 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+)
+
+// ZooKeeper adapts a coordinator session to the fleet's interfaces. The
+// only translation is of concrete result types (*coordinator.Claim,
+// *coordinator.Leadership) into the interfaces.
+type ZooKeeper struct{ *coordinator.Session }
+
+var (
+	_ ReconcilerSession = ZooKeeper{}
+	_ LeaderSession     = ZooKeeper{}
+	_ Claim             = (*coordinator.Claim)(nil)
+	_ Leadership        = (*coordinator.Leadership)(nil)
+)
+
+// Claim claims queue.
+func (z ZooKeeper) Claim(ctx context.Context, queue string, owner coordinator.Owner) (Claim, error) {
+	c, err := z.Session.Claim(ctx, queue, owner)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// NewAssignmentWriter takes over /assignment for lead, a leadership won
+// through Elector.
+func (z ZooKeeper) NewAssignmentWriter(ctx context.Context, lead Leadership) (AssignmentWriter, error) {
+	l, ok := lead.(*coordinator.Leadership)
+	if !ok {
+		return nil, fmt.Errorf("take over assignment: %w: not a ZooKeeper leadership", drover.ErrNotLeader)
+	}
+	w, err := z.Session.NewAssignmentWriter(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Elector returns the election called name as an Elector.
+func (z ZooKeeper) Elector(name string) (Elector, error) {
+	el, err := z.Session.Election(name)
+	if err != nil {
+		return nil, err
+	}
+	return zkElection{el}, nil
+}
+
+type zkElection struct{ *coordinator.Election }
+
+func (e zkElection) Campaign(ctx context.Context, candidate string) (Leadership, error) {
+	l, err := e.Election.Campaign(ctx, candidate)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}

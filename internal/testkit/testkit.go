@@ -1,0 +1,51 @@
+// Package testkit holds the helpers that tests of several packages share:
+// a logger that writes to the test's log, a bounded context, a poll until a
+// condition holds, and a fake clock. It has no servers (see testenv).
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Bound is how long Eventually and Context wait at most. It only keeps a
+// broken test from hanging; it asserts no speed.
+const Bound = 90 * time.Second
+
+// Logger returns a logger writing to t.Log at level.
+func Logger(t testing.TB, level hclog.Level) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: level, Output: Writer{t}})
+}
+
+// Writer sends what is written to t.Log; lines written after the test
+// ended are dropped.
+type Writer struct{ T testing.TB }
+
+func (w Writer) Write(b []byte) (int, error) {
+	defer func() { recover() }() // logging after the test ended panics
+	w.T.Log(string(b))
+	return len(b), nil
+}
+
+// Context returns a context that ends with the test, or after Bound.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), Bound)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Eventually polls cond until it holds, and fails the test when it has
+// not held within Bound. It waits for an event; it is no timing assertion.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(Bound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
