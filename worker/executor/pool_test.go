@@ -495,3 +495,20 @@ func TestPoolTaskAfterReleaseRunsInANewPool(t *testing.T) {
 		t.Errorf("want a new child after the release, have %d again", second.PID)
 	}
 }
+
+func TestPoolRecyclesAChildPastItsMaxAge(t *testing.T) {
+	t.Parallel()
+	e, _ := newPoolExecutor(t, Config{})
+	// Every child is past a 1 ns age by the end of its first task.
+	route := pooledGo(drover.PoolConfig{MaxChildAge: drover.Duration(time.Nanosecond)})
+	seen := map[int]bool{}
+	for i := range 3 {
+		res := e.Execute(context.Background(), poolTask(t, poolEcho, route, i))
+		mustSucceed(t, res)
+		if seen[res.PID] {
+			t.Fatalf("task %d ran in child %d again, which is past max_child_age", i, res.PID)
+		}
+		seen[res.PID] = true
+		assertGone(t, res.PID, "child past its max age")
+	}
+}
