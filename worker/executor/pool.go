@@ -56,6 +56,9 @@ func sameRoute(a, b drover.TaskRoute) bool {
 // pools holds every pool of an executor.
 type pools struct {
 	e *execExecutor
+	// idleTimeout and sweepEvery are poolIdleTimeout and
+	// poolSweepInterval (tests shorten them before the first pool).
+	idleTimeout, sweepEvery time.Duration
 
 	mu      sync.Mutex
 	byKey   map[poolKey]*childPool
@@ -85,7 +88,8 @@ type childPool struct {
 }
 
 func newPools(e *execExecutor) *pools {
-	return &pools{e: e, byKey: map[poolKey]*childPool{}, recent: map[fastPoolKey]*childPool{}}
+	return &pools{e: e, byKey: map[poolKey]*childPool{}, recent: map[fastPoolKey]*childPool{},
+		idleTimeout: poolIdleTimeout, sweepEvery: poolSweepInterval}
 }
 
 // get returns t's pool, creating it; nil once the pools are closed.
@@ -135,7 +139,7 @@ func (ps *pools) get(t *Task) *childPool {
 // stop is closed.
 func (ps *pools) sweep(stop chan struct{}) {
 	defer ps.bg.Done()
-	t := time.NewTicker(poolSweepInterval)
+	t := time.NewTicker(ps.sweepEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -154,7 +158,7 @@ func (ps *pools) sweep(stop chan struct{}) {
 			p.mu.Lock()
 			keep := p.idle[:0]
 			for _, c := range p.idle {
-				if now.Sub(c.lastUsed) >= poolIdleTimeout || p.tooOld(c, now) {
+				if now.Sub(c.lastUsed) >= ps.idleTimeout || p.tooOld(c, now) {
 					p.retireLocked(c, "idle")
 					continue
 				}

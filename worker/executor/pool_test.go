@@ -512,3 +512,33 @@ func TestPoolRecyclesAChildPastItsMaxAge(t *testing.T) {
 		assertGone(t, res.PID, "child past its max age")
 	}
 }
+
+func TestPoolStopsIdleChildren(t *testing.T) {
+	t.Parallel()
+	e, po := newPoolExecutor(t, Config{})
+	ps := e.(*routeExecutor).exec.pools
+	ps.idleTimeout, ps.sweepEvery = 50*time.Millisecond, 10*time.Millisecond // before the first pool
+	res := e.Execute(context.Background(), poolTask(t, poolEcho, pooledGo(drover.PoolConfig{}), 0))
+	mustSucceed(t, res)
+	assertGoneWithin(t, res.PID, "idle child", time.Minute)
+	deadline := time.Now().Add(time.Minute)
+	for len(po.PoolStates()) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("want the empty pool dropped, have %+v", po.PoolStates())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// assertGoneWithin polls until pid is gone, failing after bound (which
+// only keeps a broken test from hanging).
+func assertGoneWithin(t *testing.T, pid int, what string, bound time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for !processGone(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still runs", what, pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
