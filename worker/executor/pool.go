@@ -76,15 +76,16 @@ type childPool struct {
 	conf  drover.PoolConfig
 	spec  Task // queue, route, limits, user and group of its children
 
-	mu       sync.Mutex
-	idle     []*pooledChild // most recently used last
-	live     map[*pooledChild]struct{}
-	starting int           // background starts under way
-	waiting  int           // tasks waiting for a background start
-	changed  chan struct{} // closed and replaced when a background start ends
-	size     int           // the queue's concurrency at the last task; 0: unbounded
-	ahead    int           // live children whose replacement was started ahead (may exceed size)
-	stopped  bool
+	mu        sync.Mutex
+	idle      []*pooledChild // most recently used last
+	live      map[*pooledChild]struct{}
+	starting  int           // background starts under way
+	checkouts int           // tasks in checkout (waiting or starting a child)
+	waiting   int           // tasks waiting for a background start
+	changed   chan struct{} // closed and replaced when a background start ends
+	size      int           // the queue's concurrency at the last task; 0: unbounded
+	ahead     int           // live children whose replacement was started ahead (may exceed size)
+	stopped   bool
 }
 
 func newPools(e *execExecutor) *pools {
@@ -165,13 +166,13 @@ func (ps *pools) sweep(stop chan struct{}) {
 				keep = append(keep, c)
 			}
 			p.idle = keep
-			empty := len(p.live) == 0 && p.starting == 0
+			empty := p.emptyLocked()
 			p.mu.Unlock()
 			if empty {
 				ps.mu.Lock()
 				if ps.byKey[p.key] == p {
 					p.mu.Lock()
-					if len(p.live) == 0 && p.starting == 0 {
+					if p.emptyLocked() {
 						p.stopped = true
 						delete(ps.byKey, p.key)
 						ps.forgetLocked(p)
@@ -187,6 +188,12 @@ func (ps *pools) sweep(stop chan struct{}) {
 // forgetLocked drops p from the fast-path index. ps.mu is held.
 func (ps *pools) forgetLocked(p *childPool) {
 	maps.DeleteFunc(ps.recent, func(_ fastPoolKey, v *childPool) bool { return v == p })
+}
+
+// emptyLocked reports whether the pool has no child and no task on its way
+// to one. p.mu is held.
+func (p *childPool) emptyLocked() bool {
+	return len(p.live) == 0 && p.starting == 0 && p.checkouts == 0
 }
 
 // releaseQueue stops every pool of queue: idle children now, busy ones when
@@ -399,6 +406,14 @@ func (p *childPool) startInBackgroundLocked() {
 // background start is about to deliver, or a new one. It gives up when ctx
 // ends or at deadline (zero: none), with the error of the last start.
 func (p *childPool) checkout(ctx context.Context, deadline time.Time, size int) (*pooledChild, error) {
+	p.mu.Lock()
+	p.checkouts++ // the sweeper keeps a pool that a task is about to use
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.checkouts--
+		p.mu.Unlock()
+	}()
 	for {
 		p.mu.Lock()
 		if size > 0 {
