@@ -10,7 +10,7 @@ import (
 	"github.com/drover-dev/drover/worker"
 )
 
-// The benchmark wires the product's own adapters (internal/adapt); only the
+// The benchmark wires the product's own stores (*queue.Store); only the
 // claim is wrapped, to see when a committed offset reaches a position.
 var _ worker.Claim = (*watchedClaim)(nil)
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
-	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/worker"
 	"github.com/drover-dev/drover/worker/executor"
@@ -147,7 +146,7 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	claim := newWatchedClaim(zc, last)
 	w, err := worker.New(worker.Config{
 		Member: "bench", Capacity: concurrency,
-		Log: adapt.QueueLog{Store: d.store}, Requeuer: adapt.QueueLog{Store: d.store}, Executor: d.exec,
+		Log: d.store, Requeuer: d.store, Executor: d.exec,
 	})
 	if err != nil {
 		return 0, err

@@ -61,3 +61,51 @@ func TestClaimCommitRelease(t *testing.T) {
 }
 
 func errorsIsNotFound(err error) bool { return errorsIs(err, drover.ErrNotFound) }
+
+// A claim says when it ends (Done, Err): open while held, closed once it is
+// released or fenced, so that whoever claimed the queue learns that it is
+// lost without a report that could be dropped.
+func TestClaimDoneWhenReleasedOrFenced(t *testing.T) {
+	t.Parallel()
+	zk := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	a := connect(t, zk.Addrs, root)
+	ctx := ctxT(t)
+	ended := func(c *Claim) bool {
+		select {
+		case <-c.Done():
+			return true
+		default:
+			return false
+		}
+	}
+
+	released, err := a.Claim(ctx, "r", Owner{Member: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ended(released) || released.Err() != nil {
+		t.Fatalf("a held claim: want Done open and Err nil, have %v", released.Err())
+	}
+	if err := released.Release(ctx, offsetAt(1, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if !ended(released) {
+		t.Fatal("a released claim: want Done closed")
+	}
+	mustIs(t, released.Err(), drover.ErrNotOwner, "Err of a released claim")
+
+	fenced, err := a.Claim(ctx, "f", Owner{Member: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An operator resets the owned queue's offset: the next commit is refused.
+	if _, err := a.ResetOffset(ctx, "f", offsetAt(0, "op"), ResetOptions{AllowOwned: true}); err != nil {
+		t.Fatal(err)
+	}
+	mustIs(t, fenced.Commit(ctx, offsetAt(2, "a")), drover.ErrFenced, "commit after a reset")
+	if !ended(fenced) {
+		t.Fatal("a fenced claim: want Done closed")
+	}
+	mustIs(t, fenced.Err(), drover.ErrFenced, "Err of a fenced claim")
+}

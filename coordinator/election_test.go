@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testkit"
 )
 
 // Five candidates, each leading once: never two leaders at once, and every
@@ -57,8 +58,14 @@ func TestElectionNeverTwoLeaders(t *testing.T) {
 			}
 			mu.Lock()
 			order = append(order, name)
+			waiting := 5 - len(order) // candidates that have not led yet
 			mu.Unlock()
-			time.Sleep(20 * time.Millisecond) // hold the leadership a little
+			// Hold the leadership until every candidate that has not led
+			// yet has its node in the election: each of them could wrongly
+			// take over now.
+			if err := awaitCandidates(ctx, e, waiting+1); err != nil {
+				errs <- fmt.Errorf("%s: wait for the other candidates: %w", name, err)
+			}
 			active.Add(-1)
 			if err := l.Resign(ctx); err != nil {
 				errs <- fmt.Errorf("resign %s: %w", name, err)
@@ -100,7 +107,9 @@ func TestElectionFailoverOnSessionEnd(t *testing.T) {
 		}
 		won <- l
 	}()
-	time.Sleep(50 * time.Millisecond)
+	if err := awaitCandidates(ctx, eb, 2); err != nil {
+		t.Fatalf("wait for b's candidate node: %v", err)
+	}
 	select {
 	case <-won:
 		t.Fatalf("b leads while a leads")
@@ -157,13 +166,9 @@ func TestElectionLeaderBackUnderNewSessionDoesNotLead(t *testing.T) {
 		t.FailNow()
 	}
 	proxy.Restore()
-	deadline := time.Now().Add(time.Minute)
-	for a.conn.SessionID() == id || a.conn.State() != zk.StateHasSession {
-		if time.Now().After(deadline) {
-			t.Fatalf("a's client did not reconnect under a new session")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, "a's client to reconnect under a new session", func() bool {
+		return a.conn.SessionID() != id && a.conn.State() == zk.StateHasSession
+	})
 	mustIs(t, la.Err(), drover.ErrNotLeader, "a's leadership under a new session")
 	mustIs(t, la.Check(ctx), drover.ErrNotLeader, "a's Check under a new session")
 	if _, _, err := la.Act(ctx); !errorsIs(err, drover.ErrNotLeader) {
@@ -223,5 +228,24 @@ func TestElectionActPausesWhileSuspended(t *testing.T) {
 	ccancel()
 	if _, err := e.Campaign(cctx, "x"); err == nil {
 		t.Fatalf("campaign with a cancelled context: want an error")
+	}
+}
+
+// awaitCandidates waits, on a children watch, until e holds n candidate
+// nodes.
+func awaitCandidates(ctx context.Context, e *Election, n int) error {
+	for {
+		names, _, ch, err := e.s.conn.ChildrenW(e.dir)
+		if err != nil {
+			return err
+		}
+		if len(names) == n {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("have %d candidates, want %d: %w", len(names), n, ctx.Err())
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testkit"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
@@ -26,7 +27,7 @@ func connect(t testing.TB, servers []string, root string, tweak ...func(*Config)
 		Servers:        servers,
 		Root:           root,
 		SessionTimeout: testTimeout,
-		Logger:         hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{t}}),
+		Logger:         testkit.Logger(t, hclog.Warn),
 	}
 	for _, f := range tweak {
 		f(&cfg)
@@ -41,21 +42,8 @@ func connect(t testing.TB, servers []string, root string, tweak ...func(*Config)
 	return s
 }
 
-// testWriter sends logs to t.Log (dropped after the test ends).
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	defer func() { recover() }() // logging after the test ended panics
-	w.t.Log(string(b))
-	return len(b), nil
-}
-
-// ctxT returns a context ending with the test (bounded to a minute).
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT returns a context ending with the test.
+func ctxT(t testing.TB) context.Context { return testkit.Context(t) }
 
 // waitState waits until s reaches want or the bound passes.
 func waitState(t testing.TB, s *Session, want SessionState, bound time.Duration) {

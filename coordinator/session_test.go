@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testkit"
 )
 
 // stateLog records a session's state changes in order.
@@ -129,13 +130,9 @@ func TestSessionLongCutIsLostBeforeTheServerExpiresIt(t *testing.T) {
 
 	// The library comes back under a new session: never continued silently.
 	proxy.Restore()
-	deadline := time.Now().Add(time.Minute)
-	for a.conn.SessionID() == id || a.conn.State() != zk.StateHasSession {
-		if time.Now().After(deadline) {
-			t.Fatalf("the library did not open a new session")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, "the library to open a new session", func() bool {
+		return a.conn.SessionID() != id && a.conn.State() == zk.StateHasSession
+	})
 	if a.State() != Lost || a.SessionID() != id {
 		t.Fatalf("after a new session id: want lost with id %#x, have %s with %#x", id, a.State(), a.SessionID())
 	}
@@ -180,13 +177,9 @@ func TestZombieOwnerIsFenced(t *testing.T) {
 	}
 
 	proxy.Restore()
-	deadline := time.Now().Add(time.Minute)
-	for a.conn.SessionID() == idA || a.conn.State() != zk.StateHasSession {
-		if time.Now().After(deadline) {
-			t.Fatalf("a's client did not reconnect under a new session")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, "a's client to reconnect under a new session", func() bool {
+		return a.conn.SessionID() != idA && a.conn.State() == zk.StateHasSession
+	})
 
 	// Through the API: refused.
 	mustIs(t, ca.Commit(ctx, offsetAt(11, "a")), drover.ErrFenced, "zombie commit")

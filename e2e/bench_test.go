@@ -15,7 +15,6 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
-	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/internal/testenv"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/worker"
@@ -78,7 +77,7 @@ func newRuntimeRig(b *testing.B, capacity int) *runtimeRig {
 		b.Fatal(err)
 	}
 	w, err := worker.New(worker.Config{Member: "bench", Capacity: capacity, BatchSize: 500,
-		Log: adapt.QueueLog{Store: store}, Requeuer: adapt.QueueLog{Store: store}, Executor: ex})
+		Log: store, Requeuer: store, Executor: ex})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -52,23 +52,7 @@ func (s *fakeSession) assign(gen int64, queues map[string]string) {
 }
 
 func (s *fakeSession) WatchAssignment(ctx context.Context) <-chan coordinator.AssignmentNode {
-	out := make(chan coordinator.AssignmentNode)
-	go func() {
-		defer close(out)
-		for {
-			select {
-			case a := <-s.assignments:
-				select {
-				case out <- a:
-				case <-ctx.Done():
-					return
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out
+	return relay(ctx, s.assignments)
 }
 
 func (s *fakeSession) WatchQueueConfigs(ctx context.Context, _ <-chan map[string]bool) <-chan coordinator.QueueEntry {

@@ -107,8 +107,7 @@ func NewMember(cfg MemberConfig) (*Member, error) {
 // backoff), joins, and serves the session; a lost session aborts every
 // queue and starts over as a new member that owns nothing and leads
 // nothing. When ctx ends it resigns, leaves, then drains and releases its
-// queues, and returns nil. It returns an error only for a configuration
-// the coordinator refuses.
+// queues, and returns nil.
 func (m *Member) Run(ctx context.Context) error {
 	backoff := m.cfg.ReconnectMin
 	for ctx.Err() == nil {
@@ -116,9 +115,6 @@ func (m *Member) Run(ctx context.Context) error {
 		ccfg.OnStateChange = m.onStateChange
 		start := time.Now()
 		s, err := coordinator.Connect(ctx, ccfg)
-		if errors.Is(err, drover.ErrInvalidConfig) {
-			return err
-		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

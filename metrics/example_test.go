@@ -9,10 +9,9 @@ import (
 	"github.com/drover-dev/drover/metrics"
 )
 
-// A process sets up one Registry, hands it to the runtime as a Recorder
-// (worker.Config.Metrics), its go-metrics instance to the scheduler
-// (scheduler.Config.Metrics = r.GoMetrics()) and its Handler to the admin
-// server's /metrics.
+// A process sets up one Registry, hands it to every component as a Recorder
+// (worker.Config.Metrics, scheduler.Config.Metrics, fleet.MemberConfig.Metrics)
+// and its Handler to the admin server's /metrics.
 func ExampleSetup() {
 	r, err := metrics.Setup(metrics.SetupConfig{Prometheus: true})
 	if err != nil {

@@ -43,10 +43,7 @@ const (
 	UnownedQueues   = "cluster_unowned_queues"    // assigned-to-nobody or unclaimed queues
 	SchedulerLeader = "cluster_scheduler_leaders" // 1 when /election/scheduler has a leader, else 0
 
-	// Emitted by package scheduler through the go-metrics instance
-	// (Registry.GoMetrics) under keys drover.schedule.* and
-	// drover.scheduler.leader; the Recorder does not use them. Listed here
-	// so that every exported name is in one place.
+	// Emitted by package scheduler.
 	ScheduleFires      = "schedule_fires"            // counter; labels: queue
 	ScheduleDuplicates = "schedule_duplicates"       // counter; labels: queue
 	ScheduleSkipped    = "schedule_skipped"          // counter; labels: queue
@@ -87,7 +84,7 @@ var catalog = []Def{
 	{Name: DeadTotal, Kind: Counter, Labels: []string{"queue", "reason"}, Help: "Messages moved to the dead-letter list, by reason (failure, retry, timeout, poison, no_route)."},
 	{Name: CommitsTotal, Kind: Counter, Labels: []string{"queue"}, Help: "Offset commits accepted by ZooKeeper."},
 	{Name: FencedTotal, Kind: Counter, Labels: []string{"queue"}, Help: "Offset commits refused because another member owns the queue now."},
-	{Name: EnqueuedTotal, Kind: Counter, Labels: []string{"queue"}, Help: "Messages enqueued by this process."},
+	{Name: EnqueuedTotal, Kind: Counter, Labels: []string{"queue"}, Help: "Messages enqueued by this process (its scheduler's fires)."},
 	{Name: RebalancesTotal, Kind: Counter, Help: "Assignments written by this process while it led the rebalance."},
 	{Name: QueuesMovedTotal, Kind: Counter, Help: "Queues given to a different member by those assignments."},
 	{Name: SessionExpiries, Kind: Counter, Help: "ZooKeeper sessions of this process that expired."},

@@ -135,7 +135,7 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 	}
 	gm, err := gometrics.New(&gometrics.Config{
 		// No service name, host name or type prefix: keys are exactly
-		// "drover" + name, as package scheduler writes them too.
+		// "drover" + name.
 		TimerGranularity: time.Millisecond,
 		FilterDefault:    true,
 	}, sink)
@@ -168,12 +168,6 @@ func (r *Registry) AddSample(name string, v float32, labels ...Label) {
 // Handler serves the Prometheus text format for the admin /metrics; nil
 // when the Prometheus sink is off.
 func (r *Registry) Handler() http.Handler { return r.handler }
-
-// GoMetrics returns the go-metrics instance behind the Registry, for
-// packages that report through it directly (scheduler.Config.Metrics).
-// Their keys must start with "drover" to come out under the documented
-// names.
-func (r *Registry) GoMetrics() *gometrics.Metrics { return r.gm }
 
 // Close stops the dump signal handler and the statsd sender (packets of
 // the last ~100ms may be lost). Recording after Close is harmless: statsd

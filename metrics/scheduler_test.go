@@ -7,14 +7,11 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testkit"
 	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/scheduler"
 	"github.com/drover-dev/drover/scheduler/schedulertest"
 )
-
-type fixedClock time.Time
-
-func (c fixedClock) Now() time.Time { return time.Time(c) }
 
 // oneTerm is a Leadership granting a single term, which ends when end is
 // closed; the next Lead fails, so Run returns.
@@ -36,8 +33,8 @@ func (l *oneTerm) Lead(ctx context.Context) (context.Context, error) {
 }
 
 // TestSchedulerMetricsComeOutUnderCatalogNames runs package scheduler on a
-// Registry's go-metrics instance, as the drover binary does, and checks the
-// names it writes are the documented ones.
+// Registry, as the drover binary does, and checks the names it writes are
+// the documented ones.
 func TestSchedulerMetricsComeOutUnderCatalogNames(t *testing.T) {
 	t.Parallel()
 	r := newPrometheus(t, metrics.SetupConfig{})
@@ -55,8 +52,8 @@ func TestSchedulerMetricsComeOutUnderCatalogNames(t *testing.T) {
 		Store:      store,
 		Enqueuer:   scheduler.EnqueuerFunc(func(context.Context, *drover.Message) (bool, error) { return false, nil }),
 		Leadership: lead,
-		Clock:      fixedClock(time.Date(2030, 6, 3, 4, 5, 0, 0, time.UTC)),
-		Metrics:    r.GoMetrics(),
+		Clock:      testkit.NewClock(time.Date(2030, 6, 3, 4, 5, 0, 0, time.UTC)),
+		Metrics:    r,
 	})
 	if err != nil {
 		t.Fatalf("new scheduler: %v", err)
@@ -71,13 +68,9 @@ func TestSchedulerMetricsComeOutUnderCatalogNames(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	<-lead.began
-	deadline := time.Now().Add(10 * time.Second)
-	for scrapeRegistry(t, r).samples["drover_scheduler_leader"] != "1" {
-		if time.Now().After(deadline) {
-			t.Fatalf("want drover_scheduler_leader 1 while leading, have:\n%s", scrapeRegistry(t, r).droverLines())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, "drover_scheduler_leader 1 while leading", func() bool {
+		return scrapeRegistry(t, r).samples["drover_scheduler_leader"] == "1"
+	})
 	close(lead.end)
 	if err := <-done; err == nil {
 		t.Fatalf("want Run to end with the leadership's error, have nil")

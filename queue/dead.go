@@ -51,8 +51,8 @@ func (s *Store) Kill(ctx context.Context, queue, id string, raw []byte, f drover
 	return nil
 }
 
-// DeadLetter is Kill for a drover.DeadLetter (the worker's form): it keeps
-// d.Raw when set, else d.Message's envelope.
+// DeadLetter is Kill for a drover.DeadLetter (the worker's form): it stores
+// d.Message's envelope (its last attempt) when set, else d.Raw as read.
 func (s *Store) DeadLetter(ctx context.Context, queue string, d drover.DeadLetter) error {
 	raw := d.Raw
 	id := d.ID
@@ -60,15 +60,13 @@ func (s *Store) DeadLetter(ctx context.Context, queue string, d drover.DeadLette
 		if id == "" {
 			id = d.Message.ID
 		}
-		if raw == nil {
-			c := *d.Message
-			c.Position = 0
-			env, err := c.MarshalJSON()
-			if err != nil {
-				return fmt.Errorf("dead-letter %s in %s: encode envelope: %w", id, queue, err)
-			}
-			raw = env
+		c := *d.Message
+		c.Position = 0
+		env, err := c.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("dead-letter %s in %s: encode envelope: %w", id, queue, err)
 		}
+		raw = env
 	}
 	return s.Kill(ctx, queue, id, raw, d.Failure)
 }

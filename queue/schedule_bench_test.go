@@ -79,7 +79,7 @@ func BenchmarkScheduleStartup100k(b *testing.B) {
 		res, err := env.queue.Enqueue(ctx, m)
 		return res.Duplicate, err
 	})
-	clock := &setClock{t: now}
+	clock := newSetClock(now)
 	var heap uint64
 	var elapsed time.Duration
 	var ms runtime.MemStats
@@ -126,7 +126,7 @@ func BenchmarkScheduleFires(b *testing.B) {
 		}
 		return res.Duplicate, err
 	})
-	clock := &setClock{t: now}
+	clock := newSetClock(now)
 	s := newLoop(b, env.sched, enq, clock, scheduler.Config{})
 	b.ResetTimer()
 	start := time.Now()

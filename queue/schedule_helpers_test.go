@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testkit"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/scheduler"
 	"github.com/hashicorp/go-hclog"
@@ -127,23 +128,8 @@ func newLoop(tb testing.TB, st scheduler.Store, enq scheduler.Enqueuer, clock dr
 	return s
 }
 
-// setClock is a settable drover.Clock.
-type setClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *setClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *setClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
+// newSetClock returns the shared settable clock.
+func newSetClock(t time.Time) *testkit.Clock { return testkit.NewClock(t) }
 
 // readQueue returns every message in the queue's log.
 func readQueue(tb testing.TB, qs *queue.Store, name string) []*drover.Message {

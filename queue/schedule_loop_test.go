@@ -30,7 +30,7 @@ func TestScheduleTwoLeadersFireEachSlotOnce(t *testing.T) {
 		}
 	}
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := &setClock{t: start}
+	clock := newSetClock(start)
 	enq := newEnqueuer(env.queue)
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/scheduler"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,11 +24,6 @@ type ScheduleStore struct {
 	rdb  redis.UniversalClient
 	keys *keyspace
 }
-
-var (
-	_ scheduler.Store   = (*ScheduleStore)(nil)
-	_ scheduler.Catalog = (*ScheduleStore)(nil)
-)
 
 // Schedules returns the schedule entries kept under the Store's prefix.
 func (s *Store) Schedules() *ScheduleStore { return &ScheduleStore{rdb: s.rdb, keys: &s.keys} }
@@ -52,7 +46,7 @@ func unixScore(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // DueSchedules implements scheduler.Store: ZRANGEBYSCORE -inf until LIMIT
 // 0 limit, then the entries' hashes in one pipeline.
-func (st *ScheduleStore) DueSchedules(ctx context.Context, until time.Time, limit int) ([]scheduler.Record, error) {
+func (st *ScheduleStore) DueSchedules(ctx context.Context, until time.Time, limit int) ([]drover.ScheduleRecord, error) {
 	zs, err := st.rdb.ZRangeByScoreWithScores(ctx, st.keys.scheduleIndex(), &redis.ZRangeBy{
 		Min: "-inf", Max: formatScore(unixScore(until)), Count: int64(limit),
 	}).Result()
@@ -63,7 +57,7 @@ func (st *ScheduleStore) DueSchedules(ctx context.Context, until time.Time, limi
 }
 
 // withHashes loads the definition and meta of every index member in zs.
-func (st *ScheduleStore) withHashes(ctx context.Context, zs []redis.Z) ([]scheduler.Record, error) {
+func (st *ScheduleStore) withHashes(ctx context.Context, zs []redis.Z) ([]drover.ScheduleRecord, error) {
 	if len(zs) == 0 {
 		return nil, nil
 	}
@@ -77,10 +71,10 @@ func (st *ScheduleStore) withHashes(ctx context.Context, zs []redis.Z) ([]schedu
 	if err != nil {
 		return nil, fmt.Errorf("read schedule entries: %w", err)
 	}
-	recs := make([]scheduler.Record, len(zs))
+	recs := make([]drover.ScheduleRecord, len(zs))
 	for i, z := range zs {
 		vals := cmds[i].Val()
-		recs[i] = scheduler.Record{Name: z.Member.(string), Score: z.Score,
+		recs[i] = drover.ScheduleRecord{Name: z.Member.(string), Score: z.Score,
 			Definition: bytesOf(vals[0]), Meta: bytesOf(vals[1])}
 	}
 	return recs, nil
@@ -140,7 +134,7 @@ func (st *ScheduleStore) CreateSchedule(ctx context.Context, name string, defini
 		return fmt.Errorf("claim schedule name %s: %w", name, err)
 	}
 	if added == 0 {
-		return scheduler.ErrExists
+		return drover.ErrScheduleExists
 	}
 	return st.writeDefinition(ctx, name, definition)
 }
@@ -151,7 +145,7 @@ func (st *ScheduleStore) writeDefinition(ctx context.Context, name string, defin
 	if err := st.rdb.HSet(ctx, st.keys.scheduleEntry(name), "definition", definition).Err(); err != nil {
 		return fmt.Errorf("write definition of schedule entry %s: %w", name, err)
 	}
-	err := st.rdb.ZAddXX(ctx, st.keys.scheduleIndex(), redis.Z{Score: scheduler.ScorePlan, Member: name}).Err()
+	err := st.rdb.ZAddXX(ctx, st.keys.scheduleIndex(), redis.Z{Score: drover.SchedulePlan, Member: name}).Err()
 	if err != nil {
 		return fmt.Errorf("mark schedule entry %s for planning: %w", name, err)
 	}
@@ -186,17 +180,17 @@ func (st *ScheduleStore) DeleteSchedule(ctx context.Context, name string) error 
 }
 
 // GetSchedule implements scheduler.Catalog.
-func (st *ScheduleStore) GetSchedule(ctx context.Context, name string) (scheduler.Record, error) {
+func (st *ScheduleStore) GetSchedule(ctx context.Context, name string) (drover.ScheduleRecord, error) {
 	score, err := st.rdb.ZScore(ctx, st.keys.scheduleIndex(), name).Result()
 	if errors.Is(err, redis.Nil) {
-		return scheduler.Record{}, drover.ErrNotFound
+		return drover.ScheduleRecord{}, drover.ErrNotFound
 	}
 	if err != nil {
-		return scheduler.Record{}, fmt.Errorf("look up schedule entry %s: %w", name, err)
+		return drover.ScheduleRecord{}, fmt.Errorf("look up schedule entry %s: %w", name, err)
 	}
 	recs, err := st.withHashes(ctx, []redis.Z{{Score: score, Member: name}})
 	if err != nil {
-		return scheduler.Record{}, err
+		return drover.ScheduleRecord{}, err
 	}
 	return recs[0], nil
 }
@@ -208,8 +202,8 @@ const listChunk = 1000
 // admin operation, O(all entries)) in chunks of listChunk; an entry added
 // or moved during the walk may be missed or listed twice, and is then
 // listed once.
-func (st *ScheduleStore) ListSchedules(ctx context.Context) ([]scheduler.Record, error) {
-	var all []scheduler.Record
+func (st *ScheduleStore) ListSchedules(ctx context.Context) ([]drover.ScheduleRecord, error) {
+	var all []drover.ScheduleRecord
 	seen := make(map[string]bool)
 	for start := int64(0); ; start += listChunk {
 		zs, err := st.rdb.ZRangeWithScores(ctx, st.keys.scheduleIndex(), start, start+listChunk-1).Result()

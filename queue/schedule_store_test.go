@@ -60,7 +60,7 @@ func TestScheduleDueIsBounded(t *testing.T) {
 	}
 	// The scores above are not slots of an at entry (they are before it):
 	// the scheduler plans them again, to the at time, and fires each once.
-	clock := &setClock{t: slot}
+	clock := newSetClock(slot)
 	enq := newEnqueuer(env.queue)
 	s := newLoop(t, env.sched, enq, clock, scheduler.Config{BatchSize: 100})
 	for i := 0; i < 2; i++ {
@@ -93,7 +93,7 @@ func TestScheduleRawRedisEntryFires(t *testing.T) {
 	}
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	monday := time.Date(2030, 6, 3, 4, 5, 0, 0, berlin) // a Monday, 04:05 CEST
-	clock := &setClock{t: monday.Add(-time.Hour)}
+	clock := newSetClock(monday.Add(-time.Hour))
 	s := newLoop(t, env.sched, newEnqueuer(env.queue), clock, scheduler.Config{})
 	if _, err := s.Tick(ctx); err != nil { // plans 04:05
 		t.Fatalf("tick: %v", err)
@@ -138,7 +138,7 @@ func TestScheduleMalformedListedInvalid(t *testing.T) {
 		t.Fatalf("add: %v", err)
 	}
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := &setClock{t: start}
+	clock := newSetClock(start)
 	enq := newEnqueuer(env.queue)
 	s := newLoop(t, env.sched, enq, clock, scheduler.Config{})
 	for i := 0; i < 3; i++ {

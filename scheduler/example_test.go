@@ -27,7 +27,7 @@ func Example() {
 		fmt.Println("enqueue", msg.ID, "to", msg.Queue, "fire_at", msg.FireAt.Format(time.RFC3339))
 		return false, nil
 	})
-	clock := &fakeClock{t: time.Date(2030, 6, 3, 2, 5, 0, 0, time.UTC)} // 04:05 CEST
+	clock := newClock(time.Date(2030, 6, 3, 2, 5, 0, 0, time.UTC)) // 04:05 CEST
 	s, _ := scheduler.New(scheduler.Config{Store: store, Enqueuer: enq, Leadership: scheduler.SoleLeader{}, Clock: clock})
 	next, _ := s.Tick(ctx) // plans the first slot, which is due now, and fires it
 	fmt.Println("next due:", next.Format(time.RFC3339))

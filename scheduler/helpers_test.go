@@ -10,30 +10,16 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testkit"
 	"github.com/drover-dev/drover/scheduler"
 	"github.com/drover-dev/drover/scheduler/schedulertest"
 	"github.com/hashicorp/go-hclog"
 )
 
-// fakeClock is a settable drover.Clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// fakeClock is the shared settable clock.
+type fakeClock = testkit.Clock
 
-func newClock(t time.Time) *fakeClock { return &fakeClock{t: t} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
+func newClock(t time.Time) *fakeClock { return testkit.NewClock(t) }
 
 // idempotentQueue is an Enqueuer that behaves like the real queue: an id
 // it has seen is a no-op (duplicate). It keeps every accepted message.
@@ -90,7 +76,7 @@ func newScheduler(t *testing.T, st scheduler.Store, clock drover.Clock, enq sche
 	t.Helper()
 	s, err := scheduler.New(scheduler.Config{
 		Store: st, Enqueuer: enq, Leadership: lead, Clock: clock,
-		Logger:       hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{t}}),
+		Logger:       hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{T: t}}),
 		PollInterval: 5 * time.Millisecond,
 	})
 	if err != nil {
@@ -100,13 +86,7 @@ func newScheduler(t *testing.T, st scheduler.Store, clock drover.Clock, enq sche
 }
 
 // testWriter sends log lines to t.Log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(string(p))
-	return len(p), nil
-}
+type testWriter = testkit.Writer
 
 func tick(t *testing.T, s *scheduler.Scheduler, clock *fakeClock, at time.Time) {
 	t.Helper()
@@ -148,17 +128,10 @@ func rawDef(v any) []byte {
 	return b
 }
 
-// eventually waits (up to 10 s) for cond; it is a wait for an event, not a
-// timing assertion.
+// eventually waits for cond (testkit.Eventually).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, what, cond)
 }
 
 var _ schedulertest.StoreCatalog = (*schedulertest.MemStore)(nil)

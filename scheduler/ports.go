@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
-	"math"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -14,26 +12,13 @@ import (
 // coordinator's scheduler election implements Leadership; an adapter around
 // (*queue.Store).Enqueue implements Enqueuer (see EnqueuerFunc).
 
-// Record is a schedule entry as stored: its raw definition and metadata and
-// its score in the schedule index (drover:schedule).
-type Record struct {
-	Name string
-	// Definition is the stored JSON, possibly malformed; nil when the entry
-	// has none.
-	Definition []byte
-	// Meta is the stored metadata JSON; nil before the first fire.
-	Meta []byte
-	// Score is the entry's next due time in Unix seconds (its next slot
-	// plus its jitter offset). ScorePlan (0, or anything below) means "plan
-	// me": the leader computes the first slot. ScoreParked (+Inf) means the
-	// entry does not fire: disabled, finished or invalid.
-	Score float64
-}
+// Record is a schedule entry as stored (drover.ScheduleRecord).
+type Record = drover.ScheduleRecord
 
-// Special scores.
+// Special scores (drover.SchedulePlan, drover.ScheduleParked).
 var (
-	ScorePlan   float64 = 0
-	ScoreParked         = math.Inf(1)
+	ScorePlan   = drover.SchedulePlan
+	ScoreParked = drover.ScheduleParked
 )
 
 // Store is the leader loop's view of the schedule entries. Every method
@@ -78,8 +63,8 @@ type Catalog interface {
 }
 
 // ErrExists is returned by Add (and Catalog.CreateSchedule) when an entry of
-// that name already exists.
-var ErrExists = errors.New("scheduler: schedule already exists")
+// that name already exists (drover.ErrScheduleExists).
+var ErrExists = drover.ErrScheduleExists
 
 // Enqueuer puts a fired job into its queue.
 type Enqueuer interface {

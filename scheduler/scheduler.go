@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drover-dev/drover"
 	"github.com/hashicorp/go-hclog"
-	gometrics "github.com/hashicorp/go-metrics"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/metrics"
 )
 
 // Defaults for Config fields left zero.
@@ -18,19 +19,6 @@ const (
 	DefaultMisfireGrace = time.Minute
 	DefaultCatchupLimit = 1000
 )
-
-// Metrics is the part of a go-metrics instance (*metrics.Metrics) the
-// scheduler reports to. Keys: drover.schedule.fires (counter, label queue),
-// drover.schedule.duplicates (counter: a slot another scheduler had already
-// enqueued), drover.schedule.skipped (counter: slots not fired by catch-up
-// policy), drover.schedule.invalid (counter), drover.schedule.lateness_seconds
-// (sample: how late after its due time a slot was enqueued) and
-// drover.scheduler.leader (gauge: 1 while this process fires).
-type Metrics interface {
-	IncrCounterWithLabels(key []string, val float32, labels []gometrics.Label)
-	AddSampleWithLabels(key []string, val float32, labels []gometrics.Label)
-	SetGaugeWithLabels(key []string, val float32, labels []gometrics.Label)
-}
 
 // Config configures a Scheduler. The zero value of every field but Store,
 // Enqueuer and Leadership means the documented default.
@@ -46,8 +34,12 @@ type Config struct {
 	Clock drover.Clock
 	// Logger receives the scheduler's log lines. Default: a null logger.
 	Logger hclog.Logger
-	// Metrics receives the metrics listed on Metrics. Default: none.
-	Metrics Metrics
+	// Metrics receives metrics.ScheduleFires, ScheduleDuplicates (a slot
+	// another scheduler had already enqueued), ScheduleSkipped (slots not
+	// fired by catch-up policy), ScheduleInvalid, ScheduleLateness (how late
+	// after its due time a slot was enqueued) and SchedulerLeading (1 while
+	// this process fires). Default: metrics.Discard.
+	Metrics metrics.Recorder
 	// PollInterval is the longest the leader sleeps between two looks at the
 	// schedule index: an entry added by another process (or with redis-cli)
 	// is seen within it. Default 1s.
@@ -75,7 +67,7 @@ type Scheduler struct {
 	leadership  Leadership
 	clock       drover.Clock
 	log         hclog.Logger
-	metrics     Metrics
+	metrics     metrics.Recorder
 	poll        time.Duration
 	batch       int
 	concurrency int
@@ -120,7 +112,7 @@ func New(cfg Config) (*Scheduler, error) {
 		s.log = hclog.NewNullLogger()
 	}
 	if s.metrics == nil {
-		s.metrics = discard{}
+		s.metrics = metrics.Discard
 	}
 	if s.poll == 0 {
 		s.poll = DefaultPollInterval
@@ -154,9 +146,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			return fmt.Errorf("scheduler: wait for leadership: %w", err)
 		}
 		s.log.Info("leading: firing schedules")
-		s.metrics.SetGaugeWithLabels([]string{"drover", "scheduler", "leader"}, 1, nil)
+		s.metrics.SetGauge(metrics.SchedulerLeading, 1)
 		s.lead(term)
-		s.metrics.SetGaugeWithLabels([]string{"drover", "scheduler", "leader"}, 0, nil)
+		s.metrics.SetGauge(metrics.SchedulerLeading, 0)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -188,10 +180,3 @@ func (s *Scheduler) lead(term context.Context) {
 		timer.Reset(wait)
 	}
 }
-
-// discard is the default Metrics.
-type discard struct{}
-
-func (discard) IncrCounterWithLabels([]string, float32, []gometrics.Label) {}
-func (discard) AddSampleWithLabels([]string, float32, []gometrics.Label)   {}
-func (discard) SetGaugeWithLabels([]string, float32, []gometrics.Label)    {}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	gometrics "github.com/hashicorp/go-metrics"
+	"github.com/drover-dev/drover/metrics"
 )
 
 // maxRoundsPerTick bounds how many full batches one Tick reads, so that a
@@ -114,7 +114,7 @@ func (s *Scheduler) fire(ctx context.Context, r Record, now time.Time) error {
 	def, err := parseStored(r.Name, r.Definition)
 	if err != nil {
 		log.Error("skipping invalid schedule entry until its definition is rewritten", "error", err)
-		s.metrics.IncrCounterWithLabels([]string{"drover", "schedule", "invalid"}, 1, nil)
+		s.metrics.IncrCounter(metrics.ScheduleInvalid, 1)
 		return s.advance(ctx, r, ScoreParked)
 	}
 	if def.Disabled {
@@ -161,7 +161,7 @@ func (s *Scheduler) fire(ctx context.Context, r Record, now time.Time) error {
 	}
 
 	f := planDue(t, pending, now.Add(-offset), catchupPolicy{policy: def.catchup(), grace: s.grace, limit: s.limit})
-	labels := []gometrics.Label{{Name: "queue", Value: def.Queue}}
+	queueLabel := metrics.L("queue", def.Queue)
 	for _, slot := range f.fires {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -171,19 +171,18 @@ func (s *Scheduler) fire(ctx context.Context, r Record, now time.Time) error {
 			return fmt.Errorf("enqueue slot %s of schedule %s: %w", slot.Format(time.RFC3339), r.Name, err)
 		}
 		if dup {
-			s.metrics.IncrCounterWithLabels([]string{"drover", "schedule", "duplicates"}, 1, labels)
+			s.metrics.IncrCounter(metrics.ScheduleDuplicates, 1, queueLabel)
 			continue
 		}
-		s.metrics.IncrCounterWithLabels([]string{"drover", "schedule", "fires"}, 1, labels)
-		s.metrics.AddSampleWithLabels([]string{"drover", "schedule", "lateness_seconds"},
-			float32(now.Sub(slot.Add(offset)).Seconds()), labels)
+		s.metrics.IncrCounter(metrics.ScheduleFires, 1, queueLabel)
+		s.metrics.AddSample(metrics.ScheduleLateness, float32(now.Sub(slot.Add(offset)).Seconds()), queueLabel)
 	}
 	if f.dropped {
 		log.Warn("catch-up fired only the most recent missed slots", "limit", s.limit, "oldest_fired", f.fires[0])
 	}
 	if len(f.fires) == 0 {
 		log.Info("missed slot skipped (catchup skip)", "slot", pending)
-		s.metrics.IncrCounterWithLabels([]string{"drover", "schedule", "skipped"}, 1, labels)
+		s.metrics.IncrCounter(metrics.ScheduleSkipped, 1, queueLabel)
 	}
 	to := ScoreParked
 	if !f.next.IsZero() {

@@ -64,7 +64,9 @@ type Config struct {
 
 	Logger  hclog.Logger     // default: null logger
 	Metrics metrics.Recorder // default: metrics.Discard
-	Clock   drover.Clock     // default: drover.SystemClock
+	// Clock is the time of the queue loops' timers, backoff waits and the
+	// freeze guard. Default: drover.SystemClock.
+	Clock drover.TimerClock
 	// Jitter returns a float in [0,1) for backoff jitter. Default: math/rand/v2.
 	Jitter func() float64
 }

@@ -10,8 +10,10 @@
 // enqueue notifications instead of polling tightly.
 //
 // The package sees neither Redis nor ZooKeeper: it declares the small
-// interfaces it needs (Log, Requeuer, Claim, Executor) and cmd/drover wires
-// the adapters in.
+// interfaces it needs (Log, Requeuer, Claim, Executor), which *queue.Store and
+// the coordinator's claims implement on the root package's types
+// (drover.LogEntry, drover.Backlog, drover.Claim); cmd/drover wires them in,
+// and package fleet starts and stops queues as the assignment says.
 //
 // # Outcomes
 //

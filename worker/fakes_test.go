@@ -15,7 +15,7 @@ import (
 type memLog struct {
 	mu       sync.Mutex
 	next     drover.Position
-	log      map[string][]Delivery // queue → entries in position order
+	log      map[string][]drover.LogEntry // queue → entries in position order
 	delayed  map[string][]*drover.Message
 	dead     map[string][]drover.DeadLetter
 	trims    map[string][]drover.Position
@@ -24,7 +24,7 @@ type memLog struct {
 }
 
 func newMemLog() *memLog {
-	return &memLog{next: 1, log: map[string][]Delivery{}, delayed: map[string][]*drover.Message{},
+	return &memLog{next: 1, log: map[string][]drover.LogEntry{}, delayed: map[string][]*drover.Message{},
 		dead: map[string][]drover.DeadLetter{}, trims: map[string][]drover.Position{}}
 }
 
@@ -33,29 +33,24 @@ func (l *memLog) add(queue string, m *drover.Message) {
 	defer l.mu.Unlock()
 	m.Queue = queue
 	raw, _ := m.MarshalJSON()
-	l.log[queue] = append(l.log[queue], Delivery{Position: l.next, ID: m.ID, Raw: raw, Message: m})
+	l.log[queue] = append(l.log[queue], drover.LogEntry{Queue: queue, Position: l.next, ID: m.ID, Raw: raw})
 	l.next++
 }
 
 func (l *memLog) addPoison(queue, id string, raw []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.log[queue] = append(l.log[queue], Delivery{Position: l.next, ID: id, Raw: raw, Err: fmt.Errorf("%w: test", drover.ErrPoison)})
+	l.log[queue] = append(l.log[queue], drover.LogEntry{Queue: queue, Position: l.next, ID: id, Raw: raw})
 	l.next++
 }
 
-func (l *memLog) ReadAfter(_ context.Context, queue string, after drover.Position, n int) ([]Delivery, error) {
+func (l *memLog) ReadAfter(_ context.Context, queue string, after drover.Position, n int) ([]drover.LogEntry, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []Delivery
-	for _, d := range l.log[queue] {
-		if d.Position > after && len(out) < n {
-			cp := d
-			if d.Message != nil {
-				m := *d.Message
-				cp.Message = &m
-			}
-			out = append(out, cp)
+	var out []drover.LogEntry
+	for _, e := range l.log[queue] {
+		if e.Position > after && len(out) < n {
+			out = append(out, e)
 		}
 	}
 	return out, nil
@@ -68,18 +63,26 @@ func (l *memLog) PromoteDue(_ context.Context, queue string, now time.Time, limi
 	n := len(l.delayed[queue])
 	for _, m := range l.delayed[queue] {
 		raw, _ := m.MarshalJSON()
-		l.log[queue] = append(l.log[queue], Delivery{Position: l.next, ID: m.ID, Raw: raw, Message: m})
+		l.log[queue] = append(l.log[queue], drover.LogEntry{Queue: queue, Position: l.next, ID: m.ID, Raw: raw})
 		l.next++
 	}
 	l.delayed[queue] = nil
 	return n, nil
 }
 
-func (l *memLog) Trim(_ context.Context, queue string, offset drover.Position, _ time.Duration) error {
+// promoteCount returns how many PromoteDue calls were made: a loop
+// iteration promotes once the promote interval has passed.
+func (l *memLog) promoteCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.promotes
+}
+
+func (l *memLog) Trim(_ context.Context, queue string, offset drover.Position, _ time.Duration) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.trims[queue] = append(l.trims[queue], offset)
-	return nil
+	return 0, nil
 }
 
 func (l *memLog) Retry(_ context.Context, m *drover.Message, _ time.Time) error {

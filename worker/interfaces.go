@@ -25,26 +25,18 @@ type PoolReleaser interface {
 	PoolStates() []executor.PoolState
 }
 
-// Delivery is one entry read from a queue's log.
-type Delivery struct {
-	Position drover.Position
-	ID       string
-	Raw      []byte          // the envelope as stored
-	Message  *drover.Message // nil when Err is set
-	Err      error           // wraps drover.ErrPoison when the envelope is undecodable
-}
-
 // Log is a queue's storage as a queue loop reads it.
 type Log interface {
-	// ReadAfter returns up to n deliveries with positions after `after`,
-	// in position order, in one round trip.
-	ReadAfter(ctx context.Context, queue string, after drover.Position, n int) ([]Delivery, error)
+	// ReadAfter returns up to n entries with positions after `after`, in
+	// position order, in one round trip. An entry whose envelope is missing
+	// is returned too (Raw nil): the loop dead-letters it as poison.
+	ReadAfter(ctx context.Context, queue string, after drover.Position, n int) ([]drover.LogEntry, error)
 	// PromoteDue moves up to limit delayed messages whose due time is at or
 	// before now into the log, with fresh positions; it returns how many.
 	PromoteDue(ctx context.Context, queue string, now time.Time, limit int) (int, error)
 	// Trim removes log entries at or below offset (only those older than
-	// retention when it is non-zero).
-	Trim(ctx context.Context, queue string, offset drover.Position, retention time.Duration) error
+	// retention when it is non-zero) and returns how many it removed.
+	Trim(ctx context.Context, queue string, offset drover.Position, retention time.Duration) (int, error)
 }
 
 // Requeuer records the outcome of a failed attempt.
@@ -56,13 +48,8 @@ type Requeuer interface {
 	DeadLetter(ctx context.Context, queue string, d drover.DeadLetter) error
 }
 
-// Backlog is a queue's backlog after its committed offset.
-type Backlog struct {
-	Lag       int64         // messages after the committed offset
-	OldestAge time.Duration // how long the first of them has waited
-	Delayed   int64         // delayed messages and retries
-	Dead      int64         // dead letters
-}
+// Backlog is a queue's backlog after its committed offset (drover.Backlog).
+type Backlog = drover.Backlog
 
 // BacklogReader reads a queue's backlog at a cost that does not grow with
 // its size. A Log that also implements it gets backlog gauges published by

@@ -109,7 +109,7 @@ func (l *queueLoop) run() {
 	defer close(l.done)
 	defer l.releasePools()
 	defer l.abortTasks()
-	timer := time.NewTimer(0)
+	timer := l.w.cfg.Clock.NewTimer(0)
 	defer timer.Stop()
 	for l.stopCtx.Err() == nil {
 		now := l.w.cfg.Clock.Now()
@@ -141,7 +141,7 @@ func (l *queueLoop) run() {
 			l.finishReady()
 		case <-l.wake:
 			l.caughtUp = false
-		case <-timer.C:
+		case <-timer.C():
 		case <-l.stopCtx.Done():
 		}
 	}
@@ -328,7 +328,7 @@ func (l *queueLoop) lose(why string, err error) {
 func (l *queueLoop) trim(pos drover.Position) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	if err := l.w.cfg.Log.Trim(ctx, l.name, pos, l.config().Retention.Std()); err != nil {
+	if _, err := l.w.cfg.Log.Trim(ctx, l.name, pos, l.config().Retention.Std()); err != nil {
 		l.logger.Warn("trim queue", "offset", pos, "error", err)
 	}
 }
@@ -339,13 +339,13 @@ func (l *queueLoop) shutdown() {
 	if l.lost.Load() {
 		l.abortTasks()
 	}
-	drain := time.NewTimer(l.w.cfg.DrainTimeout)
+	drain := l.w.cfg.Clock.NewTimer(l.w.cfg.DrainTimeout)
 	defer drain.Stop()
 	for l.running > 0 {
 		select {
 		case r := <-l.results:
 			l.finish(r)
-		case <-drain.C:
+		case <-drain.C():
 			l.logger.Warn("drain timeout: killing in-flight tasks", "tasks", l.running)
 			l.abortTasks()
 		}

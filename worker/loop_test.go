@@ -9,20 +9,14 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testkit"
 	"github.com/drover-dev/drover/worker/executor"
 )
 
-// waitFor polls cond until it holds; the bound only keeps a broken test from
-// hanging, it asserts no speed.
+// waitFor polls cond until it holds (testkit.Eventually).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, what, cond)
 }
 
 func newTestWorker(t *testing.T, log *memLog, ex Executor, mod func(*Config)) *Worker {
@@ -141,7 +135,10 @@ func TestPauseStopsNewTasksWithoutLosingThem(t *testing.T) {
 				log.add("q", msg(fmt.Sprintf("m%d", i)))
 			}
 			w.Wake("q")
-			time.Sleep(100 * time.Millisecond) // several poll intervals
+			// Two whole loop iterations after the wake (each promotes,
+			// the promote interval being short) start nothing.
+			p := log.promoteCount()
+			waitFor(t, "two loop iterations", func() bool { return log.promoteCount() >= p+2 })
 			if runs := ex.runList(); len(runs) != 0 {
 				t.Fatalf("paused: want no task started, have %v", runs)
 			}
@@ -358,7 +355,9 @@ func TestFrozenWorkerStartsNothingUntilTheSessionIsConfirmed(t *testing.T) {
 	ex := &scriptedExecutor{}
 	confirmed := make(chan struct{})
 	var asked atomic.Int32
+	clock := testkit.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	w := newTestWorker(t, log, ex, func(c *Config) {
+		c.Clock = clock
 		c.Confirm = func(ctx context.Context) error {
 			asked.Add(1)
 			select {
@@ -372,22 +371,32 @@ func TestFrozenWorkerStartsNothingUntilTheSessionIsConfirmed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go w.Run(ctx)
+	waitFor(t, "the heartbeat to wait for its beat", func() bool { return clock.Timers() == 1 })
 	claim := &memClaim{}
 	if err := w.Start(queueConfig("q", nil), claim); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the heartbeat to run", func() bool { return w.beating.Load() })
-	// As after SIGCONT: the last beat is two seconds old.
-	w.lastBeat.Store(int64(time.Since(w.epoch) - 2*time.Second))
+	// As after SIGCONT: two seconds pass without a beat.
+	clock.Advance(2 * time.Second)
+	waitFor(t, "the guard to ask for confirmation", func() bool { return asked.Load() > 0 })
 	log.add("q", msg("after-freeze"))
 	w.Wake("q")
-	waitFor(t, "the guard to ask for confirmation", func() bool { return asked.Load() > 0 })
-	time.Sleep(100 * time.Millisecond)
+	// Two whole loop iterations after the wake (each promotes once the
+	// clock has moved past the promote interval) start nothing.
+	for i := 0; i < 2; i++ {
+		p := log.promoteCount()
+		clock.Advance(10 * time.Millisecond)
+		w.Wake("q")
+		waitFor(t, "a loop iteration", func() bool { return log.promoteCount() > p })
+	}
 	if runs := ex.runList(); len(runs) != 0 {
 		t.Fatalf("frozen: want no task started before the session is confirmed, have %v", runs)
 	}
 	close(confirmed)
-	waitFor(t, "the task to run once confirmed", func() bool { return claim.committed() == 1 })
+	waitFor(t, "the task to run once confirmed", func() bool {
+		clock.Advance(freezeBeat) // the guard asks again; the loop commits
+		return claim.committed() == 1
+	})
 }
 
 // loopEnded reports whether q's loop has returned: from then on nothing of

@@ -14,14 +14,25 @@ type progress struct {
 
 // slot is one fetched message.
 type slot struct {
-	d    Delivery
+	d    delivery
 	done bool
 }
 
-// add appends fetched deliveries (positions must increase).
-func (p *progress) add(ds []Delivery) {
-	for i := range ds {
-		p.pending = append(p.pending, &slot{d: ds[i]})
+// delivery is a log entry with its envelope decoded.
+type delivery struct {
+	Position drover.Position
+	ID       string
+	Raw      []byte          // the envelope as stored
+	Message  *drover.Message // nil when Err is set
+	Err      error           // wraps drover.ErrPoison when the envelope is undecodable
+}
+
+// add decodes and appends fetched entries (positions must increase).
+func (p *progress) add(es []drover.LogEntry) {
+	for i := range es {
+		e := &es[i]
+		m, err := e.Decode()
+		p.pending = append(p.pending, &slot{d: delivery{Position: e.Position, ID: e.ID, Raw: e.Raw, Message: m, Err: err}})
 	}
 }
 

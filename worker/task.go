@@ -133,10 +133,10 @@ func (l *queueLoop) backoff(cfg *drover.QueueConfig, n int) time.Duration {
 // sleep waits d unless the queue stops first; it reports whether it slept
 // the whole time.
 func (l *queueLoop) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
+	t := l.w.cfg.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return true
 	case <-l.stopCtx.Done():
 		return false
@@ -174,9 +174,9 @@ func (l *queueLoop) write(what string, f func(ctx context.Context) error) bool {
 			return false
 		}
 		l.logger.Warn(what+" failed; retrying", "error", err, "in", delay)
-		t := time.NewTimer(delay)
+		t := l.w.cfg.Clock.NewTimer(delay)
 		select {
-		case <-t.C:
+		case <-t.C():
 		case <-l.taskCtx.Done():
 			t.Stop()
 			return false

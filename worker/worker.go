@@ -26,12 +26,12 @@ type Worker struct {
 	pause     atomic.Pointer[PauseState]
 	suspended atomic.Bool
 
-	// The freeze guard (Run): a heartbeat every freezeBeat; a stale beat
-	// or a detected freeze blocks every queue until the session is confirmed.
-	epoch    time.Time    // monotonic base of lastBeat
-	lastBeat atomic.Int64 // nanoseconds since epoch of the last beat
-	beating  atomic.Bool  // Run is running
-	frozen   atomic.Bool  // a freeze was detected and not yet confirmed away
+	// The freeze guard (Run): a heartbeat every freezeBeat by cfg.Clock; a
+	// stale beat or a detected freeze blocks every queue until the session
+	// is confirmed.
+	lastBeat atomic.Pointer[time.Time] // the clock's time at the last beat
+	beating  atomic.Bool               // Run is running
+	frozen   atomic.Bool               // a freeze was detected and not yet confirmed away
 }
 
 // The freeze guard's beat and the gap that counts as a freeze.
@@ -53,7 +53,7 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}, epoch: time.Now()}
+	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}}
 	w.pause.Store(&PauseState{})
 	return w, nil
 }
@@ -215,19 +215,18 @@ func (w *Worker) Owned() []string {
 // first after the resume; the guard then holds the queues until
 // Config.Confirm proves the session with a fresh round trip.
 func (w *Worker) Run(ctx context.Context) error {
-	w.lastBeat.Store(int64(time.Since(w.epoch)))
+	w.beat()
 	w.beating.Store(true)
 	defer w.beating.Store(false)
-	t := time.NewTicker(freezeBeat)
+	t := w.cfg.Clock.NewTimer(freezeBeat)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-t.C():
 		}
-		now := time.Since(w.epoch)
-		if gap := now - time.Duration(w.lastBeat.Load()); gap > freezeThreshold && w.cfg.Confirm != nil {
+		if gap := w.sinceBeat(); gap > freezeThreshold && w.cfg.Confirm != nil {
 			w.frozen.Store(true)
 			w.cfg.Logger.Warn("the worker was frozen: no task starts until the session is confirmed", "gap", gap)
 			for {
@@ -241,17 +240,37 @@ func (w *Worker) Run(ctx context.Context) error {
 					return nil
 				}
 				w.cfg.Logger.Debug("session not confirmed yet", "error", err)
-				time.Sleep(freezeBeat)
+				t.Reset(freezeBeat)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-t.C():
+				}
 			}
 			w.frozen.Store(false)
 			w.cfg.Logger.Info("session confirmed after the freeze")
-			now = time.Since(w.epoch)
-			w.lastBeat.Store(int64(now))
+			w.beat()
 			w.wakeAll()
-			continue
+		} else {
+			w.beat()
 		}
-		w.lastBeat.Store(int64(now))
+		t.Reset(freezeBeat)
 	}
+}
+
+// beat records a heartbeat of the freeze guard.
+func (w *Worker) beat() {
+	now := w.cfg.Clock.Now()
+	w.lastBeat.Store(&now)
+}
+
+// sinceBeat returns how long ago the last heartbeat was.
+func (w *Worker) sinceBeat() time.Duration {
+	last := w.lastBeat.Load()
+	if last == nil {
+		return 0
+	}
+	return w.cfg.Clock.Now().Sub(*last)
 }
 
 // blocked reports whether queue may not start tasks now.
@@ -260,7 +279,7 @@ func (w *Worker) blocked(queue string) bool {
 		return true
 	}
 	if w.beating.Load() && w.cfg.Confirm != nil {
-		if w.frozen.Load() || time.Since(w.epoch)-time.Duration(w.lastBeat.Load()) > freezeThreshold {
+		if w.frozen.Load() || w.sinceBeat() > freezeThreshold {
 			return true
 		}
 	}

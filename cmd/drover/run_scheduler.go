@@ -77,11 +77,14 @@ func schedulerRole(cfg *config.Config, store *queue.Store, reg *metrics.Registry
 			Store: store.Schedules(),
 			Enqueuer: scheduler.EnqueuerFunc(func(ctx context.Context, m *drover.Message) (bool, error) {
 				r, err := store.Enqueue(ctx, m)
+				if err == nil && !r.Duplicate {
+					reg.IncrCounter(metrics.EnqueuedTotal, 1, metrics.L("queue", m.Queue))
+				}
 				return r.Duplicate, err
 			}),
 			Leadership:   lead,
 			Logger:       log,
-			Metrics:      reg.GoMetrics(),
+			Metrics:      reg,
 			PollInterval: cfg.Scheduler.PollInterval,
 			MisfireGrace: cfg.Scheduler.MisfireGrace,
 			CatchupLimit: cfg.Scheduler.CatchupLimit,

@@ -11,13 +11,23 @@ import (
 
 	"github.com/drover-dev/drover"
 	membership "github.com/drover-dev/drover/fleet" // dev_fleet.go has a type fleet
-	"github.com/drover-dev/drover/internal/adapt"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/rebalance"
+	"github.com/drover-dev/drover/scheduler"
 	"github.com/drover-dev/drover/worker"
 	"github.com/drover-dev/drover/worker/executor"
+)
+
+// The stores wired into the runtime, checked at compile time.
+var (
+	_ worker.Log           = (*queue.Store)(nil)
+	_ worker.Requeuer      = (*queue.Store)(nil)
+	_ worker.BacklogReader = (*queue.Store)(nil)
+	_ scheduler.Store      = (*queue.ScheduleStore)(nil)
+	_ scheduler.Catalog    = (*queue.ScheduleStore)(nil)
+	_ membership.Worker    = (*worker.Worker)(nil)
 )
 
 // workerOptions are the worker command's options that are not settings.
@@ -66,7 +76,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	w, err := worker.New(worker.Config{
 		Member: cfg.Worker.Name, Capacity: cfg.Worker.Capacity, BatchSize: cfg.Worker.BatchSize,
 		DrainTimeout: cfg.Worker.DrainTimeout,
-		Log:          adapt.QueueLog{Store: store}, Requeuer: adapt.QueueLog{Store: store}, Executor: exec,
+		Log:          store, Requeuer: store, Executor: exec,
 		Logger: log.Named("worker"), Metrics: reg,
 		Confirm: func(ctx context.Context) error { return m.Confirm(ctx) },
 	})

@@ -11,24 +11,32 @@ package config
 
 import (
 	"time"
+
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/fleet"
+	"github.com/drover-dev/drover/queue"
+	"github.com/drover-dev/drover/rebalance"
+	"github.com/drover-dev/drover/scheduler"
+	"github.com/drover-dev/drover/worker"
 )
 
-// Defaults of the fields of Config.
+// Defaults of the fields of Config. A setting that configures a component
+// takes that component's default, declared once in its package.
 const (
-	DefaultCluster        = "default"
+	DefaultCluster        = coordinator.DefaultCluster
 	DefaultZooKeeper      = "127.0.0.1:2181"
-	DefaultSessionTimeout = 10 * time.Second
+	DefaultSessionTimeout = coordinator.DefaultSessionTimeout
 	DefaultRedis          = "127.0.0.1:6379"
-	DefaultRedisPrefix    = "drover"
-	DefaultCapacity       = 16
+	DefaultRedisPrefix    = queue.DefaultPrefix
+	DefaultCapacity       = worker.DefaultCapacity
 	DefaultAdminAddr      = "127.0.0.1:9090"
-	DefaultDrainTimeout   = 30 * time.Second
-	DefaultBatchSize      = 100
-	DefaultStrategy       = "sticky"
-	DefaultSettle         = 250 * time.Millisecond
-	DefaultPollInterval   = time.Second
-	DefaultMisfireGrace   = time.Minute
-	DefaultCatchupLimit   = 1000
+	DefaultDrainTimeout   = worker.DefaultDrainTimeout
+	DefaultBatchSize      = worker.DefaultBatchSize
+	DefaultStrategy       = rebalance.DefaultName
+	DefaultSettle         = fleet.DefaultSettle
+	DefaultPollInterval   = scheduler.DefaultPollInterval
+	DefaultMisfireGrace   = scheduler.DefaultMisfireGrace
+	DefaultCatchupLimit   = scheduler.DefaultCatchupLimit
 	DefaultLogLevel       = "info"
 )
 
