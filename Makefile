@@ -23,8 +23,8 @@ deps: ## install Redis, ZooKeeper and promtool (package prometheus) from Debian'
 	@ls /usr/share/java/zookeeper-3*.jar
 
 .PHONY: build
-build: ## build bin/drover
-	$(GO) build -o $(BIN) ./cmd/drover
+build: ## build bin/drover (drover --version: the module version, VCS revision and dirty flag)
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/drover
 
 .PHONY: test
 test: deps ## install what is missing, then go vet and go test -race against real servers
@@ -35,6 +35,21 @@ test: deps ## install what is missing, then go vet and go test -race against rea
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# The KEDA external scaler's Go code is generated from scaler/externalscaler/*.proto
+# and committed; this regenerates it (protoc from apt, the plugins from the Go proxy).
+PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+TOOLS := $(CURDIR)/.tools
+
+.PHONY: proto
+proto: ## regenerate scaler/externalscaler from its .proto (installs protoc and the Go plugins when missing)
+	@command -v protoc >/dev/null || (DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq protobuf-compiler >/dev/null)
+	GOBIN=$(TOOLS) $(GO) install $(PROTOC_GEN_GO)
+	GOBIN=$(TOOLS) $(GO) install $(PROTOC_GEN_GO_GRPC)
+	cd scaler/externalscaler && PATH=$(TOOLS):$$PATH protoc --proto_path=. \
+		--go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative externalscaler.proto
 
 .PHONY: bench
 bench: deps ## run the benchmarks (medians of 5) and rewrite BENCHMARKS.md

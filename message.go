@@ -41,16 +41,16 @@ type Message struct {
 
 // envelope is the wire form of Message.
 type envelope struct {
-	ID          string            `json:"id"`
-	Queue       string            `json:"queue"`
-	Task        string            `json:"task"`
-	Args        json.RawMessage   `json:"args,omitempty"`
-	Attempt     int               `json:"attempt"`
-	MaxAttempts int               `json:"max_attempts,omitempty"`
-	EnqueuedAt  time.Time         `json:"enqueued_at"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	Schedule    string            `json:"schedule,omitempty"`
-	FireAt      *time.Time        `json:"fire_at,omitempty"`
+	ID          string          `json:"id"`
+	Queue       string          `json:"queue"`
+	Task        string          `json:"task"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	Attempt     int             `json:"attempt"`
+	MaxAttempts int             `json:"max_attempts,omitempty"`
+	EnqueuedAt  time.Time       `json:"enqueued_at"`
+	Headers     headerMap       `json:"headers,omitempty"`
+	Schedule    string          `json:"schedule,omitempty"`
+	FireAt      *time.Time      `json:"fire_at,omitempty"`
 }
 
 // knownFields are the envelope keys that map onto Message fields.
@@ -144,7 +144,7 @@ func DecodeMessage(data []byte) (*Message, error) {
 	}
 	m := &Message{
 		ID: e.ID, Queue: e.Queue, Task: e.Task, Args: e.Args, Attempt: e.Attempt,
-		MaxAttempts: e.MaxAttempts, EnqueuedAt: e.EnqueuedAt, Headers: e.Headers,
+		MaxAttempts: e.MaxAttempts, EnqueuedAt: e.EnqueuedAt, Headers: map[string]string(e.Headers),
 		Schedule: e.Schedule,
 	}
 	if e.FireAt != nil {

@@ -54,7 +54,7 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 	// which the session is reported lost.
 	clamp := cfg.SessionTimeout * 2 / 3 / time.Duration(len(cfg.Servers))
 	hostOf := hostNames(cfg.Servers)
-	std := cfg.Logger.Named("zk").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	std := zkLogger{log: cfg.Logger.Named("zk")}
 	expired := make(chan struct{})
 	var expiredOnce sync.Once
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
@@ -241,6 +241,10 @@ func (s *Session) evaluate(now time.Time) SessionState {
 	}
 }
 
+// closedReason is the reason of the Lost state that Close sets: a clean
+// end, logged at info level, not as a loss.
+const closedReason = "the session was closed"
+
 // setState records a state change; Lost is final.
 func (s *Session) setState(st SessionState, reason string) {
 	s.mu.Lock()
@@ -256,10 +260,12 @@ func (s *Session) setState(st SessionState, reason string) {
 		close(s.done)
 	}
 	s.mu.Unlock()
-	switch st {
-	case Lost:
+	switch {
+	case st == Lost && reason == closedReason:
+		s.log.Info("zookeeper session closed", "session", fmt.Sprintf("%#x", s.id))
+	case st == Lost:
 		s.log.Warn("zookeeper session lost", "session", fmt.Sprintf("%#x", s.id), "reason", reason)
-	case Suspended:
+	case st == Suspended:
 		s.log.Warn("zookeeper session suspended", "session", fmt.Sprintf("%#x", s.id))
 	default:
 		s.log.Info("zookeeper session connected", "session", fmt.Sprintf("%#x", s.id))
@@ -325,7 +331,7 @@ func (s *Session) usable() error {
 // idempotent and returns nil.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
-		s.setState(Lost, "the session was closed")
+		s.setState(Lost, closedReason)
 		close(s.stop)
 		s.conn.Close()
 		s.wg.Wait()

@@ -60,6 +60,10 @@ func TestSystemdUnitsRestartAndOutlastTheDrain(t *testing.T) {
 	if cfg.Worker.AdminAddr != "0.0.0.0:9090" || !cfg.Metrics.Prometheus {
 		t.Errorf("drover.hcl: want /metrics on 0.0.0.0:9090, have admin %q prometheus %v", cfg.Worker.AdminAddr, cfg.Metrics.Prometheus)
 	}
+	// Both units read this file; on one host they need two ports.
+	if cfg.Scheduler.AdminAddr == cfg.Worker.AdminAddr {
+		t.Errorf("drover.hcl: want the scheduler's admin address to differ from the worker's, both are %q", cfg.Worker.AdminAddr)
+	}
 	for unit, command := range map[string]string{"systemd/drover-worker.service": "worker", "systemd/drover-scheduler.service": "scheduler"} {
 		s := unitSettings(t, unit)
 		for k, want := range map[string]string{
@@ -140,8 +144,12 @@ func TestComposeRunsTheWholeStack(t *testing.T) {
 			t.Errorf("%s: member name %q is used twice", name, cfg.Worker.Name)
 		}
 		workerNames[cfg.Worker.Name] = true
-		if cfg.Worker.AdminAddr != "0.0.0.0:9090" || !slices.Equal(cfg.ZooKeeper.Servers, []string{"zookeeper:2181"}) || !slices.Equal(cfg.Redis.Addrs, []string{"redis:6379"}) {
-			t.Errorf("%s: want admin 0.0.0.0:9090, zookeeper:2181, redis:6379; have %q %v %v", name, cfg.Worker.AdminAddr, cfg.ZooKeeper.Servers, cfg.Redis.Addrs)
+		admin := cfg.Worker.AdminAddr
+		if name == "scheduler" {
+			admin = cfg.Scheduler.AdminAddr
+		}
+		if admin != "0.0.0.0:9090" || !slices.Equal(cfg.ZooKeeper.Servers, []string{"zookeeper:2181"}) || !slices.Equal(cfg.Redis.Addrs, []string{"redis:6379"}) {
+			t.Errorf("%s: want admin 0.0.0.0:9090, zookeeper:2181, redis:6379; have %q %v %v", name, admin, cfg.ZooKeeper.Servers, cfg.Redis.Addrs)
 		}
 		grace, err := time.ParseDuration(s.StopGracePeriod)
 		if err != nil || grace < cfg.Worker.DrainTimeout+stopMargin {
@@ -326,8 +334,8 @@ func TestKubernetesWorkersDrainAndProbeTheAdminEndpoints(t *testing.T) {
 	if s.Spec.Replicas == nil || *s.Spec.Replicas != 2 {
 		t.Errorf("scheduler: want 2 replicas (one leads, one waits), have %v", s.Spec.Replicas)
 	}
-	if args := s.Spec.Template.Spec.Containers[0].Args; !slices.Equal(args, []string{"scheduler", "--config", "/etc/drover/drover.hcl"}) {
-		t.Errorf("scheduler: want args scheduler --config /etc/drover/drover.hcl, have %v", args)
+	if args := s.Spec.Template.Spec.Containers[0].Args; !slices.Equal(args, []string{"scheduler", "--config", "/etc/drover/drover.hcl", "--admin-addr", "0.0.0.0:9090"}) {
+		t.Errorf("scheduler: want args scheduler --config /etc/drover/drover.hcl --admin-addr 0.0.0.0:9090 (its probes and scrapes use port 9090), have %v", args)
 	}
 }
 

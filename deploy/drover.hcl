@@ -1,6 +1,6 @@
 # /etc/drover/drover.hcl — an example configuration for the systemd units
 # (deploy/systemd). Every key is in docs/cli.md; DROVER_* environment
-# variables and flags override the file. deploy/deploy_test.go loads this
+# variables and flags override the file. deploy/config_test.go loads this
 # file, so it stays valid.
 cluster = "prod"
 
@@ -23,6 +23,11 @@ worker {
   # The systemd units' TimeoutStopSec is drain_timeout + 15s: keep them in
   # step when changing this.
   drain_timeout = "30s"
+}
+
+scheduler {
+  # Its own port: a worker and a scheduler on one host share this file.
+  admin_addr = "0.0.0.0:9091"
 }
 
 metrics {

@@ -107,7 +107,7 @@ func (f *fleet) startDrover(command, name string, extraEnv ...string) *process {
 		f.t.Fatal(err)
 	}
 	cmd := exec.Command(droverBin, command)
-	cmd.Env = append(append(append([]string(nil), f.env...), "DROVER_WORKER_NAME="+name, "DROVER_WORKER_ADMIN_ADDR=127.0.0.1:0"), extraEnv...)
+	cmd.Env = append(append(append([]string(nil), f.env...), "DROVER_WORKER_NAME="+name, "DROVER_WORKER_ADMIN_ADDR=127.0.0.1:0", "DROVER_SCHEDULER_ADMIN_ADDR=127.0.0.1:0"), extraEnv...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -78,8 +78,8 @@ func TestRetriesDeadLettersAndPoisonEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dead.Failure.ExitCode != 3 || !strings.Contains(dead.Failure.StderrTail, "disk on fire (attempt 2)") || !strings.Contains(dead.Failure.Reason, "attempt 3 of 3") {
-		t.Fatalf("broken dead letter: want exit 3, the last stderr and 'attempt 3 of 3', have %+v", dead.Failure)
+	if dead.Failure.ExitCode != 3 || !strings.Contains(dead.Failure.StderrTail, "disk on fire (attempt 2)") || !strings.Contains(dead.Failure.Reason, "(attempt 2, the last of max_attempts 3)") {
+		t.Fatalf("broken dead letter: want exit 3, the last stderr and one attempt numbering in the reason, have %+v", dead.Failure)
 	}
 	if _, err := f.store.GetDeadLetter(ctx, "out", "flaky-1"); err == nil {
 		t.Fatal("flaky succeeded on a retry and must not be dead-lettered")

@@ -48,15 +48,32 @@ worker {
 }
 
 scheduler {
+  admin_addr    = "127.0.0.1:9091" # `drover scheduler`'s /healthz /readyz /metrics: not the worker's port
   poll_interval = "1s"
   misfire_grace = "1m"
   catchup_limit = 1000
 }
 
 metrics {
-  prometheus = true        # serve /metrics on worker.admin_addr
+  prometheus = true        # serve /metrics on the admin address
   # statsd   = "127.0.0.1:8125"
 }
+
+# OpenTelemetry traces of enqueues and tasks (docs/operations.md, "Tracing").
+# tracing {
+#   enabled      = true
+#   endpoint     = "127.0.0.1:4317"   # an OTLP/gRPC collector
+#   insecure     = true
+#   sample_ratio = 1                  # new traces; producers' sampled traces are always kept
+# }
+
+# drover scaler: KEDA's external scaler and the autoscaling gauges
+# (docs/operations.md, "Autoscaling").
+# scaler {
+#   addr        = "127.0.0.1:9093"    # beyond loopback: mutual TLS (tls { … ca_file })
+#   target_lag  = 100                 # per worker; also ctl status's WORKERS NEEDED
+#   selections  = ["emails-*"]        # one drover_autoscale_* gauge set each
+# }
 
 log {
   level = "info"           # trace | debug | info | warn | error

@@ -10,7 +10,22 @@
 #
 # Prints the message's position (> 0), or -1 when the id was already known
 # (an idempotent no-op).
+#
+# The envelope is JSON: every string spliced into it is escaped (json_str),
+# and ARGS_JSON is checked with jq when jq is installed.
 set -eu
+
+die() { echo "$0: $*" >&2; exit 2; }
+
+# json_str prints $1 as the inside of a JSON string: \ and " escaped.
+# Control characters (newlines, tabs, …) are refused rather than escaped.
+json_str() {
+	case $1 in
+	*[[:cntrl:]]*) die "control characters are not allowed in a name or id: $(printf '%s' "$1" | od -c | head -1)" ;;
+	esac
+	printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g'
+}
+
 queue=${1:?usage: $0 QUEUE TASK [ARGS_JSON] [ID]}
 task=${2:?usage: $0 QUEUE TASK [ARGS_JSON] [ID]}
 args=${3:-null}
@@ -29,7 +44,15 @@ else
 	keyed=0
 fi
 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-envelope=$(printf '{"id":"%s","queue":"%s","task":"%s","args":%s,"attempt":0,"enqueued_at":"%s"}' "$id" "$queue" "$task" "$args" "$now")
+if command -v jq >/dev/null 2>&1; then
+	printf '%s' "$args" | jq . >/dev/null 2>&1 || die "ARGS_JSON is not valid JSON: $args"
+fi
+# Plain assignments: with set -e a refused string stops the script here.
+jid=$(json_str "$id")
+jqueue=$(json_str "$queue")
+jtask=$(json_str "$task")
+envelope=$(printf '{"id":"%s","queue":"%s","task":"%s","args":%s,"attempt":0,"enqueued_at":"%s"}' \
+	"$jid" "$jqueue" "$jtask" "$args" "$now")
 
 # Extract the script between its first line and the end of the code block.
 script=$(mktemp)

@@ -42,6 +42,13 @@ const (
 	Queues          = "cluster_queues"            // registered queues
 	UnownedQueues   = "cluster_unowned_queues"    // assigned-to-nobody or unclaimed queues
 	SchedulerLeader = "cluster_scheduler_leaders" // 1 when /election/scheduler has a leader, else 0
+	// Gauges per queue selection (scaler.selections), published once for
+	// the fleet by `drover scaler`, so that a sum over scrapes cannot count
+	// a queue twice.
+	AutoscaleLag           = "autoscale_lag"                // sum of the selection's lags; labels: selection
+	AutoscaleQueuesWithLag = "autoscale_queues_with_lag"    // selected queues with lag; labels: selection
+	AutoscaleOldestAge     = "autoscale_oldest_age_seconds" // largest oldest age; labels: selection
+	AutoscaleWorkersNeeded = "autoscale_workers_needed"     // ceil(clamped lag / target lag); labels: selection, target_lag
 
 	// Emitted by package scheduler.
 	ScheduleFires      = "schedule_fires"            // counter; labels: queue
@@ -107,6 +114,11 @@ var catalog = []Def{
 	{Name: Queues, Kind: Gauge, Help: "Registered queues (rebalance leader's view).", Expires: true},
 	{Name: UnownedQueues, Kind: Gauge, Help: "Queues without an owner: unassigned, or assigned but not claimed.", Expires: true},
 	{Name: SchedulerLeader, Kind: Gauge, Help: "1 when a scheduler holds the election, else 0 (rebalance leader's view).", Expires: true},
+
+	{Name: AutoscaleLag, Kind: Gauge, Labels: []string{"selection"}, Help: "Messages after the committed offsets of the selection's queues (drover scaler).", Expires: true},
+	{Name: AutoscaleQueuesWithLag, Kind: Gauge, Labels: []string{"selection"}, Help: "Queues of the selection with at least one message after their offset (drover scaler).", Expires: true},
+	{Name: AutoscaleOldestAge, Kind: Gauge, Labels: []string{"selection"}, Unit: "seconds", Help: "The largest oldest-message age among the selection's queues (drover scaler).", Expires: true},
+	{Name: AutoscaleWorkersNeeded, Kind: Gauge, Labels: []string{"selection", "target_lag"}, Help: "Workers that keep every queue of the selection at or under the target lag: ceil(min(lag, queues with lag × target) / target) (drover scaler).", Expires: true},
 
 	{Name: ScheduleFires, Kind: Counter, Labels: []string{"queue"}, Help: "Schedule slots enqueued by the scheduler leader."},
 	{Name: ScheduleDuplicates, Kind: Counter, Labels: []string{"queue"}, Help: "Slots another scheduler had already enqueued."},

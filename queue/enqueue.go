@@ -80,11 +80,14 @@ func (s *Store) EnqueueIn(ctx context.Context, m *drover.Message, d time.Duratio
 }
 
 func (s *Store) enqueueOne(ctx context.Context, m *drover.Message, due int64) (EnqueueResult, error) {
-	r, err := s.newRequest(m, due)
+	ctx, span := s.tracer.StartEnqueue(ctx, m) // nil span when tracing is off
+	r, err := s.newRequest(ctx, m, due)
 	if err != nil {
+		span.End(err)
 		return EnqueueResult{}, err
 	}
 	s.batcher.submit(ctx, r)
+	span.End(r.err)
 	return r.res, r.err
 }
 
@@ -96,7 +99,7 @@ func (s *Store) enqueueOne(ctx context.Context, m *drover.Message, due int64) (E
 func (s *Store) EnqueueBatch(ctx context.Context, msgs []*drover.Message) ([]EnqueueResult, error) {
 	reqs := make([]*enqueueRequest, len(msgs))
 	for i, m := range msgs {
-		r, err := s.newRequest(m, 0)
+		r, err := s.newRequest(ctx, m, 0)
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
@@ -113,8 +116,9 @@ func (s *Store) EnqueueBatch(ctx context.Context, msgs []*drover.Message) ([]Enq
 	return out, nil
 }
 
-// newRequest validates m and encodes its envelope.
-func (s *Store) newRequest(m *drover.Message, due int64) (*enqueueRequest, error) {
+// newRequest validates m and encodes its envelope, with the trace context
+// of ctx in its headers when tracing is on.
+func (s *Store) newRequest(ctx context.Context, m *drover.Message, due int64) (*enqueueRequest, error) {
 	if m == nil {
 		return nil, errors.New("enqueue: nil message")
 	}
@@ -143,6 +147,7 @@ func (s *Store) newRequest(m *drover.Message, due int64) (*enqueueRequest, error
 		c.EnqueuedAt = s.clock.Now().UTC()
 	}
 	c.Position = 0
+	c.Headers = s.tracer.Inject(ctx, c.Headers)
 	env, err := encodeEnvelope(&c)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue %s to %s: encode envelope: %w", c.ID, c.Queue, err)

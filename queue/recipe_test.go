@@ -30,8 +30,11 @@ func TestSchemaDocQuotesTheCode(t *testing.T) {
 		t.Fatalf("read the schema doc: %v", err)
 	}
 	for what, want := range map[string]string{
-		"the enqueue script":   "```lua\n" + enqueueSource + "```\n",
-		"the redis-cli recipe": "```sh\n" + enqueueRecipe + "```\n",
+		"the enqueue script":    "```lua\n" + enqueueSource + "```\n",
+		"the redis-cli recipe":  "```sh\n" + enqueueRecipe + "```\n",
+		"the revoke script":     "```lua\n" + revokeSource + "```\n",
+		"the retry-dead script": "```lua\n" + retryDeadSource + "```\n",
+		"the purge-dead script": "```lua\n" + purgeDeadSource + "```\n",
 	} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("%s does not quote %s verbatim; want it to contain:\n%s", schemaDoc, what, want)

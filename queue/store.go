@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/tracing"
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 )
@@ -46,6 +47,10 @@ type Config struct {
 	// Logger receives the Store's few log lines (wake-up subscription
 	// trouble). Default: a null logger.
 	Logger hclog.Logger
+	// Tracer, when set, gives every Enqueue a producer span and writes its
+	// W3C trace context into the envelope's headers (traceparent,
+	// tracestate). Default nil: tracing off, no header written.
+	Tracer *tracing.Tracer
 }
 
 // Store is a Redis-backed set of queues: the log of each queue, its delayed
@@ -61,6 +66,7 @@ type Store struct {
 	ids          idSource
 	wakeups      bool
 	batcher      coalescer
+	tracer       *tracing.Tracer
 
 	// known holds the queues this Store has added to the queue registry, so
 	// that the SADD is sent once per process and queue.
@@ -103,6 +109,7 @@ func New(cfg Config) (*Store, error) {
 		clock:        cfg.Clock,
 		log:          cfg.Logger,
 		wakeups:      !cfg.DisableWakeups,
+		tracer:       cfg.Tracer,
 	}
 	s.ids.now = cfg.Clock.Now
 	s.batcher = coalescer{max: cfg.MaxCoalesce, flush: s.flushEnqueues}
@@ -111,6 +118,10 @@ func New(cfg Config) (*Store, error) {
 
 // Prefix returns the key prefix in use.
 func (s *Store) Prefix() string { return s.keys.prefix }
+
+// Tracer returns Config.Tracer (nil: tracing off), for the components that
+// share the store's tracing.
+func (s *Store) Tracer() *tracing.Tracer { return s.tracer }
 
 // WakeupChannel returns the name of the Pub/Sub channel enqueues publish
 // queue names on.

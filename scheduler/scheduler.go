@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/metrics"
+	"github.com/drover-dev/drover/tracing"
 )
 
 // Defaults for Config fields left zero.
@@ -34,6 +35,10 @@ type Config struct {
 	Clock drover.Clock
 	// Logger receives the scheduler's log lines. Default: a null logger.
 	Logger hclog.Logger
+	// Tracer, when set, opens a span per fired slot, linked to the
+	// schedule (tracing.ScheduleSpanContext); the job's enqueue and task
+	// are its children. Default nil: tracing off.
+	Tracer *tracing.Tracer
 	// Metrics receives metrics.ScheduleFires, ScheduleDuplicates (a slot
 	// another scheduler had already enqueued), ScheduleSkipped (slots not
 	// fired by catch-up policy), ScheduleInvalid, ScheduleLateness (how late
@@ -73,6 +78,7 @@ type Scheduler struct {
 	concurrency int
 	grace       time.Duration
 	limit       int
+	tracer      *tracing.Tracer
 }
 
 // New validates cfg and returns a Scheduler. Errors name the field and wrap
@@ -103,7 +109,7 @@ func New(cfg Config) (*Scheduler, error) {
 		store: cfg.Store, enqueuer: cfg.Enqueuer, leadership: cfg.Leadership,
 		clock: cfg.Clock, log: cfg.Logger, metrics: cfg.Metrics,
 		poll: cfg.PollInterval, batch: cfg.BatchSize, concurrency: cfg.Concurrency,
-		grace: cfg.MisfireGrace, limit: cfg.CatchupLimit,
+		grace: cfg.MisfireGrace, limit: cfg.CatchupLimit, tracer: cfg.Tracer,
 	}
 	if s.clock == nil {
 		s.clock = drover.SystemClock{}

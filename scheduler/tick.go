@@ -166,7 +166,9 @@ func (s *Scheduler) fire(ctx context.Context, r Record, now time.Time) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		dup, err := s.enqueuer.Enqueue(ctx, s.message(def, slot, now))
+		fctx, span := s.tracer.StartFire(ctx, r.Name, def.Queue, slot) // linked to the schedule; nil when off
+		dup, err := s.enqueuer.Enqueue(fctx, s.message(def, slot, now))
+		span.End(err)
 		if err != nil {
 			return fmt.Errorf("enqueue slot %s of schedule %s: %w", slot.Format(time.RFC3339), r.Name, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/metrics"
+	"github.com/drover-dev/drover/tracing"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -61,6 +62,11 @@ type Config struct {
 	// starts, because the session may have expired meanwhile and the queues
 	// may belong to another member already.
 	Confirm func(ctx context.Context) error
+
+	// Tracer, when set, opens a span per task delivery (a child of the
+	// producer's trace in the envelope's headers) and hands its context to
+	// the executor. Default nil: tracing off.
+	Tracer *tracing.Tracer
 
 	Logger  hclog.Logger     // default: null logger
 	Metrics metrics.Recorder // default: metrics.Discard

@@ -156,6 +156,7 @@ type scriptedExecutor struct {
 	runs    []string // "id#attempt"
 	outcome func(m *drover.Message) executor.Outcome
 	gate    chan struct{} // when set, each Execute waits for a token or ctx
+	pid     int           // when set, reported through Task.OnStart
 	running int
 	maxRun  int
 }
@@ -169,6 +170,9 @@ func (e *scriptedExecutor) Execute(ctx context.Context, t *executor.Task) execut
 	e.runs = append(e.runs, fmt.Sprintf("%s#%d", t.Message.ID, t.Message.Attempt))
 	e.mu.Unlock()
 	defer func() { e.mu.Lock(); e.running--; e.mu.Unlock() }()
+	if e.pid != 0 && t.OnStart != nil {
+		t.OnStart(e.pid)
+	}
 	if e.gate != nil {
 		select {
 		case <-e.gate:

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -333,6 +334,18 @@ func (l *queueLoop) trim(pos drover.Position) {
 	}
 }
 
+// inflightIDs returns up to n ids of the tasks in flight, sorted.
+func (l *queueLoop) inflightIDs(n int) []string {
+	l.mu.Lock()
+	ids := make([]string, 0, len(l.inflight))
+	for id := range l.inflight {
+		ids = append(ids, id)
+	}
+	l.mu.Unlock()
+	sort.Strings(ids)
+	return ids[:min(n, len(ids))]
+}
+
 // shutdown runs after stopCtx is cancelled: drain (or, when lost, kill) the
 // in-flight tasks, then release the claim unless the queue was lost.
 func (l *queueLoop) shutdown() {
@@ -341,6 +354,14 @@ func (l *queueLoop) shutdown() {
 	}
 	drain := l.w.cfg.Clock.NewTimer(l.w.cfg.DrainTimeout)
 	defer drain.Stop()
+	if n := l.running; n > 0 && !l.lost.Load() {
+		// Say what the stop waits for: an operator watching a slow
+		// shutdown sees which tasks hold it, and for how long at most.
+		l.logger.Info("draining: waiting for in-flight tasks", "tasks", n, "ids", l.inflightIDs(10), "drain_timeout", l.w.cfg.DrainTimeout)
+		defer func(start time.Time) {
+			l.logger.Info("drained", "tasks", n, "took", time.Since(start).Round(time.Millisecond))
+		}(time.Now())
+	}
 	for l.running > 0 {
 		select {
 		case r := <-l.results:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -206,9 +207,38 @@ func TestFailuresRetryThenDeadLetter(t *testing.T) {
 	if dl.ID != "bad" || dl.Failure.ExitCode != 1 || dl.Failure.StderrTail != "boom" {
 		t.Fatalf("dead letter: want bad with exit 1 and stderr boom, have %+v", dl)
 	}
+	// One numbering: the reason counts attempts as the envelope does (it
+	// said "attempt 3 of 3" beside attempt 2).
+	if want := "(attempt 2, the last of max_attempts 3)"; dl.Message.Attempt != 2 || !strings.HasSuffix(dl.Failure.Reason, want) {
+		t.Fatalf("dead letter: want attempt 2 and a reason ending %q, have attempt %d and %q", want, dl.Message.Attempt, dl.Failure.Reason)
+	}
 	if log.retries != 2 {
 		t.Fatalf("retries through the delayed set: want 2, have %d", log.retries)
 	}
+}
+
+// TestInFlightTaskShowsItsPID: /debug/state (and so `ctl dump`) gives the
+// pid of a running task, as soon as its process has started.
+func TestInFlightTaskShowsItsPID(t *testing.T) {
+	log := newMemLog()
+	log.add("q", msg("slow"))
+	ex := &scriptedExecutor{gate: make(chan struct{}), pid: 4242}
+	w := newTestWorker(t, log, ex, nil)
+	if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	var have []TaskState
+	waitFor(t, "slow in flight", func() bool {
+		st := w.State()
+		if len(st.Queues) == 1 {
+			have = st.Queues[0].InFlight
+		}
+		return len(have) == 1
+	})
+	if have[0].ID != "slow" || have[0].PID != 4242 {
+		t.Fatalf("want slow in flight with pid 4242, have %+v", have[0])
+	}
+	close(ex.gate)
 }
 
 func TestPoisonIsDeadLetteredAndLaterMessagesRun(t *testing.T) {

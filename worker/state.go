@@ -39,7 +39,7 @@ type TaskState struct {
 	Task     string          `json:"task"`
 	Attempt  int             `json:"attempt"`
 	Position drover.Position `json:"position"`
-	PID      int             `json:"pid,omitempty"`
+	PID      int             `json:"pid"` // 0 until the process has started, and for inline handlers
 	Started  time.Time       `json:"started"`
 	Runtime  float64         `json:"runtime_seconds"`
 }

@@ -39,6 +39,8 @@ func (l *queueLoop) runMessage(s *slot) bool {
 	}
 	m.Position = d.Position
 	envelope := d.Raw
+	ctx, span := l.w.cfg.Tracer.StartTask(l.taskCtx, l.name, &m, l.w.cfg.Clock.Now()) // nil span: tracing off
+	defer span.End()
 	for {
 		cfg := l.config()
 		route, ok := cfg.Route(m.Task)
@@ -49,12 +51,14 @@ func (l *queueLoop) runMessage(s *slot) bool {
 			route = drover.TaskRoute{Go: true}
 		}
 		if !ok {
+			span.DeadLettered("no_route")
 			return l.deadLetter(drover.DeadLetter{ID: m.ID, Message: &m, Raw: d.Raw, Failure: drover.Failure{
 				Reason:   fmt.Sprintf("no route for task %q in queue %s (configure tasks.%s or tasks.\"*\")", m.Task, l.name, m.Task),
 				ExitCode: -1, FailedAt: l.w.cfg.Clock.Now(),
 			}}, "no_route")
 		}
-		res := l.attempt(&m, envelope, route, cfg)
+		res := l.attempt(ctx, &m, envelope, route, cfg)
+		span.Attempt(m.Attempt, string(res.Outcome), res.ExitCode, res.Reason)
 		switch res.Outcome {
 		case executor.OutcomeSuccess:
 			return true
@@ -70,7 +74,10 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		}
 		if m.Attempt+1 >= maxAttempts {
 			f := res.Failure(l.w.cfg.Clock.Now())
-			f.Reason = fmt.Sprintf("%s (attempt %d of %d)", f.Reason, m.Attempt+1, maxAttempts)
+			// One numbering everywhere: attempts count from 0, as in the
+			// envelope, DROVER_ATTEMPT and `ctl dead ls`.
+			f.Reason = fmt.Sprintf("%s (attempt %d, the last of max_attempts %d)", f.Reason, m.Attempt, maxAttempts)
+			span.DeadLettered(string(res.Outcome))
 			return l.deadLetter(drover.DeadLetter{ID: m.ID, Message: &m, Failure: f}, string(res.Outcome))
 		}
 		delay := l.backoff(cfg, m.Attempt+1)
@@ -84,6 +91,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 			continue
 		}
 		due := l.w.cfg.Clock.Now().Add(delay)
+		span.Retried(due)
 		return l.write("schedule retry", func(ctx context.Context) error {
 			return l.w.cfg.Requeuer.Retry(ctx, &m, due)
 		})
@@ -91,7 +99,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 }
 
 // attempt runs the message once and records it.
-func (l *queueLoop) attempt(m *drover.Message, envelope []byte, route drover.TaskRoute, cfg *drover.QueueConfig) executor.Result {
+func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []byte, route drover.TaskRoute, cfg *drover.QueueConfig) executor.Result {
 	t := &executor.Task{
 		Message: m, Envelope: envelope, Queue: l.name, Route: route,
 		Timeout: cfg.Timeout.Std(), Limits: cfg.Limits, User: cfg.User, Group: cfg.Group,
@@ -99,6 +107,11 @@ func (l *queueLoop) attempt(m *drover.Message, envelope []byte, route drover.Tas
 	}
 	now := l.w.cfg.Clock.Now()
 	ts := &TaskState{ID: m.ID, Task: m.Task, Attempt: m.Attempt, Position: m.Position, Started: now}
+	t.OnStart = func(pid int) {
+		l.mu.Lock()
+		ts.PID = pid
+		l.mu.Unlock()
+	}
 	l.mu.Lock()
 	l.inflight[m.ID] = ts
 	l.mu.Unlock()
@@ -106,7 +119,7 @@ func (l *queueLoop) attempt(m *drover.Message, envelope []byte, route drover.Tas
 		enq := time.UnixMicro(int64(m.Position))
 		l.w.cfg.Metrics.AddSample(metrics.QueueLatency, ms(now.Sub(enq)), metrics.L("queue", l.name))
 	}
-	res := l.w.cfg.Executor.Execute(l.taskCtx, t)
+	res := l.w.cfg.Executor.Execute(ctx, t)
 	l.mu.Lock()
 	delete(l.inflight, m.ID)
 	l.mu.Unlock()

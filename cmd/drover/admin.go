@@ -21,14 +21,15 @@ type adminServer struct {
 	srv  *http.Server
 }
 
-// newAdminServer listens on addr; "off" (or "") disables it and returns nil.
-func newAdminServer(addr string, h http.Handler) (*adminServer, error) {
+// newAdminServer listens on addr, the value of the setting key; "off" (or
+// "") disables it and returns nil.
+func newAdminServer(key, addr string, h http.Handler) (*adminServer, error) {
 	if addr == "" || addr == "off" {
 		return nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("worker.admin_addr: listen: %w", err)
+		return nil, fmt.Errorf("%s: listen: %w", key, err)
 	}
 	return &adminServer{addr: ln.Addr().String(), ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}}, nil
 }

@@ -12,6 +12,8 @@ import (
 
 func (a *app) configCommand() *cobra.Command {
 	cmd := groupCommand("config", "Check the configuration and list its settings")
+	cmd.Example = `  drover config check -c /etc/drover/drover.hcl
+  drover config keys`
 	check := &cobra.Command{
 		Use:   "check",
 		Short: "Print the effective configuration, or every problem with file:line and field",

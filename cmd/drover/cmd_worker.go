@@ -45,9 +45,13 @@ func (a *app) schedulerCommand() *cobra.Command {
 		Short: "Run a scheduler candidate: the elected leader fires schedules into queues",
 		Long: `Enter the scheduler election; while elected, fire interval, cron and one-shot
 schedules into their queues. Run two or more for failover: a slot is never
-fired twice. 'drover worker --scheduler' runs the same inside a worker.`,
+fired twice. 'drover worker --scheduler' runs the same inside a worker.
+
+Its admin server listens on scheduler.admin_addr (default 127.0.0.1:9091),
+not on worker.admin_addr, so a worker and a scheduler on one host can share
+one configuration file.`,
 		Example: `  drover scheduler -c /etc/drover/drover.hcl
-  drover scheduler --name sched-a`,
+  drover scheduler --name sched-a --admin-addr 0.0.0.0:9091`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.loadConfig(cmd)
@@ -58,6 +62,8 @@ fired twice. 'drover worker --scheduler' runs the same inside a worker.`,
 		},
 	}
 	a.memberFlags(cmd)
+	// Its own key: a worker and a scheduler on one host share drover.hcl.
+	a.settingFlag(cmd.Flags(), "admin-addr", "scheduler.admin_addr", `admin HTTP address: /healthz, /readyz, /metrics ("off" disables it)`)
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,15 +140,34 @@ func (e *ctlEnv) close() {
 	}
 }
 
-// knownQueue checks that queue is configured in ZooKeeper or has ever been
-// enqueued to; otherwise it fails with drover.ErrQueueNotFound (exit 3), so
-// that a typo does not create a stray queue.
+// knownQueue checks that queue has ever been enqueued to (Redis) or is
+// configured (ZooKeeper); otherwise it fails with drover.ErrQueueNotFound
+// (exit 3), so that a typo does not create a stray queue. Redis is asked
+// first: a queue with messages is known even while ZooKeeper is down.
+// The hints name --force only on commands that have it.
 func (e *ctlEnv) knownQueue(name string) error {
 	if err := drover.ValidateQueueName(name); err != nil {
 		return usageError{fmt.Errorf("queue name: %w", err)}
 	}
+	force := ""
+	if e.cmdFlags != nil && e.cmdFlags.Lookup("force") != nil {
+		force = ", or pass --force"
+	}
+	st, redisErr := e.queues()
+	if redisErr == nil {
+		names, err := st.Queues(e.ctx)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(names, name) {
+			return nil
+		}
+	}
 	s, err := e.zk()
 	if err != nil {
+		if force != "" {
+			return fmt.Errorf("check that queue %q exists (pass --force to skip the check): %w", name, err)
+		}
 		return err
 	}
 	if _, err := s.Queue(e.ctx, name); err == nil {
@@ -155,20 +175,10 @@ func (e *ctlEnv) knownQueue(name string) error {
 	} else if !errors.Is(err, drover.ErrQueueNotFound) {
 		return err
 	}
-	st, err := e.queues()
-	if err != nil {
-		return err
+	if redisErr != nil {
+		return redisErr
 	}
-	names, err := st.Queues(e.ctx)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if n == name {
-			return nil
-		}
-	}
-	return fmt.Errorf("queue %q: %w (create it with `drover ctl queue create %s`, or pass --force)", name, drover.ErrQueueNotFound, name)
+	return fmt.Errorf("queue %q: %w (create it with `drover ctl queue create %s`%s)", name, drover.ErrQueueNotFound, name, force)
 }
 
 // knownQueueStore checks the queue with knownQueue and returns the store.

@@ -50,6 +50,13 @@ deletes it.`
 		Args:              exactArgs(1, "<queue>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
+			// Checked, not silently empty: --limit 0 listed nothing.
+			if limit < 1 {
+				return usagef("--limit: want ≥ 1, have %d", limit)
+			}
+			if offset < 0 {
+				return usagef("--offset: want ≥ 0, have %d", offset)
+			}
 			st, err := e.knownQueueStore(args[0])
 			if err != nil {
 				return err

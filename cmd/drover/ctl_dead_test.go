@@ -8,6 +8,15 @@ import (
 	"github.com/drover-dev/drover"
 )
 
+// TestDeadLsRejectsABadPage: --limit 0 or a negative --offset is a usage
+// error (it listed nothing, silently).
+func TestDeadLsRejectsABadPage(t *testing.T) {
+	c := newCluster(t)
+	c.ok("ctl", "queue", "create", "d")
+	c.fails(exitUsage, []string{"--limit: want ≥ 1, have 0"}, "ctl", "dead", "ls", "d", "--limit", "0")
+	c.fails(exitUsage, []string{"--offset: want ≥ 0, have -1"}, "ctl", "dead", "ls", "d", "--offset", "-1")
+}
+
 func TestDeadLetters(t *testing.T) {
 	c := newCluster(t)
 	c.ok("ctl", "queue", "create", "d")

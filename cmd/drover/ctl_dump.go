@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -20,12 +22,16 @@ const dumpTimeout = 5 * time.Second
 // debugState is the part of a worker's /debug/state the table shows; -o
 // json prints the document as served.
 type debugState struct {
-	Member    string          `json:"member"`
-	Suspended bool            `json:"suspended"`
-	Paused    json.RawMessage `json:"paused"`
-	Capacity  int             `json:"capacity"`
-	InUse     int             `json:"in_use"`
-	Queues    []struct {
+	Member    string `json:"member"`
+	Suspended bool   `json:"suspended"`
+	Paused    struct {
+		All    bool            `json:"all"`
+		Member bool            `json:"member"`
+		Queues map[string]bool `json:"queues"`
+	} `json:"paused"`
+	Capacity int `json:"capacity"`
+	InUse    int `json:"in_use"`
+	Queues   []struct {
 		Name      string          `json:"name"`
 		Committed drover.Position `json:"committed"`
 		Done      drover.Position `json:"done"`
@@ -55,40 +61,24 @@ type debugState struct {
 
 func (a *app) ctlDumpCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "dump <member>",
+		Use:   "dump <member|host:port>",
 		Short: "Print one worker's live state (its /debug/state)",
 		Long: `Fetch GET http://<admin_addr>/debug/state from the member's admin server
 (the address is in its member node) and print it: owned queues with their
 committed, done and fetched positions, in-flight tasks with pid and
-runtime, pause flags, and the warm children of pooled routes (pid, tasks
-served, resident memory, age). -o json prints the document as served.`,
+runtime, the pause flags it obeys, and the warm children of pooled routes
+(pid, tasks served, resident memory, age). -o json prints the document as
+served. Given host:port instead of a member name, it asks that admin
+address directly, without ZooKeeper.`,
 		Example: `  drover ctl dump worker-1
-  drover ctl dump worker-1 -o json | jq '.queues[].in_flight'`,
-		Args:              exactArgs(1, "a member name"),
+  drover ctl dump worker-1 -o json | jq '.queues[].in_flight'
+  drover ctl dump 10.0.0.7:9090        # by admin address: works while ZooKeeper is down`,
+		Args:              exactArgs(1, "a member name or an admin host:port"),
 		ValidArgsFunction: a.completeMembers,
 		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			s, err := e.zk()
+			addr, err := memberAdminAddr(e, args[0])
 			if err != nil {
 				return err
-			}
-			members, err := s.Members(e.ctx)
-			if err != nil {
-				return err
-			}
-			addr, names := "", []string{}
-			for _, m := range members {
-				names = append(names, m.Member.Name)
-				if m.Member.Name == args[0] || m.ID == args[0] {
-					addr = m.Member.AdminAddr
-				}
-			}
-			if addr == "" {
-				for _, m := range members {
-					if m.Member.Name == args[0] || m.ID == args[0] {
-						return fmt.Errorf("member %s has no admin address (worker.admin_addr is off)", args[0])
-					}
-				}
-				return fmt.Errorf("member %q: %w (members: %s)", args[0], drover.ErrNotFound, strings.Join(names, ", "))
 			}
 			body, err := fetchState(e, addr)
 			if err != nil {
@@ -108,9 +98,7 @@ served, resident memory, age). -o json prints the document as served.`,
 				return fmt.Errorf("member %s: decode /debug/state: %w", args[0], err)
 			}
 			e.printf("MEMBER %s  ADMIN %s  CAPACITY %d  IN USE %d  SUSPENDED %v\n", st.Member, addr, st.Capacity, st.InUse, st.Suspended)
-			if p := strings.TrimSpace(string(st.Paused)); p != "" && p != "null" && p != "{}" {
-				e.printf("PAUSE FLAGS %s\n", p)
-			}
+			e.printf("PAUSED %s\n", describePauses(st.Paused.All, st.Paused.Member, st.Paused.Queues))
 			e.printf("\n")
 			t := newTable(e.a.stdout, "QUEUE", "COMMITTED", "DONE", "FETCHED", "BUFFERED", "IN-FLIGHT", "PAUSED")
 			for _, q := range st.Queues {
@@ -120,6 +108,14 @@ served, resident memory, age). -o json prints the document as served.`,
 				return err
 			}
 			e.printf("\n")
+			inFlight := 0
+			for _, q := range st.Queues {
+				inFlight += len(q.InFlight)
+			}
+			if inFlight == 0 {
+				e.printf("no task in flight\n")
+				return nil
+			}
 			t = newTable(e.a.stdout, "QUEUE", "ID", "TASK", "ATTEMPT", "PID", "RUNTIME")
 			for _, q := range st.Queues {
 				for _, f := range q.InFlight {
@@ -147,6 +143,60 @@ served, resident memory, age). -o json prints the document as served.`,
 			return t.flush()
 		}),
 	}
+}
+
+// memberAdminAddr returns the admin address of the member named (or with
+// the node id) arg, from its member node; an arg of the form host:port is
+// the address itself, and needs no ZooKeeper.
+func memberAdminAddr(e *ctlEnv, arg string) (string, error) {
+	if _, port, err := net.SplitHostPort(arg); err == nil && port != "" {
+		return arg, nil
+	}
+	s, err := e.zk()
+	if err != nil {
+		return "", err
+	}
+	members, err := s.Members(e.ctx)
+	if err != nil {
+		return "", err
+	}
+	names := []string{}
+	for _, m := range members {
+		names = append(names, m.Member.Name)
+		if m.Member.Name == arg || m.ID == arg {
+			if m.Member.AdminAddr == "" {
+				return "", fmt.Errorf("member %s has no admin address (worker.admin_addr is off)", arg)
+			}
+			return m.Member.AdminAddr, nil
+		}
+	}
+	return "", fmt.Errorf("member %q: %w (members: %s)", arg, drover.ErrNotFound, strings.Join(names, ", "))
+}
+
+// describePauses says which pause flags a worker obeys: "-" for none, else
+// "everything", "this member" and "queues a, b".
+func describePauses(all, member bool, queues map[string]bool) string {
+	var parts []string
+	if all {
+		parts = append(parts, "everything (ctl pause --all)")
+	}
+	if member {
+		parts = append(parts, "this member")
+	}
+	var qs []string
+	for q, p := range queues {
+		if p {
+			qs = append(qs, q)
+		}
+	}
+	if len(qs) > 0 {
+		sort.Strings(qs)
+		parts = append(parts, "queues "+strings.Join(qs, ", "))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // decodeDebugState reads a worker's state from /debug/state: either the

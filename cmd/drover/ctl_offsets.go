@@ -33,6 +33,11 @@ func (a *app) ctlOffsetsCommand() *cobra.Command {
 done. Positions are microseconds since the epoch (Redis's clock), so a time
 names a position. Resetting an offset back replays the messages after it
 that the queue's retention kept; resetting it forward skips messages.`
+	cmd.Example = `  drover ctl offsets show
+  drover ctl pause --queue emails --reason replay
+  drover ctl offsets reset emails --to-datetime "2024-05-01 10:00"   # replay from then (paused queues only)
+  drover ctl offsets reset emails --to-latest                        # skip the backlog
+  drover ctl resume --queue emails`
 	show := &cobra.Command{
 		Use:               "show [<queue>...]",
 		Short:             "Show the committed offsets (every queue when none is named)",

@@ -175,7 +175,11 @@ func (e *ctlEnv) printQueue(verb string, cfg drover.QueueConfig, version int32) 
 	if e.json {
 		return writeJSON(e.a.stdout, cfg)
 	}
-	e.printf("%s queue %s (tasks: %s)\n", verb, cfg.Name, taskNames(cfg))
+	routes := taskNames(cfg)
+	if routes == "" {
+		routes = "none: only tasks with a registered Go handler run"
+	}
+	e.printf("%s queue %s (task routes: %s)\n", verb, cfg.Name, routes)
 	return nil
 }
 

@@ -11,10 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/scheduler"
 )
 
-// scheduleJSON is one entry as -o json prints it.
+// scheduleJSON is one entry as -o json prints it. Definition is the
+// definition's JSON, or a JSON string holding the stored text when that is
+// not JSON; Error says why an invalid entry is invalid.
 type scheduleJSON struct {
 	Name       string          `json:"name"`
 	State      scheduler.State `json:"state"`
@@ -38,10 +41,48 @@ func scheduleOf(en scheduler.Entry) scheduleJSON {
 	if en.Err != nil {
 		out.Error = en.Err.Error()
 	}
-	if len(out.Definition) == 0 {
+	switch {
+	case len(out.Definition) == 0:
 		out.Definition = json.RawMessage("null")
+	case !json.Valid(out.Definition):
+		// A definition that is not JSON (written by hand with redis-cli)
+		// is shown as the string it is: this is the view to inspect it.
+		b, _ := json.Marshal(string(out.Definition))
+		out.Definition = b
 	}
 	return out
+}
+
+// overdueAfter is how far in the past a NEXT must be for ls to ask
+// whether a scheduler leads: a leader fires within scheduler.poll_interval.
+const overdueAfter = 5 * time.Second
+
+// noteNoScheduler writes a note to stderr when entries wait for a leader
+// (a scheduled entry's next fire well in the past, or an entry still
+// planning) and no scheduler leads (or ZooKeeper cannot tell): NEXT in the
+// past then means "nothing fires", not "firing now". ZooKeeper is asked
+// only in that case, so ls needs just Redis otherwise.
+func noteNoScheduler(e *ctlEnv, entries []scheduler.Entry) {
+	overdue := 0
+	for _, en := range entries {
+		if en.State == scheduler.StatePlanning || en.State == scheduler.StateScheduled && time.Since(en.Next) > overdueAfter {
+			overdue++
+		}
+	}
+	if overdue == 0 {
+		return
+	}
+	s, err := e.zk()
+	var leader string
+	if err == nil {
+		leader, err = leaderName(e.ctx, s, coordinator.ElectionScheduler)
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintf(e.a.stderr, "note: %d schedule(s) wait for a scheduler, and whether one leads is unknown: %v\n", overdue, err)
+	case leader == "":
+		fmt.Fprintf(e.a.stderr, "note: no scheduler is leading: %d schedule(s) wait, and nothing fires until `drover scheduler` (or `drover worker --scheduler`) runs\n", overdue)
+	}
 }
 
 // manager returns the schedule management API over Redis.
@@ -135,8 +176,8 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 				}
 				if jitter != "" {
 					d, err := time.ParseDuration(jitter)
-					if err != nil {
-						return usagef("--jitter %q: want a duration like 30s", jitter)
+					if err != nil || d < 0 {
+						return usagef("--jitter %q: want a duration ≥ 0 like 30s", jitter)
 					}
 					def.Jitter = d
 				}
@@ -144,8 +185,8 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 				if every != "" {
 					n++
 					d, err := time.ParseDuration(every)
-					if err != nil {
-						return usagef("--every %q: want a duration like 30s, 5m or 1h", every)
+					if err != nil || d < time.Second {
+						return usagef("--every %q: want a duration of at least 1s, like 30s, 5m or 1h", every)
 					}
 					def.Schedule = scheduler.Spec{Type: scheduler.TypeInterval, Every: d, Relative: relative}
 				}
@@ -239,6 +280,7 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 			if err != nil {
 				return err
 			}
+			noteNoScheduler(e, entries)
 			if e.json {
 				out := make([]scheduleJSON, len(entries))
 				for i, en := range entries {
@@ -249,7 +291,13 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 			t := newTable(e.a.stdout, "NAME", "QUEUE", "TASK", "SCHEDULE", "STATE", "NEXT", "LAST", "RUNS")
 			for _, en := range entries {
 				if en.State == scheduler.StateInvalid {
-					t.row(en.Name, "", "", "", en.State, "", "", en.Meta.TotalRunCount)
+					// The reason goes where the schedule would: which field
+					// is at fault (show prints it whole).
+					reason := "invalid"
+					if en.Err != nil {
+						reason = oneLine(en.Err.Error(), 60)
+					}
+					t.row(en.Name, "", "", reason, en.State, "", "", en.Meta.TotalRunCount)
 					continue
 				}
 				d := en.Definition

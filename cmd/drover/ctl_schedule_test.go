@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/drover-dev/drover/queue"
 )
 
 func TestSchedules(t *testing.T) {
@@ -20,7 +25,12 @@ func TestSchedules(t *testing.T) {
 	c.ok("ctl", "schedule", "add", "fromfile", "-f", file)
 
 	var list []scheduleJSON
-	c.okJSON(&list, "ctl", "schedule", "ls")
+	r := c.okJSON(&list, "ctl", "schedule", "ls")
+	// Nobody runs a scheduler here: ls says so, rather than leave a NEXT
+	// in the past (or "planning") unexplained.
+	if !strings.Contains(r.stderr, "no scheduler is leading") {
+		t.Fatalf("want a note that no scheduler leads, have:\n%s", r)
+	}
 	if len(list) != 4 || list[0].Name != "fromfile" || list[1].Name != "hb" || list[3].Name != "once" || list[3].State != "disabled" {
 		t.Fatalf("want fromfile, hb, nightly, once (disabled); have %+v", list)
 	}
@@ -54,6 +64,9 @@ func TestSchedules(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"--every", "soon"}, `--every "soon"`},
+		// Zero is given, not missing: it used to say "schedule.every: required".
+		{[]string{"--every", "0s"}, `--every "0s": want a duration of at least 1s`},
+		{[]string{"--every", "1m", "--jitter", "-5s"}, `--jitter "-5s"`},
 		{[]string{"--cron", "every tuesday"}, "schedule"},
 		{[]string{"--cron", "5 4 * * *", "--tz", "Mars/Base"}, "timezone"},
 		{[]string{}, "exactly one of --every, --cron or --at"},
@@ -64,6 +77,47 @@ func TestSchedules(t *testing.T) {
 		c.fails(exitUsage, []string{tc.msg}, append([]string{"ctl", "schedule", "add", "bad", "--queue", "s", "--task", "t"}, tc.args...)...)
 	}
 	c.fails(exitNotFound, []string{"queue not found"}, "ctl", "schedule", "add", "x", "--queue", "nosuch", "--task", "t", "--every", "1m")
+}
+
+// TestScheduleNotJSONCanBeInspected: a definition written by hand that is
+// not JSON shows in ls (table and JSON) and show, with the reason; the JSON
+// views used to fail on it with a MarshalJSON error.
+func TestScheduleNotJSONCanBeInspected(t *testing.T) {
+	c := newCluster(t)
+	c.ok("ctl", "queue", "create", "a")
+	c.ok("ctl", "schedule", "add", "good", "--queue", "a", "--task", "t", "--every", "1m")
+	rdb, err := queue.NewClient(queue.ClientOptions{Addrs: []string{c.redis}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	ctx := context.Background()
+	if err := rdb.HSet(ctx, c.prefix+":sched:x", "definition", `{"queue":"a",`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAdd(ctx, c.prefix+":schedule", redis.Z{Score: 0, Member: "x"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	var list []scheduleJSON
+	c.okJSON(&list, "ctl", "schedule", "ls")
+	if len(list) != 2 || list[1].Name != "x" || list[1].State != "invalid" || list[1].Error == "" {
+		t.Fatalf("want good and x (invalid, with the reason), have %+v", list)
+	}
+	var raw string
+	if err := json.Unmarshal(list[1].Definition, &raw); err != nil || raw != `{"queue":"a",` {
+		t.Fatalf("want x's definition as the stored text, have %s (%v)", list[1].Definition, err)
+	}
+	var x scheduleJSON
+	c.okJSON(&x, "ctl", "schedule", "show", "x")
+	if x.State != "invalid" || x.Error != list[1].Error {
+		t.Fatalf("want show x invalid with the reason %q, have %+v", list[1].Error, x)
+	}
+	table := c.ok("ctl", "schedule", "ls").stdout
+	reason := oneLine(x.Error, 30)
+	if !strings.Contains(table, reason[:len(reason)-3]) {
+		t.Fatalf("want the table to give x's reason %q, have:\n%s", x.Error, table)
+	}
 }
 
 // contains reports whether s holds every one of subs.

@@ -25,6 +25,7 @@ type statusReport struct {
 	PausedAll       *drover.Pause  `json:"paused_all,omitempty"`
 	Members         []memberStatus `json:"members"`
 	Queues          []queueStatus  `json:"queues"`
+	Autoscale       autoscaleLine  `json:"autoscale"`
 }
 
 type memberStatus struct {
@@ -148,6 +149,7 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 		qs.Configured = names[q]
 		rep.Queues = append(rep.Queues, qs)
 	}
+	rep.Autoscale = autoscaleOf(rep.Queues, int64(e.cfg.Scaler.TargetLag))
 	return rep, nil
 }
 
@@ -187,6 +189,22 @@ func queueStatusOf(ctx context.Context, s *coordinator.Session, st *queue.Store,
 	return qs, nil
 }
 
+// fmtPause says who paused and why, for a table: "alice@host: smtp
+// outage"; "" when p is nil.
+func fmtPause(p *drover.Pause) string {
+	if p == nil {
+		return ""
+	}
+	s := p.By
+	if s == "" {
+		s = "yes"
+	}
+	if p.Reason != "" {
+		s += ": " + p.Reason
+	}
+	return oneLine(s, 48)
+}
+
 // leaderName returns the name of the election's leader, "" when none.
 func leaderName(ctx context.Context, s *coordinator.Session, election string) (string, error) {
 	el, err := s.Election(election)
@@ -212,6 +230,8 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 	}
 	e.printf("CLUSTER %s (%s)  GENERATION %d  STRATEGY %s\n", rep.Cluster, rep.Root, rep.Generation, none(rep.Strategy))
 	e.printf("REBALANCE LEADER %s  SCHEDULER LEADER %s\n", none(rep.RebalanceLeader), none(rep.SchedulerLeader))
+	a := rep.Autoscale
+	e.printf("WORKERS NEEDED %d for target lag %d (lag %d in %d queues)\n", a.WorkersNeeded, a.TargetLag, a.Lag, a.QueuesWithLag)
 	if rep.PausedAll != nil {
 		e.printf("PAUSED ALL by %s at %s: %s\n", rep.PausedAll.By, fmtTime(rep.PausedAll.At), rep.PausedAll.Reason)
 	}
@@ -219,11 +239,7 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 	t := newTable(e.a.stdout, "MEMBER", "HOST", "PID", "ADMIN", "CAPACITY", "TAGS", "QUEUES", "UP", "PAUSED")
 	now := time.Now()
 	for _, m := range rep.Members {
-		paused := ""
-		if m.Paused != nil {
-			paused = "yes"
-		}
-		t.row(m.Name, m.Host, m.PID, m.AdminAddr, m.Capacity, strings.Join(m.Tags, ","), m.Queues, fmtAge(now.Sub(m.StartedAt)), paused)
+		t.row(m.Name, m.Host, m.PID, m.AdminAddr, m.Capacity, strings.Join(m.Tags, ","), m.Queues, fmtAge(now.Sub(m.StartedAt)), fmtPause(m.Paused))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -237,7 +253,7 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		}
 		paused := ""
 		if q.Paused {
-			paused = "yes"
+			paused = fmtPause(q.PausedBy)
 		}
 		name := q.Queue
 		if !q.Configured {

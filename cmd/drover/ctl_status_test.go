@@ -77,6 +77,12 @@ func TestStatusAndDump(t *testing.T) {
 	}
 	c.fails(exitNotFound, []string{`member "nosuch"`, "fake-1"}, "ctl", "dump", "nosuch")
 	c.fails(exitUnreachable, []string{"GET http://"}, "ctl", "dump", "gone-1")
+
+	// A paused queue says who paused it and why (it said "yes").
+	c.ok("ctl", "pause", "--queue", "st", "--reason", "smtp outage")
+	if table := c.ok("ctl", "status").stdout; !contains(table, "@", ": smtp outage\n") {
+		t.Fatalf("want st paused with who and why, have:\n%s", table)
+	}
 }
 
 func TestUnreachableServers(t *testing.T) {
@@ -99,6 +105,7 @@ func TestUnreachableServers(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	c := newCluster(t)
 	c.fails(exitUsage, []string{"unknown command"}, "ctl", "nope")
+	c.fails(exitUsage, []string{`unknown command "statsu"`, "did you mean status?"}, "ctl", "statsu")
 	c.fails(exitUsage, []string{"unknown command"}, "frobnicate")
 	c.fails(exitUsage, []string{"unknown flag: --bogus"}, "ctl", "status", "--bogus")
 	c.fails(exitUsage, []string{`-o "yaml"`}, "ctl", "status", "-o", "yaml")

@@ -192,15 +192,24 @@ func (a *app) runDev(ctx context.Context, o devOptions) (err error) {
 	a.printDevBanner(dir, cfgPath, zk.Addr, rds.Addr, fl)
 
 	if o.demo {
-		return runDemo(ctx, a, cl, fl, o)
+		return runDemo(ctx, a, cl, fl, o, devHints(cfgPath))
 	}
-	select {
-	case <-ctx.Done():
-	case <-fl.allExited:
-		return errors.New("dev: every child process exited")
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(a.stderr, "dev: stopping")
+			return nil
+		case c := <-fl.died:
+			// At once, by name, with the reason: a child that died must not
+			// wait for Ctrl-C to be noticed.
+			fmt.Fprint(a.stderr, c.report())
+		case <-fl.allExited:
+			for _, c := range fl.children {
+				fmt.Fprint(a.stderr, c.report())
+			}
+			return errors.New("dev: every child process exited")
+		}
 	}
-	fmt.Fprintln(a.stderr, "dev: stopping")
-	return nil
 }
 
 // installTasks writes the embedded example tasks into dir, executable.
@@ -277,17 +286,27 @@ func (c *devClients) setup(ctx context.Context, tasks string) error {
 }
 
 func (a *app) printDevBanner(dir, cfgPath, zkAddr, redisAddr string, fl *fleet) {
-	self := os.Args[0]
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nDrover dev fleet is up (data, logs and config in %s)\n", dir)
 	fmt.Fprintf(&b, "  ZooKeeper  %s\n  Redis      %s\n", zkAddr, redisAddr)
 	for _, c := range fl.children {
-		if c.admin != "" {
-			fmt.Fprintf(&b, "  %-10s pid %-7d admin http://%s/debug/state\n", c.name, c.pid(), c.admin)
-		} else {
-			fmt.Fprintf(&b, "  %-10s pid %d\n", c.name, c.pid())
+		page := "/debug/state"
+		if strings.HasPrefix(c.name, "scheduler") {
+			page = "/healthz"
 		}
+		fmt.Fprintf(&b, "  %-11s pid %-7d admin http://%s%s\n", c.name, c.pid(), c.admin, page)
 	}
+	b.WriteString(devHints(cfgPath))
+	b.WriteString("\nCtrl-C stops everything.\n\n")
+	fmt.Fprint(a.stdout, b.String())
+}
+
+// devHints says how to point ctl at the fleet and what to try. The banner
+// prints it, and the demo's status view repeats it under the table, since
+// the view clears the screen.
+func devHints(cfgPath string) string {
+	self := os.Args[0]
+	var b strings.Builder
 	fmt.Fprintf(&b, "\nIn another shell:\n  export DROVER_CONFIG=%s\n", cfgPath)
 	for _, line := range []string{
 		"ctl status",
@@ -303,6 +322,5 @@ func (a *app) printDevBanner(dir, cfgPath, zkAddr, redisAddr string, fl *fleet) 
 	} {
 		fmt.Fprintf(&b, "  %s %s\n", self, line)
 	}
-	b.WriteString("\nCtrl-C stops everything.\n\n")
-	fmt.Fprint(a.stdout, b.String())
+	return b.String()
 }

@@ -84,7 +84,9 @@ func demoMessage(n int) *drover.Message {
 // runDemo runs the load generator and the status view until ctx ends, then
 // prints a summary. With a duration, a demo that processed nothing fails,
 // so that `make demo` doubles as a smoke test.
-func runDemo(ctx context.Context, a *app, cl *devClients, fl *fleet, o devOptions) error {
+// hints (how to point ctl at the fleet) stay under the view: the view
+// clears the screen.
+func runDemo(ctx context.Context, a *app, cl *devClients, fl *fleet, o devOptions, hints string) error {
 	load := &demoLoad{positions: map[string][]drover.Position{}}
 	genCtx, stopGen := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -107,6 +109,7 @@ func runDemo(ctx context.Context, a *app, cl *devClients, fl *fleet, o devOption
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	var last string
+	var down []string // reports of the children that died
 	for {
 		select {
 		case <-ctx.Done():
@@ -119,7 +122,19 @@ func runDemo(ctx context.Context, a *app, cl *devClients, fl *fleet, o devOption
 			}
 			return nil
 		case <-fl.allExited:
+			for _, c := range fl.children {
+				fmt.Fprint(a.stderr, c.report())
+			}
 			return errors.New("dev: every child process exited")
+		case c := <-fl.died:
+			// At once, by name, with its last log lines; the view keeps
+			// showing it, since it clears the screen.
+			r := c.report()
+			down = append(down, r)
+			if !tty {
+				fmt.Fprint(a.stderr, r)
+			}
+			continue
 		case <-tick.C:
 		}
 		view := demoView(ctx, cl, load, fl, time.Since(start))
@@ -127,7 +142,7 @@ func runDemo(ctx context.Context, a *app, cl *devClients, fl *fleet, o devOption
 			continue
 		}
 		if tty {
-			fmt.Fprint(a.stdout, "\033[H\033[2J"+view)
+			fmt.Fprint(a.stdout, "\033[H\033[2J"+view+strings.Join(down, "")+hints)
 		} else if view != last {
 			fmt.Fprint(a.stdout, view+"\n")
 		}
@@ -187,15 +202,20 @@ func demoView(ctx context.Context, cl *devClients, load *demoLoad, fl *fleet, el
 	total = load.enqueued
 	errs, lastErr := load.errors, load.lastErr
 	load.mu.Unlock()
-	alive := 0
+	alive, dead := 0, []string{}
 	for _, c := range fl.children {
 		select {
 		case <-c.done:
+			dead = append(dead, c.name)
 		default:
 			alive++
 		}
 	}
-	fmt.Fprintf(&b, "\ngeneration %d · %d/%d children up · enqueued %d · done %d · %s elapsed", as.Assignment.Generation, alive, len(fl.children), total, done, elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "\ngeneration %d · %d/%d children up", as.Assignment.Generation, alive, len(fl.children))
+	if len(dead) > 0 {
+		fmt.Fprintf(&b, " (down: %s)", strings.Join(dead, ", "))
+	}
+	fmt.Fprintf(&b, " · enqueued %d · done %d · %s elapsed", total, done, elapsed.Round(time.Second))
 	if errs > 0 {
 		fmt.Fprintf(&b, " · %d enqueue errors (last: %v)", errs, lastErr)
 	}

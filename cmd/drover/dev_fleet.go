@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -24,14 +26,86 @@ type fleet struct {
 	children []*child
 	// allExited is closed when every child has exited.
 	allExited chan struct{}
+	// died receives each child that exits before stop was called, at
+	// once, so that dev can name it (see report). Buffered for every
+	// child: a child's reaper never blocks on it.
+	died chan *child
+	// stopping is set by stop: exits after it are expected.
+	stopping atomic.Bool
 }
 
 type child struct {
-	name  string
-	admin string // admin address, for workers
-	cmd   *exec.Cmd
-	done  chan struct{} // closed when the child has been reaped
-	err   error         // its exit status, once done
+	name    string
+	admin   string // admin address
+	logPath string
+	started time.Time
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the child has been reaped
+	err     error         // its exit status, once done
+	// reported is set once report has described the exit.
+	reported atomic.Bool
+}
+
+// devMaxChildren bounds the died channel's buffer.
+const devMaxChildren = 1024
+
+func newFleet() *fleet {
+	return &fleet{allExited: make(chan struct{}), died: make(chan *child, devMaxChildren)}
+}
+
+// reportLines is how many of its log's last lines a died child's report
+// shows.
+const reportLines = 8
+
+// report says that c died, how, and shows the last lines of its log; ""
+// when c was reported before.
+func (c *child) report() string {
+	if c.reported.Swap(true) {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "dev: %s (pid %d) exited after %s: %v", c.name, c.pid(), time.Since(c.started).Round(100*time.Millisecond), c.exitStatus())
+	lines := lastLines(c.logPath, reportLines)
+	if len(lines) == 0 {
+		fmt.Fprintf(&b, "; its log %s is empty\n", c.logPath)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "; the last lines of %s:\n", c.logPath)
+	for _, l := range lines {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	return b.String()
+}
+
+// exitStatus is c's exit status for people: "exit status 0" rather than
+// a nil error.
+func (c *child) exitStatus() string {
+	if c.err == nil {
+		return "exit status 0"
+	}
+	return c.err.Error()
+}
+
+// lastLines returns up to n last non-empty lines of the file at path (of its
+// last 64 KiB); nil when it cannot be read.
+func lastLines(path string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	const tail = 64 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > tail {
+		f.Seek(st.Size()-tail, io.SeekStart)
+	}
+	data, _ := io.ReadAll(f)
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines[max(0, len(lines)-n):]
 }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }
@@ -43,42 +117,76 @@ func startFleet(a *app, cfgPath, dir string, o devOptions) (*fleet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dev: find this binary: %w", err)
 	}
-	fl := &fleet{allExited: make(chan struct{})}
-	start := func(name string, args ...string) error {
-		c, err := startChild(a, self, dir, name, o.logs, args)
+	if o.workers+1 > devMaxChildren {
+		return nil, usagef("--workers: want at most %d, have %d", devMaxChildren-1, o.workers)
+	}
+	fl := newFleet()
+	// Every child gets a free admin port: a fixed one (the default
+	// 127.0.0.1:9090 and :9091) collides with anything else on the
+	// machine, such as another dev fleet or a test run.
+	start := func(name, command string) error {
+		port, err := freeLoopbackPort()
 		if err != nil {
 			fl.stop(a.stderr)
 			return err
 		}
-		fl.children = append(fl.children, c)
+		admin := fmt.Sprintf("127.0.0.1:%d", port)
+		if err := fl.start(a, self, dir, name, admin, o.logs, command, "-c", cfgPath, "--name", name, "--admin-addr", admin); err != nil {
+			fl.stop(a.stderr)
+			return err
+		}
 		return nil
 	}
 	for i := 1; i <= o.workers; i++ {
-		port, err := freeLoopbackPort()
-		if err != nil {
+		if err := start(fmt.Sprintf("worker-%d", i), "worker"); err != nil {
 			return nil, err
 		}
-		name, admin := fmt.Sprintf("worker-%d", i), fmt.Sprintf("127.0.0.1:%d", port)
-		if err := start(name, "worker", "-c", cfgPath, "--name", name, "--admin-addr", admin); err != nil {
-			return nil, err
-		}
-		fl.children[len(fl.children)-1].admin = admin
 	}
-	if err := start("scheduler-1", "scheduler", "-c", cfgPath, "--name", "scheduler-1"); err != nil {
+	if err := start("scheduler-1", "scheduler"); err != nil {
 		return nil, err
 	}
+	fl.watch()
+	return fl, nil
+}
+
+// start starts one child and adds it to the fleet.
+func (fl *fleet) start(a *app, self, dir, name, admin string, stream bool, args ...string) error {
+	c, err := startChild(a, self, dir, name, stream, args, fl.exited)
+	if err != nil {
+		return err
+	}
+	c.admin = admin
+	fl.children = append(fl.children, c)
+	return nil
+}
+
+// exited is called by a child's reaper: an exit before stop is reported
+// on died.
+func (fl *fleet) exited(c *child) {
+	if !fl.stopping.Load() {
+		select {
+		case fl.died <- c:
+		default: // more children than devMaxChildren: cannot happen
+		}
+	}
+}
+
+// watch closes allExited once every child has exited. Call it once, after
+// the last start.
+func (fl *fleet) watch() {
+	children := append([]*child(nil), fl.children...)
 	go func() {
-		for _, c := range fl.children {
+		for _, c := range children {
 			<-c.done
 		}
 		close(fl.allExited)
 	}()
-	return fl, nil
 }
 
 // startChild starts one child. Its output goes to <dir>/logs/<name>.log and,
-// when stream, to a's stderr with a "name | " prefix.
-func startChild(a *app, self, dir, name string, stream bool, args []string) (*child, error) {
+// when stream, to a's stderr with a "name | " prefix. exited is called
+// once the child has been reaped.
+func startChild(a *app, self, dir, name string, stream bool, args []string, exited func(*child)) (*child, error) {
 	logPath := filepath.Join(dir, "logs", name+".log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -103,7 +211,7 @@ func startChild(a *app, self, dir, name string, stream bool, args []string) (*ch
 		logf.Close()
 		return nil, fmt.Errorf("dev: start %s: %w", name, err)
 	}
-	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
+	c := &child{name: name, logPath: logPath, started: time.Now(), cmd: cmd, done: make(chan struct{})}
 	go func() {
 		c.err = cmd.Wait()
 		logf.Close()
@@ -111,6 +219,7 @@ func startChild(a *app, self, dir, name string, stream bool, args []string) (*ch
 			pw.Close()
 		}
 		close(c.done)
+		exited(c)
 	}()
 	return c, nil
 }
@@ -129,6 +238,7 @@ func prefixLines(w io.Writer, name string, r io.Reader) {
 // (SIGKILL after childStopGrace), and reports exits that were not clean.
 // It returns only when every child has been reaped. Idempotent.
 func (fl *fleet) stop(w io.Writer) {
+	fl.stopping.Store(true)
 	for _, c := range fl.children {
 		select {
 		case <-c.done:
@@ -152,7 +262,7 @@ func (fl *fleet) stop(w io.Writer) {
 	}
 	wg.Wait()
 	for _, c := range fl.children {
-		if c.err != nil {
+		if c.err != nil && !c.reported.Load() { // a reported death was told in full
 			fmt.Fprintf(w, "dev: %s exited: %v\n", c.name, c.err)
 		}
 	}

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -102,6 +104,30 @@ func TestDevRunsAFleetAndStopsCleanly(t *testing.T) {
 	cfgPath := filepath.Join(dataDir, "drover.hcl")
 	if !strings.Contains(stdout.String(), "export DROVER_CONFIG="+cfgPath) {
 		t.Fatalf("want the banner to say how to connect, have:\n%s", stdout)
+	}
+
+	// Every child has its own free admin port (the scheduler used to bind
+	// the fixed 127.0.0.1:9090 and die when anything else held it), and
+	// the banner lists it.
+	admins := regexp.MustCompile(`(?m)^  (\S+)\s+pid \d+\s+admin http://(\S+?)(/\S*)$`).FindAllStringSubmatch(stdout.String(), -1)
+	if len(admins) != 3 {
+		t.Fatalf("want 3 children with an admin address in the banner, have %d:\n%s", len(admins), stdout)
+	}
+	for _, m := range admins {
+		if strings.HasSuffix(m[2], ":9090") || strings.HasSuffix(m[2], ":9091") {
+			t.Errorf("%s: want a free port, have the default %s", m[1], m[2])
+		}
+		eventually(t, 60*time.Second, func() error {
+			resp, err := http.Get("http://" + m[2] + "/healthz")
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s /healthz: %s", m[1], resp.Status)
+			}
+			return nil
+		})
 	}
 
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DROVER_CONFIG=" + cfgPath}

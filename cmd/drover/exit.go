@@ -70,6 +70,16 @@ func exitCode(err error) int {
 	return exitError
 }
 
+// errorLine is the one line a failed command prints: "drover: " and the
+// error, without the "drover: " that the wrapped sentinel errors
+// (drover.ErrNotFound is "drover: not found") would repeat inside it.
+func errorLine(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "drover: ")
+	msg = strings.ReplaceAll(msg, ": drover: ", ": ")
+	msg = strings.ReplaceAll(msg, "(drover: ", "(")
+	return "drover: " + msg
+}
+
 // isCobraUsage recognises the usage errors cobra returns as plain errors.
 func isCobraUsage(err error) bool {
 	msg := err.Error()

@@ -12,9 +12,6 @@ import (
 	"github.com/drover-dev/drover/worker/executor"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
 func main() {
 	// A task child re-executed by the worker's executor (Go handlers,
 	// resource limits) must run before anything else.

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/queue"
 )
 
 // app is one invocation of the binary: its streams, environment and the
@@ -26,12 +28,14 @@ type app struct {
 	configPath string
 	output     string
 	sets       []string
-	// flagKeys maps a flag's name to the setting it sets.
-	flagKeys map[string]string
+	// flagKeys maps a setting flag to the setting it sets. Keyed by the
+	// flag, not its name: --admin-addr sets worker.admin_addr under
+	// `worker` and scheduler.admin_addr under `scheduler`.
+	flagKeys map[*pflag.Flag]string
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer, env []string) *app {
-	return &app{stdin: stdin, stdout: stdout, stderr: stderr, env: env, flagKeys: map[string]string{}}
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, env: env, flagKeys: map[*pflag.Flag]string{}}
 }
 
 // execute runs the command line and returns the exit code, printing the
@@ -39,12 +43,16 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, env []string) *app {
 func execute(args []string, a *app) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// go-redis prints its own pool noise to stderr; a command says what
+	// failed in one "drover:" line. Workers and schedulers send the
+	// driver's lines to their log at debug level (openStore).
+	queue.SetDriverLogger(hclog.NewNullLogger())
 	root := a.rootCommand()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err != nil {
 		code := exitCode(err)
-		fmt.Fprintf(a.stderr, "drover: %v\n", err)
+		fmt.Fprintln(a.stderr, errorLine(err))
 		if code == exitUsage && isCobraUsage(err) {
 			fmt.Fprintf(a.stderr, "Run 'drover --help' or 'drover <command> --help' for usage.\n")
 		}
@@ -102,20 +110,20 @@ cluster's state (exists, owned, conflict).`,
 	})
 	_ = root.MarkPersistentFlagFilename("config", "hcl", "json")
 
-	root.AddCommand(a.workerCommand(), a.schedulerCommand(), a.ctlCommand(), a.configCommand(), a.devCommand())
+	root.AddCommand(a.workerCommand(), a.schedulerCommand(), a.ctlCommand(), a.configCommand(), a.devCommand(), a.scalerCommand())
 	return root
 }
 
 // settingFlag adds a string flag that sets the setting key when given.
 func (a *app) settingFlag(fs *pflag.FlagSet, name, key, usage string) {
 	fs.String(name, "", usage+" ("+config.EnvName(key)+")")
-	a.flagKeys[name] = key
+	a.flagKeys[fs.Lookup(name)] = key
 }
 
 // settingFlagP is settingFlag with a shorthand.
 func (a *app) settingFlagP(fs *pflag.FlagSet, name, short, key, usage string) {
 	fs.StringP(name, short, "", usage+" ("+config.EnvName(key)+")")
-	a.flagKeys[name] = key
+	a.flagKeys[fs.Lookup(name)] = key
 }
 
 // loadConfig returns the effective configuration for cmd: the file, the
@@ -130,7 +138,7 @@ func (a *app) loadConfig(cmd *cobra.Command) (*config.Config, error) {
 		settings = append(settings, config.Setting{Key: k, Value: v, Flag: "--set " + k})
 	}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if key, ok := a.flagKeys[f.Name]; ok {
+		if key, ok := a.flagKeys[f]; ok {
 			settings = append(settings, config.Setting{Key: key, Value: f.Value.String(), Flag: "--" + f.Name})
 		}
 	})
@@ -208,7 +216,16 @@ func groupCommand(use, short string) *cobra.Command {
 		Short: short,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+				// The suggestions cobra gives under the root command (its
+				// default distance is 2).
+				hint := ""
+				if cmd.SuggestionsMinimumDistance <= 0 {
+					cmd.SuggestionsMinimumDistance = 2
+				}
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					hint = "; did you mean " + strings.Join(s, " or ") + "?"
+				}
+				return usagef("unknown command %q for %q%s", args[0], cmd.CommandPath(), hint)
 			}
 			return nil
 		},

@@ -55,7 +55,7 @@ func runScheduler(ctx context.Context, cfg *config.Config) error {
 	if h := reg.Handler(); h != nil {
 		mux.Handle("GET /metrics", h)
 	}
-	admin, err := newAdminServer(cfg.Worker.AdminAddr, mux)
+	admin, err := newAdminServer("scheduler.admin_addr", cfg.Scheduler.AdminAddr, mux)
 	if err != nil {
 		return err
 	}
@@ -84,6 +84,7 @@ func schedulerRole(cfg *config.Config, store *queue.Store, reg *metrics.Registry
 			}),
 			Leadership:   lead,
 			Logger:       log,
+			Tracer:       store.Tracer(),
 			Metrics:      reg,
 			PollInterval: cfg.Scheduler.PollInterval,
 			MisfireGrace: cfg.Scheduler.MisfireGrace,

@@ -77,7 +77,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		Member: cfg.Worker.Name, Capacity: cfg.Worker.Capacity, BatchSize: cfg.Worker.BatchSize,
 		DrainTimeout: cfg.Worker.DrainTimeout,
 		Log:          store, Requeuer: store, Executor: exec,
-		Logger: log.Named("worker"), Metrics: reg,
+		Logger: log.Named("worker"), Metrics: reg, Tracer: store.Tracer(),
 		Confirm: func(ctx context.Context) error { return m.Confirm(ctx) },
 	})
 	if err != nil {
@@ -89,7 +89,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		out["admin_addr"], out["version"] = adminAddr, version
 		return out
 	}
-	admin, err := newAdminServer(cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{
+	admin, err := newAdminServer("worker.admin_addr", cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{
 		Ready: func() error { return m.Ready() }, Info: info, Metrics: reg.Handler(),
 	}))
 	if err != nil {
@@ -152,22 +152,31 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	return err
 }
 
-// openStore connects to Redis.
+// openStore connects to Redis. With tracing on (block tracing), the
+// store's enqueues are traced and store.Tracer() is the process's tracer;
+// the returned close func also flushes the last spans.
 func openStore(cfg *config.Config, clientName string, log hclog.Logger) (*queue.Store, func(), error) {
 	ro, err := cfg.RedisOptions(clientName)
 	if err != nil {
 		return nil, nil, err
 	}
-	rdb, err := queue.NewClient(ro)
+	queue.SetDriverLogger(log.Named("redis"))
+	tr, stopTracing, err := setupTracing(cfg, log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("redis: %w", err)
-	}
-	store, err := queue.New(queue.Config{Client: rdb, Prefix: cfg.Redis.Prefix, Logger: log.Named("queue")})
-	if err != nil {
-		rdb.Close()
 		return nil, nil, err
 	}
-	return store, func() { rdb.Close() }, nil
+	rdb, err := queue.NewClient(ro)
+	if err != nil {
+		stopTracing()
+		return nil, nil, fmt.Errorf("redis: %w", err)
+	}
+	store, err := queue.New(queue.Config{Client: rdb, Prefix: cfg.Redis.Prefix, Logger: log.Named("queue"), Tracer: tr})
+	if err != nil {
+		rdb.Close()
+		stopTracing()
+		return nil, nil, err
+	}
+	return store, func() { rdb.Close(); stopTracing() }, nil
 }
 
 // publishGauges sets the worker's gauges every few seconds and, while this

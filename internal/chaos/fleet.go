@@ -109,7 +109,7 @@ func newFleet(bin, dir string, o options, s fleetSettings) (*fleet, error) {
 		p.env = append(append([]string(nil), base...),
 			"DROVER_ZOOKEEPER_SERVERS="+strings.Join(s.zkServers, ","),
 			"DROVER_WORKER_NAME="+p.name,
-			"DROVER_WORKER_ADMIN_ADDR=127.0.0.1:0", // its own port: the default 9090 would collide
+			"DROVER_SCHEDULER_ADMIN_ADDR=127.0.0.1:0", // its own port: the default 9091 would collide
 		)
 		f.schedulers = append(f.schedulers, p)
 	}

@@ -30,14 +30,25 @@ const (
 	DefaultRedisPrefix    = queue.DefaultPrefix
 	DefaultCapacity       = worker.DefaultCapacity
 	DefaultAdminAddr      = "127.0.0.1:9090"
-	DefaultDrainTimeout   = worker.DefaultDrainTimeout
-	DefaultBatchSize      = worker.DefaultBatchSize
-	DefaultStrategy       = rebalance.DefaultName
-	DefaultSettle         = fleet.DefaultSettle
-	DefaultPollInterval   = scheduler.DefaultPollInterval
-	DefaultMisfireGrace   = scheduler.DefaultMisfireGrace
-	DefaultCatchupLimit   = scheduler.DefaultCatchupLimit
-	DefaultLogLevel       = "info"
+	// DefaultSchedulerAdminAddr differs from DefaultAdminAddr so that a
+	// worker and a scheduler on one host, reading one file, both start.
+	DefaultSchedulerAdminAddr = "127.0.0.1:9091"
+	DefaultDrainTimeout       = worker.DefaultDrainTimeout
+	DefaultBatchSize          = worker.DefaultBatchSize
+	DefaultStrategy           = rebalance.DefaultName
+	DefaultSettle             = fleet.DefaultSettle
+	DefaultPollInterval       = scheduler.DefaultPollInterval
+	DefaultMisfireGrace       = scheduler.DefaultMisfireGrace
+	DefaultCatchupLimit       = scheduler.DefaultCatchupLimit
+	DefaultLogLevel           = "info"
+	// The scaler's ports follow the scheduler's, so all three commands
+	// start side by side on one host with the defaults.
+	DefaultScalerAddr     = "127.0.0.1:9093"
+	DefaultScalerAdmin    = "127.0.0.1:9094"
+	DefaultScalerPoll     = time.Second
+	DefaultTargetLag      = 100
+	DefaultTracingService = "drover"
+	DefaultSampleRatio    = 1.0
 )
 
 // Strategies are the accepted values of worker.strategy.
@@ -58,6 +69,8 @@ type Config struct {
 	Scheduler Scheduler
 	Metrics   Metrics
 	Log       Log
+	Scaler    Scaler
+	Tracing   Tracing
 
 	// File is the configuration file the values were read from; "" when
 	// none was read.
@@ -164,6 +177,12 @@ type Worker struct {
 
 // Scheduler is block scheduler: the periodic-job leader loop.
 type Scheduler struct {
+	// AdminAddr is where `drover scheduler` serves /healthz, /readyz and
+	// /metrics (scheduler.admin_addr); "off" disables it. A worker started
+	// with --scheduler uses worker.admin_addr instead. Default
+	// "127.0.0.1:9091": its own port, so that a worker and a scheduler on
+	// one host can share one configuration file.
+	AdminAddr string
 	// PollInterval is the longest the leader sleeps between two looks at the
 	// schedule index (scheduler.poll_interval). Default 1s.
 	PollInterval time.Duration
@@ -183,6 +202,54 @@ type Metrics struct {
 	// Statsd is the host:port of a statsd server to send metrics to
 	// (metrics.statsd). Default: none.
 	Statsd string
+}
+
+// Scaler is block scaler: `drover scaler`, the KEDA external scaler, and
+// the fleet-wide autoscaling figures (docs/operations.md, "Autoscaling").
+type Scaler struct {
+	// Addr is where the gRPC external scaler listens (scaler.addr). An
+	// address beyond loopback needs mutual TLS (scaler.tls with ca_file).
+	// Default "127.0.0.1:9093".
+	Addr string
+	// AdminAddr serves /healthz and /metrics (scaler.admin_addr); "off"
+	// disables it. Default "127.0.0.1:9094".
+	AdminAddr string
+	// PollInterval is the longest an idle StreamIsActive waits before
+	// measuring again without an enqueue wake-up (scaler.poll_interval).
+	// Default 1s.
+	PollInterval time.Duration
+	// TargetLag is the lag one worker should keep up with, for the gauges
+	// and `drover ctl status` (scaler.target_lag). KEDA's ScaledObjects
+	// set their own in metadata. Default 100.
+	TargetLag int
+	// Selections are the queue selections (a name or a glob each) whose
+	// fleet-wide gauges the scaler exports (scaler.selections). Default
+	// none.
+	Selections []string
+	// TLS is block scaler.tls: cert_file and key_file are the server's
+	// certificate; ca_file, the CAs whose client certificates are
+	// accepted (required beyond loopback).
+	TLS TLS
+}
+
+// Tracing is block tracing: OpenTelemetry traces of enqueues and tasks,
+// sent to an OTLP collector (docs/operations.md, "Tracing").
+type Tracing struct {
+	// Enabled turns tracing on (tracing.enabled). Default false: no span is
+	// recorded and no trace header is written.
+	Enabled bool
+	// Endpoint is the OTLP/gRPC collector's host:port (tracing.endpoint).
+	// Default: the exporter's own default or OTEL_EXPORTER_OTLP_ENDPOINT.
+	Endpoint string
+	// Insecure sends without TLS (tracing.insecure). Default false.
+	Insecure bool
+	// SampleRatio is the share of new traces recorded, 0 to 1
+	// (tracing.sample_ratio); a task whose producer sampled its trace is
+	// always recorded. Default 1.
+	SampleRatio float64
+	// ServiceName is the resource's service.name (tracing.service_name).
+	// Default "drover".
+	ServiceName string
 }
 
 // Log is block log.
@@ -216,12 +283,20 @@ func Default(hostname string) *Config {
 			Settle:       DefaultSettle,
 		},
 		Scheduler: Scheduler{
+			AdminAddr:    DefaultSchedulerAdminAddr,
 			PollInterval: DefaultPollInterval,
 			MisfireGrace: DefaultMisfireGrace,
 			CatchupLimit: DefaultCatchupLimit,
 		},
 		Metrics: Metrics{Prometheus: true},
 		Log:     Log{Level: DefaultLogLevel},
+		Scaler: Scaler{
+			Addr:         DefaultScalerAddr,
+			AdminAddr:    DefaultScalerAdmin,
+			PollInterval: DefaultScalerPoll,
+			TargetLag:    DefaultTargetLag,
+		},
+		Tracing: Tracing{SampleRatio: DefaultSampleRatio, ServiceName: DefaultTracingService},
 	}
 }
 
@@ -237,3 +312,7 @@ func (c *Config) finish() {
 
 // AdminEnabled reports whether the admin HTTP server should listen.
 func (w Worker) AdminEnabled() bool { return w.AdminAddr != "" && w.AdminAddr != "off" }
+
+// AdminEnabled reports whether the scheduler's admin HTTP server should
+// listen.
+func (s Scheduler) AdminEnabled() bool { return s.AdminAddr != "" && s.AdminAddr != "off" }

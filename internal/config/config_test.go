@@ -173,7 +173,7 @@ func TestHCLRoundTripsAndRedactsSecrets(t *testing.T) {
 }
 
 func TestEveryKeyHasAnEnvNameAndParses(t *testing.T) {
-	samples := map[kind]string{kindString: "x", kindStrings: "a,b", kindInt: "3", kindBool: "true", kindDuration: "2s"}
+	samples := map[kind]string{kindString: "x", kindStrings: "a,b", kindInt: "3", kindBool: "true", kindDuration: "2s", kindFloat: "0.5"}
 	for _, f := range fields {
 		c := Default("h")
 		if err := f.setString(c, samples[f.kind]); err != nil {

@@ -17,10 +17,11 @@ const (
 	kindInt
 	kindBool
 	kindDuration
+	kindFloat
 )
 
 func (k kind) String() string {
-	return [...]string{"a string", "a list of strings", "a whole number", "true or false", `a duration like "10s"`}[k]
+	return [...]string{"a string", "a list of strings", "a whole number", "true or false", `a duration like "10s"`, "a number"}[k]
 }
 
 // field is one setting. The table below drives the file decoder, the
@@ -72,12 +73,29 @@ var fields = []field{
 	{key: "worker.strategy", kind: kindString, ref: func(c *Config) any { return &c.Worker.Strategy }},
 	{key: "worker.settle", kind: kindDuration, ref: func(c *Config) any { return &c.Worker.Settle }},
 
+	{key: "scheduler.admin_addr", kind: kindString, ref: func(c *Config) any { return &c.Scheduler.AdminAddr }},
 	{key: "scheduler.poll_interval", kind: kindDuration, ref: func(c *Config) any { return &c.Scheduler.PollInterval }},
 	{key: "scheduler.misfire_grace", kind: kindDuration, ref: func(c *Config) any { return &c.Scheduler.MisfireGrace }},
 	{key: "scheduler.catchup_limit", kind: kindInt, ref: func(c *Config) any { return &c.Scheduler.CatchupLimit }},
 
 	{key: "metrics.prometheus", kind: kindBool, ref: func(c *Config) any { return &c.Metrics.Prometheus }},
 	{key: "metrics.statsd", kind: kindString, ref: func(c *Config) any { return &c.Metrics.Statsd }},
+
+	{key: "scaler.addr", kind: kindString, ref: func(c *Config) any { return &c.Scaler.Addr }},
+	{key: "scaler.admin_addr", kind: kindString, ref: func(c *Config) any { return &c.Scaler.AdminAddr }},
+	{key: "scaler.poll_interval", kind: kindDuration, ref: func(c *Config) any { return &c.Scaler.PollInterval }},
+	{key: "scaler.target_lag", kind: kindInt, ref: func(c *Config) any { return &c.Scaler.TargetLag }},
+	{key: "scaler.selections", kind: kindStrings, ref: func(c *Config) any { return &c.Scaler.Selections }},
+	{key: "scaler.tls.enabled", kind: kindBool, ref: func(c *Config) any { return &c.Scaler.TLS.Enabled }},
+	{key: "scaler.tls.ca_file", kind: kindString, ref: func(c *Config) any { return &c.Scaler.TLS.CAFile }},
+	{key: "scaler.tls.cert_file", kind: kindString, ref: func(c *Config) any { return &c.Scaler.TLS.CertFile }},
+	{key: "scaler.tls.key_file", kind: kindString, ref: func(c *Config) any { return &c.Scaler.TLS.KeyFile }},
+
+	{key: "tracing.enabled", kind: kindBool, ref: func(c *Config) any { return &c.Tracing.Enabled }},
+	{key: "tracing.endpoint", kind: kindString, ref: func(c *Config) any { return &c.Tracing.Endpoint }},
+	{key: "tracing.insecure", kind: kindBool, ref: func(c *Config) any { return &c.Tracing.Insecure }},
+	{key: "tracing.sample_ratio", kind: kindFloat, ref: func(c *Config) any { return &c.Tracing.SampleRatio }},
+	{key: "tracing.service_name", kind: kindString, ref: func(c *Config) any { return &c.Tracing.ServiceName }},
 
 	{key: "log.level", kind: kindString, ref: func(c *Config) any { return &c.Log.Level }},
 	{key: "log.json", kind: kindBool, ref: func(c *Config) any { return &c.Log.JSON }},
@@ -138,6 +156,12 @@ func (f field) setString(c *Config, s string) error {
 			return err
 		}
 		*p = v
+	case *float64:
+		v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return fmt.Errorf("want %s, have %q", f.kind, s)
+		}
+		*p = v
 	}
 	return nil
 }
@@ -171,6 +195,8 @@ func (f field) value(c *Config) any {
 		return *p
 	case *time.Duration:
 		return p.String()
+	case *float64:
+		return *p
 	}
 	return nil
 }

@@ -243,6 +243,12 @@ func (c *Config) setValue(f field, expr hcl.Expression) error {
 			return fmt.Errorf("want %s, have %s", f.kind, v.Type().FriendlyName())
 		}
 		*p = b.True()
+	case *float64:
+		n, err := convert.Convert(v, cty.Number)
+		if err != nil {
+			return fmt.Errorf("want %s, have %s", f.kind, v.Type().FriendlyName())
+		}
+		*p, _ = n.AsBigFloat().Float64()
 	default: // durations
 		if v.Type() != cty.String {
 			return fmt.Errorf("want %s (a quoted string), have %s", f.kind, v.Type().FriendlyName())

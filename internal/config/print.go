@@ -75,6 +75,8 @@ func hclLiteral(v any) string {
 		return strconv.Itoa(v)
 	case bool:
 		return strconv.FormatBool(v)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
 	case []string:
 		items := make([]string, len(v))
 		for i, s := range v {

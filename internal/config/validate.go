@@ -114,6 +114,9 @@ func (c *Config) Validate() error {
 	notNegative("worker.settle", w.Settle)
 
 	s := c.Scheduler
+	if s.AdminEnabled() {
+		addr("scheduler.admin_addr", s.AdminAddr)
+	}
 	positive("scheduler.poll_interval", s.PollInterval)
 	notNegative("scheduler.misfire_grace", s.MisfireGrace)
 	if s.CatchupLimit < 1 {
@@ -122,6 +125,13 @@ func (c *Config) Validate() error {
 
 	if c.Metrics.Statsd != "" {
 		addr("metrics.statsd", c.Metrics.Statsd)
+	}
+	c.validateScaler(bad, addr)
+	if t := c.Tracing; t.SampleRatio < 0 || t.SampleRatio > 1 {
+		bad("tracing.sample_ratio", "want a number from 0 to 1, have %g", t.SampleRatio)
+	}
+	if t := c.Tracing; t.Endpoint != "" {
+		addr("tracing.endpoint", t.Endpoint)
 	}
 	if !slices.Contains(LogLevels, c.Log.Level) {
 		bad("log.level", "want one of %s, have %q", strings.Join(LogLevels, ", "), c.Log.Level)
@@ -147,4 +157,46 @@ func (c *Config) validateTLS(prefix string, t TLS, bad func(key, format string, 
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		bad(prefix+"cert_file", "cert_file and key_file go together")
 	}
+}
+
+// validateScaler checks block scaler. The gRPC scaler reveals queue names
+// and backlogs, so an address beyond loopback needs mutual TLS.
+func (c *Config) validateScaler(bad func(key, format string, a ...any), addr func(key, v string)) {
+	sc := c.Scaler
+	addr("scaler.addr", sc.Addr)
+	if sc.AdminAddr != "" && sc.AdminAddr != "off" {
+		addr("scaler.admin_addr", sc.AdminAddr)
+	}
+	if sc.PollInterval <= 0 {
+		bad("scaler.poll_interval", "must be > 0, have %s", sc.PollInterval)
+	}
+	if sc.TargetLag < 1 {
+		bad("scaler.target_lag", "must be ≥ 1, have %d", sc.TargetLag)
+	}
+	for _, p := range sc.Selections {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			bad("scaler.selections", "want a queue name or glob, have %q", p)
+		}
+	}
+	c.validateTLS("scaler.tls.", sc.TLS, bad)
+	if sc.TLS.Enabled && (sc.TLS.CertFile == "" || sc.TLS.KeyFile == "") {
+		bad("scaler.tls.cert_file", "the scaler's TLS needs its certificate: cert_file and key_file")
+	}
+	if !IsLoopback(sc.Addr) && (!sc.TLS.Enabled || sc.TLS.CAFile == "") {
+		bad("scaler.addr", "%q is beyond loopback: it needs mutual TLS (scaler.tls.enabled, cert_file, key_file and ca_file for the clients' CA)", sc.Addr)
+	}
+}
+
+// IsLoopback reports whether a listen address host:port binds only the
+// loopback interface ("localhost", 127.0.0.0/8, ::1).
+func IsLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/tracing"
 )
 
 // runGoChild is the main of a "go" child: it reads the envelope from stdin,
@@ -42,7 +43,7 @@ func runGoChild() int {
 	if !ok {
 		return setupFailed("no Go handler registered for task %q in %s", m.Task, os.Args[0])
 	}
-	ctx := context.Background()
+	ctx := tracing.FromEnv(context.Background(), os.Getenv) // the task span's context, when traced
 	if s := os.Getenv(EnvDeadline); s != "" {
 		deadline, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {

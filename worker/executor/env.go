@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/tracing"
 )
 
 // The environment variables the executor sets for every subprocess.
@@ -29,14 +30,15 @@ const (
 // environment.
 const reservedEnvPrefix = "DROVER_"
 
-// baseEnv returns env without DROVER_* variables and without duplicate keys
-// (the last one wins, as in os/exec).
+// baseEnv returns env without DROVER_* variables, without the worker's own
+// TRACEPARENT and TRACESTATE (a task gets its own span's, or none), and
+// without duplicate keys (the last one wins, as in os/exec).
 func baseEnv(env []string) []string {
 	seen := make(map[string]int, len(env))
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, reservedEnvPrefix) {
+		if strings.HasPrefix(k, reservedEnvPrefix) || k == tracing.EnvTraceparent || k == tracing.EnvTracestate {
 			continue
 		}
 		if i, dup := seen[k]; dup {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/tracing"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -104,6 +105,7 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	if err != nil {
 		return neverRan(start, err.Error())
 	}
+	env = append(env, tracing.Env(ctx)...) // TRACEPARENT, TRACESTATE of the task's span, if any
 	if err := checkLimits(t.Limits); err != nil {
 		return neverRan(start, err.Error())
 	}
@@ -141,6 +143,9 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	p, err := startProcess(path, argv, env, t.Route.Dir, cred, envelope, e.outputLimit, e.bufs)
 	if err != nil {
 		return neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
+	}
+	if t.OnStart != nil {
+		t.OnStart(p.pid)
 	}
 	res := e.wait(ctx, t, p, deadline, spec.childMode == childModeGo)
 	res.Started = start

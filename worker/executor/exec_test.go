@@ -16,6 +16,37 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
+// TestExecReportsThePIDWhileTheTaskRuns: OnStart gets the process id while
+// the task still runs (the worker shows it in /debug/state), and it is the
+// one the task itself and the Result report.
+func TestExecReportsThePIDWhileTheTaskRuns(t *testing.T) {
+	t.Parallel()
+	e := newTestExecutor(t, Config{})
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release")
+	task := testTask(t, "job", command(writeScript(t, "echo $$; while [ ! -e "+release+" ]; do sleep 0.01; done")))
+	started := make(chan int, 1)
+	task.OnStart = func(pid int) { started <- pid }
+	done := make(chan Result, 1)
+	go func() { done <- e.Execute(context.Background(), task) }()
+	var pid int
+	select {
+	case pid = <-started:
+	case res := <-done:
+		t.Fatalf("want OnStart while the task runs, have it ended first: %+v", res)
+	}
+	if pid <= 0 || processGone(pid) {
+		t.Fatalf("want the running task's pid, have %d (gone: %v)", pid, processGone(pid))
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.PID != pid || strings.TrimSpace(string(res.Stdout)) != strconv.Itoa(pid) {
+		t.Fatalf("want pid %d in the Result and the task's own $$, have %d and %q", pid, res.PID, res.Stdout)
+	}
+}
+
 func TestExecExitCodes(t *testing.T) {
 	t.Parallel()
 	e := newTestExecutor(t, Config{})

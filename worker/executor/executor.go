@@ -66,6 +66,11 @@ type Task struct {
 	// PoolSize is the most children a pooled route keeps (the queue's
 	// concurrency); 0 means no bound. Ignored unless Route.Pool is set.
 	PoolSize int
+	// OnStart, when set, is called with the process id as soon as the
+	// subprocess has started, before Execute waits for it (not for inline
+	// routes): the worker shows it in /debug/state while the task runs.
+	// It must not block.
+	OnStart func(pid int)
 }
 
 // queue returns the queue the task belongs to.

@@ -1,0 +1,79 @@
+package scaler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+// Fleet is what the scaler reads. Implementations must be safe for
+// concurrent use.
+type Fleet interface {
+	// Queues lists every queue the fleet knows (configured or enqueued to).
+	Queues(ctx context.Context) ([]string, error)
+	// Backlog measures one queue after its committed offset (the scaler
+	// reads Lag and OldestAge).
+	Backlog(ctx context.Context, queue string) (drover.Backlog, error)
+}
+
+// Figures are a selection's backlog at one moment.
+type Figures struct {
+	Queues        int           // queues selected
+	QueuesWithLag int           // of them, queues with at least one message after the offset
+	Lag           int64         // sum of the lags
+	OldestAge     time.Duration // the largest oldest-message age
+}
+
+// Measure reads the backlog of every queue the selection matches. A
+// selection that matches no queue is ErrNoQueues.
+func Measure(ctx context.Context, f Fleet, sel Selection) (Figures, error) {
+	all, err := f.Queues(ctx)
+	if err != nil {
+		return Figures{}, fmt.Errorf("list queues: %w", err)
+	}
+	var fig Figures
+	for _, q := range all {
+		if !sel.Match(q) {
+			continue
+		}
+		fig.Queues++
+		b, err := f.Backlog(ctx, q)
+		if err != nil {
+			return Figures{}, fmt.Errorf("backlog of %s: %w", q, err)
+		}
+		if b.Lag > 0 {
+			fig.QueuesWithLag++
+			fig.Lag += b.Lag
+		}
+		fig.OldestAge = max(fig.OldestAge, b.OldestAge)
+	}
+	if fig.Queues == 0 {
+		return Figures{}, fmt.Errorf("%w: %s", ErrNoQueues, sel)
+	}
+	return fig, nil
+}
+
+// LagMetric is the lag clamped to QueuesWithLag × target: the value whose
+// ceil(value / target) is the number of workers to run, never more than the
+// queues that have work. target must be > 0.
+func (f Figures) LagMetric(target int64) int64 {
+	return min(f.Lag, int64(f.QueuesWithLag)*target)
+}
+
+// WorkersNeeded is ceil(LagMetric / target): how many workers keep every
+// selected queue's lag at or under target (at most one per queue with lag).
+func (f Figures) WorkersNeeded(target int64) int64 {
+	return (f.LagMetric(target) + target - 1) / target
+}
+
+// AgeMetric is the oldest age in seconds, clamped to QueuesWithLag ×
+// target like LagMetric.
+func (f Figures) AgeMetric(target time.Duration) float64 {
+	return min(f.OldestAge.Seconds(), float64(f.QueuesWithLag)*target.Seconds())
+}
+
+// Active reports whether the selection needs a worker at all: its lag is
+// above the spec's activation threshold.
+func (f Figures) Active(sp Spec) bool { return f.Lag > sp.ActivationLag }

@@ -1,0 +1,97 @@
+package scaler
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+func TestParseSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		md   map[string]string
+		want string // selection; "" means an error
+		lag  int64
+	}{
+		{"names", map[string]string{KeyQueues: "b, a,a"}, "a,b", DefaultTargetLag},
+		{"prefix and glob", map[string]string{KeyPrefix: "mail-", KeyGlob: "rep?rt", KeyTargetLag: "7"}, "mail-*,rep?rt", 7},
+		{"keda's own keys are ignored", map[string]string{KeyQueues: "a", "scalerAddress": "x:1", "caCert": "pem"}, "a", DefaultTargetLag},
+		{"unknown key", map[string]string{KeyQueues: "a", "queue": "a"}, "", 0},
+		{"empty", map[string]string{}, "", 0},
+		{"negative activation", map[string]string{KeyQueues: "a", KeyActivationLag: "-1"}, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp, err := ParseSpec(tc.md)
+			if tc.want == "" {
+				if !errors.Is(err, ErrBadMetadata) {
+					t.Fatalf("want ErrBadMetadata, have %v", err)
+				}
+				return
+			}
+			if err != nil || sp.Selection.String() != tc.want || sp.TargetLag != tc.lag {
+				t.Fatalf("want selection %q lag %d, have %q %d, %v", tc.want, tc.lag, sp.Selection, sp.TargetLag, err)
+			}
+		})
+	}
+}
+
+func TestClampNeverAsksForMoreWorkersThanQueuesWithLag(t *testing.T) {
+	for _, tc := range []struct {
+		fig          Figures
+		target       int64
+		metric, need int64
+	}{
+		{Figures{QueuesWithLag: 1, Lag: 1000}, 10, 10, 1},
+		{Figures{QueuesWithLag: 3, Lag: 25}, 10, 25, 3},
+		{Figures{QueuesWithLag: 3, Lag: 21}, 10, 21, 3},
+		{Figures{QueuesWithLag: 3, Lag: 20}, 10, 20, 2},
+		{Figures{QueuesWithLag: 0, Lag: 0}, 10, 0, 0},
+	} {
+		if m, n := tc.fig.LagMetric(tc.target), tc.fig.WorkersNeeded(tc.target); m != tc.metric || n != tc.need {
+			t.Errorf("%+v target %d: want metric %d workers %d, have %d %d", tc.fig, tc.target, tc.metric, tc.need, m, n)
+		}
+	}
+	f := Figures{QueuesWithLag: 2, OldestAge: time.Hour}
+	if v := f.AgeMetric(time.Minute); v != 120 {
+		t.Errorf("want the age clamped to 2 × 60 s, have %v", v)
+	}
+}
+
+func TestMatchesMetric(t *testing.T) {
+	for have, want := range map[string]bool{
+		MetricLag: true, "s0-" + MetricLag: true, "s12-" + MetricLag: true,
+		"s-" + MetricLag: false, "x0-" + MetricLag: false, MetricLag + "x": false, "s0" + MetricLag: false,
+	} {
+		if matchesMetric(have, MetricLag) != want {
+			t.Errorf("matchesMetric(%q): want %v", have, want)
+		}
+	}
+}
+
+type fakeFleet map[string]drover.Backlog
+
+func (f fakeFleet) Queues(context.Context) ([]string, error) {
+	var out []string
+	for q := range f {
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+func (f fakeFleet) Backlog(_ context.Context, q string) (drover.Backlog, error) { return f[q], nil }
+
+func TestMeasureSumsTheSelection(t *testing.T) {
+	f := fakeFleet{"a-1": {Lag: 3, OldestAge: time.Second}, "a-2": {}, "a-3": {Lag: 4, OldestAge: 3 * time.Second}, "b": {Lag: 100}}
+	sel, _ := NewSelection("a-*")
+	fig, err := Measure(context.Background(), f, sel)
+	if err != nil || fig != (Figures{Queues: 3, QueuesWithLag: 2, Lag: 7, OldestAge: 3 * time.Second}) {
+		t.Fatalf("want 3 queues, 2 with lag, lag 7, age 3s; have %+v, %v", fig, err)
+	}
+	none, _ := NewSelection("c*")
+	if _, err := Measure(context.Background(), f, none); !errors.Is(err, ErrNoQueues) {
+		t.Fatalf("want ErrNoQueues, have %v", err)
+	}
+}
