@@ -97,7 +97,7 @@ func runScaler(ctx context.Context, cfg *config.Config, ready func(grpcAddr, adm
 	if h := reg.Handler(); h != nil {
 		mux.Handle("GET /metrics", h)
 	}
-	admin, err := newAdminServer(cfg.Scaler.AdminAddr, mux)
+	admin, err := newAdminServer("scaler.admin_addr", cfg.Scaler.AdminAddr, mux)
 	if err != nil {
 		ln.Close()
 		return err
