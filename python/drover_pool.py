@@ -44,7 +44,8 @@ class ProtocolError(Exception):
 class Context:
     """The task frame's fields: what per-task mode puts in DROVER_*."""
 
-    __slots__ = ("queue", "task", "id", "attempt", "position", "deadline", "seq")
+    __slots__ = ("queue", "task", "id", "attempt", "position", "deadline", "seq",
+                 "traceparent", "tracestate")
 
     def __init__(self, frame):
         self.seq = frame["seq"]
@@ -54,6 +55,9 @@ class Context:
         self.attempt = frame.get("attempt", 0)
         self.position = frame.get("position", 0)
         self.deadline = parse_deadline(frame.get("deadline"))
+        # The task span's W3C trace context (TRACEPARENT per task), or "".
+        self.traceparent = frame.get("traceparent", "")
+        self.tracestate = frame.get("tracestate", "")
 
     def remaining(self):
         """Seconds until the deadline, or None when the task has none."""

@@ -51,6 +51,7 @@ class RunOneTests(unittest.TestCase):
 
         def ok(envelope, ctx):
             seen["args"], seen["attempt"], seen["queue"] = envelope["args"], ctx.attempt, ctx.queue
+            seen["traceparent"] = ctx.traceparent
 
         def retry(envelope, ctx):
             raise drover_pool.Retry("busy")
@@ -60,7 +61,7 @@ class RunOneTests(unittest.TestCase):
 
         h = {"ok": ok, "retry": retry, "fail": fail}
         self.assertEqual(drover_pool.run_one(h, self.frame("ok")), {"type": "result", "seq": 9, "outcome": "success"})
-        self.assertEqual(seen, {"args": {"n": 1}, "attempt": 2, "queue": "q"})
+        self.assertEqual(seen, {"args": {"n": 1}, "attempt": 2, "queue": "q", "traceparent": ""})
         self.assertEqual(drover_pool.run_one(h, self.frame("retry"))["outcome"], "retry")
         stderr = sys.stderr
         try:

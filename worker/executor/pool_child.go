@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/tracing"
 )
 
 // The Go pooled child: the worker binary re-executed with
@@ -137,7 +138,18 @@ func (s *goPoolServer) serve(f *taskFrame) resultFrame {
 		out.Outcome, out.Message = wireFailure, fmt.Sprintf("no Go handler registered for task %q in %s", m.Task, os.Args[0])
 		return out
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	// The task span's context, when traced, as a per-task child reads it
+	// from TRACEPARENT and TRACESTATE.
+	ctx := tracing.FromEnv(context.Background(), func(k string) string {
+		switch k {
+		case tracing.EnvTraceparent:
+			return f.Traceparent
+		case tracing.EnvTracestate:
+			return f.Tracestate
+		}
+		return ""
+	})
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if f.Deadline != "" {
 		deadline, err := time.Parse(time.RFC3339Nano, f.Deadline)

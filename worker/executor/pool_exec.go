@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/tracing"
 )
 
 // Running one task on a pooled child: the same rules as a per-task process
@@ -77,6 +78,9 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 			r.Outcome, r.Reason = OutcomeTimeout, "no pooled child was ready before the task's deadline"
 		}
 		return r
+	}
+	if t.OnStart != nil {
+		t.OnStart(c.pid)
 	}
 	var truncated [2]bool
 	res := p.runTask(ctx, t, c, deadline, envelope, &truncated)
@@ -218,6 +222,15 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	}
 	if !deadline.IsZero() {
 		frame.Deadline = deadline.UTC().Format(time.RFC3339Nano)
+	}
+	for _, kv := range tracing.Env(ctx) { // the task span's context, if traced
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case tracing.EnvTraceparent:
+			frame.Traceparent = v
+		case tracing.EnvTracestate:
+			frame.Tracestate = v
+		}
 	}
 	res := Result{ExitCode: -1, PID: c.pid}
 	buf, err := appendTaskFrame(nil, &frame, envelope)

@@ -50,15 +50,20 @@ type readyFrame struct {
 // taskFrame is one task sent to a child: the fields per-task mode puts in
 // the environment, and the envelope.
 type taskFrame struct {
-	Type     string          `json:"type"`
-	Seq      uint64          `json:"seq"`
-	Queue    string          `json:"queue"`
-	Task     string          `json:"task"`
-	ID       string          `json:"id"`
-	Attempt  int             `json:"attempt"`
-	Position int64           `json:"position"`
-	Deadline string          `json:"deadline,omitempty"` // RFC 3339 with nanoseconds
-	Envelope json.RawMessage `json:"envelope"`
+	Type     string `json:"type"`
+	Seq      uint64 `json:"seq"`
+	Queue    string `json:"queue"`
+	Task     string `json:"task"`
+	ID       string `json:"id"`
+	Attempt  int    `json:"attempt"`
+	Position int64  `json:"position"`
+	Deadline string `json:"deadline,omitempty"` // RFC 3339 with nanoseconds
+	// Traceparent and Tracestate are the task span's W3C trace context,
+	// which per-task mode puts in TRACEPARENT and TRACESTATE; empty when
+	// the task is not traced.
+	Traceparent string          `json:"traceparent,omitempty"`
+	Tracestate  string          `json:"tracestate,omitempty"`
+	Envelope    json.RawMessage `json:"envelope"`
 }
 
 // resultFrame is a child's answer to one task.

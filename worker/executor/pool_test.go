@@ -542,3 +542,21 @@ func assertGoneWithin(t *testing.T, pid int, what string, bound time.Duration) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestPoolReportsThePIDWhileTheTaskRuns(t *testing.T) {
+	t.Parallel()
+	e, _ := newPoolExecutor(t, Config{})
+	task := poolTask(t, poolEcho, pooledGo(drover.PoolConfig{}), 0)
+	started := make(chan int, 1)
+	task.OnStart = func(pid int) { started <- pid }
+	res := e.Execute(context.Background(), task)
+	mustSucceed(t, res)
+	select {
+	case pid := <-started:
+		if pid != res.PID {
+			t.Errorf("OnStart: want the child's pid %d, have %d", res.PID, pid)
+		}
+	default:
+		t.Fatal("OnStart was not called")
+	}
+}
