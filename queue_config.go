@@ -63,6 +63,9 @@ type QueueConfig struct {
 	Limits Limits               `json:"limits,omitempty"`
 	User   string               `json:"user,omitempty"`  // run subprocesses as this user
 	Group  string               `json:"group,omitempty"` // and group
+	// Outcomes keeps records of finished jobs for status lookups; default
+	// 24h, at most 10000 records, no stdout.
+	Outcomes Outcomes `json:"outcomes,omitzero"`
 }
 
 // Backoff is the retry delay: Base × 2^(attempt-1), capped at Max, with up to
@@ -177,6 +180,12 @@ func (c QueueConfig) Validate() error {
 		return bad("backoff.jitter", "must be within 0–1, have %g", c.Backoff.Jitter)
 	case c.Retention < 0:
 		return bad("retention", "must be ≥ 0, have %s", c.Retention.Std())
+	case c.Outcomes.Retention != nil && *c.Outcomes.Retention < 0:
+		return bad("outcomes.retention", "must be ≥ 0, have %s", c.Outcomes.Retention.Std())
+	case c.Outcomes.Max < 0:
+		return bad("outcomes.max", "must be ≥ 0, have %d", c.Outcomes.Max)
+	case c.Outcomes.StdoutTail < 0 || c.Outcomes.StdoutTail > MaxOutcomeStdoutTail:
+		return bad("outcomes.stdout_tail", "must be within 0–%d bytes, have %d", MaxOutcomeStdoutTail, c.Outcomes.StdoutTail)
 	}
 	for name, r := range c.Tasks {
 		n := 0

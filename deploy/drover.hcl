@@ -19,6 +19,10 @@ worker {
   # name defaults to the host name: stable across restarts, so a restarted
   # worker gets its queues back.
   capacity   = 16
+  # Prometheus and probes reach /metrics, /healthz and /readyz here; the
+  # debug endpoints (/debug/state, /debug/pprof) answer loopback clients
+  # only, or operator tokens once auth.tokens is set (docs/operations.md,
+  # "The admin endpoints").
   admin_addr = "0.0.0.0:9090"
   # The systemd units' TimeoutStopSec is drain_timeout + 15s: keep them in
   # step when changing this.

@@ -161,6 +161,13 @@ func BenchmarkRuntimeInline(b *testing.B) {
 // covering the last message.
 func (r *runtimeRig) runTask(b *testing.B, queueName, task string, route drover.TaskRoute, concurrency, n int) time.Duration {
 	b.Helper()
+	return r.runQueue(b, drover.QueueConfig{Name: queueName, Concurrency: concurrency, Tasks: map[string]drover.TaskRoute{task: route}}, task, n)
+}
+
+// runQueue is runTask for a queue configured by qc (one route: task).
+func (r *runtimeRig) runQueue(b *testing.B, qc drover.QueueConfig, task string, n int) time.Duration {
+	b.Helper()
+	queueName := qc.Name
 	ctx := context.Background()
 	var last drover.Position
 	for start := 0; start < n; start += 1000 {
@@ -178,7 +185,6 @@ func (r *runtimeRig) runTask(b *testing.B, queueName, task string, route drover.
 	if err != nil {
 		b.Fatal(err)
 	}
-	qc := drover.QueueConfig{Name: queueName, Concurrency: concurrency, Tasks: map[string]drover.TaskRoute{task: route}}
 	start := time.Now()
 	if err := r.w.Start(qc, claim); err != nil {
 		b.Fatal(err)

@@ -79,3 +79,23 @@ log {
   level = "info"           # trace | debug | info | warn | error
   json  = false
 }
+
+# Who may use the HTTP surfaces: the web console (drover web) and the
+# workers' debug endpoints. Without tokens the console listens on loopback
+# only and debug endpoints answer loopback clients only. Make a token with
+# `drover web token NAME ROLE` (viewer | producer | operator | admin).
+auth {
+  # tokens      = ["alice:operator:sha256:…"]
+  # session_key = "…"        # the same on every console server; prefer DROVER_AUTH_SESSION_KEY
+}
+
+web {
+  addr        = "127.0.0.1:8080"
+  # tls_cert  = "/etc/drover/tls/console.pem"
+  # tls_key   = "/etc/drover/tls/console.key"
+  session_ttl = "12h"
+}
+
+# ctl {
+#   token = "drv_…"          # sent by `drover ctl dump`; prefer DROVER_CTL_TOKEN
+# }

@@ -51,9 +51,17 @@ func (s *Store) NextDue(ctx context.Context, queue string) (time.Time, bool, err
 }
 
 // Revoke deletes a delayed message of queue, with its envelope and its
-// dedupe record, and returns true; it returns false, changing nothing, when
-// the id is unknown or no longer delayed (already promoted).
+// dedupe record (the id may be enqueued again), and returns true; it returns
+// false, changing nothing, when the id is unknown or no longer delayed
+// (already promoted). It keeps a "revoked" outcome record for the default
+// retention (24h); RevokeRecording follows a queue's own policy.
 func (s *Store) Revoke(ctx context.Context, queue, id string) (bool, error) {
+	return s.RevokeRecording(ctx, queue, id, drover.Outcomes{}, "")
+}
+
+// RevokeRecording is Revoke keeping the outcome record as policy says (none
+// when policy.Keep() is 0); by names who revoked it, for the record.
+func (s *Store) RevokeRecording(ctx context.Context, queue, id string, policy drover.Outcomes, by string) (bool, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
@@ -62,7 +70,14 @@ func (s *Store) Revoke(ctx context.Context, queue, id string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
 	}
-	return n == 1, nil
+	if n == 0 {
+		return false, nil
+	}
+	rec := drover.Outcome{ID: id, State: drover.JobRevoked, ExitCode: -1, FinishedAt: s.clock.Now().UTC(), By: by}
+	if err := s.recordOutcomes(ctx, qk, []drover.Outcome{rec}, policy); err != nil {
+		return true, fmt.Errorf("revoked %s in %s, but its outcome record was not kept: %w", id, queue, err)
+	}
+	return true, nil
 }
 
 // Retry schedules m (its Attempt already incremented by the caller) to run

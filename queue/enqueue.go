@@ -116,6 +116,40 @@ func (s *Store) EnqueueBatch(ctx context.Context, msgs []*drover.Message) ([]Enq
 	return out, nil
 }
 
+// EnqueueBatchAt is EnqueueBatch with a due time per message: at[i] zero
+// means now, a later time puts msgs[i] in the delayed set (as EnqueueAt).
+// Every message is validated before anything is sent. The messages of one
+// queue, up to 1000, go in one script call, which writes all of them or
+// none.
+func (s *Store) EnqueueBatchAt(ctx context.Context, msgs []*drover.Message, at []time.Time) ([]EnqueueResult, error) {
+	if len(at) != len(msgs) {
+		return nil, fmt.Errorf("enqueue batch: %d due times for %d messages", len(at), len(msgs))
+	}
+	reqs := make([]*enqueueRequest, len(msgs))
+	for i, m := range msgs {
+		var due int64
+		if !at[i].IsZero() {
+			if due = at[i].UnixMilli(); due <= 0 {
+				due = 1
+			}
+		}
+		r, err := s.newRequest(ctx, m, due)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		reqs[i] = r
+	}
+	s.flushEnqueues(ctx, reqs)
+	out := make([]EnqueueResult, len(reqs))
+	for i, r := range reqs {
+		if r.err != nil {
+			return nil, r.err
+		}
+		out[i] = r.res
+	}
+	return out, nil
+}
+
 // newRequest validates m and encodes its envelope, with the trace context
 // of ctx in its headers when tracing is on.
 func (s *Store) newRequest(ctx context.Context, m *drover.Message, due int64) (*enqueueRequest, error) {

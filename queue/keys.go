@@ -27,6 +27,7 @@ type queueKeys struct {
 	dead    string // ZSET id → time dead-lettered (unix ms)
 	deadmsg string // HASH id → envelope + failure fields
 	seen    string // ZSET caller-chosen id → end of its dedupe window (unix ms)
+	done    string // ZSET outcome record buckets "<n>:<start ms>" → expiry (unix ms); bucket <done>:<n>:<start> is a HASH id → record JSON
 }
 
 // queue returns the keys of queue q. q must be a valid queue name.
@@ -43,6 +44,7 @@ func (k *keyspace) queue(q string) *queueKeys {
 		dead:    base + "dead",
 		deadmsg: base + "deadmsg",
 		seen:    base + "seen",
+		done:    base + "done",
 	}
 	v, _ := k.cache.LoadOrStore(q, qk)
 	return v.(*queueKeys)
@@ -50,6 +52,10 @@ func (k *keyspace) queue(q string) *queueKeys {
 
 // queues is the SET of every queue name ever enqueued to.
 func (k *keyspace) queues() string { return k.prefix + ":queues" }
+
+// audit is the LIST of audit records of the console's mutations, newest
+// first.
+func (k *keyspace) audit() string { return k.prefix + ":audit" }
 
 // wakeupChannel is the Pub/Sub channel on which every enqueue publishes the
 // queue's name, so that an idle owner can wake without polling.

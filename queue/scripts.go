@@ -150,7 +150,9 @@ redis.call('SET', KEYS[2], last)
 return #ids
 `
 
-// revokeSource deletes a delayed message, leaving nothing of it behind.
+// revokeSource deletes a delayed message, leaving nothing of it in the
+// queue (its id may be enqueued again). The "revoked" outcome record is
+// written afterwards with record-outcomes.
 //
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen
 //	ARGV[1] id
@@ -163,6 +165,103 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 return 1
+`
+
+// Outcome records live in buckets: HASHes named <done>:<n> (id → record
+// JSON), each expiring (PEXPIREAT) the retention after its last write, and
+// listed in the index <done> (ZSET "<n>:<start ms>" → expiry, unix ms; n
+// is zero-padded to 12 digits so that ties in expiry sort by age). A
+// bucket takes records for 1/8 of the retention (at least 1 s) or up to 1/8
+// of the bound, whichever ends first; when the buckets hold more than the
+// bound, the oldest are deleted whole. So a record costs one HSET field (no
+// sorted-set entry), expiry is Redis's own, and a lookup reads at most a few
+// buckets. The bucket keys are not in KEYS: they are derived from KEYS[1]
+// and carry its hash tag, so they live in the same Cluster slot.
+
+// recordOutcomesSource keeps outcome records of finished jobs.
+//
+//	KEYS[1] done (the bucket index)
+//	ARGV[1] the most records the queue keeps (> 0)
+//	ARGV[2] how long to keep the records, in ms (> 0)
+//	then 2 per record: id, record JSON
+//
+// Returns the number of records kept in the queue after the call.
+const recordOutcomesSource = `-- drover record-outcomes v1
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local max, keep = tonumber(ARGV[1]), tonumber(ARGV[2])
+local expiry = now_ms + keep
+local width = math.max(1000, math.floor(keep / 8))
+local per = math.max(1, math.floor(max / 8))
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
+local n, start, held = 0, 0, 0
+local cur = redis.call('ZRANGE', KEYS[1], -1, -1)
+if #cur > 0 then
+  local a, b = string.match(cur[1], '^(%d+):(%d+)$')
+  n, start = tonumber(a), tonumber(b)
+  held = redis.call('HLEN', KEYS[1] .. ':' .. cur[1])
+end
+local i = 3
+while i <= #ARGV do
+  if #cur == 0 or now_ms - start >= width or held >= per then
+    n, start, held = n + 1, now_ms, 0
+    cur = {string.format('%012d:%d', n, now_ms)}
+  end
+  local room = math.min(per - held, (#ARGV - i + 1) / 2, 1000)
+  local key = KEYS[1] .. ':' .. cur[1]
+  redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
+  redis.call('PEXPIREAT', key, expiry)
+  redis.call('ZADD', KEYS[1], expiry, cur[1])
+  held = held + room
+  i = i + 2 * room
+end
+local buckets = redis.call('ZRANGE', KEYS[1], 0, -1)
+local sizes, total = {}, 0
+for j = 1, #buckets do
+  sizes[j] = redis.call('HLEN', KEYS[1] .. ':' .. buckets[j])
+  total = total + sizes[j]
+end
+local j = 1
+while total > max and j < #buckets do
+  redis.call('UNLINK', KEYS[1] .. ':' .. buckets[j])
+  redis.call('ZREM', KEYS[1], buckets[j])
+  total = total - sizes[j]
+  j = j + 1
+end
+return total
+`
+
+// jobStatusSource reads everything one job's status needs, in one call:
+// where the id sits (delayed set, log, dead letters, outcome record buckets,
+// newest first) and the stored envelope or record.
+//
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] dead  KEYS[5] deadmsg
+//	KEYS[6] done (the bucket index)
+//	ARGV[1] id
+//	ARGV[2] the committed offset: "ahead" counts log entries after it
+//
+// Returns {now in µs, due ms or false, position or false, ahead,
+// envelope or false, dead-lettered ms or false, dead record or false,
+// outcome record or false}.
+const jobStatusSource = `-- drover job-status v1
+local id = ARGV[1]
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local due = redis.call('ZSCORE', KEYS[3], id)
+local pos = redis.call('ZSCORE', KEYS[1], id)
+local ahead = 0
+if pos then ahead = redis.call('ZCOUNT', KEYS[1], '(' .. ARGV[2], '(' .. pos) end
+local env = redis.call('HGET', KEYS[2], id)
+local dead = redis.call('ZSCORE', KEYS[4], id)
+local deadrec = false
+if dead then deadrec = redis.call('HGET', KEYS[5], id) end
+local rec = false
+local buckets = redis.call('ZRANGE', KEYS[6], '+inf', '(' .. math.floor(now_us / 1000), 'BYSCORE', 'REV')
+for i = 1, #buckets do
+  rec = redis.call('HGET', KEYS[6] .. ':' .. buckets[i], id)
+  if rec then break end
+end
+return {now_us, due, pos, ahead, env, dead, deadrec, rec}
 `
 
 // retrySource stores a message's new envelope under its id and schedules it
@@ -309,4 +408,7 @@ var (
 	purgeDeadScript = redis.NewScript(purgeDeadSource)
 	trimScript      = redis.NewScript(trimSource)
 	backlogScript   = redis.NewScript(backlogSource)
+
+	recordOutcomesScript = redis.NewScript(recordOutcomesSource)
+	jobStatusScript      = redis.NewScript(jobStatusSource)
 )

@@ -128,3 +128,13 @@ func (s *Store) PositionAt(ctx context.Context, queue string, t time.Time) (drov
 	}
 	return drover.Position(zs[0].Score), nil
 }
+
+// QueueKnown reports whether queue is in the queue registry (has ever been
+// enqueued to), in one O(1) round trip.
+func (s *Store) QueueKnown(ctx context.Context, queue string) (bool, error) {
+	ok, err := s.rdb.SIsMember(ctx, s.keys.queues(), queue).Result()
+	if err != nil {
+		return false, fmt.Errorf("look up queue %s: %w", queue, err)
+	}
+	return ok, nil
+}

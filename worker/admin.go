@@ -2,6 +2,7 @@ package worker
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/pprof"
 )
@@ -16,13 +17,46 @@ type AdminConfig struct {
 	Info func() map[string]any
 	// Metrics serves /metrics. Optional.
 	Metrics http.Handler
+	// Debug wraps the debug endpoints (/debug/state, /debug/pprof/*) to
+	// authenticate them; the scrape and probe endpoints (/metrics,
+	// /healthz, /readyz) are never wrapped. Default: only loopback clients
+	// reach the debug endpoints.
+	Debug func(http.Handler) http.Handler
 }
 
-// AdminHandler serves /healthz (the process runs), /readyz (Ready),
-// /debug/state (State plus Info, as JSON), /metrics and /debug/pprof. The
-// admin address is loopback by default: expose it only to operators.
+// JobState is /debug/job's answer: a message's in-flight attempt on this
+// member.
+type JobState struct {
+	Member string    `json:"member"`
+	Queue  string    `json:"queue"`
+	Task   TaskState `json:"task"`
+}
+
+// loopbackOnly answers 403 to a client that is not on a loopback address.
+func loopbackOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			http.Error(w, "forbidden: debug endpoints answer loopback clients only", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// AdminHandler serves /healthz (the process runs), /readyz (Ready) and
+// /metrics to anyone — what a scraper and a kubelet need — and /debug/state
+// (State plus Info, as JSON), /debug/job?queue=&id= (one message's in-flight
+// attempt, 404 when it does not run here: one map lookup, for status
+// lookups) and /debug/pprof behind cfg.Debug.
 func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
+	guard := cfg.Debug
+	if guard == nil {
+		guard = loopbackOnly
+	}
+	debug := http.NewServeMux()
 	mux := http.NewServeMux()
+	mux.Handle("/debug/", guard(debug))
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
 		rw.Write([]byte("ok\n"))
 	})
@@ -35,7 +69,7 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 		}
 		rw.Write([]byte("ready\n"))
 	})
-	mux.HandleFunc("GET /debug/state", func(rw http.ResponseWriter, _ *http.Request) {
+	debug.HandleFunc("GET /debug/state", func(rw http.ResponseWriter, _ *http.Request) {
 		out := map[string]any{"worker": w.State()}
 		if cfg.Info != nil {
 			for k, v := range cfg.Info() {
@@ -47,13 +81,27 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 		enc.SetIndent("", "  ")
 		enc.Encode(out)
 	})
+	debug.HandleFunc("GET /debug/job", func(rw http.ResponseWriter, r *http.Request) {
+		q, id := r.URL.Query().Get("queue"), r.URL.Query().Get("id")
+		if q == "" || id == "" {
+			http.Error(rw, "want ?queue=<queue>&id=<id>", http.StatusBadRequest)
+			return
+		}
+		ts, ok := w.Job(q, id)
+		if !ok {
+			http.Error(rw, "not running here", http.StatusNotFound)
+			return
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(rw).Encode(JobState{Member: w.cfg.Member, Queue: q, Task: ts})
+	})
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	debug.HandleFunc("/debug/pprof/", pprof.Index)
+	debug.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	debug.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	debug.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	debug.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }

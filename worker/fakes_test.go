@@ -21,6 +21,10 @@ type memLog struct {
 	trims    map[string][]drover.Position
 	retries  int
 	promotes int // PromoteDue calls: a loop iteration ran
+	outcomes map[string][]drover.Outcome
+	// recordTrims counts TrimRecording calls: each is one trim carrying
+	// records, never a write of its own.
+	recordTrims int
 }
 
 func newMemLog() *memLog {
@@ -83,6 +87,17 @@ func (l *memLog) Trim(_ context.Context, queue string, offset drover.Position, _
 	defer l.mu.Unlock()
 	l.trims[queue] = append(l.trims[queue], offset)
 	return 0, nil
+}
+
+func (l *memLog) TrimRecording(ctx context.Context, queue string, offset drover.Position, retention time.Duration, os []drover.Outcome, _ drover.Outcomes) (int, error) {
+	l.mu.Lock()
+	if l.outcomes == nil {
+		l.outcomes = map[string][]drover.Outcome{}
+	}
+	l.outcomes[queue] = append(l.outcomes[queue], os...)
+	l.recordTrims++
+	l.mu.Unlock()
+	return l.Trim(ctx, queue, offset, retention)
 }
 
 func (l *memLog) Retry(_ context.Context, m *drover.Message, _ time.Time) error {
@@ -191,7 +206,7 @@ func (e *scriptedExecutor) Execute(ctx context.Context, t *executor.Task) execut
 	case executor.OutcomeFailure:
 		code = 1
 	}
-	return executor.Result{Outcome: o, ExitCode: code, Reason: string(o), Stderr: []byte("boom")}
+	return executor.Result{Outcome: o, ExitCode: code, Reason: string(o), Stderr: []byte("boom"), Stdout: []byte("result:" + t.Message.ID)}
 }
 
 func (e *scriptedExecutor) runList() []string {

@@ -49,8 +49,9 @@ type queueLoop struct {
 	lastPromote time.Time
 	lastRead    time.Time
 	lastBacklog time.Time
-	caughtUp    bool // the last read returned fewer than asked
-	wasBlocked  bool // paused or suspended at the last iteration
+	caughtUp    bool             // the last read returned fewer than asked
+	wasBlocked  bool             // paused or suspended at the last iteration
+	outcomes    []drover.Outcome // records of finished messages, for the next trim
 
 	mu       sync.Mutex // guards the fields below, read by State
 	inflight map[string]*TaskState
@@ -264,6 +265,7 @@ func (l *queueLoop) finish(r taskDone) {
 	l.running--
 	l.w.pool.release(l.name)
 	if r.done {
+		l.keepOutcome(r.s)
 		l.prog.complete(r.s)
 	}
 }
@@ -329,7 +331,7 @@ func (l *queueLoop) lose(why string, err error) {
 func (l *queueLoop) trim(pos drover.Position) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	if _, err := l.w.cfg.Log.Trim(ctx, l.name, pos, l.config().Retention.Std()); err != nil {
+	if err := l.trimLog(ctx, pos); err != nil {
 		l.logger.Warn("trim queue", "offset", pos, "error", err)
 	}
 }
@@ -385,7 +387,7 @@ func (l *queueLoop) shutdown() {
 		l.logger.Warn("release queue", "offset", off.Position, "error", err)
 		return
 	}
-	if off.Position != l.committed {
+	if off.Position != l.committed || len(l.outcomes) > 0 {
 		l.trim(off.Position)
 	}
 	l.logger.Debug("released queue", "offset", off.Position)

@@ -93,3 +93,23 @@ func (w *Worker) State() State {
 	}
 	return st
 }
+
+// Job returns the in-flight attempt of message id in queue, if this worker
+// runs it now. It costs one map lookup (no scan of the owned queues).
+func (w *Worker) Job(queue, id string) (TaskState, bool) {
+	w.mu.Lock()
+	l := w.queues[queue]
+	w.mu.Unlock()
+	if l == nil {
+		return TaskState{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.inflight[id]
+	if !ok {
+		return TaskState{}, false
+	}
+	ts := *t
+	ts.Runtime = w.cfg.Clock.Now().Sub(ts.Started).Seconds()
+	return ts, true
+}

@@ -61,6 +61,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		span.Attempt(m.Attempt, string(res.Outcome), res.ExitCode, res.Reason)
 		switch res.Outcome {
 		case executor.OutcomeSuccess:
+			s.outcome = l.outcomeOf(&m, res, cfg)
 			return true
 		case executor.OutcomeAborted:
 			return false
@@ -82,6 +83,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		}
 		delay := l.backoff(cfg, m.Attempt+1)
 		m.Attempt++
+		setLastError(&m, res.Failure(l.w.cfg.Clock.Now()))
 		envelope = nil // the executor encodes the updated envelope
 		if cfg.Ordered {
 			// Retry in place: the queue waits for this message.

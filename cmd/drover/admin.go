@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/metrics"
 )
@@ -45,6 +46,18 @@ func (a *adminServer) interrupt(error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	a.srv.Shutdown(ctx)
+}
+
+// debugGuard returns the wrapper of an admin listener's debug endpoints:
+// with auth.tokens configured they need an operator (or admin) bearer
+// token; without, only loopback clients reach them (docs/operations.md,
+// "The admin endpoints").
+func debugGuard(cfg *config.Config) (func(http.Handler) http.Handler, error) {
+	g, err := auth.NewGuard(cfg.Auth.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	return g.Wrap, nil
 }
 
 // setupMetrics builds the process's metrics registry from the metrics block.

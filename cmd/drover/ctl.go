@@ -35,10 +35,10 @@ state.`
   drover ctl pause --queue emails --reason "smtp outage"
   drover ctl offsets reset emails --to-datetime 2024-05-01T10:00:00Z`
 	cmd.AddCommand(
-		a.ctlStatusCommand(), a.ctlDumpCommand(),
+		a.withWatch(a.ctlStatusCommand()), a.ctlDumpCommand(), a.ctlMessagesCommand(), a.ctlRunNowCommand(),
 		a.ctlPauseCommand(true), a.ctlPauseCommand(false),
-		a.ctlEnqueueCommand(), a.ctlRevokeCommand(),
-		a.ctlScheduleCommand(), a.ctlDeadCommand(), a.ctlOffsetsCommand(), a.ctlQueueCommand(),
+		a.ctlEnqueueCommand(), a.ctlRevokeCommand(), a.ctlJobCommand(),
+		withSubcommands(a.ctlScheduleCommand(), a.ctlScheduleTriggerCommand()), a.ctlDeadCommand(), a.ctlOffsetsCommand(), a.ctlQueueCommand(),
 	)
 	return cmd
 }

@@ -225,6 +225,9 @@ func fetchState(e *ctlEnv, addr string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e.cfg.Ctl.Token != "" { // debug endpoints need an operator token when auth.tokens is set
+		req.Header.Set("Authorization", "Bearer "+e.cfg.Ctl.Token)
+	}
 	client := &http.Client{Timeout: dumpTimeout}
 	resp, err := client.Do(req)
 	if err != nil {

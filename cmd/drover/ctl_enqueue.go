@@ -142,17 +142,15 @@ func (a *app) ctlRevokeCommand() *cobra.Command {
 		Short: "Delete a delayed job before it is due",
 		Long: `Delete a job enqueued with --at or --in (or waiting for a retry) before it
 becomes due. Exits 3 when the id is not delayed: unknown, already due and
-promoted to the queue, or revoked before.`,
+promoted to the queue, or revoked before. The job's status (drover ctl job)
+then reads "revoked", with who revoked it, for the queue's outcome
+retention.`,
 		Example: `  id=$(drover ctl enqueue reports build --in 1h)
   drover ctl revoke reports "$id"`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			st, err := e.knownQueueStore(args[0])
-			if err != nil {
-				return err
-			}
-			ok, err := st.Revoke(e.ctx, args[0], args[1])
+			ok, err := e.revokeJob(args[0], args[1])
 			if err != nil {
 				return err
 			}

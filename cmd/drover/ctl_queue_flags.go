@@ -29,6 +29,8 @@ type queueFlags struct {
 	limitAS, limitCPU, limitFiles    int64
 	user, group                      string
 	clearTags                        bool
+	outcomeRetention                 string
+	outcomeMax, outcomeStdout        int
 }
 
 func (qf *queueFlags) register(cmd *cobra.Command, update bool) {
@@ -43,6 +45,9 @@ func (qf *queueFlags) register(cmd *cobra.Command, update bool) {
 	f.StringVar(&qf.backoffMax, "backoff-max", "", "longest retry delay (default 10m)")
 	f.Float64Var(&qf.backoffJitter, "backoff-jitter", 0, "random spread of retry delays, 0–1")
 	f.StringVar(&qf.retention, "retention", "", "keep done messages this long, for replay (default 0)")
+	f.StringVar(&qf.outcomeRetention, "outcome-retention", "", "keep records of finished jobs this long, for `ctl job` (default 24h; 0: off)")
+	f.IntVar(&qf.outcomeMax, "outcome-max", 0, "keep at most this many outcome records (default 10000)")
+	f.IntVar(&qf.outcomeStdout, "outcome-stdout", 0, "keep this many bytes of a succeeded task's stdout in its record (default 0, at most 65536)")
 	f.StringArrayVar(&qf.tags, "tag", nil, "only members with this tag may own the queue (repeatable)")
 	f.StringArrayVar(&qf.tasks, "task", nil, "route NAME=ARGV (a command, split like a shell without running one), NAME=@go or NAME=@inline (registered Go handlers); NAME * matches any task (repeatable)")
 	f.StringArrayVar(&qf.pools, "pool", nil, "run NAME's tasks in warm pooled children: NAME or NAME=max_tasks_per_child=N,max_memory_per_child=SIZE,max_child_age=DURATION (docs/process-pool.md; repeatable)")
@@ -123,6 +128,19 @@ func (qf *queueFlags) apply(fs *pflag.FlagSet, stdin io.Reader, cfg *drover.Queu
 		if err := dur(d.flag, d.v, d.dst); err != nil {
 			return err
 		}
+	}
+	if changed("outcome-retention") {
+		var d drover.Duration
+		if err := dur("outcome-retention", qf.outcomeRetention, &d); err != nil {
+			return err
+		}
+		cfg.Outcomes.Retention = &d
+	}
+	if changed("outcome-max") {
+		cfg.Outcomes.Max = qf.outcomeMax
+	}
+	if changed("outcome-stdout") {
+		cfg.Outcomes.StdoutTail = qf.outcomeStdout
 	}
 	if qf.clearTags {
 		cfg.Tags = nil

@@ -189,7 +189,13 @@ func (a *app) runDev(ctx context.Context, o devOptions) (err error) {
 		return err
 	}
 	defer fl.stop(a.stderr)
+	webURL, stopWeb, err := startDevWeb(ctx, cfgPath)
+	if err != nil {
+		return err
+	}
+	defer stopWeb()
 	a.printDevBanner(dir, cfgPath, zk.Addr, rds.Addr, fl)
+	fmt.Fprintf(a.stdout, "Web console: %s\n\n", webURL)
 
 	if o.demo {
 		return runDemo(ctx, a, cl, fl, o, devHints(cfgPath))

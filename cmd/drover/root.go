@@ -110,7 +110,7 @@ cluster's state (exists, owned, conflict).`,
 	})
 	_ = root.MarkPersistentFlagFilename("config", "hcl", "json")
 
-	root.AddCommand(a.workerCommand(), a.schedulerCommand(), a.ctlCommand(), a.configCommand(), a.devCommand(), a.scalerCommand())
+	root.AddCommand(a.workerCommand(), a.schedulerCommand(), a.ctlCommand(), a.configCommand(), a.devCommand(), a.scalerCommand(), a.webCommand())
 	return root
 }
 

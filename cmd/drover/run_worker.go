@@ -12,6 +12,7 @@ import (
 	"github.com/drover-dev/drover"
 	membership "github.com/drover-dev/drover/fleet" // dev_fleet.go has a type fleet
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/jobs"
 	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/rebalance"
@@ -22,12 +23,14 @@ import (
 
 // The stores wired into the runtime, checked at compile time.
 var (
-	_ worker.Log           = (*queue.Store)(nil)
-	_ worker.Requeuer      = (*queue.Store)(nil)
-	_ worker.BacklogReader = (*queue.Store)(nil)
-	_ scheduler.Store      = (*queue.ScheduleStore)(nil)
-	_ scheduler.Catalog    = (*queue.ScheduleStore)(nil)
-	_ membership.Worker    = (*worker.Worker)(nil)
+	_ worker.Log            = (*queue.Store)(nil)
+	_ worker.Requeuer       = (*queue.Store)(nil)
+	_ worker.BacklogReader  = (*queue.Store)(nil)
+	_ worker.OutcomeTrimmer = (*queue.Store)(nil)
+	_ jobs.Store            = (*queue.Store)(nil)
+	_ scheduler.Store       = (*queue.ScheduleStore)(nil)
+	_ scheduler.Catalog     = (*queue.ScheduleStore)(nil)
+	_ membership.Worker     = (*worker.Worker)(nil)
 )
 
 // workerOptions are the worker command's options that are not settings.
@@ -83,6 +86,10 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	if err != nil {
 		return err
 	}
+	guard, err := debugGuard(cfg)
+	if err != nil {
+		return err
+	}
 	var adminAddr string
 	info := func() map[string]any {
 		out := m.Info()
@@ -90,7 +97,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		return out
 	}
 	admin, err := newAdminServer("worker.admin_addr", cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{
-		Ready: func() error { return m.Ready() }, Info: info, Metrics: reg.Handler(),
+		Ready: func() error { return m.Ready() }, Info: info, Metrics: reg.Handler(), Debug: guard,
 	}))
 	if err != nil {
 		return err

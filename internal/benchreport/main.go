@@ -127,6 +127,36 @@ func sections() []section {
 			Notes: "What bounds pooled Go: a pooled no-op task costs about 45 µs of CPU on this machine (measured with `time` over 100,000 tasks: about 18 µs in the worker — the frame, one write and one read, the output check, the hand-off — and the rest in the child and the kernel, mostly the two process wake-ups per task), so two idle cores top out near 40,000 tasks/s; children recycled every 1,000 tasks add a process start each (a few ms of CPU). Other work on the machine takes its share of both cores: a run under load lands below 25,000 even when a quiet one does not. Python per task is an interpreter start per message (with `site`), which the machine's load stretches most.",
 		},
 		{
+			Title: "Outcome records (job status)", Pkg: "./e2e",
+			Intro: "Inline no-op tasks (50,000 per run, concurrency 16) with outcome records off and on (the default: 24 h, 10,000 per queue), alternating in the same run on the same worker, Redis and ZooKeeper. Records of succeeded tasks ride with the trim after each commit (one HSET field per record in an expiring bucket); `cost` = 1 − on/off.",
+			Bench: "^BenchmarkOutcomeRecordsInline$", Benchtime: "1x",
+			Units: []string{"off-tasks/s", "on-tasks/s", "cost"},
+			Targets: []target{
+				{"outcome records on cost ≤ 10% of inline no-op tasks/s", "BenchmarkOutcomeRecordsInline", "cost", "<=", 0.10},
+			},
+			Notes: "A record is one HSET field and about 110 bytes sent per succeeded task, in the pipeline of the trim that follows each commit, and the queue loop waits for that pipeline. Writing records in batches costs about 2–2.5 µs each here (queue.BenchmarkRecordOutcomes: 400,000–490,000 records/s in batches of 10,000), against 10–16 µs for a whole inline no-op task, so the 10% target is at the edge on this machine: runs during development at a load average near 11 gave 14–15% (MISSED there); writing the records from a separate goroutine instead measured worse (21–25%), since both compete for the same 2 cores. Against a subprocess task (about 1 ms) a record is well under 1%. What would cut it further: plain HSET from the owner without the Lua script, or a smaller record (no member and task per record).",
+		},
+		{
+			Title: "HTTP producers", Pkg: "./web",
+			Intro: "`POST /api/v1/queues/{q}/jobs` with batches of 100 jobs from one keep-alive client with a producer token (authenticated, size-bounded, audited), against the Go client's `EnqueueBatch` of 100 on the same Redis, alternating in the same run; `ratio` = HTTP / Go client.",
+			Bench: "^BenchmarkHTTPEnqueueBatch100$", Benchtime: "1x",
+			Units: []string{"http-jobs/s", "client-jobs/s", "ratio"},
+			Notes: "No target was set. Where an HTTP request's time goes (CPU profile): the console decodes every mutation's body generically for its form/JSON parameters and the audit detail, the job endpoint decodes it again strictly, and the answer is indented JSON; the enqueue itself is the same script call as EnqueueBatch.",
+		},
+		{
+			Title: "Web console at 10,000 queues", Pkg: "./web",
+			Intro: "One refresh of the queues page and of `GET /api/v1/queues?sort=lag&order=desc&per_page=100` over 10,000 configured queues with one message each, through the real handler (token auth, sorting, rendering), each reading the whole fleet afresh (snapshot cache off): one listing of `/queues` and `/owners`, one `/offsets/<queue>` read per queue pipelined 128 in flight on the session's connection, and the Redis backlog as plain commands (ZCOUNT, ZRANGE LIMIT 1, ZCARD) pipelined 1,000 queues per round trip — no per-queue Lua script. `redis-round-trips/refresh` is counted by a go-redis hook; `SnapshotParts10k` times the two per-queue parts alone (the ZooKeeper offset reads, the Redis backlog pipelines).",
+			Bench: "^BenchmarkConsole(Queues10k|SnapshotParts10k)$", Benchtime: "3x", Count: 3,
+			Units: []string{"ms/refresh", "redis-round-trips/refresh", "zk-ms", "redis-ms"},
+			Targets: []target{
+				{"/api/v1/queues: Redis round trips per refresh ≤ 50", "BenchmarkConsoleQueues10k/api", "redis-round-trips/refresh", "<=", 50},
+				{"/api/v1/queues: server time < 1 s", "BenchmarkConsoleQueues10k/api", "ms/refresh", "<=", 1000},
+				{"queues page: Redis round trips per refresh ≤ 50", "BenchmarkConsoleQueues10k/page", "redis-round-trips/refresh", "<=", 50},
+				{"queues page: server time < 1 s", "BenchmarkConsoleQueues10k/page", "ms/refresh", "<=", 1000},
+			},
+			Notes: "Most of a refresh is the 10,000 ZooKeeper offset reads (the only per-queue cost left in ZooKeeper; `zk-ms`) and the client's work on 50,000 pipelined Redis replies (`redis-ms`), both CPU-bound on this machine; the console serves every page and API call from one snapshot for 2 s (web.Config.SnapshotTTL), so concurrent viewers share one refresh. A miss of the time target on this 2-core machine comes with the load average of the other work on it: the page and the API do the same reads.",
+		},
+		{
 			Title: "Autoscaling (KEDA external scaler)", Pkg: "./scaler",
 			Intro: "Time from an Enqueue call to the StreamIsActive push of \"active\" for an idle selection, received over gRPC as KEDA receives it (real Redis; 40 enqueues to fresh queues per run). `poll-only` has no enqueue wake-ups: the push comes from the 1 s poll, the backstop for a lost wake-up.",
 			Bench: "^BenchmarkStreamPush$", Benchtime: "1x", Count: 3,

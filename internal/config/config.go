@@ -41,6 +41,8 @@ const (
 	DefaultMisfireGrace       = scheduler.DefaultMisfireGrace
 	DefaultCatchupLimit       = scheduler.DefaultCatchupLimit
 	DefaultLogLevel           = "info"
+	DefaultWebAddr            = "127.0.0.1:8080"
+	DefaultSessionTTL         = 12 * time.Hour
 	// The scaler's ports follow the scheduler's, so all three commands
 	// start side by side on one host with the defaults.
 	DefaultScalerAddr     = "127.0.0.1:9093"
@@ -69,6 +71,9 @@ type Config struct {
 	Scheduler Scheduler
 	Metrics   Metrics
 	Log       Log
+	Auth      Auth
+	Web       Web
+	Ctl       Ctl
 	Scaler    Scaler
 	Tracing   Tracing
 
@@ -260,6 +265,41 @@ type Log struct {
 	JSON bool
 }
 
+// Auth is block auth: who may use the HTTP surfaces (the web console and
+// its API, and the debug endpoints of workers and schedulers).
+type Auth struct {
+	// Tokens are "name:role:sha256:<hex>" (auth.tokens); roles viewer,
+	// producer, operator, admin. Only the token's SHA-256 is stored; `drover
+	// web token NAME ROLE` makes one. Default none: the console listens on
+	// loopback only and debug endpoints answer loopback clients only.
+	Tokens []string
+	// SessionKey signs browser sessions and CSRF tokens (auth.session_key);
+	// give every console server behind one address the same key. Default:
+	// a random key per process.
+	SessionKey string
+}
+
+// Web is block web: the `drover web` console and HTTP API.
+type Web struct {
+	// Addr is where the console listens (web.addr). Default
+	// "127.0.0.1:8080". A non-loopback address needs auth.tokens.
+	Addr string
+	// TLSCert and TLSKey are PEM files (web.tls_cert, web.tls_key); when
+	// both are set the console serves HTTPS and its cookies are Secure.
+	TLSCert string
+	TLSKey  string
+	// SessionTTL is how long a browser login lasts (web.session_ttl).
+	// Default 12h.
+	SessionTTL time.Duration
+}
+
+// Ctl is block ctl: how `drover ctl` authenticates to HTTP surfaces.
+type Ctl struct {
+	// Token is sent as a bearer token to workers' debug endpoints by `ctl
+	// dump` (ctl.token; prefer DROVER_CTL_TOKEN). Default none.
+	Token string
+}
+
 // Default returns the configuration with every default applied. hostname is
 // the default worker name.
 func Default(hostname string) *Config {
@@ -290,6 +330,7 @@ func Default(hostname string) *Config {
 		},
 		Metrics: Metrics{Prometheus: true},
 		Log:     Log{Level: DefaultLogLevel},
+		Web:     Web{Addr: DefaultWebAddr, SessionTTL: DefaultSessionTTL},
 		Scaler: Scaler{
 			Addr:         DefaultScalerAddr,
 			AdminAddr:    DefaultScalerAdmin,

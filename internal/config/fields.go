@@ -99,6 +99,16 @@ var fields = []field{
 
 	{key: "log.level", kind: kindString, ref: func(c *Config) any { return &c.Log.Level }},
 	{key: "log.json", kind: kindBool, ref: func(c *Config) any { return &c.Log.JSON }},
+
+	{key: "auth.tokens", kind: kindStrings, ref: func(c *Config) any { return &c.Auth.Tokens }},
+	{key: "auth.session_key", kind: kindString, secret: true, ref: func(c *Config) any { return &c.Auth.SessionKey }},
+
+	{key: "web.addr", kind: kindString, ref: func(c *Config) any { return &c.Web.Addr }},
+	{key: "web.tls_cert", kind: kindString, ref: func(c *Config) any { return &c.Web.TLSCert }},
+	{key: "web.tls_key", kind: kindString, ref: func(c *Config) any { return &c.Web.TLSKey }},
+	{key: "web.session_ttl", kind: kindDuration, ref: func(c *Config) any { return &c.Web.SessionTTL }},
+
+	{key: "ctl.token", kind: kindString, secret: true, ref: func(c *Config) any { return &c.Ctl.Token }},
 }
 
 // Keys returns every setting's key, in the order of the documentation.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/auth"
 )
 
 // Validate checks every setting and returns Errors listing each problem
@@ -136,6 +137,24 @@ func (c *Config) Validate() error {
 	if !slices.Contains(LogLevels, c.Log.Level) {
 		bad("log.level", "want one of %s, have %q", strings.Join(LogLevels, ", "), c.Log.Level)
 	}
+	if _, err := auth.ParseTokens(c.Auth.Tokens); err != nil {
+		bad("auth.tokens", "%v", err)
+	}
+	if k := c.Auth.SessionKey; k != "" && len(k) < 16 {
+		bad("auth.session_key", "want at least 16 characters (say, `openssl rand -hex 32`)")
+	}
+	addr("web.addr", c.Web.Addr)
+	if (c.Web.TLSCert == "") != (c.Web.TLSKey == "") {
+		bad("web.tls_cert", "tls_cert and tls_key go together")
+	}
+	for _, f := range []struct{ key, file string }{{"web.tls_cert", c.Web.TLSCert}, {"web.tls_key", c.Web.TLSKey}} {
+		if f.file != "" {
+			if _, err := os.Stat(f.file); err != nil {
+				bad(f.key, "%v", err)
+			}
+		}
+	}
+	positive("web.session_ttl", c.Web.SessionTTL)
 	return errs.err()
 }
 

@@ -1,0 +1,160 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/drover-dev/drover"
+)
+
+// ViewParallelism is how many reads ReadQueueViews keeps in flight. The
+// go-zookeeper client pipelines concurrent requests over the session's one
+// connection, so a few dozen outstanding reads turn N round trips into about
+// N/ViewParallelism latencies while bounding the server's queue.
+const ViewParallelism = 128
+
+// QueueView is what an operator's console shows of one queue from
+// ZooKeeper: its owner and its committed offset.
+type QueueView struct {
+	Name string
+	// Owned says whether /owners/<queue> exists.
+	Owned bool
+	// Owner is the member name in /owners/<queue>, "" when not owned or
+	// when the owner nodes were not read (ReadQueueViews without owners).
+	Owner string
+	// Offset is /offsets/<queue>; zero when the queue was never claimed.
+	Offset drover.Offset
+	// Err is set when a node could not be decoded; the other fields hold
+	// what could be read.
+	Err error
+}
+
+// QueueNames lists the configured queues (the children of /queues), sorted,
+// without reading their configurations: one request.
+func (s *Session) QueueNames(ctx context.Context) ([]string, error) {
+	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+		names, _, err := c.Children(s.path(queuesDir))
+		return names, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list queue names: %w", err)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// OwnedQueues lists the queues that have an owner node (the children of
+// /owners): one request.
+func (s *Session) OwnedQueues(ctx context.Context) (map[string]bool, error) {
+	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+		names, _, err := c.Children(s.path(ownersDir))
+		return names, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list owners: %w", err)
+	}
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// ReadQueueViews reads the offset node of every queue in queues and, with
+// owners, its owner node, with at most ViewParallelism requests in flight.
+// Without owners, Owned comes from one listing of /owners and Owner stays
+// "" (half the reads: a console lists the assigned member instead). It
+// returns one view per queue in the order given; a queue without nodes has
+// a zero view. It fails on the first read that fails for another reason
+// than a missing node.
+func (s *Session) ReadQueueViews(ctx context.Context, queues []string, owners bool) ([]QueueView, error) {
+	views := make([]QueueView, len(queues))
+	if !owners {
+		owned, err := s.OwnedQueues(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for i, q := range queues {
+			views[i].Owned = owned[q]
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+		next  = make(chan int)
+	)
+	fail := func(err error) {
+		once.Do(func() { first = err; cancel() })
+	}
+	workers := min(ViewParallelism, len(queues))
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := s.readView(ctx, &views[i], queues[i], owners); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+feed:
+	for i := range queues {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return nil, fmt.Errorf("read queue views: %w", first)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return views, nil
+}
+
+func (s *Session) readView(ctx context.Context, v *QueueView, q string, owners bool) error {
+	v.Name = q
+	op, err := s.queuePath(ownersDir, q)
+	if err != nil {
+		return err
+	}
+	if owners {
+		nd, err := getNode(ctx, s, op)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+		case err != nil:
+			return fmt.Errorf("owner of %s: %w", q, err)
+		default:
+			var o Owner
+			if err := json.Unmarshal(nd.data, &o); err != nil {
+				v.Err = fmt.Errorf("decode %s: %w", op, err)
+			}
+			v.Owned, v.Owner = true, o.Member
+		}
+	}
+	nd, err := getNode(ctx, s, s.path(offsetsDir, q))
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+	case err != nil:
+		return fmt.Errorf("offset of %s: %w", q, err)
+	default:
+		if err := json.Unmarshal(nd.data, &v.Offset); err != nil {
+			v.Err = fmt.Errorf("decode offset of %s: %w", q, err)
+		}
+	}
+	return nil
+}

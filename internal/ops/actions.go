@@ -1,0 +1,263 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+)
+
+// Pause sets the pause flag of scope and name (a queue, a member, or
+// everything with name ""), by who, with reason. Owners stop starting tasks
+// and keep their claims: nothing is rebalanced.
+func (o *Ops) Pause(ctx context.Context, scope drover.PauseScope, name, who, reason string) error {
+	if err := o.checkScope(ctx, scope, name); err != nil {
+		return err
+	}
+	return o.zk.SetPause(ctx, scope, name, drover.Pause{By: who, At: o.now().UTC(), Reason: reason})
+}
+
+// Resume clears the pause flag of scope and name; resuming what is not
+// paused is not an error.
+func (o *Ops) Resume(ctx context.Context, scope drover.PauseScope, name string) error {
+	if err := o.checkScope(ctx, scope, name); err != nil {
+		return err
+	}
+	return o.zk.ClearPause(ctx, scope, name)
+}
+
+func (o *Ops) checkScope(ctx context.Context, scope drover.PauseScope, name string) error {
+	switch scope {
+	case drover.PauseQueue:
+		return o.KnownQueue(ctx, name)
+	case drover.PauseMember:
+		if name == "" || strings.ContainsAny(name, "/ \t") {
+			return badInput("member name %q", name)
+		}
+		return nil
+	case drover.PauseAll:
+		return nil
+	}
+	return badInput("pause scope %q", scope)
+}
+
+// Revoke deletes a delayed message; it fails with drover.ErrNotFound when
+// id is not delayed (unknown or already promoted).
+func (o *Ops) Revoke(ctx context.Context, q, id string) error {
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return err
+	}
+	ok, err := o.store.Revoke(ctx, q, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("revoke %s of %s: not a delayed message (unknown, or promoted already): %w", id, q, drover.ErrNotFound)
+	}
+	return nil
+}
+
+// RunNow moves a delayed message into the log at once and returns its
+// position.
+func (o *Ops) RunNow(ctx context.Context, q, id string) (drover.Position, error) {
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return 0, err
+	}
+	return o.store.RunNow(ctx, q, id)
+}
+
+// RetryDead puts a dead letter back at the end of its queue with attempt 0.
+func (o *Ops) RetryDead(ctx context.Context, q, id string) (drover.Position, error) {
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return 0, err
+	}
+	r, err := o.store.RetryDead(ctx, q, id)
+	if err != nil && !IsNotFound(err) && !errors.Is(err, drover.ErrPoison) {
+		return 0, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	return r.Position, err
+}
+
+// PurgeDead deletes one dead letter (id) or all of q's (id ""), and returns
+// how many.
+func (o *Ops) PurgeDead(ctx context.Context, q, id string) (int, error) {
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return 0, err
+	}
+	if id == "" {
+		return o.store.PurgeAllDead(ctx, q)
+	}
+	ok, err := o.store.PurgeDead(ctx, q, id)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, fmt.Errorf("purge dead letter %s of %s: %w", id, q, drover.ErrNotFound)
+	}
+	return 1, nil
+}
+
+// ResetTarget says where an offset reset goes: exactly one of the fields.
+type ResetTarget struct {
+	Earliest bool
+	Latest   bool
+	Time     time.Time
+	Position *drover.Position
+}
+
+// ParseResetTarget reads "earliest", "latest", a time (RFC 3339 or
+// "YYYY-MM-DD HH:MM[:SS]" UTC) or a position (digits).
+func ParseResetTarget(to string) (ResetTarget, error) {
+	to = strings.TrimSpace(to)
+	switch to {
+	case "":
+		return ResetTarget{}, badInput("reset: want to = earliest, latest, a time or a position")
+	case "earliest":
+		return ResetTarget{Earliest: true}, nil
+	case "latest":
+		return ResetTarget{Latest: true}, nil
+	}
+	if p, err := strconv.ParseInt(to, 10, 64); err == nil {
+		if p < 0 {
+			return ResetTarget{}, badInput("reset to position %d: want ≥ 0", p)
+		}
+		pos := drover.Position(p)
+		return ResetTarget{Position: &pos}, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04"} {
+		if t, err := time.Parse(layout, to); err == nil {
+			return ResetTarget{Time: t}, nil
+		}
+	}
+	return ResetTarget{}, badInput("reset to %q: want earliest, latest, a position, or a time like 2024-05-01T10:00:00Z or \"2024-05-01 10:00\"", to)
+}
+
+// ResetPreview is what an offset reset does (or did).
+type ResetPreview struct {
+	Queue  string          `json:"queue"`
+	From   drover.Position `json:"from"`
+	To     drover.Position `json:"to"`
+	Run    int64           `json:"messages_to_run"` // messages after the new offset
+	Before int64           `json:"messages_before"` // lag before the reset
+	Owner  string          `json:"owner,omitempty"`
+	Paused bool            `json:"paused"`
+	DryRun bool            `json:"dry_run"`
+	// Version is the offset node's version after the reset (not dry run).
+	Version int32 `json:"version,omitempty"`
+	// Warning says what the operator may not expect (no retention, owned).
+	Warning string `json:"warning,omitempty"`
+}
+
+// ResetOffset moves q's committed offset to target, by who. With dryRun it
+// only computes the preview. It is refused (ErrRefused) while a member owns
+// the queue and it is not paused; the owner of a paused queue is fenced by
+// the reset and claims it again from the new offset.
+func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who string, dryRun bool) (ResetPreview, error) {
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return ResetPreview{}, err
+	}
+	views, err := o.zk.ReadQueueViews(ctx, []string{q}, true)
+	if err != nil {
+		return ResetPreview{}, err
+	}
+	cur := views[0]
+	p := ResetPreview{Queue: q, From: cur.Offset.Position, To: cur.Offset.Position, Owner: cur.Owner, DryRun: dryRun}
+	first, errFirst := o.store.FirstPosition(ctx, q)
+	last, errLast := o.store.LastPosition(ctx, q)
+	for _, err := range []error{errFirst, errLast} {
+		if err != nil && !errors.Is(err, drover.ErrNotFound) {
+			return p, err
+		}
+	}
+	switch {
+	case target.Earliest:
+		if first > 0 {
+			p.To = first - 1
+		}
+	case target.Latest:
+		if last > 0 {
+			p.To = last
+		}
+	case target.Position != nil:
+		p.To = *target.Position
+	case !target.Time.IsZero():
+		pos, err := o.store.PositionAt(ctx, q, target.Time)
+		switch {
+		case err == nil:
+			p.To = pos
+		case errors.Is(err, drover.ErrNotFound) && first > 0:
+			p.To = first - 1
+		case errors.Is(err, drover.ErrNotFound):
+		default:
+			return p, err
+		}
+	default:
+		return p, badInput("reset: no target")
+	}
+	stats, err := o.store.Stats(ctx, []string{q, q}, []drover.Position{p.From, p.To})
+	if err != nil {
+		return p, err
+	}
+	p.Before, p.Run = stats[0].Lag, stats[1].Lag
+	opts := coordinator.ResetOptions{}
+	if cur.Owner != "" {
+		pauses, err := o.zk.Pauses(ctx)
+		if err != nil {
+			return p, err
+		}
+		_, p.Paused = pauses.Paused(q, cur.Owner)
+		if !p.Paused {
+			p.Warning = "the queue is owned by " + cur.Owner + " and not paused: pause it first"
+			if !dryRun {
+				return p, fmt.Errorf("%w: reset offset of %s: owned by member %s and not paused; pause it first", ErrRefused, q, cur.Owner)
+			}
+		}
+		opts.AllowOwned = true
+	}
+	if p.To < p.From && p.Warning == "" {
+		if qe, err := o.zk.Queue(ctx, q); err == nil && qe.Config.Retention == 0 {
+			p.Warning = "the queue has no retention: done messages were trimmed, only those still in the log run again"
+		}
+	}
+	if dryRun {
+		return p, nil
+	}
+	v, err := o.zk.ResetOffset(ctx, q, drover.Offset{Position: p.To, CommittedAt: o.now().UTC(), Member: "reset by " + who}, opts)
+	if err != nil {
+		return p, err
+	}
+	p.Version = v
+	return p, nil
+}
+
+// SetQueueConfig creates q's configuration or replaces it. version is the
+// version read (from Queue) for an update, -1 to create.
+func (o *Ops) SetQueueConfig(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
+	if err := cfg.Validate(); err != nil {
+		return 0, err
+	}
+	if version < 0 {
+		if err := o.zk.CreateQueue(ctx, cfg); err != nil {
+			if errors.Is(err, coordinator.ErrQueueExists) {
+				return 0, fmt.Errorf("%w: %w", ErrRefused, err)
+			}
+			return 0, err
+		}
+		return 0, nil
+	}
+	return o.zk.UpdateQueue(ctx, cfg, version)
+}
+
+// DeleteQueueConfig removes q's configuration (its messages and offset
+// stay).
+func (o *Ops) DeleteQueueConfig(ctx context.Context, q string) error {
+	if err := drover.ValidateQueueName(q); err != nil {
+		return badInput("queue name: %v", err)
+	}
+	return o.zk.DeleteQueue(ctx, q)
+}

@@ -1,0 +1,101 @@
+// Package ops holds the operations an operator performs on a fleet —
+// reading its state, pausing, revoking, retrying, resetting offsets,
+// managing schedules — over ZooKeeper (package coordinator) and Redis
+// (package queue), so that the web console's API and `drover ctl` share one
+// implementation. Every function is safe for concurrent use; none keeps
+// state between calls except Fleet's snapshot cache.
+package ops
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/queue"
+	"github.com/drover-dev/drover/scheduler"
+)
+
+// Errors that callers map to answers (HTTP status codes, exit codes).
+var (
+	// ErrBadInput: a parameter is missing or malformed (400).
+	ErrBadInput = errors.New("bad input")
+	// ErrRefused: the fleet's state forbids the operation now (409): an
+	// owned, unpaused queue's offset, a dead letter pending again.
+	ErrRefused = errors.New("refused")
+	// ErrUnreachable: a member's admin endpoint did not answer (502).
+	ErrUnreachable = errors.New("unreachable")
+)
+
+// badInput returns an error wrapping ErrBadInput.
+func badInput(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadInput, fmt.Sprintf(format, a...))
+}
+
+// Config configures Ops.
+type Config struct {
+	// ZK and Store are the fleet's coordination session and queue store.
+	// Required.
+	ZK    *coordinator.Session
+	Store *queue.Store
+	// Cluster names the fleet, for display.
+	Cluster string
+	// MemberToken is sent as a bearer token to members' debug endpoints
+	// (/debug/state) by MemberState. Optional.
+	MemberToken string
+	// HTTP fetches members' state. Default: a client with a 5 s timeout.
+	HTTP *http.Client
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Ops performs operations on one fleet.
+type Ops struct {
+	zk      *coordinator.Session
+	store   *queue.Store
+	sched   *scheduler.Manager
+	cluster string
+	token   string
+	http    *http.Client
+	now     func() time.Time
+}
+
+// New validates cfg and returns Ops.
+func New(cfg Config) (*Ops, error) {
+	if cfg.ZK == nil || cfg.Store == nil {
+		return nil, fmt.Errorf("%w: ops: ZK and Store are required", drover.ErrInvalidConfig)
+	}
+	o := &Ops{zk: cfg.ZK, store: cfg.Store, sched: scheduler.NewManager(cfg.Store.Schedules()),
+		cluster: cfg.Cluster, token: cfg.MemberToken, http: cfg.HTTP, now: cfg.Now}
+	if o.http == nil {
+		o.http = &http.Client{Timeout: 5 * time.Second}
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	return o, nil
+}
+
+// Store returns the queue store (for features built on top of ops).
+func (o *Ops) Store() *queue.Store { return o.store }
+
+// ZK returns the coordination session.
+func (o *Ops) ZK() *coordinator.Session { return o.zk }
+
+// IsNotFound reports whether err means "no such queue, message, member or
+// schedule".
+func IsNotFound(err error) bool {
+	return errors.Is(err, drover.ErrNotFound) || errors.Is(err, drover.ErrQueueNotFound)
+}
+
+// IsBadInput reports whether err is the caller's mistake.
+func IsBadInput(err error) bool {
+	return errors.Is(err, ErrBadInput) || errors.Is(err, drover.ErrInvalidConfig) || errors.Is(err, drover.ErrInvalidQueueName)
+}
+
+// IsRefused reports whether the fleet's state refused the operation.
+func IsRefused(err error) bool {
+	return errors.Is(err, ErrRefused) || errors.Is(err, coordinator.ErrQueueOwned) || errors.Is(err, coordinator.ErrConflict) || errors.Is(err, coordinator.ErrQueueExists)
+}

@@ -1,0 +1,252 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/queue"
+)
+
+// KnownQueue checks that q is configured in ZooKeeper or has ever been
+// enqueued to; otherwise it fails with drover.ErrQueueNotFound, so that a
+// typo does not act on a stray queue.
+func (o *Ops) KnownQueue(ctx context.Context, q string) error {
+	if err := drover.ValidateQueueName(q); err != nil {
+		return badInput("queue name: %v", err)
+	}
+	if _, err := o.zk.Queue(ctx, q); err == nil || !errors.Is(err, drover.ErrQueueNotFound) {
+		return nil // configured (a corrupt configuration is still a queue)
+	}
+	names, err := o.store.Queues(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n == q {
+			return nil
+		}
+	}
+	return queueNotFound(q)
+}
+
+// QueueDetail is one queue with its configuration.
+type QueueDetail struct {
+	QueueRow
+	Config        *drover.QueueConfig `json:"config,omitempty"`
+	ConfigError   string              `json:"config_error,omitempty"`
+	ConfigVersion int32               `json:"config_version"`
+	LogFirst      drover.Position     `json:"log_first"`
+}
+
+// Queue reads one queue: its row (owner, offset, backlog, pause) and its
+// configuration, at a cost independent of the number of queues.
+func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return nil, err
+	}
+	views, err := o.zk.ReadQueueViews(ctx, []string{q}, true)
+	if err != nil {
+		return nil, err
+	}
+	v := views[0]
+	stats, err := o.store.Stats(ctx, []string{q}, []drover.Position{v.Offset.Position})
+	if err != nil {
+		return nil, err
+	}
+	st := stats[0]
+	an, err := o.zk.Assignment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pauses, err := o.zk.Pauses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := &QueueDetail{QueueRow: QueueRow{Queue: q, Assigned: an.Assignment.Queues[q], Owner: v.Owner, Owned: v.Owned,
+		Committed: v.Offset.Position, LogEnd: st.LogEnd, Lag: st.Lag, OldestAge: st.OldestAge.Seconds(), Delayed: st.Delayed, Dead: st.Dead}}
+	if v.Err != nil {
+		d.Error = v.Err.Error()
+	}
+	member := d.Owner
+	if member == "" {
+		member = d.Assigned
+	}
+	if p, ok := pauses.Paused(q, member); ok {
+		d.Paused, d.PausedBy = true, &p
+	}
+	switch qe, err := o.zk.Queue(ctx, q); {
+	case err == nil:
+		d.Configured, d.Config, d.ConfigVersion = true, &qe.Config, qe.Version
+	case errors.Is(err, drover.ErrQueueNotFound):
+	default:
+		d.Configured, d.ConfigError = true, err.Error()
+	}
+	if p, err := o.store.FirstPosition(ctx, q); err == nil {
+		d.LogFirst = p
+	}
+	return d, nil
+}
+
+// Message is one message as the console shows it.
+type Message struct {
+	ID       string          `json:"id"`
+	State    string          `json:"state"`
+	Position drover.Position `json:"position,omitempty"`
+	Due      *time.Time      `json:"due,omitempty"`
+	// Envelope is the stored envelope (JSON) when it is valid JSON.
+	Envelope json.RawMessage `json:"envelope,omitempty"`
+	// Raw is the stored envelope when it is not valid JSON.
+	Raw     string          `json:"raw,omitempty"`
+	Failure *drover.Failure `json:"failure,omitempty"`
+	// Done is true for a pending-state message at or below the committed
+	// offset (processed, kept by retention).
+	Done bool `json:"done,omitempty"`
+}
+
+func envelopeOf(m *Message, raw []byte) {
+	if raw == nil {
+		return
+	}
+	if json.Valid(raw) {
+		m.Envelope = json.RawMessage(raw)
+	} else {
+		m.Raw = string(raw)
+	}
+}
+
+// MaxPage is the most messages one listing returns.
+const MaxPage = 500
+
+func pageLimit(limit int) (int, error) {
+	if limit < 1 || limit > MaxPage {
+		return 0, badInput("limit %d: want 1 to %d", limit, MaxPage)
+	}
+	return limit, nil
+}
+
+// Pending lists up to limit messages waiting in q after position after (0:
+// after the committed offset), in position order.
+func (o *Ops) Pending(ctx context.Context, q string, after drover.Position, limit int) ([]Message, error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return nil, err
+	}
+	if after == 0 {
+		views, err := o.zk.ReadQueueViews(ctx, []string{q}, true)
+		if err != nil {
+			return nil, err
+		}
+		after = views[0].Offset.Position
+	}
+	entries, err := o.store.ReadAfter(ctx, q, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, 0, len(entries))
+	for _, e := range entries {
+		m := Message{ID: e.ID, State: queue.StatePending, Position: e.Position}
+		envelopeOf(&m, e.Raw)
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Delayed lists up to limit delayed messages of q, soonest first, after
+// skipping offset.
+func (o *Ops) Delayed(ctx context.Context, q string, offset, limit int) ([]Message, error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 {
+		return nil, badInput("offset %d: want ≥ 0", offset)
+	}
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return nil, err
+	}
+	entries, err := o.store.Delayed(ctx, q, offset, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, 0, len(entries))
+	for _, e := range entries {
+		due := e.Due.UTC()
+		m := Message{ID: e.ID, State: queue.StateDelayed, Due: &due}
+		envelopeOf(&m, e.Raw)
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Dead lists up to limit dead letters of q, newest first, after skipping
+// offset.
+func (o *Ops) Dead(ctx context.Context, q string, offset, limit int) ([]Message, error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 {
+		return nil, badInput("offset %d: want ≥ 0", offset)
+	}
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return nil, err
+	}
+	dls, err := o.store.DeadLetters(ctx, q, offset, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, 0, len(dls))
+	for _, dl := range dls {
+		out = append(out, deadMessage(dl))
+	}
+	return out, nil
+}
+
+func deadMessage(dl drover.DeadLetter) Message {
+	f := dl.Failure
+	m := Message{ID: dl.ID, State: queue.StateDead, Failure: &f}
+	switch {
+	case dl.Message != nil:
+		if b, err := json.Marshal(dl.Message); err == nil {
+			m.Envelope = b
+		}
+	default:
+		envelopeOf(&m, dl.Raw)
+	}
+	return m
+}
+
+// Message finds one message of q by id: pending, delayed or dead.
+func (o *Ops) Message(ctx context.Context, q, id string) (Message, error) {
+	if id == "" {
+		return Message{}, badInput("empty message id")
+	}
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return Message{}, err
+	}
+	mi, err := o.store.Message(ctx, q, id)
+	if err != nil {
+		return Message{}, err
+	}
+	switch mi.State {
+	case queue.StateDead:
+		return deadMessage(*mi.DeadLetter), nil
+	case queue.StateDelayed:
+		due := mi.Due.UTC()
+		m := Message{ID: id, State: mi.State, Due: &due}
+		envelopeOf(&m, mi.Raw)
+		return m, nil
+	}
+	m := Message{ID: id, State: mi.State, Position: mi.Position}
+	envelopeOf(&m, mi.Raw)
+	if views, err := o.zk.ReadQueueViews(ctx, []string{q}, true); err == nil && mi.Position <= views[0].Offset.Position {
+		m.Done = true
+	}
+	return m, nil
+}

@@ -1,0 +1,132 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/queue"
+	"github.com/drover-dev/drover/scheduler"
+)
+
+// Schedule is one schedule entry as the console shows it.
+type Schedule struct {
+	Name       string          `json:"name"`
+	State      scheduler.State `json:"state"`
+	Next       *time.Time      `json:"next,omitempty"`
+	Definition json.RawMessage `json:"definition"`
+	Meta       scheduler.Meta  `json:"meta"`
+	// Error says why an invalid entry is invalid.
+	Error string `json:"error,omitempty"`
+	// Queue, Task and When are the definition's for display.
+	Queue string `json:"-"`
+	Task  string `json:"-"`
+	When  string `json:"-"`
+}
+
+func scheduleOf(en scheduler.Entry) Schedule {
+	out := Schedule{Name: en.Name, State: en.State, Meta: en.Meta, Definition: en.Raw,
+		Queue: en.Definition.Queue, Task: en.Definition.Task, When: DescribeSpec(en.Definition.Schedule)}
+	if en.State != scheduler.StateInvalid {
+		if b, err := json.Marshal(en.Definition); err == nil {
+			out.Definition = b
+		}
+	}
+	if !en.Next.IsZero() {
+		n := en.Next.UTC()
+		out.Next = &n
+	}
+	if en.Err != nil {
+		out.Error = en.Err.Error()
+	}
+	if len(out.Definition) == 0 {
+		out.Definition = json.RawMessage("null")
+	}
+	return out
+}
+
+// DescribeSpec says when a schedule fires, for people.
+func DescribeSpec(s scheduler.Spec) string {
+	switch s.Type {
+	case scheduler.TypeInterval:
+		if s.Relative {
+			return "every " + s.Every.String() + " after the last run"
+		}
+		return "every " + s.Every.String()
+	case scheduler.TypeCron:
+		tz := s.Timezone
+		if tz == "" {
+			tz = "UTC"
+		}
+		return "cron " + s.Expr + " " + tz
+	case scheduler.TypeAt:
+		return "at " + s.At.UTC().Format(time.RFC3339)
+	}
+	return s.Type
+}
+
+// Schedules lists every entry, invalid ones with the reason.
+func (o *Ops) Schedules(ctx context.Context) ([]Schedule, error) {
+	entries, err := o.sched.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Schedule, 0, len(entries))
+	for _, en := range entries {
+		out = append(out, scheduleOf(en))
+	}
+	return out, nil
+}
+
+// Schedule reads one entry.
+func (o *Ops) Schedule(ctx context.Context, name string) (Schedule, error) {
+	en, err := o.sched.Get(ctx, name)
+	if err != nil {
+		return Schedule{}, err
+	}
+	return scheduleOf(en), nil
+}
+
+// SetScheduleEnabled enables or disables an entry.
+func (o *Ops) SetScheduleEnabled(ctx context.Context, name string, enabled bool) error {
+	if enabled {
+		return o.sched.Enable(ctx, name)
+	}
+	return o.sched.Disable(ctx, name)
+}
+
+// PutSchedule adds the entry, or replaces it when it exists.
+func (o *Ops) PutSchedule(ctx context.Context, def scheduler.Definition) error {
+	if err := def.Validate(); err != nil {
+		return err
+	}
+	if _, err := o.sched.Get(ctx, def.Name); err == nil {
+		return o.sched.Update(ctx, def)
+	}
+	return o.sched.Add(ctx, def)
+}
+
+// RemoveSchedule deletes an entry.
+func (o *Ops) RemoveSchedule(ctx context.Context, name string) error {
+	return o.sched.Remove(ctx, name)
+}
+
+// Trigger enqueues one job of the entry now, outside its slots: the entry's
+// queue, task and arguments under the id sched:<name>:manual-<unix ms>. The
+// entry's next slot is not changed. An invalid entry cannot be triggered.
+func (o *Ops) Trigger(ctx context.Context, name string) (queue.EnqueueResult, error) {
+	en, err := o.sched.Get(ctx, name)
+	if err != nil {
+		return queue.EnqueueResult{}, err
+	}
+	if en.State == scheduler.StateInvalid {
+		return queue.EnqueueResult{}, fmt.Errorf("%w: trigger %s: the entry is invalid: %v", ErrRefused, name, en.Err)
+	}
+	now := o.now().UTC()
+	def := en.Definition
+	m := &drover.Message{ID: fmt.Sprintf("sched:%s:manual-%d", name, now.UnixMilli()), Queue: def.Queue, Task: def.Task,
+		Args: def.Args, EnqueuedAt: now, Schedule: name, FireAt: now, Headers: map[string]string{"triggered": "manual"}}
+	return o.store.Enqueue(ctx, m)
+}

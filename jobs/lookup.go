@@ -1,0 +1,142 @@
+// Package jobs answers "where is my job?": a job's status by id, combining
+// what Redis knows (delayed, pending, retrying, dead, outcome records) with
+// the queue owner's live state (running, with pid and start time).
+//
+// Running is deliberately not written anywhere: it changes twice per task,
+// and writing it would cost a round trip per task on the hot path. The
+// owner already holds it in memory (its in-flight map), so a lookup asks the
+// owner's admin server (/debug/job, one map lookup) only when Redis says the
+// job is pending. Lookups are rare; tasks are not.
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+// Store reads a job's status from Redis (*queue.Store).
+type Store interface {
+	JobStatus(ctx context.Context, queue, id string, offset drover.Position) (drover.JobStatus, error)
+}
+
+// Owner is who runs a queue now and how far it has committed.
+type Owner struct {
+	Member    string          // "" when the queue is not owned
+	AdminAddr string          // the owner's admin server; "" when unknown or off
+	Offset    drover.Position // the committed offset; 0 when never committed
+}
+
+// Fleet reads a queue's owner and committed offset (ZooKeeper; see
+// SessionFleet).
+type Fleet interface {
+	QueueOwner(ctx context.Context, queue string) (Owner, error)
+}
+
+// Lookup answers status lookups. Store is required; without Fleet, pending
+// positions count from the start of the log and running is never reported.
+type Lookup struct {
+	Store Store
+	Fleet Fleet
+	// HTTP asks owners' admin servers; default: a client with a 5s timeout.
+	HTTP *http.Client
+	// Token, when set, is sent as a bearer token to the owners' debug
+	// endpoints (an operator token: ctl.token).
+	Token string
+}
+
+// adminTimeout bounds one question to an owner's admin server.
+const adminTimeout = 5 * time.Second
+
+// Job returns the status of job id in queue. It fails only when Redis or
+// ZooKeeper cannot be read; an owner that does not answer leaves the answer
+// at pending with a Note.
+func (l *Lookup) Job(ctx context.Context, queue, id string) (drover.JobStatus, error) {
+	var owner Owner
+	if l.Fleet != nil {
+		o, err := l.Fleet.QueueOwner(ctx, queue)
+		if err != nil {
+			return drover.JobStatus{}, fmt.Errorf("job %s of %s: %w", id, queue, err)
+		}
+		owner = o
+	}
+	st, err := l.Store.JobStatus(ctx, queue, id, owner.Offset)
+	if err != nil {
+		return drover.JobStatus{}, err
+	}
+	if st.State != drover.JobPending || owner.Member == "" {
+		return st, nil
+	}
+	if owner.AdminAddr == "" {
+		st.Note = fmt.Sprintf("owner %s has no admin address: cannot tell whether it runs now", owner.Member)
+		return st, nil
+	}
+	run, ok, err := l.askOwner(ctx, owner.AdminAddr, queue, id)
+	switch {
+	case err != nil:
+		st.Note = fmt.Sprintf("owner %s did not answer (%v): cannot tell whether it runs now", owner.Member, err)
+	case ok:
+		started := run.Task.Started.UTC()
+		st.State, st.Member, st.PID, st.StartedAt, st.Attempt = drover.JobRunning, run.Member, run.Task.PID, &started, run.Task.Attempt
+		if st.Task == "" {
+			st.Task = run.Task.Task
+		}
+		st.Ahead = nil
+	}
+	return st, nil
+}
+
+// running is the owner's /debug/job answer (worker.JobState).
+type running struct {
+	Member string `json:"member"`
+	Task   struct {
+		Task    string    `json:"task"`
+		Attempt int       `json:"attempt"`
+		PID     int       `json:"pid"`
+		Started time.Time `json:"started"`
+	} `json:"task"`
+}
+
+// askOwner asks the owner's admin server whether it runs the job now.
+func (l *Lookup) askOwner(ctx context.Context, addr, queue, id string) (running, bool, error) {
+	client := l.HTTP
+	if client == nil {
+		client = &http.Client{Timeout: adminTimeout}
+	}
+	u := "http://" + addr + "/debug/job?" + url.Values{"queue": {queue}, "id": {id}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return running{}, false, err
+	}
+	if l.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+l.Token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return running{}, false, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return running{}, false, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return running{}, false, nil
+	default:
+		return running{}, false, fmt.Errorf("GET /debug/job: %s", resp.Status)
+	}
+	var r running
+	if err := json.Unmarshal(body, &r); err != nil {
+		return running{}, false, errors.New("GET /debug/job: answer is not JSON")
+	}
+	return r, true, nil
+}

@@ -1,0 +1,262 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/auth"
+	"github.com/drover-dev/drover/internal/ops"
+	"github.com/drover-dev/drover/scheduler"
+)
+
+// queryInt reads an integer query parameter; "" is def.
+func queryInt(r *Request, name string, def int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, Errorf(http.StatusBadRequest, "%s %q: want a whole number", name, v)
+	}
+	return n, nil
+}
+
+// queueQuery reads the queues listing's query parameters.
+func queueQuery(r *Request) (ops.QueueQuery, error) {
+	q := ops.QueueQuery{Filter: r.URL.Query().Get("filter"), Sort: r.URL.Query().Get("sort"), Only: r.URL.Query().Get("only")}
+	switch o := r.URL.Query().Get("order"); o {
+	case "", "asc":
+	case "desc":
+		q.Desc = true
+	default:
+		return q, Errorf(http.StatusBadRequest, "order %q: want asc or desc", o)
+	}
+	var err error
+	if q.Page, err = queryInt(r, "page", 1); err != nil {
+		return q, err
+	}
+	if q.PerPage, err = queryInt(r, "per_page", 100); err != nil {
+		return q, err
+	}
+	return q, q.Validate()
+}
+
+// routeAPI registers /api/v1: every page's data and every action.
+func (s *Server) routeAPI() {
+	s.HandleAPI("GET", "/whoami", auth.Viewer, func(r *Request) (any, error) {
+		return map[string]string{"name": r.Principal.Name, "role": r.Principal.Role.String(), "via": r.Principal.Via}, nil
+	})
+	s.HandleAPI("GET", "/overview", auth.Viewer, func(r *Request) (any, error) {
+		snap, err := s.snapshot(r.Request)
+		if err != nil {
+			return nil, err
+		}
+		return s.overview(snap), nil
+	})
+	s.HandleAPI("GET", "/queues", auth.Viewer, func(r *Request) (any, error) {
+		q, err := queueQuery(r)
+		if err != nil {
+			return nil, err
+		}
+		snap, err := s.snapshot(r.Request)
+		if err != nil {
+			return nil, err
+		}
+		return snap.Select(q)
+	})
+	s.HandleAPI("GET", "/queues/{queue}", auth.Viewer, func(r *Request) (any, error) {
+		return s.ops.Queue(r.Context(), r.PathValue("queue"))
+	})
+	s.HandleAPI("GET", "/queues/{queue}/pending", auth.Viewer, func(r *Request) (any, error) {
+		after, err := queryInt(r, "after", 0)
+		if err != nil {
+			return nil, err
+		}
+		limit, err := queryInt(r, "limit", 50)
+		if err != nil {
+			return nil, err
+		}
+		return s.ops.Pending(r.Context(), r.PathValue("queue"), drover.Position(after), limit)
+	})
+	s.HandleAPI("GET", "/queues/{queue}/delayed", auth.Viewer, func(r *Request) (any, error) {
+		offset, limit, err := paging(r)
+		if err != nil {
+			return nil, err
+		}
+		return s.ops.Delayed(r.Context(), r.PathValue("queue"), offset, limit)
+	})
+	s.HandleAPI("GET", "/queues/{queue}/dead", auth.Viewer, func(r *Request) (any, error) {
+		offset, limit, err := paging(r)
+		if err != nil {
+			return nil, err
+		}
+		return s.ops.Dead(r.Context(), r.PathValue("queue"), offset, limit)
+	})
+	s.HandleAPI("GET", "/queues/{queue}/messages/{id}", auth.Viewer, func(r *Request) (any, error) {
+		return s.ops.Message(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+	})
+	s.HandleAPI("GET", "/members", auth.Viewer, func(r *Request) (any, error) {
+		snap, err := s.snapshot(r.Request)
+		if err != nil {
+			return nil, err
+		}
+		return snap.Members, nil
+	})
+	s.HandleAPI("GET", "/members/{member}", auth.Viewer, func(r *Request) (any, error) {
+		return s.ops.MemberState(r.Context(), r.PathValue("member"))
+	})
+	s.HandleAPI("GET", "/schedules", auth.Viewer, func(r *Request) (any, error) {
+		return s.ops.Schedules(r.Context())
+	})
+	s.HandleAPI("GET", "/schedules/{name}", auth.Viewer, func(r *Request) (any, error) {
+		return s.ops.Schedule(r.Context(), r.PathValue("name"))
+	})
+	s.HandleAPI("GET", "/audit", auth.Viewer, func(r *Request) (any, error) {
+		offset, limit, err := paging(r)
+		if err != nil {
+			return nil, err
+		}
+		return s.ops.Audit(r.Context(), offset, limit)
+	})
+
+	// Operator actions.
+	pause := func(scope drover.PauseScope, name func(*Request) string) Handler {
+		return func(r *Request) (any, error) {
+			n := name(r)
+			if err := s.ops.Pause(r.Context(), scope, n, r.Principal.Name, r.In.Get("reason")); err != nil {
+				return nil, err
+			}
+			return map[string]any{"scope": scope, "name": n, "paused": true, "reason": r.In.Get("reason")}, nil
+		}
+	}
+	resume := func(scope drover.PauseScope, name func(*Request) string) Handler {
+		return func(r *Request) (any, error) {
+			n := name(r)
+			if err := s.ops.Resume(r.Context(), scope, n); err != nil {
+				return nil, err
+			}
+			return map[string]any{"scope": scope, "name": n, "paused": false}, nil
+		}
+	}
+	queueName := func(r *Request) string { return r.PathValue("queue") }
+	memberName := func(r *Request) string { return r.PathValue("member") }
+	none := func(*Request) string { return "" }
+	s.HandleMutation("POST", "/queues/{queue}/pause", auth.Operator, "queue.pause", pause(drover.PauseQueue, queueName))
+	s.HandleMutation("POST", "/queues/{queue}/resume", auth.Operator, "queue.resume", resume(drover.PauseQueue, queueName))
+	s.HandleMutation("POST", "/members/{member}/pause", auth.Operator, "member.pause", pause(drover.PauseMember, memberName))
+	s.HandleMutation("POST", "/members/{member}/resume", auth.Operator, "member.resume", resume(drover.PauseMember, memberName))
+	s.HandleMutation("POST", "/pause", auth.Operator, "all.pause", pause(drover.PauseAll, none))
+	s.HandleMutation("POST", "/resume", auth.Operator, "all.resume", resume(drover.PauseAll, none))
+	s.HandleMutation("POST", "/queues/{queue}/delayed/{id}/revoke", auth.Operator, "delayed.revoke", func(r *Request) (any, error) {
+		if err := s.ops.Revoke(r.Context(), r.PathValue("queue"), r.PathValue("id")); err != nil {
+			return nil, err
+		}
+		return map[string]any{"id": r.PathValue("id"), "revoked": true}, nil
+	})
+	s.HandleMutation("POST", "/queues/{queue}/delayed/{id}/run", auth.Operator, "delayed.run_now", func(r *Request) (any, error) {
+		pos, err := s.ops.RunNow(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"id": r.PathValue("id"), "position": pos}, nil
+	})
+	s.HandleMutation("POST", "/queues/{queue}/dead/{id}/retry", auth.Operator, "dead.retry", func(r *Request) (any, error) {
+		pos, err := s.ops.RetryDead(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"id": r.PathValue("id"), "position": pos}, nil
+	})
+	s.HandleMutation("POST", "/schedules/{name}/enable", auth.Operator, "schedule.enable", func(r *Request) (any, error) {
+		return map[string]any{"name": r.PathValue("name"), "enabled": true}, s.ops.SetScheduleEnabled(r.Context(), r.PathValue("name"), true)
+	})
+	s.HandleMutation("POST", "/schedules/{name}/disable", auth.Operator, "schedule.disable", func(r *Request) (any, error) {
+		return map[string]any{"name": r.PathValue("name"), "enabled": false}, s.ops.SetScheduleEnabled(r.Context(), r.PathValue("name"), false)
+	})
+	s.HandleMutation("POST", "/schedules/{name}/trigger", auth.Operator, "schedule.trigger", func(r *Request) (any, error) {
+		res, err := s.ops.Trigger(r.Context(), r.PathValue("name"))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"name": r.PathValue("name"), "id": res.ID, "position": res.Position}, nil
+	})
+	s.HandleMutation("PUT", "/schedules/{name}", auth.Operator, "schedule.put", func(r *Request) (any, error) {
+		var def scheduler.Definition
+		if err := json.Unmarshal(r.Body, &def); err != nil {
+			return nil, Errorf(http.StatusBadRequest, "schedule definition: %v", err)
+		}
+		if def.Name != r.PathValue("name") {
+			return nil, Errorf(http.StatusBadRequest, "schedule definition: name %q differs from the path's %q", def.Name, r.PathValue("name"))
+		}
+		if err := s.ops.PutSchedule(r.Context(), def); err != nil {
+			return nil, err
+		}
+		return s.ops.Schedule(r.Context(), def.Name)
+	})
+	s.HandleMutation("DELETE", "/schedules/{name}", auth.Operator, "schedule.remove", func(r *Request) (any, error) {
+		return map[string]any{"name": r.PathValue("name"), "removed": true}, s.ops.RemoveSchedule(r.Context(), r.PathValue("name"))
+	})
+
+	// Admin actions.
+	s.HandleMutation("POST", "/queues/{queue}/dead/{id}/purge", auth.Admin, "dead.purge", func(r *Request) (any, error) {
+		n, err := s.ops.PurgeDead(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		return map[string]any{"purged": n}, err
+	})
+	s.HandleMutation("POST", "/queues/{queue}/dead/purge", auth.Admin, "dead.purge_all", func(r *Request) (any, error) {
+		n, err := s.ops.PurgeDead(r.Context(), r.PathValue("queue"), "")
+		return map[string]any{"purged": n}, err
+	})
+	s.HandleMutation("POST", "/queues/{queue}/offset", auth.Admin, "offset.reset", func(r *Request) (any, error) {
+		target, err := ops.ParseResetTarget(r.In.Get("to"))
+		if err != nil {
+			return nil, err
+		}
+		dry, err := r.In.Bool("dry_run")
+		if err != nil {
+			return nil, Errorf(http.StatusBadRequest, "dry_run %q: want true or false", r.In.Get("dry_run"))
+		}
+		return s.ops.ResetOffset(r.Context(), r.PathValue("queue"), target, r.Principal.Name, dry)
+	})
+	s.HandleMutation("PUT", "/queues/{queue}/config", auth.Admin, "queue.config", func(r *Request) (any, error) {
+		var cfg drover.QueueConfig
+		dec := json.NewDecoder(strings.NewReader(string(r.Body)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg); err != nil {
+			return nil, Errorf(http.StatusBadRequest, "queue configuration: %v", err)
+		}
+		if cfg.Name == "" {
+			cfg.Name = r.PathValue("queue")
+		}
+		if cfg.Name != r.PathValue("queue") {
+			return nil, Errorf(http.StatusBadRequest, "queue configuration: name %q differs from the path's %q", cfg.Name, r.PathValue("queue"))
+		}
+		version := int32(-1)
+		if v := r.URL.Query().Get("version"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || n < 0 {
+				return nil, Errorf(http.StatusBadRequest, "version %q: want the version read from GET (config_version)", v)
+			}
+			version = int32(n)
+		}
+		nv, err := s.ops.SetQueueConfig(r.Context(), cfg, version)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"queue": cfg.Name, "config_version": nv}, nil
+	})
+	s.HandleMutation("DELETE", "/queues/{queue}/config", auth.Admin, "queue.delete", func(r *Request) (any, error) {
+		return map[string]any{"queue": r.PathValue("queue"), "deleted": true}, s.ops.DeleteQueueConfig(r.Context(), r.PathValue("queue"))
+	})
+}
+
+func paging(r *Request) (offset, limit int, err error) {
+	if offset, err = queryInt(r, "offset", 0); err != nil {
+		return
+	}
+	limit, err = queryInt(r, "limit", 50)
+	return
+}

@@ -1,0 +1,237 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/auth"
+	"github.com/drover-dev/drover/jobs"
+	"github.com/drover-dev/drover/queue"
+)
+
+// DefaultMaxBatch is the most jobs one POST …/jobs may carry.
+const DefaultMaxBatch = 1000
+
+// JobsConfig wires the job endpoints (RouteJobs): status by id, and HTTP
+// producers (docs/http-api.md).
+type JobsConfig struct {
+	// Store enqueues and revokes. Required.
+	Store *queue.Store
+	// Lookup answers status lookups. Required.
+	Lookup *jobs.Lookup
+	// QueueConfig returns a queue's stored configuration, or an error
+	// wrapping drover.ErrQueueNotFound. Required.
+	QueueConfig func(ctx context.Context, queue string) (drover.QueueConfig, error)
+	// MaxBatch bounds the jobs of one request; default 1000.
+	MaxBatch int
+}
+
+// RouteJobs registers the job endpoints and the queue page's job lookup:
+//
+//	GET    /api/v1/queues/{queue}/jobs/{id}   any role: the job's status
+//	POST   /api/v1/queues/{queue}/jobs        producer: enqueue one or a batch
+//	DELETE /api/v1/queues/{queue}/jobs/{id}   producer: revoke a delayed job
+func (s *Server) RouteJobs(cfg JobsConfig) error {
+	if cfg.Store == nil || cfg.Lookup == nil || cfg.QueueConfig == nil {
+		return fmt.Errorf("%w: web.JobsConfig: Store, Lookup and QueueConfig are required", drover.ErrInvalidConfig)
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	s.jobs = &cfg
+	s.HandleAPI("GET", "/queues/{queue}/jobs/{id}", auth.RoleNone, func(r *Request) (any, error) {
+		q := r.PathValue("queue")
+		if err := drover.ValidateQueueName(q); err != nil {
+			return nil, Errorf(http.StatusBadRequest, "queue name: %v", err)
+		}
+		return cfg.Lookup.Job(r.Context(), q, r.PathValue("id"))
+	})
+	s.HandleMutation("POST", "/queues/{queue}/jobs", auth.Producer, "job.enqueue", func(r *Request) (any, error) {
+		return s.enqueueJobs(r, &cfg)
+	})
+	s.HandleMutation("DELETE", "/queues/{queue}/jobs/{id}", auth.Producer, "job.revoke", func(r *Request) (any, error) {
+		q, id := r.PathValue("queue"), r.PathValue("id")
+		qc, err := knownQueue(r.Context(), &cfg, q)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := cfg.Store.RevokeRecording(r.Context(), q, id, qc.Outcomes, r.Principal.Name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, Errorf(http.StatusNotFound, "job %s of %s is not delayed (unknown, already due, or revoked)", id, q)
+		}
+		return map[string]any{"queue": q, "id": id, "revoked": true}, nil
+	})
+	return nil
+}
+
+// knownQueue returns the queue's configuration (zero when it has none but
+// was enqueued to before), 404 for a queue never configured nor used, so
+// that a typo does not create a stray queue.
+func knownQueue(ctx context.Context, cfg *JobsConfig, q string) (drover.QueueConfig, error) {
+	if err := drover.ValidateQueueName(q); err != nil {
+		return drover.QueueConfig{}, Errorf(http.StatusBadRequest, "queue name: %v", err)
+	}
+	qc, err := cfg.QueueConfig(ctx, q)
+	if err == nil {
+		return qc, nil
+	}
+	if !errors.Is(err, drover.ErrQueueNotFound) {
+		return drover.QueueConfig{}, err
+	}
+	ok, err := cfg.Store.QueueKnown(ctx, q)
+	if err != nil {
+		return drover.QueueConfig{}, err
+	}
+	if !ok {
+		return drover.QueueConfig{}, Errorf(http.StatusNotFound, "queue %q: not configured and never enqueued to (create it with drover ctl queue create)", q)
+	}
+	return drover.QueueConfig{Name: q}, nil
+}
+
+// JobRequest is one job in a POST …/jobs body.
+type JobRequest struct {
+	ID          string            `json:"id,omitempty"` // caller-chosen: an idempotency key
+	Task        string            `json:"task"`
+	Args        json.RawMessage   `json:"args,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	MaxAttempts int               `json:"max_attempts,omitempty"`
+	In          string            `json:"in,omitempty"` // a Go duration: run this much later
+	At          string            `json:"at,omitempty"` // RFC 3339: run at this time
+}
+
+// JobResult is what an enqueue did with one job.
+type JobResult struct {
+	ID        string          `json:"id"`
+	Queue     string          `json:"queue"`
+	Position  drover.Position `json:"position,omitempty"`
+	Delayed   bool            `json:"delayed,omitempty"`
+	DueAt     *time.Time      `json:"due_at,omitempty"`
+	Duplicate bool            `json:"duplicate,omitempty"`
+}
+
+// enqueueJobs reads one job ({"task": …}) or a batch ({"jobs": […]}),
+// validates every job, then enqueues them in one script call: all or none.
+func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
+	q := r.PathValue("queue")
+	if _, err := knownQueue(r.Context(), cfg, q); err != nil {
+		return nil, err
+	}
+	// One strict decode: a job's fields, or "jobs" alone for a batch.
+	var body struct {
+		JobRequest
+		Jobs *[]JobRequest `json:"jobs"`
+	}
+	if err := strictJSON(r.Body, &body); err != nil {
+		return nil, Errorf(http.StatusBadRequest, "request body: want a job or {\"jobs\": [...]}: %v", err)
+	}
+	batch := body.Jobs != nil
+	reqs := []JobRequest{body.JobRequest}
+	if batch {
+		if !reflect.ValueOf(body.JobRequest).IsZero() {
+			return nil, Errorf(http.StatusBadRequest, "request body: a batch holds only \"jobs\"")
+		}
+		reqs = *body.Jobs
+	}
+	switch {
+	case len(reqs) == 0:
+		return nil, Errorf(http.StatusBadRequest, "request body: the batch has no jobs")
+	case len(reqs) > cfg.MaxBatch:
+		return nil, Errorf(http.StatusRequestEntityTooLarge, "request body: a batch of %d jobs, at most %d per request", len(reqs), cfg.MaxBatch)
+	}
+	now := time.Now()
+	msgs := make([]*drover.Message, len(reqs))
+	at := make([]time.Time, len(reqs))
+	for i, jr := range reqs {
+		m, due, err := jr.message(q, now)
+		if err != nil {
+			if batch {
+				return nil, Errorf(http.StatusBadRequest, "jobs[%d]: %v", i, err)
+			}
+			return nil, Errorf(http.StatusBadRequest, "%v", err)
+		}
+		msgs[i], at[i] = m, due
+	}
+	res, err := cfg.Store.EnqueueBatchAt(r.Context(), msgs, at)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]JobResult, len(res))
+	created := false
+	for i, er := range res {
+		out[i] = JobResult{ID: er.ID, Queue: q, Position: er.Position, Duplicate: er.Duplicate}
+		if !er.Duplicate {
+			created = true
+			if er.Position == 0 {
+				d := at[i].UTC()
+				out[i].Delayed, out[i].DueAt = true, &d
+			}
+		}
+	}
+	var v any = out[0]
+	if batch {
+		v = map[string]any{"jobs": out}
+	}
+	if created {
+		return Created{Value: v}, nil
+	}
+	return v, nil
+}
+
+// message checks one job against the envelope rules (docs/redis-schema.md)
+// and returns its message and due time (zero: now).
+func (jr JobRequest) message(q string, now time.Time) (*drover.Message, time.Time, error) {
+	var due time.Time
+	switch {
+	case jr.Task == "":
+		return nil, due, errors.New("task is required")
+	case len(jr.ID) > queue.MaxIDLen:
+		return nil, due, fmt.Errorf("id of %d bytes, at most %d", len(jr.ID), queue.MaxIDLen)
+	case jr.MaxAttempts < 0:
+		return nil, due, fmt.Errorf("max_attempts %d: want ≥ 0", jr.MaxAttempts)
+	case jr.In != "" && jr.At != "":
+		return nil, due, errors.New("in and at are exclusive")
+	case len(jr.Args) > 0 && !json.Valid(jr.Args):
+		return nil, due, errors.New("args: not JSON")
+	}
+	if jr.In != "" {
+		d, err := time.ParseDuration(jr.In)
+		if err != nil || d < 0 {
+			return nil, due, fmt.Errorf("in %q: want a duration ≥ 0 like 30s or 2h", jr.In)
+		}
+		if d > 0 {
+			due = now.Add(d)
+		}
+	}
+	if jr.At != "" {
+		t, err := time.Parse(time.RFC3339Nano, jr.At)
+		if err != nil {
+			return nil, due, fmt.Errorf("at %q: want RFC 3339 like 2030-01-02T15:04:05Z", jr.At)
+		}
+		due = t
+	}
+	return &drover.Message{ID: jr.ID, Queue: q, Task: jr.Task, Args: jr.Args, Headers: jr.Headers, MaxAttempts: jr.MaxAttempts}, due, nil
+}
+
+// strictJSON decodes one JSON value refusing unknown fields and trailing
+// data, so that a misspelt field is an error, not a silently different job.
+func strictJSON(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}

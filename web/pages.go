@@ -1,0 +1,425 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/auth"
+	"github.com/drover-dev/drover/internal/ops"
+)
+
+// pageData is what every template is given.
+type pageData struct {
+	Title     string
+	Nav       string
+	P         auth.Principal
+	CSRF      string
+	Open      bool
+	Flash     string
+	Refresh   int // seconds; 0 for none
+	Path      string
+	Data      any
+	CSRFField string
+}
+
+var funcs = template.FuncMap{
+	"age": func(sec float64) string { return fmtAge(time.Duration(sec * float64(time.Second))) },
+	"since": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return fmtAge(time.Since(t))
+	},
+	"ts": func(t time.Time) string {
+		if t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"tsp": func(t *time.Time) string {
+		if t == nil || t.IsZero() {
+			return "—"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"pos": func(p drover.Position) string {
+		if p == 0 {
+			return "—"
+		}
+		return time.UnixMicro(int64(p)).UTC().Format("15:04:05.000000") + " (" + strconv.FormatInt(int64(p), 10) + ")"
+	},
+	"pretty": func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		if json.Indent(&b, raw, "", "  ") != nil {
+			return string(raw)
+		}
+		return b.String()
+	},
+	"spark": sparkline,
+	"lags": func(h []sample) []float64 {
+		out := make([]float64, len(h))
+		for i, s := range h {
+			out[i] = float64(s.Lag)
+		}
+		return out
+	},
+	"tput": func(h []sample) []float64 {
+		var out []float64
+		for _, s := range h {
+			if s.Throughput >= 0 {
+				out = append(out, s.Throughput)
+			}
+		}
+		return out
+	},
+	"lastTput": func(h []sample) string {
+		for i := len(h) - 1; i >= 0; i-- {
+			if h[i].Throughput >= 0 {
+				return fmt.Sprintf("%.1f/s", h[i].Throughput)
+			}
+		}
+		return "—"
+	},
+	"qs": func(base url.Values, kv ...string) string {
+		v := url.Values{}
+		for k, vs := range base {
+			v[k] = vs
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v.Encode()
+	},
+	"add": func(a, b int) int { return a + b },
+	"cond": func(c bool, a, b string) string {
+		if c {
+			return a
+		}
+		return b
+	},
+	"esc":  url.PathEscape,
+	"join": strings.Join,
+}
+
+func fmtAge(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func (s *Server) parseTemplates() error {
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return err
+	}
+	s.tmpl = map[string]*template.Template{}
+	for _, n := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if base == "layout" {
+			continue
+		}
+		t, err := template.New(base).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		if err != nil {
+			return fmt.Errorf("web: template %s: %w", n, err)
+		}
+		s.tmpl[base] = t
+	}
+	return nil
+}
+
+// render executes the page template name inside the layout.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p auth.Principal, data any) {
+	d := pageData{Title: name, Nav: name, P: p, CSRF: s.auth.CSRFToken(p), CSRFField: auth.CSRFField, Open: s.auth.Open(),
+		Flash: r.URL.Query().Get("flash"), Path: r.URL.RequestURI(), Data: data}
+	if ps, ok := data.(interface{ refresh() int }); ok {
+		d.Refresh = ps.refresh()
+	}
+	if r.URL.Query().Get("refresh") == "0" {
+		d.Refresh = 0
+	}
+	var buf bytes.Buffer
+	t, ok := s.tmpl[name]
+	if !ok {
+		http.Error(w, "no template "+name, http.StatusInternalServerError)
+		return
+	}
+	if err := t.ExecuteTemplate(&buf, "layout", d); err != nil {
+		s.log.Error("render page", "page", name, "error", err)
+		http.Error(w, "render "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(buf.Bytes())
+}
+
+// page registers a GET page for principals whose role allows need.
+func (s *Server) page(pattern, name string, need auth.Role, data func(r *Request) (any, error)) {
+	s.mux.HandleFunc("GET "+pattern, func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set(formHeader, "1")
+		p, ok := s.authenticate(w, r)
+		if !ok {
+			return
+		}
+		r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		if err := authorize(p, need); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		d, err := data(&Request{Request: r, Principal: p})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.render(w, r, name, p, d)
+	})
+}
+
+// refreshing marks page data that reloads itself every few seconds.
+type refreshing struct{ every int }
+
+func (r refreshing) refresh() int { return r.every }
+
+type overviewPage struct {
+	refreshing
+	Overview
+}
+
+type queuesPage struct {
+	refreshing
+	ops.QueuePage
+	Query  ops.QueueQuery
+	Params url.Values
+	Sorts  []string
+}
+
+type queuePage struct {
+	refreshing
+	Q       *ops.QueueDetail
+	Pending []ops.Message
+	Delayed []ops.Message
+	Dead    []ops.Message
+	Config  string
+	// JobID and Job: the job looked up by id (?job=), when asked.
+	JobID  string
+	Job    *drover.JobStatus
+	JobErr string
+}
+
+type membersPage struct {
+	refreshing
+	Members []ops.MemberRow
+}
+
+type memberPage struct {
+	refreshing
+	Name   string
+	State  string
+	Err    string
+	Parsed *memberState
+}
+
+// memberState is the part of a worker's /debug/state the member page
+// shows as tables; the whole document is shown below them.
+type memberState struct {
+	Worker struct {
+		Member    string `json:"member"`
+		Suspended bool   `json:"suspended"`
+		Capacity  int    `json:"capacity"`
+		InUse     int    `json:"in_use"`
+		Queues    []struct {
+			Name      string          `json:"name"`
+			Committed drover.Position `json:"committed"`
+			Done      drover.Position `json:"done"`
+			Fetched   drover.Position `json:"fetched"`
+			Buffered  int             `json:"buffered"`
+			Paused    bool            `json:"paused"`
+			InFlight  []struct {
+				ID      string  `json:"id"`
+				Task    string  `json:"task"`
+				Attempt int     `json:"attempt"`
+				PID     int     `json:"pid"`
+				Runtime float64 `json:"runtime_seconds"`
+			} `json:"in_flight"`
+		} `json:"queues"`
+	} `json:"worker"`
+	Generation int64 `json:"generation"`
+}
+
+type resetPage struct {
+	Queue   string
+	To      string
+	Preview ops.ResetPreview
+}
+
+func (s *Server) routePages() {
+	s.mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
+		s.render(w, r, "login", auth.Principal{}, map[string]string{"Next": localPath(r.URL.Query().Get("next")), "Error": r.URL.Query().Get("error")})
+	})
+	s.mux.HandleFunc("POST /login", s.login)
+	s.mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, s.auth.Logout())
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+	})
+	s.page("/{$}", "overview", auth.Viewer, func(r *Request) (any, error) {
+		snap, err := s.snapshot(r.Request)
+		if err != nil {
+			return nil, err
+		}
+		return overviewPage{refreshing{5}, s.overview(snap)}, nil
+	})
+	s.page("/queues", "queues", auth.Viewer, func(r *Request) (any, error) {
+		q, err := queueQuery(r)
+		if err != nil {
+			return nil, err
+		}
+		snap, err := s.snapshot(r.Request)
+		if err != nil {
+			return nil, err
+		}
+		pg, err := snap.Select(q)
+		if err != nil {
+			return nil, err
+		}
+		params := url.Values{}
+		for k, v := range r.URL.Query() {
+			if k != "flash" {
+				params[k] = v
+			}
+		}
+		return queuesPage{refreshing{5}, pg, q, params, ops.SortKeys}, nil
+	})
+	s.page("/queues/{queue}", "queue", auth.Viewer, func(r *Request) (any, error) {
+		q := r.PathValue("queue")
+		d, err := s.ops.Queue(r.Context(), q)
+		if err != nil {
+			return nil, err
+		}
+		pg := queuePage{refreshing: refreshing{5}, Q: d}
+		if id := r.URL.Query().Get("job"); id != "" && s.jobs != nil {
+			pg.JobID = id
+			pg.refreshing = refreshing{} // keep the answer on screen
+			js, err := s.jobs.Lookup.Job(r.Context(), q, id)
+			if err != nil {
+				pg.JobErr = err.Error()
+			} else {
+				pg.Job = &js
+			}
+		}
+		if pg.Pending, err = s.ops.Pending(r.Context(), q, 0, 20); err != nil {
+			return nil, err
+		}
+		if pg.Delayed, err = s.ops.Delayed(r.Context(), q, 0, 20); err != nil {
+			return nil, err
+		}
+		if pg.Dead, err = s.ops.Dead(r.Context(), q, 0, 20); err != nil {
+			return nil, err
+		}
+		if d.Config != nil {
+			b, _ := json.MarshalIndent(d.Config, "", "  ")
+			pg.Config = string(b)
+		}
+		return pg, nil
+	})
+	s.page("/queues/{queue}/messages/{id}", "message", auth.Viewer, func(r *Request) (any, error) {
+		m, err := s.ops.Message(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"Queue": r.PathValue("queue"), "M": m}, nil
+	})
+	s.page("/queues/{queue}/reset", "reset", auth.Admin, func(r *Request) (any, error) {
+		to := r.URL.Query().Get("to")
+		target, err := ops.ParseResetTarget(to)
+		if err != nil {
+			return nil, err
+		}
+		pv, err := s.ops.ResetOffset(r.Context(), r.PathValue("queue"), target, r.Principal.Name, true)
+		if err != nil {
+			return nil, err
+		}
+		return resetPage{Queue: r.PathValue("queue"), To: to, Preview: pv}, nil
+	})
+	s.page("/members", "members", auth.Viewer, func(r *Request) (any, error) {
+		snap, err := s.snapshot(r.Request)
+		if err != nil {
+			return nil, err
+		}
+		return membersPage{refreshing{5}, snap.Members}, nil
+	})
+	s.page("/members/{member}", "member", auth.Viewer, func(r *Request) (any, error) {
+		pg := memberPage{refreshing: refreshing{5}, Name: r.PathValue("member")}
+		raw, err := s.ops.MemberState(r.Context(), pg.Name)
+		if ops.IsNotFound(err) {
+			return nil, err
+		}
+		if err != nil {
+			pg.Err = err.Error()
+		} else {
+			var b bytes.Buffer
+			json.Indent(&b, raw, "", "  ")
+			pg.State = b.String()
+			var ms memberState
+			if json.Unmarshal(raw, &ms) == nil && ms.Worker.Member != "" {
+				pg.Parsed = &ms
+			}
+		}
+		return pg, nil
+	})
+	s.page("/schedules", "schedules", auth.Viewer, func(r *Request) (any, error) {
+		return s.ops.Schedules(r.Context())
+	})
+	s.page("/audit", "audit", auth.Viewer, func(r *Request) (any, error) {
+		offset, err := queryInt(r, "offset", 0)
+		if err != nil {
+			return nil, err
+		}
+		return s.ops.Audit(r.Context(), offset, 200)
+	})
+}
+
+// login checks the posted token and sets the session cookie.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	next := localPath(r.PostFormValue("next"))
+	if next == "" || strings.HasPrefix(next, "/login") {
+		next = "/"
+	}
+	if s.auth.Open() {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	c, p, err := s.auth.Login(r.PostFormValue("token"))
+	rec := ops.AuditRecord{At: s.cfg.Now().UTC(), Who: p.Name, Role: p.Role.String(), Via: "session", Remote: r.RemoteAddr, Action: "login", Result: "ok", Status: http.StatusSeeOther}
+	if err != nil {
+		rec.Who, rec.Result, rec.Status = "?", "unknown token", http.StatusUnauthorized
+		s.ops.RecordAudit(r.Context(), rec)
+		w.WriteHeader(http.StatusUnauthorized)
+		s.render(w, r, "login", auth.Principal{}, map[string]string{"Next": next, "Error": "Unknown token."})
+		return
+	}
+	s.ops.RecordAudit(r.Context(), rec)
+	http.SetCookie(w, c)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}

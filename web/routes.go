@@ -1,0 +1,233 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/drover-dev/drover/internal/auth"
+	"github.com/drover-dev/drover/internal/ops"
+)
+
+// APIPrefix starts every API path.
+const APIPrefix = "/api/v1"
+
+// Request is what a handler registered with HandleAPI or HandleMutation is
+// given: the request, who made it, and (for mutations) the body, read and
+// bounded by Config.MaxBody, and its parameters.
+type Request struct {
+	*http.Request
+	Principal auth.Principal
+	// Body is the request body as sent (mutations only).
+	Body []byte
+	// In holds the body's parameters: a JSON object's members or a form's
+	// fields (mutations only).
+	In Input
+}
+
+// Handler answers an API request with a value to encode as JSON (status
+// 200, or 201 when Created wraps it) or an error: Errorf for a status of
+// your choice; errors of package ops map to 404, 400, 409 and 502.
+type Handler func(r *Request) (any, error)
+
+// Created wraps a result to answer 201.
+type Created struct{ Value any }
+
+// HandleAPI registers a read-only endpoint: method and APIPrefix+path (a
+// net/http pattern: "/queues/{queue}"), for principals whose role allows
+// need. It answers 401 without credentials and 403 for a lower role.
+//
+// Other features (job status, HTTP producers) add their endpoints with
+// HandleAPI and HandleMutation after New and before serving.
+func (s *Server) HandleAPI(method, path string, need auth.Role, h Handler) {
+	s.mux.HandleFunc(method+" "+APIPrefix+path, func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.authenticate(w, r)
+		if !ok {
+			return
+		}
+		if err := authorize(p, need); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		v, err := h(&Request{Request: r, Principal: p})
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		respond(w, v)
+	})
+}
+
+func respond(w http.ResponseWriter, v any) {
+	if c, ok := v.(Created); ok {
+		writeJSON(w, http.StatusCreated, c.Value)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// HandleMutation registers a state-changing endpoint at APIPrefix+path:
+// authenticated, role-checked, its body bounded (413 beyond MaxBody),
+// CSRF-checked for browser sessions, and audited (who, what, target, result)
+// whatever the outcome. action names it in the audit log ("queue.pause").
+//
+// A browser form that posts to it with a "return" field (a local path) is
+// redirected there with a flash message instead of receiving JSON.
+func (s *Server) HandleMutation(method, path string, need auth.Role, action string, h Handler) {
+	s.mux.HandleFunc(method+" "+APIPrefix+path, func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.authenticate(w, r)
+		if !ok {
+			return
+		}
+		r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		rec := ops.AuditRecord{At: s.cfg.Now().UTC(), Who: p.Name, Role: p.Role.String(), Via: p.Via, Remote: r.RemoteAddr,
+			Action: action, Target: strings.TrimPrefix(r.URL.Path, APIPrefix)}
+		v, in, err := s.mutate(w, r, p, need, h)
+		rec.Detail = detailOf(in)
+		rec.Status = http.StatusOK
+		rec.Result = "ok"
+		if err != nil {
+			rec.Status, rec.Result = statusOf(err), err.Error()
+		}
+		if aerr := s.ops.RecordAudit(r.Context(), rec); aerr != nil {
+			s.log.Error("audit record not written", "action", action, "who", p.Name, "error", aerr)
+		}
+		s.log.Info("mutation", "action", action, "target", rec.Target, "who", p.Name, "role", p.Role.String(), "status", rec.Status, "result", rec.Result)
+		if ret := localPath(in.Get("return")); ret != "" && err == nil {
+			http.Redirect(w, r, withFlash(ret, flashOf(action, v)), http.StatusSeeOther)
+			return
+		}
+		if in.Get("return") != "" {
+			r.Header.Set(formHeader, "1") // a form: answer with the error page
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		respond(w, v)
+	})
+}
+
+func (s *Server) mutate(w http.ResponseWriter, r *http.Request, p auth.Principal, need auth.Role, h Handler) (any, Input, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, Input{}, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	in, err := readInput(w, r, s.cfg.MaxBody)
+	if err != nil {
+		return nil, Input{}, err
+	}
+	if err := authorize(p, need); err != nil {
+		return nil, in, err
+	}
+	if err := s.checkCSRF(r, p, in); err != nil {
+		return nil, in, err
+	}
+	v, err := h(&Request{Request: r, Principal: p, Body: body, In: in})
+	if err == nil {
+		s.invalidate()
+	}
+	return v, in, err
+}
+
+func (s *Server) checkCSRF(r *http.Request, p auth.Principal, in Input) error {
+	if p.Via != "session" {
+		return nil
+	}
+	if r.Header.Get(auth.CSRFHeader) == "" && in.Get(auth.CSRFField) != "" {
+		r.Header.Set(auth.CSRFHeader, in.Get(auth.CSRFField))
+	}
+	if err := s.auth.CheckCSRF(r, p); err != nil {
+		return &httpError{http.StatusForbidden, err.Error()}
+	}
+	return nil
+}
+
+// detailOf summarises a mutation's parameters for the audit log.
+func detailOf(in Input) string {
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		if k == auth.CSRFField || k == "return" {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		v := in[k]
+		if len(v) > 200 {
+			v = v[:200] + "…"
+		}
+		fmt.Fprintf(&b, "%s=%s ", k, v)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// localPath returns p when it is a path on this server ("/x", not "//x").
+func localPath(p string) string {
+	if strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "//") && !strings.HasPrefix(p, "/\\") {
+		return p
+	}
+	return ""
+}
+
+func withFlash(path, msg string) string {
+	u, err := url.Parse(path)
+	if err != nil {
+		return path
+	}
+	q := u.Query()
+	q.Set("flash", msg)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func flashOf(action string, v any) string {
+	if v == nil {
+		return action + ": done"
+	}
+	if c, ok := v.(Created); ok {
+		v = c.Value
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) > 300 {
+		return action + ": done"
+	}
+	return action + ": " + string(b)
+}
+
+// snapshot returns the fleet's snapshot, reading it again when older than
+// SnapshotTTL; concurrent callers share one read.
+func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	now := s.cfg.Now()
+	s.lastUse.Store(now.UnixNano())
+	if s.snap != nil && now.Sub(s.snapAt) < s.cfg.SnapshotTTL {
+		return s.snap, nil
+	}
+	snap, err := s.ops.Snapshot(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	s.snap, s.snapAt = snap, now
+	s.record(snap, nil)
+	return snap, nil
+}
+
+// invalidate drops the cached snapshot after a mutation, so that the page
+// the browser is sent back to shows its effect.
+func (s *Server) invalidate() {
+	s.snapMu.Lock()
+	s.snap = nil
+	s.snapMu.Unlock()
+}

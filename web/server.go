@@ -1,0 +1,325 @@
+package web
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/auth"
+	"github.com/drover-dev/drover/internal/ops"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Defaults of Config.
+const (
+	DefaultSnapshotTTL = 2 * time.Second
+	DefaultMaxBody     = 1 << 20
+	DefaultSampleEvery = 10 * time.Second
+	historyLen         = 90 // samples kept: 15 minutes at the default interval
+)
+
+// Config configures a Server.
+type Config struct {
+	// Ops reads and steers the fleet. Required.
+	Ops *ops.Ops
+	// Auth authenticates requests. Required.
+	Auth *auth.Authenticator
+	// Logger logs mutations and errors. Default: a null logger.
+	Logger hclog.Logger
+	// SnapshotTTL is how long one read of the whole fleet serves the
+	// overview, queues and members pages and their API: concurrent
+	// requests within it share one read. Default 2s.
+	SnapshotTTL time.Duration
+	// MaxBody bounds a request body; a larger one is answered 413.
+	// Default 1 MiB.
+	MaxBody int64
+	// SampleEvery is how often Run records the totals for the overview's
+	// history. Default 10s.
+	SampleEvery time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Server is the console: HTML pages and /api/v1. It keeps no state that
+// another Server on the same fleet would need (sessions are signed
+// cookies, the audit log is in Redis), so any number may run.
+type Server struct {
+	cfg  Config
+	ops  *ops.Ops
+	auth *auth.Authenticator
+	log  hclog.Logger
+	mux  *http.ServeMux
+	tmpl map[string]*template.Template
+
+	snapMu     sync.Mutex
+	snap       *ops.Snapshot
+	snapAt     time.Time
+	histMu     sync.Mutex
+	history    []sample
+	lastTask   map[string]float64
+	lastTaskAt time.Time
+	// lastUse is when a request last read the snapshot (unix ns), or
+	// when the server was made.
+	lastUse atomic.Int64
+
+	jobs *JobsConfig // set by RouteJobs; nil: no job endpoints
+}
+
+// New validates cfg and builds the server with every built-in route.
+func New(cfg Config) (*Server, error) {
+	if cfg.Ops == nil || cfg.Auth == nil {
+		return nil, fmt.Errorf("%w: web: Ops and Auth are required", drover.ErrInvalidConfig)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.SnapshotTTL <= 0 {
+		cfg.SnapshotTTL = DefaultSnapshotTTL
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.SampleEvery <= 0 {
+		cfg.SampleEvery = DefaultSampleEvery
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, ops: cfg.Ops, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux()}
+	s.lastUse.Store(cfg.Now().UnixNano())
+	if err := s.parseTemplates(); err != nil {
+		return nil, err
+	}
+	static, _ := fs.Sub(staticFS, "static")
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.routeAPI()
+	s.routePages()
+	return s, nil
+}
+
+// Handler returns the server's handler: every route behind cross-origin
+// protection (a state-changing request from another site is answered 403,
+// whatever its credentials).
+func (s *Server) Handler() http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, &httpError{http.StatusForbidden, "cross-origin request refused"})
+	}))
+	return securityHeaders(cop.Handler(s.mux))
+}
+
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Run samples the fleet's totals for the overview's history until ctx
+// ends.
+func (s *Server) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.SampleEvery)
+	defer t.Stop()
+	for {
+		s.sample(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// httpError is an error with the status to answer.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+// Errorf returns an error that handlers registered with HandleAPI may
+// return to answer status with the message.
+func Errorf(status int, format string, a ...any) error {
+	return &httpError{status, fmt.Sprintf(format, a...)}
+}
+
+// statusOf maps an error to the status answered.
+func statusOf(err error) int {
+	var he *httpError
+	var mb *http.MaxBytesError
+	switch {
+	case errors.As(err, &he):
+		return he.status
+	case errors.As(err, &mb):
+		return http.StatusRequestEntityTooLarge
+	case ops.IsNotFound(err):
+		return http.StatusNotFound
+	case ops.IsBadInput(err):
+		return http.StatusBadRequest
+	case ops.IsRefused(err):
+		return http.StatusConflict
+	case errors.Is(err, ops.ErrUnreachable):
+		return http.StatusBadGateway
+	case errors.Is(err, context.Canceled):
+		return 499
+	}
+	return http.StatusInternalServerError
+}
+
+// Input is a request's parameters: a JSON object's members (strings,
+// numbers and booleans, as text) or a form's fields.
+type Input map[string]string
+
+// Get returns the parameter or "".
+func (in Input) Get(k string) string { return in[k] }
+
+// Bool reads a parameter as a boolean ("" is false).
+func (in Input) Bool(k string) (bool, error) {
+	v := in[k]
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, ops.ErrBadInput
+	}
+	return b, nil
+}
+
+// readInput parses the body (JSON or form), bounded by max bytes.
+func readInput(w http.ResponseWriter, r *http.Request, max int64) (Input, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, max)
+	in := Input{}
+	ct := r.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "application/json") {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		if len(strings.TrimSpace(string(body))) == 0 {
+			return in, nil
+		}
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, Errorf(http.StatusBadRequest, "request body: want a JSON object: %v", err)
+		}
+		for k, v := range m {
+			switch v := v.(type) {
+			case string:
+				in[k] = v
+			case bool:
+				in[k] = strconv.FormatBool(v)
+			case float64:
+				in[k] = strconv.FormatFloat(v, 'f', -1, 64)
+			case nil:
+			default:
+				b, _ := json.Marshal(v)
+				in[k] = string(b)
+			}
+		}
+		return in, nil
+	}
+	if err := r.ParseForm(); err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, mb
+		}
+		return nil, Errorf(http.StatusBadRequest, "request body: %v", err)
+	}
+	for k, v := range r.PostForm {
+		if len(v) > 0 {
+			in[k] = v[0]
+		}
+	}
+	return in, nil
+}
+
+// formHeader marks a request posted by one of the console's forms.
+const formHeader = "X-Drover-Form"
+
+// wantsHTML reports whether the client is a browser page rather than an
+// API client.
+func wantsHTML(r *http.Request) bool {
+	if r.Header.Get(formHeader) == "1" {
+		return true
+	}
+	return !strings.HasPrefix(r.URL.Path, "/api/") && strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// fail answers an error: JSON for the API, an error page for pages.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := statusOf(err)
+	if status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="drover"`)
+	}
+	if wantsHTML(r) {
+		p, _ := auth.FromContext(r.Context())
+		w.WriteHeader(status)
+		s.render(w, r, "error", p, map[string]any{"Status": status, "StatusText": http.StatusText(status), "Error": err.Error()})
+		return
+	}
+	writeJSON(w, status, map[string]any{"error": err.Error(), "status": status})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// authenticate returns the request's principal or answers 401 (API) or
+// redirects to the login page (pages).
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
+	p, err := s.auth.Authenticate(r)
+	if err == nil {
+		return p, true
+	}
+	if wantsHTML(r) && r.Method == http.MethodGet && !s.auth.Open() {
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return auth.Principal{}, false
+	}
+	if s.auth.Open() {
+		s.fail(w, r, &httpError{http.StatusForbidden, err.Error()})
+		return auth.Principal{}, false
+	}
+	s.fail(w, r, &httpError{http.StatusUnauthorized, "unauthorized: log in, or send Authorization: Bearer <token>"})
+	return auth.Principal{}, false
+}
+
+// authorize checks p's role against need.
+func authorize(p auth.Principal, need auth.Role) error {
+	if p.Role.Allows(need) {
+		return nil
+	}
+	return &httpError{http.StatusForbidden, fmt.Sprintf("forbidden: this needs the %s role; %s is %s", need, p.Name, p.Role)}
+}

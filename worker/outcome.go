@@ -1,0 +1,97 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/worker/executor"
+)
+
+// OutcomeTrimmer is a Log that keeps outcome records of finished jobs
+// (drover.Outcomes). A queue loop hands it the records of the messages that
+// succeeded since its last trim together with the trim that follows each
+// commit, so records cost no round trip of their own.
+type OutcomeTrimmer interface {
+	// TrimRecording keeps the records per policy, then trims as Trim does.
+	// It returns how many log entries the trim removed.
+	TrimRecording(ctx context.Context, queue string, offset drover.Position, retention time.Duration, outcomes []drover.Outcome, policy drover.Outcomes) (int, error)
+}
+
+// lastErrorField is the envelope field that carries a retried message's
+// last failure (queue.LastErrorField; the worker does not import queue).
+const lastErrorField = "last_error"
+
+// lastErrorStderr bounds the stderr tail kept in a retried envelope.
+const lastErrorStderr = 1 << 10
+
+// setLastError records f in m's envelope before a retry, so that a status
+// lookup (and the next attempt) can see why the previous one failed.
+func setLastError(m *drover.Message, f drover.Failure) {
+	if n := len(f.StderrTail); n > lastErrorStderr {
+		f.StderrTail = f.StderrTail[n-lastErrorStderr:]
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return
+	}
+	extra := make(map[string]json.RawMessage, len(m.Extra)+1)
+	for k, v := range m.Extra {
+		extra[k] = v
+	}
+	extra[lastErrorField] = b
+	m.Extra = extra
+}
+
+// outcomeOf returns the record of a succeeded attempt, or nil when the
+// queue keeps no records or the Log cannot write them.
+func (l *queueLoop) outcomeOf(m *drover.Message, res executor.Result, cfg *drover.QueueConfig) *drover.Outcome {
+	if cfg.Outcomes.Keep() <= 0 {
+		return nil
+	}
+	if _, ok := l.w.cfg.Log.(OutcomeTrimmer); !ok {
+		return nil
+	}
+	o := &drover.Outcome{
+		ID: m.ID, State: drover.JobSucceeded, Task: m.Task, Attempt: m.Attempt, ExitCode: res.ExitCode,
+		FinishedAt: res.Started.Add(res.Duration).UTC(), Duration: res.Duration.Seconds(), Member: l.w.cfg.Member,
+	}
+	if n := cfg.Outcomes.StdoutTail; n > 0 && len(res.Stdout) > 0 {
+		out := res.Stdout
+		if len(out) > n {
+			out = out[len(out)-n:]
+		}
+		o.StdoutTail = string(out)
+	}
+	return o
+}
+
+// keepOutcome buffers a finished slot's record for the next trim. The
+// buffer is bounded by the queue's record bound: while commits fail, the
+// oldest records go first, as they would in Redis.
+func (l *queueLoop) keepOutcome(s *slot) {
+	if s.outcome == nil {
+		return
+	}
+	l.outcomes = append(l.outcomes, *s.outcome)
+	s.outcome = nil
+	if max := l.config().Outcomes.MaxRecords(); len(l.outcomes) > max {
+		l.outcomes = l.outcomes[len(l.outcomes)-max:]
+	}
+}
+
+// trimLog trims after a commit, writing the buffered outcome records in the
+// same round trip when there are any.
+func (l *queueLoop) trimLog(ctx context.Context, pos drover.Position) error {
+	cfg := l.config()
+	ot, ok := l.w.cfg.Log.(OutcomeTrimmer)
+	if !ok || len(l.outcomes) == 0 {
+		_, err := l.w.cfg.Log.Trim(ctx, l.name, pos, cfg.Retention.Std())
+		return err
+	}
+	_, err := ot.TrimRecording(ctx, l.name, pos, cfg.Retention.Std(), l.outcomes, cfg.Outcomes)
+	clear(l.outcomes)
+	l.outcomes = l.outcomes[:0]
+	return err
+}

@@ -1,0 +1,84 @@
+package worker
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/worker/executor"
+)
+
+// Succeeded messages leave outcome records that ride with the trims after
+// commits (never a write of their own); a retried message carries its last
+// error in the envelope; a queue with records off writes none.
+func TestOutcomeRecordsRideWithTheTrim(t *testing.T) {
+	log := newMemLog()
+	for i := 0; i < 20; i++ {
+		log.add("q", msg(fmt.Sprintf("m%02d", i)))
+	}
+	log.add("q", msg("flaky"))
+	log.add("off", msg("x"))
+	ex := &scriptedExecutor{outcome: func(m *drover.Message) executor.Outcome {
+		if m.ID == "flaky" && m.Attempt == 0 {
+			return executor.OutcomeFailure
+		}
+		return executor.OutcomeSuccess
+	}}
+	w := newTestWorker(t, log, ex, nil)
+	claim, offClaim := &memClaim{}, &memClaim{}
+	if err := w.Start(queueConfig("q", func(qc *drover.QueueConfig) { qc.Outcomes.StdoutTail = 4 }), claim); err != nil {
+		t.Fatal(err)
+	}
+	zero := drover.Duration(0)
+	if err := w.Start(queueConfig("off", func(qc *drover.QueueConfig) { qc.Outcomes.Retention = &zero }), offClaim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "21 records of q", func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return len(log.outcomes["q"]) == 21
+	})
+	waitFor(t, "off's offset committed", func() bool { return offClaim.committed() == 22 })
+
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	byID := map[string]drover.Outcome{}
+	for _, o := range log.outcomes["q"] {
+		if _, dup := byID[o.ID]; dup {
+			t.Fatalf("record of %s written twice", o.ID)
+		}
+		byID[o.ID] = o
+	}
+	o := byID["flaky"]
+	if o.State != drover.JobSucceeded || o.Member != "m1" || o.Attempt != 1 || o.StdoutTail != "laky" {
+		t.Fatalf("flaky's record: want succeeded by m1 at attempt 1 with the last 4 bytes of stdout, have %+v", o)
+	}
+	if n := len(log.outcomes["off"]); n != 0 {
+		t.Fatalf("queue with records off: want no record, have %d", n)
+	}
+	if log.recordTrims > len(log.trims["q"]) || log.recordTrims == 0 {
+		t.Fatalf("want records written only with trims: %d record trims, %d trims", log.recordTrims, len(log.trims["q"]))
+	}
+	claim.mu.Lock()
+	commits := len(claim.commits)
+	claim.mu.Unlock()
+	if log.recordTrims > commits {
+		t.Fatalf("want at most one record write per commit: %d record trims for %d commits", log.recordTrims, commits)
+	}
+
+	// The retry carried the failure in the envelope.
+	var retried *drover.Message
+	for _, d := range log.log["q"] {
+		if m, err := d.Decode(); err == nil && d.ID == "flaky" && m.Attempt == 1 {
+			retried = m
+		}
+	}
+	if retried == nil {
+		t.Fatal("want flaky promoted back to the log at attempt 1")
+	}
+	var f drover.Failure
+	if err := json.Unmarshal(retried.Extra[lastErrorField], &f); err != nil || f.ExitCode != 1 || f.StderrTail != "boom" || f.FailedAt.IsZero() {
+		t.Fatalf("want last_error with exit 1 and stderr boom in the retried envelope, have %s (%v)", retried.Extra[lastErrorField], err)
+	}
+}
