@@ -303,6 +303,12 @@ func (s *Session) Err() error {
 	return s.err
 }
 
+// LastHeard returns when bytes last arrived from a ZooKeeper server (the
+// instant the session's lost deadline counts from). A process that was
+// frozen cannot trust it until Confirm succeeds: replies that waited in the
+// socket buffer make it look fresh.
+func (s *Session) LastHeard() time.Time { return s.contact.last() }
+
 // Root returns the root path every node lives under.
 func (s *Session) Root() string { return s.cfg.Root }
 

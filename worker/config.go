@@ -63,6 +63,14 @@ type Config struct {
 	// may belong to another member already.
 	Confirm func(ctx context.Context) error
 
+	// Renew, if set, renews the task lease (executor.Lease.Renew) when the
+	// coordination session allows it: Run calls it on every beat of the
+	// freeze guard (every 100 ms) while no freeze is pending, and after a
+	// freeze only once Confirm has succeeded. When the worker stops
+	// beating (frozen), the lease's supervisor kills its tasks. It must not
+	// block.
+	Renew func()
+
 	// Tracer, when set, opens a span per task delivery (a child of the
 	// producer's trace in the envelope's headers) and hands its context to
 	// the executor. Default nil: tracing off.

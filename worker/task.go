@@ -42,6 +42,9 @@ func (l *queueLoop) runMessage(s *slot) bool {
 	ctx, span := l.w.cfg.Tracer.StartTask(l.taskCtx, l.name, &m, l.w.cfg.Clock.Now()) // nil span: tracing off
 	defer span.End()
 	for {
+		if !l.awaitConfirmed() {
+			return false // the session was lost while the worker was frozen
+		}
 		cfg := l.config()
 		route, ok := cfg.Route(m.Task)
 		if !ok {
@@ -176,7 +179,7 @@ func (l *queueLoop) deadLetter(dl drover.DeadLetter, reason string) bool {
 func (l *queueLoop) write(what string, f func(ctx context.Context) error) bool {
 	delay := 100 * time.Millisecond
 	for {
-		if l.lost.Load() || l.taskCtx.Err() != nil {
+		if !l.awaitConfirmed() {
 			return false
 		}
 		ctx, cancel := context.WithTimeout(l.taskCtx, writeTimeout)
@@ -200,4 +203,23 @@ func (l *queueLoop) write(what string, f func(ctx context.Context) error) bool {
 			delay *= 2
 		}
 	}
+}
+
+// awaitConfirmed waits while the freeze guard holds the worker (a freeze was
+// seen and the session is not confirmed yet) and reports whether the queue
+// is still this worker's. A task that ended during a freeze — killed by the
+// task lease, typically — must not lead to a Redis write (a retry, a dead
+// letter) or a new attempt before the worker knows it still owns the
+// queue: after a freeze past the session timeout another member does, and
+// the abort that follows cancels taskCtx.
+func (l *queueLoop) awaitConfirmed() bool {
+	for l.w.freezePending() && l.taskCtx.Err() == nil && !l.lost.Load() {
+		t := time.NewTimer(freezeBeat)
+		select {
+		case <-l.taskCtx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return !l.lost.Load() && l.taskCtx.Err() == nil
 }

@@ -220,6 +220,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.beating.Store(false)
 	t := w.cfg.Clock.NewTimer(freezeBeat)
 	defer t.Stop()
+	w.renew()
 	for {
 		select {
 		case <-ctx.Done():
@@ -250,9 +251,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.frozen.Store(false)
 			w.cfg.Logger.Info("session confirmed after the freeze")
 			w.beat()
+			w.renew()
 			w.wakeAll()
 		} else {
 			w.beat()
+			w.renew()
 		}
 		t.Reset(freezeBeat)
 	}
@@ -271,6 +274,22 @@ func (w *Worker) sinceBeat() time.Duration {
 		return 0
 	}
 	return w.cfg.Clock.Now().Sub(*last)
+}
+
+// renew renews the task lease (Config.Renew). Only Run calls it, after
+// checking the beat: a worker that was frozen renews nothing until its
+// session is confirmed.
+func (w *Worker) renew() {
+	if w.cfg.Renew != nil {
+		w.cfg.Renew()
+	}
+}
+
+// freezePending reports whether the freeze guard holds the worker: a freeze
+// was seen (or the beat is stale, whichever goroutine looks first after a
+// resume) and the session is not confirmed yet.
+func (w *Worker) freezePending() bool {
+	return w.beating.Load() && w.cfg.Confirm != nil && (w.frozen.Load() || w.sinceBeat() > freezeThreshold)
 }
 
 // blocked reports whether queue may not start tasks now.

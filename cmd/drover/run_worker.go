@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	rungroup "github.com/oklog/run"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	membership "github.com/drover-dev/drover/fleet" // dev_fleet.go has a type fleet
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/jobs"
@@ -63,7 +65,15 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		return err
 	}
 	defer closeStore()
-	exec, err := executor.New(executor.Config{Logger: log.Named("task")})
+	// The task lease (docs/semantics.md, "One owner at a time"): a
+	// supervisor process kills the task groups when the freeze guard stops
+	// renewing, a third of the session timeout after the last renewal.
+	lease, err := executor.NewLease(executor.LeaseConfig{Bound: cfg.ZooKeeper.SessionTimeout / 3})
+	if err != nil {
+		return err
+	}
+	defer lease.Close() // after the drain: nothing is tracked any more
+	exec, err := executor.New(executor.Config{Logger: log.Named("task"), Lease: lease})
 	if err != nil {
 		return err
 	}
@@ -82,6 +92,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		Log:          store, Requeuer: store, Executor: exec,
 		Logger: log.Named("worker"), Metrics: reg, Tracer: store.Tracer(),
 		Confirm: func(ctx context.Context) error { return m.Confirm(ctx) },
+		Renew:   renewLease(func() *coordinator.Session { return m.Session() }, lease, log),
 	})
 	if err != nil {
 		return err
@@ -126,6 +137,17 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	{ // the freeze guard: no task starts after a freeze until the session is confirmed
 		fctx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error { return w.Run(fctx) }, func(error) { cancel() })
+	}
+	{ // a worker whose lease supervisor died cannot run a task safely: stop
+		lctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error {
+			select {
+			case <-lease.Done():
+				return lease.Err()
+			case <-lctx.Done():
+				return nil
+			}
+		}, func(error) { cancel() })
 	}
 	{ // worker and cluster gauges
 		gctx, cancel := context.WithCancel(context.Background())
@@ -217,4 +239,24 @@ func b2f(b bool) float32 {
 		return 1
 	}
 	return 0
+}
+
+// renewLease returns the worker's Config.Renew: it renews the task lease
+// while the member's session (session returns it, nil between sessions) is
+// not lost and has heard from ZooKeeper within half the session timeout; the
+// worker calls it only while no freeze is pending. So a renewal at r means
+// the server heard from us after r − T/2, and the lease kills every task by
+// r + T/3 + T/24 (bound and grace): before the server can expire the session
+// at T (docs/semantics.md).
+func renewLease(session func() *coordinator.Session, l *executor.Lease, log hclog.Logger) func() {
+	var warned atomic.Bool
+	return func() {
+		s := session()
+		if s == nil || s.Err() != nil || time.Since(s.LastHeard()) >= s.SessionTimeout()/2 {
+			return
+		}
+		if err := l.Renew(); err != nil && !warned.Swap(true) {
+			log.Error("cannot renew the task lease", "error", err)
+		}
+	}
 }

@@ -127,6 +127,17 @@ func sections() []section {
 			Notes: "What bounds pooled Go: a pooled no-op task costs about 45 µs of CPU on this machine (measured with `time` over 100,000 tasks: about 18 µs in the worker — the frame, one write and one read, the output check, the hand-off — and the rest in the child and the kernel, mostly the two process wake-ups per task), so two idle cores top out near 40,000 tasks/s; children recycled every 1,000 tasks add a process start each (a few ms of CPU). Other work on the machine takes its share of both cores: a run under load lands below 25,000 even when a quiet one does not. Python per task is an interpreter start per message (with `site`), which the machine's load stretches most.",
 		},
 		{
+			Title: "Task lease (subprocess executor)", Pkg: "./worker/executor",
+			Intro: "`/bin/true` through the subprocess executor with the task lease (its supervisor process running, renewed every 100 ms, bound 10 s / 3), through the executor without a lease, and spawned bare by `os/exec`, at concurrency 4, in alternating rounds of 20 tasks (rotating order) so that all three see the same machine load. The lease costs the task path two 16-byte pipe writes per task; the supervisor reads them on its own tick.",
+			Bench: "^BenchmarkLeaseTrue$", Benchtime: "9000x",
+			Units: []string{"lease-tasks/s", "nolease-tasks/s", "bare-tasks/s", "lease/nolease", "lease/bare"},
+			Targets: []target{
+				{"/bin/true with the lease ≥ 0.97 × without", "BenchmarkLeaseTrue", "lease/nolease", ">=", 0.97},
+				{"/bin/true with the lease ≥ 90% of the bare spawn loop", "BenchmarkLeaseTrue", "lease/bare", ">=", 0.9},
+			},
+			Notes: "lease/bare can only be as good as the executor's own ratio to the bare loop (nolease-tasks/s against bare-tasks/s here, and the Worker runtime section); on a loaded machine both spread widely, while lease/nolease, measured round by round, stays near 1.",
+		},
+		{
 			Title: "Outcome records (job status)", Pkg: "./e2e",
 			Intro: "Inline no-op tasks (50,000 per run, concurrency 16) with outcome records off and on (the default: 24 h, 10,000 per queue), alternating in the same run on the same worker, Redis and ZooKeeper. Records of succeeded tasks ride with the trim after each commit (one HSET field per record in an expiring bucket); `cost` = 1 − on/off.",
 			Bench: "^BenchmarkOutcomeRecordsInline$", Benchtime: "1x",

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,6 +27,7 @@ type injector struct {
 	c    *cluster
 	f    *fleet
 	prog *progress
+	long []string // the queues of long tasks
 
 	mu     sync.Mutex
 	faults []check.Fault
@@ -115,6 +119,10 @@ func (in *injector) inject(ctx context.Context, kind check.Kind) (check.Fault, e
 		return in.rollingRestart(ctx)
 	case check.SchedulerKill:
 		return in.schedulerKill(ctx)
+	case check.WorkerFreeze:
+		return in.workerFreeze(ctx, false)
+	case check.HostFreeze:
+		return in.workerFreeze(ctx, true)
 	}
 	return check.Fault{}, fmt.Errorf("unknown fault kind %q", kind)
 }
@@ -166,6 +174,123 @@ func (in *injector) workerStop(ctx context.Context) (check.Fault, error) {
 		in.prog.printf("warning: %v", err)
 	}
 	return f, nil
+}
+
+// workerFreeze: SIGSTOP, past its session timeout, of the worker owning a
+// random queue of long tasks, so that a task longer than the session
+// timeout is likely in flight; its tasks keep running, and its task lease
+// must kill them before another member claims the queue. With host, the
+// worker's task groups and its lease supervisor are stopped too (its
+// machine stalled), and all are continued together, tasks first.
+func (in *injector) workerFreeze(ctx context.Context, host bool) (check.Fault, error) {
+	kind := check.WorkerFreeze
+	if host {
+		kind = check.HostFreeze
+	}
+	p := in.longOwner(ctx)
+	pid := p.pid()
+	d := in.pastSession()
+	f := check.Fault{Kind: kind, Target: p.name, PIDs: []int{pid}, Start: time.Now(), Note: fmt.Sprintf("pid %d", pid)}
+	if err := p.signal(syscall.SIGSTOP); err != nil {
+		return check.Fault{}, err
+	}
+	var groups []int
+	supervisor := 0
+	if host {
+		// The worker is stopped: it can start nothing more.
+		groups, supervisor = childrenOf(pid)
+		for _, g := range groups {
+			_ = syscall.Kill(-g, syscall.SIGSTOP)
+		}
+		if supervisor > 0 {
+			_ = syscall.Kill(supervisor, syscall.SIGSTOP)
+		}
+		f.Start = time.Now() // everything is stopped from here
+		f.Note += fmt.Sprintf(", %d task groups and the lease supervisor (pid %d) stopped with it", len(groups), supervisor)
+	}
+	sleepCtx(ctx, d)
+	if host {
+		f.End = time.Now() // everything is stopped until here
+		for _, g := range groups {
+			_ = syscall.Kill(-g, syscall.SIGCONT)
+		}
+		if supervisor > 0 {
+			_ = syscall.Kill(supervisor, syscall.SIGCONT)
+		}
+	}
+	err := p.signal(syscall.SIGCONT)
+	if !host {
+		f.End = time.Now()
+	}
+	if err != nil {
+		return f, err
+	}
+	if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
+		in.prog.printf("warning: %v", err)
+	}
+	return f, nil
+}
+
+// longOwner returns the worker that owns a random queue of long tasks (a
+// random worker when there are none or the owner cannot be read).
+func (in *injector) longOwner(ctx context.Context) *process {
+	if len(in.long) == 0 {
+		return in.randomWorker()
+	}
+	q := in.long[in.rng.IntN(len(in.long))]
+	s, err := in.c.zk.session(ctx)
+	if err != nil {
+		return in.randomWorker()
+	}
+	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	on, err := s.QueueOwner(octx, q)
+	if err != nil {
+		return in.randomWorker()
+	}
+	if p := in.f.byName(on.Owner.Member); p != nil && p.pid() != 0 {
+		return p
+	}
+	return in.randomWorker()
+}
+
+// childrenOf returns the process groups led by children of pid (its
+// tasks) and its child running the task lease's supervisor, from /proc.
+func childrenOf(pid int) (groups []int, supervisor int) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …: comm may hold spaces.
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		fs := strings.Fields(s[i+1:])
+		if len(fs) < 3 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fs[1])
+		pgrp, _ := strconv.Atoi(fs[2])
+		if ppid != pid {
+			continue
+		}
+		if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(string(cmd), "\x00drover-lease\x00") {
+			supervisor = child
+			continue
+		}
+		if pgrp == child {
+			groups = append(groups, child)
+		}
+	}
+	return groups, supervisor
 }
 
 // zkCut partitions a worker from every ZooKeeper node for d: connections

@@ -59,8 +59,12 @@ type loadGen struct {
 	queues   []string
 	rate     int
 	sleepMax time.Duration
-	rng      *rand.Rand
-	out      *os.File // enqueued.log: "queue id position" per confirmed message
+	// long are queues fed one message at a time, each sleeping a random
+	// time in longSleep: tasks longer than the session timeout.
+	long      []string
+	longSleep [2]time.Duration
+	rng       *rand.Rand
+	out       *os.File // enqueued.log: "queue id position" per confirmed message
 	// ran and maxLag hold the load back: no batch is sent while some
 	// queue has more than maxLag confirmed messages that have not run, so
 	// that a slow machine is tested for correctness, not drowned (the
@@ -91,6 +95,9 @@ func (l *loadGen) run(ctx, hard context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if long := l.longBatch(); len(long) > 0 {
+			l.send(hard, long)
 		}
 		if l.behind() {
 			l.mu.Lock()
@@ -139,6 +146,30 @@ func (l *loadGen) batch(n int) []*drover.Message {
 			ID: fmt.Sprintf("m-%07d", l.seq), Queue: l.queues[l.seq%len(l.queues)], Task: "work",
 			Args: json.RawMessage(fmt.Sprintf(`{"sleep_ms":%d}`, sleep)),
 		}
+	}
+	return msgs
+}
+
+// longBatch returns a long task for every long queue with nothing pending.
+func (l *loadGen) longBatch() []*drover.Message {
+	if l.ran == nil {
+		return nil
+	}
+	var msgs []*drover.Message
+	for _, q := range l.long {
+		l.mu.Lock()
+		n := l.perQueue[q]
+		l.mu.Unlock()
+		if n-l.ran(q) > 0 {
+			continue
+		}
+		l.seq++
+		lo, hi := l.longSleep[0], l.longSleep[1]
+		sleep := lo + time.Duration(l.rng.Int64N(int64(hi-lo)+1))
+		msgs = append(msgs, &drover.Message{
+			ID: fmt.Sprintf("m-%07d", l.seq), Queue: q, Task: "work",
+			Args: json.RawMessage(fmt.Sprintf(`{"sleep_ms":%d}`, sleep.Milliseconds())),
+		})
 	}
 	return msgs
 }

@@ -85,6 +85,7 @@ type options struct {
 	Rate           int
 	Queues         int
 	Ordered        int
+	LongQueues     int
 	Schedules      int
 	Workers        int
 	Schedulers     int
@@ -112,6 +113,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.Rate, "rate", 300, "messages enqueued per second")
 	fs.IntVar(&o.Queues, "queues", 50, "queues the load spreads over")
 	fs.IntVar(&o.Ordered, "ordered", 10, "how many of the queues are ordered")
+	fs.IntVar(&o.LongQueues, "long-queues", 4, "extra ordered queues fed tasks longer than the session timeout (up to twice it), one pending message at a time; worker-freeze and host-freeze stop their owners")
 	fs.IntVar(&o.Schedules, "schedules", 100, "schedule entries firing every second (catch-up all)")
 	fs.IntVar(&o.Workers, "workers", 4, "worker processes")
 	fs.IntVar(&o.Schedulers, "schedulers", 2, "scheduler candidates")
@@ -151,8 +153,8 @@ func parseOptions(args []string) (options, error) {
 		return o, errors.New("-duration must be positive")
 	case o.Rate < 0 || o.Schedules < 0:
 		return o, errors.New("-rate and -schedules must not be negative")
-	case o.Queues < 1 || o.Ordered < 0 || o.Ordered > o.Queues:
-		return o, errors.New("want -queues ≥ 1 and 0 ≤ -ordered ≤ -queues")
+	case o.Queues < 1 || o.Ordered < 0 || o.Ordered > o.Queues || o.LongQueues < 0:
+		return o, errors.New("want -queues ≥ 1, 0 ≤ -ordered ≤ -queues and -long-queues ≥ 0")
 	case o.Workers < 2:
 		return o, errors.New("-workers must be at least 2 (faults need somewhere for the queues to go)")
 	case o.Schedulers < 1:
@@ -176,6 +178,6 @@ func (o options) command() string {
 
 // loadDescription is the load line of the report.
 func (o options) loadDescription() string {
-	return fmt.Sprintf("up to %d msg/s over %d queues (%d ordered; held back while a queue lags by more than %d), %d schedules every 1s (catch-up all), tasks of up to %s; %d workers, %d scheduler candidates, session timeout %s",
-		o.Rate, o.Queues, o.Ordered, o.MaxLag, o.Schedules, o.TaskSleep, o.Workers, o.Schedulers, o.SessionTimeout)
+	return fmt.Sprintf("up to %d msg/s over %d queues (%d ordered; held back while a queue lags by more than %d), %d schedules every 1s (catch-up all), tasks of up to %s; %d more ordered queues of long tasks (%s–%s, one pending at a time); %d workers, %d scheduler candidates, session timeout %s",
+		o.Rate, o.Queues, o.Ordered, o.MaxLag, o.Schedules, o.TaskSleep, o.LongQueues, o.SessionTimeout, 2*o.SessionTimeout, o.Workers, o.Schedulers, o.SessionTimeout)
 }

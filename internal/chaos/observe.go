@@ -143,3 +143,48 @@ func sessionLosses(dir string, lives []life, sessionTimeout time.Duration) ([]ch
 	sort.Slice(out, func(i, j int) bool { return out[i].End.Before(out[j].End) })
 	return out, nil
 }
+
+// leaseFires reads the workers' logs for their task leases' firings (the
+// supervisor writes to the worker's stderr: "drover lease: fired at <time>:
+// … SIGTERM to <n> process groups …") and attributes each to the worker
+// process alive at the time.
+func leaseFires(dir string, lives []life) ([]check.LeaseFire, error) {
+	const marker = "drover lease: fired at "
+	var out []check.LeaseFire
+	names := map[string]bool{}
+	for _, l := range lives {
+		if strings.HasPrefix(l.Name, "w") {
+			names[l.Name] = true
+		}
+	}
+	for name := range names {
+		b, err := os.ReadFile(filepath.Join(dir, name+".log"))
+		if err != nil {
+			return nil, fmt.Errorf("read the log of %s: %w", name, err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			i := strings.Index(line, marker)
+			if i < 0 {
+				continue
+			}
+			rest := line[i+len(marker):]
+			ts, rest, _ := strings.Cut(rest, ": ")
+			at, err := time.Parse(time.RFC3339Nano, ts)
+			if err != nil {
+				continue
+			}
+			groups := 0
+			if j := strings.Index(rest, "SIGTERM to "); j >= 0 {
+				fmt.Sscanf(rest[j+len("SIGTERM to "):], "%d", &groups)
+			}
+			for _, l := range lives {
+				if l.Name == name && !at.Before(l.Start) && (l.End.IsZero() || !at.After(l.End)) {
+					out = append(out, check.LeaseFire{WorkerPID: l.PID, At: at, Groups: groups})
+					break
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out, nil
+}

@@ -26,6 +26,7 @@ type record struct {
 	DeadLetters  []check.DeadLetter   `json:"dead_letters"`
 	Pending      []check.Enqueued     `json:"pending"`
 	Lives        []life               `json:"processes"`
+	LeaseFires   []check.LeaseFire    `json:"lease_fires"`
 }
 
 func (r *record) save(dir string) error {
@@ -63,6 +64,7 @@ func recheck(dir string) (*result, error) {
 	in := check.Input{
 		Ordered: map[string]bool{}, Faults: rec.Faults, Offsets: rec.Offsets, Schedules: rec.Schedules,
 		FinalOffsets: rec.FinalOffsets, DeadLetters: rec.DeadLetters, Pending: rec.Pending, Policy: rec.Policy,
+		LeaseFires: rec.LeaseFires,
 	}
 	for _, q := range rec.Ordered {
 		in.Ordered[q] = true

@@ -119,15 +119,18 @@ func (h *harness) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for i := range h.o.LongQueues {
+		h.queues = append(h.queues, fmt.Sprintf("l%02d", i))
+	}
 	for i, q := range h.queues {
-		h.ordered[q] = i < h.o.Ordered
+		h.ordered[q] = i < h.o.Ordered || i >= h.o.Queues // long queues are ordered
 		if err := sess.CreateQueue(ctx, queueConfig(q, h.ordered[q], taskArgv)); err != nil {
 			return fmt.Errorf("create queue %s: %w", q, err)
 		}
 	}
 	h.mgr = scheduler.NewManager(h.c.store.Schedules())
 	for i := 0; i < h.o.Schedules; i++ {
-		if err := h.mgr.Add(ctx, scheduleDefinition(i, h.queues[i%len(h.queues)])); err != nil {
+		if err := h.mgr.Add(ctx, scheduleDefinition(i, h.queues[i%h.o.Queues])); err != nil {
 			return err
 		}
 	}
@@ -178,11 +181,12 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 		return nil, err
 	}
 	defer fl.close()
-	h.gen = &loadGen{store: h.c.store, queues: h.queues, rate: h.o.Rate, sleepMax: h.o.TaskSleep,
+	h.gen = &loadGen{store: h.c.store, queues: h.queues[:h.o.Queues], rate: h.o.Rate, sleepMax: h.o.TaskSleep,
+		long: h.queues[h.o.Queues:], longSleep: [2]time.Duration{h.o.SessionTimeout, 2 * h.o.SessionTimeout},
 		rng: rand.New(rand.NewPCG(h.rng.Uint64(), h.rng.Uint64())), out: enqLog,
 		ran: fl.loadRan, maxLag: h.o.MaxLag}
 	h.sampler = &offsetSampler{zk: h.c.zk, queues: h.queues, every: 500 * time.Millisecond}
-	h.inj = &injector{o: h.o, rng: h.rng, c: h.c, f: h.f, prog: h.prog}
+	h.inj = &injector{o: h.o, rng: h.rng, c: h.c, f: h.f, prog: h.prog, long: h.queues[h.o.Queues:]}
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
@@ -255,6 +259,10 @@ func (h *harness) save(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	fires, err := leaseFires(h.dir, lives)
+	if err != nil {
+		return err
+	}
 	offsets, sampleErrs := h.sampler.result()
 	h.prog.printf("checking: %d offset changes sampled (%d failed reads), %d session losses in the worker logs", len(offsets), sampleErrs, len(losses))
 	rec := record{
@@ -268,6 +276,7 @@ func (h *harness) save(ctx context.Context) error {
 		DeadLetters:  dead,
 		Pending:      queued,
 		Lives:        lives,
+		LeaseFires:   fires,
 	}
 	return rec.save(h.dir)
 }

@@ -19,6 +19,8 @@ const (
 	// childModeGo: run the registered Go handler for the envelope on stdin
 	// (child_go.go).
 	childModeGo = "go"
+	// childModeLease: the task lease's supervisor (lease_supervisor.go).
+	childModeLease = "lease"
 )
 
 // RunChildIfRequested turns the process into a task child when the executor
@@ -51,6 +53,8 @@ func RunChildIfRequested() {
 		os.Exit(runGoChild())
 	case childModeGoPool:
 		os.Exit(runGoPoolChild())
+	case childModeLease:
+		os.Exit(runLeaseSupervisor(os.Args))
 	}
 	fmt.Fprintf(os.Stderr, "drover: %s=%q is not a child mode of this binary\n", childEnv, mode)
 	os.Exit(exitChildSetup)

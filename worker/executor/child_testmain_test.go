@@ -19,6 +19,7 @@ import (
 func TestMain(m *testing.M) {
 	RunChildIfRequested()
 	runPoolTestWorkerIfRequested() // pool_worker_test.go
+	runFakeWorkerIfRequested()     // lease_test.go
 	os.Exit(m.Run())
 }
 

@@ -45,6 +45,7 @@ type execExecutor struct {
 	ids         identities
 	bufs        *sync.Pool
 	pools       *pools // warm children of pooled routes
+	lease       *Lease // nil: tasks run without a lease
 }
 
 func newExecExecutor(cfg Config) *execExecutor {
@@ -54,7 +55,7 @@ func newExecExecutor(cfg Config) *execExecutor {
 	}
 	return &execExecutor{
 		clock: cfg.Clock, logger: cfg.Logger, grace: cfg.KillGrace, outputLimit: cfg.OutputLimit,
-		env: cfg.Env, self: cfg.Self, selfName: name, bufs: newReadBuffers(),
+		env: cfg.Env, self: cfg.Self, selfName: name, bufs: newReadBuffers(), lease: cfg.Lease,
 	}
 }
 
@@ -126,6 +127,13 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 			return neverRan(start, fmt.Sprintf("encode envelope: %v", err))
 		}
 	}
+	if e.lease != nil {
+		// A worker resumed from a freeze starts nothing before it renewed
+		// its lease again (its session confirmed) or is aborted.
+		if err := e.lease.AwaitFresh(ctx); err != nil && ctx.Err() == nil {
+			return neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
+		}
+	}
 	if err := context.Cause(ctx); err != nil {
 		r := neverRan(start, "aborted before start: "+err.Error())
 		r.Outcome = OutcomeAborted
@@ -143,6 +151,18 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	p, err := startProcess(path, argv, env, t.Route.Dir, cred, envelope, e.outputLimit, e.bufs)
 	if err != nil {
 		return neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
+	}
+	if e.lease != nil {
+		if err := e.lease.Track(p.pid); err != nil {
+			// Nothing would stop the task if the worker froze: do not
+			// let it run.
+			killGroup(p.pid, syscall.SIGKILL)
+			p.release(<-p.exited)
+			p.collect()
+			r := neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
+			r.PID = p.pid
+			return r
+		}
 	}
 	if t.OnStart != nil {
 		t.OnStart(p.pid)
@@ -199,8 +219,14 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 		}
 		grace.Stop()
 	}
-	// The leader is gone; so must be everything it left in its group.
+	// The leader is gone; so must be everything it left in its group. Its
+	// pid is still reserved (a zombie) until release reaps it, so neither
+	// this kill nor the lease's can reach a stranger.
 	killGroup(pid, syscall.SIGKILL)
+	if e.lease != nil {
+		_ = e.lease.Untrack(pid) // a broken lease tracks nothing any more
+	}
+	w = p.release(w)
 	p.collect()
 
 	res := Result{ExitCode: -1, PID: pid, Stdout: p.stdout.Bytes(), Stderr: p.stderr.Bytes()}

@@ -24,6 +24,10 @@ import (
 //   - At the deadline the group gets SIGTERM, and SIGKILL after KillGrace.
 //     When the leader exits for any reason, whatever is left in its group
 //     gets SIGKILL: a task may not leave processes behind.
+//   - Under a Lease (Config.Lease), the group is also killed — SIGTERM,
+//     then SIGKILL after the lease's grace — by a supervisor process when
+//     the worker stops renewing the lease for longer than its bound (the
+//     worker is frozen): no task outlives its worker's claim on the queue.
 //   - Resource limits go through a re-exec of the worker binary that calls
 //     setrlimit and then execs the program (child_exec.go); without limits
 //     the program is started directly.
@@ -187,6 +191,12 @@ type Config struct {
 	// Self is the worker binary, re-executed for "go" routes and to apply
 	// resource limits. Default: DefaultSelf.
 	Self string
+	// Lease, when set, guards every subprocess: its process group is
+	// tracked from its start until it is reaped, and killed by the lease's
+	// supervisor when the worker stops renewing (see Lease). A task whose
+	// group cannot be tracked (the supervisor is gone) is killed and fails.
+	// Inline handlers run in the worker and need none. Default: none.
+	Lease *Lease
 }
 
 // withDefaults validates c and returns it with defaults filled in. Errors

@@ -51,6 +51,13 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 			return neverRan(start, fmt.Sprintf("encode envelope: %v", err))
 		}
 	}
+	if e.lease != nil {
+		// As for a per-task process: a worker resumed from a freeze sends
+		// no task before it renewed its lease (or is aborted).
+		if err := e.lease.AwaitFresh(ctx); err != nil && ctx.Err() == nil {
+			return neverRan(start, "start pooled task: "+err.Error())
+		}
+	}
 	var (
 		p   *childPool
 		c   *pooledChild
@@ -138,6 +145,15 @@ func (p *childPool) start(ctx context.Context) (*pooledChild, error) {
 	c, err := startPooledChild(path, argv, env, t.Route.Dir, cred, e.outputLimit)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	if e.lease != nil {
+		// Under the task lease for its whole life, as a per-task process
+		// is for its task: a frozen worker's children are killed too.
+		if err := e.lease.Track(c.pid); err != nil {
+			c.stop(0, true)
+			return nil, fmt.Errorf("start %s: %w", argv[0], err)
+		}
+		c.lease = e.lease
 	}
 	fail := func(reason string) (*pooledChild, error) {
 		c.stop(0, true)

@@ -40,6 +40,7 @@ type pooledChild struct {
 	// max_tasks_per_child; guarded by the pool's mutex.
 	replacedAhead bool
 	closed        atomic.Bool // killed because the executor was closed
+	lease         *Lease      // tracks the child's group; nil without a lease
 }
 
 // frameRead is one frame (or the error that ended reading) from fd 4.
@@ -198,6 +199,9 @@ func (c *pooledChild) stop(grace time.Duration, kill bool) {
 	// The leader is gone; so must be everything it left in its group. It
 	// is not reaped yet, so the group id is still ours.
 	killGroup(c.pid, syscall.SIGKILL)
+	if c.lease != nil {
+		_ = c.lease.Untrack(c.pid) // before the reap frees the group id; a broken lease tracks nothing
+	}
 	c.reap()
 	close(c.stopRd)
 	c.stdout.finish()

@@ -560,3 +560,31 @@ func TestPoolReportsThePIDWhileTheTaskRuns(t *testing.T) {
 		t.Fatal("OnStart was not called")
 	}
 }
+
+func TestPoolChildIsKilledWhenTheWorkerStopsRenewingItsLease(t *testing.T) {
+	lease, logPath := newTestLease(t, 200*time.Millisecond, 100*time.Millisecond)
+	stop := make(chan struct{})
+	stopped := renewWhile(t, lease, stop)
+	e, _ := newPoolExecutor(t, Config{Lease: lease})
+	route := pooledGo(drover.PoolConfig{})
+	mustSucceed(t, e.Execute(context.Background(), poolTask(t, poolEcho, route, 0)))
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	hang := poolTask(t, poolHang, route, 1)
+	hang.Message.Args = json.RawMessage(strconv.Quote(pidFile))
+	done := make(chan Result, 1)
+	go func() { done <- e.Execute(context.Background(), hang) }()
+	waitForFile(t, pidFile, done)
+	close(stop) // the worker "froze": it renews no more
+	<-stopped
+	res := <-done
+	if res.Outcome != OutcomeFailure || res.Signal == 0 {
+		t.Fatalf("want the pooled child killed by the lease, have %s signal %d (%s)", res.Outcome, res.Signal, res.Reason)
+	}
+	for _, pid := range readPIDs(t, pidFile) {
+		assertGone(t, pid, "pooled child or its grandchild under an expired lease")
+	}
+	log, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(log), "drover lease: fired at") {
+		t.Fatalf("want the supervisor's notice in its log, have %q", log)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The process layer under the subprocess executor: start a task process in
@@ -30,7 +32,7 @@ const outputDrainTimeout = time.Second
 // process is a started task process and the goroutines that serve it.
 type process struct {
 	pid            int
-	exited         chan exitStatus // receives once, when the process is reaped
+	exited         chan exitStatus // receives once, when the process has exited (not yet reaped: see release)
 	stdout, stderr *tailBuffer
 	outR, errR     *os.File
 	stdinW         *os.File      // nil when the envelope was prefilled
@@ -46,8 +48,9 @@ type exitStatus struct {
 
 // startProcess starts path with argv in its own process group, with the
 // envelope on stdin, stdout and stderr read into tail buffers of
-// outputLimit bytes by goroutines, and a goroutine that reaps it. The
-// caller must receive from exited and then call collect.
+// outputLimit bytes by goroutines, and a goroutine that waits for its exit.
+// The caller must receive from exited, kill what is left of the group, then
+// call release (which reaps it) and collect.
 func startProcess(path string, argv, env []string, dir string, cred *syscall.Credential,
 	envelope []byte, outputLimit int, bufs *sync.Pool) (p *process, err error) {
 	var (
@@ -138,16 +141,35 @@ func startProcess(path string, argv, env []string, dir string, cred *syscall.Cre
 	return p, nil
 }
 
-// reap waits for the process to exit and sends its status on exited.
+// reap waits for the process to exit, without reaping it, and then sends
+// on exited. The exited process stays a zombie, so its pid — and with it
+// its process group's id — cannot be reused until release reaps it: a kill
+// of the group, or the lease forgetting it, can never hit another group.
 func (p *process) reap() {
-	var ws syscall.WaitStatus
+	var info unix.Siginfo
 	for {
-		_, err := syscall.Wait4(p.pid, &ws, 0, nil)
+		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
-		p.exited <- exitStatus{ws, err}
+		p.exited <- exitStatus{err: err}
 		return
+	}
+}
+
+// release reaps the exited process (after exited was received) and returns
+// its status.
+func (p *process) release(w exitStatus) exitStatus {
+	if w.err != nil {
+		return w
+	}
+	for {
+		_, err := syscall.Wait4(p.pid, &w.status, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		w.err = err
+		return w
 	}
 }
 

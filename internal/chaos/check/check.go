@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,7 @@ func Check(in Input) *Report {
 	c.checkOverlaps()
 	c.checkSchedules()
 	c.checkOffsets()
+	c.measureLease()
 	return c.r
 }
 
@@ -99,7 +101,7 @@ const execSlack = 250 * time.Millisecond
 // session timeout is not counted (the window is unknown).
 func (c *checker) countZombieStarts() {
 	for _, f := range c.in.Faults {
-		if f.Kind != WorkerStop || len(f.PIDs) != 1 {
+		if !slices.Contains(Freezes, f.Kind) || len(f.PIDs) != 1 {
 			continue
 		}
 		pid := f.PIDs[0]
@@ -312,6 +314,18 @@ func (c *checker) checkOverlaps() {
 // overlap judges executions a and b of queue q, a started first and had
 // not ended when b started.
 func (c *checker) overlap(q string, a, b Execution) {
+	from, to := b.Start, minTime(a.End, b.End)
+	if c.stoppedDuring(a, from, to) || c.stoppedDuring(b, from, to) {
+		// One of them was stopped (SIGSTOP of its group) the whole time
+		// they overlapped: they never ran at once.
+		c.r.StoppedOverlaps++
+		return
+	}
+	if d, ok := c.thawRace(a, b); ok {
+		c.r.ThawRaceOverlaps++
+		c.r.MaxThawRace = max(c.r.MaxThawRace, d)
+		return
+	}
 	if c.in.Ordered[q] {
 		c.r.OrderedOverlaps++
 		c.r.violate(OrderedOverlap, "ordered queue %s: %s overlaps %s", q, describe(a), describe(b))
@@ -320,14 +334,101 @@ func (c *checker) overlap(q string, a, b Execution) {
 	if a.WorkerPID == b.WorkerPID {
 		return // one owner running tasks concurrently
 	}
-	_, za := c.covered(a)
-	_, zb := c.covered(b)
-	if za || zb {
+	fa, za := c.covered(a)
+	fb, zb := c.covered(b)
+	leased := (za && Effects[fa.Kind].Leased) || (zb && Effects[fb.Kind].Leased)
+	if (za || zb) && !leased {
 		c.r.ZombieOverlaps++
+		return
+	}
+	if leased {
+		c.r.LeasedOverlaps++
+		c.r.violate(LeasedOverlap, "queue %s: %s overlaps %s although the frozen worker's task lease should have killed it", q, describe(a), describe(b))
 		return
 	}
 	c.r.CrossWorkerOverlaps++
 	c.r.violate(CrossWorkerOverlap, "queue %s: %s overlaps %s and neither worker was under a fault", q, describe(a), describe(b))
+}
+
+// stoppedDuring reports whether a fault that stopped e's worker and its
+// tasks (HostFreeze) spans [from, to].
+func (c *checker) stoppedDuring(e Execution, from, to time.Time) bool {
+	for _, f := range c.in.Faults {
+		if Effects[f.Kind].Stopped && f.hits(e.WorkerPID) && !from.Before(f.Start) && !to.After(f.End) {
+			return true
+		}
+	}
+	return false
+}
+
+// ThawRaceBound is how long a task stopped with its whole host may run on
+// after the thaw before its lease kills it and still count as the thaw race
+// the invariant leaves open (docs/semantics.md), rather than a violation.
+const ThawRaceBound = time.Second
+
+// thawRace reports whether a and b overlap only because one of them was
+// running on a host that froze past the session timeout (HostFreeze) and
+// finished within ThawRaceBound of the thaw: the supervisor, thawed with
+// it, had not killed it yet. It returns how long they ran at once.
+func (c *checker) thawRace(a, b Execution) (time.Duration, bool) {
+	for _, pair := range [2][2]Execution{{a, b}, {b, a}} {
+		x, other := pair[0], pair[1]
+		for _, f := range c.in.Faults {
+			if f.Kind != HostFreeze || !f.hits(x.WorkerPID) || !x.Start.Before(f.Start) || !x.End.After(f.End) {
+				continue
+			}
+			if x.End.Sub(f.End) > ThawRaceBound {
+				continue
+			}
+			from, to := f.End, minTime(x.End, other.End)
+			if other.Start.After(from) {
+				from = other.Start
+			}
+			return max(to.Sub(from), 0), true
+		}
+	}
+	return 0, false
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// measureLease reports, for every freeze, how long after its start the
+// frozen worker's task lease fired, and for every HostFreeze the
+// executions that were still running at the thaw and finished on their own
+// (the supervisor, thawed with them, did not kill them first).
+func (c *checker) measureLease() {
+	c.r.LeaseFireDelays = map[Kind][]time.Duration{}
+	c.r.LeaseNoFire = map[Kind]int{}
+	for _, f := range c.in.Faults {
+		if !slices.Contains(Freezes, f.Kind) || len(f.PIDs) != 1 {
+			continue
+		}
+		fired := false
+		for _, lf := range c.in.LeaseFires {
+			if lf.WorkerPID == f.PIDs[0] && !lf.At.Before(f.Start) && !lf.At.After(f.End.Add(c.in.Policy.SessionTimeout)) {
+				c.r.LeaseFireDelays[f.Kind] = append(c.r.LeaseFireDelays[f.Kind], lf.At.Sub(f.Start))
+				fired = true
+				break
+			}
+		}
+		if !fired {
+			c.r.LeaseNoFire[f.Kind]++
+		}
+		if f.Kind != HostFreeze {
+			continue
+		}
+		for _, e := range c.in.Executions {
+			if e.WorkerPID == f.PIDs[0] && e.Start.Before(f.Start) && e.End.After(f.End) {
+				c.r.SurvivedThaw++
+				c.r.MaxRunAfterThaw = max(c.r.MaxRunAfterThaw, e.End.Sub(f.End))
+			}
+		}
+	}
 }
 
 // checkSchedules: every slot from an entry's first fired one up to its next

@@ -102,11 +102,17 @@ func TestPlantedCrossWorkerOverlapIsReported(t *testing.T) {
 	r := Check(in)
 	wantOnly(t, r, CrossWorkerOverlap, 1)
 
-	// The same overlap with worker 10 stopped at 330 ms is a zombie's.
-	in.Faults = []Fault{{Kind: WorkerStop, Target: "w1", PIDs: []int{10}, Start: at(330), End: at(6000)}}
+	// The same overlap with worker 10 cut off ZooKeeper at 330 ms is a
+	// zombie's.
+	in.Faults = []Fault{{Kind: ZKCutLong, Target: "w1", PIDs: []int{10}, Start: at(330), End: at(6000)}}
 	r = Check(in)
 	if !r.OK() || r.ZombieOverlaps != 1 {
 		t.Fatalf("want the overlap excused as a zombie's, have %d zombie overlaps and %v", r.ZombieOverlaps, r.Violations)
+	}
+	// Frozen (SIGSTOP), its tasks are under its task lease: no excuse.
+	for _, k := range []Kind{WorkerStop, WorkerFreeze} {
+		in.Faults[0].Kind = k
+		wantOnly(t, Check(in), LeasedOverlap, 1)
 	}
 	// A graceful restart excuses nothing.
 	in.Faults[0].Kind = RollingRestart
@@ -343,4 +349,33 @@ func TestNeverRunButStillQueuedIsUnfinishedNotLost(t *testing.T) {
 	if r.Lost != 0 || r.SlotsMissed != 0 || r.Unfinished != 2 {
 		t.Fatalf("want 2 unfinished, nothing lost or missed; have %d, %d, %d", r.Unfinished, r.Lost, r.SlotsMissed)
 	}
+}
+
+// A host freeze stops the worker's tasks too: an overlap only while one of
+// them was stopped is no overlap; one after the thaw is.
+func TestHostFreezeOverlapCountsOnlyRunningTime(t *testing.T) {
+	in := clean()
+	// m-3 (300–350 ms) on worker 10, frozen 310–400 ms with its tasks;
+	// m-4 on worker 11 from 320 to 390 ms: they never ran at once.
+	in.Executions[4].Start, in.Executions[4].End, in.Executions[4].WorkerPID = at(320), at(390), 11
+	in.Faults = []Fault{{Kind: HostFreeze, Target: "w1", PIDs: []int{10}, Start: at(310), End: at(400)}}
+	in.LeaseFires = []LeaseFire{{WorkerPID: 10, At: at(402), Groups: 1}}
+	r := Check(in)
+	if !r.OK() || r.StoppedOverlaps != 1 {
+		t.Fatalf("want one overlap while stopped and no violation, have %d and %v", r.StoppedOverlaps, r.Violations)
+	}
+	if ds := r.LeaseFireDelays[HostFreeze]; len(ds) != 1 || ds[0] != 92*time.Millisecond {
+		t.Fatalf("want one lease fire 92ms after the freeze began, have %v", ds)
+	}
+	// Thawed at 340 ms while m-4 still runs: they ran at once for 10 ms,
+	// the thaw race (m-3 ended 10 ms after the thaw).
+	in.Faults[0].End = at(340)
+	r = Check(in)
+	if !r.OK() || r.ThawRaceOverlaps != 1 || r.MaxThawRace != 10*time.Millisecond {
+		t.Fatalf("want one thaw race of 10ms and no violation, have %d of %s and %v", r.ThawRaceOverlaps, r.MaxThawRace, r.Violations)
+	}
+	// A task that ran on for more than ThawRaceBound was not killed by its
+	// lease: a violation.
+	in.Executions[3].End = at(340).Add(ThawRaceBound + time.Millisecond)
+	wantOnly(t, Check(in), LeasedOverlap, 1)
 }

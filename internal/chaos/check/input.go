@@ -77,5 +77,15 @@ type Input struct {
 	// committed offset when the run ended: a message that never ran but is
 	// pending was not lost, the drain ended too early.
 	Pending []Enqueued
-	Policy  Policy
+	// LeaseFires are the firings of the workers' task leases (from the
+	// supervisors' notices in the worker logs).
+	LeaseFires []LeaseFire
+	Policy     Policy
+}
+
+// LeaseFire is one firing of a worker's task lease.
+type LeaseFire struct {
+	WorkerPID int       `json:"worker_pid"`
+	At        time.Time `json:"at"`
+	Groups    int       `json:"groups"` // process groups it sent SIGTERM
 }

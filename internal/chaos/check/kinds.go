@@ -16,6 +16,14 @@ const (
 	RedisRestart   Kind = "redis-restart"   // SIGTERM of Redis (appendonly, fsync always), started again
 	RollingRestart Kind = "rolling-restart" // SIGTERM and start of every worker, one after the other
 	SchedulerKill  Kind = "scheduler-kill"  // kill -9 of the scheduler leader, restarted
+	// WorkerFreeze: SIGSTOP, past its session timeout, of the worker that
+	// owns a queue of long tasks (longer than the session timeout); its
+	// tasks keep running, and its task lease must kill them.
+	WorkerFreeze Kind = "worker-freeze"
+	// HostFreeze: the same worker stopped together with its task groups and
+	// its lease supervisor (a stall of its whole machine), all continued
+	// at once.
+	HostFreeze Kind = "host-freeze"
 
 	// SessionLost is not injected: a worker reported its ZooKeeper session
 	// lost (in its log). Most follow an injected fault; one that does not
@@ -26,7 +34,11 @@ const (
 )
 
 // Kinds lists every fault kind in report order.
-var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill}
+var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill, WorkerFreeze, HostFreeze}
+
+// Freezes are the kinds that stop a worker process; the report gives the
+// delay from each one's start to its worker's task lease firing.
+var Freezes = []Kind{WorkerStop, WorkerFreeze, HostFreeze}
 
 // Effect is what a kind of fault may legitimately cause.
 type Effect struct {
@@ -37,13 +49,23 @@ type Effect struct {
 	// worker it hit may still run work it will lose: the time it takes to
 	// notice that its session is gone.
 	After float64
+	// Leased: the worker's tasks are under its task lease, which kills
+	// them before another member can claim the queue; an execution that
+	// really ran (see Fault.Stopped) beside another worker's execution of
+	// the queue is a violation, not an excused zombie.
+	Leased bool
+	// Stopped: the fault stopped the worker's tasks too (SIGSTOP of their
+	// groups), so an execution did not run between Start and End.
+	Stopped bool
 }
 
 // Effects holds the Effect of every Kind. A graceful rolling restart, a
 // Redis restart and a killed scheduler excuse nothing.
 var Effects = map[Kind]Effect{
 	WorkerKill:     {Excuses: true, After: 0},
-	WorkerStop:     {Excuses: true, After: 1},
+	WorkerStop:     {Excuses: true, After: 1, Leased: true},
+	WorkerFreeze:   {Excuses: true, After: 1, Leased: true},
+	HostFreeze:     {Excuses: true, After: 1, Leased: true, Stopped: true},
 	ZKCutShort:     {Excuses: true, After: 1},
 	ZKCutLong:      {Excuses: true, After: 1},
 	ZKLeaderKill:   {Excuses: true, After: 2},

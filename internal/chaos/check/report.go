@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,6 +25,9 @@ const (
 	OffsetBehind       Invariant = "offset-behind-end" // after the drain an offset does not cover its queue
 	RanAfterCommit     Invariant = "ran-after-commit"  // a run, outside any fault, of a message already committed
 	DrainIncomplete    Invariant = "drain-incomplete"  // a message or slot still queued when the drain gave up
+	// LeasedOverlap: a frozen worker's task ran beside another worker's
+	// execution of its queue (its task lease should have killed it).
+	LeasedOverlap Invariant = "leased-overlap"
 )
 
 // maxDetails is how many violations of one invariant a Report lists.
@@ -58,6 +62,29 @@ type Report struct {
 	// excused because one of them ran on a worker under a fault.
 	ZombieOverlaps      int `json:"zombie_overlaps"`
 	CrossWorkerOverlaps int `json:"cross_worker_overlaps"`
+	// LeasedOverlaps counts overlaps with a task of a worker frozen by a
+	// Leased fault (violations).
+	LeasedOverlaps int `json:"leased_overlaps"`
+	// StoppedOverlaps counts executions that overlapped in time only
+	// while one of them was stopped with its worker (HostFreeze): they
+	// never ran at once.
+	StoppedOverlaps int `json:"stopped_overlaps"`
+	// LeaseFireDelays holds, per freeze kind, how long after each freeze
+	// began the frozen worker's task lease fired; LeaseNoFire counts
+	// freezes with no firing seen.
+	LeaseFireDelays map[Kind][]time.Duration `json:"lease_fire_delays"`
+	LeaseNoFire     map[Kind]int             `json:"lease_no_fire"`
+	// SurvivedThaw counts executions of a HostFreeze's worker that were
+	// running at the thaw and finished on their own; MaxRunAfterThaw is the
+	// longest of them after the thaw.
+	// ThawRaceOverlaps counts overlaps that exist only because a task of a
+	// host-frozen worker finished within ThawRaceBound of the thaw, before
+	// its lease killed it: outside the invariant, measured (MaxThawRace is
+	// the longest time two such executions ran at once).
+	ThawRaceOverlaps int           `json:"thaw_race_overlaps"`
+	MaxThawRace      time.Duration `json:"max_thaw_race"`
+	SurvivedThaw     int           `json:"survived_thaw"`
+	MaxRunAfterThaw  time.Duration `json:"max_run_after_thaw"`
 	// ZombieStarts counts tasks a worker started after SIGCONT and before
 	// it noticed that its session had expired (not a violation by itself:
 	// see the overlap and duplicate invariants).
@@ -143,6 +170,10 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| overlapping executions of an ordered queue | %d |\n", r.OrderedOverlaps)
 	fmt.Fprintf(w, "| overlaps of two workers on one queue, one a zombie (allowed) | %d |\n", r.ZombieOverlaps)
 	fmt.Fprintf(w, "| overlaps of two workers on one queue, no fault | %d |\n", r.CrossWorkerOverlaps)
+	fmt.Fprintf(w, "| overlaps with a task of a worker frozen under its task lease (%s, %s, %s) | %d |\n", WorkerStop, WorkerFreeze, HostFreeze, r.LeasedOverlaps)
+	fmt.Fprintf(w, "| executions overlapping only while one was stopped with its whole host (never ran at once) | %d |\n", r.StoppedOverlaps)
+	fmt.Fprintf(w, "| host-freeze thaw race (outside the invariant): overlaps of a task that finished within %s of the thaw / longest time both ran | %d / %s |\n", ThawRaceBound, r.ThawRaceOverlaps, r.MaxThawRace.Round(time.Microsecond))
+	fmt.Fprintf(w, "| host-freeze: executions running at the thaw that finished before the lease killed them / longest run after the thaw | %d / %s |\n", r.SurvivedThaw, r.MaxRunAfterThaw.Round(time.Microsecond))
 	fmt.Fprintf(w, "| tasks started by a worker resumed from SIGSTOP before it noticed its session was gone | %d |\n", r.ZombieStarts)
 	fmt.Fprintf(w, "| duplicate executions, in flight at a fault (allowed) | %d%s |\n", r.Duplicates-r.DuplicatesOutside, dupAt())
 	fmt.Fprintf(w, "| messages repeated outside any fault | %d |\n", r.DuplicatesOutside)
@@ -158,6 +189,17 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 		fmt.Fprintf(w, "| %s | %d | %d |\n", k, r.Faults[k], r.DuplicatesAt[k])
 	}
 	fmt.Fprintf(w, "| %s (observed, not injected) | %d | %d |\n", SessionLost, r.Faults[SessionLost], r.DuplicatesAt[SessionLost])
+	fmt.Fprintf(w, "\n| freeze | freezes | lease fired | delay from the freeze's start to the firing: min / p50 / p90 / max |\n|---|---|---|---|\n")
+	for _, k := range Freezes {
+		ds := append([]time.Duration(nil), r.LeaseFireDelays[k]...)
+		slices.Sort(ds)
+		dist := "—"
+		if len(ds) > 0 {
+			q := func(p float64) time.Duration { return ds[int(p*float64(len(ds)-1)+0.5)].Round(time.Millisecond) }
+			dist = fmt.Sprintf("%s / %s / %s / %s", q(0), q(0.5), q(0.9), q(1))
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %s |\n", k, len(ds)+r.LeaseNoFire[k], len(ds), dist)
+	}
 	if len(r.ZombieStartExamples) > 0 {
 		fmt.Fprintf(w, "\nTasks started by resumed zombies (up to %d):\n\n", maxDetails)
 		for _, z := range r.ZombieStartExamples {
