@@ -45,7 +45,7 @@ const (
 	DefaultBackoffMax  = 10 * time.Minute
 )
 
-// QueueConfig is a queue's configuration, stored in /queues/<name>. The zero
+// QueueConfig is a queue's configuration, stored in /queues/<bucket>/<name>. The zero
 // value of every field means the documented default.
 type QueueConfig struct {
 	Name        string   `json:"name"`

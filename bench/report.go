@@ -117,10 +117,13 @@ func renderTargets(b *strings.Builder, res *results) {
 		v, ok := pool.Median["drover"]
 		rows = append(rows, row{"no-op in pooled Go children ≥ 25,000 tasks/s end to end", human(v) + " tasks/s", v >= 25000, ok})
 	}
-	var crash *scaleResult
+	var crash, big *scaleResult
 	for _, s := range res.Scale {
 		if s.Members == 100 && s.Queues == 10_000 {
 			crash = s
+		}
+		if s.Members == 100 && s.Queues == 100_000 {
+			big = s
 		}
 	}
 	if crash != nil && crash.Error == "" {
@@ -128,6 +131,23 @@ func renderTargets(b *strings.Builder, res *results) {
 		rows = append(rows, row{fmt.Sprintf("100 × 10,000: converged after a crash within session timeout + 2 s (%s)", limit), seconds(crash.Crash), crash.Crash <= limit, true})
 	} else {
 		rows = append(rows, row{"100 × 10,000: converged after a crash within session timeout + 2 s", "–", false, false})
+	}
+	if big != nil && big.Error == "" {
+		limit := big.SessionTimeout + 3*time.Second
+		rows = append(rows,
+			row{"100 × 100,000: start → converged ≤ 60 s", seconds(big.Start), big.Start <= time.Minute, true},
+			row{"100 × 100,000: join → converged ≤ 2 s", seconds(big.Join), big.Join <= 2*time.Second, true},
+			row{"100 × 100,000: planned leave → converged ≤ 2 s", seconds(big.Leave), big.Leave > 0 && big.Leave <= 2*time.Second, big.Leave > 0},
+			row{fmt.Sprintf("100 × 100,000: crash → converged ≤ session timeout + 3 s (%s)", limit), seconds(big.Crash), big.Crash <= limit, true},
+			row{"100 × 100,000: bytes a member reads from /assignment on a join ≤ 2 × its share", fmt.Sprintf("%.2f ×", big.JoinReadRatio), big.JoinReadRatio <= 2, true},
+			row{"100 × 100,000: no ZooKeeper request or response larger than 512 KB", fmt.Sprintf("%s / %s", kib(big.MaxRequest), kib(big.MaxResponse)), max(big.MaxRequest, big.MaxResponse) <= 512<<10, true},
+		)
+	} else {
+		why := "–"
+		if big != nil {
+			why = "failed"
+		}
+		rows = append(rows, row{"100 × 100,000: coordination targets (start ≤ 60 s, join and leave ≤ 2 s, crash ≤ session timeout + 3 s)", why, false, false})
 	}
 	if len(res.Memory) > 0 && res.Memory[0].Error == "" {
 		mr := res.Memory[0]
@@ -342,6 +362,9 @@ func childCPU(res *results) float64 {
 	return math.NaN()
 }
 
+// kib formats bytes as KiB.
+func kib(n int64) string { return fmt.Sprintf("%.0f KiB", float64(n)/1024) }
+
 // largestScale returns the successful scale result with the most members ×
 // queues.
 func largestScale(rs []*scaleResult) *scaleResult {
@@ -362,8 +385,9 @@ func renderScale(b *strings.Builder, res *results) {
 	p("Every member talks to ZooKeeper through its own proxy, which counts its requests by kind from the wire (pings excluded) and simulates a crash by cutting every connection and refusing new ones, so the session expires on the server. ")
 	p("Converged: every queue is run by the live member the current assignment names, and every live member has a share. Join: one member more. Crash: a member that is not the rebalance leader is cut off; the time includes the session expiry. ")
 	p("Requests are summed over all members from the event until ownership was quiet for a second.\n\n")
-	p("| members × queues | start → converged | join → converged | crash → converged | requests on join (reads / writes) | requests on crash (reads / writes) | bytes to members on join | assignments written (join / crash) | ZooKeeper watches | client goroutines per member | client heap per member |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("Leave: a member that is not the leader shuts down gracefully (leaves the membership, releases its queues). Assignment reads: over the members, the largest ratio of the bytes a member read from `/assignment` nodes during the join to its share (the joining member's in brackets). Largest request / response: the largest ZooKeeper frame any member sent / received over the run.\n\n")
+	p("| members × queues | start → converged | join → converged | leave → converged | crash → converged | requests on join (reads / writes) | requests on leave (reads / writes) | requests on crash (reads / writes) | bytes to members on join | assignment reads on join / share | largest request / response | assignments written (join / crash) | ZooKeeper watches | client goroutines per member | client heap per member |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	dur := func(d time.Duration, failed bool) string {
 		switch {
 		case d > 0:
@@ -385,10 +409,10 @@ func renderScale(b *strings.Builder, res *results) {
 			}
 			return thousands(c.Reads) + " / " + thousands(c.Writes)
 		}
-		p("| %d × %s | %s | %s | %s | %s | %s | %s | %d / %d | %s | %s | %s |\n",
-			s.Members, thousands(int64(s.Queues)), dur(s.Start, failed), dur(s.Join, failed && s.Start > 0), dur(s.Crash, failed && s.Join > 0),
-			reqs(s.JoinRequests, s.Join), reqs(s.CrashRequests, s.Crash),
-			mib(float64(s.JoinRequests.BytesIn)), s.JoinRebalances, s.CrashRebals,
+		p("| %d × %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f × (%.2f ×) | %s / %s | %d / %d | %s | %s | %s |\n",
+			s.Members, thousands(int64(s.Queues)), dur(s.Start, failed), dur(s.Join, failed && s.Start > 0), dur(s.Leave, failed && s.Join > 0), dur(s.Crash, failed && s.Leave > 0),
+			reqs(s.JoinRequests, s.Join), reqs(s.LeaveRequests, s.Leave), reqs(s.CrashRequests, s.Crash),
+			mib(float64(s.JoinRequests.BytesIn)), s.JoinReadRatio, s.JoinedReadRatio, kib(s.MaxRequest), kib(s.MaxResponse), s.JoinRebalances, s.CrashRebals,
 			thousands(s.ZKWatches), thousands(int64(s.Goroutines/max(1, s.Members))), mib(float64(s.HeapInuse)/float64(max(1, s.Members))))
 	}
 	if len(failures) > 0 {
@@ -426,6 +450,9 @@ func renderScale(b *strings.Builder, res *results) {
 	growth("10 → 100 members with 10,000 queues", find(10, 10000), find(100, 10000))
 	growth("1,000 → 10,000 queues with 10 members", find(10, 1000), find(10, 10000))
 	growth("1,000 → 10,000 queues with 100 members", find(100, 1000), find(100, 10000))
+	growth("10 → 100 members with 100,000 queues", find(10, 100000), find(100, 100000))
+	growth("10,000 → 100,000 queues with 10 members", find(10, 10000), find(10, 100000))
+	growth("10,000 → 100,000 queues with 100 members", find(100, 10000), find(100, 100000))
 	violations, lost := 0, 0
 	for _, s := range res.Scale {
 		violations += s.Violations

@@ -25,19 +25,30 @@ type scaleResult struct {
 	CreateQueues   time.Duration `json:"create_queues_ns"`
 	Start          time.Duration `json:"start_converge_ns"`
 	Join           time.Duration `json:"join_converge_ns"`
+	Leave          time.Duration `json:"leave_converge_ns"`
 	Crash          time.Duration `json:"crash_converge_ns"`
-	StartRequests  zkCounts      `json:"start_requests"`
-	JoinRequests   zkCounts      `json:"join_requests"`
-	CrashRequests  zkCounts      `json:"crash_requests"`
-	JoinRebalances int64         `json:"join_rebalances"`
-	CrashRebals    int64         `json:"crash_rebalances"`
-	Violations     int           `json:"ownership_violations"`
-	LostSessions   []string      `json:"lost_sessions,omitempty"` // members whose session ended by itself
-	Goroutines     int           `json:"goroutines_after_start"`
-	HeapInuse      uint64        `json:"heap_inuse_after_start"`
-	ZKWatches      int64         `json:"zk_watch_count"`
-	ZKZnodes       int64         `json:"zk_znode_count"`
-	Error          string        `json:"error,omitempty"`
+	LeaveRequests  zkCounts      `json:"leave_requests"`
+	// JoinReadRatio is, over the members, the largest ratio of the bytes a
+	// member read from /assignment nodes during the join to the size of its
+	// share after it; JoinedReadRatio is the joining member's.
+	JoinReadRatio   float64 `json:"join_read_ratio"`
+	JoinedReadRatio float64 `json:"joined_read_ratio"`
+	// MaxRequest and MaxResponse are the largest ZooKeeper frames any
+	// member sent or received over the whole run (bytes).
+	MaxRequest     int64    `json:"max_request_bytes"`
+	MaxResponse    int64    `json:"max_response_bytes"`
+	StartRequests  zkCounts `json:"start_requests"`
+	JoinRequests   zkCounts `json:"join_requests"`
+	CrashRequests  zkCounts `json:"crash_requests"`
+	JoinRebalances int64    `json:"join_rebalances"`
+	CrashRebals    int64    `json:"crash_rebalances"`
+	Violations     int      `json:"ownership_violations"`
+	LostSessions   []string `json:"lost_sessions,omitempty"` // members whose session ended by itself
+	Goroutines     int      `json:"goroutines_after_start"`
+	HeapInuse      uint64   `json:"heap_inuse_after_start"`
+	ZKWatches      int64    `json:"zk_watch_count"`
+	ZKZnodes       int64    `json:"zk_znode_count"`
+	Error          string   `json:"error,omitempty"`
 }
 
 func runScale(ctx context.Context, srv *servers, cfg scaleConfig, progress io.Writer) []*scaleResult {
@@ -66,6 +77,8 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		f.mu.Lock()
 		r.LostSessions = append([]string(nil), f.lost...)
 		f.mu.Unlock()
+		c := f.counts()
+		r.MaxRequest, r.MaxResponse = c.MaxRequest, c.MaxResponse
 	}()
 	r.CreateQueues = time.Since(t)
 	const limit = 5 * time.Minute
@@ -96,6 +109,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	settle(f)
 	gen := f.generation()
 	c0 = f.counts()
+	per0 := f.memberCounts()
 	t0 = time.Now()
 	if _, err := f.start(ctx, "m-joined"); err != nil {
 		return fmt.Errorf("join: %w", err)
@@ -106,17 +120,53 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	settle(f)
 	r.JoinRequests = f.counts().sub(c0)
 	r.JoinRebalances = f.generation() - gen
+	shares := f.shareBytes()
+	for name, c := range f.memberCounts() {
+		read := c.AssignBytes - per0[name].AssignBytes
+		if shares[name] == 0 || read == 0 {
+			continue
+		}
+		ratio := float64(read) / float64(shares[name])
+		r.JoinReadRatio = max(r.JoinReadRatio, ratio)
+		if name == "m-joined" {
+			r.JoinedReadRatio = ratio
+		}
+	}
 	fmt.Fprintf(progress, "  scale %d×%d: join converged in %s\n", r.Members, r.Queues, r.Join.Round(time.Millisecond))
 
-	// Crash: a member that is not the rebalance leader is cut off.
+	// Planned leave: a member that is not the rebalance leader shuts down.
 	leader, err := f.leader(ctx)
 	if err != nil {
+		return fmt.Errorf("leave: find the leader: %w", err)
+	}
+	leaving := ""
+	f.mu.Lock()
+	for name := range f.members {
+		if name != leader && name != "m-joined" && (leaving == "" || name > leaving) {
+			leaving = name
+		}
+	}
+	f.mu.Unlock()
+	if leaving != "" {
+		c0 = f.counts()
+		t0 = time.Now()
+		f.leave(ctx, leaving)
+		if r.Leave, err = f.waitConverged(ctx, t0, 2*time.Minute); err != nil {
+			return fmt.Errorf("leave: %w", err)
+		}
+		settle(f)
+		r.LeaveRequests = f.counts().sub(c0)
+		fmt.Fprintf(progress, "  scale %d×%d: leave converged in %s\n", r.Members, r.Queues, r.Leave.Round(time.Millisecond))
+	}
+
+	// Crash: a member that is not the rebalance leader is cut off.
+	if leader, err = f.leader(ctx); err != nil {
 		return fmt.Errorf("crash: find the leader: %w", err)
 	}
 	victim := ""
 	f.mu.Lock()
 	for name := range f.members {
-		if name != leader && name != "m-joined" && (victim == "" || name < victim) {
+		if name != leader && name != "m-joined" && name != leaving && (victim == "" || name < victim) {
 			victim = name
 		}
 	}

@@ -104,6 +104,7 @@ type fleet struct {
 
 type fleetMember struct {
 	name   string
+	mb     *coordinator.Membership
 	proxy  *zkProxy
 	s      *coordinator.Session
 	cancel context.CancelFunc
@@ -118,11 +119,12 @@ func newFleet(ctx context.Context, srv *servers, root string, queues int, timeou
 		return nil, err
 	}
 	f.obs = obs
-	// Create the queues from 32 goroutines: ZooKeeper commits concurrent
-	// writes together.
-	if err := fanOut(ctx, queues, 32, func(i int) error {
-		return obs.CreateQueue(ctx, drover.QueueConfig{Name: queueName(i)})
-	}); err != nil {
+	// Create the queues in batches (multis under 512 KB).
+	cfgs := make([]drover.QueueConfig, queues)
+	for i := range cfgs {
+		cfgs[i] = drover.QueueConfig{Name: queueName(i)}
+	}
+	if _, err := obs.CreateQueues(ctx, cfgs); err != nil {
 		obs.Close()
 		return nil, fmt.Errorf("create queues: %w", err)
 	}
@@ -144,7 +146,7 @@ func queueName(i int) string { return fmt.Sprintf("q%05d", i) }
 
 // start connects, joins and runs one member.
 func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
-	proxy, err := newZKProxy(f.srv.zk.Addr)
+	proxy, err := newZKProxy(f.srv.zk.Addr, f.root+"/assignment")
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +162,7 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 		return nil, err
 	}
 	mctx, cancel := context.WithCancel(context.Background())
-	m := &fleetMember{name: name, proxy: proxy, s: s, cancel: cancel, done: make(chan struct{})}
+	m := &fleetMember{name: name, mb: mb, proxy: proxy, s: s, cancel: cancel, done: make(chan struct{})}
 	runner := &fleetRunner{member: name, log: f.log, claims: map[string]drover.Claim{}}
 	zs := membership.ZooKeeper{Session: s}
 	el, err := zs.Elector(coordinator.ElectionRebalance)
@@ -190,11 +192,17 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 		// a new session; here it is counted and leaves the live set.
 		<-s.Done()
 		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.members[name] == m {
+		lost := f.members[name] == m
+		if lost {
 			delete(f.members, name)
 			f.gone = append(f.gone, m)
 			f.lost = append(f.lost, name)
+		}
+		f.mu.Unlock()
+		if lost {
+			// As a worker does (fleet.Member): a lost session is closed, so
+			// its member node goes and the leader moves its queues.
+			s.Close()
 		}
 	}()
 	return m, nil
@@ -209,6 +217,45 @@ func (f *fleet) crash(name string) {
 	f.gone = append(f.gone, m)
 	f.mu.Unlock()
 	m.proxy.Cut()
+}
+
+// leave stops a member as a worker's graceful shutdown does: it leaves the
+// membership (the leader rebalances at once) while its reconciler stops its
+// queues and releases them.
+func (f *fleet) leave(ctx context.Context, name string) {
+	f.mu.Lock()
+	m := f.members[name]
+	delete(f.members, name)
+	f.gone = append(f.gone, m)
+	f.mu.Unlock()
+	m.mb.Leave(ctx)
+	m.cancel()
+}
+
+// shareBytes returns the JSON size of each member's share in the current
+// assignment (the queue names as a member's chunks carry them).
+func (f *fleet) shareBytes() map[string]int64 {
+	out := map[string]int64{}
+	if a := f.assign.Load(); a != nil {
+		for q, m := range a.Queues {
+			out[m] += int64(len(q) + 3)
+		}
+	}
+	return out
+}
+
+// memberCounts returns each member's request counters, live and gone.
+func (f *fleet) memberCounts() map[string]zkCounts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]zkCounts{}
+	for n, m := range f.members {
+		out[n] = m.proxy.counts()
+	}
+	for _, m := range f.gone {
+		out[m.name] = m.proxy.counts()
+	}
+	return out
 }
 
 // leader returns the name of the current rebalance leader.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -21,6 +22,11 @@ type zkProxy struct {
 
 	reads, writes, pings, other atomic.Int64 // requests by kind
 	bytesIn                     atomic.Int64 // server-to-client bytes
+	assignBytes                 atomic.Int64 // bytes of replies to reads of /assignment nodes
+	maxRequest, maxResponse     atomic.Int64 // largest frames seen
+
+	assignPrefix string   // the path of /assignment under the fleet's root
+	xids         sync.Map // xid → true: a read of an /assignment node awaiting its reply
 
 	mu    sync.Mutex
 	conns []net.Conn
@@ -44,12 +50,12 @@ const (
 	opSetWatches   = 101
 )
 
-func newZKProxy(target string) (*zkProxy, error) {
+func newZKProxy(target, assignPath string) (*zkProxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &zkProxy{ln: ln, target: target}
+	p := &zkProxy{ln: ln, target: target, assignPrefix: assignPath}
 	go p.accept()
 	return p, nil
 }
@@ -75,8 +81,7 @@ func (p *zkProxy) accept() {
 		p.conns = append(p.conns, c, up)
 		p.mu.Unlock()
 		go func() {
-			n, _ := io.Copy(countingWriter{c, &p.bytesIn}, up)
-			_ = n
+			p.countReplies(up, c)
 			c.Close()
 		}()
 		go func() {
@@ -107,13 +112,67 @@ func (p *zkProxy) countRequests(c net.Conn, up net.Conn) {
 			return
 		}
 		if !first && n >= 8 {
-			p.count(int32(binary.BigEndian.Uint32(frame[4:8])))
+			op := int32(binary.BigEndian.Uint32(frame[4:8]))
+			p.count(op)
+			if op == opGetData && p.assignPrefix != "" && n >= 12 {
+				if l := int(binary.BigEndian.Uint32(frame[8:12])); l >= 0 && 12+l <= n {
+					if path := string(frame[12 : 12+l]); strings.HasPrefix(path, p.assignPrefix) {
+						p.xids.Store(int32(binary.BigEndian.Uint32(frame[0:4])), true)
+					}
+				}
+			}
 		}
+		storeMax(&p.maxRequest, int64(n))
 		first = false
 		if _, err := up.Write(hdr[:]); err != nil {
 			return
 		}
 		if _, err := up.Write(frame); err != nil {
+			return
+		}
+	}
+}
+
+// countReplies copies server frames to c, counting their bytes, the largest,
+// and those answering reads of /assignment nodes.
+func (p *zkProxy) countReplies(up net.Conn, c net.Conn) {
+	var hdr [4]byte
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := io.ReadFull(up, hdr[:]); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint32(hdr[:]))
+		if n < 0 || n > 64<<20 {
+			return
+		}
+		if n > len(buf) {
+			buf = make([]byte, n)
+		}
+		frame := buf[:n]
+		if _, err := io.ReadFull(up, frame); err != nil {
+			return
+		}
+		p.bytesIn.Add(int64(4 + n))
+		storeMax(&p.maxResponse, int64(n))
+		if n >= 4 {
+			if _, ok := p.xids.LoadAndDelete(int32(binary.BigEndian.Uint32(frame[0:4]))); ok {
+				p.assignBytes.Add(int64(4 + n))
+			}
+		}
+		if _, err := c.Write(hdr[:]); err != nil {
+			return
+		}
+		if _, err := c.Write(frame); err != nil {
+			return
+		}
+	}
+}
+
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		cur := a.Load()
+		if v <= cur || a.CompareAndSwap(cur, v) {
 			return
 		}
 	}
@@ -148,21 +207,28 @@ func (p *zkProxy) close() {
 	p.Cut()
 }
 
-// zkCounts is a snapshot of request counters.
+// zkCounts is a snapshot of request counters. MaxRequest and MaxResponse
+// are the largest frames so far (they are maxima, not summed: add and sub
+// keep the larger).
 type zkCounts struct {
 	Reads, Writes, Other, Pings, BytesIn int64
+	AssignBytes                          int64
+	MaxRequest, MaxResponse              int64
 }
 
 func (p *zkProxy) counts() zkCounts {
-	return zkCounts{Reads: p.reads.Load(), Writes: p.writes.Load(), Other: p.other.Load(), Pings: p.pings.Load(), BytesIn: p.bytesIn.Load()}
+	return zkCounts{Reads: p.reads.Load(), Writes: p.writes.Load(), Other: p.other.Load(), Pings: p.pings.Load(), BytesIn: p.bytesIn.Load(),
+		AssignBytes: p.assignBytes.Load(), MaxRequest: p.maxRequest.Load(), MaxResponse: p.maxResponse.Load()}
 }
 
 func (c zkCounts) add(o zkCounts) zkCounts {
-	return zkCounts{c.Reads + o.Reads, c.Writes + o.Writes, c.Other + o.Other, c.Pings + o.Pings, c.BytesIn + o.BytesIn}
+	return zkCounts{c.Reads + o.Reads, c.Writes + o.Writes, c.Other + o.Other, c.Pings + o.Pings, c.BytesIn + o.BytesIn,
+		c.AssignBytes + o.AssignBytes, max(c.MaxRequest, o.MaxRequest), max(c.MaxResponse, o.MaxResponse)}
 }
 
 func (c zkCounts) sub(o zkCounts) zkCounts {
-	return zkCounts{c.Reads - o.Reads, c.Writes - o.Writes, c.Other - o.Other, c.Pings - o.Pings, c.BytesIn - o.BytesIn}
+	return zkCounts{c.Reads - o.Reads, c.Writes - o.Writes, c.Other - o.Other, c.Pings - o.Pings, c.BytesIn - o.BytesIn,
+		c.AssignBytes - o.AssignBytes, c.MaxRequest, c.MaxResponse}
 }
 
 // Requests is every request but pings.

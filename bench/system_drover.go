@@ -153,13 +153,18 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	}
 	wctx, stopWakeups := context.WithCancel(ctx)
 	defer stopWakeups()
-	wakeups, err := d.store.Wakeups(wctx)
+	wakeups, err := d.store.Wakeups(wctx, "bench")
 	if err != nil {
 		return 0, err
 	}
+	if err := d.store.RouteWakeups(ctx, "bench", qc.Name); err != nil {
+		return 0, err
+	}
 	go func() {
-		for q := range wakeups {
-			w.Wake(q)
+		for wk := range wakeups {
+			if wk.Queue != "" {
+				w.Wake(wk.Queue)
+			}
 		}
 	}()
 

@@ -53,7 +53,8 @@ func TestCorruptNodesGiveClearErrors(t *testing.T) {
 		}
 		return p
 	}
-	queueNode := put("queues/broken")
+	put("queues/" + registryBucket("broken"))
+	queueNode := put("queues/" + registryBucket("broken") + "/broken")
 	if err := s.CreateQueue(ctx, drover.QueueConfig{Name: "fine"}); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestDigestAuthProtectsNodes(t *testing.T) {
 	if _, err := s.Queue(ctx, "q"); err != nil {
 		t.Fatalf("read with auth: %v", err)
 	}
-	acl, _, err := s.conn.(*zk.Conn).GetACL(root + "/queues/q")
+	acl, _, err := s.conn.(*zk.Conn).GetACL(root + "/queues/" + registryBucket("q") + "/q")
 	if err != nil || len(acl) != 1 || acl[0].Scheme != "digest" {
 		t.Fatalf("ACL of a created node: want one digest entry, have %+v (%v)", acl, err)
 	}
@@ -148,7 +149,7 @@ func TestDigestAuthProtectsNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if _, _, err := other.Get(root + "/queues/q"); !errorsIs(err, zk.ErrNoAuth) {
+	if _, _, err := other.Get(root + "/queues/" + registryBucket("q") + "/q"); !errorsIs(err, zk.ErrNoAuth) {
 		t.Fatalf("read without credentials: want ErrNoAuth, have %v", err)
 	}
 }

@@ -40,6 +40,11 @@ type pendingWrite struct {
 	release bool
 }
 
+// maxClaimsInFlight bounds the Claim calls of one session that send
+// requests at the same time; the others wait their turn. Their multis are
+// coalesced (multi_batch.go), so a batch carries up to this many claims.
+const maxClaimsInFlight = 256
+
 // Claim takes ownership of queue for owner, as one multi:
 // create(/owners/<queue>, ephemeral) + setData(/offsets/<queue>, same data,
 // read version). The claim bumps the offset's version, which fences every
@@ -61,26 +66,58 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 		return nil, fmt.Errorf("claim %s: encode owner: %w", queue, err)
 	}
 	offsetPath := s.path(offsetsDir, queue)
-	if err := s.createIfMissing(ctx, offsetPath, zeroOffset()); err != nil {
-		return nil, fmt.Errorf("claim %s: %w", queue, err)
+	// A member gaining 10,000 queues claims them all at once: without a
+	// bound its requests pile up past the server's outstanding-request
+	// limit, which then stops reading the connection, pings included, and
+	// the session is lost.
+	select {
+	case s.claims <- struct{}{}:
+		defer func() { <-s.claims }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("claim %s: %w", queue, ctx.Err())
+	case <-s.done:
+		return nil, fmt.Errorf("claim %s: %w", queue, s.Err())
 	}
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		cur, err := s.ReadOffset(ctx, queue)
+		if errors.Is(err, drover.ErrNotFound) {
+			// Never claimed: create it (a read first, because a create of
+			// an existing node is still a write the leader must order).
+			_, cerr := s.batch.multi(ctx, []any{&zk.CreateRequest{Path: offsetPath, Data: zeroOffset(), Acl: s.acl, Flags: zk.FlagPersistent}})
+			if cerr != nil && !errors.Is(cerr, zk.ErrNodeExists) {
+				return nil, fmt.Errorf("claim %s: create %s: %w", queue, offsetPath, cerr)
+			}
+			cur, err = s.ReadOffset(ctx, queue)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("claim %s: %w", queue, err)
 		}
 		curData, _ := json.Marshal(cur.Offset)
+		// A queue still owned (its previous owner has not released it, or
+		// its session has not expired) is answered by a read: in a
+		// coalesced multi its failing create would make every other claim
+		// of the batch be sent again.
+		owned, err := bounded(ctx, s, func(c zkConn) (bool, error) {
+			exists, _, err := c.Exists(ownerPath)
+			return exists, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("claim %s: %w", queue, err)
+		}
+		if owned {
+			return nil, s.ownedElsewhere(ctx, queue)
+		}
 		// The multi waits for its real outcome even when ctx ends meanwhile
 		// (bounded by the request timeout): an abandoned claim that still
 		// landed would leave an owner node without a Claim, and the queue's
 		// next owner would wait on it for as long as this session lives. A
 		// claim that landed after ctx ended is given back below.
-		res, err := bounded(context.WithoutCancel(ctx), s, func(c zkConn) ([]zk.MultiResponse, error) {
-			return c.Multi(
-				&zk.CreateRequest{Path: ownerPath, Data: ownerData, Acl: s.acl, Flags: zk.FlagEphemeral},
-				&zk.SetDataRequest{Path: offsetPath, Data: curData, Version: cur.Version},
-			)
+		// Concurrent claims of this session go out in one multi (each
+		// failing alone: multi_batch.go).
+		res, err := s.batch.multi(context.WithoutCancel(ctx), []any{
+			&zk.CreateRequest{Path: ownerPath, Data: ownerData, Acl: s.acl, Flags: zk.FlagEphemeral},
+			&zk.SetDataRequest{Path: offsetPath, Data: curData, Version: cur.Version},
 		})
 		applied := err == nil
 		offsetVersion := int32(-1)
@@ -217,8 +254,7 @@ func (c *Claim) write(ctx context.Context, off drover.Offset, release bool) erro
 		if err := c.s.usable(); err != nil {
 			return c.fence(err)
 		}
-		ops := c.ops(data, release)
-		res, err := bounded(ctx, c.s, func(conn zkConn) ([]zk.MultiResponse, error) { return conn.Multi(ops...) })
+		res, err := c.s.batch.multi(ctx, c.ops(data, release))
 		switch {
 		case err == nil:
 			c.applied(off, res[1].Stat.Version, release)

@@ -55,13 +55,15 @@ func connectFaulty(t *testing.T, servers []string, root string) (*Session, *faul
 	}
 	contact := &contactClock{}
 	kick := make(chan struct{}, 1)
+	hub := newWatchHub()
 	conn, _, err := zk.Connect(servers, cfg.SessionTimeout, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}),
-		zk.WithDialer(newDialer(nil, hostNames(servers), cfg.SessionTimeout, contact)))
+		zk.WithDialer(newDialer(nil, hostNames(servers), cfg.SessionTimeout, contact)),
+		zk.WithEventCallback(hub.deliver))
 	if err != nil {
 		t.Fatal(err)
 	}
 	fc := &faultConn{zkConn: conn}
-	s, err := newSession(ctxT(t), cfg, fc, contact, kick, make(chan struct{}))
+	s, err := newSession(ctxT(t), cfg, fc, contact, kick, make(chan struct{}), hub)
 	if err != nil {
 		conn.Close()
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 
 	"github.com/drover-dev/drover"
@@ -36,6 +37,51 @@ var persistentDirs = []string{
 	membersDir, electionDir, electionDir + "/" + ElectionRebalance, electionDir + "/" + ElectionScheduler,
 	queuesDir, ownersDir, offsetsDir, coordDir, epochNode, assignmentNode,
 	pauseDir, pauseQueuesDir, pauseMembersDir,
+}
+
+// Size limits (DESIGN.md §10): no znode, multi request or response larger
+// than maxRequestBytes, well under ZooKeeper's default jute.maxbuffer (1 MB),
+// at any queue count.
+const (
+	// maxRequestBytes bounds every write this package sends (a multi's
+	// payload: data plus paths). A write that would pass it fails with
+	// ErrTooLarge instead of being sent: the server would close the
+	// connection, and a client that re-sends after a lost reply would hang.
+	maxRequestBytes = 512 << 10
+	// registryBuckets is how many bucket nodes the queue registry spreads
+	// its queues over: /queues/<bucket>/<queue>. A bucket's listing at
+	// 1,000,000 queues is about 1,000 names (under 210 KB even at the
+	// longest names).
+	registryBuckets = 1024
+	// maxBucketQueues bounds one bucket, so its children listing (4 bytes
+	// plus the name per child) stays under maxRequestBytes at the longest
+	// names: 1024 × 2,500 = 2.5 million queues.
+	maxBucketQueues = maxRequestBytes / (4 + 200 + 1)
+)
+
+// ErrTooLarge: a write or a listing would pass the size limit of one
+// ZooKeeper request (maxRequestBytes).
+var ErrTooLarge = fmt.Errorf("coordinator: request larger than %d bytes", maxRequestBytes)
+
+// registryBucket returns the bucket node name of queue in the registry:
+// three hex digits of its FNV-1a hash, modulo registryBuckets.
+func registryBucket(queue string) string {
+	h := fnv.New32a()
+	h.Write([]byte(queue))
+	return fmt.Sprintf("%03x", h.Sum32()%registryBuckets)
+}
+
+// queueConfigPath returns /queues/<bucket>/<queue> after validating the name.
+func (s *Session) queueConfigPath(queue string) (string, error) {
+	if err := drover.ValidateQueueName(queue); err != nil {
+		return "", err
+	}
+	return s.path(queuesDir, registryBucket(queue), queue), nil
+}
+
+// queueNodePath is queueConfigPath for a name already validated.
+func (s *Session) queueNodePath(queue string) string {
+	return s.path(queuesDir, registryBucket(queue), queue)
 }
 
 // path joins the root and relative path elements.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -12,7 +11,7 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// WatchQueueConfigs keeps a data watch on /queues/<q> for each queue named
+// WatchQueueConfigs keeps a data watch on /queues/<bucket>/<q> for each queue named
 // in the latest set received on names, and delivers each queue's entry when
 // it is first read and after every change, until ctx ends or the session is
 // lost (then the channel is closed). A member's reconciler watches only the
@@ -29,28 +28,31 @@ func (s *Session) WatchQueueConfigs(ctx context.Context, names <-chan map[string
 		defer close(out)
 		var (
 			want    = map[string]bool{}
-			ws      = newWatchSet()
+			ws      = newWatchSet(s.hub)
 			pending = map[string]QueueEntry{} // undelivered, latest per queue
 			order   []string                  // delivery order of pending
 			retry   <-chan time.Time
 		)
+		defer ws.close()
 		for {
 			// Read and arm every wanted queue whose watch is not armed.
 			failed := false
 			for q := range want {
-				k := watchKey{watchNode, s.path(queuesDir, q)}
-				if ws.armed[k] {
+				k := watchKey{watchNode, s.queueNodePath(q)}
+				if ws.isArmed(k) {
 					continue
 				}
-				e, ch, err := s.readQueueW(ctx, q)
+				ws.prepare(k)
+				e, err := s.readQueueW(ctx, q)
 				if err != nil {
+					ws.cancel(k)
 					if ctx.Err() != nil || s.Err() != nil {
 						return
 					}
 					failed = true
 					continue
 				}
-				ws.arm(k, ch)
+				ws.armed(k)
 				if _, dup := pending[q]; !dup {
 					order = append(order, q)
 				}
@@ -61,75 +63,68 @@ func (s *Session) WatchQueueConfigs(ctx context.Context, names <-chan map[string
 				retry = time.After(s.cfg.SessionTimeout / 4)
 			}
 			// Wait for: a new set, a fired watch, room to deliver, a retry.
-			keys := make([]watchKey, 0, len(ws.chans))
-			cases := []reflect.SelectCase{
-				{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-				{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(s.done)},
-				{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(names)},
-				{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(retry)},
-			}
+			var send chan QueueEntry
+			var next QueueEntry
 			if len(order) > 0 {
-				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectSend, Chan: reflect.ValueOf(out), Send: reflect.ValueOf(pending[order[0]])})
-			} else {
-				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv}) // a nil channel: never ready
+				send, next = out, pending[order[0]]
 			}
-			for k, ch := range ws.chans {
-				keys = append(keys, k)
-				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
-			}
-			i, v, ok := reflect.Select(cases)
-			switch i {
-			case 0, 1:
+			select {
+			case <-ctx.Done():
 				return
-			case 2:
+			case <-s.done:
+				return
+			case set, ok := <-names:
 				if !ok {
 					return
 				}
-				want = v.Interface().(map[string]bool)
-			case 3:
-			case 4:
+				for q := range want {
+					if !set[q] {
+						// Its watch stays armed on the server until it fires;
+						// the set no longer follows it.
+						ws.forget(watchKey{watchNode, s.queueNodePath(q)})
+					}
+				}
+				want = set
+			case <-retry:
+			case send <- next:
 				delete(pending, order[0])
 				order = order[1:]
-			default:
-				k := keys[i-5]
-				ws.fire(k)
-				// A watch of a queue no longer wanted is not armed again.
+			case <-ws.notify:
 			}
 		}
 	}()
 	return out
 }
 
-// readQueueW reads /queues/<q> and leaves a watch on it: a data watch, or an
+// readQueueW reads /queues/<bucket>/<q> and leaves a watch on it: a data watch, or an
 // existence watch when the node is missing.
-func (s *Session) readQueueW(ctx context.Context, q string) (QueueEntry, <-chan zk.Event, error) {
-	p := s.path(queuesDir, q)
+func (s *Session) readQueueW(ctx context.Context, q string) (QueueEntry, error) {
+	p := s.queueNodePath(q)
 	type read struct {
 		nd     nodeData
 		exists bool
-		ch     <-chan zk.Event
 	}
 	r, err := bounded(ctx, s, func(c zkConn) (read, error) {
-		data, st, ch, err := c.GetW(p)
+		data, st, _, err := c.GetW(p)
 		if errors.Is(err, zk.ErrNoNode) {
-			exists, _, ch, err := c.ExistsW(p)
+			exists, _, _, err := c.ExistsW(p)
 			if err == nil && exists {
 				return read{}, zk.ErrNoNode // created meanwhile: read again
 			}
-			return read{exists: false, ch: ch}, err
+			return read{exists: false}, err
 		}
 		if err != nil {
 			return read{}, err
 		}
-		return read{nd: nodeData{data, *st}, exists: true, ch: ch}, nil
+		return read{nd: nodeData{data, *st}, exists: true}, nil
 	})
 	if err != nil {
-		return QueueEntry{}, nil, err
+		return QueueEntry{}, err
 	}
 	if !r.exists {
-		return QueueEntry{Name: q, Err: errQueueNotFound(q)}, r.ch, nil
+		return QueueEntry{Name: q, Err: errQueueNotFound(q)}, nil
 	}
-	return decodeQueue(p, q, r.nd), r.ch, nil
+	return decodeQueue(p, q, r.nd), nil
 }
 
 func errQueueNotFound(q string) error {

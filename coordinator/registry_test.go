@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -282,5 +283,72 @@ func TestResetOffsetRefusedWhileOwned(t *testing.T) {
 	}
 	if on, _ := admin.ReadOffset(ctx, "q"); on.Offset.Position != 1 {
 		t.Fatalf("offset after reset: want 1, have %d", on.Offset.Position)
+	}
+}
+
+// The registry spreads queues over bucket nodes so that no listing passes
+// the size limit, and a full bucket is a clear error, never a request the
+// server refuses.
+func TestRegistryBucketsAndTheirLimit(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	s := connect(t, server.Addrs, root, patient)
+	ctx := ctxLong(t)
+
+	createQueues(t, s, 1000)
+	buckets, _, err := s.conn.Children(s.path(queuesDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(buckets) > registryBuckets || len(buckets) < registryBuckets/2 {
+		t.Fatalf("buckets for 1,000 queues: want between %d and %d, have %d", registryBuckets/2, registryBuckets, len(buckets))
+	}
+	st, err := s.ClusterStats(ctx)
+	if err != nil || st.Queues != 1000 {
+		t.Fatalf("cluster stats: want 1000 queues, have %d (%v)", st.Queues, err)
+	}
+	if n, err := s.CreateQueues(ctx, []drover.QueueConfig{{Name: "q0000001"}, {Name: "fresh"}}); err != nil || n != 1 {
+		t.Fatalf("create one existing and one new queue: want 1 created, have %d (%v)", n, err)
+	}
+
+	// Fill one bucket to its limit with names that hash into it.
+	var full []drover.QueueConfig
+	want := registryBucket("fill-0")
+	_, bst, err := s.conn.Exists(s.path(queuesDir, want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; len(full) < maxBucketQueues-int(bst.NumChildren); i++ {
+		if name := fmt.Sprintf("fill-%d", i); registryBucket(name) == want {
+			full = append(full, drover.QueueConfig{Name: name})
+		}
+	}
+	if _, err := s.CreateQueues(ctx, full[:len(full)-1]); err != nil {
+		t.Fatalf("fill bucket %s: %v", want, err)
+	}
+	_, err = s.CreateQueues(ctx, full[len(full)-1:len(full)])
+	if err != nil {
+		t.Fatalf("the last queue that fits: %v", err)
+	}
+	var extra string
+	for i := 0; extra == ""; i++ {
+		if name := fmt.Sprintf("extra-%d", i); registryBucket(name) == want {
+			extra = name
+		}
+	}
+	mustIs(t, s.CreateQueue(ctx, drover.QueueConfig{Name: extra}), ErrTooLarge, "create in a full bucket")
+	_, err = s.CreateQueues(ctx, []drover.QueueConfig{{Name: extra}})
+	mustIs(t, err, ErrTooLarge, "batch create in a full bucket")
+	listing, _, err := s.conn.Children(s.path(queuesDir, want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	for _, n := range listing {
+		size += 4 + len(n)
+	}
+	if size > maxRequestBytes {
+		t.Fatalf("listing of a full bucket: want at most %d bytes, have %d", maxRequestBytes, size)
 	}
 }

@@ -26,6 +26,9 @@ type Session struct {
 	acl     []zk.ACL
 	contact *contactClock
 	kick    chan struct{} // wakes the monitor; never blocks the sender
+	hub     *watchHub     // routes watch events to the watch sets (watch.go)
+	batch   multiBatcher  // coalesces the commits and releases of claims (multi_batch.go)
+	claims  chan struct{} // bounds the claims in flight (claim.go)
 
 	mu      sync.Mutex
 	state   SessionState
@@ -57,11 +60,13 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 	std := zkLogger{log: cfg.Logger.Named("zk")}
 	expired := make(chan struct{})
 	var expiredOnce sync.Once
+	hub := newWatchHub()
 	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
 		zk.WithDialer(newDialer(cfg.TLS, hostOf, clamp, contact)),
 		zk.WithLogger(std),
 		zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) {
+			hub.deliver(ev)
 			if ev.Type == zk.EventSession && ev.State == zk.StateExpired {
 				expiredOnce.Do(func() { close(expired) })
 			}
@@ -73,7 +78,7 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to zookeeper %s: %w", strings.Join(cfg.Servers, ","), err)
 	}
-	s, err := newSession(ctx, cfg, conn, contact, kick, expired)
+	s, err := newSession(ctx, cfg, conn, contact, kick, expired, hub)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -83,8 +88,14 @@ func Connect(ctx context.Context, cfg Config) (*Session, error) {
 
 // newSession waits for conn's session and starts the monitor. expired is
 // closed when the library reports the session expired.
-func newSession(ctx context.Context, cfg Config, conn zkConn, contact *contactClock, kick chan struct{}, expired <-chan struct{}) (*Session, error) {
+// hub receives the connection's watch events (nil: a new hub that nothing
+// feeds, for a connection without an event callback).
+func newSession(ctx context.Context, cfg Config, conn zkConn, contact *contactClock, kick chan struct{}, expired <-chan struct{}, hub *watchHub) (*Session, error) {
+	if hub == nil {
+		hub = newWatchHub()
+	}
 	s := &Session{
+		hub:     hub,
 		cfg:     cfg,
 		log:     cfg.Logger.Named("coordinator"),
 		conn:    conn,
@@ -95,6 +106,8 @@ func newSession(ctx context.Context, cfg Config, conn zkConn, contact *contactCl
 		done:    make(chan struct{}),
 		stop:    make(chan struct{}),
 	}
+	s.batch.s = s
+	s.claims = make(chan struct{}, maxClaimsInFlight)
 	if err := s.awaitSession(ctx); err != nil {
 		return nil, err
 	}

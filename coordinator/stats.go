@@ -20,16 +20,18 @@ type ClusterStats struct {
 // Unowned is the number of registered queues without an owner.
 func (c ClusterStats) Unowned() int { return max(c.Queues-c.Owned, 0) }
 
-// ClusterStats counts members, queues, owners and scheduler candidates with
-// four child listings: its cost does not depend on the queues' data.
+// ClusterStats counts members, queues, owners and scheduler candidates from
+// the nodes' child counts (Stat.NumChildren), never from listings: a listing
+// of /owners at 100,000 queues would pass a megabyte. Its cost is one read
+// per registry bucket plus three.
 func (s *Session) ClusterStats(ctx context.Context) (ClusterStats, error) {
 	count := func(p string) (int, error) {
 		return bounded(ctx, s, func(c zkConn) (int, error) {
-			names, _, err := c.Children(p)
-			if errors.Is(err, zk.ErrNoNode) {
-				return 0, nil
+			exists, st, err := c.Exists(p)
+			if err != nil || !exists {
+				return 0, err
 			}
-			return len(names), err
+			return int(st.NumChildren), nil
 		})
 	}
 	var st ClusterStats
@@ -37,7 +39,30 @@ func (s *Session) ClusterStats(ctx context.Context) (ClusterStats, error) {
 	if st.Members, err = count(s.path(membersDir)); err != nil {
 		return st, fmt.Errorf("cluster stats: members: %w", err)
 	}
-	if st.Queues, err = count(s.path(queuesDir)); err != nil {
+	buckets, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+		names, _, err := c.Children(s.path(queuesDir))
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil, nil
+		}
+		return names, err
+	})
+	if err != nil {
+		return st, fmt.Errorf("cluster stats: queues: %w", err)
+	}
+	type res struct {
+		n   int
+		err error
+	}
+	for _, r := range parallelMap(ctx, buckets, func(b string) res {
+		n, err := count(s.path(queuesDir, b))
+		return res{n, err}
+	}) {
+		if r.err != nil {
+			return st, fmt.Errorf("cluster stats: queues: %w", r.err)
+		}
+		st.Queues += r.n
+	}
+	if err := ctx.Err(); err != nil {
 		return st, fmt.Errorf("cluster stats: queues: %w", err)
 	}
 	if st.Owned, err = count(s.path(ownersDir)); err != nil {

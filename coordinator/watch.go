@@ -3,8 +3,8 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"reflect"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -15,6 +15,15 @@ import (
 // second registration in the library (a leak when done in a loop). A watchSet
 // therefore tracks which watches are armed and a refresh re-arms only those
 // that fired.
+//
+// Fan-in: the library delivers every watch event to the session's event
+// callback (with its path) before it sends it on the watch's own channel.
+// The session's watchHub routes that event to the watch sets interested in
+// the path, so a watch costs a map entry — not a goroutine and not a select
+// case. One select over every watch's channel panicked beyond 65,536 cases
+// (reflect.Select's limit) and cost O(watches) per event; the hub costs O(1).
+// The per-watch channels the library returns are never read: it closes and
+// forgets them when the watch fires.
 
 type watchKind byte
 
@@ -28,57 +37,199 @@ type watchKey struct {
 	path string
 }
 
-// watchSet tracks the armed watches of one watching goroutine, and their
-// channels: the goroutine waits on all of them at once (wait), so a watch
-// costs a select case, not a goroutine — a member watching 10,000 queue
-// nodes does not park 10,000 goroutines.
-type watchSet struct {
-	armed map[watchKey]bool
-	chans map[watchKey]<-chan zk.Event
+// watchState is one key's state in a watchSet.
+type watchState byte
+
+const (
+	watchArming      watchState = iota + 1 // the request that arms it is in flight
+	watchArmedState                        // armed: an event will report a change
+	watchFiredArming                       // fired while arming: the read may be stale
+)
+
+// watchHub routes the watch events of one session to the watch sets that
+// armed watches on the event's path. deliver never blocks.
+type watchHub struct {
+	mu     sync.Mutex
+	byPath map[string]map[*watchSet]int // path → sets with keys on it → how many keys
 }
 
-func newWatchSet() *watchSet {
-	return &watchSet{armed: map[watchKey]bool{}, chans: map[watchKey]<-chan zk.Event{}}
-}
+func newWatchHub() *watchHub { return &watchHub{byPath: map[string]map[*watchSet]int{}} }
 
-// arm records k as armed with the channel the library fires it on.
-func (w *watchSet) arm(k watchKey, ch <-chan zk.Event) {
-	w.armed[k] = true
-	w.chans[k] = ch
-}
-
-// wait blocks until at least one armed watch fires, and marks every watch
-// that has fired by then as no longer armed. It returns false when ctx ends
-// or done is closed first.
-func (w *watchSet) wait(ctx context.Context, done <-chan struct{}) bool {
-	keys := make([]watchKey, 0, len(w.chans))
-	cases := make([]reflect.SelectCase, 0, len(w.chans)+2)
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(done)})
-	for k, ch := range w.chans {
-		keys = append(keys, k)
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)})
+// deliver hands a library event to the interested watch sets. It is called
+// from the library's receive loop and must not block.
+func (h *watchHub) deliver(ev zk.Event) {
+	if ev.Type == zk.EventSession || ev.Path == "" {
+		return
 	}
-	i, _, _ := reflect.Select(cases)
-	if i < 2 {
-		return false
+	var kinds []watchKind
+	switch ev.Type {
+	case zk.EventNodeCreated, zk.EventNodeDataChanged:
+		kinds = []watchKind{watchNode}
+	case zk.EventNodeChildrenChanged:
+		kinds = []watchKind{watchChildren}
+	default: // deleted, not watching (invalidated): every watch of the path
+		kinds = []watchKind{watchNode, watchChildren}
 	}
-	w.fire(keys[i-2])
-	// Coalesce the watches that fired together.
-	for k, ch := range w.chans {
-		select {
-		case <-ch:
-			w.fire(k)
-		default:
+	h.mu.Lock()
+	sets := make([]*watchSet, 0, len(h.byPath[ev.Path]))
+	for ws := range h.byPath[ev.Path] {
+		sets = append(sets, ws)
+	}
+	h.mu.Unlock()
+	for _, ws := range sets {
+		for _, k := range kinds {
+			ws.fired(watchKey{k, ev.Path})
 		}
 	}
-	return true
 }
 
-func (w *watchSet) fire(k watchKey) {
-	w.armed[k] = false
-	delete(w.chans, k)
+func (h *watchHub) add(ws *watchSet, p string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.byPath[p]
+	if m == nil {
+		m = map[*watchSet]int{}
+		h.byPath[p] = m
+	}
+	m[ws]++
+}
+
+func (h *watchHub) remove(ws *watchSet, p string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := h.byPath[p]
+	if m[ws] <= 1 {
+		delete(m, ws)
+	} else {
+		m[ws]--
+	}
+	if len(m) == 0 {
+		delete(h.byPath, p)
+	}
+}
+
+// paths returns how many paths the hub routes (for tests and figures).
+func (h *watchHub) paths() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.byPath)
+}
+
+// watchSet tracks the watches of one watching goroutine. A key is armed in
+// two steps: prepare before the request that arms it is sent (so an event
+// that overtakes the reply is not lost), then armed or cancel once the reply
+// is in. wait blocks until an armed watch fired. Safe for concurrent use (a
+// refresh reads many nodes in parallel).
+type watchSet struct {
+	hub    *watchHub
+	notify chan struct{} // one pending signal: some watch fired
+
+	mu    sync.Mutex
+	state map[watchKey]watchState
+}
+
+func newWatchSet(hub *watchHub) *watchSet {
+	return &watchSet{hub: hub, notify: make(chan struct{}, 1), state: map[watchKey]watchState{}}
+}
+
+// isArmed reports whether k is armed or being armed.
+func (w *watchSet) isArmed(k watchKey) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.state[k]
+	return st == watchArming || st == watchArmedState
+}
+
+// prepare marks k as being armed; call it before sending the request.
+func (w *watchSet) prepare(k watchKey) {
+	w.mu.Lock()
+	_, known := w.state[k]
+	w.state[k] = watchArming
+	w.mu.Unlock()
+	if !known {
+		w.hub.add(w, k.path)
+	}
+}
+
+// armed records that the request arming k succeeded. When an event for k
+// arrived in between, k stays unarmed and wait reports it, so the caller
+// reads again.
+func (w *watchSet) armed(k watchKey) {
+	w.mu.Lock()
+	fired := w.state[k] == watchFiredArming
+	if !fired {
+		w.state[k] = watchArmedState
+	}
+	w.mu.Unlock()
+	if fired {
+		w.forget(k)
+		w.signal()
+	}
+}
+
+// cancel records that the request arming k failed (no watch was set).
+func (w *watchSet) cancel(k watchKey) { w.forget(k) }
+
+// forget drops k.
+func (w *watchSet) forget(k watchKey) {
+	w.mu.Lock()
+	_, known := w.state[k]
+	delete(w.state, k)
+	w.mu.Unlock()
+	if known {
+		w.hub.remove(w, k.path)
+	}
+}
+
+// fired takes an event for k from the hub.
+func (w *watchSet) fired(k watchKey) {
+	w.mu.Lock()
+	st := w.state[k]
+	switch st {
+	case watchArming:
+		w.state[k] = watchFiredArming
+	case watchArmedState:
+		delete(w.state, k)
+	}
+	w.mu.Unlock()
+	if st == watchArmedState {
+		w.hub.remove(w, k.path)
+		w.signal()
+	}
+}
+
+func (w *watchSet) signal() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// close forgets every key (the watching goroutine ends).
+func (w *watchSet) close() {
+	w.mu.Lock()
+	keys := make([]watchKey, 0, len(w.state))
+	for k := range w.state {
+		keys = append(keys, k)
+	}
+	w.mu.Unlock()
+	for _, k := range keys {
+		w.forget(k)
+	}
+}
+
+// wait blocks until at least one armed watch has fired since the last wait
+// (fired watches are no longer armed, so the next refresh re-reads them). It
+// returns false when ctx ends or done is closed first.
+func (w *watchSet) wait(ctx context.Context, done <-chan struct{}) bool {
+	select {
+	case <-w.notify:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-done:
+		return false
+	}
 }
 
 // watchLoop delivers refresh's result on the returned channel now and after
@@ -90,7 +241,8 @@ func watchLoop[T any](ctx context.Context, s *Session, what string, refresh func
 	out := make(chan T, 1)
 	go func() {
 		defer close(out)
-		ws := newWatchSet()
+		ws := newWatchSet(s.hub)
+		defer ws.close()
 		backoff := 50 * time.Millisecond
 		for {
 			v, err := refresh(ctx, ws)
@@ -104,6 +256,8 @@ func watchLoop[T any](ctx context.Context, s *Session, what string, refresh func
 				out <- v
 			case ctx.Err() != nil || s.Err() != nil:
 				return
+			case errors.Is(err, errShareIncomplete):
+				// Being written: the watch reports the end of the write.
 			default:
 				s.log.Warn("watch refresh failed; retrying", "watch", what, "error", err, "retry_in", backoff)
 				select {
@@ -142,63 +296,156 @@ func newDirCache(dir string) *dirCache { return &dirCache{dir: dir, nodes: map[s
 // refresh re-reads what changed since the last refresh and re-arms the
 // watches that fired.
 func (d *dirCache) refresh(ctx context.Context, s *Session, ws *watchSet) error {
-	ck := watchKey{watchChildren, d.dir}
-	if !ws.armed[ck] {
-		type listing struct {
-			names []string
-			ch    <-chan zk.Event
+	return refreshDirs(ctx, s, ws, []*dirCache{d})
+}
+
+// refreshDirs refreshes several directory caches with one watch set: first
+// the listings whose watch fired, then every node whose watch fired. Reads
+// go out in parallel (readParallelism at a time): a leader reading 100,000
+// queue configs one round trip at a time would take minutes.
+func refreshDirs(ctx context.Context, s *Session, ws *watchSet, dirs []*dirCache) error {
+	var relist []*dirCache
+	for _, d := range dirs {
+		if !ws.isArmed(watchKey{watchChildren, d.dir}) {
+			relist = append(relist, d)
 		}
-		l, err := bounded(ctx, s, func(c zkConn) (listing, error) {
-			names, _, ch, err := c.ChildrenW(d.dir)
-			return listing{names, ch}, err
+	}
+	type listing struct {
+		names []string
+		err   error
+	}
+	lists := parallelMap(ctx, relist, func(d *dirCache) listing {
+		ck := watchKey{watchChildren, d.dir}
+		ws.prepare(ck)
+		names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+			names, _, _, err := c.ChildrenW(d.dir)
+			return names, err
 		})
 		if err != nil {
-			return err
+			ws.cancel(ck)
+		} else {
+			ws.armed(ck)
 		}
-		ws.arm(ck, l.ch)
-		present := map[string]bool{}
+		return listing{names, err}
+	})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for i, l := range lists {
+		d := relist[i]
+		if errors.Is(l.err, zk.ErrNoNode) {
+			l.names, l.err = nil, nil // the directory is gone: so are its nodes
+		}
+		if l.err != nil {
+			return l.err
+		}
+		present := make(map[string]bool, len(l.names))
 		for _, n := range l.names {
 			present[n] = true
 		}
 		for n := range d.nodes {
 			if !present[n] {
 				delete(d.nodes, n)
+				ws.forget(watchKey{watchNode, d.dir + "/" + n})
 			}
 		}
 		for n := range present {
 			if _, ok := d.nodes[n]; !ok {
 				d.nodes[n] = nodeData{} // to be read below
-				ws.armed[watchKey{watchNode, d.dir + "/" + n}] = false
 			}
 		}
 	}
-	for n := range d.nodes {
-		k := watchKey{watchNode, d.dir + "/" + n}
-		if ws.armed[k] {
-			continue
+	type stale struct {
+		d    *dirCache
+		name string
+	}
+	var todo []stale
+	for _, d := range dirs {
+		for n := range d.nodes {
+			if !ws.isArmed(watchKey{watchNode, d.dir + "/" + n}) {
+				todo = append(todo, stale{d, n})
+			}
 		}
-		type read struct {
-			nd nodeData
-			ch <-chan zk.Event
-		}
-		r, err := bounded(ctx, s, func(c zkConn) (read, error) {
-			data, stat, ch, err := c.GetW(k.path)
+	}
+	type read struct {
+		nd  nodeData
+		err error
+	}
+	reads := parallelMap(ctx, todo, func(st stale) read {
+		k := watchKey{watchNode, st.d.dir + "/" + st.name}
+		ws.prepare(k)
+		nd, err := bounded(ctx, s, func(c zkConn) (nodeData, error) {
+			data, stat, _, err := c.GetW(k.path)
 			if err != nil {
-				return read{}, err
+				return nodeData{}, err
 			}
-			return read{nodeData{data, *stat}, ch}, nil
+			return nodeData{data, *stat}, nil
 		})
-		if errors.Is(err, zk.ErrNoNode) {
-			delete(d.nodes, n) // the children watch reports the deletion too
-			continue
-		}
 		if err != nil {
-			return err
+			ws.cancel(k)
+		} else {
+			ws.armed(k)
 		}
-		ws.arm(k, r.ch)
-		d.nodes[n] = r.nd
+		return read{nd, err}
+	})
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return nil
+	var firstErr error
+	for i, r := range reads {
+		st := todo[i]
+		switch {
+		case errors.Is(r.err, zk.ErrNoNode):
+			delete(st.d.nodes, st.name) // the children watch reports the deletion too
+		case r.err != nil:
+			if firstErr == nil {
+				firstErr = r.err
+			}
+		default:
+			st.d.nodes[st.name] = r.nd
+		}
+	}
+	return firstErr
+}
+
+// readParallelism bounds the reads one refresh has in flight; writeParallelism
+// the batched writes (multis of hundreds of operations, which the server
+// applies one at a time anyway).
+const (
+	readParallelism  = 64
+	writeParallelism = 4
+)
+
+// parallelMap calls f for every item, readParallelism at a time, and returns
+// the results in the order of items. It stops starting calls when ctx ends
+// (the results of those not started are zero).
+func parallelMap[T, R any](ctx context.Context, items []T, f func(T) R) []R {
+	return parallelMapN(ctx, readParallelism, items, f)
+}
+
+// parallelMapN is parallelMap with n calls at a time.
+func parallelMapN[T, R any](ctx context.Context, n int, items []T, f func(T) R) []R {
+	out := make([]R, len(items))
+	if len(items) == 1 {
+		out[0] = f(items[0])
+		return out
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = f(it)
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // names returns the cached child names, sorted.
@@ -215,7 +462,7 @@ func (d *dirCache) names() []string {
 // hold one yet; a missing node is returned as nil.
 func readNode(ctx context.Context, s *Session, ws *watchSet, p string) (*nodeData, error) {
 	k := watchKey{watchNode, p}
-	if ws.armed[k] {
+	if ws.isArmed(k) {
 		return bounded(ctx, s, func(c zkConn) (*nodeData, error) {
 			data, stat, err := c.Get(p)
 			if errors.Is(err, zk.ErrNoNode) {
@@ -227,38 +474,36 @@ func readNode(ctx context.Context, s *Session, ws *watchSet, p string) (*nodeDat
 			return &nodeData{data, *stat}, nil
 		})
 	}
-	type read struct {
-		nd *nodeData
-		ch <-chan zk.Event
-	}
-	r, err := bounded(ctx, s, func(c zkConn) (read, error) {
-		data, stat, ch, err := c.GetW(p)
+	ws.prepare(k)
+	nd, err := bounded(ctx, s, func(c zkConn) (*nodeData, error) {
+		data, stat, _, err := c.GetW(p)
 		if err == nil {
-			return read{&nodeData{data, *stat}, ch}, nil
+			return &nodeData{data, *stat}, nil
 		}
 		if !errors.Is(err, zk.ErrNoNode) {
-			return read{}, err
+			return nil, err
 		}
-		exists, _, ch, err := c.ExistsW(p)
+		exists, _, _, err := c.ExistsW(p)
 		if err != nil || !exists {
-			return read{nil, ch}, err
+			return nil, err
 		}
 		// Created in between: ExistsW armed a data watch; read the data
 		// without arming another one.
 		data, stat, err = c.Get(p)
 		if errors.Is(err, zk.ErrNoNode) {
-			return read{nil, ch}, nil
+			return nil, nil
 		}
 		if err != nil {
-			return read{}, err
+			return nil, err
 		}
-		return read{&nodeData{data, *stat}, ch}, nil
+		return &nodeData{data, *stat}, nil
 	})
 	if err != nil {
+		ws.cancel(k)
 		return nil, err
 	}
-	ws.arm(k, r.ch)
-	return r.nd, nil
+	ws.armed(k)
+	return nd, nil
 }
 
 // read fills the cache once, without watches.
@@ -270,21 +515,25 @@ func (d *dirCache) read(ctx context.Context, s *Session) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range names {
-		nd, err := bounded(ctx, s, func(c zkConn) (nodeData, error) {
-			data, stat, err := c.Get(d.dir + "/" + n)
-			if err != nil {
-				return nodeData{}, err
-			}
-			return nodeData{data, *stat}, nil
-		})
-		if errors.Is(err, zk.ErrNoNode) {
+	type read struct {
+		nd  nodeData
+		err error
+	}
+	reads := parallelMap(ctx, names, func(n string) read {
+		nd, err := getNode(ctx, s, d.dir+"/"+n)
+		return read{nd, err}
+	})
+	for i, r := range reads {
+		if errors.Is(r.err, zk.ErrNoNode) {
 			continue
 		}
-		if err != nil {
-			return err
+		if r.err != nil {
+			return r.err
 		}
-		d.nodes[n] = nd
+		d.nodes[names[i]] = r.nd
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	return nil
 }

@@ -84,13 +84,15 @@ func newRuntimeRig(b *testing.B, capacity int) *runtimeRig {
 	b.Cleanup(w.AbortAll)
 	wctx, stop := context.WithCancel(context.Background())
 	b.Cleanup(stop)
-	wake, err := store.Wakeups(wctx)
+	wake, err := store.Wakeups(wctx, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	go func() {
-		for q := range wake {
-			w.Wake(q)
+		for wk := range wake {
+			if wk.Queue != "" {
+				w.Wake(wk.Queue)
+			}
 		}
 	}()
 	return &runtimeRig{store: store, s: s, w: w}
@@ -186,6 +188,9 @@ func (r *runtimeRig) runQueue(b *testing.B, qc drover.QueueConfig, task string, 
 		b.Fatal(err)
 	}
 	start := time.Now()
+	if err := r.store.RouteWakeups(context.Background(), "bench", qc.Name); err != nil {
+		b.Fatal(err)
+	}
 	if err := r.w.Start(qc, claim); err != nil {
 		b.Fatal(err)
 	}
@@ -207,6 +212,9 @@ func BenchmarkEnqueueToStart(b *testing.B) {
 	q := "latency"
 	claim, err := r.s.Claim(ctx, q, coordinator.Owner{Member: "bench"})
 	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.store.RouteWakeups(context.Background(), "bench", q); err != nil {
 		b.Fatal(err)
 	}
 	if err := r.w.Start(drover.QueueConfig{Name: q, Tasks: map[string]drover.TaskRoute{"bench.stamp": {Inline: true}}}, claim); err != nil {

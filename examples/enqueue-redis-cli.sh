@@ -57,11 +57,11 @@ envelope=$(printf '{"id":"%s","queue":"%s","task":"%s","args":%s,"attempt":0,"en
 # Extract the script between its first line and the end of the code block.
 script=$(mktemp)
 trap 'rm -f "$script"' EXIT
-awk '/^-- drover enqueue v1/{on=1} on&&/^```/{exit} on{print}' "$schema" >"$script"
+awk '/^-- drover enqueue v3/{on=1} on&&/^```/{exit} on{print}' "$schema" >"$script"
 [ -s "$script" ] || { echo "no enqueue script found in $schema" >&2; exit 1; }
 
 k="$prefix:{$queue}"
-$cli --eval "$script" "$k:log" "$k:msg" "$k:seq" "$k:delayed" "$k:seen" , \
-	86400000 "$prefix:wakeup" "$queue" "$id" "$envelope" 0 "$keyed"
+$cli --eval "$script" "$k:log" "$k:msg" "$k:seq" "$k:delayed" "$k:seen" "$k:owner" , \
+	86400000 "$prefix:wakeup-unowned" "$queue" "$id" "$envelope" 0 "$keyed"
 $cli SADD "$prefix:queues" "$queue" >/dev/null
 echo "enqueued $id" >&2

@@ -51,7 +51,9 @@ func (s *fakeSession) assign(gen int64, queues map[string]string) {
 	s.assignments <- coordinator.AssignmentNode{Assignment: drover.Assignment{Generation: gen, Queues: queues}}
 }
 
-func (s *fakeSession) WatchAssignment(ctx context.Context) <-chan coordinator.AssignmentNode {
+// WatchShare delivers every assignment whole: the reconciler keeps only its
+// member's queues.
+func (s *fakeSession) WatchShare(ctx context.Context, _ string) <-chan coordinator.AssignmentNode {
 	return relay(ctx, s.assignments)
 }
 

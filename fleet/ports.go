@@ -56,8 +56,10 @@ type ReconcilerSession interface {
 	Lifetime
 	Claimer
 	QueueConfigs
-	// WatchAssignment delivers the assignment now and after each change.
-	WatchAssignment(ctx context.Context) <-chan coordinator.AssignmentNode
+	// WatchShare delivers member's share of the assignment (its queues
+	// only) now and after each change of it; a rebalance that leaves the
+	// share alone delivers nothing (DESIGN.md §10).
+	WatchShare(ctx context.Context, member string) <-chan coordinator.AssignmentNode
 }
 
 // Runner runs the queues a member owns: the worker, seen from the

@@ -106,7 +106,7 @@ type reconcileEvent struct {
 func (r *reconciler) run(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	assignments := r.s.WatchAssignment(wctx)
+	assignments := r.s.WatchShare(wctx, r.cfg.Member)
 	// Only the owned queues' configs are watched: a member needs nothing of
 	// the rest of the registry (the rebalance leader watches all of it).
 	configs := r.s.WatchQueueConfigs(wctx, r.cfgNames)

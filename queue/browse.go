@@ -114,12 +114,14 @@ func (s *Store) Message(ctx context.Context, queue, id string) (MessageInfo, err
 // runNowSource moves one delayed id into the log with a fresh position, so
 // that the queue's owner runs it next, and wakes the owner.
 //
-//	KEYS[1] log  KEYS[2] seq  KEYS[3] delayed
-//	ARGV[1] id  ARGV[2] wake-up channel ("" for none)  ARGV[3] queue name
+//	KEYS[1] log  KEYS[2] seq  KEYS[3] delayed  KEYS[4] owner
+//	ARGV[1] id  ARGV[2] the channel for a queue without an owner (the
+//	wake-up goes to the channel the :owner key names, or to this one; ""
+//	for none)  ARGV[3] queue name
 //
 // Returns the new position, or 0 when the id is not delayed (nothing is
 // changed then).
-const runNowSource = `-- drover run-now v1
+const runNowSource = `-- drover run-now v2
 if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then return 0 end
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -128,7 +130,7 @@ local pos = math.max(now_us, last + 1)
 redis.call('ZADD', KEYS[1], pos, ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('SET', KEYS[2], pos)
-if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], ARGV[3]) end
+if ARGV[2] ~= '' then redis.call('PUBLISH', redis.call('GET', KEYS[4]) or ARGV[2], ARGV[3]) end
 return pos
 `
 
@@ -144,9 +146,9 @@ func (s *Store) RunNow(ctx context.Context, queue, id string) (drover.Position, 
 	}
 	channel := ""
 	if s.wakeups {
-		channel = s.keys.wakeupChannel()
+		channel = s.keys.unownedChannel()
 	}
-	pos, err := s.run(ctx, runNowScript, []string{qk.log, qk.seq, qk.delayed}, id, channel, queue).Int64()
+	pos, err := s.run(ctx, runNowScript, []string{qk.log, qk.seq, qk.delayed, qk.owner}, id, channel, queue).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("run %s of %s now: %w", id, queue, err)
 	}

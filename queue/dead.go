@@ -223,12 +223,12 @@ func (s *Store) RetryDead(ctx context.Context, queue, id string) (EnqueueResult,
 		return EnqueueResult{}, fmt.Errorf("retry dead letter %s of %s: encode envelope: %w", id, queue, err)
 	}
 	qk := s.keys.queue(queue)
-	channel := ""
+	wake := ""
 	if s.wakeups {
-		channel = s.keys.wakeupChannel()
+		wake = s.keys.unownedChannel()
 	}
-	keys := []string{qk.log, qk.msg, qk.seq, qk.dead, qk.deadmsg}
-	pos, err := s.run(ctx, retryDeadScript, keys, id, env, channel, queue).Int64()
+	keys := []string{qk.log, qk.msg, qk.seq, qk.dead, qk.deadmsg, qk.owner}
+	pos, err := s.run(ctx, retryDeadScript, keys, id, env, wake, queue).Int64()
 	switch {
 	case err != nil:
 		return EnqueueResult{}, fmt.Errorf("retry dead letter %s of %s: %w", id, queue, err)

@@ -207,14 +207,14 @@ func (s *Store) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 		c := open[r.queue]
 		if c == nil || len(c.reqs) == maxScriptBatch {
 			qk := s.keys.queue(r.queue)
-			channel := ""
+			wake := ""
 			if s.wakeups {
-				channel = s.keys.wakeupChannel()
+				wake = s.keys.unownedChannel()
 			}
 			c = &call{
 				queue: r.queue,
-				keys:  []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.seen},
-				args:  []any{s.dedupeWindow.Milliseconds(), channel, r.queue},
+				keys:  []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.seen, qk.owner},
+				args:  []any{s.dedupeWindow.Milliseconds(), wake, r.queue},
 			}
 			open[r.queue] = c
 			calls = append(calls, c)

@@ -234,44 +234,92 @@ func testEnqueueRejectsInvalid(t *testing.T, rdb redis.UniversalClient) {
 	}
 }
 
-// Enqueue publishes the queue's name on the wake-up channel.
+// Enqueue publishes a wake-up on the channel of the queue's owner only: a
+// queue routed to m1 wakes m1 and never m2; a queue routed nowhere wakes
+// nobody; a delayed message carries its due time.
 func testWakeups(t *testing.T, rdb redis.UniversalClient) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := newTestStore(t, rdb, nil)
-	wake, err := s.Wakeups(ctx)
+	wake, err := s.Wakeups(ctx, "m1")
 	if err != nil {
-		t.Fatalf("Wakeups: %v", err)
+		t.Fatalf("Wakeups m1: %v", err)
 	}
-	mustEnqueue(t, s, msg("sleepy", ""))
+	wake2, err := s.Wakeups(ctx, "m2")
+	if err != nil {
+		t.Fatalf("Wakeups m2: %v", err)
+	}
+	if err := s.RouteWakeups(ctx, "m1", "sleepy", "later"); err != nil {
+		t.Fatalf("route to m1: %v", err)
+	}
+	if err := s.RouteWakeups(ctx, "m2", "other"); err != nil {
+		t.Fatalf("route to m2: %v", err)
+	}
+	nextWake := func(ch <-chan Wakeup, who string) Wakeup {
+		t.Helper()
+		select {
+		case w := <-ch:
+			return w
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: no wake-up within 30s of an enqueue", who)
+		}
+		panic("unreachable")
+	}
+	all, err := s.AllWakeups(ctx)
+	if err != nil {
+		t.Fatalf("AllWakeups: %v", err)
+	}
+	mustEnqueue(t, s, msg("nobody", "")) // no owner: observers only
 	select {
-	case q := <-wake:
-		if q != "sleepy" {
-			t.Fatalf("wake-up: want sleepy, have %q", q)
+	case q := <-all:
+		if q != "nobody" {
+			t.Fatalf("observer's first wake-up: want nobody, have %q", q)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("no wake-up within 30s of an enqueue")
+		t.Fatal("observer: no wake-up within 30s of an enqueue to a queue without an owner")
 	}
-	// A duplicate writes nothing and wakes nobody; a delayed one does.
+	mustEnqueue(t, s, msg("sleepy", ""))
+	if w := nextWake(wake, "m1"); w.Queue != "sleepy" || !w.Due.IsZero() || w.Missed {
+		t.Fatalf("m1's wake-up: want sleepy, have %+v", w)
+	}
+	// A duplicate writes nothing and wakes nobody; a delayed one does, with
+	// its due time.
 	mustEnqueue(t, s, msg("sleepy", "k"))
 	mustEnqueue(t, s, msg("sleepy", "k"))
-	if _, err := s.EnqueueIn(ctx, msg("later", ""), time.Hour); err != nil {
-		t.Fatalf("EnqueueIn: %v", err)
+	due := time.Now().Add(time.Hour)
+	if _, err := s.EnqueueAt(ctx, msg("later", ""), due); err != nil {
+		t.Fatalf("EnqueueAt: %v", err)
 	}
 	var got []string
 	for len(got) < 2 {
-		select {
-		case q := <-wake:
-			got = append(got, q)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("want 2 more wake-ups, have %v", got)
+		w := nextWake(wake, "m1")
+		if w.Queue == "later" && w.Due.UnixMilli() != due.UnixMilli() {
+			t.Fatalf("wake-up of a delayed message: want due %v, have %+v", due, w)
 		}
+		got = append(got, w.Queue)
 	}
 	slices.Sort(got) // on a Cluster, the two come from different nodes
 	if fmt.Sprint(got) != "[later sleepy]" {
 		t.Fatalf("wake-ups: want [later sleepy], have %v", got)
 	}
+	// m2 received none of the above: its first wake-up is its own queue's.
+	mustEnqueue(t, s, msg("other", ""))
+	if w := nextWake(wake2, "m2"); w.Queue != "other" {
+		t.Fatalf("m2's first wake-up: want other (m2 owns no other queue), have %+v", w)
+	}
+	// The queue moves to m2: its wake-ups follow.
+	if err := s.RouteWakeups(ctx, "m2", "sleepy"); err != nil {
+		t.Fatalf("route sleepy to m2: %v", err)
+	}
+	mustEnqueue(t, s, msg("sleepy", ""))
+	if w := nextWake(wake2, "m2"); w.Queue != "sleepy" {
+		t.Fatalf("m2's wake-up after the move: want sleepy, have %+v", w)
+	}
 	cancel()
 	for range wake { // closed once the subscription goroutine exits
+	}
+	for range wake2 {
+	}
+	for range all {
 	}
 }
 
@@ -283,7 +331,7 @@ func testEnqueueScriptChecksArguments(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	s := newTestStore(t, rdb, nil)
 	qk := s.keys.queue("checked")
-	keys := []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.seen}
+	keys := []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.seen, qk.owner}
 	for name, args := range map[string][]any{
 		"no window":       {"", "", "checked", "a", `{"id":"a","task":"t"}`, 0, 0},
 		"due not number":  {86400000, "", "checked", "a", `{"id":"a","task":"t"}`, "soon", 1},

@@ -27,6 +27,7 @@ type queueKeys struct {
 	dead    string // ZSET id → time dead-lettered (unix ms)
 	deadmsg string // HASH id → envelope + failure fields
 	seen    string // ZSET caller-chosen id → end of its dedupe window (unix ms)
+	owner   string // STRING the wake-up channel of the queue's owner
 	done    string // ZSET outcome record buckets "<n>:<start ms>" → expiry (unix ms); bucket <done>:<n>:<start> is a HASH id → record JSON
 }
 
@@ -44,6 +45,7 @@ func (k *keyspace) queue(q string) *queueKeys {
 		dead:    base + "dead",
 		deadmsg: base + "deadmsg",
 		seen:    base + "seen",
+		owner:   base + "owner",
 		done:    base + "done",
 	}
 	v, _ := k.cache.LoadOrStore(q, qk)
@@ -53,10 +55,15 @@ func (k *keyspace) queue(q string) *queueKeys {
 // queues is the SET of every queue name ever enqueued to.
 func (k *keyspace) queues() string { return k.prefix + ":queues" }
 
+// memberChannel is the Pub/Sub channel of one member: enqueues to the queues
+// it owns publish their wake-ups there (the queue's :owner key names it), so
+// a wake-up reaches the owner only.
+func (k *keyspace) memberChannel(member string) string { return k.prefix + ":wakeup:" + member }
+
+// unownedChannel carries the wake-ups of queues no member owns (no :owner
+// key): nobody but observers (the autoscaler) listens to it.
+func (k *keyspace) unownedChannel() string { return k.prefix + ":wakeup-unowned" }
+
 // audit is the LIST of audit records of the console's mutations, newest
 // first.
 func (k *keyspace) audit() string { return k.prefix + ":audit" }
-
-// wakeupChannel is the Pub/Sub channel on which every enqueue publishes the
-// queue's name, so that an idle owner can wake without polling.
-func (k *keyspace) wakeupChannel() string { return k.prefix + ":wakeup" }

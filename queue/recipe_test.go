@@ -16,7 +16,7 @@ import (
 // enqueues one message by hand with the documented enqueue script (saved as
 // enqueue.lua). TestSchemaDocQuotesTheCode checks that the doc holds it and
 // the script; the tests below run it.
-const enqueueRecipe = `redis-cli EVAL "$(cat enqueue.lua)" 5 'drover:{emails}:log' 'drover:{emails}:msg' 'drover:{emails}:seq' 'drover:{emails}:delayed' 'drover:{emails}:seen' 86400000 drover:wakeup emails welcome-42 '{"id":"welcome-42","queue":"emails","task":"send-welcome","args":{"user":42},"attempt":0,"enqueued_at":"2025-01-01T12:00:00Z"}' 0 1
+const enqueueRecipe = `redis-cli EVAL "$(cat enqueue.lua)" 6 'drover:{emails}:log' 'drover:{emails}:msg' 'drover:{emails}:seq' 'drover:{emails}:delayed' 'drover:{emails}:seen' 'drover:{emails}:owner' 86400000 drover:wakeup-unowned emails welcome-42 '{"id":"welcome-42","queue":"emails","task":"send-welcome","args":{"user":42},"attempt":0,"enqueued_at":"2025-01-01T12:00:00Z"}' 0 1
 redis-cli SADD drover:queues emails
 `
 

@@ -18,9 +18,10 @@ import "github.com/redis/go-redis/v9"
 // (the doc quotes it verbatim; a test checks that).
 //
 //	KEYS[1] log      KEYS[2] msg      KEYS[3] seq
-//	KEYS[4] delayed  KEYS[5] seen
+//	KEYS[4] delayed  KEYS[5] seen     KEYS[6] owner
 //	ARGV[1] dedupe window in ms: how long a caller-chosen id stays known
-//	ARGV[2] wake-up channel to PUBLISH the queue name on ("" for none)
+//	ARGV[2] the channel for a queue without an owner: the wake-up goes to
+//	        the channel the :owner key names, or to this one; "": no wake-up
 //	ARGV[3] the queue name (the wake-up payload)
 //	then 4 per message:
 //	  id, envelope JSON, due time in unix ms ("0" = now),
@@ -29,10 +30,12 @@ import "github.com/redis/go-redis/v9"
 // Returns one integer per message: its position (> 0) when it went to the
 // log, 0 when it went to the delayed set, -1 when the id was already known
 // (pending in :msg, delayed, or keyed and inside the dedupe window) and
-// nothing was written.
-const enqueueSource = `-- drover enqueue v1 (docs/redis-schema.md)
--- KEYS: 1 log, 2 msg, 3 seq, 4 delayed, 5 seen -- all of one queue (one hash tag)
--- ARGV: 1 dedupe window in ms, 2 wake-up channel ('' for none), 3 queue name,
+// nothing was written. The wake-up payload is the queue name, followed by a
+// space and the earliest due time (unix ms) when delayed messages were
+// added: one PUBLISH per call, received by the owner alone.
+const enqueueSource = `-- drover enqueue v3 (docs/redis-schema.md)
+-- KEYS: 1 log, 2 msg, 3 seq, 4 delayed, 5 seen, 6 owner -- all of one queue (one hash tag)
+-- ARGV: 1 dedupe window in ms, 2 channel when the queue has no owner ('' for no wake-up), 3 queue name,
 --       then 4 per message: id, envelope JSON, due in unix ms (0 = now), keyed (1 or 0)
 -- Returns per message: its position (> 0), 0 if delayed, -1 if the id was known.
 -- Arguments are checked before anything is written.
@@ -52,6 +55,7 @@ local last = tonumber(redis.call('GET', KEYS[3]) or '0')
 local out, ready = {}, {}
 local added = 0
 local purged = false
+local first_due = nil
 for i = 4, #ARGV, 4 do
   local id, env, due, keyed = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3] == '1'
   local result = -1
@@ -72,6 +76,7 @@ for i = 4, #ARGV, 4 do
     end
     if due > now_ms then
       redis.call('ZADD', KEYS[4], due, id)
+      if not first_due or due < first_due then first_due = due end
       result = 0
     else
       last = math.max(now_us, last + 1)
@@ -89,7 +94,10 @@ if #ready > 0 then
   redis.call('SET', KEYS[3], last)
 end
 if ARGV[2] ~= '' and added > 0 then
-  redis.call('PUBLISH', ARGV[2], ARGV[3])
+  local channel = redis.call('GET', KEYS[6]) or ARGV[2]
+  local payload = ARGV[3]
+  if first_due then payload = payload .. ' ' .. string.format('%d', first_due) end
+  redis.call('PUBLISH', channel, payload)
 end
 return out
 `
@@ -301,12 +309,15 @@ return 1
 // dead letters.
 //
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] seq  KEYS[4] dead  KEYS[5] deadmsg
+//	KEYS[6] owner
 //	ARGV[1] id  ARGV[2] envelope JSON (attempt 0)
-//	ARGV[3] wake-up channel ("" for none)  ARGV[4] queue name
+//	ARGV[3] the channel for a queue without an owner (the wake-up goes to
+//	        the channel the :owner key names, or to this one); "": none
+//	ARGV[4] queue name
 //
 // Returns the new position, -1 if the id is not a dead letter, -2 if the id
 // is pending in the queue again (nothing is changed then).
-const retryDeadSource = `-- drover retry-dead v1
+const retryDeadSource = `-- drover retry-dead v3
 if not redis.call('ZSCORE', KEYS[4], ARGV[1]) then return -1 end
 if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return -2 end
 local t = redis.call('TIME')
@@ -317,7 +328,9 @@ redis.call('ZADD', KEYS[1], pos, ARGV[1])
 redis.call('SET', KEYS[3], pos)
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
-if ARGV[3] ~= '' then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
+if ARGV[3] ~= '' then
+  redis.call('PUBLISH', redis.call('GET', KEYS[6]) or ARGV[3], ARGV[4])
+end
 return pos
 `
 
@@ -396,6 +409,26 @@ local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 return {lag, first, now_us, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3])}
 `
 
+// checkSource is the owner's amortised check of many queues at once: for
+// each, whether its log holds an entry after an offset and when its earliest
+// delayed message is due. The queues of one call share a slot on a Cluster.
+//
+//	KEYS: 2 per queue: log, delayed
+//	ARGV: 1 per queue: the exclusive lower bound, "(<offset>"
+//
+// Returns 2 integers per queue: 1 if an entry follows the offset (else 0),
+// the earliest due time in unix ms (0: nothing delayed).
+const checkSource = `-- drover check v1
+local out = {}
+for i = 1, #ARGV do
+  local r = redis.call('ZRANGE', KEYS[2 * i - 1], ARGV[i], '+inf', 'BYSCORE', 'LIMIT', 0, 1)
+  out[#out + 1] = (#r > 0) and 1 or 0
+  local d = redis.call('ZRANGE', KEYS[2 * i], 0, 0, 'WITHSCORES')
+  out[#out + 1] = (#d > 0) and tonumber(d[2]) or 0
+end
+return out
+`
+
 // The compiled scripts; redis.Script carries the SHA1 for EVALSHA.
 var (
 	enqueueScript   = redis.NewScript(enqueueSource)
@@ -408,6 +441,7 @@ var (
 	purgeDeadScript = redis.NewScript(purgeDeadSource)
 	trimScript      = redis.NewScript(trimSource)
 	backlogScript   = redis.NewScript(backlogSource)
+	checkScript     = redis.NewScript(checkSource)
 
 	recordOutcomesScript = redis.NewScript(recordOutcomesSource)
 	jobStatusScript      = redis.NewScript(jobStatusSource)

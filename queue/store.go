@@ -37,9 +37,10 @@ type Config struct {
 	// MaxCoalesce is the most concurrent Enqueue calls sent to Redis in one
 	// pipeline. Default 512.
 	MaxCoalesce int
-	// DisableWakeups stops enqueues from publishing on the wake-up channel.
-	// Default false: every enqueue that adds a message publishes the queue's
-	// name (one PUBLISH per script call, not per message).
+	// DisableWakeups stops enqueues from publishing wake-ups. Default
+	// false: every enqueue that adds a message publishes the queue's name on
+	// its owner's channel, when the queue has one (one PUBLISH per script
+	// call, not per message, delivered to the owner alone).
 	DisableWakeups bool
 	// Clock stamps generated ids and enqueued_at, and is the "now" of
 	// EnqueueIn. Default: the system clock.
@@ -123,9 +124,9 @@ func (s *Store) Prefix() string { return s.keys.prefix }
 // share the store's tracing.
 func (s *Store) Tracer() *tracing.Tracer { return s.tracer }
 
-// WakeupChannel returns the name of the Pub/Sub channel enqueues publish
-// queue names on.
-func (s *Store) WakeupChannel() string { return s.keys.wakeupChannel() }
+// WakeupChannel returns the name of member's Pub/Sub channel: enqueues to
+// the queues routed to member (RouteWakeups) publish their wake-ups there.
+func (s *Store) WakeupChannel(member string) string { return s.keys.memberChannel(member) }
 
 // NewID returns a fresh message id: 26 characters, sortable by creation
 // time, unique (ULID layout).

@@ -2,28 +2,190 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// wakeupBuffer is how many queue names Wakeups holds for a slow reader
-// before it drops new ones.
+// Wake-ups reach only a queue's owner (DESIGN.md §10): the owner writes its
+// channel into the queue's :owner key when it starts running the queue
+// (RouteWakeups), and the enqueue script publishes on the channel that key
+// names — one PUBLISH per enqueue call, one delivery (to the owner), on
+// standalone Redis and on a Cluster alike. A queue without an owner
+// publishes on the unowned channel, which no member listens to. A stale route (the owner moved
+// on) costs one delivery to a member that ignores it; the next owner
+// overwrites the route when it starts the queue.
+
+// wakeupBuffer is how many wake-ups Wakeups holds for a slow reader.
 const wakeupBuffer = 1024
 
-// Wakeups subscribes to the wake-up channel and returns a channel of queue
-// names: one each time a message was enqueued to that queue (at most one per
-// enqueue pipeline and queue). It returns once the subscription is
-// confirmed. The channel is closed after ctx ends, when the goroutine that
-// feeds it has exited.
+// routeBatch is the most :owner keys written in one pipeline.
+const routeBatch = 1000
+
+// Wakeup is one notification on a member's channel.
+type Wakeup struct {
+	// Queue is the queue a message was enqueued to; empty for Missed.
+	Queue string
+	// Due, when not zero, is the earliest due time of delayed messages
+	// the enqueue added: the owner should promote the queue then.
+	Due time.Time
+	// Missed says wake-ups may have been lost: the subscription was
+	// re-established after a broken connection, or the reader fell behind
+	// and some were dropped. The reader should check every queue it owns
+	// (one amortised pass), not wait for a wake-up that may never come.
+	Missed bool
+}
+
+// RouteWakeups makes member the receiver of the wake-ups of queues: it
+// writes member's channel into each queue's :owner key, in pipelines of
+// routeBatch keys. Call it when the member starts running the queues.
+func (s *Store) RouteWakeups(ctx context.Context, member string, queues ...string) error {
+	if member == "" || strings.ContainsFunc(member, func(r rune) bool { return r <= ' ' }) {
+		return fmt.Errorf("route wake-ups: member name %q is empty or holds white space", member)
+	}
+	channel := s.keys.memberChannel(member)
+	for i := 0; i < len(queues); i += routeBatch {
+		batch := queues[i:min(i+routeBatch, len(queues))]
+		pipe := s.rdb.Pipeline()
+		for _, q := range batch {
+			qk, err := s.queueKeys(q)
+			if err != nil {
+				return fmt.Errorf("route wake-ups of %q: %w", q, err)
+			}
+			pipe.Set(ctx, qk.owner, channel, 0)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("route wake-ups of %d queues to %s: %w", len(batch), member, err)
+		}
+	}
+	return nil
+}
+
+// Wakeups subscribes to member's channel and returns a channel of wake-ups.
+// It returns once the subscription is confirmed. The channel is closed
+// after ctx ends, when the goroutine that feeds it has exited.
 //
 // Wake-ups are hints, not a delivery guarantee: Pub/Sub drops messages while
-// the subscription reconnects (go-redis resubscribes by itself), and names are
-// dropped when the reader falls more than 1024 behind. A reader must still
-// poll its queues, at a slow interval.
-func (s *Store) Wakeups(ctx context.Context) (<-chan string, error) {
-	sub := s.rdb.Subscribe(ctx, s.keys.wakeupChannel())
+// the subscription reconnects (go-redis resubscribes by itself), and a reader
+// more than 1024 behind loses some. Either is reported by a Wakeup with
+// Missed set, delivered before any later one, so the reader can run its
+// amortised check instead of polling every queue on a timer.
+func (s *Store) Wakeups(ctx context.Context, member string) (<-chan Wakeup, error) {
+	channel := s.keys.memberChannel(member)
+	sub := s.rdb.Subscribe(ctx, channel)
 	if _, err := sub.Receive(ctx); err != nil {
 		_ = sub.Close()
-		return nil, fmt.Errorf("subscribe to %s: %w", s.keys.wakeupChannel(), err)
+		return nil, fmt.Errorf("subscribe to %s: %w", channel, err)
+	}
+	out := make(chan Wakeup, wakeupBuffer)
+	go func() {
+		defer close(out)
+		defer sub.Close()
+		stop := context.AfterFunc(ctx, func() { sub.Close() })
+		defer stop()
+		missed := false
+		// flush delivers a pending Missed wake-up; false while there is no room.
+		flush := func() bool {
+			if !missed {
+				return true
+			}
+			select {
+			case out <- Wakeup{Missed: true}:
+				missed = false
+				return true
+			default:
+				return false
+			}
+		}
+		send := func(w Wakeup) {
+			if !flush() {
+				return // still behind: the Missed wake-up covers this one
+			}
+			select {
+			case out <- w:
+			default:
+				missed = true
+				s.log.Debug("wake-up dropped: reader is behind", "queue", w.Queue)
+			}
+		}
+		for {
+			msg, err := sub.Receive(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			switch m := msg.(type) {
+			case *redis.Message:
+				w, perr := parseWakeup(m.Payload)
+				if perr != nil {
+					s.log.Warn("ignoring a malformed wake-up", "channel", channel, "payload", m.Payload, "error", perr)
+					continue
+				}
+				send(w)
+			case *redis.Subscription:
+				// A confirmation after the first means go-redis reconnected
+				// and subscribed again: anything published in between is lost.
+				if m.Kind == "subscribe" {
+					missed = true
+					flush()
+				}
+			case *redis.Pong:
+			default:
+				if err != nil && !errors.Is(err, redis.ErrClosed) {
+					// A broken connection: go-redis reconnects on the next
+					// Receive. Avoid spinning while the server is down.
+					missed = true
+					select {
+					case <-time.After(100 * time.Millisecond):
+					case <-ctx.Done():
+						return
+					}
+				}
+				if errors.Is(err, redis.ErrClosed) {
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// parseWakeup reads "<queue>" or "<queue> <due unix ms>".
+func parseWakeup(payload string) (Wakeup, error) {
+	q, due, hasDue := strings.Cut(payload, " ")
+	if q == "" {
+		return Wakeup{}, errors.New("empty queue name")
+	}
+	w := Wakeup{Queue: q}
+	if hasDue {
+		ms, err := strconv.ParseInt(due, 10, 64)
+		if err != nil {
+			return Wakeup{}, fmt.Errorf("due time %q: %w", due, err)
+		}
+		w.Due = time.UnixMilli(ms)
+	}
+	return w, nil
+}
+
+// AllWakeups subscribes to every member's wake-up channel (a pattern
+// subscription) and to the channel of queues no member owns, and returns
+// the queue names enqueued to, for observers such as the autoscaler (which
+// must see enqueues while no worker runs): it adds one delivery per
+// enqueue, whatever the number of members. The channel is closed after ctx ends; names are dropped when the
+// reader falls more than 1024 behind.
+func (s *Store) AllWakeups(ctx context.Context) (<-chan string, error) {
+	pattern := s.keys.memberChannel("*")
+	sub := s.rdb.PSubscribe(ctx, pattern)
+	if _, err := sub.Receive(ctx); err != nil {
+		_ = sub.Close()
+		return nil, fmt.Errorf("subscribe to %s: %w", pattern, err)
+	}
+	if err := sub.Subscribe(ctx, s.keys.unownedChannel()); err != nil {
+		_ = sub.Close()
+		return nil, fmt.Errorf("subscribe to %s: %w", s.keys.unownedChannel(), err)
 	}
 	out := make(chan string, wakeupBuffer)
 	in := sub.Channel()
@@ -38,10 +200,13 @@ func (s *Store) Wakeups(ctx context.Context) (<-chan string, error) {
 				if !ok {
 					return
 				}
+				w, err := parseWakeup(msg.Payload)
+				if err != nil {
+					continue
+				}
 				select {
-				case out <- msg.Payload:
+				case out <- w.Queue:
 				default:
-					s.log.Debug("wake-up dropped: reader is behind", "queue", msg.Payload)
 				}
 			}
 		}

@@ -56,7 +56,7 @@ func BenchmarkStreamPush(b *testing.B) {
 			fleet := &storeFleet{store: store}
 			cfg := scaler.Config{Fleet: fleet}
 			if c.wakeups {
-				cfg.Wakeups = store.Wakeups
+				cfg.Wakeups = store.AllWakeups
 			}
 			srv, err := scaler.New(cfg)
 			if err != nil {

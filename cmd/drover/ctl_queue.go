@@ -14,7 +14,7 @@ import (
 
 func (a *app) ctlQueueCommand() *cobra.Command {
 	cmd := groupCommand("queue", "Create, update, list, show and remove queue configurations")
-	cmd.Long = `Queue configurations live in ZooKeeper at /queues/<name> as drover.QueueConfig
+	cmd.Long = `Queue configurations live in ZooKeeper at /queues/<bucket>/<name> as drover.QueueConfig
 JSON. The rebalance leader assigns every configured queue to one member.
 Set fields with flags or start from a JSON file (-f); update changes only
 the flags given.`
@@ -145,7 +145,7 @@ the flags given.`
 	rm := &cobra.Command{
 		Use:   "rm <name>",
 		Short: "Remove a queue configuration (messages and offset are kept)",
-		Long: `Remove /queues/<name>. Its owner stops running it at the next
+		Long: `Remove /queues/<bucket>/<name>. Its owner stops running it at the next
 rebalance. The messages in Redis and the committed offset are kept, so
 creating the queue again resumes where it stopped.`,
 		Example:           "  drover ctl queue rm emails",

@@ -37,7 +37,7 @@ type memberStatus struct {
 
 type queueStatus struct {
 	Queue      string          `json:"queue"`
-	Configured bool            `json:"configured"` // has /queues/<name>
+	Configured bool            `json:"configured"` // has /queues/<bucket>/<name>
 	Assigned   string          `json:"assigned,omitempty"`
 	Owner      string          `json:"owner,omitempty"`
 	Committed  drover.Position `json:"committed"`

@@ -118,7 +118,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	}
 	host, _ := os.Hostname()
 	mcfg := membership.MemberConfig{
-		Name: cfg.Worker.Name, Coordinator: ccfg, Worker: w, Strategy: strategy, Settle: cfg.Worker.Settle,
+		Name: cfg.Worker.Name, Coordinator: ccfg, Worker: routedWorker{w, store, cfg.Worker.Name, log}, Strategy: strategy, Settle: cfg.Worker.Settle,
 		Member: drover.Member{Host: host, PID: os.Getpid(), Version: version, AdminAddr: adminAddr,
 			Capacity: cfg.Worker.Capacity, Tags: cfg.Worker.Tags},
 		Logger: log, Metrics: reg,
@@ -155,18 +155,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	}
 	{ // enqueue notifications wake idle queue loops
 		wctx, cancel := context.WithCancel(context.Background())
-		g.Add(func() error {
-			ch, err := store.Wakeups(wctx)
-			if err != nil {
-				log.Warn("no enqueue notifications; queues poll", "error", err)
-				<-wctx.Done()
-				return nil
-			}
-			for q := range ch {
-				w.Wake(q)
-			}
-			return nil
-		}, func(error) { cancel() })
+		g.Add(func() error { wakeQueues(wctx, store, cfg.Worker.Name, w, log); return nil }, func(error) { cancel() })
 	}
 	{ // membership: join, reconcile, rejoin after a lost session
 		mctx, cancel := context.WithCancel(context.Background())

@@ -72,7 +72,7 @@ func runScaler(ctx context.Context, cfg *config.Config, ready func(grpcAddr, adm
 	fleet := &scalerFleet{cfg: cfg, store: store, log: log.Named("zk")}
 	defer fleet.close()
 	srv, err := scaler.New(scaler.Config{
-		Fleet: fleet, Wakeups: store.Wakeups, PollInterval: cfg.Scaler.PollInterval, Logger: log,
+		Fleet: fleet, Wakeups: store.AllWakeups, PollInterval: cfg.Scaler.PollInterval, Logger: log,
 	})
 	if err != nil {
 		return err

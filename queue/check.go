@@ -1,0 +1,122 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/drover-dev/drover"
+)
+
+// checkGroup is the most queues one check script call covers on a
+// standalone server (on a Cluster a call covers the queues of one slot).
+const checkGroup = 256
+
+// QueueCheck is what CheckQueues found for one queue.
+type QueueCheck struct {
+	Queue string
+	// Ready: the log holds a message after the offset given.
+	Ready bool
+	// NextDue is the due time of the earliest delayed message; zero when
+	// nothing is delayed.
+	NextDue time.Time
+}
+
+// CheckQueues reports, for every queue in offsets (queue → committed or
+// fetched offset), whether a message waits after the offset and when its
+// earliest delayed message is due. It is the owner's amortised backstop
+// against lost wake-ups (DESIGN.md §10): one script call per 256 queues on a
+// standalone server, one per slot on a Cluster, all in one pipeline — not a
+// poll per queue. Results are in no particular order.
+func (s *Store) CheckQueues(ctx context.Context, offsets map[string]drover.Position) ([]QueueCheck, error) {
+	type group struct {
+		queues []string
+		keys   []string
+		args   []any
+		cmd    *redis.Cmd
+	}
+	var groups []*group
+	_, cluster := s.rdb.(*redis.ClusterClient)
+	bySlot := map[uint16]*group{}
+	for q, off := range offsets {
+		qk, err := s.queueKeys(q)
+		if err != nil {
+			return nil, fmt.Errorf("check queues: %w", err)
+		}
+		var g *group
+		if cluster {
+			slot := clusterSlot(q)
+			if g = bySlot[slot]; g == nil {
+				g = &group{}
+				bySlot[slot] = g
+				groups = append(groups, g)
+			}
+		} else {
+			if len(groups) == 0 || len(groups[len(groups)-1].queues) == checkGroup {
+				groups = append(groups, &group{})
+			}
+			g = groups[len(groups)-1]
+		}
+		g.queues = append(g.queues, q)
+		g.keys = append(g.keys, qk.log, qk.delayed)
+		g.args = append(g.args, "("+formatInt(int64(off)))
+	}
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	pipe := s.rdb.Pipeline()
+	for _, g := range groups {
+		g.cmd = checkScript.EvalSha(ctx, pipe, g.keys, g.args...)
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+	var retry []*group
+	for _, g := range groups {
+		if isNoScript(g.cmd.Err()) {
+			retry = append(retry, g)
+		}
+	}
+	if len(retry) > 0 {
+		pipe := s.rdb.Pipeline()
+		for _, g := range retry {
+			g.cmd = checkScript.Eval(ctx, pipe, g.keys, g.args...)
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+	out := make([]QueueCheck, 0, len(offsets))
+	for _, g := range groups {
+		vals, err := g.cmd.Int64Slice()
+		if err == nil && len(vals) != 2*len(g.queues) {
+			err = fmt.Errorf("check script returned %d values for %d queues", len(vals), len(g.queues))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("check queues: %w", err)
+		}
+		for i, q := range g.queues {
+			c := QueueCheck{Queue: q, Ready: vals[2*i] == 1}
+			if due := vals[2*i+1]; due > 0 {
+				c.NextDue = time.UnixMilli(due)
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// clusterSlot is the Redis Cluster slot of a queue's keys: CRC16 (XMODEM)
+// of the hash tag, the queue name, modulo 16384.
+func clusterSlot(queue string) uint16 {
+	var crc uint16
+	for i := 0; i < len(queue); i++ {
+		crc ^= uint16(queue[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}

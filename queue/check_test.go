@@ -1,0 +1,62 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/drover-dev/drover"
+)
+
+var _ = addContractCases(contractCase{"CheckQueues", testCheckQueues})
+
+// One amortised check finds the queues with messages after their offsets and
+// the due times of delayed messages, across many queues (several script
+// calls, several Cluster slots).
+func testCheckQueues(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	due := time.Now().Add(time.Hour)
+	offsets := map[string]drover.Position{}
+	for i := range 600 {
+		offsets[fmt.Sprintf("idle-%03d", i)] = 0
+	}
+	ready := mustEnqueue(t, s, msg("ready", ""))
+	offsets["ready"] = ready.Position - 1
+	done := mustEnqueue(t, s, msg("done", ""))
+	offsets["done"] = done.Position // everything processed
+	if _, err := s.EnqueueAt(ctx, msg("later", ""), due); err != nil {
+		t.Fatal(err)
+	}
+	offsets["later"] = 0
+
+	checks, err := s.CheckQueues(ctx, offsets)
+	if err != nil {
+		t.Fatalf("CheckQueues: %v", err)
+	}
+	if len(checks) != len(offsets) {
+		t.Fatalf("checks: want one per queue (%d), have %d", len(offsets), len(checks))
+	}
+	for _, c := range checks {
+		wantReady, wantDue := c.Queue == "ready", c.Queue == "later"
+		if c.Ready != wantReady || !c.NextDue.IsZero() != wantDue {
+			t.Fatalf("check of %s: want ready %v, due %v; have %+v", c.Queue, wantReady, wantDue, c)
+		}
+		if wantDue && c.NextDue.UnixMilli() != due.UnixMilli() {
+			t.Fatalf("due time of later: want %v, have %v", due, c.NextDue)
+		}
+	}
+}
+
+// The slot a check groups a queue by is the one Redis Cluster computes for
+// its keys (CLUSTER KEYSLOT).
+func TestClusterSlot(t *testing.T) {
+	for q, want := range map[string]uint16{"123456789": 12739, "foo": 12182} {
+		if have := clusterSlot(q); have != want {
+			t.Errorf("slot of {%s}: want %d, have %d", q, want, have)
+		}
+	}
+}
