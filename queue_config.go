@@ -104,6 +104,23 @@ type TaskRoute struct {
 	Go      bool              `json:"go,omitempty"`      // a registered Go handler, run in a re-executed child
 	Env     map[string]string `json:"env,omitempty"`     // extra environment for subprocesses
 	Dir     string            `json:"dir,omitempty"`     // working directory for subprocesses
+	// Pool, when set, runs the route's tasks in warm child processes that
+	// serve many tasks each (docs/process-pool.md); nil means a process per
+	// task. Only command and go routes can be pooled.
+	Pool *PoolConfig `json:"pool,omitempty"`
+}
+
+// PoolConfig is a pooled route's recycling policy. Zero fields mean "no
+// limit": a child then serves tasks until it dies, the pool is stopped or
+// its idle timeout passes.
+type PoolConfig struct {
+	// MaxTasksPerChild replaces a child after it has served this many tasks.
+	MaxTasksPerChild int `json:"max_tasks_per_child,omitempty"`
+	// MaxMemoryPerChild replaces a child whose resident set size is at or
+	// above this after a task.
+	MaxMemoryPerChild ByteSize `json:"max_memory_per_child,omitempty"`
+	// MaxChildAge replaces a child older than this before its next task.
+	MaxChildAge Duration `json:"max_child_age,omitempty"`
 }
 
 // Limits bound a subprocess's resources (setrlimit). Zero means unlimited.
@@ -186,6 +203,18 @@ func (c QueueConfig) Validate() error {
 		}
 		if len(r.Command) > 0 && r.Command[0] == "" {
 			return bad("tasks."+name+".command", "argv[0] is empty")
+		}
+		if p := r.Pool; p != nil {
+			switch {
+			case r.Inline:
+				return bad("tasks."+name+".pool", "an inline route runs in the worker process and cannot be pooled")
+			case p.MaxTasksPerChild < 0:
+				return bad("tasks."+name+".pool.max_tasks_per_child", "must be ≥ 0, have %d", p.MaxTasksPerChild)
+			case p.MaxMemoryPerChild < 0:
+				return bad("tasks."+name+".pool.max_memory_per_child", "must be ≥ 0, have %d", p.MaxMemoryPerChild)
+			case p.MaxChildAge < 0:
+				return bad("tasks."+name+".pool.max_child_age", "must be ≥ 0, have %s", p.MaxChildAge.Std())
+			}
 		}
 	}
 	return nil

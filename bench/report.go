@@ -110,6 +110,13 @@ func renderTargets(b *strings.Builder, res *results) {
 	ratioRow("subprocess `/bin/true` tasks/s ≥ 90% of the bare spawn loop", sub, "drover", spawnLoopName, 0.9)
 	ratioRow("inline no-op tasks/s ≥ 3 × asynq's", noop, "drover", "asynq", 3)
 	ratioRow("single-goroutine enqueue ≥ asynq's", enq, "drover", "asynq", 1)
+	// Issue 17: pooled Go children against asynq's in-process handler.
+	pool := tr.workload(poolWorkload)
+	ratioRow("no-op in pooled Go children (max_tasks_per_child 1000) ≥ 2 × asynq's in-process handler", pool, "drover", "asynq", 2)
+	if pool != nil {
+		v, ok := pool.Median["drover"]
+		rows = append(rows, row{"no-op in pooled Go children ≥ 25,000 tasks/s end to end", human(v) + " tasks/s", v >= 25000, ok})
+	}
 	var crash, big *scaleResult
 	for _, s := range res.Scale {
 		if s.Members == 100 && s.Queues == 10_000 {
@@ -168,7 +175,8 @@ func renderThroughput(b *strings.Builder, res *results) {
 	p("Enqueue: every task is one call of the system's ordinary single-task enqueue (Drover `Store.Enqueue`, asynq `Client.Enqueue`, gocraft `Enqueuer.Enqueue`). ")
 	p("Processing: the tasks are enqueued first (not timed), then the clock runs from starting the worker until the last task is done, at concurrency %d everywhere. ", cfg.Concurrency)
 	p("Drover runs as `drover worker` does: `worker.Worker` with `executor.New`, a real fenced claim on the private ZooKeeper, enqueue wake-ups; done means its committed offset covers the last message. ")
-	p("Peers run with their default server settings; done means the handler returned for the last task. The no-op handler is Drover's `inline` route; for `/bin/true` Drover runs its subprocess executor with argv `/bin/true`, the peers' handlers call `exec.Command(\"/bin/true\").Run()`. The bare spawn loop is that call from %d goroutines with no queue at all.\n\n", cfg.Concurrency)
+	p("Peers run with their default server settings; done means the handler returned for the last task. The no-op handler is Drover's `inline` route; for `/bin/true` Drover runs its subprocess executor with argv `/bin/true`, the peers' handlers call `exec.Command(\"/bin/true\").Run()`. The bare spawn loop is that call from %d goroutines with no queue at all. ", cfg.Concurrency)
+	p("In the pooled workload (issue 17) Drover runs the same no-op handler as a `go` route with `pool { max_tasks_per_child = 1000 }`: warm children of the bench binary, started when the run starts (not before), each task sent over the pool protocol; the peers run their in-process handlers, as in the no-op workload. The Go-child-per-task workload re-executes the binary for every task.\n\n")
 
 	systems := []string{"drover"}
 	names := map[string]string{"drover": "Drover", "asynq": "asynq", "gocraft/work": "gocraft/work", spawnLoopName: "bare spawn loop"}

@@ -32,6 +32,10 @@ type taskKind string
 const (
 	kindNoop taskKind = "noop" // returns at once
 	kindTrue taskKind = "true" // runs /bin/true
+	// Drover only: the no-op Go handler in a re-executed child per task,
+	// and in pooled children (max_tasks_per_child 1000).
+	kindGoChild taskKind = "gochild"
+	kindGoPool  taskKind = "gopool"
 )
 
 // payload is the task argument every system enqueues: a small JSON object.

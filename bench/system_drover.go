@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,23 +47,22 @@ func newDroverSystem(ctx context.Context, srv *servers) (*droverSystem, error) {
 	if d.exec, err = executor.New(executor.Config{}); err != nil {
 		return nil, err
 	}
-	registerNoop.Do(func() {
-		drover.Register(droverNoopTask, func(context.Context, *drover.Message) error {
-			if c := inlineHandled.Load(); c != nil {
-				c.add()
-			}
-			return nil
-		})
-	})
 	return d, nil
 }
 
-// The inline no-op handler is registered once per process (drover.Register
-// is process-wide) and counts into the current run's counter.
-var (
-	registerNoop  sync.Once
-	inlineHandled atomic.Pointer[counter]
-)
+// The no-op handler is registered at init, so that the re-executed children
+// of the Go-child workloads find it too, and counts into the current run's
+// counter when it runs inline.
+var inlineHandled atomic.Pointer[counter]
+
+func init() {
+	drover.Register(droverNoopTask, func(context.Context, *drover.Message) error {
+		if c := inlineHandled.Load(); c != nil {
+			c.add()
+		}
+		return nil
+	})
+}
 
 func (d *droverSystem) name() string { return "drover" }
 
@@ -128,8 +126,13 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	}
 	d.prepared = preparedQueue{}
 	route := drover.TaskRoute{Inline: true}
-	if kind == kindTrue {
+	switch kind {
+	case kindTrue:
 		route = drover.TaskRoute{Command: []string{"/bin/true"}}
+	case kindGoChild:
+		route = drover.TaskRoute{Go: true}
+	case kindGoPool:
+		route = drover.TaskRoute{Go: true, Pool: &drover.PoolConfig{MaxTasksPerChild: 1000}}
 	}
 	qc := drover.QueueConfig{Name: q, Concurrency: concurrency, Tasks: map[string]drover.TaskRoute{"*": route}}
 	handled := newCounter(n)
@@ -183,6 +186,9 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	claim.mu.Unlock()
 	if err := w.Stop(ctx, q); err != nil {
 		return 0, fmt.Errorf("drover: stop queue: %w", err)
+	}
+	if po, ok := d.exec.(executor.PoolOwner); ok {
+		po.ReleaseQueue(q) // Stop did already; the next run starts cold either way
 	}
 	b, err := d.store.Backlog(ctx, q, last)
 	if err != nil {

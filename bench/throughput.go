@@ -49,7 +49,29 @@ type workload struct {
 	prepare func(ctx context.Context, s system) error // not timed; nil: nothing
 	run     func(ctx context.Context, s system) (time.Duration, error)
 	extra   func(ctx context.Context) (time.Duration, error) // the spawn loop, for /bin/true
+	// droverOnly: the peers have nothing to compare (a Go child per task).
+	droverOnly bool
 }
+
+// The pool workloads (issue 17): Drover's no-op Go handler in pooled
+// children against the peers' in-process no-op handlers, and in a child per
+// task (Drover only; a process start per task, so fewer tasks).
+const (
+	poolWorkload    = "process no-op: Drover in pooled Go children, peers in process"
+	goChildWorkload = "process no-op: Drover in a Go child per task"
+)
+
+// droverKind is kind for Drover and the in-process no-op for the peers.
+func droverKind(s system, kind taskKind) taskKind {
+	if s.name() == "drover" {
+		return kind
+	}
+	return kindNoop
+}
+
+// goChildTasks sizes the per-task Go child workload: about as long a run
+// as the /bin/true one.
+func goChildTasks(cfg throughputConfig) int { return max(cfg.TrueN/20, 100) }
 
 func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, progress io.Writer) (*throughputResult, error) {
 	dr, err := newDroverSystem(ctx, srv)
@@ -84,6 +106,16 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 		}, run: func(ctx context.Context, s system) (time.Duration, error) {
 			return s.process(ctx, kindNoop, cfg.NoopN, cfg.Concurrency)
 		}},
+		{name: poolWorkload, tasks: cfg.NoopN / 5, prepare: func(ctx context.Context, s system) error {
+			return s.prepare(ctx, droverKind(s, kindGoPool), cfg.NoopN/5)
+		}, run: func(ctx context.Context, s system) (time.Duration, error) {
+			return s.process(ctx, droverKind(s, kindGoPool), cfg.NoopN/5, cfg.Concurrency)
+		}},
+		{name: goChildWorkload, tasks: goChildTasks(cfg), droverOnly: true, prepare: func(ctx context.Context, s system) error {
+			return s.prepare(ctx, kindGoChild, goChildTasks(cfg))
+		}, run: func(ctx context.Context, s system) (time.Duration, error) {
+			return s.process(ctx, kindGoChild, goChildTasks(cfg), cfg.Concurrency)
+		}},
 		{name: "process /bin/true", tasks: cfg.TrueN, prepare: func(ctx context.Context, s system) error {
 			return s.prepare(ctx, kindTrue, cfg.TrueN)
 		}, run: func(ctx context.Context, s system) (time.Duration, error) {
@@ -104,6 +136,9 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 		}
 		var entrants []entrant
 		for _, s := range systems {
+			if wl.droverOnly && s != system(dr) {
+				continue
+			}
 			e := entrant{name: s.name(), run: func(ctx context.Context) (time.Duration, error) { return wl.run(ctx, s) }}
 			if wl.prepare != nil {
 				e.prepare = func(ctx context.Context) error { return wl.prepare(ctx, s) }

@@ -352,3 +352,26 @@ func TestRegistryBucketsAndTheirLimit(t *testing.T) {
 		t.Fatalf("listing of a full bucket: want at most %d bytes, have %d", maxRequestBytes, size)
 	}
 }
+
+// QueueNames lists the queues, not the registry's buckets: a view that read
+// /queues' children directly listed bucket names as queues.
+func TestQueueNamesListsQueuesAcrossBuckets(t *testing.T) {
+	server := testenv.ZooKeeper(t)
+	s := connect(t, server.Addrs, testenv.Chroot(t))
+	ctx := t.Context()
+	var want []string
+	for i := range 20 {
+		q := fmt.Sprintf("names-%02d", i)
+		want = append(want, q)
+		if err := s.CreateQueue(ctx, drover.QueueConfig{Name: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	have, err := s.QueueNames(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(have, ",") != strings.Join(want, ",") {
+		t.Fatalf("want %v, have %v", want, have)
+	}
+}

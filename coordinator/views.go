@@ -35,15 +35,40 @@ type QueueView struct {
 	Err error
 }
 
-// QueueNames lists the configured queues (the children of /queues), sorted,
-// without reading their configurations: one request.
+// QueueNames lists the configured queues, sorted, without reading their
+// configurations: one listing of the registry's buckets, then one listing
+// per bucket, several in flight.
 func (s *Session) QueueNames(ctx context.Context) ([]string, error) {
-	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-		names, _, err := c.Children(s.path(queuesDir))
+	dir := s.path(queuesDir)
+	buckets, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+		names, _, err := c.Children(dir)
 		return names, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list queue names: %w", err)
+	}
+	lists := make([][]string, len(buckets))
+	idx := make([]int, len(buckets))
+	for i := range idx {
+		idx[i] = i
+	}
+	errs := parallelMap(ctx, idx, func(i int) error {
+		names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+			names, _, err := c.Children(dir + "/" + buckets[i])
+			return names, err
+		})
+		if errors.Is(err, zk.ErrNoNode) { // the bucket emptied and went away
+			return nil
+		}
+		lists[i] = names
+		return err
+	})
+	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
+		return nil, fmt.Errorf("list queue names: %w", err)
+	}
+	var names []string
+	for _, l := range lists {
+		names = append(names, l...)
 	}
 	sort.Strings(names)
 	return names, nil

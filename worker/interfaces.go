@@ -17,6 +17,14 @@ type Executor interface {
 	Execute(ctx context.Context, t *executor.Task) executor.Result
 }
 
+// PoolReleaser is an Executor that keeps warm children for pooled routes
+// (executor.PoolOwner): a queue loop releases its queue's children when the
+// queue is paused or stops, and State lists the pools.
+type PoolReleaser interface {
+	ReleaseQueue(queue string)
+	PoolStates() []executor.PoolState
+}
+
 // Log is a queue's storage as a queue loop reads it.
 type Log interface {
 	// ReadAfter returns up to n entries with positions after `after`, in

@@ -109,6 +109,7 @@ func (l *queueLoop) markLost() {
 
 func (l *queueLoop) run() {
 	defer close(l.done)
+	defer l.releasePools()
 	defer l.abortTasks()
 	timer := l.w.cfg.Clock.NewTimer(0)
 	defer timer.Stop()
@@ -117,6 +118,9 @@ func (l *queueLoop) run() {
 		blocked := l.w.blocked(l.name)
 		if l.wasBlocked && !blocked && !l.verifyClaim() {
 			break
+		}
+		if blocked && !l.wasBlocked {
+			l.releasePools() // a paused queue keeps no warm children
 		}
 		l.wasBlocked = blocked
 		if now.Sub(l.lastPromote) >= l.w.cfg.PromoteInterval {
@@ -417,3 +421,11 @@ func (l *queueLoop) publishBacklog(now time.Time) {
 }
 
 func ms(d time.Duration) float32 { return float32(d.Seconds() * 1000) }
+
+// releasePools stops the queue's pooled children (idle ones now, busy ones
+// when their task ends), when the executor keeps any.
+func (l *queueLoop) releasePools() {
+	if po, ok := l.w.cfg.Executor.(PoolReleaser); ok {
+		po.ReleaseQueue(l.name)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/worker/executor"
 )
 
 // State is a worker's live state, served at /debug/state.
@@ -15,6 +16,8 @@ type State struct {
 	Capacity  int          `json:"capacity"`
 	InUse     int          `json:"in_use"`
 	Queues    []QueueState `json:"queues"`
+	// Pools are the warm children of pooled routes (docs/process-pool.md).
+	Pools []executor.PoolState `json:"pools,omitempty"`
 }
 
 // QueueState is one owned queue's state.
@@ -85,6 +88,9 @@ func (w *Worker) State() State {
 		st.Queues = append(st.Queues, qs)
 	}
 	sort.Slice(st.Queues, func(i, j int) bool { return st.Queues[i].Name < st.Queues[j].Name })
+	if po, ok := w.cfg.Executor.(PoolReleaser); ok {
+		st.Pools = po.PoolStates()
+	}
 	return st
 }
 

@@ -27,7 +27,8 @@ func (a *app) ctlDumpCommand() *cobra.Command {
 		Long: `Fetch GET http://<admin_addr>/debug/state from the member's admin server
 (the address is in its member node) and print it: owned queues with their
 committed, done and fetched positions, in-flight tasks with pid and
-runtime, and the pause flags it obeys. -o json prints the document as
+runtime, the pause flags it obeys, and the warm children of pooled routes
+(pid, tasks served, resident memory, age). -o json prints the document as
 served. Given host:port instead of a member name, it asks that admin
 address directly, without ZooKeeper.`,
 		Example: `  drover ctl dump worker-1
@@ -81,6 +82,24 @@ address directly, without ZooKeeper.`,
 			for _, q := range st.Queues {
 				for _, f := range q.InFlight {
 					t.row(q.Name, f.ID, f.Task, f.Attempt, f.PID, fmtAge(time.Duration(f.Runtime*float64(time.Second))))
+				}
+			}
+			if err := t.flush(); err != nil || len(st.Pools) == 0 {
+				return err
+			}
+			e.printf("\n")
+			t = newTable(e.a.stdout, "POOL QUEUE", "ROUTE", "PID", "BUSY", "TASKS SERVED", "RSS", "AGE")
+			for _, p := range st.Pools {
+				route := "go"
+				if len(p.Route.Command) > 0 {
+					route = strings.Join(p.Route.Command, " ")
+				}
+				if len(p.Children) == 0 {
+					t.row(p.Queue, route, "-", "-", "-", "-", "-")
+				}
+				for _, c := range p.Children {
+					t.row(p.Queue, route, c.PID, c.Busy, c.TasksServed, drover.ByteSize(c.RSSBytes/1024*1024).String(),
+						fmtAge(time.Duration(c.AgeSeconds*float64(time.Second))))
 				}
 			}
 			return t.flush()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ type queueFlags struct {
 	timeout, retention, backoffBase  string
 	backoffMax                       string
 	backoffJitter                    float64
-	tags, tasks, rmTasks             []string
+	tags, tasks, rmTasks, pools      []string
 	limitAS, limitCPU, limitFiles    int64
 	user, group                      string
 	clearTags                        bool
@@ -49,6 +50,7 @@ func (qf *queueFlags) register(cmd *cobra.Command, update bool) {
 	f.IntVar(&qf.outcomeStdout, "outcome-stdout", 0, "keep this many bytes of a succeeded task's stdout in its record (default 0, at most 65536)")
 	f.StringArrayVar(&qf.tags, "tag", nil, "only members with this tag may own the queue (repeatable)")
 	f.StringArrayVar(&qf.tasks, "task", nil, "route NAME=ARGV (a command, split like a shell without running one), NAME=@go or NAME=@inline (registered Go handlers); NAME * matches any task (repeatable)")
+	f.StringArrayVar(&qf.pools, "pool", nil, "run NAME's tasks in warm pooled children: NAME or NAME=max_tasks_per_child=N,max_memory_per_child=SIZE,max_child_age=DURATION (docs/process-pool.md; repeatable)")
 	f.Int64Var(&qf.limitAS, "limit-as", 0, "address-space limit of task processes, bytes")
 	f.Int64Var(&qf.limitCPU, "limit-cpu", 0, "CPU-time limit of task processes, seconds")
 	f.Int64Var(&qf.limitFiles, "limit-nofile", 0, "open-files limit of task processes")
@@ -160,6 +162,18 @@ func (qf *queueFlags) apply(fs *pflag.FlagSet, stdin io.Reader, cfg *drover.Queu
 		}
 		cfg.Tasks[name] = route
 	}
+	for _, spec := range qf.pools {
+		name, pool, err := parsePoolSpec(spec)
+		if err != nil {
+			return err
+		}
+		route, ok := cfg.Tasks[name]
+		if !ok {
+			return usagef("--pool %s: queue %s has no route for task %q (give it with --task)", spec, cfg.Name, name)
+		}
+		route.Pool = pool
+		cfg.Tasks[name] = route
+	}
 	if changed("limit-as") {
 		cfg.Limits.AddressSpace = qf.limitAS
 	}
@@ -196,4 +210,50 @@ func parseTaskRoute(spec string) (string, drover.TaskRoute, error) {
 		return "", drover.TaskRoute{}, usagef("--task %q: cannot split the command: %v", spec, err)
 	}
 	return name, drover.TaskRoute{Command: argv}, nil
+}
+
+// parsePoolSpec reads NAME or NAME=key=value,… with the keys of
+// drover.PoolConfig.
+func parsePoolSpec(spec string) (string, *drover.PoolConfig, error) {
+	name, rest, _ := strings.Cut(spec, "=")
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", nil, usagef("--pool %q: want NAME or NAME=max_tasks_per_child=N,…", spec)
+	}
+	pool := &drover.PoolConfig{}
+	for _, kv := range strings.Split(rest, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		bad := func(want string) error {
+			return usagef("--pool %q: %s: want %s, have %q", spec, k, want, v)
+		}
+		switch {
+		case !ok:
+			return "", nil, usagef("--pool %q: want key=value, have %q", spec, kv)
+		case k == "max_tasks_per_child":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return "", nil, bad("a number ≥ 0")
+			}
+			pool.MaxTasksPerChild = n
+		case k == "max_memory_per_child":
+			b, err := drover.ParseByteSize(v)
+			if err != nil {
+				return "", nil, bad("a size like 200MiB")
+			}
+			pool.MaxMemoryPerChild = b
+		case k == "max_child_age":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return "", nil, bad("a duration like 1h")
+			}
+			pool.MaxChildAge = drover.Duration(d)
+		default:
+			return "", nil, usagef("--pool %q: unknown key %q (max_tasks_per_child, max_memory_per_child, max_child_age)", spec, k)
+		}
+	}
+	return name, pool, nil
 }

@@ -24,6 +24,14 @@ func TestQueueCreateUpdateListShowRemove(t *testing.T) {
 	}
 	c.fails(exitRefused, []string{"already exists"}, "ctl", "queue", "create", "emails")
 
+	var pooled drover.QueueConfig
+	c.okJSON(&pooled, "ctl", "queue", "create", "thumbs", "--task", "resize=python3 tasks.py",
+		"--pool", "resize=max_tasks_per_child=1000,max_memory_per_child=200MiB,max_child_age=1h")
+	if p := pooled.Tasks["resize"].Pool; p == nil || *p != (drover.PoolConfig{MaxTasksPerChild: 1000, MaxMemoryPerChild: 200 << 20, MaxChildAge: drover.Duration(time.Hour)}) {
+		t.Fatalf("want resize pooled with 1000 tasks, 200MiB, 1h; have %+v", pooled.Tasks["resize"].Pool)
+	}
+	c.ok("ctl", "queue", "rm", "thumbs")
+
 	c.ok("ctl", "queue", "update", "emails", "--concurrency", "5", "--rm-task", "bounce")
 	var shown drover.QueueConfig
 	c.okJSON(&shown, "ctl", "queue", "show", "emails")
@@ -70,6 +78,11 @@ func TestQueueFlagErrors(t *testing.T) {
 		{[]string{"--backoff-jitter", "2"}, "backoff.jitter"},
 		{[]string{"-f", badFile}, "unknown field"},
 		{[]string{"--concurrency", "many"}, "invalid argument"},
+		{[]string{"--pool", "send"}, "no route for task"},
+		{[]string{"--task", "send=@go", "--pool", "send=max_tasks_per_child=-1"}, "max_tasks_per_child"},
+		{[]string{"--task", "send=@go", "--pool", "send=max_memory_per_child=lots"}, "max_memory_per_child"},
+		{[]string{"--task", "send=@go", "--pool", "send=colour=blue"}, "unknown key"},
+		{[]string{"--task", "send=@inline", "--pool", "send"}, "cannot be pooled"},
 	} {
 		c.fails(exitUsage, []string{tc.msg}, append([]string{"ctl", "queue", "create", "q"}, tc.args...)...)
 	}

@@ -16,7 +16,9 @@ import (
 // fakeState is a worker's /debug/state as the fake admin server serves it.
 const fakeState = `{"member":"fake-1","suspended":false,"paused":{},"capacity":4,"in_use":1,
 "queues":[{"name":"st","committed":0,"done":0,"fetched":5,"buffered":2,"ordered":false,"paused":false,
-"in_flight":[{"id":"01ABC","task":"t","attempt":1,"position":5,"pid":4242,"started":"2030-01-01T00:00:00Z","runtime_seconds":1.5}]}]}`
+"in_flight":[{"id":"01ABC","task":"t","attempt":1,"position":5,"pid":4242,"started":"2030-01-01T00:00:00Z","runtime_seconds":1.5}]}],
+"pools":[{"queue":"st","route":{"command":["python3","tasks.py"],"pool":{"max_tasks_per_child":1000}},"config":{"max_tasks_per_child":1000},
+"children":[{"pid":5151,"busy":true,"tasks_served":937,"rss_bytes":20971520,"started":"2030-01-01T00:00:00Z","age_seconds":90}]}]}`
 
 func TestStatusAndDump(t *testing.T) {
 	c := newCluster(t)
@@ -63,6 +65,9 @@ func TestStatusAndDump(t *testing.T) {
 	dump := c.ok("ctl", "dump", "fake-1").stdout
 	if !contains(dump, "MEMBER fake-1", "IN USE 1", "01ABC", "4242") {
 		t.Fatalf("want the member's state with its in-flight task, have:\n%s", dump)
+	}
+	if !contains(dump, "POOL QUEUE", "python3 tasks.py", "5151", "937", "20MiB", "1m30s") {
+		t.Fatalf("want the pooled child with pid, tasks served, RSS and age, have:\n%s", dump)
 	}
 	var raw map[string]any
 	c.okJSON(&raw, "ctl", "dump", "fake-1")

@@ -77,6 +77,9 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	if err != nil {
 		return err
 	}
+	if po, ok := exec.(executor.PoolOwner); ok {
+		defer po.Close() // after the drain: no pooled child outlives the worker
+	}
 	reg, err := setupMetrics(cfg, log)
 	if err != nil {
 		return err

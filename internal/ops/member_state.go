@@ -28,6 +28,8 @@ type WorkerState struct {
 	Capacity int                `json:"capacity"`
 	InUse    int                `json:"in_use"`
 	Queues   []WorkerQueueState `json:"queues"`
+	// Pools are the warm children of pooled routes (docs/process-pool.md).
+	Pools []WorkerPool `json:"pools"`
 }
 
 // WorkerQueueState is one queue a worker owns.
@@ -67,4 +69,20 @@ func DecodeMemberState(body []byte) (MemberState, error) {
 	var ms MemberState
 	err := json.Unmarshal(body, &ms.Worker)
 	return ms, err
+}
+
+// WorkerPool is the pool of warm children of one pooled route.
+type WorkerPool struct {
+	Queue    string           `json:"queue"`
+	Route    drover.TaskRoute `json:"route"`
+	Children []PoolChild      `json:"children"`
+}
+
+// PoolChild is one warm child of a pool.
+type PoolChild struct {
+	PID         int     `json:"pid"`
+	Busy        bool    `json:"busy"`
+	TasksServed int     `json:"tasks_served"`
+	RSSBytes    int64   `json:"rss_bytes"`
+	AgeSeconds  float64 `json:"age_seconds"`
 }

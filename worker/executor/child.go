@@ -51,6 +51,8 @@ func RunChildIfRequested() {
 		os.Exit(runExecChild(os.Args))
 	case childModeGo:
 		os.Exit(runGoChild())
+	case childModeGoPool:
+		os.Exit(runGoPoolChild())
 	case childModeLease:
 		os.Exit(runLeaseSupervisor(os.Args))
 	}

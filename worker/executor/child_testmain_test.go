@@ -18,7 +18,8 @@ import (
 // ("go" routes, the rlimit trampoline), then runs the tests.
 func TestMain(m *testing.M) {
 	RunChildIfRequested()
-	runFakeWorkerIfRequested() // lease_test.go
+	runPoolTestWorkerIfRequested() // pool_worker_test.go
+	runFakeWorkerIfRequested()     // lease_test.go
 	os.Exit(m.Run())
 }
 

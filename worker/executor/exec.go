@@ -44,6 +44,7 @@ type execExecutor struct {
 	selfName    string   // argv[0] of re-executed children
 	ids         identities
 	bufs        *sync.Pool
+	pools       *pools // warm children of pooled routes
 	lease       *Lease // nil: tasks run without a lease
 }
 

@@ -67,6 +67,9 @@ type Task struct {
 	// User and Group, when set, are the user and group a subprocess runs as
 	// (names or numeric ids; ignored for inline routes).
 	User, Group string
+	// PoolSize is the most children a pooled route keeps (the queue's
+	// concurrency); 0 means no bound. Ignored unless Route.Pool is set.
+	PoolSize int
 	// OnStart, when set, is called with the process id as soon as the
 	// subprocess has started, before Execute waits for it (not for inline
 	// routes): the worker shows it in /debug/state while the task runs.
@@ -250,17 +253,43 @@ func New(cfg Config) (Executor, error) {
 	if err != nil {
 		return nil, err
 	}
+	ex := newExecExecutor(cfg)
+	ex.pools = newPools(ex)
 	return &routeExecutor{
-		exec:   newExecExecutor(cfg),
+		exec:   ex,
 		inline: &inlineExecutor{clock: cfg.Clock, logger: cfg.Logger},
 	}, nil
 }
 
-// routeExecutor dispatches by route.
+// routeExecutor dispatches by route. It implements PoolOwner.
 type routeExecutor struct {
 	exec   *execExecutor
 	inline *inlineExecutor
 }
+
+// PoolOwner is implemented by the Executor that New returns: the worker
+// stops a queue's pooled children when it pauses or gives up the queue,
+// shows the pools in its state, and closes the executor when it stops
+// (docs/process-pool.md).
+type PoolOwner interface {
+	// ReleaseQueue stops the pooled children of queue: idle ones now,
+	// busy ones when their task ends. It does not block.
+	ReleaseQueue(queue string)
+	// PoolStates describes every pool, reading each child's RSS.
+	PoolStates() []PoolState
+	// Close stops every pooled child and waits until they are gone;
+	// pooled tasks started later are aborted. Per-task routes still run.
+	Close()
+}
+
+// ReleaseQueue implements PoolOwner.
+func (e *routeExecutor) ReleaseQueue(queue string) { e.exec.pools.releaseQueue(queue) }
+
+// PoolStates implements PoolOwner.
+func (e *routeExecutor) PoolStates() []PoolState { return e.exec.pools.states() }
+
+// Close implements PoolOwner.
+func (e *routeExecutor) Close() { e.exec.pools.close() }
 
 // Execute implements Executor.
 func (e *routeExecutor) Execute(ctx context.Context, t *Task) Result {
@@ -271,6 +300,8 @@ func (e *routeExecutor) Execute(ctx context.Context, t *Task) Result {
 	switch {
 	case r.Inline && !r.Go && len(r.Command) == 0:
 		return e.inline.Execute(ctx, t)
+	case r.Pool != nil && !r.Inline && (r.Go != (len(r.Command) > 0)):
+		return e.exec.executePooled(ctx, t)
 	case r.Go && !r.Inline && len(r.Command) == 0:
 		return e.exec.executeGo(ctx, t)
 	case len(r.Command) > 0 && !r.Inline && !r.Go:

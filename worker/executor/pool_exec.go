@@ -1,0 +1,417 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/tracing"
+)
+
+// Running one task on a pooled child: the same rules as a per-task process
+// (executor.go), with the child borrowed from its route's pool and given
+// back when the task ended cleanly.
+
+// executePooled runs a pooled "command" or "go" route.
+func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
+	start := e.clock.Now()
+	if t.Route.Go {
+		if _, ok := drover.LookupHandler(t.Message.Task); !ok {
+			return neverRan(start, fmt.Sprintf("no Go handler registered for task %q", t.Message.Task))
+		}
+	}
+	if err := checkLimits(t.Limits); err != nil {
+		return neverRan(start, err.Error())
+	}
+	if _, err := e.ids.lookup(t.User, t.Group); err != nil {
+		return neverRan(start, fmt.Sprintf("run as user %q group %q: %v", t.User, t.Group, err))
+	}
+	if err := context.Cause(ctx); err != nil {
+		r := neverRan(start, "aborted before start: "+err.Error())
+		r.Outcome = OutcomeAborted
+		return r
+	}
+	deadline := deadlineOf(t, start)
+	if !deadline.IsZero() && !deadline.After(start) {
+		r := neverRan(start, "deadline passed before the task started")
+		r.Outcome = OutcomeTimeout
+		return r
+	}
+	envelope := t.Envelope
+	if len(envelope) == 0 {
+		var err error
+		if envelope, err = json.Marshal(t.Message); err != nil {
+			return neverRan(start, fmt.Sprintf("encode envelope: %v", err))
+		}
+	}
+	if e.lease != nil {
+		// As for a per-task process: a worker resumed from a freeze sends
+		// no task before it renewed its lease (or is aborted).
+		if err := e.lease.AwaitFresh(ctx); err != nil && ctx.Err() == nil {
+			return neverRan(start, "start pooled task: "+err.Error())
+		}
+	}
+	var (
+		p   *childPool
+		c   *pooledChild
+		err error
+	)
+	// A pool stopped between get and checkout (its queue was paused, or it
+	// was swept while idle) is replaced by a new one: only closing the
+	// executor aborts the task.
+	for range 3 {
+		if p = e.pools.get(t); p == nil {
+			r := neverRan(start, "aborted before start: the executor is closed")
+			r.Outcome = OutcomeAborted
+			return r
+		}
+		if c, err = p.checkout(ctx, e.realDeadline(deadline), t.PoolSize); !errors.Is(err, errPoolStopped) {
+			break
+		}
+	}
+	if err != nil {
+		r := neverRan(start, "start pooled child: "+err.Error())
+		switch {
+		case ctx.Err() != nil || errors.Is(err, errPoolStopped):
+			r.Outcome = OutcomeAborted
+		case errors.Is(err, context.DeadlineExceeded):
+			r.Outcome, r.Reason = OutcomeTimeout, "no pooled child was ready before the task's deadline"
+		}
+		return r
+	}
+	if t.OnStart != nil {
+		t.OnStart(c.pid)
+	}
+	var truncated [2]bool
+	res := p.runTask(ctx, t, c, deadline, envelope, &truncated)
+	res.Started = start
+	res.Duration = e.clock.Now().Sub(start)
+	e.logOutput(t, res, truncated[0], truncated[1])
+	return res
+}
+
+// realDeadline converts a deadline by the executor's clock to real time,
+// which timers and I/O deadlines use.
+func (e *execExecutor) realDeadline(deadline time.Time) time.Time {
+	if deadline.IsZero() {
+		return deadline
+	}
+	return time.Now().Add(deadline.Sub(e.clock.Now()))
+}
+
+// start starts a child for the pool and waits for its ready frame until ctx
+// ends. The child joins the pool's live set.
+func (p *childPool) start(ctx context.Context) (*pooledChild, error) {
+	e, t := p.ps.e, &p.spec
+	id, err := e.ids.lookup(t.User, t.Group)
+	if err != nil {
+		return nil, fmt.Errorf("run as user %q group %q: %w", t.User, t.Group, err)
+	}
+	env, err := poolEnv(e.env, id, t)
+	if err != nil {
+		return nil, err
+	}
+	var path string
+	var argv []string
+	mode := ""
+	if t.Route.Go {
+		path, argv, mode = e.self, []string{e.selfName, childArgGoPool}, childModeGoPool
+	} else {
+		path, argv = t.Route.Command[0], t.Route.Command
+		if !strings.Contains(path, "/") {
+			if path, err = exec.LookPath(path); err != nil {
+				return nil, fmt.Errorf("find command %q: %w", argv[0], err)
+			}
+		}
+	}
+	if limitsSet(t.Limits) {
+		argv = trampolineArgs(e.selfName, t.Limits, mode, path, argv)
+		path = e.self
+		env = append(env, childEnv+"="+childModeExec)
+	} else if mode != "" {
+		env = append(env, childEnv+"="+mode)
+	}
+	var cred *syscall.Credential
+	if id != nil {
+		cred = id.cred
+	}
+	c, err := startPooledChild(path, argv, env, t.Route.Dir, cred, e.outputLimit)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	if e.lease != nil {
+		// Under the task lease for its whole life, as a per-task process
+		// is for its task: a frozen worker's children are killed too.
+		if err := e.lease.Track(c.pid); err != nil {
+			c.stop(0, true)
+			return nil, fmt.Errorf("start %s: %w", argv[0], err)
+		}
+		c.lease = e.lease
+	}
+	fail := func(reason string) (*pooledChild, error) {
+		c.stop(0, true)
+		return nil, errors.New(withLastLine(reason, c.stderr.leftover()))
+	}
+	exitedEarly := func() (*pooledChild, error) {
+		c.stop(0, true)
+		reason := fmt.Sprintf("child %d exited before it was ready: %s", c.pid, describeExit(c.status))
+		return nil, errors.New(withLastLine(reason, c.stderr.leftover()))
+	}
+	select {
+	case fr := <-c.results:
+		if fr.err != nil {
+			if errors.Is(fr.err, io.EOF) {
+				<-c.exited
+				return exitedEarly()
+			}
+			return fail(fmt.Sprintf("child %d: %v", c.pid, fr.err))
+		}
+		var ready readyFrame
+		if err := json.Unmarshal(fr.body, &ready); err != nil || ready.Type != frameReady {
+			return fail(fmt.Sprintf("child %d: %v: want a ready frame first, have %q", c.pid, errProtocol, clip(fr.body, 80)))
+		}
+		if ready.Protocol != poolProtocol {
+			return fail(fmt.Sprintf("child %d speaks protocol %d, want %d", c.pid, ready.Protocol, poolProtocol))
+		}
+	case <-c.exited:
+		return exitedEarly()
+	case <-ctx.Done():
+		c.stop(0, true)
+		return nil, context.Cause(ctx)
+	}
+	p.mu.Lock()
+	p.live[c] = struct{}{}
+	p.mu.Unlock()
+	return c, nil
+}
+
+// poolEnv is a pooled child's environment: a task's, without the variables
+// that change from task to task (they come in each task frame), with
+// DROVER_POOL_PROTOCOL.
+func poolEnv(base []string, id *identity, t *Task) ([]string, error) {
+	env, err := taskEnv(base, id, &Task{Message: &drover.Message{}, Queue: t.Queue, Route: t.Route}, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	out := env[:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, reservedEnvPrefix) && k != EnvQueue {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, fmt.Sprintf("%s=%d", EnvPoolProtocol, poolProtocol)), nil
+}
+
+// describeExit says how a process ended.
+func describeExit(s exitStatus) string {
+	if s.err != nil {
+		return s.err.Error()
+	}
+	code, sig := exitCodeAndSignal(s.status)
+	if sig != 0 {
+		return fmt.Sprintf("killed by signal %d (%s)", int(sig), sig)
+	}
+	return fmt.Sprintf("exit status %d", code)
+}
+
+// runTask sends t to c and waits for its result, the child's death, the
+// deadline (SIGTERM to the group, SIGKILL after the grace) or ctx (SIGKILL
+// at once). A child that answered correctly goes back to the pool; any
+// other ends the child.
+// truncated reports whether the task's stdout and stderr lost earlier bytes.
+func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadline time.Time, envelope []byte, truncated *[2]bool) Result {
+	e := p.ps.e
+	c.seq++
+	seq := c.seq
+	frame := taskFrame{
+		Type: frameTask, Seq: seq, Queue: t.queue(), Task: t.Message.Task, ID: t.Message.ID,
+		Attempt: t.Message.Attempt, Position: int64(t.Message.Position),
+	}
+	if !deadline.IsZero() {
+		frame.Deadline = deadline.UTC().Format(time.RFC3339Nano)
+	}
+	for _, kv := range tracing.Env(ctx) { // the task span's context, if traced
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case tracing.EnvTraceparent:
+			frame.Traceparent = v
+		case tracing.EnvTracestate:
+			frame.Tracestate = v
+		}
+	}
+	res := Result{ExitCode: -1, PID: c.pid}
+	buf, err := appendTaskFrame(nil, &frame, envelope)
+	if err != nil {
+		// The envelope is not JSON: a per-task child would refuse it too.
+		res.Outcome, res.Reason = OutcomeFailure, fmt.Sprintf("encode task frame: %v", err)
+		p.checkin(c)
+		return res
+	}
+	if out, errOut := c.stdout.begin(), c.stderr.begin(); len(out) > 0 || len(errOut) > 0 {
+		taskLogger(e.logger, t, c.pid).Info("pooled child output between tasks", "stdout", string(out), "stderr", string(errOut))
+	}
+	realDeadline := e.realDeadline(deadline)
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		tm := time.NewTimer(time.Until(realDeadline))
+		defer tm.Stop()
+		timeout = tm.C
+	}
+
+	// end stops the child (after a kill, or asking it to exit) and fills in
+	// its output; the child leaves the pool.
+	end := func(kill bool) {
+		c.stop(e.grace, kill)
+		p.discard(c)
+		res.Stdout, truncated[0] = c.stdout.take()
+		res.Stderr, truncated[1] = c.stderr.take()
+	}
+	abort := func() Result {
+		taskLogger(e.logger, t, c.pid).Warn("aborting task: killing its pooled child's process group", "cause", context.Cause(ctx))
+		end(true)
+		res.Outcome, res.Reason = OutcomeAborted, "aborted: "+context.Cause(ctx).Error()
+		return res
+	}
+	timedOut := func() Result {
+		log := taskLogger(e.logger, t, c.pid)
+		log.Warn("task timed out: sending SIGTERM to its pooled child's process group", "deadline", deadline, "grace", e.grace)
+		killGroup(c.pid, syscall.SIGTERM)
+		forced := false
+		grace := time.NewTimer(e.grace)
+		select {
+		case <-c.exited:
+		case <-ctx.Done():
+			grace.Stop()
+			return abort()
+		case <-grace.C:
+			forced = true
+			log.Warn("task outlived its grace: sending SIGKILL to its pooled child's process group")
+		}
+		grace.Stop()
+		end(true)
+		if c.status.err == nil {
+			res.ExitCode, res.Signal = exitCodeAndSignal(c.status.status)
+		}
+		res.Outcome = OutcomeTimeout
+		res.Reason = "timed out at " + deadline.Format(time.RFC3339Nano)
+		if t.Timeout > 0 {
+			res.Reason += fmt.Sprintf(" (timeout %s)", t.Timeout)
+		}
+		res.Reason += ": sent SIGTERM to its pooled child's process group"
+		if forced {
+			res.Reason += fmt.Sprintf(", then SIGKILL after %s", e.grace)
+		}
+		return res
+	}
+	died := func() Result {
+		end(true)
+		if c.closed.Load() {
+			res.Outcome, res.Reason = OutcomeAborted, "aborted: the executor was closed (the worker is stopping)"
+			return res
+		}
+		res.ExitCode, res.Signal = -1, 0
+		if c.status.err == nil {
+			res.ExitCode, res.Signal = exitCodeAndSignal(c.status.status)
+		}
+		res.Outcome = OutcomeFailure
+		res.Reason = withLastLine("pooled child exited mid-task: "+describeExit(c.status), res.Stderr)
+		return res
+	}
+	violation := func(err error) Result {
+		taskLogger(e.logger, t, c.pid).Warn("pooled child broke the protocol: killing it", "error", err)
+		end(true)
+		res.Outcome, res.Reason = OutcomeFailure, err.Error()
+		if !strings.HasPrefix(res.Reason, errProtocol.Error()) {
+			res.Reason = errProtocol.Error() + ": " + res.Reason
+		}
+		return res
+	}
+
+	// Send the task. The child read every earlier frame before it
+	// answered, so the pipe is empty and a frame of up to a page (the
+	// least a pipe holds) is written at once. A larger one may block while
+	// the child does not read: then the deadline or ctx ends it.
+	if len(buf) <= stdinPrefill {
+		_, err = c.tasks.Write(buf)
+	} else {
+		stopAfter := context.AfterFunc(ctx, func() { _ = c.tasks.SetWriteDeadline(time.Now()) })
+		err = c.writeFrame(buf, realDeadline)
+		stopAfter()
+	}
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return abort()
+		case ioErrIsTimeout(err):
+			return timedOut()
+		}
+		// EPIPE: the child closed fd 3 or died.
+		select {
+		case <-c.exited:
+			return died()
+		case <-time.After(e.grace):
+			return violation(fmt.Errorf("%w: the child stopped reading its task descriptor: %v", errProtocol, err))
+		}
+	}
+
+	var fr frameRead
+	select {
+	case fr = <-c.results:
+	case <-c.exited:
+		select { // a result written just before the end still counts
+		case fr = <-c.results:
+		default:
+			return died()
+		}
+	case <-ctx.Done():
+		return abort()
+	case <-timeout:
+		return timedOut()
+	}
+	if fr.err != nil {
+		if errors.Is(fr.err, io.EOF) { // fd 4 closed: usually the child is exiting
+			select {
+			case <-c.exited:
+				return died()
+			case <-time.After(e.grace):
+				return violation(fmt.Errorf("%w: the child closed its result descriptor mid-task", errProtocol))
+			}
+		}
+		return violation(fr.err)
+	}
+	rf, err := decodeResult(fr.body, seq)
+	if err != nil {
+		return violation(err)
+	}
+	c.takeOutput(&res, truncated)
+	switch rf.Outcome {
+	case wireSuccess:
+		res.Outcome, res.ExitCode, res.Reason = OutcomeSuccess, 0, "pooled child reported success"
+	case wireRetry:
+		res.Outcome, res.ExitCode, res.Reason = OutcomeRetry, ExitRetry, "retry requested"
+	case wireTimeout:
+		res.Outcome, res.ExitCode, res.Reason = OutcomeTimeout, exitGoTimeout, "handler failed after its deadline"
+	default:
+		res.Outcome, res.ExitCode, res.Reason = OutcomeFailure, exitHandlerError, "handler failed"
+	}
+	if rf.Message != "" {
+		res.Reason += ": " + rf.Message
+	}
+	if c.hasExited() {
+		// It answered, then died: the answer stands, the child goes.
+		c.stop(e.grace, true)
+		p.discard(c)
+		return res
+	}
+	p.checkin(c)
+	return res
+}
