@@ -32,12 +32,19 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 // and expiry happen quickly.
 const testTimeout = 4 * time.Second
 
+// observerTimeout is the session timeout of the tests' own sessions (the
+// observer that reads owners, the admin that creates queues). Nothing waits
+// for them to expire, so they are long: on a starved machine (two `make
+// test` runs beside a `drover dev`) a 4 s observer session was lost while the
+// members under test converged, and the test failed for the wrong reason.
+const observerTimeout = 30 * time.Second
+
 // connect opens a session under root and closes it at cleanup.
 func connect(t testing.TB, servers []string, root string) *coordinator.Session {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: servers, Root: root, SessionTimeout: testTimeout,
+	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: servers, Root: root, SessionTimeout: observerTimeout,
 		Logger: testkit.Logger(t, hclog.Warn)})
 	if err != nil {
 		t.Fatalf("connect to %v: %v", servers, err)
