@@ -41,8 +41,15 @@ func scheduleOf(en scheduler.Entry) Schedule {
 	if en.Err != nil {
 		out.Error = en.Err.Error()
 	}
-	if len(out.Definition) == 0 {
+	switch {
+	case len(out.Definition) == 0:
 		out.Definition = json.RawMessage("null")
+	case !json.Valid(out.Definition):
+		// A definition that is not JSON (written by hand or by another
+		// language) is shown as the string it is, so the views needed to
+		// inspect it still encode.
+		b, _ := json.Marshal(string(out.Definition))
+		out.Definition = b
 	}
 	return out
 }
