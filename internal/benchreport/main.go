@@ -463,12 +463,20 @@ func peerSection(count int) (string, error) {
 	cmd.Dir = "bench"
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	fmt.Fprintf(os.Stderr, "benchreport: (cd bench && go run . -md %s -runs %d)\n", md, count)
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("cd bench && go run .: %w", err)
-	}
+	os.Remove(md) // never report an earlier run's figures
+	runErr := cmd.Run()
 	data, err := os.ReadFile(md)
 	if err != nil {
+		if runErr != nil {
+			return "", fmt.Errorf("cd bench && go run .: %w", runErr)
+		}
 		return "", err
+	}
+	if runErr != nil {
+		// The module exits 1 when a section failed (a scale size that does
+		// not converge, say) but still writes every figure it has and names
+		// the failure: report them, with the exit, rather than nothing.
+		return fmt.Sprintf("The bench module exited with %v; its report, which names what failed, follows.\n\n", runErr) + string(data) + "\n", nil
 	}
 	return string(data) + "\n", nil
 }
