@@ -13,16 +13,17 @@ import (
 )
 
 // startWorker runs `drover worker` against the cluster until the test ends
-// (SIGTERM, then waited for).
+// (SIGTERM, then waited for). Its admin server takes a port the kernel
+// picks (the member node records the bound address): a port found free and
+// closed again could be taken by a parallel test before the worker binds it.
 func (c *cluster) startWorker(name string) {
 	c.t.Helper()
-	port := strings.TrimPrefix(closedAddr(c.t), "127.0.0.1:")
 	logPath := filepath.Join(c.t.TempDir(), name+".log")
 	logf, err := os.Create(logPath)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cmd := exec.Command(droverBin, "worker", "--name", name, "--admin-addr", "127.0.0.1:"+port, "--drain-timeout", "2s")
+	cmd := exec.Command(droverBin, "worker", "--name", name, "--admin-addr", "127.0.0.1:0", "--drain-timeout", "2s")
 	cmd.Env = withEnv(c.env, "DROVER_WORKER_SETTLE=100ms")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

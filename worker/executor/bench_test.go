@@ -19,17 +19,28 @@ var benchConcurrency = []int{1, 4}
 // tasks/s.
 func runConcurrently(b *testing.B, workers int, task func() error) {
 	b.Helper()
+	b.ReportAllocs()
+	b.ResetTimer()
+	elapsed, err := runN(workers, b.N, task)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tasks/s")
+}
+
+// runN makes n calls of task on workers goroutines and returns how long they
+// took and the first error, after which each goroutine stops.
+func runN(workers, n int, task func() error) (time.Duration, error) {
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
 		firstErr atomic.Pointer[error]
 	)
-	b.ReportAllocs()
-	b.ResetTimer()
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {
-			for next.Add(1) <= int64(b.N) {
+			for next.Add(1) <= int64(n) {
 				if err := task(); err != nil {
 					firstErr.CompareAndSwap(nil, &err)
 					return
@@ -39,11 +50,10 @@ func runConcurrently(b *testing.B, workers int, task func() error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	b.StopTimer()
 	if err := firstErr.Load(); err != nil {
-		b.Fatal(*err)
+		return elapsed, *err
 	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tasks/s")
+	return elapsed, nil
 }
 
 // benchExecutor runs task through a fresh executor at each concurrency.
@@ -125,26 +135,12 @@ func BenchmarkExecVsBareTrue(b *testing.B) {
 					if n <= 0 {
 						break
 					}
-					var next atomic.Int64
-					var wg sync.WaitGroup
-					var failed atomic.Pointer[error]
-					start := time.Now()
-					for range c {
-						wg.Go(func() {
-							for next.Add(1) <= int64(n) {
-								if err := run(); err != nil {
-									failed.CompareAndSwap(nil, &err)
-									return
-								}
-							}
-						})
-					}
-					wg.Wait()
-					elapsed[k] += time.Since(start)
+					took, err := runN(c, n, run)
+					elapsed[k] += took
 					tasks[k] += n
 					done += n
-					if err := failed.Load(); err != nil {
-						b.Fatal(*err)
+					if err != nil {
+						b.Fatal(err)
 					}
 				}
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -69,28 +68,12 @@ func BenchmarkLeaseTrue(b *testing.B) {
 			if n <= 0 {
 				break
 			}
-			var (
-				next   atomic.Int64
-				wg     sync.WaitGroup
-				failed atomic.Pointer[error]
-			)
-			start := time.Now()
-			for range concurrency {
-				wg.Go(func() {
-					for next.Add(1) <= int64(n) {
-						if err := run(); err != nil {
-							failed.CompareAndSwap(nil, &err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			elapsed[k] += time.Since(start)
+			took, err := runN(concurrency, n, run)
+			elapsed[k] += took
 			tasks[k] += n
 			done += n
-			if err := failed.Load(); err != nil {
-				b.Fatal(*err)
+			if err != nil {
+				b.Fatal(err)
 			}
 		}
 	}
