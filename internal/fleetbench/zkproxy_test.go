@@ -1,0 +1,103 @@
+package fleetbench
+
+import (
+	"context"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/testenv"
+)
+
+// jute writes ZooKeeper request records for the classifier tests.
+type jute []byte
+
+func (j jute) i32(v int32) jute { return binary.BigEndian.AppendUint32(j, uint32(v)) }
+func (j jute) str(s string) jute {
+	return append(j.i32(int32(len(s))), s...)
+}
+func (j jute) header(op int32, done bool) jute {
+	j = j.i32(op)
+	if done {
+		j = append(j, 1)
+	} else {
+		j = append(j, 0)
+	}
+	return j.i32(-1)
+}
+
+func TestMultiCountsItsOperations(t *testing.T) {
+	body := jute{}.
+		header(opCheck, false).str("/owners/a").i32(3).
+		header(opSetData, false).str("/offsets/a").str(`{"position":1}`).i32(7).
+		header(opCreate, false).str("/owners/b").str("{}").i32(1).i32(31).str("world").str("anyone").i32(1).
+		header(opDelete, false).str("/owners/c").i32(0).
+		header(opCheck, false).str("/owners/d").i32(2).
+		header(-1, true)
+	frame := jute{}.i32(42).i32(opMulti)
+	frame = append(frame, body...)
+	var c counters
+	c.classify(frame)
+	have := c.read()
+	want := ZKCounts{Writes: 1, WriteOps: 3, CheckOps: 2}
+	if have != want {
+		t.Fatalf("want %+v, have %+v", want, have)
+	}
+}
+
+func TestRequestsAreCountedByKind(t *testing.T) {
+	var c counters
+	c.classify(jute{}.i32(-2).i32(opPing))
+	c.classify(jute{}.i32(1).i32(opGetData).str("/x").append(0))
+	c.classify(jute{}.i32(2).i32(opSetData).str("/x").str("v").i32(-1))
+	c.classify(jute{}.i32(3).i32(opCreate2).str("/y").str("").i32(0).i32(0))
+	c.classify(jute{}.i32(-8).i32(101)) // setWatches
+	c.classify(jute{}.i32(4).i32(opMulti).append(0xff))
+	want := ZKCounts{Writes: 3, Reads: 1, Pings: 1, Other: 1, WriteOps: 3}
+	if have := c.read(); have != want {
+		t.Fatalf("want %+v, have %+v", want, have)
+	}
+}
+
+func (j jute) append(b ...byte) jute { return append(j, b...) }
+
+func TestProxyForwardsAndCountsASession(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	p, err := NewZKProxy(zk.Addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: []string{p.Addr()}, Root: testenv.Chroot(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if p.Counts().Other < 1 {
+		t.Fatalf("the connect request was not seen: %+v", p.Counts())
+	}
+	before := p.Counts()
+	if err := s.CreateQueue(ctx, drover.QueueConfig{Name: "counted"}); err != nil {
+		t.Fatal(err)
+	}
+	created := p.Counts().Sub(before)
+	if created.Writes < 1 || created.WriteOps < 1 {
+		t.Fatalf("creating a queue: want ≥ 1 write request, have %+v", created)
+	}
+	before = p.Counts()
+	e, err := s.Queue(ctx, "counted")
+	if err != nil {
+		t.Fatalf("reading the queue back through the proxy: %v", err)
+	}
+	if e.Config.Name != "counted" {
+		t.Fatalf("read back: want queue counted, have %+v", e.Config)
+	}
+	read := p.Counts().Sub(before)
+	if read.Writes != 0 || read.Reads < 1 {
+		t.Fatalf("reading a queue: want reads and no writes, have %+v", read)
+	}
+}
