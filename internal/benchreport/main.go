@@ -413,6 +413,9 @@ func run(out, only string, count int, peers bool) error {
 			}
 		}
 	}
+	if only == "" || strings.Contains(fleetRuntime.Title, only) {
+		body.WriteString(fleetRuntimeSection(count))
+	}
 	if only == "" || strings.Contains("Scheduler failover", only) {
 		body.WriteString(failoverSection())
 	}

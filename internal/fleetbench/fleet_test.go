@@ -1,0 +1,257 @@
+package fleetbench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+)
+
+// The drover binary under test, built once per test binary with the
+// bench-only handlers (cmd/drover/bench_handlers.go).
+var (
+	buildOnce sync.Once
+	droverBin string
+	buildErr  error
+)
+
+func buildDrover(tb testing.TB) string {
+	tb.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "drover-fleetbench-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		droverBin = filepath.Join(dir, "drover")
+		out, err := exec.Command("go", "build", "-tags", "droverbench", "-o", droverBin, "../../cmd/drover").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build -tags droverbench ./cmd/drover: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		tb.Fatal(buildErr)
+	}
+	return droverBin
+}
+
+// worker is one `drover worker` process and the proxy its ZooKeeper
+// session runs through.
+type worker struct {
+	name    string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	logPath string
+	latPath string // the bench.stamp histogram the worker publishes
+	zk      *ZKProxy
+	admin   string // the bound admin address, from the member node
+}
+
+// startWorker starts `drover worker` named name with env (the fleet's
+// settings), its ZooKeeper connection through a counting proxy to zkAddr,
+// and its admin listener on a free port.
+func startWorker(tb testing.TB, bin, dir, name, zkAddr string, env []string) *worker {
+	tb.Helper()
+	proxy, err := NewZKProxy(zkAddr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(proxy.Close)
+	w := &worker{name: name, done: make(chan struct{}), zk: proxy,
+		logPath: filepath.Join(dir, name+".log"), latPath: filepath.Join(dir, name+".latency")}
+	out, err := os.Create(w.logPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w.cmd = exec.Command(bin, "worker")
+	w.cmd.Env = append(append([]string(nil), env...),
+		"DROVER_ZOOKEEPER_SERVERS="+zkTarget(proxy, zkAddr),
+		"DROVER_WORKER_NAME="+name,
+		"DROVER_WORKER_ADMIN_ADDR=127.0.0.1:0",
+		"DROVER_BENCH_LATENCY_FILE="+w.latPath,
+	)
+	w.cmd.Stdout, w.cmd.Stderr = out, out
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := w.cmd.Start(); err != nil {
+		tb.Fatalf("start drover worker %s: %v", name, err)
+	}
+	go func() { w.cmd.Wait(); out.Close(); close(w.done) }()
+	tb.Cleanup(func() {
+		w.cmd.Process.Kill()
+		<-w.done
+		if tb.Failed() {
+			b, _ := os.ReadFile(w.logPath)
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			tb.Logf("--- %s log (tail) ---\n%s", name, b)
+		}
+	})
+	return w
+}
+
+func (w *worker) pid() int { return w.cmd.Process.Pid }
+
+// exited reports whether the process has ended.
+func (w *worker) exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// findAdmin reads the workers' admin addresses from their member nodes.
+func findAdmin(ctx context.Context, s *coordinator.Session, ws []*worker) error {
+	ms, err := s.Members(ctx)
+	if err != nil {
+		return err
+	}
+	byName := map[string]drover.Member{}
+	for _, m := range ms {
+		byName[m.Member.Name] = m.Member
+	}
+	for _, w := range ws {
+		m, ok := byName[w.name]
+		if !ok || m.AdminAddr == "" {
+			return fmt.Errorf("worker %s has no member node with an admin address yet", w.name)
+		}
+		w.admin = m.AdminAddr
+	}
+	return nil
+}
+
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+// ownedQueues reads the names of the queues the worker runs from its
+// /debug/state.
+func (w *worker) ownedQueues() ([]string, error) {
+	resp, err := httpClient.Get("http://" + w.admin + "/debug/state")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s /debug/state: %s", w.name, resp.Status)
+	}
+	var st struct {
+		Worker struct {
+			Queues []struct {
+				Name string `json:"name"`
+			} `json:"queues"`
+		} `json:"worker"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, fmt.Errorf("%s /debug/state: %w", w.name, err)
+	}
+	names := make([]string, len(st.Worker.Queues))
+	for i, q := range st.Worker.Queues {
+		names[i] = q.Name
+	}
+	return names, nil
+}
+
+// goroutines reads the worker's goroutine count from the first line of its
+// goroutine profile ("goroutine profile: total N"): cheaper than /metrics,
+// whose size grows with the per-queue series.
+func (w *worker) goroutines() (int, error) {
+	resp, err := httpClient.Get("http://" + w.admin + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("%s goroutine profile: %w", w.name, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "goroutine profile: total")))
+	if err != nil {
+		return 0, fmt.Errorf("%s goroutine profile: first line %q", w.name, line)
+	}
+	return n, nil
+}
+
+// childrenRSS sums the resident memory of the worker's child processes
+// (the task lease's supervisor; inline tasks start none).
+func (w *worker) childrenRSS() (int64, int, error) {
+	kids, err := Children(w.pid())
+	if err != nil {
+		return 0, 0, err
+	}
+	var sum int64
+	for _, k := range kids {
+		if r, err := RSS(k); err == nil {
+			sum += r
+		}
+	}
+	return sum, len(kids), nil
+}
+
+// waitConverged polls the workers' /debug/state until together they run
+// every one of want queues, each exactly once, and returns how long that
+// took. It fails after bound, naming what each worker runs.
+func waitConverged(tb testing.TB, s *coordinator.Session, ws []*worker, want int, bound time.Duration) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	ctx := context.Background()
+	var last string
+	for {
+		for _, w := range ws {
+			if w.exited() {
+				tb.Fatalf("worker %s exited while the fleet converged on %d queues (see its log)", w.name, want)
+			}
+		}
+		if time.Since(start) > bound {
+			tb.Fatalf("the fleet did not run all %d queues within %s: %s", want, bound, last)
+		}
+		if err := findAdmin(ctx, s, ws); err != nil {
+			last = err.Error()
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		seen := make(map[string]bool, want)
+		total, dup := 0, 0
+		var parts []string
+		for _, w := range ws {
+			names, err := w.ownedQueues()
+			if err != nil {
+				parts = append(parts, err.Error())
+				continue
+			}
+			for _, n := range names {
+				if seen[n] {
+					dup++
+				}
+				seen[n] = true
+			}
+			total += len(names)
+			parts = append(parts, fmt.Sprintf("%s runs %d", w.name, len(names)))
+		}
+		last = strings.Join(parts, ", ") + fmt.Sprintf(" (%d distinct, %d run twice)", len(seen), dup)
+		if len(seen) == want && total == want {
+			return time.Since(start)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func zkTarget(p *ZKProxy, direct string) string {
+	if os.Getenv("DROVER_FLEETBENCH_NOPROXY") != "" {
+		return direct
+	}
+	return p.Addr()
+}
