@@ -384,6 +384,7 @@ func measure(b *testing.B, rm *redisMeter, ws []*worker, length time.Duration, p
 			w.kidsRSSMB = max(w.kidsRSSMB, float64(r.kidsRSS[k])/(1<<20))
 		}
 		d := last.zk[k].Sub(first.zk[k])
+		b.Logf("%s: ZooKeeper requests/s in the window by operation: %s", ws[k].name, opRates(d.ByOp, w.seconds))
 		if wr := float64(d.Writes) / w.seconds; wr >= w.zkWritesPerS {
 			w.zkWritesPerS, w.zkWriteOpsPerS = wr, float64(d.WriteOps)/w.seconds
 		}
@@ -532,4 +533,21 @@ func logLevel() string {
 		return v
 	}
 	return "warn"
+}
+
+// opRates formats requests by operation as rates, busiest first.
+func opRates(byOp map[int32]int64, seconds float64) string {
+	ops := make([]int32, 0, len(byOp))
+	for op := range byOp {
+		ops = append(ops, op)
+	}
+	slices.SortFunc(ops, func(a, b int32) int { return int(byOp[b] - byOp[a]) })
+	parts := make([]string, len(ops))
+	for i, op := range ops {
+		parts[i] = fmt.Sprintf("%s %.1f", OpName(op), float64(byOp[op])/seconds)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

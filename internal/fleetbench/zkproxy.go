@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -37,6 +38,9 @@ type ZKCounts struct {
 	WriteOps int64 // single writes plus the writes inside multis
 	CheckOps int64 // version checks inside multis
 	Bytes    int64 // client-to-server bytes
+	// ByOp counts requests by operation code (codes ≥ 128 and frames too
+	// short for a header under 0), for telling what a member does.
+	ByOp map[int32]int64
 }
 
 // Sub returns c − earlier.
@@ -44,13 +48,24 @@ func (c ZKCounts) Sub(earlier ZKCounts) ZKCounts {
 	return ZKCounts{
 		Writes: c.Writes - earlier.Writes, Reads: c.Reads - earlier.Reads, Pings: c.Pings - earlier.Pings,
 		Other: c.Other - earlier.Other, WriteOps: c.WriteOps - earlier.WriteOps, CheckOps: c.CheckOps - earlier.CheckOps,
-		Bytes: c.Bytes - earlier.Bytes,
+		Bytes: c.Bytes - earlier.Bytes, ByOp: subOps(c.ByOp, earlier.ByOp),
 	}
+}
+
+func subOps(a, b map[int32]int64) map[int32]int64 {
+	out := map[int32]int64{}
+	for op, n := range a {
+		if d := n - b[op]; d != 0 {
+			out[op] = d
+		}
+	}
+	return out
 }
 
 // counters are ZKCounts updated atomically.
 type counters struct {
 	writes, reads, pings, other, writeOps, checkOps, bytes atomic.Int64
+	byOp                                                   [129]atomic.Int64 // [128]: not a known code
 }
 
 // ZooKeeper operation codes (org.apache.zookeeper.ZooDefs.OpCode).
@@ -78,6 +93,22 @@ const (
 	opGetAllChildren  = 104
 	opAddWatch        = 106
 )
+
+// OpName names an operation code for a log line.
+func OpName(op int32) string {
+	names := map[int32]string{
+		opCreate: "create", opDelete: "delete", opExists: "exists", opGetData: "getData", opSetData: "setData",
+		opGetACL: "getACL", opSetACL: "setACL", opGetChildren: "getChildren", opSync: "sync", opPing: "ping",
+		opGetChildren2: "getChildren2", opCheck: "check", opMulti: "multi", opCreate2: "create2",
+		opReconfig: "reconfig", opCreateContainer: "createContainer", opDeleteContainer: "deleteContainer",
+		opCreateTTL: "createTTL", opMultiRead: "multiRead", opGetEphemerals: "getEphemerals",
+		opGetAllChildren: "getAllChildren", opAddWatch: "addWatch", 100: "auth", 101: "setWatches", -11: "close",
+	}
+	if n, ok := names[op]; ok {
+		return n
+	}
+	return fmt.Sprintf("op%d", op)
+}
 
 func isWrite(op int32) bool {
 	switch op {
@@ -158,8 +189,22 @@ func (p *ZKProxy) Close() {
 func (c *counters) read() ZKCounts {
 	return ZKCounts{
 		Writes: c.writes.Load(), Reads: c.reads.Load(), Pings: c.pings.Load(), Other: c.other.Load(),
-		WriteOps: c.writeOps.Load(), CheckOps: c.checkOps.Load(), Bytes: c.bytes.Load(),
+		WriteOps: c.writeOps.Load(), CheckOps: c.checkOps.Load(), Bytes: c.bytes.Load(), ByOp: c.ops(),
 	}
+}
+
+func (c *counters) ops() map[int32]int64 {
+	out := map[int32]int64{}
+	for i := range c.byOp {
+		if n := c.byOp[i].Load(); n != 0 {
+			op := int32(i)
+			if i == len(c.byOp)-1 {
+				op = -1
+			}
+			out[op] = n
+		}
+	}
+	return out
 }
 
 // maxFrame bounds a frame the proxy buffers (ZooKeeper's own default
@@ -210,9 +255,15 @@ func (p *ZKProxy) count(client, up net.Conn) {
 func (c *counters) classify(frame []byte) {
 	if len(frame) < 8 {
 		c.other.Add(1)
+		c.byOp[len(c.byOp)-1].Add(1)
 		return
 	}
 	op := int32(binary.BigEndian.Uint32(frame[4:8]))
+	if op >= 0 && int(op) < len(c.byOp)-1 {
+		c.byOp[op].Add(1)
+	} else {
+		c.byOp[len(c.byOp)-1].Add(1)
+	}
 	switch {
 	case op == opPing:
 		c.pings.Add(1)

@@ -3,6 +3,7 @@ package fleetbench
 import (
 	"context"
 	"encoding/binary"
+	"reflect"
 	"testing"
 	"time"
 
@@ -41,8 +42,8 @@ func TestMultiCountsItsOperations(t *testing.T) {
 	var c counters
 	c.classify(frame)
 	have := c.read()
-	want := ZKCounts{Writes: 1, WriteOps: 3, CheckOps: 2}
-	if have != want {
+	want := ZKCounts{Writes: 1, WriteOps: 3, CheckOps: 2, ByOp: map[int32]int64{opMulti: 1}}
+	if !reflect.DeepEqual(have, want) {
 		t.Fatalf("want %+v, have %+v", want, have)
 	}
 }
@@ -55,8 +56,9 @@ func TestRequestsAreCountedByKind(t *testing.T) {
 	c.classify(jute{}.i32(3).i32(opCreate2).str("/y").str("").i32(0).i32(0))
 	c.classify(jute{}.i32(-8).i32(101)) // setWatches
 	c.classify(jute{}.i32(4).i32(opMulti).append(0xff))
-	want := ZKCounts{Writes: 3, Reads: 1, Pings: 1, Other: 1, WriteOps: 3}
-	if have := c.read(); have != want {
+	want := ZKCounts{Writes: 3, Reads: 1, Pings: 1, Other: 1, WriteOps: 3,
+		ByOp: map[int32]int64{opPing: 1, opGetData: 1, opSetData: 1, opCreate2: 1, 101: 1, opMulti: 1}}
+	if have := c.read(); !reflect.DeepEqual(have, want) {
 		t.Fatalf("want %+v, have %+v", want, have)
 	}
 }
