@@ -60,7 +60,11 @@ func fleetRuntimeSection(count int) string {
 	}
 	var b strings.Builder
 	if err != nil {
-		fmt.Fprintf(&b, "## %s\n\n%s\n\n`%s`\n\n**The run failed**, so every target is NOT MEASURED:\n\n```\n%s\n```\n\n", s.Title, s.Intro, cmdline, failureLines(err.Error()))
+		fmt.Fprintf(&b, "## %s\n\n%s\n\n`%s`\n\n**The run failed:**\n\n```\n%s\n```\n\n| target | measured (median) | verdict |\n|---|---:|---|\n", s.Title, s.Intro, cmdline, failureLines(err.Error()))
+		for _, t := range s.Targets {
+			fmt.Fprintf(&b, "| %s | — | NOT MEASURED (the run failed) |\n", t.Label)
+		}
+		b.WriteString("\n")
 		return b.String()
 	}
 	render(&b, s, res, cmdline)
