@@ -329,22 +329,20 @@ func sample(b *testing.B, rm *redisMeter, ws []*worker, p *producer) reading {
 
 // window holds one measured window's figures.
 type window struct {
-	seconds         float64
-	redisCmdsPerS   float64 // the whole window, the meter's own commands subtracted
-	redisWorstPart  float64 // the busiest sub-window
-	cpuPct          float64 // the busiest worker, % of one core over the window
-	cpuWorstPart    float64 // the busiest worker in the busiest sub-window
-	rssMB           float64 // the largest worker, largest sample
-	kidsRSSMB       float64 // the largest children total of a worker
-	zkWritesPerS    float64 // the member with the most write requests
-	zkWriteOpsPerS  float64 // the same member's writes, counting each op in a multi
-	zkRequestsPerS  float64 // the member with the most requests of any kind
-	publishes       int64
-	enqueued        int64
-	started         int64
-	latency         Snapshot
-	workersSampled  int
-	subWindowLength time.Duration
+	seconds        float64
+	redisCmdsPerS  float64 // the whole window, the meter's own commands subtracted
+	redisWorstPart float64 // the busiest sub-window
+	cpuPct         float64 // the busiest worker, % of one core over the window
+	cpuWorstPart   float64 // the busiest worker in the busiest sub-window
+	rssMB          float64 // the largest worker, largest sample
+	kidsRSSMB      float64 // the largest children total of a worker
+	zkWritesPerS   float64 // the member with the most write requests
+	zkWriteOpsPerS float64 // the same member's writes, counting each op in a multi
+	zkRequestsPerS float64 // the member with the most requests of any kind
+	publishes      int64
+	enqueued       int64
+	started        int64
+	latency        Snapshot
 }
 
 // measure samples every window/subWindows for window and returns the
@@ -363,7 +361,7 @@ func measure(b *testing.B, rm *redisMeter, ws []*worker, length time.Duration, p
 		}
 	}
 	first, last := rs[0], rs[len(rs)-1]
-	w := window{seconds: last.at.Sub(first.at).Seconds(), workersSampled: len(ws), subWindowLength: part}
+	w := window{seconds: last.at.Sub(first.at).Seconds()}
 	cmds := func(a, z reading) float64 {
 		// INFO counts a command after running it: a reading includes the
 		// meter's commands sent before it, not itself.
