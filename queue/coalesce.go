@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 )
@@ -19,6 +20,9 @@ type coalescer struct {
 	mu      sync.Mutex
 	busy    bool // a leader is flushing
 	pending []*enqueueRequest
+	// shared says the last flush carried more than one request: callers
+	// are concurrent, and the ones it just answered are about to come back.
+	shared bool
 }
 
 // submit sends r and waits for its result (r.res, r.err).
@@ -58,6 +62,15 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 	} else {
 		c.busy = true
 	}
+	if c.shared {
+		// The callers the last flush answered are runnable but have not
+		// submitted again yet: yield once so that they join this flush
+		// rather than wait a whole round trip for the next one. A lone
+		// caller never yields (its flushes carry one request).
+		c.mu.Unlock()
+		runtime.Gosched()
+		c.mu.Lock()
+	}
 	// Leader: take the queue (this request is in it), flush, hand over.
 	n := min(len(c.pending), c.max)
 	batch := slices.Clone(c.pending[:n])
@@ -72,6 +85,7 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 	}
 
 	c.mu.Lock()
+	c.shared = n > 1
 	if len(c.pending) > 0 {
 		next := c.pending[0]
 		next.lead = true

@@ -51,7 +51,8 @@ local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
 local window = tonumber(ARGV[1])
-local last = tonumber(redis.call('GET', KEYS[3]) or '0')
+local state = redis.call('MGET', KEYS[3], KEYS[6]) -- the last position and the owner's channel
+local last = tonumber(state[1] or '0')
 local out, ready = {}, {}
 local added = 0
 local purged = false
@@ -94,7 +95,7 @@ if #ready > 0 then
   redis.call('SET', KEYS[3], last)
 end
 if ARGV[2] ~= '' and added > 0 then
-  local channel = redis.call('GET', KEYS[6]) or ARGV[2]
+  local channel = state[2] or ARGV[2]
   local payload = ARGV[3]
   if first_due then payload = payload .. ' ' .. string.format('%d', first_due) end
   redis.call('PUBLISH', channel, payload)
