@@ -110,6 +110,7 @@ func renderTargets(b *strings.Builder, res *results) {
 	ratioRow("subprocess `/bin/true` tasks/s ≥ 90% of the bare spawn loop", sub, "drover", spawnLoopName, 0.9)
 	ratioRow("inline no-op tasks/s ≥ 3 × asynq's", noop, "drover", "asynq", 3)
 	ratioRow("single-goroutine enqueue ≥ asynq's", enq, "drover", "asynq", 1)
+	ratioRow("enqueue from 8 goroutines ≥ gocraft/work's", tr.workload("enqueue, 8 goroutines"), "drover", "gocraft/work", 1)
 	// Issue 17: pooled Go children against asynq's in-process handler.
 	pool := tr.workload(poolWorkload)
 	ratioRow("no-op in pooled Go children (max_tasks_per_child 1000) ≥ 2 × asynq's in-process handler", pool, "drover", "asynq", 2)

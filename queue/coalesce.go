@@ -37,10 +37,10 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 		r.err = err
 		return
 	}
-	r.ready = make(chan struct{}, 1)
 	c.mu.Lock()
 	c.pending = append(c.pending, r)
 	if c.busy {
+		r.ready = make(chan struct{}, 1) // only a waiter is signalled
 		c.mu.Unlock()
 		select {
 		case <-r.ready:
