@@ -13,6 +13,11 @@ import (
 // arriving while a flush is in flight queue up; when the flush returns, the
 // leader hands leadership to the first of them, which flushes the whole queue
 // (up to max requests) in one pipeline. Every request gets its own result.
+// One flush is in flight at a time. When the previous flush carried several
+// requests, a new leader first yields once (runtime.Gosched), so that the
+// callers that flush just answered, runnable but not yet back, join this one:
+// with eight producers a round trip then carries about eight messages rather
+// than alternating between one and seven.
 type coalescer struct {
 	max   int
 	flush func(ctx context.Context, batch []*enqueueRequest)
