@@ -29,7 +29,8 @@ import (
 //     ZooKeeper proxy; wait until together they run every queue.
 //  2. Goroutines per worker at the small size.
 //  3. The rest of Queues registered in bulk; wait until the fleet runs all
-//     of them, then Settle.
+//     of them, then until every worker is quiet (under 10% of a core over
+//     5 s), at least Settle and at most SettleMax.
 //  4. Idle window: Redis commands/s of the whole fleet (INFO stats deltas,
 //     the harness's own INFO calls subtracted), CPU per worker
 //     (/proc/<pid>/stat), RSS per worker and of its children (the lease
@@ -53,6 +54,10 @@ func BenchmarkFleetRuntime(b *testing.B) {
 		runFleet(b, sz)
 	}
 }
+
+// idleCPUTarget is issue 14's idle CPU bound per worker (% of a core); the
+// idle window starts once every worker is below twice that (see settle).
+const idleCPUTarget = 5
 
 // subWindows is how many parts a window is sampled in (for the worst part).
 const subWindows = 6
@@ -119,8 +124,9 @@ func runFleet(b *testing.B, sz sizes) {
 	b.Logf("registered %d more queues in %s", sz.Queues-sz.SmallQueues, time.Since(start).Round(time.Millisecond))
 	took = waitConverged(b, s, ws, sz.Queues, sz.Converge)
 	b.ReportMetric(took.Seconds(), "converge-s")
-	b.Logf("%d workers run %d queues after %s; settling %s", sz.Workers, sz.Queues, took.Round(time.Millisecond), sz.Settle)
-	time.Sleep(sz.Settle)
+	settled := settle(ws, sz.Settle, sz.SettleMax, 2*idleCPUTarget)
+	b.ReportMetric(settled.Seconds(), "settle-s")
+	b.Logf("%d workers run %d queues after %s; measuring after %s more", sz.Workers, sz.Queues, took.Round(time.Millisecond), settled.Round(time.Millisecond))
 
 	// 4. Idle.
 	idle := measure(b, rm, ws, sz.Window, nil)

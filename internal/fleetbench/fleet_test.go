@@ -78,7 +78,7 @@ func startWorker(tb testing.TB, bin, dir, name, zkAddr string, env []string) *wo
 	}
 	w.cmd = exec.Command(bin, "worker")
 	w.cmd.Env = append(append([]string(nil), env...),
-		"DROVER_ZOOKEEPER_SERVERS="+zkTarget(proxy, zkAddr),
+		"DROVER_ZOOKEEPER_SERVERS="+proxy.Addr(),
 		"DROVER_WORKER_NAME="+name,
 		"DROVER_WORKER_ADMIN_ADDR=127.0.0.1:0",
 		"DROVER_BENCH_LATENCY_FILE="+w.latPath,
@@ -201,9 +201,11 @@ func (w *worker) childrenRSS() (int64, int, error) {
 	return sum, len(kids), nil
 }
 
-// waitConverged polls the workers' /debug/state until together they run
-// every one of want queues, each exactly once, and returns how long that
-// took (to within the polling interval: 2 s, 10 s at 100,000 queues). It
+// waitConverged waits until the workers together run every one of want
+// queues, each exactly once, and returns how long that took. While the
+// owner nodes are fewer than want it polls ZooKeeper's counts (cheap: child
+// counts, no listing); then it reads the workers' /debug/state (megabytes of
+// JSON at 25,000 queues each), every 2 s and less often at large sizes. It
 // fails after bound, naming what each worker runs.
 func waitConverged(tb testing.TB, s *coordinator.Session, ws []*worker, want int, bound time.Duration) time.Duration {
 	tb.Helper()
@@ -222,6 +224,14 @@ func waitConverged(tb testing.TB, s *coordinator.Session, ws []*worker, want int
 		if err := findAdmin(ctx, s, ws); err != nil {
 			last = err.Error()
 			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		st, err := s.ClusterStats(sctx)
+		cancel()
+		if err != nil || st.Owned < want {
+			last = fmt.Sprintf("%d of %d queues have an owner node (err %v)", st.Owned, want, err)
+			time.Sleep(time.Second)
 			continue
 		}
 		seen := make(map[string]bool, want)
@@ -246,16 +256,35 @@ func waitConverged(tb testing.TB, s *coordinator.Session, ws []*worker, want int
 		if len(seen) == want && total == want {
 			return time.Since(start)
 		}
-		// A state of 25,000 queues is megabytes of JSON per worker: at
-		// large sizes poll less often, so the polling does not slow what
-		// it waits for.
 		time.Sleep(max(2*time.Second, time.Duration(want/10)*time.Millisecond))
 	}
 }
 
-func zkTarget(p *ZKProxy, direct string) string {
-	if os.Getenv("DROVER_FLEETBENCH_NOPROXY") != "" {
-		return direct
+// settle waits until every worker has used less than quietPct of a core
+// over a probe of a few seconds, at least min and at most max, and returns
+// how long it waited: the idle window measures the fleet at rest, not the
+// end of its start-up, yet a fleet that never quiets down is measured too.
+func settle(ws []*worker, minWait, maxWait time.Duration, quietPct float64) time.Duration {
+	start := time.Now()
+	time.Sleep(minWait)
+	const probe = 5 * time.Second
+	for time.Since(start)+probe <= maxWait {
+		before := make([]time.Duration, len(ws))
+		for i, w := range ws {
+			before[i], _ = CPUTime(w.pid())
+		}
+		t0 := time.Now()
+		time.Sleep(probe)
+		quiet := true
+		for i, w := range ws {
+			now, _ := CPUTime(w.pid())
+			if 100*(now-before[i]).Seconds()/time.Since(t0).Seconds() >= quietPct {
+				quiet = false
+			}
+		}
+		if quiet {
+			break
+		}
 	}
-	return p.Addr()
+	return time.Since(start)
 }

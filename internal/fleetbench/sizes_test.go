@@ -16,7 +16,8 @@ import (
 //	DROVER_FLEETBENCH_BUSY_QUEUES    queues that receive messages (10,000)
 //	DROVER_FLEETBENCH_RATE           messages/s over all busy queues (10,000)
 //	DROVER_FLEETBENCH_WINDOW         length of each measured window (60s)
-//	DROVER_FLEETBENCH_SETTLE         wait after convergence, before measuring (15s)
+//	DROVER_FLEETBENCH_SETTLE         least wait after convergence, before measuring (10s)
+//	DROVER_FLEETBENCH_SETTLE_MAX     most wait for the workers to quiet down (45s)
 //	DROVER_FLEETBENCH_CONVERGE       longest wait for the fleet to run every queue (10m)
 type sizes struct {
 	Workers     int
@@ -26,17 +27,18 @@ type sizes struct {
 	Rate        int
 	Window      time.Duration
 	Settle      time.Duration
+	SettleMax   time.Duration
 	Converge    time.Duration
 }
 
 func defaultSizes() sizes {
 	return sizes{Workers: 4, SmallQueues: 1000, Queues: 100000, BusyQueues: 10000, Rate: 10000,
-		Window: time.Minute, Settle: 15 * time.Second, Converge: 10 * time.Minute}
+		Window: time.Minute, Settle: 10 * time.Second, SettleMax: 45 * time.Second, Converge: 10 * time.Minute}
 }
 
 func quickSizes() sizes {
 	return sizes{Workers: 4, SmallQueues: 200, Queues: 2000, BusyQueues: 500, Rate: 500,
-		Window: 10 * time.Second, Settle: 5 * time.Second, Converge: 3 * time.Minute}
+		Window: 10 * time.Second, Settle: 5 * time.Second, SettleMax: 15 * time.Second, Converge: 3 * time.Minute}
 }
 
 // sizesFromEnv reads the sizes from the environment (see sizes).
@@ -68,7 +70,7 @@ func sizesFromEnv(getenv func(string) string) (sizes, error) {
 	durations := []struct {
 		key string
 		dst *time.Duration
-	}{{"WINDOW", &sz.Window}, {"SETTLE", &sz.Settle}, {"CONVERGE", &sz.Converge}}
+	}{{"WINDOW", &sz.Window}, {"SETTLE", &sz.Settle}, {"SETTLE_MAX", &sz.SettleMax}, {"CONVERGE", &sz.Converge}}
 	for _, f := range durations {
 		if v := getenv("DROVER_FLEETBENCH_" + f.key); v != "" {
 			d, err := time.ParseDuration(v)
@@ -83,6 +85,8 @@ func sizesFromEnv(getenv func(string) string) (sizes, error) {
 		return sz, fmt.Errorf("DROVER_FLEETBENCH_SMALL_QUEUES (%d) is more than DROVER_FLEETBENCH_QUEUES (%d)", sz.SmallQueues, sz.Queues)
 	case sz.BusyQueues > sz.Queues:
 		return sz, fmt.Errorf("DROVER_FLEETBENCH_BUSY_QUEUES (%d) is more than DROVER_FLEETBENCH_QUEUES (%d)", sz.BusyQueues, sz.Queues)
+	case sz.SettleMax < sz.Settle:
+		return sz, fmt.Errorf("DROVER_FLEETBENCH_SETTLE_MAX (%s) is less than DROVER_FLEETBENCH_SETTLE (%s)", sz.SettleMax, sz.Settle)
 	case sz.Window < 3*time.Second:
 		return sz, fmt.Errorf("DROVER_FLEETBENCH_WINDOW: want at least 3s, have %s", sz.Window)
 	}
