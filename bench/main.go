@@ -34,7 +34,7 @@ type options struct {
 	out, md, sections, repo, profileDir  string
 	quick                                bool
 	throughput                           throughputConfig
-	peers, scaleSizes                    string
+	peers, scaleSizes, zkHeap            string
 	sessionTimeout                       time.Duration
 	memoryQueues, schedEntries, schedDue int
 }
@@ -73,6 +73,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.throughput.Concurrency, "concurrency", 16, "tasks at once in every processing run and the spawn loop")
 	fs.StringVar(&o.peers, "peers", "asynq,gocraft", "peers to compare with")
 	fs.StringVar(&o.scaleSizes, "scale", "10x1000,100x1000,10x10000,100x10000,10x100000,100x100000", "fleet sizes, members x queues")
+	fs.StringVar(&o.zkHeap, "zk-heap", "4g", "maximum heap of the private ZooKeeper's JVM (a million queues need several GB)")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the scale members")
 	fs.IntVar(&o.memoryQueues, "memory-queues", 1000, "idle queues owned by the worker of the memory section")
 	fs.IntVar(&o.schedEntries, "sched-entries", 100_000, "schedule entries")
@@ -167,7 +168,7 @@ func runAll(ctx context.Context, o *options, progress io.Writer) (*results, erro
 			"memory_queues": o.memoryQueues, "sched_entries": o.schedEntries, "sched_due": o.schedDue,
 		},
 	}
-	srv, err := startServers(true)
+	srv, err := startServers(true, o.zkHeap)
 	if err != nil {
 		return nil, err
 	}

@@ -86,6 +86,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	// Start: every member at once (16 connecting at a time).
 	t0 := time.Now()
 	c0 := f.counts()
+	ops0 := f.opCounts()
 	if err := fanOut(ctx, r.Members, 16, func(i int) error {
 		_, err := f.start(ctx, fmt.Sprintf("m%03d", i))
 		return err
@@ -96,6 +97,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		return fmt.Errorf("start: %w", err)
 	}
 	r.StartRequests = f.counts().sub(c0)
+	debugOps("start", ops0, f.opCounts())
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -110,15 +112,19 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	gen := f.generation()
 	c0 = f.counts()
 	per0 := f.memberCounts()
+	ops0 = f.opCounts()
 	t0 = time.Now()
+	debugEvent("join")
 	if _, err := f.start(ctx, "m-joined"); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
+	debugEvent("joined member node created")
 	if r.Join, err = f.waitConverged(ctx, t0, 2*time.Minute); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	settle(f)
 	r.JoinRequests = f.counts().sub(c0)
+	debugOps("join", ops0, f.opCounts())
 	r.JoinRebalances = f.generation() - gen
 	shares := f.shareBytes()
 	for name, c := range f.memberCounts() {
@@ -149,13 +155,16 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	f.mu.Unlock()
 	if leaving != "" {
 		c0 = f.counts()
+		ops0 = f.opCounts()
 		t0 = time.Now()
+		debugEvent("leave")
 		f.leave(ctx, leaving)
 		if r.Leave, err = f.waitConverged(ctx, t0, 2*time.Minute); err != nil {
 			return fmt.Errorf("leave: %w", err)
 		}
 		settle(f)
 		r.LeaveRequests = f.counts().sub(c0)
+		debugOps("leave", ops0, f.opCounts())
 		fmt.Fprintf(progress, "  scale %d×%d: leave converged in %s\n", r.Members, r.Queues, r.Leave.Round(time.Millisecond))
 	}
 
@@ -176,13 +185,16 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	}
 	gen = f.generation()
 	c0 = f.counts()
+	ops0 = f.opCounts()
 	t0 = time.Now()
+	debugEvent("crash")
 	f.crash(victim)
 	if r.Crash, err = f.waitConverged(ctx, t0, r.SessionTimeout+2*time.Minute); err != nil {
 		return fmt.Errorf("crash: %w", err)
 	}
 	settle(f)
 	r.CrashRequests = f.counts().sub(c0)
+	debugOps("crash", ops0, f.opCounts())
 	r.CrashRebals = f.generation() - gen
 	fmt.Fprintf(progress, "  scale %d×%d: crash converged in %s\n", r.Members, r.Queues, r.Crash.Round(time.Millisecond))
 	f.log.mu.Lock()
@@ -194,6 +206,11 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 // settle waits until ownership has not changed for a second, so that the
 // request counts of one event do not include the tail of the previous one.
 func settle(f *fleet) {
+	ops0 := f.opCounts()
+	t0 := time.Now()
+	defer func() {
+		debugOps(fmt.Sprintf("settle (%s)", time.Since(t0).Round(time.Millisecond)), ops0, f.opCounts())
+	}()
 	last := f.log.changes.Load()
 	quiet := time.Now()
 	for time.Since(quiet) < time.Second {

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
@@ -155,6 +159,9 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 		proxy.close()
 		return nil, err
 	}
+	if name == "m-joined" {
+		debugEvent("connected")
+	}
 	mb, err := s.Join(ctx, drover.Member{Name: name, Capacity: 1})
 	if err != nil {
 		s.Close()
@@ -176,11 +183,11 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		membership.RunRebalancer(mctx, membership.RebalancerConfig{Session: zs, Elector: el, Candidate: name})
+		membership.RunRebalancer(mctx, membership.RebalancerConfig{Session: zs, Elector: el, Candidate: name, Logger: benchLogger.Named(name)})
 	}()
 	go func() {
 		defer wg.Done()
-		membership.RunReconciler(mctx, membership.ReconcilerConfig{Session: zs, Member: name, MemberPath: mb.Path(), Runner: runner})
+		membership.RunReconciler(mctx, membership.ReconcilerConfig{Session: zs, Member: name, MemberPath: mb.Path(), Runner: runner, Logger: benchLogger.Named(name)})
 	}()
 	go func() { wg.Wait(); close(m.done) }()
 	f.mu.Lock()
@@ -311,6 +318,20 @@ func (f *fleet) converged() (bool, string) {
 
 var debugScale = os.Getenv("BENCH_DEBUG_SCALE") != ""
 
+// benchLogger is the logger of every session and fleet member: silent,
+// or with BENCH_LOG=<file> Info and up into that file.
+var benchLogger = func() hclog.Logger {
+	p := os.Getenv("BENCH_LOG")
+	if p == "" {
+		return hclog.NewNullLogger()
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return hclog.NewNullLogger()
+	}
+	return hclog.New(&hclog.LoggerOptions{Output: f, Level: hclog.Info, TimeFormat: "15:04:05.000"})
+}()
+
 // waitConverged polls until converged, bounded by limit, and returns the
 // time since t0.
 func (f *fleet) waitConverged(ctx context.Context, t0 time.Time, limit time.Duration) (time.Duration, error) {
@@ -390,4 +411,54 @@ func (f *fleet) close() {
 	wg.Wait()
 	f.stopObs()
 	f.obs.Close()
+}
+
+// opCounts sums every member's requests by operation code.
+func (f *fleet) opCounts() map[int32]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[int32]int64{}
+	add := func(m *fleetMember) {
+		for op := range m.proxy.byOp {
+			if n := m.proxy.byOp[op].Load(); n > 0 {
+				out[int32(op)] += n
+			}
+		}
+	}
+	for _, m := range f.members {
+		add(m)
+	}
+	for _, m := range f.gone {
+		add(m)
+	}
+	return out
+}
+
+// debugOps prints, with BENCH_DEBUG_SCALE set, the requests by operation
+// code since before (for finding where an event's requests go).
+func debugOps(what string, before, after map[int32]int64) {
+	if !debugScale {
+		return
+	}
+	names := map[int32]string{opCreate: "create", opDelete: "delete", opExists: "exists", opGetData: "getData", opSetData: "setData",
+		opGetChildren: "getChildren", opGetChildren2: "getChildren2", opSync: "sync", opPing: "ping", opCheck: "check", opMulti: "multi", opCreate2: "create2", opSetWatches: "setWatches"}
+	var parts []string
+	for op, n := range after {
+		if d := n - before[op]; d > 0 {
+			name := names[op]
+			if name == "" {
+				name = fmt.Sprint(op)
+			}
+			parts = append(parts, fmt.Sprintf("%s %d", name, d))
+		}
+	}
+	sort.Strings(parts)
+	fmt.Fprintf(os.Stderr, "    %s requests by kind: %s\n", what, strings.Join(parts, ", "))
+}
+
+// debugEvent notes, with BENCH_DEBUG_SCALE set, when an event starts.
+func debugEvent(what string) {
+	if debugScale {
+		fmt.Fprintf(os.Stderr, "    %s %s starts\n", time.Now().Format("15:04:05.000"), what)
+	}
 }

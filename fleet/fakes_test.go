@@ -57,15 +57,21 @@ func (s *fakeSession) WatchShare(ctx context.Context, _ string) <-chan coordinat
 	return relay(ctx, s.assignments)
 }
 
-func (s *fakeSession) WatchQueueConfigs(ctx context.Context, _ <-chan map[string]bool) <-chan coordinator.QueueEntry {
-	out := make(chan coordinator.QueueEntry)
-	go func() { <-ctx.Done(); close(out) }()
-	return out
+func (s *fakeSession) WatchQueueConfigs(ctx context.Context) ConfigWatch {
+	w := &fakeConfigWatch{out: make(chan coordinator.QueueEntry)}
+	go func() { <-ctx.Done(); close(w.out) }()
+	return w
 }
 
-func (s *fakeSession) Queue(_ context.Context, name string) (coordinator.QueueEntry, error) {
+// fakeConfigWatch reads every queue as configured with concurrency 3 and
+// delivers no change.
+type fakeConfigWatch struct{ out chan coordinator.QueueEntry }
+
+func (w *fakeConfigWatch) Read(_ context.Context, name string) (coordinator.QueueEntry, error) {
 	return coordinator.QueueEntry{Name: name, Config: drover.QueueConfig{Name: name, Concurrency: 3}}, nil
 }
+func (w *fakeConfigWatch) Forget(string)                          {}
+func (w *fakeConfigWatch) Changes() <-chan coordinator.QueueEntry { return w.out }
 
 func (s *fakeSession) Claim(_ context.Context, q string, _ coordinator.Owner) (Claim, error) {
 	s.mu.Lock()
