@@ -115,10 +115,17 @@ type fleetMember struct {
 	done   chan struct{}
 }
 
+// observerTimeout is the observer's session timeout: the private server's
+// largest (localserver's maxSessionTimeout).
+const observerTimeout = 60 * time.Second
+
 // newFleet creates the queues under a fresh root and starts the observer.
 func newFleet(ctx context.Context, srv *servers, root string, queues int, timeout time.Duration) (*fleet, error) {
 	f := &fleet{srv: srv, root: root, queues: queues, timeout: timeout, log: newOwnership(), members: map[string]*fleetMember{}}
-	obs, err := srv.connectZK(ctx, root, "", timeout)
+	// The observer is not a member: its session is as long as the server
+	// allows, so that a loaded machine does not cost it its session (its
+	// assignment would freeze, and every later event look unconverged).
+	obs, err := srv.connectZK(ctx, root, "", observerTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -354,17 +361,24 @@ func (f *fleet) waitConverged(ctx context.Context, t0 time.Time, limit time.Dura
 				time.Since(t0).Round(time.Second), lost, owned, f.counts(), st["zk_watch_count"], st["zk_outstanding_requests"], st["zk_avg_latency"], st["zk_max_latency"],
 				runtime.NumGoroutine(), ms.HeapInuse>>20, why)
 		}
+		if err := f.obs.Err(); err != nil {
+			return 0, fmt.Errorf("the observer lost its session, so the assignment it follows is stale: %w", err)
+		}
 		var ok bool
+		checked := time.Now()
 		if ok, why = f.converged(); ok {
 			return time.Since(t0), nil
 		}
+		// A check walks every queue: poll at most half the time, so that
+		// the measurement does not take the members' CPU.
+		pause := max(10*time.Millisecond, time.Since(checked))
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("not converged after %s: %s", limit, why)
 		}
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
 }

@@ -22,6 +22,8 @@ type fakeSession struct {
 	released chan struct{}         // closed and replaced at every release
 	claims   map[string]int        // successful claims per queue
 	blocked  map[string]bool       // queues another session owns
+	// WaitReleased calls in progress, and the most at once.
+	waiters, maxWaiters int
 }
 
 func newFakeSession() *fakeSession {
@@ -89,6 +91,15 @@ func (s *fakeSession) Claim(_ context.Context, q string, _ coordinator.Owner) (C
 }
 
 func (s *fakeSession) WaitReleased(ctx context.Context, q string) error {
+	s.mu.Lock()
+	s.waiters++
+	s.maxWaiters = max(s.maxWaiters, s.waiters)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.waiters--
+		s.mu.Unlock()
+	}()
 	for {
 		s.mu.Lock()
 		free := s.owners[q] == nil && !s.blocked[q]

@@ -38,6 +38,11 @@ type ReconcilerConfig struct {
 // the report cannot be dropped. The reconciler forgets the claim and, if the
 // queue is still assigned here, claims it again, reading the offset afresh.
 
+// maxClaimGoroutines bounds the claim goroutines of one reconciler: twice
+// what one session sends at a time (coordinator's maxClaimsInFlight), so the
+// session always has claims ready to send.
+const maxClaimGoroutines = 512
+
 // claimRetry bounds the pause between claim attempts that failed for a
 // reason other than "still owned".
 const claimRetry = 500 * time.Millisecond
@@ -86,8 +91,12 @@ type reconciler struct {
 	configs  map[string]drover.QueueConfig // of the owned queues, as last read
 	cfgWatch ConfigWatch                   // follows the owned queues' configs; read by claim goroutines
 	events   chan reconcileEvent
-	pending  int         // goroutines that will send an event
-	ended    endedClaims // claims the runner lost, reported by the claims
+	// Claim goroutines running, and queues waiting for one (in order).
+	claimsRunning int
+	waiting       []string        // may hold names cancelled since: see waitingSet
+	waitingSet    map[string]bool // the names in waiting still to claim
+	pending       int             // goroutines that will send an event
+	ended         endedClaims     // claims the runner lost, reported by the claims
 }
 
 // reconcileEvent is a claim or stop goroutine's report.
@@ -292,7 +301,27 @@ func (r *reconciler) ensureReleased(ctx context.Context, q string, c Claim) {
 
 // claim claims q in a goroutine: after any stop of q in progress here, and
 // after the previous owner released it, until it succeeds or is cancelled.
+//
+// At most maxClaimGoroutines run at once; the others wait in line (a member
+// gaining 10,000 queues would otherwise hold 10,000 goroutines, while the
+// session sends only maxClaimsInFlight claims at a time anyway). A waiting
+// claim cancelled by a newer target just leaves the line.
 func (r *reconciler) claim(ctx context.Context, q string) {
+	if r.claimsRunning >= maxClaimGoroutines {
+		if r.waitingSet == nil {
+			r.waitingSet = map[string]bool{}
+		}
+		r.waiting = append(r.waiting, q)
+		r.waitingSet[q] = true
+		r.claiming[q] = func() {
+			// Called on the run goroutine; nothing runs yet. The line
+			// skips names no longer in the set.
+			delete(r.claiming, q)
+			delete(r.waitingSet, q)
+		}
+		return
+	}
+	r.claimsRunning++
 	cctx, cancel := context.WithCancel(ctx)
 	r.claiming[q] = cancel
 	stopped := r.stopping[q]
@@ -384,6 +413,17 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		}
 	case ev.claimed:
 		delete(r.claiming, ev.queue)
+		r.claimsRunning--
+		for len(r.waiting) > 0 && ctx.Err() == nil {
+			next := r.waiting[0]
+			r.waiting = r.waiting[1:]
+			if r.waitingSet[next] {
+				delete(r.waitingSet, next)
+				delete(r.claiming, next)
+				r.claim(ctx, next)
+				break
+			}
+		}
 		if ev.claim == nil {
 			delete(r.configs, ev.queue)
 			if r.target[ev.queue] && ctx.Err() == nil && r.s.Err() == nil {
