@@ -117,14 +117,20 @@ func renderTargets(b *strings.Builder, res *results) {
 		v, ok := pool.Median["drover"]
 		rows = append(rows, row{"no-op in pooled Go children ≥ 25,000 tasks/s end to end", human(v) + " tasks/s", v >= 25000, ok})
 	}
-	var crash, big *scaleResult
+	var crash, big, small *scaleResult
 	for _, s := range res.Scale {
 		if s.Members == 100 && s.Queues == 10_000 {
 			crash = s
 		}
+		if s.Members == 10 && s.Queues == 1_000 {
+			small = s
+		}
 		if s.Members == 100 && s.Queues == 100_000 {
 			big = s
 		}
+	}
+	if small != nil && small.Join > 0 {
+		rows = append(rows, row{"10 × 1,000: join → converged < 1 s", seconds(small.Join), small.Join < time.Second, true})
 	}
 	if crash != nil && crash.Error == "" {
 		limit := crash.SessionTimeout + 2*time.Second
@@ -142,6 +148,13 @@ func renderTargets(b *strings.Builder, res *results) {
 			row{"100 × 100,000: bytes a member reads from /assignment on a join ≤ 2 × its share", fmt.Sprintf("%.2f ×", big.JoinReadRatio), big.JoinReadRatio <= 2, true},
 			row{"100 × 100,000: no ZooKeeper request or response larger than 512 KB", fmt.Sprintf("%s / %s", kib(big.MaxRequest), kib(big.MaxResponse)), max(big.MaxRequest, big.MaxResponse) <= 512<<10, true},
 		)
+		// Requests per change ∝ queues moved: per queue moved, a join at
+		// 100,000 queues costs no more than at 10,000 (within 2 ×).
+		if crash != nil && crash.Join > 0 && crash.JoinMoved > 0 && big.JoinMoved > 0 {
+			a, c := perMoved(crash.JoinRequests, crash.JoinMoved), perMoved(big.JoinRequests, big.JoinMoved)
+			rows = append(rows, row{"ZooKeeper requests per queue moved on a join: 100 × 100,000 ≤ 2 × 100 × 10,000 (requests ∝ queues moved, not ∝ queues)",
+				fmt.Sprintf("%.1f vs %.1f", c, a), c <= 2*a, true})
+		}
 	} else {
 		why := "–"
 		if big != nil {
@@ -386,8 +399,8 @@ func renderScale(b *strings.Builder, res *results) {
 	p("Converged: every queue is run by the live member the current assignment names, and every live member has a share. Join: one member more. Crash: a member that is not the rebalance leader is cut off; the time includes the session expiry. ")
 	p("Requests are summed over all members from the event until ownership was quiet for a second.\n\n")
 	p("Leave: a member that is not the leader shuts down gracefully (leaves the membership, releases its queues). Assignment reads: over the members, the largest ratio of the bytes a member read from `/assignment` nodes during the join to its share (the joining member's in brackets). Largest request / response: the largest ZooKeeper frame any member sent / received over the run.\n\n")
-	p("| members × queues | start → converged | join → converged | leave → converged | crash → converged | requests on join (reads / writes) | requests on leave (reads / writes) | requests on crash (reads / writes) | bytes to members on join | assignment reads on join / share | largest request / response | assignments written (join / crash) | ZooKeeper watches | client goroutines per member | client heap per member |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| members × queues | start → converged | join → converged | leave → converged | crash → converged | requests on join (reads / writes) | requests on leave (reads / writes) | requests on crash (reads / writes) | queues moved (join / leave / crash) | requests per queue moved (join / leave / crash) | bytes to members on join | assignment reads on join / share | largest request / response | assignments written (join / crash) | ZooKeeper watches | client goroutines per member | client heap per member |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	dur := func(d time.Duration, failed bool) string {
 		switch {
 		case d > 0:
@@ -409,9 +422,17 @@ func renderScale(b *strings.Builder, res *results) {
 			}
 			return thousands(c.Reads) + " / " + thousands(c.Writes)
 		}
-		p("| %d × %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f × (%.2f ×) | %s / %s | %d / %d | %s | %s | %s |\n",
+		per := func(c zkCounts, moved int64) string {
+			if moved == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.1f", perMoved(c, moved))
+		}
+		p("| %d × %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s | %s / %s / %s | %s | %.2f × (%.2f ×) | %s / %s | %d / %d | %s | %s | %s |\n",
 			s.Members, thousands(int64(s.Queues)), dur(s.Start, failed), dur(s.Join, failed && s.Start > 0), dur(s.Leave, failed && s.Join > 0), dur(s.Crash, failed && s.Leave > 0),
 			reqs(s.JoinRequests, s.Join), reqs(s.LeaveRequests, s.Leave), reqs(s.CrashRequests, s.Crash),
+			thousands(s.JoinMoved), thousands(s.LeaveMoved), thousands(s.CrashMoved),
+			per(s.JoinRequests, s.JoinMoved), per(s.LeaveRequests, s.LeaveMoved), per(s.CrashRequests, s.CrashMoved),
 			mib(float64(s.JoinRequests.BytesIn)), s.JoinReadRatio, s.JoinedReadRatio, kib(s.MaxRequest), kib(s.MaxResponse), s.JoinRebalances, s.CrashRebals,
 			thousands(s.ZKWatches), thousands(int64(s.Goroutines/max(1, s.Members))), mib(float64(s.HeapInuse)/float64(max(1, s.Members))))
 	}
@@ -459,6 +480,56 @@ func renderScale(b *strings.Builder, res *results) {
 		lost += len(s.LostSessions)
 	}
 	p("\nOwnership overlaps seen (a member started a queue another still ran): %d. Member sessions lost without being cut (a sign of an overloaded process or server; such members leave the live set): %d.\n\n", violations, lost)
+	renderScaleFar(b, res)
+}
+
+// renderScaleFar reports the size run to see how far the coordination goes:
+// its figures, or where and why it stopped within its budget.
+func renderScaleFar(b *strings.Builder, res *results) {
+	s := res.ScaleFar
+	if s == nil {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("**How far it goes: %d members × %s queues**, the same run with a time budget of %s (queue creation included), so that it cannot hold up `make bench`. ",
+		s.Members, thousands(int64(s.Queues)), s.Budget)
+	p("Creating the queues took %s", seconds(s.CreateQueues))
+	if s.AssignedAt > 0 {
+		p("; every queue was assigned %s after the members started (the leader reads the whole registry first)", seconds(s.AssignedAt))
+	}
+	p(". ")
+	if s.Error == "" {
+		p("It completed: start → converged %s, join %s, leave %s, crash %s; requests on join %s reads / %s writes; largest request / response %s / %s; %s ZooKeeper watches.\n\n",
+			seconds(s.Start), seconds(s.Join), seconds(s.Leave), seconds(s.Crash), thousands(s.JoinRequests.Reads), thousands(s.JoinRequests.Writes),
+			kib(s.MaxRequest), kib(s.MaxResponse), thousands(s.ZKWatches))
+		return
+	}
+	phase := "the start"
+	switch {
+	case s.Crash > 0 || s.Leave > 0:
+		phase = "the crash"
+	case s.Join > 0:
+		phase = "the planned leave"
+	case s.Start > 0:
+		phase = "the join"
+	case s.CreateQueues == 0:
+		phase = "the creation of the queues"
+	}
+	p("It stopped during %s: `%s`.", phase, oneLine(s.Error))
+	if s.Start > 0 {
+		p(" Before that: start → converged %s", seconds(s.Start))
+		if s.Join > 0 {
+			p(", join %s", seconds(s.Join))
+		}
+		if s.Leave > 0 {
+			p(", leave %s", seconds(s.Leave))
+		}
+		p(".")
+	}
+	if len(s.LostSessions) > 0 {
+		p(" Member sessions lost on the way: %d.", len(s.LostSessions))
+	}
+	p("\n\n")
 }
 
 func renderMemory(b *strings.Builder, res *results) {
@@ -492,4 +563,9 @@ func renderScheduler(b *strings.Builder, res *results) {
 	p("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	p("| %s | %s | %s | %.2f ms | %s B | %s | %s | %.0f B |\n\n", thousands(int64(s.Entries)), seconds(s.Write), seconds(s.Plan),
 		float64(s.Startup.Microseconds())/1000, thousands(int64(s.StartupAlloc)), seconds(s.Fire), human(rate(s.Due, s.Fire)), s.RedisPerEntry)
+}
+
+// perMoved is requests (pings excluded) per queue moved.
+func perMoved(c zkCounts, moved int64) float64 {
+	return float64(c.Requests()) / float64(max(1, moved))
 }

@@ -98,7 +98,11 @@ type fleet struct {
 	log     *ownership
 	obs     *coordinator.Session // observer: not a member, not counted
 	assign  atomic.Pointer[drover.Assignment]
-	stopObs context.CancelFunc
+	// moved counts the queues the leaders' assignments moved (handovers).
+	moved atomic.Int64
+	// assignedAt is when the observer first saw every queue assigned.
+	assignedAt atomic.Pointer[time.Time]
+	stopObs    context.CancelFunc
 
 	mu      sync.Mutex
 	members map[string]*fleetMember
@@ -135,9 +139,9 @@ func newFleet(ctx context.Context, srv *servers, root string, queues int, timeou
 	for i := range cfgs {
 		cfgs[i] = drover.QueueConfig{Name: queueName(i)}
 	}
-	if _, err := obs.CreateQueues(ctx, cfgs); err != nil {
+	if n, err := obs.CreateQueues(ctx, cfgs); err != nil {
 		obs.Close()
-		return nil, fmt.Errorf("create queues: %w", err)
+		return nil, fmt.Errorf("create queues (%d of %d created): %w", n, queues, err)
 	}
 	octx, stop := context.WithCancel(ctx)
 	f.stopObs = stop
@@ -147,6 +151,10 @@ func newFleet(ctx context.Context, srv *servers, root string, queues int, timeou
 			if an.Err == nil {
 				a := an.Assignment
 				f.assign.Store(&a)
+				if len(a.Queues) == queues && f.assignedAt.Load() == nil {
+					now := time.Now()
+					f.assignedAt.Store(&now)
+				}
 			}
 		}
 	}()
@@ -190,7 +198,8 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		membership.RunRebalancer(mctx, membership.RebalancerConfig{Session: zs, Elector: el, Candidate: name, Logger: benchLogger.Named(name)})
+		membership.RunRebalancer(mctx, membership.RebalancerConfig{Session: zs, Elector: el, Candidate: name, Logger: benchLogger.Named(name),
+			OnRebalance: func(_ drover.Assignment, moved int, _ time.Duration) { f.moved.Add(int64(moved)) }})
 	}()
 	go func() {
 		defer wg.Done()
@@ -373,11 +382,11 @@ func (f *fleet) waitConverged(ctx context.Context, t0 time.Time, limit time.Dura
 		// the measurement does not take the members' CPU.
 		pause := max(10*time.Millisecond, time.Since(checked))
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("not converged after %s: %s", limit, why)
+			return 0, fmt.Errorf("not converged after %s: %s (%s)", limit.Round(time.Second), why, f.progress())
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, fmt.Errorf("%w after %s: %s (%s)", ctx.Err(), time.Since(t0).Round(time.Second), why, f.progress())
 		case <-time.After(pause):
 		}
 	}
@@ -475,4 +484,26 @@ func debugEvent(what string) {
 	if debugScale {
 		fmt.Fprintf(os.Stderr, "    %s %s starts\n", time.Now().Format("15:04:05.000"), what)
 	}
+}
+
+// progress describes how far the fleet got: queues assigned and run,
+// sessions lost, and the server's znodes and watches.
+func (f *fleet) progress() string {
+	assigned := 0
+	if a := f.assign.Load(); a != nil {
+		assigned = len(a.Queues)
+	}
+	f.log.mu.Lock()
+	run := len(f.log.owner)
+	f.log.mu.Unlock()
+	f.mu.Lock()
+	lost := len(f.lost)
+	f.mu.Unlock()
+	out := fmt.Sprintf("%d of %d queues assigned, %d run; %d member sessions lost", assigned, f.queues, run, lost)
+	if st, err := mntr(f.srv.zk.Addr); err == nil {
+		out += fmt.Sprintf("; ZooKeeper holds %d znodes, %d watches, %d requests outstanding", st["zk_znode_count"], st["zk_watch_count"], st["zk_outstanding_requests"])
+	} else {
+		out += fmt.Sprintf("; ZooKeeper does not answer mntr: %v", err)
+	}
+	return out
 }

@@ -82,13 +82,30 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 	for attempt := 1; ; attempt++ {
 		cur, err := s.ReadOffset(ctx, queue)
 		if errors.Is(err, drover.ErrNotFound) {
-			// Never claimed: create it (a read first, because a create of
-			// an existing node is still a write the leader must order).
-			_, cerr := s.batch.multi(ctx, []any{&zk.CreateRequest{Path: offsetPath, Data: zeroOffset(), Acl: s.acl, Flags: zk.FlagPersistent}})
+			// Never claimed (a read first, because a create of an existing
+			// node is still a write the server logs): create the offset at
+			// position 0 and the owner node in one multi. Nobody to fence:
+			// every earlier claim would have created the offset. Another
+			// session creating either first fails it; then claim as usual.
+			_, cerr := s.batch.multi(context.WithoutCancel(ctx), []any{
+				&zk.CreateRequest{Path: offsetPath, Data: zeroOffset(), Acl: s.acl, Flags: zk.FlagPersistent},
+				&zk.CreateRequest{Path: ownerPath, Data: ownerData, Acl: s.acl, Flags: zk.FlagEphemeral},
+			})
 			switch {
-			case cerr == nil: // ours: position 0 at version 0, no need to read it back
-				cur, err = OffsetNode{Version: 0}, nil
-			case errors.Is(cerr, zk.ErrNodeExists):
+			case cerr == nil:
+				c := &Claim{
+					s: s, queue: queue, owner: owner, ownerPath: ownerPath, offsetPath: offsetPath,
+					ownerVersion: 0, offsetVersion: 0, done: make(chan struct{}),
+				}
+				if err := ctx.Err(); err != nil {
+					c.Abandon(context.WithoutCancel(ctx))
+					return nil, fmt.Errorf("claim %s: %w", queue, err)
+				}
+				return c, nil
+			case errors.Is(cerr, zk.ErrNodeExists) || isUnknownOutcome(cerr):
+				// An unknown outcome may have left our owner node: the
+				// usual path finds it (owned by this session) and the
+				// caller drops it as an orphan.
 				cur, err = s.ReadOffset(ctx, queue)
 			default:
 				return nil, fmt.Errorf("claim %s: create %s: %w", queue, offsetPath, cerr)
