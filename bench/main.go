@@ -53,6 +53,7 @@ type results struct {
 	Memory     []*memoryResult   `json:"memory,omitempty"`
 	Scheduler  *schedulerResult  `json:"scheduler,omitempty"`
 	Errors     map[string]string `json:"errors,omitempty"`
+	SectionsNs map[string]int64  `json:"sections_ns,omitempty"` // wall time of each section run
 	Options    map[string]any    `json:"options"`
 	sections   map[string]bool   // which ran
 	throughCfg throughputConfig  // for the report
@@ -164,7 +165,7 @@ func runAll(ctx context.Context, o *options, progress io.Writer) (*results, erro
 	}
 	res := &results{
 		Machine: describeMachine(), Command: commandLine(), Started: time.Now().UTC(),
-		Errors: map[string]string{}, sections: sections, throughCfg: o.throughput,
+		Errors: map[string]string{}, SectionsNs: map[string]int64{}, sections: sections, throughCfg: o.throughput,
 		scaleCfg: scaleConfig{Sizes: parseSizes(o.scaleSizes), SessionTimeout: o.sessionTimeout, Far: firstSize(o.scaleFar), FarBudget: o.scaleFarBudget},
 		Options: map[string]any{
 			"runs": o.throughput.Runs, "enqueue_n": o.throughput.EnqueueN, "noop_n": o.throughput.NoopN,
@@ -191,6 +192,7 @@ func runAll(ctx context.Context, o *options, progress io.Writer) (*results, erro
 			res.Errors[name] = err.Error()
 			fmt.Fprintf(progress, "bench: %s failed: %v\n", name, err)
 		}
+		res.SectionsNs[name] = int64(time.Since(t))
 		fmt.Fprintf(progress, "bench: %s took %s\n", name, time.Since(t).Round(time.Second))
 	}
 	step("throughput", func() error {
