@@ -36,7 +36,7 @@ func renderMarkdown(res *results) string {
 	if res.Profiles != nil || res.Throughput != nil {
 		renderProfiles(&b, res)
 	}
-	if len(res.Scale) > 0 {
+	if len(res.Scale) > 0 || res.ScaleFar != nil {
 		renderScale(&b, res)
 	}
 	if len(res.Memory) > 0 {

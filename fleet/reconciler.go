@@ -38,10 +38,10 @@ type ReconcilerConfig struct {
 // the report cannot be dropped. The reconciler forgets the claim and, if the
 // queue is still assigned here, claims it again, reading the offset afresh.
 
-// maxClaimGoroutines bounds the claim goroutines of one reconciler: twice
-// what one session sends at a time (coordinator's maxClaimsInFlight), so the
-// session always has claims ready to send.
-const maxClaimGoroutines = 512
+// maxClaimGoroutines bounds the claim goroutines of one reconciler: a few
+// times what one session sends at a time (coordinator's maxClaimsInFlight),
+// so the session always has claims ready to send.
+const maxClaimGoroutines = 256
 
 // claimRetry bounds the pause between claim attempts that failed for a
 // reason other than "still owned".
