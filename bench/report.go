@@ -353,11 +353,14 @@ func renderFindings(b *strings.Builder, res *results) {
 		p("Producers that enqueue in bulk should use `EnqueueBatch` or several goroutines; a lone caller pays the script's extra work on every call.\n")
 	}
 	if s := largestScale(res.Scale); s != nil {
-		p("- **Fleet scale.** A member's reconciler reads and watches only the configs of the queues it owns, and a watching goroutine waits on all its watches with one select; only the rebalance leader watches the whole registry. ")
-		p("At %d × %s that is %s reads to start, %s watches on the server and %s client goroutines per member. ",
-			s.Members, thousands(int64(s.Queues)), thousands(s.StartRequests.Reads), thousands(s.ZKWatches), thousands(int64(s.Goroutines/max(1, s.Members))))
-		p("What was done: before these two changes every member watched every queue node, with a goroutine per watch: a million reads and watches at 100 × 10,000, and a start that took about two minutes (119 s, 2026-11-21). ")
-		p("Left: a crash converges after the session timeout (the member's ephemeral nodes must expire) plus one rebalance.\n")
+		p("- **Fleet scale.** A member watches only its own share of the assignment and the configs of the queues it owns, reading each once when it claims it; only the rebalance leader reads and watches the whole registry. ")
+		p("At %d × %s that is %s reads to start (about %.1f per queue), %s watches on the server and %s client goroutines per member",
+			s.Members, thousands(int64(s.Queues)), thousands(s.StartRequests.Reads), float64(s.StartRequests.Reads)/float64(max(1, s.Queues)),
+			thousands(s.ZKWatches), thousands(int64(s.Goroutines/max(1, s.Members))))
+		if s.JoinMoved > 0 {
+			p("; a join moved %s queues for %s requests (%.1f per queue moved)", thousands(s.JoinMoved), thousands(s.JoinRequests.Requests()), perMoved(s.JoinRequests, s.JoinMoved))
+		}
+		p(". Left: the leader reads every queue config when it takes over (one read per queue: what bounds the start at a million queues), and a crash converges after the session timeout (the member's ephemeral nodes must expire) plus one rebalance.\n")
 	}
 	if len(res.Memory) >= 2 && res.Memory[0].Error == "" && res.Memory[1].Error == "" {
 		on, off := res.Memory[0], res.Memory[1]
