@@ -525,6 +525,11 @@ func renderScaleFar(b *strings.Builder, res *results) {
 		phase = "the creation of the queues"
 	}
 	p("It stopped during %s: `%s`.", phase, oneLine(s.Error))
+	if claiming := s.StartStoppedAfter - s.AssignedAt; s.Start == 0 && s.AssignedAt > 0 && claiming > 0 && s.RunAtStop > 0 {
+		rate := float64(s.RunAtStop) / claiming.Seconds()
+		p(" Where the time went: %s for the leader to read the registry (one read per queue config) and write the first assignment, then the members claimed %s queues/s (an offset read, a coalesced multi and a config read per queue); at that rate the start would converge after about %s.",
+			seconds(s.AssignedAt), human(rate), seconds(s.AssignedAt+time.Duration(float64(s.Queues)/rate*float64(time.Second))))
+	}
 	if s.Start > 0 {
 		p(" Before that: start → converged %s", seconds(s.Start))
 		if s.Join > 0 {

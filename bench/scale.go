@@ -63,6 +63,10 @@ type scaleResult struct {
 	// members.
 	Budget     time.Duration `json:"budget_ns,omitempty"`
 	AssignedAt time.Duration `json:"assigned_ns,omitempty"`
+	// When the start did not converge: how long it ran, and how many
+	// queues were run by then.
+	StartStoppedAfter time.Duration `json:"start_stopped_after_ns,omitempty"`
+	RunAtStop         int           `json:"run_at_stop,omitempty"`
 }
 
 func runScale(ctx context.Context, srv *servers, cfg scaleConfig, progress io.Writer) ([]*scaleResult, *scaleResult) {
@@ -140,6 +144,10 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		r.AssignedAt = at.Sub(t0)
 	}
 	if err != nil {
+		r.StartStoppedAfter = time.Since(t0)
+		f.log.mu.Lock()
+		r.RunAtStop = len(f.log.owner)
+		f.log.mu.Unlock()
 		return fmt.Errorf("start: %w", err)
 	}
 	r.StartRequests = f.counts().sub(c0)
