@@ -135,11 +135,11 @@ func TestPauseStopsNewTasksWithoutLosingThem(t *testing.T) {
 			for i := 0; i < 5; i++ {
 				log.add("q", msg(fmt.Sprintf("m%d", i)))
 			}
-			w.Wake("q")
-			// Two whole loop iterations after the wake (each promotes,
-			// the promote interval being short) start nothing.
+			// Two whole loop iterations after wakes (each promotes, the
+			// promote interval being short; a paused loop parks between
+			// them) start nothing.
 			p := log.promoteCount()
-			waitFor(t, "two loop iterations", func() bool { return log.promoteCount() >= p+2 })
+			waitFor(t, "two loop iterations", func() bool { w.Wake("q"); return log.promoteCount() >= p+2 })
 			if runs := ex.runList(); len(runs) != 0 {
 				t.Fatalf("paused: want no task started, have %v", runs)
 			}
@@ -318,8 +318,8 @@ func TestAbortWritesNothing(t *testing.T) {
 
 func TestPoolGrantsFreedSlotsByWeight(t *testing.T) {
 	p := newPool(2)
-	heavy := &poolWaiter{queue: "heavy", weight: 3, wake: make(chan struct{}, 1)}
-	light := &poolWaiter{queue: "light", weight: 1, wake: make(chan struct{}, 1)}
+	heavy := &poolWaiter{queue: "heavy", weight: 3, wake: func() {}}
+	light := &poolWaiter{queue: "light", weight: 1, wake: func() {}}
 	if !p.tryAcquire(light) || !p.tryAcquire(light) {
 		t.Fatal("want two free slots")
 	}

@@ -47,7 +47,7 @@ type TaskState struct {
 // publish copies the run goroutine's counters for State.
 func (l *queueLoop) publish() {
 	l.mu.Lock()
-	l.snap.Committed = l.committed
+	l.snap.Committed = drover.Position(l.committed.Load())
 	l.snap.Done = l.prog.offset
 	l.snap.Fetched = l.fetched
 	l.snap.Buffered = l.prog.undispatched()

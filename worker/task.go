@@ -14,8 +14,8 @@ import (
 // runner runs fetched messages to their end (success, a retry handed to the
 // delayed set, a dead letter) and reports each to the run goroutine, which
 // always receives the report. It exits when the run goroutine closes tasks.
-func (l *queueLoop) runner() {
-	for s := range l.tasks {
+func (l *queueLoop) runner(tasks <-chan *slot) {
+	for s := range tasks {
 		l.results <- taskDone{s: s, done: l.runMessage(s)}
 	}
 }
@@ -97,9 +97,13 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		}
 		due := l.w.cfg.Clock.Now().Add(delay)
 		span.Retried(due)
-		return l.write("schedule retry", func(ctx context.Context) error {
+		if !l.write("schedule retry", func(ctx context.Context) error {
 			return l.w.cfg.Requeuer.Retry(ctx, &m, due)
-		})
+		}) {
+			return false
+		}
+		l.w.idle.at(l.name, due) // promoted when due, parked or not
+		return true
 	}
 }
 

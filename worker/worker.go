@@ -23,8 +23,21 @@ type Worker struct {
 	mu     sync.Mutex
 	queues map[string]*queueLoop
 
+	// One per worker, whatever the number of queues (DESIGN.md §10).
+	idle    *idleScheduler // due times of parked queues, the backstop check
+	commits *committer     // coalesced offset commits
+
 	pause     atomic.Pointer[PauseState]
 	suspended atomic.Bool
+	// blockGen counts the times every queue may have been blocked (a
+	// pause of all or of the member, a suspension, a freeze): a queue
+	// that wakes under a newer generation than it last saw verifies its
+	// claim first, though it slept through the pause while parked.
+	blockGen atomic.Uint64
+
+	// loopGoroutines counts the queue loops' run goroutines: parked loops
+	// have none.
+	loopGoroutines atomic.Int64
 
 	// The freeze guard (Run): a heartbeat every freezeBeat by cfg.Clock; a
 	// stale beat or a detected freeze blocks every queue until the session
@@ -54,12 +67,15 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}}
+	w.idle = newIdleScheduler(w)
+	w.commits = newCommitter(w)
 	w.pause.Store(&PauseState{})
 	return w, nil
 }
 
 // Start begins running an owned queue from the claim's committed offset. It
-// returns at once; the queue runs until Stop, Abort, or a fenced commit.
+// returns at once; the queue runs until Stop, Abort, or a fenced commit,
+// parked (without a goroutine) whenever it has nothing to do.
 func (w *Worker) Start(qc drover.QueueConfig, claim Claim) error {
 	if err := qc.Validate(); err != nil {
 		return fmt.Errorf("start queue: %w", err)
@@ -71,7 +87,9 @@ func (w *Worker) Start(qc drover.QueueConfig, claim Claim) error {
 	}
 	l := newQueueLoop(w, qc, claim)
 	w.queues[qc.Name] = l
+	w.loopStarted()
 	go l.run()
+	w.idle.ensureRunning()
 	return nil
 }
 
@@ -85,8 +103,8 @@ func (w *Worker) Configure(qc drover.QueueConfig) error {
 	l := w.queues[qc.Name]
 	w.mu.Unlock()
 	if l != nil {
-		l.setConfig(qc)
-		l.signal()
+		l.setConfig(qc) // a parked loop reads it when it runs again
+		l.nudge()
 	}
 	return nil
 }
@@ -102,7 +120,7 @@ func (w *Worker) Stop(ctx context.Context, queue string) error {
 	if l == nil {
 		return nil
 	}
-	l.stop()
+	l.end()
 	select {
 	case <-l.done:
 	case <-ctx.Done():
@@ -167,6 +185,16 @@ func (w *Worker) AbortAll() {
 // in-flight tasks finish and ownership is kept.
 func (w *Worker) SetPause(p PauseState) {
 	w.pause.Store(&p)
+	if p.All || p.Member {
+		w.blockGen.Add(1)
+	}
+	w.mu.Lock()
+	for q, paused := range p.Queues {
+		if l := w.queues[q]; l != nil && paused {
+			l.needVerify.Store(true)
+		}
+	}
+	w.mu.Unlock()
 	w.wakeAll()
 }
 
@@ -174,19 +202,49 @@ func (w *Worker) SetPause(p PauseState) {
 // (disconnected, not yet lost): while it is, no task starts and nothing is
 // committed.
 func (w *Worker) SetSuspended(s bool) {
+	if s {
+		w.blockGen.Add(1)
+	}
 	w.suspended.Store(s)
 	w.wakeAll()
 }
 
-// Wake tells a queue's loop that messages were enqueued.
+// Wake tells a queue's loop that messages were enqueued: a parked queue
+// runs again.
 func (w *Worker) Wake(queue string) {
-	w.mu.Lock()
-	l := w.queues[queue]
-	w.mu.Unlock()
-	if l != nil {
+	if l := w.loop(queue); l != nil {
 		l.signal()
 	}
 }
+
+// WakeAt tells a queue's loop that messages were enqueued, delayed messages
+// among them, the earliest due at due: the queue reads now and promotes at
+// due, parked or not.
+func (w *Worker) WakeAt(queue string, due time.Time) {
+	if l := w.loop(queue); l != nil {
+		w.idle.at(queue, due)
+		l.signal()
+	}
+}
+
+// MissedWakeups says wake-ups may have been lost (the subscription
+// reconnected, or its reader fell behind): every parked queue is checked at
+// once, in one amortised pass, instead of waiting for the next
+// PollInterval.
+func (w *Worker) MissedWakeups() {
+	w.idle.missed()
+}
+
+// loop returns queue's loop, or nil.
+func (w *Worker) loop(queue string) *queueLoop {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queues[queue]
+}
+
+// loopStarted and loopStopped count the queue loops' run goroutines.
+func (w *Worker) loopStarted() { w.loopGoroutines.Add(1) }
+func (w *Worker) loopStopped() { w.loopGoroutines.Add(-1) }
 
 // PublishGauges sets the worker's own gauges (in-flight tasks, owned
 // queues). The caller runs it periodically.
@@ -229,6 +287,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		if gap := w.sinceBeat(); gap > freezeThreshold && w.cfg.Confirm != nil {
 			w.frozen.Store(true)
+			w.blockGen.Add(1)
 			w.cfg.Logger.Warn("the worker was frozen: no task starts until the session is confirmed", "gap", gap)
 			for {
 				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -306,11 +365,17 @@ func (w *Worker) blocked(queue string) bool {
 	return p.All || p.Member || p.Queues[queue]
 }
 
+// wakeAll wakes the loops that a change of pause, suspension or freeze may
+// concern: those running and those parked with work left. The other parked
+// loops stay parked (a pause must not start 25,000 goroutines); when they
+// run again, the block generation makes them verify their claim.
 func (w *Worker) wakeAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, l := range w.queues {
-		l.signal()
+		if !l.parked() || l.pendingWork.Load() {
+			l.signal()
+		}
 	}
 }
 
@@ -321,4 +386,5 @@ func (w *Worker) forget(l *queueLoop) {
 		delete(w.queues, l.name)
 	}
 	w.mu.Unlock()
+	w.idle.poke() // it exits once the worker owns no queue
 }

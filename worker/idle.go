@@ -1,0 +1,227 @@
+package worker
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+// idleScheduler is the worker's one goroutine for all its parked queues
+// (DESIGN.md §10), in place of a timer and a poll per queue:
+//
+//   - due times: a heap of queues keyed by the earliest due time of their
+//     delayed messages, learnt from wake-ups (an enqueue of delayed
+//     messages), from promotions (the next one due) and from retries; when
+//     a queue's time comes it is signalled to promote, then read. A
+//     delayed message costs one heap entry, whatever the number of queues.
+//   - the backstop against lost wake-ups: every PollInterval, and at once
+//     after MissedWakeups, one amortised check of every parked queue
+//     (QueueChecker: one script call per 256 queues, in one pipeline). A
+//     queue with a message after its fetched offset is signalled; its next
+//     due time goes to the heap.
+//
+// The goroutine runs while the worker owns queues and exits when it owns
+// none.
+type idleScheduler struct {
+	w *Worker
+
+	mu       sync.Mutex
+	due      dueHeap
+	byQueue  map[string]*dueItem
+	checkNow bool
+	running  bool
+	kick     chan struct{} // something changed: look again
+
+	// checks counts backstop passes (tests).
+	checks int
+}
+
+// dueItem is a queue's earliest known due time.
+type dueItem struct {
+	queue string
+	at    time.Time
+	index int
+}
+
+type dueHeap []*dueItem
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].index = i; h[j].index = j }
+func (h *dueHeap) Push(x any)        { it := x.(*dueItem); it.index = len(*h); *h = append(*h, it) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return it
+}
+
+func newIdleScheduler(w *Worker) *idleScheduler {
+	return &idleScheduler{w: w, byQueue: map[string]*dueItem{}, kick: make(chan struct{}, 1)}
+}
+
+// at schedules queue to be signalled (to promote) at due, unless an earlier
+// time is scheduled already. It never blocks.
+func (s *idleScheduler) at(queue string, due time.Time) {
+	s.mu.Lock()
+	it := s.byQueue[queue]
+	switch {
+	case it == nil:
+		it = &dueItem{queue: queue, at: due}
+		s.byQueue[queue] = it
+		heap.Push(&s.due, it)
+	case due.Before(it.at):
+		it.at = due
+		heap.Fix(&s.due, it.index)
+	default:
+		s.mu.Unlock()
+		return
+	}
+	first := s.due[0] == it
+	s.mu.Unlock()
+	if first {
+		s.poke()
+	}
+}
+
+// missed asks for a backstop check at once.
+func (s *idleScheduler) missed() {
+	s.mu.Lock()
+	s.checkNow = true
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *idleScheduler) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// ensureRunning starts the goroutine if it does not run; w.mu is held.
+func (s *idleScheduler) ensureRunning() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		s.running = true
+		go s.run()
+	}
+}
+
+// run signals due queues and runs the backstop until the worker owns no
+// queue.
+func (s *idleScheduler) run() {
+	c := s.w.cfg
+	nextCheck := c.Clock.Now().Add(c.PollInterval)
+	t := c.Clock.NewTimer(c.PollInterval)
+	defer t.Stop()
+	for {
+		now := c.Clock.Now()
+		s.mu.Lock()
+		var fire []string
+		for len(s.due) > 0 && !s.due[0].at.After(now) {
+			it := heap.Pop(&s.due).(*dueItem)
+			delete(s.byQueue, it.queue)
+			fire = append(fire, it.queue)
+		}
+		check := s.checkNow || !now.Before(nextCheck)
+		s.checkNow = false
+		s.mu.Unlock()
+		for _, q := range fire {
+			if l := s.w.loop(q); l != nil {
+				l.dueNow.Store(true)
+				l.signal()
+			}
+		}
+		if check {
+			s.check()
+			nextCheck = c.Clock.Now().Add(c.PollInterval)
+		}
+
+		s.w.mu.Lock()
+		if len(s.w.queues) == 0 {
+			s.mu.Lock()
+			s.running = false
+			s.mu.Unlock()
+			s.w.mu.Unlock()
+			return
+		}
+		s.w.mu.Unlock()
+
+		s.mu.Lock()
+		wait := nextCheck.Sub(c.Clock.Now())
+		if len(s.due) > 0 {
+			if d := s.due[0].at.Sub(c.Clock.Now()); d < wait {
+				wait = d
+			}
+		}
+		s.mu.Unlock()
+		t.Reset(max(wait, 0))
+		select {
+		case <-t.C():
+		case <-s.kick:
+		}
+	}
+}
+
+// check is the amortised backstop: one check of every parked, unpaused
+// queue after its fetched offset.
+func (s *idleScheduler) check() {
+	s.mu.Lock()
+	s.checks++
+	s.mu.Unlock()
+	offsets := map[string]drover.Position{}
+	loops := map[string]*queueLoop{}
+	s.w.mu.Lock()
+	for q, l := range s.w.queues {
+		if l.parked() && !s.w.blocked(q) {
+			offsets[q] = drover.Position(l.parkedFetched.Load())
+			loops[q] = l
+		}
+	}
+	s.w.mu.Unlock()
+	if len(offsets) == 0 {
+		return
+	}
+	qc, ok := s.w.cfg.Log.(QueueChecker)
+	if !ok {
+		for _, l := range loops {
+			l.signal()
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	res, err := qc.CheckQueues(ctx, offsets)
+	if err != nil {
+		s.w.cfg.Logger.Warn("check of the parked queues failed; waking them all", "queues", len(loops), "error", err)
+		for _, l := range loops {
+			l.signal()
+		}
+		return
+	}
+	for _, r := range res {
+		l := loops[r.Queue]
+		if l == nil {
+			continue
+		}
+		if !r.NextDue.IsZero() {
+			s.at(r.Queue, r.NextDue)
+		}
+		if r.Ready {
+			l.signal()
+		}
+	}
+}
+
+// checkCount returns how many backstop checks ran.
+func (s *idleScheduler) checkCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checks
+}
