@@ -20,8 +20,8 @@ type pool struct {
 type poolWaiter struct {
 	queue   string
 	weight  int
-	granted int           // slots handed over while waiting, not yet taken
-	queued  bool          // in pool.waiting
+	granted int    // slots handed over while waiting, not yet taken
+	queued  bool   // in pool.waiting
 	wake    func() // called when a slot is granted; must not block
 }
 
