@@ -159,7 +159,7 @@ func (c *committer) commit(l *queueLoop, r *commitReq) {
 			l.lose(fmt.Sprintf("commit of %d refused", r.off.Position), err)
 			return
 		}
-		l.logger.Warn("commit offset", "offset", r.off.Position, "error", err)
+		l.logger().Warn("commit offset", "offset", r.off.Position, "error", err)
 		c.mu.Lock()
 		c.mergeLocked(l, r) // again at the next flush
 		c.mu.Unlock()

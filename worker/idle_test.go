@@ -345,3 +345,34 @@ func TestStopAndAbortOfAParkedQueue(t *testing.T) {
 		t.Fatalf("want no queue owned, have %v", owned)
 	}
 }
+
+// BenchmarkParkedQueueFootprint reports what a parked queue costs the
+// worker: heap bytes and goroutines per owned queue (the queue's claim
+// and the Redis client are not counted).
+func BenchmarkParkedQueueFootprint(b *testing.B) {
+	const n = 25000
+	for range b.N {
+		log := newMemLog()
+		clock := testkit.NewClock(t0)
+		w, err := New(Config{Member: "m", Log: log, Requeuer: log, Executor: &scriptedExecutor{}, Clock: clock})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		for i := range n {
+			if err := w.Start(queueConfig(fmt.Sprintf("queue-%05d", i), nil), &memClaim{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		testkit.Eventually(b, "every queue parked", func() bool { return w.loopGoroutines.Load() == 0 })
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/queue")
+		b.ReportMetric(float64(runtime.NumGoroutine()-g0), "goroutines")
+		w.AbortAll()
+	}
+}

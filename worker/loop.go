@@ -9,7 +9,6 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/metrics"
-	"github.com/hashicorp/go-hclog"
 )
 
 // writeTimeout bounds one commit, release, trim, retry or dead-letter write.
@@ -20,22 +19,28 @@ const writeTimeout = 10 * time.Second
 // task goroutines report back through results. Without work it is parked
 // (park.go): no goroutine, the state kept here for the next run goroutine.
 type queueLoop struct {
-	w      *Worker
-	name   string
-	claim  Claim
-	cfg    atomic.Pointer[drover.QueueConfig]
-	logger hclog.Logger
+	w     *Worker
+	name  string
+	claim Claim
+	cfg   atomic.Pointer[drover.QueueConfig]
 
 	waiter  *poolWaiter   // the loop's place at the worker's pool
 	wake    chan struct{} // nudges a running loop: enqueues, pause changes, pool grants
 	tasks   chan *slot    // to the runner goroutines; nil while none runs
-	results chan taskDone // from the runner goroutines
+	results chan taskDone // from the runner goroutines; nil while parked
 	runners int           // runner goroutines started (owned by run)
 
-	stopCtx    context.Context // cancelled: stop fetching and dispatching
-	stop       context.CancelFunc
-	taskCtx    context.Context // cancelled: kill in-flight tasks
-	abortTasks context.CancelFunc
+	// The contexts of the current turn of the run goroutine (turn.go):
+	// created when it starts, dropped when it parks, so that a parked
+	// queue holds none. Set by the run goroutine under turnMu.
+	stopCtx     context.Context // cancelled: stop fetching and dispatching
+	taskCtx     context.Context // cancelled: kill in-flight tasks
+	turnMu      sync.Mutex      // guards the fields below and the writes of the two above
+	cancelStop  context.CancelFunc
+	cancelTasks context.CancelFunc
+	stopped     bool // stop was called: every turn's stopCtx starts cancelled
+	aborted     bool // abortTasks was called: every turn's taskCtx starts cancelled
+
 	lost       atomic.Bool
 	done       chan struct{} // closed when the loop has shut down
 	releaseErr error         // set before done is closed
@@ -78,17 +83,12 @@ type taskDone struct {
 func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 	l := &queueLoop{
 		w: w, name: qc.Name, claim: claim,
-		logger:   w.cfg.Logger.With("queue", qc.Name),
-		wake:     make(chan struct{}, 1),
-		results:  make(chan taskDone),
-		done:     make(chan struct{}),
-		inflight: map[string]*TaskState{},
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
 	l.phase.Store(phaseRunning)
 	l.setConfig(qc)
 	l.waiter = &poolWaiter{queue: qc.Name, weight: l.config().Weight, wake: l.signal}
-	l.stopCtx, l.stop = context.WithCancel(context.Background())
-	l.taskCtx, l.abortTasks = context.WithCancel(context.Background())
 	off := claim.Offset().Position
 	l.fetched, l.offered, l.prog.offset = off, off, off
 	l.committed.Store(int64(off))
@@ -124,6 +124,7 @@ func (l *queueLoop) end() {
 // queue's work is done (it parks) or the queue stops (it shuts down).
 func (l *queueLoop) run() {
 	defer l.w.loopStopped()
+	l.beginTurn()
 	var timer drover.Timer
 	defer func() {
 		if timer != nil {
@@ -138,9 +139,11 @@ func (l *queueLoop) run() {
 		}
 		if l.idle() {
 			l.publishIdle(now)
+			l.endTurn()
 			if l.park() {
 				return
 			}
+			l.beginTurn()
 			continue
 		}
 		d := l.nextTimer(l.w.cfg.Clock.Now())
@@ -241,7 +244,7 @@ func (l *queueLoop) promote(now time.Time) {
 	n, next, err := l.w.cfg.Log.PromoteDueNext(ctx, l.name, now, 1000)
 	if err != nil {
 		if l.stopCtx.Err() == nil {
-			l.logger.Warn("promote due messages", "error", err)
+			l.logger().Warn("promote due messages", "error", err)
 		}
 		return
 	}
@@ -274,7 +277,7 @@ func (l *queueLoop) fetch(now time.Time) {
 	l.w.cfg.Metrics.AddSample(metrics.FetchDuration, ms(time.Since(start)))
 	if err != nil {
 		if l.stopCtx.Err() == nil {
-			l.logger.Warn("read queue", "after", l.fetched, "error", err)
+			l.logger().Warn("read queue", "after", l.fetched, "error", err)
 		}
 		l.caughtUp = true // back off until the poll interval
 		return
@@ -372,7 +375,7 @@ func (l *queueLoop) verifyClaim() bool {
 // claim says so to whoever claimed the queue (Done, Err), which can claim it
 // again.
 func (l *queueLoop) lose(why string, err error) {
-	l.logger.Warn("queue lost: "+why, "error", err)
+	l.logger().Warn("queue lost: "+why, "error", err)
 	l.w.cfg.Metrics.IncrCounter(metrics.FencedTotal, 1, metrics.L("queue", l.name))
 	l.markLost()
 }
@@ -384,7 +387,7 @@ func (l *queueLoop) trim(pos drover.Position, outcomes []drover.Outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	if err := l.trimLog(ctx, pos, outcomes); err != nil {
-		l.logger.Warn("trim queue", "offset", pos, "error", err)
+		l.logger().Warn("trim queue", "offset", pos, "error", err)
 	}
 }
 
@@ -411,9 +414,9 @@ func (l *queueLoop) shutdown() {
 	if n := l.running; n > 0 && !l.lost.Load() {
 		// Say what the stop waits for: an operator watching a slow
 		// shutdown sees which tasks hold it, and for how long at most.
-		l.logger.Info("draining: waiting for in-flight tasks", "tasks", n, "ids", l.inflightIDs(10), "drain_timeout", l.w.cfg.DrainTimeout)
+		l.logger().Info("draining: waiting for in-flight tasks", "tasks", n, "ids", l.inflightIDs(10), "drain_timeout", l.w.cfg.DrainTimeout)
 		defer func(start time.Time) {
-			l.logger.Info("drained", "tasks", n, "took", time.Since(start).Round(time.Millisecond))
+			l.logger().Info("drained", "tasks", n, "took", time.Since(start).Round(time.Millisecond))
 		}(time.Now())
 	}
 	for l.running > 0 {
@@ -421,7 +424,7 @@ func (l *queueLoop) shutdown() {
 		case r := <-l.results:
 			l.finish(r)
 		case <-drain.C():
-			l.logger.Warn("drain timeout: killing in-flight tasks", "tasks", l.running)
+			l.logger().Warn("drain timeout: killing in-flight tasks", "tasks", l.running)
 			l.abortTasks()
 		}
 	}
@@ -441,7 +444,7 @@ func (l *queueLoop) shutdown() {
 	defer cancel()
 	if err := l.claim.Release(ctx, off); err != nil {
 		l.releaseErr = err
-		l.logger.Warn("release queue", "offset", off.Position, "error", err)
+		l.logger().Warn("release queue", "offset", off.Position, "error", err)
 		return
 	}
 	if int64(off.Position) != l.committed.Load() || len(l.outcomes) > 0 {
@@ -449,7 +452,7 @@ func (l *queueLoop) shutdown() {
 		l.outcomes = nil
 	}
 	l.committed.Store(int64(off.Position))
-	l.logger.Debug("released queue", "offset", off.Position)
+	l.logger().Debug("released queue", "offset", off.Position)
 }
 
 // publishIdle publishes the queue's state as it parks: its backlog is
@@ -485,7 +488,7 @@ func (l *queueLoop) publishBacklog(now time.Time) {
 	b, err := br.Backlog(ctx, l.name, l.prog.offset)
 	if err != nil {
 		if l.stopCtx.Err() == nil {
-			l.logger.Debug("read backlog", "error", err)
+			l.logger().Debug("read backlog", "error", err)
 		}
 		return
 	}
