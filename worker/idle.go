@@ -22,6 +22,10 @@ import (
 //     (QueueChecker: one script call per 256 queues, in one pipeline). A
 //     queue with a message after its fetched offset is signalled; its next
 //     due time goes to the heap.
+//   - queues just started: a started queue begins parked and is checked at
+//     once, with the others started meanwhile, so that claiming 25,000
+//     queues costs a hundred script calls and a goroutine for each queue
+//     that has messages — not three round trips and a goroutine per queue.
 //
 // The goroutine runs while the worker owns queues and exits when it owns
 // none.
@@ -32,6 +36,7 @@ type idleScheduler struct {
 	due      dueHeap
 	byQueue  map[string]*dueItem
 	checkNow bool
+	fresh    []string // queues started since the last pass: check them now
 	running  bool
 	kick     chan struct{} // something changed: look again
 
@@ -88,6 +93,14 @@ func (s *idleScheduler) at(queue string, due time.Time) {
 	}
 }
 
+// started asks for a check of a queue just started (parked).
+func (s *idleScheduler) started(queue string) {
+	s.mu.Lock()
+	s.fresh = append(s.fresh, queue)
+	s.mu.Unlock()
+	s.poke()
+}
+
 // missed asks for a backstop check at once.
 func (s *idleScheduler) missed() {
 	s.mu.Lock()
@@ -131,7 +144,12 @@ func (s *idleScheduler) run() {
 		}
 		check := s.checkNow || !now.Before(nextCheck)
 		s.checkNow = false
+		fresh := s.fresh
+		s.fresh = nil
 		s.mu.Unlock()
+		if len(fresh) > 0 && !check {
+			s.checkFresh(fresh)
+		}
 		for _, q := range fire {
 			if l := s.w.loop(q); l != nil {
 				l.dueNow.Store(true)
@@ -169,22 +187,44 @@ func (s *idleScheduler) run() {
 	}
 }
 
-// check is the amortised backstop: one check of every parked, unpaused
-// queue after its fetched offset.
+// check is the amortised backstop: one check of every parked queue after
+// its fetched offset. Paused queues are left out (a wake-up, or the end of
+// the pause, starts them) unless they were just started.
 func (s *idleScheduler) check() {
-	s.mu.Lock()
-	s.checks++
-	s.mu.Unlock()
 	offsets := map[string]drover.Position{}
 	loops := map[string]*queueLoop{}
 	s.w.mu.Lock()
 	for q, l := range s.w.queues {
-		if l.parked() && !s.w.blocked(q) {
+		if l.parked() && (!s.w.blocked(q) || !l.checked.Load()) {
 			offsets[q] = drover.Position(l.parkedFetched.Load())
 			loops[q] = l
 		}
 	}
 	s.w.mu.Unlock()
+	s.checkLoops(offsets, loops)
+}
+
+// checkFresh checks the queues just started.
+func (s *idleScheduler) checkFresh(queues []string) {
+	offsets := map[string]drover.Position{}
+	loops := map[string]*queueLoop{}
+	s.w.mu.Lock()
+	for _, q := range queues {
+		if l := s.w.queues[q]; l != nil && l.parked() {
+			offsets[q] = drover.Position(l.parkedFetched.Load())
+			loops[q] = l
+		}
+	}
+	s.w.mu.Unlock()
+	s.checkLoops(offsets, loops)
+}
+
+// checkLoops checks the queues of offsets in one amortised call, signals
+// those with a message after their offset and schedules their due times.
+func (s *idleScheduler) checkLoops(offsets map[string]drover.Position, loops map[string]*queueLoop) {
+	s.mu.Lock()
+	s.checks++
+	s.mu.Unlock()
 	if len(offsets) == 0 {
 		return
 	}
@@ -199,10 +239,16 @@ func (s *idleScheduler) check() {
 	defer cancel()
 	res, err := qc.CheckQueues(ctx, offsets)
 	if err != nil {
-		s.w.cfg.Logger.Warn("check of the parked queues failed; waking them all", "queues", len(loops), "error", err)
+		// The next pass checks again: waking every queue would only
+		// repeat the failing reads one by one.
+		s.w.cfg.Logger.Warn("check of the parked queues failed; checking again next poll interval", "queues", len(loops), "error", err)
+		s.mu.Lock()
 		for _, l := range loops {
-			l.signal()
+			if !l.checked.Load() {
+				s.fresh = append(s.fresh, l.name)
+			}
 		}
+		s.mu.Unlock()
 		return
 	}
 	for _, r := range res {
@@ -210,6 +256,7 @@ func (s *idleScheduler) check() {
 		if l == nil {
 			continue
 		}
+		l.checked.Store(true)
 		if !r.NextDue.IsZero() {
 			s.at(r.Queue, r.NextDue)
 		}

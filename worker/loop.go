@@ -52,6 +52,7 @@ type queueLoop struct {
 	dueNow        atomic.Bool  // a delayed message came due: promote now
 	needVerify    atomic.Bool  // the queue was paused: verify the claim before fetching
 	parkedFetched atomic.Int64 // the fetched position when parked, for the backstop check
+	checked       atomic.Bool  // checked or run once since the start
 	committed     atomic.Int64 // the last committed position (set by the committer)
 
 	// Owned by the run goroutine (kept while parked).
@@ -79,19 +80,23 @@ type taskDone struct {
 	done bool
 }
 
-// newQueueLoop returns a loop that is running (its caller starts run).
+// newQueueLoop returns a parked loop: the idle scheduler checks it, and a
+// signal starts it.
 func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 	l := &queueLoop{
 		w: w, name: qc.Name, claim: claim,
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
-	l.phase.Store(phaseRunning)
 	l.setConfig(qc)
 	l.waiter = &poolWaiter{queue: qc.Name, weight: l.config().Weight, wake: l.signal}
 	off := claim.Offset().Position
 	l.fetched, l.offered, l.prog.offset = off, off, off
 	l.committed.Store(int64(off))
+	l.parkedFetched.Store(int64(off))
+	// Started paused: verify when it runs unpaused (SetPause marks only
+	// the queues it finds running).
+	l.needVerify.Store(w.blocked(qc.Name))
 	l.blockGen = w.blockGen.Load()
 	l.snap = QueueState{Name: qc.Name, Committed: off, Fetched: off, Ordered: qc.Ordered}
 	return l
@@ -124,6 +129,7 @@ func (l *queueLoop) end() {
 // queue's work is done (it parks) or the queue stops (it shuts down).
 func (l *queueLoop) run() {
 	defer l.w.loopStopped()
+	l.checked.Store(true)
 	l.beginTurn()
 	var timer drover.Timer
 	defer func() {

@@ -362,15 +362,15 @@ func TestResumeVerifiesTheClaimAndDropsAResetQueue(t *testing.T) {
 	if err := w.Start(queueConfig("q", nil), claim); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the loop to run while paused", func() bool { log.mu.Lock(); defer log.mu.Unlock(); return log.promotes > 0 })
+	waitFor(t, "the queue checked while paused", func() bool { return w.idle.checkCount() > 0 })
 	claim.reset.Store(true) // an operator resets the offset while paused
 	w.SetPause(PauseState{})
+	log.add("q", msg("after-reset"))
+	w.Wake("q") // the queue runs again (parked, it waits for work)
 	waitFor(t, "the queue to be dropped as fenced", func() bool { return loopEnded(w, "q") })
 	if claim.verifys.Load() == 0 {
 		t.Fatal("want the claim verified on resume")
 	}
-	log.add("q", msg("after-reset"))
-	w.Wake("q")
 	claim.mu.Lock()
 	defer claim.mu.Unlock()
 	if len(claim.commits) != 0 || claim.released != nil {

@@ -87,9 +87,8 @@ func (w *Worker) Start(qc drover.QueueConfig, claim Claim) error {
 	}
 	l := newQueueLoop(w, qc, claim)
 	w.queues[qc.Name] = l
-	w.loopStarted()
-	go l.run()
 	w.idle.ensureRunning()
+	w.idle.started(qc.Name) // checked with the others started meanwhile
 	return nil
 }
 
