@@ -194,7 +194,10 @@ func (c fixedClock) Now() time.Time { return c.t }
 func TestExecStdinIsTheEnvelopeByteForByte(t *testing.T) {
 	t.Parallel()
 	e := newTestExecutor(t, Config{OutputLimit: 1 << 20})
-	nasty := "$(rm -rf /tmp/x) `touch /tmp/pwned` ' \" \\ ; | & > < * ? ~ #!\n\t\r\x01\x7f\xc3\xa9 ${HOME} %s %n"
+	// A shell would create pwned; the path is private to this test, so a
+	// concurrent run (or a stale file) cannot decide the verdict.
+	pwned := filepath.Join(t.TempDir(), "pwned")
+	nasty := "$(rm -rf /tmp/x) `touch " + pwned + "` ' \" \\ ; | & > < * ? ~ #!\n\t\r\x01\x7f\xc3\xa9 ${HOME} %s %n"
 	for _, size := range []int{0, 8 << 10, 300 << 10} { // prefilled and written by a goroutine
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
 			t.Parallel()
@@ -212,8 +215,8 @@ func TestExecStdinIsTheEnvelopeByteForByte(t *testing.T) {
 			}
 		})
 	}
-	if _, err := os.Stat("/tmp/pwned"); err == nil {
-		t.Error("/tmp/pwned exists: the payload was interpreted by a shell")
+	if _, err := os.Stat(pwned); err == nil {
+		t.Errorf("%s exists: the payload was interpreted by a shell", pwned)
 	}
 }
 
