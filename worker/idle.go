@@ -157,8 +157,10 @@ func (s *idleScheduler) run() {
 			}
 		}
 		if check {
-			s.check()
 			nextCheck = c.Clock.Now().Add(c.PollInterval)
+			if s.check() {
+				nextCheck = c.Clock.Now().Add(verifyPause)
+			}
 		}
 
 		s.w.mu.Lock()
@@ -187,21 +189,50 @@ func (s *idleScheduler) run() {
 	}
 }
 
+// verifyPerPass is the most parked queues a pass starts to verify their
+// claims after a pause of all queues, a suspension or a freeze: verifying
+// 25,000 claims is spread over passes rather than 25,000 goroutines at once.
+const verifyPerPass = 500
+
+// verifyPause is how soon the next batch of verifications starts.
+const verifyPause = 50 * time.Millisecond
+
 // check is the amortised backstop: one check of every parked queue after
 // its fetched offset. Paused queues are left out (a wake-up, or the end of
-// the pause, starts them) unless they were just started.
-func (s *idleScheduler) check() {
+// the pause, starts them) unless they were just started. Parked queues that
+// slept through a pause of all queues (or a suspension, or a freeze) are
+// started instead, up to verifyPerPass: they verify their claims (an
+// offset may have been reset meanwhile) and read; the next pass, at once
+// while some remain, takes the next batch.
+//
+// It reports whether parked queues remain to verify.
+func (s *idleScheduler) check() bool {
 	offsets := map[string]drover.Position{}
 	loops := map[string]*queueLoop{}
+	var verify []*queueLoop
+	gen := s.w.blockGen.Load()
 	s.w.mu.Lock()
 	for q, l := range s.w.queues {
-		if l.parked() && (!s.w.blocked(q) || !l.checked.Load()) {
-			offsets[q] = drover.Position(l.parkedFetched.Load())
-			loops[q] = l
+		if !l.parked() || (s.w.blocked(q) && l.checked.Load()) {
+			continue
 		}
+		if l.parkedGen.Load() != gen && !s.w.blocked(q) {
+			verify = append(verify, l)
+			continue
+		}
+		offsets[q] = drover.Position(l.parkedFetched.Load())
+		loops[q] = l
 	}
 	s.w.mu.Unlock()
+	more := len(verify) > verifyPerPass
+	if more {
+		verify = verify[:verifyPerPass]
+	}
+	for _, l := range verify {
+		l.signal()
+	}
 	s.checkLoops(offsets, loops)
+	return more
 }
 
 // checkFresh checks the queues just started.

@@ -53,6 +53,7 @@ type queueLoop struct {
 	needVerify    atomic.Bool  // the queue was paused: verify the claim before fetching
 	parkedFetched atomic.Int64 // the fetched position when parked, for the backstop check
 	checked       atomic.Bool  // checked or run once since the start
+	parkedGen     atomic.Uint64 // the block generation the loop parked under
 	committed     atomic.Int64 // the last committed position (set by the committer)
 
 	// Owned by the run goroutine (kept while parked).
@@ -98,6 +99,7 @@ func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 	// the queues it finds running).
 	l.needVerify.Store(w.blocked(qc.Name))
 	l.blockGen = w.blockGen.Load()
+	l.parkedGen.Store(l.blockGen)
 	l.snap = QueueState{Name: qc.Name, Committed: off, Fetched: off, Ordered: qc.Ordered}
 	return l
 }

@@ -55,6 +55,7 @@ func (l *queueLoop) nudge() {
 func (l *queueLoop) park() bool {
 	l.stopRunners()
 	l.parkedFetched.Store(int64(l.fetched))
+	l.parkedGen.Store(l.blockGen)
 	l.pendingWork.Store(l.prog.undispatched() > 0 || !l.caughtUp)
 	l.phase.Store(phaseParked)
 	if l.token.Load() && l.phase.CompareAndSwap(phaseParked, phaseRunning) {

@@ -182,18 +182,37 @@ func (w *Worker) AbortAll() {
 
 // SetPause replaces the pause flags. Paused queues start no new task;
 // in-flight tasks finish and ownership is kept.
+//
+// Resuming verifies the claims of the queues that were paused (an operator
+// may have reset their offsets meanwhile) without starting every parked
+// queue at once: a queue resumed by name runs at once and verifies; after
+// a pause of all or of the member, the idle scheduler verifies the parked
+// queues a batch per pass (idle.go), and any of them that runs earlier
+// verifies first.
 func (w *Worker) SetPause(p PauseState) {
-	w.pause.Store(&p)
+	old := w.pause.Swap(&p)
 	if p.All || p.Member {
 		w.blockGen.Add(1)
 	}
+	var resumed []*queueLoop
 	w.mu.Lock()
 	for q, paused := range p.Queues {
 		if l := w.queues[q]; l != nil && paused {
 			l.needVerify.Store(true)
 		}
 	}
+	for q, paused := range old.Queues {
+		if l := w.queues[q]; l != nil && paused && !p.Queues[q] {
+			resumed = append(resumed, l)
+		}
+	}
 	w.mu.Unlock()
+	for _, l := range resumed {
+		l.signal() // verifies its claim, then reads
+	}
+	if (old.All || old.Member) && !p.All && !p.Member {
+		w.idle.missed() // a pass now: it starts verifying the parked queues
+	}
 	w.wakeAll()
 }
 
@@ -204,7 +223,9 @@ func (w *Worker) SetSuspended(s bool) {
 	if s {
 		w.blockGen.Add(1)
 	}
-	w.suspended.Store(s)
+	if w.suspended.Swap(s) && !s {
+		w.idle.missed() // verify the parked queues, a batch per pass
+	}
 	w.wakeAll()
 }
 
@@ -311,6 +332,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.beat()
 			w.renew()
 			w.wakeAll()
+			w.idle.missed()
 		} else {
 			w.beat()
 			w.renew()
