@@ -46,15 +46,15 @@ type queueLoop struct {
 	releaseErr error         // set before done is closed
 
 	// Parking (park.go) and the idle scheduler (idle.go).
-	phase         atomic.Int32 // phaseParked, phaseRunning, phaseEnded
-	token         atomic.Bool  // signalled since the run goroutine last looked
-	pendingWork   atomic.Bool  // parked with work left (paused, or woken while paused)
-	dueNow        atomic.Bool  // a delayed message came due: promote now
-	needVerify    atomic.Bool  // the queue was paused: verify the claim before fetching
-	parkedFetched atomic.Int64 // the fetched position when parked, for the backstop check
-	checked       atomic.Bool  // checked or run once since the start
+	phase         atomic.Int32  // phaseParked, phaseRunning, phaseEnded
+	token         atomic.Bool   // signalled since the run goroutine last looked
+	pendingWork   atomic.Bool   // parked with work left (paused, or woken while paused)
+	dueNow        atomic.Bool   // a delayed message came due: promote now
+	needVerify    atomic.Bool   // the queue was paused: verify the claim before fetching
+	parkedFetched atomic.Int64  // the fetched position when parked, for the backstop check
+	checked       atomic.Bool   // checked or run once since the start
 	parkedGen     atomic.Uint64 // the block generation the loop parked under
-	committed     atomic.Int64 // the last committed position (set by the committer)
+	committed     atomic.Int64  // the last committed position (set by the committer)
 
 	// Owned by the run goroutine (kept while parked).
 	prog        progress
@@ -65,6 +65,7 @@ type queueLoop struct {
 	lastRead    time.Time
 	lastBacklog time.Time
 	blockGen    uint64           // the worker's block generation last seen
+	iterations  int              // iterations of the current turn
 	caughtUp    bool             // the last read returned fewer than asked
 	wasBlocked  bool             // paused or suspended at the last iteration
 	outcomes    []drover.Outcome // records of finished messages, for the next commit's trim
@@ -142,6 +143,8 @@ func (l *queueLoop) run() {
 	for l.stopCtx.Err() == nil {
 		woken := l.token.Swap(false)
 		now := l.w.cfg.Clock.Now()
+		l.iterations++
+		l.w.iterationCount.Add(1)
 		if !l.iterate(now, woken) {
 			break
 		}
@@ -197,7 +200,12 @@ func (l *queueLoop) iterate(now time.Time, woken bool) bool {
 		l.releasePools() // a paused queue keeps no warm children
 	}
 	l.wasBlocked = blocked
-	if l.dueNow.Swap(false) || now.Sub(l.lastPromote) >= l.w.cfg.PromoteInterval {
+	// A loop promotes when the idle scheduler says a delayed message is
+	// due, the first time it runs (to learn its next due time), and every
+	// PromoteInterval while it keeps running — not each time it wakes from
+	// parking: its due times are known.
+	due := l.dueNow.Swap(false)
+	if due || l.lastPromote.IsZero() || (l.iterations > 1 && now.Sub(l.lastPromote) >= l.w.cfg.PromoteInterval) {
 		l.promote(now)
 	}
 	if l.shouldFetch(now) {

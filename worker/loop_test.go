@@ -135,11 +135,10 @@ func TestPauseStopsNewTasksWithoutLosingThem(t *testing.T) {
 			for i := 0; i < 5; i++ {
 				log.add("q", msg(fmt.Sprintf("m%d", i)))
 			}
-			// Two whole loop iterations after wakes (each promotes, the
-			// promote interval being short; a paused loop parks between
-			// them) start nothing.
-			p := log.promoteCount()
-			waitFor(t, "two loop iterations", func() bool { w.Wake("q"); return log.promoteCount() >= p+2 })
+			// Two whole loop iterations after wakes (a paused loop parks
+			// between them) start nothing.
+			p := w.iterationCount.Load()
+			waitFor(t, "two loop iterations", func() bool { w.Wake("q"); return w.iterationCount.Load() >= p+2 })
 			if runs := ex.runList(); len(runs) != 0 {
 				t.Fatalf("paused: want no task started, have %v", runs)
 			}
@@ -411,13 +410,12 @@ func TestFrozenWorkerStartsNothingUntilTheSessionIsConfirmed(t *testing.T) {
 	waitFor(t, "the guard to ask for confirmation", func() bool { return asked.Load() > 0 })
 	log.add("q", msg("after-freeze"))
 	w.Wake("q")
-	// Two whole loop iterations after the wake (each promotes once the
-	// clock has moved past the promote interval) start nothing.
+	// Two whole loop iterations after wakes start nothing.
 	for i := 0; i < 2; i++ {
-		p := log.promoteCount()
+		p := w.iterationCount.Load()
 		clock.Advance(10 * time.Millisecond)
 		w.Wake("q")
-		waitFor(t, "a loop iteration", func() bool { return log.promoteCount() > p })
+		waitFor(t, "a loop iteration", func() bool { return w.iterationCount.Load() > p })
 	}
 	if runs := ex.runList(); len(runs) != 0 {
 		t.Fatalf("frozen: want no task started before the session is confirmed, have %v", runs)

@@ -31,6 +31,7 @@ func (l *queueLoop) beginTurn() {
 	if l.results == nil {
 		l.results = make(chan taskDone)
 	}
+	l.iterations = 0
 }
 
 // endTurn drops the turn's contexts before the loop parks (no task runs).

@@ -38,6 +38,9 @@ type Worker struct {
 	// loopGoroutines counts the queue loops' run goroutines: parked loops
 	// have none.
 	loopGoroutines atomic.Int64
+	// iterationCount counts the queue loops' iterations (tests: "the loop
+	// has looked since").
+	iterationCount atomic.Int64
 
 	// The freeze guard (Run): a heartbeat every freezeBeat by cfg.Clock; a
 	// stale beat or a detected freeze blocks every queue until the session
