@@ -471,11 +471,13 @@ func (l *queueLoop) shutdown() {
 	l.logger().Debug("released queue", "offset", off.Position)
 }
 
-// publishIdle publishes the queue's state as it parks: its backlog is
-// known to be empty after the done offset (it is caught up and holds
-// nothing), so the lag gauges are set without a read; delayed and dead
-// counts take one read, at most once per BacklogInterval. A parked queue
-// publishes nothing on a timer.
+// publishIdle publishes the queue's state as it parks. A queue that parks
+// with work left (paused, or waiting for a slot) reads its backlog: its lag
+// is what an operator watches while it is paused, and it changes only when
+// a wake-up (an enqueue) started the loop. A queue caught up has no backlog
+// after its done offset, so its lag gauges are set without a read; its
+// delayed and dead counts take one read, at most once per BacklogInterval.
+// A parked queue publishes nothing on a timer.
 func (l *queueLoop) publishIdle(now time.Time) {
 	l.publish()
 	if l.caughtUp && l.prog.undispatched() == 0 && !l.w.blocked(l.name) {
@@ -485,10 +487,11 @@ func (l *queueLoop) publishIdle(now time.Time) {
 		l.mu.Lock()
 		l.snap.Lag = 0
 		l.mu.Unlock()
+		if now.Sub(l.lastBacklog) < l.w.cfg.BacklogInterval {
+			return
+		}
 	}
-	if now.Sub(l.lastBacklog) >= l.w.cfg.BacklogInterval {
-		l.publishBacklog(now)
-	}
+	l.publishBacklog(now)
 }
 
 // publishBacklog sets the queue's backlog gauges from one cheap read of the
