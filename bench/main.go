@@ -72,6 +72,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.throughput.TrueN, "true-n", 20_000, "tasks per /bin/true processing run")
 	fs.IntVar(&o.throughput.Concurrency, "concurrency", 16, "tasks at once in every processing run and the spawn loop")
 	fs.StringVar(&o.peers, "peers", "asynq,gocraft", "peers to compare with")
+	fs.StringVar(&o.throughput.Only, "workloads", "", "run only the throughput workloads whose name contains this text (e.g. enqueue); default all")
 	fs.StringVar(&o.scaleSizes, "scale", "10x1000,100x1000,10x10000,100x10000,10x100000,100x100000", "fleet sizes, members x queues")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the scale members")
 	fs.IntVar(&o.memoryQueues, "memory-queues", 1000, "idle queues owned by the worker of the memory section")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,7 @@ type throughputConfig struct {
 	TrueN       int // tasks per /bin/true processing run
 	Concurrency int // tasks at once in every processing run and the spawn loop
 	Peers       []string
+	Only        string // run only workloads whose name contains it; "": all
 }
 
 // workloadResult is one workload's figures: tasks/s of every run of every
@@ -126,6 +128,9 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 	}
 	res := &throughputResult{Config: cfg}
 	for _, wl := range workloads {
+		if !strings.Contains(wl.name, cfg.Only) {
+			continue
+		}
 		wr := &workloadResult{Workload: wl.name, Tasks: wl.tasks, Runs: map[string][]float64{}, Median: map[string]float64{}, CPU: map[string]float64{}, RedisCPU: map[string]float64{}}
 		cpu, rcpu := map[string][]float64{}, map[string][]float64{}
 		var commitShares []float64

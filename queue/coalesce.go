@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 )
@@ -12,6 +13,11 @@ import (
 // arriving while a flush is in flight queue up; when the flush returns, the
 // leader hands leadership to the first of them, which flushes the whole queue
 // (up to max requests) in one pipeline. Every request gets its own result.
+// One flush is in flight at a time. When the previous flush carried several
+// requests, a new leader first yields once (runtime.Gosched), so that the
+// callers that flush just answered, runnable but not yet back, join this one:
+// with eight producers a round trip then carries about eight messages rather
+// than alternating between one and seven.
 type coalescer struct {
 	max   int
 	flush func(ctx context.Context, batch []*enqueueRequest)
@@ -19,6 +25,9 @@ type coalescer struct {
 	mu      sync.Mutex
 	busy    bool // a leader is flushing
 	pending []*enqueueRequest
+	// shared says the last flush carried more than one request: callers
+	// are concurrent, and the ones it just answered are about to come back.
+	shared bool
 }
 
 // submit sends r and waits for its result (r.res, r.err).
@@ -33,10 +42,10 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 		r.err = err
 		return
 	}
-	r.ready = make(chan struct{}, 1)
 	c.mu.Lock()
 	c.pending = append(c.pending, r)
 	if c.busy {
+		r.ready = make(chan struct{}, 1) // only a waiter is signalled
 		c.mu.Unlock()
 		select {
 		case <-r.ready:
@@ -58,6 +67,15 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 	} else {
 		c.busy = true
 	}
+	if c.shared {
+		// The callers the last flush answered are runnable but have not
+		// submitted again yet: yield once so that they join this flush
+		// rather than wait a whole round trip for the next one. A lone
+		// caller never yields (its flushes carry one request).
+		c.mu.Unlock()
+		runtime.Gosched()
+		c.mu.Lock()
+	}
 	// Leader: take the queue (this request is in it), flush, hand over.
 	n := min(len(c.pending), c.max)
 	batch := slices.Clone(c.pending[:n])
@@ -72,6 +90,7 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 	}
 
 	c.mu.Lock()
+	c.shared = n > 1
 	if len(c.pending) > 0 {
 		next := c.pending[0]
 		next.lead = true

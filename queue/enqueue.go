@@ -201,24 +201,41 @@ func (s *Store) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 		args  []any
 		cmd   *redis.Cmd
 	}
-	var calls []*call
-	open := map[string]*call{}
-	for _, r := range reqs {
-		c := open[r.queue]
+	wake := "" // no wake-up
+	if s.wakeups {
+		wake = s.unownedChannel
+	}
+	var (
+		calls []*call
+		cur   *call            // the call the previous request went to
+		open  map[string]*call // every queue's open call, once a batch holds two queues
+	)
+	for i, r := range reqs {
+		c := cur
+		if c == nil || c.queue != r.queue {
+			if open == nil && c != nil {
+				open = map[string]*call{c.queue: c}
+			}
+			c = open[r.queue] // nil map: nil
+		}
 		if c == nil || len(c.reqs) == maxScriptBatch {
 			qk := s.keys.queue(r.queue)
-			wake := ""
-			if s.wakeups {
-				wake = s.keys.unownedChannel()
+			n := 1 // room for messages: all that follow while the batch holds one queue
+			if open == nil {
+				n = min(len(reqs)-i, maxScriptBatch)
 			}
 			c = &call{
 				queue: r.queue,
+				reqs:  make([]*enqueueRequest, 0, n),
 				keys:  []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.seen, qk.owner},
-				args:  []any{s.dedupeWindow.Milliseconds(), wake, r.queue},
+				args:  append(make([]any, 0, 3+4*n), s.dedupeWindowArg, wake, r.queue),
 			}
-			open[r.queue] = c
+			if open != nil {
+				open[r.queue] = c
+			}
 			calls = append(calls, c)
 		}
+		cur = c
 		keyed := "0"
 		if r.keyed {
 			keyed = "1"
@@ -228,10 +245,16 @@ func (s *Store) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 	}
 
 	var register []string
-	for q := range open {
+	unknown := func(q string) {
 		if _, ok := s.known.Load(q); !ok {
 			register = append(register, q)
 		}
+	}
+	if open == nil && len(calls) > 0 { // one queue
+		unknown(calls[0].queue)
+	}
+	for q := range open {
+		unknown(q)
 	}
 
 	var sadd *redis.IntCmd

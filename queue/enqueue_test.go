@@ -347,3 +347,59 @@ func testEnqueueScriptChecksArguments(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("after refused calls: want no keys written, have %d, %v", n, err)
 	}
 }
+
+var _ = addContractCases(contractCase{"EnqueueScriptShortcutMatchesGeneralPath", testEnqueueScriptShortcut})
+
+// The enqueue script's shortcut for the common call (one message, generated
+// id, due now) has the general path's effects: the same replies, log
+// entries, envelopes, :seq and wake-ups. Due "0" takes the shortcut; "00"
+// is the same number but takes the general path.
+func testEnqueueScriptShortcut(t *testing.T, rdb redis.UniversalClient) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newTestStore(t, rdb, nil)
+	for _, due := range []string{"0", "00"} {
+		q, member := "short-"+due, "m-"+due
+		qk := s.keys.queue(q)
+		keys := []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.seen, qk.owner}
+		if err := s.RouteWakeups(ctx, member, q); err != nil {
+			t.Fatalf("RouteWakeups: %v", err)
+		}
+		wake, err := s.Wakeups(ctx, member)
+		if err != nil {
+			t.Fatalf("Wakeups: %v", err)
+		}
+		enqueue := func(id string) int64 {
+			t.Helper()
+			res, err := rdb.Eval(ctx, enqueueSource, keys, 86400000, s.keys.unownedChannel(), q, id, `{"id":"`+id+`"}`, due, "0").Int64Slice()
+			if err != nil || len(res) != 1 {
+				t.Fatalf("due %q: enqueue %s: want one result, have %v, %v", due, id, res, err)
+			}
+			return res[0]
+		}
+		a, b, again := enqueue("a"), enqueue("b"), enqueue("a")
+		if a <= 0 || b <= a || again != -1 {
+			t.Fatalf("due %q: want positions 0 < a < b and -1 for a again, have %d, %d, %d", due, a, b, again)
+		}
+		log, err := rdb.ZRangeWithScores(ctx, qk.log, 0, -1).Result()
+		if err != nil || len(log) != 2 || log[0].Member != "a" || int64(log[0].Score) != a || log[1].Member != "b" || int64(log[1].Score) != b {
+			t.Fatalf("due %q: want log [a:%d b:%d], have %v, %v", due, a, b, log, err)
+		}
+		if seq, err := rdb.Get(ctx, qk.seq).Int64(); err != nil || seq != b {
+			t.Fatalf("due %q: want :seq %d, have %d, %v", due, b, seq, err)
+		}
+		if env, err := rdb.HGet(ctx, qk.msg, "a").Result(); err != nil || env != `{"id":"a"}` {
+			t.Fatalf("due %q: want a's envelope kept, have %q, %v", due, env, err)
+		}
+		for i := range 2 { // one per added message, none for the duplicate
+			select {
+			case w := <-wake:
+				if w.Queue != q || !w.Due.IsZero() {
+					t.Fatalf("due %q: wake-up %d: want %s, have %+v", due, i, q, w)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("due %q: wake-up %d: none within 30s", due, i)
+			}
+		}
+	}
+}

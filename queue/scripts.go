@@ -39,6 +39,17 @@ const enqueueSource = `-- drover enqueue v3 (docs/redis-schema.md)
 --       then 4 per message: id, envelope JSON, due in unix ms (0 = now), keyed (1 or 0)
 -- Returns per message: its position (> 0), 0 if delayed, -1 if the id was known.
 -- Arguments are checked before anything is written.
+-- The common call first: one message, generated id (keyed 0), due now. Same effect as the general path below.
+if #ARGV == 7 and ARGV[6] == '0' and ARGV[7] == '0' and ARGV[4] ~= '' and tonumber(ARGV[1]) then
+  local t = redis.call('TIME')
+  local state = redis.call('MGET', KEYS[3], KEYS[6]) -- the last position and the owner's channel
+  if redis.call('HSETNX', KEYS[2], ARGV[4], ARGV[5]) == 0 then return {-1} end
+  local pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), tonumber(state[1] or '0') + 1)
+  redis.call('ZADD', KEYS[1], pos, ARGV[4])
+  redis.call('SET', KEYS[3], pos)
+  if ARGV[2] ~= '' then redis.call('PUBLISH', state[2] or ARGV[2], ARGV[3]) end
+  return {pos}
+end
 if #ARGV < 3 or (#ARGV - 3) % 4 ~= 0 or not tonumber(ARGV[1]) then
   return redis.error_reply('drover enqueue: want a window in ms, a channel, a queue, then 4 values per message')
 end
@@ -51,7 +62,8 @@ local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
 local window = tonumber(ARGV[1])
-local last = tonumber(redis.call('GET', KEYS[3]) or '0')
+local state = redis.call('MGET', KEYS[3], KEYS[6]) -- the last position and the owner's channel
+local last = tonumber(state[1] or '0')
 local out, ready = {}, {}
 local added = 0
 local purged = false
@@ -94,7 +106,7 @@ if #ready > 0 then
   redis.call('SET', KEYS[3], last)
 end
 if ARGV[2] ~= '' and added > 0 then
-  local channel = redis.call('GET', KEYS[6]) or ARGV[2]
+  local channel = state[2] or ARGV[2]
   local payload = ARGV[3]
   if first_due then payload = payload .. ' ' .. string.format('%d', first_due) end
   redis.call('PUBLISH', channel, payload)

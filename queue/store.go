@@ -69,6 +69,10 @@ type Store struct {
 	batcher      coalescer
 	tracer       *tracing.Tracer
 
+	// Enqueue script arguments that never change: ARGV[1] and ARGV[2].
+	dedupeWindowArg string
+	unownedChannel  string
+
 	// known holds the queues this Store has added to the queue registry, so
 	// that the SADD is sent once per process and queue.
 	known sync.Map
@@ -113,6 +117,8 @@ func New(cfg Config) (*Store, error) {
 		tracer:       cfg.Tracer,
 	}
 	s.ids.now = cfg.Clock.Now
+	s.dedupeWindowArg = formatInt(s.dedupeWindow.Milliseconds())
+	s.unownedChannel = s.keys.unownedChannel()
 	s.batcher = coalescer{max: cfg.MaxCoalesce, flush: s.flushEnqueues}
 	return s, nil
 }
