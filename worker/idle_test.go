@@ -384,3 +384,40 @@ func BenchmarkParkedQueueFootprint(b *testing.B) {
 		w.AbortAll()
 	}
 }
+
+// After a pause of the whole member, the parked queues' claims are verified
+// a batch per pass of the idle scheduler, not all at once when the pause
+// ends: every claim is verified in the end.
+func TestResumeOfTheMemberVerifiesParkedQueuesInBatches(t *testing.T) {
+	log := newMemLog()
+	w, clock := newIdleWorker(t, log, &scriptedExecutor{})
+	const n = 2*verifyPerPass + 100
+	claims := make([]*verifyingClaim, n)
+	for i := range claims {
+		claims[i] = &verifyingClaim{}
+		if err := w.Start(queueConfig(fmt.Sprintf("q%04d", i), nil), claims[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allParked(t, w)
+	waitFor(t, "the started queues checked", func() bool { return w.idle.checkCount() >= 1 })
+	w.SetPause(PauseState{Member: true})
+	w.SetPause(PauseState{})
+	if g := w.loopGoroutines.Load(); g != 0 {
+		t.Fatalf("the end of the pause started %d loops at once; want none", g)
+	}
+	passes := w.idle.checkCount()
+	waitFor(t, "every claim verified", func() bool {
+		clock.Advance(verifyPause)
+		for _, c := range claims {
+			if c.verifys.Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if p := w.idle.checkCount() - passes; p < 3 {
+		t.Fatalf("want the %d queues verified over at least 3 passes (%d per pass), have %d passes", n, verifyPerPass, p)
+	}
+	allParked(t, w)
+}
