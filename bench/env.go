@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/drover-dev/drover/coordinator"
@@ -28,7 +27,7 @@ type servers struct {
 
 // startServers starts a private redis-server and, when withZK, a standalone
 // ZooKeeper.
-func startServers(withZK bool) (*servers, error) {
+func startServers(withZK bool, zkHeap string) (*servers, error) {
 	dir, err := os.MkdirTemp("", "drover-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("create the servers' directory: %w", err)
@@ -45,7 +44,7 @@ func startServers(withZK bool) (*servers, error) {
 		if err := os.MkdirAll(filepath.Join(dir, "zk"), 0o755); err != nil {
 			return nil, err
 		}
-		if s.zk, err = localserver.StartZooKeeper(filepath.Join(dir, "zk"), 0); err != nil {
+		if s.zk, err = localserver.StartZooKeeperWith(filepath.Join(dir, "zk"), localserver.ZKOptions{Heap: zkHeap}); err != nil {
 			s.close()
 			return nil, fmt.Errorf("start zookeeper: %w", err)
 		}
@@ -82,9 +81,15 @@ func (s *servers) connectZK(ctx context.Context, root, addr string, timeout time
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	t0 := time.Now()
+	defer func() {
+		if debugScale && time.Since(t0) > time.Second {
+			fmt.Fprintf(os.Stderr, "    connect took %s\n", time.Since(t0))
+		}
+	}()
 	sess, err := coordinator.Connect(cctx, coordinator.Config{
 		Servers: []string{addr}, Root: root, SessionTimeout: timeout,
-		Logger: hclog.NewNullLogger(),
+		Logger: benchLogger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to zookeeper at %s under %s: %w", addr, root, err)

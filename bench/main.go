@@ -34,7 +34,8 @@ type options struct {
 	out, md, sections, repo, profileDir  string
 	quick                                bool
 	throughput                           throughputConfig
-	peers, scaleSizes                    string
+	peers, scaleSizes, zkHeap, scaleFar  string
+	scaleFarBudget                       time.Duration
 	sessionTimeout                       time.Duration
 	memoryQueues, schedEntries, schedDue int
 }
@@ -48,9 +49,11 @@ type results struct {
 	Throughput *throughputResult `json:"throughput,omitempty"`
 	Profiles   *profileSection   `json:"profiles,omitempty"`
 	Scale      []*scaleResult    `json:"scale,omitempty"`
+	ScaleFar   *scaleResult      `json:"scale_far,omitempty"` // how far it goes: one size under a time budget
 	Memory     []*memoryResult   `json:"memory,omitempty"`
 	Scheduler  *schedulerResult  `json:"scheduler,omitempty"`
 	Errors     map[string]string `json:"errors,omitempty"`
+	SectionsNs map[string]int64  `json:"sections_ns,omitempty"` // wall time of each section run
 	Options    map[string]any    `json:"options"`
 	sections   map[string]bool   // which ran
 	throughCfg throughputConfig  // for the report
@@ -74,6 +77,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.peers, "peers", "asynq,gocraft", "peers to compare with")
 	fs.StringVar(&o.throughput.Only, "workloads", "", "run only the throughput workloads whose name contains this text (e.g. enqueue); default all")
 	fs.StringVar(&o.scaleSizes, "scale", "10x1000,100x1000,10x10000,100x10000,10x100000,100x100000", "fleet sizes, members x queues")
+	fs.StringVar(&o.scaleFar, "scale-far", "100x1000000", "how far it goes: one more fleet size run under -scale-far-budget (empty: none)")
+	fs.DurationVar(&o.scaleFarBudget, "scale-far-budget", 4*time.Minute, "time budget of the -scale-far size, queue creation included")
+	fs.StringVar(&o.zkHeap, "zk-heap", "4g", "maximum heap of the private ZooKeeper's JVM (a million queues need several GB)")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the scale members")
 	fs.IntVar(&o.memoryQueues, "memory-queues", 1000, "idle queues owned by the worker of the memory section")
 	fs.IntVar(&o.schedEntries, "sched-entries", 100_000, "schedule entries")
@@ -94,6 +100,7 @@ func parseFlags(args []string) (*options, error) {
 		def("noop-n", func() { o.throughput.NoopN = 10_000 })
 		def("true-n", func() { o.throughput.TrueN = 2_000 })
 		def("scale", func() { o.scaleSizes = "10x1000,30x1000" })
+		def("scale-far", func() { o.scaleFar = "" })
 		def("session-timeout", func() { o.sessionTimeout = 4 * time.Second })
 		def("memory-queues", func() { o.memoryQueues = 200 })
 		def("sched-entries", func() { o.schedEntries = 10_000 })
@@ -159,16 +166,17 @@ func runAll(ctx context.Context, o *options, progress io.Writer) (*results, erro
 	}
 	res := &results{
 		Machine: describeMachine(), Command: commandLine(), Started: time.Now().UTC(),
-		Errors: map[string]string{}, sections: sections, throughCfg: o.throughput,
-		scaleCfg: scaleConfig{Sizes: parseSizes(o.scaleSizes), SessionTimeout: o.sessionTimeout},
+		Errors: map[string]string{}, SectionsNs: map[string]int64{}, sections: sections, throughCfg: o.throughput,
+		scaleCfg: scaleConfig{Sizes: parseSizes(o.scaleSizes), SessionTimeout: o.sessionTimeout, Far: firstSize(o.scaleFar), FarBudget: o.scaleFarBudget},
 		Options: map[string]any{
 			"runs": o.throughput.Runs, "enqueue_n": o.throughput.EnqueueN, "noop_n": o.throughput.NoopN,
 			"true_n": o.throughput.TrueN, "concurrency": o.throughput.Concurrency, "peers": o.throughput.Peers,
 			"scale": o.scaleSizes, "session_timeout": o.sessionTimeout.String(),
+			"scale_far": o.scaleFar, "scale_far_budget": o.scaleFarBudget.String(), "zk_heap": o.zkHeap,
 			"memory_queues": o.memoryQueues, "sched_entries": o.schedEntries, "sched_due": o.schedDue,
 		},
 	}
-	srv, err := startServers(true)
+	srv, err := startServers(true, o.zkHeap)
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +193,7 @@ func runAll(ctx context.Context, o *options, progress io.Writer) (*results, erro
 			res.Errors[name] = err.Error()
 			fmt.Fprintf(progress, "bench: %s failed: %v\n", name, err)
 		}
+		res.SectionsNs[name] = int64(time.Since(t))
 		fmt.Fprintf(progress, "bench: %s took %s\n", name, time.Since(t).Round(time.Second))
 	}
 	step("throughput", func() error {
@@ -216,7 +225,9 @@ func runAll(ctx context.Context, o *options, progress io.Writer) (*results, erro
 		return nil
 	})
 	step("scale", func() error {
-		res.Scale = runScale(ctx, srv, res.scaleCfg, progress)
+		res.Scale, res.ScaleFar = runScale(ctx, srv, res.scaleCfg, progress)
+		// The far size is a probe: where it stops is its figure, not a
+		// failure of the section.
 		for _, r := range res.Scale {
 			if r.Error != "" {
 				return fmt.Errorf("%d×%d: %s", r.Members, r.Queues, r.Error)

@@ -15,6 +15,11 @@ import (
 type scaleConfig struct {
 	Sizes          [][2]int      // {members, queues} pairs
 	SessionTimeout time.Duration // of every member
+	// Far is one more size, {0, 0} for none, run under FarBudget (queue
+	// creation included) to see how far the coordination goes: its figures,
+	// or where and why it stops.
+	Far       [2]int
+	FarBudget time.Duration
 }
 
 // scaleResult is one fleet size's figures.
@@ -35,11 +40,15 @@ type scaleResult struct {
 	JoinedReadRatio float64 `json:"joined_read_ratio"`
 	// MaxRequest and MaxResponse are the largest ZooKeeper frames any
 	// member sent or received over the whole run (bytes).
-	MaxRequest     int64    `json:"max_request_bytes"`
-	MaxResponse    int64    `json:"max_response_bytes"`
-	StartRequests  zkCounts `json:"start_requests"`
-	JoinRequests   zkCounts `json:"join_requests"`
-	CrashRequests  zkCounts `json:"crash_requests"`
+	MaxRequest    int64    `json:"max_request_bytes"`
+	MaxResponse   int64    `json:"max_response_bytes"`
+	StartRequests zkCounts `json:"start_requests"`
+	JoinRequests  zkCounts `json:"join_requests"`
+	CrashRequests zkCounts `json:"crash_requests"`
+	// Queues moved by the assignments of each event (handovers).
+	JoinMoved      int64    `json:"join_moved"`
+	LeaveMoved     int64    `json:"leave_moved"`
+	CrashMoved     int64    `json:"crash_moved"`
 	JoinRebalances int64    `json:"join_rebalances"`
 	CrashRebals    int64    `json:"crash_rebalances"`
 	Violations     int      `json:"ownership_violations"`
@@ -49,9 +58,18 @@ type scaleResult struct {
 	ZKWatches      int64    `json:"zk_watch_count"`
 	ZKZnodes       int64    `json:"zk_znode_count"`
 	Error          string   `json:"error,omitempty"`
+	// Budget bounds the whole size (the far size only); AssignedAt is when
+	// the observer first saw every queue assigned, from the start of the
+	// members.
+	Budget     time.Duration `json:"budget_ns,omitempty"`
+	AssignedAt time.Duration `json:"assigned_ns,omitempty"`
+	// When the start did not converge: how long it ran, and how many
+	// queues were run by then.
+	StartStoppedAfter time.Duration `json:"start_stopped_after_ns,omitempty"`
+	RunAtStop         int           `json:"run_at_stop,omitempty"`
 }
 
-func runScale(ctx context.Context, srv *servers, cfg scaleConfig, progress io.Writer) []*scaleResult {
+func runScale(ctx context.Context, srv *servers, cfg scaleConfig, progress io.Writer) ([]*scaleResult, *scaleResult) {
 	var out []*scaleResult
 	for i, size := range cfg.Sizes {
 		r := &scaleResult{Members: size[0], Queues: size[1], SessionTimeout: cfg.SessionTimeout}
@@ -63,14 +81,42 @@ func runScale(ctx context.Context, srv *servers, cfg scaleConfig, progress io.Wr
 		out = append(out, r)
 		runtime.GC()
 	}
-	return out
+	if cfg.Far[0] == 0 || ctx.Err() != nil {
+		return out, nil
+	}
+	far := &scaleResult{Members: cfg.Far[0], Queues: cfg.Far[1], SessionTimeout: cfg.SessionTimeout, Budget: cfg.FarBudget}
+	root := fmt.Sprintf("/bench/scale-far-%dx%d", far.Members, far.Queues)
+	fmt.Fprintf(progress, "  scale %d×%d (how far it goes, budget %s)…\n", far.Members, far.Queues, far.Budget)
+	if err := runScaleSize(ctx, srv, root, far, progress); err != nil {
+		far.Error = err.Error()
+		fmt.Fprintf(progress, "  scale %d×%d stopped: %v\n", far.Members, far.Queues, err)
+	}
+	runtime.GC()
+	return out, far
+}
+
+// firstSize reads one "100x1000000"; {0, 0} when empty or invalid.
+func firstSize(s string) [2]int {
+	if sizes := parseSizes(s); len(sizes) > 0 {
+		return sizes[0]
+	}
+	return [2]int{}
 }
 
 func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult, progress io.Writer) error {
 	t := time.Now()
+	// within bounds a wait by the size's budget, if it has one.
+	within := func(d time.Duration) time.Duration { return d }
+	if r.Budget > 0 {
+		deadline := t.Add(r.Budget)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+		within = func(d time.Duration) time.Duration { return max(0, min(d, time.Until(deadline))) }
+	}
 	f, err := newFleet(ctx, srv, root, r.Queues, r.SessionTimeout)
 	if err != nil {
-		return err
+		return fmt.Errorf("after %s: %w", time.Since(t).Round(time.Second), err)
 	}
 	defer f.close()
 	defer func() {
@@ -86,16 +132,26 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	// Start: every member at once (16 connecting at a time).
 	t0 := time.Now()
 	c0 := f.counts()
+	ops0 := f.opCounts()
 	if err := fanOut(ctx, r.Members, 16, func(i int) error {
 		_, err := f.start(ctx, fmt.Sprintf("m%03d", i))
 		return err
 	}); err != nil {
 		return fmt.Errorf("start members: %w", err)
 	}
-	if r.Start, err = f.waitConverged(ctx, t0, limit); err != nil {
+	r.Start, err = f.waitConverged(ctx, t0, within(limit))
+	if at := f.assignedAt.Load(); at != nil {
+		r.AssignedAt = at.Sub(t0)
+	}
+	if err != nil {
+		r.StartStoppedAfter = time.Since(t0)
+		f.log.mu.Lock()
+		r.RunAtStop = len(f.log.owner)
+		f.log.mu.Unlock()
 		return fmt.Errorf("start: %w", err)
 	}
 	r.StartRequests = f.counts().sub(c0)
+	debugOps("start", ops0, f.opCounts())
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -110,15 +166,21 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	gen := f.generation()
 	c0 = f.counts()
 	per0 := f.memberCounts()
+	ops0 = f.opCounts()
+	moved0 := f.moved.Load()
 	t0 = time.Now()
+	debugEvent("join")
 	if _, err := f.start(ctx, "m-joined"); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
-	if r.Join, err = f.waitConverged(ctx, t0, 2*time.Minute); err != nil {
+	debugEvent("joined member node created")
+	if r.Join, err = f.waitConverged(ctx, t0, within(2*time.Minute)); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	settle(f)
 	r.JoinRequests = f.counts().sub(c0)
+	r.JoinMoved = f.moved.Load() - moved0
+	debugOps("join", ops0, f.opCounts())
 	r.JoinRebalances = f.generation() - gen
 	shares := f.shareBytes()
 	for name, c := range f.memberCounts() {
@@ -149,13 +211,18 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	f.mu.Unlock()
 	if leaving != "" {
 		c0 = f.counts()
+		ops0 = f.opCounts()
+		moved0 = f.moved.Load()
 		t0 = time.Now()
+		debugEvent("leave")
 		f.leave(ctx, leaving)
-		if r.Leave, err = f.waitConverged(ctx, t0, 2*time.Minute); err != nil {
+		if r.Leave, err = f.waitConverged(ctx, t0, within(2*time.Minute)); err != nil {
 			return fmt.Errorf("leave: %w", err)
 		}
 		settle(f)
 		r.LeaveRequests = f.counts().sub(c0)
+		r.LeaveMoved = f.moved.Load() - moved0
+		debugOps("leave", ops0, f.opCounts())
 		fmt.Fprintf(progress, "  scale %d×%d: leave converged in %s\n", r.Members, r.Queues, r.Leave.Round(time.Millisecond))
 	}
 
@@ -176,13 +243,18 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	}
 	gen = f.generation()
 	c0 = f.counts()
+	ops0 = f.opCounts()
+	moved0 = f.moved.Load()
 	t0 = time.Now()
+	debugEvent("crash")
 	f.crash(victim)
-	if r.Crash, err = f.waitConverged(ctx, t0, r.SessionTimeout+2*time.Minute); err != nil {
+	if r.Crash, err = f.waitConverged(ctx, t0, within(r.SessionTimeout+2*time.Minute)); err != nil {
 		return fmt.Errorf("crash: %w", err)
 	}
 	settle(f)
 	r.CrashRequests = f.counts().sub(c0)
+	r.CrashMoved = f.moved.Load() - moved0
+	debugOps("crash", ops0, f.opCounts())
 	r.CrashRebals = f.generation() - gen
 	fmt.Fprintf(progress, "  scale %d×%d: crash converged in %s\n", r.Members, r.Queues, r.Crash.Round(time.Millisecond))
 	f.log.mu.Lock()
@@ -194,6 +266,11 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 // settle waits until ownership has not changed for a second, so that the
 // request counts of one event do not include the tail of the previous one.
 func settle(f *fleet) {
+	ops0 := f.opCounts()
+	t0 := time.Now()
+	defer func() {
+		debugOps(fmt.Sprintf("settle (%s)", time.Since(t0).Round(time.Millisecond)), ops0, f.opCounts())
+	}()
 	last := f.log.changes.Load()
 	quiet := time.Now()
 	for time.Since(quiet) < time.Second {

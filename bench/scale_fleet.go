@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
@@ -94,7 +98,11 @@ type fleet struct {
 	log     *ownership
 	obs     *coordinator.Session // observer: not a member, not counted
 	assign  atomic.Pointer[drover.Assignment]
-	stopObs context.CancelFunc
+	// moved counts the queues the leaders' assignments moved (handovers).
+	moved atomic.Int64
+	// assignedAt is when the observer first saw every queue assigned.
+	assignedAt atomic.Pointer[time.Time]
+	stopObs    context.CancelFunc
 
 	mu      sync.Mutex
 	members map[string]*fleetMember
@@ -111,10 +119,17 @@ type fleetMember struct {
 	done   chan struct{}
 }
 
+// observerTimeout is the observer's session timeout: the private server's
+// largest (localserver's maxSessionTimeout).
+const observerTimeout = 60 * time.Second
+
 // newFleet creates the queues under a fresh root and starts the observer.
 func newFleet(ctx context.Context, srv *servers, root string, queues int, timeout time.Duration) (*fleet, error) {
 	f := &fleet{srv: srv, root: root, queues: queues, timeout: timeout, log: newOwnership(), members: map[string]*fleetMember{}}
-	obs, err := srv.connectZK(ctx, root, "", timeout)
+	// The observer is not a member: its session is as long as the server
+	// allows, so that a loaded machine does not cost it its session (its
+	// assignment would freeze, and every later event look unconverged).
+	obs, err := srv.connectZK(ctx, root, "", observerTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -124,9 +139,9 @@ func newFleet(ctx context.Context, srv *servers, root string, queues int, timeou
 	for i := range cfgs {
 		cfgs[i] = drover.QueueConfig{Name: queueName(i)}
 	}
-	if _, err := obs.CreateQueues(ctx, cfgs); err != nil {
+	if n, err := obs.CreateQueues(ctx, cfgs); err != nil {
 		obs.Close()
-		return nil, fmt.Errorf("create queues: %w", err)
+		return nil, fmt.Errorf("create queues (%d of %d created): %w", n, queues, err)
 	}
 	octx, stop := context.WithCancel(ctx)
 	f.stopObs = stop
@@ -136,6 +151,10 @@ func newFleet(ctx context.Context, srv *servers, root string, queues int, timeou
 			if an.Err == nil {
 				a := an.Assignment
 				f.assign.Store(&a)
+				if len(a.Queues) == queues && f.assignedAt.Load() == nil {
+					now := time.Now()
+					f.assignedAt.Store(&now)
+				}
 			}
 		}
 	}()
@@ -154,6 +173,9 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	if err != nil {
 		proxy.close()
 		return nil, err
+	}
+	if name == "m-joined" {
+		debugEvent("connected")
 	}
 	mb, err := s.Join(ctx, drover.Member{Name: name, Capacity: 1})
 	if err != nil {
@@ -176,11 +198,12 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		membership.RunRebalancer(mctx, membership.RebalancerConfig{Session: zs, Elector: el, Candidate: name})
+		membership.RunRebalancer(mctx, membership.RebalancerConfig{Session: zs, Elector: el, Candidate: name, Logger: benchLogger.Named(name),
+			OnRebalance: func(_ drover.Assignment, moved int, _ time.Duration) { f.moved.Add(int64(moved)) }})
 	}()
 	go func() {
 		defer wg.Done()
-		membership.RunReconciler(mctx, membership.ReconcilerConfig{Session: zs, Member: name, MemberPath: mb.Path(), Runner: runner})
+		membership.RunReconciler(mctx, membership.ReconcilerConfig{Session: zs, Member: name, MemberPath: mb.Path(), Runner: runner, Logger: benchLogger.Named(name)})
 	}()
 	go func() { wg.Wait(); close(m.done) }()
 	f.mu.Lock()
@@ -311,6 +334,20 @@ func (f *fleet) converged() (bool, string) {
 
 var debugScale = os.Getenv("BENCH_DEBUG_SCALE") != ""
 
+// benchLogger is the logger of every session and fleet member: silent,
+// or with BENCH_LOG=<file> Info and up into that file.
+var benchLogger = func() hclog.Logger {
+	p := os.Getenv("BENCH_LOG")
+	if p == "" {
+		return hclog.NewNullLogger()
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return hclog.NewNullLogger()
+	}
+	return hclog.New(&hclog.LoggerOptions{Output: f, Level: hclog.Info, TimeFormat: "15:04:05.000"})
+}()
+
 // waitConverged polls until converged, bounded by limit, and returns the
 // time since t0.
 func (f *fleet) waitConverged(ctx context.Context, t0 time.Time, limit time.Duration) (time.Duration, error) {
@@ -333,17 +370,24 @@ func (f *fleet) waitConverged(ctx context.Context, t0 time.Time, limit time.Dura
 				time.Since(t0).Round(time.Second), lost, owned, f.counts(), st["zk_watch_count"], st["zk_outstanding_requests"], st["zk_avg_latency"], st["zk_max_latency"],
 				runtime.NumGoroutine(), ms.HeapInuse>>20, why)
 		}
+		if err := f.obs.Err(); err != nil {
+			return 0, fmt.Errorf("the observer lost its session, so the assignment it follows is stale: %w", err)
+		}
 		var ok bool
+		checked := time.Now()
 		if ok, why = f.converged(); ok {
 			return time.Since(t0), nil
 		}
+		// A check walks every queue: poll at most half the time, so that
+		// the measurement does not take the members' CPU.
+		pause := max(10*time.Millisecond, time.Since(checked))
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("not converged after %s: %s", limit, why)
+			return 0, fmt.Errorf("not converged after %s: %s (%s)", limit.Round(time.Second), why, f.progress())
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
+			return 0, fmt.Errorf("%w after %s: %s (%s)", ctx.Err(), time.Since(t0).Round(time.Second), why, f.progress())
+		case <-time.After(pause):
 		}
 	}
 }
@@ -390,4 +434,76 @@ func (f *fleet) close() {
 	wg.Wait()
 	f.stopObs()
 	f.obs.Close()
+}
+
+// opCounts sums every member's requests by operation code.
+func (f *fleet) opCounts() map[int32]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[int32]int64{}
+	add := func(m *fleetMember) {
+		for op := range m.proxy.byOp {
+			if n := m.proxy.byOp[op].Load(); n > 0 {
+				out[int32(op)] += n
+			}
+		}
+	}
+	for _, m := range f.members {
+		add(m)
+	}
+	for _, m := range f.gone {
+		add(m)
+	}
+	return out
+}
+
+// debugOps prints, with BENCH_DEBUG_SCALE set, the requests by operation
+// code since before (for finding where an event's requests go).
+func debugOps(what string, before, after map[int32]int64) {
+	if !debugScale {
+		return
+	}
+	names := map[int32]string{opCreate: "create", opDelete: "delete", opExists: "exists", opGetData: "getData", opSetData: "setData",
+		opGetChildren: "getChildren", opGetChildren2: "getChildren2", opSync: "sync", opPing: "ping", opCheck: "check", opMulti: "multi", opCreate2: "create2", opSetWatches: "setWatches"}
+	var parts []string
+	for op, n := range after {
+		if d := n - before[op]; d > 0 {
+			name := names[op]
+			if name == "" {
+				name = fmt.Sprint(op)
+			}
+			parts = append(parts, fmt.Sprintf("%s %d", name, d))
+		}
+	}
+	sort.Strings(parts)
+	fmt.Fprintf(os.Stderr, "    %s requests by kind: %s\n", what, strings.Join(parts, ", "))
+}
+
+// debugEvent notes, with BENCH_DEBUG_SCALE set, when an event starts.
+func debugEvent(what string) {
+	if debugScale {
+		fmt.Fprintf(os.Stderr, "    %s %s starts\n", time.Now().Format("15:04:05.000"), what)
+	}
+}
+
+// progress describes how far the fleet got: queues assigned and run,
+// sessions lost, and the server's znodes and watches.
+func (f *fleet) progress() string {
+	assigned := 0
+	if a := f.assign.Load(); a != nil {
+		assigned = len(a.Queues)
+	}
+	f.log.mu.Lock()
+	run := len(f.log.owner)
+	f.log.mu.Unlock()
+	f.mu.Lock()
+	lost := len(f.lost)
+	f.mu.Unlock()
+	out := fmt.Sprintf("%d of %d queues assigned, %d run; %d member sessions lost", assigned, f.queues, run, lost)
+	if st, err := mntr(f.srv.zk.Addr); err == nil {
+		out += fmt.Sprintf("; ZooKeeper holds %d znodes, %d watches, %d requests outstanding", st["zk_znode_count"], st["zk_watch_count"], st["zk_outstanding_requests"])
+	} else {
+		out += fmt.Sprintf("; ZooKeeper does not answer mntr: %v", err)
+	}
+	return out
 }

@@ -20,10 +20,11 @@ type zkProxy struct {
 	target string
 	cut    atomic.Bool
 
-	reads, writes, pings, other atomic.Int64 // requests by kind
-	bytesIn                     atomic.Int64 // server-to-client bytes
-	assignBytes                 atomic.Int64 // bytes of replies to reads of /assignment nodes
-	maxRequest, maxResponse     atomic.Int64 // largest frames seen
+	reads, writes, pings, other atomic.Int64      // requests by kind
+	bytesIn                     atomic.Int64      // server-to-client bytes
+	assignBytes                 atomic.Int64      // bytes of replies to reads of /assignment nodes
+	maxRequest, maxResponse     atomic.Int64      // largest frames seen
+	byOp                        [128]atomic.Int64 // requests by operation code (for BENCH_DEBUG_SCALE)
 
 	assignPrefix string   // the path of /assignment under the fleet's root
 	xids         sync.Map // xid → true: a read of an /assignment node awaiting its reply
@@ -179,6 +180,9 @@ func storeMax(a *atomic.Int64, v int64) {
 }
 
 func (p *zkProxy) count(op int32) {
+	if op >= 0 && int(op) < len(p.byOp) {
+		p.byOp[op].Add(1)
+	}
 	switch op {
 	case opPing:
 		p.pings.Add(1)

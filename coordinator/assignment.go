@@ -705,7 +705,7 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 	return next, nil
 }
 
-// pack cuts ops, in order, into multis of at most maxRequestBytes, each
+// pack cuts ops, in order, into multis of at most batchBytes, each
 // starting with the epoch check.
 func (w *AssignmentWriter) pack(ops []zkOp) ([][]zkOp, error) {
 	ep := w.s.path(epochNode)
@@ -716,7 +716,7 @@ func (w *AssignmentWriter) pack(ops []zkOp) ([][]zkOp, error) {
 		if op.size+check.size > maxRequestBytes {
 			return nil, fmt.Errorf("%w: one operation of %d bytes", ErrTooLarge, op.size)
 		}
-		if len(out) == 0 || size+op.size > maxRequestBytes || w.oneOpPerMulti {
+		if len(out) == 0 || size+op.size > batchBytes || w.oneOpPerMulti {
 			out = append(out, []zkOp{check})
 			size = check.size
 		}

@@ -43,7 +43,13 @@ type pendingWrite struct {
 // maxClaimsInFlight bounds the Claim calls of one session that send
 // requests at the same time; the others wait their turn. Their multis are
 // coalesced (multi_batch.go), so a batch carries up to this many claims.
-const maxClaimsInFlight = 256
+// ZooKeeper stops reading a connection that has requests outstanding while
+// the server holds more than globalOutstandingLimit (1,000 by default), and
+// its pings wait with the rest: the fewer a session has in flight, the
+// sooner its ping is read. At 256, 100 members claiming 10,000 queues each
+// (a million queues) lost 25 sessions that way; 64 keep a member's claims
+// flowing (the server, not the pipeline, bounds their rate).
+const maxClaimsInFlight = 64
 
 // Claim takes ownership of queue for owner, as one multi:
 // create(/owners/<queue>, ephemeral) + setData(/offsets/<queue>, same data,
@@ -82,13 +88,34 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 	for attempt := 1; ; attempt++ {
 		cur, err := s.ReadOffset(ctx, queue)
 		if errors.Is(err, drover.ErrNotFound) {
-			// Never claimed: create it (a read first, because a create of
-			// an existing node is still a write the leader must order).
-			_, cerr := s.batch.multi(ctx, []any{&zk.CreateRequest{Path: offsetPath, Data: zeroOffset(), Acl: s.acl, Flags: zk.FlagPersistent}})
-			if cerr != nil && !errors.Is(cerr, zk.ErrNodeExists) {
+			// Never claimed (a read first, because a create of an existing
+			// node is still a write the server logs): create the offset at
+			// position 0 and the owner node in one multi. Nobody to fence:
+			// every earlier claim would have created the offset. Another
+			// session creating either first fails it; then claim as usual.
+			_, cerr := s.batch.multi(context.WithoutCancel(ctx), []any{
+				&zk.CreateRequest{Path: offsetPath, Data: zeroOffset(), Acl: s.acl, Flags: zk.FlagPersistent},
+				&zk.CreateRequest{Path: ownerPath, Data: ownerData, Acl: s.acl, Flags: zk.FlagEphemeral},
+			})
+			switch {
+			case cerr == nil:
+				c := &Claim{
+					s: s, queue: queue, owner: owner, ownerPath: ownerPath, offsetPath: offsetPath,
+					ownerVersion: 0, offsetVersion: 0, done: make(chan struct{}),
+				}
+				if err := ctx.Err(); err != nil {
+					c.Abandon(context.WithoutCancel(ctx))
+					return nil, fmt.Errorf("claim %s: %w", queue, err)
+				}
+				return c, nil
+			case errors.Is(cerr, zk.ErrNodeExists) || isUnknownOutcome(cerr):
+				// An unknown outcome may have left our owner node: the
+				// usual path finds it (owned by this session) and the
+				// caller drops it as an orphan.
+				cur, err = s.ReadOffset(ctx, queue)
+			default:
 				return nil, fmt.Errorf("claim %s: create %s: %w", queue, offsetPath, cerr)
 			}
-			cur, err = s.ReadOffset(ctx, queue)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("claim %s: %w", queue, err)
@@ -98,15 +125,18 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 		// its session has not expired) is answered by a read: in a
 		// coalesced multi its failing create would make every other claim
 		// of the batch be sent again.
-		owned, err := bounded(ctx, s, func(c zkConn) (bool, error) {
-			exists, _, err := c.Exists(ownerPath)
-			return exists, err
+		holder, err := bounded(ctx, s, func(c zkConn) (int64, error) {
+			exists, st, err := c.Exists(ownerPath)
+			if err != nil || !exists {
+				return 0, err
+			}
+			return st.EphemeralOwner, nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("claim %s: %w", queue, err)
 		}
-		if owned {
-			return nil, s.ownedElsewhere(ctx, queue)
+		if holder != 0 {
+			return nil, ownedBy(queue, holder)
 		}
 		// The multi waits for its real outcome even when ctx ends meanwhile
 		// (bounded by the request timeout): an abandoned claim that still
@@ -127,7 +157,7 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 		switch {
 		case applied:
 		case errors.Is(err, zk.ErrNodeExists):
-			return nil, s.ownedElsewhere(ctx, queue)
+			return nil, ownedBy(queue, 0)
 		case errors.Is(err, zk.ErrBadVersion) && attempt < attempts:
 			continue // the offset moved between our read and the claim
 		case isUnknownOutcome(err) && ctx.Err() == nil && s.Err() == nil:
@@ -142,7 +172,7 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 			case rerr == nil && on.Session == s.id && bytes.Equal(mustJSON(on.Owner), ownerData):
 				applied, offsetVersion = true, cur.Version+1
 			case rerr == nil:
-				return nil, s.ownedElsewhere(ctx, queue)
+				return nil, ownedBy(queue, on.Session)
 			default:
 				return nil, fmt.Errorf("claim %s: %w: %w (re-read: %w)", queue, ErrOutcomeUnknown, err, rerr)
 			}
@@ -163,11 +193,14 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 	}
 }
 
-// ownedElsewhere builds the error for a queue owned by another session.
-func (s *Session) ownedElsewhere(ctx context.Context, queue string) error {
+// ownedBy builds the error for a queue whose owner node session holds (0:
+// not known). It names the session only: reading the owner node for the
+// member's name would cost a read per contended claim, thousands when a
+// member joins a large fleet.
+func ownedBy(queue string, session int64) error {
 	who := "another session"
-	if on, err := s.QueueOwner(ctx, queue); err == nil {
-		who = fmt.Sprintf("member %s (session %#x)", on.Owner.Member, on.Session)
+	if session != 0 {
+		who = fmt.Sprintf("session %#x", session)
 	}
 	return fmt.Errorf("claim %s: %w: owned by %s", queue, drover.ErrNotOwner, who)
 }

@@ -82,7 +82,7 @@ func (b *multiBatcher) multi(ctx context.Context, ops []any) ([]zk.MultiResponse
 	// Leader: take what fits in one request (this one is first), send,
 	// hand over.
 	n, size := 0, 0
-	for n < len(b.pending) && (n == 0 || size+b.pending[n].size <= maxRequestBytes) {
+	for n < len(b.pending) && (n == 0 || size+b.pending[n].size <= batchBytes) {
 		size += b.pending[n].size
 		n++
 	}

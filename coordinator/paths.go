@@ -48,6 +48,11 @@ const (
 	// ErrTooLarge instead of being sent: the server would close the
 	// connection, and a client that re-sends after a lost reply would hang.
 	maxRequestBytes = 512 << 10
+	// batchBytes is what batched writes (assignment multis, coalesced
+	// commits and claims, CreateQueues) are cut at: under maxRequestBytes
+	// by a margin for the estimate (requestSize counts the path, the data
+	// and a fixed overhead per operation, not the frame's exact encoding).
+	batchBytes = 448 << 10
 	// registryBuckets is how many bucket nodes the queue registry spreads
 	// its queues over: /queues/<bucket>/<queue>. A bucket's listing at
 	// 1,000,000 queues is about 1,000 names (under 210 KB even at the

@@ -114,7 +114,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 	size := 0
 	for _, it := range items {
 		n := requestSize(it.p, it.data)
-		if len(batches) == 0 || size+n > maxRequestBytes || len(batches[len(batches)-1]) >= 500 {
+		if len(batches) == 0 || size+n > batchBytes || len(batches[len(batches)-1]) >= 500 {
 			batches = append(batches, nil)
 			size = 0
 		}

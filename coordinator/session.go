@@ -160,27 +160,57 @@ func (s *Session) awaitSession(ctx context.Context) error {
 	}
 }
 
-// ensureLayout creates the root and the persistent nodes of the layout.
+// ensureLayout creates the root and the persistent nodes of the layout
+// that are missing. It reads first and creates only what is missing: a
+// create of an existing node fails, but ZooKeeper still logs and orders the
+// failed create like any write, so sixteen of them at every connect queue up
+// behind a busy server's writes (seconds per new session under load), while
+// sixteen reads are answered at once.
 func (s *Session) ensureLayout(ctx context.Context) error {
 	// The ancestors of the root hold nothing and are shared with other
 	// clusters: they get the open ACL. The root and below get s.acl.
+	var paths []string
+	acls := map[string][]zk.ACL{}
 	parts := strings.Split(strings.TrimPrefix(s.cfg.Root, "/"), "/")
 	for i := range parts[:len(parts)-1] {
 		p := "/" + strings.Join(parts[:i+1], "/")
-		_, err := bounded(ctx, s, func(c zkConn) (string, error) {
-			return c.Create(p, nil, zk.FlagPersistent, zk.WorldACL(zk.PermAll))
-		})
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return fmt.Errorf("create layout: create %s: %w", p, err)
-		}
+		paths = append(paths, p)
+		acls[p] = zk.WorldACL(zk.PermAll)
 	}
-	paths := []string{s.cfg.Root}
+	paths = append(paths, s.cfg.Root)
 	for _, d := range persistentDirs {
 		paths = append(paths, s.path(d))
 	}
-	for _, p := range paths {
-		if err := s.createIfMissing(ctx, p, nil); err != nil {
-			return fmt.Errorf("create layout under %s: %w", s.cfg.Root, err)
+	type found struct {
+		exists bool
+		err    error
+	}
+	checks := parallelMap(ctx, paths, func(p string) found {
+		exists, err := bounded(ctx, s, func(c zkConn) (bool, error) {
+			exists, _, err := c.Exists(p)
+			return exists, err
+		})
+		return found{exists, err}
+	})
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("create layout under %s: %w", s.cfg.Root, err)
+	}
+	for i, p := range paths { // parents first
+		if checks[i].err != nil {
+			return fmt.Errorf("create layout under %s: check %s: %w", s.cfg.Root, p, checks[i].err)
+		}
+		if checks[i].exists {
+			continue
+		}
+		acl := acls[p]
+		if acl == nil {
+			acl = s.acl
+		}
+		_, err := bounded(ctx, s, func(c zkConn) (string, error) {
+			return c.Create(p, nil, zk.FlagPersistent, acl)
+		})
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create layout under %s: create %s: %w", s.cfg.Root, p, err)
 		}
 	}
 	return nil

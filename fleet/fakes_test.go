@@ -22,6 +22,8 @@ type fakeSession struct {
 	released chan struct{}         // closed and replaced at every release
 	claims   map[string]int        // successful claims per queue
 	blocked  map[string]bool       // queues another session owns
+	// WaitReleased calls in progress, and the most at once.
+	waiters, maxWaiters int
 }
 
 func newFakeSession() *fakeSession {
@@ -57,15 +59,21 @@ func (s *fakeSession) WatchShare(ctx context.Context, _ string) <-chan coordinat
 	return relay(ctx, s.assignments)
 }
 
-func (s *fakeSession) WatchQueueConfigs(ctx context.Context, _ <-chan map[string]bool) <-chan coordinator.QueueEntry {
-	out := make(chan coordinator.QueueEntry)
-	go func() { <-ctx.Done(); close(out) }()
-	return out
+func (s *fakeSession) WatchQueueConfigs(ctx context.Context) ConfigWatch {
+	w := &fakeConfigWatch{out: make(chan coordinator.QueueEntry)}
+	go func() { <-ctx.Done(); close(w.out) }()
+	return w
 }
 
-func (s *fakeSession) Queue(_ context.Context, name string) (coordinator.QueueEntry, error) {
+// fakeConfigWatch reads every queue as configured with concurrency 3 and
+// delivers no change.
+type fakeConfigWatch struct{ out chan coordinator.QueueEntry }
+
+func (w *fakeConfigWatch) Read(_ context.Context, name string) (coordinator.QueueEntry, error) {
 	return coordinator.QueueEntry{Name: name, Config: drover.QueueConfig{Name: name, Concurrency: 3}}, nil
 }
+func (w *fakeConfigWatch) Forget(string)                          {}
+func (w *fakeConfigWatch) Changes() <-chan coordinator.QueueEntry { return w.out }
 
 func (s *fakeSession) Claim(_ context.Context, q string, _ coordinator.Owner) (Claim, error) {
 	s.mu.Lock()
@@ -83,6 +91,15 @@ func (s *fakeSession) Claim(_ context.Context, q string, _ coordinator.Owner) (C
 }
 
 func (s *fakeSession) WaitReleased(ctx context.Context, q string) error {
+	s.mu.Lock()
+	s.waiters++
+	s.maxWaiters = max(s.maxWaiters, s.waiters)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.waiters--
+		s.mu.Unlock()
+	}()
 	for {
 		s.mu.Lock()
 		free := s.owners[q] == nil && !s.blocked[q]

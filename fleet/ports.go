@@ -42,13 +42,24 @@ type Claimer interface {
 	DropOwnOrphan(ctx context.Context, queue string) (bool, error)
 }
 
-// QueueConfigs reads the configurations of the queues a member owns.
+// ConfigWatch follows the configurations of the queues a member owns.
+type ConfigWatch interface {
+	// Read reads a queue's configuration and follows it from now on. A
+	// missing or corrupt config comes back as an entry with Err set; the
+	// error return is for a read that failed.
+	Read(ctx context.Context, queue string) (coordinator.QueueEntry, error)
+	// Forget stops following a queue.
+	Forget(queue string)
+	// Changes delivers a followed queue's entry after each change; it is
+	// closed when the watch ends.
+	Changes() <-chan coordinator.QueueEntry
+}
+
+// QueueConfigs watches the configurations of the queues a member owns.
 type QueueConfigs interface {
-	// Queue reads one queue's configuration.
-	Queue(ctx context.Context, name string) (coordinator.QueueEntry, error)
-	// WatchQueueConfigs delivers the configuration of every queue named in
-	// the latest set sent on names, when first read and after each change.
-	WatchQueueConfigs(ctx context.Context, names <-chan map[string]bool) <-chan coordinator.QueueEntry
+	// WatchQueueConfigs starts a ConfigWatch that follows no queue yet,
+	// running until ctx ends or the session is lost.
+	WatchQueueConfigs(ctx context.Context) ConfigWatch
 }
 
 // ReconcilerSession is one session as the reconciler uses it.

@@ -38,6 +38,11 @@ type ReconcilerConfig struct {
 // the report cannot be dropped. The reconciler forgets the claim and, if the
 // queue is still assigned here, claims it again, reading the offset afresh.
 
+// maxClaimGoroutines bounds the claim goroutines of one reconciler: a few
+// times what one session sends at a time (coordinator's maxClaimsInFlight),
+// so the session always has claims ready to send.
+const maxClaimGoroutines = 256
+
 // claimRetry bounds the pause between claim attempts that failed for a
 // reason other than "still owned".
 const claimRetry = 500 * time.Millisecond
@@ -66,7 +71,6 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 		claiming: map[string]context.CancelFunc{},
 		stopping: map[string]chan struct{}{},
 		configs:  map[string]drover.QueueConfig{},
-		cfgNames: make(chan map[string]bool, 1),
 		events:   make(chan reconcileEvent),
 		ended:    endedClaims{signal: make(chan struct{}, 1)},
 	}
@@ -85,10 +89,14 @@ type reconciler struct {
 	claiming map[string]context.CancelFunc // claim goroutines
 	stopping map[string]chan struct{}      // closed when the stop is done
 	configs  map[string]drover.QueueConfig // of the owned queues, as last read
-	cfgNames chan map[string]bool          // the owned set, for the config watcher
+	cfgWatch ConfigWatch                   // follows the owned queues' configs; read by claim goroutines
 	events   chan reconcileEvent
-	pending  int         // goroutines that will send an event
-	ended    endedClaims // claims the runner lost, reported by the claims
+	// Claim goroutines running, and queues waiting for one (in order).
+	claimsRunning int
+	waiting       []string        // may hold names cancelled since: see waitingSet
+	waitingSet    map[string]bool // the names in waiting still to claim
+	pending       int             // goroutines that will send an event
+	ended         endedClaims     // claims the runner lost, reported by the claims
 }
 
 // reconcileEvent is a claim or stop goroutine's report.
@@ -109,7 +117,9 @@ func (r *reconciler) run(ctx context.Context) error {
 	assignments := r.s.WatchShare(wctx, r.cfg.Member)
 	// Only the owned queues' configs are watched: a member needs nothing of
 	// the rest of the registry (the rebalance leader watches all of it).
-	configs := r.s.WatchQueueConfigs(wctx, r.cfgNames)
+	// Each is read once, by the goroutine that claims the queue.
+	r.cfgWatch = r.s.WatchQueueConfigs(wctx)
+	configs := r.cfgWatch.Changes()
 	var exit error
 loop:
 	for {
@@ -214,38 +224,34 @@ func (r *reconciler) updateConfig(e coordinator.QueueEntry) {
 		}
 		return // a deleted queue leaves the assignment: the leader moves it
 	}
+	if r.owned[e.Name] == nil {
+		if r.claiming[e.Name] != nil {
+			// Changed after the claim read it, before the queue starts:
+			// Start takes this newer one.
+			r.configs[e.Name] = e.Config
+		}
+		return
+	}
 	old, known := r.configs[e.Name]
 	r.configs[e.Name] = e.Config
-	if r.owned[e.Name] != nil && (!known || !equalConfig(old, e.Config)) {
+	if !known || !equalConfig(old, e.Config) {
 		if err := r.cfg.Runner.Configure(e.Config); err != nil {
 			r.log.Warn("configure queue", "queue", e.Name, "error", err)
 		}
 	}
 }
 
-// publishOwned tells the config watcher which queues this member owns.
-func (r *reconciler) publishOwned() {
-	set := make(map[string]bool, len(r.owned))
-	for q := range r.owned {
-		set[q] = true
-	}
-	for q := range r.configs {
-		if !set[q] {
-			delete(r.configs, q)
-		}
-	}
-	select {
-	case <-r.cfgNames: // replace an unread set
-	default:
-	}
-	r.cfgNames <- set
+// unfollow stops following the configuration of a queue given up.
+func (r *reconciler) unfollow(q string) {
+	delete(r.configs, q)
+	r.cfgWatch.Forget(q)
 }
 
 // stop gives an owned queue up in a goroutine.
 func (r *reconciler) stop(ctx context.Context, q string) {
 	c := r.owned[q]
 	delete(r.owned, q)
-	r.publishOwned()
+	r.unfollow(q)
 	r.handBack(ctx, q, c.Claim, true)
 }
 
@@ -295,7 +301,27 @@ func (r *reconciler) ensureReleased(ctx context.Context, q string, c Claim) {
 
 // claim claims q in a goroutine: after any stop of q in progress here, and
 // after the previous owner released it, until it succeeds or is cancelled.
+//
+// At most maxClaimGoroutines run at once; the others wait in line (a member
+// gaining 10,000 queues would otherwise hold 10,000 goroutines, while the
+// session sends only maxClaimsInFlight claims at a time anyway). A waiting
+// claim cancelled by a newer target just leaves the line.
 func (r *reconciler) claim(ctx context.Context, q string) {
+	if r.claimsRunning >= maxClaimGoroutines {
+		if r.waitingSet == nil {
+			r.waitingSet = map[string]bool{}
+		}
+		r.waiting = append(r.waiting, q)
+		r.waitingSet[q] = true
+		r.claiming[q] = func() {
+			// Called on the run goroutine; nothing runs yet. The line
+			// skips names no longer in the set.
+			delete(r.claiming, q)
+			delete(r.waitingSet, q)
+		}
+		return
+	}
+	r.claimsRunning++
 	cctx, cancel := context.WithCancel(ctx)
 	r.claiming[q] = cancel
 	stopped := r.stopping[q]
@@ -353,17 +379,17 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 	}()
 }
 
-// readConfig reads q's configuration for a claim goroutine, retrying
-// transient errors until ctx ends or the session is lost. It returns nil when
-// the queue is not configured (or its node is corrupt) or the read was
-// abandoned.
+// readConfig reads q's configuration for a claim goroutine and follows it
+// from now on, retrying transient errors until ctx ends or the session is
+// lost. It returns nil when the queue is not configured (or its node is
+// corrupt) or the read was abandoned.
 func (r *reconciler) readConfig(ctx context.Context, q string) *drover.QueueConfig {
 	for {
-		e, err := r.s.Queue(ctx, q)
+		e, err := r.cfgWatch.Read(ctx, q)
 		switch {
-		case err == nil:
+		case err == nil && e.Err == nil:
 			return &e.Config
-		case errors.Is(err, drover.ErrQueueNotFound) || e.Err != nil:
+		case err == nil:
 			return nil
 		case r.s.Err() != nil || ctx.Err() != nil:
 			return nil
@@ -387,7 +413,19 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		}
 	case ev.claimed:
 		delete(r.claiming, ev.queue)
+		r.claimsRunning--
+		for len(r.waiting) > 0 && ctx.Err() == nil {
+			next := r.waiting[0]
+			r.waiting = r.waiting[1:]
+			if r.waitingSet[next] {
+				delete(r.waitingSet, next)
+				delete(r.claiming, next)
+				r.claim(ctx, next)
+				break
+			}
+		}
 		if ev.claim == nil {
+			delete(r.configs, ev.queue)
 			if r.target[ev.queue] && ctx.Err() == nil && r.s.Err() == nil {
 				r.claim(ctx, ev.queue) // cancelled by an older target, wanted again
 			}
@@ -395,6 +433,7 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		}
 		if !r.target[ev.queue] {
 			// The target moved on while we claimed: hand it back at once.
+			r.unfollow(ev.queue)
 			r.handBack(ctx, ev.queue, ev.claim, false)
 			return
 		}
@@ -412,12 +451,12 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		tc := &trackedClaim{Claim: ev.claim, queue: ev.queue, ended: &r.ended}
 		if err := r.cfg.Runner.Start(cfg, tc); err != nil {
 			r.log.Error("start queue", "queue", ev.queue, "error", err)
+			r.unfollow(ev.queue)
 			r.handBack(ctx, ev.queue, ev.claim, false)
 			return
 		}
 		r.owned[ev.queue] = tc
 		r.configs[ev.queue] = cfg
-		r.publishOwned()
 	}
 }
 
@@ -431,7 +470,7 @@ func (r *reconciler) lost(ctx context.Context, c *trackedClaim) {
 		return
 	}
 	delete(r.owned, q)
-	r.publishOwned()
+	r.unfollow(q)
 	r.cfg.Runner.Abort(q) // make sure it is gone; no-op when already
 	r.handBack(ctx, q, c.Claim, false)
 	if r.target[q] && r.claiming[q] == nil {

@@ -156,6 +156,44 @@ func TestReconcilerFollowsTheAssignment(t *testing.T) {
 				}
 			}
 		}},
+		{"more gained queues than claim goroutines: the rest wait in line, and leave it when the target moves on", func(t *testing.T, rr *reconcilerRun) {
+			n := maxClaimGoroutines + 100
+			var all []string
+			rr.s.mu.Lock()
+			for i := range n {
+				q := fmt.Sprintf("q%04d", i)
+				all = append(all, q)
+				rr.s.blocked[q] = true // owned elsewhere: every claim goroutine waits for a release
+			}
+			rr.s.mu.Unlock()
+			rr.s.assign(1, mine(all...))
+			<-rr.gens
+			testkit.Eventually(t, "every claim goroutine waiting for a release", func() bool {
+				rr.s.mu.Lock()
+				defer rr.s.mu.Unlock()
+				return rr.s.waiters == maxClaimGoroutines
+			})
+			// Claims start in name order: the last 100 wait in line. Keep
+			// the first queue and the last 50.
+			keep := append([]string{all[0]}, all[n-50:]...)
+			rr.s.assign(2, mine(keep...))
+			<-rr.gens
+			for _, q := range all {
+				rr.s.unblock(q)
+			}
+			rr.owning(t, keep...)
+			rr.s.mu.Lock()
+			most := rr.s.maxWaiters
+			rr.s.mu.Unlock()
+			if most > maxClaimGoroutines {
+				t.Fatalf("want at most %d claims waiting at once, have %d", maxClaimGoroutines, most)
+			}
+			for _, q := range all[maxClaimGoroutines : n-50] {
+				if c := rr.s.claimCount(q); c != 0 {
+					t.Fatalf("%s left the line when the target dropped it: want no claim, have %d", q, c)
+				}
+			}
+		}},
 		{"a queue lost by the runner is claimed again", func(t *testing.T, rr *reconcilerRun) {
 			rr.s.assign(1, mine("a", "b"))
 			rr.owning(t, "a", "b")

@@ -18,6 +18,7 @@ var (
 	_ LeaderSession     = ZooKeeper{}
 	_ Claim             = (*coordinator.Claim)(nil)
 	_ Leadership        = (*coordinator.Leadership)(nil)
+	_ ConfigWatch       = (*coordinator.ConfigWatch)(nil)
 )
 
 // Claim claims queue.
@@ -27,6 +28,11 @@ func (z ZooKeeper) Claim(ctx context.Context, queue string, owner coordinator.Ow
 		return nil, err
 	}
 	return c, nil
+}
+
+// WatchQueueConfigs starts a watch of the owned queues' configurations.
+func (z ZooKeeper) WatchQueueConfigs(ctx context.Context) ConfigWatch {
+	return z.Session.WatchQueueConfigs(ctx)
 }
 
 // NewAssignmentWriter takes over /assignment for lead, a leadership won

@@ -509,7 +509,8 @@ func TestOrphanOwnerNodeOfOwnSessionIsDropped(t *testing.T) {
 		t.Fatal(err)
 	} // the Claim is forgotten, as when its reply was lost: an orphan
 	r := &reconciler{s: ZooKeeper{s}, cfg: ReconcilerConfig{Member: "m"}, log: testkit.Logger(t, hclog.Warn), owned: map[string]*trackedClaim{},
-		claiming: map[string]context.CancelFunc{}, stopping: map[string]chan struct{}{}, events: make(chan reconcileEvent)}
+		claiming: map[string]context.CancelFunc{}, stopping: map[string]chan struct{}{}, events: make(chan reconcileEvent),
+		cfgWatch: ZooKeeper{s}.WatchQueueConfigs(ctx)}
 	r.target = map[string]bool{"q": true}
 	r.claim(ctx, "q")
 	select {

@@ -17,6 +17,34 @@ const (
 	zkMaxSessionTimeoutMs = 60000
 )
 
+// ZooKeeper's JVM. The heap holds the whole data tree and every watch
+// (DefaultZKHeap is a cap: an idle server touches far less). At 100 members
+// × 100,000 queues the tree has about 300,000 znodes (a config, an offset and
+// an owner per queue) and about 200,000 watches (the rebalance leader's on
+// every config, each member's on its own): some 300 MB live. The former cap
+// of 256 MB left the serial collector running full collections back to
+// back, and the server stopped answering (no new sessions). 1 GB leaves
+// room for that tree three times over; a run at a million queues asks for
+// more with ZKOptions.Heap.
+//
+// The other limits stay at ZooKeeper's defaults on purpose: jute.maxbuffer
+// (1 MB, the largest request or response; Drover keeps every one under
+// 512 KB, and the tests must catch one that is not) and
+// globalOutstandingLimit (1,000 requests in flight, after which the server
+// stops reading connections: the coordinator bounds its own requests in
+// flight instead). maxClientCnxns is 0 (no limit per address): every member
+// of a test fleet connects from 127.0.0.1.
+const DefaultZKHeap = "1g"
+
+// ZKOptions configures a private ZooKeeper server.
+type ZKOptions struct {
+	// Port to listen on; 0 picks a free one.
+	Port int
+	// Heap is the JVM's maximum heap (-Xmx), for example "4g". Default
+	// DefaultZKHeap.
+	Heap string
+}
+
 // ZooKeeper is one private ZooKeeper server (standalone or an ensemble
 // member).
 type ZooKeeper struct {
@@ -47,13 +75,19 @@ func zkJava() (java, classpath string, err error) {
 // StartZooKeeper starts a standalone server with its data in dir (port 0:
 // a free one) and waits until it serves requests.
 func StartZooKeeper(dir string, port int) (*ZooKeeper, error) {
+	return StartZooKeeperWith(dir, ZKOptions{Port: port})
+}
+
+// StartZooKeeperWith is StartZooKeeper with options.
+func StartZooKeeperWith(dir string, o ZKOptions) (*ZooKeeper, error) {
+	port := o.Port
 	if port == 0 {
 		var err error
 		if port, err = freePort(); err != nil {
 			return nil, err
 		}
 	}
-	s, err := launchZK(dir, port, nil, 0)
+	s, err := launchZK(dir, port, nil, 0, o.Heap)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +124,7 @@ func StartEnsemble(dir string) (*Ensemble, error) {
 				ch <- started{i: i, err: err}
 				return
 			}
-			s, err := launchZK(nodeDir, ports[i], servers, i+1)
+			s, err := launchZK(nodeDir, ports[i], servers, i+1, "")
 			ch <- started{i, s, err}
 		}(i)
 	}
@@ -117,8 +151,11 @@ func StartEnsemble(dir string) (*Ensemble, error) {
 }
 
 // launchZK writes zoo.cfg into dir and starts one server. servers and myid
-// are empty for a standalone server.
-func launchZK(dir string, port int, servers []string, myid int) (*ZooKeeper, error) {
+// are empty for a standalone server; heap "" means DefaultZKHeap.
+func launchZK(dir string, port int, servers []string, myid int, heap string) (*ZooKeeper, error) {
+	if heap == "" {
+		heap = DefaultZKHeap
+	}
 	java, cp, err := zkJava()
 	if err != nil {
 		return nil, err
@@ -152,7 +189,7 @@ func launchZK(dir string, port int, servers []string, myid int) (*ZooKeeper, err
 		return nil, fmt.Errorf("write zoo.cfg: %w", err)
 	}
 	argv := []string{java,
-		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k",
+		"-Xmx" + heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k",
 		"-Dzookeeper.admin.enableServer=false",
 		"-Dzookeeper.jmx.log4j.disable=true",
 		"-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath,

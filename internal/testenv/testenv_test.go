@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +126,36 @@ func TestPrefixAndChrootAreUniqueAndClean(t *testing.T) {
 	if c := Chroot(t); !strings.HasPrefix(c, "/t/") || strings.Count(c, "/") != 2 {
 		t.Fatalf("chroot: want /t/<name>, have %q", c)
 	}
+}
+
+// The test ZooKeeper's JVM gets a heap that holds a 100,000-queue fleet
+// (DefaultZKHeap): at the former 256 MB the server spent its time in full
+// collections and stopped granting sessions.
+func TestZooKeeperHeapFitsTheLargeFleet(t *testing.T) {
+	h := localserver.DefaultZKHeap
+	mb, err := strconv.Atoi(h[:len(h)-1])
+	switch {
+	case err != nil:
+		t.Fatalf("DefaultZKHeap %q: want <n>g or <n>m", h)
+	case strings.HasSuffix(h, "g"):
+		mb *= 1024
+	case !strings.HasSuffix(h, "m"):
+		t.Fatalf("DefaultZKHeap %q: want <n>g or <n>m", h)
+	}
+	if mb < 1024 {
+		t.Fatalf("DefaultZKHeap: want at least 1 GB (a 100,000-queue fleet keeps ~300 MB live), have %s", h)
+	}
+	s := NewZooKeeper(t)
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(s.PID()) + "/cmdline")
+	if err != nil {
+		t.Fatalf("read the server's command line: %v", err)
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	want := "-Xmx" + localserver.DefaultZKHeap
+	for _, a := range args {
+		if a == want {
+			return
+		}
+	}
+	t.Fatalf("want %s among the JVM's arguments, have %q", want, args)
 }
