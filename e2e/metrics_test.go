@@ -111,18 +111,23 @@ func TestMetricsOfAWorkerThatRanRealTasks(t *testing.T) {
 			t.Errorf("%s: want %g, have %g", series, v, m[series])
 		}
 	}
-	// lag equals the messages after the committed offset, counted in Redis.
-	off, err := f.zk.ReadOffset(ctx, "m")
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, err := f.store.ReadAfter(ctx, "m", off.Offset.Position, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := float64(len(after)); got != m[`drover_lag{queue="m"}`] {
-		t.Fatalf("lag gauge %g, but %d messages follow the committed offset %d", m[`drover_lag{queue="m"}`], len(after), off.Offset.Position)
-	}
+	// lag equals the messages after the committed offset, counted in Redis,
+	// once the worker's next commit (every commit interval, for all its
+	// queues) has landed.
+	var after []drover.LogEntry
+	var committed drover.Position
+	waitFor(t, 10*time.Second, "the committed offset to cover the finished messages", func() bool {
+		off, err := f.zk.ReadOffset(ctx, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		committed = off.Offset.Position
+		after, err = f.store.ReadAfter(ctx, "m", committed, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(len(after)) == m[`drover_lag{queue="m"}`]
+	})
 	if m[`drover_oldest_age_seconds{queue="m"}`] <= 0 {
 		t.Errorf("oldest age: want > 0 with messages pending, have %g", m[`drover_oldest_age_seconds{queue="m"}`])
 	}

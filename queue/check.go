@@ -15,14 +15,7 @@ import (
 const checkGroup = 256
 
 // QueueCheck is what CheckQueues found for one queue.
-type QueueCheck struct {
-	Queue string
-	// Ready: the log holds a message after the offset given.
-	Ready bool
-	// NextDue is the due time of the earliest delayed message; zero when
-	// nothing is delayed.
-	NextDue time.Time
-}
+type QueueCheck = drover.QueueCheck
 
 // CheckQueues reports, for every queue in offsets (queue → committed or
 // fetched offset), whether a message waits after the offset and when its

@@ -19,18 +19,33 @@ const DefaultPromoteLimit = 1000
 // fewer than limit means none is due any more. limit <= 0 means
 // DefaultPromoteLimit.
 func (s *Store) PromoteDue(ctx context.Context, queue string, now time.Time, limit int) (int, error) {
+	n, _, err := s.PromoteDueNext(ctx, queue, now, limit)
+	return n, err
+}
+
+// PromoteDueNext is PromoteDue that also returns, from the same script call,
+// the due time of the earliest message still delayed (zero when none is):
+// the owner schedules its next promotion for then instead of polling.
+func (s *Store) PromoteDueNext(ctx context.Context, queue string, now time.Time, limit int) (int, time.Time, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
-		return 0, fmt.Errorf("promote due messages of %s: %w", queue, err)
+		return 0, time.Time{}, fmt.Errorf("promote due messages of %s: %w", queue, err)
 	}
 	if limit <= 0 {
 		limit = DefaultPromoteLimit
 	}
-	n, err := s.run(ctx, promoteScript, []string{qk.log, qk.seq, qk.delayed}, now.UnixMilli(), limit).Int()
-	if err != nil {
-		return 0, fmt.Errorf("promote due messages of %s: %w", queue, err)
+	vals, err := s.run(ctx, promoteScript, []string{qk.log, qk.seq, qk.delayed}, now.UnixMilli(), limit).Int64Slice()
+	if err == nil && len(vals) != 2 {
+		err = fmt.Errorf("promote script returned %d values, want 2", len(vals))
 	}
-	return n, nil
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("promote due messages of %s: %w", queue, err)
+	}
+	var next time.Time
+	if vals[1] > 0 {
+		next = time.UnixMilli(vals[1])
+	}
+	return int(vals[0]), next, nil
 }
 
 // NextDue returns the due time of queue's earliest delayed message, and

@@ -147,27 +147,31 @@ return out
 //	ARGV[1] now, unix ms: ids due at or before it are promoted
 //	ARGV[2] the most ids to promote (> 0)
 //
-// Returns the number of ids promoted.
-const promoteSource = `-- drover promote v1
+// Returns {the number of ids promoted, the due time in unix ms of the
+// earliest id still delayed (0: none)}: the owner learns when to promote
+// next without polling (DESIGN.md §10).
+const promoteSource = `-- drover promote v2
 local ids = redis.call('ZRANGE', KEYS[3], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2])
-if #ids == 0 then return 0 end
-local t = redis.call('TIME')
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = tonumber(redis.call('GET', KEYS[2]) or '0')
-local ready = {}
-for i = 1, #ids do
-  last = math.max(now_us, last + 1)
-  ready[#ready + 1] = last
-  ready[#ready + 1] = ids[i]
+if #ids > 0 then
+  local t = redis.call('TIME')
+  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+  local ready = {}
+  for i = 1, #ids do
+    last = math.max(now_us, last + 1)
+    ready[#ready + 1] = last
+    ready[#ready + 1] = ids[i]
+  end
+  for i = 1, #ready, 2000 do
+    redis.call('ZADD', KEYS[1], unpack(ready, i, math.min(i + 1999, #ready)))
+  end
+  for i = 1, #ids, 1000 do
+    redis.call('ZREM', KEYS[3], unpack(ids, i, math.min(i + 999, #ids)))
+  end
+  redis.call('SET', KEYS[2], last)
 end
-for i = 1, #ready, 2000 do
-  redis.call('ZADD', KEYS[1], unpack(ready, i, math.min(i + 1999, #ready)))
-end
-for i = 1, #ids, 1000 do
-  redis.call('ZREM', KEYS[3], unpack(ids, i, math.min(i + 999, #ids)))
-end
-redis.call('SET', KEYS[2], last)
-return #ids
+local nxt = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+return {#ids, (#nxt > 0) and tonumber(nxt[2]) or 0}
 `
 
 // revokeSource deletes a delayed message, leaving nothing of it in the

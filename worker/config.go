@@ -33,23 +33,31 @@ type Config struct {
 	Capacity int
 	// BatchSize is how many messages one read fetches. Default 100.
 	BatchSize int
-	// CommitInterval is the longest a completed position waits before it is
-	// committed while work keeps flowing; an idle queue commits at once.
-	// Default 200ms.
+	// CommitInterval is how often the worker commits: every interval, one
+	// coalesced commit carries the offsets of all the queues that
+	// progressed (so ZooKeeper sees a few writes per interval per member,
+	// whatever the number of busy queues). A completed position waits at
+	// most this long. Default 200ms.
 	CommitInterval time.Duration
 	// DrainTimeout bounds how long Stop waits for in-flight tasks before it
 	// kills them. Default 30s.
 	DrainTimeout time.Duration
-	// PollInterval is how often an idle queue reads even without an enqueue
-	// notification (a backstop for notifications lost while the Redis
-	// subscription reconnects). Default 5s.
+	// PollInterval is how often the worker's backstop against lost
+	// wake-ups runs: one amortised check of all its parked queues (a
+	// QueueChecker call), not a read per queue. A message whose wake-up was
+	// lost runs at most this late. A running queue whose read-ahead is full
+	// re-reads this often. Default 5s.
 	PollInterval time.Duration
-	// PromoteInterval is how often a queue promotes due delayed messages.
+	// PromoteInterval is how often a running queue (tasks in flight)
+	// promotes due delayed messages on its own. A parked queue promotes
+	// when the worker's idle scheduler says a delayed message is due
+	// (learnt from wake-ups, promotions and retries), at no cost before.
 	// Default 1s.
 	PromoteInterval time.Duration
-	// BacklogInterval is how often a queue's owner publishes its backlog
-	// gauges (lag, oldest age, delayed, dead) when Log is a BacklogReader.
-	// Default 5s.
+	// BacklogInterval is how often a running queue's owner publishes its
+	// backlog gauges (lag, oldest age, delayed, dead) when Log is a
+	// BacklogReader; a queue publishes them as it parks too (at most this
+	// often), and never on a timer while parked. Default 5s.
 	BacklogInterval time.Duration
 
 	Log      Log      // required

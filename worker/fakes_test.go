@@ -16,11 +16,13 @@ type memLog struct {
 	mu       sync.Mutex
 	next     drover.Position
 	log      map[string][]drover.LogEntry // queue → entries in position order
-	delayed  map[string][]*drover.Message
+	delayed  map[string][]delayedMsg
 	dead     map[string][]drover.DeadLetter
 	trims    map[string][]drover.Position
 	retries  int
-	promotes int // PromoteDue calls: a loop iteration ran
+	promotes int // PromoteDueNext calls
+	checks   int // CheckQueues calls
+	reads    int // ReadAfter calls
 	outcomes map[string][]drover.Outcome
 	// recordTrims counts TrimRecording calls: each is one trim carrying
 	// records, never a write of its own.
@@ -28,7 +30,7 @@ type memLog struct {
 }
 
 func newMemLog() *memLog {
-	return &memLog{next: 1, log: map[string][]drover.LogEntry{}, delayed: map[string][]*drover.Message{},
+	return &memLog{next: 1, log: map[string][]drover.LogEntry{}, delayed: map[string][]delayedMsg{},
 		dead: map[string][]drover.DeadLetter{}, trims: map[string][]drover.Position{}}
 }
 
@@ -48,9 +50,24 @@ func (l *memLog) addPoison(queue, id string, raw []byte) {
 	l.next++
 }
 
+// delayedMsg is a message waiting for its due time.
+type delayedMsg struct {
+	m   *drover.Message
+	due time.Time
+}
+
+// addDelayed stores m as delayed until due, as an enqueue with a due time.
+func (l *memLog) addDelayed(queue string, m *drover.Message, due time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m.Queue = queue
+	l.delayed[queue] = append(l.delayed[queue], delayedMsg{m: m, due: due})
+}
+
 func (l *memLog) ReadAfter(_ context.Context, queue string, after drover.Position, n int) ([]drover.LogEntry, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.reads++
 	var out []drover.LogEntry
 	for _, e := range l.log[queue] {
 		if e.Position > after && len(out) < n {
@@ -60,22 +77,62 @@ func (l *memLog) ReadAfter(_ context.Context, queue string, after drover.Positio
 	return out, nil
 }
 
-func (l *memLog) PromoteDue(_ context.Context, queue string, now time.Time, limit int) (int, error) {
+func (l *memLog) PromoteDueNext(_ context.Context, queue string, now time.Time, limit int) (int, time.Time, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.promotes++
-	n := len(l.delayed[queue])
-	for _, m := range l.delayed[queue] {
-		raw, _ := m.MarshalJSON()
-		l.log[queue] = append(l.log[queue], drover.LogEntry{Queue: queue, Position: l.next, ID: m.ID, Raw: raw})
+	n := 0
+	var keep []delayedMsg
+	var next time.Time
+	for _, d := range l.delayed[queue] {
+		if d.due.After(now) {
+			keep = append(keep, d)
+			if next.IsZero() || d.due.Before(next) {
+				next = d.due
+			}
+			continue
+		}
+		raw, _ := d.m.MarshalJSON()
+		l.log[queue] = append(l.log[queue], drover.LogEntry{Queue: queue, Position: l.next, ID: d.m.ID, Raw: raw})
 		l.next++
+		n++
 	}
-	l.delayed[queue] = nil
-	return n, nil
+	l.delayed[queue] = keep
+	return n, next, nil
 }
 
-// promoteCount returns how many PromoteDue calls were made: a loop
-// iteration promotes once the promote interval has passed.
+// CheckQueues is the amortised check: one call for all the queues given.
+func (l *memLog) CheckQueues(_ context.Context, offsets map[string]drover.Position) ([]drover.QueueCheck, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checks++
+	var out []drover.QueueCheck
+	for q, off := range offsets {
+		c := drover.QueueCheck{Queue: q}
+		for _, e := range l.log[q] {
+			if e.Position > off {
+				c.Ready = true
+				break
+			}
+		}
+		for _, d := range l.delayed[q] {
+			if c.NextDue.IsZero() || d.due.Before(c.NextDue) {
+				c.NextDue = d.due
+			}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// counts returns how many promotions, checks and reads were made.
+func (l *memLog) counts() (promotes, checks, reads int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.promotes, l.checks, l.reads
+}
+
+// promoteCount returns how many PromoteDueNext calls were made.
 func (l *memLog) promoteCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -100,11 +157,11 @@ func (l *memLog) TrimRecording(ctx context.Context, queue string, offset drover.
 	return l.Trim(ctx, queue, offset, retention)
 }
 
-func (l *memLog) Retry(_ context.Context, m *drover.Message, _ time.Time) error {
+func (l *memLog) Retry(_ context.Context, m *drover.Message, due time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cp := *m
-	l.delayed[m.Queue] = append(l.delayed[m.Queue], &cp)
+	l.delayed[m.Queue] = append(l.delayed[m.Queue], delayedMsg{m: &cp, due: due})
 	l.retries++
 	return nil
 }

@@ -31,9 +31,11 @@ type Log interface {
 	// position order, in one round trip. An entry whose envelope is missing
 	// is returned too (Raw nil): the loop dead-letters it as poison.
 	ReadAfter(ctx context.Context, queue string, after drover.Position, n int) ([]drover.LogEntry, error)
-	// PromoteDue moves up to limit delayed messages whose due time is at or
-	// before now into the log, with fresh positions; it returns how many.
-	PromoteDue(ctx context.Context, queue string, now time.Time, limit int) (int, error)
+	// PromoteDueNext moves up to limit delayed messages whose due time is
+	// at or before now into the log, with fresh positions; it returns how
+	// many, and the due time of the earliest message still delayed (zero
+	// when none is), which the worker's idle scheduler waits for.
+	PromoteDueNext(ctx context.Context, queue string, now time.Time, limit int) (int, time.Time, error)
 	// Trim removes log entries at or below offset (only those older than
 	// retention when it is non-zero) and returns how many it removed.
 	Trim(ctx context.Context, queue string, offset drover.Position, retention time.Duration) (int, error)
@@ -46,6 +48,19 @@ type Requeuer interface {
 	Retry(ctx context.Context, m *drover.Message, due time.Time) error
 	// DeadLetter moves a message to the queue's dead letters.
 	DeadLetter(ctx context.Context, queue string, d drover.DeadLetter) error
+}
+
+// QueueChecker is a Log that checks many queues in one round trip: the
+// worker's amortised backstop against lost wake-ups (DESIGN.md §10). Every
+// PollInterval, and at once after MissedWakeups, the worker checks its
+// parked queues with it: a queue with a message after its fetched offset is
+// woken, a queue with a delayed message is scheduled for its due time. A
+// Log without it makes the backstop wake every parked queue instead.
+type QueueChecker interface {
+	// CheckQueues reports, for every queue in offsets (queue → the offset
+	// to look after), whether a message follows the offset and when the
+	// queue's earliest delayed message is due.
+	CheckQueues(ctx context.Context, offsets map[string]drover.Position) ([]drover.QueueCheck, error)
 }
 
 // Backlog is a queue's backlog after its committed offset (drover.Backlog).

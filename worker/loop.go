@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -10,48 +9,66 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/metrics"
-	"github.com/hashicorp/go-hclog"
 )
 
 // writeTimeout bounds one commit, release, trim, retry or dead-letter write.
 const writeTimeout = 10 * time.Second
 
-// queueLoop runs one owned queue. Its run goroutine owns the fetch, dispatch
-// and commit state (prog, running, committed); task goroutines report back
-// through results.
+// queueLoop runs one owned queue. While it has work, its run goroutine
+// owns the fetch, dispatch and progress state (prog, running, fetched…);
+// task goroutines report back through results. Without work it is parked
+// (park.go): no goroutine, the state kept here for the next run goroutine.
 type queueLoop struct {
-	w      *Worker
-	name   string
-	claim  Claim
-	cfg    atomic.Pointer[drover.QueueConfig]
-	logger hclog.Logger
+	w     *Worker
+	name  string
+	claim Claim
+	cfg   atomic.Pointer[drover.QueueConfig]
 
 	waiter  *poolWaiter   // the loop's place at the worker's pool
-	wake    chan struct{} // enqueue notifications, pause changes, pool grants
-	tasks   chan *slot    // to the runner goroutines
-	results chan taskDone // from the runner goroutines
+	wake    chan struct{} // nudges a running loop: enqueues, pause changes, pool grants
+	tasks   chan *slot    // to the runner goroutines; nil while none runs
+	results chan taskDone // from the runner goroutines; nil while parked
 	runners int           // runner goroutines started (owned by run)
 
-	stopCtx    context.Context // cancelled: stop fetching and dispatching
-	stop       context.CancelFunc
-	taskCtx    context.Context // cancelled: kill in-flight tasks
-	abortTasks context.CancelFunc
+	// The contexts of the current turn of the run goroutine (turn.go):
+	// created when it starts, dropped when it parks, so that a parked
+	// queue holds none. Set by the run goroutine under turnMu.
+	stopCtx     context.Context // cancelled: stop fetching and dispatching
+	taskCtx     context.Context // cancelled: kill in-flight tasks
+	turnMu      sync.Mutex      // guards the fields below and the writes of the two above
+	cancelStop  context.CancelFunc
+	cancelTasks context.CancelFunc
+	stopped     bool // stop was called: every turn's stopCtx starts cancelled
+	aborted     bool // abortTasks was called: every turn's taskCtx starts cancelled
+
 	lost       atomic.Bool
-	done       chan struct{} // closed when run has returned
+	done       chan struct{} // closed when the loop has shut down
 	releaseErr error         // set before done is closed
 
-	// Owned by the run goroutine.
+	// Parking (park.go) and the idle scheduler (idle.go).
+	phase         atomic.Int32  // phaseParked, phaseRunning, phaseEnded
+	token         atomic.Bool   // signalled since the run goroutine last looked
+	pendingWork   atomic.Bool   // parked with work left (paused, or woken while paused)
+	dueNow        atomic.Bool   // a delayed message came due: promote now
+	needVerify    atomic.Bool   // the queue was paused: verify the claim before fetching
+	parkedFetched atomic.Int64  // the fetched position when parked, for the backstop check
+	checked       atomic.Bool   // checked or run once since the start
+	parkedGen     atomic.Uint64 // the block generation the loop parked under
+	committed     atomic.Int64  // the last committed position (set by the committer)
+
+	// Owned by the run goroutine (kept while parked).
 	prog        progress
 	fetched     drover.Position
 	running     int
-	committed   drover.Position
-	lastCommit  time.Time
+	offered     drover.Position // the last position handed to the committer
 	lastPromote time.Time
 	lastRead    time.Time
 	lastBacklog time.Time
+	blockGen    uint64           // the worker's block generation last seen
+	iterations  int              // iterations of the current turn
 	caughtUp    bool             // the last read returned fewer than asked
 	wasBlocked  bool             // paused or suspended at the last iteration
-	outcomes    []drover.Outcome // records of finished messages, for the next trim
+	outcomes    []drover.Outcome // records of finished messages, for the next commit's trim
 
 	mu       sync.Mutex // guards the fields below, read by State
 	inflight map[string]*TaskState
@@ -65,22 +82,25 @@ type taskDone struct {
 	done bool
 }
 
+// newQueueLoop returns a parked loop: the idle scheduler checks it, and a
+// signal starts it.
 func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 	l := &queueLoop{
 		w: w, name: qc.Name, claim: claim,
-		logger:   w.cfg.Logger.With("queue", qc.Name),
-		wake:     make(chan struct{}, 1),
-		tasks:    make(chan *slot),
-		results:  make(chan taskDone),
-		done:     make(chan struct{}),
-		inflight: map[string]*TaskState{},
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
 	l.setConfig(qc)
-	l.waiter = &poolWaiter{queue: qc.Name, weight: l.config().Weight, wake: l.wake}
-	l.stopCtx, l.stop = context.WithCancel(context.Background())
-	l.taskCtx, l.abortTasks = context.WithCancel(context.Background())
+	l.waiter = &poolWaiter{queue: qc.Name, weight: l.config().Weight, wake: l.signal}
 	off := claim.Offset().Position
-	l.fetched, l.committed, l.prog.offset = off, off, off
+	l.fetched, l.offered, l.prog.offset = off, off, off
+	l.committed.Store(int64(off))
+	l.parkedFetched.Store(int64(off))
+	// Started paused: verify when it runs unpaused (SetPause marks only
+	// the queues it finds running).
+	l.needVerify.Store(w.blocked(qc.Name))
+	l.blockGen = w.blockGen.Load()
+	l.parkedGen.Store(l.blockGen)
 	l.snap = QueueState{Name: qc.Name, Committed: off, Fetched: off, Ordered: qc.Ordered}
 	return l
 }
@@ -92,65 +112,130 @@ func (l *queueLoop) setConfig(qc drover.QueueConfig) {
 
 func (l *queueLoop) config() *drover.QueueConfig { return l.cfg.Load() }
 
-// signal wakes the run goroutine without blocking.
-func (l *queueLoop) signal() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
-}
-
-// markLost stops the queue without any further write.
+// markLost stops the queue without any further write. A parked loop is
+// started to shut down.
 func (l *queueLoop) markLost() {
 	l.lost.Store(true)
 	l.abortTasks()
 	l.stop()
+	l.signal()
 }
 
+// end stops the queue gracefully (drain, release); a parked loop is started
+// to shut down.
+func (l *queueLoop) end() {
+	l.stop()
+	l.signal()
+}
+
+// run is one turn of the loop's goroutine: it runs iterations until the
+// queue's work is done (it parks) or the queue stops (it shuts down).
 func (l *queueLoop) run() {
-	defer close(l.done)
-	defer l.releasePools()
-	defer l.abortTasks()
-	timer := l.w.cfg.Clock.NewTimer(0)
-	defer timer.Stop()
+	defer l.w.loopStopped()
+	l.checked.Store(true)
+	l.beginTurn()
+	var timer drover.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for l.stopCtx.Err() == nil {
+		woken := l.token.Swap(false)
 		now := l.w.cfg.Clock.Now()
-		blocked := l.w.blocked(l.name)
-		if l.wasBlocked && !blocked && !l.verifyClaim() {
+		l.iterations++
+		l.w.iterationCount.Add(1)
+		if !l.iterate(now, woken) {
 			break
 		}
-		if blocked && !l.wasBlocked {
-			l.releasePools() // a paused queue keeps no warm children
+		if l.idle() {
+			l.publishIdle(now)
+			l.endTurn()
+			if l.park() {
+				return
+			}
+			l.beginTurn()
+			continue
 		}
-		l.wasBlocked = blocked
-		if now.Sub(l.lastPromote) >= l.w.cfg.PromoteInterval {
-			l.promote(now)
+		d := l.nextTimer(l.w.cfg.Clock.Now())
+		if timer == nil {
+			timer = l.w.cfg.Clock.NewTimer(d)
+		} else {
+			timer.Reset(d)
 		}
-		if l.shouldFetch(now) {
-			l.fetch(now)
-		}
-		l.dispatch()
-		l.maybeCommit(now)
-		l.publish()
-		if now.Sub(l.lastBacklog) >= l.w.cfg.BacklogInterval {
-			l.publishBacklog(now)
-		}
-
-		timer.Reset(l.nextTimer(l.w.cfg.Clock.Now()))
 		select {
 		case r := <-l.results:
 			l.finish(r)
 			l.finishReady()
 		case <-l.wake:
-			l.caughtUp = false
 		case <-timer.C():
 		case <-l.stopCtx.Done():
 		}
 	}
 	l.shutdown()
+	l.phase.Store(phaseEnded)
+	close(l.done)
 }
 
-// nextTimer returns how long the loop may sleep before it has timed work.
+// iterate does what the loop can do now; it reports false when the queue
+// was found lost.
+func (l *queueLoop) iterate(now time.Time, woken bool) bool {
+	if woken {
+		l.caughtUp = false // an enqueue, a due message, a check: read again
+	}
+	gen := l.w.blockGen.Load()
+	blocked := l.w.blocked(l.name)
+	// The claim is verified when the queue may have been paused since the
+	// loop last looked (an operator may reset the offset while it is): the
+	// loop saw the pause, or slept through one while parked.
+	verify := l.wasBlocked || gen != l.blockGen || l.needVerify.Load()
+	if !blocked && verify {
+		l.needVerify.Store(false)
+		if !l.verifyClaim() {
+			return false
+		}
+	}
+	l.blockGen = gen
+	if blocked && !l.wasBlocked {
+		l.releasePools() // a paused queue keeps no warm children
+	}
+	l.wasBlocked = blocked
+	// A loop promotes when the idle scheduler says a delayed message is
+	// due, the first time it runs (to learn its next due time), and every
+	// PromoteInterval while it keeps running — not each time it wakes from
+	// parking: its due times are known.
+	due := l.dueNow.Swap(false)
+	if due || l.lastPromote.IsZero() || (l.iterations > 1 && now.Sub(l.lastPromote) >= l.w.cfg.PromoteInterval) {
+		l.promote(now)
+	}
+	if l.shouldFetch(now) {
+		l.fetch(now)
+	}
+	l.dispatch()
+	l.offerCommit(now)
+	l.publish()
+	if l.running > 0 && now.Sub(l.lastBacklog) >= l.w.cfg.BacklogInterval {
+		l.publishBacklog(now)
+	}
+	return true
+}
+
+// idle reports whether the loop's work is done for now: nothing runs, and
+// it is caught up with nothing buffered — or it cannot go on anyway
+// (paused, or waiting for a slot of the worker's pool, which signals it).
+func (l *queueLoop) idle() bool {
+	if l.running > 0 || l.stopCtx.Err() != nil || l.token.Load() {
+		return false
+	}
+	if l.w.blocked(l.name) || l.w.pool.isWaiting(l.waiter) {
+		return true
+	}
+	return l.caughtUp && l.prog.undispatched() == 0
+}
+
+// nextTimer returns how long a running loop may sleep before it has timed
+// work: its own promotion and backlog while tasks run, a re-read while it
+// waits on a full read-ahead.
 func (l *queueLoop) nextTimer(now time.Time) time.Duration {
 	c := l.w.cfg
 	d := l.lastPromote.Add(c.PromoteInterval).Sub(now)
@@ -159,11 +244,6 @@ func (l *queueLoop) nextTimer(now time.Time) time.Duration {
 	}
 	if l.caughtUp {
 		if r := l.lastRead.Add(c.PollInterval).Sub(now); r < d {
-			d = r
-		}
-	}
-	if l.prog.offset != l.committed {
-		if r := l.lastCommit.Add(c.CommitInterval).Sub(now); r < d {
 			d = r
 		}
 	}
@@ -177,15 +257,18 @@ func (l *queueLoop) promote(now time.Time) {
 	l.lastPromote = now
 	ctx, cancel := context.WithTimeout(l.stopCtx, writeTimeout)
 	defer cancel()
-	n, err := l.w.cfg.Log.PromoteDue(ctx, l.name, now, 1000)
+	n, next, err := l.w.cfg.Log.PromoteDueNext(ctx, l.name, now, 1000)
 	if err != nil {
 		if l.stopCtx.Err() == nil {
-			l.logger.Warn("promote due messages", "error", err)
+			l.logger().Warn("promote due messages", "error", err)
 		}
 		return
 	}
 	if n > 0 {
 		l.caughtUp = false
+	}
+	if !next.IsZero() {
+		l.w.idle.at(l.name, next) // promote again when the next one is due
 	}
 }
 
@@ -210,7 +293,7 @@ func (l *queueLoop) fetch(now time.Time) {
 	l.w.cfg.Metrics.AddSample(metrics.FetchDuration, ms(time.Since(start)))
 	if err != nil {
 		if l.stopCtx.Err() == nil {
-			l.logger.Warn("read queue", "after", l.fetched, "error", err)
+			l.logger().Warn("read queue", "after", l.fetched, "error", err)
 		}
 		l.caughtUp = true // back off until the poll interval
 		return
@@ -237,11 +320,14 @@ func (l *queueLoop) dispatch() {
 		}
 		s := l.prog.takeNext()
 		l.running++
+		if l.tasks == nil {
+			l.tasks = make(chan *slot)
+		}
 		if l.running > l.runners {
 			// Runners are long-lived: a task costs no goroutine start and
 			// no stack growth. There is one per task in flight at most.
 			l.runners++
-			go l.runner()
+			go l.runner(l.tasks)
 		}
 		l.tasks <- s
 	}
@@ -270,34 +356,18 @@ func (l *queueLoop) finish(r taskDone) {
 	}
 }
 
-// maybeCommit commits the offset when it moved and the commit interval has
-// passed, or at once when the queue is idle.
-func (l *queueLoop) maybeCommit(now time.Time) {
-	if l.prog.offset == l.committed || l.w.suspended.Load() || l.lost.Load() {
-		return
-	}
-	idle := l.running == 0 && l.prog.undispatched() == 0
-	if !idle && now.Sub(l.lastCommit) < l.w.cfg.CommitInterval {
+// offerCommit hands the offset to the worker's committer when it moved;
+// the committer commits the offsets of all the queues that progressed in
+// one coalesced write per CommitInterval (commit.go). The outcome records
+// go along, for the trim that follows the commit.
+func (l *queueLoop) offerCommit(now time.Time) {
+	if l.prog.offset == l.offered || l.lost.Load() {
 		return
 	}
 	off := drover.Offset{Position: l.prog.offset, ID: l.prog.offID, CommittedAt: now, Member: l.w.cfg.Member}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	start := time.Now()
-	err := l.claim.Commit(ctx, off)
-	l.w.cfg.Metrics.AddSample(metrics.CommitDuration, ms(time.Since(start)))
-	if err != nil {
-		if isLost(err) {
-			l.lose(fmt.Sprintf("commit of %d refused", off.Position), err)
-			return
-		}
-		l.logger.Warn("commit offset", "offset", off.Position, "error", err)
-		l.lastCommit = now // retry after the interval
-		return
-	}
-	l.w.cfg.Metrics.IncrCounter(metrics.CommitsTotal, 1, metrics.L("queue", l.name))
-	l.committed, l.lastCommit = off.Position, now
-	l.trim(off.Position)
+	l.offered = off.Position
+	l.w.commits.offer(l, off, l.outcomes)
+	l.outcomes = nil
 }
 
 // verifyClaim confirms the claim after a pause or a suspension; it reports
@@ -321,18 +391,19 @@ func (l *queueLoop) verifyClaim() bool {
 // claim says so to whoever claimed the queue (Done, Err), which can claim it
 // again.
 func (l *queueLoop) lose(why string, err error) {
-	l.logger.Warn("queue lost: "+why, "error", err)
+	l.logger().Warn("queue lost: "+why, "error", err)
 	l.w.cfg.Metrics.IncrCounter(metrics.FencedTotal, 1, metrics.L("queue", l.name))
 	l.markLost()
 }
 
-// trim removes what the committed offset covers. It runs only after a
-// successful commit, so a fenced owner never trims.
-func (l *queueLoop) trim(pos drover.Position) {
+// trim removes what the committed offset covers, writing outcomes (the
+// records of the messages it covers) in the same round trip. It runs only
+// after a successful commit or release, so a fenced owner never trims.
+func (l *queueLoop) trim(pos drover.Position, outcomes []drover.Outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	if err := l.trimLog(ctx, pos); err != nil {
-		l.logger.Warn("trim queue", "offset", pos, "error", err)
+	if err := l.trimLog(ctx, pos, outcomes); err != nil {
+		l.logger().Warn("trim queue", "offset", pos, "error", err)
 	}
 }
 
@@ -359,9 +430,9 @@ func (l *queueLoop) shutdown() {
 	if n := l.running; n > 0 && !l.lost.Load() {
 		// Say what the stop waits for: an operator watching a slow
 		// shutdown sees which tasks hold it, and for how long at most.
-		l.logger.Info("draining: waiting for in-flight tasks", "tasks", n, "ids", l.inflightIDs(10), "drain_timeout", l.w.cfg.DrainTimeout)
+		l.logger().Info("draining: waiting for in-flight tasks", "tasks", n, "ids", l.inflightIDs(10), "drain_timeout", l.w.cfg.DrainTimeout)
 		defer func(start time.Time) {
-			l.logger.Info("drained", "tasks", n, "took", time.Since(start).Round(time.Millisecond))
+			l.logger().Info("drained", "tasks", n, "took", time.Since(start).Round(time.Millisecond))
 		}(time.Now())
 	}
 	for l.running > 0 {
@@ -369,12 +440,17 @@ func (l *queueLoop) shutdown() {
 		case r := <-l.results:
 			l.finish(r)
 		case <-drain.C():
-			l.logger.Warn("drain timeout: killing in-flight tasks", "tasks", l.running)
+			l.logger().Warn("drain timeout: killing in-flight tasks", "tasks", l.running)
 			l.abortTasks()
 		}
 	}
-	close(l.tasks) // every runner is idle now: they exit
+	l.stopRunners() // every runner is idle now: they exit
 	l.w.pool.leave(l.waiter)
+	// The committer gives back what it had not sent yet (and waits for
+	// what it is sending): the release below covers it.
+	if o, ok := l.w.commits.withdraw(l); ok {
+		l.outcomes = append(o, l.outcomes...)
+	}
 	l.publish()
 	if l.lost.Load() {
 		return
@@ -384,16 +460,42 @@ func (l *queueLoop) shutdown() {
 	defer cancel()
 	if err := l.claim.Release(ctx, off); err != nil {
 		l.releaseErr = err
-		l.logger.Warn("release queue", "offset", off.Position, "error", err)
+		l.logger().Warn("release queue", "offset", off.Position, "error", err)
 		return
 	}
-	if off.Position != l.committed || len(l.outcomes) > 0 {
-		l.trim(off.Position)
+	if int64(off.Position) != l.committed.Load() || len(l.outcomes) > 0 {
+		l.trim(off.Position, l.outcomes)
+		l.outcomes = nil
 	}
-	l.logger.Debug("released queue", "offset", off.Position)
+	l.committed.Store(int64(off.Position))
+	l.logger().Debug("released queue", "offset", off.Position)
 }
 
-// publishBacklog sets the queue's backlog gauges from one cheap read.
+// publishIdle publishes the queue's state as it parks. A queue that parks
+// with work left (paused, or waiting for a slot) reads its backlog: its lag
+// is what an operator watches while it is paused, and it changes only when
+// a wake-up (an enqueue) started the loop. A queue caught up has no backlog
+// after its done offset, so its lag gauges are set without a read; its
+// delayed and dead counts take one read, at most once per BacklogInterval.
+// A parked queue publishes nothing on a timer.
+func (l *queueLoop) publishIdle(now time.Time) {
+	l.publish()
+	if l.caughtUp && l.prog.undispatched() == 0 && !l.w.blocked(l.name) {
+		q := metrics.L("queue", l.name)
+		l.w.cfg.Metrics.SetGauge(metrics.Lag, 0, q)
+		l.w.cfg.Metrics.SetGauge(metrics.OldestAge, 0, q)
+		l.mu.Lock()
+		l.snap.Lag = 0
+		l.mu.Unlock()
+		if now.Sub(l.lastBacklog) < l.w.cfg.BacklogInterval {
+			return
+		}
+	}
+	l.publishBacklog(now)
+}
+
+// publishBacklog sets the queue's backlog gauges from one cheap read of the
+// backlog after the done offset (committed soon).
 func (l *queueLoop) publishBacklog(now time.Time) {
 	l.lastBacklog = now
 	br, ok := l.w.cfg.Log.(BacklogReader)
@@ -402,10 +504,10 @@ func (l *queueLoop) publishBacklog(now time.Time) {
 	}
 	ctx, cancel := context.WithTimeout(l.stopCtx, writeTimeout)
 	defer cancel()
-	b, err := br.Backlog(ctx, l.name, l.committed)
+	b, err := br.Backlog(ctx, l.name, l.prog.offset)
 	if err != nil {
 		if l.stopCtx.Err() == nil {
-			l.logger.Debug("read backlog", "error", err)
+			l.logger().Debug("read backlog", "error", err)
 		}
 		return
 	}
@@ -427,5 +529,14 @@ func ms(d time.Duration) float32 { return float32(d.Seconds() * 1000) }
 func (l *queueLoop) releasePools() {
 	if po, ok := l.w.cfg.Executor.(PoolReleaser); ok {
 		po.ReleaseQueue(l.name)
+	}
+}
+
+// stopRunners ends the idle runner goroutines (none may be busy): a parked
+// queue keeps none.
+func (l *queueLoop) stopRunners() {
+	if l.tasks != nil {
+		close(l.tasks)
+		l.tasks, l.runners = nil, 0
 	}
 }

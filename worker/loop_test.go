@@ -135,11 +135,10 @@ func TestPauseStopsNewTasksWithoutLosingThem(t *testing.T) {
 			for i := 0; i < 5; i++ {
 				log.add("q", msg(fmt.Sprintf("m%d", i)))
 			}
-			w.Wake("q")
-			// Two whole loop iterations after the wake (each promotes,
-			// the promote interval being short) start nothing.
-			p := log.promoteCount()
-			waitFor(t, "two loop iterations", func() bool { return log.promoteCount() >= p+2 })
+			// Two whole loop iterations after wakes (a paused loop parks
+			// between them) start nothing.
+			p := w.iterationCount.Load()
+			waitFor(t, "two loop iterations", func() bool { w.Wake("q"); return w.iterationCount.Load() >= p+2 })
 			if runs := ex.runList(); len(runs) != 0 {
 				t.Fatalf("paused: want no task started, have %v", runs)
 			}
@@ -318,8 +317,8 @@ func TestAbortWritesNothing(t *testing.T) {
 
 func TestPoolGrantsFreedSlotsByWeight(t *testing.T) {
 	p := newPool(2)
-	heavy := &poolWaiter{queue: "heavy", weight: 3, wake: make(chan struct{}, 1)}
-	light := &poolWaiter{queue: "light", weight: 1, wake: make(chan struct{}, 1)}
+	heavy := &poolWaiter{queue: "heavy", weight: 3, wake: func() {}}
+	light := &poolWaiter{queue: "light", weight: 1, wake: func() {}}
 	if !p.tryAcquire(light) || !p.tryAcquire(light) {
 		t.Fatal("want two free slots")
 	}
@@ -362,15 +361,15 @@ func TestResumeVerifiesTheClaimAndDropsAResetQueue(t *testing.T) {
 	if err := w.Start(queueConfig("q", nil), claim); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the loop to run while paused", func() bool { log.mu.Lock(); defer log.mu.Unlock(); return log.promotes > 0 })
+	waitFor(t, "the queue checked while paused", func() bool { return w.idle.checkCount() > 0 })
 	claim.reset.Store(true) // an operator resets the offset while paused
 	w.SetPause(PauseState{})
+	log.add("q", msg("after-reset"))
+	w.Wake("q") // the queue runs again (parked, it waits for work)
 	waitFor(t, "the queue to be dropped as fenced", func() bool { return loopEnded(w, "q") })
 	if claim.verifys.Load() == 0 {
 		t.Fatal("want the claim verified on resume")
 	}
-	log.add("q", msg("after-reset"))
-	w.Wake("q")
 	claim.mu.Lock()
 	defer claim.mu.Unlock()
 	if len(claim.commits) != 0 || claim.released != nil {
@@ -411,13 +410,12 @@ func TestFrozenWorkerStartsNothingUntilTheSessionIsConfirmed(t *testing.T) {
 	waitFor(t, "the guard to ask for confirmation", func() bool { return asked.Load() > 0 })
 	log.add("q", msg("after-freeze"))
 	w.Wake("q")
-	// Two whole loop iterations after the wake (each promotes once the
-	// clock has moved past the promote interval) start nothing.
+	// Two whole loop iterations after wakes start nothing.
 	for i := 0; i < 2; i++ {
-		p := log.promoteCount()
+		p := w.iterationCount.Load()
 		clock.Advance(10 * time.Millisecond)
 		w.Wake("q")
-		waitFor(t, "a loop iteration", func() bool { return log.promoteCount() > p })
+		waitFor(t, "a loop iteration", func() bool { return w.iterationCount.Load() > p })
 	}
 	if runs := ex.runList(); len(runs) != 0 {
 		t.Fatalf("frozen: want no task started before the session is confirmed, have %v", runs)

@@ -81,17 +81,15 @@ func (l *queueLoop) keepOutcome(s *slot) {
 	}
 }
 
-// trimLog trims after a commit, writing the buffered outcome records in the
-// same round trip when there are any.
-func (l *queueLoop) trimLog(ctx context.Context, pos drover.Position) error {
+// trimLog trims after a commit, writing outcomes (records of the messages
+// the commit covers) in the same round trip when there are any.
+func (l *queueLoop) trimLog(ctx context.Context, pos drover.Position, outcomes []drover.Outcome) error {
 	cfg := l.config()
 	ot, ok := l.w.cfg.Log.(OutcomeTrimmer)
-	if !ok || len(l.outcomes) == 0 {
+	if !ok || len(outcomes) == 0 {
 		_, err := l.w.cfg.Log.Trim(ctx, l.name, pos, cfg.Retention.Std())
 		return err
 	}
-	_, err := ot.TrimRecording(ctx, l.name, pos, cfg.Retention.Std(), l.outcomes, cfg.Outcomes)
-	clear(l.outcomes)
-	l.outcomes = l.outcomes[:0]
+	_, err := ot.TrimRecording(ctx, l.name, pos, cfg.Retention.Std(), outcomes, cfg.Outcomes)
 	return err
 }

@@ -8,7 +8,7 @@ import "sync"
 //
 // A loop never blocks on the pool: tryAcquire either takes a slot or
 // registers the loop as waiting, and a later release grants the slot to a
-// waiter and signals its wake channel.
+// waiter and calls its wake (which starts a parked loop).
 type pool struct {
 	mu      sync.Mutex
 	free    int
@@ -20,9 +20,9 @@ type pool struct {
 type poolWaiter struct {
 	queue   string
 	weight  int
-	granted int           // slots handed over while waiting, not yet taken
-	queued  bool          // in pool.waiting
-	wake    chan struct{} // signalled when a slot is granted
+	granted int    // slots handed over while waiting, not yet taken
+	queued  bool   // in pool.waiting
+	wake    func() // called when a slot is granted; must not block
 }
 
 func newPool(capacity int) *pool {
@@ -30,7 +30,7 @@ func newPool(capacity int) *pool {
 }
 
 // tryAcquire takes a slot for w and reports whether it got one. When it did
-// not, w is queued and its wake channel is signalled once a slot is granted.
+// not, w is queued and its wake is called once a slot is granted.
 func (p *pool) tryAcquire(w *poolWaiter) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -74,10 +74,14 @@ func (p *pool) release(queue string) {
 	w.queued = false
 	w.granted++
 	p.running[w.queue]++
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.wake()
+}
+
+// isWaiting reports whether w waits for a slot (a grant will wake it).
+func (p *pool) isWaiting(w *poolWaiter) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return w.queued
 }
 
 // leave removes w from the pool: its queue stops. Slots granted but not

@@ -30,7 +30,10 @@ type QueueState struct {
 	Lag       int64           `json:"lag"`       // messages after the committed offset, as last sampled
 	Ordered   bool            `json:"ordered"`
 	Paused    bool            `json:"paused"`
-	InFlight  []TaskState     `json:"in_flight"`
+	// Parked: the queue has nothing to do and no goroutine; an enqueue's
+	// wake-up, a due time or the backstop check starts it again.
+	Parked   bool        `json:"parked"`
+	InFlight []TaskState `json:"in_flight"`
 }
 
 // TaskState is one running task.
@@ -47,7 +50,7 @@ type TaskState struct {
 // publish copies the run goroutine's counters for State.
 func (l *queueLoop) publish() {
 	l.mu.Lock()
-	l.snap.Committed = l.committed
+	l.snap.Committed = drover.Position(l.committed.Load())
 	l.snap.Done = l.prog.offset
 	l.snap.Fetched = l.fetched
 	l.snap.Buffered = l.prog.undispatched()
@@ -85,6 +88,7 @@ func (w *Worker) State() State {
 	for _, l := range loops {
 		qs := l.state(now)
 		qs.Paused = w.blocked(l.name)
+		qs.Parked = l.parked()
 		st.Queues = append(st.Queues, qs)
 	}
 	sort.Slice(st.Queues, func(i, j int) bool { return st.Queues[i].Name < st.Queues[j].Name })

@@ -14,8 +14,8 @@ import (
 // runner runs fetched messages to their end (success, a retry handed to the
 // delayed set, a dead letter) and reports each to the run goroutine, which
 // always receives the report. It exits when the run goroutine closes tasks.
-func (l *queueLoop) runner() {
-	for s := range l.tasks {
+func (l *queueLoop) runner(tasks <-chan *slot) {
+	for s := range tasks {
 		l.results <- taskDone{s: s, done: l.runMessage(s)}
 	}
 }
@@ -97,9 +97,13 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		}
 		due := l.w.cfg.Clock.Now().Add(delay)
 		span.Retried(due)
-		return l.write("schedule retry", func(ctx context.Context) error {
+		if !l.write("schedule retry", func(ctx context.Context) error {
 			return l.w.cfg.Requeuer.Retry(ctx, &m, due)
-		})
+		}) {
+			return false
+		}
+		l.w.idle.at(l.name, due) // promoted when due, parked or not
+		return true
 	}
 }
 
@@ -118,6 +122,9 @@ func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []b
 		l.mu.Unlock()
 	}
 	l.mu.Lock()
+	if l.inflight == nil {
+		l.inflight = map[string]*TaskState{} // made for a queue's first task
+	}
 	l.inflight[m.ID] = ts
 	l.mu.Unlock()
 	if m.Attempt == 0 {
@@ -133,7 +140,7 @@ func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []b
 	l.w.cfg.Metrics.AddSample(metrics.TaskDuration, ms(res.Duration), labels...)
 	l.w.cfg.Metrics.IncrCounter(metrics.TasksTotal, 1, append(labels, metrics.L("outcome", string(res.Outcome)))...)
 	if res.Outcome != executor.OutcomeSuccess && res.Outcome != executor.OutcomeAborted {
-		l.logger.Info("task attempt failed", "id", m.ID, "task", m.Task, "attempt", m.Attempt,
+		l.logger().Info("task attempt failed", "id", m.ID, "task", m.Task, "attempt", m.Attempt,
 			"outcome", res.Outcome, "exit_code", res.ExitCode, "reason", res.Reason)
 	}
 	return res
@@ -167,7 +174,7 @@ func (l *queueLoop) deadLetter(dl drover.DeadLetter, reason string) bool {
 	if l.lost.Load() {
 		return false
 	}
-	l.logger.Warn("dead-lettering message", "id", dl.ID, "reason", dl.Failure.Reason)
+	l.logger().Warn("dead-lettering message", "id", dl.ID, "reason", dl.Failure.Reason)
 	l.w.cfg.Metrics.IncrCounter(metrics.DeadTotal, 1, metrics.L("queue", l.name), metrics.L("reason", reason))
 	return l.write("dead-letter", func(ctx context.Context) error {
 		return l.w.cfg.Requeuer.DeadLetter(ctx, l.name, dl)
@@ -191,7 +198,7 @@ func (l *queueLoop) write(what string, f func(ctx context.Context) error) bool {
 		if errors.Is(err, context.Canceled) && l.taskCtx.Err() != nil {
 			return false
 		}
-		l.logger.Warn(what+" failed; retrying", "error", err, "in", delay)
+		l.logger().Warn(what+" failed; retrying", "error", err, "in", delay)
 		t := l.w.cfg.Clock.NewTimer(delay)
 		select {
 		case <-t.C():

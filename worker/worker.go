@@ -23,8 +23,24 @@ type Worker struct {
 	mu     sync.Mutex
 	queues map[string]*queueLoop
 
+	// One per worker, whatever the number of queues (DESIGN.md §10).
+	idle    *idleScheduler // due times of parked queues, the backstop check
+	commits *committer     // coalesced offset commits
+
 	pause     atomic.Pointer[PauseState]
 	suspended atomic.Bool
+	// blockGen counts the times every queue may have been blocked (a
+	// pause of all or of the member, a suspension, a freeze): a queue
+	// that wakes under a newer generation than it last saw verifies its
+	// claim first, though it slept through the pause while parked.
+	blockGen atomic.Uint64
+
+	// loopGoroutines counts the queue loops' run goroutines: parked loops
+	// have none.
+	loopGoroutines atomic.Int64
+	// iterationCount counts the queue loops' iterations (tests: "the loop
+	// has looked since").
+	iterationCount atomic.Int64
 
 	// The freeze guard (Run): a heartbeat every freezeBeat by cfg.Clock; a
 	// stale beat or a detected freeze blocks every queue until the session
@@ -54,12 +70,15 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}}
+	w.idle = newIdleScheduler(w)
+	w.commits = newCommitter(w)
 	w.pause.Store(&PauseState{})
 	return w, nil
 }
 
 // Start begins running an owned queue from the claim's committed offset. It
-// returns at once; the queue runs until Stop, Abort, or a fenced commit.
+// returns at once; the queue runs until Stop, Abort, or a fenced commit,
+// parked (without a goroutine) whenever it has nothing to do.
 func (w *Worker) Start(qc drover.QueueConfig, claim Claim) error {
 	if err := qc.Validate(); err != nil {
 		return fmt.Errorf("start queue: %w", err)
@@ -71,7 +90,8 @@ func (w *Worker) Start(qc drover.QueueConfig, claim Claim) error {
 	}
 	l := newQueueLoop(w, qc, claim)
 	w.queues[qc.Name] = l
-	go l.run()
+	w.idle.ensureRunning()
+	w.idle.started(qc.Name) // checked with the others started meanwhile
 	return nil
 }
 
@@ -85,8 +105,8 @@ func (w *Worker) Configure(qc drover.QueueConfig) error {
 	l := w.queues[qc.Name]
 	w.mu.Unlock()
 	if l != nil {
-		l.setConfig(qc)
-		l.signal()
+		l.setConfig(qc) // a parked loop reads it when it runs again
+		l.nudge()
 	}
 	return nil
 }
@@ -102,7 +122,7 @@ func (w *Worker) Stop(ctx context.Context, queue string) error {
 	if l == nil {
 		return nil
 	}
-	l.stop()
+	l.end()
 	select {
 	case <-l.done:
 	case <-ctx.Done():
@@ -165,8 +185,37 @@ func (w *Worker) AbortAll() {
 
 // SetPause replaces the pause flags. Paused queues start no new task;
 // in-flight tasks finish and ownership is kept.
+//
+// Resuming verifies the claims of the queues that were paused (an operator
+// may have reset their offsets meanwhile) without starting every parked
+// queue at once: a queue resumed by name runs at once and verifies; after
+// a pause of all or of the member, the idle scheduler verifies the parked
+// queues a batch per pass (idle.go), and any of them that runs earlier
+// verifies first.
 func (w *Worker) SetPause(p PauseState) {
-	w.pause.Store(&p)
+	old := w.pause.Swap(&p)
+	if p.All || p.Member {
+		w.blockGen.Add(1)
+	}
+	var resumed []*queueLoop
+	w.mu.Lock()
+	for q, paused := range p.Queues {
+		if l := w.queues[q]; l != nil && paused {
+			l.needVerify.Store(true)
+		}
+	}
+	for q, paused := range old.Queues {
+		if l := w.queues[q]; l != nil && paused && !p.Queues[q] {
+			resumed = append(resumed, l)
+		}
+	}
+	w.mu.Unlock()
+	for _, l := range resumed {
+		l.signal() // verifies its claim, then reads
+	}
+	if (old.All || old.Member) && !p.All && !p.Member {
+		w.idle.missed() // a pass now: it starts verifying the parked queues
+	}
 	w.wakeAll()
 }
 
@@ -174,19 +223,51 @@ func (w *Worker) SetPause(p PauseState) {
 // (disconnected, not yet lost): while it is, no task starts and nothing is
 // committed.
 func (w *Worker) SetSuspended(s bool) {
-	w.suspended.Store(s)
+	if s {
+		w.blockGen.Add(1)
+	}
+	if w.suspended.Swap(s) && !s {
+		w.idle.missed() // verify the parked queues, a batch per pass
+	}
 	w.wakeAll()
 }
 
-// Wake tells a queue's loop that messages were enqueued.
+// Wake tells a queue's loop that messages were enqueued: a parked queue
+// runs again.
 func (w *Worker) Wake(queue string) {
-	w.mu.Lock()
-	l := w.queues[queue]
-	w.mu.Unlock()
-	if l != nil {
+	if l := w.loop(queue); l != nil {
 		l.signal()
 	}
 }
+
+// WakeAt tells a queue's loop that messages were enqueued, delayed messages
+// among them, the earliest due at due: the queue reads now and promotes at
+// due, parked or not.
+func (w *Worker) WakeAt(queue string, due time.Time) {
+	if l := w.loop(queue); l != nil {
+		w.idle.at(queue, due)
+		l.signal()
+	}
+}
+
+// MissedWakeups says wake-ups may have been lost (the subscription
+// reconnected, or its reader fell behind): every parked queue is checked at
+// once, in one amortised pass, instead of waiting for the next
+// PollInterval.
+func (w *Worker) MissedWakeups() {
+	w.idle.missed()
+}
+
+// loop returns queue's loop, or nil.
+func (w *Worker) loop(queue string) *queueLoop {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queues[queue]
+}
+
+// loopStarted and loopStopped count the queue loops' run goroutines.
+func (w *Worker) loopStarted() { w.loopGoroutines.Add(1) }
+func (w *Worker) loopStopped() { w.loopGoroutines.Add(-1) }
 
 // PublishGauges sets the worker's own gauges (in-flight tasks, owned
 // queues). The caller runs it periodically.
@@ -229,6 +310,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		if gap := w.sinceBeat(); gap > freezeThreshold && w.cfg.Confirm != nil {
 			w.frozen.Store(true)
+			w.blockGen.Add(1)
 			w.cfg.Logger.Warn("the worker was frozen: no task starts until the session is confirmed", "gap", gap)
 			for {
 				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -253,6 +335,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.beat()
 			w.renew()
 			w.wakeAll()
+			w.idle.missed()
 		} else {
 			w.beat()
 			w.renew()
@@ -306,11 +389,17 @@ func (w *Worker) blocked(queue string) bool {
 	return p.All || p.Member || p.Queues[queue]
 }
 
+// wakeAll wakes the loops that a change of pause, suspension or freeze may
+// concern: those running and those parked with work left. The other parked
+// loops stay parked (a pause must not start 25,000 goroutines); when they
+// run again, the block generation makes them verify their claim.
 func (w *Worker) wakeAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, l := range w.queues {
-		l.signal()
+		if !l.parked() || l.pendingWork.Load() {
+			l.signal()
+		}
 	}
 }
 
@@ -321,4 +410,5 @@ func (w *Worker) forget(l *queueLoop) {
 		delete(w.queues, l.name)
 	}
 	w.mu.Unlock()
+	w.idle.poke() // it exits once the worker owns no queue
 }

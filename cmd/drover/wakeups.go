@@ -11,11 +11,14 @@ import (
 	"github.com/drover-dev/drover/worker"
 )
 
+// The store is the worker's amortised backstop against lost wake-ups.
+var _ worker.QueueChecker = (*queue.Store)(nil)
+
 // routedWorker is the worker as the fleet runs it: starting a queue first
 // routes the queue's wake-ups to this member (queue.RouteWakeups), so that
 // enqueues wake this member alone (docs/redis-schema.md, Wake-ups). A route
-// that fails is logged and the queue runs anyway: the worker finds its
-// messages by polling.
+// that fails is logged and the queue runs anyway: the worker's amortised
+// backstop check finds its messages.
 type routedWorker struct {
 	*worker.Worker
 	store  *queue.Store
@@ -28,21 +31,31 @@ func (r routedWorker) Start(cfg drover.QueueConfig, claim drover.Claim) error {
 	err := r.store.RouteWakeups(ctx, r.member, cfg.Name)
 	cancel()
 	if err != nil {
-		r.log.Warn("wake-ups of the queue not routed here; it is polled", "queue", cfg.Name, "error", err)
+		r.log.Warn("wake-ups of the queue not routed here; the backstop check finds its messages", "queue", cfg.Name, "error", err)
 	}
 	return r.Worker.Start(cfg, claim)
 }
 
-// wakeQueues feeds the member's wake-ups to the worker until ctx ends.
+// wakeQueues feeds the member's wake-ups to the worker until ctx ends: a
+// wake-up starts the queue's parked loop, a due time goes to the worker's
+// idle scheduler, and a Missed wake-up (the subscription reconnected, or
+// this reader fell behind) makes the worker check every parked queue at
+// once, in one amortised pass. Without a subscription the worker's
+// backstop check (every poll interval) still finds every message.
 func wakeQueues(ctx context.Context, store *queue.Store, member string, w *worker.Worker, log hclog.Logger) {
 	ch, err := store.Wakeups(ctx, member)
 	if err != nil {
-		log.Warn("no enqueue notifications; queues poll", "error", err)
+		log.Warn("no enqueue notifications; the backstop check finds messages every poll interval", "error", err)
 		<-ctx.Done()
 		return
 	}
 	for wk := range ch {
-		if wk.Queue != "" { // Missed: the queue loops poll anyway
+		switch {
+		case wk.Missed:
+			w.MissedWakeups()
+		case !wk.Due.IsZero():
+			w.WakeAt(wk.Queue, wk.Due)
+		default:
 			w.Wake(wk.Queue)
 		}
 	}

@@ -1,0 +1,174 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/metrics"
+)
+
+// committer commits the offsets of the worker's queues: one per worker, not
+// one per queue (DESIGN.md §10). Queue loops hand it their done offsets
+// (offer); every CommitInterval it commits every queue that progressed, all
+// at once, so the coordinator's coalescing sends them to ZooKeeper as one
+// multi (coordinator/multi_batch.go), each operation still checking its own
+// claim's fencing version. A fenced-out queue is dropped alone: its loop is
+// lost, the others commit. After a successful commit the queue is trimmed,
+// the outcome records riding with the trim.
+//
+// Its goroutine runs while offsets wait and exits when none does: an idle
+// worker commits nothing and holds no committer goroutine.
+type committer struct {
+	w *Worker
+
+	mu       sync.Mutex
+	cond     *sync.Cond                // broadcast when a flush ends
+	pending  map[*queueLoop]*commitReq // offered, not sent yet
+	inflight map[*queueLoop]bool       // being committed now
+	running  bool                      // the flush goroutine runs
+}
+
+// commitReq is one queue's offset to commit, with the outcome records of the
+// messages it covers.
+type commitReq struct {
+	off      drover.Offset
+	outcomes []drover.Outcome
+}
+
+func newCommitter(w *Worker) *committer {
+	c := &committer{w: w, pending: map[*queueLoop]*commitReq{}, inflight: map[*queueLoop]bool{}}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+// offer queues l's offset (a later offer of the same queue replaces the
+// offset and adds its records) for the next flush. It never blocks on I/O.
+func (c *committer) offer(l *queueLoop, off drover.Offset, outcomes []drover.Outcome) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mergeLocked(l, &commitReq{off: off, outcomes: outcomes})
+	if !c.running {
+		c.running = true
+		go c.run()
+	}
+}
+
+// mergeLocked adds r to what waits for l; the records stay bounded by the
+// queue's record bound (the oldest go first, as they would in Redis).
+func (c *committer) mergeLocked(l *queueLoop, r *commitReq) {
+	p := c.pending[l]
+	if p == nil {
+		c.pending[l] = r
+		return
+	}
+	if r.off.Position > p.off.Position {
+		p.off = r.off
+	}
+	p.outcomes = append(p.outcomes, r.outcomes...)
+	if max := l.config().Outcomes.MaxRecords(); len(p.outcomes) > max {
+		p.outcomes = p.outcomes[len(p.outcomes)-max:]
+	}
+}
+
+// withdraw takes back what waits for l, after waiting for a flush that is
+// committing l: the queue is shutting down and its release carries the
+// final offset. It returns the records that were not trimmed yet and
+// whether anything was waiting.
+func (c *committer) withdraw(l *queueLoop) ([]drover.Outcome, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.inflight[l] {
+		c.cond.Wait()
+	}
+	r, ok := c.pending[l]
+	if !ok {
+		return nil, false
+	}
+	delete(c.pending, l)
+	return r.outcomes, true
+}
+
+// run flushes every CommitInterval until nothing waits.
+func (c *committer) run() {
+	t := c.w.cfg.Clock.NewTimer(c.w.cfg.CommitInterval)
+	defer t.Stop()
+	for {
+		<-t.C()
+		c.mu.Lock()
+		if c.w.suspended.Load() || len(c.pending) == 0 {
+			// While the session is suspended nothing is committed: the
+			// offsets wait (a lost session ends the queues, which withdraw).
+			if len(c.pending) == 0 {
+				c.running = false
+				c.mu.Unlock()
+				return
+			}
+			c.mu.Unlock()
+			t.Reset(c.w.cfg.CommitInterval)
+			continue
+		}
+		batch := c.pending
+		c.pending = map[*queueLoop]*commitReq{}
+		for l := range batch {
+			c.inflight[l] = true
+		}
+		c.mu.Unlock()
+
+		c.flush(batch)
+
+		c.mu.Lock()
+		for l := range batch {
+			delete(c.inflight, l)
+		}
+		c.cond.Broadcast()
+		c.mu.Unlock()
+		t.Reset(c.w.cfg.CommitInterval)
+	}
+}
+
+// flush commits every queue of batch at once and waits for all: the commits
+// reach the coordinator together, which sends them as one multi. A failed
+// commit that did not lose the queue is offered again for the next flush.
+func (c *committer) flush(batch map[*queueLoop]*commitReq) {
+	var wg sync.WaitGroup
+	for l, r := range batch {
+		if l.lost.Load() {
+			continue // another member owns it: write nothing
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.commit(l, r)
+		}()
+	}
+	wg.Wait()
+}
+
+// commit commits one queue's offset and trims what it covers.
+func (c *committer) commit(l *queueLoop, r *commitReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	start := time.Now()
+	err := l.claim.Commit(ctx, r.off)
+	c.w.cfg.Metrics.AddSample(metrics.CommitDuration, ms(time.Since(start)))
+	if err != nil {
+		if isLost(err) {
+			l.lose(fmt.Sprintf("commit of %d refused", r.off.Position), err)
+			return
+		}
+		l.logger().Warn("commit offset", "offset", r.off.Position, "error", err)
+		c.mu.Lock()
+		c.mergeLocked(l, r) // again at the next flush
+		c.mu.Unlock()
+		return
+	}
+	c.w.cfg.Metrics.IncrCounter(metrics.CommitsTotal, 1, metrics.L("queue", l.name))
+	l.committed.Store(int64(r.off.Position))
+	l.mu.Lock()
+	l.snap.Committed = r.off.Position
+	l.mu.Unlock()
+	l.trim(r.off.Position, r.outcomes)
+}

@@ -1,0 +1,305 @@
+package worker
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/drover-dev/drover"
+)
+
+// idleScheduler is the worker's one goroutine for all its parked queues
+// (DESIGN.md §10), in place of a timer and a poll per queue:
+//
+//   - due times: a heap of queues keyed by the earliest due time of their
+//     delayed messages, learnt from wake-ups (an enqueue of delayed
+//     messages), from promotions (the next one due) and from retries; when
+//     a queue's time comes it is signalled to promote, then read. A
+//     delayed message costs one heap entry, whatever the number of queues.
+//   - the backstop against lost wake-ups: every PollInterval, and at once
+//     after MissedWakeups, one amortised check of every parked queue
+//     (QueueChecker: one script call per 256 queues, in one pipeline). A
+//     queue with a message after its fetched offset is signalled; its next
+//     due time goes to the heap.
+//   - queues just started: a started queue begins parked and is checked at
+//     once, with the others started meanwhile, so that claiming 25,000
+//     queues costs a hundred script calls and a goroutine for each queue
+//     that has messages — not three round trips and a goroutine per queue.
+//
+// The goroutine runs while the worker owns queues and exits when it owns
+// none.
+type idleScheduler struct {
+	w *Worker
+
+	mu       sync.Mutex
+	due      dueHeap
+	byQueue  map[string]*dueItem
+	checkNow bool
+	fresh    []string // queues started since the last pass: check them now
+	running  bool
+	kick     chan struct{} // something changed: look again
+
+	// checks counts backstop passes (tests).
+	checks int
+}
+
+// dueItem is a queue's earliest known due time.
+type dueItem struct {
+	queue string
+	at    time.Time
+	index int
+}
+
+type dueHeap []*dueItem
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].index = i; h[j].index = j }
+func (h *dueHeap) Push(x any)        { it := x.(*dueItem); it.index = len(*h); *h = append(*h, it) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return it
+}
+
+func newIdleScheduler(w *Worker) *idleScheduler {
+	return &idleScheduler{w: w, byQueue: map[string]*dueItem{}, kick: make(chan struct{}, 1)}
+}
+
+// at schedules queue to be signalled (to promote) at due, unless an earlier
+// time is scheduled already. It never blocks.
+func (s *idleScheduler) at(queue string, due time.Time) {
+	s.mu.Lock()
+	it := s.byQueue[queue]
+	switch {
+	case it == nil:
+		it = &dueItem{queue: queue, at: due}
+		s.byQueue[queue] = it
+		heap.Push(&s.due, it)
+	case due.Before(it.at):
+		it.at = due
+		heap.Fix(&s.due, it.index)
+	default:
+		s.mu.Unlock()
+		return
+	}
+	first := s.due[0] == it
+	s.mu.Unlock()
+	if first {
+		s.poke()
+	}
+}
+
+// started asks for a check of a queue just started (parked).
+func (s *idleScheduler) started(queue string) {
+	s.mu.Lock()
+	s.fresh = append(s.fresh, queue)
+	s.mu.Unlock()
+	s.poke()
+}
+
+// missed asks for a backstop check at once.
+func (s *idleScheduler) missed() {
+	s.mu.Lock()
+	s.checkNow = true
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *idleScheduler) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// ensureRunning starts the goroutine if it does not run; w.mu is held.
+func (s *idleScheduler) ensureRunning() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		s.running = true
+		go s.run()
+	}
+}
+
+// run signals due queues and runs the backstop until the worker owns no
+// queue.
+func (s *idleScheduler) run() {
+	c := s.w.cfg
+	nextCheck := c.Clock.Now().Add(c.PollInterval)
+	t := c.Clock.NewTimer(c.PollInterval)
+	defer t.Stop()
+	for {
+		now := c.Clock.Now()
+		s.mu.Lock()
+		var fire []string
+		for len(s.due) > 0 && !s.due[0].at.After(now) {
+			it := heap.Pop(&s.due).(*dueItem)
+			delete(s.byQueue, it.queue)
+			fire = append(fire, it.queue)
+		}
+		check := s.checkNow || !now.Before(nextCheck)
+		s.checkNow = false
+		fresh := s.fresh
+		s.fresh = nil
+		s.mu.Unlock()
+		if len(fresh) > 0 && !check {
+			s.checkFresh(fresh)
+		}
+		for _, q := range fire {
+			if l := s.w.loop(q); l != nil {
+				l.dueNow.Store(true)
+				l.signal()
+			}
+		}
+		if check {
+			nextCheck = c.Clock.Now().Add(c.PollInterval)
+			if s.check() {
+				nextCheck = c.Clock.Now().Add(verifyPause)
+			}
+		}
+
+		s.w.mu.Lock()
+		if len(s.w.queues) == 0 {
+			s.mu.Lock()
+			s.running = false
+			s.mu.Unlock()
+			s.w.mu.Unlock()
+			return
+		}
+		s.w.mu.Unlock()
+
+		s.mu.Lock()
+		wait := nextCheck.Sub(c.Clock.Now())
+		if len(s.due) > 0 {
+			if d := s.due[0].at.Sub(c.Clock.Now()); d < wait {
+				wait = d
+			}
+		}
+		s.mu.Unlock()
+		t.Reset(max(wait, 0))
+		select {
+		case <-t.C():
+		case <-s.kick:
+		}
+	}
+}
+
+// verifyPerPass is the most parked queues a pass starts to verify their
+// claims after a pause of all queues, a suspension or a freeze: verifying
+// 25,000 claims is spread over passes rather than 25,000 goroutines at once.
+const verifyPerPass = 500
+
+// verifyPause is how soon the next batch of verifications starts.
+const verifyPause = 50 * time.Millisecond
+
+// check is the amortised backstop: one check of every parked queue after
+// its fetched offset. Paused queues are left out (a wake-up, or the end of
+// the pause, starts them) unless they were just started. Parked queues that
+// slept through a pause of all queues (or a suspension, or a freeze) are
+// started instead, up to verifyPerPass: they verify their claims (an
+// offset may have been reset meanwhile) and read; the next pass, at once
+// while some remain, takes the next batch.
+//
+// It reports whether parked queues remain to verify.
+func (s *idleScheduler) check() bool {
+	offsets := map[string]drover.Position{}
+	loops := map[string]*queueLoop{}
+	var verify []*queueLoop
+	gen := s.w.blockGen.Load()
+	s.w.mu.Lock()
+	for q, l := range s.w.queues {
+		if !l.parked() || (s.w.blocked(q) && l.checked.Load()) {
+			continue
+		}
+		if l.parkedGen.Load() != gen && !s.w.blocked(q) {
+			verify = append(verify, l)
+			continue
+		}
+		offsets[q] = drover.Position(l.parkedFetched.Load())
+		loops[q] = l
+	}
+	s.w.mu.Unlock()
+	more := len(verify) > verifyPerPass
+	if more {
+		verify = verify[:verifyPerPass]
+	}
+	for _, l := range verify {
+		l.signal()
+	}
+	s.checkLoops(offsets, loops)
+	return more
+}
+
+// checkFresh checks the queues just started.
+func (s *idleScheduler) checkFresh(queues []string) {
+	offsets := map[string]drover.Position{}
+	loops := map[string]*queueLoop{}
+	s.w.mu.Lock()
+	for _, q := range queues {
+		if l := s.w.queues[q]; l != nil && l.parked() {
+			offsets[q] = drover.Position(l.parkedFetched.Load())
+			loops[q] = l
+		}
+	}
+	s.w.mu.Unlock()
+	s.checkLoops(offsets, loops)
+}
+
+// checkLoops checks the queues of offsets in one amortised call, signals
+// those with a message after their offset and schedules their due times.
+func (s *idleScheduler) checkLoops(offsets map[string]drover.Position, loops map[string]*queueLoop) {
+	s.mu.Lock()
+	s.checks++
+	s.mu.Unlock()
+	if len(offsets) == 0 {
+		return
+	}
+	qc, ok := s.w.cfg.Log.(QueueChecker)
+	if !ok {
+		for _, l := range loops {
+			l.signal()
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	res, err := qc.CheckQueues(ctx, offsets)
+	if err != nil {
+		// The next pass checks again: waking every queue would only
+		// repeat the failing reads one by one.
+		s.w.cfg.Logger.Warn("check of the parked queues failed; checking again next poll interval", "queues", len(loops), "error", err)
+		s.mu.Lock()
+		for _, l := range loops {
+			if !l.checked.Load() {
+				s.fresh = append(s.fresh, l.name)
+			}
+		}
+		s.mu.Unlock()
+		return
+	}
+	for _, r := range res {
+		l := loops[r.Queue]
+		if l == nil {
+			continue
+		}
+		l.checked.Store(true)
+		if !r.NextDue.IsZero() {
+			s.at(r.Queue, r.NextDue)
+		}
+		if r.Ready {
+			l.signal()
+		}
+	}
+}
+
+// checkCount returns how many backstop checks ran.
+func (s *idleScheduler) checkCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checks
+}

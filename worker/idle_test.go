@@ -1,0 +1,423 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/worker/executor"
+)
+
+var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// newIdleWorker is a worker on a fake clock with the default intervals:
+// nothing timed happens unless the test advances the clock.
+func newIdleWorker(t *testing.T, log *memLog, ex Executor) (*Worker, *testkit.Clock) {
+	t.Helper()
+	clock := testkit.NewClock(t0)
+	w := newTestWorker(t, log, ex, func(c *Config) {
+		c.Clock = clock
+		c.CommitInterval = DefaultCommitInterval
+		c.PromoteInterval = DefaultPromoteInterval
+		c.PollInterval = DefaultPollInterval
+	})
+	return w, clock
+}
+
+// allParked waits until no queue loop of w has a goroutine.
+func allParked(t *testing.T, w *Worker) {
+	t.Helper()
+	waitFor(t, "every queue loop parked", func() bool { return w.loopGoroutines.Load() == 0 })
+}
+
+// A parked queue holds no goroutine: the worker's goroutines do not grow
+// with the queues it owns.
+func TestParkedQueuesHoldNoGoroutine(t *testing.T) {
+	log := newMemLog()
+	w, _ := newIdleWorker(t, log, &scriptedExecutor{})
+	before := runtime.NumGoroutine()
+	const n = 2000
+	for i := range n {
+		if err := w.Start(queueConfig(fmt.Sprintf("q%04d", i), nil), &memClaim{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allParked(t, w)
+	// The idle scheduler is the one goroutine the queues add; a few more
+	// may still be exiting.
+	waitFor(t, "goroutines independent of the queues", func() bool { return runtime.NumGoroutine()-before <= 5 })
+	if owned := len(w.Owned()); owned != n {
+		t.Fatalf("owned: want %d, have %d", n, owned)
+	}
+}
+
+// A wake-up lost entirely: the message is enqueued, no wake-up arrives, and
+// the amortised backstop (one check of all parked queues) still runs it
+// once the clock passes the poll interval.
+func TestLostWakeupIsRunByTheBackstop(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	claims := map[string]*memClaim{}
+	for i := range 50 {
+		q := fmt.Sprintf("q%02d", i)
+		claims[q] = &memClaim{}
+		if err := w.Start(queueConfig(q, nil), claims[q]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allParked(t, w)
+	waitFor(t, "the started queues checked", func() bool { return w.idle.checkCount() >= 1 })
+	promotes, checks, reads := log.counts()
+	log.add("q07", msg("lost")) // no Wake: the wake-up never arrives
+	if runs := ex.runList(); len(runs) != 0 {
+		t.Fatalf("without a wake-up or a check: want nothing run, have %v", runs)
+	}
+	clock.Advance(DefaultPollInterval)
+	waitFor(t, "the backstop to run the message", func() bool {
+		clock.Advance(DefaultCommitInterval)
+		return claims["q07"].committed() == 1
+	})
+	if runs := ex.runList(); !slices.Equal(runs, []string{"lost#0"}) {
+		t.Fatalf("runs: want [lost#0], have %v", runs)
+	}
+	p2, c2, r2 := log.counts()
+	if c2 -= checks; c2 < 1 {
+		t.Fatalf("want the backstop check to have run, have %d checks", c2)
+	}
+	// Amortised: the check covered the 50 queues; only the queue with a
+	// message read (and promoted) again, not one per queue.
+	if r2-reads > 2*c2 || p2-promotes > 2*c2 {
+		t.Fatalf("after %d checks: want reads and promotes of the one woken queue only, have %d reads and %d promotes", c2, r2-reads, p2-promotes)
+	}
+}
+
+// A due delayed message on a parked queue is promoted when its time comes,
+// without a promotion per queue per interval before.
+func TestDueMessageOnAParkedQueueIsPromotedWhenDue(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	claim := &memClaim{}
+	for i := range 50 {
+		q := fmt.Sprintf("q%02d", i)
+		c := &memClaim{}
+		if q == "q00" {
+			c = claim
+		}
+		if err := w.Start(queueConfig(q, nil), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allParked(t, w)
+	waitFor(t, "the started queues checked", func() bool { return w.idle.checkCount() >= 1 })
+	due := t0.Add(30 * time.Second)
+	log.addDelayed("q00", msg("later"), due)
+	w.WakeAt("q00", due) // the enqueue's wake-up names the due time
+	allParked(t, w)
+	promotes, checks, _ := log.counts()
+	// Second by second, each step once the idle scheduler waits again (its
+	// timer is the only one armed: every loop is parked, nothing to commit).
+	for clock.Now().Before(due.Add(-time.Second)) {
+		waitFor(t, "the idle scheduler to wait", func() bool { return clock.Timers() == 1 })
+		clock.Advance(time.Second)
+	}
+	waitFor(t, "the idle scheduler to wait", func() bool { return clock.Timers() == 1 })
+	if _, c, _ := log.counts(); c-checks != 5 {
+		t.Fatalf("29 s parked: want a backstop check every 5 s (5), have %d", c-checks)
+	}
+	allParked(t, w)
+	if p, _, _ := log.counts(); p != promotes {
+		t.Fatalf("before the due time: want no promotion (parked queues do not poll), have %d", p-promotes)
+	}
+	if runs := ex.runList(); len(runs) != 0 {
+		t.Fatalf("before the due time: want nothing run, have %v", runs)
+	}
+	clock.Advance(time.Second)
+	waitFor(t, "the delayed message to run once due", func() bool {
+		clock.Advance(DefaultCommitInterval)
+		return claim.committed() > 0
+	})
+	if runs := ex.runList(); !slices.Equal(runs, []string{"later#0"}) {
+		t.Fatalf("runs: want [later#0], have %v", runs)
+	}
+}
+
+// A retry's due time reaches the idle scheduler: the parked queue runs the
+// retry when due.
+func TestRetryOfAParkedQueueRunsWhenDue(t *testing.T) {
+	log := newMemLog()
+	log.add("q", msg("flaky"))
+	ex := &scriptedExecutor{outcome: func(m *drover.Message) executor.Outcome {
+		if m.Attempt == 0 {
+			return executor.OutcomeRetry
+		}
+		return executor.OutcomeSuccess
+	}}
+	w, clock := newIdleWorker(t, log, ex)
+	claim := &memClaim{}
+	if err := w.Start(queueConfig("q", func(q *drover.QueueConfig) {
+		q.Backoff = drover.Backoff{Base: drover.Duration(time.Minute), Max: drover.Duration(time.Minute)}
+	}), claim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the retry scheduled", func() bool { return log.retryCount() == 1 })
+	allParked(t, w)
+	waitFor(t, "the retry to run when due", func() bool {
+		clock.Advance(10 * time.Second)
+		return claim.committed() > 1
+	})
+	if runs := ex.runList(); !slices.Equal(runs, []string{"flaky#0", "flaky#1"}) {
+		t.Fatalf("runs: want [flaky#0 flaky#1], have %v", runs)
+	}
+}
+
+// One commit per interval carries every queue that progressed; the queue
+// whose claim was fenced out is dropped alone (its loop is lost, it never
+// trims) and the others commit.
+func TestCommitBatchDropsTheFencedQueueAlone(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	claims := map[string]*memClaim{"a": {}, "b": {fenced: true}, "c": {}}
+	for _, q := range []string{"a", "b", "c"} {
+		log.add(q, msg("m-"+q))
+		if err := w.Start(queueConfig(q, nil), claims[q]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the three messages run", func() bool { return len(ex.runList()) == 3 })
+	allParked(t, w)
+	for q, c := range claims {
+		if c.committed() != 0 {
+			t.Fatalf("before the commit interval: want nothing committed, %s has %d", q, c.committed())
+		}
+	}
+	clock.Advance(DefaultCommitInterval) // one flush for the three
+	waitFor(t, "b dropped as fenced", func() bool { return loopEnded(w, "b") })
+	waitFor(t, "a and c committed by the same flush", func() bool {
+		return claims["a"].committed() == 1 && claims["c"].committed() == 3
+	})
+	log.mu.Lock()
+	trimsB, trimsA := len(log.trims["b"]), len(log.trims["a"])
+	log.mu.Unlock()
+	if trimsB != 0 || trimsA != 1 {
+		t.Fatalf("trims: want a trimmed once and b never, have a %d, b %d", trimsA, trimsB)
+	}
+	for _, q := range []string{"a", "c"} {
+		if loopEnded(w, q) {
+			t.Fatalf("%s ended with b; want only b dropped", q)
+		}
+	}
+}
+
+// Signals racing with a loop that parks: every message runs exactly once,
+// and once the storm ends the loop is parked with no goroutine (run with
+// -race: two run goroutines at once would race on the loop's state).
+func TestSignalsRacingWithParking(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w := newTestWorker(t, log, ex, nil)
+	claim := &memClaim{}
+	if err := w.Start(queueConfig("q", nil), claim); err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n / 4 {
+				log.add("q", msg(fmt.Sprintf("g%d-%03d", g, i)))
+				w.Wake("q")
+				w.Wake("q")
+				runtime.Gosched()
+			}
+		}()
+	}
+	wg.Wait()
+	w.Wake("q")
+	waitFor(t, "every message committed", func() bool { return claim.committed() == n })
+	allParked(t, w)
+	runs := ex.runList()
+	if len(runs) != n || len(slices.Compact(sortedCopy(runs))) != n {
+		t.Fatalf("want %d messages run once each, have %d runs (%d distinct)", n, len(runs), len(slices.Compact(sortedCopy(runs))))
+	}
+}
+
+// A pause does not start the parked queues, nor does the end of a pause of
+// all queues; an offset reset while the queue is parked and paused is still
+// caught: the queue resumed by name verifies at once, the queues of a
+// member resumed are verified by the idle scheduler a batch per pass, and
+// the reset queue is dropped without a write.
+func TestPauseAndResetWhileParkedStillVerifies(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pause PauseState
+	}{
+		{"all", PauseState{All: true}},
+		{"member", PauseState{Member: true}},
+		{"queue", PauseState{Queues: map[string]bool{"q": true}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := newMemLog()
+			ex := &scriptedExecutor{}
+			w, _ := newIdleWorker(t, log, ex)
+			claim := &verifyingClaim{}
+			if err := w.Start(queueConfig("q", nil), claim); err != nil {
+				t.Fatal(err)
+			}
+			others := map[string]*verifyingClaim{}
+			for i := range 20 {
+				q := fmt.Sprintf("other%02d", i)
+				others[q] = &verifyingClaim{}
+				if err := w.Start(queueConfig(q, nil), others[q]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			allParked(t, w)
+			w.SetPause(tc.pause)
+			if n := w.loopGoroutines.Load(); n != 0 {
+				t.Fatalf("a pause started %d parked queue loops; want none", n)
+			}
+			claim.reset.Store(true) // an operator resets the offset while paused
+			w.SetPause(PauseState{})
+			if n := w.loopGoroutines.Load(); n > 1 {
+				t.Fatalf("a resume started %d parked queue loops at once; want at most the resumed queue", n)
+			}
+			waitFor(t, "the reset queue to be dropped as fenced", func() bool { return loopEnded(w, "q") })
+			if claim.verifys.Load() == 0 {
+				t.Fatal("want the claim verified after the pause")
+			}
+			if runs := ex.runList(); len(runs) != 0 {
+				t.Fatalf("a reset queue must start nothing, have %v", runs)
+			}
+			claim.mu.Lock()
+			defer claim.mu.Unlock()
+			if len(claim.commits) != 0 || claim.released != nil {
+				t.Fatalf("a fenced queue must write nothing: commits %v released %v", claim.commits, claim.released)
+			}
+			if tc.name == "queue" {
+				for q, c := range others {
+					if c.verifys.Load() != 0 {
+						t.Fatalf("a pause of q alone verified %s too", q)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Stop and Abort of a parked queue still shut it down: Stop releases with
+// the final offset, Abort writes nothing.
+func TestStopAndAbortOfAParkedQueue(t *testing.T) {
+	log := newMemLog()
+	log.add("s", msg("one"))
+	ex := &scriptedExecutor{}
+	w, _ := newIdleWorker(t, log, ex)
+	stopped, aborted := &memClaim{}, &memClaim{}
+	if err := w.Start(queueConfig("s", nil), stopped); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(queueConfig("a", nil), aborted); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "s to run its message", func() bool { return len(ex.runList()) == 1 })
+	allParked(t, w)
+	if c := stopped.committed(); c != 0 {
+		t.Fatalf("before the commit interval: want nothing committed, have %d", c)
+	}
+	if err := w.Stop(context.Background(), "s"); err != nil {
+		t.Fatal(err)
+	}
+	stopped.mu.Lock()
+	rel := stopped.released
+	stopped.mu.Unlock()
+	if rel == nil || rel.Position != 1 {
+		t.Fatalf("stop of a parked queue: want a release at 1 (the uncommitted done offset), have %+v", rel)
+	}
+	w.Abort("a")
+	aborted.mu.Lock()
+	defer aborted.mu.Unlock()
+	if aborted.released != nil || len(aborted.commits) != 0 {
+		t.Fatalf("abort of a parked queue: want no write, have commits %v released %v", aborted.commits, aborted.released)
+	}
+	if owned := w.Owned(); len(owned) != 0 {
+		t.Fatalf("want no queue owned, have %v", owned)
+	}
+}
+
+// BenchmarkParkedQueueFootprint reports what a parked queue costs the
+// worker: heap bytes and goroutines per owned queue (the queue's claim
+// and the Redis client are not counted).
+func BenchmarkParkedQueueFootprint(b *testing.B) {
+	const n = 25000
+	for range b.N {
+		log := newMemLog()
+		clock := testkit.NewClock(t0)
+		w, err := New(Config{Member: "m", Log: log, Requeuer: log, Executor: &scriptedExecutor{}, Clock: clock})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		for i := range n {
+			if err := w.Start(queueConfig(fmt.Sprintf("queue-%05d", i), nil), &memClaim{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		testkit.Eventually(b, "every queue parked", func() bool { return w.loopGoroutines.Load() == 0 })
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/queue")
+		b.ReportMetric(float64(runtime.NumGoroutine()-g0), "goroutines")
+		w.AbortAll()
+	}
+}
+
+// After a pause of the whole member, the parked queues' claims are verified
+// a batch per pass of the idle scheduler, not all at once when the pause
+// ends: every claim is verified in the end.
+func TestResumeOfTheMemberVerifiesParkedQueuesInBatches(t *testing.T) {
+	log := newMemLog()
+	w, clock := newIdleWorker(t, log, &scriptedExecutor{})
+	const n = 2*verifyPerPass + 100
+	claims := make([]*verifyingClaim, n)
+	for i := range claims {
+		claims[i] = &verifyingClaim{}
+		if err := w.Start(queueConfig(fmt.Sprintf("q%04d", i), nil), claims[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allParked(t, w)
+	waitFor(t, "the started queues checked", func() bool { return w.idle.checkCount() >= 1 })
+	w.SetPause(PauseState{Member: true})
+	w.SetPause(PauseState{})
+	if g := w.loopGoroutines.Load(); g != 0 {
+		t.Fatalf("the end of the pause started %d loops at once; want none", g)
+	}
+	passes := w.idle.checkCount()
+	waitFor(t, "every claim verified", func() bool {
+		clock.Advance(verifyPause)
+		for _, c := range claims {
+			if c.verifys.Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if p := w.idle.checkCount() - passes; p < 3 {
+		t.Fatalf("want the %d queues verified over at least 3 passes (%d per pass), have %d passes", n, verifyPerPass, p)
+	}
+	allParked(t, w)
+}

@@ -1,0 +1,68 @@
+package worker
+
+// Parking (DESIGN.md §10): a queue loop whose work is done — caught up,
+// nothing buffered or running, nothing due now — ends its run goroutine and
+// keeps its state in the queueLoop ("parked"). A parked queue costs no
+// goroutine, no timer and no poll; signal starts a run goroutine again.
+//
+// The handshake between signal and a goroutine that is parking leaves
+// exactly one run goroutine, and never a signal unseen:
+//
+//   - signal sets the token, then tries parked → running; if that succeeds
+//     it starts a run goroutine, otherwise it nudges the wake channel of the
+//     goroutine that runs.
+//   - a run goroutine clears the token before each iteration (so the
+//     iteration sees everything signalled before), and to park it stores
+//     parked, then looks at the token again: set means a signal may have
+//     found the loop still running, so it takes the loop back
+//     (parked → running) and goes on — unless that signal already won the
+//     swap and started the next goroutine, in which case it just returns.
+//
+// Everything the parked loop keeps is read by the next run goroutine only
+// after the atomic swap that starts it, which orders it after the parking
+// goroutine's writes.
+
+// The states of a queue loop.
+const (
+	phaseParked  int32 = iota // no run goroutine; signal starts one
+	phaseRunning              // a run goroutine owns the loop's state
+	phaseEnded                // shut down: the claim is released or lost
+)
+
+// signal makes the loop run an iteration soon: it starts the run goroutine
+// of a parked loop and wakes a running one. It never blocks.
+func (l *queueLoop) signal() {
+	l.token.Store(true)
+	if l.phase.CompareAndSwap(phaseParked, phaseRunning) {
+		l.w.loopStarted()
+		go l.run()
+		return
+	}
+	l.nudge()
+}
+
+// nudge wakes the run goroutine, if one runs, without starting one.
+func (l *queueLoop) nudge() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// park ends the run goroutine's turn. It reports true when the loop is
+// parked (the caller must return without touching the loop again) and false
+// when a signal arrived meanwhile and the caller keeps running the loop.
+func (l *queueLoop) park() bool {
+	l.stopRunners()
+	l.parkedFetched.Store(int64(l.fetched))
+	l.parkedGen.Store(l.blockGen)
+	l.pendingWork.Store(l.prog.undispatched() > 0 || !l.caughtUp)
+	l.phase.Store(phaseParked)
+	if l.token.Load() && l.phase.CompareAndSwap(phaseParked, phaseRunning) {
+		return false
+	}
+	return true
+}
+
+// parked reports whether the loop has no run goroutine now.
+func (l *queueLoop) parked() bool { return l.phase.Load() == phaseParked }

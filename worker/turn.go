@@ -1,0 +1,70 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// A turn is the life of one run goroutine of a queue loop, from its start
+// (a signal) to its parking. The contexts that stop the loop and kill its
+// tasks live for a turn only: a parked queue holds no context (a context
+// with children keeps a map and a channel for good), no results channel and
+// no runner. stop and abortTasks are flags that outlive the turns; each turn
+// starts with its contexts cancelled as the flags say.
+
+// beginTurn creates the turn's contexts and results channel; run
+// goroutine only.
+func (l *queueLoop) beginTurn() {
+	stopCtx, cancelStop := context.WithCancel(context.Background())
+	taskCtx, cancelTasks := context.WithCancel(context.Background())
+	l.turnMu.Lock()
+	l.stopCtx, l.cancelStop = stopCtx, cancelStop
+	l.taskCtx, l.cancelTasks = taskCtx, cancelTasks
+	if l.stopped {
+		cancelStop()
+	}
+	if l.aborted {
+		cancelTasks()
+	}
+	l.turnMu.Unlock()
+	if l.results == nil {
+		l.results = make(chan taskDone)
+	}
+	l.iterations = 0
+}
+
+// endTurn drops the turn's contexts before the loop parks (no task runs).
+func (l *queueLoop) endTurn() {
+	l.turnMu.Lock()
+	l.cancelStop()
+	l.cancelTasks()
+	l.stopCtx, l.taskCtx, l.cancelStop, l.cancelTasks = nil, nil, nil, nil
+	l.turnMu.Unlock()
+	l.results = nil
+}
+
+// stop makes the loop stop fetching and dispatching, now and in every later
+// turn.
+func (l *queueLoop) stop() {
+	l.turnMu.Lock()
+	defer l.turnMu.Unlock()
+	l.stopped = true
+	if l.cancelStop != nil {
+		l.cancelStop()
+	}
+}
+
+// abortTasks kills the loop's in-flight tasks, now and in every later turn.
+func (l *queueLoop) abortTasks() {
+	l.turnMu.Lock()
+	defer l.turnMu.Unlock()
+	l.aborted = true
+	if l.cancelTasks != nil {
+		l.cancelTasks()
+	}
+}
+
+// logger is the queue's logger. It is made when something is logged: a
+// logger kept per queue would cost every parked queue its memory.
+func (l *queueLoop) logger() hclog.Logger { return l.w.cfg.Logger.With("queue", l.name) }
