@@ -215,10 +215,11 @@ type redisCounters struct {
 	commands  int64 // total_commands_processed
 	publishes int64 // PUBLISH and SPUBLISH calls, from scripts too (commandstats)
 	calls     int64 // the meter's own commands before this reading
+	byCommand map[string]int64
 }
 
 func (m *redisMeter) read(ctx context.Context) (redisCounters, error) {
-	rc := redisCounters{calls: m.calls}
+	rc := redisCounters{calls: m.calls, byCommand: map[string]int64{}}
 	info, err := m.c.Info(ctx, "stats", "commandstats").Result()
 	m.calls++
 	if err != nil {
@@ -229,8 +230,10 @@ func (m *redisMeter) read(ctx context.Context) (redisCounters, error) {
 		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
 			rc.commands, _ = strconv.ParseInt(v, 10, 64)
 		}
-		for _, cmd := range []string{"cmdstat_publish:", "cmdstat_spublish:"} {
-			if v, ok := strings.CutPrefix(line, cmd); ok {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"); ok {
+			name, v, _ := strings.Cut(rest, ":")
+			rc.byCommand[name] = statField(v, "calls")
+			if name == "publish" || name == "spublish" {
 				rc.publishes += statField(v, "calls")
 			}
 		}
@@ -374,6 +377,7 @@ func measure(b *testing.B, rm *redisMeter, ws []*worker, length time.Duration, p
 		return float64((z.redis.commands - a.redis.commands) - (z.redis.calls - a.redis.calls))
 	}
 	w.redisCmdsPerS = cmds(first, last) / w.seconds
+	b.Logf("Redis commands/s in the window by command: %s", commandRates(first.redis.byCommand, last.redis.byCommand, w.seconds))
 	for i := 1; i < len(rs); i++ {
 		secs := rs[i].at.Sub(rs[i-1].at).Seconds()
 		w.redisWorstPart = max(w.redisWorstPart, cmds(rs[i-1], rs[i])/secs)
@@ -552,6 +556,23 @@ func opRates(byOp map[int32]int64, seconds float64) string {
 	}
 	if len(parts) == 0 {
 		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// commandRates formats the busiest commands between two commandstats
+// readings as rates.
+func commandRates(before, after map[string]int64, seconds float64) string {
+	names := make([]string, 0, len(after))
+	for n := range after {
+		if after[n] > before[n] {
+			names = append(names, n)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int { return int((after[b] - before[b]) - (after[a] - before[a])) })
+	parts := make([]string, 0, 8)
+	for _, n := range names[:min(8, len(names))] {
+		parts = append(parts, fmt.Sprintf("%s %.0f", n, float64(after[n]-before[n])/seconds))
 	}
 	return strings.Join(parts, ", ")
 }
