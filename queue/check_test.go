@@ -60,3 +60,46 @@ func TestClusterSlot(t *testing.T) {
 		}
 	}
 }
+
+var _ = addContractCases(contractCase{"QueueHeads", testQueueHeads})
+
+// The periodic backstop's read: the last position of every queue asked,
+// across several MGETs (and several Cluster slots), 0 for a queue never
+// written; a delayed message moves no head until it is promoted.
+func testQueueHeads(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	var queues []string
+	for i := range 1500 {
+		queues = append(queues, fmt.Sprintf("idle-%04d", i))
+	}
+	a := mustEnqueue(t, s, msg("written", ""))
+	b := mustEnqueue(t, s, msg("written", ""))
+	if _, err := s.EnqueueAt(ctx, msg("later", ""), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	queues = append(queues, "written", "later")
+
+	heads, err := s.QueueHeads(ctx, queues)
+	if err != nil {
+		t.Fatalf("QueueHeads: %v", err)
+	}
+	if len(heads) != len(queues) {
+		t.Fatalf("heads: want one per queue (%d), have %d", len(queues), len(heads))
+	}
+	for q, h := range heads {
+		want := drover.Position(0)
+		if q == "written" {
+			want = b.Position
+		}
+		if h != want {
+			t.Fatalf("head of %s: want %d, have %d", q, want, h)
+		}
+	}
+	if b.Position <= a.Position {
+		t.Fatalf("positions do not grow: %d then %d", a.Position, b.Position)
+	}
+	if _, err := s.QueueHeads(ctx, []string{"bad name"}); err == nil {
+		t.Fatal("QueueHeads of an invalid queue name: want an error")
+	}
+}

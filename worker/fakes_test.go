@@ -20,9 +20,11 @@ type memLog struct {
 	dead     map[string][]drover.DeadLetter
 	trims    map[string][]drover.Position
 	retries  int
-	promotes int // PromoteDueNext calls
-	checks   int // CheckQueues calls
-	reads    int // ReadAfter calls
+	promotes int                        // PromoteDueNext calls
+	checks   int                        // CheckQueues and QueueHeads calls (backstop passes)
+	full     int                        // CheckQueues calls
+	heads    map[string]drover.Position // last position handed out per queue (a :seq key)
+	reads    int                        // ReadAfter calls
 	outcomes map[string][]drover.Outcome
 	// recordTrims counts TrimRecording calls: each is one trim carrying
 	// records, never a write of its own.
@@ -40,13 +42,38 @@ func (l *memLog) add(queue string, m *drover.Message) {
 	m.Queue = queue
 	raw, _ := m.MarshalJSON()
 	l.log[queue] = append(l.log[queue], drover.LogEntry{Queue: queue, Position: l.next, ID: m.ID, Raw: raw})
+	l.setHead(queue, l.next)
 	l.next++
+}
+
+// setHead records the last position handed out in queue; l.mu is held.
+func (l *memLog) setHead(queue string, p drover.Position) {
+	if l.heads == nil {
+		l.heads = map[string]drover.Position{}
+	}
+	l.heads[queue] = max(l.heads[queue], p)
+}
+
+// drop removes queue's log entries but not its head, as when a message is
+// killed before its owner reads it.
+func (l *memLog) drop(queue string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.log, queue)
+}
+
+// fullChecks returns how many CheckQueues calls were made.
+func (l *memLog) fullChecks() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.full
 }
 
 func (l *memLog) addPoison(queue, id string, raw []byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.log[queue] = append(l.log[queue], drover.LogEntry{Queue: queue, Position: l.next, ID: id, Raw: raw})
+	l.setHead(queue, l.next)
 	l.next++
 }
 
@@ -94,6 +121,7 @@ func (l *memLog) PromoteDueNext(_ context.Context, queue string, now time.Time, 
 		}
 		raw, _ := d.m.MarshalJSON()
 		l.log[queue] = append(l.log[queue], drover.LogEntry{Queue: queue, Position: l.next, ID: d.m.ID, Raw: raw})
+		l.setHead(queue, l.next)
 		l.next++
 		n++
 	}
@@ -106,6 +134,7 @@ func (l *memLog) CheckQueues(_ context.Context, offsets map[string]drover.Positi
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.checks++
+	l.full++
 	var out []drover.QueueCheck
 	for q, off := range offsets {
 		c := drover.QueueCheck{Queue: q}
@@ -123,6 +152,18 @@ func (l *memLog) CheckQueues(_ context.Context, offsets map[string]drover.Positi
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// QueueHeads is the periodic pass's read: each queue's last position.
+func (l *memLog) QueueHeads(_ context.Context, queues []string) (map[string]drover.Position, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.checks++
+	heads := map[string]drover.Position{}
+	for _, q := range queues {
+		heads[q] = l.heads[q]
+	}
+	return heads, nil
 }
 
 // counts returns how many promotions, checks and reads were made.

@@ -142,7 +142,8 @@ func (s *idleScheduler) run() {
 			delete(s.byQueue, it.queue)
 			fire = append(fire, it.queue)
 		}
-		check := s.checkNow || !now.Before(nextCheck)
+		full := s.checkNow
+		check := full || !now.Before(nextCheck)
 		s.checkNow = false
 		fresh := s.fresh
 		s.fresh = nil
@@ -158,7 +159,7 @@ func (s *idleScheduler) run() {
 		}
 		if check {
 			nextCheck = c.Clock.Now().Add(c.PollInterval)
-			if s.check() {
+			if s.check(full) {
 				nextCheck = c.Clock.Now().Add(verifyPause)
 			}
 		}
@@ -198,7 +199,10 @@ const verifyPerPass = 500
 const verifyPause = 50 * time.Millisecond
 
 // check is the amortised backstop: one check of every parked queue after
-// its fetched offset. Paused queues are left out (a wake-up, or the end of
+// its fetched offset. The periodic pass reads only the queues' heads
+// (HeadReader: a key lookup per queue); a full pass (after missed wake-ups,
+// or with a Log that cannot read heads) also learns their delayed messages'
+// due times (QueueChecker). Paused queues are left out (a wake-up, or the end of
 // the pause, starts them) unless they were just started. Parked queues that
 // slept through a pause of all queues (or a suspension, or a freeze) are
 // started instead, up to verifyPerPass: they verify their claims (an
@@ -206,7 +210,7 @@ const verifyPause = 50 * time.Millisecond
 // while some remain, takes the next batch.
 //
 // It reports whether parked queues remain to verify.
-func (s *idleScheduler) check() bool {
+func (s *idleScheduler) check(full bool) bool {
 	offsets := map[string]drover.Position{}
 	loops := map[string]*queueLoop{}
 	var verify []*queueLoop
@@ -231,8 +235,44 @@ func (s *idleScheduler) check() bool {
 	for _, l := range verify {
 		l.signal()
 	}
+	if hr, ok := s.w.cfg.Log.(HeadReader); ok && !full {
+		s.checkHeads(hr, offsets, loops)
+		return more
+	}
 	s.checkLoops(offsets, loops)
 	return more
+}
+
+// checkHeads is the periodic pass: one read of the heads of the queues of
+// offsets, waking those whose head is past their offset. A queue is woken
+// once per head: one that found nothing to read (the message was removed
+// meanwhile) is not woken again until its head moves.
+func (s *idleScheduler) checkHeads(hr HeadReader, offsets map[string]drover.Position, loops map[string]*queueLoop) {
+	s.mu.Lock()
+	s.checks++
+	s.mu.Unlock()
+	if len(offsets) == 0 {
+		return
+	}
+	queues := make([]string, 0, len(offsets))
+	for q := range offsets {
+		queues = append(queues, q)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	heads, err := hr.QueueHeads(ctx, queues)
+	if err != nil {
+		s.w.cfg.Logger.Warn("check of the parked queues failed; checking again next poll interval", "queues", len(queues), "error", err)
+		return
+	}
+	for q, h := range heads {
+		l := loops[q]
+		if l == nil || h <= offsets[q] || int64(h) <= l.seenHead.Load() {
+			continue
+		}
+		l.seenHead.Store(int64(h))
+		l.signal()
+	}
 }
 
 // checkFresh checks the queues just started.

@@ -421,3 +421,37 @@ func TestResumeOfTheMemberVerifiesParkedQueuesInBatches(t *testing.T) {
 	}
 	allParked(t, w)
 }
+
+// The periodic backstop reads heads (a key lookup per queue, HeadReader),
+// not the full check: that one runs for queues just started and after
+// missed wake-ups only. A queue woken for a head it finds nothing at (the
+// message was removed before it read) is not woken again for that head.
+func TestPeriodicBackstopReadsHeadsOnly(t *testing.T) {
+	log := newMemLog()
+	w, clock := newIdleWorker(t, log, &scriptedExecutor{})
+	for i := range 50 {
+		if err := w.Start(queueConfig(fmt.Sprintf("q%02d", i), nil), &memClaim{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allParked(t, w)
+	waitFor(t, "the started queues checked", func() bool { return w.idle.checkCount() >= 1 })
+	full := log.fullChecks()
+	_, _, reads := log.counts()
+	log.add("q03", msg("gone")) // q03's head moves…
+	log.drop("q03")             // …but the message is gone before the owner reads
+	for i := range 3 {
+		passes := w.idle.checkCount()
+		clock.Advance(DefaultPollInterval)
+		waitFor(t, fmt.Sprintf("backstop pass %d", i+1), func() bool { return w.idle.checkCount() > passes })
+		allParked(t, w)
+	}
+	if f := log.fullChecks(); f != full {
+		t.Fatalf("periodic passes: want no full check, have %d", f-full)
+	}
+	if _, _, r := log.counts(); r-reads != 1 {
+		t.Fatalf("three passes over a head with nothing behind it: want q03 read once, have %d reads", r-reads)
+	}
+	w.MissedWakeups()
+	waitFor(t, "a full check after missed wake-ups", func() bool { return log.fullChecks() > full })
+}

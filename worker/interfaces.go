@@ -63,6 +63,16 @@ type QueueChecker interface {
 	CheckQueues(ctx context.Context, offsets map[string]drover.Position) ([]drover.QueueCheck, error)
 }
 
+// HeadReader is a Log that reads many queues' heads (the last position
+// handed out) in one round trip, at a key lookup per queue. With it the
+// periodic backstop reads heads and wakes the parked queues whose head is
+// past their fetched offset; QueueChecker then runs only for queues just
+// started and after missed wake-ups, the passes that must also learn due
+// times (which otherwise arrive by wake-up, promotion and retry).
+type HeadReader interface {
+	QueueHeads(ctx context.Context, queues []string) (map[string]drover.Position, error)
+}
+
 // Backlog is a queue's backlog after its committed offset (drover.Backlog).
 type Backlog = drover.Backlog
 

@@ -53,6 +53,7 @@ type queueLoop struct {
 	needVerify    atomic.Bool   // the queue was paused: verify the claim before fetching
 	parkedFetched atomic.Int64  // the fetched position when parked, for the backstop check
 	checked       atomic.Bool   // checked or run once since the start
+	seenHead      atomic.Int64  // the head the backstop last woke the queue for
 	parkedGen     atomic.Uint64 // the block generation the loop parked under
 	committed     atomic.Int64  // the last committed position (set by the committer)
 

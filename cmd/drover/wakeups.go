@@ -11,8 +11,13 @@ import (
 	"github.com/drover-dev/drover/worker"
 )
 
-// The store is the worker's amortised backstop against lost wake-ups.
-var _ worker.QueueChecker = (*queue.Store)(nil)
+// The store is the worker's amortised backstop against lost wake-ups: heads
+// every poll interval, the full check for queues just started and after
+// missed wake-ups.
+var (
+	_ worker.QueueChecker = (*queue.Store)(nil)
+	_ worker.HeadReader   = (*queue.Store)(nil)
+)
 
 // routedWorker is the worker as the fleet runs it: starting a queue first
 // routes the queue's wake-ups to this member (queue.RouteWakeups), so that
