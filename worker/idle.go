@@ -18,7 +18,9 @@ import (
 //     a queue's time comes it is signalled to promote, then read. A
 //     delayed message costs one heap entry, whatever the number of queues.
 //   - the backstop against lost wake-ups: every PollInterval, and at once
-//     after MissedWakeups, one amortised check of every parked queue
+//     after MissedWakeups (at most once per PollInterval: later reports
+//     wait for the interval to end and share one check), one amortised
+//     check of every parked queue
 //     (QueueChecker: one script call per 256 queues, in one pipeline). A
 //     queue with a message after its fetched offset is signalled; its next
 //     due time goes to the heap.
@@ -40,8 +42,9 @@ type idleScheduler struct {
 	running  bool
 	kick     chan struct{} // something changed: look again
 
-	// checks counts backstop passes (tests).
+	// checks counts backstop passes, passes the scheduler's rounds (tests).
 	checks int
+	passes int
 }
 
 // dueItem is a queue's earliest known due time.
@@ -131,6 +134,7 @@ func (s *idleScheduler) ensureRunning() {
 func (s *idleScheduler) run() {
 	c := s.w.cfg
 	nextCheck := c.Clock.Now().Add(c.PollInterval)
+	var lastFull time.Time // the last full check after missed wake-ups
 	t := c.Clock.NewTimer(c.PollInterval)
 	defer t.Stop()
 	for {
@@ -142,9 +146,16 @@ func (s *idleScheduler) run() {
 			delete(s.byQueue, it.queue)
 			fire = append(fire, it.queue)
 		}
-		full := s.checkNow
+		// Missed wake-ups make a full check at once, but at most one per
+		// PollInterval: a reader behind under load reports Missed again
+		// and again, and a full check of every parked queue per report
+		// loads Redis more, which puts the reader further behind.
+		full := s.checkNow && !now.Before(lastFull.Add(c.PollInterval))
+		if full {
+			s.checkNow = false
+			lastFull = now
+		}
 		check := full || !now.Before(nextCheck)
-		s.checkNow = false
 		fresh := s.fresh
 		s.fresh = nil
 		s.mu.Unlock()
@@ -164,6 +175,10 @@ func (s *idleScheduler) run() {
 			}
 		}
 
+		s.mu.Lock()
+		s.passes++
+		s.mu.Unlock()
+
 		s.w.mu.Lock()
 		if len(s.w.queues) == 0 {
 			s.mu.Lock()
@@ -176,6 +191,9 @@ func (s *idleScheduler) run() {
 
 		s.mu.Lock()
 		wait := nextCheck.Sub(c.Clock.Now())
+		if s.checkNow {
+			wait = min(wait, lastFull.Add(c.PollInterval).Sub(c.Clock.Now()))
+		}
 		if len(s.due) > 0 {
 			if d := s.due[0].at.Sub(c.Clock.Now()); d < wait {
 				wait = d
@@ -342,4 +360,11 @@ func (s *idleScheduler) checkCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.checks
+}
+
+// passCount returns how many rounds the scheduler ran.
+func (s *idleScheduler) passCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.passes
 }

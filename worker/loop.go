@@ -209,10 +209,16 @@ func (l *queueLoop) iterate(now time.Time, woken bool) bool {
 	if due || l.lastPromote.IsZero() || (l.iterations > 1 && now.Sub(l.lastPromote) >= l.w.cfg.PromoteInterval) {
 		l.promote(now)
 	}
+	// What was read before goes first: a loop woken by a slot of the
+	// worker's pool starts its task before any round trip, so that the
+	// slot never sits granted and unused while the loop reads (with
+	// thousands of busy queues sharing the pool, that wait set the
+	// worker's throughput: capacity / read latency).
+	l.dispatch()
 	if l.shouldFetch(now) {
 		l.fetch(now)
+		l.dispatch()
 	}
-	l.dispatch()
 	l.offerCommit(now)
 	l.publish()
 	if l.running > 0 && now.Sub(l.lastBacklog) >= l.w.cfg.BacklogInterval {
@@ -277,6 +283,11 @@ func (l *queueLoop) promote(now time.Time) {
 // do not read a caught-up queue again before a wake-up or the poll interval.
 func (l *queueLoop) shouldFetch(now time.Time) bool {
 	if l.w.blocked(l.name) || l.prog.undispatched() >= l.w.cfg.BatchSize {
+		return false
+	}
+	if l.prog.undispatched() > 0 && l.w.pool.isWaiting(l.waiter) {
+		// Waiting for a slot with work in hand: another read (each
+		// wake-up of an enqueue would cost one) adds nothing to run.
 		return false
 	}
 	return !l.caughtUp || now.Sub(l.lastRead) >= l.w.cfg.PollInterval
@@ -472,16 +483,23 @@ func (l *queueLoop) shutdown() {
 	l.logger().Debug("released queue", "offset", off.Position)
 }
 
-// publishIdle publishes the queue's state as it parks. A queue that parks
-// with work left (paused, or waiting for a slot) reads its backlog: its lag
-// is what an operator watches while it is paused, and it changes only when
-// a wake-up (an enqueue) started the loop. A queue caught up has no backlog
-// after its done offset, so its lag gauges are set without a read; its
-// delayed and dead counts take one read, at most once per BacklogInterval.
-// A parked queue publishes nothing on a timer.
+// publishIdle publishes the queue's state as it parks. A paused queue that
+// parks reads its backlog: its lag is what an operator watches while it is
+// paused, and it changes only when a wake-up (an enqueue) started the loop.
+// A queue caught up has no backlog after its done offset, so its lag gauges
+// are set without a read; its delayed and dead counts take one read, at
+// most once per BacklogInterval. A queue that parks waiting for a slot of
+// the worker's pool reads it at most once per BacklogInterval too: with
+// thousands of busy queues sharing the pool it parks once per message, and
+// a read each time was one more round trip per message. A parked queue
+// publishes nothing on a timer.
 func (l *queueLoop) publishIdle(now time.Time) {
 	l.publish()
-	if l.caughtUp && l.prog.undispatched() == 0 && !l.w.blocked(l.name) {
+	blocked := l.w.blocked(l.name)
+	if !blocked && !(l.caughtUp && l.prog.undispatched() == 0) && now.Sub(l.lastBacklog) < l.w.cfg.BacklogInterval {
+		return // waiting for a slot: read lately
+	}
+	if l.caughtUp && l.prog.undispatched() == 0 && !blocked {
 		q := metrics.L("queue", l.name)
 		l.w.cfg.Metrics.SetGauge(metrics.Lag, 0, q)
 		l.w.cfg.Metrics.SetGauge(metrics.OldestAge, 0, q)

@@ -1,0 +1,201 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/worker/executor"
+)
+
+// countingLog is a memLog that reads backlogs (counted) and whose reads can
+// be held: a read started while hold is set waits until it is cleared.
+type countingLog struct {
+	*memLog
+	backlogs atomic.Int32
+
+	mu   sync.Mutex
+	hold chan struct{} // non-nil: ReadAfter waits for it to close
+}
+
+func (l *countingLog) Backlog(context.Context, string, drover.Position) (Backlog, error) {
+	l.backlogs.Add(1)
+	return Backlog{}, nil
+}
+
+func (l *countingLog) ReadAfter(ctx context.Context, queue string, after drover.Position, n int) ([]drover.LogEntry, error) {
+	l.mu.Lock()
+	h := l.hold
+	l.mu.Unlock()
+	if h != nil {
+		<-h
+	}
+	return l.memLog.ReadAfter(ctx, queue, after, n)
+}
+
+func (l *countingLog) holdReads() (release func()) {
+	h := make(chan struct{})
+	l.mu.Lock()
+	l.hold = h
+	l.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			l.hold = nil
+			l.mu.Unlock()
+			close(h)
+		})
+	}
+}
+
+// gateExecutor runs a message once a token for its id arrives, and records
+// which messages started.
+type gateExecutor struct {
+	mu      sync.Mutex
+	started map[string]bool
+	gates   map[string]chan struct{}
+}
+
+func newGateExecutor() *gateExecutor {
+	return &gateExecutor{started: map[string]bool{}, gates: map[string]chan struct{}{}}
+}
+
+func (e *gateExecutor) gate(id string) chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g := e.gates[id]
+	if g == nil {
+		g = make(chan struct{})
+		e.gates[id] = g
+	}
+	return g
+}
+
+func (e *gateExecutor) Execute(ctx context.Context, t *executor.Task) executor.Result {
+	e.mu.Lock()
+	e.started[t.Message.ID] = true
+	e.mu.Unlock()
+	select {
+	case <-e.gate(t.Message.ID):
+	case <-ctx.Done():
+		return executor.Result{Outcome: executor.OutcomeAborted, ExitCode: -1, Reason: "aborted"}
+	}
+	return executor.Result{Outcome: executor.OutcomeSuccess}
+}
+
+func (e *gateExecutor) hasStarted(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.started[id]
+}
+
+// A queue that waits for a slot of the worker's pool (thousands of busy
+// queues share it) costs no Redis round trip per wake-up: woken by
+// enqueues while it waits, it neither reads again (it holds work already)
+// nor reads its backlog more than once per BacklogInterval. Granted a
+// slot, it starts the message it holds before any read: a slot never sits
+// granted and unused for a round trip.
+func TestQueueWaitingForASlotStartsAtOnceAndReadsNothingMore(t *testing.T) {
+	mem := newMemLog()
+	log := &countingLog{memLog: mem}
+	ex := newGateExecutor()
+	w := newTestWorker(t, mem, ex, func(c *Config) {
+		c.Clock = testkit.NewClock(t0) // no timed reads or backlogs
+		c.Log, c.Capacity = log, 1
+		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
+	})
+	for _, q := range []string{"hold", "wait"} {
+		if err := w.Start(queueConfig(q, nil), &memClaim{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allParked(t, w)
+	mem.add("hold", msg("h1"))
+	w.Wake("hold")
+	waitFor(t, "hold's task to start and take the only slot", func() bool { return ex.hasStarted("h1") })
+
+	mem.add("wait", msg("w1"))
+	w.Wake("wait")
+	waiting := w.loop("wait")
+	waitFor(t, "wait to park waiting for the slot", func() bool {
+		return waiting.parked() && w.pool.isWaiting(waiting.waiter)
+	})
+	_, _, reads := mem.counts()
+	backlogs := log.backlogs.Load()
+	for i := range 5 {
+		mem.add("wait", msg(fmt.Sprintf("w%d", i+2)))
+		it := w.iterationCount.Load()
+		w.Wake("wait")
+		waitFor(t, "wait to run an iteration and park again", func() bool {
+			return w.iterationCount.Load() > it && waiting.parked()
+		})
+	}
+	if _, _, r := mem.counts(); r != reads {
+		t.Fatalf("five wake-ups while waiting for a slot with work in hand: want no read, have %d", r-reads)
+	}
+	if b := log.backlogs.Load(); b != backlogs {
+		t.Fatalf("five wake-ups while waiting for a slot within BacklogInterval: want no backlog read, have %d", b-backlogs)
+	}
+
+	// The slot is freed while reads hang: the waiting queue starts the
+	// message it holds without a read first.
+	releaseReads := log.holdReads()
+	defer releaseReads()
+	close(ex.gate("h1"))
+	waitFor(t, "wait's first message to start on the freed slot before any read", func() bool { return ex.hasStarted("w1") })
+	releaseReads()
+	for i := range 6 {
+		close(ex.gate(fmt.Sprintf("w%d", i+1)))
+	}
+	for i := range 6 {
+		id := fmt.Sprintf("w%d", i+1)
+		waitFor(t, id+" to start", func() bool { return ex.hasStarted(id) })
+	}
+}
+
+// Missed wake-ups reported again and again (a reader behind under load)
+// share one full check per PollInterval instead of one each: the full
+// check of every parked queue is the heaviest thing a worker asks of
+// Redis, and running it per report kept the reader behind.
+func TestMissedWakeupsShareOneFullCheckPerPollInterval(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	for i := range 20 {
+		if err := w.Start(queueConfig(fmt.Sprintf("q%02d", i), nil), &memClaim{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allParked(t, w)
+	waitFor(t, "the started queues checked", func() bool { return w.idle.checkCount() >= 1 })
+	full := log.fullChecks()
+	w.MissedWakeups()
+	waitFor(t, "a full check after missed wake-ups", func() bool { return log.fullChecks() == full+1 })
+	log.add("q05", msg("lost")) // its wake-up is among those missed
+	for range 3 {
+		w.MissedWakeups()
+	}
+	before := w.idle.passCount()
+	w.idle.poke()
+	waitFor(t, "the scheduler to take the reports", func() bool { return w.idle.passCount() > before })
+	if f := log.fullChecks(); f != full+1 {
+		t.Fatalf("missed wake-ups within PollInterval of a full check: want no other full check yet, have %d", f-full-1)
+	}
+	clock.Advance(DefaultPollInterval)
+	waitFor(t, "one full check for the reports, a PollInterval after the last", func() bool { return log.fullChecks() == full+2 })
+	waitFor(t, "the lost message run", func() bool { return slices.Contains(ex.runList(), "lost#0") })
+	for range 2 {
+		passes := w.idle.checkCount()
+		clock.Advance(DefaultPollInterval)
+		waitFor(t, "the next periodic pass", func() bool { return w.idle.checkCount() > passes })
+	}
+	if f := log.fullChecks(); f != full+2 {
+		t.Fatalf("no report since: want no other full check, have %d", f-full-2)
+	}
+}
