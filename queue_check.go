@@ -13,3 +13,15 @@ type QueueCheck struct {
 	// nothing is delayed.
 	NextDue time.Time
 }
+
+// TrimRequest is one queue's trim in a batch (an owner's committer trims
+// every queue of one commit flush in one round trip): the log up to Offset
+// is removed, Outcomes (records of the messages it covers) are kept first
+// under Policy, and Retention keeps entries younger than it.
+type TrimRequest struct {
+	Queue     string
+	Offset    Position
+	Retention time.Duration
+	Outcomes  []Outcome
+	Policy    Outcomes
+}

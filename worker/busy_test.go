@@ -199,3 +199,78 @@ func TestMissedWakeupsShareOneFullCheckPerPollInterval(t *testing.T) {
 		t.Fatalf("no report since: want no other full check, have %d", f-full-2)
 	}
 }
+
+// batchLog is a memLog that trims in batches, counting the calls.
+type batchLog struct {
+	*memLog
+	mu    sync.Mutex
+	calls [][]drover.TrimRequest
+}
+
+func (l *batchLog) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error {
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		_, errs[i] = l.memLog.TrimRecording(ctx, r.Queue, r.Offset, r.Retention, r.Outcomes, r.Policy)
+	}
+	l.mu.Lock()
+	l.calls = append(l.calls, reqs)
+	l.mu.Unlock()
+	return errs
+}
+
+func (l *batchLog) batches() [][]drover.TrimRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([][]drover.TrimRequest(nil), l.calls...)
+}
+
+// The queues of one commit flush are trimmed in one call (one round trip),
+// each at its committed offset, not one call per queue.
+func TestOneFlushTrimsItsQueuesInOneCall(t *testing.T) {
+	mem := newMemLog()
+	log := &batchLog{memLog: mem}
+	ex := &scriptedExecutor{}
+	clock := testkit.NewClock(t0)
+	w := newTestWorker(t, mem, ex, func(c *Config) {
+		c.Clock, c.Log = clock, log
+		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
+	})
+	claims := map[string]*memClaim{}
+	for i := range 5 {
+		q := fmt.Sprintf("q%d", i)
+		claims[q] = &memClaim{}
+		if err := w.Start(queueConfig(q, nil), claims[q]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allParked(t, w)
+	for q := range claims {
+		mem.add(q, msg("m-"+q))
+		w.Wake(q)
+	}
+	waitFor(t, "the five messages run", func() bool { return len(ex.runList()) == 5 })
+	allParked(t, w)
+	clock.Advance(DefaultCommitInterval)
+	waitFor(t, "the five queues committed", func() bool {
+		for _, c := range claims {
+			if c.committed() == 0 {
+				return false
+			}
+		}
+		return len(log.batches()) > 0
+	})
+	b := log.batches()
+	if len(b) != 1 || len(b[0]) != 5 {
+		t.Fatalf("one flush of five queues: want one trim call of 5, have %d calls (%v)", len(b), b)
+	}
+	for _, r := range b[0] {
+		if r.Offset != claims[r.Queue].committed() {
+			t.Fatalf("%s: trimmed at %d, committed %d", r.Queue, r.Offset, claims[r.Queue].committed())
+		}
+	}
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	if n := len(mem.trims); n != 5 {
+		t.Fatalf("want the five queues trimmed, have %d", n)
+	}
+}

@@ -132,8 +132,17 @@ func (c *committer) run() {
 // flush commits every queue of batch at once and waits for all: the commits
 // reach the coordinator together, which sends them as one multi. A failed
 // commit that did not lose the queue is offered again for the next flush.
+// Then the committed queues are trimmed: with a BatchTrimmer all in one
+// round trip per few hundred queues, so that a flush of 500 queues does
+// not take every connection of the Redis client (the queues' reads waited
+// behind the trims: 213 of 233 goroutines at the client's pool were trims
+// with 10,000 busy queues).
 func (c *committer) flush(batch map[*queueLoop]*commitReq) {
-	var wg sync.WaitGroup
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		done []*queueLoop
+	)
 	for l, r := range batch {
 		if l.lost.Load() {
 			continue // another member owns it: write nothing
@@ -141,14 +150,42 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.commit(l, r)
+			if c.commit(l, r) {
+				mu.Lock()
+				done = append(done, l)
+				mu.Unlock()
+			}
 		}()
 	}
 	wg.Wait()
+	if len(done) == 0 {
+		return
+	}
+	bt, ok := c.w.cfg.Log.(BatchTrimmer)
+	if !ok {
+		for _, l := range done {
+			r := batch[l]
+			l.trim(r.off.Position, r.outcomes)
+		}
+		return
+	}
+	reqs := make([]drover.TrimRequest, len(done))
+	for i, l := range done {
+		r, cfg := batch[l], l.config()
+		reqs[i] = drover.TrimRequest{Queue: l.name, Offset: r.off.Position, Retention: cfg.Retention.Std(), Outcomes: r.outcomes, Policy: cfg.Outcomes}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	for i, err := range bt.TrimMany(ctx, reqs) {
+		if err != nil {
+			done[i].logger().Warn("trim queue", "offset", reqs[i].Offset, "error", err)
+		}
+	}
 }
 
-// commit commits one queue's offset and trims what it covers.
-func (c *committer) commit(l *queueLoop, r *commitReq) {
+// commit commits one queue's offset; it reports whether the offset is
+// committed (the caller trims what it covers).
+func (c *committer) commit(l *queueLoop, r *commitReq) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	start := time.Now()
@@ -157,18 +194,18 @@ func (c *committer) commit(l *queueLoop, r *commitReq) {
 	if err != nil {
 		if isLost(err) {
 			l.lose(fmt.Sprintf("commit of %d refused", r.off.Position), err)
-			return
+			return false
 		}
 		l.logger().Warn("commit offset", "offset", r.off.Position, "error", err)
 		c.mu.Lock()
 		c.mergeLocked(l, r) // again at the next flush
 		c.mu.Unlock()
-		return
+		return false
 	}
 	c.w.cfg.Metrics.IncrCounter(metrics.CommitsTotal, 1, metrics.L("queue", l.name))
 	l.committed.Store(int64(r.off.Position))
 	l.mu.Lock()
 	l.snap.Committed = r.off.Position
 	l.mu.Unlock()
-	l.trim(r.off.Position, r.outcomes)
+	return true
 }

@@ -73,6 +73,13 @@ type HeadReader interface {
 	QueueHeads(ctx context.Context, queues []string) (map[string]drover.Position, error)
 }
 
+// BatchTrimmer is a Log that trims many queues in one round trip (with
+// their outcome records, as OutcomeTrimmer). The worker's committer trims
+// every queue of a commit flush with one call.
+type BatchTrimmer interface {
+	TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error
+}
+
 // Backlog is a queue's backlog after its committed offset (drover.Backlog).
 type Backlog = drover.Backlog
 

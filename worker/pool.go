@@ -62,11 +62,19 @@ func (p *pool) release(queue string) {
 		return
 	}
 	best := 0
+	bestRunning := p.running[p.waiting[0].queue]
 	for i, w := range p.waiting[1:] {
+		if bestRunning == 0 {
+			// Nothing does better than none running: the earliest such
+			// waiter is the fairest. With thousands of busy queues
+			// waiting, most run none, and the scan of every waiter per
+			// release was a third of a worker's CPU.
+			break
+		}
 		// running/weight < best's running/weight, without division.
 		b := p.waiting[best]
-		if p.running[w.queue]*b.weight < p.running[b.queue]*w.weight {
-			best = i + 1
+		if r := p.running[w.queue]; r*b.weight < bestRunning*w.weight {
+			best, bestRunning = i+1, r
 		}
 	}
 	w := p.waiting[best]

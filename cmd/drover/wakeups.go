@@ -17,6 +17,7 @@ import (
 var (
 	_ worker.QueueChecker = (*queue.Store)(nil)
 	_ worker.HeadReader   = (*queue.Store)(nil)
+	_ worker.BatchTrimmer = (*queue.Store)(nil)
 )
 
 // routedWorker is the worker as the fleet runs it: starting a queue first
