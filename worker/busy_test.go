@@ -18,6 +18,7 @@ import (
 type countingLog struct {
 	*memLog
 	backlogs atomic.Int32
+	held     atomic.Int32 // reads that waited for hold
 
 	mu   sync.Mutex
 	hold chan struct{} // non-nil: ReadAfter waits for it to close
@@ -33,6 +34,7 @@ func (l *countingLog) ReadAfter(ctx context.Context, queue string, after drover.
 	h := l.hold
 	l.mu.Unlock()
 	if h != nil {
+		l.held.Add(1)
 		<-h
 	}
 	return l.memLog.ReadAfter(ctx, queue, after, n)
@@ -273,4 +275,42 @@ func TestOneFlushTrimsItsQueuesInOneCall(t *testing.T) {
 	if n := len(mem.trims); n != 5 {
 		t.Fatalf("want the five queues trimmed, have %d", n)
 	}
+}
+
+// A task's pool slot goes to the next queue when the task ends, not when
+// its queue's run goroutine next looks (it may be inside a read).
+func TestSlotGoesToTheNextQueueWhileTheLoopReads(t *testing.T) {
+	mem := newMemLog()
+	log := &countingLog{memLog: mem}
+	ex := newGateExecutor()
+	w := newTestWorker(t, mem, ex, func(c *Config) {
+		c.Clock = testkit.NewClock(t0)
+		c.Log, c.Capacity = log, 1
+		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
+	})
+	for _, q := range []string{"a", "b"} {
+		if err := w.Start(queueConfig(q, nil), &memClaim{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allParked(t, w)
+	mem.add("a", msg("a1"))
+	w.Wake("a")
+	waitFor(t, "a1 to start on the only slot", func() bool { return ex.hasStarted("a1") })
+	mem.add("b", msg("b1"))
+	w.Wake("b")
+	b := w.loop("b")
+	waitFor(t, "b to wait for the slot", func() bool { return b.parked() && w.pool.isWaiting(b.waiter) })
+
+	release := log.holdReads()
+	defer release()
+	mem.add("a", msg("a2"))
+	w.Wake("a") // a's run goroutine reads, and the read hangs
+	waitFor(t, "a's loop inside a read", func() bool { return log.held.Load() == 1 })
+	close(ex.gate("a1"))
+	waitFor(t, "b1 to start on the slot a1 freed, while a's loop still reads", func() bool { return ex.hasStarted("b1") })
+	release()
+	close(ex.gate("b1"))
+	close(ex.gate("a2"))
+	waitFor(t, "a2 to run", func() bool { return ex.hasStarted("a2") })
 }

@@ -360,8 +360,7 @@ func (l *queueLoop) finishReady() {
 
 // finish takes a task goroutine's report.
 func (l *queueLoop) finish(r taskDone) {
-	l.running--
-	l.w.pool.release(l.name)
+	l.running-- // the runner gave the pool slot back
 	if r.done {
 		l.keepOutcome(r.s)
 		l.prog.complete(r.s)

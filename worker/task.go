@@ -12,11 +12,17 @@ import (
 )
 
 // runner runs fetched messages to their end (success, a retry handed to the
-// delayed set, a dead letter) and reports each to the run goroutine, which
-// always receives the report. It exits when the run goroutine closes tasks.
+// delayed set, a dead letter), gives the task's slot back to the worker's
+// pool and reports each to the run goroutine, which always receives the
+// report. It exits when the run goroutine closes tasks.
 func (l *queueLoop) runner(tasks <-chan *slot) {
 	for s := range tasks {
-		l.results <- taskDone{s: s, done: l.runMessage(s)}
+		done := l.runMessage(s)
+		// The slot goes to the next queue now, not when the run goroutine
+		// next looks: it may be in a read, and with thousands of busy
+		// queues sharing the pool every slot then waited a round trip.
+		l.w.pool.release(l.name)
+		l.results <- taskDone{s: s, done: done}
 	}
 }
 
