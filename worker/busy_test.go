@@ -175,7 +175,14 @@ func TestMissedWakeupsShareOneFullCheckPerPollInterval(t *testing.T) {
 		}
 	}
 	allParked(t, w)
-	waitFor(t, "the started queues checked", func() bool { return w.idle.checkCount() >= 1 })
+	waitFor(t, "the started queues checked", func() bool {
+		for i := range 20 {
+			if !w.loop(fmt.Sprintf("q%02d", i)).checked.Load() {
+				return false
+			}
+		}
+		return true
+	})
 	full := log.fullChecks()
 	w.MissedWakeups()
 	waitFor(t, "a full check after missed wake-ups", func() bool { return log.fullChecks() == full+1 })

@@ -174,14 +174,22 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 		r, cfg := batch[l], l.config()
 		reqs[i] = drover.TrimRequest{Queue: l.name, Offset: r.off.Position, Retention: cfg.Retention.Std(), Outcomes: r.outcomes, Policy: cfg.Outcomes}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	for i, err := range bt.TrimMany(ctx, reqs) {
-		if err != nil {
-			done[i].logger().Warn("trim queue", "offset", reqs[i].Offset, "error", err)
+	// Each part has its own deadline: a flush of thousands of queues is
+	// several round trips, and one deadline for all failed the last ones.
+	for start := 0; start < len(reqs); start += trimPart {
+		part := reqs[start:min(start+trimPart, len(reqs))]
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		for i, err := range bt.TrimMany(ctx, part) {
+			if err != nil {
+				done[start+i].logger().Warn("trim queue", "offset", part[i].Offset, "error", err)
+			}
 		}
+		cancel()
 	}
 }
+
+// trimPart is the most queues trimmed under one deadline.
+const trimPart = 256
 
 // commit commits one queue's offset; it reports whether the offset is
 // committed (the caller trims what it covers).
