@@ -435,7 +435,16 @@ func TestPeriodicBackstopReadsHeadsOnly(t *testing.T) {
 		}
 	}
 	allParked(t, w)
-	waitFor(t, "the started queues checked", func() bool { return w.idle.checkCount() >= 1 })
+	// Every queue's check has returned (checkCount counts a pass as it
+	// starts, before its CheckQueues call is counted).
+	waitFor(t, "the started queues checked", func() bool {
+		for i := range 50 {
+			if !w.loop(fmt.Sprintf("q%02d", i)).checked.Load() {
+				return false
+			}
+		}
+		return true
+	})
 	full := log.fullChecks()
 	_, _, reads := log.counts()
 	log.add("q03", msg("gone")) // q03's head moves…
