@@ -321,3 +321,24 @@ func TestSlotGoesToTheNextQueueWhileTheLoopReads(t *testing.T) {
 	close(ex.gate("a2"))
 	waitFor(t, "a2 to run", func() bool { return ex.hasStarted("a2") })
 }
+
+// A queue whose start check learnt its due times does not promote on its
+// first run: nothing is due that the idle scheduler does not know of.
+func TestCheckedQueueDoesNotPromoteOnItsFirstRun(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, _ := newIdleWorker(t, log, ex)
+	if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	allParked(t, w)
+	waitFor(t, "the started queue checked", func() bool { return w.loop("q").dueKnown.Load() })
+	promotes := log.promoteCount()
+	log.add("q", msg("m1"))
+	w.Wake("q")
+	waitFor(t, "m1 to run", func() bool { return len(ex.runList()) == 1 })
+	allParked(t, w)
+	if p := log.promoteCount(); p != promotes {
+		t.Fatalf("first run of a checked queue: want no promotion, have %d", p-promotes)
+	}
+}

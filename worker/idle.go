@@ -346,6 +346,7 @@ func (s *idleScheduler) checkLoops(offsets map[string]drover.Position, loops map
 			continue
 		}
 		l.checked.Store(true)
+		l.dueKnown.Store(true)
 		if !r.NextDue.IsZero() {
 			s.at(r.Queue, r.NextDue)
 		}

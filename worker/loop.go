@@ -53,6 +53,7 @@ type queueLoop struct {
 	needVerify    atomic.Bool   // the queue was paused: verify the claim before fetching
 	parkedFetched atomic.Int64  // the fetched position when parked, for the backstop check
 	checked       atomic.Bool   // checked or run once since the start
+	dueKnown      atomic.Bool   // a check learnt its next due time: the first run need not promote
 	seenHead      atomic.Int64  // the head the backstop last woke the queue for
 	parkedGen     atomic.Uint64 // the block generation the loop parked under
 	committed     atomic.Int64  // the last committed position (set by the committer)
@@ -102,6 +103,11 @@ func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 	l.needVerify.Store(w.blocked(qc.Name))
 	l.blockGen = w.blockGen.Load()
 	l.parkedGen.Store(l.blockGen)
+	// The first backlog read waits a BacklogInterval, like every later
+	// one: 10,000 queues turning busy at once read theirs one round trip
+	// each before their first task otherwise (a parked, caught-up queue
+	// sets its lag to 0 without a read meanwhile).
+	l.lastBacklog = w.cfg.Clock.Now()
 	l.snap = QueueState{Name: qc.Name, Committed: off, Fetched: off, Ordered: qc.Ordered}
 	return l
 }
@@ -206,6 +212,13 @@ func (l *queueLoop) iterate(now time.Time, woken bool) bool {
 	// PromoteInterval while it keeps running — not each time it wakes from
 	// parking: its due times are known.
 	due := l.dueNow.Swap(false)
+	if l.lastPromote.IsZero() && l.dueKnown.Load() {
+		// The check at the start learnt the queue's next due time (the
+		// idle scheduler holds it): a promotion now would find nothing
+		// due. With 10,000 queues turning busy at once, it was a round
+		// trip per queue before its first task.
+		l.lastPromote = now
+	}
 	if due || l.lastPromote.IsZero() || (l.iterations > 1 && now.Sub(l.lastPromote) >= l.w.cfg.PromoteInterval) {
 		l.promote(now)
 	}
