@@ -31,31 +31,23 @@ func (s *Store) CheckQueues(ctx context.Context, offsets map[string]drover.Posit
 		args   []any
 		cmd    *redis.Cmd
 	}
-	var groups []*group
-	_, cluster := s.rdb.(*redis.ClusterClient)
-	bySlot := map[uint16]*group{}
-	for q, off := range offsets {
-		qk, err := s.queueKeys(q)
-		if err != nil {
-			return nil, fmt.Errorf("check queues: %w", err)
+	names := make([]string, 0, len(offsets))
+	for q := range offsets {
+		names = append(names, q)
+	}
+	parts, err := s.slotGroups(names, checkGroup)
+	if err != nil {
+		return nil, fmt.Errorf("check queues: %w", err)
+	}
+	groups := make([]*group, len(parts))
+	for i, part := range parts {
+		g := &group{queues: part}
+		for _, q := range part {
+			qk := s.keys.queue(q)
+			g.keys = append(g.keys, qk.log, qk.delayed)
+			g.args = append(g.args, "("+formatInt(int64(offsets[q])))
 		}
-		var g *group
-		if cluster {
-			slot := clusterSlot(q)
-			if g = bySlot[slot]; g == nil {
-				g = &group{}
-				bySlot[slot] = g
-				groups = append(groups, g)
-			}
-		} else {
-			if len(groups) == 0 || len(groups[len(groups)-1].queues) == checkGroup {
-				groups = append(groups, &group{})
-			}
-			g = groups[len(groups)-1]
-		}
-		g.queues = append(g.queues, q)
-		g.keys = append(g.keys, qk.log, qk.delayed)
-		g.args = append(g.args, "("+formatInt(int64(off)))
+		groups[i] = g
 	}
 	if len(groups) == 0 {
 		return nil, nil
@@ -98,6 +90,37 @@ func (s *Store) CheckQueues(ctx context.Context, offsets map[string]drover.Posit
 	return out, nil
 }
 
+// slotGroups splits queues into the groups one command may cover: runs of
+// at most per queues on a standalone server; on a Cluster, where a command's
+// keys must share a slot, one group per slot. It refuses an invalid queue
+// name.
+func (s *Store) slotGroups(queues []string, per int) ([][]string, error) {
+	var groups [][]string
+	_, cluster := s.rdb.(*redis.ClusterClient)
+	bySlot := map[uint16]int{} // slot → index in groups
+	for _, q := range queues {
+		if _, err := s.queueKeys(q); err != nil {
+			return nil, err
+		}
+		if cluster {
+			slot := clusterSlot(q)
+			i, ok := bySlot[slot]
+			if !ok {
+				i = len(groups)
+				bySlot[slot] = i
+				groups = append(groups, nil)
+			}
+			groups[i] = append(groups[i], q)
+			continue
+		}
+		if len(groups) == 0 || len(groups[len(groups)-1]) == per {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], q)
+	}
+	return groups, nil
+}
+
 // clusterSlot is the Redis Cluster slot of a queue's keys: CRC16 (XMODEM)
 // of the hash tag, the queue name, modulo 16384.
 func clusterSlot(queue string) uint16 {
@@ -134,30 +157,17 @@ func (s *Store) QueueHeads(ctx context.Context, queues []string) (map[string]dro
 		keys   []string
 		cmd    *redis.SliceCmd
 	}
-	var groups []*group
-	_, cluster := s.rdb.(*redis.ClusterClient)
-	bySlot := map[uint16]*group{}
-	for _, q := range queues {
-		qk, err := s.queueKeys(q)
-		if err != nil {
-			return nil, fmt.Errorf("read queue heads: %w", err)
+	parts, err := s.slotGroups(queues, headGroup)
+	if err != nil {
+		return nil, fmt.Errorf("read queue heads: %w", err)
+	}
+	groups := make([]*group, len(parts))
+	for i, part := range parts {
+		g := &group{queues: part}
+		for _, q := range part {
+			g.keys = append(g.keys, s.keys.queue(q).seq)
 		}
-		var g *group
-		if cluster {
-			slot := clusterSlot(q)
-			if g = bySlot[slot]; g == nil {
-				g = &group{}
-				bySlot[slot] = g
-				groups = append(groups, g)
-			}
-		} else {
-			if len(groups) == 0 || len(groups[len(groups)-1].queues) == headGroup {
-				groups = append(groups, &group{})
-			}
-			g = groups[len(groups)-1]
-		}
-		g.queues = append(g.queues, q)
-		g.keys = append(g.keys, qk.seq)
+		groups[i] = g
 	}
 	heads := make(map[string]drover.Position, len(queues))
 	if len(groups) == 0 {
