@@ -50,19 +50,10 @@ const (
 // armed watches on the event's path. deliver never blocks.
 type watchHub struct {
 	mu     sync.Mutex
-	byPath map[string][]watchRef // path → sets with keys on it
+	byPath map[string]map[*watchSet]int // path → sets with keys on it → how many keys
 }
 
-// watchRef is one watch set's keys on a path. A path has one or two sets
-// (a member's ConfigWatch, the leader's registry watch), so a short slice
-// replaces a map per path: at 25,000 watched queues a map each cost ~5 MB
-// (docs/decisions.md, "Issue 14: per-queue memory of an idle worker").
-type watchRef struct {
-	ws *watchSet
-	n  int // how many of ws's keys are on the path
-}
-
-func newWatchHub() *watchHub { return &watchHub{byPath: map[string][]watchRef{}} }
+func newWatchHub() *watchHub { return &watchHub{byPath: map[string]map[*watchSet]int{}} }
 
 // deliver hands a library event to the interested watch sets. It is called
 // from the library's receive loop and must not block.
@@ -80,10 +71,9 @@ func (h *watchHub) deliver(ev zk.Event) {
 		kinds = []watchKind{watchNode, watchChildren}
 	}
 	h.mu.Lock()
-	refs := h.byPath[ev.Path]
-	sets := make([]*watchSet, 0, len(refs))
-	for _, r := range refs {
-		sets = append(sets, r.ws)
+	sets := make([]*watchSet, 0, len(h.byPath[ev.Path]))
+	for ws := range h.byPath[ev.Path] {
+		sets = append(sets, ws)
 	}
 	h.mu.Unlock()
 	for _, ws := range sets {
@@ -96,35 +86,25 @@ func (h *watchHub) deliver(ev zk.Event) {
 func (h *watchHub) add(ws *watchSet, p string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	refs := h.byPath[p]
-	for i := range refs {
-		if refs[i].ws == ws {
-			refs[i].n++
-			return
-		}
+	m := h.byPath[p]
+	if m == nil {
+		m = map[*watchSet]int{}
+		h.byPath[p] = m
 	}
-	h.byPath[p] = append(refs, watchRef{ws: ws, n: 1})
+	m[ws]++
 }
 
 func (h *watchHub) remove(ws *watchSet, p string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	refs := h.byPath[p]
-	for i := range refs {
-		if refs[i].ws != ws {
-			continue
-		}
-		if refs[i].n > 1 {
-			refs[i].n--
-			return
-		}
-		refs = append(refs[:i], refs[i+1:]...)
-		if len(refs) == 0 {
-			delete(h.byPath, p)
-		} else {
-			h.byPath[p] = refs
-		}
-		return
+	m := h.byPath[p]
+	if m[ws] <= 1 {
+		delete(m, ws)
+	} else {
+		m[ws]--
+	}
+	if len(m) == 0 {
+		delete(h.byPath, p)
 	}
 }
 
