@@ -41,7 +41,8 @@ func (s *Session) WatchQueueConfigs(ctx context.Context) *ConfigWatch {
 // change is delivered on Changes. An entry whose config node is missing
 // comes with Err wrapping drover.ErrQueueNotFound (its creation is
 // followed), a corrupt one with Err naming the node; the error return is
-// for a read that failed (the queue is then not followed).
+// for a read that failed (the queue is then not followed). Entries with
+// equal task routes share one Config.Tasks map: read it, never modify it.
 func (w *ConfigWatch) Read(ctx context.Context, queue string) (QueueEntry, error) {
 	if err := drover.ValidateQueueName(queue); err != nil {
 		return QueueEntry{}, fmt.Errorf("read queue config: %w", err)
@@ -57,7 +58,7 @@ func (w *ConfigWatch) Read(ctx context.Context, queue string) (QueueEntry, error
 		case err != nil && e.Err == nil:
 			return QueueEntry{}, err
 		}
-		return e, nil
+		return w.s.routes.shared(e), nil
 	}
 	w.ws.prepare(k) // before following, so that run does not read it too
 	w.follow(queue)
@@ -191,7 +192,7 @@ func (s *Session) readQueueW(ctx context.Context, q string) (QueueEntry, error) 
 	if !r.exists {
 		return QueueEntry{Name: q, Err: errQueueNotFound(q)}, nil
 	}
-	return decodeQueue(p, q, r.nd), nil
+	return s.routes.shared(decodeQueue(p, q, r.nd)), nil
 }
 
 func errQueueNotFound(q string) error {

@@ -239,20 +239,22 @@ func (s *Session) Queues(ctx context.Context) ([]QueueEntry, error) {
 	if err := r.read(ctx, s); err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
-	return r.entries(), nil
+	return r.entries(nil), nil
 }
 
 // WatchQueues delivers the queue list now and after every change (a queue
 // added, removed or reconfigured) until ctx ends or the session is lost, then
 // closes the channel. Only the latest list is kept for a slow reader. It
 // costs a watch per queue and per bucket: only the rebalance leader needs it.
+// Entries with equal task routes share one Config.Tasks map: read it, never
+// modify it.
 func (s *Session) WatchQueues(ctx context.Context) <-chan []QueueEntry {
 	r := newRegistryCache(s.path(queuesDir))
 	return watchLoop(ctx, s, "queues", func(ctx context.Context, ws *watchSet) ([]QueueEntry, error) {
 		if err := r.refresh(ctx, s, ws); err != nil {
 			return nil, fmt.Errorf("list queues: %w", err)
 		}
-		return r.entries(), nil
+		return r.entries(&s.routes), nil
 	})
 }
 
@@ -331,12 +333,17 @@ func (r *registryCache) read(ctx context.Context, s *Session) error {
 	return errors.Join(append(errs, ctx.Err())...)
 }
 
-// entries returns every queue, sorted by name.
-func (r *registryCache) entries() []QueueEntry {
+// entries returns every queue, sorted by name, with their task routes
+// shared through routes unless it is nil.
+func (r *registryCache) entries(routes *routeInterner) []QueueEntry {
 	var out []QueueEntry
 	for _, d := range r.buckets {
 		for name, nd := range d.nodes {
-			out = append(out, decodeQueue(d.dir+"/"+name, name, nd))
+			e := decodeQueue(d.dir+"/"+name, name, nd)
+			if routes != nil {
+				e = routes.shared(e)
+			}
+			out = append(out, e)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

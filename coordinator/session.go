@@ -29,6 +29,7 @@ type Session struct {
 	hub     *watchHub     // routes watch events to the watch sets (watch.go)
 	batch   multiBatcher  // coalesces the commits and releases of claims (multi_batch.go)
 	claims  chan struct{} // bounds the claims in flight (claim.go)
+	routes  routeInterner // shares task-route tables among watched configs (route_intern.go)
 
 	mu      sync.Mutex
 	state   SessionState

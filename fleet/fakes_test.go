@@ -18,10 +18,11 @@ type fakeSession struct {
 	lostOnce    sync.Once
 
 	mu       sync.Mutex
-	owners   map[string]*fakeClaim // queue → the claim holding its owner node
-	released chan struct{}         // closed and replaced at every release
-	claims   map[string]int        // successful claims per queue
-	blocked  map[string]bool       // queues another session owns
+	owners   map[string]*fakeClaim      // queue → the claim holding its owner node
+	released chan struct{}              // closed and replaced at every release
+	claims   map[string]int             // successful claims per queue
+	ctxs     map[string]context.Context // the context of the last successful Claim per queue
+	blocked  map[string]bool            // queues another session owns
 	// WaitReleased calls in progress, and the most at once.
 	waiters, maxWaiters int
 }
@@ -75,7 +76,7 @@ func (w *fakeConfigWatch) Read(_ context.Context, name string) (coordinator.Queu
 func (w *fakeConfigWatch) Forget(string)                          {}
 func (w *fakeConfigWatch) Changes() <-chan coordinator.QueueEntry { return w.out }
 
-func (s *fakeSession) Claim(_ context.Context, q string, _ coordinator.Owner) (Claim, error) {
+func (s *fakeSession) Claim(ctx context.Context, q string, _ coordinator.Owner) (Claim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.Err(); err != nil {
@@ -87,7 +88,18 @@ func (s *fakeSession) Claim(_ context.Context, q string, _ coordinator.Owner) (C
 	c := &fakeClaim{s: s, queue: q, done: make(chan struct{})}
 	s.owners[q] = c
 	s.claims[q]++
+	if s.ctxs == nil {
+		s.ctxs = map[string]context.Context{}
+	}
+	s.ctxs[q] = ctx
 	return c, nil
+}
+
+// claimCtx is the context the last successful Claim of q was given.
+func (s *fakeSession) claimCtx(q string) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctxs[q]
 }
 
 func (s *fakeSession) WaitReleased(ctx context.Context, q string) error {

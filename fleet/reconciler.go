@@ -412,6 +412,14 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 			}
 		}
 	case ev.claimed:
+		// The goroutine has ended: release its context. Left uncancelled,
+		// each finished claim stayed registered with the reconciler's
+		// context until it ended — a context and a channel per queue ever
+		// claimed (docs/decisions.md, "Issue 14: per-queue memory of an
+		// idle worker").
+		if cancel := r.claiming[ev.queue]; cancel != nil {
+			cancel()
+		}
 		delete(r.claiming, ev.queue)
 		r.claimsRunning--
 		for len(r.waiting) > 0 && ctx.Err() == nil {

@@ -64,6 +64,17 @@ func TestReconcilerFollowsTheAssignment(t *testing.T) {
 				t.Fatalf("want the config read after the claim (concurrency 3), have %d", c)
 			}
 		}},
+		{"a finished claim's context is released while the queue runs", func(t *testing.T, rr *reconcilerRun) {
+			// A claim context left live stays registered with the
+			// reconciler's context: memory per queue ever claimed.
+			rr.s.assign(1, mine("a"))
+			rr.owning(t, "a")
+			testkit.Eventually(t, "a's claim context to be released", func() bool {
+				ctx := rr.s.claimCtx("a")
+				return ctx != nil && ctx.Err() != nil
+			})
+			rr.owning(t, "a")
+		}},
 		{"queues of other members are not claimed", func(t *testing.T, rr *reconcilerRun) {
 			rr.s.assign(1, map[string]string{"a": "me", "b": "other"})
 			rr.owning(t, "a")

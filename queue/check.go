@@ -165,7 +165,7 @@ func (s *Store) QueueHeads(ctx context.Context, queues []string) (map[string]dro
 	for i, part := range parts {
 		g := &group{queues: part}
 		for _, q := range part {
-			g.keys = append(g.keys, s.keys.queue(q).seq)
+			g.keys = append(g.keys, s.keys.seq(q))
 		}
 		groups[i] = g
 	}

@@ -1,6 +1,9 @@
 package queue
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // DefaultPrefix is the key prefix used when Config.Prefix is empty.
 const DefaultPrefix = "drover"
@@ -12,10 +15,18 @@ const DefaultPrefix = "drover"
 // queue's slot (the queue registry, the wake-up channel) are never touched by
 // the same script as a queue's keys.
 
+// maxCachedQueueKeys bounds the queues whose key names a keyspace keeps
+// built. A worker owning 25,000 idle queues held ~500 bytes of names per
+// queue for queues it never touched again (docs/decisions.md, "Issue 14:
+// per-queue memory of an idle worker"). Past the bound the cache is emptied
+// and refills with the queues in use.
+const maxCachedQueueKeys = 4096
+
 // keyspace builds key names under one prefix.
 type keyspace struct {
 	prefix string
-	cache  sync.Map // queue name → *queueKeys
+	cache  sync.Map     // queue name → *queueKeys; at most about maxCachedQueueKeys
+	cached atomic.Int64 // entries stored since the last clear
 }
 
 // queueKeys are the keys of one queue (docs/redis-schema.md).
@@ -48,9 +59,19 @@ func (k *keyspace) queue(q string) *queueKeys {
 		owner:   base + "owner",
 		done:    base + "done",
 	}
-	v, _ := k.cache.LoadOrStore(q, qk)
+	v, loaded := k.cache.LoadOrStore(q, qk)
+	if !loaded && k.cached.Add(1) > maxCachedQueueKeys {
+		// Concurrent stores may slip in around the clear: the bound is
+		// approximate by the number of concurrent callers.
+		k.cache.Clear()
+		k.cached.Store(0)
+	}
 	return v.(*queueKeys)
 }
+
+// seq is queue q's :seq key, built without caching: the idle backstop reads
+// the head of every parked queue and must not fill the cache with them.
+func (k *keyspace) seq(q string) string { return k.prefix + ":{" + q + "}:seq" }
 
 // queues is the SET of every queue name ever enqueued to.
 func (k *keyspace) queues() string { return k.prefix + ":queues" }

@@ -1,0 +1,47 @@
+package queue
+
+import (
+	"fmt"
+	"testing"
+)
+
+func cachedKeys(k *keyspace) int {
+	n := 0
+	k.cache.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// The keyspace keeps the names of at most maxCachedQueueKeys queues: a
+// worker owning tens of thousands of idle queues does not hold their names
+// for good. Names stay right across a clear.
+func TestKeyspaceCacheIsBounded(t *testing.T) {
+	k := &keyspace{prefix: "p"}
+	first := k.queue("q0")
+	if k.queue("q0") != first {
+		t.Fatal("a queue's keys are rebuilt while the cache has room")
+	}
+	for i := 1; i < 3*maxCachedQueueKeys; i++ {
+		k.queue(fmt.Sprintf("q%d", i))
+		if n := cachedKeys(k); n > maxCachedQueueKeys {
+			t.Fatalf("after %d queues the cache holds %d, more than %d", i+1, n, maxCachedQueueKeys)
+		}
+	}
+	again := k.queue("q0")
+	if again.log != "p:{q0}:log" || again.seq != "p:{q0}:seq" || again.done != "p:{q0}:done" {
+		t.Fatalf("keys after clears: %+v", again)
+	}
+}
+
+// seq builds the same name as the cached keys and leaves the cache alone.
+func TestKeyspaceSeqIsNotCached(t *testing.T) {
+	k := &keyspace{prefix: "p"}
+	if got := k.seq("q1"); got != "p:{q1}:seq" {
+		t.Fatalf("seq: have %q", got)
+	}
+	if n := cachedKeys(k); n != 0 {
+		t.Fatalf("seq cached %d queues", n)
+	}
+	if k.seq("q1") != k.queue("q1").seq {
+		t.Fatal("seq and queue(q).seq differ")
+	}
+}
