@@ -289,7 +289,12 @@ func TestPauseAndResetWhileParkedStillVerifies(t *testing.T) {
 			}
 			claim.reset.Store(true) // an operator resets the offset while paused
 			w.SetPause(PauseState{})
-			if n := w.loopGoroutines.Load(); n > 1 {
+			// A queue resumed by name starts alone. After a pause of all
+			// or of the member the idle scheduler starts the parked queues'
+			// verifications, a batch per pass, concurrently with this
+			// line (TestResumeOfTheMemberVerifiesParkedQueuesInBatches
+			// bounds those batches).
+			if n := w.loopGoroutines.Load(); tc.name == "queue" && n > 1 {
 				t.Fatalf("a resume started %d parked queue loops at once; want at most the resumed queue", n)
 			}
 			waitFor(t, "the reset queue to be dropped as fenced", func() bool { return loopEnded(w, "q") })
@@ -403,8 +408,10 @@ func TestResumeOfTheMemberVerifiesParkedQueuesInBatches(t *testing.T) {
 	waitFor(t, "the started queues checked", func() bool { return w.idle.checkCount() >= 1 })
 	w.SetPause(PauseState{Member: true})
 	w.SetPause(PauseState{})
-	if g := w.loopGoroutines.Load(); g != 0 {
-		t.Fatalf("the end of the pause started %d loops at once; want none", g)
+	// The idle scheduler may be starting its first batch already; the
+	// next needs the clock to pass verifyPause.
+	if g := w.loopGoroutines.Load(); g > verifyPerPass {
+		t.Fatalf("the end of the pause started %d loops at once; want at most a batch (%d)", g, verifyPerPass)
 	}
 	passes := w.idle.checkCount()
 	waitFor(t, "every claim verified", func() bool {
