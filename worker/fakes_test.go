@@ -24,8 +24,12 @@ type memLog struct {
 	checks   int                        // CheckQueues and QueueHeads calls (backstop passes)
 	full     int                        // CheckQueues calls
 	heads    map[string]drover.Position // last position handed out per queue (a :seq key)
-	reads    int                        // ReadAfter calls
-	outcomes map[string][]drover.Outcome
+	// headsGate, when set, holds every QueueHeads call until it is closed;
+	// headsHeld counts the calls that reached it.
+	headsGate chan struct{}
+	headsHeld int
+	reads     int // ReadAfter calls
+	outcomes  map[string][]drover.Outcome
 	// recordTrims counts TrimRecording calls: each is one trim carrying
 	// records, never a write of its own.
 	recordTrims int
@@ -156,6 +160,13 @@ func (l *memLog) CheckQueues(_ context.Context, offsets map[string]drover.Positi
 
 // QueueHeads is the periodic pass's read: each queue's last position.
 func (l *memLog) QueueHeads(_ context.Context, queues []string) (map[string]drover.Position, error) {
+	l.mu.Lock()
+	gate := l.headsGate
+	l.headsHeld++
+	l.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.checks++

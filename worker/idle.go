@@ -159,7 +159,10 @@ func (s *idleScheduler) run() {
 		fresh := s.fresh
 		s.fresh = nil
 		s.mu.Unlock()
-		if len(fresh) > 0 && !check {
+		// A full pass covers the queues just started; a periodic one reads
+		// heads only, which cannot see delayed messages: they get their
+		// full check here.
+		if len(fresh) > 0 && !full {
 			s.checkFresh(fresh)
 		}
 		for _, q := range fire {

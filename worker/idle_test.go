@@ -471,3 +471,39 @@ func TestPeriodicBackstopReadsHeadsOnly(t *testing.T) {
 	w.MissedWakeups()
 	waitFor(t, "a full check after missed wake-ups", func() bool { return log.fullChecks() > full })
 }
+
+// A queue started while a periodic pass is under way gets its full check
+// (which learns its delayed messages' due times) even when the next
+// iteration is a periodic pass too: the heads read alone would never see a
+// delayed message, so it would wait for a missed wake-up to be promoted.
+func TestQueueStartedDuringAPeriodicPassLearnsItsDueTimes(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	if err := w.Start(queueConfig("a", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	allParked(t, w)
+	waitFor(t, "a checked", func() bool { return w.idle.checkCount() >= 1 })
+	gate := make(chan struct{})
+	log.mu.Lock()
+	log.headsGate = gate
+	log.mu.Unlock()
+	clock.Advance(DefaultPollInterval) // a periodic pass starts and is held in its heads read
+	waitFor(t, "the periodic pass to read heads", func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return log.headsHeld >= 1
+	})
+	due := clock.Now().Add(30 * time.Second)
+	log.addDelayed("b", msg("later"), due) // enqueued before b's owner routed its wake-ups
+	if err := w.Start(queueConfig("b", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(DefaultPollInterval) // the next iteration is a periodic pass as well
+	close(gate)
+	waitFor(t, "b's delayed message to run when due", func() bool {
+		clock.Advance(time.Second)
+		return slices.Contains(ex.runList(), "later#0")
+	})
+}
