@@ -35,6 +35,7 @@ func chromium(t *testing.T) string {
 // context to drive it; it is closed when the test ends.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	profile := chromiumProfile(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromium(t)),
 		chromedp.Flag("headless", true),
@@ -45,7 +46,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 900),
 	}
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -56,6 +57,34 @@ func browser(t *testing.T) context.Context {
 		t.Fatalf("start chromium: %v", err)
 	}
 	return ctx
+}
+
+// chromiumProfile makes a private profile directory and removes it when
+// the test ends, after the browser has been stopped. It is not a
+// t.TempDir: chromium's helper processes outlive the browser process that
+// chromedp waits for by a few milliseconds and can still create files in
+// the profile (chromedp's own temporary profile works around the same race
+// with a fixed 10 ms pause). A TempDir would fail the test on that race
+// (CI stop 23: "unlinkat .../Default: directory not empty"), so the removal
+// is retried for up to two seconds and a leftover is logged, not failed.
+func chromiumProfile(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "drover-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered before the browser's cleanups, so it runs after them.
+	t.Cleanup(func() {
+		var err error
+		for i := 0; i < 100; i++ {
+			if err = os.RemoveAll(dir); err == nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Logf("chromium profile %s left behind: %v", dir, err)
+	})
+	return dir
 }
 
 // console is a `drover web` process with a token per role.
