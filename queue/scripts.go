@@ -139,6 +139,34 @@ end
 return out
 `
 
+// readManySource is readAfterSource for many queues in one call: the
+// owner's reader sends the reads of the queues woken since its last round
+// trip together (DESIGN.md §10). The queues of one call share a slot on a
+// Cluster.
+//
+//	KEYS: 2 per queue: log, msg
+//	ARGV: 2 per queue: the exclusive lower bound "(<offset>", n (1..1000)
+//
+// Returns 2 values per queue: the flat ZRANGE WITHSCORES reply {id1, pos1,
+// …} (empty when nothing follows the offset) and the HMGET reply holding
+// the envelopes in the same order (nil where :msg has no entry; empty with
+// no ids).
+const readManySource = `-- drover read-many v1
+local out = {}
+for i = 1, #ARGV / 2 do
+  local r = redis.call('ZRANGE', KEYS[2 * i - 1], ARGV[2 * i - 1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2 * i], 'WITHSCORES')
+  out[#out + 1] = r
+  if #r == 0 then
+    out[#out + 1] = {}
+  else
+    local ids = {}
+    for j = 1, #r, 2 do ids[#ids + 1] = r[j] end
+    out[#out + 1] = redis.call('HMGET', KEYS[2 * i], unpack(ids))
+  end
+end
+return out
+`
+
 // promoteSource moves due ids from the delayed set into the log, with
 // fresh positions. An id already in the log (ZSET members are unique) has
 // its position moved up.
@@ -449,6 +477,7 @@ return out
 var (
 	enqueueScript   = redis.NewScript(enqueueSource)
 	readAfterScript = redis.NewScript(readAfterSource)
+	readManyScript  = redis.NewScript(readManySource)
 	promoteScript   = redis.NewScript(promoteSource)
 	revokeScript    = redis.NewScript(revokeSource)
 	retryScript     = redis.NewScript(retrySource)

@@ -312,7 +312,15 @@ func (l *queueLoop) fetch(now time.Time) {
 	ctx, cancel := context.WithTimeout(l.stopCtx, writeTimeout)
 	defer cancel()
 	start := time.Now()
-	ds, err := l.w.cfg.Log.ReadAfter(ctx, l.name, l.fetched, n)
+	var (
+		ds  []drover.LogEntry
+		err error
+	)
+	if l.w.reads != nil {
+		ds, err = l.w.reads.read(ctx, l.name, l.fetched, n)
+	} else {
+		ds, err = l.w.cfg.Log.ReadAfter(ctx, l.name, l.fetched, n)
+	}
 	// One series per worker, not per queue: a summary per idle queue costs
 	// more memory than the queue's loop itself.
 	l.w.cfg.Metrics.AddSample(metrics.FetchDuration, ms(time.Since(start)))
@@ -322,6 +330,9 @@ func (l *queueLoop) fetch(now time.Time) {
 		}
 		l.caughtUp = true // back off until the poll interval
 		return
+	}
+	if l.stopCtx.Err() != nil {
+		return // stopped or lost meanwhile: what was read is not run here
 	}
 	l.caughtUp = len(ds) < n
 	if len(ds) == 0 {
