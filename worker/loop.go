@@ -311,19 +311,19 @@ func (l *queueLoop) fetch(now time.Time) {
 	n := l.w.cfg.BatchSize
 	ctx, cancel := context.WithTimeout(l.stopCtx, writeTimeout)
 	defer cancel()
-	start := time.Now()
 	var (
 		ds  []drover.LogEntry
 		err error
 	)
 	if l.w.reads != nil {
-		ds, err = l.w.reads.read(ctx, l.name, l.fetched, n)
+		ds, err = l.w.reads.read(ctx, l.name, l.fetched, n) // the reader samples its round trips
 	} else {
+		start := time.Now()
 		ds, err = l.w.cfg.Log.ReadAfter(ctx, l.name, l.fetched, n)
+		// One series per worker, not per queue: a summary per idle queue
+		// costs more memory than the queue's loop itself.
+		l.w.cfg.Metrics.AddSample(metrics.FetchDuration, ms(time.Since(start)))
 	}
-	// One series per worker, not per queue: a summary per idle queue costs
-	// more memory than the queue's loop itself.
-	l.w.cfg.Metrics.AddSample(metrics.FetchDuration, ms(time.Since(start)))
 	if err != nil {
 		if l.stopCtx.Err() == nil {
 			l.logger().Warn("read queue", "after", l.fetched, "error", err)

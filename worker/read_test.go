@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/metrics"
 )
 
 // batchLogReads is a memLog that reads in batches (BatchReader) and records
@@ -81,7 +82,7 @@ func TestReadsArrivingDuringARoundTripGoTogether(t *testing.T) {
 		}
 	}
 	log := newBatchLogReads(mem)
-	r := newReader(log)
+	r := newReader(log, metrics.Discard)
 	release := log.holdReads()
 	defer release()
 	type got struct {
@@ -135,7 +136,7 @@ func TestReadOfAStoppedQueueIsNotSent(t *testing.T) {
 	mem.add("b", msg("b0"))
 	mem.add("c", msg("c0"))
 	log := newBatchLogReads(mem)
-	r := newReader(log)
+	r := newReader(log, metrics.Discard)
 	release := log.holdReads()
 	defer release()
 	go func() { _, _ = r.read(context.Background(), "a", 0, 10) }()

@@ -74,7 +74,7 @@ func New(cfg Config) (*Worker, error) {
 	w.idle = newIdleScheduler(w)
 	w.commits = newCommitter(w)
 	if br, ok := cfg.Log.(BatchReader); ok {
-		w.reads = newReader(br)
+		w.reads = newReader(br, cfg.Metrics)
 	}
 	w.pause.Store(&PauseState{})
 	return w, nil
