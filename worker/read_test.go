@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testkit"
@@ -237,5 +238,76 @@ func TestQueueParkingBetweenMessagesDoesNotPromoteEachTurn(t *testing.T) {
 	}
 	if p := log.promoteCount(); p != promotes {
 		t.Fatalf("5 turns of a queue with nothing delayed: want no promotion, have %d", p-promotes)
+	}
+}
+
+// gaugeRecorder keeps the last value and the number of sets of each gauge.
+type gaugeRecorder struct {
+	metrics.Recorder
+	mu   sync.Mutex
+	last map[string]float32
+	sets map[string]int
+}
+
+func (g *gaugeRecorder) SetGauge(name string, v float32, labels ...metrics.Label) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.last[name], g.sets[name] = v, g.sets[name]+1
+}
+
+func (g *gaugeRecorder) gauge(name string) (float32, int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.last[name], g.sets[name]
+}
+
+// lagLog reports a backlog of lag at each backlog read.
+type lagLog struct {
+	*memLog
+	lag int64
+}
+
+func (l *lagLog) Backlog(context.Context, string, drover.Position) (Backlog, error) {
+	return Backlog{Lag: l.lag}, nil
+}
+
+// A queue that parks caught up sets its lag gauges to 0 when they said
+// otherwise, and sets nothing when they say 0 already: a busy queue parks
+// once per message.
+func TestParkingQueueSetsItsLagGaugeOnlyWhenItChanges(t *testing.T) {
+	mem := newMemLog()
+	log := &lagLog{memLog: mem, lag: 5}
+	rec := &gaugeRecorder{Recorder: metrics.Discard, last: map[string]float32{}, sets: map[string]int{}}
+	ex := &scriptedExecutor{}
+	clock := testkit.NewClock(t0)
+	w := newTestWorker(t, mem, ex, func(c *Config) {
+		c.Clock, c.Log, c.Metrics = clock, log, rec
+		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
+	})
+	if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	allParked(t, w)
+	run := func(id string, advance time.Duration) {
+		t.Helper()
+		clock.Advance(advance)
+		n := len(ex.runList())
+		mem.add("q", msg(id))
+		w.Wake("q")
+		waitFor(t, id+" to run", func() bool { return len(ex.runList()) == n+1 })
+		allParked(t, w)
+	}
+	// m1 runs after a BacklogInterval: the backlog read while it runs
+	// says 5, and it parks caught up, which sets the gauge to 0.
+	run("m1", 2*DefaultBacklogInterval)
+	v, sets := rec.gauge(metrics.Lag)
+	if v != 0 || sets < 2 {
+		t.Fatalf("after a backlog of 5, parked caught up: want lag 0 set after the 5, have %v after %d sets", v, sets)
+	}
+	log.lag = 0
+	run("m3", time.Second)
+	run("m4", time.Second)
+	if _, again := rec.gauge(metrics.Lag); again != sets {
+		t.Fatalf("two more parks with the lag at 0 already: want no gauge set, have %d", again-sets)
 	}
 }
