@@ -104,10 +104,10 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 	}
 	log.Info("leading rebalance", "epoch", w.Epoch(), "generation", w.Current().Generation)
 	members := s.WatchMembers(lctx)
-	queues := s.WatchQueues(lctx)
+	queues := s.WatchRegistry(lctx)
 	var (
 		curMembers []coordinator.MemberNode
-		curQueues  []coordinator.QueueEntry
+		curQueues  coordinator.Registry
 		haveM      bool
 		haveQ      bool
 		firstDirty time.Time
@@ -139,6 +139,9 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			if !ok {
 				return firstErr(lead.Err(), ctx.Err(), s.Err(), errors.New("queue watch ended"))
 			}
+			for _, err := range qs.Errs {
+				log.Warn("a registry bucket is corrupt; its queues are balanced as last read", "error", err)
+			}
 			curQueues, haveQ = qs, true
 			dirty()
 		case <-settle.C:
@@ -161,7 +164,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 
 // writeTarget computes the target and writes it when it differs from the
 // current assignment.
-func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, members []coordinator.MemberNode, queues []coordinator.QueueEntry, log hclog.Logger) error {
+func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, members []coordinator.MemberNode, queues coordinator.Registry, log hclog.Logger) error {
 	in := rebalance.Input{Previous: w.Current().Queues}
 	seen := map[string]bool{}
 	for _, m := range members {
@@ -171,12 +174,9 @@ func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg R
 		seen[m.Member.Name] = true
 		in.Members = append(in.Members, rebalance.FromMember(m.Member))
 	}
-	for _, q := range queues {
-		if q.Err != nil {
-			log.Warn("skipping a corrupt queue config", "queue", q.Name, "error", q.Err)
-			continue
-		}
-		in.Queues = append(in.Queues, rebalance.FromQueueConfig(q.Config))
+	in.Queues = make([]rebalance.Queue, 0, queues.Len())
+	for q := range queues.All() {
+		in.Queues = append(in.Queues, rebalance.Queue{Name: q.Name, Weight: q.Weight, Tags: q.Tags})
 	}
 	start := time.Now()
 	res, err := cfg.Strategy.Assign(in)
