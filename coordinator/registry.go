@@ -87,6 +87,16 @@ func decodeBucket(p string, data []byte) (bucketData, error) {
 		slices.Sort(b.Queues)
 	}
 	b.Queues = slices.Compact(b.Queues)
+	for q := range b.Weight {
+		if !b.has(q) {
+			delete(b.Weight, q) // of a queue not listed: not in the registry
+		}
+	}
+	for q := range b.Tags {
+		if !b.has(q) {
+			delete(b.Tags, q)
+		}
+	}
 	return b, nil
 }
 

@@ -313,3 +313,40 @@ func TestBucketDataLimitIsAClearError(t *testing.T) {
 		t.Fatalf("registry: want %d queues, have %d", created+1, reg.Len())
 	}
 }
+
+// A bucket's data as other writers may leave it: unsorted, with duplicates,
+// empty, or naming weights of queues it does not list.
+func TestBucketDataDecodingAndEdits(t *testing.T) {
+	b, err := decodeBucket("/b", []byte(`{"queues":["c","a","c","b"],"weight":{"a":3,"zz":9},"tags":{"b":["x"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(b.Queues, []string{"a", "b", "c"}) || len(b.Weight) != 1 {
+		t.Fatalf("queues: want [a b c] and the weight of a only, have %+v", b)
+	}
+	got := b.entries(map[string][]string{})
+	if len(got) != 3 || got[0].Weight != 3 || !slices.Equal(got[1].Tags, []string{"x"}) || got[2].Weight != 0 {
+		t.Fatalf("entries: have %+v", got)
+	}
+	if empty, err := decodeBucket("/b", nil); err != nil || len(empty.Queues) != 0 {
+		t.Fatalf("empty data: want an empty bucket, have %+v (%v)", empty, err)
+	}
+	if _, err := decodeBucket("/queues/0ab", []byte("{nope")); err == nil || !strings.Contains(err.Error(), "/queues/0ab") {
+		t.Fatalf("corrupt data: want an error naming the bucket, have %v", err)
+	}
+	b.put(drover.QueueConfig{Name: "aa", Weight: 2, Tags: []string{"gpu"}})
+	b.put(drover.QueueConfig{Name: "a"}) // weight back to the default
+	b.remove("b")
+	if !slices.Equal(b.Queues, []string{"a", "aa", "c"}) || b.Weight["a"] != 0 || b.Tags["b"] != nil {
+		t.Fatalf("after edits: have %+v", b)
+	}
+	if !b.same(drover.QueueConfig{Name: "aa", Weight: 2, Tags: []string{"gpu"}}) || b.same(drover.QueueConfig{Name: "aa", Weight: 2}) {
+		t.Fatal("same: want true for equal weight and tags only")
+	}
+	// Equal tag sets share one slice.
+	shared := map[string][]string{}
+	e := bucketData{Queues: []string{"p", "q"}, Tags: map[string][]string{"p": {"t"}, "q": {"t"}}}.entries(shared)
+	if &e[0].Tags[0] != &e[1].Tags[0] {
+		t.Fatal("equal tags: want one shared slice")
+	}
+}
