@@ -50,12 +50,45 @@ func (s *Session) CreateQueue(ctx context.Context, cfg drover.QueueConfig) error
 		return []any{&zk.CreateRequest{Path: p, Data: data, Acl: s.acl, Flags: zk.FlagPersistent}}, nil
 	})
 	if errors.Is(err, zk.ErrNodeExists) {
+		if err := s.adoptQueue(ctx, cfg.Name); err != nil {
+			return fmt.Errorf("create queue %s: it exists; list it in its bucket: %w", cfg.Name, err)
+		}
 		return fmt.Errorf("create queue %s: %w", cfg.Name, ErrQueueExists)
 	}
 	if err != nil {
 		return fmt.Errorf("create queue %s: %w", cfg.Name, err)
 	}
 	return nil
+}
+
+// adoptQueue lists an existing config node in its bucket when the bucket
+// does not list it, or lists it with another weight or tags (a writer
+// outside Drover created or changed the config alone): the rebalance leader
+// reads the buckets only. The config's version is checked in the same
+// multi.
+func (s *Session) adoptQueue(ctx context.Context, name string) error {
+	e, err := s.Queue(ctx, name)
+	if errors.Is(err, drover.ErrQueueNotFound) {
+		return nil // deleted meanwhile
+	}
+	if err != nil && e.Err == nil {
+		return err
+	}
+	p := s.queueNodePath(name)
+	_, err = s.updateBucket(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
+		if b.same(e.Config) {
+			return nil, nil
+		}
+		if !b.has(name) && len(b.Queues) >= maxBucketQueues {
+			return nil, fmt.Errorf("%w: registry bucket %s holds %d queues, the most one listing carries", ErrTooLarge, path.Dir(p), len(b.Queues))
+		}
+		b.put(e.Config)
+		return []any{&zk.CheckVersionRequest{Path: p, Version: e.Version}}, nil
+	})
+	if isVersionConflict(err) {
+		return nil // changed or deleted meanwhile, by a writer that keeps the bucket
+	}
+	return err
 }
 
 // CreateQueues stores many queue configurations, bucket by bucket: each
@@ -91,24 +124,28 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 		o := outcome{}
 		todo := perBucket[bp]
 		limit := 500 // operations per multi; halved while a write passes a size limit
+		maybe := map[string]bool{} // sent in a write whose outcome is unknown
+		unknown := 0
 		for len(todo) > 0 {
 			var sent []item
+			var present map[string]bool // todo's queues the bucket lists already
 			_, err := s.updateBucket(ctx, bp, func(b *bucketData) ([]any, error) {
-				sent = sent[:0]
+				sent, present = sent[:0], map[string]bool{}
 				// Room for the configs: what the bucket's own data leaves.
 				base, _ := json.Marshal(b)
 				size := len(base)
 				var ops []any
 				for _, it := range todo {
 					if b.has(it.cfg.Name) {
-						continue // configured already
+						present[it.cfg.Name] = true // configured already
+						continue
 					}
 					n := requestSize(it.p, it.data) + 2*len(it.cfg.Name) + 16
 					for _, tag := range it.cfg.Tags {
 						n += len(tag) + 3
 					}
 					if len(ops) > 0 && (size+n > batchBytes || len(ops) >= limit) {
-						break
+						continue
 					}
 					if len(b.Queues) >= maxBucketQueues {
 						return nil, fmt.Errorf("%w: registry bucket %s holds %d queues, the most one listing carries", ErrTooLarge, bp, len(b.Queues))
@@ -120,13 +157,26 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 				}
 				return ops, nil
 			})
-			if errors.Is(err, ErrTooLarge) && len(sent) > 1 {
-				limit = len(sent) / 2 // fill the bucket as far as it goes
-				continue
+			for q := range present {
+				if maybe[q] {
+					o.created++ // a write whose reply was lost was applied
+				}
 			}
-			if errors.Is(err, zk.ErrNodeExists) {
+			switch {
+			case errors.Is(err, ErrTooLarge) && len(sent) > 1:
+				limit = len(sent) / 2 // fill the bucket as far as it goes
+				sent = nil
+			case isUnknownOutcome(err) && ctx.Err() == nil && unknown < 3:
+				// The next read of the bucket tells whether it was applied.
+				unknown++
+				for _, it := range sent {
+					maybe[it.cfg.Name] = true
+				}
+				sent = nil
+			case errors.Is(err, zk.ErrNodeExists):
 				// A config node without its bucket entry (written outside
-				// Drover): one by one, so the others are still created.
+				// Drover): one by one, so the others are still created and
+				// that one is listed (CreateQueue adopts it).
 				for _, it := range sent {
 					switch err := s.CreateQueue(ctx, it.cfg); {
 					case err == nil:
@@ -136,16 +186,15 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 						return o
 					}
 				}
-			} else if err != nil {
+			case err != nil:
 				o.err = err
 				return o
-			} else {
+			case len(sent) == 0:
+				return o // every remaining queue is configured already
+			default:
 				o.created += len(sent)
 			}
-			if len(sent) == 0 {
-				return o // every remaining queue is configured already
-			}
-			done := map[string]bool{}
+			done := present
 			for _, it := range sent {
 				done[it.cfg.Name] = true
 			}

@@ -350,3 +350,68 @@ func TestBucketDataDecodingAndEdits(t *testing.T) {
 		t.Fatal("equal tags: want one shared slice")
 	}
 }
+
+// A config node written without its bucket entry (a writer outside Drover)
+// is listed in its bucket by the next create of that queue, which still
+// reports that the queue exists: the leader reads the buckets only.
+func TestAConfigWithoutItsBucketEntryIsAdopted(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	s := connect(t, server.Addrs, testenv.Chroot(t))
+	ctx := ctxT(t)
+	for _, q := range []string{"seed-a", "seed-b"} { // creates the buckets
+		if err := s.CreateQueue(ctx, drover.QueueConfig{Name: q}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{"foreign-a", "foreign-b"} {
+		bp := s.path(queuesDir, registryBucket(q))
+		if _, err := s.conn.Create(bp, nil, zk.FlagPersistent, s.acl); err != nil && err != zk.ErrNodeExists {
+			t.Fatal(err)
+		}
+		if _, err := s.conn.Create(bp+"/"+q, []byte(`{"name":"`+q+`","weight":4}`), zk.FlagPersistent, s.acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watch := s.WatchRegistry(ctx)
+	if r := next(t, watch, "registry"); registered(r)["foreign-a"].Name != "" {
+		t.Fatalf("a config without its bucket entry: want it unlisted, have %+v", registered(r))
+	}
+	mustIs(t, s.CreateQueue(ctx, drover.QueueConfig{Name: "foreign-a"}), ErrQueueExists, "create a queue configured outside Drover")
+	n, err := s.CreateQueues(ctx, []drover.QueueConfig{{Name: "foreign-b"}, {Name: "new-c"}})
+	if err != nil || n != 1 {
+		t.Fatalf("create foreign-b (exists) and new-c: want 1 created, have %d (%v)", n, err)
+	}
+	until(t, watch, "the adopted queues", func(r Registry) bool {
+		got := registered(r)
+		return got["foreign-a"].Weight == 4 && got["foreign-b"].Weight == 4 && got["new-c"].Name == "new-c"
+	})
+}
+
+// A batch whose reply was lost is settled by the next read of its bucket:
+// nothing is created twice, nothing is reported failed, and the count is
+// right.
+func TestCreateQueuesSettlesALostReply(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	s, fc := connectFaulty(t, server.Addrs, testenv.Chroot(t))
+	ctx := ctxT(t)
+	var cfgs []drover.QueueConfig
+	for i := range 20 {
+		cfgs = append(cfgs, drover.QueueConfig{Name: fmt.Sprintf("lost-%02d", i)})
+	}
+	fc.lose(1, true) // applied, reply lost
+	n, err := s.CreateQueues(ctx, cfgs)
+	if err != nil || n != len(cfgs) {
+		t.Fatalf("create with a lost reply: want %d created, have %d (%v)", len(cfgs), n, err)
+	}
+	names, err := s.QueueNames(ctx)
+	if err != nil || len(names) != len(cfgs) {
+		t.Fatalf("queue names: want %d, have %v (%v)", len(cfgs), names, err)
+	}
+	fc.lose(1, false) // not applied, reply lost
+	more := []drover.QueueConfig{{Name: "lost-more"}}
+	if n, err := s.CreateQueues(ctx, more); err != nil || n != 1 {
+		t.Fatalf("create with a lost, unapplied write: want 1 created, have %d (%v)", n, err)
+	}
+}
