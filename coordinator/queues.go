@@ -123,7 +123,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 	outs := parallelMapN(ctx, 2*writeParallelism, buckets, func(bp string) outcome {
 		o := outcome{}
 		todo := perBucket[bp]
-		limit := 500 // operations per multi; halved while a write passes a size limit
+		limit := 500               // operations per multi; halved while a write passes a size limit
 		maybe := map[string]bool{} // sent in a write whose outcome is unknown
 		unknown := 0
 		for len(todo) > 0 {
