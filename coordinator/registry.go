@@ -294,16 +294,13 @@ func (s *Session) updateBucket(ctx context.Context, p string, change func(b *buc
 		if err == nil {
 			return slices.Delete(res, bi, bi+1), nil
 		}
-		failed := failedOp(res)
-		switch {
+		switch failed := failedOp(res); {
 		case failed == bi:
-			// Another writer changed (or created) the bucket first.
+			// Another writer changed (or created) the bucket first: again.
 		case failed >= 0:
 			return nil, res[failed].Error
-		case isUnknownOutcome(err):
-			return nil, err // the caller decides how to settle it
 		default:
-			return nil, err
+			return nil, err // the whole request; a lost reply is the caller's to settle
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
