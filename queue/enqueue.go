@@ -44,6 +44,7 @@ type enqueueRequest struct {
 
 	ready chan struct{} // coalescer: result ready, or leadership handed over
 	lead  bool
+	alone [1]*enqueueRequest // coalescer: the batch of a lone caller
 }
 
 // Enqueue adds m to the end of its queue (m.Queue) and returns its id and
