@@ -8,12 +8,12 @@ import (
 )
 
 // coalescer sends concurrent Enqueue calls to Redis together ("group
-// commit"). The first caller to arrive while a flush slot is free becomes a
-// leader and flushes at once, so a lone caller pays no extra latency.
-// Callers arriving while every slot is in flight queue up; when a flush
-// returns, its leader hands leadership to the first of them, which flushes
-// the whole queue (up to max requests) in one pipeline. Every request gets
-// its own result.
+// commit"). The first caller to arrive while nothing is in flight becomes
+// the leader and flushes at once, so a lone caller pays no extra latency.
+// Callers arriving while a flush is in flight queue up; when the flush
+// returns, the leader hands leadership to the first of them, which flushes
+// its own request and the whole queue (up to max requests) in one pipeline.
+// Every request gets its own result.
 //
 // One flush is in flight at a time. Two in flight (the client encoding the
 // next while Redis runs one) measured worse with eight producers on this
