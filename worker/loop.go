@@ -112,11 +112,14 @@ func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 	return l
 }
 
+// setConfig replaces the loop's configuration with the worker's shared copy
+// of qc (defaults applied, Name cleared: the loop's name is l.name).
 func (l *queueLoop) setConfig(qc drover.QueueConfig) {
-	qc = qc.WithDefaults()
-	l.cfg.Store(&qc)
+	l.cfg.Store(l.w.configs.intern(qc))
 }
 
+// config is the queue's configuration: shared with the other queues
+// configured alike, so read-only, and its Name is empty (use l.name).
 func (l *queueLoop) config() *drover.QueueConfig { return l.cfg.Load() }
 
 // markLost stops the queue without any further write. A parked loop is

@@ -17,8 +17,9 @@ import (
 // give one up; pause flags and the session state arrive through SetPause and
 // SetSuspended. All methods are safe for concurrent use.
 type Worker struct {
-	cfg  Config
-	pool *pool
+	cfg     Config
+	pool    *pool
+	configs configInterner // one copy of each distinct queue configuration
 
 	mu     sync.Mutex
 	queues map[string]*queueLoop
