@@ -42,8 +42,7 @@ type queueLoop struct {
 	aborted     bool // abortTasks was called: every turn's taskCtx starts cancelled
 
 	lost       atomic.Bool
-	done       chan struct{} // closed when the loop has shut down
-	releaseErr error         // set before done is closed
+	releaseErr error // set before the loop ends (ended)
 
 	// Parking (park.go) and the idle scheduler (idle.go).
 	phase         atomic.Int32  // phaseParked, phaseRunning, phaseEnded
@@ -74,7 +73,9 @@ type queueLoop struct {
 
 	mu       sync.Mutex // guards the fields below, read by State
 	inflight map[string]*TaskState
-	snap     QueueState
+	snap     loopSnap
+	ended    bool          // the loop has shut down
+	done     chan struct{} // made by doneCh, closed when the loop has shut down
 }
 
 // taskDone is a task goroutine's report: whether the message is finished
@@ -90,7 +91,6 @@ func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 	l := &queueLoop{
 		w: w, name: qc.Name, claim: claim,
 		wake: make(chan struct{}, 1),
-		done: make(chan struct{}),
 	}
 	l.setConfig(qc)
 	l.waiter = &poolWaiter{queue: qc.Name, weight: l.config().Weight, wake: l.signal}
@@ -108,7 +108,7 @@ func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 	// each before their first task otherwise (a parked, caught-up queue
 	// sets its lag to 0 without a read meanwhile).
 	l.lastBacklog = w.cfg.Clock.Now()
-	l.snap = QueueState{Name: qc.Name, Committed: off, Fetched: off, Ordered: qc.Ordered}
+	l.snap = loopSnap{Committed: off, Done: off, Fetched: off}
 	return l
 }
 
@@ -184,7 +184,7 @@ func (l *queueLoop) run() {
 	}
 	l.shutdown()
 	l.phase.Store(phaseEnded)
-	close(l.done)
+	l.closeDone()
 }
 
 // iterate does what the loop can do now; it reports false when the queue

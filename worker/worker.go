@@ -124,11 +124,12 @@ func (w *Worker) Stop(ctx context.Context, queue string) error {
 		return nil
 	}
 	l.end()
+	done := l.doneCh()
 	select {
-	case <-l.done:
+	case <-done:
 	case <-ctx.Done():
 		l.abortTasks()
-		<-l.done
+		<-done
 	}
 	w.forget(l)
 	return l.releaseErr
@@ -145,7 +146,7 @@ func (w *Worker) Abort(queue string) {
 		return
 	}
 	l.markLost()
-	<-l.done
+	<-l.doneCh()
 	w.forget(l)
 }
 
