@@ -24,11 +24,11 @@ type queueLoop struct {
 	claim Claim
 	cfg   atomic.Pointer[drover.QueueConfig]
 
-	waiter  *poolWaiter   // the loop's place at the worker's pool
-	wake    chan struct{} // nudges a running loop: enqueues, pause changes, pool grants
-	tasks   chan *slot    // to the runner goroutines; nil while none runs
-	results chan taskDone // from the runner goroutines; nil while parked
-	runners int           // runner goroutines started (owned by run)
+	waiter  atomic.Pointer[poolWaiter] // the loop's place at the worker's pool; made by slotWaiter
+	wake    chan struct{}              // nudges a running loop: enqueues, pause changes, pool grants
+	tasks   chan *slot                 // to the runner goroutines; nil while none runs
+	results chan taskDone              // from the runner goroutines; nil while parked
+	runners int                        // runner goroutines started (owned by run)
 
 	// The contexts of the current turn of the run goroutine (turn.go):
 	// created when it starts, dropped when it parks, so that a parked
@@ -93,7 +93,6 @@ func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 		wake: make(chan struct{}, 1),
 	}
 	l.setConfig(qc)
-	l.waiter = &poolWaiter{queue: qc.Name, weight: l.config().Weight, wake: l.signal}
 	off := claim.Offset().Position
 	l.fetched, l.offered, l.prog.offset = off, off, off
 	l.committed.Store(int64(off))
@@ -116,6 +115,18 @@ func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 // of qc (defaults applied, Name cleared: the loop's name is l.name).
 func (l *queueLoop) setConfig(qc drover.QueueConfig) {
 	l.cfg.Store(l.w.configs.intern(qc))
+}
+
+// slotWaiter returns the loop's place at the worker's pool, made when the
+// queue first asks for a slot: a queue that never runs a task holds none.
+// Only the run goroutine calls it.
+func (l *queueLoop) slotWaiter() *poolWaiter {
+	if w := l.waiter.Load(); w != nil {
+		return w
+	}
+	w := &poolWaiter{queue: l.name, weight: l.config().Weight, wake: l.signal}
+	l.waiter.Store(w)
+	return w
 }
 
 // config is the queue's configuration: shared with the other queues
@@ -250,7 +261,7 @@ func (l *queueLoop) idle() bool {
 	if l.running > 0 || l.stopCtx.Err() != nil || l.token.Load() {
 		return false
 	}
-	if l.w.blocked(l.name) || l.w.pool.isWaiting(l.waiter) {
+	if l.w.blocked(l.name) || l.w.pool.isWaiting(l.waiter.Load()) {
 		return true
 	}
 	return l.caughtUp && l.prog.undispatched() == 0
@@ -301,7 +312,7 @@ func (l *queueLoop) shouldFetch(now time.Time) bool {
 	if l.w.blocked(l.name) || l.prog.undispatched() >= l.w.cfg.BatchSize {
 		return false
 	}
-	if l.prog.undispatched() > 0 && l.w.pool.isWaiting(l.waiter) {
+	if l.prog.undispatched() > 0 && l.w.pool.isWaiting(l.waiter.Load()) {
 		// Waiting for a slot with work in hand: another read (each
 		// wake-up of an enqueue would cost one) adds nothing to run.
 		return false
@@ -338,12 +349,12 @@ func (l *queueLoop) fetch(now time.Time) {
 // worker's pool allow.
 func (l *queueLoop) dispatch() {
 	if l.w.blocked(l.name) {
-		l.w.pool.leave(l.waiter) // hand back slots granted while paused
+		l.w.pool.leave(l.waiter.Load()) // hand back slots granted while paused
 		return
 	}
 	cfg := l.config()
 	for l.prog.undispatched() > 0 && l.running < cfg.Concurrency {
-		if !l.w.pool.tryAcquire(l.waiter) {
+		if !l.w.pool.tryAcquire(l.slotWaiter()) {
 			return // a release signals l.wake
 		}
 		s := l.prog.takeNext()
@@ -472,7 +483,7 @@ func (l *queueLoop) shutdown() {
 		}
 	}
 	l.stopRunners() // every runner is idle now: they exit
-	l.w.pool.leave(l.waiter)
+	l.w.pool.leave(l.waiter.Load())
 	// The committer gives back what it had not sent yet (and waits for
 	// what it is sending): the release below covers it.
 	if o, ok := l.w.commits.withdraw(l); ok {
