@@ -50,10 +50,21 @@ const (
 // armed watches on the event's path. deliver never blocks.
 type watchHub struct {
 	mu     sync.Mutex
-	byPath map[string]map[*watchSet]int // path → sets with keys on it → how many keys
+	byPath map[string]hubPath // path → the sets with keys on it
 }
 
-func newWatchHub() *watchHub { return &watchHub{byPath: map[string]map[*watchSet]int{}} }
+// hubPath is the sets with keys on one path, and how many keys each. Almost
+// every path has one set (a member's config watch follows each owned
+// queue's node), so that one is kept inline: a map per path cost ~190 bytes
+// a watched queue (docs/decisions.md, "Issue 14: one compact record per
+// owned queue").
+type hubPath struct {
+	one  *watchSet         // a set with keys on the path, or nil
+	n    int               // how many keys one has on it
+	more map[*watchSet]int // the other sets, when there are
+}
+
+func newWatchHub() *watchHub { return &watchHub{byPath: map[string]hubPath{}} }
 
 // deliver hands a library event to the interested watch sets. It is called
 // from the library's receive loop and must not block.
@@ -71,8 +82,12 @@ func (h *watchHub) deliver(ev zk.Event) {
 		kinds = []watchKind{watchNode, watchChildren}
 	}
 	h.mu.Lock()
-	sets := make([]*watchSet, 0, len(h.byPath[ev.Path]))
-	for ws := range h.byPath[ev.Path] {
+	e := h.byPath[ev.Path]
+	sets := make([]*watchSet, 0, 1+len(e.more))
+	if e.one != nil {
+		sets = append(sets, e.one)
+	}
+	for ws := range e.more {
 		sets = append(sets, ws)
 	}
 	h.mu.Unlock()
@@ -86,26 +101,46 @@ func (h *watchHub) deliver(ev zk.Event) {
 func (h *watchHub) add(ws *watchSet, p string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m := h.byPath[p]
-	if m == nil {
-		m = map[*watchSet]int{}
-		h.byPath[p] = m
+	e := h.byPath[p]
+	switch {
+	case e.one == ws:
+		e.n++
+	case e.one == nil && e.more[ws] == 0:
+		e.one, e.n = ws, 1
+	default:
+		if e.more == nil {
+			e.more = map[*watchSet]int{}
+		}
+		e.more[ws]++
 	}
-	m[ws]++
+	h.byPath[p] = e
 }
 
 func (h *watchHub) remove(ws *watchSet, p string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m := h.byPath[p]
-	if m[ws] <= 1 {
-		delete(m, ws)
-	} else {
-		m[ws]--
+	e, ok := h.byPath[p]
+	if !ok {
+		return
 	}
-	if len(m) == 0 {
+	switch {
+	case e.one == ws:
+		if e.n--; e.n <= 0 {
+			e.one, e.n = nil, 0
+		}
+	case e.more[ws] <= 1:
+		delete(e.more, ws)
+	default:
+		e.more[ws]--
+	}
+	if len(e.more) == 0 {
+		e.more = nil
+	}
+	if e.one == nil && e.more == nil {
 		delete(h.byPath, p)
+		return
 	}
+	h.byPath[p] = e
 }
 
 // paths returns how many paths the hub routes (for tests and figures).
