@@ -53,15 +53,16 @@ type watchHub struct {
 	byPath map[string]hubPath // path → the sets with keys on it
 }
 
-// hubPath is the sets with keys on one path, and how many keys each. Almost
-// every path has one set (a member's config watch follows each owned
-// queue's node), so that one is kept inline: a map per path cost ~190 bytes
-// a watched queue (docs/decisions.md, "Issue 14: one compact record per
-// owned queue").
+// hubPath is the sets with keys on one path, and how many keys each. A
+// path has one set or two (a member's config watch follows each owned
+// queue's node; the rebalance leader's registry watch may watch the same
+// node), so two are kept inline: a map per path cost ~190 bytes a watched
+// queue (docs/decisions.md, "Issue 14: one compact record per owned
+// queue").
 type hubPath struct {
-	one  *watchSet         // a set with keys on the path, or nil
-	n    int               // how many keys one has on it
-	more map[*watchSet]int // the other sets, when there are
+	sets [2]*watchSet      // sets with keys on the path; nil when free
+	n    [2]int32          // how many keys each has on it
+	more map[*watchSet]int // any further sets
 }
 
 func newWatchHub() *watchHub { return &watchHub{byPath: map[string]hubPath{}} }
@@ -83,9 +84,11 @@ func (h *watchHub) deliver(ev zk.Event) {
 	}
 	h.mu.Lock()
 	e := h.byPath[ev.Path]
-	sets := make([]*watchSet, 0, 1+len(e.more))
-	if e.one != nil {
-		sets = append(sets, e.one)
+	sets := make([]*watchSet, 0, len(e.sets)+len(e.more))
+	for _, ws := range e.sets {
+		if ws != nil {
+			sets = append(sets, ws)
+		}
 	}
 	for ws := range e.more {
 		sets = append(sets, ws)
@@ -102,18 +105,7 @@ func (h *watchHub) add(ws *watchSet, p string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e := h.byPath[p]
-	switch {
-	case e.one == ws:
-		e.n++
-	case e.one == nil && e.more[ws] == 0:
-		e.one, e.n = ws, 1
-	default:
-		if e.more == nil {
-			e.more = map[*watchSet]int{}
-		}
-		e.more[ws]++
-	}
-	h.byPath[p] = e
+	h.byPath[p] = e.add(ws)
 }
 
 func (h *watchHub) remove(ws *watchSet, p string) {
@@ -123,25 +115,58 @@ func (h *watchHub) remove(ws *watchSet, p string) {
 	if !ok {
 		return
 	}
-	switch {
-	case e.one == ws:
-		if e.n--; e.n <= 0 {
-			e.one, e.n = nil, 0
-		}
-	case e.more[ws] <= 1:
-		delete(e.more, ws)
-	default:
-		e.more[ws]--
-	}
-	if len(e.more) == 0 {
-		e.more = nil
-	}
-	if e.one == nil && e.more == nil {
+	if e = e.remove(ws); e.empty() {
 		delete(h.byPath, p)
 		return
 	}
 	h.byPath[p] = e
 }
+
+// add counts a key of ws on the path.
+func (e hubPath) add(ws *watchSet) hubPath {
+	for i, s := range e.sets {
+		if s == ws {
+			e.n[i]++
+			return e
+		}
+	}
+	if e.more[ws] == 0 {
+		for i, s := range e.sets {
+			if s == nil {
+				e.sets[i], e.n[i] = ws, 1
+				return e
+			}
+		}
+	}
+	if e.more == nil {
+		e.more = map[*watchSet]int{}
+	}
+	e.more[ws]++
+	return e
+}
+
+// remove drops a key of ws on the path.
+func (e hubPath) remove(ws *watchSet) hubPath {
+	for i, s := range e.sets {
+		if s == ws {
+			if e.n[i]--; e.n[i] <= 0 {
+				e.sets[i], e.n[i] = nil, 0
+			}
+			return e
+		}
+	}
+	if e.more[ws] <= 1 {
+		delete(e.more, ws)
+	} else {
+		e.more[ws]--
+	}
+	if len(e.more) == 0 {
+		e.more = nil
+	}
+	return e
+}
+
+func (e hubPath) empty() bool { return e.sets[0] == nil && e.sets[1] == nil && len(e.more) == 0 }
 
 // paths returns how many paths the hub routes (for tests and figures).
 func (h *watchHub) paths() int {
