@@ -78,7 +78,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.throughput.Only, "workloads", "", "run only the throughput workloads whose name contains this text (e.g. enqueue); default all")
 	fs.StringVar(&o.scaleSizes, "scale", "10x1000,100x1000,10x10000,100x10000,10x100000,100x100000", "fleet sizes, members x queues")
 	fs.StringVar(&o.scaleFar, "scale-far", "100x1000000", "how far it goes: one more fleet size run under -scale-far-budget (empty: none)")
-	fs.DurationVar(&o.scaleFarBudget, "scale-far-budget", 4*time.Minute, "time budget of the -scale-far size, queue creation included")
+	fs.DurationVar(&o.scaleFarBudget, "scale-far-budget", 6*time.Minute, "time budget of the -scale-far size, queue creation included")
 	fs.StringVar(&o.zkHeap, "zk-heap", "4g", "maximum heap of the private ZooKeeper's JVM (a million queues need several GB)")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the scale members")
 	fs.IntVar(&o.memoryQueues, "memory-queues", 1000, "idle queues owned by the worker of the memory section")

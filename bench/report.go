@@ -356,14 +356,14 @@ func renderFindings(b *strings.Builder, res *results) {
 		p("Producers that enqueue in bulk should use `EnqueueBatch` or several goroutines.\n")
 	}
 	if s := largestScale(res.Scale); s != nil {
-		p("- **Fleet scale.** A member watches only its own share of the assignment and the configs of the queues it owns, reading each once when it claims it; only the rebalance leader reads and watches the whole registry. ")
+		p("- **Fleet scale.** A member watches only its own share of the assignment and the configs of the queues it owns, reading each once when it claims it; only the rebalance leader reads and watches the registry, as its 1,024 bucket nodes (each lists its queues with their weight and tags), never a queue config. ")
 		p("At %d × %s that is %s reads to start (about %.1f per queue), %s watches on the server and %s client goroutines per member",
 			s.Members, thousands(int64(s.Queues)), thousands(s.StartRequests.Reads), float64(s.StartRequests.Reads)/float64(max(1, s.Queues)),
 			thousands(s.ZKWatches), thousands(int64(s.Goroutines/max(1, s.Members))))
 		if s.JoinMoved > 0 {
 			p("; a join moved %s queues for %s requests (%.1f per queue moved)", thousands(s.JoinMoved), thousands(s.JoinRequests.Requests()), perMoved(s.JoinRequests, s.JoinMoved))
 		}
-		p(". Left: the leader reads every queue config when it takes over (one read per queue: what bounds the start at a million queues), and a crash converges after the session timeout (the member's ephemeral nodes must expire) plus one rebalance.\n")
+		p(". Left: a crash converges after the session timeout (the member's ephemeral nodes must expire) plus one rebalance, and a member claiming a queue reads its config once (one read per queue it gains).\n")
 	}
 	if len(res.Memory) >= 2 && res.Memory[0].Error == "" && res.Memory[1].Error == "" {
 		on, off := res.Memory[0], res.Memory[1]
@@ -504,7 +504,7 @@ func renderScaleFar(b *strings.Builder, res *results) {
 		s.Members, thousands(int64(s.Queues)), s.Budget)
 	p("Creating the queues took %s", seconds(s.CreateQueues))
 	if s.AssignedAt > 0 {
-		p("; every queue was assigned %s after the members started (the leader reads the whole registry first)", seconds(s.AssignedAt))
+		p("; every queue was assigned %s after the members started (the leader reads the registry's bucket nodes first)", seconds(s.AssignedAt))
 	}
 	p(". ")
 	if s.Error == "" {
@@ -527,7 +527,7 @@ func renderScaleFar(b *strings.Builder, res *results) {
 	p("It stopped during %s: `%s`.", phase, oneLine(s.Error))
 	if claiming := s.StartStoppedAfter - s.AssignedAt; s.Start == 0 && s.AssignedAt > 0 && claiming > 0 && s.RunAtStop > 0 {
 		rate := float64(s.RunAtStop) / claiming.Seconds()
-		p(" Where the time went: %s for the leader to read the registry (one read per queue config) and write the first assignment, then the members claimed %s queues/s (an offset read, a coalesced multi and a config read per queue); at that rate the start would converge after about %s.",
+		p(" Where the time went: %s for the leader to read the registry (one read per bucket node) and write the first assignment, then the members claimed %s queues/s (an offset read, a coalesced multi and a config read per queue); at that rate the start would converge after about %s.",
 			seconds(s.AssignedAt), human(rate), seconds(s.AssignedAt+time.Duration(float64(s.Queues)/rate*float64(time.Second))))
 	}
 	if s.Start > 0 {

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -71,9 +72,24 @@ func TestCorruptNodesGiveClearErrors(t *testing.T) {
 	if err != nil || len(qs) != 2 || qs[0].Err == nil || qs[1].Err != nil {
 		t.Fatalf("list with a corrupt queue: want broken (with Err) and fine, have %+v (%v)", qs, err)
 	}
-	wq := next(t, s.WatchQueues(ctx), "watched queues")
-	if len(wq) != 2 || wq[0].Err == nil {
-		t.Fatalf("watched queues: want the corrupt one flagged, have %+v", wq)
+	// The corrupt bucket is reported, the others' queues delivered.
+	wq := next(t, s.WatchRegistry(ctx), "watched registry")
+	if wq.Len() != 1 || len(wq.Errs) != 1 || !strings.Contains(wq.Errs[0].Error(), "queues/"+registryBucket("broken")) {
+		t.Fatalf("watched registry: want fine and the corrupt bucket named, have %v %v", registered(wq), wq.Errs)
+	}
+	// A write into the corrupt bucket rebuilds it from its config nodes.
+	var neighbour string
+	for i := 0; neighbour == ""; i++ {
+		if q := fmt.Sprintf("n-%d", i); registryBucket(q) == registryBucket("broken") {
+			neighbour = q
+		}
+	}
+	if err := s.CreateQueue(ctx, drover.QueueConfig{Name: neighbour, Weight: 3}); err != nil {
+		t.Fatalf("create in a corrupt bucket: %v", err)
+	}
+	wq = next(t, s.WatchRegistry(ctx), "watched registry after the repair")
+	if got := registered(wq); len(wq.Errs) != 0 || got["broken"].Name != "broken" || got[neighbour].Weight != 3 || wq.Len() != 3 {
+		t.Fatalf("repaired registry: want broken, %s (weight 3) and fine, have %v %v", neighbour, got, wq.Errs)
 	}
 	if _, err := s.Assignment(ctx); err == nil || !strings.Contains(err.Error(), "decode assignment") {
 		t.Fatalf("corrupt assignment: want a decode error, have %v", err)

@@ -56,12 +56,8 @@ const (
 	// registryBuckets is how many bucket nodes the queue registry spreads
 	// its queues over: /queues/<bucket>/<queue>. A bucket's listing at
 	// 1,000,000 queues is about 1,000 names (under 210 KB even at the
-	// longest names).
+	// longest names), and so is its data (registry.go: maxBucketBytes).
 	registryBuckets = 1024
-	// maxBucketQueues bounds one bucket, so its children listing (4 bytes
-	// plus the name per child) stays under maxRequestBytes at the longest
-	// names: 1024 × 2,500 = 2.5 million queues.
-	maxBucketQueues = maxRequestBytes / (4 + 200 + 1)
 )
 
 // ErrTooLarge: a write or a listing would pass the size limit of one

@@ -29,32 +29,30 @@ type QueueEntry struct {
 	Err     error              // set when the data could not be decoded or names another queue
 }
 
-// CreateQueue stores cfg (validated) as /queues/<bucket>/<cfg.Name>. It fails
-// with an error wrapping ErrQueueExists when the queue is already configured,
-// and with one wrapping ErrTooLarge when the queue's registry bucket is full
-// (the registry then holds millions of queues).
+// CreateQueue stores cfg (validated) as /queues/<bucket>/<cfg.Name> and
+// lists it in its registry bucket, in one multi. It fails with an error
+// wrapping ErrQueueExists when the queue is already configured, and with
+// one wrapping ErrTooLarge when the queue's registry bucket is full (the
+// registry then holds millions of queues).
 func (s *Session) CreateQueue(ctx context.Context, cfg drover.QueueConfig) error {
 	p, data, err := s.encodeQueue(cfg)
 	if err != nil {
 		return fmt.Errorf("create queue: %w", err)
 	}
-	bucket := path.Dir(p)
-	_, err = bounded(ctx, s, func(c zkConn) (struct{}, error) {
-		exists, st, err := c.Exists(bucket)
-		switch {
-		case err != nil:
-			return struct{}{}, err
-		case !exists:
-			if _, err := c.Create(bucket, nil, zk.FlagPersistent, s.acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return struct{}{}, err
-			}
-		case st.NumChildren >= maxBucketQueues:
-			return struct{}{}, fmt.Errorf("%w: registry bucket %s holds %d queues, the most one listing carries", ErrTooLarge, bucket, st.NumChildren)
+	_, err = s.updateBucket(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
+		if b.has(cfg.Name) {
+			return nil, zk.ErrNodeExists
 		}
-		_, err = c.Create(p, data, zk.FlagPersistent, s.acl)
-		return struct{}{}, err
+		if len(b.Queues) >= maxBucketQueues {
+			return nil, fmt.Errorf("%w: registry bucket %s holds %d queues, the most one listing carries", ErrTooLarge, path.Dir(p), len(b.Queues))
+		}
+		b.put(cfg)
+		return []any{&zk.CreateRequest{Path: p, Data: data, Acl: s.acl, Flags: zk.FlagPersistent}}, nil
 	})
 	if errors.Is(err, zk.ErrNodeExists) {
+		if err := s.adoptQueue(ctx, cfg.Name); err != nil {
+			return fmt.Errorf("create queue %s: it exists; list it in its bucket: %w", cfg.Name, err)
+		}
 		return fmt.Errorf("create queue %s: %w", cfg.Name, ErrQueueExists)
 	}
 	if err != nil {
@@ -63,101 +61,160 @@ func (s *Session) CreateQueue(ctx context.Context, cfg drover.QueueConfig) error
 	return nil
 }
 
-// CreateQueues stores many queue configurations in multis of at most
-// maxRequestBytes each, several in flight; queues already configured are
-// left as they are. It returns how many it created. It is for provisioning
-// thousands of queues at once (CreateQueue costs two round trips each).
+// adoptQueue lists an existing config node in its bucket when the bucket
+// does not list it, or lists it with another weight or tags (a writer
+// outside Drover created or changed the config alone): the rebalance leader
+// reads the buckets only. The config's version is checked in the same
+// multi.
+func (s *Session) adoptQueue(ctx context.Context, name string) error {
+	e, err := s.Queue(ctx, name)
+	if errors.Is(err, drover.ErrQueueNotFound) {
+		return nil // deleted meanwhile
+	}
+	if err != nil && e.Err == nil {
+		return err
+	}
+	p := s.queueNodePath(name)
+	_, err = s.updateBucket(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
+		if b.same(e.Config) {
+			return nil, nil
+		}
+		if !b.has(name) && len(b.Queues) >= maxBucketQueues {
+			return nil, fmt.Errorf("%w: registry bucket %s holds %d queues, the most one listing carries", ErrTooLarge, path.Dir(p), len(b.Queues))
+		}
+		b.put(e.Config)
+		return []any{&zk.CheckVersionRequest{Path: p, Version: e.Version}}, nil
+	})
+	if isVersionConflict(err) {
+		return nil // changed or deleted meanwhile, by a writer that keeps the bucket
+	}
+	return err
+}
+
+// CreateQueues stores many queue configurations, bucket by bucket: each
+// multi creates configs of one bucket and rewrites that bucket's list, cut
+// under batchBytes; several buckets are written at once. Queues already
+// configured are left as they are. It returns how many it created. It is
+// for provisioning thousands of queues at once (CreateQueue costs two round
+// trips each).
 func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
 	type item struct {
 		p    string
 		data []byte
 		cfg  drover.QueueConfig
 	}
-	items := make([]item, 0, len(cfgs))
-	perBucket := map[string]int{}
+	perBucket := map[string][]item{}
 	for _, cfg := range cfgs {
 		p, data, err := s.encodeQueue(cfg)
 		if err != nil {
 			return 0, fmt.Errorf("create queues: %w", err)
 		}
-		items = append(items, item{p, data, cfg})
-		perBucket[path.Dir(p)]++
+		perBucket[path.Dir(p)] = append(perBucket[path.Dir(p)], item{p, data, cfg})
 	}
 	buckets := make([]string, 0, len(perBucket))
 	for b := range perBucket {
 		buckets = append(buckets, b)
 	}
-	errs := parallelMap(ctx, buckets, func(b string) error {
-		_, err := bounded(ctx, s, func(c zkConn) (struct{}, error) {
-			exists, st, err := c.Exists(b)
-			switch {
-			case err != nil:
-				return struct{}{}, err
-			case !exists:
-				_, err = c.Create(b, nil, zk.FlagPersistent, s.acl)
-				if errors.Is(err, zk.ErrNodeExists) {
-					err = nil
-				}
-				return struct{}{}, err
-			case int(st.NumChildren)+perBucket[b] > maxBucketQueues:
-				return struct{}{}, fmt.Errorf("%w: registry bucket %s holds %d queues and would hold %d, more than one listing carries",
-					ErrTooLarge, b, st.NumChildren, int(st.NumChildren)+perBucket[b])
-			}
-			return struct{}{}, nil
-		})
-		return err
-	})
-	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
-		return 0, fmt.Errorf("create queues: %w", err)
-	}
-	var batches [][]item
-	size := 0
-	for _, it := range items {
-		n := requestSize(it.p, it.data)
-		if len(batches) == 0 || size+n > batchBytes || len(batches[len(batches)-1]) >= 500 {
-			batches = append(batches, nil)
-			size = 0
-		}
-		batches[len(batches)-1] = append(batches[len(batches)-1], it)
-		size += n
-	}
+	sort.Strings(buckets)
 	type outcome struct {
 		created int
 		err     error
 	}
-	outs := parallelMapN(ctx, writeParallelism, batches, func(batch []item) outcome {
-		ops := make([]any, len(batch))
-		for i, it := range batch {
-			ops[i] = &zk.CreateRequest{Path: it.p, Data: it.data, Acl: s.acl, Flags: zk.FlagPersistent}
-		}
-		_, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) })
-		if err == nil {
-			return outcome{created: len(batch)}
-		}
-		if !errors.Is(err, zk.ErrNodeExists) && !isUnknownOutcome(err) {
-			return outcome{err: err}
-		}
-		// Some exist (or the outcome is unknown): one by one.
+	outs := parallelMapN(ctx, 2*writeParallelism, buckets, func(bp string) outcome {
 		o := outcome{}
-		for _, it := range batch {
-			err := s.CreateQueue(ctx, it.cfg)
+		todo := perBucket[bp]
+		limit := 500               // operations per multi; halved while a write passes a size limit
+		maybe := map[string]bool{} // sent in a write whose outcome is unknown
+		unknown := 0
+		for len(todo) > 0 {
+			var sent []item
+			var present map[string]bool // todo's queues the bucket lists already
+			_, err := s.updateBucket(ctx, bp, func(b *bucketData) ([]any, error) {
+				sent, present = sent[:0], map[string]bool{}
+				// Room for the configs: what the bucket's own data leaves.
+				base, _ := json.Marshal(b)
+				size := len(base)
+				var ops []any
+				for _, it := range todo {
+					if b.has(it.cfg.Name) {
+						present[it.cfg.Name] = true // configured already
+						continue
+					}
+					n := requestSize(it.p, it.data) + 2*len(it.cfg.Name) + 16
+					for _, tag := range it.cfg.Tags {
+						n += len(tag) + 3
+					}
+					if len(ops) > 0 && (size+n > batchBytes || len(ops) >= limit) {
+						continue
+					}
+					if len(b.Queues) >= maxBucketQueues {
+						return nil, fmt.Errorf("%w: registry bucket %s holds %d queues, the most one listing carries", ErrTooLarge, bp, len(b.Queues))
+					}
+					b.put(it.cfg)
+					ops = append(ops, &zk.CreateRequest{Path: it.p, Data: it.data, Acl: s.acl, Flags: zk.FlagPersistent})
+					sent = append(sent, it)
+					size += n
+				}
+				return ops, nil
+			})
+			for q := range present {
+				if maybe[q] {
+					o.created++ // a write whose reply was lost was applied
+				}
+			}
 			switch {
-			case err == nil:
-				o.created++
-			case !errors.Is(err, ErrQueueExists):
+			case errors.Is(err, ErrTooLarge) && len(sent) > 1:
+				limit = len(sent) / 2 // fill the bucket as far as it goes
+				sent = nil
+			case isUnknownOutcome(err) && ctx.Err() == nil && unknown < 3:
+				// The next read of the bucket tells whether it was applied.
+				unknown++
+				for _, it := range sent {
+					maybe[it.cfg.Name] = true
+				}
+				sent = nil
+			case errors.Is(err, zk.ErrNodeExists):
+				// A config node without its bucket entry (written outside
+				// Drover): one by one, so the others are still created and
+				// that one is listed (CreateQueue adopts it).
+				for _, it := range sent {
+					switch err := s.CreateQueue(ctx, it.cfg); {
+					case err == nil:
+						o.created++
+					case !errors.Is(err, ErrQueueExists):
+						o.err = err
+						return o
+					}
+				}
+			case err != nil:
 				o.err = err
 				return o
+			case len(sent) == 0:
+				return o // every remaining queue is configured already
+			default:
+				o.created += len(sent)
 			}
+			done := present
+			for _, it := range sent {
+				done[it.cfg.Name] = true
+			}
+			rest := todo[:0:0]
+			for _, it := range todo {
+				if !done[it.cfg.Name] {
+					rest = append(rest, it)
+				}
+			}
+			todo = rest
 		}
 		return o
 	})
 	created := 0
-	var errs2 []error
+	var errs []error
 	for _, o := range outs {
 		created += o.created
-		errs2 = append(errs2, o.err)
+		errs = append(errs, o.err)
 	}
-	if err := errors.Join(append(errs2, ctx.Err())...); err != nil {
+	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
 		return created, fmt.Errorf("create queues: %w", err)
 	}
 	return created, nil
@@ -168,15 +225,30 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 func requestSize(p string, data []byte) int { return len(p) + len(data) + 64 }
 
 // UpdateQueue replaces the configuration of an existing queue when its
-// version is version (-1: any) and returns the new version. It fails with
-// drover.ErrQueueNotFound when the queue is not configured and ErrConflict
-// when the version differs.
+// version is version (-1: any) and returns the new version. The queue's
+// registry bucket is written in the same multi (its weight and tags) or, when
+// they did not change, checked: so a concurrent update cannot leave the
+// bucket and the config disagreeing. It fails with drover.ErrQueueNotFound
+// when the queue is not configured and ErrConflict when the version differs.
 func (s *Session) UpdateQueue(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
 	p, data, err := s.encodeQueue(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("update queue: %w", err)
 	}
-	st, err := bounded(ctx, s, func(c zkConn) (*zk.Stat, error) { return c.Set(p, data, version) })
+	bp := path.Dir(p)
+	res, err := s.updateBucket(ctx, bp, func(b *bucketData) ([]any, error) {
+		ops := []any{&zk.SetDataRequest{Path: p, Data: data, Version: version}}
+		if b.same(cfg) {
+			// Nothing for the bucket to change; its version is still checked
+			// (updateBucket sets it to the same data).
+			return ops, nil
+		}
+		if !b.has(cfg.Name) && len(b.Queues) >= maxBucketQueues {
+			return nil, fmt.Errorf("%w: registry bucket %s holds %d queues, the most one listing carries", ErrTooLarge, bp, len(b.Queues))
+		}
+		b.put(cfg)
+		return ops, nil
+	})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return 0, fmt.Errorf("update queue %s: %w", cfg.Name, drover.ErrQueueNotFound)
@@ -185,19 +257,34 @@ func (s *Session) UpdateQueue(ctx context.Context, cfg drover.QueueConfig, versi
 	case err != nil:
 		return 0, fmt.Errorf("update queue %s: %w", cfg.Name, err)
 	}
-	return st.Version, nil
+	return res[0].Stat.Version, nil
 }
 
-// DeleteQueue removes a queue's configuration. Its offset node and its
-// messages in Redis are kept. It fails with drover.ErrQueueNotFound when the
-// queue is not configured.
+// DeleteQueue removes a queue's configuration and its registry bucket
+// entry, in one multi. Its offset node and its messages in Redis are kept.
+// It fails with drover.ErrQueueNotFound when the queue is not configured
+// (a bucket entry left without its config is removed then).
 func (s *Session) DeleteQueue(ctx context.Context, name string) error {
 	p, err := s.queueConfigPath(name)
 	if err != nil {
 		return fmt.Errorf("delete queue: %w", err)
 	}
-	_, err = bounded(ctx, s, func(c zkConn) (struct{}, error) { return struct{}{}, c.Delete(p, -1) })
+	bp := path.Dir(p)
+	_, err = s.updateBucket(ctx, bp, func(b *bucketData) ([]any, error) {
+		b.remove(name)
+		return []any{&zk.DeleteRequest{Path: p, Version: -1}}, nil
+	})
 	if errors.Is(err, zk.ErrNoNode) {
+		_, err := s.updateBucket(ctx, bp, func(b *bucketData) ([]any, error) {
+			if !b.has(name) {
+				return nil, nil
+			}
+			b.remove(name)
+			return []any{}, nil
+		})
+		if err != nil {
+			return fmt.Errorf("delete queue %s: drop its bucket entry: %w", name, err)
+		}
 		return fmt.Errorf("delete queue %s: %w", name, drover.ErrQueueNotFound)
 	}
 	if err != nil {
@@ -242,22 +329,6 @@ func (s *Session) Queues(ctx context.Context) ([]QueueEntry, error) {
 	return r.entries(nil), nil
 }
 
-// WatchQueues delivers the queue list now and after every change (a queue
-// added, removed or reconfigured) until ctx ends or the session is lost, then
-// closes the channel. Only the latest list is kept for a slow reader. It
-// costs a watch per queue and per bucket: only the rebalance leader needs it.
-// Entries with equal task routes share one Config.Tasks map: read it, never
-// modify it.
-func (s *Session) WatchQueues(ctx context.Context) <-chan []QueueEntry {
-	r := newRegistryCache(s.path(queuesDir))
-	return watchLoop(ctx, s, "queues", func(ctx context.Context, ws *watchSet) ([]QueueEntry, error) {
-		if err := r.refresh(ctx, s, ws); err != nil {
-			return nil, fmt.Errorf("list queues: %w", err)
-		}
-		return r.entries(&s.routes), nil
-	})
-}
-
 // registryCache mirrors the registry, /queues/<bucket>/<queue>.
 type registryCache struct {
 	dir     string
@@ -268,28 +339,8 @@ func newRegistryCache(dir string) *registryCache {
 	return &registryCache{dir: dir, buckets: map[string]*dirCache{}}
 }
 
-// refresh re-reads what changed: the bucket list when it changed, then
-// every bucket listing and queue node whose watch fired.
-func (r *registryCache) refresh(ctx context.Context, s *Session, ws *watchSet) error {
-	ck := watchKey{watchChildren, r.dir}
-	if !ws.isArmed(ck) {
-		ws.prepare(ck)
-		names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-			names, _, _, err := c.ChildrenW(r.dir)
-			return names, err
-		})
-		if err != nil {
-			ws.cancel(ck)
-			return err
-		}
-		ws.armed(ck)
-		r.setBuckets(names, ws)
-	}
-	return refreshDirs(ctx, s, ws, r.dirs())
-}
-
 // setBuckets follows the bucket listing.
-func (r *registryCache) setBuckets(names []string, ws *watchSet) {
+func (r *registryCache) setBuckets(names []string) {
 	present := make(map[string]bool, len(names))
 	for _, n := range names {
 		present[n] = true
@@ -297,17 +348,10 @@ func (r *registryCache) setBuckets(names []string, ws *watchSet) {
 			r.buckets[n] = newDirCache(r.dir + "/" + n)
 		}
 	}
-	for n, d := range r.buckets {
-		if present[n] {
-			continue
+	for n := range r.buckets {
+		if !present[n] {
+			delete(r.buckets, n)
 		}
-		if ws != nil {
-			ws.forget(watchKey{watchChildren, d.dir})
-			for q := range d.nodes {
-				ws.forget(watchKey{watchNode, d.dir + "/" + q})
-			}
-		}
-		delete(r.buckets, n)
 	}
 }
 
@@ -328,7 +372,7 @@ func (r *registryCache) read(ctx context.Context, s *Session) error {
 	if err != nil {
 		return err
 	}
-	r.setBuckets(names, nil)
+	r.setBuckets(names)
 	errs := parallelMap(ctx, r.dirs(), func(d *dirCache) error { return d.read(ctx, s) })
 	return errors.Join(append(errs, ctx.Err())...)
 }

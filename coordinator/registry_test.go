@@ -50,21 +50,24 @@ func TestQueueRegistry(t *testing.T) {
 	root := testenv.Chroot(t)
 	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
 	ctx := ctxT(t)
-	watch := s.WatchQueues(ctx)
-	if got := next(t, watch, "initial queues"); len(got) != 0 {
-		t.Fatalf("initial queues: want none, have %v", got)
+	watch := s.WatchRegistry(ctx)
+	if got := next(t, watch, "initial queues"); got.Len() != 0 {
+		t.Fatalf("initial queues: want none, have %v", registered(got))
 	}
 
 	if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: "emails", Weight: 2}); err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	mustIs(t, admin.CreateQueue(ctx, drover.QueueConfig{Name: "emails"}), ErrQueueExists, "create twice")
-	got := until(t, watch, "queue added", func(qs []QueueEntry) bool { return len(qs) == 1 })
-	if got[0].Name != "emails" || got[0].Config.Weight != 2 || got[0].Err != nil {
-		t.Fatalf("watched queue: want emails weight 2, have %+v", got[0])
+	got := until(t, watch, "queue added", func(r Registry) bool { return r.Len() == 1 })
+	if q := registered(got)["emails"]; q.Name != "emails" || q.Weight != 2 || len(got.Errs) != 0 {
+		t.Fatalf("watched queue: want emails weight 2, have %+v", registered(got))
 	}
-
-	v, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: "emails", Weight: 5}, got[0].Version)
+	e, err := admin.Queue(ctx, "emails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: "emails", Weight: 5}, e.Version)
 	if err != nil {
 		t.Fatalf("update: %v", err)
 	}
@@ -72,7 +75,7 @@ func TestQueueRegistry(t *testing.T) {
 	mustIs(t, err, ErrConflict, "update at a stale version")
 	_, err = admin.UpdateQueue(ctx, drover.QueueConfig{Name: "nope"}, -1)
 	mustIs(t, err, drover.ErrQueueNotFound, "update a missing queue")
-	until(t, watch, "queue reconfigured", func(qs []QueueEntry) bool { return len(qs) == 1 && qs[0].Config.Weight == 5 })
+	until(t, watch, "queue reconfigured", func(r Registry) bool { return r.Len() == 1 && registered(r)["emails"].Weight == 5 })
 
 	if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: "sms"}); err != nil {
 		t.Fatalf("create sms: %v", err)
@@ -81,7 +84,7 @@ func TestQueueRegistry(t *testing.T) {
 		t.Fatalf("delete: %v", err)
 	}
 	mustIs(t, admin.DeleteQueue(ctx, "emails"), drover.ErrQueueNotFound, "delete twice")
-	until(t, watch, "queue removed", func(qs []QueueEntry) bool { return len(qs) == 1 && qs[0].Name == "sms" })
+	until(t, watch, "queue removed", func(r Registry) bool { return r.Len() == 1 && registered(r)["sms"].Name == "sms" })
 
 	list, err := s.Queues(ctx)
 	if err != nil || len(list) != 1 || list[0].Name != "sms" {

@@ -13,7 +13,7 @@ import (
 const maxInternedRoutes = 1024
 
 // routeInterner shares one copy of each distinct QueueConfig.Tasks table
-// among the configs a Session keeps for long (ConfigWatch, WatchQueues). A
+// among the configs a Session keeps for long (ConfigWatch). A
 // decoded table is a map of about 700 bytes; a worker watching 25,000
 // queues held two copies per queue (docs/decisions.md, "Issue 14: one
 // task-route table per distinct value"). Shared tables are read-only: the

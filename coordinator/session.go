@@ -30,6 +30,7 @@ type Session struct {
 	batch   multiBatcher  // coalesces the commits and releases of claims (multi_batch.go)
 	claims  chan struct{} // bounds the claims in flight (claim.go)
 	routes  routeInterner // shares task-route tables among watched configs (route_intern.go)
+	stats   statsCache    // queue counts ClusterStats reuses (stats.go)
 
 	mu      sync.Mutex
 	state   SessionState

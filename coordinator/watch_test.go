@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
 )
 
 // patient gives a session that makes big requests on a busy machine a long
@@ -54,34 +53,4 @@ func createQueues(t *testing.T, s *Session, n int) []string {
 		t.Fatalf("create %d queues: created %d (%v)", n, created, err)
 	}
 	return names
-}
-
-// A watcher of more nodes than one select can wait on (reflect.Select allows
-// 65,536 cases): the registry watch of a 70,000-queue fleet must deliver the
-// list and then a change, where it used to panic with "too many cases".
-func TestWatchQueuesBeyondTheSelectLimit(t *testing.T) {
-	t.Parallel()
-	server := testenv.ZooKeeper(t)
-	root := testenv.Chroot(t)
-	s, admin := connect(t, server.Addrs, root, patient), connect(t, server.Addrs, root, patient)
-	const n = 70_000
-	names := createQueues(t, admin, n)
-	ctx := ctxLong(t)
-	watch := s.WatchQueues(ctx)
-	untilCtx(ctx, t, watch, "all queues", func(qs []QueueEntry) bool { return len(qs) == n })
-	if have := s.hub.paths(); have < n {
-		t.Fatalf("watched paths: want at least %d, have %d", n, have)
-	}
-	last := names[n-1]
-	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: last, Weight: 7}, -1); err != nil {
-		t.Fatalf("update %s: %v", last, err)
-	}
-	untilCtx(ctx, t, watch, "the change of one queue", func(qs []QueueEntry) bool {
-		for _, q := range qs {
-			if q.Name == last {
-				return q.Config.Weight == 7
-			}
-		}
-		return false
-	})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -104,10 +106,10 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 	}
 	log.Info("leading rebalance", "epoch", w.Epoch(), "generation", w.Current().Generation)
 	members := s.WatchMembers(lctx)
-	queues := s.WatchQueues(lctx)
+	queues := s.WatchRegistry(lctx)
 	var (
 		curMembers []coordinator.MemberNode
-		curQueues  []coordinator.QueueEntry
+		curQueues  []rebalance.Queue
 		haveM      bool
 		haveQ      bool
 		firstDirty time.Time
@@ -139,7 +141,10 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			if !ok {
 				return firstErr(lead.Err(), ctx.Err(), s.Err(), errors.New("queue watch ended"))
 			}
-			curQueues, haveQ = qs, true
+			for _, err := range qs.Errs {
+				log.Warn("a registry bucket is corrupt; its queues are balanced as last read", "error", err)
+			}
+			curQueues, haveQ = balanceView(qs), true
 			dirty()
 		case <-settle.C:
 			firstDirty = time.Time{}
@@ -159,9 +164,22 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 	}
 }
 
+// balanceView returns the registry's queues as the strategy takes them,
+// sorted by name. It is built once per registry change, not per rebalance:
+// membership changes (joins, leaves, crashes) reuse it, and the strategy's
+// own sort of already sorted input is linear.
+func balanceView(r coordinator.Registry) []rebalance.Queue {
+	out := make([]rebalance.Queue, 0, r.Len())
+	for q := range r.All() {
+		out = append(out, rebalance.Queue{Name: q.Name, Weight: q.Weight, Tags: q.Tags})
+	}
+	slices.SortFunc(out, func(a, b rebalance.Queue) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // writeTarget computes the target and writes it when it differs from the
 // current assignment.
-func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, members []coordinator.MemberNode, queues []coordinator.QueueEntry, log hclog.Logger) error {
+func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, members []coordinator.MemberNode, queues []rebalance.Queue, log hclog.Logger) error {
 	in := rebalance.Input{Previous: w.Current().Queues}
 	seen := map[string]bool{}
 	for _, m := range members {
@@ -171,13 +189,7 @@ func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg R
 		seen[m.Member.Name] = true
 		in.Members = append(in.Members, rebalance.FromMember(m.Member))
 	}
-	for _, q := range queues {
-		if q.Err != nil {
-			log.Warn("skipping a corrupt queue config", "queue", q.Name, "error", q.Err)
-			continue
-		}
-		in.Queues = append(in.Queues, rebalance.FromQueueConfig(q.Config))
-	}
+	in.Queues = queues
 	start := time.Now()
 	res, err := cfg.Strategy.Assign(in)
 	compute := time.Since(start)

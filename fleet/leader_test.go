@@ -99,7 +99,7 @@ func (e *fakeElector) term(i int) *fakeLeadership {
 type fakeLeaderSession struct {
 	*fakeSession
 	members chan []coordinator.MemberNode
-	queues  chan []coordinator.QueueEntry
+	queues  chan coordinator.Registry
 
 	mu      sync.Mutex
 	current drover.Assignment
@@ -109,7 +109,7 @@ type fakeLeaderSession struct {
 
 func newFakeLeaderSession() *fakeLeaderSession {
 	return &fakeLeaderSession{fakeSession: newFakeSession(),
-		members: make(chan []coordinator.MemberNode, 16), queues: make(chan []coordinator.QueueEntry, 16)}
+		members: make(chan []coordinator.MemberNode, 16), queues: make(chan coordinator.Registry, 16)}
 }
 
 func (s *fakeLeaderSession) NewAssignmentWriter(context.Context, Leadership) (AssignmentWriter, error) {
@@ -118,7 +118,7 @@ func (s *fakeLeaderSession) NewAssignmentWriter(context.Context, Leadership) (As
 func (s *fakeLeaderSession) WatchMembers(ctx context.Context) <-chan []coordinator.MemberNode {
 	return relay(ctx, s.members)
 }
-func (s *fakeLeaderSession) WatchQueues(ctx context.Context) <-chan []coordinator.QueueEntry {
+func (s *fakeLeaderSession) WatchRegistry(ctx context.Context) <-chan coordinator.Registry {
 	return relay(ctx, s.queues)
 }
 
@@ -177,12 +177,12 @@ func members(names ...string) []coordinator.MemberNode {
 	return out
 }
 
-func queues(names ...string) []coordinator.QueueEntry {
-	out := make([]coordinator.QueueEntry, len(names))
+func queues(names ...string) coordinator.Registry {
+	out := make([]coordinator.RegisteredQueue, len(names))
 	for i, n := range names {
-		out[i] = coordinator.QueueEntry{Name: n, Config: drover.QueueConfig{Name: n}}
+		out[i] = coordinator.RegisteredQueue{Name: n}
 	}
-	return out
+	return coordinator.NewRegistry(out...)
 }
 
 // leaderRun is one rebalancer on fakes.
@@ -259,6 +259,25 @@ func TestRebalanceLeader(t *testing.T) {
 			third := lr.written(t, 3)
 			if _, ok := third.Queues["q3"]; !ok {
 				t.Fatalf("an unchanged target must not be written: want the third write to add q3, have %+v", third)
+			}
+		}},
+		{"the registry's weights and tags reach the strategy", func(t *testing.T, lr *leaderRun) {
+			ms := members("a", "b")
+			ms[1].Member.Tags = []string{"gpu"}
+			lr.s.members <- ms
+			lr.s.queues <- coordinator.NewRegistry(
+				coordinator.RegisteredQueue{Name: "render", Tags: []string{"gpu"}},
+				coordinator.RegisteredQueue{Name: "heavy", Weight: 10},
+				coordinator.RegisteredQueue{Name: "l1"}, coordinator.RegisteredQueue{Name: "l2"})
+			a := lr.written(t, 1)
+			if a.Queues["render"] != "b" {
+				t.Fatalf("render requires gpu: want it on b, have %+v", a.Queues)
+			}
+			// heavy outweighs every other queue: its owner gets nothing else.
+			for q, m := range a.Queues {
+				if q != "heavy" && m == a.Queues["heavy"] {
+					t.Fatalf("heavy (weight 10) shares %s with %s: %+v", m, q, a.Queues)
+				}
 			}
 		}},
 		{"corrupt members and a restarted member's old session are skipped", func(t *testing.T, lr *leaderRun) {

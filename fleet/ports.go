@@ -128,6 +128,8 @@ type LeaderSession interface {
 	NewAssignmentWriter(ctx context.Context, lead Leadership) (AssignmentWriter, error)
 	// WatchMembers delivers the member list now and after each change.
 	WatchMembers(ctx context.Context) <-chan []coordinator.MemberNode
-	// WatchQueues delivers the queue registry now and after each change.
-	WatchQueues(ctx context.Context) <-chan []coordinator.QueueEntry
+	// WatchRegistry delivers the queue registry (every queue's name, weight
+	// and tags, from the registry's bucket nodes: no queue config is read)
+	// now and after each change.
+	WatchRegistry(ctx context.Context) <-chan coordinator.Registry
 }

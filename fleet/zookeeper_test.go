@@ -212,8 +212,9 @@ type fleet struct {
 	queues  int
 	obs     *coordinator.Session // an observer session that is no member
 	members map[string]*fleetMember
-	writes  atomic.Int64  // claims and releases by every member
-	settle  time.Duration // the rebalance settle window; default 100ms
+	writes  atomic.Int64        // claims and releases by every member
+	settle  time.Duration       // the rebalance settle window; default 100ms
+	tags    map[string][]string // member name → the tags it offers
 }
 
 type fleetMember struct {
@@ -247,7 +248,7 @@ func (f *fleet) start(name string) *fleetMember {
 	fm := &fleetMember{name: name, proxy: testenv.NewProxy(t, f.servers[0]), done: make(chan struct{}),
 		runner: &recordingRunner{member: name, log: f.log, claims: map[string]drover.Claim{}, writes: &f.writes}}
 	m, err := NewMember(MemberConfig{
-		Name: name, Member: drover.Member{Capacity: 1}, Worker: fm.runner, Settle: settle,
+		Name: name, Member: drover.Member{Capacity: 1, Tags: f.tags[name]}, Worker: fm.runner, Settle: settle,
 		Coordinator: coordinator.Config{Servers: []string{fm.proxy.Addr}, Root: f.root, SessionTimeout: testTimeout,
 			Logger: testkit.Logger(t, hclog.Error)},
 		Logger: testkit.Logger(t, hclog.Error), ReconnectMin: 50 * time.Millisecond,
@@ -590,6 +591,46 @@ func TestReconfiguringAnOwnedQueueReachesTheRunner(t *testing.T) {
 		defer m.runner.mu.Unlock()
 		return m.runner.configured["q00002"].Concurrency == 7
 	})
+}
+
+// A queue's tags reach the rebalance leader through its registry bucket
+// (the leader reads no queue config): requiring a tag only one member
+// offers moves the queue there.
+func TestATagChangeReachesTheLeaderThroughTheRegistry(t *testing.T) {
+	f := newFleet(t, testenv.ZooKeeper(t).Addrs, 4)
+	f.tags = map[string][]string{"g": {"gpu"}}
+	f.start("a")
+	f.start("g")
+	f.waitConverged("start")
+	ctx := testkit.Context(t)
+	var q string
+	an, err := f.obs.Assignment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range an.Assignment.Queues {
+		if m == "a" {
+			q = name
+		}
+	}
+	if q == "" {
+		t.Fatalf("want a queue on a, have %+v", an.Assignment.Queues)
+	}
+	e, err := f.obs.Queue(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.Config
+	cfg.Tags = []string{"gpu"}
+	if _, err := f.obs.UpdateQueue(ctx, cfg, e.Version); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(q+" to move to g", func() bool {
+		an, err := f.obs.Assignment(ctx)
+		return err == nil && an.Assignment.Queues[q] == "g"
+	})
+	f.waitConverged("after the tag change")
+	f.log.checkNoOverlap(t)
 }
 
 // A scheduler candidate whose candidate node vanishes while it waits (an

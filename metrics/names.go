@@ -99,7 +99,7 @@ var catalog = []Def{
 
 	{Name: TaskDuration, Kind: Summary, Labels: []string{"queue", "task"}, Unit: "milliseconds", Help: "How long one attempt ran."},
 	{Name: QueueLatency, Kind: Summary, Labels: []string{"queue"}, Unit: "milliseconds", Help: "From a message's position (enqueue time) to the start of its first attempt."},
-	{Name: FetchDuration, Kind: Summary, Unit: "milliseconds", Help: "One read of a queue log (all queues of the worker)."},
+	{Name: FetchDuration, Kind: Summary, Unit: "milliseconds", Help: "One read round trip: a queue log, or the logs read together (all queues of the worker)."},
 	{Name: CommitDuration, Kind: Summary, Unit: "milliseconds", Help: "One fenced offset commit (all queues of the worker)."},
 	{Name: ZKConnect, Kind: Summary, Unit: "milliseconds", Help: "Establishing a ZooKeeper session."},
 	{Name: RebalanceTime, Kind: Summary, Unit: "milliseconds", Help: "One rebalance round: settle, compute, write the assignment."},

@@ -139,6 +139,34 @@ end
 return out
 `
 
+// readManySource is readAfterSource for many queues in one call: the
+// owner's reader sends the reads of the queues woken since its last round
+// trip together (DESIGN.md §10). The queues of one call share a slot on a
+// Cluster.
+//
+//	KEYS: 2 per queue: log, msg
+//	ARGV: 2 per queue: the exclusive lower bound "(<offset>", n (1..1000)
+//
+// Returns 2 values per queue: the flat ZRANGE WITHSCORES reply {id1, pos1,
+// …} (empty when nothing follows the offset) and the HMGET reply holding
+// the envelopes in the same order (nil where :msg has no entry; empty with
+// no ids).
+const readManySource = `-- drover read-many v1
+local out = {}
+for i = 1, #ARGV / 2 do
+  local r = redis.call('ZRANGE', KEYS[2 * i - 1], ARGV[2 * i - 1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2 * i], 'WITHSCORES')
+  out[#out + 1] = r
+  if #r == 0 then
+    out[#out + 1] = {}
+  else
+    local ids = {}
+    for j = 1, #r, 2 do ids[#ids + 1] = r[j] end
+    out[#out + 1] = redis.call('HMGET', KEYS[2 * i], unpack(ids))
+  end
+end
+return out
+`
+
 // promoteSource moves due ids from the delayed set into the log, with
 // fresh positions. An id already in the log (ZSET members are unique) has
 // its position moved up.
@@ -405,6 +433,98 @@ end
 return #ids
 `
 
+// trimManySource is recordOutcomesSource and trimSource for many queues in
+// one call: an owner's committer trims the queues of a commit flush with it
+// (Store.TrimMany), one TIME and one script call for up to 64 queues rather
+// than two script calls and two TIMEs per queue. Each queue's records are
+// written before its trim, as TrimRecording does. The queues of one call
+// share a slot on a Cluster.
+//
+//	KEYS: 5 per queue: log, msg, delayed, seen, done
+//	ARGV: per queue: offset, retention in µs, chunk, the most records kept,
+//	      how long to keep them in ms, k (the number of records), then 2k
+//	      values: id, record JSON
+//
+// Returns per queue the number of log entries removed (a queue that
+// reaches its chunk is trimmed further by the caller).
+const trimManySource = `-- drover trim-many v1
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now_ms = math.floor(now_us / 1000)
+local function record(done, max, keep, from, to)
+  local expiry = now_ms + keep
+  local width = math.max(1000, math.floor(keep / 8))
+  local per = math.max(1, math.floor(max / 8))
+  redis.call('ZREMRANGEBYSCORE', done, '-inf', now_ms)
+  local n, start, held = 0, 0, 0
+  local cur = redis.call('ZRANGE', done, -1, -1)
+  if #cur > 0 then
+    local a, b = string.match(cur[1], '^(%d+):(%d+)$')
+    n, start = tonumber(a), tonumber(b)
+    held = redis.call('HLEN', done .. ':' .. cur[1])
+  end
+  local i = from
+  while i <= to do
+    if #cur == 0 or now_ms - start >= width or held >= per then
+      n, start, held = n + 1, now_ms, 0
+      cur = {string.format('%012d:%d', n, now_ms)}
+    end
+    local room = math.min(per - held, (to - i + 1) / 2, 1000)
+    local key = done .. ':' .. cur[1]
+    redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
+    redis.call('PEXPIREAT', key, expiry)
+    redis.call('ZADD', done, expiry, cur[1])
+    held = held + room
+    i = i + 2 * room
+  end
+  local buckets = redis.call('ZRANGE', done, 0, -1)
+  local sizes, total = {}, 0
+  for j = 1, #buckets do
+    sizes[j] = redis.call('HLEN', done .. ':' .. buckets[j])
+    total = total + sizes[j]
+  end
+  local j = 1
+  while total > max and j < #buckets do
+    redis.call('UNLINK', done .. ':' .. buckets[j])
+    redis.call('ZREM', done, buckets[j])
+    total = total - sizes[j]
+    j = j + 1
+  end
+end
+local function trim(log, msg, delayed, seen, bound, retention, chunk)
+  if retention > 0 then bound = math.min(bound, now_us - retention - 1) end
+  local old = redis.call('ZRANGE', seen, '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 100)
+  if #old > 0 then redis.call('ZREM', seen, unpack(old)) end
+  local ids = redis.call('ZRANGE', log, '-inf', bound, 'BYSCORE', 'LIMIT', 0, chunk)
+  if #ids == 0 then return 0 end
+  local gone = ids
+  if redis.call('ZCARD', delayed) > 0 then
+    gone = {}
+    for i = 1, #ids do
+      if not redis.call('ZSCORE', delayed, ids[i]) then gone[#gone + 1] = ids[i] end
+    end
+  end
+  for i = 1, #ids, 1000 do
+    redis.call('ZREM', log, unpack(ids, i, math.min(i + 999, #ids)))
+  end
+  for i = 1, #gone, 1000 do
+    redis.call('HDEL', msg, unpack(gone, i, math.min(i + 999, #gone)))
+  end
+  return #ids
+end
+local out = {}
+local a, q = 1, 0
+while a <= #ARGV do
+  local k = 5 * q
+  q = q + 1
+  local n = tonumber(ARGV[a + 5])
+  if n > 0 then record(KEYS[k + 5], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 6, a + 5 + 2 * n) end
+  out[q] = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2])
+  a = a + 6 + 2 * n
+end
+return out
+`
+
 // backlogSource measures a queue after an offset, in time independent of
 // the backlog's size (ZCOUNT and ZCARD are O(log N) and O(1)).
 //
@@ -449,6 +569,7 @@ return out
 var (
 	enqueueScript   = redis.NewScript(enqueueSource)
 	readAfterScript = redis.NewScript(readAfterSource)
+	readManyScript  = redis.NewScript(readManySource)
 	promoteScript   = redis.NewScript(promoteSource)
 	revokeScript    = redis.NewScript(revokeSource)
 	retryScript     = redis.NewScript(retrySource)
@@ -456,6 +577,7 @@ var (
 	retryDeadScript = redis.NewScript(retryDeadSource)
 	purgeDeadScript = redis.NewScript(purgeDeadSource)
 	trimScript      = redis.NewScript(trimSource)
+	trimManyScript  = redis.NewScript(trimManySource)
 	backlogScript   = redis.NewScript(backlogSource)
 	checkScript     = redis.NewScript(checkSource)
 

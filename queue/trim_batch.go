@@ -12,12 +12,25 @@ import (
 // trimBatch is the most queues trimmed in one pipeline.
 const trimBatch = 256
 
-// TrimMany trims many queues in one round trip per trimBatch queues: for
-// each, TrimRecording's record and trim scripts, all in one pipeline. An
-// owner's committer trims every queue of a commit flush with it, so that
-// 500 progressed queues cost one round trip on one connection, not 500 on
-// every connection of the client (which the queues' reads then waited
-// behind). It returns one error per request, nil where the trim succeeded.
+// trimGroup is the most queues one trim-many script call covers on a
+// standalone server (on a Cluster a call covers the queues of one slot),
+// and trimManyChunk the most log entries it removes of one queue: a call
+// removes at most trimGroup × trimManyChunk entries, so that no call
+// blocks Redis for long (a queue with more is trimmed further by Trim).
+const (
+	trimGroup     = 64
+	trimManyChunk = 256
+)
+
+// TrimMany trims many queues in one round trip per trimBatch queues, each
+// queue's outcome records written first (as TrimRecording): one trim-many
+// script call per 64 queues (one per slot on a Cluster), all in one
+// pipeline. An owner's committer trims every queue of a commit flush with
+// it, so that 500 progressed queues cost one round trip on one connection
+// and a few script calls, not two script calls each. It returns one error
+// per request, nil where the trim succeeded; a failed script call fails
+// the queues it carried (a later flush trims them again: trims and records
+// may be repeated).
 func (s *Store) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error {
 	errs := make([]error, len(reqs))
 	for i := 0; i < len(reqs); i += trimBatch {
@@ -26,62 +39,100 @@ func (s *Store) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error
 	return errs
 }
 
-type trimCall struct {
-	recKeys, trimKeys []string
-	recArgs, trimArgs []any
-	rec, trim         *redis.Cmd
-}
-
 func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []error) {
-	calls := make([]*trimCall, len(reqs))
-	pipe := s.rdb.Pipeline()
+	type group struct {
+		idx  []int
+		keys []string
+		args []any
+		cmd  *redis.Cmd
+	}
+	args := make([][]any, len(reqs)) // each request's script arguments
+	at := make(map[string]int, len(reqs))
+	var names []string
+	var again []int // a queue asked twice: trimmed on its own afterwards
 	for i := range reqs {
 		r := &reqs[i]
-		qk, err := s.queueKeys(r.Queue)
-		if err != nil {
+		if _, err := s.queueKeys(r.Queue); err != nil {
 			errs[i] = fmt.Errorf("trim: %w", err)
 			continue
 		}
-		c := &trimCall{trimKeys: []string{qk.log, qk.msg, qk.delayed, qk.seen},
-			trimArgs: []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), trimChunk}}
+		a := []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), trimManyChunk, 0, 0, 0}
 		if keep := r.Policy.Keep(); len(r.Outcomes) > 0 && keep > 0 {
-			c.recKeys = []string{qk.done}
-			c.recArgs, err = outcomeArgs(r.Queue, r.Outcomes, r.Policy)
+			rec, err := outcomeArgs(r.Queue, r.Outcomes, r.Policy)
 			if err != nil {
 				errs[i] = err
 				continue
 			}
-			c.rec = recordOutcomesScript.EvalSha(ctx, pipe, c.recKeys, c.recArgs...)
+			a[3], a[4], a[5] = rec[0], rec[1], len(r.Outcomes)
+			a = append(a, rec[2:]...)
 		}
-		c.trim = trimScript.EvalSha(ctx, pipe, c.trimKeys, c.trimArgs...)
-		calls[i] = c
+		if _, dup := at[r.Queue]; dup {
+			again = append(again, i)
+			continue
+		}
+		at[r.Queue] = i
+		args[i] = a
+		names = append(names, r.Queue)
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command
-	for i, c := range calls {
-		if c == nil {
-			continue
+	parts, err := s.slotGroups(names, trimGroup)
+	if err != nil { // names were checked: cannot happen
+		for _, q := range names {
+			errs[at[q]] = fmt.Errorf("trim: %w", err)
 		}
+		return
+	}
+	groups := make([]*group, len(parts))
+	for k, part := range parts {
+		g := &group{}
+		for _, q := range part {
+			i := at[q]
+			qk := s.keys.queue(q)
+			g.idx = append(g.idx, i)
+			g.keys = append(g.keys, qk.log, qk.msg, qk.delayed, qk.seen, qk.done)
+			g.args = append(g.args, args[i]...)
+		}
+		groups[k] = g
+	}
+	if len(groups) > 0 {
+		pipe := s.rdb.Pipeline()
+		for _, g := range groups {
+			g.cmd = trimManyScript.EvalSha(ctx, pipe, g.keys, g.args...)
+		}
+		_, _ = pipe.Exec(ctx) // errors are read per command below
+		// A call the server did not run (it did not know the script) is
+		// sent again with its source; only those calls.
+		var retry []*group
+		for _, g := range groups {
+			if isNoScript(g.cmd.Err()) {
+				retry = append(retry, g)
+			}
+		}
+		if len(retry) > 0 {
+			pipe := s.rdb.Pipeline()
+			for _, g := range retry {
+				g.cmd = trimManyScript.Eval(ctx, pipe, g.keys, g.args...)
+			}
+			_, _ = pipe.Exec(ctx)
+		}
+	}
+	for _, g := range groups {
+		ns, err := g.cmd.Int64Slice()
+		if err == nil && len(ns) != len(g.idx) {
+			err = fmt.Errorf("the trim-many script returned %d counts for %d queues", len(ns), len(g.idx))
+		}
+		for k, i := range g.idx {
+			r := &reqs[i]
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("trim %s at %d (%d outcome records): %w", r.Queue, r.Offset, len(r.Outcomes), err)
+			case ns[k] >= trimManyChunk:
+				_, errs[i] = s.Trim(ctx, r.Queue, r.Offset, r.Retention)
+			}
+		}
+	}
+	for _, i := range again {
 		r := &reqs[i]
-		// A script the server did not know did not run: run that one
-		// again with its source, and only that one (as TrimRecording).
-		if c.rec != nil && isNoScript(c.rec.Err()) {
-			c.rec = s.run(ctx, recordOutcomesScript, c.recKeys, c.recArgs...)
-		}
-		if isNoScript(c.trim.Err()) {
-			c.trim = s.run(ctx, trimScript, c.trimKeys, c.trimArgs...)
-		}
-		if c.rec != nil && c.rec.Err() != nil {
-			errs[i] = fmt.Errorf("record %d outcomes of %s: %w", len(r.Outcomes), r.Queue, c.rec.Err())
-			continue
-		}
-		n, err := c.trim.Int()
-		if err != nil {
-			errs[i] = fmt.Errorf("trim %s at %d: %w", r.Queue, r.Offset, err)
-			continue
-		}
-		if n >= trimChunk {
-			_, errs[i] = s.Trim(ctx, r.Queue, r.Offset, r.Retention)
-		}
+		_, errs[i] = s.TrimRecording(ctx, r.Queue, r.Offset, r.Retention, r.Outcomes, r.Policy)
 	}
 }
 

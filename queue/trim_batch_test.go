@@ -2,7 +2,10 @@ package queue
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/redis/go-redis/v9"
@@ -61,5 +64,95 @@ func testTrimMany(t *testing.T, rdb redis.UniversalClient) {
 	}
 	if n, err := s.Outcomes(ctx, "tm-c"); err != nil || n != 0 {
 		t.Fatalf("tm-c: want no record, have %d, %v", n, err)
+	}
+}
+
+var _ = addContractCases(contractCase{"TrimManyMatchesTrimRecording", testTrimManyMatchesTrimRecording})
+
+// A queue trimmed by TrimMany ends as its twin trimmed by TrimRecording:
+// the same log entries and envelopes left (a retried id's envelope kept),
+// the same records kept under the same bound, over several trims in a row.
+func testTrimManyMatchesTrimRecording(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	policy := drover.Outcomes{Max: 16}
+	type twin struct{ one, many string }
+	var twins []twin
+	for i := range 70 { // more than one script call on a standalone server
+		twins = append(twins, twin{fmt.Sprintf("tw%02d-one", i), fmt.Sprintf("tw%02d-many", i)})
+	}
+	offsets := map[string][]drover.Position{}
+	for _, tw := range twins {
+		for _, q := range []string{tw.one, tw.many} {
+			msgs := make([]*drover.Message, 12)
+			for i := range msgs {
+				msgs[i] = msg(q, fmt.Sprintf("m%02d", i))
+			}
+			res, err := s.EnqueueBatch(ctx, msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				offsets[q] = append(offsets[q], r.Position)
+			}
+			// m03 failed and waits as a retry: its envelope stays.
+			if err := s.Retry(ctx, &drover.Message{ID: "m03", Queue: q, Task: "t", Attempt: 1}, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	records := func(from, to int) []drover.Outcome {
+		var os []drover.Outcome
+		for i := from; i < to; i++ {
+			os = append(os, drover.Outcome{ID: fmt.Sprintf("r%02d", i), State: drover.JobSucceeded, Task: "t", FinishedAt: time.Now()})
+		}
+		return os
+	}
+	for round, upto := range []int{2, 5, 11} {
+		var reqs []drover.TrimRequest
+		for _, tw := range twins {
+			os := records(round*10, round*10+10)
+			if _, err := s.TrimRecording(ctx, tw.one, offsets[tw.one][upto], 0, os, policy); err != nil {
+				t.Fatal(err)
+			}
+			reqs = append(reqs, drover.TrimRequest{Queue: tw.many, Offset: offsets[tw.many][upto], Outcomes: os, Policy: policy})
+		}
+		for i, err := range s.TrimMany(ctx, reqs) {
+			if err != nil {
+				t.Fatalf("round %d, %s: %v", round, reqs[i].Queue, err)
+			}
+		}
+		for _, tw := range twins {
+			var sums [2]string
+			for k, q := range []string{tw.one, tw.many} {
+				qk := s.keys.queue(q)
+				log, err := rdb.ZRange(ctx, qk.log, 0, -1).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				envs, err := rdb.HKeys(ctx, qk.msg).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				slices.Sort(envs)
+				n, err := s.Outcomes(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sums[k] = fmt.Sprintf("log %v envelopes %v records %d", log, envs, n)
+			}
+			if sums[0] != sums[1] {
+				t.Fatalf("round %d: TrimRecording left %s; TrimMany left %s", round, sums[0], sums[1])
+			}
+		}
+	}
+	// The last round: everything but m03's envelope is gone, and the
+	// records are bounded.
+	qk := s.keys.queue(twins[0].many)
+	if envs, _ := rdb.HKeys(ctx, qk.msg).Result(); len(envs) != 1 || envs[0] != "m03" {
+		t.Fatalf("after the last trim: want only the retried m03's envelope, have %v", envs)
+	}
+	if n, _ := s.Outcomes(ctx, twins[0].many); n > int64(policy.MaxRecords()) || n == 0 {
+		t.Fatalf("want records kept, at most %d, have %d", policy.MaxRecords(), n)
 	}
 }

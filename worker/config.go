@@ -49,9 +49,10 @@ type Config struct {
 	// re-reads this often. Default 5s.
 	PollInterval time.Duration
 	// PromoteInterval is how often a running queue (tasks in flight)
-	// promotes due delayed messages on its own. A parked queue promotes
-	// when the worker's idle scheduler says a delayed message is due
-	// (learnt from wake-ups, promotions and retries), at no cost before.
+	// promotes due delayed messages on its own, counted from the start of
+	// its run. A parked queue (and one that parks between messages)
+	// promotes when the worker's idle scheduler says a delayed message is
+	// due (learnt from wake-ups, promotions and retries), at no cost before.
 	// Default 1s.
 	PromoteInterval time.Duration
 	// BacklogInterval is how often a running queue's owner publishes its

@@ -32,6 +32,16 @@ func (l *queueLoop) beginTurn() {
 		l.results = make(chan taskDone)
 	}
 	l.iterations = 0
+	// While parked, the idle scheduler holds the queue's due times; the
+	// loop's own promotion every PromoteInterval counts from the start of
+	// the turn. Counted from the last promotion, a queue that parks
+	// between messages (a message a second, 10,000 such queues) promoted
+	// on the second iteration of every turn: a round trip per message
+	// that found nothing due (a goroutine dump showed 606 loops of one
+	// worker waiting for a Redis connection in promote).
+	if !l.lastPromote.IsZero() {
+		l.lastPromote = l.w.cfg.Clock.Now()
+	}
 }
 
 // endTurn drops the turn's contexts before the loop parks (no task runs).

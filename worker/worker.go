@@ -27,6 +27,7 @@ type Worker struct {
 	// One per worker, whatever the number of queues (DESIGN.md §10).
 	idle    *idleScheduler // due times of parked queues, the backstop check
 	commits *committer     // coalesced offset commits
+	reads   *reader        // coalesced reads (nil: each loop reads alone)
 
 	pause     atomic.Pointer[PauseState]
 	suspended atomic.Bool
@@ -73,6 +74,9 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}}
 	w.idle = newIdleScheduler(w)
 	w.commits = newCommitter(w)
+	if br, ok := cfg.Log.(BatchReader); ok {
+		w.reads = newReader(br, cfg.Metrics)
+	}
 	w.pause.Store(&PauseState{})
 	return w, nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -22,17 +24,52 @@ type adminServer struct {
 	srv  *http.Server
 }
 
+// adminFDEnv names the listening socket a parent process handed down for
+// the admin server: `drover dev` binds each child's admin port itself and
+// passes the socket (exec.Cmd.ExtraFiles), so that no other process can take
+// the port between choosing it and the child listening on it. It is not a
+// setting: only dev sets it, in its children's environment.
+const adminFDEnv = "DROVER_DEV_ADMIN_FD"
+
 // newAdminServer listens on addr, the value of the setting key; "off" (or
-// "") disables it and returns nil.
+// "") disables it and returns nil. A socket handed down in adminFDEnv is
+// used instead of addr (once: the variable is cleared, so task children do
+// not see it).
 func newAdminServer(key, addr string, h http.Handler) (*adminServer, error) {
 	if addr == "" || addr == "off" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := inheritedListener()
 	if err != nil {
-		return nil, fmt.Errorf("%s: listen: %w", key, err)
+		return nil, fmt.Errorf("%s: %w", key, err)
+	}
+	if ln == nil {
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("%s: listen: %w", key, err)
+		}
 	}
 	return &adminServer{addr: ln.Addr().String(), ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}}, nil
+}
+
+// inheritedListener returns the socket named by adminFDEnv, or nil when the
+// variable is not set.
+func inheritedListener() (net.Listener, error) {
+	v, ok := os.LookupEnv(adminFDEnv)
+	if !ok {
+		return nil, nil
+	}
+	os.Unsetenv(adminFDEnv)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return nil, fmt.Errorf("%s=%q: want a file descriptor ≥ 3", adminFDEnv, v)
+	}
+	f := os.NewFile(uintptr(fd), "admin-listener")
+	defer f.Close() // FileListener holds its own duplicate
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("listen on the socket handed down in %s=%d: %w", adminFDEnv, fd, err)
+	}
+	return ln, nil
 }
 
 func (a *adminServer) serve() error {

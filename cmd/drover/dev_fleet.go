@@ -121,17 +121,21 @@ func startFleet(a *app, cfgPath, dir string, o devOptions) (*fleet, error) {
 		return nil, usagef("--workers: want at most %d, have %d", devMaxChildren-1, o.workers)
 	}
 	fl := newFleet()
-	// Every child gets a free admin port: a fixed one (the default
+	// Every child gets its own admin port: a fixed one (the default
 	// 127.0.0.1:9090 and :9091) collides with anything else on the
-	// machine, such as another dev fleet or a test run.
+	// machine, such as another dev fleet or a test run. Dev listens on a
+	// free port and hands the socket down (adminFDEnv): a port chosen
+	// here and bound later by the child could be taken in between.
 	start := func(name, command string) error {
-		port, err := freeLoopbackPort()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			fl.stop(a.stderr)
-			return err
+			return fmt.Errorf("dev: listen for %s's admin server: %w", name, err)
 		}
-		admin := fmt.Sprintf("127.0.0.1:%d", port)
-		if err := fl.start(a, self, dir, name, admin, o.logs, command, "-c", cfgPath, "--name", name, "--admin-addr", admin); err != nil {
+		admin := ln.Addr().String()
+		err = fl.start(a, self, dir, name, admin, ln.(*net.TCPListener), o.logs, command, "-c", cfgPath, "--name", name, "--admin-addr", admin)
+		ln.Close() // the child holds its own copy
+		if err != nil {
 			fl.stop(a.stderr)
 			return err
 		}
@@ -149,9 +153,18 @@ func startFleet(a *app, cfgPath, dir string, o devOptions) (*fleet, error) {
 	return fl, nil
 }
 
-// start starts one child and adds it to the fleet.
-func (fl *fleet) start(a *app, self, dir, name, admin string, stream bool, args ...string) error {
-	c, err := startChild(a, self, dir, name, stream, args, fl.exited)
+// start starts one child, serving its admin server on ln when not nil, and
+// adds it to the fleet.
+func (fl *fleet) start(a *app, self, dir, name, admin string, ln *net.TCPListener, stream bool, args ...string) error {
+	var f *os.File
+	if ln != nil {
+		var err error
+		if f, err = ln.File(); err != nil {
+			return fmt.Errorf("dev: hand %s its admin socket: %w", name, err)
+		}
+		defer f.Close() // the child has its own after the start
+	}
+	c, err := startChild(a, self, dir, name, stream, args, fl.exited, f)
 	if err != nil {
 		return err
 	}
@@ -185,8 +198,10 @@ func (fl *fleet) watch() {
 
 // startChild starts one child. Its output goes to <dir>/logs/<name>.log and,
 // when stream, to a's stderr with a "name | " prefix. exited is called
-// once the child has been reaped.
-func startChild(a *app, self, dir, name string, stream bool, args []string, exited func(*child)) (*child, error) {
+// once the child has been reaped. admin, when not nil, is the listening
+// socket of the child's admin server (fd 3 in the child, named by
+// adminFDEnv).
+func startChild(a *app, self, dir, name string, stream bool, args []string, exited func(*child), admin *os.File) (*child, error) {
 	logPath := filepath.Join(dir, "logs", name+".log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -194,6 +209,14 @@ func startChild(a *app, self, dir, name string, stream bool, args []string, exit
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = a.env
+	if admin != nil {
+		cmd.ExtraFiles = []*os.File{admin}
+		env := a.env
+		if env == nil {
+			env = os.Environ()
+		}
+		cmd.Env = append(append([]string(nil), env...), adminFDEnv+"=3")
+	}
 	var out io.Writer = logf
 	var pw *io.PipeWriter
 	if stream {
@@ -267,14 +290,4 @@ func (fl *fleet) stop(w io.Writer) {
 		}
 	}
 	fl.children = nil
-}
-
-// freeLoopbackPort returns a loopback TCP port that was free a moment ago.
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("dev: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -29,6 +29,7 @@ var (
 	_ worker.Requeuer       = (*queue.Store)(nil)
 	_ worker.BacklogReader  = (*queue.Store)(nil)
 	_ worker.OutcomeTrimmer = (*queue.Store)(nil)
+	_ worker.BatchReader    = (*queue.Store)(nil)
 	_ jobs.Store            = (*queue.Store)(nil)
 	_ scheduler.Store       = (*queue.ScheduleStore)(nil)
 	_ scheduler.Catalog     = (*queue.ScheduleStore)(nil)

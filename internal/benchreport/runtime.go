@@ -21,7 +21,7 @@ var fleetRuntime = section{
 		"**Busy**: an open-loop producer in the harness sends 10,000 messages/s spread evenly over 10,000 of those queues (1 message/s each; `EnqueueBatch` from four goroutines, each batch what came due since the last); the inline `bench.stamp` handler counts `time.Since(enqueued_at)` at its start in a histogram in the worker (2% buckets, written to a file five times a second), so p50/p99/max are enqueue → handler start over every message of the window. " +
 		"`busy-started/enqueued` is handler starts against messages enqueued in the window, `busy-drain-s` how long the workers took to start the last message after the producer stopped. " +
 		"ZooKeeper writes count requests (a multi is one; `zk-write-ops/s` counts the operations inside). " +
-		"Pub/Sub: `busy-publish/msg` is `PUBLISH`+`SPUBLISH` calls (`INFO commandstats`, calls from the enqueue script included) per message enqueued; `busy-deliveries/msg` multiplies it by the most subscribers any channel had (`PUBSUB NUMSUB`), an upper bound on deliveries. " +
+		"Pub/Sub: `busy-publish/msg` is `PUBLISH`+`SPUBLISH` calls (`INFO commandstats`, calls from the enqueue script included) per message enqueued; `busy-deliveries/msg` multiplies it by the most subscribers any channel had (`PUBSUB NUMSUB`), an upper bound on deliveries. `busy-redis-cpu-%` is the Redis server's CPU (`INFO cpu`, user + system) over the window, in % of one core. " +
 		"The figures include what the producer and the harness take from the same 2 cores. Smaller sizes for a quick check: `DROVER_FLEETBENCH_SIZE=quick` (4 × 2,000 idle, 500 busy at 500/s, 10 s windows), or any of `DROVER_FLEETBENCH_{WORKERS,SMALL_QUEUES,QUEUES,BUSY_QUEUES,RATE,WINDOW,SETTLE,SETTLE_MAX}`; the sizes used are in the table (`queues`, `busy-queues`, `msgs/s-asked`).",
 	Units: []string{
 		"workers", "small-queues", "queues", "busy-queues", "msgs/s-asked", "window-s", "converge-s", "settle-s",
@@ -32,7 +32,7 @@ var fleetRuntime = section{
 		"busy-p50-ms", "busy-p99-ms", "busy-max-ms",
 		"busy-zk-writes/s-max-member", "busy-zk-write-ops/s", "busy-zk-requests/s-max-member",
 		"busy-publish/msg", "busy-max-subscribers", "busy-deliveries/msg",
-		"busy-redis-cmds/s", "busy-cpu-%-max-worker", "busy-rss-MB-max-worker", "busy-lease-child-rss-MB",
+		"busy-redis-cmds/s", "busy-redis-cpu-%", "busy-cpu-%-max-worker", "busy-rss-MB-max-worker", "busy-lease-child-rss-MB",
 	},
 	Targets: []target{
 		{"idle: Redis commands/s of the whole fleet ≤ 1,000", "BenchmarkFleetRuntime", "idle-redis-cmds/s", "<=", 1000},
@@ -124,8 +124,8 @@ func fleetRuntimeWhy(fig map[string][]float64) string {
 			format(v("busy-started/s")), format(v("busy-msgs/s")), format(v("busy-started/enqueued")), format(v("busy-drain-s")), format(v("busy-cpu-%-max-worker")))
 	}
 	if missed("busy-p50-ms") || missed("busy-p99-ms") {
-		fmt.Fprintf(&b, "* Latency: p50 %s ms, p99 %s ms, max %s ms with the busiest worker at %s%% of a core and Redis at %s commands/s (producer included).\n",
-			format(v("busy-p50-ms")), format(v("busy-p99-ms")), format(v("busy-max-ms")), format(v("busy-cpu-%-max-worker")), format(v("busy-redis-cmds/s")))
+		fmt.Fprintf(&b, "* Latency: p50 %s ms, p99 %s ms, max %s ms with the busiest worker at %s%% of a core and Redis at %s commands/s and %s%% of a core (producer included).\n",
+			format(v("busy-p50-ms")), format(v("busy-p99-ms")), format(v("busy-max-ms")), format(v("busy-cpu-%-max-worker")), format(v("busy-redis-cmds/s")), format(v("busy-redis-cpu-%")))
 	}
 	if missed("busy-zk-writes/s-max-member") {
 		w, ops := v("busy-zk-writes/s-max-member"), v("busy-zk-write-ops/s")

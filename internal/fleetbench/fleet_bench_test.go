@@ -216,11 +216,12 @@ type redisCounters struct {
 	publishes int64 // PUBLISH and SPUBLISH calls, from scripts too (commandstats)
 	calls     int64 // the meter's own commands before this reading
 	byCommand map[string]int64
+	cpu       float64 // used_cpu_user + used_cpu_sys of the server, seconds
 }
 
 func (m *redisMeter) read(ctx context.Context) (redisCounters, error) {
 	rc := redisCounters{calls: m.calls, byCommand: map[string]int64{}}
-	info, err := m.c.Info(ctx, "stats", "commandstats").Result()
+	info, err := m.c.Info(ctx, "stats", "commandstats", "cpu").Result()
 	m.calls++
 	if err != nil {
 		return rc, fmt.Errorf("redis INFO: %w", err)
@@ -229,6 +230,12 @@ func (m *redisMeter) read(ctx context.Context) (redisCounters, error) {
 		line = strings.TrimSpace(line)
 		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
 			rc.commands, _ = strconv.ParseInt(v, 10, 64)
+		}
+		for _, k := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				x, _ := strconv.ParseFloat(v, 64)
+				rc.cpu += x
+			}
 		}
 		if rest, ok := strings.CutPrefix(line, "cmdstat_"); ok {
 			name, v, _ := strings.Cut(rest, ":")
@@ -341,6 +348,7 @@ type window struct {
 	seconds        float64
 	redisCmdsPerS  float64 // the whole window, the meter's own commands subtracted
 	redisWorstPart float64 // the busiest sub-window
+	redisCPUPct    float64 // the Redis server's CPU, % of one core over the window
 	cpuPct         float64 // the busiest worker, % of one core over the window
 	cpuWorstPart   float64 // the busiest worker in the busiest sub-window
 	rssMB          float64 // the largest worker, largest sample
@@ -377,6 +385,7 @@ func measure(b *testing.B, rm *redisMeter, ws []*worker, length time.Duration, p
 		return float64((z.redis.commands - a.redis.commands) - (z.redis.calls - a.redis.calls))
 	}
 	w.redisCmdsPerS = cmds(first, last) / w.seconds
+	w.redisCPUPct = 100 * (last.redis.cpu - first.redis.cpu) / w.seconds
 	b.Logf("Redis commands/s in the window by command: %s", commandRates(first.redis.byCommand, last.redis.byCommand, w.seconds))
 	for i := 1; i < len(rs); i++ {
 		secs := rs[i].at.Sub(rs[i-1].at).Seconds()
@@ -409,6 +418,7 @@ func measure(b *testing.B, rm *redisMeter, ws []*worker, length time.Duration, p
 func (w window) report(b *testing.B, prefix string) {
 	b.ReportMetric(w.redisCmdsPerS, prefix+"redis-cmds/s")
 	b.ReportMetric(w.redisWorstPart, prefix+"redis-cmds/s-worst-part")
+	b.ReportMetric(w.redisCPUPct, prefix+"redis-cpu-%")
 	b.ReportMetric(w.cpuPct, prefix+"cpu-%-max-worker")
 	b.ReportMetric(w.cpuWorstPart, prefix+"cpu-%-worst-part")
 	b.ReportMetric(w.rssMB, prefix+"rss-MB-max-worker")
@@ -570,8 +580,8 @@ func commandRates(before, after map[string]int64, seconds float64) string {
 		}
 	}
 	slices.SortFunc(names, func(a, b string) int { return int((after[b] - before[b]) - (after[a] - before[a])) })
-	parts := make([]string, 0, 8)
-	for _, n := range names[:min(8, len(names))] {
+	parts := make([]string, 0, 24)
+	for _, n := range names[:min(24, len(names))] {
 		parts = append(parts, fmt.Sprintf("%s %.0f", n, float64(after[n]-before[n])/seconds))
 	}
 	return strings.Join(parts, ", ")

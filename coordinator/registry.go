@@ -1,0 +1,426 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/drover-dev/drover"
+)
+
+// The registry's bucket nodes, /queues/<bucket>, carry the list of their
+// queues with what the rebalance leader balances them by (weight, tags), so
+// that a leader learns every queue from one read per bucket (1,024 reads at
+// any queue count) instead of one read per queue config: at a million
+// queues the per-config reads made a new leader's takeover take minutes. A
+// bucket is written in the same multi as the config nodes below it (every
+// create, update and delete of a queue), checked against the version read,
+// so the bucket and the configs never disagree: a writer that lost the race
+// reads the bucket again and retries. Workers still read a queue's config
+// node (ConfigWatch), once, when they claim it.
+
+// RegisteredQueue is one queue as its registry bucket lists it: what the
+// rebalance leader needs of it.
+type RegisteredQueue struct {
+	Name   string
+	Weight int      // as configured (0: the default)
+	Tags   []string // the tags the queue requires; shared between queues with equal tags: read it, never modify it
+}
+
+// Registry is a snapshot of the queue registry as the rebalance leader sees
+// it: every queue in the bucket nodes. It is immutable; later snapshots
+// share the buckets that did not change.
+type Registry struct {
+	buckets [][]RegisteredQueue // by bucket name; each sorted by name
+	n       int
+	// Errs names the buckets whose data could not be decoded; their
+	// queues are as last read (none when never read).
+	Errs []error
+}
+
+// NewRegistry returns a snapshot holding qs (for fakes and tests).
+func NewRegistry(qs ...RegisteredQueue) Registry {
+	return Registry{buckets: [][]RegisteredQueue{slices.Clone(qs)}, n: len(qs)}
+}
+
+// Len is the number of queues.
+func (r Registry) Len() int { return r.n }
+
+// All yields every queue, bucket by bucket (not in name order).
+func (r Registry) All() iter.Seq[RegisteredQueue] {
+	return func(yield func(RegisteredQueue) bool) {
+		for _, b := range r.buckets {
+			for _, q := range b {
+				if !yield(q) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// bucketData is the JSON of a bucket node: its queues, sorted, and the
+// weight and tags of those that have them (docs/zookeeper-layout.md).
+type bucketData struct {
+	Queues []string            `json:"queues"`
+	Weight map[string]int      `json:"weight,omitempty"`
+	Tags   map[string][]string `json:"tags,omitempty"`
+}
+
+// decodeBucket reads a bucket node's data; empty data is an empty bucket.
+func decodeBucket(p string, data []byte) (bucketData, error) {
+	var b bucketData
+	if len(data) == 0 {
+		return b, nil
+	}
+	if err := json.Unmarshal(data, &b); err != nil {
+		return bucketData{}, fmt.Errorf("decode registry bucket %s: %w", p, err)
+	}
+	if !slices.IsSorted(b.Queues) {
+		slices.Sort(b.Queues)
+	}
+	b.Queues = slices.Compact(b.Queues)
+	for q := range b.Weight {
+		if !b.has(q) {
+			delete(b.Weight, q) // of a queue not listed: not in the registry
+		}
+	}
+	for q := range b.Tags {
+		if !b.has(q) {
+			delete(b.Tags, q)
+		}
+	}
+	return b, nil
+}
+
+// entries returns the bucket's queues, sorted, with equal tag sets shared
+// through tags.
+func (b bucketData) entries(tags map[string][]string) []RegisteredQueue {
+	out := make([]RegisteredQueue, len(b.Queues))
+	for i, q := range b.Queues {
+		out[i] = RegisteredQueue{Name: q, Weight: b.Weight[q]}
+		if t := b.Tags[q]; len(t) > 0 {
+			key := strings.Join(t, "\x00")
+			if shared, ok := tags[key]; ok {
+				t = shared
+			} else if len(tags) < maxInternedTags {
+				tags[key] = t
+			}
+			out[i].Tags = t
+		}
+	}
+	return out
+}
+
+// maxInternedTags bounds the distinct tag sets a registry watch shares;
+// past it a set is kept unshared (memory, not correctness).
+const maxInternedTags = 1024
+
+// has reports whether the bucket lists q.
+func (b bucketData) has(q string) bool {
+	_, ok := slices.BinarySearch(b.Queues, q)
+	return ok
+}
+
+// put lists cfg's queue with its weight and tags.
+func (b *bucketData) put(cfg drover.QueueConfig) {
+	if i, ok := slices.BinarySearch(b.Queues, cfg.Name); !ok {
+		b.Queues = slices.Insert(b.Queues, i, cfg.Name)
+	}
+	if cfg.Weight != 0 {
+		if b.Weight == nil {
+			b.Weight = map[string]int{}
+		}
+		b.Weight[cfg.Name] = cfg.Weight
+	} else {
+		delete(b.Weight, cfg.Name)
+	}
+	if len(cfg.Tags) > 0 {
+		if b.Tags == nil {
+			b.Tags = map[string][]string{}
+		}
+		b.Tags[cfg.Name] = slices.Clone(cfg.Tags)
+	} else {
+		delete(b.Tags, cfg.Name)
+	}
+}
+
+// remove drops q.
+func (b *bucketData) remove(q string) {
+	if i, ok := slices.BinarySearch(b.Queues, q); ok {
+		b.Queues = slices.Delete(b.Queues, i, i+1)
+	}
+	delete(b.Weight, q)
+	delete(b.Tags, q)
+}
+
+// same reports whether the bucket holds cfg's queue with cfg's weight and
+// tags.
+func (b bucketData) same(cfg drover.QueueConfig) bool {
+	return b.has(cfg.Name) && b.Weight[cfg.Name] == cfg.Weight && slices.Equal(b.Tags[cfg.Name], cfg.Tags)
+}
+
+func (b bucketData) clone() bucketData {
+	return bucketData{Queues: slices.Clone(b.Queues), Weight: cloneMap(b.Weight), Tags: cloneMap(b.Tags)}
+}
+
+func cloneMap[V any](m map[string]V) map[string]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Bucket limits: a bucket's data must leave room, in the multi that writes
+// it, for the config writes that go with it; its listing (4 bytes plus the
+// name per child) must stay under maxRequestBytes too.
+const (
+	// maxBucketBytes bounds a bucket node's data. At 1,000,000 queues a
+	// bucket holds about 1,000 queues: 15 KB at names of 10 bytes, 200 KB
+	// at the longest names.
+	maxBucketBytes = 384 << 10
+	// maxBucketQueues bounds the queues of one bucket, so its children
+	// listing stays under maxRequestBytes at the longest names: 1024 ×
+	// 2,557 = 2.6 million queues.
+	maxBucketQueues = maxRequestBytes / (4 + 200 + 1)
+)
+
+// bucketRead is a bucket as read for a write: its data and version, or
+// missing.
+type bucketRead struct {
+	data    bucketData
+	raw     []byte // as stored
+	version int32
+	missing bool
+}
+
+// readBucket reads bucket p for a write. Corrupt data is rebuilt from the
+// config nodes below it (a writer outside Drover, or a bug, broke it: the
+// configs are the truth it is made from).
+func (s *Session) readBucket(ctx context.Context, p string) (bucketRead, error) {
+	nd, err := bounded(ctx, s, func(c zkConn) (nodeData, error) {
+		data, st, err := c.Get(p)
+		if err != nil {
+			return nodeData{}, err
+		}
+		return nodeData{data, *st}, nil
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return bucketRead{missing: true}, nil
+	}
+	if err != nil {
+		return bucketRead{}, err
+	}
+	b, derr := decodeBucket(p, nd.data)
+	if derr != nil {
+		s.log.Warn("rebuilding a corrupt registry bucket from its queue configs", "bucket", p, "error", derr)
+		d := newDirCache(p)
+		if err := d.read(ctx, s); err != nil {
+			return bucketRead{}, fmt.Errorf("rebuild registry bucket %s: %w", p, err)
+		}
+		for name, cn := range d.nodes {
+			if e := decodeQueue(p+"/"+name, name, cn); e.Err == nil {
+				b.put(e.Config)
+			} else {
+				b.put(drover.QueueConfig{Name: name})
+			}
+		}
+	}
+	return bucketRead{data: b, raw: nd.data, version: nd.stat.Version}, nil
+}
+
+// errRetryBucket: the bucket changed between its read and the write.
+var errRetryBucket = errors.New("registry bucket changed")
+
+// updateBucket applies one change to the queues of bucket p: change gets
+// a copy of the bucket's data to edit and returns the config operations
+// that go with it (nil: nothing to write). They are sent as one multi with
+// the bucket's new data, checked against the version read; when another
+// writer changed the bucket first, it reads again and retries. It returns
+// the responses of the config operations, or the error of the one that
+// failed.
+func (s *Session) updateBucket(ctx context.Context, p string, change func(b *bucketData) ([]any, error)) ([]zk.MultiResponse, error) {
+	for {
+		cur, err := s.readBucket(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		next := cur.data.clone()
+		ops, err := change(&next)
+		if err != nil || ops == nil {
+			return nil, err
+		}
+		data, err := json.Marshal(next)
+		if err != nil {
+			return nil, fmt.Errorf("encode registry bucket %s: %w", p, err)
+		}
+		if len(data) > maxBucketBytes {
+			return nil, fmt.Errorf("%w: registry bucket %s would hold %d bytes (%d queues), more than %d", ErrTooLarge, p, len(data), len(next.Queues), maxBucketBytes)
+		}
+		switch {
+		case cur.missing:
+			ops = append([]any{&zk.CreateRequest{Path: p, Data: data, Acl: s.acl, Flags: zk.FlagPersistent}}, ops...) // the parent before its children
+		case string(cur.raw) == string(data):
+			// The bucket does not change: check its version only, so that
+			// the config written cannot disagree with a bucket another
+			// writer changed meanwhile (and the leader hears of nothing).
+			ops = append(ops, &zk.CheckVersionRequest{Path: p, Version: cur.version})
+		default:
+			ops = append(ops, &zk.SetDataRequest{Path: p, Data: data, Version: cur.version})
+		}
+		size := 0
+		for _, op := range ops {
+			size += opSize(op)
+		}
+		if size > maxRequestBytes {
+			return nil, fmt.Errorf("%w: a write of registry bucket %s with its configs would take %d bytes", ErrTooLarge, p, size)
+		}
+		res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) })
+		bi := len(ops) - 1
+		if cur.missing {
+			bi = 0
+		}
+		if err == nil {
+			return slices.Delete(res, bi, bi+1), nil
+		}
+		switch failed := failedOp(res); {
+		case failed == bi:
+			// Another writer changed (or created) the bucket first: again.
+		case failed >= 0:
+			return nil, res[failed].Error
+		default:
+			return nil, err // the whole request; a lost reply is the caller's to settle
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// WatchRegistry delivers the queue registry now and after every change (a
+// queue added, removed, or its weight or tags changed) until ctx ends or
+// the session is lost, then closes the channel. Only the latest snapshot is
+// kept for a slow reader. It reads and watches the bucket nodes only: one
+// read per bucket when it starts, then one per bucket that changed; no
+// queue config is read. Only the rebalance leader needs it.
+func (s *Session) WatchRegistry(ctx context.Context) <-chan Registry {
+	r := &registryWatch{dir: s.path(queuesDir), buckets: map[string]*watchedBucket{}, tags: map[string][]string{}}
+	ch := watchLoop(ctx, s, "registry", func(ctx context.Context, ws *watchSet) (Registry, error) {
+		reg, err := r.refresh(ctx, s, ws)
+		if err != nil {
+			return Registry{}, fmt.Errorf("watch registry: %w", err)
+		}
+		s.stats.registryRead(r, reg.Len())
+		return reg, nil
+	})
+	context.AfterFunc(ctx, func() { s.stats.registryEnded(r) })
+	return ch
+}
+
+// registryWatch mirrors the bucket nodes of the registry.
+type registryWatch struct {
+	dir     string
+	buckets map[string]*watchedBucket // by bucket name
+	tags    map[string][]string       // shared tag sets
+}
+
+type watchedBucket struct {
+	queues []RegisteredQueue
+	err    error
+}
+
+// refresh re-reads the bucket list when it changed and every bucket whose
+// watch fired, decoding only those.
+func (r *registryWatch) refresh(ctx context.Context, s *Session, ws *watchSet) (Registry, error) {
+	ck := watchKey{watchChildren, r.dir}
+	if !ws.isArmed(ck) {
+		ws.prepare(ck)
+		names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+			names, _, _, err := c.ChildrenW(r.dir)
+			return names, err
+		})
+		if err != nil {
+			ws.cancel(ck)
+			return Registry{}, err
+		}
+		ws.armed(ck)
+		present := make(map[string]bool, len(names))
+		for _, n := range names {
+			present[n] = true
+			if r.buckets[n] == nil {
+				r.buckets[n] = &watchedBucket{}
+			}
+		}
+		for n := range r.buckets {
+			if !present[n] {
+				ws.forget(watchKey{watchNode, r.dir + "/" + n})
+				delete(r.buckets, n)
+			}
+		}
+	}
+	var stale []string
+	for n := range r.buckets {
+		if !ws.isArmed(watchKey{watchNode, r.dir + "/" + n}) {
+			stale = append(stale, n)
+		}
+	}
+	type read struct {
+		nd  *nodeData
+		err error
+	}
+	reads := parallelMap(ctx, stale, func(n string) read {
+		nd, err := readNode(ctx, s, ws, r.dir+"/"+n)
+		return read{nd, err}
+	})
+	if err := ctx.Err(); err != nil {
+		return Registry{}, err
+	}
+	var firstErr error
+	for i, rd := range reads {
+		n := stale[i]
+		switch {
+		case rd.err != nil:
+			if firstErr == nil {
+				firstErr = rd.err
+			}
+		case rd.nd == nil:
+			delete(r.buckets, n) // gone: the children watch reports it too
+		default:
+			b, err := decodeBucket(r.dir+"/"+n, rd.nd.data)
+			if err != nil {
+				r.buckets[n].err = err // keep the queues as last read
+				continue
+			}
+			r.buckets[n] = &watchedBucket{queues: b.entries(r.tags)}
+		}
+	}
+	if firstErr != nil {
+		return Registry{}, firstErr
+	}
+	names := make([]string, 0, len(r.buckets))
+	for n := range r.buckets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	reg := Registry{buckets: make([][]RegisteredQueue, 0, len(names))}
+	for _, n := range names {
+		b := r.buckets[n]
+		reg.buckets = append(reg.buckets, b.queues)
+		reg.n += len(b.queues)
+		if b.err != nil {
+			reg.Errs = append(reg.Errs, b.err)
+		}
+	}
+	return reg, nil
+}

@@ -1,0 +1,17 @@
+package drover
+
+// ReadRequest is one queue's read in a batch (an owner reads the queues
+// woken since its last read in one round trip): up to N entries with
+// positions after After.
+type ReadRequest struct {
+	Queue string
+	After Position
+	N     int
+}
+
+// ReadResult is what a ReadRequest of a batch returned: the entries in
+// position order (empty when nothing follows the offset), or Err.
+type ReadResult struct {
+	Entries []LogEntry
+	Err     error
+}
