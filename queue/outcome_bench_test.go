@@ -50,12 +50,24 @@ func BenchmarkRecordOutcomes(b *testing.B) {
 // reports the Redis commands each record costs (INFO commandstats, commands
 // run by the scripts; the script calls themselves not counted): for
 // trim-many the commands of the same trims without records are subtracted.
+// buckets=1: the default bound (10,000), the queue's records in one bucket;
+// buckets=8: bound 80 (10 per bucket), 8 buckets held and a new bucket every
+// 10 records, so rotations and the bound's enforcement are included.
 func BenchmarkRecordOneCommands(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		max  int
+	}{{"buckets=1", 10000}, {"buckets=8", 80}} {
+		b.Run(c.name, func(b *testing.B) { benchRecordOneCommands(b, c.max) })
+	}
+}
+
+func benchRecordOneCommands(b *testing.B, maxRecords int) {
 	s := benchStore(b)
 	ctx := context.Background()
 	const queues = 64
 	keep := drover.Duration(time.Hour)
-	policy := drover.Outcomes{Max: 10000, Retention: &keep}
+	policy := drover.Outcomes{Max: maxRecords, Retention: &keep}
 	reqs := make([]drover.TrimRequest, queues)
 	round := func(i int, records bool) {
 		for q := range reqs {
@@ -71,8 +83,8 @@ func BenchmarkRecordOneCommands(b *testing.B) {
 			}
 		}
 	}
-	for i := range 20 { // the queues have buckets already
-		round(i, true)
+	for i := range 80 { // the queues have buckets already
+		round(-1-i, true)
 	}
 	b.ResetTimer()
 	before := scriptCommands(b, s)
