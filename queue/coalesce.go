@@ -8,16 +8,23 @@ import (
 )
 
 // coalescer sends concurrent Enqueue calls to Redis together ("group
-// commit"). The first caller to arrive while nothing is in flight becomes the
-// leader and flushes at once, so a lone caller pays no extra latency. Callers
-// arriving while a flush is in flight queue up; when the flush returns, the
-// leader hands leadership to the first of them, which flushes the whole queue
-// (up to max requests) in one pipeline. Every request gets its own result.
-// One flush is in flight at a time. When the previous flush carried several
-// requests, a new leader first yields once (runtime.Gosched), so that the
-// callers that flush just answered, runnable but not yet back, join this one:
-// with eight producers a round trip then carries about eight messages rather
-// than alternating between one and seven.
+// commit"). The first caller to arrive while nothing is in flight becomes
+// the leader and flushes at once, so a lone caller pays no extra latency.
+// Callers arriving while a flush is in flight queue up; when the flush
+// returns, the leader hands leadership to the first of them, which flushes
+// its own request and the whole queue (up to max requests) in one pipeline.
+// Every request gets its own result.
+//
+// One flush is in flight at a time. Two in flight (the client encoding the
+// next while Redis runs one) measured worse with eight producers on this
+// 2-core machine: each carried half as many messages, so every message cost
+// more CPU on both sides (docs/decisions.md, "Worker path and enqueue cost").
+//
+// When the previous flush carried several requests, a new leader first
+// yields once (runtime.Gosched), so that the callers that flush just
+// answered, runnable but not yet back, join this one: with eight producers a
+// round trip then carries several messages rather than alternating between
+// one and seven.
 type coalescer struct {
 	max   int
 	flush func(ctx context.Context, batch []*enqueueRequest)
@@ -43,15 +50,16 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 		return
 	}
 	c.mu.Lock()
-	c.pending = append(c.pending, r)
 	if c.busy {
-		r.ready = make(chan struct{}, 1) // only a waiter is signalled
+		// A flush is in flight: wait in the queue.
+		r.ready = make(chan struct{}, 1)
+		c.pending = append(c.pending, r)
 		c.mu.Unlock()
 		select {
 		case <-r.ready:
 		case <-ctx.Done():
 			c.mu.Lock()
-			if i := slices.Index(c.pending, r); i >= 0 && !r.lead {
+			if i := slices.Index(c.pending, r); i >= 0 {
 				c.pending = slices.Delete(c.pending, i, i+1)
 				c.mu.Unlock()
 				r.err = ctx.Err()
@@ -67,7 +75,9 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 	} else {
 		c.busy = true
 	}
-	if c.shared {
+	// Leader: this request is not in the queue (a leader's own request
+	// never is).
+	if c.shared && len(c.pending) < c.max-1 {
 		// The callers the last flush answered are runnable but have not
 		// submitted again yet: yield once so that they join this flush
 		// rather than wait a whole round trip for the next one. A lone
@@ -76,10 +86,18 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 		runtime.Gosched()
 		c.mu.Lock()
 	}
-	// Leader: take the queue (this request is in it), flush, hand over.
-	n := min(len(c.pending), c.max)
-	batch := slices.Clone(c.pending[:n])
-	c.pending = slices.Delete(c.pending, 0, n)
+	// Take this request and the queue (up to max in all), flush, hand over.
+	n := min(len(c.pending)+1, c.max)
+	var batch []*enqueueRequest
+	if n == 1 {
+		r.alone[0] = r
+		batch = r.alone[:] // a lone caller: no allocation
+	} else {
+		batch = make([]*enqueueRequest, n)
+		batch[0] = r
+		copy(batch[1:], c.pending[:n-1])
+		c.pending = slices.Delete(c.pending, 0, n-1)
+	}
 	c.mu.Unlock()
 
 	c.flush(context.WithoutCancel(ctx), batch)
@@ -92,7 +110,9 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 	c.mu.Lock()
 	c.shared = n > 1
 	if len(c.pending) > 0 {
+		// Hand leadership to the first waiter, out of the queue.
 		next := c.pending[0]
+		c.pending = slices.Delete(c.pending, 0, 1)
 		next.lead = true
 		next.ready <- struct{}{}
 	} else {

@@ -107,3 +107,25 @@ func TestCoalescerWithdrawsCancelledWaiters(t *testing.T) {
 		t.Fatalf("submit with a done context: want context.Canceled and nothing sent, have %v", r.err)
 	}
 }
+
+// A lone caller's flush carries its request without allocating a batch:
+// the only allocation left per call is the flush's uncancellable context.
+func TestCoalescerLoneCallerAllocatesNoBatch(t *testing.T) {
+	var sizes []int
+	c := coalescer{max: 8, flush: func(_ context.Context, batch []*enqueueRequest) {
+		sizes = append(sizes[:0], len(batch))
+		batch[0].res.ID = "done"
+	}}
+	ctx := context.Background()
+	r := &enqueueRequest{id: "a"}
+	allocs := testing.AllocsPerRun(100, func() {
+		r.res = EnqueueResult{}
+		c.submit(ctx, r)
+	})
+	if r.res.ID != "done" || len(sizes) != 1 || sizes[0] != 1 {
+		t.Fatalf("want the request flushed alone with its result, have batch sizes %v, result %+v", sizes, r.res)
+	}
+	if allocs > 1 {
+		t.Fatalf("want at most 1 allocation per lone submit, have %.1f", allocs)
+	}
+}

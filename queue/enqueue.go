@@ -44,6 +44,7 @@ type enqueueRequest struct {
 
 	ready chan struct{} // coalescer: result ready, or leadership handed over
 	lead  bool
+	alone [1]*enqueueRequest // coalescer: the batch of a lone caller
 }
 
 // Enqueue adds m to the end of its queue (m.Queue) and returns its id and
@@ -194,6 +195,9 @@ func (s *Store) newRequest(ctx context.Context, m *drover.Message, due int64) (*
 // registry for queues this Store has not registered yet. It sets every
 // request's res or err.
 func (s *Store) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
+	if len(reqs) == 1 && s.enqueueAlone(ctx, reqs[0]) {
+		return
+	}
 	type call struct {
 		queue string
 		reqs  []*enqueueRequest
@@ -325,6 +329,33 @@ func (s *Store) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 	if sadd != nil && sadd.Err() != nil {
 		s.log.Warn("register queues", "key", s.keys.queues(), "queues", register, "error", sadd.Err())
 	}
+}
+
+// enqueueAlone sends the common lone call, one message with a generated id
+// due now to a queue this Store has registered, with enqueueOneSource: one
+// command carrying only what it uses. It reports false, sending nothing,
+// for any other request.
+func (s *Store) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
+	if r.keyed || r.due != 0 {
+		return false
+	}
+	if _, ok := s.known.Load(r.queue); !ok {
+		return false
+	}
+	wake := "" // no wake-up
+	if s.wakeups {
+		wake = s.unownedChannel
+	}
+	pos, err := enqueueOneScript.Run(ctx, s.rdb, s.keys.queue(r.queue).enqueueOne, wake, r.queue, r.id, r.env).Int64()
+	switch {
+	case err != nil:
+		r.err = fmt.Errorf("enqueue to %s: %w", r.queue, err)
+	case pos > 0:
+		r.res = EnqueueResult{ID: r.id, Position: drover.Position(pos)}
+	default:
+		r.res = EnqueueResult{ID: r.id, Duplicate: true}
+	}
+	return true
 }
 
 // formatInt formats a position or time for a Redis argument.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -351,14 +352,15 @@ func testEnqueueScriptChecksArguments(t *testing.T, rdb redis.UniversalClient) {
 var _ = addContractCases(contractCase{"EnqueueScriptShortcutMatchesGeneralPath", testEnqueueScriptShortcut})
 
 // The enqueue script's shortcut for the common call (one message, generated
-// id, due now) has the general path's effects: the same replies, log
+// id, due now) and the one-message script a lone Store.Enqueue sends
+// (enqueueOneSource) have the general path's effects: the same replies, log
 // entries, envelopes, :seq and wake-ups. Due "0" takes the shortcut; "00"
-// is the same number but takes the general path.
+// is the same number but takes the general path; "one" is enqueueOneSource.
 func testEnqueueScriptShortcut(t *testing.T, rdb redis.UniversalClient) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := newTestStore(t, rdb, nil)
-	for _, due := range []string{"0", "00"} {
+	for _, due := range []string{"0", "00", "one"} {
 		q, member := "short-"+due, "m-"+due
 		qk := s.keys.queue(q)
 		keys := []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.seen, qk.owner}
@@ -371,6 +373,13 @@ func testEnqueueScriptShortcut(t *testing.T, rdb redis.UniversalClient) {
 		}
 		enqueue := func(id string) int64 {
 			t.Helper()
+			if due == "one" {
+				res, err := rdb.Eval(ctx, enqueueOneSource, qk.enqueueOne, s.keys.unownedChannel(), q, id, `{"id":"`+id+`"}`).Int64()
+				if err != nil {
+					t.Fatalf("one: enqueue %s: %v", id, err)
+				}
+				return res
+			}
 			res, err := rdb.Eval(ctx, enqueueSource, keys, 86400000, s.keys.unownedChannel(), q, id, `{"id":"`+id+`"}`, due, "0").Int64Slice()
 			if err != nil || len(res) != 1 {
 				t.Fatalf("due %q: enqueue %s: want one result, have %v, %v", due, id, res, err)
@@ -401,5 +410,124 @@ func testEnqueueScriptShortcut(t *testing.T, rdb redis.UniversalClient) {
 				t.Fatalf("due %q: wake-up %d: none within 30s", due, i)
 			}
 		}
+	}
+}
+
+// scriptCalls records which enqueue script each EVAL/EVALSHA sent ran.
+type scriptCalls struct {
+	mu   sync.Mutex
+	runs []string // "one" or "general" per script call
+}
+
+func (h *scriptCalls) record(cmds ...redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range cmds {
+		args := c.Args()
+		if len(args) < 2 {
+			continue
+		}
+		script, _ := args[1].(string)
+		switch {
+		case script == enqueueOneScript.Hash() || script == enqueueOneSource:
+			h.runs = append(h.runs, "one")
+		case script == enqueueScript.Hash() || script == enqueueSource:
+			h.runs = append(h.runs, "general")
+		}
+	}
+}
+
+func (h *scriptCalls) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.runs
+	h.runs = nil
+	return r
+}
+
+func (h *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.record(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (h *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.record(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+// A lone Enqueue of a generated id due now, to a queue the Store has
+// registered, sends the one-message script; its position still follows
+// :seq when Redis's clock is behind it, and the calls that need more (the
+// first to a queue, a caller-chosen id, a due time) go the general way.
+func TestLoneEnqueueSendsTheOneMessageScript(t *testing.T) {
+	ctx := context.Background()
+	rdb, err := NewClient(ClientOptions{Addrs: []string{testenv.Redis(t).Addr}})
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	defer rdb.Close()
+	calls := &scriptCalls{}
+	rdb.AddHook(calls)
+	s := newTestStore(t, rdb, nil)
+	const q = "lone"
+	enqueue := func(m *drover.Message, in time.Duration) EnqueueResult {
+		t.Helper()
+		var res EnqueueResult
+		var err error
+		if in > 0 {
+			res, err = s.EnqueueIn(ctx, m, in)
+		} else {
+			res, err = s.Enqueue(ctx, m)
+		}
+		if err != nil {
+			t.Fatalf("enqueue: %v", err)
+		}
+		return res
+	}
+	want := func(what string, runs ...string) {
+		t.Helper()
+		if have := calls.take(); !slices.Equal(have, runs) {
+			t.Fatalf("%s: want script calls %v, have %v", what, runs, have)
+		}
+	}
+
+	first := enqueue(msg(q, ""), 0)
+	want("first enqueue to the queue (registers it)", "general")
+	second := enqueue(msg(q, ""), 0)
+	want("second enqueue", "one")
+	if first.Position <= 0 || second.Position <= first.Position {
+		t.Fatalf("want positions 0 < first < second, have %d, %d", first.Position, second.Position)
+	}
+
+	// Redis's clock behind the queue's :seq (a clock stepped back): the
+	// position is still after the last one.
+	ahead := int64(second.Position) + 3_600_000_000 // an hour of µs
+	if err := rdb.Set(ctx, s.keys.queue(q).seq, ahead, 0).Err(); err != nil {
+		t.Fatalf("SET seq: %v", err)
+	}
+	third := enqueue(msg(q, ""), 0)
+	want("enqueue after :seq moved ahead", "one")
+	if int64(third.Position) != ahead+1 {
+		t.Fatalf("want position %d after :seq %d, have %d", ahead+1, ahead, third.Position)
+	}
+
+	keyed := enqueue(msg(q, "chosen"), 0)
+	again := enqueue(msg(q, "chosen"), 0)
+	want("caller-chosen ids", "general", "general")
+	if keyed.Position <= third.Position || !again.Duplicate {
+		t.Fatalf("caller-chosen id: want a position after %d, then a duplicate; have %+v, %+v", third.Position, keyed, again)
+	}
+	if delayed := enqueue(msg(q, ""), time.Hour); delayed.Position != 0 {
+		t.Fatalf("delayed enqueue: want position 0, have %d", delayed.Position)
+	}
+	want("delayed enqueue", "general")
+
+	b, err := s.Backlog(ctx, q, 0)
+	if err != nil || b.Lag != 4 {
+		t.Fatalf("want 4 messages in the log, have %+v, %v", b, err)
 	}
 }

@@ -40,6 +40,8 @@ type queueKeys struct {
 	seen    string // ZSET caller-chosen id → end of its dedupe window (unix ms)
 	owner   string // STRING the wake-up channel of the queue's owner
 	done    string // ZSET outcome record buckets "<n>:<start ms>" → expiry (unix ms); bucket <done>:<n>:<start> is a HASH id → record JSON
+
+	enqueueOne []string // the KEYS of enqueueOneSource: log, msg, seq, owner
 }
 
 // queue returns the keys of queue q. q must be a valid queue name.
@@ -59,6 +61,7 @@ func (k *keyspace) queue(q string) *queueKeys {
 		owner:   base + "owner",
 		done:    base + "done",
 	}
+	qk.enqueueOne = []string{qk.log, qk.msg, qk.seq, qk.owner}
 	v, loaded := k.cache.LoadOrStore(q, qk)
 	if !loaded && k.cached.Add(1) > maxCachedQueueKeys {
 		// Concurrent stores may slip in around the clear: the bound is

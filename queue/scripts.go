@@ -114,6 +114,32 @@ end
 return out
 `
 
+// enqueueOneSource is enqueueSource's common call as a script of its own:
+// one message with a generated id (not remembered for a dedupe window), due
+// now, the call a lone Store.Enqueue makes. Same effect as enqueueSource
+// with that one message; it carries only what that call uses (4 keys, 4
+// arguments, no checks of unused ones) and returns a plain integer, so a
+// round trip moves fewer bytes and the server runs less Lua
+// (docs/decisions.md, "Worker path and enqueue cost").
+//
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] seq  KEYS[4] owner
+//	ARGV[1] the channel for a queue without an owner ("": no wake-up)
+//	ARGV[2] the queue name (the wake-up payload)
+//	ARGV[3] id  ARGV[4] envelope JSON
+//
+// Returns the message's position (> 0), or -1 when the id was already in
+// :msg and nothing was written.
+const enqueueOneSource = `-- drover enqueue-one v1 (docs/redis-schema.md)
+local t = redis.call('TIME')
+local state = redis.call('MGET', KEYS[3], KEYS[4]) -- the last position and the owner's channel
+if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
+local pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), tonumber(state[1] or '0') + 1)
+redis.call('ZADD', KEYS[1], pos, ARGV[3])
+redis.call('SET', KEYS[3], pos)
+if ARGV[1] ~= '' then redis.call('PUBLISH', state[2] or ARGV[1], ARGV[2]) end
+return pos
+`
+
 // readAfterSource reads up to n messages after an offset, in position order.
 //
 //	KEYS[1] log  KEYS[2] msg
@@ -564,19 +590,20 @@ return out
 
 // The compiled scripts; redis.Script carries the SHA1 for EVALSHA.
 var (
-	enqueueScript   = redis.NewScript(enqueueSource)
-	readAfterScript = redis.NewScript(readAfterSource)
-	readManyScript  = redis.NewScript(readManySource)
-	promoteScript   = redis.NewScript(promoteSource)
-	revokeScript    = redis.NewScript(revokeSource)
-	retryScript     = redis.NewScript(retrySource)
-	killScript      = redis.NewScript(killSource)
-	retryDeadScript = redis.NewScript(retryDeadSource)
-	purgeDeadScript = redis.NewScript(purgeDeadSource)
-	trimScript      = redis.NewScript(trimSource)
-	trimManyScript  = redis.NewScript(trimManySource)
-	backlogScript   = redis.NewScript(backlogSource)
-	checkScript     = redis.NewScript(checkSource)
+	enqueueScript    = redis.NewScript(enqueueSource)
+	enqueueOneScript = redis.NewScript(enqueueOneSource)
+	readAfterScript  = redis.NewScript(readAfterSource)
+	readManyScript   = redis.NewScript(readManySource)
+	promoteScript    = redis.NewScript(promoteSource)
+	revokeScript     = redis.NewScript(revokeSource)
+	retryScript      = redis.NewScript(retrySource)
+	killScript       = redis.NewScript(killSource)
+	retryDeadScript  = redis.NewScript(retryDeadSource)
+	purgeDeadScript  = redis.NewScript(purgeDeadSource)
+	trimScript       = redis.NewScript(trimSource)
+	trimManyScript   = redis.NewScript(trimManySource)
+	backlogScript    = redis.NewScript(backlogSource)
+	checkScript      = redis.NewScript(checkSource)
 
 	recordOutcomesScript = redis.NewScript(recordOutcomesSource)
 	jobStatusScript      = redis.NewScript(jobStatusSource)

@@ -91,12 +91,17 @@ func (c *committer) withdraw(l *queueLoop) ([]drover.Outcome, bool) {
 	return r.outcomes, true
 }
 
-// run flushes every CommitInterval until nothing waits.
+// run flushes every CommitInterval until nothing waits. The interval runs
+// from one flush's start to the next: timed from a flush's end, every
+// flush's own duration added to the wait of the offsets behind it (the
+// commit tail a drained queue waits for: up to an interval plus a flush).
 func (c *committer) run() {
-	t := c.w.cfg.Clock.NewTimer(c.w.cfg.CommitInterval)
+	clk := c.w.cfg.Clock
+	t := clk.NewTimer(c.w.cfg.CommitInterval)
 	defer t.Stop()
 	for {
 		<-t.C()
+		next := clk.Now().Add(c.w.cfg.CommitInterval)
 		c.mu.Lock()
 		if c.w.suspended.Load() || len(c.pending) == 0 {
 			// While the session is suspended nothing is committed: the
@@ -125,7 +130,9 @@ func (c *committer) run() {
 		}
 		c.cond.Broadcast()
 		c.mu.Unlock()
-		t.Reset(c.w.cfg.CommitInterval)
+		// A flush longer than the interval is followed by the next one at
+		// once: writes are then paced by the flushes themselves.
+		t.Reset(max(next.Sub(clk.Now()), 0))
 	}
 }
 

@@ -507,3 +507,67 @@ func TestQueueStartedDuringAPeriodicPassLearnsItsDueTimes(t *testing.T) {
 		return slices.Contains(ex.runList(), "later#0")
 	})
 }
+
+// gatedClaim is a memClaim whose commits wait for the test: entered gets
+// each commit as it starts, and it returns when gate gets a value.
+type gatedClaim struct {
+	memClaim
+	entered chan drover.Position
+	gate    chan struct{}
+}
+
+func (c *gatedClaim) Commit(ctx context.Context, off drover.Offset) error {
+	c.entered <- off.Position
+	<-c.gate
+	return c.memClaim.Commit(ctx, off)
+}
+
+// next returns the position of the next commit to start, waiting for it
+// as long as testkit.Eventually would.
+func (c *gatedClaim) next(t *testing.T, what string) drover.Position {
+	t.Helper()
+	var p drover.Position
+	testkit.Eventually(t, what, func() bool {
+		select {
+		case p = <-c.entered:
+			return true
+		default:
+			return false
+		}
+	})
+	return p
+}
+
+// The commit interval runs from one flush's start to the next, not from a
+// flush's end: a slow flush does not add its own duration to the wait of
+// the offsets offered while it ran (with the interval timed from the end,
+// a drained queue's commit waited up to an interval plus a flush).
+func TestCommitIntervalRunsFromFlushStartToFlushStart(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	claim := &gatedClaim{entered: make(chan drover.Position, 4), gate: make(chan struct{})}
+	log.add("a", msg("one"))
+	if err := w.Start(queueConfig("a", nil), claim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first message runs", func() bool { return len(ex.runList()) == 1 })
+	clock.Advance(DefaultCommitInterval) // the first flush starts…
+	if p := claim.next(t, "the first flush"); p != 1 {
+		t.Fatalf("first flush: want position 1, have %d", p)
+	}
+	clock.Advance(DefaultCommitInterval / 2) // …and takes half an interval
+	log.add("a", msg("two"))
+	w.Wake("a")
+	waitFor(t, "the second message runs", func() bool { return len(ex.runList()) == 2 })
+	claim.gate <- struct{}{} // the first flush ends
+	waitFor(t, "the first offset committed", func() bool { return claim.committed() == 1 })
+	// Half an interval after the first flush ended is a whole interval
+	// after it started: the second flush is due.
+	clock.Advance(DefaultCommitInterval / 2)
+	if p := claim.next(t, "the second flush, an interval after the first started"); p != 2 {
+		t.Fatalf("second flush: want position 2, have %d", p)
+	}
+	claim.gate <- struct{}{}
+	waitFor(t, "the second offset committed", func() bool { return claim.committed() == 2 })
+}
