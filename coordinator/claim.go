@@ -17,12 +17,16 @@ import (
 // /owners/<queue> and the version of /offsets/<queue> it last wrote. Commits
 // and the release are fenced by both. A Claim is safe for concurrent use;
 // its writes are serialised.
+//
+// A worker holds one Claim per owned queue for as long as it owns it, so a
+// Claim keeps only what fencing needs: no goroutine, context or watch, its
+// node paths built when a write needs them, and its Done channel made when
+// someone asks for it (docs/decisions.md, "Issue 14: one compact record per
+// owned queue").
 type Claim struct {
-	s          *Session
-	queue      string
-	owner      Owner
-	ownerPath  string
-	offsetPath string
+	s     *Session
+	queue string
+	owner Owner
 
 	mu            sync.Mutex
 	ownerVersion  int32
@@ -30,8 +34,14 @@ type Claim struct {
 	offset        drover.Offset // last committed
 	pending       *pendingWrite // a write whose outcome is unknown
 	ended         error         // non-nil once released or fenced
-	done          chan struct{} // closed when ended is set
+	done          chan struct{} // made by Done; closed when ended is set
 }
+
+// ownerPath is /owners/<queue>; the name was validated by the claim.
+func (c *Claim) ownerPath() string { return c.s.path(ownersDir, c.queue) }
+
+// offsetPath is /offsets/<queue>.
+func (c *Claim) offsetPath() string { return c.s.path(offsetsDir, c.queue) }
 
 // pendingWrite is a write of data whose reply was lost.
 type pendingWrite struct {
@@ -99,10 +109,7 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 			})
 			switch {
 			case cerr == nil:
-				c := &Claim{
-					s: s, queue: queue, owner: owner, ownerPath: ownerPath, offsetPath: offsetPath,
-					ownerVersion: 0, offsetVersion: 0, done: make(chan struct{}),
-				}
+				c := &Claim{s: s, queue: queue, owner: owner, ownerVersion: 0, offsetVersion: 0}
 				if err := ctx.Err(); err != nil {
 					c.Abandon(context.WithoutCancel(ctx))
 					return nil, fmt.Errorf("claim %s: %w", queue, err)
@@ -180,10 +187,7 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 			return nil, fmt.Errorf("claim %s: %w", queue, err)
 		}
 		if applied {
-			c := &Claim{
-				s: s, queue: queue, owner: owner, ownerPath: ownerPath, offsetPath: offsetPath,
-				ownerVersion: 0, offsetVersion: offsetVersion, offset: cur.Offset, done: make(chan struct{}),
-			}
+			c := &Claim{s: s, queue: queue, owner: owner, ownerVersion: 0, offsetVersion: offsetVersion, offset: cur.Offset}
 			if err := ctx.Err(); err != nil {
 				c.Abandon(context.WithoutCancel(ctx))
 				return nil, fmt.Errorf("claim %s: %w", queue, err)
@@ -221,13 +225,25 @@ func (c *Claim) Offset() drover.Offset {
 // Done is closed when the claim ends: released, or fenced (by a newer owner,
 // an offset reset, or the end of the session, as learnt by a write or by
 // Verify).
-func (c *Claim) Done() <-chan struct{} { return c.done }
+func (c *Claim) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.ended != nil {
+			close(c.done)
+		}
+	}
+	return c.done
+}
 
 // end records why the claim ended, once; c.mu is held.
 func (c *Claim) end(err error) {
 	if c.ended == nil {
 		c.ended = err
-		close(c.done)
+		if c.done != nil {
+			close(c.done)
+		}
 	}
 }
 
@@ -315,11 +331,11 @@ func (c *Claim) write(ctx context.Context, off drover.Offset, release bool) erro
 // (the same + delete owner).
 func (c *Claim) ops(data []byte, release bool) []any {
 	ops := []any{
-		&zk.CheckVersionRequest{Path: c.ownerPath, Version: c.ownerVersion},
-		&zk.SetDataRequest{Path: c.offsetPath, Data: data, Version: c.offsetVersion},
+		&zk.CheckVersionRequest{Path: c.ownerPath(), Version: c.ownerVersion},
+		&zk.SetDataRequest{Path: c.offsetPath(), Data: data, Version: c.offsetVersion},
 	}
 	if release {
-		ops = append(ops, &zk.DeleteRequest{Path: c.ownerPath, Version: c.ownerVersion})
+		ops = append(ops, &zk.DeleteRequest{Path: c.ownerPath(), Version: c.ownerVersion})
 	}
 	return ops
 }
@@ -343,12 +359,12 @@ func (c *Claim) resolvePending(ctx context.Context) (bool, error) {
 		}
 		return false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
-	nd, err := getNode(ctx, c.s, c.offsetPath)
+	nd, err := getNode(ctx, c.s, c.offsetPath())
 	switch {
 	case errors.Is(err, drover.ErrSessionLost):
 		return false, c.fence(err)
 	case err != nil:
-		return false, fmt.Errorf("%w: re-read %s: %w", ErrOutcomeUnknown, c.offsetPath, err)
+		return false, fmt.Errorf("%w: re-read %s: %w", ErrOutcomeUnknown, c.offsetPath(), err)
 	case nd.stat.Version == c.offsetVersion+1 && bytes.Equal(nd.data, c.pending.data):
 		p := c.pending
 		c.pending = nil
@@ -394,13 +410,13 @@ func (c *Claim) Abandon(ctx context.Context) error {
 			return err
 		}
 	}
-	s := c.s
+	s, ownerPath := c.s, c.ownerPath()
 	_, err := bounded(ctx, s, func(conn zkConn) (struct{}, error) {
-		exists, st, err := conn.Exists(c.ownerPath)
+		exists, st, err := conn.Exists(ownerPath)
 		if err != nil || !exists || st.EphemeralOwner != s.id || conn.SessionID() != s.id {
 			return struct{}{}, err
 		}
-		return struct{}{}, conn.Delete(c.ownerPath, st.Version)
+		return struct{}{}, conn.Delete(ownerPath, st.Version)
 	})
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
 		return fmt.Errorf("abandon %s: %w", c.queue, err)

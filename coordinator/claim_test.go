@@ -109,3 +109,36 @@ func TestClaimDoneWhenReleasedOrFenced(t *testing.T) {
 	}
 	mustIs(t, fenced.Err(), drover.ErrFenced, "Err of a fenced claim")
 }
+
+// A claim makes its Done channel only when asked (a worker holds a claim
+// per owned queue and never asks): one asked for first after the claim
+// ended is closed already, and the claim's paths still fence its writes.
+func TestClaimDoneAskedAfterTheEnd(t *testing.T) {
+	t.Parallel()
+	zk := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	a, b := connect(t, zk.Addrs, root), connect(t, zk.Addrs, root)
+	ctx := ctxT(t)
+	c, err := a.Claim(ctx, "late", Owner{Member: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Commit(ctx, offsetAt(5, "a")); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if err := c.Release(ctx, offsetAt(7, "a")); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	select {
+	case <-c.Done():
+	default:
+		t.Fatal("Done asked for after the release: want it closed")
+	}
+	on, err := b.ReadOffset(ctx, "late")
+	if err != nil || on.Offset.Position != 7 {
+		t.Fatalf("offset after the release: want 7, have %+v (%v)", on, err)
+	}
+	if _, err := b.QueueOwner(ctx, "late"); !errorsIsNotFound(err) {
+		t.Fatalf("owner after the release: want none, have %v", err)
+	}
+}

@@ -28,12 +28,13 @@ func (c *Claim) Verify(ctx context.Context) error {
 		return err
 	}
 	type stats struct{ owner, offset *zk.Stat }
+	ownerPath, offsetPath := c.ownerPath(), c.offsetPath()
 	st, err := bounded(ctx, c.s, func(conn zkConn) (stats, error) {
-		ok, so, err := conn.Exists(c.ownerPath)
+		ok, so, err := conn.Exists(ownerPath)
 		if err != nil || !ok {
 			return stats{}, err
 		}
-		_, sf, err := conn.Exists(c.offsetPath)
+		_, sf, err := conn.Exists(offsetPath)
 		return stats{so, sf}, err
 	})
 	switch {

@@ -50,10 +50,22 @@ const (
 // armed watches on the event's path. deliver never blocks.
 type watchHub struct {
 	mu     sync.Mutex
-	byPath map[string]map[*watchSet]int // path → sets with keys on it → how many keys
+	byPath map[string]hubPath // path → the sets with keys on it
 }
 
-func newWatchHub() *watchHub { return &watchHub{byPath: map[string]map[*watchSet]int{}} }
+// hubPath is the sets with keys on one path, and how many keys each. A
+// path has one set or two (a member's config watch follows each owned
+// queue's node; the rebalance leader's registry watch may watch the same
+// node), so two are kept inline: a map per path cost ~190 bytes a watched
+// queue (docs/decisions.md, "Issue 14: one compact record per owned
+// queue").
+type hubPath struct {
+	sets [2]*watchSet      // sets with keys on the path; nil when free
+	n    [2]int32          // how many keys each has on it
+	more map[*watchSet]int // any further sets
+}
+
+func newWatchHub() *watchHub { return &watchHub{byPath: map[string]hubPath{}} }
 
 // deliver hands a library event to the interested watch sets. It is called
 // from the library's receive loop and must not block.
@@ -71,8 +83,14 @@ func (h *watchHub) deliver(ev zk.Event) {
 		kinds = []watchKind{watchNode, watchChildren}
 	}
 	h.mu.Lock()
-	sets := make([]*watchSet, 0, len(h.byPath[ev.Path]))
-	for ws := range h.byPath[ev.Path] {
+	e := h.byPath[ev.Path]
+	sets := make([]*watchSet, 0, len(e.sets)+len(e.more))
+	for _, ws := range e.sets {
+		if ws != nil {
+			sets = append(sets, ws)
+		}
+	}
+	for ws := range e.more {
 		sets = append(sets, ws)
 	}
 	h.mu.Unlock()
@@ -86,27 +104,69 @@ func (h *watchHub) deliver(ev zk.Event) {
 func (h *watchHub) add(ws *watchSet, p string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m := h.byPath[p]
-	if m == nil {
-		m = map[*watchSet]int{}
-		h.byPath[p] = m
-	}
-	m[ws]++
+	e := h.byPath[p]
+	h.byPath[p] = e.add(ws)
 }
 
 func (h *watchHub) remove(ws *watchSet, p string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	m := h.byPath[p]
-	if m[ws] <= 1 {
-		delete(m, ws)
-	} else {
-		m[ws]--
+	e, ok := h.byPath[p]
+	if !ok {
+		return
 	}
-	if len(m) == 0 {
+	if e = e.remove(ws); e.empty() {
 		delete(h.byPath, p)
+		return
 	}
+	h.byPath[p] = e
 }
+
+// add counts a key of ws on the path.
+func (e hubPath) add(ws *watchSet) hubPath {
+	for i, s := range e.sets {
+		if s == ws {
+			e.n[i]++
+			return e
+		}
+	}
+	if e.more[ws] == 0 {
+		for i, s := range e.sets {
+			if s == nil {
+				e.sets[i], e.n[i] = ws, 1
+				return e
+			}
+		}
+	}
+	if e.more == nil {
+		e.more = map[*watchSet]int{}
+	}
+	e.more[ws]++
+	return e
+}
+
+// remove drops a key of ws on the path.
+func (e hubPath) remove(ws *watchSet) hubPath {
+	for i, s := range e.sets {
+		if s == ws {
+			if e.n[i]--; e.n[i] <= 0 {
+				e.sets[i], e.n[i] = nil, 0
+			}
+			return e
+		}
+	}
+	if e.more[ws] <= 1 {
+		delete(e.more, ws)
+	} else {
+		e.more[ws]--
+	}
+	if len(e.more) == 0 {
+		e.more = nil
+	}
+	return e
+}
+
+func (e hubPath) empty() bool { return e.sets[0] == nil && e.sets[1] == nil && len(e.more) == 0 }
 
 // paths returns how many paths the hub routes (for tests and figures).
 func (h *watchHub) paths() int {

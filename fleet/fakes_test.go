@@ -25,6 +25,7 @@ type fakeSession struct {
 	blocked  map[string]bool            // queues another session owns
 	// WaitReleased calls in progress, and the most at once.
 	waiters, maxWaiters int
+	cfgWatch            *fakeConfigWatch // the reconciler's, once it asked
 }
 
 func newFakeSession() *fakeSession {
@@ -62,12 +63,15 @@ func (s *fakeSession) WatchShare(ctx context.Context, _ string) <-chan coordinat
 
 func (s *fakeSession) WatchQueueConfigs(ctx context.Context) ConfigWatch {
 	w := &fakeConfigWatch{out: make(chan coordinator.QueueEntry)}
+	s.mu.Lock()
+	s.cfgWatch = w
+	s.mu.Unlock()
 	go func() { <-ctx.Done(); close(w.out) }()
 	return w
 }
 
 // fakeConfigWatch reads every queue as configured with concurrency 3 and
-// delivers no change.
+// delivers the changes a test sends on out.
 type fakeConfigWatch struct{ out chan coordinator.QueueEntry }
 
 func (w *fakeConfigWatch) Read(_ context.Context, name string) (coordinator.QueueEntry, error) {
@@ -226,18 +230,19 @@ func (s *fakeSession) freeOwner(c *fakeClaim) {
 // fakeRunner records what the reconciler asks of the worker. Stop releases
 // the claim, as the worker does after draining.
 type fakeRunner struct {
-	mu       sync.Mutex
-	running  map[string]drover.Claim
-	starts   map[string]int
-	stops    map[string]int
-	aborts   map[string]int
-	configs  map[string]drover.QueueConfig
-	startErr error
+	mu         sync.Mutex
+	running    map[string]drover.Claim
+	starts     map[string]int
+	stops      map[string]int
+	aborts     map[string]int
+	configs    map[string]drover.QueueConfig
+	configures map[string]int
+	startErr   error
 }
 
 func newFakeRunner() *fakeRunner {
 	return &fakeRunner{running: map[string]drover.Claim{}, starts: map[string]int{}, stops: map[string]int{},
-		aborts: map[string]int{}, configs: map[string]drover.QueueConfig{}}
+		aborts: map[string]int{}, configs: map[string]drover.QueueConfig{}, configures: map[string]int{}}
 }
 
 func (r *fakeRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
@@ -280,6 +285,7 @@ func (r *fakeRunner) Configure(qc drover.QueueConfig) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.configs[qc.Name] = qc
+	r.configures[qc.Name]++
 	return nil
 }
 

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,12 +68,13 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 	}
 	r := &reconciler{
 		s: cfg.Session, cfg: cfg, log: cfg.Logger.With("member", cfg.Member),
-		owned:    map[string]*trackedClaim{},
-		claiming: map[string]context.CancelFunc{},
-		stopping: map[string]chan struct{}{},
-		configs:  map[string]drover.QueueConfig{},
-		events:   make(chan reconcileEvent),
-		ended:    endedClaims{signal: make(chan struct{}, 1)},
+		owned:      map[string]*trackedClaim{},
+		claiming:   map[string]context.CancelFunc{},
+		stopping:   map[string]chan struct{}{},
+		claimCfgs:  map[string]drover.QueueConfig{},
+		configSums: map[string]configSum{},
+		events:     make(chan reconcileEvent),
+		ended:      endedClaims{signal: make(chan struct{}, 1)},
 	}
 	return r.run(ctx)
 }
@@ -88,9 +90,15 @@ type reconciler struct {
 	owned    map[string]*trackedClaim      // running
 	claiming map[string]context.CancelFunc // claim goroutines
 	stopping map[string]chan struct{}      // closed when the stop is done
-	configs  map[string]drover.QueueConfig // of the owned queues, as last read
-	cfgWatch ConfigWatch                   // follows the owned queues' configs; read by claim goroutines
-	events   chan reconcileEvent
+	// The owned queues' configurations are the runner's: the reconciler
+	// keeps a digest of each, as last handed over, to pass on changes only
+	// (a full copy cost ~250 bytes a queue; docs/decisions.md, "Issue 14:
+	// one compact record per owned queue"). A configuration that changes
+	// while its queue is being claimed is kept whole until Start takes it.
+	configSums map[string]configSum
+	claimCfgs  map[string]drover.QueueConfig
+	cfgWatch   ConfigWatch // follows the owned queues' configs; read by claim goroutines
+	events     chan reconcileEvent
 	// Claim goroutines running, and queues waiting for one (in order).
 	claimsRunning int
 	waiting       []string        // may hold names cancelled since: see waitingSet
@@ -228,13 +236,18 @@ func (r *reconciler) updateConfig(e coordinator.QueueEntry) {
 		if r.claiming[e.Name] != nil {
 			// Changed after the claim read it, before the queue starts:
 			// Start takes this newer one.
-			r.configs[e.Name] = e.Config
+			r.claimCfgs[e.Name] = e.Config
 		}
 		return
 	}
-	old, known := r.configs[e.Name]
-	r.configs[e.Name] = e.Config
-	if !known || !equalConfig(old, e.Config) {
+	sum, ok := digestConfig(e.Config)
+	old, known := r.configSums[e.Name]
+	if ok {
+		r.configSums[e.Name] = sum
+	} else {
+		delete(r.configSums, e.Name)
+	}
+	if !ok || !known || old != sum {
 		if err := r.cfg.Runner.Configure(e.Config); err != nil {
 			r.log.Warn("configure queue", "queue", e.Name, "error", err)
 		}
@@ -243,7 +256,8 @@ func (r *reconciler) updateConfig(e coordinator.QueueEntry) {
 
 // unfollow stops following the configuration of a queue given up.
 func (r *reconciler) unfollow(q string) {
-	delete(r.configs, q)
+	delete(r.configSums, q)
+	delete(r.claimCfgs, q)
 	r.cfgWatch.Forget(q)
 }
 
@@ -433,7 +447,7 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 			}
 		}
 		if ev.claim == nil {
-			delete(r.configs, ev.queue)
+			delete(r.claimCfgs, ev.queue)
 			if r.target[ev.queue] && ctx.Err() == nil && r.s.Err() == nil {
 				r.claim(ctx, ev.queue) // cancelled by an older target, wanted again
 			}
@@ -449,7 +463,8 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		// queues watch delivers its first list: then the configuration read
 		// after the claim is used, never a default without task routes
 		// (which would dead-letter every message as "no route").
-		cfg, ok := r.configs[ev.queue]
+		cfg, ok := r.claimCfgs[ev.queue]
+		delete(r.claimCfgs, ev.queue)
 		if !ok && ev.config != nil {
 			cfg, ok = *ev.config, true
 		}
@@ -464,7 +479,9 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 			return
 		}
 		r.owned[ev.queue] = tc
-		r.configs[ev.queue] = cfg
+		if sum, ok := digestConfig(cfg); ok {
+			r.configSums[ev.queue] = sum
+		}
 	}
 }
 
@@ -486,10 +503,22 @@ func (r *reconciler) lost(ctx context.Context, c *trackedClaim) {
 	}
 }
 
-func equalConfig(a, b drover.QueueConfig) bool {
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && string(ja) == string(jb)
+// configSum identifies a queue configuration: the first 16 bytes of the
+// SHA-256 of its JSON (struct fields in order, map keys sorted), so equal
+// configurations have equal sums and different ones, for any practical
+// purpose, do not.
+type configSum [16]byte
+
+// digestConfig returns qc's sum; ok is false when qc cannot be encoded (the
+// caller then treats it as changed).
+func digestConfig(qc drover.QueueConfig) (sum configSum, ok bool) {
+	b, err := json.Marshal(qc)
+	if err != nil {
+		return sum, false
+	}
+	full := sha256.Sum256(b)
+	copy(sum[:], full[:])
+	return sum, true
 }
 
 // trackedClaim is the claim the runner holds: every call passes through,

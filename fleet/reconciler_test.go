@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/testkit"
 )
 
@@ -62,6 +63,30 @@ func TestReconcilerFollowsTheAssignment(t *testing.T) {
 			rr.owning(t, "a", "b")
 			if c := rr.r.configs["a"].Concurrency; c != 3 {
 				t.Fatalf("want the config read after the claim (concurrency 3), have %d", c)
+			}
+		}},
+		{"a config change reaches the runner, an unchanged config does not", func(t *testing.T, rr *reconcilerRun) {
+			// The reconciler keeps a digest of each owned queue's config,
+			// not a copy: what it passes on must still be the changes only.
+			rr.s.assign(1, mine("a"))
+			rr.owning(t, "a")
+			rr.s.mu.Lock()
+			cw := rr.s.cfgWatch
+			rr.s.mu.Unlock()
+			cw.out <- coordinator.QueueEntry{Name: "a", Config: drover.QueueConfig{Name: "a", Concurrency: 3}} // as read at the claim
+			cw.out <- coordinator.QueueEntry{Name: "a", Config: drover.QueueConfig{Name: "a", Concurrency: 5}}
+			cw.out <- coordinator.QueueEntry{Name: "a", Config: drover.QueueConfig{Name: "a", Concurrency: 5}} // again, unchanged
+			cw.out <- coordinator.QueueEntry{Name: "a", Config: drover.QueueConfig{Name: "a", Concurrency: 7}}
+			testkit.Eventually(t, "a's config change to reach the runner", func() bool {
+				rr.r.mu.Lock()
+				defer rr.r.mu.Unlock()
+				return rr.r.configs["a"].Concurrency == 7
+			})
+			rr.r.mu.Lock()
+			n := rr.r.configures["a"]
+			rr.r.mu.Unlock()
+			if n != 2 {
+				t.Fatalf("four deliveries, two of them changes: want 2 Configure calls, have %d", n)
 			}
 		}},
 		{"a finished claim's context is released while the queue runs", func(t *testing.T, rr *reconcilerRun) {

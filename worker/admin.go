@@ -46,7 +46,8 @@ func loopbackOnly(h http.Handler) http.Handler {
 
 // AdminHandler serves /healthz (the process runs), /readyz (Ready) and
 // /metrics to anyone — what a scraper and a kubelet need — and /debug/state
-// (State plus Info, as JSON), /debug/job?queue=&id= (one message's in-flight
+// (State plus Info, as JSON; ?queues=names lists the owned queues' names
+// instead of their states), /debug/job?queue=&id= (one message's in-flight
 // attempt, 404 when it does not run here: one map lookup, for status
 // lookups) and /debug/pprof behind cfg.Debug.
 func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
@@ -69,8 +70,18 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 		}
 		rw.Write([]byte("ready\n"))
 	})
-	debug.HandleFunc("GET /debug/state", func(rw http.ResponseWriter, _ *http.Request) {
-		out := map[string]any{"worker": w.State()}
+	debug.HandleFunc("GET /debug/state", func(rw http.ResponseWriter, r *http.Request) {
+		var st State
+		switch q := r.URL.Query().Get("queues"); q {
+		case "":
+			st = w.State()
+		case "names":
+			st = w.StateNames()
+		default:
+			http.Error(rw, "queues: want names, or leave it out for every queue's state", http.StatusBadRequest)
+			return
+		}
+		out := map[string]any{"worker": st}
 		if cfg.Info != nil {
 			for k, v := range cfg.Info() {
 				out[k] = v

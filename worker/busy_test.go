@@ -126,7 +126,7 @@ func TestQueueWaitingForASlotStartsAtOnceAndReadsNothingMore(t *testing.T) {
 	w.Wake("wait")
 	waiting := w.loop("wait")
 	waitFor(t, "wait to park waiting for the slot", func() bool {
-		return waiting.parked() && w.pool.isWaiting(waiting.waiter)
+		return waiting.parked() && w.pool.isWaiting(waiting.waiter.Load())
 	})
 	_, _, reads := mem.counts()
 	backlogs := log.backlogs.Load()
@@ -307,7 +307,7 @@ func TestSlotGoesToTheNextQueueWhileTheLoopReads(t *testing.T) {
 	mem.add("b", msg("b1"))
 	w.Wake("b")
 	b := w.loop("b")
-	waitFor(t, "b to wait for the slot", func() bool { return b.parked() && w.pool.isWaiting(b.waiter) })
+	waitFor(t, "b to wait for the slot", func() bool { return b.parked() && w.pool.isWaiting(b.waiter.Load()) })
 
 	release := log.holdReads()
 	defer release()

@@ -24,11 +24,11 @@ type queueLoop struct {
 	claim Claim
 	cfg   atomic.Pointer[drover.QueueConfig]
 
-	waiter  *poolWaiter   // the loop's place at the worker's pool
-	wake    chan struct{} // nudges a running loop: enqueues, pause changes, pool grants
-	tasks   chan *slot    // to the runner goroutines; nil while none runs
-	results chan taskDone // from the runner goroutines; nil while parked
-	runners int           // runner goroutines started (owned by run)
+	waiter  atomic.Pointer[poolWaiter] // the loop's place at the worker's pool; made by slotWaiter
+	wake    chan struct{}              // nudges a running loop: enqueues, pause changes, pool grants
+	tasks   chan *slot                 // to the runner goroutines; nil while none runs
+	results chan taskDone              // from the runner goroutines; nil while parked
+	runners int                        // runner goroutines started (owned by run)
 
 	// The contexts of the current turn of the run goroutine (turn.go):
 	// created when it starts, dropped when it parks, so that a parked
@@ -42,8 +42,7 @@ type queueLoop struct {
 	aborted     bool // abortTasks was called: every turn's taskCtx starts cancelled
 
 	lost       atomic.Bool
-	done       chan struct{} // closed when the loop has shut down
-	releaseErr error         // set before done is closed
+	releaseErr error // set before the loop ends (ended)
 
 	// Parking (park.go) and the idle scheduler (idle.go).
 	phase         atomic.Int32  // phaseParked, phaseRunning, phaseEnded
@@ -74,7 +73,9 @@ type queueLoop struct {
 
 	mu       sync.Mutex // guards the fields below, read by State
 	inflight map[string]*TaskState
-	snap     QueueState
+	snap     loopSnap
+	ended    bool          // the loop has shut down
+	done     chan struct{} // made by doneCh, closed when the loop has shut down
 }
 
 // taskDone is a task goroutine's report: whether the message is finished
@@ -90,10 +91,8 @@ func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 	l := &queueLoop{
 		w: w, name: qc.Name, claim: claim,
 		wake: make(chan struct{}, 1),
-		done: make(chan struct{}),
 	}
 	l.setConfig(qc)
-	l.waiter = &poolWaiter{queue: qc.Name, weight: l.config().Weight, wake: l.signal}
 	off := claim.Offset().Position
 	l.fetched, l.offered, l.prog.offset = off, off, off
 	l.committed.Store(int64(off))
@@ -108,15 +107,30 @@ func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 	// each before their first task otherwise (a parked, caught-up queue
 	// sets its lag to 0 without a read meanwhile).
 	l.lastBacklog = w.cfg.Clock.Now()
-	l.snap = QueueState{Name: qc.Name, Committed: off, Fetched: off, Ordered: qc.Ordered}
+	l.snap = loopSnap{Committed: off, Done: off, Fetched: off}
 	return l
 }
 
+// setConfig replaces the loop's configuration with the worker's shared copy
+// of qc (defaults applied, Name cleared: the loop's name is l.name).
 func (l *queueLoop) setConfig(qc drover.QueueConfig) {
-	qc = qc.WithDefaults()
-	l.cfg.Store(&qc)
+	l.cfg.Store(l.w.configs.intern(qc))
 }
 
+// slotWaiter returns the loop's place at the worker's pool, made when the
+// queue first asks for a slot: a queue that never runs a task holds none.
+// Only the run goroutine calls it.
+func (l *queueLoop) slotWaiter() *poolWaiter {
+	if w := l.waiter.Load(); w != nil {
+		return w
+	}
+	w := &poolWaiter{queue: l.name, weight: l.config().Weight, wake: l.signal}
+	l.waiter.Store(w)
+	return w
+}
+
+// config is the queue's configuration: shared with the other queues
+// configured alike, so read-only, and its Name is empty (use l.name).
 func (l *queueLoop) config() *drover.QueueConfig { return l.cfg.Load() }
 
 // markLost stops the queue without any further write. A parked loop is
@@ -181,7 +195,7 @@ func (l *queueLoop) run() {
 	}
 	l.shutdown()
 	l.phase.Store(phaseEnded)
-	close(l.done)
+	l.closeDone()
 }
 
 // iterate does what the loop can do now; it reports false when the queue
@@ -247,7 +261,7 @@ func (l *queueLoop) idle() bool {
 	if l.running > 0 || l.stopCtx.Err() != nil || l.token.Load() {
 		return false
 	}
-	if l.w.blocked(l.name) || l.w.pool.isWaiting(l.waiter) {
+	if l.w.blocked(l.name) || l.w.pool.isWaiting(l.waiter.Load()) {
 		return true
 	}
 	return l.caughtUp && l.prog.undispatched() == 0
@@ -298,7 +312,7 @@ func (l *queueLoop) shouldFetch(now time.Time) bool {
 	if l.w.blocked(l.name) || l.prog.undispatched() >= l.w.cfg.BatchSize {
 		return false
 	}
-	if l.prog.undispatched() > 0 && l.w.pool.isWaiting(l.waiter) {
+	if l.prog.undispatched() > 0 && l.w.pool.isWaiting(l.waiter.Load()) {
 		// Waiting for a slot with work in hand: another read (each
 		// wake-up of an enqueue would cost one) adds nothing to run.
 		return false
@@ -346,12 +360,12 @@ func (l *queueLoop) fetch(now time.Time) {
 // worker's pool allow.
 func (l *queueLoop) dispatch() {
 	if l.w.blocked(l.name) {
-		l.w.pool.leave(l.waiter) // hand back slots granted while paused
+		l.w.pool.leave(l.waiter.Load()) // hand back slots granted while paused
 		return
 	}
 	cfg := l.config()
 	for l.prog.undispatched() > 0 && l.running < cfg.Concurrency {
-		if !l.w.pool.tryAcquire(l.waiter) {
+		if !l.w.pool.tryAcquire(l.slotWaiter()) {
 			return // a release signals l.wake
 		}
 		s := l.prog.takeNext()
@@ -480,7 +494,7 @@ func (l *queueLoop) shutdown() {
 		}
 	}
 	l.stopRunners() // every runner is idle now: they exit
-	l.w.pool.leave(l.waiter)
+	l.w.pool.leave(l.waiter.Load())
 	// The committer gives back what it had not sent yet (and waits for
 	// what it is sending): the release below covers it.
 	if o, ok := l.w.commits.withdraw(l); ok {

@@ -437,7 +437,7 @@ func loopEnded(w *Worker, q string) bool {
 		return true
 	}
 	select {
-	case <-l.done:
+	case <-l.doneCh():
 		return true
 	default:
 		return false

@@ -87,6 +87,9 @@ func (p *pool) release(queue string) {
 
 // isWaiting reports whether w waits for a slot (a grant will wake it).
 func (p *pool) isWaiting(w *poolWaiter) bool {
+	if w == nil {
+		return false // a queue that never asked for a slot
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return w.queued
@@ -95,6 +98,9 @@ func (p *pool) isWaiting(w *poolWaiter) bool {
 // leave removes w from the pool: its queue stops. Slots granted but not
 // taken go back to the pool.
 func (p *pool) leave(w *poolWaiter) {
+	if w == nil {
+		return // a queue that never asked for a slot
+	}
 	p.mu.Lock()
 	for i, x := range p.waiting {
 		if x == w {

@@ -16,6 +16,9 @@ type State struct {
 	Capacity  int          `json:"capacity"`
 	InUse     int          `json:"in_use"`
 	Queues    []QueueState `json:"queues"`
+	// QueueNames lists the owned queues, sorted, in the names-only form
+	// (/debug/state?queues=names), which leaves Queues out.
+	QueueNames []string `json:"queue_names,omitempty"`
 	// Pools are the warm children of pooled routes (docs/process-pool.md).
 	Pools []executor.PoolState `json:"pools,omitempty"`
 }
@@ -47,6 +50,15 @@ type TaskState struct {
 	Runtime  float64         `json:"runtime_seconds"`
 }
 
+// loopSnap is what State shows of a queue's counters, as the run goroutine
+// last published them: only the numbers, so that each owned queue keeps 40
+// bytes for it (the name is the loop's, Ordered its config's).
+type loopSnap struct {
+	Committed, Done, Fetched drover.Position
+	Buffered                 int
+	Lag                      int64
+}
+
 // publish copies the run goroutine's counters for State.
 func (l *queueLoop) publish() {
 	l.mu.Lock()
@@ -54,14 +66,17 @@ func (l *queueLoop) publish() {
 	l.snap.Done = l.prog.offset
 	l.snap.Fetched = l.fetched
 	l.snap.Buffered = l.prog.undispatched()
-	l.snap.Ordered = l.config().Ordered
 	l.mu.Unlock()
 }
 
 func (l *queueLoop) state(now time.Time) QueueState {
+	ordered := l.config().Ordered
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	qs := l.snap
+	qs := QueueState{
+		Name: l.name, Committed: l.snap.Committed, Done: l.snap.Done, Fetched: l.snap.Fetched,
+		Buffered: l.snap.Buffered, Lag: l.snap.Lag, Ordered: ordered,
+	}
 	qs.InFlight = make([]TaskState, 0, len(l.inflight))
 	for _, t := range l.inflight {
 		ts := *t
@@ -74,11 +89,8 @@ func (l *queueLoop) state(now time.Time) QueueState {
 
 // State returns a snapshot of the worker's live state.
 func (w *Worker) State() State {
+	st := w.stateHeader()
 	now := w.cfg.Clock.Now()
-	st := State{
-		Member: w.cfg.Member, Suspended: w.suspended.Load(), Paused: *w.pause.Load(),
-		Capacity: w.cfg.Capacity, InUse: w.pool.inUse(),
-	}
 	w.mu.Lock()
 	loops := make([]*queueLoop, 0, len(w.queues))
 	for _, l := range w.queues {
@@ -96,6 +108,26 @@ func (w *Worker) State() State {
 		st.Pools = po.PoolStates()
 	}
 	return st
+}
+
+// StateNames is State with the owned queues' names only (QueueNames), not
+// their states: at 25,000 queues the full form is tens of megabytes of
+// JSON, which a poller that needs only who runs what should not make the
+// worker build.
+func (w *Worker) StateNames() State {
+	st := w.stateHeader()
+	st.QueueNames = w.Owned()
+	if po, ok := w.cfg.Executor.(PoolReleaser); ok {
+		st.Pools = po.PoolStates()
+	}
+	return st
+}
+
+func (w *Worker) stateHeader() State {
+	return State{
+		Member: w.cfg.Member, Suspended: w.suspended.Load(), Paused: *w.pause.Load(),
+		Capacity: w.cfg.Capacity, InUse: w.pool.inUse(),
+	}
 }
 
 // Job returns the in-flight attempt of message id in queue, if this worker
@@ -116,4 +148,29 @@ func (w *Worker) Job(queue, id string) (TaskState, bool) {
 	ts := *t
 	ts.Runtime = w.cfg.Clock.Now().Sub(ts.Started).Seconds()
 	return ts, true
+}
+
+// doneCh returns a channel closed once the loop has shut down. It is made
+// when first asked for (Stop, Abort): a loop that runs until the worker
+// exits never needs one.
+func (l *queueLoop) doneCh() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+		if l.ended {
+			close(l.done)
+		}
+	}
+	return l.done
+}
+
+// closeDone records that the loop has shut down (releaseErr is set).
+func (l *queueLoop) closeDone() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ended = true
+	if l.done != nil {
+		close(l.done)
+	}
 }

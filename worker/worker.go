@@ -17,8 +17,9 @@ import (
 // give one up; pause flags and the session state arrive through SetPause and
 // SetSuspended. All methods are safe for concurrent use.
 type Worker struct {
-	cfg  Config
-	pool *pool
+	cfg     Config
+	pool    *pool
+	configs configInterner // one copy of each distinct queue configuration
 
 	mu     sync.Mutex
 	queues map[string]*queueLoop
@@ -127,11 +128,12 @@ func (w *Worker) Stop(ctx context.Context, queue string) error {
 		return nil
 	}
 	l.end()
+	done := l.doneCh()
 	select {
-	case <-l.done:
+	case <-done:
 	case <-ctx.Done():
 		l.abortTasks()
-		<-l.done
+		<-done
 	}
 	w.forget(l)
 	return l.releaseErr
@@ -148,7 +150,7 @@ func (w *Worker) Abort(queue string) {
 		return
 	}
 	l.markLost()
-	<-l.done
+	<-l.doneCh()
 	w.forget(l)
 }
 

@@ -138,9 +138,11 @@ func findAdmin(ctx context.Context, s *coordinator.Session, ws []*worker) error 
 var httpClient = &http.Client{Timeout: 30 * time.Second}
 
 // ownedQueues reads the names of the queues the worker runs from its
-// /debug/state.
+// /debug/state in the names-only form: the full form is tens of megabytes of
+// JSON at 25,000 queues, which the worker would build (and its RSS keep) for
+// the harness alone.
 func (w *worker) ownedQueues() ([]string, error) {
-	resp, err := httpClient.Get("http://" + w.admin + "/debug/state")
+	resp, err := httpClient.Get("http://" + w.admin + "/debug/state?queues=names")
 	if err != nil {
 		return nil, err
 	}
@@ -150,19 +152,13 @@ func (w *worker) ownedQueues() ([]string, error) {
 	}
 	var st struct {
 		Worker struct {
-			Queues []struct {
-				Name string `json:"name"`
-			} `json:"queues"`
+			QueueNames []string `json:"queue_names"`
 		} `json:"worker"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return nil, fmt.Errorf("%s /debug/state: %w", w.name, err)
 	}
-	names := make([]string, len(st.Worker.Queues))
-	for i, q := range st.Worker.Queues {
-		names[i] = q.Name
-	}
-	return names, nil
+	return st.Worker.QueueNames, nil
 }
 
 // goroutines reads the worker's goroutine count from the first line of its
@@ -204,8 +200,8 @@ func (w *worker) childrenRSS() (int64, int, error) {
 // waitConverged waits until the workers together run every one of want
 // queues, each exactly once, and returns how long that took. While the
 // owner nodes are fewer than want it polls ZooKeeper's counts (cheap: child
-// counts, no listing); then it reads the workers' /debug/state (megabytes of
-// JSON at 25,000 queues each), every 2 s and less often at large sizes. It
+// counts, no listing); then it reads the workers' queue names
+// (/debug/state?queues=names), every 2 s and less often at large sizes. It
 // fails after bound, naming what each worker runs.
 func waitConverged(tb testing.TB, s *coordinator.Session, ws []*worker, want int, bound time.Duration) time.Duration {
 	tb.Helper()
