@@ -11,14 +11,17 @@ import (
 
 // Outcome records (docs/redis-schema.md, "Outcome records") keep what
 // happened to a finished job after its message has left the log, in
-// expiring buckets (see recordOutcomesSource). Records are written by the
+// expiring buckets whose expiry is fixed when they are made (see
+// recordFunction): a record costs ZRANGE, HLEN and HSET, the bound and the
+// expiry are kept when a new bucket is made. Records are written by the
 // queue's owner together with the trim that follows each offset commit, so
 // they cost no round trip of their own.
 
 // TrimRecording is Trim, preceded by keeping outcome records of jobs that
 // finished since the last trim, in the same round trip (one pipeline). The
 // records are kept for policy.Keep() (no record when it is 0) and at most
-// policy.MaxRecords() are kept per queue, the oldest going first. It returns
+// policy.MaxRecords() are kept per queue, the oldest going first (a lowered
+// bound applies within 1/8 of it in new records). It returns
 // how many log entries the trim removed.
 //
 // The records are written before the trim, so a lookup that no longer finds

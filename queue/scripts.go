@@ -245,16 +245,92 @@ redis.call('ZREM', KEYS[4], ARGV[1])
 return 1
 `
 
-// Outcome records live in buckets: HASHes named <done>:<n> (id → record
-// JSON), each expiring (PEXPIREAT) the retention after its last write, and
-// listed in the index <done> (ZSET "<n>:<start ms>" → expiry, unix ms; n
-// is zero-padded to 12 digits so that ties in expiry sort by age). A
-// bucket takes records for 1/8 of the retention (at least 1 s) or up to 1/8
-// of the bound, whichever ends first; when the buckets hold more than the
-// bound, the oldest are deleted whole. So a record costs one HSET field (no
-// sorted-set entry), expiry is Redis's own, and a lookup reads at most a few
-// buckets. The bucket keys are not in KEYS: they are derived from KEYS[1]
-// and carry its hash tag, so they live in the same Cluster slot.
+// Outcome records live in buckets: HASHes named <done>:<n>:<start ms> (id
+// → record JSON), listed in the index <done> (ZSET "<n>:<start ms>" →
+// expiry, unix ms; n is zero-padded to 12 digits so that ties in expiry
+// sort by age). A bucket takes records for width = 1/8 of the retention (at
+// least 1 s) and at most per = 1/8 of the bound. Its expiry is fixed when
+// it is made: start + width + retention, so that a record written into it
+// while it is current lives at least the retention; it is set once
+// (PEXPIREAT, ZADD) and a later record costs one HSET. The script writes
+// into the newest bucket (ZRANGE -1 -1) unless it holds per records, is
+// gone (HLEN 0), or its expiry does not fit the retention now: earlier
+// than now + retention (the width passed, or the retention was raised) or
+// later than now + width + retention (the retention was lowered). Then it
+// makes a new bucket (rotation), and only then does it the bookkeeping:
+// drop expired index entries, delete the oldest buckets whole until the
+// others hold at most bound − per (room for the new one to fill, so the
+// total stays within the bound), lower to the new expiry any bucket that
+// expires later (a lowered retention applies to the records kept, and the
+// index stays in age order), and set the index to expire with its newest
+// bucket. A raised bound takes effect at the next rotation; a lowered one
+// at once if the current bucket holds the new per, else within per new
+// records. So a record costs ZRANGE, HLEN and HSET (and TIME per call),
+// expiry is Redis's own, and a lookup reads at most a few buckets. The
+// bucket keys are not in KEYS: they are derived from the index key and
+// carry its hash tag, so they live in the same Cluster slot.
+//
+// recordFunction is that code, shared by record-outcomes and trim-many so
+// that the two cannot drift: record(done, now_ms, max, keep, from, to)
+// writes the id/record pairs ARGV[from..to] under the index done, keeping
+// at most max records for keep ms.
+const recordFunction = `local function rotate(done, now_ms, max, per)
+  redis.call('ZREMRANGEBYSCORE', done, '-inf', now_ms)
+  local buckets = redis.call('ZRANGE', done, 0, -1)
+  local sizes, total = {}, 0
+  for j = 1, #buckets do
+    sizes[j] = redis.call('HLEN', done .. ':' .. buckets[j])
+    total = total + sizes[j]
+  end
+  local j = 1
+  while total + per > max and j <= #buckets do
+    redis.call('UNLINK', done .. ':' .. buckets[j])
+    redis.call('ZREM', done, buckets[j])
+    total = total - sizes[j]
+    j = j + 1
+  end
+end
+local function record(done, now_ms, max, keep, from, to)
+  local width = math.max(1000, math.floor(keep / 8))
+  local per = math.max(1, math.floor(max / 8))
+  local n, held, key = 0, per, nil
+  local cur = redis.call('ZRANGE', done, -1, -1, 'WITHSCORES')
+  if #cur > 0 then
+    n = tonumber(string.match(cur[1], '^(%d+):'))
+    local expiry = tonumber(cur[2])
+    if expiry >= now_ms + keep and expiry <= now_ms + width + keep then
+      key = done .. ':' .. cur[1]
+      held = redis.call('HLEN', key)
+      if held == 0 then held = per end
+    end
+  end
+  local i = from
+  while i <= to do
+    local made = nil
+    if held >= per then
+      rotate(done, now_ms, max, per)
+      n, held = n + 1, 0
+      made = string.format('%012d:%d', n, now_ms)
+      key = done .. ':' .. made
+    end
+    local room = math.min(per - held, (to - i + 1) / 2, 1000)
+    redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
+    if made then
+      local expiry = now_ms + width + keep
+      redis.call('PEXPIREAT', key, expiry)
+      local later = redis.call('ZRANGE', done, '(' .. expiry, '+inf', 'BYSCORE')
+      for j = 1, #later do
+        redis.call('PEXPIREAT', done .. ':' .. later[j], expiry)
+        redis.call('ZADD', done, expiry, later[j])
+      end
+      redis.call('ZADD', done, expiry, made)
+      redis.call('PEXPIREAT', done, expiry)
+    end
+    held = held + room
+    i = i + 2 * room
+  end
+end
+`
 
 // recordOutcomesSource keeps outcome records of finished jobs.
 //
@@ -263,50 +339,11 @@ return 1
 //	ARGV[2] how long to keep the records, in ms (> 0)
 //	then 2 per record: id, record JSON
 //
-// Returns the number of records kept in the queue after the call.
-const recordOutcomesSource = `-- drover record-outcomes v1
-local t = redis.call('TIME')
+// Returns the number of records written.
+const recordOutcomesSource = "-- drover record-outcomes v2\n" + recordFunction + `local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local max, keep = tonumber(ARGV[1]), tonumber(ARGV[2])
-local expiry = now_ms + keep
-local width = math.max(1000, math.floor(keep / 8))
-local per = math.max(1, math.floor(max / 8))
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
-local n, start, held = 0, 0, 0
-local cur = redis.call('ZRANGE', KEYS[1], -1, -1)
-if #cur > 0 then
-  local a, b = string.match(cur[1], '^(%d+):(%d+)$')
-  n, start = tonumber(a), tonumber(b)
-  held = redis.call('HLEN', KEYS[1] .. ':' .. cur[1])
-end
-local i = 3
-while i <= #ARGV do
-  if #cur == 0 or now_ms - start >= width or held >= per then
-    n, start, held = n + 1, now_ms, 0
-    cur = {string.format('%012d:%d', n, now_ms)}
-  end
-  local room = math.min(per - held, (#ARGV - i + 1) / 2, 1000)
-  local key = KEYS[1] .. ':' .. cur[1]
-  redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
-  redis.call('PEXPIREAT', key, expiry)
-  redis.call('ZADD', KEYS[1], expiry, cur[1])
-  held = held + room
-  i = i + 2 * room
-end
-local buckets = redis.call('ZRANGE', KEYS[1], 0, -1)
-local sizes, total = {}, 0
-for j = 1, #buckets do
-  sizes[j] = redis.call('HLEN', KEYS[1] .. ':' .. buckets[j])
-  total = total + sizes[j]
-end
-local j = 1
-while total > max and j < #buckets do
-  redis.call('UNLINK', KEYS[1] .. ':' .. buckets[j])
-  redis.call('ZREM', KEYS[1], buckets[j])
-  total = total - sizes[j]
-  j = j + 1
-end
-return total
+record(KEYS[1], now_ms, tonumber(ARGV[1]), tonumber(ARGV[2]), 3, #ARGV)
+return (#ARGV - 2) / 2
 `
 
 // jobStatusSource reads everything one job's status needs, in one call:
@@ -473,51 +510,11 @@ return #ids
 //
 // Returns per queue the number of log entries removed (a queue that
 // reaches its chunk is trimmed further by the caller).
-const trimManySource = `-- drover trim-many v1
+const trimManySource = `-- drover trim-many v2
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
-local function record(done, max, keep, from, to)
-  local expiry = now_ms + keep
-  local width = math.max(1000, math.floor(keep / 8))
-  local per = math.max(1, math.floor(max / 8))
-  redis.call('ZREMRANGEBYSCORE', done, '-inf', now_ms)
-  local n, start, held = 0, 0, 0
-  local cur = redis.call('ZRANGE', done, -1, -1)
-  if #cur > 0 then
-    local a, b = string.match(cur[1], '^(%d+):(%d+)$')
-    n, start = tonumber(a), tonumber(b)
-    held = redis.call('HLEN', done .. ':' .. cur[1])
-  end
-  local i = from
-  while i <= to do
-    if #cur == 0 or now_ms - start >= width or held >= per then
-      n, start, held = n + 1, now_ms, 0
-      cur = {string.format('%012d:%d', n, now_ms)}
-    end
-    local room = math.min(per - held, (to - i + 1) / 2, 1000)
-    local key = done .. ':' .. cur[1]
-    redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
-    redis.call('PEXPIREAT', key, expiry)
-    redis.call('ZADD', done, expiry, cur[1])
-    held = held + room
-    i = i + 2 * room
-  end
-  local buckets = redis.call('ZRANGE', done, 0, -1)
-  local sizes, total = {}, 0
-  for j = 1, #buckets do
-    sizes[j] = redis.call('HLEN', done .. ':' .. buckets[j])
-    total = total + sizes[j]
-  end
-  local j = 1
-  while total > max and j < #buckets do
-    redis.call('UNLINK', done .. ':' .. buckets[j])
-    redis.call('ZREM', done, buckets[j])
-    total = total - sizes[j]
-    j = j + 1
-  end
-end
-local function trim(log, msg, delayed, seen, bound, retention, chunk)
+` + recordFunction + `local function trim(log, msg, delayed, seen, bound, retention, chunk)
   if retention > 0 then bound = math.min(bound, now_us - retention - 1) end
   local old = redis.call('ZRANGE', seen, '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 100)
   if #old > 0 then redis.call('ZREM', seen, unpack(old)) end
@@ -544,7 +541,7 @@ while a <= #ARGV do
   local k = 5 * q
   q = q + 1
   local n = tonumber(ARGV[a + 5])
-  if n > 0 then record(KEYS[k + 5], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 6, a + 5 + 2 * n) end
+  if n > 0 then record(KEYS[k + 5], now_ms, tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 6, a + 5 + 2 * n) end
   out[q] = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2])
   a = a + 6 + 2 * n
 end

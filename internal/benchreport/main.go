@@ -148,6 +148,16 @@ func sections() []section {
 			Notes: "A record is one HSET field and about 110 bytes sent per succeeded task, in the pipeline of the trim that follows each commit, and the queue loop waits for that pipeline. Writing records in batches costs about 2–2.5 µs each here (queue.BenchmarkRecordOutcomes: 400,000–490,000 records/s in batches of 10,000), against 10–16 µs for a whole inline no-op task, so the 10% target is at the edge on this machine: runs during development at a load average near 11 gave 14–15% (MISSED there); writing the records from a separate goroutine instead measured worse (21–25%), since both compete for the same 2 cores. Against a subprocess task (about 1 ms) a record is well under 1%. What would cut it further: plain HSET from the owner without the Lua script, or a smaller record (no member and task per record).",
 		},
 		{
+			Title: "Outcome record cost (Redis commands per record)", Pkg: "./queue",
+			Intro: "One outcome record per queue per commit, the busy runtime's case (each busy queue finishes about one job per second), written by the committer's `trim-many` call for 64 queues at a time and by `record-outcomes` alone (a revoke; it adds the call's `TIME`). Commands are counted with `INFO commandstats` (commands the scripts run; the script calls not counted; for `trim-many` the same trims without records are subtracted). `buckets=1`: the default bound, the records in one bucket; `buckets=8`: bound 80 (10 per bucket), eight buckets held and a new one every 10 records, so that rotation and the bound's enforcement are included.",
+			Bench: "^BenchmarkRecordOneCommands$", Benchtime: "200x",
+			Units: []string{"trim-many-cmds/record", "record-outcomes-cmds/record"},
+			Targets: []target{
+				{"a record in the common case costs about 3 commands (ZRANGE, HLEN, HSET)", "BenchmarkRecordOneCommands/buckets=1", "trim-many-cmds/record", "<=", 3},
+			},
+			Notes: "Before the fixed bucket expiry (trim-many v1) the same runs gave 8 (buckets=1) and 15.3 (buckets=8) commands per record: every call dropped expired index entries, re-expired the bucket and re-scored it, and read the size of every bucket to enforce the bound, so the cost grew with the buckets held (up to about 9 at the default retention). Now that bookkeeping happens only when a bucket is made, once per 1/8 of the bound or of the retention (docs/decisions.md, \"Outcome buckets with a fixed expiry\").",
+		},
+		{
 			Title: "HTTP producers", Pkg: "./web",
 			Intro: "`POST /api/v1/queues/{q}/jobs` with batches of 100 jobs from one keep-alive client with a producer token (authenticated, size-bounded, audited), against the Go client's `EnqueueBatch` of 100 on the same Redis, alternating in the same run; `ratio` = HTTP / Go client.",
 			Bench: "^BenchmarkHTTPEnqueueBatch100$", Benchtime: "1x",
