@@ -26,10 +26,8 @@ type QueueCheck = drover.QueueCheck
 // poll per queue. Results are in no particular order.
 func (s *Store) CheckQueues(ctx context.Context, offsets map[string]drover.Position) ([]QueueCheck, error) {
 	type group struct {
+		scriptCall
 		queues []string
-		keys   []string
-		args   []any
-		cmd    *redis.Cmd
 	}
 	names := make([]string, 0, len(offsets))
 	for q := range offsets {
@@ -52,24 +50,11 @@ func (s *Store) CheckQueues(ctx context.Context, offsets map[string]drover.Posit
 	if len(groups) == 0 {
 		return nil, nil
 	}
-	pipe := s.rdb.Pipeline()
-	for _, g := range groups {
-		g.cmd = checkScript.EvalSha(ctx, pipe, g.keys, g.args...)
+	calls := make([]*scriptCall, len(groups))
+	for k, g := range groups {
+		calls[k] = &g.scriptCall
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command below
-	var retry []*group
-	for _, g := range groups {
-		if isNoScript(g.cmd.Err()) {
-			retry = append(retry, g)
-		}
-	}
-	if len(retry) > 0 {
-		pipe := s.rdb.Pipeline()
-		for _, g := range retry {
-			g.cmd = checkScript.Eval(ctx, pipe, g.keys, g.args...)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
+	s.evalPipelined(ctx, checkScript, calls)
 	out := make([]QueueCheck, 0, len(offsets))
 	for _, g := range groups {
 		vals, err := g.cmd.Int64Slice()

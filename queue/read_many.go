@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/drover-dev/drover"
 )
 
@@ -81,10 +79,8 @@ func (s *Store) ReadMany(ctx context.Context, reqs []drover.ReadRequest) []drove
 // readMany reads the requests at idx (distinct queues) in one pipeline.
 func (s *Store) readMany(ctx context.Context, reqs []drover.ReadRequest, idx []int, out []drover.ReadResult) {
 	type group struct {
-		idx  []int
-		keys []string
-		args []any
-		cmd  *redis.Cmd
+		scriptCall
+		idx []int
 	}
 	at := make(map[string]int, len(idx)) // queue → request index
 	names := make([]string, len(idx))
@@ -111,24 +107,11 @@ func (s *Store) readMany(ctx context.Context, reqs []drover.ReadRequest, idx []i
 		}
 		groups[k] = g
 	}
-	pipe := s.rdb.Pipeline()
-	for _, g := range groups {
-		g.cmd = readManyScript.EvalSha(ctx, pipe, g.keys, g.args...)
+	calls := make([]*scriptCall, len(groups))
+	for k, g := range groups {
+		calls[k] = &g.scriptCall
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command below
-	var retry []*group
-	for _, g := range groups {
-		if isNoScript(g.cmd.Err()) {
-			retry = append(retry, g)
-		}
-	}
-	if len(retry) > 0 {
-		pipe := s.rdb.Pipeline()
-		for _, g := range retry {
-			g.cmd = readManyScript.Eval(ctx, pipe, g.keys, g.args...)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
+	s.evalPipelined(ctx, readManyScript, calls)
 	for _, g := range groups {
 		reply, err := g.cmd.Slice()
 		if err == nil && len(reply) != 2*len(g.idx) {

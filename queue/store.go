@@ -152,6 +152,44 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args .
 	return sc.Run(ctx, s.rdb, keys, args...)
 }
 
+// scriptCall is one call of a script sent in a batch (evalPipelined): its
+// keys and arguments, and, once the batch is sent, its reply.
+type scriptCall struct {
+	keys []string
+	args []any
+	cmd  *redis.Cmd
+}
+
+// evalPipelined sends every call of sc in one pipeline (EVALSHA), then
+// sends again, with the source and in a second pipeline, only the calls
+// the server refused because it did not know the script (its first use,
+// or after a restart or SCRIPT FLUSH). Each call's reply or error is in
+// its cmd.
+func (s *Store) evalPipelined(ctx context.Context, sc *redis.Script, calls []*scriptCall) {
+	if len(calls) == 0 {
+		return
+	}
+	pipe := s.rdb.Pipeline()
+	for _, c := range calls {
+		c.cmd = sc.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per call
+	var retry []*scriptCall
+	for _, c := range calls {
+		if isNoScript(c.cmd.Err()) {
+			retry = append(retry, c)
+		}
+	}
+	if len(retry) == 0 {
+		return
+	}
+	pipe = s.rdb.Pipeline()
+	for _, c := range retry {
+		c.cmd = sc.Eval(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx)
+}
+
 // isNoScript reports whether err says the server does not know a script.
 func isNoScript(err error) bool {
 	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/drover-dev/drover"
 )
 
@@ -41,10 +39,8 @@ func (s *Store) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error
 
 func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []error) {
 	type group struct {
-		idx  []int
-		keys []string
-		args []any
-		cmd  *redis.Cmd
+		scriptCall
+		idx []int
 	}
 	args := make([][]any, len(reqs)) // each request's script arguments
 	at := make(map[string]int, len(reqs))
@@ -93,28 +89,11 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 		}
 		groups[k] = g
 	}
-	if len(groups) > 0 {
-		pipe := s.rdb.Pipeline()
-		for _, g := range groups {
-			g.cmd = trimManyScript.EvalSha(ctx, pipe, g.keys, g.args...)
-		}
-		_, _ = pipe.Exec(ctx) // errors are read per command below
-		// A call the server did not run (it did not know the script) is
-		// sent again with its source; only those calls.
-		var retry []*group
-		for _, g := range groups {
-			if isNoScript(g.cmd.Err()) {
-				retry = append(retry, g)
-			}
-		}
-		if len(retry) > 0 {
-			pipe := s.rdb.Pipeline()
-			for _, g := range retry {
-				g.cmd = trimManyScript.Eval(ctx, pipe, g.keys, g.args...)
-			}
-			_, _ = pipe.Exec(ctx)
-		}
+	calls := make([]*scriptCall, len(groups))
+	for k, g := range groups {
+		calls[k] = &g.scriptCall
 	}
+	s.evalPipelined(ctx, trimManyScript, calls)
 	for _, g := range groups {
 		ns, err := g.cmd.Int64Slice()
 		if err == nil && len(ns) != len(g.idx) {
