@@ -193,13 +193,7 @@ func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 		}
 		sortCandidates(names)
 		node := e.dir + "/" + names[0]
-		nd, err := bounded(ctx, e.s, func(c zkConn) (nodeData, error) {
-			data, st, err := c.Get(node)
-			if err != nil {
-				return nodeData{}, err
-			}
-			return nodeData{data, *st}, nil
-		})
+		nd, err := getNode(ctx, e.s, node)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue // the leader just left; look again
 		}

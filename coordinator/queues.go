@@ -302,13 +302,7 @@ func (s *Session) Queue(ctx context.Context, name string) (QueueEntry, error) {
 	if err != nil {
 		return QueueEntry{}, fmt.Errorf("read queue: %w", err)
 	}
-	nd, err := bounded(ctx, s, func(c zkConn) (nodeData, error) {
-		data, st, err := c.Get(p)
-		if err != nil {
-			return nodeData{}, err
-		}
-		return nodeData{data, *st}, nil
-	})
+	nd, err := getNode(ctx, s, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return QueueEntry{}, fmt.Errorf("read queue %s: %w", name, drover.ErrQueueNotFound)
 	}

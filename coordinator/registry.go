@@ -209,13 +209,7 @@ type bucketRead struct {
 // config nodes below it (a writer outside Drover, or a bug, broke it: the
 // configs are the truth it is made from).
 func (s *Session) readBucket(ctx context.Context, p string) (bucketRead, error) {
-	nd, err := bounded(ctx, s, func(c zkConn) (nodeData, error) {
-		data, st, err := c.Get(p)
-		if err != nil {
-			return nodeData{}, err
-		}
-		return nodeData{data, *st}, nil
-	})
+	nd, err := getNode(ctx, s, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return bucketRead{missing: true}, nil
 	}
