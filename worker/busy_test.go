@@ -17,11 +17,9 @@ import (
 // be held: a read started while hold is set waits until it is cleared.
 type countingLog struct {
 	*memLog
+	readGate
 	backlogs atomic.Int32
 	held     atomic.Int32 // reads that waited for hold
-
-	mu   sync.Mutex
-	hold chan struct{} // non-nil: ReadAfter waits for it to close
 }
 
 func (l *countingLog) Backlog(context.Context, string, drover.Position) (Backlog, error) {
@@ -30,30 +28,11 @@ func (l *countingLog) Backlog(context.Context, string, drover.Position) (Backlog
 }
 
 func (l *countingLog) ReadAfter(ctx context.Context, queue string, after drover.Position, n int) ([]drover.LogEntry, error) {
-	l.mu.Lock()
-	h := l.hold
-	l.mu.Unlock()
-	if h != nil {
+	if h := l.gate(); h != nil {
 		l.held.Add(1)
 		<-h
 	}
 	return l.memLog.ReadAfter(ctx, queue, after, n)
-}
-
-func (l *countingLog) holdReads() (release func()) {
-	h := make(chan struct{})
-	l.mu.Lock()
-	l.hold = h
-	l.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			l.mu.Lock()
-			l.hold = nil
-			l.mu.Unlock()
-			close(h)
-		})
-	}
 }
 
 // gateExecutor runs a message once a token for its id arrives, and records

@@ -330,3 +330,35 @@ func sortedCopy(s []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// readGate holds a fake log's reads while set: a read that finds it set
+// waits until the test releases it.
+type readGate struct {
+	gateMu sync.Mutex
+	hold   chan struct{}
+}
+
+// gate returns the channel a read must wait for, or nil.
+func (g *readGate) gate() chan struct{} {
+	g.gateMu.Lock()
+	defer g.gateMu.Unlock()
+	return g.hold
+}
+
+// holdReads holds the reads that start from now on until release is
+// called (once or more).
+func (g *readGate) holdReads() (release func()) {
+	h := make(chan struct{})
+	g.gateMu.Lock()
+	g.hold = h
+	g.gateMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.gateMu.Lock()
+			g.hold = nil
+			g.gateMu.Unlock()
+			close(h)
+		})
+	}
+}

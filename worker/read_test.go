@@ -18,10 +18,10 @@ import (
 // each batch; while held, a batch waits in ReadMany until released.
 type batchLogReads struct {
 	*memLog
+	readGate
 
 	mu      sync.Mutex
 	batches [][]drover.ReadRequest
-	hold    chan struct{} // non-nil: ReadMany waits for it to close
 	entered chan struct{} // a held batch is inside ReadMany (buffered)
 }
 
@@ -32,7 +32,7 @@ func newBatchLogReads(mem *memLog) *batchLogReads {
 func (l *batchLogReads) ReadMany(ctx context.Context, reqs []drover.ReadRequest) []drover.ReadResult {
 	l.mu.Lock()
 	l.batches = append(l.batches, slices.Clone(reqs))
-	h := l.hold
+	h := l.gate()
 	l.mu.Unlock()
 	if h != nil {
 		l.entered <- struct{}{}
@@ -43,22 +43,6 @@ func (l *batchLogReads) ReadMany(ctx context.Context, reqs []drover.ReadRequest)
 		out[i].Entries, out[i].Err = l.memLog.ReadAfter(ctx, r.Queue, r.After, r.N)
 	}
 	return out
-}
-
-func (l *batchLogReads) holdReads() (release func()) {
-	h := make(chan struct{})
-	l.mu.Lock()
-	l.hold = h
-	l.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			l.mu.Lock()
-			l.hold = nil
-			l.mu.Unlock()
-			close(h)
-		})
-	}
 }
 
 func (l *batchLogReads) batchList() [][]drover.ReadRequest {
