@@ -25,51 +25,37 @@ type QueueCheck = drover.QueueCheck
 // standalone server, one per slot on a Cluster, all in one pipeline — not a
 // poll per queue. Results are in no particular order.
 func (s *Store) CheckQueues(ctx context.Context, offsets map[string]drover.Position) ([]QueueCheck, error) {
-	type group struct {
-		scriptCall
-		queues []string
-	}
 	names := make([]string, 0, len(offsets))
 	for q := range offsets {
 		names = append(names, q)
 	}
-	parts, err := s.slotGroups(names, checkGroup)
+	calls, err := s.slotCalls(names, checkGroup, func(c *scriptCall, q string) {
+		qk := s.keys.queue(q)
+		c.keys = append(c.keys, qk.log, qk.delayed)
+		c.args = append(c.args, "("+formatInt(int64(offsets[q])))
+	})
 	if err != nil {
 		return nil, fmt.Errorf("check queues: %w", err)
 	}
-	groups := make([]*group, len(parts))
-	for i, part := range parts {
-		g := &group{queues: part}
-		for _, q := range part {
-			qk := s.keys.queue(q)
-			g.keys = append(g.keys, qk.log, qk.delayed)
-			g.args = append(g.args, "("+formatInt(int64(offsets[q])))
-		}
-		groups[i] = g
-	}
-	if len(groups) == 0 {
+	if len(calls) == 0 {
 		return nil, nil
-	}
-	calls := make([]*scriptCall, len(groups))
-	for k, g := range groups {
-		calls[k] = &g.scriptCall
 	}
 	s.evalPipelined(ctx, checkScript, calls)
 	out := make([]QueueCheck, 0, len(offsets))
-	for _, g := range groups {
-		vals, err := g.cmd.Int64Slice()
-		if err == nil && len(vals) != 2*len(g.queues) {
-			err = fmt.Errorf("check script returned %d values for %d queues", len(vals), len(g.queues))
+	for _, c := range calls {
+		vals, err := c.cmd.Int64Slice()
+		if err == nil && len(vals) != 2*len(c.queues) {
+			err = fmt.Errorf("check script returned %d values for %d queues", len(vals), len(c.queues))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("check queues: %w", err)
 		}
-		for i, q := range g.queues {
-			c := QueueCheck{Queue: q, Ready: vals[2*i] == 1}
+		for i, q := range c.queues {
+			qc := QueueCheck{Queue: q, Ready: vals[2*i] == 1}
 			if due := vals[2*i+1]; due > 0 {
-				c.NextDue = time.UnixMilli(due)
+				qc.NextDue = time.UnixMilli(due)
 			}
-			out = append(out, c)
+			out = append(out, qc)
 		}
 	}
 	return out, nil

@@ -78,46 +78,31 @@ func (s *Store) ReadMany(ctx context.Context, reqs []drover.ReadRequest) []drove
 
 // readMany reads the requests at idx (distinct queues) in one pipeline.
 func (s *Store) readMany(ctx context.Context, reqs []drover.ReadRequest, idx []int, out []drover.ReadResult) {
-	type group struct {
-		scriptCall
-		idx []int
-	}
 	at := make(map[string]int, len(idx)) // queue → request index
 	names := make([]string, len(idx))
 	for k, i := range idx {
 		names[k] = reqs[i].Queue
 		at[reqs[i].Queue] = i
 	}
-	parts, err := s.slotGroups(names, readGroup)
+	calls, err := s.slotCalls(names, readGroup, func(c *scriptCall, q string) {
+		r, qk := reqs[at[q]], s.keys.queue(q)
+		c.keys = append(c.keys, qk.log, qk.msg)
+		c.args = append(c.args, "("+formatInt(int64(r.After)), r.N)
+	})
 	if err != nil { // names were checked: cannot happen
 		for _, i := range idx {
 			out[i].Err = fmt.Errorf("read %s: %w", reqs[i].Queue, err)
 		}
 		return
 	}
-	groups := make([]*group, len(parts))
-	for k, part := range parts {
-		g := &group{}
-		for _, q := range part {
-			i := at[q]
-			qk := s.keys.queue(q)
-			g.idx = append(g.idx, i)
-			g.keys = append(g.keys, qk.log, qk.msg)
-			g.args = append(g.args, "("+formatInt(int64(reqs[i].After)), reqs[i].N)
-		}
-		groups[k] = g
-	}
-	calls := make([]*scriptCall, len(groups))
-	for k, g := range groups {
-		calls[k] = &g.scriptCall
-	}
 	s.evalPipelined(ctx, readManyScript, calls)
-	for _, g := range groups {
-		reply, err := g.cmd.Slice()
-		if err == nil && len(reply) != 2*len(g.idx) {
-			err = fmt.Errorf("the read-many script returned %d values for %d queues", len(reply), len(g.idx))
+	for _, c := range calls {
+		reply, err := c.cmd.Slice()
+		if err == nil && len(reply) != 2*len(c.queues) {
+			err = fmt.Errorf("the read-many script returned %d values for %d queues", len(reply), len(c.queues))
 		}
-		for k, i := range g.idx {
+		for k, q := range c.queues {
+			i := at[q]
 			r := reqs[i]
 			if err != nil {
 				out[i].Err = fmt.Errorf("read %s after %d: %w", r.Queue, r.After, err)

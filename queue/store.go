@@ -152,12 +152,33 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args .
 	return sc.Run(ctx, s.rdb, keys, args...)
 }
 
-// scriptCall is one call of a script sent in a batch (evalPipelined): its
-// keys and arguments, and, once the batch is sent, its reply.
+// scriptCall is one call of a script sent in a batch (evalPipelined): the
+// queues it covers, its keys and arguments (queue by queue, in that order),
+// and, once the batch is sent, its reply.
 type scriptCall struct {
-	keys []string
-	args []any
-	cmd  *redis.Cmd
+	queues []string
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+}
+
+// slotCalls splits queues into the script calls one command may cover
+// (slotGroups) and has add append each queue's keys and arguments to its
+// call. It refuses an invalid queue name.
+func (s *Store) slotCalls(queues []string, per int, add func(c *scriptCall, q string)) ([]*scriptCall, error) {
+	parts, err := s.slotGroups(queues, per)
+	if err != nil {
+		return nil, err
+	}
+	calls := make([]*scriptCall, len(parts))
+	for i, part := range parts {
+		c := &scriptCall{queues: part}
+		for _, q := range part {
+			add(c, q)
+		}
+		calls[i] = c
+	}
+	return calls, nil
 }
 
 // evalPipelined sends every call of sc in one pipeline (EVALSHA), then

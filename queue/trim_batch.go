@@ -38,10 +38,6 @@ func (s *Store) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error
 }
 
 func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []error) {
-	type group struct {
-		scriptCall
-		idx []int
-	}
 	args := make([][]any, len(reqs)) // each request's script arguments
 	at := make(map[string]int, len(reqs))
 	var names []string
@@ -70,36 +66,25 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 		args[i] = a
 		names = append(names, r.Queue)
 	}
-	parts, err := s.slotGroups(names, trimGroup)
+	calls, err := s.slotCalls(names, trimGroup, func(c *scriptCall, q string) {
+		qk := s.keys.queue(q)
+		c.keys = append(c.keys, qk.log, qk.msg, qk.delayed, qk.seen, qk.done)
+		c.args = append(c.args, args[at[q]]...)
+	})
 	if err != nil { // names were checked: cannot happen
 		for _, q := range names {
 			errs[at[q]] = fmt.Errorf("trim: %w", err)
 		}
 		return
 	}
-	groups := make([]*group, len(parts))
-	for k, part := range parts {
-		g := &group{}
-		for _, q := range part {
-			i := at[q]
-			qk := s.keys.queue(q)
-			g.idx = append(g.idx, i)
-			g.keys = append(g.keys, qk.log, qk.msg, qk.delayed, qk.seen, qk.done)
-			g.args = append(g.args, args[i]...)
-		}
-		groups[k] = g
-	}
-	calls := make([]*scriptCall, len(groups))
-	for k, g := range groups {
-		calls[k] = &g.scriptCall
-	}
 	s.evalPipelined(ctx, trimManyScript, calls)
-	for _, g := range groups {
-		ns, err := g.cmd.Int64Slice()
-		if err == nil && len(ns) != len(g.idx) {
-			err = fmt.Errorf("the trim-many script returned %d counts for %d queues", len(ns), len(g.idx))
+	for _, c := range calls {
+		ns, err := c.cmd.Int64Slice()
+		if err == nil && len(ns) != len(c.queues) {
+			err = fmt.Errorf("the trim-many script returned %d counts for %d queues", len(ns), len(c.queues))
 		}
-		for k, i := range g.idx {
+		for k, q := range c.queues {
+			i := at[q]
 			r := &reqs[i]
 			switch {
 			case err != nil:
