@@ -41,6 +41,13 @@ type multiBatcher struct {
 
 	// flushes counts the multis sent (tests and figures).
 	flushes int64
+
+	// commitMu serialises CommitMany calls (commit_many.go), the only
+	// writers that hold several claims' locks at once: two of them locking
+	// the same claims in different orders would deadlock.
+	commitMu sync.Mutex
+	// commitBytes cuts CommitMany's multis (0: batchBytes); tests lower it.
+	commitBytes int
 }
 
 // multi sends ops (one claim's commit or release) in a coalesced multi and
