@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -29,6 +30,14 @@ type committer struct {
 	pending  map[*queueLoop]*commitReq // offered, not sent yet
 	inflight map[*queueLoop]bool       // being committed now
 	running  bool                      // the flush goroutine runs
+
+	// early asks the flush goroutine for an early flush: the member has
+	// drained (drained). earlyAt is the earliest the next early flush may
+	// start (owned by the flush goroutine).
+	early   chan struct{}
+	earlyAt time.Time
+	// drains counts the drains the flush goroutine has acted on (tests).
+	drains atomic.Int64
 }
 
 // commitReq is one queue's offset to commit, with the outcome records of the
@@ -39,7 +48,7 @@ type commitReq struct {
 }
 
 func newCommitter(w *Worker) *committer {
-	c := &committer{w: w, pending: map[*queueLoop]*commitReq{}, inflight: map[*queueLoop]bool{}}
+	c := &committer{w: w, pending: map[*queueLoop]*commitReq{}, inflight: map[*queueLoop]bool{}, early: make(chan struct{}, 1)}
 	c.cond = sync.NewCond(&c.mu)
 	return c
 }
@@ -91,17 +100,66 @@ func (c *committer) withdraw(l *queueLoop) ([]drover.Outcome, bool) {
 	return r.outcomes, true
 }
 
-// run flushes every CommitInterval until nothing waits. The interval runs
-// from one flush's start to the next: timed from a flush's end, every
-// flush's own duration added to the wait of the offsets behind it (the
-// commit tail a drained queue waits for: up to an interval plus a flush).
+// drained tells the committer that the member has drained: no queue loop
+// runs, so nothing is in flight and nothing waits to run. What waits then
+// is the member's last progress for now, and waiting for the interval
+// only delays its commit (the commit tail: up to a CommitInterval after
+// the last task). The flush goroutine flushes at once, unless an early
+// flush started less than a CommitInterval ago: then at that interval's
+// end, with the timed flush. It never blocks.
+func (c *committer) drained() {
+	c.mu.Lock()
+	waiting := c.running && len(c.pending) > 0
+	c.mu.Unlock()
+	if !waiting {
+		return
+	}
+	select {
+	case c.early <- struct{}{}:
+	default:
+	}
+}
+
+// run flushes every CommitInterval until nothing waits, and early when the
+// member drains. The interval runs from one flush's start to the next:
+// timed from a flush's end, every flush's own duration added to the wait
+// of the offsets behind it (the commit tail a drained queue waits for: up
+// to an interval plus a flush).
+//
+// Early flushes are at least a CommitInterval apart (start to start), and
+// a flush restarts the interval: flushes start at most twice per interval
+// whatever the load (an early one and a timed one), 10 a second at the
+// default 200 ms, each one multi per 448 KB of offsets (about 2,000
+// queues). A member of the busy run drains between messages all the time;
+// there its early flushes take the timed flushes' place, one an interval
+// (docs/decisions.md, "Commit tail and batched commits").
 func (c *committer) run() {
 	clk := c.w.cfg.Clock
-	t := clk.NewTimer(c.w.cfg.CommitInterval)
+	interval := c.w.cfg.CommitInterval
+	t := clk.NewTimer(interval)
 	defer t.Stop()
 	for {
-		<-t.C()
-		next := clk.Now().Add(c.w.cfg.CommitInterval)
+		early := false
+		select {
+		case <-t.C():
+		case <-c.early:
+			c.drains.Add(1)
+			if c.w.loopGoroutines.Load() != 0 {
+				continue // busy again: the drain is not the end of its work
+			}
+			if clk.Now().Before(c.earlyAt) {
+				// The last flush was early and started less than an
+				// interval ago: the timer, set for that interval's end,
+				// flushes these offsets then.
+				continue
+			}
+			early = true
+		}
+		now := clk.Now()
+		next := now.Add(interval)
+		if early {
+			c.earlyAt = next
+		}
 		c.mu.Lock()
 		if c.w.suspended.Load() || len(c.pending) == 0 {
 			// While the session is suspended nothing is committed: the
@@ -112,7 +170,7 @@ func (c *committer) run() {
 				return
 			}
 			c.mu.Unlock()
-			t.Reset(c.w.cfg.CommitInterval)
+			t.Reset(interval)
 			continue
 		}
 		batch := c.pending
@@ -136,9 +194,11 @@ func (c *committer) run() {
 	}
 }
 
-// flush commits every queue of batch at once and waits for all: the commits
-// reach the coordinator together, which sends them as one multi. A failed
-// commit that did not lose the queue is offered again for the next flush.
+// flush commits every queue of batch at once: the queues whose claims
+// commit in batches (drover.BatchClaim: the coordinator's) with one
+// CommitMany call per committer, which sends them as one fenced multi per
+// request bound; any others concurrently, one Commit each. A failed commit
+// that did not lose the queue is offered again for the next flush.
 // Then the committed queues are trimmed: with a BatchTrimmer all in one
 // round trip per few hundred queues, so that a flush of 500 queues does
 // not take every connection of the Redis client (the queues' reads waited
@@ -146,13 +206,19 @@ func (c *committer) run() {
 // with 10,000 busy queues).
 func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		done []*queueLoop
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		done   []*queueLoop
+		groups = map[drover.ClaimCommitter][]*queueLoop{}
 	)
 	for l, r := range batch {
 		if l.lost.Load() {
 			continue // another member owns it: write nothing
+		}
+		if bc, ok := l.claim.(drover.BatchClaim); ok {
+			k := bc.Committer()
+			groups[k] = append(groups[k], l)
+			continue
 		}
 		wg.Add(1)
 		go func() {
@@ -163,6 +229,12 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 				mu.Unlock()
 			}
 		}()
+	}
+	for cm, ls := range groups {
+		committed := c.commitMany(cm, ls, batch)
+		mu.Lock()
+		done = append(done, committed...)
+		mu.Unlock()
 	}
 	wg.Wait()
 	if len(done) == 0 {
@@ -198,14 +270,49 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 // trimPart is the most queues trimmed under one deadline.
 const trimPart = 256
 
-// commit commits one queue's offset; it reports whether the offset is
-// committed (the caller trims what it covers).
+// commitMany commits the offsets of ls, whose claims share committer cm,
+// in one call; it returns the queues committed (the caller trims them).
+func (c *committer) commitMany(cm drover.ClaimCommitter, ls []*queueLoop, batch map[*queueLoop]*commitReq) []*queueLoop {
+	reqs := make([]drover.CommitRequest, len(ls))
+	for i, l := range ls {
+		reqs[i] = drover.CommitRequest{Claim: l.claim, Offset: batch[l].off}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	start := time.Now()
+	errs := cm.CommitMany(ctx, reqs)
+	c.w.cfg.Metrics.AddSample(metrics.CommitDuration, ms(time.Since(start)))
+	if len(errs) != len(reqs) {
+		err := fmt.Errorf("commit of %d queues: %d results", len(reqs), len(errs))
+		errs = make([]error, len(reqs))
+		for i := range errs {
+			errs[i] = err // not lost: offered again
+		}
+	}
+	var done []*queueLoop
+	for i, l := range ls {
+		if c.settle(l, batch[l], errs[i]) {
+			done = append(done, l)
+		}
+	}
+	return done
+}
+
+// commit commits one queue's offset through its claim alone; it reports
+// whether the offset is committed (the caller trims what it covers).
 func (c *committer) commit(l *queueLoop, r *commitReq) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	start := time.Now()
 	err := l.claim.Commit(ctx, r.off)
 	c.w.cfg.Metrics.AddSample(metrics.CommitDuration, ms(time.Since(start)))
+	return c.settle(l, r, err)
+}
+
+// settle takes the result of l's commit of r: a refused commit loses the
+// queue, another failure offers r again for the next flush, a success is
+// recorded. It reports whether the offset is committed.
+func (c *committer) settle(l *queueLoop, r *commitReq, err error) bool {
 	if err != nil {
 		if isLost(err) {
 			l.lose(fmt.Sprintf("commit of %d refused", r.off.Position), err)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testkit"
 	"github.com/drover-dev/drover/worker/executor"
 )
 
@@ -361,4 +364,87 @@ func (g *readGate) holdReads() (release func()) {
 			close(h)
 		})
 	}
+}
+
+// batchCommitter is a drover.ClaimCommitter over batchClaims: it records
+// every CommitMany call (the queues it carried) and commits each claim
+// through its memClaim, unless the test set an error for the queue.
+type batchCommitter struct {
+	mu    sync.Mutex
+	calls [][]string
+	fail  map[string]error // queue → the error of its next commit
+	clock *testkit.Clock   // when set, at is the clock's time at each call
+	at    []time.Time
+}
+
+func (b *batchCommitter) CommitMany(ctx context.Context, reqs []drover.CommitRequest) []error {
+	b.mu.Lock()
+	var names []string
+	for _, r := range reqs {
+		names = append(names, r.Claim.(*batchClaim).queue)
+	}
+	sort.Strings(names)
+	b.calls = append(b.calls, names)
+	if b.clock != nil {
+		b.at = append(b.at, b.clock.Now())
+	}
+	b.mu.Unlock()
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		c := r.Claim.(*batchClaim)
+		b.mu.Lock()
+		err, failed := b.fail[c.queue]
+		delete(b.fail, c.queue)
+		b.mu.Unlock()
+		if failed {
+			errs[i] = err
+			continue
+		}
+		errs[i] = c.Commit(ctx, r.Offset)
+	}
+	return errs
+}
+
+// callList returns the queues of every CommitMany call so far.
+func (b *batchCommitter) callList() [][]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([][]string(nil), b.calls...)
+}
+
+// batchClaim is a memClaim that commits through a batchCommitter.
+type batchClaim struct {
+	memClaim
+	queue string
+	b     *batchCommitter
+}
+
+func (c *batchClaim) Committer() drover.ClaimCommitter { return c.b }
+
+var _ drover.BatchClaim = (*batchClaim)(nil)
+
+// holdingExecutor is a scriptedExecutor that holds the messages whose id
+// starts with "hold" until release is closed (or the task is aborted): a
+// queue running one keeps the member from draining.
+type holdingExecutor struct {
+	*scriptedExecutor
+	release chan struct{}
+	held    atomic.Int32 // tasks held now
+}
+
+func newHoldingExecutor() *holdingExecutor {
+	return &holdingExecutor{scriptedExecutor: &scriptedExecutor{}, release: make(chan struct{})}
+}
+
+func (e *holdingExecutor) Execute(ctx context.Context, t *executor.Task) executor.Result {
+	if strings.HasPrefix(t.Message.ID, "hold") {
+		e.held.Add(1)
+		defer e.held.Add(-1)
+		select {
+		case <-e.release:
+		case <-ctx.Done():
+			return executor.Result{Outcome: executor.OutcomeAborted, ExitCode: -1, Reason: "aborted"}
+		}
+	}
+	return e.scriptedExecutor.Execute(ctx, t)
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -178,14 +179,20 @@ func TestRetryOfAParkedQueueRunsWhenDue(t *testing.T) {
 	}
 }
 
-// One commit per interval carries every queue that progressed; the queue
-// whose claim was fenced out is dropped alone (its loop is lost, it never
-// trims) and the others commit.
+// One commit carries every queue that progressed, in one CommitMany call;
+// the queue whose claim was fenced out is dropped alone (its loop is lost,
+// it never trims) and the others commit. The three finish together, and the
+// member's drain sends that commit without waiting for the interval.
 func TestCommitBatchDropsTheFencedQueueAlone(t *testing.T) {
 	log := newMemLog()
-	ex := &scriptedExecutor{}
-	w, clock := newIdleWorker(t, log, ex)
-	claims := map[string]*memClaim{"a": {}, "b": {fenced: true}, "c": {}}
+	ex := &scriptedExecutor{gate: make(chan struct{})}
+	w, _ := newIdleWorker(t, log, ex)
+	bc := &batchCommitter{}
+	claims := map[string]*batchClaim{}
+	for _, q := range []string{"a", "b", "c"} {
+		claims[q] = &batchClaim{queue: q, b: bc}
+	}
+	claims["b"].fenced = true
 	for _, q := range []string{"a", "b", "c"} {
 		log.add(q, msg("m-"+q))
 		if err := w.Start(queueConfig(q, nil), claims[q]); err != nil {
@@ -193,16 +200,20 @@ func TestCommitBatchDropsTheFencedQueueAlone(t *testing.T) {
 		}
 	}
 	waitFor(t, "the three messages run", func() bool { return len(ex.runList()) == 3 })
-	allParked(t, w)
-	for q, c := range claims {
-		if c.committed() != 0 {
-			t.Fatalf("before the commit interval: want nothing committed, %s has %d", q, c.committed())
-		}
+	for range 3 {
+		ex.gate <- struct{}{}
 	}
-	clock.Advance(DefaultCommitInterval) // one flush for the three
 	waitFor(t, "b dropped as fenced", func() bool { return loopEnded(w, "b") })
 	waitFor(t, "a and c committed by the same flush", func() bool {
 		return claims["a"].committed() == 1 && claims["c"].committed() == 3
+	})
+	if calls := bc.callList(); len(calls) != 1 || !slices.Equal(calls[0], []string{"a", "b", "c"}) {
+		t.Fatalf("commit calls: want one carrying a, b and c, have %v", calls)
+	}
+	waitFor(t, "a trimmed", func() bool {
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return len(log.trims["a"]) == 1
 	})
 	log.mu.Lock()
 	trimsB, trimsA := len(log.trims["b"]), len(log.trims["a"])
@@ -214,6 +225,68 @@ func TestCommitBatchDropsTheFencedQueueAlone(t *testing.T) {
 		if loopEnded(w, q) {
 			t.Fatalf("%s ended with b; want only b dropped", q)
 		}
+	}
+}
+
+// A batched commit that failed without losing its queue (a connection
+// blip) is sent again by the next flush; the queue keeps running.
+func TestBatchCommitFailureIsRetriedNextFlush(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	bc := &batchCommitter{fail: map[string]error{"a": errors.New("connection blip")}}
+	a := &batchClaim{queue: "a", b: bc}
+	log.add("a", msg("one"))
+	if err := w.Start(queueConfig("a", nil), a); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first commit of a, failed", func() bool { return len(bc.callList()) == 1 })
+	if a.committed() != 0 || loopEnded(w, "a") {
+		t.Fatalf("after a failed commit: want a running with nothing committed, have committed %d, ended %v", a.committed(), loopEnded(w, "a"))
+	}
+	clock.Advance(DefaultCommitInterval)
+	waitFor(t, "a committed by the next flush", func() bool { return a.committed() == 1 })
+	if calls := bc.callList(); len(calls) != 2 || !slices.Equal(calls[1], []string{"a"}) {
+		t.Fatalf("commit calls: want the retry in a second call, have %v", calls)
+	}
+	if loopEnded(w, "a") {
+		t.Fatal("a ended after a failure that did not lose it")
+	}
+}
+
+// When the whole member drains (no queue loop runs: nothing in flight,
+// nothing waiting to run) its offsets are committed at once, not at the
+// interval's end (the commit tail of a run that ends). Early flushes are a
+// CommitInterval apart: a second drain soon after waits for the interval.
+func TestDrainedMemberCommitsAtOnceAnIntervalApart(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	bc := &batchCommitter{clock: clock}
+	a := &batchClaim{queue: "a", b: bc}
+	log.add("a", msg("one"))
+	if err := w.Start(queueConfig("a", nil), a); err != nil {
+		t.Fatal(err)
+	}
+	// The clock stands still: only the drain can have flushed.
+	waitFor(t, "the drained member's commit", func() bool { return a.committed() == 1 })
+	drains := w.commits.drains.Load()
+	clock.Advance(DefaultCommitInterval / 4)
+	log.add("a", msg("two"))
+	w.Wake("a")
+	waitFor(t, "the second message runs", func() bool { return len(ex.runList()) == 2 })
+	allParked(t, w)
+	waitFor(t, "the second drain seen", func() bool { return w.commits.drains.Load() > drains })
+	if n := len(bc.callList()); n != 1 {
+		t.Fatalf("a quarter interval after an early flush: want no second flush, have %d calls", n)
+	}
+	clock.Advance(DefaultCommitInterval * 3 / 4)
+	waitFor(t, "the second commit, an interval after the first", func() bool { return a.committed() == 2 })
+	bc.mu.Lock()
+	at := slices.Clone(bc.at)
+	bc.mu.Unlock()
+	if want := []time.Time{t0, t0.Add(DefaultCommitInterval)}; !slices.Equal(at, want) {
+		t.Fatalf("flush times: want %v, have %v", want, at)
 	}
 }
 
@@ -325,9 +398,16 @@ func TestPauseAndResetWhileParkedStillVerifies(t *testing.T) {
 func TestStopAndAbortOfAParkedQueue(t *testing.T) {
 	log := newMemLog()
 	log.add("s", msg("one"))
-	ex := &scriptedExecutor{}
+	log.add("busy", msg("hold"))
+	ex := newHoldingExecutor()
 	w, _ := newIdleWorker(t, log, ex)
 	stopped, aborted := &memClaim{}, &memClaim{}
+	// A task held in another queue keeps the member from draining: s's
+	// done offset waits for the interval, uncommitted.
+	if err := w.Start(queueConfig("busy", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the held task runs", func() bool { return ex.held.Load() == 1 })
 	if err := w.Start(queueConfig("s", nil), stopped); err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +415,7 @@ func TestStopAndAbortOfAParkedQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "s to run its message", func() bool { return len(ex.runList()) == 1 })
-	allParked(t, w)
+	waitFor(t, "s and a parked", func() bool { return w.loop("s").parked() && w.loop("a").parked() })
 	if c := stopped.committed(); c != 0 {
 		t.Fatalf("before the commit interval: want nothing committed, have %d", c)
 	}
@@ -354,8 +434,8 @@ func TestStopAndAbortOfAParkedQueue(t *testing.T) {
 	if aborted.released != nil || len(aborted.commits) != 0 {
 		t.Fatalf("abort of a parked queue: want no write, have commits %v released %v", aborted.commits, aborted.released)
 	}
-	if owned := w.Owned(); len(owned) != 0 {
-		t.Fatalf("want no queue owned, have %v", owned)
+	if owned := w.Owned(); !slices.Equal(owned, []string{"busy"}) {
+		t.Fatalf("want only busy owned, have %v", owned)
 	}
 }
 
@@ -544,30 +624,43 @@ func (c *gatedClaim) next(t *testing.T, what string) drover.Position {
 // a drained queue's commit waited up to an interval plus a flush).
 func TestCommitIntervalRunsFromFlushStartToFlushStart(t *testing.T) {
 	log := newMemLog()
-	ex := &scriptedExecutor{}
+	ex := newHoldingExecutor()
 	w, clock := newIdleWorker(t, log, ex)
+	// A task held in another queue keeps the member from draining: only
+	// the interval flushes (an early flush is TestDrainedMember…'s).
+	log.add("busy", msg("hold"))
+	if err := w.Start(queueConfig("busy", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the held task runs", func() bool { return ex.held.Load() == 1 })
 	claim := &gatedClaim{entered: make(chan drover.Position, 4), gate: make(chan struct{})}
 	log.add("a", msg("one"))
 	if err := w.Start(queueConfig("a", nil), claim); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the first message runs", func() bool { return len(ex.runList()) == 1 })
+	waitFor(t, "a parked", func() bool { return w.loop("a").parked() })
+	select {
+	case p := <-claim.entered:
+		t.Fatalf("a commit of %d before the interval, the member busy", p)
+	default:
+	}
 	clock.Advance(DefaultCommitInterval) // the first flush starts…
-	if p := claim.next(t, "the first flush"); p != 1 {
-		t.Fatalf("first flush: want position 1, have %d", p)
+	if p := claim.next(t, "the first flush"); p != 2 {
+		t.Fatalf("first flush: want position 2 (busy's message is 1), have %d", p)
 	}
 	clock.Advance(DefaultCommitInterval / 2) // …and takes half an interval
 	log.add("a", msg("two"))
 	w.Wake("a")
 	waitFor(t, "the second message runs", func() bool { return len(ex.runList()) == 2 })
 	claim.gate <- struct{}{} // the first flush ends
-	waitFor(t, "the first offset committed", func() bool { return claim.committed() == 1 })
+	waitFor(t, "the first offset committed", func() bool { return claim.committed() == 2 })
 	// Half an interval after the first flush ended is a whole interval
 	// after it started: the second flush is due.
 	clock.Advance(DefaultCommitInterval / 2)
-	if p := claim.next(t, "the second flush, an interval after the first started"); p != 2 {
-		t.Fatalf("second flush: want position 2, have %d", p)
+	if p := claim.next(t, "the second flush, an interval after the first started"); p != 3 {
+		t.Fatalf("second flush: want position 3, have %d", p)
 	}
 	claim.gate <- struct{}{}
-	waitFor(t, "the second offset committed", func() bool { return claim.committed() == 2 })
+	waitFor(t, "the second offset committed", func() bool { return claim.committed() == 3 })
 }

@@ -273,7 +273,11 @@ func (w *Worker) loop(queue string) *queueLoop {
 
 // loopStarted and loopStopped count the queue loops' run goroutines.
 func (w *Worker) loopStarted() { w.loopGoroutines.Add(1) }
-func (w *Worker) loopStopped() { w.loopGoroutines.Add(-1) }
+func (w *Worker) loopStopped() {
+	if w.loopGoroutines.Add(-1) == 0 {
+		w.commits.drained() // the member drained: commit without waiting
+	}
+}
 
 // PublishGauges sets the worker's own gauges (in-flight tasks, owned
 // queues). The caller runs it periodically.
