@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/drover-dev/drover"
 )
 
@@ -14,6 +16,11 @@ import (
 func (c *Claim) Committer() drover.ClaimCommitter { return c.s }
 
 var _ drover.BatchClaim = (*Claim)(nil)
+
+// resolveReads bounds the re-reads CommitMany sends at once to settle a
+// lost reply (maxClaimsInFlight's reasoning: the server stops reading a
+// connection with too many requests outstanding).
+const resolveReads = 32
 
 // commitItem is one claim's commit in a CommitMany call.
 type commitItem struct {
@@ -90,10 +97,27 @@ func (s *Session) CommitMany(ctx context.Context, reqs []drover.CommitRequest) [
 // items to send again (a lost reply found not applied). The claims' locks
 // are held.
 func (s *Session) commitRound(ctx context.Context, todo []*commitItem, errs []error) []*commitItem {
+	// Writes whose reply was lost are settled by a re-read each: after a
+	// lost multi that is every claim of it, so the reads go out together
+	// (the claims' locks are held; each goroutine touches its own claim).
+	applied := make([]bool, len(todo))
+	errs1 := make([]error, len(todo))
+	var g errgroup.Group
+	g.SetLimit(resolveReads)
+	for k, it := range todo {
+		if it.c.pending == nil {
+			continue
+		}
+		g.Go(func() error {
+			applied[k], errs1[k] = it.c.resolvePending(ctx)
+			return nil
+		})
+	}
+	g.Wait()
 	send := make([]*commitItem, 0, len(todo))
-	for _, it := range todo {
+	for k, it := range todo {
 		c := it.c
-		applied, err := c.resolvePending(ctx)
+		applied, err := applied[k], errs1[k]
 		switch {
 		case err != nil:
 			errs[it.i] = err
