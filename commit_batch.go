@@ -17,7 +17,8 @@ type ClaimCommitter interface {
 }
 
 // BatchClaim is a Claim that can commit together with others: claims whose
-// Committer is the same commit in one CommitMany call.
+// Committer is the same (==) commit in one CommitMany call. A wrapper whose
+// wrapped claim cannot returns nil, and commits alone.
 type BatchClaim interface {
 	Claim
 	Committer() ClaimCommitter

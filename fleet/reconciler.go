@@ -536,6 +536,39 @@ func (c *trackedClaim) Commit(ctx context.Context, off drover.Offset) error {
 	return err
 }
 
+// Committer lets the runner commit this claim together with the session's
+// other claims (drover.BatchClaim) when the claim can; nil when it cannot.
+// Each claim of such a call is checked afterwards, as Commit checks it.
+func (c *trackedClaim) Committer() drover.ClaimCommitter {
+	bc, ok := c.Claim.(drover.BatchClaim)
+	if !ok {
+		return nil
+	}
+	return trackedCommitter{bc.Committer()}
+}
+
+// trackedCommitter commits trackedClaims through their store's committer:
+// the claims' committers are equal when their stores' are, so the runner
+// still groups one session's claims into one call.
+type trackedCommitter struct{ inner drover.ClaimCommitter }
+
+func (t trackedCommitter) CommitMany(ctx context.Context, reqs []drover.CommitRequest) []error {
+	inner := make([]drover.CommitRequest, len(reqs))
+	for i, r := range reqs {
+		inner[i] = r
+		if tc, ok := r.Claim.(*trackedClaim); ok {
+			inner[i].Claim = tc.Claim
+		}
+	}
+	errs := t.inner.CommitMany(ctx, inner)
+	for _, r := range reqs {
+		if tc, ok := r.Claim.(*trackedClaim); ok {
+			tc.check()
+		}
+	}
+	return errs
+}
+
 // Verify confirms the claim with its store (worker.ClaimVerifier) when the
 // claim can.
 func (c *trackedClaim) Verify(ctx context.Context) error {

@@ -216,9 +216,10 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 			continue // another member owns it: write nothing
 		}
 		if bc, ok := l.claim.(drover.BatchClaim); ok {
-			k := bc.Committer()
-			groups[k] = append(groups[k], l)
-			continue
+			if k := bc.Committer(); k != nil { // nil: a wrapper whose claim cannot
+				groups[k] = append(groups[k], l)
+				continue
+			}
 		}
 		wg.Add(1)
 		go func() {
