@@ -186,7 +186,7 @@ func TestRetryOfAParkedQueueRunsWhenDue(t *testing.T) {
 func TestCommitBatchDropsTheFencedQueueAlone(t *testing.T) {
 	log := newMemLog()
 	ex := &scriptedExecutor{gate: make(chan struct{})}
-	w, _ := newIdleWorker(t, log, ex)
+	w, clock := newIdleWorker(t, log, ex)
 	bc := &batchCommitter{}
 	claims := map[string]*batchClaim{}
 	for _, q := range []string{"a", "b", "c"} {
@@ -200,6 +200,8 @@ func TestCommitBatchDropsTheFencedQueueAlone(t *testing.T) {
 		}
 	}
 	waitFor(t, "the three messages run", func() bool { return len(ex.runList()) == 3 })
+	// Busy for long enough that the drain flushes early (minBusy).
+	clock.Advance(DefaultCommitInterval / minBusy)
 	for range 3 {
 		ex.gate <- struct{}{}
 	}
@@ -232,7 +234,7 @@ func TestCommitBatchDropsTheFencedQueueAlone(t *testing.T) {
 // blip) is sent again by the next flush; the queue keeps running.
 func TestBatchCommitFailureIsRetriedNextFlush(t *testing.T) {
 	log := newMemLog()
-	ex := &scriptedExecutor{}
+	ex := &scriptedExecutor{gate: make(chan struct{})}
 	w, clock := newIdleWorker(t, log, ex)
 	bc := &batchCommitter{fail: map[string]error{"a": errors.New("connection blip")}}
 	a := &batchClaim{queue: "a", b: bc}
@@ -240,6 +242,9 @@ func TestBatchCommitFailureIsRetriedNextFlush(t *testing.T) {
 	if err := w.Start(queueConfig("a", nil), a); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the message runs", func() bool { return len(ex.runList()) == 1 })
+	clock.Advance(DefaultCommitInterval / minBusy)
+	ex.gate <- struct{}{}
 	waitFor(t, "the first commit of a, failed", func() bool { return len(bc.callList()) == 1 })
 	if a.committed() != 0 || loopEnded(w, "a") {
 		t.Fatalf("after a failed commit: want a running with nothing committed, have committed %d, ended %v", a.committed(), loopEnded(w, "a"))
@@ -255,37 +260,65 @@ func TestBatchCommitFailureIsRetriedNextFlush(t *testing.T) {
 }
 
 // When the whole member drains (no queue loop runs: nothing in flight,
-// nothing waiting to run) its offsets are committed at once, not at the
-// interval's end (the commit tail of a run that ends). Early flushes are a
-// CommitInterval apart: a second drain soon after waits for the interval.
+// nothing waiting to run) after being busy for a while, its offsets are
+// committed at once, not at the interval's end (the commit tail of a run
+// that ends). A drain after a short burst (a member draining between
+// messages all the time) waits for the timed flush, and so does a drain
+// less than an interval after an early flush: early flushes are an
+// interval apart.
 func TestDrainedMemberCommitsAtOnceAnIntervalApart(t *testing.T) {
 	log := newMemLog()
-	ex := &scriptedExecutor{}
+	ex := &scriptedExecutor{gate: make(chan struct{})}
 	w, clock := newIdleWorker(t, log, ex)
 	bc := &batchCommitter{clock: clock}
 	a := &batchClaim{queue: "a", b: bc}
-	log.add("a", msg("one"))
+	const i = DefaultCommitInterval
+	runOne := func(id string, busy time.Duration) {
+		t.Helper()
+		drains := w.commits.drains.Load()
+		runs := len(ex.runList())
+		log.add("a", msg(id))
+		w.Wake("a")
+		waitFor(t, id+" runs", func() bool { return len(ex.runList()) == runs+1 })
+		clock.Advance(busy)
+		ex.gate <- struct{}{}
+		waitFor(t, id+": the drain seen", func() bool { return w.commits.drains.Load() > drains })
+	}
 	if err := w.Start(queueConfig("a", nil), a); err != nil {
 		t.Fatal(err)
 	}
-	// The clock stands still: only the drain can have flushed.
+	// Busy for i/minBusy (the clock stands still otherwise, and no timer
+	// comes due): only the drain can flush.
+	runOne("one", i/minBusy)
 	waitFor(t, "the drained member's commit", func() bool { return a.committed() == 1 })
-	drains := w.commits.drains.Load()
-	clock.Advance(DefaultCommitInterval / 4)
-	log.add("a", msg("two"))
-	w.Wake("a")
-	waitFor(t, "the second message runs", func() bool { return len(ex.runList()) == 2 })
-	allParked(t, w)
-	waitFor(t, "the second drain seen", func() bool { return w.commits.drains.Load() > drains })
+	// Busy long enough, but an interval has not passed since the early
+	// flush: no early flush; the timed one, an interval after the early
+	// one, carries it.
+	runOne("two", i/2)
 	if n := len(bc.callList()); n != 1 {
-		t.Fatalf("a quarter interval after an early flush: want no second flush, have %d calls", n)
+		t.Fatalf("a drain half an interval after an early flush: want no flush, have %d calls", n)
 	}
-	clock.Advance(DefaultCommitInterval * 3 / 4)
-	waitFor(t, "the second commit, an interval after the first", func() bool { return a.committed() == 2 })
+	clock.Advance(i - i/2)
+	waitFor(t, "the timed commit", func() bool { return a.committed() == 2 })
+	// An interval later (nothing waits: the flush goroutine ends), a short
+	// burst: no early flush; the timed one commits it.
+	clock.Advance(i)
+	waitFor(t, "the flush goroutine ends", func() bool {
+		w.commits.mu.Lock()
+		defer w.commits.mu.Unlock()
+		return !w.commits.running
+	})
+	runOne("three", 0)
+	if n := len(bc.callList()); n != 2 {
+		t.Fatalf("a drain after a short burst: want no flush, have %d calls", n-2)
+	}
+	clock.Advance(i)
+	waitFor(t, "the timed commit after the burst", func() bool { return a.committed() == 3 })
 	bc.mu.Lock()
 	at := slices.Clone(bc.at)
 	bc.mu.Unlock()
-	if want := []time.Time{t0, t0.Add(DefaultCommitInterval)}; !slices.Equal(at, want) {
+	start := t0.Add(i / minBusy)
+	if want := []time.Time{start, start.Add(i), start.Add(3 * i)}; !slices.Equal(at, want) {
 		t.Fatalf("flush times: want %v, have %v", want, at)
 	}
 }

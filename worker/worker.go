@@ -272,7 +272,11 @@ func (w *Worker) loop(queue string) *queueLoop {
 }
 
 // loopStarted and loopStopped count the queue loops' run goroutines.
-func (w *Worker) loopStarted() { w.loopGoroutines.Add(1) }
+func (w *Worker) loopStarted() {
+	if w.loopGoroutines.Add(1) == 1 {
+		w.commits.busy() // the member was drained: it is busy from now
+	}
+}
 func (w *Worker) loopStopped() {
 	if w.loopGoroutines.Add(-1) == 0 {
 		w.commits.drained() // the member drained: commit without waiting
