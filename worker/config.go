@@ -37,9 +37,10 @@ type Config struct {
 	// coalesced commit carries the offsets of all the queues that
 	// progressed (so ZooKeeper sees a few writes per interval per member,
 	// whatever the number of busy queues). A completed position waits at
-	// most this long; when the whole member drains (no queue has work) it
-	// is committed at once, early flushes being an interval apart, so at
-	// most two flushes start per interval. Default 200ms.
+	// most this long; when the whole member drains (no queue has work)
+	// after being busy for a quarter interval it is committed at once,
+	// early flushes being an interval apart, so at most two flushes start
+	// per interval. Default 200ms.
 	CommitInterval time.Duration
 	// DrainTimeout bounds how long Stop waits for in-flight tasks before it
 	// kills them. Default 30s.
