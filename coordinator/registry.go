@@ -200,7 +200,6 @@ const (
 // missing.
 type bucketRead struct {
 	data    bucketData
-	raw     []byte // as stored
 	version int32
 	missing bool
 }
@@ -231,7 +230,7 @@ func (s *Session) readBucket(ctx context.Context, p string) (bucketRead, error) 
 			}
 		}
 	}
-	return bucketRead{data: b, raw: nd.data, version: nd.stat.Version}, nil
+	return bucketRead{data: b, version: nd.stat.Version}, nil
 }
 
 // errRetryBucket: the bucket changed between its read and the write.
@@ -262,15 +261,16 @@ func (s *Session) updateBucket(ctx context.Context, p string, change func(b *buc
 		if len(data) > maxBucketBytes {
 			return nil, fmt.Errorf("%w: registry bucket %s would hold %d bytes (%d queues), more than %d", ErrTooLarge, p, len(data), len(next.Queues), maxBucketBytes)
 		}
-		switch {
-		case cur.missing:
+		if cur.missing {
 			ops = append([]any{&zk.CreateRequest{Path: p, Data: data, Acl: s.acl, Flags: zk.FlagPersistent}}, ops...) // the parent before its children
-		case string(cur.raw) == string(data):
-			// The bucket does not change: check its version only, so that
-			// the config written cannot disagree with a bucket another
-			// writer changed meanwhile (and the leader hears of nothing).
-			ops = append(ops, &zk.CheckVersionRequest{Path: p, Version: cur.version})
-		default:
+		} else {
+			// Set even when the data does not change (a concurrency or
+			// route change): the version moves, which fires the data watch
+			// by which the owners of the bucket's queues hear of every
+			// config change (ConfigWatch), and the check makes the config
+			// written agree with a bucket another writer changed meanwhile.
+			// The rebalance leader re-reads the bucket and, finding it the
+			// same, does not rebalance.
 			ops = append(ops, &zk.SetDataRequest{Path: p, Data: data, Version: cur.version})
 		}
 		size := 0
@@ -324,7 +324,8 @@ func (s *Session) WatchRegistry(ctx context.Context) <-chan Registry {
 
 // registryWatch mirrors the bucket nodes of the registry.
 type registryWatch struct {
-	dir     string
+	dir       string
+	delivered bool // a snapshot was delivered: deliver only changes now
 	buckets map[string]*watchedBucket // by bucket name
 	tags    map[string][]string       // shared tag sets
 }
@@ -337,6 +338,10 @@ type watchedBucket struct {
 // refresh re-reads the bucket list when it changed and every bucket whose
 // watch fired, decoding only those.
 func (r *registryWatch) refresh(ctx context.Context, s *Session, ws *watchSet) (Registry, error) {
+	// Every config write sets its bucket (so that owners hear of it), most
+	// without changing what the leader balances by: changed tells whether
+	// there is anything new to deliver.
+	changed := !r.delivered
 	ck := watchKey{watchChildren, r.dir}
 	if !ws.isArmed(ck) {
 		ws.prepare(ck)
@@ -356,10 +361,11 @@ func (r *registryWatch) refresh(ctx context.Context, s *Session, ws *watchSet) (
 				r.buckets[n] = &watchedBucket{}
 			}
 		}
-		for n := range r.buckets {
+		for n, b := range r.buckets {
 			if !present[n] {
 				ws.forget(watchKey{watchNode, r.dir + "/" + n})
 				delete(r.buckets, n)
+				changed = changed || len(b.queues) > 0
 			}
 		}
 	}
@@ -389,19 +395,31 @@ func (r *registryWatch) refresh(ctx context.Context, s *Session, ws *watchSet) (
 				firstErr = rd.err
 			}
 		case rd.nd == nil:
+			changed = changed || len(r.buckets[n].queues) > 0
 			delete(r.buckets, n) // gone: the children watch reports it too
 		default:
 			b, err := decodeBucket(r.dir+"/"+n, rd.nd.data)
 			if err != nil {
+				changed = changed || r.buckets[n].err == nil
 				r.buckets[n].err = err // keep the queues as last read
 				continue
 			}
-			r.buckets[n] = &watchedBucket{queues: b.entries(r.tags)}
+			qs := b.entries(r.tags)
+			old := r.buckets[n]
+			if old.err == nil && slices.EqualFunc(old.queues, qs, sameRegistered) {
+				continue // set with the same data: a config change the leader does not balance by
+			}
+			changed = true
+			r.buckets[n] = &watchedBucket{queues: qs}
 		}
 	}
 	if firstErr != nil {
 		return Registry{}, firstErr
 	}
+	if !changed {
+		return Registry{}, errUnchanged
+	}
+	r.delivered = true
 	names := make([]string, 0, len(r.buckets))
 	for n := range r.buckets {
 		names = append(names, n)
@@ -417,4 +435,10 @@ func (r *registryWatch) refresh(ctx context.Context, s *Session, ws *watchSet) (
 		}
 	}
 	return reg, nil
+}
+
+// sameRegistered reports whether a and b are the same queue with the same
+// weight and tags.
+func sameRegistered(a, b RegisteredQueue) bool {
+	return a.Name == b.Name && a.Weight == b.Weight && slices.Equal(a.Tags, b.Tags)
 }
