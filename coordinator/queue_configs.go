@@ -269,20 +269,12 @@ func (w *ConfigWatch) armBucket(ctx context.Context, bn string) error {
 	return nil
 }
 
-// watchBucket arms a data watch on bucket node p, or an existence watch
-// when it is missing.
+// watchBucket arms a watch on bucket node p with an exists request: a
+// data watch when the node exists, an existence watch when it does not.
+// Unlike a read it carries none of the bucket's data.
 func (s *Session) watchBucket(ctx context.Context, p string) error {
 	_, err := bounded(ctx, s, func(c zkConn) (struct{}, error) {
-		_, _, _, err := c.GetW(p)
-		if errors.Is(err, zk.ErrNoNode) {
-			exists, _, _, err := c.ExistsW(p)
-			if err == nil && exists {
-				// Created in between: ExistsW armed a data watch, which is
-				// what was asked.
-				return struct{}{}, nil
-			}
-			return struct{}{}, err
-		}
+		_, _, _, err := c.ExistsW(p)
 		return struct{}{}, err
 	})
 	return err

@@ -172,20 +172,25 @@ func sameBucketQueues(t *testing.T) (string, string) {
 	}
 }
 
-// hookConn calls beforeGetW before each GetW.
+// hookConn calls beforeWatch before each GetW and ExistsW.
 type hookConn struct {
 	zkConn
-	beforeGetW func(path string)
+	beforeWatch func(path string)
 }
 
 func (h *hookConn) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
-	h.beforeGetW(p)
+	h.beforeWatch(p)
 	return h.zkConn.GetW(p)
 }
 
-// connectHooked opens a session whose connection calls beforeGetW before
-// each GetW.
-func connectHooked(t *testing.T, servers []string, root string, beforeGetW func(path string)) *Session {
+func (h *hookConn) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	h.beforeWatch(p)
+	return h.zkConn.ExistsW(p)
+}
+
+// connectHooked opens a session whose connection calls beforeWatch before
+// each request that arms a watch.
+func connectHooked(t *testing.T, servers []string, root string, beforeWatch func(path string)) *Session {
 	t.Helper()
 	cfg, err := Config{Servers: servers, Root: root, SessionTimeout: testTimeout}.withDefaults()
 	if err != nil {
@@ -199,7 +204,7 @@ func connectHooked(t *testing.T, servers []string, root string, beforeGetW func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newSession(ctxT(t), cfg, &hookConn{zkConn: conn, beforeGetW: beforeGetW}, contact, make(chan struct{}, 1), make(chan struct{}), hub)
+	s, err := newSession(ctxT(t), cfg, &hookConn{zkConn: conn, beforeWatch: beforeWatch}, contact, make(chan struct{}, 1), make(chan struct{}), hub)
 	if err != nil {
 		conn.Close()
 		t.Fatal(err)
