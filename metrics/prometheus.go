@@ -19,12 +19,14 @@ import (
 // with '_' (prometheus.flattenKey).
 var promReplacer = strings.NewReplacer(" ", "_", ".", "_", "=", "_", "-", "_", "/", "_")
 
-// promSink is the Prometheus side of a Registry: two go-metrics Prometheus
-// sinks in one private prometheus.Registry. Gauges marked Expires in the
-// catalog go to the expiring sink, which forgets a series not set within
-// the retention; everything else goes to the lasting sink, which never
-// forgets (a counter that vanished and came back would lose increments, and
-// a gauge set only on change — scheduler_leader — would disappear).
+// promSink is the go-metrics side of Prometheus: two go-metrics Prometheus
+// sinks in one private prometheus.Registry, which also holds the Registry's
+// own collectors (collectors.go) for the catalog's counters and timers. So
+// the sinks see gauges, and names outside the catalog. Gauges marked Expires
+// in the catalog go to the expiring sink, which forgets a series not set
+// within the retention; everything else goes to the lasting sink, which
+// never forgets (a gauge set only on change — scheduler_leader — would
+// disappear).
 type promSink struct {
 	lasting, expiring *promsink.PrometheusSink
 	expires           map[string]bool // Prometheus names of expiring gauges
@@ -35,24 +37,17 @@ type promSink struct {
 func newPromSink(retention time.Duration) (*promSink, error) {
 	reg := prometheus.NewRegistry()
 	s := &promSink{registry: reg, expires: map[string]bool{}, help: map[string]string{}}
-	var predeclared []promsink.CounterDefinition
 	for _, d := range catalog {
 		for _, n := range PrometheusSeries(d) {
 			s.help[n] = d.Help
 		}
-		name := PrometheusName(d.Name)
 		if d.Expires {
-			s.expires[name] = true
-		}
-		if d.Kind == Counter && len(d.Labels) == 0 {
-			// Unlabelled counters start at 0, so increase() sees their first
-			// event.
-			predeclared = append(predeclared, promsink.CounterDefinition{Name: []string{name}, Help: d.Help})
+			s.expires[PrometheusName(d.Name)] = true
 		}
 	}
 	var err error
 	s.lasting, err = promsink.NewPrometheusSinkFrom(promsink.PrometheusOpts{
-		Name: "drover_metrics_sink_lasting", Registerer: reg, CounterDefinitions: predeclared,
+		Name: "drover_metrics_sink_lasting", Registerer: reg,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register prometheus sink: %w", err)

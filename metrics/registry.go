@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	gometrics "github.com/hashicorp/go-metrics"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults for SetupConfig fields left zero.
@@ -57,12 +58,20 @@ type SetupConfig struct {
 	Logger hclog.Logger
 }
 
-// Registry is one process's metrics: a go-metrics instance (not the
-// package-global one) over the configured sinks. It is a Recorder; its
-// methods are safe for concurrent use.
+// Registry is one process's metrics. It is a Recorder; its methods are
+// safe for concurrent use.
+//
+// The catalog's counters, summaries and histograms — the per-task and
+// per-commit series — are recorded by the Registry itself: into its own
+// client_golang collectors for Prometheus, and straight into the statsd and
+// in-memory sinks. Gauges, whose per-queue series expire, and names outside
+// the catalog go through a go-metrics instance (not the package-global one)
+// over every configured sink.
 type Registry struct {
 	gm      *gometrics.Metrics
-	prom    *promSink // nil without Prometheus
+	own     map[string]*series   // the catalog's counters and timers
+	side    gometrics.MetricSink // statsd and in-memory, for own series; nil without them
+	prom    *promSink            // nil without Prometheus
 	handler http.Handler
 	inmem   *gometrics.InmemSink
 	dump    *gometrics.InmemSignal
@@ -101,15 +110,30 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 		cfg.DumpTo = os.Stderr
 	}
 
-	r := &Registry{}
-	var sinks gometrics.FanoutSink
+	r := &Registry{own: map[string]*series{}}
+	var sinks, side gometrics.FanoutSink
+	var reg *prometheus.Registry
 	if cfg.Prometheus {
 		p, err := newPromSink(cfg.GaugeRetention)
 		if err != nil {
 			return nil, fmt.Errorf("metrics setup: %w", err)
 		}
-		r.prom, r.handler = p, p.handler(cfg.Logger.Named("metrics"))
+		r.prom, r.handler, reg = p, p.handler(cfg.Logger.Named("metrics")), p.registry
 		sinks = append(sinks, p)
+	}
+	for _, d := range catalog {
+		if d.Kind == Gauge {
+			continue
+		}
+		var rr prometheus.Registerer
+		if reg != nil {
+			rr = reg
+		}
+		s, err := newSeries(d, rr)
+		if err != nil {
+			return nil, fmt.Errorf("metrics setup: %w", err)
+		}
+		r.own[d.Name] = s
 	}
 	if cfg.Statsd != "" {
 		// The sink dials UDP in its own goroutine and retries; an
@@ -119,11 +143,18 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 			return nil, fmt.Errorf("metrics setup: statsd sink for %s: %w", cfg.Statsd, err)
 		}
 		r.statsd = &statsdSink{s: s}
-		sinks = append(sinks, r.statsd)
+		sinks, side = append(sinks, r.statsd), append(side, r.statsd)
 	}
 	if cfg.Inmem {
 		r.inmem = gometrics.NewInmemSink(cfg.InmemInterval, cfg.InmemRetain)
-		sinks = append(sinks, r.inmem)
+		sinks, side = append(sinks, r.inmem), append(side, r.inmem)
+	}
+	switch len(side) {
+	case 0:
+	case 1:
+		r.side = side[0]
+	default:
+		r.side = side
 	}
 	var sink gometrics.MetricSink = &gometrics.BlackholeSink{}
 	switch len(sinks) {
@@ -152,6 +183,20 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 
 // IncrCounter adds v to counter name.
 func (r *Registry) IncrCounter(name string, v float32, labels ...Label) {
+	if s := r.own[name]; s != nil && s.def.Kind == Counter {
+		e := s.entry(labels)
+		switch {
+		case e == nil:
+			r.sideOnly().IncrCounterWithLabels(s.key, v, goLabels(labels))
+			return
+		case e.prom != nil && v >= 0: // Prometheus counters only go up
+			e.prom.(prometheus.Counter).Add(float64(v))
+		}
+		if r.side != nil {
+			r.side.IncrCounterWithLabels(e.side, v, nil)
+		}
+		return
+	}
 	r.gm.IncrCounterWithLabels(key(name), v, goLabels(labels))
 }
 
@@ -160,9 +205,34 @@ func (r *Registry) SetGauge(name string, v float32, labels ...Label) {
 	r.gm.SetGaugeWithLabels(key(name), v, goLabels(labels))
 }
 
-// AddSample records one observation of timer or summary name.
+// AddSample records one observation of a timer: summary or histogram
+// name.
 func (r *Registry) AddSample(name string, v float32, labels ...Label) {
+	if s := r.own[name]; s != nil && s.def.Kind != Counter {
+		e := s.entry(labels)
+		switch {
+		case e == nil:
+			r.sideOnly().AddSampleWithLabels(s.key, v, goLabels(labels))
+			return
+		case e.prom != nil:
+			e.prom.(prometheus.Observer).Observe(float64(v))
+		}
+		if r.side != nil {
+			r.side.AddSampleWithLabels(e.side, v, nil)
+		}
+		return
+	}
 	r.gm.AddSampleWithLabels(key(name), v, goLabels(labels))
+}
+
+// sideOnly is where a call to an own series with more labels than
+// maxLabels goes: the statsd and in-memory sinks as usual, not Prometheus
+// (whose vector has the catalog's labels).
+func (r *Registry) sideOnly() gometrics.MetricSink {
+	if r.side == nil {
+		return &gometrics.BlackholeSink{}
+	}
+	return r.side
 }
 
 // Handler serves the Prometheus text format for the admin /metrics; nil
