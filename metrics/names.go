@@ -74,9 +74,9 @@ const (
 
 // MillisecondBuckets are the upper bounds of the histograms in
 // milliseconds: fine where the runtime's targets are (10 ms, 100 ms), up to
-// five minutes for subprocess tasks. A series costs a few hundred bytes
-// whatever it records, where a summary's quantile streams grew to ~100 KB
-// per busy queue (docs/decisions.md, "Metrics: own collectors …").
+// five minutes for subprocess tasks. A series costs about 1.5 KB whatever
+// it records, where a summary's quantile streams grew to ~70 KB per series
+// of a busy queue (docs/decisions.md, "Per-task metrics …").
 var MillisecondBuckets = []float64{0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000}
 
 // Def describes one metric.
