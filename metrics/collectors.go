@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,8 +20,10 @@ type callKey [2 * maxLabels]string
 
 // entry is what one combination of labels records into.
 type entry struct {
-	prom any      // prometheus.Counter or prometheus.Observer; nil without Prometheus
-	side []string // the statsd and in-memory key, labels folded in
+	prom   any      // prometheus.Counter or prometheus.Observer; nil without Prometheus
+	values []string // the labels' values in the order of Def.Labels
+	side   []string // the statsd and in-memory key, labels folded in
+	used   atomic.Int64
 }
 
 // series is the recording side of one catalog counter, summary or
@@ -35,12 +38,14 @@ type series struct {
 	key     []string // go-metrics key: drover, name
 	mu      sync.RWMutex
 	entries map[callKey]*entry
-	make    func(lvs ...string) any // the vector's child; nil without Prometheus
+	make    func(lvs ...string) any  // the vector's child; nil without Prometheus
+	del     func(lvs ...string) bool // deletes a child of the vector
+	epoch   *atomic.Int64            // the Registry's sweep count
 }
 
 // newSeries builds the series of d; reg is nil without Prometheus.
-func newSeries(d Def, reg prometheus.Registerer) (*series, error) {
-	s := &series{def: d, key: []string{Namespace, d.Name}, entries: map[callKey]*entry{}}
+func newSeries(d Def, reg prometheus.Registerer, epoch *atomic.Int64) (*series, error) {
+	s := &series{def: d, key: []string{Namespace, d.Name}, entries: map[callKey]*entry{}, epoch: epoch}
 	if reg == nil {
 		return s, nil
 	}
@@ -52,10 +57,10 @@ func newSeries(d Def, reg prometheus.Registerer) (*series, error) {
 	switch d.Kind {
 	case Counter:
 		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: d.Help}, d.Labels)
-		c, s.make = v, func(lvs ...string) any { return v.WithLabelValues(lvs...) }
+		c, s.make, s.del = v, func(lvs ...string) any { return v.WithLabelValues(lvs...) }, v.DeleteLabelValues
 	case Histogram:
 		v := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: d.Help, Buckets: MillisecondBuckets}, d.Labels)
-		c, s.make = v, func(lvs ...string) any { return v.WithLabelValues(lvs...) }
+		c, s.make, s.del = v, func(lvs ...string) any { return v.WithLabelValues(lvs...) }, v.DeleteLabelValues
 	case Summary:
 		// What go-metrics' Prometheus sink made, so quantile queries keep
 		// their meaning: the last 10 s, these error bounds.
@@ -63,7 +68,7 @@ func newSeries(d Def, reg prometheus.Registerer) (*series, error) {
 			Name: name, Help: d.Help, MaxAge: 10 * time.Second,
 			Objectives: map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.99: 0.001},
 		}, d.Labels)
-		c, s.make = v, func(lvs ...string) any { return v.WithLabelValues(lvs...) }
+		c, s.make, s.del = v, func(lvs ...string) any { return v.WithLabelValues(lvs...) }, v.DeleteLabelValues
 	default:
 		return nil, fmt.Errorf("metric %s: kind %s has no own collector", d.Name, d.Kind)
 	}
@@ -78,9 +83,20 @@ func newSeries(d Def, reg prometheus.Registerer) (*series, error) {
 	return s, nil
 }
 
-// entry returns the entry of labels, made on first use; nil when a call
-// passes more than maxLabels labels.
+// entry returns the entry of labels, made on first use and marked used in
+// the current sweep epoch; nil when a call passes more than maxLabels
+// labels.
 func (s *series) entry(labels []Label) *entry {
+	e := s.lookup(labels)
+	if e != nil {
+		if ep := s.epoch.Load(); e.used.Load() != ep {
+			e.used.Store(ep)
+		}
+	}
+	return e
+}
+
+func (s *series) lookup(labels []Label) *entry {
 	if len(labels) > maxLabels {
 		return nil
 	}
@@ -99,12 +115,44 @@ func (s *series) entry(labels []Label) *entry {
 	if e, ok := s.entries[k]; ok {
 		return e
 	}
-	e = &entry{side: []string{sideKey(s.def.Name, labels)}}
+	e = &entry{values: s.values(labels), side: []string{sideKey(s.def.Name, labels)}}
 	if s.make != nil {
-		e.prom = s.make(s.values(labels)...)
+		e.prom = s.make(e.values...)
 	}
 	s.entries[k] = e
 	return e
+}
+
+// expire forgets the labelled entries not used in the epochs before ep-1,
+// and their Prometheus children unless another entry (the same labels given
+// in another order) still records into them. A call that found an entry just
+// before it expired records into a forgotten child: one observation of a
+// series idle for a whole retention, lost.
+func (s *series) expire(ep int64) {
+	if len(s.def.Labels) == 0 {
+		return // one series for the process: never expires
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone []*entry
+	for k, e := range s.entries {
+		if e.used.Load() <= ep-2 {
+			delete(s.entries, k)
+			gone = append(gone, e)
+		}
+	}
+	if len(gone) == 0 || s.del == nil {
+		return
+	}
+	live := make(map[any]bool, len(s.entries))
+	for _, e := range s.entries {
+		live[e.prom] = true
+	}
+	for _, e := range gone {
+		if !live[e.prom] {
+			s.del(e.values...)
+		}
+	}
 }
 
 // values orders labels as Def.Labels. Prometheus exports exactly the

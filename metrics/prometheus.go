@@ -76,10 +76,11 @@ func (s *promSink) gaugeSink(key []string) *promsink.PrometheusSink {
 }
 
 // handler serves the registry in the Prometheus text format, with the
-// catalog's help text on drover_* families. A family that fails to gather
+// catalog's help text on drover_* families; sweep runs before each gather. A family that fails to gather
 // (two kinds under one name) is left out and logged; the rest is served.
-func (s *promSink) handler(log hclog.Logger) http.Handler {
+func (s *promSink) handler(log hclog.Logger, sweep func()) http.Handler {
 	gather := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		sweep()
 		mfs, err := s.registry.Gather()
 		for _, mf := range mfs {
 			if h, ok := s.help[mf.GetName()]; ok {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,8 +21,12 @@ const (
 	// cluster) survives without a new value. Publishers set them at least
 	// every DefaultGaugeRetention/4 or so.
 	DefaultGaugeRetention = 2 * time.Minute
-	DefaultInmemInterval  = 10 * time.Second
-	DefaultInmemRetain    = time.Minute
+	// DefaultSeriesRetention is how long a labelled counter or timer (a
+	// queue's tasks_total, task_duration_ms, …) survives without a new
+	// value.
+	DefaultSeriesRetention = time.Hour
+	DefaultInmemInterval   = 10 * time.Second
+	DefaultInmemRetain     = time.Minute
 )
 
 // SetupConfig chooses the sinks of a Registry. The zero value is a
@@ -34,6 +39,14 @@ type SetupConfig struct {
 	// former owner or a former rebalance leader stops exporting stale
 	// values. Other metrics never expire. Default DefaultGaugeRetention.
 	GaugeRetention time.Duration
+	// SeriesRetention is how long the Registry keeps a labelled counter,
+	// summary or histogram series (a queue's, a task's) that records
+	// nothing: a queue that went idle stops costing memory, in Prometheus
+	// and in the Registry. Checked when /metrics is scraped; a series goes
+	// between one and two retentions after its last value. When it comes
+	// back it starts again at 0 (rate() reads that as a counter reset).
+	// Unlabelled series never expire. Default DefaultSeriesRetention.
+	SeriesRetention time.Duration
 
 	// Statsd is the host:port of a statsd server (UDP). Keys are
 	// "drover.<name>" with the label values appended in order
@@ -68,15 +81,21 @@ type SetupConfig struct {
 // the catalog go through a go-metrics instance (not the package-global one)
 // over every configured sink.
 type Registry struct {
-	gm      *gometrics.Metrics
-	own     map[string]*series   // the catalog's counters and timers
-	side    gometrics.MetricSink // statsd and in-memory, for own series; nil without them
-	prom    *promSink            // nil without Prometheus
-	handler http.Handler
-	inmem   *gometrics.InmemSink
-	dump    *gometrics.InmemSignal
-	statsd  *statsdSink
-	close   sync.Once
+	gm   *gometrics.Metrics
+	own  map[string]*series   // the catalog's counters and timers
+	side gometrics.MetricSink // statsd and in-memory, for own series; nil without them
+	// epoch counts sweeps (at most one per retention): an entry remembers
+	// the epoch it was last used in, a sweep forgets those idle for two.
+	epoch     atomic.Int64
+	retention time.Duration
+	sweepMu   sync.Mutex
+	lastSweep time.Time
+	prom      *promSink // nil without Prometheus
+	handler   http.Handler
+	inmem     *gometrics.InmemSink
+	dump      *gometrics.InmemSignal
+	statsd    *statsdSink
+	close     sync.Once
 }
 
 var _ Recorder = (*Registry)(nil)
@@ -87,12 +106,15 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	if cfg.GaugeRetention < 0 || cfg.InmemInterval < 0 || cfg.InmemRetain < 0 {
-		return nil, fmt.Errorf("metrics setup: durations must not be negative (gauge retention %s, inmem interval %s, inmem retain %s)",
-			cfg.GaugeRetention, cfg.InmemInterval, cfg.InmemRetain)
+	if cfg.GaugeRetention < 0 || cfg.SeriesRetention < 0 || cfg.InmemInterval < 0 || cfg.InmemRetain < 0 {
+		return nil, fmt.Errorf("metrics setup: durations must not be negative (gauge retention %s, series retention %s, inmem interval %s, inmem retain %s)",
+			cfg.GaugeRetention, cfg.SeriesRetention, cfg.InmemInterval, cfg.InmemRetain)
 	}
 	if cfg.GaugeRetention == 0 {
 		cfg.GaugeRetention = DefaultGaugeRetention
+	}
+	if cfg.SeriesRetention == 0 {
+		cfg.SeriesRetention = DefaultSeriesRetention
 	}
 	if cfg.InmemInterval == 0 {
 		cfg.InmemInterval = DefaultInmemInterval
@@ -110,7 +132,7 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 		cfg.DumpTo = os.Stderr
 	}
 
-	r := &Registry{own: map[string]*series{}}
+	r := &Registry{own: map[string]*series{}, retention: cfg.SeriesRetention, lastSweep: time.Now()}
 	var sinks, side gometrics.FanoutSink
 	var reg *prometheus.Registry
 	if cfg.Prometheus {
@@ -118,7 +140,7 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("metrics setup: %w", err)
 		}
-		r.prom, r.handler, reg = p, p.handler(cfg.Logger.Named("metrics")), p.registry
+		r.prom, r.handler, reg = p, p.handler(cfg.Logger.Named("metrics"), r.sweep), p.registry
 		sinks = append(sinks, p)
 	}
 	for _, d := range catalog {
@@ -129,7 +151,7 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 		if reg != nil {
 			rr = reg
 		}
-		s, err := newSeries(d, rr)
+		s, err := newSeries(d, rr, &r.epoch)
 		if err != nil {
 			return nil, fmt.Errorf("metrics setup: %w", err)
 		}
@@ -223,6 +245,20 @@ func (r *Registry) AddSample(name string, v float32, labels ...Label) {
 		return
 	}
 	r.gm.AddSampleWithLabels(key(name), v, goLabels(labels))
+}
+
+// sweep starts a new epoch and forgets the series idle for the two before,
+// unless the last sweep is less than a retention ago.
+func (r *Registry) sweep() {
+	r.sweepMu.Lock()
+	defer r.sweepMu.Unlock()
+	if now := time.Now(); now.Sub(r.lastSweep) >= r.retention {
+		r.lastSweep = now
+		ep := r.epoch.Add(1)
+		for _, s := range r.own {
+			s.expire(ep)
+		}
+	}
 }
 
 // sideOnly is where a call to an own series with more labels than

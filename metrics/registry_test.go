@@ -234,6 +234,7 @@ func TestSetupRejectsBadDurations(t *testing.T) {
 	t.Parallel()
 	for _, cfg := range []metrics.SetupConfig{
 		{GaugeRetention: -time.Second},
+		{SeriesRetention: -time.Second},
 		{Inmem: true, InmemInterval: time.Minute, InmemRetain: time.Second},
 	} {
 		if r, err := metrics.Setup(cfg); err == nil {
@@ -311,4 +312,40 @@ func TestTaskMetricsDoNotAllocate(t *testing.T) {
 		}
 		t.Logf("prometheus %v inmem %v: %v allocations per task", tc.cfg.Prometheus, tc.cfg.Inmem, allocs)
 	}
+}
+
+// TestIdleQueueSeriesExpireAndTheRestStay: with a retention of 1ns every
+// scrape sweeps; a labelled series goes at the second sweep without a value,
+// one recorded in between stays, an unlabelled one never goes.
+func TestIdleQueueSeriesExpireAndTheRestStay(t *testing.T) {
+	t.Parallel()
+	r := newPrometheus(t, metrics.SetupConfig{SeriesRetention: time.Nanosecond, Inmem: true})
+	busy, idle := metrics.L("queue", "busy"), metrics.L("queue", "idle")
+	for _, q := range []metrics.Label{busy, idle} {
+		r.IncrCounter(metrics.CommitsTotal, 1, q)
+		r.AddSample(metrics.QueueLatency, 4, q)
+	}
+	r.IncrCounter(metrics.RebalancesTotal, 1)
+	r.AddSample(metrics.CommitDuration, 3)
+
+	s := scrapeRegistry(t, r) // first sweep: everything was used in it
+	s.want(t, `drover_commits_total{queue="idle"}`, "1")
+	s.want(t, `drover_queue_latency_ms_count{queue="idle"}`, "1")
+
+	r.IncrCounter(metrics.CommitsTotal, 1, busy)
+	r.AddSample(metrics.QueueLatency, 4, busy)
+	s = scrapeRegistry(t, r) // second sweep: idle has gone
+	for _, gone := range []string{`drover_commits_total{queue="idle"}`, `drover_queue_latency_ms_count{queue="idle"}`} {
+		if v, ok := s.samples[gone]; ok {
+			t.Errorf("%s: want it expired, have %s", gone, v)
+		}
+	}
+	s.want(t, `drover_commits_total{queue="busy"}`, "2")
+	s.want(t, `drover_queue_latency_ms_count{queue="busy"}`, "2")
+	s.want(t, `drover_rebalances_total`, "1")
+	s.want(t, `drover_commit_ms_count`, "1")
+
+	// An expired series comes back from 0.
+	r.IncrCounter(metrics.CommitsTotal, 1, idle)
+	scrapeRegistry(t, r).want(t, `drover_commits_total{queue="idle"}`, "1")
 }
