@@ -47,6 +47,8 @@ type SetupConfig struct {
 	// back it starts again at 0 (rate() reads that as a counter reset).
 	// Unlabelled series never expire. Default DefaultSeriesRetention.
 	SeriesRetention time.Duration
+	// Now is the clock of the SeriesRetention sweep. Default time.Now.
+	Now func() time.Time
 
 	// Statsd is the host:port of a statsd server (UDP). Keys are
 	// "drover.<name>" with the label values appended in order
@@ -88,6 +90,7 @@ type Registry struct {
 	// the epoch it was last used in, a sweep forgets those idle for two.
 	epoch     atomic.Int64
 	retention time.Duration
+	now       func() time.Time
 	sweepMu   sync.Mutex
 	lastSweep time.Time
 	prom      *promSink // nil without Prometheus
@@ -116,6 +119,9 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 	if cfg.SeriesRetention == 0 {
 		cfg.SeriesRetention = DefaultSeriesRetention
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.InmemInterval == 0 {
 		cfg.InmemInterval = DefaultInmemInterval
 	}
@@ -132,7 +138,7 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 		cfg.DumpTo = os.Stderr
 	}
 
-	r := &Registry{own: map[string]*series{}, retention: cfg.SeriesRetention, lastSweep: time.Now()}
+	r := &Registry{own: map[string]*series{}, retention: cfg.SeriesRetention, now: cfg.Now, lastSweep: cfg.Now()}
 	var sinks, side gometrics.FanoutSink
 	var reg *prometheus.Registry
 	if cfg.Prometheus {
@@ -252,7 +258,7 @@ func (r *Registry) AddSample(name string, v float32, labels ...Label) {
 func (r *Registry) sweep() {
 	r.sweepMu.Lock()
 	defer r.sweepMu.Unlock()
-	if now := time.Now(); now.Sub(r.lastSweep) >= r.retention {
+	if now := r.now(); now.Sub(r.lastSweep) >= r.retention {
 		r.lastSweep = now
 		ep := r.epoch.Add(1)
 		for _, s := range r.own {

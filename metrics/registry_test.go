@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"net"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -314,12 +315,24 @@ func TestTaskMetricsDoNotAllocate(t *testing.T) {
 	}
 }
 
-// TestIdleQueueSeriesExpireAndTheRestStay: with a retention of 1ns every
-// scrape sweeps; a labelled series goes at the second sweep without a value,
+// TestIdleQueueSeriesExpireAndTheRestStay: a scrape sweeps at most once
+// per retention; a labelled series goes at the second sweep without a value,
 // one recorded in between stays, an unlabelled one never goes.
 func TestIdleQueueSeriesExpireAndTheRestStay(t *testing.T) {
 	t.Parallel()
-	r := newPrometheus(t, metrics.SetupConfig{SeriesRetention: time.Nanosecond, Inmem: true})
+	var mu sync.Mutex
+	clock := time.Unix(1_000_000, 0)
+	advance := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(d)
+	}
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
+	r := newPrometheus(t, metrics.SetupConfig{SeriesRetention: time.Hour, Now: now, Inmem: true})
 	busy, idle := metrics.L("queue", "busy"), metrics.L("queue", "idle")
 	for _, q := range []metrics.Label{busy, idle} {
 		r.IncrCounter(metrics.CommitsTotal, 1, q)
@@ -328,12 +341,18 @@ func TestIdleQueueSeriesExpireAndTheRestStay(t *testing.T) {
 	r.IncrCounter(metrics.RebalancesTotal, 1)
 	r.AddSample(metrics.CommitDuration, 3)
 
-	s := scrapeRegistry(t, r) // first sweep: everything was used in it
+	advance(time.Hour)
+	s := scrapeRegistry(t, r) // first sweep: everything was used before it
 	s.want(t, `drover_commits_total{queue="idle"}`, "1")
 	s.want(t, `drover_queue_latency_ms_count{queue="idle"}`, "1")
 
 	r.IncrCounter(metrics.CommitsTotal, 1, busy)
 	r.AddSample(metrics.QueueLatency, 4, busy)
+	advance(time.Hour - time.Second)
+	s = scrapeRegistry(t, r) // within the retention of the first: no sweep
+	s.want(t, `drover_commits_total{queue="idle"}`, "1")
+
+	advance(time.Second)
 	s = scrapeRegistry(t, r) // second sweep: idle has gone
 	for _, gone := range []string{`drover_commits_total{queue="idle"}`, `drover_queue_latency_ms_count{queue="idle"}`} {
 		if v, ok := s.samples[gone]; ok {
