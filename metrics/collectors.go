@@ -45,12 +45,12 @@ type series struct {
 
 // newSeries builds the series of d; reg is nil without Prometheus.
 func newSeries(d Def, reg prometheus.Registerer, epoch *atomic.Int64) (*series, error) {
+	if len(d.Labels) > maxLabels {
+		return nil, fmt.Errorf("metric %s has %d labels, more than %d", d.Name, len(d.Labels), maxLabels)
+	}
 	s := &series{def: d, key: []string{Namespace, d.Name}, entries: map[callKey]*entry{}, epoch: epoch}
 	if reg == nil {
 		return s, nil
-	}
-	if len(d.Labels) > maxLabels {
-		return nil, fmt.Errorf("metric %s has %d labels, more than %d", d.Name, len(d.Labels), maxLabels)
 	}
 	name := PrometheusName(d.Name)
 	var c prometheus.Collector

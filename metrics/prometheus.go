@@ -76,8 +76,9 @@ func (s *promSink) gaugeSink(key []string) *promsink.PrometheusSink {
 }
 
 // handler serves the registry in the Prometheus text format, with the
-// catalog's help text on drover_* families; sweep runs before each gather. A family that fails to gather
-// (two kinds under one name) is left out and logged; the rest is served.
+// catalog's help text on drover_* families; sweep runs before each gather.
+// A family that fails to gather (two kinds under one name) is left out and
+// logged; the rest is served.
 func (s *promSink) handler(log hclog.Logger, sweep func()) http.Handler {
 	gather := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		sweep()

@@ -37,7 +37,8 @@ type SetupConfig struct {
 	// GaugeRetention is how long the Prometheus sink keeps a per-queue or
 	// cluster gauge (Def.Expires) that is not set again, so that a queue's
 	// former owner or a former rebalance leader stops exporting stale
-	// values. Other metrics never expire. Default DefaultGaugeRetention.
+	// values. Other gauges never expire; labelled counters and timers
+	// follow SeriesRetention. Default DefaultGaugeRetention.
 	GaugeRetention time.Duration
 	// SeriesRetention is how long the Registry keeps a labelled counter,
 	// summary or histogram series (a queue's, a task's) that records
