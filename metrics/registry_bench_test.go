@@ -17,6 +17,19 @@ func oneTask(r metrics.Recorder, q, task, ok metrics.Label) {
 	r.IncrCounter(metrics.TasksTotal, 1, q, task, ok)
 }
 
+// benchRegistry is a Registry with cfg's sinks for one benchmark, which
+// reports allocations.
+func benchRegistry(b *testing.B, cfg metrics.SetupConfig) *metrics.Registry {
+	b.Helper()
+	r, err := metrics.Setup(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(r.Close)
+	b.ReportAllocs()
+	return r
+}
+
 // BenchmarkTaskMetrics is the metrics cost a worker pays per task, with the
 // sinks of `drover worker` (Prometheus and the in-memory dump) and with
 // Prometheus alone. ns/op and allocs/op are per task.
@@ -29,13 +42,8 @@ func BenchmarkTaskMetrics(b *testing.B) {
 		{"prometheus", metrics.SetupConfig{Prometheus: true}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			r, err := metrics.Setup(bc.cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Close()
+			r := benchRegistry(b, bc.cfg)
 			q, task, ok := metrics.L("queue", "emails"), metrics.L("task", "send"), metrics.L("outcome", "success")
-			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
 				oneTask(r, q, task, ok)
@@ -47,13 +55,8 @@ func BenchmarkTaskMetrics(b *testing.B) {
 // BenchmarkRecordTaskOutcome is BenchmarkTaskMetrics from several
 // goroutines at once (the worker's task slots).
 func BenchmarkRecordTaskOutcome(b *testing.B) {
-	r, err := metrics.Setup(metrics.SetupConfig{Prometheus: true, Inmem: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
+	r := benchRegistry(b, metrics.SetupConfig{Prometheus: true, Inmem: true})
 	q, task, ok := metrics.L("queue", "emails"), metrics.L("task", "send"), metrics.L("outcome", "success")
-	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
