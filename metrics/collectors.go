@@ -20,14 +20,14 @@ type callKey [2 * maxLabels]string
 
 // entry is what one combination of labels records into.
 type entry struct {
-	prom   any      // prometheus.Counter or prometheus.Observer; nil without Prometheus
+	prom   any      // prometheus.Counter, Gauge or Observer; nil without Prometheus
 	values []string // the labels' values in the order of Def.Labels
 	side   []string // the statsd and in-memory key, labels folded in
 	used   atomic.Int64
+	setAt  atomic.Int64 // an expiring gauge's last set, Unix nanoseconds
 }
 
-// series is the recording side of one catalog counter, summary or
-// histogram: with Prometheus on, the client_golang vector that holds it, and
+// series is the recording side of one catalog metric: with Prometheus on, the client_golang vector that holds it, and
 // an entry per combination of labels seen. Recording into a known entry
 // costs a map lookup under a read lock and an atomic add; go-metrics'
 // Prometheus sink instead flattened and hashed the key and built the label
@@ -55,6 +55,9 @@ func newSeries(d Def, reg prometheus.Registerer, epoch *atomic.Int64) (*series, 
 	name := PrometheusName(d.Name)
 	var c prometheus.Collector
 	switch d.Kind {
+	case Gauge:
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: d.Help}, d.Labels)
+		c, s.make, s.del = v, func(lvs ...string) any { return v.WithLabelValues(lvs...) }, v.DeleteLabelValues
 	case Counter:
 		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: d.Help}, d.Labels)
 		c, s.make, s.del = v, func(lvs ...string) any { return v.WithLabelValues(lvs...) }, v.DeleteLabelValues
@@ -123,20 +126,33 @@ func (s *series) lookup(labels []Label) *entry {
 	return e
 }
 
-// expire forgets the labelled entries not used in the epochs before ep-1,
-// and their Prometheus children unless another entry (the same labels given
-// in another order) still records into them. A call that found an entry just
-// before it expired records into a forgotten child: one observation of a
-// series idle for a whole retention, lost.
+// expire forgets the labelled counter and timer entries not used in the
+// epochs before ep-1.
 func (s *series) expire(ep int64) {
-	if len(s.def.Labels) == 0 {
-		return // one series for the process: never expires
+	if len(s.def.Labels) == 0 || s.def.Kind == Gauge {
+		return // one series for the process, or a gauge: see expireGauges
 	}
+	s.forget(func(e *entry) bool { return e.used.Load() <= ep-2 })
+}
+
+// expireGauges forgets the entries of an expiring gauge last set before
+// (Unix nanoseconds), labelled or not.
+func (s *series) expireGauges(before int64) {
+	if s.def.Kind == Gauge && s.def.Expires {
+		s.forget(func(e *entry) bool { return e.setAt.Load() < before })
+	}
+}
+
+// forget deletes the entries old reports, and their Prometheus children
+// unless another entry (the same labels given in another order) still
+// records into them. A call that found an entry just before it went
+// records into a forgotten child: one value of an idle series, lost.
+func (s *series) forget(old func(*entry) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var gone []*entry
 	for k, e := range s.entries {
-		if e.used.Load() <= ep-2 {
+		if old(e) {
 			delete(s.entries, k)
 			gone = append(gone, e)
 		}

@@ -87,9 +87,10 @@ type Def struct {
 	Unit   string   // "" for a plain count
 	Help   string   // one line: what it measures
 	// Expires marks gauges published periodically by whoever currently
-	// owns the thing measured (a queue's owner, the rebalance leader): the
-	// Prometheus sink forgets them after SetupConfig.GaugeRetention without
-	// a new value. Other metrics are kept for the life of the process.
+	// owns the thing measured (a queue's owner, the rebalance leader):
+	// Prometheus forgets them after SetupConfig.GaugeRetention without a new
+	// value. Other gauges are kept for the life of the process; labelled
+	// counters and timers for SetupConfig.SeriesRetention without a value.
 	Expires bool
 }
 

@@ -77,29 +77,30 @@ type SetupConfig struct {
 // Registry is one process's metrics. It is a Recorder; its methods are
 // safe for concurrent use.
 //
-// The catalog's counters, summaries and histograms — the per-task and
-// per-commit series — are recorded by the Registry itself: into its own
-// client_golang collectors for Prometheus, and straight into the statsd and
-// in-memory sinks. Gauges, whose per-queue series expire, and names outside
-// the catalog go through a go-metrics instance (not the package-global one)
-// over every configured sink.
+// Every catalog metric is recorded by the Registry itself: into its own
+// client_golang collectors for Prometheus (which it expires, see
+// SetupConfig), and straight into the statsd and in-memory sinks with a key
+// formatted once per label combination. Names outside the catalog go
+// through a go-metrics instance (not the package-global one) over every
+// configured sink.
 type Registry struct {
 	gm   *gometrics.Metrics
-	own  map[string]*series   // the catalog's counters and timers
+	own  map[string]*series   // every catalog metric, by name
 	side gometrics.MetricSink // statsd and in-memory, for own series; nil without them
 	// epoch counts sweeps (at most one per retention): an entry remembers
 	// the epoch it was last used in, a sweep forgets those idle for two.
-	epoch     atomic.Int64
-	retention time.Duration
-	now       func() time.Time
-	sweepMu   sync.Mutex
-	lastSweep time.Time
-	prom      *promSink // nil without Prometheus
-	handler   http.Handler
-	inmem     *gometrics.InmemSink
-	dump      *gometrics.InmemSignal
-	statsd    *statsdSink
-	close     sync.Once
+	epoch          atomic.Int64
+	retention      time.Duration
+	gaugeRetention time.Duration
+	now            func() time.Time
+	sweepMu        sync.Mutex
+	lastSweep      time.Time
+	prom           *promSink // nil without Prometheus
+	handler        http.Handler
+	inmem          *gometrics.InmemSink
+	dump           *gometrics.InmemSignal
+	statsd         *statsdSink
+	close          sync.Once
 }
 
 var _ Recorder = (*Registry)(nil)
@@ -139,11 +140,12 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 		cfg.DumpTo = os.Stderr
 	}
 
-	r := &Registry{own: map[string]*series{}, retention: cfg.SeriesRetention, now: cfg.Now, lastSweep: cfg.Now()}
+	r := &Registry{own: map[string]*series{}, retention: cfg.SeriesRetention,
+		gaugeRetention: cfg.GaugeRetention, now: cfg.Now, lastSweep: cfg.Now()}
 	var sinks, side gometrics.FanoutSink
 	var reg *prometheus.Registry
 	if cfg.Prometheus {
-		p, err := newPromSink(cfg.GaugeRetention)
+		p, err := newPromSink()
 		if err != nil {
 			return nil, fmt.Errorf("metrics setup: %w", err)
 		}
@@ -151,9 +153,6 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 		sinks = append(sinks, p)
 	}
 	for _, d := range catalog {
-		if d.Kind == Gauge {
-			continue
-		}
 		var rr prometheus.Registerer
 		if reg != nil {
 			rr = reg
@@ -231,6 +230,23 @@ func (r *Registry) IncrCounter(name string, v float32, labels ...Label) {
 
 // SetGauge sets gauge name.
 func (r *Registry) SetGauge(name string, v float32, labels ...Label) {
+	if s := r.own[name]; s != nil && s.def.Kind == Gauge {
+		e := s.entry(labels)
+		switch {
+		case e == nil:
+			r.sideOnly().SetGaugeWithLabels(s.key, v, goLabels(labels))
+			return
+		case e.prom != nil:
+			e.prom.(prometheus.Gauge).Set(float64(v))
+		}
+		if s.def.Expires {
+			e.setAt.Store(r.now().UnixNano())
+		}
+		if r.side != nil {
+			r.side.SetGaugeWithLabels(e.side, v, nil)
+		}
+		return
+	}
 	r.gm.SetGaugeWithLabels(key(name), v, goLabels(labels))
 }
 
@@ -254,12 +270,18 @@ func (r *Registry) AddSample(name string, v float32, labels ...Label) {
 	r.gm.AddSampleWithLabels(key(name), v, goLabels(labels))
 }
 
-// sweep starts a new epoch and forgets the series idle for the two before,
-// unless the last sweep is less than a retention ago.
+// sweep forgets the expiring gauges not set within the gauge retention,
+// and, unless the last epoch began less than a retention ago, starts a new
+// epoch and forgets the counters and timers idle for the two before.
 func (r *Registry) sweep() {
 	r.sweepMu.Lock()
 	defer r.sweepMu.Unlock()
-	if now := r.now(); now.Sub(r.lastSweep) >= r.retention {
+	now := r.now()
+	before := now.Add(-r.gaugeRetention).UnixNano()
+	for _, s := range r.own {
+		s.expireGauges(before)
+	}
+	if now.Sub(r.lastSweep) >= r.retention {
 		r.lastSweep = now
 		ep := r.epoch.Add(1)
 		for _, s := range r.own {

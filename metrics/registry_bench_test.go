@@ -96,3 +96,18 @@ func BenchmarkBusyQueueMemory(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkBacklogGauges is what a busy queue's owner pays per backlog
+// read (worker/loop.go publishBacklog): four per-queue gauges, with the
+// sinks of `drover worker`.
+func BenchmarkBacklogGauges(b *testing.B) {
+	r := benchRegistry(b, metrics.SetupConfig{Prometheus: true, Inmem: true})
+	q := metrics.L("queue", "emails")
+	b.ResetTimer()
+	for range b.N {
+		r.SetGauge(metrics.Lag, 10, q)
+		r.SetGauge(metrics.OldestAge, 1.5, q)
+		r.SetGauge(metrics.Delayed, 0, q)
+		r.SetGauge(metrics.Dead, 0, q)
+	}
+}

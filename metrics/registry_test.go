@@ -320,18 +320,7 @@ func TestTaskMetricsDoNotAllocate(t *testing.T) {
 // one recorded in between stays, an unlabelled one never goes.
 func TestIdleQueueSeriesExpireAndTheRestStay(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	clock := time.Unix(1_000_000, 0)
-	advance := func(d time.Duration) {
-		mu.Lock()
-		defer mu.Unlock()
-		clock = clock.Add(d)
-	}
-	now := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return clock
-	}
+	advance, now := fakeClock()
 	r := newPrometheus(t, metrics.SetupConfig{SeriesRetention: time.Hour, Now: now, Inmem: true})
 	busy, idle := metrics.L("queue", "busy"), metrics.L("queue", "idle")
 	for _, q := range []metrics.Label{busy, idle} {
@@ -367,4 +356,54 @@ func TestIdleQueueSeriesExpireAndTheRestStay(t *testing.T) {
 	// An expired series comes back from 0.
 	r.IncrCounter(metrics.CommitsTotal, 1, idle)
 	scrapeRegistry(t, r).want(t, `drover_commits_total{queue="idle"}`, "1")
+}
+
+// fakeClock is a clock for SetupConfig.Now that moves only when advanced.
+func fakeClock() (advance func(time.Duration), now func() time.Time) {
+	var mu sync.Mutex
+	clock := time.Unix(1_000_000, 0)
+	advance = func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(d)
+	}
+	now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
+	return advance, now
+}
+
+// TestExpiringGaugesGoAfterTheGaugeRetention: a per-queue or cluster gauge
+// not set again within GaugeRetention is gone at the next scrape, one set
+// again stays; a per-process gauge stays.
+func TestExpiringGaugesGoAfterTheGaugeRetention(t *testing.T) {
+	t.Parallel()
+	advance, now := fakeClock()
+	r := newPrometheus(t, metrics.SetupConfig{GaugeRetention: 2 * time.Minute, Now: now})
+	q, q2 := metrics.L("queue", "q"), metrics.L("queue", "q2")
+	r.SetGauge(metrics.Lag, 5, q)
+	r.SetGauge(metrics.Lag, 6, q2)
+	r.SetGauge(metrics.Members, 3)
+	r.SetGauge(metrics.InFlight, 2)
+
+	advance(2 * time.Minute)
+	s := scrapeRegistry(t, r) // exactly the retention: kept
+	s.want(t, `drover_lag{queue="q"}`, "5")
+	s.want(t, `drover_cluster_members`, "3")
+
+	r.SetGauge(metrics.Lag, 7, q2)
+	advance(time.Second)
+	s = scrapeRegistry(t, r)
+	for _, gone := range []string{`drover_lag{queue="q"}`, `drover_cluster_members`} {
+		if v, ok := s.samples[gone]; ok {
+			t.Errorf("%s: want it expired, have %s", gone, v)
+		}
+	}
+	s.want(t, `drover_lag{queue="q2"}`, "7")
+	s.want(t, `drover_in_flight`, "2")
+
+	r.SetGauge(metrics.Lag, 1, q) // comes back
+	scrapeRegistry(t, r).want(t, `drover_lag{queue="q"}`, "1")
 }
