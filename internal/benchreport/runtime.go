@@ -17,7 +17,7 @@ var fleetRuntime = section{
 	Intro: "Four `drover worker` processes (the binary built with `-tags droverbench`, which adds two inline handlers and nothing else) on a private ZooKeeper and Redis, each member's ZooKeeper connection through a proxy that counts its requests by kind. " +
 		"Queues are registered in bulk (`coordinator.CreateQueues`); the run waits until the workers' `/debug/state?queues=names` (the names-only form, so that the worker does not build megabytes of JSON for the harness) together list every queue exactly once. " +
 		"Goroutines per worker are read first with 1,000 queues (`small-queues`), then with 100,000 (`goroutines-full/small`: the largest growth of one worker). " +
-		"**Idle**: once every worker is quiet (under 10% of a core over 5 s; `settle-s`, 10–45 s after the fleet runs every queue), one window (`window-s`) with 100,000 empty queues: Redis commands/s of the whole fleet from `INFO stats` `total_commands_processed` (the harness's own INFO calls subtracted; commands inside scripts count too), CPU per worker from `/proc/<pid>/stat` utime+stime, RSS from `VmRSS` (the worker; `lease-child` is its task-lease supervisor process), ZooKeeper requests per member from the proxies. " +
+		"**Idle**: once every worker is quiet (under 10% of a core over 5 s; `settle-s`, 10–45 s after the fleet runs every queue), one window (`window-s`) with 100,000 empty queues: Redis commands/s of the whole fleet from `INFO stats` `total_commands_processed` (the harness's own INFO calls subtracted; commands inside scripts count too), CPU per worker from `/proc/<pid>/stat` utime+stime, RSS from `VmRSS` (the worker; `lease-child` is its task-lease supervisor process), the live heap of the largest worker after the window (`idle-live-heap-MB-max-worker`: `HeapAlloc` of its `/debug/pprof/heap?gc=1`, right after a collection; RSS runs above it by the GC's headroom), ZooKeeper requests per member from the proxies. " +
 		"**Busy**: an open-loop producer in the harness sends 10,000 messages/s spread evenly over 10,000 of those queues (1 message/s each; `EnqueueBatch` from four goroutines, each batch what came due since the last); the inline `bench.stamp` handler counts `time.Since(enqueued_at)` at its start in a histogram in the worker (2% buckets, written to a file five times a second), so p50/p99/max are enqueue → handler start over every message of the window. " +
 		"`busy-started/enqueued` is handler starts against messages enqueued in the window, `busy-drain-s` how long the workers took to start the last message after the producer stopped. " +
 		"ZooKeeper writes count requests (a multi is one; `zk-write-ops/s` counts the operations inside). " +
@@ -27,7 +27,7 @@ var fleetRuntime = section{
 		"workers", "small-queues", "queues", "busy-queues", "msgs/s-asked", "window-s", "converge-s", "settle-s",
 		"goroutines-small", "goroutines-full", "goroutines-full/small",
 		"idle-redis-cmds/s", "idle-redis-cmds/s-worst-part", "idle-cpu-%-max-worker", "idle-cpu-%-worst-part",
-		"idle-rss-MB-max-worker", "idle-lease-child-rss-MB", "idle-zk-requests/s-max-member", "idle-zk-writes/s-max-member",
+		"idle-rss-MB-max-worker", "idle-live-heap-MB-max-worker", "idle-lease-child-rss-MB", "idle-zk-requests/s-max-member", "idle-zk-writes/s-max-member",
 		"busy-msgs/s", "busy-msgs/s-of-asked", "busy-started/s", "busy-started/enqueued", "busy-drain-s",
 		"busy-p50-ms", "busy-p99-ms", "busy-max-ms",
 		"busy-zk-writes/s-max-member", "busy-zk-write-ops/s", "busy-zk-requests/s-max-member",
