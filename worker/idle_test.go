@@ -700,3 +700,25 @@ func TestCommitIntervalRunsFromFlushStartToFlushStart(t *testing.T) {
 	claim.gate <- struct{}{}
 	waitFor(t, "the second offset committed", func() bool { return claim.committed() == 3 })
 }
+
+// A claim that is a BatchClaim by type but gives no committer (a wrapper
+// whose wrapped claim cannot batch) commits alone, through Commit.
+func TestBatchClaimWithoutCommitterCommitsAlone(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	c := &noCommitterClaim{}
+	log.add("a", msg("one"))
+	if err := w.Start(queueConfig("a", nil), c); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message runs", func() bool { return len(ex.runList()) == 1 })
+	allParked(t, w)
+	clock.Advance(DefaultCommitInterval)
+	waitFor(t, "a committed through Commit", func() bool { return c.committed() == 1 })
+}
+
+// noCommitterClaim is a memClaim whose Committer is nil.
+type noCommitterClaim struct{ memClaim }
+
+func (c *noCommitterClaim) Committer() drover.ClaimCommitter { return nil }
