@@ -13,12 +13,13 @@ import (
 
 // committer commits the offsets of the worker's queues: one per worker, not
 // one per queue (DESIGN.md §10). Queue loops hand it their done offsets
-// (offer); every CommitInterval it commits every queue that progressed, all
-// at once, so the coordinator's coalescing sends them to ZooKeeper as one
-// multi (coordinator/multi_batch.go), each operation still checking its own
-// claim's fencing version. A fenced-out queue is dropped alone: its loop is
-// lost, the others commit. After a successful commit the queue is trimmed,
-// the outcome records riding with the trim.
+// (offer); every CommitInterval, and at once when the member drains after
+// a while of work (drained), it commits every queue that progressed in one
+// call (drover.ClaimCommitter: the coordinator's Session.CommitMany sends
+// them to ZooKeeper as one multi per request bound), each operation still
+// checking its own claim's fencing version. A fenced-out queue is dropped
+// alone: its loop is lost, the others commit. After a successful commit
+// the queue is trimmed, the outcome records riding with the trim.
 //
 // Its goroutine runs while offsets wait and exits when none does: an idle
 // worker commits nothing and holds no committer goroutine.
