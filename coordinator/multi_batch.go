@@ -17,7 +17,9 @@ import (
 // others. Like queue/coalesce.go, the first writer to arrive while nothing is
 // in flight sends at once (a lone writer pays no extra latency); writers
 // arriving meanwhile queue up and the next leader sends them all in one
-// multi (cut under maxRequestBytes).
+// multi (cut under maxRequestBytes). A worker's committer does not come
+// through here one claim at a time: it hands its whole flush to
+// CommitMany (commit_many.go), which packs it and sends it with flush.
 
 // multiReq is one claim's operations in a batch.
 type multiReq struct {
