@@ -25,9 +25,10 @@ type Worker struct {
 	queues map[string]*queueLoop
 
 	// One per worker, whatever the number of queues (DESIGN.md §10).
-	idle    *idleScheduler // due times of parked queues, the backstop check
-	commits *committer     // coalesced offset commits
-	reads   *reader        // coalesced reads (nil: each loop reads alone)
+	idle     *idleScheduler // due times of parked queues, the backstop check
+	commits  *committer     // coalesced offset commits
+	reads    *reader        // coalesced reads (nil: each loop reads alone)
+	backlogs *backlogger    // coalesced backlog reads (nil: each loop reads its own)
 
 	pause     atomic.Pointer[PauseState]
 	suspended atomic.Bool
@@ -76,6 +77,9 @@ func New(cfg Config) (*Worker, error) {
 	w.commits = newCommitter(w)
 	if br, ok := cfg.Log.(BatchReader); ok {
 		w.reads = newReader(br, cfg.Metrics)
+	}
+	if bb, ok := cfg.Log.(BatchBacklogReader); ok {
+		w.backlogs = newBacklogger(bb, cfg.Metrics)
 	}
 	w.pause.Store(&PauseState{})
 	return w, nil
