@@ -125,4 +125,3 @@ func pendingBacklogs(w *Worker) []string {
 	}
 	return qs
 }
-

@@ -67,7 +67,7 @@ func TestReadsArrivingDuringARoundTripGoTogether(t *testing.T) {
 		}
 	}
 	log := newBatchLogReads(mem)
-	r := newReader(log, metrics.Discard)
+	r := newReader(log, metrics.Discard, nil)
 	release := log.holdReads()
 	defer release()
 	type got struct {
@@ -121,7 +121,7 @@ func TestReadOfAStoppedQueueIsNotSent(t *testing.T) {
 	mem.add("b", msg("b0"))
 	mem.add("c", msg("c0"))
 	log := newBatchLogReads(mem)
-	r := newReader(log, metrics.Discard)
+	r := newReader(log, metrics.Discard, nil)
 	release := log.holdReads()
 	defer release()
 	go func() { _, _ = r.read(context.Background(), "a", 0, 10) }()

@@ -29,6 +29,7 @@ type Worker struct {
 	commits  *committer     // coalesced offset commits
 	reads    *reader        // coalesced reads (nil: each loop reads alone)
 	backlogs *backlogger    // coalesced backlog reads (nil: each loop reads its own)
+	stages   stages         // debug counters of a message\'s way to its start (stages.go)
 
 	pause     atomic.Pointer[PauseState]
 	suspended atomic.Bool
@@ -76,7 +77,7 @@ func New(cfg Config) (*Worker, error) {
 	w.idle = newIdleScheduler(w)
 	w.commits = newCommitter(w)
 	if br, ok := cfg.Log.(BatchReader); ok {
-		w.reads = newReader(br, cfg.Metrics)
+		w.reads = newReader(br, cfg.Metrics, &w.stages)
 	}
 	if bb, ok := cfg.Log.(BatchBacklogReader); ok {
 		w.backlogs = newBacklogger(bb, cfg.Metrics)

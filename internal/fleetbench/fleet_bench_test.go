@@ -157,13 +157,22 @@ func runFleet(b *testing.B, sz sizes) {
 	p.start()
 	defer p.stop()                              // after a failure
 	time.Sleep(min(5*time.Second, sz.Window/4)) // the first wake-ups, buffers and connections
+	st0, err := readStages(ws)
+	if err != nil {
+		b.Fatal(err)
+	}
 	busy := measure(b, rm, ws, sz.Window, p)
+	st1, err := readStages(ws)
+	if err != nil {
+		b.Fatal(err)
+	}
 	p.stop()
 	drain := waitDrained(b, ws, p.sent.Load(), 60*time.Second)
 	if err := p.failure(); err != nil {
 		b.Fatalf("producer: %v", err)
 	}
 	busy.report(b, "busy-")
+	reportStages(b, st0, st1)
 	b.ReportMetric(drain.Seconds(), "busy-drain-s")
 	subs, err := maxSubscribers(ctx, mon)
 	if err != nil {
@@ -585,4 +594,24 @@ func commandRates(before, after map[string]int64, seconds float64) string {
 		parts = append(parts, fmt.Sprintf("%s %.0f", n, float64(after[n]-before[n])/seconds))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// reportStages reports the mean time of each stage of a message's way to
+// its start over the busy window, from the workers' stage counters
+// (worker.Stages): enqueue → read returned, of which the reader's queue and
+// round trip, and read → start.
+func reportStages(b *testing.B, st0, st1 stageStats) {
+	toRead := meanMs(st0.EnqueueToRead, st1.EnqueueToRead)
+	toStart := meanMs(st0.EnqueueToStart, st1.EnqueueToStart)
+	b.ReportMetric(toStart, "busy-mean-enqueue-to-start-ms")
+	b.ReportMetric(toRead, "busy-mean-enqueue-to-read-ms")
+	b.ReportMetric(meanMs(st0.ReadQueued, st1.ReadQueued), "busy-mean-read-queued-ms")
+	b.ReportMetric(meanMs(st0.ReadTrip, st1.ReadTrip), "busy-mean-read-trip-ms")
+	b.ReportMetric(meanMs(st0.Wake, st1.Wake), "busy-mean-wake-ms")
+	if rounds := st1.ReadRounds - st0.ReadRounds; rounds > 0 {
+		b.ReportMetric(float64(st1.Reads-st0.Reads)/float64(rounds), "busy-reads/round-trip")
+	}
+	b.Logf("busy stages (means): enqueue→read returned %.1f ms (read queued %.1f ms, round trip %.1f ms, parked loop's wake %.2f ms), read→start %.1f ms; enqueue→start %.1f ms; backlog reads %d in %d round trips",
+		toRead, meanMs(st0.ReadQueued, st1.ReadQueued), meanMs(st0.ReadTrip, st1.ReadTrip), meanMs(st0.Wake, st1.Wake),
+		toStart-toRead, toStart, st1.BacklogReads-st0.BacklogReads, st1.BacklogRounds-st0.BacklogRounds)
 }
