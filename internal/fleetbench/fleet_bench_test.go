@@ -185,6 +185,12 @@ func runFleet(b *testing.B, sz sizes) {
 		b.ReportMetric(float64(busy.started)/float64(busy.enqueued), "busy-started/enqueued")
 	}
 	b.ReportMetric(float64(busy.enqueued)/busy.seconds/float64(sz.Rate), "busy-msgs/s-of-asked")
+	if n := p.calls.Load(); n > 0 {
+		// The producer's calls: a message's enqueued_at is set when its
+		// batch is built, so a long call adds to its latency.
+		b.ReportMetric(float64(p.sent.Load())/float64(n), "busy-producer-msgs/call")
+		b.ReportMetric(float64(p.callNs.Load())/float64(n)/1e6, "busy-producer-call-ms")
+	}
 }
 
 // createQueues registers queues q<from>…q<to-1> in bulk (multis of up to
@@ -311,6 +317,7 @@ type reading struct {
 	kidsRSS  []int64
 	zk       []ZKCounts
 	latency  Snapshot // the workers' bench.stamp histograms, merged
+	stored   Snapshot // the same from the messages' positions (stored in Redis → start)
 	enqueued int64    // the producer's messages so far
 }
 
@@ -347,6 +354,11 @@ func sample(b *testing.B, rm *redisMeter, ws []*worker, p *producer) reading {
 				b.Fatal(err)
 			}
 			r.latency.Add(&lat)
+			st, err := ReadSnapshot(w.latPath + ".stored")
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.stored.Add(&st)
 		}
 	}
 	return r
@@ -369,6 +381,7 @@ type window struct {
 	enqueued       int64
 	started        int64
 	latency        Snapshot
+	stored         Snapshot
 }
 
 // measure samples every window/subWindows for window and returns the
@@ -420,6 +433,8 @@ func measure(b *testing.B, rm *redisMeter, ws []*worker, length time.Duration, p
 	w.enqueued = last.enqueued - first.enqueued
 	w.latency = last.latency
 	w.latency.Sub(&first.latency)
+	w.stored = last.stored
+	w.stored.Sub(&first.stored)
 	w.started = w.latency.Total()
 	return w
 }
@@ -441,6 +456,9 @@ func (w window) report(b *testing.B, prefix string) {
 		b.ReportMetric(float64(w.latency.Quantile(0.5).Microseconds())/1000, prefix+"p50-ms")
 		b.ReportMetric(float64(w.latency.Quantile(0.99).Microseconds())/1000, prefix+"p99-ms")
 		b.ReportMetric(float64(w.latency.Quantile(1).Microseconds())/1000, prefix+"max-ms")
+		b.ReportMetric(float64(w.stored.Quantile(0.5).Microseconds())/1000, prefix+"stored-p50-ms")
+		b.ReportMetric(float64(w.stored.Quantile(0.99).Microseconds())/1000, prefix+"stored-p99-ms")
+		b.ReportMetric(float64(w.stored.Quantile(1).Microseconds())/1000, prefix+"stored-max-ms")
 	}
 }
 
@@ -480,6 +498,8 @@ type producer struct {
 	rate   int
 
 	sent    atomic.Int64
+	calls   atomic.Int64 // EnqueueBatch calls
+	callNs  atomic.Int64 // their total time
 	stopped chan struct{}
 	wg      sync.WaitGroup
 	once    sync.Once
@@ -528,7 +548,10 @@ func (p *producer) run(g int, begin time.Time) {
 				msgs[i] = &drover.Message{Queue: queueName(q), Task: "bench.stamp"}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			callStart := time.Now()
 			_, err := p.store.EnqueueBatch(ctx, msgs)
+			p.callNs.Add(int64(time.Since(callStart)))
+			p.calls.Add(1)
 			cancel()
 			if err != nil {
 				p.mu.Lock()
