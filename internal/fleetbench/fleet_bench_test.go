@@ -180,6 +180,7 @@ func runFleet(b *testing.B, sz sizes) {
 	}
 	b.ReportMetric(float64(subs), "busy-max-subscribers")
 	if busy.enqueued > 0 {
+		b.ReportMetric(busy.redisCmdsPerS*busy.seconds/float64(busy.enqueued), "busy-redis-cmds/msg")
 		b.ReportMetric(float64(busy.publishes)/float64(busy.enqueued), "busy-publish/msg")
 		b.ReportMetric(float64(busy.publishes*int64(subs))/float64(busy.enqueued), "busy-deliveries/msg")
 		b.ReportMetric(float64(busy.started)/float64(busy.enqueued), "busy-started/enqueued")
