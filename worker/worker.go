@@ -29,7 +29,7 @@ type Worker struct {
 	commits  *committer     // coalesced offset commits
 	reads    *reader        // coalesced reads (nil: each loop reads alone)
 	backlogs *backlogger    // coalesced backlog reads (nil: each loop reads its own)
-	stages   stages         // debug counters of a message\'s way to its start (stages.go)
+	stages   stages         // debug counters of a message's way to its start (stages.go)
 
 	pause     atomic.Pointer[PauseState]
 	suspended atomic.Bool
