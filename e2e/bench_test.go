@@ -67,7 +67,7 @@ func queueDone(w *worker.Worker, queue string) drover.Position {
 	return 0
 }
 
-func newRuntimeRig(b *testing.B, capacity int) *runtimeRig {
+func newRuntimeRig(b *testing.B, capacity int, opts ...func(*worker.Config)) *runtimeRig {
 	b.Helper()
 	rdb, err := queue.NewClient(queue.ClientOptions{Addrs: []string{testenv.Redis(b).Addr}})
 	if err != nil {
@@ -89,8 +89,12 @@ func newRuntimeRig(b *testing.B, capacity int) *runtimeRig {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, err := worker.New(worker.Config{Member: "bench", Capacity: capacity, BatchSize: 500,
-		Log: store, Requeuer: store, Executor: ex})
+	cfg := worker.Config{Member: "bench", Capacity: capacity, BatchSize: 500,
+		Log: store, Requeuer: store, Executor: ex}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	w, err := worker.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -164,9 +168,12 @@ func BenchmarkRuntimeGoChild(b *testing.B) {
 }
 
 // BenchmarkRuntimeInline: tasks/s of an inline no-op handler.
-func BenchmarkRuntimeInline(b *testing.B) {
+func BenchmarkRuntimeInline(b *testing.B) { benchInline(b) }
+
+// benchInline is BenchmarkRuntimeInline with the worker configured by opts.
+func benchInline(b *testing.B, opts ...func(*worker.Config)) {
 	const n, concurrency = 100000, 16
-	r := newRuntimeRig(b, concurrency)
+	r := newRuntimeRig(b, concurrency, opts...)
 	var d, done time.Duration
 	for i := 0; i < b.N; i++ {
 		d += r.runTask(b, fmt.Sprintf("inline%d", i), "bench.noop", drover.TaskRoute{Inline: true}, concurrency, n)

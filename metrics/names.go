@@ -63,12 +63,21 @@ const (
 type Kind string
 
 // The kinds. A summary is exported by Prometheus as <name>{quantile=…},
-// <name>_sum and <name>_count.
+// <name>_sum and <name>_count; a histogram as <name>_bucket{le=…},
+// <name>_sum and <name>_count. Both are recorded with AddSample.
 const (
-	Counter Kind = "counter"
-	Gauge   Kind = "gauge"
-	Summary Kind = "summary"
+	Counter   Kind = "counter"
+	Gauge     Kind = "gauge"
+	Summary   Kind = "summary"
+	Histogram Kind = "histogram"
 )
+
+// MillisecondBuckets are the upper bounds of the histograms in
+// milliseconds: fine where the runtime's targets are (10 ms, 100 ms), up to
+// five minutes for subprocess tasks. A series costs about 1.5 KB whatever
+// it records, where a summary's quantile streams grew to ~70 KB per series
+// of a busy queue (docs/decisions.md, "Per-task metrics …").
+var MillisecondBuckets = []float64{0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000}
 
 // Def describes one metric.
 type Def struct {
@@ -78,9 +87,10 @@ type Def struct {
 	Unit   string   // "" for a plain count
 	Help   string   // one line: what it measures
 	// Expires marks gauges published periodically by whoever currently
-	// owns the thing measured (a queue's owner, the rebalance leader): the
-	// Prometheus sink forgets them after SetupConfig.GaugeRetention without
-	// a new value. Other metrics are kept for the life of the process.
+	// owns the thing measured (a queue's owner, the rebalance leader):
+	// Prometheus forgets them after SetupConfig.GaugeRetention without a new
+	// value. Other gauges are kept for the life of the process; labelled
+	// counters and timers for SetupConfig.SeriesRetention without a value.
 	Expires bool
 }
 
@@ -97,8 +107,8 @@ var catalog = []Def{
 	{Name: SessionExpiries, Kind: Counter, Help: "ZooKeeper sessions of this process that expired."},
 	{Name: Reconnects, Kind: Counter, Help: "ZooKeeper reconnections within a live session."},
 
-	{Name: TaskDuration, Kind: Summary, Labels: []string{"queue", "task"}, Unit: "milliseconds", Help: "How long one attempt ran."},
-	{Name: QueueLatency, Kind: Summary, Labels: []string{"queue"}, Unit: "milliseconds", Help: "From a message's position (enqueue time) to the start of its first attempt."},
+	{Name: TaskDuration, Kind: Histogram, Labels: []string{"queue", "task"}, Unit: "milliseconds", Help: "How long one attempt ran."},
+	{Name: QueueLatency, Kind: Histogram, Labels: []string{"queue"}, Unit: "milliseconds", Help: "From a message's position (enqueue time) to the start of its first attempt."},
 	{Name: FetchDuration, Kind: Summary, Unit: "milliseconds", Help: "One read round trip: a queue log, or the logs read together (all queues of the worker)."},
 	{Name: CommitDuration, Kind: Summary, Unit: "milliseconds", Help: "One fenced offset commit (all queues of the worker)."},
 	{Name: ZKConnect, Kind: Summary, Unit: "milliseconds", Help: "Establishing a ZooKeeper session."},
@@ -147,11 +157,15 @@ func PrometheusName(name string) string {
 }
 
 // PrometheusSeries returns the series names Prometheus scrapes for d: the
-// name itself, and for a summary also <name>_sum and <name>_count.
+// name itself, for a summary also <name>_sum and <name>_count, and for a
+// histogram <name>_bucket, <name>_sum and <name>_count.
 func PrometheusSeries(d Def) []string {
 	n := PrometheusName(d.Name)
-	if d.Kind == Summary {
+	switch d.Kind {
+	case Summary:
 		return []string{n, n + "_sum", n + "_count"}
+	case Histogram:
+		return []string{n + "_bucket", n + "_sum", n + "_count"}
 	}
 	return []string{n}
 }

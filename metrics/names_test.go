@@ -77,7 +77,7 @@ func TestEveryNameConstantIsInTheCatalogOnce(t *testing.T) {
 
 // docRow matches a row of the tables in docs/metrics.md:
 // | `drover_x` | kind | labels | unit | meaning |
-var docRow = regexp.MustCompile("(?m)^\\| `(drover_[a-z0-9_]+)` \\| (counter|gauge|summary) \\| ([^|]*)\\|")
+var docRow = regexp.MustCompile("(?m)^\\| `(drover_[a-z0-9_]+)` \\| (counter|gauge|summary|histogram) \\| ([^|]*)\\|")
 
 // TestDocsListEveryMetricWithItsKindAndLabels holds docs/metrics.md and the
 // catalog together, both ways.

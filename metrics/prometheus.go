@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	gometrics "github.com/hashicorp/go-metrics"
@@ -19,49 +18,31 @@ import (
 // with '_' (prometheus.flattenKey).
 var promReplacer = strings.NewReplacer(" ", "_", ".", "_", "=", "_", "-", "_", "/", "_")
 
-// promSink is the Prometheus side of a Registry: two go-metrics Prometheus
-// sinks in one private prometheus.Registry. Gauges marked Expires in the
-// catalog go to the expiring sink, which forgets a series not set within
-// the retention; everything else goes to the lasting sink, which never
-// forgets (a counter that vanished and came back would lose increments, and
-// a gauge set only on change — scheduler_leader — would disappear).
+// promSink is the go-metrics side of Prometheus: a go-metrics Prometheus
+// sink in the private prometheus.Registry that also holds the Registry's own
+// collectors (collectors.go) for every catalog metric. So it sees only names
+// outside the catalog (none in drover today), and keeps them for the life of
+// the process.
 type promSink struct {
-	lasting, expiring *promsink.PrometheusSink
-	expires           map[string]bool // Prometheus names of expiring gauges
-	registry          *prometheus.Registry
-	help              map[string]string // Prometheus name → help text
+	lasting  *promsink.PrometheusSink
+	registry *prometheus.Registry
+	help     map[string]string // Prometheus name → help text
 }
 
-func newPromSink(retention time.Duration) (*promSink, error) {
+func newPromSink() (*promSink, error) {
 	reg := prometheus.NewRegistry()
-	s := &promSink{registry: reg, expires: map[string]bool{}, help: map[string]string{}}
-	var predeclared []promsink.CounterDefinition
+	s := &promSink{registry: reg, help: map[string]string{}}
 	for _, d := range catalog {
 		for _, n := range PrometheusSeries(d) {
 			s.help[n] = d.Help
 		}
-		name := PrometheusName(d.Name)
-		if d.Expires {
-			s.expires[name] = true
-		}
-		if d.Kind == Counter && len(d.Labels) == 0 {
-			// Unlabelled counters start at 0, so increase() sees their first
-			// event.
-			predeclared = append(predeclared, promsink.CounterDefinition{Name: []string{name}, Help: d.Help})
-		}
 	}
 	var err error
 	s.lasting, err = promsink.NewPrometheusSinkFrom(promsink.PrometheusOpts{
-		Name: "drover_metrics_sink_lasting", Registerer: reg, CounterDefinitions: predeclared,
+		Name: "drover_metrics_sink_lasting", Registerer: reg,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register prometheus sink: %w", err)
-	}
-	s.expiring, err = promsink.NewPrometheusSinkFrom(promsink.PrometheusOpts{
-		Name: "drover_metrics_sink_expiring", Registerer: reg, Expiration: retention,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("register prometheus sink for expiring gauges: %w", err)
 	}
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, fmt.Errorf("register go collector: %w", err)
@@ -72,19 +53,13 @@ func newPromSink(retention time.Duration) (*promSink, error) {
 	return s, nil
 }
 
-// gaugeSink returns the sink a gauge with this key goes to.
-func (s *promSink) gaugeSink(key []string) *promsink.PrometheusSink {
-	if s.expires[promReplacer.Replace(strings.Join(key, "_"))] {
-		return s.expiring
-	}
-	return s.lasting
-}
-
 // handler serves the registry in the Prometheus text format, with the
-// catalog's help text on drover_* families. A family that fails to gather
-// (two kinds under one name) is left out and logged; the rest is served.
-func (s *promSink) handler(log hclog.Logger) http.Handler {
+// catalog's help text on drover_* families; sweep runs before each gather.
+// A family that fails to gather (two kinds under one name) is left out and
+// logged; the rest is served.
+func (s *promSink) handler(log hclog.Logger, sweep func()) http.Handler {
 	gather := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		sweep()
 		mfs, err := s.registry.Gather()
 		for _, mf := range mfs {
 			if h, ok := s.help[mf.GetName()]; ok {
@@ -99,18 +74,17 @@ func (s *promSink) handler(log hclog.Logger) http.Handler {
 	})
 }
 
-// The gometrics.MetricSink methods: gauges are routed, the rest goes to
-// the lasting sink.
+// The gometrics.MetricSink methods: all go to the lasting sink.
 
 func (s *promSink) SetGauge(key []string, val float32) { s.SetGaugeWithLabels(key, val, nil) }
 func (s *promSink) SetGaugeWithLabels(key []string, val float32, labels []gometrics.Label) {
-	s.gaugeSink(key).SetGaugeWithLabels(key, val, labels)
+	s.lasting.SetGaugeWithLabels(key, val, labels)
 }
 func (s *promSink) SetPrecisionGauge(key []string, val float64) {
 	s.SetPrecisionGaugeWithLabels(key, val, nil)
 }
 func (s *promSink) SetPrecisionGaugeWithLabels(key []string, val float64, labels []gometrics.Label) {
-	s.gaugeSink(key).SetPrecisionGaugeWithLabels(key, val, labels)
+	s.lasting.SetPrecisionGaugeWithLabels(key, val, labels)
 }
 func (s *promSink) EmitKey(key []string, val float32) {}
 func (s *promSink) IncrCounter(key []string, val float32) {

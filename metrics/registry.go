@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	gometrics "github.com/hashicorp/go-metrics"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults for SetupConfig fields left zero.
@@ -19,8 +21,12 @@ const (
 	// cluster) survives without a new value. Publishers set them at least
 	// every DefaultGaugeRetention/4 or so.
 	DefaultGaugeRetention = 2 * time.Minute
-	DefaultInmemInterval  = 10 * time.Second
-	DefaultInmemRetain    = time.Minute
+	// DefaultSeriesRetention is how long a labelled counter or timer (a
+	// queue's tasks_total, task_duration_ms, …) survives without a new
+	// value.
+	DefaultSeriesRetention = time.Hour
+	DefaultInmemInterval   = 10 * time.Second
+	DefaultInmemRetain     = time.Minute
 )
 
 // SetupConfig chooses the sinks of a Registry. The zero value is a
@@ -31,8 +37,19 @@ type SetupConfig struct {
 	// GaugeRetention is how long the Prometheus sink keeps a per-queue or
 	// cluster gauge (Def.Expires) that is not set again, so that a queue's
 	// former owner or a former rebalance leader stops exporting stale
-	// values. Other metrics never expire. Default DefaultGaugeRetention.
+	// values. Other gauges never expire; labelled counters and timers
+	// follow SeriesRetention. Default DefaultGaugeRetention.
 	GaugeRetention time.Duration
+	// SeriesRetention is how long the Registry keeps a labelled counter,
+	// summary or histogram series (a queue's, a task's) that records
+	// nothing: a queue that went idle stops costing memory, in Prometheus
+	// and in the Registry. Checked when /metrics is scraped; a series goes
+	// between one and two retentions after its last value. When it comes
+	// back it starts again at 0 (rate() reads that as a counter reset).
+	// Unlabelled series never expire. Default DefaultSeriesRetention.
+	SeriesRetention time.Duration
+	// Now is the clock of the SeriesRetention sweep. Default time.Now.
+	Now func() time.Time
 
 	// Statsd is the host:port of a statsd server (UDP). Keys are
 	// "drover.<name>" with the label values appended in order
@@ -57,17 +74,33 @@ type SetupConfig struct {
 	Logger hclog.Logger
 }
 
-// Registry is one process's metrics: a go-metrics instance (not the
-// package-global one) over the configured sinks. It is a Recorder; its
-// methods are safe for concurrent use.
+// Registry is one process's metrics. It is a Recorder; its methods are
+// safe for concurrent use.
+//
+// Every catalog metric is recorded by the Registry itself: into its own
+// client_golang collectors for Prometheus (which it expires, see
+// SetupConfig), and straight into the statsd and in-memory sinks with a key
+// formatted once per label combination. Names outside the catalog go
+// through a go-metrics instance (not the package-global one) over every
+// configured sink.
 type Registry struct {
-	gm      *gometrics.Metrics
-	prom    *promSink // nil without Prometheus
-	handler http.Handler
-	inmem   *gometrics.InmemSink
-	dump    *gometrics.InmemSignal
-	statsd  *statsdSink
-	close   sync.Once
+	gm   *gometrics.Metrics
+	own  map[string]*series   // every catalog metric, by name
+	side gometrics.MetricSink // statsd and in-memory, for own series; nil without them
+	// epoch counts sweeps (at most one per retention): an entry remembers
+	// the epoch it was last used in, a sweep forgets those idle for two.
+	epoch          atomic.Int64
+	retention      time.Duration
+	gaugeRetention time.Duration
+	now            func() time.Time
+	sweepMu        sync.Mutex
+	lastSweep      time.Time
+	prom           *promSink // nil without Prometheus
+	handler        http.Handler
+	inmem          *gometrics.InmemSink
+	dump           *gometrics.InmemSignal
+	statsd         *statsdSink
+	close          sync.Once
 }
 
 var _ Recorder = (*Registry)(nil)
@@ -78,12 +111,18 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	if cfg.GaugeRetention < 0 || cfg.InmemInterval < 0 || cfg.InmemRetain < 0 {
-		return nil, fmt.Errorf("metrics setup: durations must not be negative (gauge retention %s, inmem interval %s, inmem retain %s)",
-			cfg.GaugeRetention, cfg.InmemInterval, cfg.InmemRetain)
+	if cfg.GaugeRetention < 0 || cfg.SeriesRetention < 0 || cfg.InmemInterval < 0 || cfg.InmemRetain < 0 {
+		return nil, fmt.Errorf("metrics setup: durations must not be negative (gauge retention %s, series retention %s, inmem interval %s, inmem retain %s)",
+			cfg.GaugeRetention, cfg.SeriesRetention, cfg.InmemInterval, cfg.InmemRetain)
 	}
 	if cfg.GaugeRetention == 0 {
 		cfg.GaugeRetention = DefaultGaugeRetention
+	}
+	if cfg.SeriesRetention == 0 {
+		cfg.SeriesRetention = DefaultSeriesRetention
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.InmemInterval == 0 {
 		cfg.InmemInterval = DefaultInmemInterval
@@ -101,15 +140,28 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 		cfg.DumpTo = os.Stderr
 	}
 
-	r := &Registry{}
-	var sinks gometrics.FanoutSink
+	r := &Registry{own: map[string]*series{}, retention: cfg.SeriesRetention,
+		gaugeRetention: cfg.GaugeRetention, now: cfg.Now, lastSweep: cfg.Now()}
+	var sinks, side gometrics.FanoutSink
+	var reg *prometheus.Registry
 	if cfg.Prometheus {
-		p, err := newPromSink(cfg.GaugeRetention)
+		p, err := newPromSink()
 		if err != nil {
 			return nil, fmt.Errorf("metrics setup: %w", err)
 		}
-		r.prom, r.handler = p, p.handler(cfg.Logger.Named("metrics"))
+		r.prom, r.handler, reg = p, p.handler(cfg.Logger.Named("metrics"), r.sweep), p.registry
 		sinks = append(sinks, p)
+	}
+	for _, d := range catalog {
+		var rr prometheus.Registerer
+		if reg != nil {
+			rr = reg
+		}
+		s, err := newSeries(d, rr, &r.epoch)
+		if err != nil {
+			return nil, fmt.Errorf("metrics setup: %w", err)
+		}
+		r.own[d.Name] = s
 	}
 	if cfg.Statsd != "" {
 		// The sink dials UDP in its own goroutine and retries; an
@@ -119,11 +171,18 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 			return nil, fmt.Errorf("metrics setup: statsd sink for %s: %w", cfg.Statsd, err)
 		}
 		r.statsd = &statsdSink{s: s}
-		sinks = append(sinks, r.statsd)
+		sinks, side = append(sinks, r.statsd), append(side, r.statsd)
 	}
 	if cfg.Inmem {
 		r.inmem = gometrics.NewInmemSink(cfg.InmemInterval, cfg.InmemRetain)
-		sinks = append(sinks, r.inmem)
+		sinks, side = append(sinks, r.inmem), append(side, r.inmem)
+	}
+	switch len(side) {
+	case 0:
+	case 1:
+		r.side = side[0]
+	default:
+		r.side = side
 	}
 	var sink gometrics.MetricSink = &gometrics.BlackholeSink{}
 	switch len(sinks) {
@@ -152,17 +211,93 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 
 // IncrCounter adds v to counter name.
 func (r *Registry) IncrCounter(name string, v float32, labels ...Label) {
+	if s := r.own[name]; s != nil && s.def.Kind == Counter {
+		e := s.entry(labels)
+		switch {
+		case e == nil:
+			r.sideOnly().IncrCounterWithLabels(s.key, v, goLabels(labels))
+			return
+		case e.prom != nil && v >= 0: // Prometheus counters only go up
+			e.prom.(prometheus.Counter).Add(float64(v))
+		}
+		if r.side != nil {
+			r.side.IncrCounterWithLabels(e.side, v, nil)
+		}
+		return
+	}
 	r.gm.IncrCounterWithLabels(key(name), v, goLabels(labels))
 }
 
 // SetGauge sets gauge name.
 func (r *Registry) SetGauge(name string, v float32, labels ...Label) {
+	if s := r.own[name]; s != nil && s.def.Kind == Gauge {
+		e := s.entry(labels)
+		switch {
+		case e == nil:
+			r.sideOnly().SetGaugeWithLabels(s.key, v, goLabels(labels))
+			return
+		case e.prom != nil:
+			e.prom.(prometheus.Gauge).Set(float64(v))
+		}
+		if s.def.Expires {
+			e.setAt.Store(r.now().UnixNano())
+		}
+		if r.side != nil {
+			r.side.SetGaugeWithLabels(e.side, v, nil)
+		}
+		return
+	}
 	r.gm.SetGaugeWithLabels(key(name), v, goLabels(labels))
 }
 
-// AddSample records one observation of timer or summary name.
+// AddSample records one observation of a timer: summary or histogram
+// name.
 func (r *Registry) AddSample(name string, v float32, labels ...Label) {
+	if s := r.own[name]; s != nil && s.def.Kind != Counter {
+		e := s.entry(labels)
+		switch {
+		case e == nil:
+			r.sideOnly().AddSampleWithLabels(s.key, v, goLabels(labels))
+			return
+		case e.prom != nil:
+			e.prom.(prometheus.Observer).Observe(float64(v))
+		}
+		if r.side != nil {
+			r.side.AddSampleWithLabels(e.side, v, nil)
+		}
+		return
+	}
 	r.gm.AddSampleWithLabels(key(name), v, goLabels(labels))
+}
+
+// sweep forgets the expiring gauges not set within the gauge retention,
+// and, unless the last epoch began less than a retention ago, starts a new
+// epoch and forgets the counters and timers idle for the two before.
+func (r *Registry) sweep() {
+	r.sweepMu.Lock()
+	defer r.sweepMu.Unlock()
+	now := r.now()
+	before := now.Add(-r.gaugeRetention).UnixNano()
+	for _, s := range r.own {
+		s.expireGauges(before)
+	}
+	if now.Sub(r.lastSweep) >= r.retention {
+		r.lastSweep = now
+		ep := r.epoch.Add(1)
+		for _, s := range r.own {
+			s.expire(ep)
+		}
+	}
+}
+
+// sideOnly is where a call to an own series with more labels than
+// maxLabels goes: the statsd and in-memory sinks as usual, not Prometheus
+// (whose vector has the catalog's labels).
+func (r *Registry) sideOnly() gometrics.MetricSink {
+	if r.side == nil {
+		return &gometrics.BlackholeSink{}
+	}
+	return r.side
 }
 
 // Handler serves the Prometheus text format for the admin /metrics; nil

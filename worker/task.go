@@ -136,18 +136,20 @@ func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []b
 	}
 	l.inflight[m.ID] = ts
 	l.mu.Unlock()
+	// One array for the task's three metric calls: queue, task, outcome.
+	labels := []metrics.Label{metrics.L("queue", l.name), metrics.L("task", m.Task), {}}
 	if m.Attempt == 0 {
 		enq := time.UnixMicro(int64(m.Position))
-		l.w.cfg.Metrics.AddSample(metrics.QueueLatency, ms(now.Sub(enq)), metrics.L("queue", l.name))
+		l.w.cfg.Metrics.AddSample(metrics.QueueLatency, ms(now.Sub(enq)), labels[:1:1]...)
 	}
 	res := l.w.cfg.Executor.Execute(ctx, t)
 	l.mu.Lock()
 	delete(l.inflight, m.ID)
 	l.mu.Unlock()
 
-	labels := []metrics.Label{metrics.L("queue", l.name), metrics.L("task", m.Task)}
-	l.w.cfg.Metrics.AddSample(metrics.TaskDuration, ms(res.Duration), labels...)
-	l.w.cfg.Metrics.IncrCounter(metrics.TasksTotal, 1, append(labels, metrics.L("outcome", string(res.Outcome)))...)
+	l.w.cfg.Metrics.AddSample(metrics.TaskDuration, ms(res.Duration), labels[:2:2]...)
+	labels[2] = metrics.L("outcome", string(res.Outcome))
+	l.w.cfg.Metrics.IncrCounter(metrics.TasksTotal, 1, labels...)
 	if res.Outcome != executor.OutcomeSuccess && res.Outcome != executor.OutcomeAborted {
 		l.logger().Info("task attempt failed", "id", m.ID, "task", m.Task, "attempt", m.Attempt,
 			"outcome", res.Outcome, "exit_code", res.ExitCode, "reason", res.Reason)
