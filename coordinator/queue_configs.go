@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,26 +15,104 @@ import (
 )
 
 // ConfigWatch follows the configurations of a changing set of queues — the
-// ones a member owns — with one data watch on /queues/<bucket>/<q> each. A
-// member's reconciler reads a queue's configuration once, when it claims the
-// queue (Read, which arms the watch), and then hears of changes only
-// (Changes). Watching the whole registry would cost every member a read and
-// a watch per queue in the fleet; following a set sent whole on every change
-// cost O(owned) per claim, O(owned²) for a member gaining thousands of
-// queues.
+// ones a member owns. A member's reconciler reads a queue's configuration
+// once, when it claims the queue (Read), and then hears of changes only
+// (Changes).
+//
+// It watches the registry buckets, not the configs: one data watch per
+// bucket /queues/<bucket> that holds a followed queue (at most 1,024),
+// because every write of a config rewrites its bucket in the same multi
+// (docs/zookeeper-layout.md). When a bucket's watch fires, the watch is
+// armed again first and then the followed queues of that bucket are read
+// (plain reads, no watch) and delivered when their config node changed
+// since last read (its Mzxid grew). So a change made while the watch was
+// down — between the event and the new watch — is read too. A data watch
+// per followed config cost the go-zookeeper library a watcher entry and a
+// channel per queue, and the session a routing entry per path: about
+// 13 MB at 25,000 queues (docs/decisions.md, "Issue 14: one config watch
+// per registry bucket"). Watching the whole registry would cost every
+// member a read and a watch per queue in the fleet.
 type ConfigWatch struct {
 	s   *Session
 	ws  *watchSet
 	out chan QueueEntry
 
-	mu   sync.Mutex
-	want map[string]bool // queues followed
+	mu      sync.Mutex
+	buckets map[string]*followedBucket // by bucket name (three hex digits)
+	dirty   map[string]struct{}        // followed queues to read again
+	pending map[string]pendingConfig   // undelivered, latest per queue
+	order   []string                   // delivery order of pending (may name delivered ones)
 }
+
+// followedBucket is a registry bucket holding followed queues.
+type followedBucket struct {
+	// seen is the followed queues, sorted by name, each with its config's
+	// Mzxid as last read: 0 when the node was missing, readingConfig while
+	// Read reads it. A sorted slice takes a third of a map's memory.
+	seen []followedQueue
+	// arming is closed when the bucket's watch, being armed, is armed (or
+	// the request failed); nil when nobody arms it.
+	arming chan struct{}
+	// gen counts the times the bucket's watch was armed: a Read that sees
+	// it move while reading may have read the config before a change.
+	gen uint64
+}
+
+type followedQueue struct {
+	name  string
+	mzxid int64
+}
+
+func (b *followedBucket) find(q string) (int, bool) {
+	return slices.BinarySearchFunc(b.seen, q, func(f followedQueue, q string) int { return strings.Compare(f.name, q) })
+}
+
+// get returns q's Mzxid as last read, and whether q is followed.
+func (b *followedBucket) get(q string) (int64, bool) {
+	if i, ok := b.find(q); ok {
+		return b.seen[i].mzxid, true
+	}
+	return 0, false
+}
+
+// set follows q, at Mzxid mzxid.
+func (b *followedBucket) set(q string, mzxid int64) {
+	i, ok := b.find(q)
+	if ok {
+		b.seen[i].mzxid = mzxid
+		return
+	}
+	b.seen = slices.Insert(b.seen, i, followedQueue{q, mzxid})
+}
+
+// reading reports whether Read reads q's config now.
+func (b *followedBucket) reading(q string) bool {
+	mz, ok := b.get(q)
+	return ok && mz == readingConfig
+}
+
+// remove stops following q.
+func (b *followedBucket) remove(q string) {
+	if i, ok := b.find(q); ok {
+		b.seen = slices.Delete(b.seen, i, i+1)
+	}
+}
+
+// pendingConfig is an entry to deliver and the Mzxid it was read at.
+type pendingConfig struct {
+	e     QueueEntry
+	mzxid int64
+}
+
+// readingConfig marks a queue whose config Read is reading: the watch's
+// own reads leave it alone.
+const readingConfig = -1
 
 // WatchQueueConfigs starts a ConfigWatch that follows no queue yet. It runs
 // until ctx ends or the session is lost; then Changes is closed.
 func (s *Session) WatchQueueConfigs(ctx context.Context) *ConfigWatch {
-	w := &ConfigWatch{s: s, ws: newWatchSet(s.hub), out: make(chan QueueEntry), want: map[string]bool{}}
+	w := &ConfigWatch{s: s, ws: newWatchSet(s.hub), out: make(chan QueueEntry),
+		buckets: map[string]*followedBucket{}, dirty: map[string]struct{}{}, pending: map[string]pendingConfig{}}
 	go w.run(ctx)
 	return w
 }
@@ -47,108 +127,247 @@ func (w *ConfigWatch) Read(ctx context.Context, queue string) (QueueEntry, error
 	if err := drover.ValidateQueueName(queue); err != nil {
 		return QueueEntry{}, fmt.Errorf("read queue config: %w", err)
 	}
-	k := watchKey{watchNode, w.s.queueNodePath(queue)}
-	if w.ws.isArmed(k) {
-		// Followed already: a plain read.
-		w.follow(queue)
-		e, err := w.s.Queue(ctx, queue)
-		switch {
-		case errors.Is(err, drover.ErrQueueNotFound):
-			return QueueEntry{Name: queue, Err: errQueueNotFound(queue)}, nil
-		case err != nil && e.Err == nil:
-			return QueueEntry{}, err
-		}
-		return w.s.routes.shared(e), nil
-	}
-	w.ws.prepare(k) // before following, so that run does not read it too
-	w.follow(queue)
-	e, err := w.s.readQueueW(ctx, queue)
-	if err != nil {
-		w.ws.cancel(k)
+	bn := registryBucket(queue)
+	// The bucket's watch must be armed before the config is read: a change
+	// after the read then fires it.
+	var gen uint64
+	for {
 		w.mu.Lock()
-		delete(w.want, queue)
+		b := w.buckets[bn]
+		if b == nil {
+			b = &followedBucket{}
+			w.buckets[bn] = b
+		}
+		if ch := b.arming; ch != nil {
+			w.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				w.dropIfEmpty(bn)
+				return QueueEntry{}, fmt.Errorf("read queue config %s: %w", queue, ctx.Err())
+			}
+		}
+		if !w.ws.isArmed(w.bucketKey(bn)) {
+			w.mu.Unlock()
+			if err := w.armBucket(ctx, bn); err != nil {
+				w.dropIfEmpty(bn)
+				return QueueEntry{}, fmt.Errorf("read queue config %s: %w", queue, err)
+			}
+			continue
+		}
+		b.set(queue, readingConfig)
+		gen = b.gen
+		delete(w.dirty, queue)
 		w.mu.Unlock()
+		break
+	}
+	e, mzxid, err := w.s.readQueueConfig(ctx, queue)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := w.buckets[bn]
+	if b == nil || !b.reading(queue) {
+		// Forgotten meanwhile (and perhaps read again): this read is not
+		// the one that follows it.
+		if err != nil {
+			return QueueEntry{}, fmt.Errorf("read queue config %s: %w", queue, err)
+		}
+		return e, nil
+	}
+	if err != nil {
+		b.remove(queue)
+		w.dropIfEmptyLocked(bn)
 		return QueueEntry{}, fmt.Errorf("read queue config %s: %w", queue, err)
 	}
-	w.ws.armed(k)
+	b.set(queue, mzxid)
+	delete(w.pending, queue) // older than this read
+	if b.gen != gen || !w.ws.isArmed(w.bucketKey(bn)) {
+		// The bucket's watch fired while the config was read: the read
+		// may predate the change. Read it again; delivered if newer.
+		w.dirty[queue] = struct{}{}
+		w.ws.signal()
+	}
 	return e, nil
 }
 
-func (w *ConfigWatch) follow(queue string) {
-	w.mu.Lock()
-	w.want[queue] = true
-	w.mu.Unlock()
-}
-
-// Forget stops following queue. Its watch stays armed on the server until
-// it fires (ZooKeeper cannot remove one); the event is then ignored.
+// Forget stops following queue. The bucket's watch stays armed on the
+// server until it fires (ZooKeeper cannot remove one); the event is then
+// ignored when the bucket holds no followed queue.
 func (w *ConfigWatch) Forget(queue string) {
+	bn := registryBucket(queue)
 	w.mu.Lock()
-	delete(w.want, queue)
-	w.mu.Unlock()
-	w.ws.forget(watchKey{watchNode, w.s.queueNodePath(queue)})
+	defer w.mu.Unlock()
+	delete(w.dirty, queue)
+	delete(w.pending, queue)
+	if b := w.buckets[bn]; b != nil {
+		b.remove(queue)
+		w.dropIfEmptyLocked(bn)
+	}
 }
 
 // Changes delivers the entry of a followed queue after each change of its
 // configuration. The reader must keep reading: undelivered entries queue up
-// (one per queue, the latest).
+// (one per queue, the latest). A deletion is not delivered (the queue
+// leaves the assignment); a later creation is.
 func (w *ConfigWatch) Changes() <-chan QueueEntry { return w.out }
 
-// run re-reads the followed queues whose watch fired and delivers them.
+func (w *ConfigWatch) bucketKey(bn string) watchKey {
+	return watchKey{watchNode, w.s.path(queuesDir, bn)}
+}
+
+func (w *ConfigWatch) dropIfEmpty(bn string) {
+	w.mu.Lock()
+	w.dropIfEmptyLocked(bn)
+	w.mu.Unlock()
+}
+
+// dropIfEmptyLocked forgets bucket bn when it holds no followed queue and
+// nobody arms its watch.
+func (w *ConfigWatch) dropIfEmptyLocked(bn string) {
+	b := w.buckets[bn]
+	if b == nil || len(b.seen) > 0 || b.arming != nil {
+		return
+	}
+	delete(w.buckets, bn)
+	w.ws.forget(w.bucketKey(bn))
+}
+
+// armBucket arms the data (or existence) watch of bucket bn. Every queue
+// followed in it is then read again: a change may have come while the
+// watch was down.
+func (w *ConfigWatch) armBucket(ctx context.Context, bn string) error {
+	w.mu.Lock()
+	b := w.buckets[bn]
+	if b == nil || b.arming != nil || w.ws.isArmed(w.bucketKey(bn)) {
+		w.mu.Unlock()
+		return nil // armed, or being armed, by another
+	}
+	ch := make(chan struct{})
+	b.arming = ch
+	w.mu.Unlock()
+	k := w.bucketKey(bn)
+	w.ws.prepare(k)
+	err := w.s.watchBucket(ctx, k.path)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b.arming = nil
+	close(ch)
+	if err != nil {
+		w.ws.cancel(k)
+		return err
+	}
+	w.ws.armed(k)
+	b.gen++
+	for _, f := range b.seen {
+		if f.mzxid != readingConfig {
+			w.dirty[f.name] = struct{}{}
+		}
+	}
+	if len(w.dirty) > 0 {
+		w.ws.signal() // for run, when Read armed it
+	}
+	return nil
+}
+
+// watchBucket arms a watch on bucket node p with an exists request: a
+// data watch when the node exists, an existence watch when it does not.
+// Unlike a read it carries none of the bucket's data.
+func (s *Session) watchBucket(ctx context.Context, p string) error {
+	_, err := bounded(ctx, s, func(c zkConn) (struct{}, error) {
+		_, _, _, err := c.ExistsW(p)
+		return struct{}{}, err
+	})
+	return err
+}
+
+// run re-arms the watches of the buckets that fired, reads their followed
+// queues again and delivers those that changed.
 func (w *ConfigWatch) run(ctx context.Context) {
 	defer close(w.out)
 	defer w.ws.close()
-	var (
-		pending = map[string]QueueEntry{} // undelivered, latest per queue
-		order   []string                  // delivery order of pending
-		retry   <-chan time.Time
-	)
+	var retry <-chan time.Time
 	for {
-		// A followed queue whose watch is neither armed nor being armed by
-		// Read fired: read it again. Watches fire rarely (an operator
-		// changed a config), so the pass over the set is cheap.
+		// A bucket holding followed queues whose watch is neither armed nor
+		// being armed fired: arm it again (which marks its queues to be
+		// read). Watches fire rarely (an operator changed a config), so
+		// the pass over at most 1,024 buckets is cheap.
 		w.mu.Lock()
 		var fired []string
-		for q := range w.want {
-			if !w.ws.isArmed(watchKey{watchNode, w.s.queueNodePath(q)}) {
-				fired = append(fired, q)
+		for bn, b := range w.buckets {
+			if b.arming == nil && !w.ws.isArmed(w.bucketKey(bn)) {
+				fired = append(fired, bn)
 			}
 		}
 		w.mu.Unlock()
 		failed := false
-		for _, q := range fired {
-			k := watchKey{watchNode, w.s.queueNodePath(q)}
-			w.ws.prepare(k)
-			e, err := w.s.readQueueW(ctx, q)
+		for _, err := range parallelMap(ctx, fired, func(bn string) error { return w.armBucket(ctx, bn) }) {
 			if err != nil {
-				w.ws.cancel(k)
-				if ctx.Err() != nil || w.s.Err() != nil {
-					return
-				}
 				failed = true
-				continue
 			}
-			w.ws.armed(k)
-			w.mu.Lock()
-			followed := w.want[q]
-			w.mu.Unlock()
-			if !followed { // forgotten meanwhile
-				w.ws.forget(k)
-				continue
-			}
-			if _, dup := pending[q]; !dup {
-				order = append(order, q)
-			}
-			pending[q] = e
 		}
+		if ctx.Err() != nil || w.s.Err() != nil {
+			return
+		}
+		w.mu.Lock()
+		todo := make([]string, 0, len(w.dirty))
+		for q := range w.dirty {
+			todo = append(todo, q)
+		}
+		w.dirty = map[string]struct{}{} // a cleared map keeps its size: thousands after a bulk change
+		w.mu.Unlock()
+		type read struct {
+			e     QueueEntry
+			mzxid int64
+			err   error
+		}
+		reads := parallelMap(ctx, todo, func(q string) read {
+			e, mzxid, err := w.s.readQueueConfig(ctx, q)
+			return read{e, mzxid, err}
+		})
+		if ctx.Err() != nil || w.s.Err() != nil {
+			return
+		}
+		w.mu.Lock()
+		for i, r := range reads {
+			q := todo[i]
+			b := w.buckets[registryBucket(q)]
+			if b == nil {
+				continue
+			}
+			seen, followed := b.get(q)
+			switch {
+			case !followed || seen == readingConfig:
+				// Forgotten, or Read reads it now.
+			case r.err != nil:
+				w.dirty[q] = struct{}{}
+				failed = true
+			case r.mzxid > seen:
+				b.set(q, r.mzxid)
+				if _, dup := w.pending[q]; !dup {
+					w.order = append(w.order, q)
+				}
+				w.pending[q] = pendingConfig{r.e, r.mzxid}
+			case r.mzxid == 0 && seen > 0:
+				b.set(q, 0) // deleted: not delivered, its creation will be
+			}
+		}
+		var send chan QueueEntry
+		var next pendingConfig
+		for len(w.order) > 0 {
+			p, ok := w.pending[w.order[0]]
+			if ok {
+				send, next = w.out, p
+				break
+			}
+			w.order = w.order[1:] // delivered, forgotten or read since
+		}
+		if len(w.order) == 0 && len(w.pending) == 0 {
+			w.order, w.pending = nil, map[string]pendingConfig{} // shed the size of a burst
+		}
+		w.mu.Unlock()
 		retry = nil
 		if failed {
 			retry = time.After(w.s.cfg.SessionTimeout / 4)
-		}
-		var send chan QueueEntry
-		var next QueueEntry
-		if len(order) > 0 {
-			send, next = w.out, pending[order[0]]
 		}
 		select {
 		case <-ctx.Done():
@@ -156,43 +375,30 @@ func (w *ConfigWatch) run(ctx context.Context) {
 		case <-w.s.done:
 			return
 		case <-retry:
-		case send <- next:
-			delete(pending, order[0])
-			order = order[1:]
+		case send <- next.e:
+			// Delivered, unless a newer read replaced it meanwhile.
+			w.mu.Lock()
+			if cur, ok := w.pending[next.e.Name]; ok && cur.mzxid == next.mzxid {
+				delete(w.pending, next.e.Name)
+			}
+			w.mu.Unlock()
 		case <-w.ws.notify:
 		}
 	}
 }
 
-// readQueueW reads /queues/<bucket>/<q> and leaves a watch on it: a data watch, or an
-// existence watch when the node is missing.
-func (s *Session) readQueueW(ctx context.Context, q string) (QueueEntry, error) {
+// readQueueConfig reads /queues/<bucket>/<q> without a watch, returning its
+// entry and the node's Mzxid (0 when missing).
+func (s *Session) readQueueConfig(ctx context.Context, q string) (QueueEntry, int64, error) {
 	p := s.queueNodePath(q)
-	type read struct {
-		nd     nodeData
-		exists bool
+	nd, err := getNode(ctx, s, p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return QueueEntry{Name: q, Err: errQueueNotFound(q)}, 0, nil
 	}
-	r, err := bounded(ctx, s, func(c zkConn) (read, error) {
-		data, st, _, err := c.GetW(p)
-		if errors.Is(err, zk.ErrNoNode) {
-			exists, _, _, err := c.ExistsW(p)
-			if err == nil && exists {
-				return read{}, zk.ErrNoNode // created meanwhile: read again
-			}
-			return read{exists: false}, err
-		}
-		if err != nil {
-			return read{}, err
-		}
-		return read{nd: nodeData{data, *st}, exists: true}, nil
-	})
 	if err != nil {
-		return QueueEntry{}, err
+		return QueueEntry{}, 0, err
 	}
-	if !r.exists {
-		return QueueEntry{Name: q, Err: errQueueNotFound(q)}, nil
-	}
-	return s.routes.shared(decodeQueue(p, q, r.nd)), nil
+	return s.routes.shared(decodeQueue(p, q, nd)), nd.stat.Mzxid, nil
 }
 
 func errQueueNotFound(q string) error {

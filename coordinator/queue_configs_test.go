@@ -1,8 +1,13 @@
 package coordinator
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
@@ -62,4 +67,148 @@ func TestConfigWatchReadsOnceAndFollowsChanges(t *testing.T) {
 	if got.Name != "later" || got.Err != nil || got.Config.Weight != 5 {
 		t.Fatalf("want later at weight 5, have %+v", got)
 	}
+}
+
+// A change that leaves the queue's weight and tags alone (concurrency, task
+// routes) reaches the owner too: every config write sets its registry
+// bucket, whose data watch the owner holds. The rebalance leader, which
+// watches the same buckets, is not handed a new registry for it.
+func TestConfigWatchDeliversAChangeTheLeaderDoesNotBalanceBy(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	for _, q := range []string{"a", "b"} {
+		if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: q, Concurrency: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := s.WatchRegistry(ctx)
+	untilCtx(ctx, t, reg, "the first registry", func(r Registry) bool { return r.Len() == 2 })
+	w := s.WatchQueueConfigs(ctx)
+	if e, err := w.Read(ctx, "a"); err != nil || e.Err != nil || e.Config.Concurrency != 1 {
+		t.Fatalf("read a: want concurrency 1, have %+v (%v)", e, err)
+	}
+	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: "a", Concurrency: 4}, -1); err != nil {
+		t.Fatal(err)
+	}
+	got := untilCtx(ctx, t, w.Changes(), "the concurrency change of a", func(e QueueEntry) bool { return true })
+	if got.Name != "a" || got.Config.Concurrency != 4 {
+		t.Fatalf("want a at concurrency 4, have %s at %d", got.Name, got.Config.Concurrency)
+	}
+	// The next registry the leader gets is the weight change of b, not a
+	// copy of the last one for a's concurrency.
+	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: "b", Concurrency: 1, Weight: 9}, -1); err != nil {
+		t.Fatal(err)
+	}
+	r := untilCtx(ctx, t, reg, "the next registry", func(Registry) bool { return true })
+	for q := range r.All() {
+		if q.Name == "b" && q.Weight != 9 {
+			t.Fatalf("the leader was handed a registry without a change it balances by: b at weight %d", q.Weight)
+		}
+	}
+}
+
+// A change made while a bucket's watch is down — after it fired, before it
+// is armed again — is not lost: once the watch is armed again, every
+// followed queue of the bucket is read. Here y changes just before the
+// watch that x's change fired is armed again.
+func TestConfigWatchReadsAChangeMadeWhileItsWatchWasDown(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	x, y := sameBucketQueues(t)
+	admin := connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	for _, q := range []string{x, y} {
+		if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: q, Concurrency: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bucket := admin.path(queuesDir, registryBucket(x))
+	var arms atomic.Int32
+	s := connectHooked(t, server.Addrs, root, func(p string) {
+		if p != bucket || arms.Add(1) != 2 {
+			return
+		}
+		// The second arming: the first one's watch has fired (x's change).
+		if _, err := admin.UpdateQueue(context.Background(), drover.QueueConfig{Name: y, Concurrency: 3}, -1); err != nil {
+			t.Error(err)
+		}
+	})
+	w := s.WatchQueueConfigs(ctx)
+	for _, q := range []string{x, y} {
+		if _, err := w.Read(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if arms.Load() != 1 {
+		t.Fatalf("two queues of one bucket: want one watch armed, have %d", arms.Load())
+	}
+	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: x, Concurrency: 2}, -1); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{x: 2, y: 3}
+	untilCtx(ctx, t, w.Changes(), "the changes of x and y", func(e QueueEntry) bool {
+		if want[e.Name] == e.Config.Concurrency {
+			delete(want, e.Name)
+		}
+		return len(want) == 0
+	})
+}
+
+// sameBucketQueues returns two queue names of one registry bucket.
+func sameBucketQueues(t *testing.T) (string, string) {
+	t.Helper()
+	first := map[string]string{}
+	for i := 0; ; i++ {
+		q := fmt.Sprintf("q%d", i)
+		b := registryBucket(q)
+		if other, ok := first[b]; ok {
+			return other, q
+		}
+		first[b] = q
+	}
+}
+
+// hookConn calls beforeWatch before each GetW and ExistsW.
+type hookConn struct {
+	zkConn
+	beforeWatch func(path string)
+}
+
+func (h *hookConn) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	h.beforeWatch(p)
+	return h.zkConn.GetW(p)
+}
+
+func (h *hookConn) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	h.beforeWatch(p)
+	return h.zkConn.ExistsW(p)
+}
+
+// connectHooked opens a session whose connection calls beforeWatch before
+// each request that arms a watch.
+func connectHooked(t *testing.T, servers []string, root string, beforeWatch func(path string)) *Session {
+	t.Helper()
+	cfg, err := Config{Servers: servers, Root: root, SessionTimeout: testTimeout}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	contact := &contactClock{}
+	hub := newWatchHub()
+	conn, _, err := zk.Connect(servers, cfg.SessionTimeout, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}),
+		zk.WithDialer(newDialer(nil, hostNames(servers), cfg.SessionTimeout, contact)),
+		zk.WithEventCallback(hub.deliver))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newSession(ctxT(t), cfg, &hookConn{zkConn: conn, beforeWatch: beforeWatch}, contact, make(chan struct{}, 1), make(chan struct{}), hub)
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -23,8 +24,9 @@ import (
 // bucket is written in the same multi as the config nodes below it (every
 // create, update and delete of a queue), checked against the version read,
 // so the bucket and the configs never disagree: a writer that lost the race
-// reads the bucket again and retries. Workers still read a queue's config
-// node (ConfigWatch), once, when they claim it.
+// reads the bucket again and retries. Workers read a queue's config node
+// once, when they claim it, and hear of its changes through the data watch
+// of its bucket (ConfigWatch): every config write sets the bucket.
 
 // RegisteredQueue is one queue as its registry bucket lists it: what the
 // rebalance leader needs of it.
@@ -38,7 +40,7 @@ type RegisteredQueue struct {
 // it: every queue in the bucket nodes. It is immutable; later snapshots
 // share the buckets that did not change.
 type Registry struct {
-	buckets [][]RegisteredQueue // by bucket name; each sorted by name
+	buckets []*packedBucket // by bucket name; each sorted by name
 	n       int
 	// Errs names the buckets whose data could not be decoded; their
 	// queues are as last read (none when never read).
@@ -47,7 +49,12 @@ type Registry struct {
 
 // NewRegistry returns a snapshot holding qs (for fakes and tests).
 func NewRegistry(qs ...RegisteredQueue) Registry {
-	return Registry{buckets: [][]RegisteredQueue{slices.Clone(qs)}, n: len(qs)}
+	b := bucketData{Weight: map[string]int{}, Tags: map[string][]string{}}
+	for _, q := range qs {
+		b.Queues = append(b.Queues, q.Name)
+		b.Weight[q.Name], b.Tags[q.Name] = q.Weight, q.Tags
+	}
+	return Registry{buckets: []*packedBucket{b.pack(map[string][]string{})}, n: len(qs)}
 }
 
 // Len is the number of queues.
@@ -57,8 +64,8 @@ func (r Registry) Len() int { return r.n }
 func (r Registry) All() iter.Seq[RegisteredQueue] {
 	return func(yield func(RegisteredQueue) bool) {
 		for _, b := range r.buckets {
-			for _, q := range b {
-				if !yield(q) {
+			for i := range b.len() {
+				if !yield(b.at(i)) {
 					return
 				}
 			}
@@ -100,12 +107,65 @@ func decodeBucket(p string, data []byte) (bucketData, error) {
 	return b, nil
 }
 
-// entries returns the bucket's queues, sorted, with equal tag sets shared
-// through tags.
-func (b bucketData) entries(tags map[string][]string) []RegisteredQueue {
-	out := make([]RegisteredQueue, len(b.Queues))
+// packedBucket is one bucket's queues as the registry watch keeps them:
+// the names concatenated in one string, where each ends, and the weights
+// and tags of the few queues that set them — 4 bytes a queue beyond its
+// name. A []RegisteredQueue took 48 bytes a queue and a string header and
+// allocation per name: about 7 MB of the rebalance leader's live heap at
+// 100,000 queues (docs/decisions.md, "Issue 14: one config watch per
+// registry bucket").
+type packedBucket struct {
+	names  string
+	ends   []uint32            // ends[i]: where name i ends in names
+	weight map[uint32]int      // by index; nil when no queue sets one
+	tags   map[uint32][]string // by index; nil when no queue sets them
+}
+
+func (p *packedBucket) len() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.ends)
+}
+
+// at returns queue i (its name shares the bucket's string).
+func (p *packedBucket) at(i int) RegisteredQueue {
+	start := uint32(0)
+	if i > 0 {
+		start = p.ends[i-1]
+	}
+	return RegisteredQueue{Name: p.names[start:p.ends[i]], Weight: p.weight[uint32(i)], Tags: p.tags[uint32(i)]}
+}
+
+// equal reports whether p and o hold the same queues with the same
+// weights and tags.
+func (p *packedBucket) equal(o *packedBucket) bool {
+	if p.len() == 0 || o.len() == 0 {
+		return p.len() == o.len()
+	}
+	return p.names == o.names && slices.Equal(p.ends, o.ends) && maps.Equal(p.weight, o.weight) &&
+		maps.EqualFunc(p.tags, o.tags, slices.Equal)
+}
+
+// pack returns the bucket's queues, in the order of b.Queues (sorted when
+// decoded), with equal tag sets shared through tags.
+func (b bucketData) pack(tags map[string][]string) *packedBucket {
+	p := &packedBucket{ends: make([]uint32, len(b.Queues))}
+	size := 0
+	for _, q := range b.Queues {
+		size += len(q)
+	}
+	var names strings.Builder
+	names.Grow(size)
 	for i, q := range b.Queues {
-		out[i] = RegisteredQueue{Name: q, Weight: b.Weight[q]}
+		names.WriteString(q)
+		p.ends[i] = uint32(names.Len())
+		if w := b.Weight[q]; w != 0 {
+			if p.weight == nil {
+				p.weight = map[uint32]int{}
+			}
+			p.weight[uint32(i)] = w
+		}
 		if t := b.Tags[q]; len(t) > 0 {
 			key := strings.Join(t, "\x00")
 			if shared, ok := tags[key]; ok {
@@ -113,10 +173,14 @@ func (b bucketData) entries(tags map[string][]string) []RegisteredQueue {
 			} else if len(tags) < maxInternedTags {
 				tags[key] = t
 			}
-			out[i].Tags = t
+			if p.tags == nil {
+				p.tags = map[uint32][]string{}
+			}
+			p.tags[uint32(i)] = t
 		}
 	}
-	return out
+	p.names = names.String()
+	return p
 }
 
 // maxInternedTags bounds the distinct tag sets a registry watch shares;
@@ -200,7 +264,6 @@ const (
 // missing.
 type bucketRead struct {
 	data    bucketData
-	raw     []byte // as stored
 	version int32
 	missing bool
 }
@@ -231,7 +294,7 @@ func (s *Session) readBucket(ctx context.Context, p string) (bucketRead, error) 
 			}
 		}
 	}
-	return bucketRead{data: b, raw: nd.data, version: nd.stat.Version}, nil
+	return bucketRead{data: b, version: nd.stat.Version}, nil
 }
 
 // errRetryBucket: the bucket changed between its read and the write.
@@ -262,15 +325,16 @@ func (s *Session) updateBucket(ctx context.Context, p string, change func(b *buc
 		if len(data) > maxBucketBytes {
 			return nil, fmt.Errorf("%w: registry bucket %s would hold %d bytes (%d queues), more than %d", ErrTooLarge, p, len(data), len(next.Queues), maxBucketBytes)
 		}
-		switch {
-		case cur.missing:
+		if cur.missing {
 			ops = append([]any{&zk.CreateRequest{Path: p, Data: data, Acl: s.acl, Flags: zk.FlagPersistent}}, ops...) // the parent before its children
-		case string(cur.raw) == string(data):
-			// The bucket does not change: check its version only, so that
-			// the config written cannot disagree with a bucket another
-			// writer changed meanwhile (and the leader hears of nothing).
-			ops = append(ops, &zk.CheckVersionRequest{Path: p, Version: cur.version})
-		default:
+		} else {
+			// Set even when the data does not change (a concurrency or
+			// route change): the version moves, which fires the data watch
+			// by which the owners of the bucket's queues hear of every
+			// config change (ConfigWatch), and the check makes the config
+			// written agree with a bucket another writer changed meanwhile.
+			// The rebalance leader re-reads the bucket and, finding it the
+			// same, does not rebalance.
 			ops = append(ops, &zk.SetDataRequest{Path: p, Data: data, Version: cur.version})
 		}
 		size := 0
@@ -324,19 +388,24 @@ func (s *Session) WatchRegistry(ctx context.Context) <-chan Registry {
 
 // registryWatch mirrors the bucket nodes of the registry.
 type registryWatch struct {
-	dir     string
-	buckets map[string]*watchedBucket // by bucket name
-	tags    map[string][]string       // shared tag sets
+	dir       string
+	delivered bool                      // a snapshot was delivered: deliver only changes now
+	buckets   map[string]*watchedBucket // by bucket name
+	tags      map[string][]string       // shared tag sets
 }
 
 type watchedBucket struct {
-	queues []RegisteredQueue
+	queues *packedBucket
 	err    error
 }
 
 // refresh re-reads the bucket list when it changed and every bucket whose
 // watch fired, decoding only those.
 func (r *registryWatch) refresh(ctx context.Context, s *Session, ws *watchSet) (Registry, error) {
+	// Every config write sets its bucket (so that owners hear of it), most
+	// without changing what the leader balances by: changed tells whether
+	// there is anything new to deliver.
+	changed := !r.delivered
 	ck := watchKey{watchChildren, r.dir}
 	if !ws.isArmed(ck) {
 		ws.prepare(ck)
@@ -356,10 +425,11 @@ func (r *registryWatch) refresh(ctx context.Context, s *Session, ws *watchSet) (
 				r.buckets[n] = &watchedBucket{}
 			}
 		}
-		for n := range r.buckets {
+		for n, b := range r.buckets {
 			if !present[n] {
 				ws.forget(watchKey{watchNode, r.dir + "/" + n})
 				delete(r.buckets, n)
+				changed = changed || b.queues.len() > 0
 			}
 		}
 	}
@@ -389,29 +459,41 @@ func (r *registryWatch) refresh(ctx context.Context, s *Session, ws *watchSet) (
 				firstErr = rd.err
 			}
 		case rd.nd == nil:
+			changed = changed || r.buckets[n].queues.len() > 0
 			delete(r.buckets, n) // gone: the children watch reports it too
 		default:
 			b, err := decodeBucket(r.dir+"/"+n, rd.nd.data)
 			if err != nil {
+				changed = changed || r.buckets[n].err == nil
 				r.buckets[n].err = err // keep the queues as last read
 				continue
 			}
-			r.buckets[n] = &watchedBucket{queues: b.entries(r.tags)}
+			qs := b.pack(r.tags)
+			old := r.buckets[n]
+			if old.err == nil && old.queues.equal(qs) {
+				continue // set with the same data: a config change the leader does not balance by
+			}
+			changed = true
+			r.buckets[n] = &watchedBucket{queues: qs}
 		}
 	}
 	if firstErr != nil {
 		return Registry{}, firstErr
 	}
+	if !changed {
+		return Registry{}, errUnchanged
+	}
+	r.delivered = true
 	names := make([]string, 0, len(r.buckets))
 	for n := range r.buckets {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	reg := Registry{buckets: make([][]RegisteredQueue, 0, len(names))}
+	reg := Registry{buckets: make([]*packedBucket, 0, len(names))}
 	for _, n := range names {
 		b := r.buckets[n]
 		reg.buckets = append(reg.buckets, b.queues)
-		reg.n += len(b.queues)
+		reg.n += b.queues.len()
 		if b.err != nil {
 			reg.Errs = append(reg.Errs, b.err)
 		}

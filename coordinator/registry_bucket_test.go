@@ -324,9 +324,9 @@ func TestBucketDataDecodingAndEdits(t *testing.T) {
 	if !slices.Equal(b.Queues, []string{"a", "b", "c"}) || len(b.Weight) != 1 {
 		t.Fatalf("queues: want [a b c] and the weight of a only, have %+v", b)
 	}
-	got := b.entries(map[string][]string{})
-	if len(got) != 3 || got[0].Weight != 3 || !slices.Equal(got[1].Tags, []string{"x"}) || got[2].Weight != 0 {
-		t.Fatalf("entries: have %+v", got)
+	got := b.pack(map[string][]string{})
+	if got.len() != 3 || got.at(0).Name != "a" || got.at(0).Weight != 3 || got.at(1).Name != "b" || !slices.Equal(got.at(1).Tags, []string{"x"}) || got.at(2).Name != "c" || got.at(2).Weight != 0 {
+		t.Fatalf("packed: have %+v", got)
 	}
 	if empty, err := decodeBucket("/b", nil); err != nil || len(empty.Queues) != 0 {
 		t.Fatalf("empty data: want an empty bucket, have %+v (%v)", empty, err)
@@ -345,8 +345,8 @@ func TestBucketDataDecodingAndEdits(t *testing.T) {
 	}
 	// Equal tag sets share one slice.
 	shared := map[string][]string{}
-	e := bucketData{Queues: []string{"p", "q"}, Tags: map[string][]string{"p": {"t"}, "q": {"t"}}}.entries(shared)
-	if &e[0].Tags[0] != &e[1].Tags[0] {
+	e := bucketData{Queues: []string{"p", "q"}, Tags: map[string][]string{"p": {"t"}, "q": {"t"}}}.pack(shared)
+	if &e.at(0).Tags[0] != &e.at(1).Tags[0] {
 		t.Fatal("equal tags: want one shared slice")
 	}
 }

@@ -318,6 +318,8 @@ func watchLoop[T any](ctx context.Context, s *Session, what string, refresh func
 				return
 			case errors.Is(err, errShareIncomplete):
 				// Being written: the watch reports the end of the write.
+			case errors.Is(err, errUnchanged):
+				// Nothing new to deliver.
 			default:
 				s.log.Warn("watch refresh failed; retrying", "watch", what, "error", err, "retry_in", backoff)
 				select {
@@ -337,6 +339,10 @@ func watchLoop[T any](ctx context.Context, s *Session, what string, refresh func
 	}()
 	return out
 }
+
+// errUnchanged: a refresh found nothing to deliver (what fired the watch
+// changed nothing its reader needs).
+var errUnchanged = errors.New("unchanged")
 
 // nodeData is one node's data and stat as last read.
 type nodeData struct {

@@ -99,6 +99,12 @@ func testQueueHeads(t *testing.T, rdb redis.UniversalClient) {
 	if b.Position <= a.Position {
 		t.Fatalf("positions do not grow: %d then %d", a.Position, b.Position)
 	}
+	// The backstop reads every parked queue's head: it must not build and
+	// cache their key names (garbage per queue per check, and the cache
+	// of the busy queues' names emptied).
+	if _, ok := s.keys.cache.Load("idle-0000"); ok {
+		t.Fatal("QueueHeads cached the key names of a queue it only read the head of")
+	}
 	if _, err := s.QueueHeads(ctx, []string{"bad name"}); err == nil {
 		t.Fatal("QueueHeads of an invalid queue name: want an error")
 	}

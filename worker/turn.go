@@ -40,7 +40,7 @@ func (l *queueLoop) beginTurn() {
 	// that found nothing due (a goroutine dump showed 606 loops of one
 	// worker waiting for a Redis connection in promote).
 	if !l.lastPromote.IsZero() {
-		l.lastPromote = l.w.cfg.Clock.Now()
+		l.lastPromote = l.w.loopTime(l.w.cfg.Clock.Now())
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 // SetSuspended. All methods are safe for concurrent use.
 type Worker struct {
 	cfg     Config
+	epoch   time.Time // the clock at New: the loops' timers count from it (loopTime)
 	pool    *pool
 	configs configInterner // one copy of each distinct queue configuration
 
@@ -73,7 +74,7 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}}
+	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}, epoch: cfg.Clock.Now()}
 	w.idle = newIdleScheduler(w)
 	w.commits = newCommitter(w)
 	if br, ok := cfg.Log.(BatchReader); ok {

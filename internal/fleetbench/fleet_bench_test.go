@@ -137,6 +137,24 @@ func runFleet(b *testing.B, sz sizes) {
 		}
 	}
 	idle.report(b, "idle-")
+	// The live heap after the window, and the RSS beside it: how far
+	// RSS runs above what the worker holds (the GC's headroom).
+	heaps, rss := make([]string, len(ws)), make([]string, len(ws))
+	mostHeap := int64(0)
+	for i, w := range ws {
+		h, err := w.liveHeap(os.Getenv("DROVER_FLEETBENCH_PROFILES"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := RSS(w.pid())
+		if err != nil {
+			b.Fatal(err)
+		}
+		mostHeap = max(mostHeap, h)
+		heaps[i], rss[i] = fmt.Sprintf("%.1f", float64(h)/(1<<20)), fmt.Sprintf("%.1f", float64(r)/(1<<20))
+	}
+	b.ReportMetric(float64(mostHeap)/(1<<20), "idle-live-heap-MB-max-worker")
+	b.Logf("idle: live heap per worker (MB) %v, RSS after the window (MB) %v", heaps, rss)
 	b.ReportMetric(float64(slices.Max(smallG)), "goroutines-small")
 	b.ReportMetric(float64(slices.Max(fullG)), "goroutines-full")
 	growth := 0.0

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -179,6 +180,44 @@ func (w *worker) goroutines() (int, error) {
 		return 0, fmt.Errorf("%s goroutine profile: first line %q", w.name, line)
 	}
 	return n, nil
+}
+
+// liveHeap reads the worker's live heap: HeapAlloc right after a collection
+// (the heap profile with gc=1 collects first), from the runtime.MemStats
+// lines that end the debug=1 form. When dir is not empty, the profile
+// itself (the binary form, for go tool pprof) is saved there as
+// <worker>.heap.
+func (w *worker) liveHeap(dir string) (int64, error) {
+	if dir != "" {
+		resp, err := httpClient.Get("http://" + w.admin + "/debug/pprof/heap?gc=1")
+		if err != nil {
+			return 0, err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, fmt.Errorf("%s heap profile: %w", w.name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, w.name+".heap"), body, 0o644); err != nil {
+			return 0, err
+		}
+	}
+	resp, err := httpClient.Get("http://" + w.admin + "/debug/pprof/heap?gc=1&debug=1")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "# HeapAlloc = "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("%s heap profile: %w", w.name, err)
+	}
+	return 0, fmt.Errorf("%s heap profile: no HeapAlloc line", w.name)
 }
 
 // childrenRSS sums the resident memory of the worker's child processes
