@@ -537,17 +537,18 @@ func (l *queueLoop) publishIdle(now time.Time) {
 		return // waiting for a slot: read lately
 	}
 	if l.caughtUp && l.prog.undispatched() == 0 && !blocked {
-		// The gauges were last set with snap.Lag (the run goroutine is
-		// its only writer): when it is 0 they say 0 already (or were never
+		// The gauges were last set with snap.Lag (by this goroutine or
+		// the backlogger): when it is 0 they say 0 already (or were never
 		// set, until the next backlog read). Set on every park, they were
 		// 5% of a busy worker's CPU, parking once per message.
-		if l.snap.Lag != 0 {
+		l.mu.Lock() // the backlogger sets it too
+		lag := l.snap.Lag
+		l.snap.Lag = 0
+		l.mu.Unlock()
+		if lag != 0 {
 			q := metrics.L("queue", l.name)
 			l.w.cfg.Metrics.SetGauge(metrics.Lag, 0, q)
 			l.w.cfg.Metrics.SetGauge(metrics.OldestAge, 0, q)
-			l.mu.Lock()
-			l.snap.Lag = 0
-			l.mu.Unlock()
 		}
 		if now.Sub(l.w.timeOf(l.lastBacklog)) < l.w.cfg.BacklogInterval {
 			return
@@ -560,6 +561,10 @@ func (l *queueLoop) publishIdle(now time.Time) {
 // backlog after the done offset (committed soon).
 func (l *queueLoop) publishBacklog(now time.Time) {
 	l.lastBacklog = l.w.loopTime(now)
+	if l.w.backlogs != nil {
+		l.w.backlogs.ask(l, l.prog.offset) // measured with other queues', off this goroutine
+		return
+	}
 	br, ok := l.w.cfg.Log.(BacklogReader)
 	if !ok {
 		return
@@ -573,15 +578,7 @@ func (l *queueLoop) publishBacklog(now time.Time) {
 		}
 		return
 	}
-	q := metrics.L("queue", l.name)
-	m := l.w.cfg.Metrics
-	m.SetGauge(metrics.Lag, float32(b.Lag), q)
-	m.SetGauge(metrics.OldestAge, float32(b.OldestAge.Seconds()), q)
-	m.SetGauge(metrics.Delayed, float32(b.Delayed), q)
-	m.SetGauge(metrics.Dead, float32(b.Dead), q)
-	l.mu.Lock()
-	l.snap.Lag = b.Lag
-	l.mu.Unlock()
+	l.setBacklog(b)
 }
 
 func ms(d time.Duration) float32 { return float32(d.Seconds() * 1000) }

@@ -1,5 +1,7 @@
 package worker
 
+import "time"
+
 // Parking (DESIGN.md §10): a queue loop whose work is done — caught up,
 // nothing buffered or running, nothing due now — ends its run goroutine and
 // keeps its state in the queueLoop ("parked"). A parked queue costs no
@@ -35,10 +37,16 @@ func (l *queueLoop) signal() {
 	l.token.Store(true)
 	if l.phase.CompareAndSwap(phaseParked, phaseRunning) {
 		l.w.loopStarted()
-		go l.run()
+		go l.runWoken(time.Now())
 		return
 	}
 	l.nudge()
+}
+
+// runWoken is run, counting the time since the signal that started it.
+func (l *queueLoop) runWoken(signalled time.Time) {
+	l.w.stages.wake.add(time.Since(signalled))
+	l.run()
 }
 
 // nudge wakes the run goroutine, if one runs, without starting one.

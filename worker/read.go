@@ -26,18 +26,28 @@ type BatchReader interface {
 // maxReadBatch is the most reads one round trip of the reader carries.
 const maxReadBatch = 1024
 
+// readsInFlight is how many round trips the reader keeps in flight at most.
+// With one, a read queued just after a round trip started waited for all of
+// it before its own: with 10,000 busy queues the stage counters showed
+// reads waiting 10 ms on average for a 17 ms round trip (docs/decisions.md,
+// "Busy runtime latency").
+const readsInFlight = 2
+
 // reader gathers the queue loops' reads ("group commit", as the enqueue
-// coalescer does for producers): a read that finds no round trip in flight
-// starts one at once, so a lone read waits for nothing; reads that arrive
-// while one is in flight go in the next, all together. Its goroutine runs
-// while reads wait and exits when none does: an idle worker holds none.
+// coalescer does for producers): a read that finds fewer than inFlight
+// round trips in flight starts one at once, so a lone read waits for
+// nothing; reads that arrive while inFlight are in flight go in the next,
+// all together. Its goroutines run while reads wait and exit when none
+// does: an idle worker holds none.
 type reader struct {
-	br      BatchReader
-	metrics metrics.Recorder
+	br       BatchReader
+	metrics  metrics.Recorder
+	stages   *stages
+	inFlight int // the most round trips in flight (readsInFlight)
 
 	mu      sync.Mutex
 	pending []*readCall
-	running bool
+	senders int // goroutines sending round trips
 
 	rounds, reads int // round trips and reads sent, for tests
 }
@@ -48,10 +58,11 @@ type readCall struct {
 	req  drover.ReadRequest
 	res  drover.ReadResult
 	done chan struct{}
+	at   time.Time // when it was handed to the reader
 }
 
-func newReader(br BatchReader, m metrics.Recorder) *reader {
-	return &reader{br: br, metrics: m}
+func newReader(br BatchReader, m metrics.Recorder, st *stages) *reader {
+	return &reader{br: br, metrics: m, stages: st, inFlight: readsInFlight}
 }
 
 // read returns what ReadAfter(queue, after, n) returns, read together with
@@ -62,11 +73,11 @@ func (r *reader) read(ctx context.Context, queue string, after drover.Position, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c := &readCall{ctx: ctx, req: drover.ReadRequest{Queue: queue, After: after, N: n}, done: make(chan struct{})}
+	c := &readCall{ctx: ctx, req: drover.ReadRequest{Queue: queue, After: after, N: n}, done: make(chan struct{}), at: time.Now()}
 	r.mu.Lock()
 	r.pending = append(r.pending, c)
-	if !r.running {
-		r.running = true
+	if r.senders < max(r.inFlight, 1) {
+		r.senders++
 		go r.run()
 	}
 	r.mu.Unlock()
@@ -86,12 +97,13 @@ func (r *reader) read(ctx context.Context, queue string, after drover.Position, 
 	return c.res.Entries, c.res.Err
 }
 
-// run sends the waiting reads, a round trip at a time, until none waits.
+// run sends the waiting reads, a round trip at a time, until none waits;
+// up to inFlight goroutines run it at once.
 func (r *reader) run() {
 	for {
 		r.mu.Lock()
 		if len(r.pending) == 0 {
-			r.running = false
+			r.senders--
 			r.mu.Unlock()
 			return
 		}
@@ -125,10 +137,22 @@ func (r *reader) send(batch []*readCall) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	start := time.Now()
 	res := r.br.ReadMany(ctx, reqs)
+	end := time.Now()
 	// A sample per round trip, not per queue read: sampled per read it
 	// was 3% of a busy worker's CPU (a profile at 1,500 reads/s).
-	r.metrics.AddSample(metrics.FetchDuration, ms(time.Since(start)))
+	r.metrics.AddSample(metrics.FetchDuration, ms(end.Sub(start)))
 	cancel()
+	if st := r.stages; st != nil {
+		for i, c := range live {
+			st.readQueued.add(start.Sub(c.at))
+			st.readTrip.add(end.Sub(start))
+			if i < len(res) {
+				for _, e := range res[i].Entries {
+					st.enqueueToRead.add(sinceEnqueue(end, e.Position))
+				}
+			}
+		}
+	}
 	for i, c := range live {
 		if i < len(res) {
 			c.res = res[i]

@@ -67,7 +67,8 @@ func TestReadsArrivingDuringARoundTripGoTogether(t *testing.T) {
 		}
 	}
 	log := newBatchLogReads(mem)
-	r := newReader(log, metrics.Discard)
+	r := newReader(log, metrics.Discard, nil)
+	r.inFlight = 1 // one round trip at a time: the next gathers what waits
 	release := log.holdReads()
 	defer release()
 	type got struct {
@@ -121,7 +122,8 @@ func TestReadOfAStoppedQueueIsNotSent(t *testing.T) {
 	mem.add("b", msg("b0"))
 	mem.add("c", msg("c0"))
 	log := newBatchLogReads(mem)
-	r := newReader(log, metrics.Discard)
+	r := newReader(log, metrics.Discard, nil)
+	r.inFlight = 1 // one round trip at a time: the next gathers what waits
 	release := log.holdReads()
 	defer release()
 	go func() { _, _ = r.read(context.Background(), "a", 0, 10) }()
@@ -164,6 +166,7 @@ func TestLostQueueRunsNothingFromABatchedRead(t *testing.T) {
 		c.Log = log
 		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
 	})
+	w.reads.inFlight = 1 // b's and c's reads wait while a's is in flight
 	for _, q := range []string{"a", "b", "c"} {
 		if err := w.Start(queueConfig(q, nil), &memClaim{}); err != nil {
 			t.Fatal(err)
@@ -293,5 +296,51 @@ func TestParkingQueueSetsItsLagGaugeOnlyWhenItChanges(t *testing.T) {
 	run("m4", time.Second)
 	if _, again := rec.gauge(metrics.Lag); again != sets {
 		t.Fatalf("two more parks with the lag at 0 already: want no gauge set, have %d", again-sets)
+	}
+}
+
+// The reader keeps two round trips in flight: a read that arrives while one
+// is held starts the second at once instead of waiting for the first; reads
+// that arrive while both are in flight go together in the next.
+func TestReaderKeepsTwoRoundTripsInFlight(t *testing.T) {
+	mem := newMemLog()
+	for _, q := range []string{"a", "b", "c", "d"} {
+		mem.add(q, msg(q+"0"))
+	}
+	log := newBatchLogReads(mem)
+	r := newReader(log, metrics.Discard, nil)
+	release := log.holdReads()
+	defer release()
+	got := make(chan string, 4)
+	read := func(q string) {
+		go func() {
+			es, err := r.read(context.Background(), q, 0, 10)
+			if err != nil || len(es) != 1 {
+				got <- fmt.Sprintf("%s: %v %v", q, es, err)
+				return
+			}
+			got <- es[0].ID
+		}()
+	}
+	read("a")
+	<-log.entered // a's round trip is in flight
+	read("b")
+	<-log.entered // b's too, while a's is held
+	read("c")
+	read("d")
+	waitFor(t, "c and d waiting for a round trip to end", func() bool { return pendingReads(r) == 2 })
+	release()
+	have := map[string]bool{}
+	for range 4 {
+		have[<-got] = true
+	}
+	for _, id := range []string{"a0", "b0", "c0", "d0"} {
+		if !have[id] {
+			t.Fatalf("want every read answered with its message, have %v", have)
+		}
+	}
+	bs := log.batchList()
+	if len(bs) != 3 || len(bs[0]) != 1 || len(bs[1]) != 1 || len(bs[2]) != 2 {
+		t.Fatalf("want round trips of a, of b, then of c and d together, have %v", bs)
 	}
 }

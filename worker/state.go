@@ -21,6 +21,8 @@ type State struct {
 	QueueNames []string `json:"queue_names,omitempty"`
 	// Pools are the warm children of pooled routes (docs/process-pool.md).
 	Pools []executor.PoolState `json:"pools,omitempty"`
+	// Stages counts where messages' time went on the way to their start.
+	Stages *Stages `json:"stages,omitempty"`
 }
 
 // QueueState is one owned queue's state.
@@ -126,7 +128,7 @@ func (w *Worker) StateNames() State {
 func (w *Worker) stateHeader() State {
 	return State{
 		Member: w.cfg.Member, Suspended: w.suspended.Load(), Paused: *w.pause.Load(),
-		Capacity: w.cfg.Capacity, InUse: w.pool.inUse(),
+		Capacity: w.cfg.Capacity, InUse: w.pool.inUse(), Stages: w.stageStats(),
 	}
 }
 

@@ -17,6 +17,9 @@ import (
 // report. It exits when the run goroutine closes tasks.
 func (l *queueLoop) runner(tasks <-chan *slot) {
 	for s := range tasks {
+		if m := s.d.Message; m != nil && m.Attempt == 0 {
+			l.w.stages.enqueueStart.add(sinceEnqueue(time.Now(), s.d.Position))
+		}
 		done := l.runMessage(s)
 		// The slot goes to the next queue now, not when the run goroutine
 		// next looks: it may be in a read, and with thousands of busy

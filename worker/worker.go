@@ -26,9 +26,11 @@ type Worker struct {
 	queues map[string]*queueLoop
 
 	// One per worker, whatever the number of queues (DESIGN.md §10).
-	idle    *idleScheduler // due times of parked queues, the backstop check
-	commits *committer     // coalesced offset commits
-	reads   *reader        // coalesced reads (nil: each loop reads alone)
+	idle     *idleScheduler // due times of parked queues, the backstop check
+	commits  *committer     // coalesced offset commits
+	reads    *reader        // coalesced reads (nil: each loop reads alone)
+	backlogs *backlogger    // coalesced backlog reads (nil: each loop reads its own)
+	stages   stages         // debug counters of a message's way to its start (stages.go)
 
 	pause     atomic.Pointer[PauseState]
 	suspended atomic.Bool
@@ -76,7 +78,10 @@ func New(cfg Config) (*Worker, error) {
 	w.idle = newIdleScheduler(w)
 	w.commits = newCommitter(w)
 	if br, ok := cfg.Log.(BatchReader); ok {
-		w.reads = newReader(br, cfg.Metrics)
+		w.reads = newReader(br, cfg.Metrics, &w.stages)
+	}
+	if bb, ok := cfg.Log.(BatchBacklogReader); ok {
+		w.backlogs = newBacklogger(bb, cfg.Metrics)
 	}
 	w.pause.Store(&PauseState{})
 	return w, nil

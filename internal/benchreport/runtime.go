@@ -19,6 +19,8 @@ var fleetRuntime = section{
 		"Goroutines per worker are read first with 1,000 queues (`small-queues`), then with 100,000 (`goroutines-full/small`: the largest growth of one worker). " +
 		"**Idle**: once every worker is quiet (under 10% of a core over 5 s; `settle-s`, 10–45 s after the fleet runs every queue), one window (`window-s`) with 100,000 empty queues: Redis commands/s of the whole fleet from `INFO stats` `total_commands_processed` (the harness's own INFO calls subtracted; commands inside scripts count too), CPU per worker from `/proc/<pid>/stat` utime+stime, RSS from `VmRSS` (the worker; `lease-child` is its task-lease supervisor process), the live heap of the largest worker after the window (`idle-live-heap-MB-max-worker`: `HeapAlloc` of its `/debug/pprof/heap?gc=1`, right after a collection; RSS runs above it by the GC's headroom), ZooKeeper requests per member from the proxies. " +
 		"**Busy**: an open-loop producer in the harness sends 10,000 messages/s spread evenly over 10,000 of those queues (1 message/s each; `EnqueueBatch` from four goroutines, each batch what came due since the last); the inline `bench.stamp` handler counts `time.Since(enqueued_at)` at its start in a histogram in the worker (2% buckets, written to a file five times a second), so p50/p99/max are enqueue → handler start over every message of the window. " +
+		"`enqueued_at` is set when the producer builds its batch, so these include the producer's own call (`busy-producer-call-ms`, `busy-producer-msgs/call`: a call that runs long delays every message of its batch); `busy-stored-p50/p99/max-ms` are the same starts measured from each message's position (Redis `TIME` when the enqueue script stored it), the runtime's part alone: wake-up, read, dispatch. " +
+		"The workers' stage counters (`/debug/state` `stages`: a count and a total per stage, a clock read and two atomic adds per message) give the means over the window: `busy-mean-enqueue-to-start-ms` (from the position), of which `busy-mean-enqueue-to-read-ms` to the read's return, `busy-mean-read-queued-ms` waiting for a read round trip (the worker keeps two in flight, the reads that wait go together in the next), `busy-mean-read-trip-ms` the round trip, `busy-mean-wake-ms` a parked loop's start after its wake-up; `busy-reads/round-trip` is how many queue reads one round trip carried. `busy-redis-cmds/msg` is every Redis command of the window (scripts' commands included) per message enqueued. " +
 		"`busy-started/enqueued` is handler starts against messages enqueued in the window, `busy-drain-s` how long the workers took to start the last message after the producer stopped. " +
 		"ZooKeeper writes count requests (a multi is one; `zk-write-ops/s` counts the operations inside). " +
 		"Pub/Sub: `busy-publish/msg` is `PUBLISH`+`SPUBLISH` calls (`INFO commandstats`, calls from the enqueue script included) per message enqueued; `busy-deliveries/msg` multiplies it by the most subscribers any channel had (`PUBSUB NUMSUB`), an upper bound on deliveries. `busy-redis-cpu-%` is the Redis server's CPU (`INFO cpu`, user + system) over the window, in % of one core. " +
@@ -29,10 +31,12 @@ var fleetRuntime = section{
 		"idle-redis-cmds/s", "idle-redis-cmds/s-worst-part", "idle-cpu-%-max-worker", "idle-cpu-%-worst-part",
 		"idle-rss-MB-max-worker", "idle-live-heap-MB-max-worker", "idle-lease-child-rss-MB", "idle-zk-requests/s-max-member", "idle-zk-writes/s-max-member",
 		"busy-msgs/s", "busy-msgs/s-of-asked", "busy-started/s", "busy-started/enqueued", "busy-drain-s",
-		"busy-p50-ms", "busy-p99-ms", "busy-max-ms",
+		"busy-p50-ms", "busy-p99-ms", "busy-max-ms", "busy-stored-p50-ms", "busy-stored-p99-ms", "busy-stored-max-ms",
+		"busy-producer-call-ms", "busy-producer-msgs/call",
+		"busy-mean-enqueue-to-start-ms", "busy-mean-enqueue-to-read-ms", "busy-mean-read-queued-ms", "busy-mean-read-trip-ms", "busy-mean-wake-ms", "busy-reads/round-trip",
 		"busy-zk-writes/s-max-member", "busy-zk-write-ops/s", "busy-zk-requests/s-max-member",
 		"busy-publish/msg", "busy-max-subscribers", "busy-deliveries/msg",
-		"busy-redis-cmds/s", "busy-redis-cpu-%", "busy-cpu-%-max-worker", "busy-rss-MB-max-worker", "busy-lease-child-rss-MB",
+		"busy-redis-cmds/s", "busy-redis-cmds/msg", "busy-redis-cpu-%", "busy-cpu-%-max-worker", "busy-rss-MB-max-worker", "busy-lease-child-rss-MB",
 	},
 	Targets: []target{
 		{"idle: Redis commands/s of the whole fleet ≤ 1,000", "BenchmarkFleetRuntime", "idle-redis-cmds/s", "<=", 1000},

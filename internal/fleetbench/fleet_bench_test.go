@@ -175,13 +175,22 @@ func runFleet(b *testing.B, sz sizes) {
 	p.start()
 	defer p.stop()                              // after a failure
 	time.Sleep(min(5*time.Second, sz.Window/4)) // the first wake-ups, buffers and connections
+	st0, err := readStages(ws)
+	if err != nil {
+		b.Fatal(err)
+	}
 	busy := measure(b, rm, ws, sz.Window, p)
+	st1, err := readStages(ws)
+	if err != nil {
+		b.Fatal(err)
+	}
 	p.stop()
 	drain := waitDrained(b, ws, p.sent.Load(), 60*time.Second)
 	if err := p.failure(); err != nil {
 		b.Fatalf("producer: %v", err)
 	}
 	busy.report(b, "busy-")
+	reportStages(b, st0, st1)
 	b.ReportMetric(drain.Seconds(), "busy-drain-s")
 	subs, err := maxSubscribers(ctx, mon)
 	if err != nil {
@@ -189,11 +198,18 @@ func runFleet(b *testing.B, sz sizes) {
 	}
 	b.ReportMetric(float64(subs), "busy-max-subscribers")
 	if busy.enqueued > 0 {
+		b.ReportMetric(busy.redisCmdsPerS*busy.seconds/float64(busy.enqueued), "busy-redis-cmds/msg")
 		b.ReportMetric(float64(busy.publishes)/float64(busy.enqueued), "busy-publish/msg")
 		b.ReportMetric(float64(busy.publishes*int64(subs))/float64(busy.enqueued), "busy-deliveries/msg")
 		b.ReportMetric(float64(busy.started)/float64(busy.enqueued), "busy-started/enqueued")
 	}
 	b.ReportMetric(float64(busy.enqueued)/busy.seconds/float64(sz.Rate), "busy-msgs/s-of-asked")
+	if n := p.calls.Load(); n > 0 {
+		// The producer's calls: a message's enqueued_at is set when its
+		// batch is built, so a long call adds to its latency.
+		b.ReportMetric(float64(p.sent.Load())/float64(n), "busy-producer-msgs/call")
+		b.ReportMetric(float64(p.callNs.Load())/float64(n)/1e6, "busy-producer-call-ms")
+	}
 }
 
 // createQueues registers queues q<from>…q<to-1> in bulk (multis of up to
@@ -320,6 +336,7 @@ type reading struct {
 	kidsRSS  []int64
 	zk       []ZKCounts
 	latency  Snapshot // the workers' bench.stamp histograms, merged
+	stored   Snapshot // the same from the messages' positions (stored in Redis → start)
 	enqueued int64    // the producer's messages so far
 }
 
@@ -356,6 +373,11 @@ func sample(b *testing.B, rm *redisMeter, ws []*worker, p *producer) reading {
 				b.Fatal(err)
 			}
 			r.latency.Add(&lat)
+			st, err := ReadSnapshot(w.latPath + ".stored")
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.stored.Add(&st)
 		}
 	}
 	return r
@@ -378,6 +400,7 @@ type window struct {
 	enqueued       int64
 	started        int64
 	latency        Snapshot
+	stored         Snapshot
 }
 
 // measure samples every window/subWindows for window and returns the
@@ -429,6 +452,8 @@ func measure(b *testing.B, rm *redisMeter, ws []*worker, length time.Duration, p
 	w.enqueued = last.enqueued - first.enqueued
 	w.latency = last.latency
 	w.latency.Sub(&first.latency)
+	w.stored = last.stored
+	w.stored.Sub(&first.stored)
 	w.started = w.latency.Total()
 	return w
 }
@@ -450,6 +475,9 @@ func (w window) report(b *testing.B, prefix string) {
 		b.ReportMetric(float64(w.latency.Quantile(0.5).Microseconds())/1000, prefix+"p50-ms")
 		b.ReportMetric(float64(w.latency.Quantile(0.99).Microseconds())/1000, prefix+"p99-ms")
 		b.ReportMetric(float64(w.latency.Quantile(1).Microseconds())/1000, prefix+"max-ms")
+		b.ReportMetric(float64(w.stored.Quantile(0.5).Microseconds())/1000, prefix+"stored-p50-ms")
+		b.ReportMetric(float64(w.stored.Quantile(0.99).Microseconds())/1000, prefix+"stored-p99-ms")
+		b.ReportMetric(float64(w.stored.Quantile(1).Microseconds())/1000, prefix+"stored-max-ms")
 	}
 }
 
@@ -489,6 +517,8 @@ type producer struct {
 	rate   int
 
 	sent    atomic.Int64
+	calls   atomic.Int64 // EnqueueBatch calls
+	callNs  atomic.Int64 // their total time
 	stopped chan struct{}
 	wg      sync.WaitGroup
 	once    sync.Once
@@ -537,7 +567,10 @@ func (p *producer) run(g int, begin time.Time) {
 				msgs[i] = &drover.Message{Queue: queueName(q), Task: "bench.stamp"}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			callStart := time.Now()
 			_, err := p.store.EnqueueBatch(ctx, msgs)
+			p.callNs.Add(int64(time.Since(callStart)))
+			p.calls.Add(1)
 			cancel()
 			if err != nil {
 				p.mu.Lock()
@@ -603,4 +636,24 @@ func commandRates(before, after map[string]int64, seconds float64) string {
 		parts = append(parts, fmt.Sprintf("%s %.0f", n, float64(after[n]-before[n])/seconds))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// reportStages reports the mean time of each stage of a message's way to
+// its start over the busy window, from the workers' stage counters
+// (worker.Stages): enqueue → read returned, of which the reader's queue and
+// round trip, and read → start.
+func reportStages(b *testing.B, st0, st1 stageStats) {
+	toRead := meanMs(st0.EnqueueToRead, st1.EnqueueToRead)
+	toStart := meanMs(st0.EnqueueToStart, st1.EnqueueToStart)
+	b.ReportMetric(toStart, "busy-mean-enqueue-to-start-ms")
+	b.ReportMetric(toRead, "busy-mean-enqueue-to-read-ms")
+	b.ReportMetric(meanMs(st0.ReadQueued, st1.ReadQueued), "busy-mean-read-queued-ms")
+	b.ReportMetric(meanMs(st0.ReadTrip, st1.ReadTrip), "busy-mean-read-trip-ms")
+	b.ReportMetric(meanMs(st0.Wake, st1.Wake), "busy-mean-wake-ms")
+	if rounds := st1.ReadRounds - st0.ReadRounds; rounds > 0 {
+		b.ReportMetric(float64(st1.Reads-st0.Reads)/float64(rounds), "busy-reads/round-trip")
+	}
+	b.Logf("busy stages (means): enqueue→read returned %.1f ms (read queued %.1f ms, round trip %.1f ms, parked loop's wake %.2f ms), read→start %.1f ms; enqueue→start %.1f ms; backlog reads %d in %d round trips",
+		toRead, meanMs(st0.ReadQueued, st1.ReadQueued), meanMs(st0.ReadTrip, st1.ReadTrip), meanMs(st0.Wake, st1.Wake),
+		toStart-toRead, toStart, st1.BacklogReads-st0.BacklogReads, st1.BacklogRounds-st0.BacklogRounds)
 }

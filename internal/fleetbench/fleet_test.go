@@ -323,3 +323,75 @@ func settle(ws []*worker, minWait, maxWait time.Duration, quietPct float64) time
 	}
 	return time.Since(start)
 }
+
+// stageStat and stageStats mirror the worker's stage counters
+// (worker.Stages, in /debug/state): a count and a total per stage since the
+// worker started.
+type stageStat struct {
+	Count   int64   `json:"count"`
+	TotalMs float64 `json:"total_ms"`
+}
+
+type stageStats struct {
+	Wake           stageStat `json:"wake"`
+	ReadQueued     stageStat `json:"read_queued"`
+	ReadTrip       stageStat `json:"read_trip"`
+	EnqueueToRead  stageStat `json:"enqueue_to_read"`
+	EnqueueToStart stageStat `json:"enqueue_to_start"`
+	BacklogRounds  int64     `json:"backlog_rounds"`
+	BacklogReads   int64     `json:"backlog_reads"`
+	ReadRounds     int64     `json:"read_rounds"`
+	Reads          int64     `json:"reads"`
+}
+
+// stages reads the worker's stage counters.
+func (w *worker) stages() (stageStats, error) {
+	resp, err := httpClient.Get("http://" + w.admin + "/debug/state?queues=names")
+	if err != nil {
+		return stageStats{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return stageStats{}, fmt.Errorf("%s /debug/state: %s", w.name, resp.Status)
+	}
+	var st struct {
+		Worker struct {
+			Stages stageStats `json:"stages"`
+		} `json:"worker"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return stageStats{}, fmt.Errorf("%s /debug/state: %w", w.name, err)
+	}
+	return st.Worker.Stages, nil
+}
+
+// readStages sums the stage counters of every worker.
+func readStages(ws []*worker) (stageStats, error) {
+	var sum stageStats
+	for _, w := range ws {
+		s, err := w.stages()
+		if err != nil {
+			return sum, err
+		}
+		for _, p := range []struct{ to, from *stageStat }{
+			{&sum.Wake, &s.Wake}, {&sum.ReadQueued, &s.ReadQueued}, {&sum.ReadTrip, &s.ReadTrip},
+			{&sum.EnqueueToRead, &s.EnqueueToRead}, {&sum.EnqueueToStart, &s.EnqueueToStart},
+		} {
+			p.to.Count += p.from.Count
+			p.to.TotalMs += p.from.TotalMs
+		}
+		sum.BacklogRounds += s.BacklogRounds
+		sum.BacklogReads += s.BacklogReads
+		sum.ReadRounds += s.ReadRounds
+		sum.Reads += s.Reads
+	}
+	return sum, nil
+}
+
+// meanMs is the mean time of the stage between two readings.
+func meanMs(before, after stageStat) float64 {
+	if n := after.Count - before.Count; n > 0 {
+		return (after.TotalMs - before.TotalMs) / float64(n)
+	}
+	return 0
+}

@@ -1,0 +1,54 @@
+package queue
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/redis/go-redis/v9"
+)
+
+var _ = addContractCases(contractCase{"BacklogMany", testBacklogMany})
+
+// BacklogMany answers for each queue what Backlog answers for it alone, in
+// the order asked, and an invalid queue name fails only its own result.
+func testBacklogMany(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	first := mustEnqueue(t, s, msg("bm-a", ""))
+	mustEnqueue(t, s, msg("bm-a", ""))
+	mustEnqueue(t, s, msg("bm-a", ""))
+	if _, err := s.EnqueueIn(ctx, msg("bm-b", ""), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	queues := []string{"bm-a", "bm-b", "bad queue", "bm-a", "bm-empty"}
+	offsets := []drover.Position{0, 0, 0, first.Position, 0}
+	got, errs := s.BacklogMany(ctx, queues, offsets)
+	if len(got) != len(queues) || len(errs) != len(queues) {
+		t.Fatalf("want %d results, have %d and %d errors", len(queues), len(got), len(errs))
+	}
+	if errs[2] == nil {
+		t.Errorf("an invalid queue name: want an error, have %+v", got[2])
+	}
+	for i, q := range queues {
+		if i == 2 {
+			continue
+		}
+		want, err := s.Backlog(ctx, q, offsets[i])
+		if err != nil || errs[i] != nil {
+			t.Fatalf("%s after %d: Backlog %v, BacklogMany %v", q, offsets[i], err, errs[i])
+		}
+		// OldestAge is measured at each call's own time.
+		want.OldestAge, got[i].OldestAge = 0, 0
+		if got[i] != want {
+			t.Errorf("%s after %d: BacklogMany says %+v, Backlog %+v", q, offsets[i], got[i], want)
+		}
+	}
+	if got[0].Lag != 3 || got[1].Delayed != 1 || got[3].Lag != 2 {
+		t.Errorf("want lags 3 and 2 and one delayed, have %+v", got)
+	}
+	if _, errs := s.BacklogMany(ctx, []string{"bm-a"}, nil); errs[0] == nil {
+		t.Error("offsets that do not match the queues: want an error")
+	}
+}
