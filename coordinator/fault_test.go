@@ -48,13 +48,24 @@ func (f *faultConn) lose(n int, apply bool) {
 
 // connectFaulty opens a session whose connection is a faultConn.
 func connectFaulty(t *testing.T, servers []string, root string) (*Session, *faultConn) {
+	var fc *faultConn
+	s := connectWrapped(t, servers, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
+		fc = &faultConn{zkConn: conn}
+		return fc
+	})
+	return s, fc
+}
+
+// connectWrapped opens a session (session timeout timeout) whose
+// connection is what wrap makes of the real one, given the session's
+// config: the tests' way to fault, hook or count a session's requests.
+func connectWrapped(t *testing.T, servers []string, root string, timeout time.Duration, wrap func(zkConn, Config) zkConn) *Session {
 	t.Helper()
-	cfg, err := Config{Servers: servers, Root: root, SessionTimeout: testTimeout}.withDefaults()
+	cfg, err := Config{Servers: servers, Root: root, SessionTimeout: timeout}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
 	contact := &contactClock{}
-	kick := make(chan struct{}, 1)
 	hub := newWatchHub()
 	conn, _, err := zk.Connect(servers, cfg.SessionTimeout, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}),
 		zk.WithDialer(newDialer(nil, hostNames(servers), cfg.SessionTimeout, contact)),
@@ -62,14 +73,13 @@ func connectFaulty(t *testing.T, servers []string, root string) (*Session, *faul
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := &faultConn{zkConn: conn}
-	s, err := newSession(ctxT(t), cfg, fc, contact, kick, make(chan struct{}), hub)
+	s, err := newSession(ctxT(t), cfg, wrap(conn, cfg), contact, make(chan struct{}, 1), make(chan struct{}), hub)
 	if err != nil {
 		conn.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, fc
+	return s
 }
 
 func TestCommitWithLostReplyIsSettledByReRead(t *testing.T) {

@@ -191,24 +191,7 @@ func (h *hookConn) ExistsW(p string) (bool, *zk.Stat, <-chan zk.Event, error) {
 // connectHooked opens a session whose connection calls beforeWatch before
 // each request that arms a watch.
 func connectHooked(t *testing.T, servers []string, root string, beforeWatch func(path string)) *Session {
-	t.Helper()
-	cfg, err := Config{Servers: servers, Root: root, SessionTimeout: testTimeout}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	contact := &contactClock{}
-	hub := newWatchHub()
-	conn, _, err := zk.Connect(servers, cfg.SessionTimeout, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}),
-		zk.WithDialer(newDialer(nil, hostNames(servers), cfg.SessionTimeout, contact)),
-		zk.WithEventCallback(hub.deliver))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := newSession(ctxT(t), cfg, &hookConn{zkConn: conn, beforeWatch: beforeWatch}, contact, make(chan struct{}, 1), make(chan struct{}), hub)
-	if err != nil {
-		conn.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return connectWrapped(t, servers, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
+		return &hookConn{zkConn: conn, beforeWatch: beforeWatch}
+	})
 }

@@ -74,26 +74,11 @@ func (c *countingConn) counts() readCounts {
 
 // connectCounting opens a session whose connection counts its reads.
 func connectCounting(t *testing.T, servers []string, root string) (*Session, *countingConn) {
-	t.Helper()
-	cfg, err := Config{Servers: servers, Root: root, SessionTimeout: 20 * testTimeout}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	contact := &contactClock{}
-	hub := newWatchHub()
-	conn, _, err := zk.Connect(servers, cfg.SessionTimeout, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}),
-		zk.WithDialer(newDialer(nil, hostNames(servers), cfg.SessionTimeout, contact)),
-		zk.WithEventCallback(hub.deliver))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc := &countingConn{zkConn: conn, queuesDir: cfg.Root + "/" + queuesDir}
-	s, err := newSession(ctxT(t), cfg, cc, contact, make(chan struct{}, 1), make(chan struct{}), hub)
-	if err != nil {
-		conn.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	var cc *countingConn
+	s := connectWrapped(t, servers, root, 20*testTimeout, func(conn zkConn, cfg Config) zkConn {
+		cc = &countingConn{zkConn: conn, queuesDir: cfg.Root + "/" + queuesDir}
+		return cc
+	})
 	return s, cc
 }
 
