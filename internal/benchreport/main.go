@@ -235,6 +235,9 @@ func runGoBench(s section, count int) (result, string, error) {
 	cmd.Stderr = os.Stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
+		// The report says why too, but someone watching the run should
+		// not have to open it to learn that a section failed.
+		fmt.Fprintf(os.Stderr, "benchreport: FAILED after %s (%v):\n%s", time.Since(start).Round(time.Second), err, buf.String())
 		return nil, cmdline, fmt.Errorf("%s: %w\n%s", cmdline, err, buf.String())
 	}
 	fmt.Fprintf(os.Stderr, "benchreport: done in %s\n", time.Since(start).Round(time.Second))
