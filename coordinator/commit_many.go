@@ -46,10 +46,24 @@ type commitItem struct {
 //
 // It returns one error per request, in order, meaning what Claim.Commit's
 // would: an error wrapping drover.ErrFenced means that queue is lost. A
-// request of a claim of another session (or not a *Claim), or a claim that
-// appears twice, gets an error and nothing is written for it.
+// claim that appears twice gets an error and nothing is written for it.
+//
+// A request whose claim is not a *Claim of this session — a wrapper, or a
+// claim of another session — is committed alone through its own Commit,
+// after the batch. Refusing it would never commit it: a wrapper that embeds
+// *Claim inherits Committer and is batched with the session's claims, and
+// its Commit (which may count or watch commits) must still run; the bench's
+// counting wrapper never saw its last offset committed when it was refused.
 func (s *Session) CommitMany(ctx context.Context, reqs []drover.CommitRequest) []error {
 	errs := make([]error, len(reqs))
+	var alone []int
+	defer func() {
+		// Outside the batch's locks: a wrapper's Commit takes its
+		// claim's lock, which may be one of the batch's.
+		for _, i := range alone {
+			errs[i] = reqs[i].Claim.Commit(ctx, reqs[i].Offset)
+		}
+	}()
 	s.batch.commitMu.Lock()
 	defer s.batch.commitMu.Unlock()
 	items := make([]*commitItem, 0, len(reqs))
@@ -57,8 +71,11 @@ func (s *Session) CommitMany(ctx context.Context, reqs []drover.CommitRequest) [
 	for i, r := range reqs {
 		c, ok := r.Claim.(*Claim)
 		switch {
-		case !ok || c == nil || c.s != s:
-			errs[i] = fmt.Errorf("commit offset at %d: %w: not a claim of this session", r.Offset.Position, drover.ErrInvalidConfig)
+		case r.Claim == nil || ok && c == nil:
+			errs[i] = fmt.Errorf("commit offset at %d: %w: no claim", r.Offset.Position, drover.ErrInvalidConfig)
+			continue
+		case !ok || c.s != s:
+			alone = append(alone, i)
 			continue
 		case seen[c]:
 			errs[i] = fmt.Errorf("commit offset of %s at %d: %w: the claim is twice in one batch", c.queue, r.Offset.Position, drover.ErrInvalidConfig)

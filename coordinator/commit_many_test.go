@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/drover-dev/drover"
@@ -186,29 +187,54 @@ func TestCommitManySplitsAtTheRequestBound(t *testing.T) {
 
 // Requests CommitMany cannot take get an error of their own and write
 // nothing; the others commit.
-func TestCommitManyRefusesForeignAndRepeatedClaims(t *testing.T) {
+func TestCommitManyCommitsForeignClaimsAloneAndRefusesRepeatedOnes(t *testing.T) {
 	t.Parallel()
 	server := testenv.ZooKeeper(t)
 	root := testenv.Chroot(t)
 	s, other := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
 	ctx := ctxT(t)
-	mine := claimN(t, s, 1)[0]
+	claims := claimN(t, s, 2)
+	mine, wrapped := claims[0], &countingClaim{Claim: claims[1]}
 	theirs, err := other.Claim(ctx, "theirs", Owner{Member: "o"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	errs := s.CommitMany(ctx, []drover.CommitRequest{
 		{Claim: mine, Offset: offsetAt(5, "m")},
-		{Claim: theirs, Offset: offsetAt(5, "m")},
+		{Claim: theirs, Offset: offsetAt(7, "m")},
 		{Claim: mine, Offset: offsetAt(6, "m")},
+		{Claim: wrapped, Offset: offsetAt(8, "m")},
+		{Claim: (*Claim)(nil), Offset: offsetAt(9, "m")},
 	})
-	if errs[0] != nil {
-		t.Fatalf("commit of the session's own claim: %v", errs[0])
+	for i, what := range []string{"the session's own claim", "a claim of another session", "", "a wrapper of the session's claim"} {
+		if what != "" && errs[i] != nil {
+			t.Fatalf("commit of %s: %v", what, errs[i])
+		}
 	}
-	mustIs(t, errs[1], drover.ErrInvalidConfig, "a claim of another session")
 	mustIs(t, errs[2], drover.ErrInvalidConfig, "a claim twice in one batch")
-	if on, _ := other.ReadOffset(ctx, "theirs"); on.Offset.Position != 0 {
-		t.Fatalf("the other session's queue moved: %+v", on.Offset)
+	mustIs(t, errs[4], drover.ErrInvalidConfig, "a nil claim")
+	// A wrapper embedding *Claim inherits Committer, so the worker batches
+	// it: its own Commit must run (refused, it was never committed).
+	if n := wrapped.commits.Load(); n != 1 {
+		t.Fatalf("the wrapper's Commit ran %d times; want 1", n)
 	}
-	wantOffsets(t, other, []*Claim{mine}, 5, -1)
+	if on, _ := other.ReadOffset(ctx, "theirs"); on.Offset.Position != 7 {
+		t.Fatalf("the other session's claim, committed through its own Commit: offset %+v, want 7", on.Offset)
+	}
+	if on, _ := s.ReadOffset(ctx, claims[1].Queue()); on.Offset.Position != 8 {
+		t.Fatalf("the wrapped claim: offset %+v, want 8", on.Offset)
+	}
+	wantOffsets(t, s, []*Claim{mine}, 5, -1)
+}
+
+// countingClaim wraps a *Claim as a caller outside the package might (the
+// bench's commit-watching claim): embedding promotes Committer.
+type countingClaim struct {
+	*Claim
+	commits atomic.Int32
+}
+
+func (c *countingClaim) Commit(ctx context.Context, off drover.Offset) error {
+	c.commits.Add(1)
+	return c.Claim.Commit(ctx, off)
 }
