@@ -406,18 +406,11 @@ func (r *registryWatch) refresh(ctx context.Context, s *Session, ws *watchSet) (
 	// without changing what the leader balances by: changed tells whether
 	// there is anything new to deliver.
 	changed := !r.delivered
-	ck := watchKey{watchChildren, r.dir}
-	if !ws.isArmed(ck) {
-		ws.prepare(ck)
-		names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-			names, _, _, err := c.ChildrenW(r.dir)
-			return names, err
-		})
+	if !ws.isArmed(watchKey{watchChildren, r.dir}) {
+		names, err := listW(ctx, s, ws, r.dir)
 		if err != nil {
-			ws.cancel(ck)
 			return Registry{}, err
 		}
-		ws.armed(ck)
 		present := make(map[string]bool, len(names))
 		for _, n := range names {
 			present[n] = true

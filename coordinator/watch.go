@@ -381,17 +381,7 @@ func refreshDirs(ctx context.Context, s *Session, ws *watchSet, dirs []*dirCache
 		err   error
 	}
 	lists := parallelMap(ctx, relist, func(d *dirCache) listing {
-		ck := watchKey{watchChildren, d.dir}
-		ws.prepare(ck)
-		names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-			names, _, _, err := c.ChildrenW(d.dir)
-			return names, err
-		})
-		if err != nil {
-			ws.cancel(ck)
-		} else {
-			ws.armed(ck)
-		}
+		names, err := listW(ctx, s, ws, d.dir)
 		return listing{names, err}
 	})
 	if err := ctx.Err(); err != nil {
@@ -602,4 +592,21 @@ func (d *dirCache) read(ctx context.Context, s *Session) error {
 		return err
 	}
 	return nil
+}
+
+// listW lists dir's children and arms ws's children watch on it: the watch
+// is armed when the listing succeeded, cancelled when it did not.
+func listW(ctx context.Context, s *Session, ws *watchSet, dir string) ([]string, error) {
+	ck := watchKey{watchChildren, dir}
+	ws.prepare(ck)
+	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+		names, _, _, err := c.ChildrenW(dir)
+		return names, err
+	})
+	if err != nil {
+		ws.cancel(ck)
+		return nil, err
+	}
+	ws.armed(ck)
+	return names, nil
 }
