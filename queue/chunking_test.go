@@ -74,6 +74,11 @@ func TestManyQueueCallsSplitIntoBoundedCommands(t *testing.T) {
 		if want, have := ceil(len(reqs)-1, trimGroup), counts.scripts(trimManyScript); have != want {
 			t.Fatalf("trim-many script calls for %d queues (%d per call): want %d, have %d", len(reqs)-1, trimGroup, want, have)
 		}
+		// One call per round trip: pipelined, the calls ran back to back
+		// while other clients' reads waited.
+		if want, have := ceil(len(reqs)-1, trimGroup), counts.roundTrips(); have != want {
+			t.Fatalf("round trips of TrimMany for %d queues: want %d (one per script call), have %d", len(reqs)-1, want, have)
+		}
 		if len(errs) != len(reqs) {
 			t.Fatalf("want %d results, have %d", len(reqs), len(errs))
 		}
@@ -173,13 +178,14 @@ type commandCounts struct {
 	mu      sync.Mutex
 	byName  map[string]int
 	bySHA   map[string]int
+	trips   int // round trips: single commands and pipelines
 	started bool
 }
 
 func (c *commandCounts) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.byName, c.bySHA, c.started = map[string]int{}, map[string]int{}, true
+	c.byName, c.bySHA, c.trips, c.started = map[string]int{}, map[string]int{}, 0, true
 }
 
 func (c *commandCounts) record(cmds ...redis.Cmder) {
@@ -188,6 +194,7 @@ func (c *commandCounts) record(cmds ...redis.Cmder) {
 	if !c.started {
 		return
 	}
+	c.trips++
 	for _, cmd := range cmds {
 		if cmd.Err() != nil && cmd.Err() != redis.Nil {
 			continue
@@ -211,6 +218,12 @@ func (c *commandCounts) scripts(sc *redis.Script) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.bySHA[sc.Hash()]
+}
+
+func (c *commandCounts) roundTrips() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.trips
 }
 
 func (c *commandCounts) DialHook(next redis.DialHook) redis.DialHook { return next }

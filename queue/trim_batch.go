@@ -7,28 +7,37 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// trimBatch is the most queues trimmed in one pipeline.
-const trimBatch = 256
+// trimBatch is the most queues trimmed in one round trip: one trim-many
+// call's worth on a standalone server. Redis runs every command it has
+// read from a client's socket before it serves the next client, and reads
+// a pipeline in chunks of tens of KB, so four 64-queue calls in one
+// pipeline made the reads of busy queues wait for one and a half calls at
+// a time (~1.7 ms of trims); a call per round trip bounds the wait by one
+// (docs/decisions.md, "Busy runtime: what blocks Redis while busy": p99
+// 30 → 26 ms at 10,000 busy queues).
+const trimBatch = trimGroup
 
 // trimGroup is the most queues one trim-many script call covers on a
 // standalone server (on a Cluster a call covers the queues of one slot),
 // and trimManyChunk the most log entries it removes of one queue: a call
 // removes at most trimGroup × trimManyChunk entries, so that no call
 // blocks Redis for long (a queue with more is trimmed further by Trim).
+// Smaller calls cost Redis more in all and, pipelined, made reads wait
+// longer, not shorter (the same decision).
 const (
 	trimGroup     = 64
 	trimManyChunk = 256
 )
 
-// TrimMany trims many queues in one round trip per trimBatch queues, each
-// queue's outcome records written first (as TrimRecording): one trim-many
-// script call per 64 queues (one per slot on a Cluster), all in one
-// pipeline. An owner's committer trims every queue of a commit flush with
-// it, so that 500 progressed queues cost one round trip on one connection
-// and a few script calls, not two script calls each. It returns one error
-// per request, nil where the trim succeeded; a failed script call fails
-// the queues it carried (a later flush trims them again: trims and records
-// may be repeated).
+// TrimMany trims many queues, each queue's outcome records written first
+// (as TrimRecording): one trim-many script call per 64 queues on a
+// standalone server, one round trip each (on a Cluster one call per slot,
+// the calls of 64 queues in one pipeline). An owner's committer trims
+// every queue of a commit flush with it, so that 500 progressed queues
+// cost eight round trips on one connection, not two script calls each.
+// It returns one error per request, nil where the trim succeeded; a
+// failed script call fails the queues it carried (a later flush trims
+// them again: trims and records may be repeated).
 func (s *Store) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error {
 	errs := make([]error, len(reqs))
 	for i := 0; i < len(reqs); i += trimBatch {
