@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/internal/zkproxy"
 )
 
 // scaleConfig sizes the scale section.
@@ -24,15 +26,15 @@ type scaleConfig struct {
 
 // scaleResult is one fleet size's figures.
 type scaleResult struct {
-	Members        int           `json:"members"`
-	Queues         int           `json:"queues"`
-	SessionTimeout time.Duration `json:"session_timeout_ns"`
-	CreateQueues   time.Duration `json:"create_queues_ns"`
-	Start          time.Duration `json:"start_converge_ns"`
-	Join           time.Duration `json:"join_converge_ns"`
-	Leave          time.Duration `json:"leave_converge_ns"`
-	Crash          time.Duration `json:"crash_converge_ns"`
-	LeaveRequests  zkCounts      `json:"leave_requests"`
+	Members        int            `json:"members"`
+	Queues         int            `json:"queues"`
+	SessionTimeout time.Duration  `json:"session_timeout_ns"`
+	CreateQueues   time.Duration  `json:"create_queues_ns"`
+	Start          time.Duration  `json:"start_converge_ns"`
+	Join           time.Duration  `json:"join_converge_ns"`
+	Leave          time.Duration  `json:"leave_converge_ns"`
+	Crash          time.Duration  `json:"crash_converge_ns"`
+	LeaveRequests  zkproxy.Counts `json:"leave_requests"`
 	// JoinReadRatio is, over the members, the largest ratio of the bytes a
 	// member read from /assignment nodes during the join to the size of its
 	// share after it; JoinedReadRatio is the joining member's.
@@ -40,11 +42,11 @@ type scaleResult struct {
 	JoinedReadRatio float64 `json:"joined_read_ratio"`
 	// MaxRequest and MaxResponse are the largest ZooKeeper frames any
 	// member sent or received over the whole run (bytes).
-	MaxRequest    int64    `json:"max_request_bytes"`
-	MaxResponse   int64    `json:"max_response_bytes"`
-	StartRequests zkCounts `json:"start_requests"`
-	JoinRequests  zkCounts `json:"join_requests"`
-	CrashRequests zkCounts `json:"crash_requests"`
+	MaxRequest    int64          `json:"max_request_bytes"`
+	MaxResponse   int64          `json:"max_response_bytes"`
+	StartRequests zkproxy.Counts `json:"start_requests"`
+	JoinRequests  zkproxy.Counts `json:"join_requests"`
+	CrashRequests zkproxy.Counts `json:"crash_requests"`
 	// Queues moved by the assignments of each event (handovers).
 	JoinMoved      int64    `json:"join_moved"`
 	LeaveMoved     int64    `json:"leave_moved"`
@@ -150,7 +152,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		f.log.mu.Unlock()
 		return fmt.Errorf("start: %w", err)
 	}
-	r.StartRequests = f.counts().sub(c0)
+	r.StartRequests = f.counts().Sub(c0)
 	debugOps("start", ops0, f.opCounts())
 	var ms runtime.MemStats
 	runtime.GC()
@@ -178,13 +180,13 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		return fmt.Errorf("join: %w", err)
 	}
 	settle(f)
-	r.JoinRequests = f.counts().sub(c0)
+	r.JoinRequests = f.counts().Sub(c0)
 	r.JoinMoved = f.moved.Load() - moved0
 	debugOps("join", ops0, f.opCounts())
 	r.JoinRebalances = f.generation() - gen
 	shares := f.shareBytes()
 	for name, c := range f.memberCounts() {
-		read := c.AssignBytes - per0[name].AssignBytes
+		read := c.PrefixReadBytes - per0[name].PrefixReadBytes
 		if shares[name] == 0 || read == 0 {
 			continue
 		}
@@ -220,7 +222,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 			return fmt.Errorf("leave: %w", err)
 		}
 		settle(f)
-		r.LeaveRequests = f.counts().sub(c0)
+		r.LeaveRequests = f.counts().Sub(c0)
 		r.LeaveMoved = f.moved.Load() - moved0
 		debugOps("leave", ops0, f.opCounts())
 		fmt.Fprintf(progress, "  scale %d×%d: leave converged in %s\n", r.Members, r.Queues, r.Leave.Round(time.Millisecond))
@@ -252,7 +254,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		return fmt.Errorf("crash: %w", err)
 	}
 	settle(f)
-	r.CrashRequests = f.counts().sub(c0)
+	r.CrashRequests = f.counts().Sub(c0)
 	r.CrashMoved = f.moved.Load() - moved0
 	debugOps("crash", ops0, f.opCounts())
 	r.CrashRebals = f.generation() - gen

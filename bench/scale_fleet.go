@@ -16,6 +16,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	membership "github.com/drover-dev/drover/fleet" // this file has a type fleet
+	"github.com/drover-dev/drover/internal/zkproxy"
 )
 
 // A fleet is a set of members, each a separate ZooKeeper session in this
@@ -113,7 +114,7 @@ type fleet struct {
 type fleetMember struct {
 	name   string
 	mb     *coordinator.Membership
-	proxy  *zkProxy
+	proxy  *zkproxy.Proxy
 	s      *coordinator.Session
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -165,13 +166,13 @@ func queueName(i int) string { return fmt.Sprintf("q%05d", i) }
 
 // start connects, joins and runs one member.
 func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
-	proxy, err := newZKProxy(f.srv.zk.Addr, f.root+"/assignment")
+	proxy, err := zkproxy.New(f.srv.zk.Addr, zkproxy.CountReadsUnder(f.root+"/assignment"))
 	if err != nil {
 		return nil, err
 	}
-	s, err := f.srv.connectZK(ctx, f.root, proxy.addr(), f.timeout)
+	s, err := f.srv.connectZK(ctx, f.root, proxy.Addr(), f.timeout)
 	if err != nil {
-		proxy.close()
+		proxy.Close()
 		return nil, err
 	}
 	if name == "m-joined" {
@@ -180,7 +181,7 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	mb, err := s.Join(ctx, drover.Member{Name: name, Capacity: 1})
 	if err != nil {
 		s.Close()
-		proxy.close()
+		proxy.Close()
 		return nil, err
 	}
 	mctx, cancel := context.WithCancel(context.Background())
@@ -191,7 +192,7 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	if err != nil {
 		cancel()
 		s.Close()
-		proxy.close()
+		proxy.Close()
 		return nil, err
 	}
 	var wg sync.WaitGroup
@@ -268,15 +269,15 @@ func (f *fleet) shareBytes() map[string]int64 {
 }
 
 // memberCounts returns each member's request counters, live and gone.
-func (f *fleet) memberCounts() map[string]zkCounts {
+func (f *fleet) memberCounts() map[string]zkproxy.Counts {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[string]zkCounts{}
+	out := map[string]zkproxy.Counts{}
 	for n, m := range f.members {
-		out[n] = m.proxy.counts()
+		out[n] = m.proxy.Counts()
 	}
 	for _, m := range f.gone {
-		out[m.name] = m.proxy.counts()
+		out[m.name] = m.proxy.Counts()
 	}
 	return out
 }
@@ -393,15 +394,15 @@ func (f *fleet) waitConverged(ctx context.Context, t0 time.Time, limit time.Dura
 }
 
 // counts sums the request counters of every member, live and crashed.
-func (f *fleet) counts() zkCounts {
+func (f *fleet) counts() zkproxy.Counts {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var c zkCounts
+	var c zkproxy.Counts
 	for _, m := range f.members {
-		c = c.add(m.proxy.counts())
+		c = c.Add(m.proxy.Counts())
 	}
 	for _, m := range f.gone {
-		c = c.add(m.proxy.counts())
+		c = c.Add(m.proxy.Counts())
 	}
 	return c
 }
@@ -428,7 +429,7 @@ func (f *fleet) close() {
 			case <-m.done:
 			case <-time.After(30 * time.Second):
 			}
-			m.proxy.close()
+			m.proxy.Close()
 		}()
 	}
 	wg.Wait()
@@ -442,10 +443,8 @@ func (f *fleet) opCounts() map[int32]int64 {
 	defer f.mu.Unlock()
 	out := map[int32]int64{}
 	add := func(m *fleetMember) {
-		for op := range m.proxy.byOp {
-			if n := m.proxy.byOp[op].Load(); n > 0 {
-				out[int32(op)] += n
-			}
+		for op, n := range m.proxy.Counts().ByOp {
+			out[op] += n
 		}
 	}
 	for _, m := range f.members {
@@ -463,16 +462,10 @@ func debugOps(what string, before, after map[int32]int64) {
 	if !debugScale {
 		return
 	}
-	names := map[int32]string{opCreate: "create", opDelete: "delete", opExists: "exists", opGetData: "getData", opSetData: "setData",
-		opGetChildren: "getChildren", opGetChildren2: "getChildren2", opSync: "sync", opPing: "ping", opCheck: "check", opMulti: "multi", opCreate2: "create2", opSetWatches: "setWatches"}
 	var parts []string
 	for op, n := range after {
 		if d := n - before[op]; d > 0 {
-			name := names[op]
-			if name == "" {
-				name = fmt.Sprint(op)
-			}
-			parts = append(parts, fmt.Sprintf("%s %d", name, d))
+			parts = append(parts, fmt.Sprintf("%s %d", zkproxy.OpName(op), d))
 		}
 	}
 	sort.Strings(parts)

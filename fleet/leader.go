@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -109,7 +108,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 	queues := s.WatchRegistry(lctx)
 	var (
 		curMembers []coordinator.MemberNode
-		curQueues  []rebalance.Queue
+		curQueues  coordinator.Registry
 		haveM      bool
 		haveQ      bool
 		firstDirty time.Time
@@ -144,7 +143,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			for _, err := range qs.Errs {
 				log.Warn("a registry bucket is corrupt; its queues are balanced as last read", "error", err)
 			}
-			curQueues, haveQ = balanceView(qs), true
+			curQueues, haveQ = qs, true
 			dirty()
 		case <-settle.C:
 			firstDirty = time.Time{}
@@ -164,22 +163,28 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 	}
 }
 
-// balanceView returns the registry's queues as the strategy takes them,
-// sorted by name. It is built once per registry change, not per rebalance:
-// membership changes (joins, leaves, crashes) reuse it, and the strategy's
-// own sort of already sorted input is linear.
-func balanceView(r coordinator.Registry) []rebalance.Queue {
-	out := make([]rebalance.Queue, 0, r.Len())
-	for q := range r.All() {
-		out = append(out, rebalance.Queue{Name: q.Name, Weight: q.Weight, Tags: q.Tags})
+// registryQueues lets the strategy read the registry in place: the
+// leader holds the queues once, in the registry snapshot (which shares its
+// buckets with the registry watch), not a second time as a []rebalance.Queue
+// (48 bytes a queue: 4.8 MB at 100,000 queues, docs/decisions.md "Issue 14:
+// the leader holds the registry once").
+type registryQueues struct{ reg coordinator.Registry }
+
+func (r registryQueues) Len() int { return r.reg.Len() }
+
+func (r registryQueues) All() iter.Seq[rebalance.Queue] {
+	return func(yield func(rebalance.Queue) bool) {
+		for q := range r.reg.All() {
+			if !yield(rebalance.Queue{Name: q.Name, Weight: q.Weight, Tags: q.Tags}) {
+				return
+			}
+		}
 	}
-	slices.SortFunc(out, func(a, b rebalance.Queue) int { return strings.Compare(a.Name, b.Name) })
-	return out
 }
 
 // writeTarget computes the target and writes it when it differs from the
 // current assignment.
-func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, members []coordinator.MemberNode, queues []rebalance.Queue, log hclog.Logger) error {
+func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, members []coordinator.MemberNode, queues coordinator.Registry, log hclog.Logger) error {
 	in := rebalance.Input{Previous: w.Current().Queues}
 	seen := map[string]bool{}
 	for _, m := range members {
@@ -189,7 +194,7 @@ func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg R
 		seen[m.Member.Name] = true
 		in.Members = append(in.Members, rebalance.FromMember(m.Member))
 	}
-	in.Queues = queues
+	in.Source = registryQueues{queues}
 	start := time.Now()
 	res, err := cfg.Strategy.Assign(in)
 	compute := time.Since(start)

@@ -2,6 +2,7 @@ package rebalance
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"math/rand"
 	"slices"
@@ -67,6 +68,18 @@ func gen(r *rand.Rand, s caseShape) Input {
 		}
 		in.Previous["deleted-queue"] = "m000"
 	}
+	return in
+}
+
+// sliceSource is a QueueSource over a slice.
+type sliceSource []Queue
+
+func (s sliceSource) Len() int             { return len(s) }
+func (s sliceSource) All() iter.Seq[Queue] { return slices.Values(s) }
+
+// sourced returns in with its queues given through a Source.
+func sourced(in Input) Input {
+	in.Source, in.Queues = sliceSource(in.Queues), nil
 	return in
 }
 

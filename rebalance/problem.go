@@ -71,40 +71,67 @@ func newProblem(in Input) (*problem, error) {
 		}
 	}
 
-	queues := slices.Clone(in.Queues)
-	slices.SortFunc(queues, func(a, b Queue) int { return strings.Compare(a.Name, b.Name) })
+	if in.Source != nil && len(in.Queues) > 0 {
+		return nil, fmt.Errorf("%w: both Queues and Source are set", ErrInvalidInput)
+	}
+	// The queues are read once, in place: nothing of the input is copied
+	// but each queue's name. A class is numbered here as first met (in
+	// input order), then below in order of first appearance by name.
+	n, queues := len(in.Queues), slices.Values(in.Queues)
+	if in.Source != nil {
+		n, queues = in.Source.Len(), in.Source.All()
+	}
 	classIndex := make(map[string]int)
-	p.queues = make([]queue, 0, len(queues))
-	for i, q := range queues {
-		if q.Name == "" {
-			return nil, fmt.Errorf("%w: a queue has an empty name", ErrInvalidInput)
-		}
-		if i > 0 && queues[i-1].Name == q.Name {
-			return nil, fmt.Errorf("%w: queue %q appears twice", ErrInvalidInput, q.Name)
-		}
+	var classTags [][]string // by the number given here
+	p.queues = make([]queue, 0, n)
+	for q := range queues {
 		key, tags := classKey(q.Tags)
 		c, ok := classIndex[key]
 		if !ok {
-			c = len(p.classes)
+			c = len(classTags)
 			classIndex[key] = c
-			p.classes = append(p.classes, newClass(tags, memberTags))
+			classTags = append(classTags, tags)
 		}
+		p.queues = append(p.queues, queue{name: q.Name, weight: clamp(q.Weight, MaxWeight), class: c})
+	}
+	slices.SortFunc(p.queues, func(a, b queue) int { return strings.Compare(a.name, b.name) })
+	renumber := make([]int, len(classTags))
+	for i := range renumber {
+		renumber[i] = -1
+	}
+	assignable := p.queues[:0] // filtered in place
+	prev := ""
+	for i, q := range p.queues {
+		if q.name == "" {
+			return nil, fmt.Errorf("%w: a queue has an empty name", ErrInvalidInput)
+		}
+		if i > 0 && prev == q.name {
+			return nil, fmt.Errorf("%w: queue %q appears twice", ErrInvalidInput, q.name)
+		}
+		prev = q.name
+		c := renumber[q.class]
+		if c < 0 {
+			c = len(p.classes)
+			renumber[q.class] = c
+			p.classes = append(p.classes, newClass(classTags[q.class], memberTags))
+		}
+		q.class = c
 		if len(p.classes[c].eligible) == 0 {
-			p.unassignable = append(p.unassignable, q.Name)
+			p.unassignable = append(p.unassignable, q.name)
 			continue
 		}
 		if len(p.classes[c].eligible) < len(p.members) {
 			p.allEligible = false
 		}
-		home := -1
-		if m, ok := memberIndex[in.Previous[q.Name]]; ok && p.classes[c].isEligible[m] {
-			home = m
+		q.home = -1
+		if m, ok := memberIndex[in.Previous[q.name]]; ok && p.classes[c].isEligible[m] {
+			q.home = m
 		}
-		w := clamp(q.Weight, MaxWeight)
-		p.queues = append(p.queues, queue{name: q.Name, weight: w, class: c, home: home})
-		p.totalWeight += w
-		p.maxWeight = max(p.maxWeight, w)
+		p.totalWeight += q.weight
+		p.maxWeight = max(p.maxWeight, q.weight)
+		assignable = append(assignable, q)
 	}
+	p.queues = assignable
 	return p, nil
 }
 

@@ -97,6 +97,9 @@ func checkCase(t *testing.T, r *rand.Rand, label string, shape caseShape) {
 		if other := mustAssign(t, s, shuffled(r, in)); !reflect.DeepEqual(other, res) {
 			t.Fatalf("%s: the same input in another order gave another result", label)
 		}
+		if other := mustAssign(t, s, sourced(shuffled(r, in))); !reflect.DeepEqual(other, res) {
+			t.Fatalf("%s: the same queues given through a Source gave another result", label)
+		}
 		if !constrained(in) {
 			if s.Name() == StickyName {
 				checkStickyBound(t, label, in, res)

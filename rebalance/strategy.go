@@ -3,6 +3,7 @@ package rebalance
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/drover-dev/drover"
@@ -13,7 +14,7 @@ var (
 	// ErrUnknownStrategy: ByName was given a name no strategy answers to.
 	ErrUnknownStrategy = errors.New("rebalance: unknown strategy")
 	// ErrInvalidInput: an Input names a member or queue with an empty name,
-	// or names one twice.
+	// or names one twice, or sets both Queues and Source.
 	ErrInvalidInput = errors.New("rebalance: invalid input")
 )
 
@@ -57,6 +58,21 @@ type Input struct {
 	Members []Member
 	// Queues are the queues to assign. Names must be unique and non-empty.
 	Queues []Queue
+	// Source, when set, gives the queues instead of Queues, which must then
+	// be empty; the same rules hold for its queues. A caller that keeps
+	// many queues in a form of its own (the rebalance leader's registry)
+	// hands them over this way without a copy as a []Queue.
+	Source QueueSource
+}
+
+// QueueSource is a collection of queues that a strategy reads in place.
+// Assign reads it once and keeps nothing of it past its return but the
+// queue names in the Result.
+type QueueSource interface {
+	// Len is the number of queues All yields.
+	Len() int
+	// All yields every queue once, in any order.
+	All() iter.Seq[Queue]
 }
 
 // Member is one candidate owner.

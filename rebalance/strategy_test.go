@@ -211,6 +211,8 @@ func TestInvalidInput(t *testing.T) {
 		{"duplicate queue", Input{Members: members("a"), Queues: queues("q", "q")}, `queue "q" appears twice`},
 		{"empty member name", Input{Members: members("a", "")}, "a member has an empty name"},
 		{"empty queue name", Input{Members: members("a"), Queues: queues("")}, "a queue has an empty name"},
+		{"duplicate queue in a source", Input{Members: members("a"), Source: sliceSource(queues("q", "r", "q"))}, `queue "q" appears twice`},
+		{"queues and a source", Input{Members: members("a"), Queues: queues("q"), Source: sliceSource(queues("r"))}, "both Queues and Source are set"},
 	} {
 		for _, s := range strategies {
 			t.Run(tc.name+"/"+s.Name(), func(t *testing.T) {

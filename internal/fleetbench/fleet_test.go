@@ -19,6 +19,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/zkproxy"
 )
 
 // The drover binary under test, built once per test binary with the
@@ -57,7 +58,7 @@ type worker struct {
 	done    chan struct{}
 	logPath string
 	latPath string // the bench.stamp histogram the worker publishes
-	zk      *ZKProxy
+	zk      *zkproxy.Proxy
 	admin   string // the bound admin address, from the member node
 }
 
@@ -66,7 +67,7 @@ type worker struct {
 // and its admin listener on a free port.
 func startWorker(tb testing.TB, bin, dir, name, zkAddr string, env []string) *worker {
 	tb.Helper()
-	proxy, err := NewZKProxy(zkAddr)
+	proxy, err := zkproxy.New(zkAddr)
 	if err != nil {
 		tb.Fatal(err)
 	}

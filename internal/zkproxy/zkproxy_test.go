@@ -1,8 +1,9 @@
-package fleetbench
+package zkproxy
 
 import (
 	"context"
 	"encoding/binary"
+	"net"
 	"reflect"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestMultiCountsItsOperations(t *testing.T) {
 	var c counters
 	c.classify(frame)
 	have := c.read()
-	want := ZKCounts{Writes: 1, WriteOps: 3, CheckOps: 2, ByOp: map[int32]int64{opMulti: 1}}
+	want := Counts{Writes: 1, WriteOps: 3, CheckOps: 2, ByOp: map[int32]int64{opMulti: 1}}
 	if !reflect.DeepEqual(have, want) {
 		t.Fatalf("want %+v, have %+v", want, have)
 	}
@@ -56,7 +57,7 @@ func TestRequestsAreCountedByKind(t *testing.T) {
 	c.classify(jute{}.i32(3).i32(opCreate2).str("/y").str("").i32(0).i32(0))
 	c.classify(jute{}.i32(-8).i32(101)) // setWatches
 	c.classify(jute{}.i32(4).i32(opMulti).append(0xff))
-	want := ZKCounts{Writes: 3, Reads: 1, Pings: 1, Other: 1, WriteOps: 3,
+	want := Counts{Writes: 3, Reads: 1, Pings: 1, Other: 1, WriteOps: 3,
 		ByOp: map[int32]int64{opPing: 1, opGetData: 1, opSetData: 1, opCreate2: 1, 101: 1, opMulti: 1}}
 	if have := c.read(); !reflect.DeepEqual(have, want) {
 		t.Fatalf("want %+v, have %+v", want, have)
@@ -67,14 +68,15 @@ func (j jute) append(b ...byte) jute { return append(j, b...) }
 
 func TestProxyForwardsAndCountsASession(t *testing.T) {
 	zk := testenv.ZooKeeper(t)
-	p, err := NewZKProxy(zk.Addrs[0])
+	root := testenv.Chroot(t)
+	p, err := New(zk.Addrs[0], CountReadsUnder(root+"/queues"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: []string{p.Addr()}, Root: testenv.Chroot(t)})
+	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: []string{p.Addr()}, Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,5 +103,40 @@ func TestProxyForwardsAndCountsASession(t *testing.T) {
 	read := p.Counts().Sub(before)
 	if read.Writes != 0 || read.Reads < 1 {
 		t.Fatalf("reading a queue: want reads and no writes, have %+v", read)
+	}
+	if read.BytesIn <= 0 || read.PrefixReadBytes <= 0 || read.PrefixReadBytes > read.BytesIn {
+		t.Fatalf("reading a queue under the counted prefix: want 0 < prefix-read bytes ≤ bytes in, have %+v", read)
+	}
+	if c := p.Counts(); c.MaxRequest <= 0 || c.MaxResponse <= 0 {
+		t.Fatalf("want the largest frames each way, have %+v", c)
+	}
+
+	// Cut: the session's connection ends and no new one gets through, so
+	// the client cannot reach the server any more.
+	p.Cut()
+	cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+	defer ccancel()
+	if _, err := s.Queue(cctx, "counted"); err == nil {
+		t.Fatal("a read through a cut proxy succeeded")
+	}
+	if c, err := net.Dial("tcp", p.Addr()); err == nil {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var b [1]byte
+		if _, err := c.Read(b[:]); err == nil {
+			t.Fatal("a connection through a cut proxy stayed open")
+		}
+		c.Close()
+	}
+}
+
+func TestCountsAddKeepsTheMaximaAndSumsTheRest(t *testing.T) {
+	a := Counts{Reads: 2, Writes: 1, BytesIn: 10, MaxRequest: 5, MaxResponse: 50, ByOp: map[int32]int64{opGetData: 2}}
+	b := Counts{Reads: 1, Pings: 3, BytesIn: 5, MaxRequest: 9, MaxResponse: 20, ByOp: map[int32]int64{opGetData: 1, opMulti: 1}}
+	want := Counts{Reads: 3, Writes: 1, Pings: 3, BytesIn: 15, MaxRequest: 9, MaxResponse: 50, ByOp: map[int32]int64{opGetData: 3, opMulti: 1}}
+	if have := a.Add(b); !reflect.DeepEqual(have, want) {
+		t.Fatalf("want %+v, have %+v", want, have)
+	}
+	if have := a.Add(b).Sub(a); have.Reads != 1 || have.Pings != 3 || have.MaxResponse != 50 || have.ByOp[opGetData] != 1 || have.Requests() != 1 {
+		t.Fatalf("Sub: have %+v", have)
 	}
 }

@@ -1,71 +1,104 @@
-package fleetbench
+package zkproxy
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"sync"
 	"sync/atomic"
 )
 
-// ZKProxy is a TCP proxy between one ZooKeeper client (a worker) and the
-// server that counts the client's requests by kind, exactly, from the
-// client-to-server byte stream: ZooKeeper frames are length-prefixed, and
-// after a connection's connect request each frame starts with an xid and
-// the operation code. A multi is one request; the operations inside it are
-// counted as well (WriteOps, CheckOps).
-type ZKProxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	conns []net.Conn
-	done  bool
-
-	counts counters
-}
-
-// ZKCounts are a proxy's counters since it started; Sub of two readings
-// gives a window's.
-type ZKCounts struct {
+// Counts are a proxy's counters since it started; Sub of two readings
+// gives a window's, Add sums proxies.
+type Counts struct {
 	Writes   int64 // write requests: create, delete, setData, setACL, multi, reconfig
 	Reads    int64 // getData, exists, getChildren, getACL, sync, multiRead, …
 	Pings    int64
 	Other    int64 // connect, auth, setWatches, close, …
 	WriteOps int64 // single writes plus the writes inside multis
 	CheckOps int64 // version checks inside multis
-	Bytes    int64 // client-to-server bytes
+	BytesOut int64 // client-to-server bytes
+	BytesIn  int64 // server-to-client bytes
+	// PrefixReadBytes are the bytes of replies to getData requests under
+	// the CountReadsUnder prefix.
+	PrefixReadBytes int64
+	// MaxRequest and MaxResponse are the largest frames so far (maxima:
+	// Add and Sub keep the larger, not a sum or a difference).
+	MaxRequest, MaxResponse int64
 	// ByOp counts requests by operation code (codes ≥ 128 and frames too
-	// short for a header under 0), for telling what a member does.
+	// short for a header under −1), for telling what a client does.
 	ByOp map[int32]int64
 }
 
-// Sub returns c − earlier.
-func (c ZKCounts) Sub(earlier ZKCounts) ZKCounts {
-	return ZKCounts{
+// Requests is every request but pings.
+func (c Counts) Requests() int64 { return c.Reads + c.Writes + c.Other }
+
+// Sub returns c − earlier (the maxima stay c's).
+func (c Counts) Sub(earlier Counts) Counts {
+	out := Counts{
 		Writes: c.Writes - earlier.Writes, Reads: c.Reads - earlier.Reads, Pings: c.Pings - earlier.Pings,
 		Other: c.Other - earlier.Other, WriteOps: c.WriteOps - earlier.WriteOps, CheckOps: c.CheckOps - earlier.CheckOps,
-		Bytes: c.Bytes - earlier.Bytes, ByOp: subOps(c.ByOp, earlier.ByOp),
+		BytesOut: c.BytesOut - earlier.BytesOut, BytesIn: c.BytesIn - earlier.BytesIn,
+		PrefixReadBytes: c.PrefixReadBytes - earlier.PrefixReadBytes,
+		MaxRequest:      c.MaxRequest, MaxResponse: c.MaxResponse,
+		ByOp: map[int32]int64{},
 	}
-}
-
-func subOps(a, b map[int32]int64) map[int32]int64 {
-	out := map[int32]int64{}
-	for op, n := range a {
-		if d := n - b[op]; d != 0 {
-			out[op] = d
+	for op, n := range c.ByOp {
+		if d := n - earlier.ByOp[op]; d != 0 {
+			out.ByOp[op] = d
 		}
 	}
 	return out
 }
 
-// counters are ZKCounts updated atomically.
+// Add returns c + o (the maxima: the larger).
+func (c Counts) Add(o Counts) Counts {
+	out := Counts{
+		Writes: c.Writes + o.Writes, Reads: c.Reads + o.Reads, Pings: c.Pings + o.Pings,
+		Other: c.Other + o.Other, WriteOps: c.WriteOps + o.WriteOps, CheckOps: c.CheckOps + o.CheckOps,
+		BytesOut: c.BytesOut + o.BytesOut, BytesIn: c.BytesIn + o.BytesIn,
+		PrefixReadBytes: c.PrefixReadBytes + o.PrefixReadBytes,
+		MaxRequest:      max(c.MaxRequest, o.MaxRequest), MaxResponse: max(c.MaxResponse, o.MaxResponse),
+		ByOp: map[int32]int64{},
+	}
+	for op, n := range c.ByOp {
+		out.ByOp[op] += n
+	}
+	for op, n := range o.ByOp {
+		out.ByOp[op] += n
+	}
+	return out
+}
+
+// counters are Counts updated atomically.
 type counters struct {
-	writes, reads, pings, other, writeOps, checkOps, bytes atomic.Int64
-	byOp                                                   [129]atomic.Int64 // [128]: not a known code
+	writes, reads, pings, other, writeOps, checkOps atomic.Int64
+	bytesOut, bytesIn, prefixReadBytes              atomic.Int64
+	maxRequest, maxResponse                         atomic.Int64
+	byOp                                            [129]atomic.Int64 // [128]: not a known code
+}
+
+func (c *counters) read() Counts {
+	return Counts{
+		Writes: c.writes.Load(), Reads: c.reads.Load(), Pings: c.pings.Load(), Other: c.other.Load(),
+		WriteOps: c.writeOps.Load(), CheckOps: c.checkOps.Load(),
+		BytesOut: c.bytesOut.Load(), BytesIn: c.bytesIn.Load(), PrefixReadBytes: c.prefixReadBytes.Load(),
+		MaxRequest: c.maxRequest.Load(), MaxResponse: c.maxResponse.Load(),
+		ByOp: c.ops(),
+	}
+}
+
+func (c *counters) ops() map[int32]int64 {
+	out := map[int32]int64{}
+	for i := range c.byOp {
+		if n := c.byOp[i].Load(); n != 0 {
+			op := int32(i)
+			if i == len(c.byOp)-1 {
+				op = -1
+			}
+			out[op] = n
+		}
+	}
+	return out
 }
 
 // ZooKeeper operation codes (org.apache.zookeeper.ZooDefs.OpCode).
@@ -126,131 +159,6 @@ func isRead(op int32) bool {
 	return false
 }
 
-// NewZKProxy listens on a free loopback port and forwards every connection
-// to target. Close it when done.
-func NewZKProxy(target string) (*ZKProxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	p := &ZKProxy{ln: ln, target: target}
-	go p.accept()
-	return p, nil
-}
-
-// Addr is the address a client should use instead of the server's.
-func (p *ZKProxy) Addr() string { return p.ln.Addr().String() }
-
-// Counts reads the counters.
-func (p *ZKProxy) Counts() ZKCounts { return p.counts.read() }
-
-func (p *ZKProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.done {
-			p.mu.Unlock()
-			c.Close()
-			up.Close()
-			return
-		}
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		go func() {
-			io.Copy(c, up)
-			c.Close()
-		}()
-		go func() {
-			p.count(c, up)
-			up.Close()
-		}()
-	}
-}
-
-// Close stops listening and closes every connection.
-func (p *ZKProxy) Close() {
-	p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.done = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-}
-
-func (c *counters) read() ZKCounts {
-	return ZKCounts{
-		Writes: c.writes.Load(), Reads: c.reads.Load(), Pings: c.pings.Load(), Other: c.other.Load(),
-		WriteOps: c.writeOps.Load(), CheckOps: c.checkOps.Load(), Bytes: c.bytes.Load(), ByOp: c.ops(),
-	}
-}
-
-func (c *counters) ops() map[int32]int64 {
-	out := map[int32]int64{}
-	for i := range c.byOp {
-		if n := c.byOp[i].Load(); n != 0 {
-			op := int32(i)
-			if i == len(c.byOp)-1 {
-				op = -1
-			}
-			out[op] = n
-		}
-	}
-	return out
-}
-
-// maxFrame bounds a frame the proxy buffers (ZooKeeper's own default
-// jute.maxbuffer is 1 MB; a client sending more is refused by the server).
-const maxFrame = 16 << 20
-
-// count forwards the client's frames to up, counting each. It returns when
-// either side closes.
-func (p *ZKProxy) count(client, up net.Conn) {
-	r := bufio.NewReaderSize(client, 64<<10)
-	w := bufio.NewWriterSize(up, 64<<10)
-	first := true
-	var frame []byte
-	for {
-		var hdr [4]byte
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return
-		}
-		n := int(binary.BigEndian.Uint32(hdr[:]))
-		if n < 0 || n > maxFrame {
-			return
-		}
-		if cap(frame) < n {
-			frame = make([]byte, n)
-		}
-		frame = frame[:n]
-		if _, err := io.ReadFull(r, frame); err != nil {
-			return
-		}
-		p.counts.bytes.Add(int64(4 + n))
-		if first {
-			p.counts.other.Add(1) // the connect request has no header
-			first = false
-		} else {
-			p.counts.classify(frame)
-		}
-		w.Write(hdr[:])
-		w.Write(frame)
-		if r.Buffered() == 0 { // flush when the client has nothing more queued
-			if err := w.Flush(); err != nil {
-				return
-			}
-		}
-	}
-}
-
 // classify counts one request frame (after the length): xid, op code, body.
 func (c *counters) classify(frame []byte) {
 	if len(frame) < 8 {
@@ -275,6 +183,9 @@ func (c *counters) classify(frame []byte) {
 		}
 		c.writeOps.Add(int64(writes))
 		c.checkOps.Add(int64(checks))
+	case op == opCheck: // a check alone (go-zookeeper sends them in multis) takes the write path
+		c.writes.Add(1)
+		c.checkOps.Add(1)
 	case isWrite(op):
 		c.writes.Add(1)
 		c.writeOps.Add(1)
