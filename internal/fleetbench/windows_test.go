@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/zkproxy"
 )
 
 // A measured window: the readings taken in it, the figures computed from
@@ -23,7 +25,7 @@ type window struct {
 	zkWritesPerS   float64 // the member with the most write requests
 	zkWriteOpsPerS float64 // the same member's writes, counting each op in a multi
 	zkRequestsPerS float64 // the member with the most requests of any kind
-	zk             []ZKCounts
+	zk             []zkproxy.Counts
 	publishes      int64
 	enqueued       int64
 	started        int64
