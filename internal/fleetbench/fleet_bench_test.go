@@ -461,11 +461,11 @@ type producer struct {
 	// inFlight is held for reading over each EnqueueBatch call and the
 	// count after it, and for writing by sample over its Redis INFO: a
 	// batch Redis had run but sent did not count yet put a window's
-	// publishes per message up to 1% above 1 at 20 s windows, with one
-	// slow call of up to 1,000 messages per goroutine at either end. A
-	// sample holds the producer for one INFO round trip; messages due
-	// meanwhile go in the next batch, their enqueued_at set when it is
-	// built.
+	// publishes per message up to 1% above 1 at 20 s windows (a slow call
+	// carries up to 1,000 messages per goroutine). A sample holds the
+	// producer back for one INFO round trip (and until the calls in flight
+	// return); EnqueueBatch stamps enqueued_at after the wait, and the
+	// messages that came due meanwhile go in the next batch.
 	inFlight sync.RWMutex
 	callNs   atomic.Int64 // their total time
 	stopped  chan struct{}
