@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +48,11 @@ type section struct {
 	Units     []string
 	Targets   []target
 	Notes     string // after the targets: why a target is missed
+	// Windows names the unit that counts the windows of a run whose
+	// figures are medians over windows: a unit U with companions U-min and
+	// U-max then shows the windows' spread in the table's last column
+	// ("1 run × 3 windows (min – max)") instead of the runs' alone.
+	Windows string
 }
 
 // target is a figure an issue asks for.
@@ -310,11 +316,7 @@ func render(b *strings.Builder, s section, res result, cmdline string) {
 			if len(vs) == 0 {
 				continue
 			}
-			lo, hi := vs[0], vs[0]
-			for _, v := range vs {
-				lo, hi = min(lo, v), max(hi, v)
-			}
-			fmt.Fprintf(b, "| %s | %s | %s | %d (%s – %s) |\n", strings.TrimPrefix(n, "Benchmark"), u, format(median(vs)), len(vs), format(lo), format(hi))
+			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", strings.TrimPrefix(n, "Benchmark"), u, format(median(vs)), spread(s, res[n], u))
 		}
 	}
 	if len(s.Targets) > 0 {
@@ -338,6 +340,25 @@ func render(b *strings.Builder, s section, res result, cmdline string) {
 		fmt.Fprintf(b, "\n%s\n", s.Notes)
 	}
 	b.WriteString("\n")
+}
+
+// spread is the table's last column for unit u of one benchmark: how many
+// runs, and the smallest and largest value. For a figure that is a median
+// over windows (the section's Windows unit and u's -min and -max
+// companions are there) the range is over every window of every run.
+func spread(s section, fig map[string][]float64, u string) string {
+	vs := fig[u]
+	lo, hi := slices.Min(vs), slices.Max(vs)
+	runs := fmt.Sprintf("%d", len(vs))
+	mins, maxs, windows := fig[u+"-min"], fig[u+"-max"], fig[s.Windows]
+	if s.Windows != "" && len(mins) > 0 && len(maxs) > 0 && len(windows) > 0 {
+		lo, hi = min(lo, slices.Min(mins)), max(hi, slices.Max(maxs))
+		runs = fmt.Sprintf("%d run × %d windows", len(vs), int(median(windows)))
+		if len(vs) > 1 {
+			runs = fmt.Sprintf("%d runs × %d windows", len(vs), int(median(windows)))
+		}
+	}
+	return fmt.Sprintf("%s (%s – %s)", runs, format(lo), format(hi))
 }
 
 // redisCeiling runs redis-benchmark ZADD with -P 64 against a private Redis,

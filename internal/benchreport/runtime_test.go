@@ -47,3 +47,41 @@ func TestFailureLinesKeepTheBenchmarksOwnMessages(t *testing.T) {
 		t.Fatalf("want %q, have %q", want, have)
 	}
 }
+
+func TestTheTableShowsTheSpreadOverWindows(t *testing.T) {
+	res := result{"BenchmarkFleetRuntime": {
+		"busy-windows": {3}, "busy-p50-ms": {6.1}, "busy-p50-ms-min": {5.4}, "busy-p50-ms-max": {11.5},
+		"idle-cpu-%-max-worker": {2.5}, "busy-drain-s": {0.2},
+	}}
+	var b strings.Builder
+	render(&b, fleetRuntime, res, "go test")
+	out := b.String()
+	for _, want := range []string{
+		"| FleetRuntime | busy-p50-ms | 6.10 | 1 run × 3 windows (5.40 – 11.50) |",
+		// Figures of one window or measured once keep the runs' column.
+		"| FleetRuntime | idle-cpu-%-max-worker | 2.50 | 1 (2.50 – 2.50) |",
+		"| FleetRuntime | busy-drain-s | 0.2 | 1 (0.2 – 0.2) |",
+		"| busy: enqueue → start p50 < 10 ms | 6.10 busy-p50-ms | met |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want the row %q, have:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "busy-p50-ms-min |") {
+		t.Errorf("the -min companion has a row of its own; want it in the spread column:\n%s", out)
+	}
+}
+
+func TestTheSpreadOverWindowsCoversEveryRun(t *testing.T) {
+	fig := map[string][]float64{"busy-windows": {3, 3}, "busy-p99-ms": {46, 90}, "busy-p99-ms-min": {40, 70}, "busy-p99-ms-max": {60, 120}}
+	if have, want := spread(fleetRuntime, fig, "busy-p99-ms"), "2 runs × 3 windows (40.00 – 120)"; have != want {
+		t.Fatalf("want %q, have %q", want, have)
+	}
+}
+
+func TestFleetRuntimeWhyGivesTheWindowsRange(t *testing.T) {
+	why := fleetRuntimeWhy(figures(map[string]float64{"busy-p50-ms": 11.5, "busy-p50-ms-min": 5.4, "busy-p50-ms-max": 12}))
+	if want := "p50 11.50 ms (windows 5.40 – 12.00)"; !strings.Contains(why, want) {
+		t.Fatalf("want %q in the explanation, have:\n%s", want, why)
+	}
+}

@@ -36,13 +36,17 @@ import (
 //     the harness's own INFO calls subtracted), CPU per worker
 //     (/proc/<pid>/stat), RSS per worker and of its children (the lease
 //     supervisor), goroutines per worker.
-//  5. Busy window: an open-loop producer sends Rate messages/s spread
+//  5. Busy windows: an open-loop producer sends Rate messages/s spread
 //     evenly over BusyQueues queues (EnqueueBatch from four goroutines, each
 //     batch carrying what has come due since its last one); the bench.stamp
 //     handler counts enqueued_at → start per message in the worker.
-//     Enqueue-to-start quantiles, whether the fleet keeps up, ZooKeeper
-//     write requests per member (the proxies) and Redis PUBLISH calls per
-//     message enqueued (INFO commandstats).
+//     BusyWindows windows back to back with the producer running
+//     throughout, each with its own enqueue-to-start quantiles (the
+//     difference of the histogram files at its ends), whether the fleet
+//     keeps up, ZooKeeper write requests per member (the proxies) and
+//     Redis PUBLISH calls per message enqueued (INFO commandstats); each
+//     figure is reported as the median over the windows, with -min and
+//     -max. Then the drain, once.
 //
 // Sizes come from the environment (sizes_test.go); with -benchtime 1x it
 // runs once.
@@ -130,14 +134,14 @@ func runFleet(b *testing.B, sz sizes) {
 	b.Logf("%d workers run %d queues after %s; measuring after %s more", sz.Workers, sz.Queues, took.Round(time.Millisecond), settled.Round(time.Millisecond))
 
 	// 4. Idle.
-	idle := measure(b, rm, ws, sz.Window, nil)
+	idle, _ := measure(b, rm, ws, sz.Window, nil, sample(b, rm, ws, nil))
 	fullG := make([]int, len(ws))
 	for i, w := range ws {
 		if fullG[i], err = w.goroutines(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	idle.report(b, "idle-")
+	idle.figures("idle-").report(b)
 	// The live heap after the window, and the RSS beside it: how far
 	// RSS runs above what the worker holds (the GC's headroom).
 	heaps, rss := make([]string, len(ws)), make([]string, len(ws))
@@ -176,41 +180,63 @@ func runFleet(b *testing.B, sz sizes) {
 	p.start()
 	defer p.stop()                              // after a failure
 	time.Sleep(min(5*time.Second, sz.Window/4)) // the first wake-ups, buffers and connections
-	st0, err := readStages(ws)
-	if err != nil {
+	busyWindows(b, rm, ws, p, sz)
+}
+
+// busyWindows measures sz.BusyWindows windows of sz.Window back to back
+// with p running throughout, then stops p and measures the drain once. Each
+// busy figure is reported as the median over the windows, with its
+// smallest and largest value as <name>-min and <name>-max; each window's
+// target figures are logged.
+func busyWindows(b *testing.B, rm *redisMeter, ws []*worker, p *producer, sz sizes) {
+	b.Helper()
+	wins := make([]window, sz.BusyWindows)
+	stages := make([]stageStats, sz.BusyWindows+1) // at each window's start, and the last one's end
+	var err error
+	if stages[0], err = readStages(ws); err != nil {
 		b.Fatal(err)
 	}
-	busy := measure(b, rm, ws, sz.Window, p)
-	st1, err := readStages(ws)
-	if err != nil {
-		b.Fatal(err)
+	at := sample(b, rm, ws, p)
+	for i := range wins {
+		wins[i], at = measure(b, rm, ws, sz.Window, p, at)
+		if stages[i+1], err = readStages(ws); err != nil {
+			b.Fatal(err)
+		}
 	}
 	p.stop()
 	drain := waitDrained(b, ws, p.sent.Load(), 60*time.Second)
 	if err := p.failure(); err != nil {
 		b.Fatalf("producer: %v", err)
 	}
-	busy.report(b, "busy-")
-	reportStages(b, st0, st1)
-	b.ReportMetric(drain.Seconds(), "busy-drain-s")
-	subs, err := maxSubscribers(ctx, mon)
+	// Read after the windows: the monitor's PUBSUB commands are not the
+	// INFO calls the windows subtract.
+	subs, err := maxSubscribers(context.Background(), rm.c)
 	if err != nil {
 		b.Fatal(err)
 	}
+	per := make([]figures, len(wins))
+	for i, w := range wins {
+		per[i] = w.busyFigures(sz.Rate, subs)
+		for k, v := range stageFigures(stages[i], stages[i+1]) {
+			per[i][k] = v
+		}
+		f := per[i]
+		b.Logf("busy window %d/%d: p50 %.2f ms, p99 %.2f ms, stored p50 %.2f ms, started/enqueued %.3f, msgs/s of asked %.3f, ZooKeeper writes/s (busiest member) %.1f, deliveries/msg %.3f",
+			i+1, len(wins), f["busy-p50-ms"], f["busy-p99-ms"], f["busy-stored-p50-ms"], f["busy-started/enqueued"], f["busy-msgs/s-of-asked"], f["busy-zk-writes/s-max-member"], f["busy-deliveries/msg"])
+		st0, st1 := stages[i], stages[i+1]
+		b.Logf("busy window %d/%d stages (means): enqueue→read returned %.1f ms (read queued %.1f ms, round trip %.1f ms, parked loop's wake %.2f ms), read→start %.1f ms; enqueue→start %.1f ms; backlog reads %d in %d round trips",
+			i+1, len(wins), f["busy-mean-enqueue-to-read-ms"], f["busy-mean-read-queued-ms"], f["busy-mean-read-trip-ms"], f["busy-mean-wake-ms"],
+			f["busy-mean-enqueue-to-start-ms"]-f["busy-mean-enqueue-to-read-ms"], f["busy-mean-enqueue-to-start-ms"], st1.BacklogReads-st0.BacklogReads, st1.BacklogRounds-st0.BacklogRounds)
+	}
+	median, lo, hi := summarize(per)
+	median.report(b)
+	for k := range median {
+		b.ReportMetric(lo[k], k+"-min")
+		b.ReportMetric(hi[k], k+"-max")
+	}
+	b.ReportMetric(float64(len(wins)), "busy-windows")
+	b.ReportMetric(drain.Seconds(), "busy-drain-s")
 	b.ReportMetric(float64(subs), "busy-max-subscribers")
-	if busy.enqueued > 0 {
-		b.ReportMetric(busy.redisCmdsPerS*busy.seconds/float64(busy.enqueued), "busy-redis-cmds/msg")
-		b.ReportMetric(float64(busy.publishes)/float64(busy.enqueued), "busy-publish/msg")
-		b.ReportMetric(float64(busy.publishes*int64(subs))/float64(busy.enqueued), "busy-deliveries/msg")
-		b.ReportMetric(float64(busy.started)/float64(busy.enqueued), "busy-started/enqueued")
-	}
-	b.ReportMetric(float64(busy.enqueued)/busy.seconds/float64(sz.Rate), "busy-msgs/s-of-asked")
-	if n := p.calls.Load(); n > 0 {
-		// The producer's calls: a message's enqueued_at is set when its
-		// batch is built, so a long call adds to its latency.
-		b.ReportMetric(float64(p.sent.Load())/float64(n), "busy-producer-msgs/call")
-		b.ReportMetric(float64(p.callNs.Load())/float64(n)/1e6, "busy-producer-call-ms")
-	}
 }
 
 // createQueues registers queues q<from>…q<to-1> in bulk (multis of up to
@@ -339,17 +365,28 @@ type reading struct {
 	latency  Snapshot // the workers' bench.stamp histograms, merged
 	stored   Snapshot // the same from the messages' positions (stored in Redis → start)
 	enqueued int64    // the producer's messages so far
+
+	producerCalls, producerCallNs int64 // the producer's EnqueueBatch calls so far and their total time
 }
 
 func sample(b *testing.B, rm *redisMeter, ws []*worker, p *producer) reading {
 	b.Helper()
+	if p != nil {
+		// Redis's counters and the producer's count as one cut: no batch
+		// that Redis has run but the producer has not counted yet (see
+		// producer.inFlight).
+		p.inFlight.Lock()
+	}
 	r := reading{at: time.Now()}
 	var err error
-	if r.redis, err = rm.read(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	r.redis, err = rm.read(context.Background())
 	if p != nil {
 		r.enqueued = p.sent.Load()
+		r.producerCalls, r.producerCallNs = p.calls.Load(), p.callNs.Load()
+		p.inFlight.Unlock()
+	}
+	if err != nil {
+		b.Fatal(err)
 	}
 	for _, w := range ws {
 		cpu, err := CPUTime(w.pid())
@@ -382,104 +419,6 @@ func sample(b *testing.B, rm *redisMeter, ws []*worker, p *producer) reading {
 		}
 	}
 	return r
-}
-
-// window holds one measured window's figures.
-type window struct {
-	seconds        float64
-	redisCmdsPerS  float64 // the whole window, the meter's own commands subtracted
-	redisWorstPart float64 // the busiest sub-window
-	redisCPUPct    float64 // the Redis server's CPU, % of one core over the window
-	cpuPct         float64 // the busiest worker, % of one core over the window
-	cpuWorstPart   float64 // the busiest worker in the busiest sub-window
-	rssMB          float64 // the largest worker, largest sample
-	kidsRSSMB      float64 // the largest children total of a worker
-	zkWritesPerS   float64 // the member with the most write requests
-	zkWriteOpsPerS float64 // the same member's writes, counting each op in a multi
-	zkRequestsPerS float64 // the member with the most requests of any kind
-	publishes      int64
-	enqueued       int64
-	started        int64
-	latency        Snapshot
-	stored         Snapshot
-}
-
-// measure samples every window/subWindows for window and returns the
-// figures of the whole window.
-func measure(b *testing.B, rm *redisMeter, ws []*worker, length time.Duration, p *producer) window {
-	b.Helper()
-	part := length / subWindows
-	rs := []reading{sample(b, rm, ws, p)}
-	for i := 0; i < subWindows; i++ {
-		time.Sleep(time.Until(rs[0].at.Add(time.Duration(i+1) * part)))
-		rs = append(rs, sample(b, rm, ws, p))
-		for _, w := range ws {
-			if w.exited() {
-				b.Fatalf("worker %s exited during the window (see its log)", w.name)
-			}
-		}
-	}
-	first, last := rs[0], rs[len(rs)-1]
-	w := window{seconds: last.at.Sub(first.at).Seconds()}
-	cmds := func(a, z reading) float64 {
-		// INFO counts a command after running it: a reading includes the
-		// meter's commands sent before it, not itself.
-		return float64((z.redis.commands - a.redis.commands) - (z.redis.calls - a.redis.calls))
-	}
-	w.redisCmdsPerS = cmds(first, last) / w.seconds
-	w.redisCPUPct = 100 * (last.redis.cpu - first.redis.cpu) / w.seconds
-	b.Logf("Redis commands/s in the window by command: %s", commandRates(first.redis.byCommand, last.redis.byCommand, w.seconds))
-	for i := 1; i < len(rs); i++ {
-		secs := rs[i].at.Sub(rs[i-1].at).Seconds()
-		w.redisWorstPart = max(w.redisWorstPart, cmds(rs[i-1], rs[i])/secs)
-		for k := range ws {
-			w.cpuWorstPart = max(w.cpuWorstPart, 100*(rs[i].cpu[k]-rs[i-1].cpu[k]).Seconds()/secs)
-		}
-	}
-	for k := range ws {
-		w.cpuPct = max(w.cpuPct, 100*(last.cpu[k]-first.cpu[k]).Seconds()/w.seconds)
-		for _, r := range rs {
-			w.rssMB = max(w.rssMB, float64(r.rss[k])/(1<<20))
-			w.kidsRSSMB = max(w.kidsRSSMB, float64(r.kidsRSS[k])/(1<<20))
-		}
-		d := last.zk[k].Sub(first.zk[k])
-		b.Logf("%s: ZooKeeper requests/s in the window by operation: %s", ws[k].name, opRates(d.ByOp, w.seconds))
-		if wr := float64(d.Writes) / w.seconds; wr >= w.zkWritesPerS {
-			w.zkWritesPerS, w.zkWriteOpsPerS = wr, float64(d.WriteOps)/w.seconds
-		}
-		w.zkRequestsPerS = max(w.zkRequestsPerS, float64(d.Writes+d.Reads+d.Pings+d.Other)/w.seconds)
-	}
-	w.publishes = last.redis.publishes - first.redis.publishes
-	w.enqueued = last.enqueued - first.enqueued
-	w.latency = last.latency
-	w.latency.Sub(&first.latency)
-	w.stored = last.stored
-	w.stored.Sub(&first.stored)
-	w.started = w.latency.Total()
-	return w
-}
-
-func (w window) report(b *testing.B, prefix string) {
-	b.ReportMetric(w.redisCmdsPerS, prefix+"redis-cmds/s")
-	b.ReportMetric(w.redisWorstPart, prefix+"redis-cmds/s-worst-part")
-	b.ReportMetric(w.redisCPUPct, prefix+"redis-cpu-%")
-	b.ReportMetric(w.cpuPct, prefix+"cpu-%-max-worker")
-	b.ReportMetric(w.cpuWorstPart, prefix+"cpu-%-worst-part")
-	b.ReportMetric(w.rssMB, prefix+"rss-MB-max-worker")
-	b.ReportMetric(w.kidsRSSMB, prefix+"lease-child-rss-MB")
-	b.ReportMetric(w.zkWritesPerS, prefix+"zk-writes/s-max-member")
-	b.ReportMetric(w.zkWriteOpsPerS, prefix+"zk-write-ops/s")
-	b.ReportMetric(w.zkRequestsPerS, prefix+"zk-requests/s-max-member")
-	if prefix == "busy-" {
-		b.ReportMetric(float64(w.enqueued)/w.seconds, prefix+"msgs/s")
-		b.ReportMetric(float64(w.started)/w.seconds, prefix+"started/s")
-		b.ReportMetric(float64(w.latency.Quantile(0.5).Microseconds())/1000, prefix+"p50-ms")
-		b.ReportMetric(float64(w.latency.Quantile(0.99).Microseconds())/1000, prefix+"p99-ms")
-		b.ReportMetric(float64(w.latency.Quantile(1).Microseconds())/1000, prefix+"max-ms")
-		b.ReportMetric(float64(w.stored.Quantile(0.5).Microseconds())/1000, prefix+"stored-p50-ms")
-		b.ReportMetric(float64(w.stored.Quantile(0.99).Microseconds())/1000, prefix+"stored-p99-ms")
-		b.ReportMetric(float64(w.stored.Quantile(1).Microseconds())/1000, prefix+"stored-max-ms")
-	}
 }
 
 // waitDrained waits until the workers have started sent messages (after
@@ -517,14 +456,23 @@ type producer struct {
 	queues int
 	rate   int
 
-	sent    atomic.Int64
-	calls   atomic.Int64 // EnqueueBatch calls
-	callNs  atomic.Int64 // their total time
-	stopped chan struct{}
-	wg      sync.WaitGroup
-	once    sync.Once
-	mu      sync.Mutex
-	err     error
+	sent  atomic.Int64
+	calls atomic.Int64 // EnqueueBatch calls
+	// inFlight is held for reading over each EnqueueBatch call and the
+	// count after it, and for writing by sample over its Redis INFO: a
+	// batch Redis had run but sent did not count yet put a window's
+	// publishes per message up to 1% above 1 at 20 s windows (a slow call
+	// carries up to 1,000 messages per goroutine). A sample holds the
+	// producer back for one INFO round trip (and until the calls in flight
+	// return); EnqueueBatch stamps enqueued_at after the wait, and the
+	// messages that came due meanwhile go in the next batch.
+	inFlight sync.RWMutex
+	callNs   atomic.Int64 // their total time
+	stopped  chan struct{}
+	wg       sync.WaitGroup
+	once     sync.Once
+	mu       sync.Mutex
+	err      error
 }
 
 const producers = 4
@@ -568,10 +516,15 @@ func (p *producer) run(g int, begin time.Time) {
 				msgs[i] = &drover.Message{Queue: queueName(q), Task: "bench.stamp"}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			p.inFlight.RLock()
 			callStart := time.Now()
 			_, err := p.store.EnqueueBatch(ctx, msgs)
 			p.callNs.Add(int64(time.Since(callStart)))
 			p.calls.Add(1)
+			if err == nil {
+				p.sent.Add(n)
+			}
+			p.inFlight.RUnlock()
 			cancel()
 			if err != nil {
 				p.mu.Lock()
@@ -581,7 +534,6 @@ func (p *producer) run(g int, begin time.Time) {
 			}
 			sent += n
 			due -= n
-			p.sent.Add(n)
 		}
 	}
 }
@@ -637,24 +589,4 @@ func commandRates(before, after map[string]int64, seconds float64) string {
 		parts = append(parts, fmt.Sprintf("%s %.0f", n, float64(after[n]-before[n])/seconds))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// reportStages reports the mean time of each stage of a message's way to
-// its start over the busy window, from the workers' stage counters
-// (worker.Stages): enqueue → read returned, of which the reader's queue and
-// round trip, and read → start.
-func reportStages(b *testing.B, st0, st1 stageStats) {
-	toRead := meanMs(st0.EnqueueToRead, st1.EnqueueToRead)
-	toStart := meanMs(st0.EnqueueToStart, st1.EnqueueToStart)
-	b.ReportMetric(toStart, "busy-mean-enqueue-to-start-ms")
-	b.ReportMetric(toRead, "busy-mean-enqueue-to-read-ms")
-	b.ReportMetric(meanMs(st0.ReadQueued, st1.ReadQueued), "busy-mean-read-queued-ms")
-	b.ReportMetric(meanMs(st0.ReadTrip, st1.ReadTrip), "busy-mean-read-trip-ms")
-	b.ReportMetric(meanMs(st0.Wake, st1.Wake), "busy-mean-wake-ms")
-	if rounds := st1.ReadRounds - st0.ReadRounds; rounds > 0 {
-		b.ReportMetric(float64(st1.Reads-st0.Reads)/float64(rounds), "busy-reads/round-trip")
-	}
-	b.Logf("busy stages (means): enqueue→read returned %.1f ms (read queued %.1f ms, round trip %.1f ms, parked loop's wake %.2f ms), read→start %.1f ms; enqueue→start %.1f ms; backlog reads %d in %d round trips",
-		toRead, meanMs(st0.ReadQueued, st1.ReadQueued), meanMs(st0.ReadTrip, st1.ReadTrip), meanMs(st0.Wake, st1.Wake),
-		toStart-toRead, toStart, st1.BacklogReads-st0.BacklogReads, st1.BacklogRounds-st0.BacklogRounds)
 }

@@ -16,6 +16,7 @@ import (
 //	DROVER_FLEETBENCH_BUSY_QUEUES    queues that receive messages (10,000)
 //	DROVER_FLEETBENCH_RATE           messages/s over all busy queues (10,000)
 //	DROVER_FLEETBENCH_WINDOW         length of each measured window (60s)
+//	DROVER_FLEETBENCH_BUSY_WINDOWS   busy windows measured back to back, each figure their median (3)
 //	DROVER_FLEETBENCH_SETTLE         least wait after convergence, before measuring (10s)
 //	DROVER_FLEETBENCH_SETTLE_MAX     most wait for the workers to quiet down (45s)
 //	DROVER_FLEETBENCH_CONVERGE       longest wait for the fleet to run every queue (10m)
@@ -26,6 +27,7 @@ type sizes struct {
 	BusyQueues  int
 	Rate        int
 	Window      time.Duration
+	BusyWindows int
 	Settle      time.Duration
 	SettleMax   time.Duration
 	Converge    time.Duration
@@ -33,12 +35,12 @@ type sizes struct {
 
 func defaultSizes() sizes {
 	return sizes{Workers: 4, SmallQueues: 1000, Queues: 100000, BusyQueues: 10000, Rate: 10000,
-		Window: time.Minute, Settle: 10 * time.Second, SettleMax: 45 * time.Second, Converge: 10 * time.Minute}
+		Window: time.Minute, BusyWindows: 3, Settle: 10 * time.Second, SettleMax: 45 * time.Second, Converge: 10 * time.Minute}
 }
 
 func quickSizes() sizes {
 	return sizes{Workers: 4, SmallQueues: 200, Queues: 2000, BusyQueues: 500, Rate: 500,
-		Window: 10 * time.Second, Settle: 5 * time.Second, SettleMax: 15 * time.Second, Converge: 3 * time.Minute}
+		Window: 10 * time.Second, BusyWindows: 2, Settle: 5 * time.Second, SettleMax: 15 * time.Second, Converge: 3 * time.Minute}
 }
 
 // sizesFromEnv reads the sizes from the environment (see sizes).
@@ -56,7 +58,7 @@ func sizesFromEnv(getenv func(string) string) (sizes, error) {
 		dst *int
 	}{
 		{"WORKERS", &sz.Workers}, {"SMALL_QUEUES", &sz.SmallQueues}, {"QUEUES", &sz.Queues},
-		{"BUSY_QUEUES", &sz.BusyQueues}, {"RATE", &sz.Rate},
+		{"BUSY_QUEUES", &sz.BusyQueues}, {"RATE", &sz.Rate}, {"BUSY_WINDOWS", &sz.BusyWindows},
 	}
 	for _, f := range ints {
 		if v := getenv("DROVER_FLEETBENCH_" + f.key); v != "" {
