@@ -15,13 +15,16 @@ type QueueCheck struct {
 }
 
 // TrimRequest is one queue's trim in a batch (an owner's committer trims
-// every queue of one commit flush in one round trip): the log up to Offset
+// the queues of one commit flush in one round trip): the log up to Offset
 // is removed, Outcomes (records of the messages it covers) are kept first
-// under Policy, and Retention keeps entries younger than it.
+// under Policy, and Retention keeps entries younger than it. With
+// RecordsOnly the records are kept and the log is left as it is (the
+// owner trims it later).
 type TrimRequest struct {
-	Queue     string
-	Offset    Position
-	Retention time.Duration
-	Outcomes  []Outcome
-	Policy    Outcomes
+	Queue       string
+	Offset      Position
+	Retention   time.Duration
+	Outcomes    []Outcome
+	Policy      Outcomes
+	RecordsOnly bool
 }

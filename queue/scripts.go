@@ -504,13 +504,13 @@ return #ids
 // share a slot on a Cluster.
 //
 //	KEYS: 5 per queue: log, msg, delayed, seen, done
-//	ARGV: per queue: offset, retention in µs, chunk, the most records kept,
-//	      how long to keep them in ms, k (the number of records), then 2k
-//	      values: id, record JSON
+//	ARGV: per queue: offset, retention in µs, chunk (0: write the records
+//	      and leave the log), the most records kept, how long to keep them
+//	      in ms, k (the number of records), then 2k values: id, record JSON
 //
 // Returns per queue the number of log entries removed (a queue that
 // reaches its chunk is trimmed further by the caller).
-const trimManySource = `-- drover trim-many v2
+const trimManySource = `-- drover trim-many v3
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
@@ -542,7 +542,10 @@ while a <= #ARGV do
   q = q + 1
   local n = tonumber(ARGV[a + 5])
   if n > 0 then record(KEYS[k + 5], now_ms, tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 6, a + 5 + 2 * n) end
-  out[q] = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2])
+  out[q] = 0
+  if tonumber(ARGV[a + 2]) > 0 then
+    out[q] = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2])
+  end
   a = a + 6 + 2 * n
 end
 return out

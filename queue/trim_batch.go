@@ -37,7 +37,8 @@ const (
 // cost eight round trips on one connection, not two script calls each.
 // It returns one error per request, nil where the trim succeeded; a
 // failed script call fails the queues it carried (a later flush trims
-// them again: trims and records may be repeated).
+// them again: trims and records may be repeated). A RecordsOnly request
+// writes its records and removes nothing.
 func (s *Store) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error {
 	errs := make([]error, len(reqs))
 	for i := 0; i < len(reqs); i += trimBatch {
@@ -57,7 +58,11 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 			errs[i] = fmt.Errorf("trim: %w", err)
 			continue
 		}
-		a := []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), trimManyChunk, 0, 0, 0}
+		chunk := trimManyChunk
+		if r.RecordsOnly {
+			chunk = 0 // the script writes the records and leaves the log
+		}
+		a := []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), chunk, 0, 0, 0}
 		if keep := r.Policy.Keep(); len(r.Outcomes) > 0 && keep > 0 {
 			rec, err := outcomeArgs(r.Queue, r.Outcomes, r.Policy)
 			if err != nil {
@@ -98,13 +103,21 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 			switch {
 			case err != nil:
 				errs[i] = fmt.Errorf("trim %s at %d (%d outcome records): %w", r.Queue, r.Offset, len(r.Outcomes), err)
-			case ns[k] >= trimManyChunk:
+			case ns[k] >= trimManyChunk && !r.RecordsOnly:
 				_, errs[i] = s.Trim(ctx, r.Queue, r.Offset, r.Retention)
 			}
 		}
 	}
 	for _, i := range again {
 		r := &reqs[i]
+		if r.RecordsOnly {
+			qk, err := s.queueKeys(r.Queue) // checked above
+			if err == nil {
+				err = s.recordOutcomes(ctx, qk, r.Outcomes, r.Policy)
+			}
+			errs[i] = err
+			continue
+		}
 		_, errs[i] = s.TrimRecording(ctx, r.Queue, r.Offset, r.Retention, r.Outcomes, r.Policy)
 	}
 }

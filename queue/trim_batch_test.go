@@ -156,3 +156,60 @@ func testTrimManyMatchesTrimRecording(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("want records kept, at most %d, have %d", policy.MaxRecords(), n)
 	}
 }
+
+var _ = addContractCases(contractCase{"TrimManyRecordsOnlyLeavesTheLog", testTrimManyRecordsOnlyLeavesTheLog})
+
+// A RecordsOnly request writes its queue's records and removes nothing from
+// its log, beside a full trim of another queue in the same call (the
+// committer's way of recording a busy queue's outcomes between its trims).
+func testTrimManyRecordsOnlyLeavesTheLog(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	policy := drover.Outcomes{Max: 16}
+	last := map[string]drover.Position{}
+	for _, q := range []string{"ro-kept", "ro-trimmed"} {
+		for i := range 3 {
+			r, err := s.Enqueue(ctx, msg(q, fmt.Sprintf("m%d", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			last[q] = r.Position
+		}
+	}
+	rec := []drover.Outcome{{ID: "m0", State: drover.JobSucceeded, Task: "t", FinishedAt: time.Now()}}
+	reqs := []drover.TrimRequest{
+		{Queue: "ro-kept", Offset: last["ro-kept"], Outcomes: rec, Policy: policy, RecordsOnly: true},
+		{Queue: "ro-trimmed", Offset: last["ro-trimmed"], Outcomes: rec, Policy: policy},
+	}
+	for i, err := range s.TrimMany(ctx, reqs) {
+		if err != nil {
+			t.Fatalf("%s: %v", reqs[i].Queue, err)
+		}
+	}
+	for q, want := range map[string]int64{"ro-kept": 3, "ro-trimmed": 0} {
+		qk := s.keys.queue(q)
+		if n, err := rdb.ZCard(ctx, qk.log).Result(); err != nil || n != want {
+			t.Fatalf("%s: want %d log entries, have %d (%v)", q, want, n, err)
+		}
+		if n, err := rdb.HLen(ctx, qk.msg).Result(); err != nil || n != want {
+			t.Fatalf("%s: want %d envelopes, have %d (%v)", q, want, n, err)
+		}
+		if n, err := s.Outcomes(ctx, q); err != nil || n != 1 {
+			t.Fatalf("%s: want its one record kept, have %d, %v", q, n, err)
+		}
+	}
+	// The same request twice in one call (the second one runs alone).
+	dup := []drover.TrimRequest{reqs[0], reqs[0]}
+	dup[1].Outcomes = []drover.Outcome{{ID: "m1", State: drover.JobSucceeded, Task: "t", FinishedAt: time.Now()}}
+	for i, err := range s.TrimMany(ctx, dup) {
+		if err != nil {
+			t.Fatalf("repeated request %d: %v", i, err)
+		}
+	}
+	if n, err := rdb.ZCard(ctx, s.keys.queue("ro-kept").log).Result(); err != nil || n != 3 {
+		t.Fatalf("ro-kept after a repeated records-only request: want 3 entries, have %d (%v)", n, err)
+	}
+	if n, err := s.Outcomes(ctx, "ro-kept"); err != nil || n != 2 {
+		t.Fatalf("ro-kept: want 2 records (m0 again is the same field, and m1), have %d, %v", n, err)
+	}
+}

@@ -198,6 +198,15 @@ type batchLog struct {
 func (l *batchLog) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error {
 	errs := make([]error, len(reqs))
 	for i, r := range reqs {
+		if r.RecordsOnly {
+			l.memLog.mu.Lock()
+			if l.memLog.outcomes == nil {
+				l.memLog.outcomes = map[string][]drover.Outcome{}
+			}
+			l.memLog.outcomes[r.Queue] = append(l.memLog.outcomes[r.Queue], r.Outcomes...)
+			l.memLog.mu.Unlock()
+			continue
+		}
 		_, errs[i] = l.memLog.TrimRecording(ctx, r.Queue, r.Offset, r.Retention, r.Outcomes, r.Policy)
 	}
 	l.mu.Lock()

@@ -19,7 +19,8 @@ import (
 // them to ZooKeeper as one multi per request bound), each operation still
 // checking its own claim's fencing version. A fenced-out queue is dropped
 // alone: its loop is lost, the others commit. After a successful commit
-// the queue is trimmed, the outcome records riding with the trim.
+// the queue's outcome records are written, and its log is trimmed with
+// them when its trim is due (trimEvery).
 //
 // Its goroutine runs while offsets wait and exits when none does: an idle
 // worker commits nothing and holds no committer goroutine.
@@ -42,6 +43,28 @@ type committer struct {
 	busySince atomic.Int64
 	// drains counts the drains the flush goroutine has acted on (tests).
 	drains atomic.Int64
+
+	// owed are the queues committed since their log was last trimmed to
+	// their committed offset (with a BatchTrimmer only; see trimEvery).
+	owed map[*queueLoop]owedTrim
+}
+
+// trimEvery is how long a queue that keeps committing goes without its log
+// being trimmed, with a BatchTrimmer: a flush sends a committed queue's
+// outcome records at once (a records-only request) but trims its log only
+// when the queue's first untrimmed commit is trimEvery old, or when the
+// member has no queue loop running. A queue of the busy run commits about
+// once a second, and a trim per commit was about 5 Redis commands of the
+// 8 that its commit's trim-many carried: the largest share of what Redis
+// did while busy (docs/decisions.md, "A busy queue's log is trimmed every
+// few seconds, its records with every commit"). The log keeps what the
+// committed offset covers a few seconds longer; retention is a minimum.
+const trimEvery = 5 * time.Second
+
+// owedTrim is a queue's trim that waits: up to pos, owed since since.
+type owedTrim struct {
+	pos   drover.Position
+	since time.Time
 }
 
 // minBusy is the share of a CommitInterval a member must have been busy
@@ -62,7 +85,7 @@ type commitReq struct {
 }
 
 func newCommitter(w *Worker) *committer {
-	c := &committer{w: w, pending: map[*queueLoop]*commitReq{}, inflight: map[*queueLoop]bool{}, early: make(chan struct{}, 1)}
+	c := &committer{w: w, pending: map[*queueLoop]*commitReq{}, inflight: map[*queueLoop]bool{}, early: make(chan struct{}, 1), owed: map[*queueLoop]owedTrim{}}
 	c.cond = sync.NewCond(&c.mu)
 	return c
 }
@@ -98,20 +121,23 @@ func (c *committer) mergeLocked(l *queueLoop, r *commitReq) {
 
 // withdraw takes back what waits for l, after waiting for a flush that is
 // committing l: the queue is shutting down and its release carries the
-// final offset. It returns the records that were not trimmed yet and
-// whether anything was waiting.
-func (c *committer) withdraw(l *queueLoop) ([]drover.Outcome, bool) {
+// final offset. It returns the records that were not trimmed yet, whether
+// anything was waiting, and whether l's log still waits for a trim to its
+// committed offset (the release trims it).
+func (c *committer) withdraw(l *queueLoop) (outcomes []drover.Outcome, waiting, trimOwed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for c.inflight[l] {
 		c.cond.Wait()
 	}
+	_, trimOwed = c.owed[l]
+	delete(c.owed, l)
 	r, ok := c.pending[l]
 	if !ok {
-		return nil, false
+		return nil, false, trimOwed
 	}
 	delete(c.pending, l)
-	return r.outcomes, true
+	return r.outcomes, true, trimOwed
 }
 
 // drained tells the committer that the member has drained: no queue loop
@@ -184,12 +210,15 @@ func (c *committer) run() {
 		if c.w.suspended.Load() || len(c.pending) == 0 {
 			// While the session is suspended nothing is committed: the
 			// offsets wait (a lost session ends the queues, which withdraw).
-			if len(c.pending) == 0 {
+			if len(c.pending) == 0 && len(c.owed) == 0 {
 				c.running = false
 				c.mu.Unlock()
 				return
 			}
 			c.mu.Unlock()
+			if !c.w.suspended.Load() {
+				c.trimOwed(nil, nil) // nothing to commit: the trims that wait
+			}
 			t.Reset(interval)
 			continue
 		}
@@ -258,22 +287,63 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 		mu.Unlock()
 	}
 	wg.Wait()
-	if len(done) == 0 {
-		return
-	}
-	bt, ok := c.w.cfg.Log.(BatchTrimmer)
-	if !ok {
+	if _, ok := c.w.cfg.Log.(BatchTrimmer); !ok {
 		for _, l := range done {
 			r := batch[l]
 			l.trim(r.off.Position, r.outcomes)
 		}
 		return
 	}
-	reqs := make([]drover.TrimRequest, len(done))
-	for i, l := range done {
-		r, cfg := batch[l], l.config()
-		reqs[i] = drover.TrimRequest{Queue: l.name, Offset: r.off.Position, Retention: cfg.Retention.Std(), Outcomes: r.outcomes, Policy: cfg.Outcomes}
+	c.trimOwed(done, batch)
+}
+
+// trimOwed sends, with the BatchTrimmer, the outcome records of the queues
+// done just committed (their requests in batch) and the trims that are
+// due: every owed trim when no queue loop runs, else those owed for
+// trimEvery. A queue just committed whose trim is not due yet gets a
+// records-only request, when it has records.
+func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq) {
+	now := c.w.cfg.Clock.Now()
+	all := c.w.loopGoroutines.Load() == 0 // drained: nothing more is coming soon
+	var reqs []drover.TrimRequest
+	var whose []*queueLoop
+	add := func(l *queueLoop, r drover.TrimRequest) {
+		cfg := l.config()
+		r.Queue, r.Retention, r.Policy = l.name, cfg.Retention.Std(), cfg.Outcomes
+		reqs, whose = append(reqs, r), append(whose, l)
 	}
+	c.mu.Lock()
+	for _, l := range done {
+		r := batch[l]
+		o, ok := c.owed[l]
+		if !ok {
+			o.since = now
+		}
+		if all || now.Sub(o.since) >= trimEvery {
+			delete(c.owed, l)
+			add(l, drover.TrimRequest{Offset: r.off.Position, Outcomes: r.outcomes})
+			continue
+		}
+		o.pos = r.off.Position
+		c.owed[l] = o
+		if len(r.outcomes) > 0 {
+			add(l, drover.TrimRequest{Offset: r.off.Position, Outcomes: r.outcomes, RecordsOnly: true})
+		}
+	}
+	for l, o := range c.owed { // the queues not trimmed when they committed
+		switch {
+		case l.lost.Load():
+			delete(c.owed, l) // its new owner trims it
+		case all || now.Sub(o.since) >= trimEvery:
+			delete(c.owed, l)
+			add(l, drover.TrimRequest{Offset: o.pos})
+		}
+	}
+	c.mu.Unlock()
+	if len(reqs) == 0 {
+		return
+	}
+	bt := c.w.cfg.Log.(BatchTrimmer)
 	// Each part has its own deadline: a flush of thousands of queues is
 	// several round trips, and one deadline for all failed the last ones.
 	for start := 0; start < len(reqs); start += trimPart {
@@ -281,7 +351,7 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 		for i, err := range bt.TrimMany(ctx, part) {
 			if err != nil {
-				done[start+i].logger().Warn("trim queue", "offset", part[i].Offset, "error", err)
+				whose[start+i].logger().Warn("trim queue", "offset", part[i].Offset, "records only", part[i].RecordsOnly, "error", err)
 			}
 		}
 		cancel()

@@ -497,7 +497,8 @@ func (l *queueLoop) shutdown() {
 	l.w.pool.leave(l.waiter.Load())
 	// The committer gives back what it had not sent yet (and waits for
 	// what it is sending): the release below covers it.
-	if o, ok := l.w.commits.withdraw(l); ok {
+	o, waiting, trimOwed := l.w.commits.withdraw(l)
+	if waiting {
 		l.outcomes = append(o, l.outcomes...)
 	}
 	l.publish()
@@ -512,7 +513,7 @@ func (l *queueLoop) shutdown() {
 		l.logger().Warn("release queue", "offset", off.Position, "error", err)
 		return
 	}
-	if int64(off.Position) != l.committed.Load() || len(l.outcomes) > 0 {
+	if int64(off.Position) != l.committed.Load() || len(l.outcomes) > 0 || trimOwed {
 		l.trim(off.Position, l.outcomes)
 		l.outcomes = nil
 	}

@@ -1,0 +1,166 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testkit"
+)
+
+// posOf is the position of message id in queue q's log.
+func posOf(l *memLog, q, id string) drover.Position {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.log[q] {
+		if e.ID == id {
+			return e.Position
+		}
+	}
+	return 0
+}
+
+// trimsOf returns the requests for queue q in the batch trimmer's calls, in
+// order.
+func trimsOf(l *batchLog, q string) []drover.TrimRequest {
+	var out []drover.TrimRequest
+	for _, b := range l.batches() {
+		for _, r := range b {
+			if r.Queue == q {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// A queue that commits while its member is busy gets its outcome records
+// written at each commit but its log trimmed only once its first untrimmed
+// commit is trimEvery old (a busy queue's trim was most of Redis's work);
+// once the member has no queue running, what is owed is trimmed at the
+// next flush.
+func TestABusyMembersQueueIsTrimmedEveryFewSecondsItsRecordsAtOnce(t *testing.T) {
+	b := newBusyMember(t)
+	b.run("m1")
+	b.run("m2")
+	log, mem, q, clock := b.log, b.mem, b.q, b.clock
+	trims := trimsOf(log, "q")
+	if len(trims) == 0 {
+		t.Fatal("no outcome records were written for the two commits")
+	}
+	for _, r := range trims {
+		if !r.RecordsOnly {
+			t.Fatalf("a trim before trimEvery: %+v", trims)
+		}
+	}
+	mem.mu.Lock()
+	records, trimmed := len(mem.outcomes["q"]), len(mem.trims["q"])
+	mem.mu.Unlock()
+	if records != 2 || trimmed != 0 {
+		t.Fatalf("want both records written and the log not trimmed, have %d records, %d trims", records, trimmed)
+	}
+
+	// trimEvery after the first commit, a flush trims q to its committed
+	// offset, while "hold" still runs.
+	clock.Advance(trimEvery)
+	waitFor(t, "q trimmed", func() bool {
+		return slices.ContainsFunc(trimsOf(log, "q"), func(r drover.TrimRequest) bool { return !r.RecordsOnly })
+	})
+	full := trimsOf(log, "q")
+	last := full[len(full)-1]
+	if last.RecordsOnly || last.Offset != q.committed() {
+		t.Fatalf("want a trim to the committed offset %d, have %+v", q.committed(), last)
+	}
+
+	// A commit now owes a trim again; once hold's task ends and no queue
+	// runs, the next flush pays it without waiting trimEvery.
+	b.run("m3")
+	before := len(trimsOf(log, "q"))
+	close(b.ex.gate("h1"))
+	allParked(t, b.w)
+	waitFor(t, "the owed trim paid once the member drained", func() bool {
+		clock.Advance(DefaultCommitInterval)
+		ts := trimsOf(log, "q")
+		return len(ts) > before && !ts[len(ts)-1].RecordsOnly && ts[len(ts)-1].Offset == q.committed()
+	})
+}
+
+// A queue released while its trim is owed is trimmed by its release: the
+// log does not keep what its last commits covered until a new owner
+// commits.
+func TestAReleasedQueueIsTrimmedToItsOwedOffset(t *testing.T) {
+	b := newBusyMember(t)
+	b.run("m1")
+	b.mem.mu.Lock()
+	trimmed := len(b.mem.trims["q"])
+	b.mem.mu.Unlock()
+	if trimmed != 0 {
+		t.Fatalf("the trim was not owed: %d trims", trimmed)
+	}
+	if err := b.w.Stop(context.Background(), "q"); err != nil {
+		t.Fatal(err)
+	}
+	b.mem.mu.Lock()
+	trims := b.mem.trims["q"]
+	b.mem.mu.Unlock()
+	if len(trims) == 0 || trims[len(trims)-1] != b.q.committed() {
+		t.Fatalf("want the release to trim to %d, have trims %v", b.q.committed(), trims)
+	}
+}
+
+// busyMember is a worker whose queue "hold" keeps a task running (so the
+// member never drains) beside queue "q", on a batch trimmer and a fake
+// clock.
+type busyMember struct {
+	t     *testing.T
+	w     *Worker
+	mem   *memLog
+	log   *batchLog
+	ex    *gateExecutor
+	clock *testkit.Clock
+	q     *memClaim
+}
+
+func newBusyMember(t *testing.T) *busyMember {
+	b := &busyMember{t: t, mem: newMemLog(), ex: newGateExecutor(), clock: testkit.NewClock(t0), q: &memClaim{}}
+	b.log = &batchLog{memLog: b.mem}
+	b.w = newTestWorker(t, b.mem, b.ex, func(c *Config) {
+		c.Clock, c.Log = b.clock, b.log
+		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
+	})
+	b.mem.add("hold", msg("h1"))
+	if err := b.w.Start(queueConfig("hold", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the held task starts", func() bool { return b.ex.hasStarted("h1") })
+	if err := b.w.Start(queueConfig("q", nil), b.q); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// run enqueues id to q, lets it run and waits for its commit. The clock
+// moves only while the offset waits for a flush, so that commits stay well
+// inside trimEvery.
+func (b *busyMember) run(id string) {
+	t := b.t
+	t.Helper()
+	b.mem.add("q", msg(id))
+	b.w.Wake("q")
+	waitFor(t, id+" starts", func() bool { return b.ex.hasStarted(id) })
+	close(b.ex.gate(id))
+	want := posOf(b.mem, "q", id)
+	waitFor(t, id+" committed", func() bool {
+		if b.q.committed() == want {
+			return true
+		}
+		b.w.commits.mu.Lock()
+		offered := len(b.w.commits.pending) > 0
+		b.w.commits.mu.Unlock()
+		if offered {
+			b.clock.Advance(DefaultCommitInterval)
+		}
+		return false
+	})
+}
