@@ -248,11 +248,12 @@ func (c *committer) run() {
 // CommitMany call per committer, which sends them as one fenced multi per
 // request bound; any others concurrently, one Commit each. A failed commit
 // that did not lose the queue is offered again for the next flush.
-// Then the committed queues are trimmed: with a BatchTrimmer all in one
-// round trip per few hundred queues, so that a flush of 500 queues does
-// not take every connection of the Redis client (the queues' reads waited
-// behind the trims: 213 of 233 goroutines at the client's pool were trims
-// with 10,000 busy queues).
+// Then the committed queues' records are written and their due trims
+// sent (trimOwed): with a BatchTrimmer one call of the committer's
+// goroutine, a round trip per 64 queues on one connection, so that a
+// flush of 500 queues does not take every connection of the Redis client
+// (the queues' reads waited behind the trims: 213 of 233 goroutines at the
+// client's pool were trims with 10,000 busy queues).
 func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 	var (
 		wg     sync.WaitGroup
