@@ -53,7 +53,7 @@ type committer struct {
 // being trimmed, with a BatchTrimmer: a flush sends a committed queue's
 // outcome records at once (a records-only request) but trims its log only
 // when the queue's first untrimmed commit is trimEvery old, or when the
-// member has no queue loop running. A queue of the busy run commits about
+// member is idle (the flush after a run's last commit). A queue of the busy run commits about
 // once a second, and a trim per commit was about 5 Redis commands of the
 // 8 that its commit's trim-many carried: the largest share of what Redis
 // did while busy (docs/decisions.md, "A busy queue's log is trimmed every
@@ -300,12 +300,16 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 
 // trimOwed sends, with the BatchTrimmer, the outcome records of the queues
 // done just committed (their requests in batch) and the trims that are
-// due: every owed trim when no queue loop runs, else those owed for
-// trimEvery. A queue just committed whose trim is not due yet gets a
-// records-only request, when it has records.
+// due: every owed trim when the member is idle (a flush with nothing to
+// commit while no queue loop runs: an interval after a run's last
+// commit), else those owed for trimEvery. A queue just committed whose
+// trim is not due yet gets a records-only request, when it has records.
 func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq) {
 	now := c.w.cfg.Clock.Now()
-	all := c.w.loopGoroutines.Load() == 0 // drained: nothing more is coming soon
+	// The member is idle: nothing to commit and no queue running. (A
+	// member of the busy run has no queue running at about half its
+	// flushes, between messages: that alone is no sign that the run ended.)
+	all := len(done) == 0 && c.w.loopGoroutines.Load() == 0
 	var reqs []drover.TrimRequest
 	var whose []*queueLoop
 	add := func(l *queueLoop, r drover.TrimRequest) {
