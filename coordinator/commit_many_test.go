@@ -34,6 +34,22 @@ func commitAll(ctx context.Context, s *Session, claims []*Claim, pos int64) []er
 	return s.CommitMany(ctx, reqs)
 }
 
+// wantFencedAlone fails unless the commit of q<fenced> was refused as
+// fenced and every other commit of errs (one per queue q00, q01, …)
+// succeeded; when adds to the failure messages.
+func wantFencedAlone(t *testing.T, errs []error, fenced int, when string) {
+	t.Helper()
+	for i, err := range errs {
+		if i == fenced {
+			mustIs(t, err, drover.ErrFenced, fmt.Sprintf("commit of the fenced q%02d%s", i, when))
+			continue
+		}
+		if err != nil {
+			t.Fatalf("commit of q%02d%s: %v", i, when, err)
+		}
+	}
+}
+
 // wantOffsets fails unless every queue but skip is at pos.
 func wantOffsets(t *testing.T, s *Session, claims []*Claim, pos drover.Position, skip int) {
 	t.Helper()
@@ -63,15 +79,7 @@ func TestCommitManyDropsAFencedQueueAlone(t *testing.T) {
 	}
 	before := s.batch.flushes
 	errs := commitAll(ctx, s, claims, 10)
-	for i, err := range errs {
-		if i == 2 {
-			mustIs(t, err, drover.ErrFenced, "commit of the fenced q02")
-			continue
-		}
-		if err != nil {
-			t.Fatalf("commit of q%02d: %v", i, err)
-		}
-	}
+	wantFencedAlone(t, errs, 2, "")
 	if n := s.batch.flushes - before; n != 2 {
 		t.Fatalf("multis for a batch with one fenced queue: want 2 (the failed one, then the rest), have %d", n)
 	}
@@ -129,15 +137,7 @@ func TestCommitManyLostReplyIsSettledByReRead(t *testing.T) {
 	}
 	fc.lose(1, true)
 	errs := commitAll(ctx, s, claims, pos)
-	for i, err := range errs {
-		if i == 1 {
-			mustIs(t, err, drover.ErrFenced, "the fenced q01 after a lost reply")
-			continue
-		}
-		if err != nil {
-			t.Fatalf("commit of q%02d after a lost reply: %v", i, err)
-		}
-	}
+	wantFencedAlone(t, errs, 1, " after a lost reply")
 	wantOffsets(t, admin, claims, drover.Position(pos), 1)
 
 	// The reply lost and ctx ended: the outcome is unknown, reported as

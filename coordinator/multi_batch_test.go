@@ -85,15 +85,7 @@ func TestConcurrentCommitsWithOneFencedQueue(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	for i, err := range errs {
-		if i == 7 {
-			mustIs(t, err, drover.ErrFenced, "commit of the fenced q07")
-			continue
-		}
-		if err != nil {
-			t.Fatalf("commit of q%02d: %v", i, err)
-		}
-	}
+	wantFencedAlone(t, errs, 7, "")
 	if err := claims[3].Commit(ctx, offsetAt(101, "m")); err != nil {
 		t.Fatalf("a later commit of q03: %v", err)
 	}

@@ -13,20 +13,29 @@ import (
 	"github.com/drover-dev/drover/internal/testenv"
 )
 
+// configWatchSetup connects a member's session and an admin's to a fresh
+// root and creates queues a and b from cfg.
+func configWatchSetup(t *testing.T, cfg drover.QueueConfig) (s, admin *Session, ctx context.Context) {
+	t.Helper()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	s, admin = connect(t, server.Addrs, root), connect(t, server.Addrs, root)
+	ctx = ctxT(t)
+	for _, q := range []string{"a", "b"} {
+		cfg.Name = q
+		if err := admin.CreateQueue(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, admin, ctx
+}
+
 // A member reads an owned queue's config once (Read arms the watch) and then
 // hears of changes only; a forgotten queue's changes are not delivered, and a
 // queue configured after it was read as missing is delivered when created.
 func TestConfigWatchReadsOnceAndFollowsChanges(t *testing.T) {
 	t.Parallel()
-	server := testenv.ZooKeeper(t)
-	root := testenv.Chroot(t)
-	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
-	ctx := ctxT(t)
-	for _, q := range []string{"a", "b"} {
-		if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: q, Weight: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, admin, ctx := configWatchSetup(t, drover.QueueConfig{Weight: 1})
 	w := s.WatchQueueConfigs(ctx)
 	for _, q := range []string{"a", "b"} {
 		e, err := w.Read(ctx, q)
@@ -75,15 +84,7 @@ func TestConfigWatchReadsOnceAndFollowsChanges(t *testing.T) {
 // watches the same buckets, is not handed a new registry for it.
 func TestConfigWatchDeliversAChangeTheLeaderDoesNotBalanceBy(t *testing.T) {
 	t.Parallel()
-	server := testenv.ZooKeeper(t)
-	root := testenv.Chroot(t)
-	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
-	ctx := ctxT(t)
-	for _, q := range []string{"a", "b"} {
-		if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: q, Concurrency: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, admin, ctx := configWatchSetup(t, drover.QueueConfig{Concurrency: 1})
 	reg := s.WatchRegistry(ctx)
 	untilCtx(ctx, t, reg, "the first registry", func(r Registry) bool { return r.Len() == 2 })
 	w := s.WatchQueueConfigs(ctx)

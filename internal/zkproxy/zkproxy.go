@@ -122,9 +122,9 @@ func (p *Proxy) accept() {
 const maxFrame = 16 << 20
 
 // frames reads length-prefixed frames from r and calls f with each (the
-// length header and the frame, which is reused by the next call) until r
-// or f fails.
-func frames(r io.Reader, f func(hdr, frame []byte) error) {
+// length header and the frame, which is reused by the next call), and
+// flush whenever r has nothing more buffered, until r, f or flush fails.
+func frames(r io.Reader, f func(hdr, frame []byte) error, flush func() error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var hdr [4]byte
 	var frame []byte
@@ -147,7 +147,7 @@ func frames(r io.Reader, f func(hdr, frame []byte) error) {
 			return
 		}
 		if br.Buffered() == 0 {
-			if err := f(nil, nil); err != nil { // a flush: nothing more is queued
+			if err := flush(); err != nil {
 				return
 			}
 		}
@@ -159,9 +159,6 @@ func (p *Proxy) forwardRequests(client, up net.Conn) {
 	w := bufio.NewWriterSize(up, 64<<10)
 	first := true
 	frames(client, func(hdr, frame []byte) error {
-		if hdr == nil {
-			return w.Flush()
-		}
 		p.counts.bytesOut.Add(int64(4 + len(frame)))
 		storeMax(&p.counts.maxRequest, int64(len(frame)))
 		if first {
@@ -174,7 +171,7 @@ func (p *Proxy) forwardRequests(client, up net.Conn) {
 		w.Write(hdr)
 		_, err := w.Write(frame)
 		return err
-	})
+	}, w.Flush)
 }
 
 // forwardReplies copies the server's frames to the client, counting their
@@ -182,9 +179,6 @@ func (p *Proxy) forwardRequests(client, up net.Conn) {
 func (p *Proxy) forwardReplies(up, client net.Conn) {
 	w := bufio.NewWriterSize(client, 64<<10)
 	frames(up, func(hdr, frame []byte) error {
-		if hdr == nil {
-			return w.Flush()
-		}
 		p.counts.bytesIn.Add(int64(4 + len(frame)))
 		storeMax(&p.counts.maxResponse, int64(len(frame)))
 		if p.readPrefix != "" && len(frame) >= 4 {
@@ -195,7 +189,7 @@ func (p *Proxy) forwardReplies(up, client net.Conn) {
 		w.Write(hdr)
 		_, err := w.Write(frame)
 		return err
-	})
+	}, w.Flush)
 }
 
 // notePrefixRead remembers the xid of a getData of a path under the prefix.
