@@ -355,6 +355,7 @@ func renderFindings(b *strings.Builder, res *results) {
 			p("With 8 callers the coalescer sends concurrent calls as one script call per round trip (about 8 messages each: the leader yields once before a shared flush so that the callers just answered join it), and Drover's cost falls to %.1f µs client and %.1f µs Redis per task (gocraft/work %.1f µs and %.1f µs over 8 connections at once): one flush is in flight at a time, so the client's work and Redis's take turns, but two in flight measured worse on this machine (each carried half the messages, so every message cost more on both sides: 3.9 against 7.5 per round trip). ",
 				w8.CPU["drover"], w8.RedisCPU["drover"], w8.CPU["gocraft/work"], w8.RedisCPU["gocraft/work"])
 		}
+		p("Throw-away builds measured how far a cheaper enqueue would go (docs/decisions.md, \"Enqueue: what a smaller script, no coalescer and no Lua would give\"): a script cut to asynq's three calls gave 0.94 × asynq from one goroutine and 0.59 × gocraft/work from eight; only an append without Lua (a Redis Stream's `XADD`) met the first target (1.24 ×), and none met the second (best 0.92 ×). ")
 		p("Producers that enqueue in bulk should use `EnqueueBatch` or several goroutines.\n")
 	}
 	if s := largestScale(res.Scale); s != nil {
