@@ -91,11 +91,17 @@ func newCommitter(w *Worker) *committer {
 }
 
 // offer queues l's offset (a later offer of the same queue replaces the
-// offset and adds its records) for the next flush. It never blocks on I/O.
+// offset and adds its records) for the next flush. It copies outcomes: the
+// queue loop reuses its buffer, so that a busy queue does not grow a new
+// one from nothing after every offer. It never blocks on I/O.
 func (c *committer) offer(l *queueLoop, off drover.Offset, outcomes []drover.Outcome) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mergeLocked(l, &commitReq{off: off, outcomes: outcomes})
+	if c.pending[l] == nil {
+		c.pending[l] = &commitReq{off: off, outcomes: append([]drover.Outcome(nil), outcomes...)}
+	} else {
+		c.mergeLocked(l, &commitReq{off: off, outcomes: outcomes}) // appends a copy
+	}
 	if !c.running {
 		c.running = true
 		go c.run()

@@ -415,8 +415,8 @@ func (l *queueLoop) offerCommit(now time.Time) {
 	}
 	off := drover.Offset{Position: l.prog.offset, ID: l.prog.offID, CommittedAt: now, Member: l.w.cfg.Member}
 	l.offered = off.Position
-	l.w.commits.offer(l, off, l.outcomes)
-	l.outcomes = nil
+	l.w.commits.offer(l, off, l.outcomes) // copies them
+	l.outcomes = l.outcomes[:0]
 }
 
 // verifyClaim confirms the claim after a pause or a suspension; it reports

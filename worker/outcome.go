@@ -44,38 +44,52 @@ func setLastError(m *drover.Message, f drover.Failure) {
 	m.Extra = extra
 }
 
-// outcomeOf returns the record of a succeeded attempt, or nil when the
-// queue keeps no records or the Log cannot write them.
-func (l *queueLoop) outcomeOf(m *drover.Message, res executor.Result, cfg *drover.QueueConfig) *drover.Outcome {
+// finished is what a succeeded attempt adds to its slot for the message's
+// outcome record (the slot's message has the id and the task). It is kept
+// in the slot by value and the record is built by the queue loop as it
+// takes the slot back (keepOutcome): a record costs no allocation of its
+// own in the task's path, where the *drover.Outcome it replaced was one
+// more object per task for the garbage collector (docs/decisions.md,
+// "Outcome records: what they cost per task").
+type finished struct {
+	ok       bool // a record is due: the queue keeps records
+	attempt  int
+	exitCode int
+	at       time.Time
+	duration time.Duration
+	stdout   []byte // the tail kept, already cut to the queue's bound
+}
+
+// finishedOf returns what a succeeded attempt of m adds to its record; ok
+// is false when the queue keeps no records or the Log cannot write them.
+func (l *queueLoop) finishedOf(m *drover.Message, res executor.Result, cfg *drover.QueueConfig) finished {
 	if cfg.Outcomes.Keep() <= 0 {
-		return nil
+		return finished{}
 	}
 	if _, ok := l.w.cfg.Log.(OutcomeTrimmer); !ok {
-		return nil
+		return finished{}
 	}
-	o := &drover.Outcome{
-		ID: m.ID, State: drover.JobSucceeded, Task: m.Task, Attempt: m.Attempt, ExitCode: res.ExitCode,
-		FinishedAt: res.Started.Add(res.Duration).UTC(), Duration: res.Duration.Seconds(), Member: l.w.cfg.Member,
-	}
+	f := finished{ok: true, attempt: m.Attempt, exitCode: res.ExitCode, at: res.Started.Add(res.Duration), duration: res.Duration}
 	if n := cfg.Outcomes.StdoutTail; n > 0 && len(res.Stdout) > 0 {
-		out := res.Stdout
-		if len(out) > n {
-			out = out[len(out)-n:]
-		}
-		o.StdoutTail = string(out)
+		f.stdout = res.Stdout[max(len(res.Stdout)-n, 0):]
 	}
-	return o
+	return f
 }
 
 // keepOutcome buffers a finished slot's record for the next trim. The
 // buffer is bounded by the queue's record bound: while commits fail, the
 // oldest records go first, as they would in Redis.
 func (l *queueLoop) keepOutcome(s *slot) {
-	if s.outcome == nil {
+	f := &s.finished
+	if !f.ok {
 		return
 	}
-	l.outcomes = append(l.outcomes, *s.outcome)
-	s.outcome = nil
+	m := s.d.Message
+	l.outcomes = append(l.outcomes, drover.Outcome{
+		ID: m.ID, State: drover.JobSucceeded, Task: m.Task, Attempt: f.attempt, ExitCode: f.exitCode,
+		FinishedAt: f.at.UTC(), Duration: f.duration.Seconds(), Member: l.w.cfg.Member, StdoutTail: string(f.stdout),
+	})
+	s.finished = finished{}
 	if max := l.config().Outcomes.MaxRecords(); len(l.outcomes) > max {
 		l.outcomes = l.outcomes[len(l.outcomes)-max:]
 	}

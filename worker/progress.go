@@ -16,9 +16,9 @@ type progress struct {
 type slot struct {
 	d    delivery
 	done bool
-	// outcome is the record of a succeeded message, kept with the next
-	// trim when the queue keeps outcome records; set by the runner.
-	outcome *drover.Outcome
+	// finished is what a succeeded message adds to its outcome record,
+	// when the queue keeps records; set by the runner.
+	finished finished
 }
 
 // delivery is a log entry with its envelope decoded.

@@ -73,7 +73,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		span.Attempt(m.Attempt, string(res.Outcome), res.ExitCode, res.Reason)
 		switch res.Outcome {
 		case executor.OutcomeSuccess:
-			s.outcome = l.outcomeOf(&m, res, cfg)
+			s.finished = l.finishedOf(&m, res, cfg)
 			return true
 		case executor.OutcomeAborted:
 			return false
