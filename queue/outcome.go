@@ -36,17 +36,9 @@ func (s *Store) TrimRecording(ctx context.Context, queue string, offset drover.P
 	if err != nil {
 		return 0, fmt.Errorf("trim: %w", err)
 	}
-	recArgs := make([]any, 0, 2+2*len(outcomes))
-	recArgs = append(recArgs, policy.MaxRecords(), keep.Milliseconds())
-	buf := make([]byte, 0, 160*len(outcomes))
-	for i := range outcomes {
-		o := &outcomes[i]
-		if o.ID == "" {
-			return 0, fmt.Errorf("record outcomes of %s: record %d has no id", queue, i)
-		}
-		start := len(buf)
-		buf = appendOutcome(buf, o)
-		recArgs = append(recArgs, o.ID, buf[start:len(buf):len(buf)])
+	recArgs, err := appendRecordArgs(append(make([]any, 0, 2+2*len(outcomes)), policy.MaxRecords(), keep.Milliseconds()), queue, outcomes)
+	if err != nil {
+		return 0, err
 	}
 	if retention < 0 {
 		retention = 0
@@ -109,9 +101,9 @@ func (s *Store) recordOutcomes(ctx context.Context, qk *queueKeys, outcomes []dr
 	if keep <= 0 || len(outcomes) == 0 {
 		return nil
 	}
-	args := []any{policy.MaxRecords(), keep.Milliseconds()}
-	for i := range outcomes {
-		args = append(args, outcomes[i].ID, appendOutcome(nil, &outcomes[i]))
+	args, err := appendRecordArgs(append(make([]any, 0, 2+2*len(outcomes)), policy.MaxRecords(), keep.Milliseconds()), qk.done, outcomes)
+	if err != nil {
+		return err
 	}
 	return s.run(ctx, recordOutcomesScript, []string{qk.done}, args...).Err()
 }

@@ -64,13 +64,13 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 		}
 		a := []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), chunk, 0, 0, 0}
 		if keep := r.Policy.Keep(); len(r.Outcomes) > 0 && keep > 0 {
-			rec, err := outcomeArgs(r.Queue, r.Outcomes, r.Policy)
-			if err != nil {
+			a = append(make([]any, 0, len(a)+2*len(r.Outcomes)), a...)
+			a[3], a[4], a[5] = r.Policy.MaxRecords(), keep.Milliseconds(), len(r.Outcomes)
+			var err error
+			if a, err = appendRecordArgs(a, r.Queue, r.Outcomes); err != nil {
 				errs[i] = err
 				continue
 			}
-			a[3], a[4], a[5] = rec[0], rec[1], len(r.Outcomes)
-			a = append(a, rec[2:]...)
 		}
 		if _, dup := at[r.Queue]; dup {
 			again = append(again, i)
@@ -122,11 +122,16 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 	}
 }
 
-// outcomeArgs is the record script's arguments for outcomes.
-func outcomeArgs(queue string, outcomes []drover.Outcome, policy drover.Outcomes) ([]any, error) {
-	args := make([]any, 0, 2+2*len(outcomes))
-	args = append(args, policy.MaxRecords(), policy.Keep().Milliseconds())
-	buf := make([]byte, 0, 160*len(outcomes))
+// appendRecordArgs appends the record script's 2 arguments per record of
+// outcomes (id, record JSON) to args. Neither costs an allocation of its
+// own: the id goes as a pointer to the record's (go-redis writes a
+// *string), the JSON as a pointer into one slice of recordArg over one
+// buffer; an id or a []byte put in an []any is one allocation each, two
+// per succeeded task (docs/decisions.md, "Outcome records: what they cost
+// per task"). outcomes must not change until the call is sent.
+func appendRecordArgs(args []any, queue string, outcomes []drover.Outcome) ([]any, error) {
+	buf := make([]byte, 0, 128*len(outcomes))
+	recs := make([]recordArg, len(outcomes))
 	for i := range outcomes {
 		o := &outcomes[i]
 		if o.ID == "" {
@@ -134,7 +139,15 @@ func outcomeArgs(queue string, outcomes []drover.Outcome, policy drover.Outcomes
 		}
 		start := len(buf)
 		buf = appendOutcome(buf, o)
-		args = append(args, o.ID, buf[start:len(buf):len(buf)])
+		recs[i] = recordArg(buf[start:len(buf):len(buf)])
+		args = append(args, &o.ID, &recs[i])
 	}
 	return args, nil
 }
+
+// recordArg is one record's JSON as a script argument: go-redis writes an
+// encoding.BinaryMarshaler as the bytes it returns.
+type recordArg []byte
+
+// MarshalBinary returns the record's JSON.
+func (r *recordArg) MarshalBinary() ([]byte, error) { return *r, nil }

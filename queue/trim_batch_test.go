@@ -213,3 +213,41 @@ func testTrimManyRecordsOnlyLeavesTheLog(t *testing.T, rdb redis.UniversalClient
 		t.Fatalf("ro-kept: want 2 records (m0 again is the same field, and m1), have %d, %v", n, err)
 	}
 }
+
+var _ = addContractCases(contractCase{"TrimManyRecordsReadBackAsWritten", testTrimManyRecordsReadBackAsWritten})
+
+// TrimMany sends a record's id and JSON as pointers into the requests (no
+// allocation per argument): every record of several queues and of a
+// repeated request (written on its own) reads back as written.
+func testTrimManyRecordsReadBackAsWritten(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	finished := time.Date(2026, 11, 24, 9, 30, 0, 123456789, time.UTC)
+	rec := func(q string, i int) drover.Outcome {
+		return drover.Outcome{ID: fmt.Sprintf("%s-j%d", q, i), State: drover.JobSucceeded, Task: "t." + q, Attempt: i % 3,
+			ExitCode: 0, FinishedAt: finished.Add(time.Duration(i) * time.Millisecond), Duration: float64(i) / 4,
+			Member: "w-" + q, StdoutTail: fmt.Sprintf("out %d\n", i)}
+	}
+	var reqs []drover.TrimRequest
+	for _, q := range []string{"rb-a", "rb-b", "rb-a"} { // rb-a twice: its second request runs alone
+		var os []drover.Outcome
+		for i := range 5 {
+			os = append(os, rec(q, i+5*len(reqs)))
+		}
+		reqs = append(reqs, drover.TrimRequest{Queue: q, Outcomes: os, RecordsOnly: true})
+	}
+	for i, err := range s.TrimMany(ctx, reqs) {
+		if err != nil {
+			t.Fatalf("%s: %v", reqs[i].Queue, err)
+		}
+	}
+	for _, r := range reqs {
+		for _, o := range r.Outcomes {
+			st := jobStatus(t, s, r.Queue, o.ID, 0)
+			if st.State != drover.JobSucceeded || st.Task != o.Task || st.Attempt != o.Attempt || st.Member != o.Member ||
+				st.Duration != o.Duration || st.StdoutTail != o.StdoutTail || st.FinishedAt == nil || !st.FinishedAt.Equal(o.FinishedAt) {
+				t.Fatalf("%s %s: want the record %+v, have %+v", r.Queue, o.ID, o, st)
+			}
+		}
+	}
+}

@@ -51,7 +51,7 @@ func TestOutcomeRecordsRideWithTheTrim(t *testing.T) {
 		byID[o.ID] = o
 	}
 	o := byID["flaky"]
-	if o.State != drover.JobSucceeded || o.Member != "m1" || o.Attempt != 1 || o.StdoutTail != "laky" {
+	if o.State != drover.JobSucceeded || o.Task != "t" || o.Member != "m1" || o.Attempt != 1 || o.StdoutTail != "laky" {
 		t.Fatalf("flaky's record: want succeeded by m1 at attempt 1 with the last 4 bytes of stdout, have %+v", o)
 	}
 	if n := len(log.outcomes["off"]); n != 0 {
@@ -80,5 +80,35 @@ func TestOutcomeRecordsRideWithTheTrim(t *testing.T) {
 	var f drover.Failure
 	if err := json.Unmarshal(retried.Extra[lastErrorField], &f); err != nil || f.ExitCode != 1 || f.StderrTail != "boom" || f.FailedAt.IsZero() {
 		t.Fatalf("want last_error with exit 1 and stderr boom in the retried envelope, have %s (%v)", retried.Extra[lastErrorField], err)
+	}
+}
+
+// The queue loop reuses its record buffer after each offer, so an offer
+// must keep a copy: records the committer holds do not change when the
+// loop writes the next ones into the same buffer, and a queue's later
+// offers add to what waits.
+func TestAnOfferKeepsItsOwnCopyOfTheLoopsRecords(t *testing.T) {
+	w := newTestWorker(t, newMemLog(), &scriptedExecutor{}, nil)
+	c := newCommitter(w)
+	c.running = true // no flush goroutine: the test reads what waits
+	l := &queueLoop{w: w, name: "q"}
+	qc := queueConfig("q", nil)
+	l.cfg.Store(&qc)
+
+	buf := []drover.Outcome{{ID: "a"}}
+	c.offer(l, drover.Offset{Position: 1}, buf)
+	buf = append(buf[:0], drover.Outcome{ID: "b"}) // the loop's next record
+	c.offer(l, drover.Offset{Position: 2}, buf)
+	buf[0].ID = "c"
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.pending[l]
+	var ids []string
+	for _, o := range r.outcomes {
+		ids = append(ids, o.ID)
+	}
+	if fmt.Sprint(ids) != "[a b]" || r.off.Position != 2 {
+		t.Fatalf("want records [a b] waiting at offset 2, have %v at %d", ids, r.off.Position)
 	}
 }
