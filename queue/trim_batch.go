@@ -17,6 +17,18 @@ import (
 // 34 → 28 ms at 10,000 busy queues, medians of six runs).
 const trimBatch = trimGroup
 
+// recordsPerCall is the most outcome records one trim-many call carries
+// for a queue. A queue with more (a busy inline queue's flush: 6,500 to
+// 8,300 records every 200 ms in the outcome benchmark) has them sent in
+// records-only calls of their own ahead of its trim's, in the same
+// pipeline. A record keeps Redis busy for about 1 µs in the script, and
+// Redis serves other clients between the socket reads of a pipeline, not
+// during a call: calls of 1,000 records (about 130 KB each) let the queue
+// loops' reads in every millisecond or so, where one call of 7,500 blocked
+// them for 6-8 ms (docs/decisions.md, "Outcome records: what they cost per
+// task").
+const recordsPerCall = 1000
+
 // trimGroup is the most queues one trim-many script call covers on a
 // standalone server (on a Cluster a call covers the queues of one slot),
 // and trimManyChunk the most log entries it removes of one queue: a call
@@ -51,11 +63,16 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 	args := make([][]any, len(reqs)) // each request's script arguments
 	at := make(map[string]int, len(reqs))
 	var names []string
-	var again []int // a queue asked twice: trimmed on its own afterwards
+	var again []int         // a queue asked twice: trimmed on its own afterwards
+	var ahead []*scriptCall // records-only calls of the queues with more than recordsPerCall records
 	for i := range reqs {
 		r := &reqs[i]
 		if _, err := s.queueKeys(r.Queue); err != nil {
 			errs[i] = fmt.Errorf("trim: %w", err)
+			continue
+		}
+		if _, dup := at[r.Queue]; dup {
+			again = append(again, i)
 			continue
 		}
 		chunk := trimManyChunk
@@ -64,17 +81,30 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 		}
 		a := []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), chunk, 0, 0, 0}
 		if keep := r.Policy.Keep(); len(r.Outcomes) > 0 && keep > 0 {
-			a = append(make([]any, 0, len(a)+2*len(r.Outcomes)), a...)
-			a[3], a[4], a[5] = r.Policy.MaxRecords(), keep.Milliseconds(), len(r.Outcomes)
+			// Past recordsPerCall, the oldest records go first, in
+			// records-only calls of their own.
+			outcomes := r.Outcomes
+			for len(outcomes) > recordsPerCall {
+				pa := []any{int64(r.Offset), int64(0), 0, r.Policy.MaxRecords(), keep.Milliseconds(), recordsPerCall}
+				pa, err := appendRecordArgs(pa, r.Queue, outcomes[:recordsPerCall])
+				if err != nil {
+					errs[i] = err
+					break
+				}
+				qk := s.keys.queue(r.Queue)
+				ahead = append(ahead, &scriptCall{queues: []string{r.Queue}, keys: []string{qk.log, qk.msg, qk.delayed, qk.seen, qk.done}, args: pa})
+				outcomes = outcomes[recordsPerCall:]
+			}
+			if errs[i] != nil {
+				continue
+			}
+			a = append(make([]any, 0, len(a)+2*len(outcomes)), a...)
+			a[3], a[4], a[5] = r.Policy.MaxRecords(), keep.Milliseconds(), len(outcomes)
 			var err error
-			if a, err = appendRecordArgs(a, r.Queue, r.Outcomes); err != nil {
+			if a, err = appendRecordArgs(a, r.Queue, outcomes); err != nil {
 				errs[i] = err
 				continue
 			}
-		}
-		if _, dup := at[r.Queue]; dup {
-			again = append(again, i)
-			continue
 		}
 		at[r.Queue] = i
 		args[i] = a
@@ -91,7 +121,7 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 		}
 		return
 	}
-	s.evalPipelined(ctx, trimManyScript, calls)
+	s.evalPipelined(ctx, trimManyScript, append(ahead, calls...))
 	for _, c := range calls {
 		ns, err := c.cmd.Int64Slice()
 		if err == nil && len(ns) != len(c.queues) {
@@ -106,6 +136,12 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 			case ns[k] >= trimManyChunk && !r.RecordsOnly:
 				_, errs[i] = s.Trim(ctx, r.Queue, r.Offset, r.Retention)
 			}
+		}
+	}
+	for _, c := range ahead { // a failed call fails its queue's request
+		if err := c.cmd.Err(); err != nil {
+			i := at[c.queues[0]]
+			errs[i] = fmt.Errorf("record outcomes of %s: %w", reqs[i].Queue, err)
 		}
 	}
 	for _, i := range again {

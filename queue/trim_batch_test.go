@@ -251,3 +251,52 @@ func testTrimManyRecordsReadBackAsWritten(t *testing.T, rdb redis.UniversalClien
 		}
 	}
 }
+
+var _ = addContractCases(contractCase{"TrimManySendsManyRecordsInSeveralCalls", testTrimManySendsManyRecordsInSeveralCalls})
+
+// A queue with more than recordsPerCall records gets them in records-only
+// calls of their own ahead of its trim's: every record is kept, none twice,
+// and the trim still removes what the offset covers; a queue beside it in
+// the same TrimMany is trimmed and recorded as usual.
+func testTrimManySendsManyRecordsInSeveralCalls(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	policy := drover.Outcomes{Max: 100000} // one bucket holds them all
+	last := map[string]drover.Position{}
+	for _, q := range []string{"many-recs", "few-recs"} {
+		for i := range 3 {
+			r, err := s.Enqueue(ctx, msg(q, fmt.Sprintf("m%d", i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			last[q] = r.Position
+		}
+	}
+	n := 2*recordsPerCall + recordsPerCall/2
+	var many []drover.Outcome
+	for i := range n {
+		many = append(many, drover.Outcome{ID: fmt.Sprintf("r%05d", i), State: drover.JobSucceeded, Task: "t", FinishedAt: time.Now()})
+	}
+	reqs := []drover.TrimRequest{
+		{Queue: "many-recs", Offset: last["many-recs"], Outcomes: many, Policy: policy},
+		{Queue: "few-recs", Offset: last["few-recs"], Outcomes: many[:2], Policy: policy},
+	}
+	for i, err := range s.TrimMany(ctx, reqs) {
+		if err != nil {
+			t.Fatalf("%s: %v", reqs[i].Queue, err)
+		}
+	}
+	for q, want := range map[string]int64{"many-recs": int64(n), "few-recs": 2} {
+		if got, err := s.Outcomes(ctx, q); err != nil || got != want {
+			t.Fatalf("%s: want %d records, have %d, %v", q, want, got, err)
+		}
+		if got, err := rdb.ZCard(ctx, s.keys.queue(q).log).Result(); err != nil || got != 0 {
+			t.Fatalf("%s: want its log trimmed to the offset, have %d entries (%v)", q, got, err)
+		}
+	}
+	for _, i := range []int{0, recordsPerCall - 1, recordsPerCall, 2 * recordsPerCall, n - 1} { // each call's first and last
+		if st := jobStatus(t, s, "many-recs", many[i].ID, last["many-recs"]); st.State != drover.JobSucceeded || st.Task != "t" {
+			t.Fatalf("%s: want its record, have %+v", many[i].ID, st)
+		}
+	}
+}
