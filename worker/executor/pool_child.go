@@ -3,7 +3,6 @@ package executor
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -71,11 +70,12 @@ func runGoPoolChild() int {
 		}
 		buf = body
 		var f taskFrame
-		if err := json.Unmarshal(body, &f); err != nil || f.Type != frameTask {
+		if err := decodeTaskFrame(body, &f); err != nil || f.Type != frameTask {
 			return setupFailed("want a task frame, have %q (%v)", clip(body, 80), err)
 		}
 		r := s.serve(&f)
-		if err := s.send(r); err != nil {
+		s.frame = appendResultFrame(s.frame[:0], &r)
+		if _, err := s.results.Write(s.frame); err != nil {
 			return setupFailed("write result frame: %v", err)
 		}
 		if s.terminating() {
@@ -149,8 +149,6 @@ func (s *goPoolServer) serve(f *taskFrame) resultFrame {
 		}
 		return ""
 	})
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	if f.Deadline != "" {
 		deadline, err := time.Parse(time.RFC3339Nano, f.Deadline)
 		if err != nil {

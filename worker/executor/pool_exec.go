@@ -249,13 +249,7 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 		}
 	}
 	res := Result{ExitCode: -1, PID: c.pid}
-	buf, err := appendTaskFrame(nil, &frame, envelope)
-	if err != nil {
-		// The envelope is not JSON: a per-task child would refuse it too.
-		res.Outcome, res.Reason = OutcomeFailure, fmt.Sprintf("encode task frame: %v", err)
-		p.checkin(c)
-		return res
-	}
+	buf := appendTaskFrame(nil, &frame, envelope)
 	if out, errOut := c.stdout.begin(), c.stderr.begin(); len(out) > 0 || len(errOut) > 0 {
 		taskLogger(e.logger, t, c.pid).Info("pooled child output between tasks", "stdout", string(out), "stderr", string(errOut))
 	}
@@ -340,6 +334,7 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	// answered, so the pipe is empty and a frame of up to a page (the
 	// least a pipe holds) is written at once. A larger one may block while
 	// the child does not read: then the deadline or ctx ends it.
+	var err error
 	if len(buf) <= stdinPrefill {
 		_, err = c.tasks.Write(buf)
 	} else {

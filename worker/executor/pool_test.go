@@ -463,10 +463,7 @@ func TestAppendTaskFrameEmbedsTheEnvelope(t *testing.T) {
 	t.Parallel()
 	env := []byte(`{"id":"m1","args":{"x":[1,2]},"extra":"kept"}`)
 	f := taskFrame{Type: frameTask, Seq: 3, Queue: "q", Task: "t", ID: "m1", Deadline: "2026-01-01T00:00:00Z"}
-	b, err := appendTaskFrame(nil, &f, env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := appendTaskFrame(nil, &f, env)
 	body, err := readFrame(strings.NewReader(string(b)), nil, 1<<20)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,148 @@
+package executor
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The hand-written frame encoders must write what encoding/json would
+// (as JSON values), and the v2 fast paths of the decoders must accept and
+// decode what encoding/json does.
+
+// frameStrings are values that exercise JSON string quoting.
+var frameStrings = []string{"", "plain", `quote " and \ backslash`, "tab\tnewline\n", "<html> & ünïcödé ✓",
+	"\x00\x1f control", "invalid \xff utf-8", "emoji 😀"}
+
+func TestAppendTaskFrameWritesWhatEncodingJSONWould(t *testing.T) {
+	t.Parallel()
+	env := []byte(`{"id":"m1","task":"t","args":{"x":[1,2]},"extra":"kept"}`)
+	for _, s := range frameStrings {
+		f := taskFrame{Type: frameTask, Seq: 1<<64 - 1, Queue: s, Task: s, ID: s, Attempt: -3, Position: 1735787045123456,
+			Deadline: s, Traceparent: s, Tracestate: s, Envelope: env}
+		want, err := json.Marshal(&f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := appendTaskFrame([]byte("prefix"), &f, env)
+		if !strings.HasPrefix(string(b), "prefix") {
+			t.Fatalf("want the frame appended after the prefix, have %q", b)
+		}
+		body, err := readFrame(strings.NewReader(string(b[len("prefix"):])), nil, 1<<20)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		assertSameJSON(t, want, body)
+		var back taskFrame
+		if err := decodeTaskFrame(body, &back); err != nil {
+			t.Fatalf("%q: decode %s: %v", s, body, err)
+		}
+		var viaV1 taskFrame
+		if err := json.Unmarshal(body, &viaV1); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back, viaV1) {
+			t.Errorf("%q: want the frame encoding/json reads %+v, have %+v", s, viaV1, back)
+		}
+	}
+	// Empty optional fields are left out, as their omitempty tags say.
+	f := taskFrame{Type: frameTask, Seq: 2, Queue: "q", Task: "t", ID: "m"}
+	want, _ := json.Marshal(&f)
+	body, _ := readFrame(strings.NewReader(string(appendTaskFrame(nil, &f, nil))), nil, 1<<20)
+	assertSameJSON(t, want, body)
+}
+
+func TestAppendResultFrameWritesWhatEncodingJSONWould(t *testing.T) {
+	t.Parallel()
+	for _, s := range frameStrings {
+		r := resultFrame{Type: frameResult, Seq: 7, Outcome: wireFailure, Message: s}
+		want, err := json.Marshal(&r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := readFrame(strings.NewReader(string(appendResultFrame(nil, &r))), nil, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertSameJSON(t, want, body)
+	}
+}
+
+func TestDecodeResultAcceptsWhatEncodingJSONAccepts(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		ok         bool
+	}{
+		{"as written by the children", `{"type":"result","seq":3,"outcome":"success"}`, true},
+		{"with a message", `{"type":"result","seq":3,"outcome":"retry","message":"busy ✓"}`, true},
+		{"spaces and another order", ` { "outcome" : "failure", "seq" : 3, "type" : "result" } `, true},
+		{"keys in another case", `{"Type":"result","SEQ":3,"Outcome":"timeout"}`, true},
+		{"unknown keys", `{"type":"result","seq":3,"outcome":"success","took_ms":12}`, true},
+		{"a duplicate key", `{"type":"result","seq":3,"outcome":"failure","outcome":"success"}`, true},
+		{"invalid UTF-8 in the message", "{\"type\":\"result\",\"seq\":3,\"outcome\":\"failure\",\"message\":\"\xff\"}", true},
+		{"another seq", `{"type":"result","seq":4,"outcome":"success"}`, false},
+		{"another type", `{"type":"ready","seq":3,"outcome":"success"}`, false},
+		{"unknown outcome", `{"type":"result","seq":3,"outcome":"meh"}`, false},
+		{"not JSON", `{"type":"result",`, false},
+		{"seq as a string", `{"type":"result","seq":"3","outcome":"success"}`, false},
+	}
+	for _, tt := range tests {
+		have, err := decodeResult([]byte(tt.body), 3)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: want ok %v, have error %v", tt.name, tt.ok, err)
+			continue
+		}
+		if !tt.ok {
+			continue
+		}
+		var want resultFrame
+		if err := json.Unmarshal([]byte(tt.body), &want); err != nil {
+			t.Fatal(err)
+		}
+		if have != want {
+			t.Errorf("%s: want %+v (encoding/json), have %+v", tt.name, want, have)
+		}
+	}
+}
+
+func TestDecodeTaskFrameTakesEveryEnvelopeTheWorkerTakes(t *testing.T) {
+	t.Parallel()
+	// The worker's envelope decoder accepts duplicate keys and invalid
+	// UTF-8 (through encoding/json); the frame must carry them to the
+	// child unchanged.
+	for _, env := range []string{
+		`{"id":"m1","task":"t","args":{}}`,
+		"{\"id\":\"m1\",\"task\":\"t\",\"args\":\"\xff\"}",
+		`{"id":"m1","task":"t","args":{"a":1,"a":2}}`,
+	} {
+		f := taskFrame{Type: frameTask, Seq: 1, Queue: "q", Task: "t", ID: "m1"}
+		body, err := readFrame(strings.NewReader(string(appendTaskFrame(nil, &f, []byte(env)))), nil, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back taskFrame
+		if err := decodeTaskFrame(body, &back); err != nil {
+			t.Fatalf("envelope %q: %v", env, err)
+		}
+		if string(back.Envelope) != env || back.Type != frameTask || back.Seq != 1 {
+			t.Errorf("want envelope %q back with the fields, have %+v", env, back)
+		}
+	}
+}
+
+// assertSameJSON fails unless want and have decode to the same value.
+func assertSameJSON(t *testing.T, want, have []byte) {
+	t.Helper()
+	var w, h any
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("want %s: %v", want, err)
+	}
+	if err := json.Unmarshal(have, &h); err != nil {
+		t.Fatalf("have %s: %v", have, err)
+	}
+	if !reflect.DeepEqual(w, h) {
+		t.Errorf("want %s, have %s", want, have)
+	}
+}
