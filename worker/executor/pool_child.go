@@ -122,6 +122,9 @@ func (s *goPoolServer) terminating() bool {
 	return s.term
 }
 
+// expired is a context whose deadline has passed.
+var expired, _ = context.WithDeadline(context.Background(), time.Time{})
+
 // serve runs the handler for f and returns its result frame. A handler's
 // error (and a panic's stack) also go to stderr, as a per-task child
 // writes them.
@@ -149,17 +152,23 @@ func (s *goPoolServer) serve(f *taskFrame) resultFrame {
 		}
 		return ""
 	})
+	// One context per task, ended by its deadline or by SIGTERM (a
+	// cancelCtx inside a timerCtx cost an allocation of each, a map and
+	// a channel per task).
+	var (
+		deadline      time.Time
+		hctx          context.Context
+		cancelHandler context.CancelFunc
+	)
 	if f.Deadline != "" {
-		deadline, err := time.Parse(time.RFC3339Nano, f.Deadline)
-		if err != nil {
+		if deadline, err = time.Parse(time.RFC3339Nano, f.Deadline); err != nil {
 			out.Outcome, out.Message = wireFailure, fmt.Sprintf("task frame deadline %q: %v", f.Deadline, err)
 			return out
 		}
-		var cancelDeadline context.CancelFunc
-		ctx, cancelDeadline = context.WithDeadline(ctx, deadline)
-		defer cancelDeadline()
+		hctx, cancelHandler = context.WithDeadline(ctx, deadline)
+	} else {
+		hctx, cancelHandler = context.WithCancel(ctx)
 	}
-	hctx, cancelHandler := context.WithCancel(ctx)
 	defer cancelHandler()
 	s.mu.Lock()
 	if s.term {
@@ -168,7 +177,15 @@ func (s *goPoolServer) serve(f *taskFrame) resultFrame {
 	s.cancel = cancelHandler
 	s.mu.Unlock()
 
-	res := handlerResult(callHandler(hctx, h, m), ctx, context.Background())
+	herr := callHandler(hctx, h, m)
+	verdict := hctx // says whether the deadline passed
+	if errors.Is(hctx.Err(), context.Canceled) && !deadline.IsZero() && !time.Now().Before(deadline) {
+		// SIGTERM ended the context first, but the deadline passed
+		// before the handler returned: a timeout, as it is without
+		// SIGTERM.
+		verdict = expired
+	}
+	res := handlerResult(herr, verdict, context.Background())
 
 	s.mu.Lock()
 	s.cancel = nil

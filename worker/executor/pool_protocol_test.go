@@ -1,10 +1,15 @@
 package executor
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
 )
 
 // The hand-written frame encoders must write what encoding/json would
@@ -144,5 +149,58 @@ func assertSameJSON(t *testing.T, want, have []byte) {
 	}
 	if !reflect.DeepEqual(w, h) {
 		t.Errorf("want %s, have %s", want, have)
+	}
+}
+
+// poolTermHandler is the handler of TestGoPoolServerVerdicts: it announces
+// its start on termStarted, waits for its context to end, then — when its
+// args say "late" — until its deadline has passed, and returns the
+// context's error.
+const poolTermHandler = "pool-test-term"
+
+var termStarted = make(chan struct{}, 1)
+
+func init() {
+	drover.Register(poolTermHandler, func(ctx context.Context, m *drover.Message) error {
+		termStarted <- struct{}{}
+		<-ctx.Done()
+		if string(m.Args) == `"late"` {
+			deadline, _ := ctx.Deadline()
+			<-time.After(time.Until(deadline)) // the condition under test: returning after the deadline
+		}
+		return fmt.Errorf("gave up: %w", ctx.Err())
+	})
+}
+
+// TestGoPoolServerVerdicts runs the Go child's serve in process: an error
+// after the deadline is a timeout, after SIGTERM a failure — unless the
+// deadline too passed before the handler returned.
+func TestGoPoolServerVerdicts(t *testing.T) {
+	serve := func(args string, deadline time.Time, term bool) resultFrame {
+		env, _ := json.Marshal(&drover.Message{ID: "m1", Task: poolTermHandler, Args: json.RawMessage(args)})
+		f := taskFrame{Type: frameTask, Seq: 5, Envelope: env}
+		if !deadline.IsZero() {
+			f.Deadline = deadline.Format(time.RFC3339Nano)
+		}
+		s := &goPoolServer{}
+		done := make(chan resultFrame, 1)
+		go func() { done <- s.serve(&f) }()
+		<-termStarted
+		if term {
+			s.terminate() // as on SIGTERM: a task runs, so it cancels instead of exiting
+		}
+		return <-done
+	}
+	if r := serve(`"now"`, time.Now().Add(100*time.Millisecond), false); r.Outcome != wireTimeout || r.Seq != 5 {
+		t.Errorf("error at the deadline: want a timeout for seq 5, have %+v", r)
+	}
+	if r := serve(`"now"`, time.Now().Add(time.Hour), true); r.Outcome != wireFailure || !strings.Contains(r.Message, "context canceled") {
+		t.Errorf("error after SIGTERM, before the deadline: want a failure, have %+v", r)
+	}
+	if r := serve(`"late"`, time.Now().Add(100*time.Millisecond), true); r.Outcome != wireTimeout {
+		t.Errorf("SIGTERM, then the deadline passed before the handler returned: want a timeout, have %+v", r)
+	}
+	if r := serve(`"now"`, time.Time{}, true); r.Outcome != wireFailure {
+		t.Errorf("no deadline, SIGTERM: want a failure, have %+v", r)
 	}
 }
