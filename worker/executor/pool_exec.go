@@ -249,7 +249,8 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 		}
 	}
 	res := Result{ExitCode: -1, PID: c.pid}
-	buf := appendTaskFrame(nil, &frame, envelope)
+	c.frame = appendTaskFrame(c.frame[:0], &frame, envelope)
+	buf := c.frame
 	if out, errOut := c.stdout.begin(), c.stderr.begin(); len(out) > 0 || len(errOut) > 0 {
 		taskLogger(e.logger, t, c.pid).Info("pooled child output between tasks", "stdout", string(out), "stderr", string(errOut))
 	}

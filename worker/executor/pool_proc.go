@@ -33,6 +33,7 @@ type pooledChild struct {
 	readers sync.WaitGroup
 
 	seq      uint64    // the last task sent; the task holding the child owns it
+	frame    []byte    // the last task frame's buffer, reused; the task holding the child owns it
 	lastUsed time.Time // set by the task holding the child
 	served   int       // tasks that got a result; guarded by the pool's mutex
 	busy     bool      // guarded by the pool's mutex
@@ -250,6 +251,7 @@ type childOutput struct {
 	mu      sync.Mutex
 	current *tailBuffer // the running task's, nil between tasks
 	idle    *tailBuffer
+	spare   *tailBuffer // an empty one for the next task: most tasks write nothing
 	scratch []byte
 }
 
@@ -308,7 +310,10 @@ func (o *childOutput) target() *tailBuffer {
 func (o *childOutput) begin() []byte {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.current = newTailBuffer(o.limit)
+	if o.current = o.spare; o.current == nil {
+		o.current = newTailBuffer(o.limit)
+	}
+	o.spare = nil
 	return o.takeIdleLocked()
 }
 
@@ -328,6 +333,10 @@ func (o *childOutput) endLocked() ([]byte, bool) {
 	b := o.current
 	o.current = nil
 	if b == nil {
+		return nil, false
+	}
+	if b.total == 0 {
+		o.spare = b // nothing of it goes to the caller: reuse it
 		return nil, false
 	}
 	return b.Bytes(), b.Truncated()

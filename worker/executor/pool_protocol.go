@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -160,8 +161,17 @@ func appendResultFrame(dst []byte, r *resultFrame) []byte {
 // appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
 // U+FFFD (the error that reports it is dropped, as encoding/json does).
 func appendJSONString(dst []byte, s string) []byte {
-	dst, _ = jsontext.AppendQuote(dst, s)
-	return dst
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			dst, _ = jsontext.AppendQuote(dst, s)
+			return dst
+		}
+	}
+	// Printable ASCII without quote or backslash stands as it is: the
+	// common queue name, task name, id and deadline.
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // readFrame reads one frame's JSON body from r into buf (grown as needed)
@@ -192,6 +202,9 @@ func readFrame(r io.Reader, buf []byte, limit int) ([]byte, error) {
 
 // decodeResult parses a result frame for task seq.
 func decodeResult(body []byte, seq uint64) (resultFrame, error) {
+	if f, ok := plainResult(body, seq); ok {
+		return f, nil
+	}
 	var f resultFrame
 	// The frame as a child should write it — exactly these keys, each
 	// once, spelled as here, valid UTF-8 — decodes in one strict pass of
@@ -215,6 +228,26 @@ func decodeResult(body []byte, seq uint64) (resultFrame, error) {
 		return f, nil
 	}
 	return f, fmt.Errorf("%w: unknown outcome %q", errProtocol, f.Outcome)
+}
+
+// plainResult recognises the result frame as the Go child writes it for a
+// task that succeeded — {"type":"result","seq":<seq>,"outcome":"success"},
+// byte for byte — without a JSON decoder. Anything else is for
+// decodeResult's decoders.
+func plainResult(body []byte, seq uint64) (resultFrame, bool) {
+	const head, tail = `{"type":"result","seq":`, `,"outcome":"success"}`
+	b, ok := bytes.CutPrefix(body, []byte(head))
+	if !ok {
+		return resultFrame{}, false
+	}
+	if b, ok = bytes.CutSuffix(b, []byte(tail)); !ok || len(b) == 0 || len(b) > 20 || (len(b) > 1 && b[0] == '0') {
+		return resultFrame{}, false
+	}
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil || n != seq {
+		return resultFrame{}, false // decodeResult says what is wrong
+	}
+	return resultFrame{Type: frameResult, Seq: n, Outcome: wireSuccess}, true
 }
 
 // strictFrame makes jsonv2 refuse what encoding/json would read

@@ -148,6 +148,36 @@ func TestPoolServesManyTasksInOneChildWithTheirOutput(t *testing.T) {
 	}
 }
 
+func TestPoolQuietTasksBetweenTalkativeOnesKeepEveryOutputApart(t *testing.T) {
+	t.Parallel()
+	e, _ := newPoolExecutor(t, Config{})
+	route := pooledGo(drover.PoolConfig{})
+	// A task that writes nothing hands its empty capture buffers to the
+	// next task; one that writes keeps its own.
+	var results []Result
+	for i := range 6 {
+		handler := handlerNoop
+		if i%3 == 1 {
+			handler = poolEcho
+		}
+		res := e.Execute(context.Background(), poolTask(t, handler, route, i))
+		mustSucceed(t, res)
+		results = append(results, res)
+	}
+	for i, res := range results {
+		wantOut, wantErr := "", ""
+		if i%3 == 1 {
+			wantOut, wantErr = fmt.Sprintf("handled m%d attempt 0\n", i), fmt.Sprintf("note about m%d\n", i)
+		}
+		if string(res.Stdout) != wantOut || string(res.Stderr) != wantErr {
+			t.Errorf("task %d, read after all six: want stdout %q stderr %q, have %q %q", i, wantOut, wantErr, res.Stdout, res.Stderr)
+		}
+		if res.PID != results[0].PID {
+			t.Errorf("task %d: want child %d, have %d", i, results[0].PID, res.PID)
+		}
+	}
+}
+
 func TestPoolGoChildGetsTheTaskFields(t *testing.T) {
 	t.Parallel()
 	e, _ := newPoolExecutor(t, Config{})
