@@ -115,6 +115,35 @@ func TestDecodeResultAcceptsWhatEncodingJSONAccepts(t *testing.T) {
 	}
 }
 
+func TestDecodeTaskFrameReadsOtherFramesAsEncodingJSONDoes(t *testing.T) {
+	t.Parallel()
+	// appendTaskFrame's output and frames written otherwise come out as
+	// encoding/json reads them.
+	plain := taskFrame{Type: frameTask, Seq: 12, Queue: "q", Task: "t", ID: "m1", Attempt: 2, Position: -5,
+		Deadline: "2026-01-01T00:00:00Z", Traceparent: "00-ab-cd-01"}
+	body, _ := readFrame(strings.NewReader(string(appendTaskFrame(nil, &plain, []byte(` {"id":"m1"} `)))), nil, 1<<20)
+	for _, frame := range []string{
+		string(body),
+		`{"seq":12,"type":"task","queue":"q","task":"t","id":"m1","attempt":2,"position":-5,"envelope":{"id":"m1"}}`,
+		`{ "type" : "task", "seq" : 12, "queue":"q","task":"t","id":"m1","attempt":2,"position":-5,"envelope":{"id":"m1"} }`,
+		`{"type":"task","seq":12,"queue":"q\u0041","task":"t","id":"m1","attempt":2,"position":-5,"envelope":{"id":"m1"}}`,
+		`{"type":"task","seq":12,"queue":"ü","task":"t","id":"m1","attempt":2,"position":-5,"envelope":{"id":"m1"}}`,
+		`{"type":"task","seq":12,"queue":"q","task":"t","id":"m1","attempt":2,"position":-5,"tracestate":"x=1","envelope":{"id":"m1"}}`,
+		`{"type":"task","seq":12,"queue":"q","task":"t","id":"m1","attempt":2,"position":-5,"envelope":{"id":"m1"},"extra":1}`,
+	} {
+		var have, want taskFrame
+		if err := json.Unmarshal([]byte(frame), &want); err != nil {
+			t.Fatalf("%s: %v", frame, err)
+		}
+		if err := decodeTaskFrame([]byte(frame), &have); err != nil {
+			t.Fatalf("%s: %v", frame, err)
+		}
+		if !reflect.DeepEqual(have, want) {
+			t.Errorf("%s:\nwant %+v (encoding/json)\nhave %+v", frame, want, have)
+		}
+	}
+}
+
 func TestDecodeTaskFrameTakesEveryEnvelopeTheWorkerTakes(t *testing.T) {
 	t.Parallel()
 	// The worker's envelope decoder accepts duplicate keys and invalid
