@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +61,7 @@ func runGoPoolChild() int {
 	}()
 	var buf []byte
 	in := bufio.NewReaderSize(tasks, 16<<10)
+	var yielded time.Time
 	for {
 		body, err := readFrame(in, buf, 1<<31-1)
 		if errors.Is(err, io.EOF) {
@@ -81,8 +83,21 @@ func runGoPoolChild() int {
 		if s.terminating() {
 			return 128 + int(syscall.SIGTERM)
 		}
+		if now := time.Now(); now.Sub(yielded) >= yieldEvery {
+			runtime.Gosched()
+			yielded = now
+		}
 	}
 }
+
+// yieldEvery is how often the task loop passes through the scheduler.
+// This goroutine alternates a blocking read with a task and is otherwise
+// never rescheduled; the runtime's monitor then takes it for one that has
+// run for more than 10 ms and takes its P away at every read, so each
+// task woke two more threads (the monitor, and one to run the P) — four
+// futex calls and a nanosleep a task. A yield (which wakes one thread)
+// every few milliseconds keeps the goroutine's scheduling tick fresh.
+const yieldEvery = 5 * time.Millisecond
 
 // goPoolServer runs one task at a time and remembers how to cancel it.
 type goPoolServer struct {
