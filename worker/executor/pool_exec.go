@@ -257,9 +257,15 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	realDeadline := e.realDeadline(deadline)
 	var timeout <-chan time.Time
 	if !deadline.IsZero() {
-		tm := time.NewTimer(time.Until(realDeadline))
-		defer tm.Stop()
-		timeout = tm.C
+		// The child's own timer, reset for each task (a new one was
+		// most of the worker's allocations for a pooled task).
+		if c.deadline == nil {
+			c.deadline = time.NewTimer(time.Until(realDeadline))
+		} else {
+			c.deadline.Reset(time.Until(realDeadline))
+		}
+		defer c.deadline.Stop()
+		timeout = c.deadline.C
 	}
 
 	// end stops the child (after a kill, or asking it to exit) and fills in

@@ -32,11 +32,12 @@ type pooledChild struct {
 	stopRd  chan struct{} // closed to stop the result reader
 	readers sync.WaitGroup
 
-	seq      uint64    // the last task sent; the task holding the child owns it
-	frame    []byte    // the last task frame's buffer, reused; the task holding the child owns it
-	lastUsed time.Time // set by the task holding the child
-	served   int       // tasks that got a result; guarded by the pool's mutex
-	busy     bool      // guarded by the pool's mutex
+	seq      uint64      // the last task sent; the task holding the child owns it
+	frame    []byte      // the last task frame's buffer, reused; the task holding the child owns it
+	deadline *time.Timer // the running task's deadline, reset for each task; the task holding the child owns it
+	lastUsed time.Time   // set by the task holding the child
+	served   int         // tasks that got a result; guarded by the pool's mutex
+	busy     bool        // guarded by the pool's mutex
 	// replacedAhead: its replacement was started before it reached
 	// max_tasks_per_child; guarded by the pool's mutex.
 	replacedAhead bool

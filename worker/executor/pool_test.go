@@ -25,6 +25,7 @@ const (
 	poolCrash    = "pool-test-crash"     // exits 3 mid-task on attempt 0, succeeds later
 	poolGarbage  = "pool-test-garbage"   // writes bytes that are no frame to fd 4
 	poolWrongSeq = "pool-test-wrong-seq" // answers for another task
+	poolWaitFile = "pool-test-wait-file" // returns once the file named in args exists
 )
 
 var leaked [][]byte
@@ -73,6 +74,24 @@ func init() {
 	drover.Register(poolGarbage, func(ctx context.Context, m *drover.Message) error {
 		_, err := os.NewFile(poolResultFD, "results").Write([]byte("garbage!"))
 		return err
+	})
+	drover.Register(poolWaitFile, func(ctx context.Context, m *drover.Message) error {
+		var path string
+		if err := json.Unmarshal(m.Args, &path); err != nil {
+			return err
+		}
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if _, err := os.Stat(path); err == nil {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+			}
+		}
 	})
 	drover.Register(poolWrongSeq, func(ctx context.Context, m *drover.Message) error {
 		frame, _ := appendFrame(nil, resultFrame{Type: frameResult, Seq: 999, Outcome: wireSuccess})
@@ -320,6 +339,34 @@ func TestPoolTimeoutKillsChildGroupAndNextTaskRunsInFreshChild(t *testing.T) {
 	mustSucceed(t, next)
 	if next.PID == res.PID {
 		t.Errorf("want the next task in a fresh child, have the timed-out child %d", next.PID)
+	}
+}
+
+func TestPoolAnEarlierTasksDeadlineDoesNotEndTheNextTask(t *testing.T) {
+	t.Parallel()
+	e, _ := newPoolExecutor(t, Config{})
+	route := pooledGo(drover.PoolConfig{})
+	// The child's deadline timer is reset for every task: the first
+	// task's short deadline must not fire into the second.
+	first := poolTask(t, poolEcho, route, 0)
+	first.Deadline = time.Now().Add(300 * time.Millisecond)
+	res := e.Execute(context.Background(), first)
+	mustSucceed(t, res)
+
+	release := filepath.Join(t.TempDir(), "release")
+	second := poolTask(t, poolWaitFile, route, 1)
+	second.Message.Args = json.RawMessage(strconv.Quote(release))
+	second.Deadline = time.Now().Add(time.Hour)
+	done := make(chan Result, 1)
+	go func() { done <- e.Execute(context.Background(), second) }()
+	<-time.After(time.Until(first.Deadline.Add(200 * time.Millisecond))) // the condition under test: the first deadline has passed
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next := <-done
+	mustSucceed(t, next)
+	if next.PID != res.PID {
+		t.Errorf("want both tasks in child %d, have %d", res.PID, next.PID)
 	}
 }
 
