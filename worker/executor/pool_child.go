@@ -44,6 +44,12 @@ func runGoPoolChild() int {
 		return setupFailed("%s=%q: want %d", EnvPoolProtocol, v, poolProtocol)
 	}
 	os.Unsetenv(EnvPoolProtocol) // a task that runs the binary again is no pooled child
+	// The protocol's descriptors are this process's: a program a handler
+	// starts must not inherit them (os/exec passes on every descriptor
+	// without close-on-exec, and fds 3 and 4 came from the worker
+	// without it).
+	syscall.CloseOnExec(poolTaskFD)
+	syscall.CloseOnExec(poolResultFD)
 	tasks := os.NewFile(poolTaskFD, "drover-tasks")
 	results := os.NewFile(poolResultFD, "drover-results")
 	if tasks == nil || results == nil {

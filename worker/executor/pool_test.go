@@ -26,6 +26,7 @@ const (
 	poolGarbage  = "pool-test-garbage"   // writes bytes that are no frame to fd 4
 	poolWrongSeq = "pool-test-wrong-seq" // answers for another task
 	poolWaitFile = "pool-test-wait-file" // returns once the file named in args exists
+	poolFDs      = "pool-test-fds"       // fails when a program it starts inherits fd 3 or 4
 )
 
 var leaked [][]byte
@@ -92,6 +93,18 @@ func init() {
 			case <-tick.C:
 			}
 		}
+	})
+	drover.Register(poolFDs, func(ctx context.Context, m *drover.Message) error {
+		// The shell's own [ -e ] opens nothing: it lists what it inherited.
+		out, err := exec.CommandContext(ctx, "/bin/sh", "-c",
+			`for fd in 3 4; do [ -e /proc/$$/fd/$fd ] && echo "$fd"; done; true`).Output()
+		if err != nil {
+			return err
+		}
+		if len(out) > 0 {
+			return fmt.Errorf("a program started by the handler inherited fds %q", out)
+		}
+		return nil
 	})
 	drover.Register(poolWrongSeq, func(ctx context.Context, m *drover.Message) error {
 		frame, _ := appendFrame(nil, resultFrame{Type: frameResult, Seq: 999, Outcome: wireSuccess})
@@ -368,6 +381,13 @@ func TestPoolAnEarlierTasksDeadlineDoesNotEndTheNextTask(t *testing.T) {
 	if next.PID != res.PID {
 		t.Errorf("want both tasks in child %d, have %d", res.PID, next.PID)
 	}
+}
+
+func TestPoolProgramsAHandlerStartsDoNotInheritTheProtocolDescriptors(t *testing.T) {
+	t.Parallel()
+	e, _ := newPoolExecutor(t, Config{})
+	res := e.Execute(context.Background(), poolTask(t, poolFDs, pooledGo(drover.PoolConfig{}), 0))
+	mustSucceed(t, res)
 }
 
 func TestPoolCrashMidTaskFailsItAndTheRetryRunsInANewChild(t *testing.T) {
