@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -75,6 +76,18 @@ func (k *keyspace) queue(q string) *queueKeys {
 // seq is queue q's :seq key, built without caching: the idle backstop reads
 // the head of every parked queue and must not fill the cache with them.
 func (k *keyspace) seq(q string) string { return k.prefix + ":{" + q + "}:seq" }
+
+// writeSeq writes queue q's :seq key (seq) to b: the idle backstop writes
+// the keys of a thousand queues into one string, not a string per queue.
+func (k *keyspace) writeSeq(b *strings.Builder, q string) {
+	b.WriteString(k.prefix)
+	b.WriteString(":{")
+	b.WriteString(q)
+	b.WriteString("}:seq")
+}
+
+// seqLen is the length of queue q's :seq key.
+func (k *keyspace) seqLen(q string) int { return len(k.prefix) + len(":{}:seq") + len(q) }
 
 // queues is the SET of every queue name ever enqueued to.
 func (k *keyspace) queues() string { return k.prefix + ":queues" }
