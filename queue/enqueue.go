@@ -68,11 +68,16 @@ func (s *Store) Enqueue(ctx context.Context, m *drover.Message) (EnqueueResult, 
 // when due (PromoteDue). A time not after Redis's clock enqueues at once.
 // Revoke deletes it while it waits.
 func (s *Store) EnqueueAt(ctx context.Context, m *drover.Message, at time.Time) (EnqueueResult, error) {
-	due := at.UnixMilli()
-	if due <= 0 {
-		due = 1 // before 1970: due at once, and distinct from "0 = now"
+	return s.enqueueOne(ctx, m, dueMillis(at))
+}
+
+// dueMillis is at as the enqueue script's due time: unix ms, and 1 for a
+// time before 1970 (due at once, and distinct from "0 = now").
+func dueMillis(at time.Time) int64 {
+	if due := at.UnixMilli(); due > 0 {
+		return due
 	}
-	return s.enqueueOne(ctx, m, due)
+	return 1
 }
 
 // EnqueueIn is EnqueueAt(ctx, m, now+d), now from the Store's clock.
@@ -98,23 +103,7 @@ func (s *Store) enqueueOne(ctx context.Context, m *drover.Message, due int64) (E
 // of msgs. On error nothing is known about which messages were added;
 // enqueueing the batch again with the same ids is safe.
 func (s *Store) EnqueueBatch(ctx context.Context, msgs []*drover.Message) ([]EnqueueResult, error) {
-	reqs := make([]*enqueueRequest, len(msgs))
-	for i, m := range msgs {
-		r, err := s.newRequest(ctx, m, 0)
-		if err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
-		reqs[i] = r
-	}
-	s.flushEnqueues(ctx, reqs)
-	out := make([]EnqueueResult, len(reqs))
-	for i, r := range reqs {
-		if r.err != nil {
-			return nil, r.err
-		}
-		out[i] = r.res
-	}
-	return out, nil
+	return s.enqueueBatch(ctx, msgs, nil)
 }
 
 // EnqueueBatchAt is EnqueueBatch with a due time per message: at[i] zero
@@ -126,13 +115,16 @@ func (s *Store) EnqueueBatchAt(ctx context.Context, msgs []*drover.Message, at [
 	if len(at) != len(msgs) {
 		return nil, fmt.Errorf("enqueue batch: %d due times for %d messages", len(at), len(msgs))
 	}
+	return s.enqueueBatch(ctx, msgs, at)
+}
+
+// enqueueBatch is EnqueueBatchAt; a nil at means every message is due now.
+func (s *Store) enqueueBatch(ctx context.Context, msgs []*drover.Message, at []time.Time) ([]EnqueueResult, error) {
 	reqs := make([]*enqueueRequest, len(msgs))
 	for i, m := range msgs {
-		var due int64
-		if !at[i].IsZero() {
-			if due = at[i].UnixMilli(); due <= 0 {
-				due = 1
-			}
+		var due int64 // 0: now
+		if at != nil && !at[i].IsZero() {
+			due = dueMillis(at[i])
 		}
 		r, err := s.newRequest(ctx, m, due)
 		if err != nil {

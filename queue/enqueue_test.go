@@ -18,6 +18,7 @@ import (
 var _ = addContractCases(
 	contractCase{"ConcurrentEnqueue", testConcurrentEnqueue},
 	contractCase{"EnqueueBatch", testEnqueueBatch},
+	contractCase{"EnqueueBatchAt", testEnqueueBatchAt},
 	contractCase{"IdempotentEnqueue", testIdempotentEnqueue},
 	contractCase{"DedupeWindowExpiry", testDedupeWindowExpiry},
 	contractCase{"EnqueueRejectsInvalid", testEnqueueRejectsInvalid},
@@ -97,6 +98,30 @@ func testConcurrentEnqueue(t *testing.T, rdb redis.UniversalClient) {
 // EnqueueBatch: many messages of two queues in one call, crossing the
 // per-script chunk size; a repeated caller-chosen id in the batch is a
 // duplicate; per queue, positions follow slice order.
+// EnqueueBatchAt: a zero time and a time before 1970 go to the log at
+// once, a later time to the delayed set; the due times must match the
+// messages one for one.
+func testEnqueueBatchAt(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	msgs := []*drover.Message{msg("at", ""), msg("at", ""), msg("at", "")}
+	if _, err := s.EnqueueBatchAt(ctx, msgs, make([]time.Time, 2)); err == nil || !strings.Contains(err.Error(), "2 due times for 3 messages") {
+		t.Fatalf("EnqueueBatchAt with 2 times for 3 messages: want an error saying so, have %v", err)
+	}
+	at := []time.Time{{}, time.Unix(-100, 0), time.Now().Add(time.Hour)}
+	res, err := s.EnqueueBatchAt(ctx, msgs, at)
+	if err != nil {
+		t.Fatalf("EnqueueBatchAt: %v", err)
+	}
+	if res[0].Position <= 0 || res[1].Position <= res[0].Position || res[2].Position != 0 || res[2].Duplicate {
+		t.Fatalf("want two increasing positions then a delayed message (position 0), have %+v", res)
+	}
+	b, err := s.Backlog(ctx, "at", 0)
+	if err != nil || b.Lag != 2 || b.Delayed != 1 {
+		t.Fatalf("Backlog: want lag 2 and 1 delayed, have %+v, %v", b, err)
+	}
+}
+
 func testEnqueueBatch(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	s := newTestStore(t, rdb, nil)

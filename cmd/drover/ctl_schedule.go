@@ -16,43 +16,14 @@ import (
 	"github.com/drover-dev/drover/scheduler"
 )
 
-// scheduleJSON is one entry as -o json prints it. Definition is the
-// definition's JSON, or a JSON string holding the stored text when that is
-// not JSON; Error says why an invalid entry is invalid.
-type scheduleJSON struct {
-	Name       string          `json:"name"`
-	State      scheduler.State `json:"state"`
-	Next       *time.Time      `json:"next,omitempty"`
-	Definition json.RawMessage `json:"definition"`
-	Meta       scheduler.Meta  `json:"meta"`
-	Error      string          `json:"error,omitempty"`
-}
+// scheduleJSON is one entry as -o json prints it: the console's JSON of
+// it (ops.Schedule). Definition is the definition's JSON, or a JSON string
+// holding the stored text when that is not JSON; Error says why an invalid
+// entry is invalid.
+type scheduleJSON = ops.Schedule
 
-func scheduleOf(en scheduler.Entry) scheduleJSON {
-	out := scheduleJSON{Name: en.Name, State: en.State, Meta: en.Meta, Definition: en.Raw}
-	if en.State != scheduler.StateInvalid {
-		if b, err := json.Marshal(en.Definition); err == nil {
-			out.Definition = b
-		}
-	}
-	if !en.Next.IsZero() {
-		n := en.Next
-		out.Next = &n
-	}
-	if en.Err != nil {
-		out.Error = en.Err.Error()
-	}
-	switch {
-	case len(out.Definition) == 0:
-		out.Definition = json.RawMessage("null")
-	case !json.Valid(out.Definition):
-		// A definition that is not JSON (written by hand with redis-cli)
-		// is shown as the string it is: this is the view to inspect it.
-		b, _ := json.Marshal(string(out.Definition))
-		out.Definition = b
-	}
-	return out
-}
+// scheduleOf is en as -o json prints it.
+func scheduleOf(en scheduler.Entry) scheduleJSON { return ops.ScheduleOf(en) }
 
 // overdueAfter is how far in the past a NEXT must be for ls to ask
 // whether a scheduler leads: a leader fires within scheduler.poll_interval.

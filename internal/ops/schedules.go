@@ -26,7 +26,8 @@ type Schedule struct {
 	When  string `json:"-"`
 }
 
-func scheduleOf(en scheduler.Entry) Schedule {
+// ScheduleOf is en as the console and `drover ctl schedule -o json` show it.
+func ScheduleOf(en scheduler.Entry) Schedule {
 	out := Schedule{Name: en.Name, State: en.State, Meta: en.Meta, Definition: en.Raw,
 		Queue: en.Definition.Queue, Task: en.Definition.Task, When: DescribeSpec(en.Definition.Schedule)}
 	if en.State != scheduler.StateInvalid {
@@ -82,7 +83,7 @@ func (o *Ops) Schedules(ctx context.Context) ([]Schedule, error) {
 	}
 	out := make([]Schedule, 0, len(entries))
 	for _, en := range entries {
-		out = append(out, scheduleOf(en))
+		out = append(out, ScheduleOf(en))
 	}
 	return out, nil
 }
@@ -93,7 +94,7 @@ func (o *Ops) Schedule(ctx context.Context, name string) (Schedule, error) {
 	if err != nil {
 		return Schedule{}, err
 	}
-	return scheduleOf(en), nil
+	return ScheduleOf(en), nil
 }
 
 // SetScheduleEnabled enables or disables an entry.

@@ -13,7 +13,7 @@ import (
 // console and the API: it is shown as a string, with the reason.
 func TestScheduleWithNonJSONDefinitionEncodes(t *testing.T) {
 	raw := `{"queue":"a",`
-	s := scheduleOf(scheduler.Entry{Name: "x", State: scheduler.StateInvalid, Raw: []byte(raw), Err: errors.New("definition: unexpected end of JSON input")})
+	s := ScheduleOf(scheduler.Entry{Name: "x", State: scheduler.StateInvalid, Raw: []byte(raw), Err: errors.New("definition: unexpected end of JSON input")})
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatalf("want the entry encoded, have %v", err)
