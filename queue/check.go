@@ -41,12 +41,13 @@ func (s *Store) CheckQueues(ctx context.Context, queues []string, offsets []drov
 	}
 	calls := make([]*scriptCall, groups.len())
 	for g := range calls {
-		c := &scriptCall{}
-		for k := groups.bounds[g]; k < groups.bounds[g+1]; k++ {
-			i := groups.index(k)
-			qk := s.keys.queue(queues[i])
-			c.keys = append(c.keys, qk.log, qk.delayed)
-			c.args = append(c.args, "("+formatInt(int64(offsets[i])))
+		lo, hi := groups.bounds[g], groups.bounds[g+1]
+		// The keys are built for this call only, not cached: a full pass
+		// covers every parked queue, and caching their names emptied the
+		// cache of the busy queues' (keyspace.queue).
+		c := &scriptCall{keys: s.cutKeys(queues, groups, lo, hi, "log", "delayed"), args: make([]any, 0, hi-lo)}
+		for k := lo; k < hi; k++ {
+			c.args = append(c.args, "("+formatInt(int64(offsets[groups.index(k)])))
 		}
 		calls[g] = c
 	}
@@ -213,24 +214,11 @@ func (s *Store) QueueHeads(ctx context.Context, queues []string, heads []drover.
 	cmds := make([]*redis.RawCmd, groups.len())
 	pipe := s.rdb.Pipeline()
 	for g := range cmds {
-		lo, hi := groups.bounds[g], groups.bounds[g+1]
-		n := 0
-		for k := lo; k < hi; k++ {
-			n += s.keys.seqLen(queues[groups.index(k)])
-		}
-		var text strings.Builder
-		text.Grow(n)
-		for k := lo; k < hi; k++ {
-			s.keys.writeSeq(&text, queues[groups.index(k)])
-		}
-		all := text.String()
-		keys := make([]string, hi-lo)
-		args := make([]any, 1+hi-lo)
+		keys := s.cutKeys(queues, groups, groups.bounds[g], groups.bounds[g+1], "seq")
+		args := make([]any, 1+len(keys))
 		args[0] = "mget"
-		for k := lo; k < hi; k++ {
-			m := s.keys.seqLen(queues[groups.index(k)])
-			keys[k-lo], all = all[:m], all[m:]
-			args[1+k-lo] = &keys[k-lo] // a pointer: no allocation to box it
+		for j := range keys {
+			args[1+j] = &keys[j] // a pointer: no allocation to box it
 		}
 		cmds[g] = redis.NewRawCmd(ctx, args...)
 		_ = pipe.Process(ctx, cmds[g])
@@ -260,6 +248,35 @@ func (s *Store) QueueHeads(ctx context.Context, queues []string, heads []drover.
 		}
 	}
 	return heads, nil
+}
+
+// cutKeys returns the keys named by suffixes (writeQueueKey) of the
+// queues at groups.index(lo) … groups.index(hi-1), queue by queue: written
+// into one string and cut, two allocations in all, none per key, and none
+// cached.
+func (s *Store) cutKeys(queues []string, groups queueGroups, lo, hi int, suffixes ...string) []string {
+	n := 0
+	for k := lo; k < hi; k++ {
+		for _, suffix := range suffixes {
+			n += s.keys.queueKeyLen(queues[groups.index(k)], suffix)
+		}
+	}
+	var text strings.Builder
+	text.Grow(n)
+	for k := lo; k < hi; k++ {
+		for _, suffix := range suffixes {
+			s.keys.writeQueueKey(&text, queues[groups.index(k)], suffix)
+		}
+	}
+	all := text.String()
+	keys := make([]string, 0, (hi-lo)*len(suffixes))
+	for k := lo; k < hi; k++ {
+		for _, suffix := range suffixes {
+			m := s.keys.queueKeyLen(queues[groups.index(k)], suffix)
+			keys, all = append(keys, all[:m]), all[m:]
+		}
+	}
+	return keys
 }
 
 // rawReply reads an MGET reply of positions as the server sent it (RESP2

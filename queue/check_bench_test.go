@@ -23,3 +23,22 @@ func BenchmarkQueueHeads(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckQueues is one full backstop check of 25,000 parked queues
+// (written once, processed, nothing delayed) on the real Redis.
+func BenchmarkCheckQueues(b *testing.B) {
+	s := benchStore(b)
+	queues := setHeads(b, s, 25000)
+	offsets := make([]drover.Position, len(queues))
+	for i := range offsets {
+		offsets[i] = drover.Position(1000 + i)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := s.CheckQueues(ctx, queues, offsets); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -61,6 +61,12 @@ func testCheckQueues(t *testing.T, rdb redis.UniversalClient) {
 	if _, err := s.CheckQueues(ctx, queues, offsets[1:]); err == nil {
 		t.Fatal("CheckQueues with an offset missing: want an error")
 	}
+	// A full pass covers every parked queue: it must not build and cache
+	// their key names (about 500 bytes a queue, and the cache of the busy
+	// queues' names emptied every 4,096).
+	if _, ok := s.keys.cache.Load("idle-000"); ok {
+		t.Fatal("CheckQueues cached the key names of a queue it only checked")
+	}
 }
 
 // The slot a check groups a queue by is the one Redis Cluster computes for
@@ -188,14 +194,17 @@ func setHeads(tb testing.TB, s *Store, n int) []string {
 	return queues
 }
 
-// The backstop writes a queue's :seq key as seq names it.
-func TestWriteSeqIsSeq(t *testing.T) {
+// The backstop writes a queue's keys as queue and seq name them.
+func TestWriteQueueKeyIsTheKeyName(t *testing.T) {
 	k := &keyspace{prefix: "p"}
 	for _, q := range []string{"a", "emails-eu", "x.y_z"} {
-		var b strings.Builder
-		k.writeSeq(&b, q)
-		if b.String() != k.seq(q) || k.seqLen(q) != len(k.seq(q)) {
-			t.Fatalf("queue %s: want %q (%d bytes), have %q (%d)", q, k.seq(q), len(k.seq(q)), b.String(), k.seqLen(q))
+		qk := k.queue(q)
+		for suffix, want := range map[string]string{"seq": k.seq(q), "log": qk.log, "delayed": qk.delayed} {
+			var b strings.Builder
+			k.writeQueueKey(&b, q, suffix)
+			if b.String() != want || k.queueKeyLen(q, suffix) != len(want) {
+				t.Fatalf("queue %s, %s: want %q (%d bytes), have %q (%d)", q, suffix, want, len(want), b.String(), k.queueKeyLen(q, suffix))
+			}
 		}
 	}
 }

@@ -77,17 +77,22 @@ func (k *keyspace) queue(q string) *queueKeys {
 // the head of every parked queue and must not fill the cache with them.
 func (k *keyspace) seq(q string) string { return k.prefix + ":{" + q + "}:seq" }
 
-// writeSeq writes queue q's :seq key (seq) to b: the idle backstop writes
-// the keys of a thousand queues into one string, not a string per queue.
-func (k *keyspace) writeSeq(b *strings.Builder, q string) {
+// writeQueueKey writes to b queue q's key named by suffix, the last part
+// of one of queueKeys' ("seq", "log", "delayed"…), as queue builds it,
+// without building or caching the others: the idle backstop writes the keys
+// of hundreds of queues into one string, not a string per key.
+func (k *keyspace) writeQueueKey(b *strings.Builder, q, suffix string) {
 	b.WriteString(k.prefix)
 	b.WriteString(":{")
 	b.WriteString(q)
-	b.WriteString("}:seq")
+	b.WriteString("}:")
+	b.WriteString(suffix)
 }
 
-// seqLen is the length of queue q's :seq key.
-func (k *keyspace) seqLen(q string) int { return len(k.prefix) + len(":{}:seq") + len(q) }
+// queueKeyLen is the length of the key writeQueueKey writes.
+func (k *keyspace) queueKeyLen(q, suffix string) int {
+	return len(k.prefix) + len(":{}:") + len(q) + len(suffix)
+}
 
 // queues is the SET of every queue name ever enqueued to.
 func (k *keyspace) queues() string { return k.prefix + ":queues" }
