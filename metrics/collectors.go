@@ -25,6 +25,7 @@ type entry struct {
 	side   []string // the statsd and in-memory key, labels folded in
 	used   atomic.Int64
 	setAt  atomic.Int64 // an expiring gauge's last set, Unix nanoseconds
+	mem    memWindow    // a counter's or timer's part of the in-memory dump
 }
 
 // series is the recording side of one catalog metric: with Prometheus on, the client_golang vector that holds it, and
@@ -124,6 +125,15 @@ func (s *series) lookup(labels []Label) *entry {
 	}
 	s.entries[k] = e
 	return e
+}
+
+// each calls f with every entry, under the series' read lock.
+func (s *series) each(f func(*entry)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, e := range s.entries {
+		f(e)
+	}
 }
 
 // expire forgets the labelled counter and timer entries not used in the

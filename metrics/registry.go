@@ -84,9 +84,13 @@ type SetupConfig struct {
 // through a go-metrics instance (not the package-global one) over every
 // configured sink.
 type Registry struct {
-	gm   *gometrics.Metrics
-	own  map[string]*series   // every catalog metric, by name
-	side gometrics.MetricSink // statsd and in-memory, for own series; nil without them
+	gm  *gometrics.Metrics
+	own map[string]*series // every catalog metric, by name
+	// side is statsd and the InmemSink, for own gauges and for calls with
+	// too many labels; nil without them. Own counters and timers go to
+	// statsd (nil without it) and to their entry's memWindow.
+	side   gometrics.MetricSink
+	statsd gometrics.MetricSink
 	// epoch counts sweeps (at most one per retention): an entry remembers
 	// the epoch it was last used in, a sweep forgets those idle for two.
 	epoch          atomic.Int64
@@ -97,9 +101,10 @@ type Registry struct {
 	lastSweep      time.Time
 	prom           *promSink // nil without Prometheus
 	handler        http.Handler
-	inmem          *gometrics.InmemSink
-	dump           *gometrics.InmemSignal
-	statsd         *statsdSink
+	inmem          *gometrics.InmemSink // nil without the in-memory dump
+	inmemCfg       inmemConfig
+	stopDump       chan struct{}
+	statsdSink     *statsdSink
 	close          sync.Once
 }
 
@@ -170,11 +175,13 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("metrics setup: statsd sink for %s: %w", cfg.Statsd, err)
 		}
-		r.statsd = &statsdSink{s: s}
-		sinks, side = append(sinks, r.statsd), append(side, r.statsd)
+		r.statsdSink = &statsdSink{s: s}
+		r.statsd = r.statsdSink
+		sinks, side = append(sinks, r.statsdSink), append(side, r.statsdSink)
 	}
 	if cfg.Inmem {
 		r.inmem = gometrics.NewInmemSink(cfg.InmemInterval, cfg.InmemRetain)
+		r.inmemCfg = newInmemConfig(cfg.InmemInterval, cfg.InmemRetain)
 		sinks, side = append(sinks, r.inmem), append(side, r.inmem)
 	}
 	switch len(side) {
@@ -204,7 +211,8 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 	}
 	r.gm = gm
 	if r.inmem != nil {
-		r.dump = gometrics.NewInmemSignal(r.inmem, cfg.DumpSignal, cfg.DumpTo)
+		r.stopDump = make(chan struct{})
+		r.dumpOnSignal(cfg.DumpSignal, cfg.DumpTo, r.stopDump)
 	}
 	return r, nil
 }
@@ -220,8 +228,11 @@ func (r *Registry) IncrCounter(name string, v float32, labels ...Label) {
 		case e.prom != nil && v >= 0: // Prometheus counters only go up
 			e.prom.(prometheus.Counter).Add(float64(v))
 		}
-		if r.side != nil {
-			r.side.IncrCounterWithLabels(e.side, v, nil)
+		if r.statsd != nil {
+			r.statsd.IncrCounterWithLabels(e.side, v, nil)
+		}
+		if r.inmem != nil {
+			e.mem.add(r.inmemCfg, r.now(), v)
 		}
 		return
 	}
@@ -262,8 +273,11 @@ func (r *Registry) AddSample(name string, v float32, labels ...Label) {
 		case e.prom != nil:
 			e.prom.(prometheus.Observer).Observe(float64(v))
 		}
-		if r.side != nil {
-			r.side.AddSampleWithLabels(e.side, v, nil)
+		if r.statsd != nil {
+			r.statsd.AddSampleWithLabels(e.side, v, nil)
+		}
+		if r.inmem != nil {
+			e.mem.add(r.inmemCfg, r.now(), v)
 		}
 		return
 	}
@@ -312,11 +326,11 @@ func (r *Registry) Close() {
 }
 
 func (r *Registry) shutdown() {
-	if r.dump != nil {
-		r.dump.Stop()
+	if r.stopDump != nil {
+		close(r.stopDump)
 	}
-	if r.statsd != nil {
-		r.statsd.shutdown()
+	if r.statsdSink != nil {
+		r.statsdSink.shutdown()
 	}
 }
 
