@@ -1,12 +1,11 @@
 package queue
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -195,10 +194,10 @@ const headGroup = 1000
 // hundred commands. CheckQueues, which also finds delayed messages, is for
 // the rarer full checks.
 //
-// It allocates a few objects per MGET and none per queue: the keys of an
-// MGET are cut from one string and passed by pointer, and the reply is
-// read raw (go-redis's RawCmd: one buffer), not as a string per value. A
-// worker reads its 25,000 parked queues' heads every 5 s (docs/decisions.md,
+// The keys of an MGET are cut from one string and passed by pointer (no
+// string or box per key); the reply is go-redis's, a string per value, so
+// that a Cluster's MOVED and ASK redirects are followed as for any command.
+// A worker reads its 25,000 parked queues' heads every 5 s (docs/decisions.md,
 // "The idle backstop's head read and full pass allocate per MGET, not per
 // queue").
 func (s *Store) QueueHeads(ctx context.Context, queues []string, heads []drover.Position) ([]drover.Position, error) {
@@ -211,7 +210,7 @@ func (s *Store) QueueHeads(ctx context.Context, queues []string, heads []drover.
 	if len(queues) == 0 {
 		return heads, nil
 	}
-	cmds := make([]*redis.RawCmd, groups.len())
+	cmds := make([]*redis.SliceCmd, groups.len())
 	pipe := s.rdb.Pipeline()
 	for g := range cmds {
 		keys := s.cutKeys(queues, groups, groups.bounds[g], groups.bounds[g+1], "seq")
@@ -220,31 +219,28 @@ func (s *Store) QueueHeads(ctx context.Context, queues []string, heads []drover.
 		for j := range keys {
 			args[1+j] = &keys[j] // a pointer: no allocation to box it
 		}
-		cmds[g] = redis.NewRawCmd(ctx, args...)
+		cmds[g] = redis.NewSliceCmd(ctx, args...)
 		_ = pipe.Process(ctx, cmds[g])
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command below
 	for g, cmd := range cmds {
 		lo, hi := groups.bounds[g], groups.bounds[g+1]
-		raw, err := cmd.Result()
-		if err != nil {
-			return heads[:start], fmt.Errorf("read queue heads: %w", err)
-		}
-		r := rawReply{b: raw}
-		n, err := r.arrayLen()
-		if err == nil && n != hi-lo {
-			err = fmt.Errorf("MGET returned %d values for %d keys", n, hi-lo)
+		vals, err := cmd.Result()
+		if err == nil && len(vals) != hi-lo {
+			err = fmt.Errorf("MGET returned %d values for %d keys", len(vals), hi-lo)
 		}
 		if err != nil {
 			return heads[:start], fmt.Errorf("read queue heads: %w", err)
 		}
 		for k := lo; k < hi; k++ {
 			i := groups.index(k)
-			pos, err := r.position()
-			if err != nil {
-				return heads[:start], fmt.Errorf("read queue heads: the seq key of %q: %w", queues[i], err)
+			var pos int64
+			if v, ok := vals[k-lo].(string); ok {
+				if pos, err = strconv.ParseInt(v, 10, 64); err != nil || pos < 0 {
+					return heads[:start], fmt.Errorf("read queue heads: the seq key of %q holds %q, not a position", queues[i], v)
+				}
 			}
-			heads[start+i] = pos
+			heads[start+i] = drover.Position(pos)
 		}
 	}
 	return heads, nil
@@ -277,82 +273,4 @@ func (s *Store) cutKeys(queues []string, groups queueGroups, lo, hi int, suffixe
 		}
 	}
 	return keys
-}
-
-// rawReply reads an MGET reply of positions as the server sent it (RESP2
-// or RESP3), without a string per value.
-type rawReply struct{ b []byte }
-
-var errShortReply = errors.New("reply cut short")
-
-// line returns the next line, without its CRLF.
-func (r *rawReply) line() ([]byte, error) {
-	i := bytes.Index(r.b, []byte("\r\n"))
-	if i < 0 {
-		return nil, errShortReply
-	}
-	l := r.b[:i]
-	r.b = r.b[i+2:]
-	return l, nil
-}
-
-// arrayLen reads an array's header and returns its length; an error reply
-// (MOVED on a Cluster being resharded, say) is returned as an error.
-func (r *rawReply) arrayLen() (int, error) {
-	l, err := r.line()
-	if err != nil {
-		return 0, err
-	}
-	if len(l) > 0 && l[0] == '-' {
-		return 0, errors.New(string(l[1:]))
-	}
-	if len(l) < 2 || l[0] != '*' {
-		return 0, fmt.Errorf("want an array reply, have %q", l)
-	}
-	n, ok := parseDigits(l[1:])
-	if !ok {
-		return 0, fmt.Errorf("want an array reply, have %q", l)
-	}
-	return int(n), nil
-}
-
-// position reads one element: a position, or 0 for a missing key.
-func (r *rawReply) position() (drover.Position, error) {
-	l, err := r.line()
-	if err != nil {
-		return 0, err
-	}
-	if string(l) == "_" || string(l) == "$-1" { // RESP3's and RESP2's nil
-		return 0, nil
-	}
-	n, ok := parseDigits(l[min(1, len(l)):])
-	if len(l) == 0 || l[0] != '$' || !ok {
-		return 0, fmt.Errorf("want a string or nil, have %q", l)
-	}
-	if int64(len(r.b)) < n+2 {
-		return 0, errShortReply
-	}
-	v := r.b[:n]
-	r.b = r.b[n+2:]
-	pos, ok := parseDigits(v)
-	if !ok {
-		return 0, fmt.Errorf("holds %q, not a position", v)
-	}
-	return drover.Position(pos), nil
-}
-
-// parseDigits parses a non-negative decimal of at most 18 digits (no
-// overflow), without the string strconv would take.
-func parseDigits(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
 }
