@@ -97,6 +97,10 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 	return res
 }
 
+// maxKeptFrame is the largest task frame buffer a child keeps for its next
+// task.
+const maxKeptFrame = 64 << 10
+
 // realDeadline converts a deadline by the executor's clock to real time,
 // which timers and I/O deadlines use.
 func (e *execExecutor) realDeadline(deadline time.Time) time.Time {
@@ -251,6 +255,9 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	res := Result{ExitCode: -1, PID: c.pid}
 	c.frame = appendTaskFrame(c.frame[:0], &frame, envelope)
 	buf := c.frame
+	if cap(c.frame) > maxKeptFrame {
+		c.frame = nil // a large envelope's buffer is not kept for the child's life
+	}
 	if out, errOut := c.stdout.begin(), c.stderr.begin(); len(out) > 0 || len(errOut) > 0 {
 		taskLogger(e.logger, t, c.pid).Info("pooled child output between tasks", "stdout", string(out), "stderr", string(errOut))
 	}

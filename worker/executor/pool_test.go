@@ -390,6 +390,28 @@ func TestPoolProgramsAHandlerStartsDoNotInheritTheProtocolDescriptors(t *testing
 	mustSucceed(t, res)
 }
 
+func TestPoolLargeEnvelopeThenSmallOnesInOneChild(t *testing.T) {
+	t.Parallel()
+	e, _ := newPoolExecutor(t, Config{})
+	route := pooledGo(drover.PoolConfig{})
+	// A frame larger than a pipe's buffer is written while the child
+	// reads it; its buffer is not kept, and the next frames are whole.
+	big := poolTask(t, handlerReport, route, 0)
+	big.Message.Args = json.RawMessage(strconv.Quote(strings.Repeat("x", 300<<10)))
+	res := e.Execute(context.Background(), big)
+	mustSucceed(t, res)
+	if !strings.Contains(string(res.Stdout), strings.Repeat("x", 1000)) {
+		t.Errorf("want the handler to have seen the large args, have stdout of %d bytes", len(res.Stdout))
+	}
+	for i := 1; i <= 2; i++ {
+		small := e.Execute(context.Background(), poolTask(t, poolEcho, route, i))
+		mustSucceed(t, small)
+		if want := fmt.Sprintf("handled m%d attempt 0\n", i); string(small.Stdout) != want || small.PID != res.PID {
+			t.Errorf("task %d: want %q from child %d, have %q from %d", i, want, res.PID, small.Stdout, small.PID)
+		}
+	}
+}
+
 func TestPoolCrashMidTaskFailsItAndTheRetryRunsInANewChild(t *testing.T) {
 	t.Parallel()
 	e, _ := newPoolExecutor(t, Config{})
