@@ -105,34 +105,32 @@ func TestManyQueueCallsSplitIntoBoundedCommands(t *testing.T) {
 	t.Run("CheckQueues", func(t *testing.T) {
 		queues := names("chunk-check", 2*checkGroup+5)
 		pos := enqueue(queues, func(int) int { return 1 })
-		offsets := map[string]drover.Position{}
+		offsets := make([]drover.Position, len(queues))
 		for i, q := range queues {
-			offsets[q] = pos[q][0] // processed
+			offsets[i] = pos[q][0] // processed
 			if i%3 == 0 {
-				offsets[q]-- // its message waits
+				offsets[i]-- // its message waits
 			}
 		}
 		warmScript(t, s, checkScript)
 		counts.reset()
-		checks, err := s.CheckQueues(ctx, offsets)
+		checks, err := s.CheckQueues(ctx, queues, offsets)
 		if err != nil {
 			t.Fatalf("CheckQueues: %v", err)
 		}
 		if want, have := ceil(len(queues), checkGroup), counts.scripts(checkScript); have != want {
 			t.Fatalf("check script calls for %d queues (%d per call): want %d, have %d", len(queues), checkGroup, want, have)
 		}
-		seen := map[string]bool{}
-		for _, c := range checks {
-			if seen[c.Queue] {
-				t.Fatalf("%s checked twice", c.Queue)
+		if len(checks) != len(queues) {
+			t.Fatalf("want every one of %d queues checked, have %d", len(queues), len(checks))
+		}
+		for i, c := range checks {
+			if c.Queue != queues[i] {
+				t.Fatalf("check %d: want %s (request order), have %s", i, queues[i], c.Queue)
 			}
-			seen[c.Queue] = true
-			if want := offsets[c.Queue] < pos[c.Queue][0]; c.Ready != want {
+			if want := i%3 == 0; c.Ready != want {
 				t.Fatalf("%s: want ready %v, have %v", c.Queue, want, c.Ready)
 			}
-		}
-		if len(seen) != len(queues) {
-			t.Fatalf("want every one of %d queues checked, have %d", len(queues), len(seen))
 		}
 	})
 
@@ -140,7 +138,7 @@ func TestManyQueueCallsSplitIntoBoundedCommands(t *testing.T) {
 		queues := names("chunk-heads", 2*headGroup+7)
 		pos := enqueue(queues[1:], func(i int) int { return 1 + i%2 }) // queues[0] never written
 		counts.reset()
-		heads, err := s.QueueHeads(ctx, queues)
+		heads, err := s.QueueHeads(ctx, queues, nil)
 		if err != nil {
 			t.Fatalf("QueueHeads: %v", err)
 		}
@@ -150,13 +148,13 @@ func TestManyQueueCallsSplitIntoBoundedCommands(t *testing.T) {
 		if len(heads) != len(queues) {
 			t.Fatalf("want a head for each of %d queues, have %d", len(queues), len(heads))
 		}
-		for _, q := range queues {
+		for i, q := range queues {
 			var want drover.Position
 			if p := pos[q]; len(p) > 0 {
 				want = p[len(p)-1]
 			}
-			if heads[q] != want {
-				t.Fatalf("head of %s: want %d, have %d", q, want, heads[q])
+			if heads[i] != want {
+				t.Fatalf("head of %s: want %d, have %d", q, want, heads[i])
 			}
 		}
 	})

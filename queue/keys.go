@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -75,6 +76,23 @@ func (k *keyspace) queue(q string) *queueKeys {
 // seq is queue q's :seq key, built without caching: the idle backstop reads
 // the head of every parked queue and must not fill the cache with them.
 func (k *keyspace) seq(q string) string { return k.prefix + ":{" + q + "}:seq" }
+
+// writeQueueKey writes to b queue q's key named by suffix, the last part
+// of one of queueKeys' ("seq", "log", "delayed"…), as queue builds it,
+// without building or caching the others: the idle backstop writes the keys
+// of hundreds of queues into one string, not a string per key.
+func (k *keyspace) writeQueueKey(b *strings.Builder, q, suffix string) {
+	b.WriteString(k.prefix)
+	b.WriteString(":{")
+	b.WriteString(q)
+	b.WriteString("}:")
+	b.WriteString(suffix)
+}
+
+// queueKeyLen is the length of the key writeQueueKey writes.
+func (k *keyspace) queueKeyLen(q, suffix string) int {
+	return len(k.prefix) + len(":{}:") + len(q) + len(suffix)
+}
 
 // queues is the SET of every queue name ever enqueued to.
 func (k *keyspace) queues() string { return k.prefix + ":queues" }

@@ -137,16 +137,16 @@ func (l *memLog) PromoteDueNext(_ context.Context, queue string, now time.Time, 
 }
 
 // CheckQueues is the amortised check: one call for all the queues given.
-func (l *memLog) CheckQueues(_ context.Context, offsets map[string]drover.Position) ([]drover.QueueCheck, error) {
+func (l *memLog) CheckQueues(_ context.Context, queues []string, offsets []drover.Position) ([]drover.QueueCheck, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.checks++
 	l.full++
 	var out []drover.QueueCheck
-	for q, off := range offsets {
+	for i, q := range queues {
 		c := drover.QueueCheck{Queue: q}
 		for _, e := range l.log[q] {
-			if e.Position > off {
+			if e.Position > offsets[i] {
 				c.Ready = true
 				break
 			}
@@ -162,7 +162,7 @@ func (l *memLog) CheckQueues(_ context.Context, offsets map[string]drover.Positi
 }
 
 // QueueHeads is the periodic pass's read: each queue's last position.
-func (l *memLog) QueueHeads(_ context.Context, queues []string) (map[string]drover.Position, error) {
+func (l *memLog) QueueHeads(_ context.Context, queues []string, heads []drover.Position) ([]drover.Position, error) {
 	l.mu.Lock()
 	gate := l.headsGate
 	l.headsHeld++
@@ -173,9 +173,8 @@ func (l *memLog) QueueHeads(_ context.Context, queues []string) (map[string]drov
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.checks++
-	heads := map[string]drover.Position{}
 	for _, q := range queues {
-		heads[q] = l.heads[q]
+		heads = append(heads, l.heads[q])
 	}
 	return heads, nil
 }

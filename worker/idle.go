@@ -3,6 +3,7 @@ package worker
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -46,13 +47,16 @@ type idleScheduler struct {
 	checks int
 	passes int
 
-	// parked and names are the backstop pass's buffers, reused from pass
-	// to pass so that a pass over 25,000 parked queues allocates nothing
-	// per queue (two maps and a slice of them were 2 MB of garbage a
-	// second). Only the run goroutine touches them, in check; they hold
-	// no queue between passes.
-	parked []parkedQueue
-	names  []string
+	// parked, names, positions and heads are the backstop pass's
+	// buffers, reused from pass to pass so that a pass over 25,000 parked
+	// queues allocates nothing per queue (two maps and a slice of them
+	// were 2 MB of garbage a second; the Log's map of heads, 1.3 MB a
+	// pass more). Only the run goroutine touches them, in check and
+	// checkFresh; they hold no queue between passes.
+	parked    []parkedQueue
+	names     []string
+	positions []drover.Position // the fetched offsets of a full pass
+	heads     []drover.Position
 }
 
 // parkedQueue is a parked queue as a backstop pass found it.
@@ -273,15 +277,7 @@ func (s *idleScheduler) check(full bool) bool {
 		s.checkHeads(hr, parked)
 		return more
 	}
-	// A full pass is rare (queues just started, missed wake-ups): it builds
-	// the map QueueChecker takes.
-	offsets := make(map[string]drover.Position, len(parked))
-	loops := make(map[string]*queueLoop, len(parked))
-	for _, p := range parked {
-		offsets[p.loop.name] = p.fetched
-		loops[p.loop.name] = p.loop
-	}
-	s.checkLoops(offsets, loops)
+	s.checkLoops(parked)
 	return more
 }
 
@@ -304,14 +300,18 @@ func (s *idleScheduler) checkHeads(hr HeadReader, parked []parkedQueue) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	heads, err := hr.QueueHeads(ctx, names)
+	heads, err := hr.QueueHeads(ctx, names, s.heads[:0])
+	if err == nil && len(heads) != len(parked) {
+		err = fmt.Errorf("%d heads for %d queues", len(heads), len(parked))
+	}
 	if err != nil {
 		s.w.cfg.Logger.Warn("check of the parked queues failed; checking again next poll interval", "queues", len(names), "error", err)
 		return
 	}
-	for _, p := range parked {
-		h, ok := heads[p.loop.name]
-		if !ok || h <= p.fetched || int64(h) <= p.loop.seenHead.Load() {
+	s.heads = heads[:0]
+	for i, p := range parked {
+		h := heads[i]
+		if h <= p.fetched || int64(h) <= p.loop.seenHead.Load() {
 			continue
 		}
 		p.loop.seenHead.Store(int64(h))
@@ -321,56 +321,67 @@ func (s *idleScheduler) checkHeads(hr HeadReader, parked []parkedQueue) {
 
 // checkFresh checks the queues just started.
 func (s *idleScheduler) checkFresh(queues []string) {
-	offsets := map[string]drover.Position{}
-	loops := map[string]*queueLoop{}
+	parked := s.parked[:0]
+	defer func() { clear(parked); s.parked = parked[:0] }()
 	s.w.mu.Lock()
 	for _, q := range queues {
 		if l := s.w.queues[q]; l != nil && l.parked() {
-			offsets[q] = drover.Position(l.parkedFetched.Load())
-			loops[q] = l
+			parked = append(parked, parkedQueue{loop: l, fetched: drover.Position(l.parkedFetched.Load())})
 		}
 	}
 	s.w.mu.Unlock()
-	s.checkLoops(offsets, loops)
+	s.checkLoops(parked)
 }
 
-// checkLoops checks the queues of offsets in one amortised call, signals
-// those with a message after their offset and schedules their due times.
-func (s *idleScheduler) checkLoops(offsets map[string]drover.Position, loops map[string]*queueLoop) {
+// checkLoops checks the parked queues after their fetched offsets in one
+// amortised call (the full pass: rare), signals those with a message after
+// their offset and schedules their due times. Like the periodic pass it
+// passes the queues and offsets in the scheduler's buffers and matches the
+// results by position: no map per pass.
+func (s *idleScheduler) checkLoops(parked []parkedQueue) {
 	s.mu.Lock()
 	s.checks++
 	s.mu.Unlock()
-	if len(offsets) == 0 {
+	if len(parked) == 0 {
 		return
 	}
 	qc, ok := s.w.cfg.Log.(QueueChecker)
 	if !ok {
-		for _, l := range loops {
-			l.signal()
+		for _, p := range parked {
+			p.loop.signal()
 		}
 		return
 	}
+	names, positions := s.names[:0], s.positions[:0]
+	defer func() {
+		clear(names)
+		s.names, s.positions = names[:0], positions[:0]
+	}()
+	for _, p := range parked {
+		names = append(names, p.loop.name)
+		positions = append(positions, p.fetched)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	res, err := qc.CheckQueues(ctx, offsets)
+	res, err := qc.CheckQueues(ctx, names, positions)
+	if err == nil {
+		err = checksInOrder(res, names)
+	}
 	if err != nil {
 		// The next pass checks again: waking every queue would only
 		// repeat the failing reads one by one.
-		s.w.cfg.Logger.Warn("check of the parked queues failed; checking again next poll interval", "queues", len(loops), "error", err)
+		s.w.cfg.Logger.Warn("check of the parked queues failed; checking again next poll interval", "queues", len(parked), "error", err)
 		s.mu.Lock()
-		for _, l := range loops {
-			if !l.checked.Load() {
-				s.fresh = append(s.fresh, l.name)
+		for _, p := range parked {
+			if !p.loop.checked.Load() {
+				s.fresh = append(s.fresh, p.loop.name)
 			}
 		}
 		s.mu.Unlock()
 		return
 	}
-	for _, r := range res {
-		l := loops[r.Queue]
-		if l == nil {
-			continue
-		}
+	for i, r := range res {
+		l := parked[i].loop
 		l.checked.Store(true)
 		l.dueKnown.Store(true)
 		if !r.NextDue.IsZero() {
@@ -380,6 +391,20 @@ func (s *idleScheduler) checkLoops(offsets map[string]drover.Position, loops map
 			l.signal()
 		}
 	}
+}
+
+// checksInOrder reports an error unless res holds one check per queue, in
+// the order of queues, as QueueChecker promises.
+func checksInOrder(res []drover.QueueCheck, queues []string) error {
+	if len(res) != len(queues) {
+		return fmt.Errorf("%d checks for %d queues", len(res), len(queues))
+	}
+	for i, r := range res {
+		if r.Queue != queues[i] {
+			return fmt.Errorf("check %d is of %s, want %s", i, r.Queue, queues[i])
+		}
+	}
+	return nil
 }
 
 // checkCount returns how many backstop checks ran.

@@ -3,31 +3,37 @@ package worker
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testkit"
 )
 
-// fixedHeadsLog is a memLog whose QueueHeads answers from a map built
-// once, so that a measurement of a backstop pass counts the scheduler's
-// allocations only, not the fake's answer.
-type fixedHeadsLog struct {
+// reusingCheckLog is a memLog whose CheckQueues answers in a buffer it
+// reuses (every queue checked, nothing ready), so that a measurement of a
+// full backstop pass counts the scheduler's allocations only: the queue
+// package's CheckQueues allocates its answer, one slice a call.
+type reusingCheckLog struct {
 	*memLog
-	heads map[string]drover.Position
+	checks []drover.QueueCheck
 }
 
-func (l *fixedHeadsLog) QueueHeads(context.Context, []string) (map[string]drover.Position, error) {
-	return l.heads, nil
+func (l *reusingCheckLog) CheckQueues(_ context.Context, queues []string, _ []drover.Position) ([]drover.QueueCheck, error) {
+	l.checks = l.checks[:0]
+	for _, q := range queues {
+		l.checks = append(l.checks, drover.QueueCheck{Queue: q})
+	}
+	return l.checks, nil
 }
 
-// parkedWorker returns a worker owning n parked, checked queues whose
-// periodic backstop reads heads from a fixedHeadsLog.
+// parkedWorker returns a worker owning n parked, checked queues. Its
+// periodic backstop reads heads from a memLog, which appends them to the
+// buffer it is given, as the queue package's QueueHeads does.
 func parkedWorker(tb testing.TB, n int) *Worker {
 	tb.Helper()
-	log := newMemLog()
-	fixed := &fixedHeadsLog{memLog: log, heads: make(map[string]drover.Position, n)}
-	w, err := New(Config{Member: "m1", Log: fixed, Requeuer: log, Executor: &scriptedExecutor{},
+	log := &reusingCheckLog{memLog: newMemLog()}
+	w, err := New(Config{Member: "m1", Log: log, Requeuer: log.memLog, Executor: &scriptedExecutor{},
 		Clock: testkit.NewClock(t0), PollInterval: DefaultPollInterval})
 	if err != nil {
 		tb.Fatal(err)
@@ -35,7 +41,6 @@ func parkedWorker(tb testing.TB, n int) *Worker {
 	tb.Cleanup(w.AbortAll)
 	for i := range n {
 		q := fmt.Sprintf("queue-%05d", i)
-		fixed.heads[q] = 0
 		if err := w.Start(queueConfig(q, nil), &memClaim{}); err != nil {
 			tb.Fatal(err)
 		}
@@ -56,28 +61,59 @@ func parkedWorker(tb testing.TB, n int) *Worker {
 	return w
 }
 
+// passCost returns the allocations and bytes of one run of pass, the
+// average of runs after a first that sizes the buffers.
+func passCost(runs int, pass func()) (allocs, bytes float64) {
+	pass()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	allocs = testing.AllocsPerRun(runs, pass) // itself runs pass once more first
+	runtime.ReadMemStats(&after)
+	return allocs, float64(after.TotalAlloc-before.TotalAlloc) / float64(runs+1)
+}
+
 // Defect (issue 14): every periodic backstop pass built two maps of every
 // parked queue and a slice of their names (about 2 MB of garbage a second
-// at 25,000 queues). A pass now reuses its buffers: its allocations do not
-// grow with the parked queues. The scheduler's goroutine waits on the
-// fake clock, so the test's passes are the only ones running.
+// at 25,000 queues), and the Log's heads read answered with a map of every
+// queue (1.3 MB a pass more). A pass now reuses its buffers and the Log
+// appends the heads to one of them: neither its allocations nor its bytes
+// grow with the parked queues. The scheduler's goroutine waits on the fake
+// clock, so the test's passes are the only ones running.
 func TestABackstopPassAllocatesNothingPerParkedQueue(t *testing.T) {
 	const n = 25000
 	w := parkedWorker(t, n)
-	w.idle.check(false) // the first pass sizes the buffers
 	before := w.idle.checkCount()
-	allocs := testing.AllocsPerRun(5, func() { w.idle.check(false) })
-	if have := w.idle.checkCount() - before; have < 5 {
+	allocs, bytes := passCost(5, func() { w.idle.check(false) })
+	if have := w.idle.checkCount() - before; have < 7 {
 		t.Fatalf("want every run to be a heads pass, have %d passes", have)
 	}
 	// What is left is the pass's context and timer: a handful, whatever n.
-	if allocs > 16 {
-		t.Fatalf("a periodic pass over %d parked queues: want at most 16 allocations, have %.0f", n, allocs)
+	if allocs > 16 || bytes > n {
+		t.Fatalf("a periodic pass over %d parked queues: want at most 16 allocations and a byte a queue, have %.0f allocations, %.0f bytes", n, allocs, bytes)
+	}
+}
+
+// Defect (issue 14): a full backstop pass (queues just started, missed
+// wake-ups) built a map of every parked queue's offset and one of its loop
+// for CheckQueues: 295 allocations, 3.9 MB at 25,000 queues. It now passes
+// the queues and offsets in the pass's buffers and matches the checks by
+// position.
+func TestAFullBackstopPassAllocatesNothingPerParkedQueue(t *testing.T) {
+	const n = 25000
+	w := parkedWorker(t, n)
+	before := w.idle.checkCount()
+	allocs, bytes := passCost(5, func() { w.idle.check(true) })
+	if have := w.idle.checkCount() - before; have < 7 {
+		t.Fatalf("want every run to be a full pass, have %d passes", have)
+	}
+	if allocs > 16 || bytes > n {
+		t.Fatalf("a full pass over %d parked queues: want at most 16 allocations and a byte a queue, have %.0f allocations, %.0f bytes", n, allocs, bytes)
 	}
 }
 
 // BenchmarkBackstopPass reports what one periodic backstop pass over
-// 25,000 parked queues allocates (the Log's answer not counted).
+// 25,000 parked queues allocates, the fake Log's answer included (it
+// appends to the pass's buffer, as the queue package's does).
 func BenchmarkBackstopPass(b *testing.B) {
 	w := parkedWorker(b, 25000)
 	w.idle.check(false)
@@ -85,5 +121,42 @@ func BenchmarkBackstopPass(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		w.idle.check(false)
+	}
+}
+
+// BenchmarkFullBackstopPass reports what one full backstop pass over
+// 25,000 parked queues allocates (the Log's answer not counted).
+func BenchmarkFullBackstopPass(b *testing.B) {
+	w := parkedWorker(b, 25000)
+	w.idle.check(true)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		w.idle.check(true)
+	}
+}
+
+// The full pass matches checks to queues by position, so a Log that
+// answers short or out of order fails the pass (its queues wait for the
+// next) rather than marking the wrong queues checked.
+func TestChecksMustComeInTheOrderAsked(t *testing.T) {
+	queues := []string{"a", "b", "c"}
+	for _, c := range []struct {
+		name  string
+		res   []string
+		valid bool
+	}{
+		{"in order", []string{"a", "b", "c"}, true},
+		{"short", []string{"a", "b"}, false},
+		{"long", []string{"a", "b", "c", "d"}, false},
+		{"out of order", []string{"a", "c", "b"}, false},
+	} {
+		var res []drover.QueueCheck
+		for _, q := range c.res {
+			res = append(res, drover.QueueCheck{Queue: q})
+		}
+		if err := checksInOrder(res, queues); (err == nil) != c.valid {
+			t.Errorf("%s: want valid %v, have error %v", c.name, c.valid, err)
+		}
 	}
 }

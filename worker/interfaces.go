@@ -57,10 +57,11 @@ type Requeuer interface {
 // woken, a queue with a delayed message is scheduled for its due time. A
 // Log without it makes the backstop wake every parked queue instead.
 type QueueChecker interface {
-	// CheckQueues reports, for every queue in offsets (queue → the offset
-	// to look after), whether a message follows the offset and when the
-	// queue's earliest delayed message is due.
-	CheckQueues(ctx context.Context, offsets map[string]drover.Position) ([]drover.QueueCheck, error)
+	// CheckQueues reports, for each of queues, whether a message follows
+	// its offset (offsets[i], the offset to look after, is queues[i]'s)
+	// and when the queue's earliest delayed message is due: one check
+	// per queue, in the order of queues.
+	CheckQueues(ctx context.Context, queues []string, offsets []drover.Position) ([]drover.QueueCheck, error)
 }
 
 // HeadReader is a Log that reads many queues' heads (the last position
@@ -69,8 +70,13 @@ type QueueChecker interface {
 // past their fetched offset; QueueChecker then runs only for queues just
 // started and after missed wake-ups, the passes that must also learn due
 // times (which otherwise arrive by wake-up, promotion and retry).
+//
+// The worker passes a buffer of its own, so that the pass over every
+// parked queue allocates nothing per queue.
 type HeadReader interface {
-	QueueHeads(ctx context.Context, queues []string) (map[string]drover.Position, error)
+	// QueueHeads appends the head of each of queues, in their order, to
+	// heads and returns the extended slice.
+	QueueHeads(ctx context.Context, queues []string, heads []drover.Position) ([]drover.Position, error)
 }
 
 // BatchTrimmer is a Log that trims many queues in one round trip (with

@@ -1,9 +1,24 @@
 package main
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
+
+// An error line names the program once: a usage error that starts with the
+// command's path printed "drover: drover ctl enqueue: want …".
+func TestErrorLineNamesTheProgramOnce(t *testing.T) {
+	for err, want := range map[error]string{
+		usagef("drover ctl enqueue: want <queue> <task>, have 0 argument(s)"): "drover ctl enqueue: want <queue> <task>, have 0 argument(s)",
+		errors.New("revoke x: drover: not found"):                             "drover: revoke x: not found",
+		errors.New("drover: not found"):                                       "drover: not found",
+	} {
+		if got := errorLine(err); got != want {
+			t.Errorf("errorLine(%q) = %q, want %q", err, got, want)
+		}
+	}
+}
 
 // TestCtlErrorsAreOneClearLine: a failed command prints one "drover:" line
 // that says what failed, without the driver's noise, a repeated prefix or

@@ -72,11 +72,16 @@ func exitCode(err error) int {
 
 // errorLine is the one line a failed command prints: "drover: " and the
 // error, without the "drover: " that the wrapped sentinel errors
-// (drover.ErrNotFound is "drover: not found") would repeat inside it.
+// (drover.ErrNotFound is "drover: not found") would repeat inside it. An
+// error that starts with the command's path ("drover ctl enqueue: want
+// <queue> <task>, …") already names the program and is printed as it is.
 func errorLine(err error) string {
 	msg := strings.TrimPrefix(err.Error(), "drover: ")
 	msg = strings.ReplaceAll(msg, ": drover: ", ": ")
 	msg = strings.ReplaceAll(msg, "(drover: ", "(")
+	if strings.HasPrefix(msg, "drover ") {
+		return msg
+	}
 	return "drover: " + msg
 }
 

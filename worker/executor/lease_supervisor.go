@@ -100,6 +100,18 @@ type leaseFire struct {
 	groups int           // process groups sent SIGTERM
 }
 
+// line is what the supervisor prints when the lease fires at now: what it
+// killed and why. A lease that lapses with no task running (a worker that
+// has not reached ZooKeeper yet, say) kills nothing and prints nothing: the
+// worker's own log says why it is not renewing.
+func (f leaseFire) line(now time.Time, bound, grace time.Duration) string {
+	if f.groups == 0 {
+		return ""
+	}
+	return fmt.Sprintf("drover lease: fired at %s: renewal late by %s (bound %s): SIGTERM to %d process groups, SIGKILL after %s",
+		now.UTC().Format(time.RFC3339Nano), f.late.Round(time.Millisecond), bound, f.groups, grace)
+}
+
 // leaseState is the supervisor's decision logic, free of I/O: the records
 // it read and the clock go in, signals come out through kill.
 type leaseState struct {
@@ -227,8 +239,9 @@ func runLeaseSupervisor(args []string) int {
 	st := newLeaseState(bound, grace, armedAt,
 		func(g int, sig syscall.Signal) { _ = syscall.Kill(-g, sig) },
 		func(f leaseFire) {
-			fmt.Fprintf(os.Stderr, "drover lease: fired at %s: renewal late by %s (bound %s): SIGTERM to %d process groups, SIGKILL after %s\n",
-				time.Now().UTC().Format(time.RFC3339Nano), f.late.Round(time.Millisecond), bound, f.groups, grace)
+			if line := f.line(time.Now(), bound, grace); line != "" {
+				fmt.Fprintln(os.Stderr, line)
+			}
 		})
 	tick := int64(leaseTick(bound))
 	buf := make([]byte, 64*1024)

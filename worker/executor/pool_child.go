@@ -3,12 +3,12 @@ package executor
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +44,12 @@ func runGoPoolChild() int {
 		return setupFailed("%s=%q: want %d", EnvPoolProtocol, v, poolProtocol)
 	}
 	os.Unsetenv(EnvPoolProtocol) // a task that runs the binary again is no pooled child
+	// The protocol's descriptors are this process's: a program a handler
+	// starts must not inherit them (os/exec passes on every descriptor
+	// without close-on-exec, and fds 3 and 4 came from the worker
+	// without it).
+	syscall.CloseOnExec(poolTaskFD)
+	syscall.CloseOnExec(poolResultFD)
 	tasks := os.NewFile(poolTaskFD, "drover-tasks")
 	results := os.NewFile(poolResultFD, "drover-results")
 	if tasks == nil || results == nil {
@@ -61,6 +67,7 @@ func runGoPoolChild() int {
 	}()
 	var buf []byte
 	in := bufio.NewReaderSize(tasks, 16<<10)
+	var yielded time.Time
 	for {
 		body, err := readFrame(in, buf, 1<<31-1)
 		if errors.Is(err, io.EOF) {
@@ -71,18 +78,32 @@ func runGoPoolChild() int {
 		}
 		buf = body
 		var f taskFrame
-		if err := json.Unmarshal(body, &f); err != nil || f.Type != frameTask {
+		if err := decodeTaskFrame(body, &f); err != nil || f.Type != frameTask {
 			return setupFailed("want a task frame, have %q (%v)", clip(body, 80), err)
 		}
 		r := s.serve(&f)
-		if err := s.send(r); err != nil {
+		s.frame = appendResultFrame(s.frame[:0], &r)
+		if _, err := s.results.Write(s.frame); err != nil {
 			return setupFailed("write result frame: %v", err)
 		}
 		if s.terminating() {
 			return 128 + int(syscall.SIGTERM)
 		}
+		if now := time.Now(); now.Sub(yielded) >= yieldEvery {
+			runtime.Gosched()
+			yielded = now
+		}
 	}
 }
+
+// yieldEvery is how often the task loop passes through the scheduler.
+// This goroutine alternates a blocking read with a task and is otherwise
+// never rescheduled; the runtime's monitor then takes it for one that has
+// run for more than 10 ms and takes its P away at every read, so each
+// task woke two more threads (the monitor, and one to run the P) — four
+// futex calls and a nanosleep a task. A yield (which wakes one thread)
+// every few milliseconds keeps the goroutine's scheduling tick fresh.
+const yieldEvery = 5 * time.Millisecond
 
 // goPoolServer runs one task at a time and remembers how to cancel it.
 type goPoolServer struct {
@@ -122,6 +143,9 @@ func (s *goPoolServer) terminating() bool {
 	return s.term
 }
 
+// expired is a context whose deadline has passed.
+var expired, _ = context.WithDeadline(context.Background(), time.Time{})
+
 // serve runs the handler for f and returns its result frame. A handler's
 // error (and a panic's stack) also go to stderr, as a per-task child
 // writes them.
@@ -149,19 +173,23 @@ func (s *goPoolServer) serve(f *taskFrame) resultFrame {
 		}
 		return ""
 	})
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// One context per task, ended by its deadline or by SIGTERM (a
+	// cancelCtx inside a timerCtx cost an allocation of each, a map and
+	// a channel per task).
+	var (
+		deadline      time.Time
+		hctx          context.Context
+		cancelHandler context.CancelFunc
+	)
 	if f.Deadline != "" {
-		deadline, err := time.Parse(time.RFC3339Nano, f.Deadline)
-		if err != nil {
+		if deadline, err = time.Parse(time.RFC3339Nano, f.Deadline); err != nil {
 			out.Outcome, out.Message = wireFailure, fmt.Sprintf("task frame deadline %q: %v", f.Deadline, err)
 			return out
 		}
-		var cancelDeadline context.CancelFunc
-		ctx, cancelDeadline = context.WithDeadline(ctx, deadline)
-		defer cancelDeadline()
+		hctx, cancelHandler = context.WithDeadline(ctx, deadline)
+	} else {
+		hctx, cancelHandler = context.WithCancel(ctx)
 	}
-	hctx, cancelHandler := context.WithCancel(ctx)
 	defer cancelHandler()
 	s.mu.Lock()
 	if s.term {
@@ -170,7 +198,15 @@ func (s *goPoolServer) serve(f *taskFrame) resultFrame {
 	s.cancel = cancelHandler
 	s.mu.Unlock()
 
-	res := handlerResult(callHandler(hctx, h, m), ctx, context.Background())
+	herr := callHandler(hctx, h, m)
+	verdict := hctx // says whether the deadline passed
+	if errors.Is(hctx.Err(), context.Canceled) && !deadline.IsZero() && !time.Now().Before(deadline) {
+		// SIGTERM ended the context first, but the deadline passed
+		// before the handler returned: a timeout, as it is without
+		// SIGTERM.
+		verdict = expired
+	}
+	res := handlerResult(herr, verdict, context.Background())
 
 	s.mu.Lock()
 	s.cancel = nil

@@ -97,6 +97,10 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 	return res
 }
 
+// maxKeptFrame is the largest task frame buffer a child keeps for its next
+// task.
+const maxKeptFrame = 64 << 10
+
 // realDeadline converts a deadline by the executor's clock to real time,
 // which timers and I/O deadlines use.
 func (e *execExecutor) realDeadline(deadline time.Time) time.Time {
@@ -249,12 +253,10 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 		}
 	}
 	res := Result{ExitCode: -1, PID: c.pid}
-	buf, err := appendTaskFrame(nil, &frame, envelope)
-	if err != nil {
-		// The envelope is not JSON: a per-task child would refuse it too.
-		res.Outcome, res.Reason = OutcomeFailure, fmt.Sprintf("encode task frame: %v", err)
-		p.checkin(c)
-		return res
+	c.frame = appendTaskFrame(c.frame[:0], &frame, envelope)
+	buf := c.frame
+	if cap(c.frame) > maxKeptFrame {
+		c.frame = nil // a large envelope's buffer is not kept for the child's life
 	}
 	if out, errOut := c.stdout.begin(), c.stderr.begin(); len(out) > 0 || len(errOut) > 0 {
 		taskLogger(e.logger, t, c.pid).Info("pooled child output between tasks", "stdout", string(out), "stderr", string(errOut))
@@ -262,9 +264,15 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	realDeadline := e.realDeadline(deadline)
 	var timeout <-chan time.Time
 	if !deadline.IsZero() {
-		tm := time.NewTimer(time.Until(realDeadline))
-		defer tm.Stop()
-		timeout = tm.C
+		// The child's own timer, reset for each task (a new one was
+		// most of the worker's allocations for a pooled task).
+		if c.deadline == nil {
+			c.deadline = time.NewTimer(time.Until(realDeadline))
+		} else {
+			c.deadline.Reset(time.Until(realDeadline))
+		}
+		defer c.deadline.Stop()
+		timeout = c.deadline.C
 	}
 
 	// end stops the child (after a kill, or asking it to exit) and fills in
@@ -340,6 +348,7 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	// answered, so the pipe is empty and a frame of up to a page (the
 	// least a pipe holds) is written at once. A larger one may block while
 	// the child does not read: then the deadline or ctx ends it.
+	var err error
 	if len(buf) <= stdinPrefill {
 		_, err = c.tasks.Write(buf)
 	} else {

@@ -32,10 +32,12 @@ type pooledChild struct {
 	stopRd  chan struct{} // closed to stop the result reader
 	readers sync.WaitGroup
 
-	seq      uint64    // the last task sent; the task holding the child owns it
-	lastUsed time.Time // set by the task holding the child
-	served   int       // tasks that got a result; guarded by the pool's mutex
-	busy     bool      // guarded by the pool's mutex
+	seq      uint64      // the last task sent; the task holding the child owns it
+	frame    []byte      // the last task frame's buffer, reused; the task holding the child owns it
+	deadline *time.Timer // the running task's deadline, reset for each task; the task holding the child owns it
+	lastUsed time.Time   // set by the task holding the child
+	served   int         // tasks that got a result; guarded by the pool's mutex
+	busy     bool        // guarded by the pool's mutex
 	// replacedAhead: its replacement was started before it reached
 	// max_tasks_per_child; guarded by the pool's mutex.
 	replacedAhead bool
@@ -250,6 +252,7 @@ type childOutput struct {
 	mu      sync.Mutex
 	current *tailBuffer // the running task's, nil between tasks
 	idle    *tailBuffer
+	spare   *tailBuffer // an empty one for the next task: most tasks write nothing
 	scratch []byte
 }
 
@@ -308,7 +311,10 @@ func (o *childOutput) target() *tailBuffer {
 func (o *childOutput) begin() []byte {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.current = newTailBuffer(o.limit)
+	if o.current = o.spare; o.current == nil {
+		o.current = newTailBuffer(o.limit)
+	}
+	o.spare = nil
 	return o.takeIdleLocked()
 }
 
@@ -328,6 +334,10 @@ func (o *childOutput) endLocked() ([]byte, bool) {
 	b := o.current
 	o.current = nil
 	if b == nil {
+		return nil, false
+	}
+	if b.total == 0 {
+		o.spare = b // nothing of it goes to the caller: reuse it
 		return nil, false
 	}
 	return b.Bytes(), b.Truncated()

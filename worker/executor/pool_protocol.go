@@ -7,6 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The pool protocol between the worker and a pooled child
@@ -61,9 +65,9 @@ type taskFrame struct {
 	// Traceparent and Tracestate are the task span's W3C trace context,
 	// which per-task mode puts in TRACEPARENT and TRACESTATE; empty when
 	// the task is not traced.
-	Traceparent string          `json:"traceparent,omitempty"`
-	Tracestate  string          `json:"tracestate,omitempty"`
-	Envelope    json.RawMessage `json:"envelope"`
+	Traceparent string         `json:"traceparent,omitempty"`
+	Tracestate  string         `json:"tracestate,omitempty"`
+	Envelope    jsontext.Value `json:"envelope"`
 }
 
 // resultFrame is a child's answer to one task.
@@ -90,19 +94,84 @@ func appendFrame(dst []byte, v any) ([]byte, error) {
 // appendTaskFrame appends the frame of f with envelope as its "envelope"
 // field, written as it is: the envelope is valid JSON (the queue loop
 // decoded it), and re-encoding it would cost more than the rest of the
-// frame.
-func appendTaskFrame(dst []byte, f *taskFrame, envelope []byte) ([]byte, error) {
-	head, err := json.Marshal(f) // without the envelope: f.Envelope is nil
-	if err != nil {
-		return dst, err
+// frame. The other fields are written by hand, in the order and with the
+// omissions of taskFrame's tags: a reflective encoder cost a sixth of the
+// worker's CPU per pooled task (docs/decisions.md, "Pooled Go children
+// end to end"). Strings are quoted as JSON (invalid UTF-8 becomes U+FFFD,
+// as encoding/json does).
+func appendTaskFrame(dst []byte, f *taskFrame, envelope []byte) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0) // the length, filled in below
+	dst = append(dst, `{"type":`...)
+	dst = appendJSONString(dst, f.Type)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendUint(dst, f.Seq, 10)
+	dst = append(dst, `,"queue":`...)
+	dst = appendJSONString(dst, f.Queue)
+	dst = append(dst, `,"task":`...)
+	dst = appendJSONString(dst, f.Task)
+	dst = append(dst, `,"id":`...)
+	dst = appendJSONString(dst, f.ID)
+	dst = append(dst, `,"attempt":`...)
+	dst = strconv.AppendInt(dst, int64(f.Attempt), 10)
+	dst = append(dst, `,"position":`...)
+	dst = strconv.AppendInt(dst, f.Position, 10)
+	if f.Deadline != "" {
+		dst = append(dst, `,"deadline":`...)
+		dst = appendJSONString(dst, f.Deadline)
 	}
-	// head is {...,"envelope":null}; replace the null.
-	head = bytes.TrimSuffix(head, []byte("null}"))
-	n := len(head) + len(envelope) + 1
-	dst = binary.BigEndian.AppendUint32(dst, uint32(n))
-	dst = append(dst, head...)
+	if f.Traceparent != "" {
+		dst = append(dst, `,"traceparent":`...)
+		dst = appendJSONString(dst, f.Traceparent)
+	}
+	if f.Tracestate != "" {
+		dst = append(dst, `,"tracestate":`...)
+		dst = appendJSONString(dst, f.Tracestate)
+	}
+	dst = append(dst, `,"envelope":`...)
+	if len(envelope) == 0 {
+		dst = append(dst, "null"...)
+	}
 	dst = append(dst, envelope...)
-	return append(dst, '}'), nil
+	dst = append(dst, '}')
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// appendResultFrame appends the frame of r, written by hand like
+// appendTaskFrame: a Go child sends one per task.
+func appendResultFrame(dst []byte, r *resultFrame) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = append(dst, `{"type":`...)
+	dst = appendJSONString(dst, r.Type)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendUint(dst, r.Seq, 10)
+	dst = append(dst, `,"outcome":`...)
+	dst = appendJSONString(dst, r.Outcome)
+	if r.Message != "" {
+		dst = append(dst, `,"message":`...)
+		dst = appendJSONString(dst, r.Message)
+	}
+	dst = append(dst, '}')
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
+// U+FFFD (the error that reports it is dropped, as encoding/json does).
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			dst, _ = jsontext.AppendQuote(dst, s)
+			return dst
+		}
+	}
+	// Printable ASCII without quote or backslash stands as it is: the
+	// common queue name, task name, id and deadline.
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // readFrame reads one frame's JSON body from r into buf (grown as needed)
@@ -133,9 +202,20 @@ func readFrame(r io.Reader, buf []byte, limit int) ([]byte, error) {
 
 // decodeResult parses a result frame for task seq.
 func decodeResult(body []byte, seq uint64) (resultFrame, error) {
+	if f, ok := plainResult(body, seq); ok {
+		return f, nil
+	}
 	var f resultFrame
-	if err := json.Unmarshal(body, &f); err != nil {
-		return f, fmt.Errorf("%w: not a JSON frame: %v (%q)", errProtocol, err, clip(body, 80))
+	// The frame as a child should write it — exactly these keys, each
+	// once, spelled as here, valid UTF-8 — decodes in one strict pass of
+	// encoding/json v2 (github.com/go-json-experiment/json, already the
+	// envelope's decoder). Anything else takes encoding/json as before, so
+	// what is accepted and every error stay the same.
+	if jsonv2.Unmarshal(body, &f, strictFrame) != nil {
+		f = resultFrame{}
+		if err := json.Unmarshal(body, &f); err != nil {
+			return f, fmt.Errorf("%w: not a JSON frame: %v (%q)", errProtocol, err, clip(body, 80))
+		}
 	}
 	switch {
 	case f.Type != frameResult:
@@ -149,6 +229,46 @@ func decodeResult(body []byte, seq uint64) (resultFrame, error) {
 	}
 	return f, fmt.Errorf("%w: unknown outcome %q", errProtocol, f.Outcome)
 }
+
+// plainResult recognises the result frame as the Go child writes it for a
+// task that succeeded — {"type":"result","seq":<seq>,"outcome":"success"},
+// byte for byte — without a JSON decoder. Anything else is for
+// decodeResult's decoders.
+func plainResult(body []byte, seq uint64) (resultFrame, bool) {
+	const head, tail = `{"type":"result","seq":`, `,"outcome":"success"}`
+	b, ok := bytes.CutPrefix(body, []byte(head))
+	if !ok {
+		return resultFrame{}, false
+	}
+	if b, ok = bytes.CutSuffix(b, []byte(tail)); !ok || len(b) == 0 || len(b) > 20 || (len(b) > 1 && b[0] == '0') {
+		return resultFrame{}, false
+	}
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil || n != seq {
+		return resultFrame{}, false // decodeResult says what is wrong
+	}
+	return resultFrame{Type: frameResult, Seq: n, Outcome: wireSuccess}, true
+}
+
+// strictFrame makes jsonv2 refuse what encoding/json would read
+// differently: keys of another spelling or case (it reads them as unknown).
+var strictFrame = jsonv2.RejectUnknownMembers(true)
+
+// decodeTaskFrame parses a task frame (a Go child reads them). The worker
+// writes every frame with appendTaskFrame, which encoding/json v2 reads in
+// one pass; its envelope may hold what the worker's own decoder accepted
+// (invalid UTF-8, duplicate keys), so those are allowed, and anything
+// else falls back to encoding/json.
+func decodeTaskFrame(body []byte, f *taskFrame) error {
+	if jsonv2.Unmarshal(body, f, lenientFrame...) == nil {
+		return nil
+	}
+	*f = taskFrame{}
+	return json.Unmarshal(body, f)
+}
+
+// lenientFrame lets a task frame's envelope through as the worker took it.
+var lenientFrame = []jsonv2.Options{jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true)}
 
 // clip shortens b to at most n bytes for a message.
 func clip(b []byte, n int) []byte {

@@ -25,6 +25,8 @@ const (
 	poolCrash    = "pool-test-crash"     // exits 3 mid-task on attempt 0, succeeds later
 	poolGarbage  = "pool-test-garbage"   // writes bytes that are no frame to fd 4
 	poolWrongSeq = "pool-test-wrong-seq" // answers for another task
+	poolWaitFile = "pool-test-wait-file" // returns once the file named in args exists
+	poolFDs      = "pool-test-fds"       // fails when a program it starts inherits fd 3 or 4
 )
 
 var leaked [][]byte
@@ -73,6 +75,36 @@ func init() {
 	drover.Register(poolGarbage, func(ctx context.Context, m *drover.Message) error {
 		_, err := os.NewFile(poolResultFD, "results").Write([]byte("garbage!"))
 		return err
+	})
+	drover.Register(poolWaitFile, func(ctx context.Context, m *drover.Message) error {
+		var path string
+		if err := json.Unmarshal(m.Args, &path); err != nil {
+			return err
+		}
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if _, err := os.Stat(path); err == nil {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+			}
+		}
+	})
+	drover.Register(poolFDs, func(ctx context.Context, m *drover.Message) error {
+		// The shell's own [ -e ] opens nothing: it lists what it inherited.
+		out, err := exec.CommandContext(ctx, "/bin/sh", "-c",
+			`for fd in 3 4; do [ -e /proc/$$/fd/$fd ] && echo "$fd"; done; true`).Output()
+		if err != nil {
+			return err
+		}
+		if len(out) > 0 {
+			return fmt.Errorf("a program started by the handler inherited fds %q", out)
+		}
+		return nil
 	})
 	drover.Register(poolWrongSeq, func(ctx context.Context, m *drover.Message) error {
 		frame, _ := appendFrame(nil, resultFrame{Type: frameResult, Seq: 999, Outcome: wireSuccess})
@@ -145,6 +177,36 @@ func TestPoolServesManyTasksInOneChildWithTheirOutput(t *testing.T) {
 	c := st[0].Children[0]
 	if c.PID != pid || c.TasksServed != 5 || c.Busy || c.RSSBytes <= 0 || st[0].Queue != "emails" {
 		t.Errorf("state: want child %d idle with 5 tasks served and an RSS, queue emails; have %+v queue %s", pid, c, st[0].Queue)
+	}
+}
+
+func TestPoolQuietTasksBetweenTalkativeOnesKeepEveryOutputApart(t *testing.T) {
+	t.Parallel()
+	e, _ := newPoolExecutor(t, Config{})
+	route := pooledGo(drover.PoolConfig{})
+	// A task that writes nothing hands its empty capture buffers to the
+	// next task; one that writes keeps its own.
+	var results []Result
+	for i := range 6 {
+		handler := handlerNoop
+		if i%3 == 1 {
+			handler = poolEcho
+		}
+		res := e.Execute(context.Background(), poolTask(t, handler, route, i))
+		mustSucceed(t, res)
+		results = append(results, res)
+	}
+	for i, res := range results {
+		wantOut, wantErr := "", ""
+		if i%3 == 1 {
+			wantOut, wantErr = fmt.Sprintf("handled m%d attempt 0\n", i), fmt.Sprintf("note about m%d\n", i)
+		}
+		if string(res.Stdout) != wantOut || string(res.Stderr) != wantErr {
+			t.Errorf("task %d, read after all six: want stdout %q stderr %q, have %q %q", i, wantOut, wantErr, res.Stdout, res.Stderr)
+		}
+		if res.PID != results[0].PID {
+			t.Errorf("task %d: want child %d, have %d", i, results[0].PID, res.PID)
+		}
 	}
 }
 
@@ -290,6 +352,63 @@ func TestPoolTimeoutKillsChildGroupAndNextTaskRunsInFreshChild(t *testing.T) {
 	mustSucceed(t, next)
 	if next.PID == res.PID {
 		t.Errorf("want the next task in a fresh child, have the timed-out child %d", next.PID)
+	}
+}
+
+func TestPoolAnEarlierTasksDeadlineDoesNotEndTheNextTask(t *testing.T) {
+	t.Parallel()
+	e, _ := newPoolExecutor(t, Config{})
+	route := pooledGo(drover.PoolConfig{})
+	// The child's deadline timer is reset for every task: the first
+	// task's short deadline must not fire into the second.
+	first := poolTask(t, poolEcho, route, 0)
+	first.Deadline = time.Now().Add(300 * time.Millisecond)
+	res := e.Execute(context.Background(), first)
+	mustSucceed(t, res)
+
+	release := filepath.Join(t.TempDir(), "release")
+	second := poolTask(t, poolWaitFile, route, 1)
+	second.Message.Args = json.RawMessage(strconv.Quote(release))
+	second.Deadline = time.Now().Add(time.Hour)
+	done := make(chan Result, 1)
+	go func() { done <- e.Execute(context.Background(), second) }()
+	<-time.After(time.Until(first.Deadline.Add(200 * time.Millisecond))) // the condition under test: the first deadline has passed
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next := <-done
+	mustSucceed(t, next)
+	if next.PID != res.PID {
+		t.Errorf("want both tasks in child %d, have %d", res.PID, next.PID)
+	}
+}
+
+func TestPoolProgramsAHandlerStartsDoNotInheritTheProtocolDescriptors(t *testing.T) {
+	t.Parallel()
+	e, _ := newPoolExecutor(t, Config{})
+	res := e.Execute(context.Background(), poolTask(t, poolFDs, pooledGo(drover.PoolConfig{}), 0))
+	mustSucceed(t, res)
+}
+
+func TestPoolLargeEnvelopeThenSmallOnesInOneChild(t *testing.T) {
+	t.Parallel()
+	e, _ := newPoolExecutor(t, Config{})
+	route := pooledGo(drover.PoolConfig{})
+	// A frame larger than a pipe's buffer is written while the child
+	// reads it; its buffer is not kept, and the next frames are whole.
+	big := poolTask(t, handlerReport, route, 0)
+	big.Message.Args = json.RawMessage(strconv.Quote(strings.Repeat("x", 300<<10)))
+	res := e.Execute(context.Background(), big)
+	mustSucceed(t, res)
+	if !strings.Contains(string(res.Stdout), strings.Repeat("x", 1000)) {
+		t.Errorf("want the handler to have seen the large args, have stdout of %d bytes", len(res.Stdout))
+	}
+	for i := 1; i <= 2; i++ {
+		small := e.Execute(context.Background(), poolTask(t, poolEcho, route, i))
+		mustSucceed(t, small)
+		if want := fmt.Sprintf("handled m%d attempt 0\n", i); string(small.Stdout) != want || small.PID != res.PID {
+			t.Errorf("task %d: want %q from child %d, have %q from %d", i, want, res.PID, small.Stdout, small.PID)
+		}
 	}
 }
 
@@ -463,10 +582,7 @@ func TestAppendTaskFrameEmbedsTheEnvelope(t *testing.T) {
 	t.Parallel()
 	env := []byte(`{"id":"m1","args":{"x":[1,2]},"extra":"kept"}`)
 	f := taskFrame{Type: frameTask, Seq: 3, Queue: "q", Task: "t", ID: "m1", Deadline: "2026-01-01T00:00:00Z"}
-	b, err := appendTaskFrame(nil, &f, env)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := appendTaskFrame(nil, &f, env)
 	body, err := readFrame(strings.NewReader(string(b)), nil, 1<<20)
 	if err != nil {
 		t.Fatal(err)
