@@ -290,6 +290,16 @@ const recordFunction = `local function rotate(done, now_ms, max, per)
     j = j + 1
   end
 end
+local function index(done, key, made, expiry)
+  redis.call('PEXPIREAT', key, expiry)
+  local later = redis.call('ZRANGE', done, '(' .. expiry, '+inf', 'BYSCORE')
+  for j = 1, #later do
+    redis.call('PEXPIREAT', done .. ':' .. later[j], expiry)
+    redis.call('ZADD', done, expiry, later[j])
+  end
+  redis.call('ZADD', done, expiry, made)
+  redis.call('PEXPIREAT', done, expiry)
+end
 local function record(done, now_ms, max, keep, from, to)
   local width = math.max(1000, math.floor(keep / 8))
   local per = math.max(1, math.floor(max / 8))
@@ -315,17 +325,7 @@ local function record(done, now_ms, max, keep, from, to)
     end
     local room = math.min(per - held, (to - i + 1) / 2, 1000)
     redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
-    if made then
-      local expiry = now_ms + width + keep
-      redis.call('PEXPIREAT', key, expiry)
-      local later = redis.call('ZRANGE', done, '(' .. expiry, '+inf', 'BYSCORE')
-      for j = 1, #later do
-        redis.call('PEXPIREAT', done .. ':' .. later[j], expiry)
-        redis.call('ZADD', done, expiry, later[j])
-      end
-      redis.call('ZADD', done, expiry, made)
-      redis.call('PEXPIREAT', done, expiry)
-    end
+    if made then index(done, key, made, now_ms + width + keep) end
     held = held + room
     i = i + 2 * room
   end
@@ -503,18 +503,45 @@ return #ids
 // written before its trim, as TrimRecording does. The queues of one call
 // share a slot on a Cluster.
 //
+// A queue's records may also come staged (Store.TrimMany): whole buckets'
+// worth written by the caller with a plain HSET to <done>:staged:<token>
+// (a record costs Redis a fifth of what it costs as script arguments),
+// which adopt makes new buckets by RENAME, as record makes a bucket when
+// the current one is full: rotation, expiry and index alike. A staged key
+// that is gone (its minute-long expiry passed) is skipped.
+//
 //	KEYS: 5 per queue: log, msg, delayed, seen, done
 //	ARGV: per queue: offset, retention in µs, chunk (0: write the records
 //	      and leave the log), the most records kept, how long to keep them
-//	      in ms, k (the number of records), then 2k values: id, record JSON
+//	      in ms, k (the number of records), s (the number of staged
+//	      buckets), then s staging tokens (oldest first), then 2k values:
+//	      id, record JSON
 //
 // Returns per queue the number of log entries removed (a queue that
 // reaches its chunk is trimmed further by the caller).
-const trimManySource = `-- drover trim-many v3
+const trimManySource = `-- drover trim-many v4
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
-` + recordFunction + `local function trim(log, msg, delayed, seen, bound, retention, chunk)
+` + recordFunction + `local function adopt(done, max, keep, from, to)
+  local width = math.max(1000, math.floor(keep / 8))
+  local per = math.max(1, math.floor(max / 8))
+  local n = 0
+  local cur = redis.call('ZRANGE', done, -1, -1)
+  if #cur > 0 then n = tonumber(string.match(cur[1], '^(%d+):')) end
+  for i = from, to do
+    local staged = done .. ':staged:' .. ARGV[i]
+    if redis.call('EXISTS', staged) == 1 then
+      rotate(done, now_ms, max, per)
+      n = n + 1
+      local made = string.format('%012d:%d', n, now_ms)
+      local key = done .. ':' .. made
+      redis.call('RENAME', staged, key)
+      index(done, key, made, now_ms + width + keep)
+    end
+  end
+end
+local function trim(log, msg, delayed, seen, bound, retention, chunk)
   if retention > 0 then bound = math.min(bound, now_us - retention - 1) end
   local old = redis.call('ZRANGE', seen, '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 100)
   if #old > 0 then redis.call('ZREM', seen, unpack(old)) end
@@ -540,13 +567,14 @@ local a, q = 1, 0
 while a <= #ARGV do
   local k = 5 * q
   q = q + 1
-  local n = tonumber(ARGV[a + 5])
-  if n > 0 then record(KEYS[k + 5], now_ms, tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 6, a + 5 + 2 * n) end
+  local n, s = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+  if s > 0 then adopt(KEYS[k + 5], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 7, a + 6 + s) end
+  if n > 0 then record(KEYS[k + 5], now_ms, tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 7 + s, a + 6 + s + 2 * n) end
   out[q] = 0
   if tonumber(ARGV[a + 2]) > 0 then
     out[q] = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2])
   end
-  a = a + 6 + 2 * n
+  a = a + 7 + s + 2 * n
 end
 return out
 `

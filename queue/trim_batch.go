@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/drover-dev/drover"
 )
@@ -65,6 +66,7 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 	var names []string
 	var again []int         // a queue asked twice: trimmed on its own afterwards
 	var ahead []*scriptCall // records-only calls of the queues with more than recordsPerCall records
+	staged := s.stageRecords(ctx, reqs)
 	for i := range reqs {
 		r := &reqs[i]
 		if _, err := s.queueKeys(r.Queue); err != nil {
@@ -79,14 +81,25 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 		if r.RecordsOnly {
 			chunk = 0 // the script writes the records and leaves the log
 		}
-		a := []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), chunk, 0, 0, 0}
+		a := []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), chunk, 0, 0, 0, 0}
 		if keep := r.Policy.Keep(); len(r.Outcomes) > 0 && keep > 0 {
-			// Past recordsPerCall, the oldest records go first, in
-			// records-only calls of their own.
-			outcomes := r.Outcomes
+			// The oldest records went staged, whole buckets of them; past
+			// recordsPerCall, the oldest of the rest go first, in
+			// records-only calls of their own. The first call of the
+			// queue adopts the staged buckets.
+			tokens := staged[i]
+			outcomes := r.Outcomes[len(tokens)*bucketRecords(r.Policy):]
+			head := func(retention int64, chunk, k int) []any {
+				h := make([]any, 0, 7+len(tokens)+2*k)
+				h = append(h, int64(r.Offset), retention, chunk, r.Policy.MaxRecords(), keep.Milliseconds(), k, len(tokens))
+				for _, t := range tokens {
+					h = append(h, t)
+				}
+				tokens = nil
+				return h
+			}
 			for len(outcomes) > recordsPerCall {
-				pa := []any{int64(r.Offset), int64(0), 0, r.Policy.MaxRecords(), keep.Milliseconds(), recordsPerCall}
-				pa, err := appendRecordArgs(pa, r.Queue, outcomes[:recordsPerCall])
+				pa, err := appendRecordArgs(head(0, 0, recordsPerCall), r.Queue, outcomes[:recordsPerCall])
 				if err != nil {
 					errs[i] = err
 					break
@@ -98,10 +111,8 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 			if errs[i] != nil {
 				continue
 			}
-			a = append(make([]any, 0, len(a)+2*len(outcomes)), a...)
-			a[3], a[4], a[5] = r.Policy.MaxRecords(), keep.Milliseconds(), len(outcomes)
 			var err error
-			if a, err = appendRecordArgs(a, r.Queue, outcomes); err != nil {
+			if a, err = appendRecordArgs(head(a[1].(int64), chunk, len(outcomes)), r.Queue, outcomes); err != nil {
 				errs[i] = err
 				continue
 			}
@@ -156,6 +167,69 @@ func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []
 		}
 		_, errs[i] = s.TrimRecording(ctx, r.Queue, r.Offset, r.Retention, r.Outcomes, r.Policy)
 	}
+}
+
+// bucketRecords is how many records an outcome bucket of policy takes (the
+// scripts' per): 1/8 of the bound.
+func bucketRecords(policy drover.Outcomes) int { return max(1, policy.MaxRecords()/8) }
+
+// Staged records: a record sent as a script argument costs Redis 0.6-1.0
+// µs (Lua makes a string of every argument, redis.call converts it back,
+// HSET copies it), the same record in a plain HSET 0.12-0.18 µs. So a
+// queue's records that fill whole buckets (bucketRecords, at least
+// minStaged) are written first, a bucket's worth per HSET to a key of
+// their own (<done>:staged:<token>, expiring after stagedTTL in case the
+// call that adopts it never comes), in one round trip for the whole
+// TrimMany; trim-many then makes each a new bucket by RENAME
+// (docs/redis-schema.md, "Outcome records"; docs/decisions.md, "Outcome
+// records: what they cost per task").
+const (
+	minStaged = 256
+	stagedTTL = time.Minute
+)
+
+// stageRecords writes the staged buckets of reqs and returns each
+// request's staging tokens, oldest first (none for a request of a queue
+// asked before in reqs: it is written on its own). When the round trip
+// fails, nothing counts as staged: every record goes as an argument, and
+// what was written expires.
+func (s *Store) stageRecords(ctx context.Context, reqs []drover.TrimRequest) [][]string {
+	tokens := make([][]string, len(reqs))
+	pipe := s.rdb.Pipeline()
+	seen := make(map[string]bool, len(reqs))
+	for i := range reqs {
+		r := &reqs[i]
+		qk, err := s.queueKeys(r.Queue)
+		if err != nil || seen[r.Queue] {
+			continue
+		}
+		seen[r.Queue] = true
+		per := bucketRecords(r.Policy)
+		if r.Policy.Keep() <= 0 || per < minStaged {
+			continue
+		}
+		for b := 0; b+per <= len(r.Outcomes); b += per {
+			token, err := s.NewID()
+			if err != nil {
+				break
+			}
+			key := qk.done + ":staged:" + token
+			hset, err := appendRecordArgs(append(make([]any, 0, 2+2*per), "hset", key), r.Queue, r.Outcomes[b:b+per])
+			if err != nil {
+				break // the script call reports it
+			}
+			pipe.Do(ctx, hset...)
+			pipe.PExpire(ctx, key, stagedTTL)
+			tokens[i] = append(tokens[i], token)
+		}
+	}
+	if pipe.Len() == 0 {
+		return tokens
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return make([][]string, len(reqs))
+	}
+	return tokens
 }
 
 // appendRecordArgs appends the record script's 2 arguments per record of

@@ -300,3 +300,106 @@ func testTrimManySendsManyRecordsInSeveralCalls(t *testing.T, rdb redis.Universa
 		}
 	}
 }
+
+var _ = addContractCases(contractCase{"TrimManyStagesWholeBuckets", testTrimManyStagesWholeBuckets})
+
+// Records that fill whole buckets go staged (a plain HSET each) and
+// trim-many adopts them as new buckets by RENAME: every record is kept and
+// readable, each adopted bucket is in the index with its expiry, no
+// staging key is left, the rest goes as arguments into the bucket after
+// them, and the bound still holds once more buckets' worth come.
+func testTrimManyStagesWholeBuckets(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	policy := drover.Outcomes{Max: 8 * minStaged} // per = minStaged: buckets are staged
+	per := bucketRecords(policy)
+	q := "staged"
+	var last drover.Position
+	for i := range 3 {
+		r, err := s.Enqueue(ctx, msg(q, fmt.Sprintf("m%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = r.Position
+	}
+	mk := func(from, n int) []drover.Outcome {
+		var os []drover.Outcome
+		for i := from; i < from+n; i++ {
+			os = append(os, drover.Outcome{ID: fmt.Sprintf("s%05d", i), State: drover.JobSucceeded, Task: "t", FinishedAt: time.Now()})
+		}
+		return os
+	}
+	first := mk(0, 2*per+per/2) // two buckets staged, half a bucket as arguments
+	// What stageRecords writes for it: two keys of a bucket each, expiring.
+	tokens := s.stageRecords(ctx, []drover.TrimRequest{{Queue: "staged-alone", Outcomes: first, Policy: policy}})
+	if len(tokens) != 1 || len(tokens[0]) != 2 {
+		t.Fatalf("want 2 buckets staged, have %v", tokens)
+	}
+	for _, tok := range tokens[0] {
+		key := s.keys.queue("staged-alone").done + ":staged:" + tok
+		n, err := rdb.HLen(ctx, key).Result()
+		ttl, err2 := rdb.PTTL(ctx, key).Result()
+		if err != nil || err2 != nil || n != int64(per) || ttl <= 0 || ttl > stagedTTL {
+			t.Fatalf("staged %s: want %d records expiring within %v, have %d, %v (%v, %v)", key, per, stagedTTL, n, ttl, err, err2)
+		}
+	}
+	for i, err := range s.TrimMany(ctx, []drover.TrimRequest{{Queue: q, Offset: last, Outcomes: first, Policy: policy}}) {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	qk := s.keys.queue(q)
+	if n, err := s.Outcomes(ctx, q); err != nil || n != int64(len(first)) {
+		t.Fatalf("want %d records, have %d, %v", len(first), n, err)
+	}
+	buckets, err := rdb.ZRangeWithScores(ctx, qk.done, 0, -1).Result()
+	if err != nil || len(buckets) != 3 {
+		t.Fatalf("want 2 adopted buckets and the current one in the index, have %v (%v)", buckets, err)
+	}
+	for k, b := range buckets {
+		key := qk.done + ":" + b.Member.(string)
+		n, err := rdb.HLen(ctx, key).Result()
+		if want := []int64{int64(per), int64(per), int64(per / 2)}[k]; err != nil || n != want {
+			t.Fatalf("bucket %d (%s): want %d records, have %d (%v)", k, key, want, n, err)
+		}
+		if at, err := rdb.PExpireTime(ctx, key).Result(); err != nil || at.Milliseconds() != int64(b.Score) {
+			t.Fatalf("bucket %s: want it to expire at its index score %v, have %v (%v)", key, b.Score, at, err)
+		}
+	}
+	for _, i := range []int{0, per - 1, per, 2*per - 1, 2 * per, len(first) - 1} {
+		if st := jobStatus(t, s, q, first[i].ID, last); st.State != drover.JobSucceeded || st.Task != "t" {
+			t.Fatalf("%s: want its record, have %+v", first[i].ID, st)
+		}
+	}
+	if n, err := rdb.ZCard(ctx, qk.log).Result(); err != nil || n != 0 {
+		t.Fatalf("want the log trimmed, have %d entries (%v)", n, err)
+	}
+	// No staging key is left (a Cluster scans every master: one slot).
+	var left []string
+	scan := func(ctx context.Context, c *redis.Client) error {
+		keys, err := c.Keys(ctx, qk.done+":staged:*").Result()
+		left = append(left, keys...)
+		return err
+	}
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, scan)
+	} else {
+		err = scan(ctx, rdb.(*redis.Client))
+	}
+	if err != nil || len(left) != 0 {
+		t.Fatalf("want no staging key left, have %v (%v)", left, err)
+	}
+	// Eight more buckets' worth: the bound (8 buckets) holds.
+	more := mk(len(first), 8*per)
+	for i, err := range s.TrimMany(ctx, []drover.TrimRequest{{Queue: q, Offset: last, Outcomes: more, Policy: policy, RecordsOnly: true}}) {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if n, err := s.Outcomes(ctx, q); err != nil || n > int64(policy.MaxRecords()) || n < int64(policy.MaxRecords()-per) {
+		t.Fatalf("want between %d and %d records kept, have %d, %v", policy.MaxRecords()-per, policy.MaxRecords(), n, err)
+	}
+	if st := jobStatus(t, s, q, more[len(more)-1].ID, last); st.State != drover.JobSucceeded {
+		t.Fatalf("the newest record: want it kept, have %+v", st)
+	}
+}
