@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -374,11 +375,14 @@ func testTrimManyStagesWholeBuckets(t *testing.T, rdb redis.UniversalClient) {
 	if n, err := rdb.ZCard(ctx, qk.log).Result(); err != nil || n != 0 {
 		t.Fatalf("want the log trimmed, have %d entries (%v)", n, err)
 	}
-	// No staging key is left (a Cluster scans every master: one slot).
+	// No staging key is left (on a Cluster every master is asked, at once).
+	var mu sync.Mutex
 	var left []string
 	scan := func(ctx context.Context, c *redis.Client) error {
 		keys, err := c.Keys(ctx, qk.done+":staged:*").Result()
+		mu.Lock()
 		left = append(left, keys...)
+		mu.Unlock()
 		return err
 	}
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
