@@ -145,7 +145,7 @@ func sections() []section {
 		},
 		{
 			Title: "Outcome records (job status)", Pkg: "./e2e",
-			Intro: "Inline no-op tasks (50,000 per run, concurrency 16) with outcome records off and on (the default: 24 h, 10,000 per queue), alternating in the same run on the same worker, Redis and ZooKeeper. Records of succeeded tasks go in the trim-many call after each commit (one HSET field per record in an expiring bucket; the log itself is trimmed with them every 5 s while a queue keeps committing, and once the member is idle); `cost` = 1 − on/off.",
+			Intro: "Inline no-op tasks (25,000 per run, concurrency 16) with outcome records off and on (the default: 24 h, 10,000 per queue), in 7 back-to-back pairs per benchmark run (which goes first alternates) on the same worker, Redis and ZooKeeper. Records of succeeded tasks go in the trim-many call after each commit (one HSET field per record in an expiring bucket; the log itself is trimmed with them every 5 s while a queue keeps committing, and once the member is idle); `cost` = 1 − on/off.",
 			Bench: "^BenchmarkOutcomeRecordsInline$", Benchtime: "1x",
 			Units: []string{"off-tasks/s", "on-tasks/s", "cost"},
 			Targets: []target{
