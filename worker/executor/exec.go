@@ -46,6 +46,7 @@ type execExecutor struct {
 	bufs        *sync.Pool
 	pools       *pools // warm children of pooled routes
 	lease       *Lease // nil: tasks run without a lease
+	beforeStart func() // tests: runs between AwaitFresh and the fork
 }
 
 func newExecExecutor(cfg Config) *execExecutor {
@@ -148,20 +149,29 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	if id != nil {
 		cred = id.cred
 	}
+	if e.beforeStart != nil {
+		e.beforeStart()
+	}
 	p, err := startProcess(path, argv, env, t.Route.Dir, cred, envelope, e.outputLimit, e.bufs)
 	if err != nil {
 		return neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
 	}
 	if e.lease != nil {
+		// Nothing would stop the task if the worker froze: do not let it
+		// run untracked.
 		if err := e.lease.Track(p.pid); err != nil {
-			// Nothing would stop the task if the worker froze: do not
-			// let it run.
-			killGroup(p.pid, syscall.SIGKILL)
-			p.release(<-p.exited)
-			p.collect()
-			r := neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
-			r.PID = p.pid
-			return r
+			return e.stopAtStart(p, neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err)))
+		}
+		// A freeze between AwaitFresh and the fork (found by a chaos run:
+		// a zombie's task started 13 ms after SIGCONT, beside the new
+		// owner's) leaves the lease stale now; the supervisor would kill
+		// the group only at its next tick, and the queue may already run
+		// elsewhere. The attempt does not count: it never ran for this
+		// worker's session.
+		if !e.lease.Fresh() {
+			r := neverRan(start, "aborted at start: the lease went stale before the task started (the worker was frozen)")
+			r.Outcome = OutcomeAborted
+			return e.stopAtStart(p, r)
 		}
 	}
 	if t.OnStart != nil {
@@ -172,6 +182,16 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	res.Duration = e.clock.Now().Sub(start)
 	e.logOutput(t, res, p.stdout.Truncated(), p.stderr.Truncated())
 	return res
+}
+
+// stopAtStart kills p's group at once, reaps it and returns r with its pid:
+// a task the executor must not let run.
+func (e *execExecutor) stopAtStart(p *process, r Result) Result {
+	killGroup(p.pid, syscall.SIGKILL)
+	p.release(<-p.exited)
+	p.collect()
+	r.PID = p.pid
+	return r
 }
 
 // wait waits for p's process to exit: until the deadline (then SIGTERM to

@@ -189,6 +189,11 @@ func (l *Lease) Renew() error {
 	return nil
 }
 
+// Fresh reports whether the last renewal is less than half the bound old:
+// what AwaitFresh waits for. The executor asks again right after a start,
+// because a freeze can fall between AwaitFresh and the fork.
+func (l *Lease) Fresh() bool { return boottime()-l.lastRenew.Load() <= int64(l.bound/2) }
+
 // AwaitFresh returns at once while the last renewal is less than half the
 // bound old (always, while the worker renews every 100 ms), and otherwise
 // waits for the next renewal. The executor calls it before starting a task:
@@ -198,13 +203,13 @@ func (l *Lease) Renew() error {
 // ErrLeaseGone.
 func (l *Lease) AwaitFresh(ctx context.Context) error {
 	for {
-		if boottime()-l.lastRenew.Load() <= int64(l.bound/2) {
+		if l.Fresh() {
 			return nil
 		}
 		l.renewMu.Lock()
 		ch := l.renewed
 		l.renewMu.Unlock()
-		if boottime()-l.lastRenew.Load() <= int64(l.bound/2) {
+		if l.Fresh() {
 			return nil // renewed meanwhile
 		}
 		l.waiting.Add(1)

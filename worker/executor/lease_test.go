@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -242,6 +243,31 @@ func TestLeaseKillsATaskIgnoringSIGTERMWithSIGKILL(t *testing.T) {
 	log, _ := os.ReadFile(logPath)
 	if !bytes.Contains(log, []byte("drover lease: fired at")) {
 		t.Fatalf("want the supervisor's notice in its log, have %q", log)
+	}
+}
+
+// Defect found by a chaos run: a worker frozen between AwaitFresh and the
+// fork started the task after it resumed, beside the queue's new owner,
+// until the supervisor's next tick killed it. Now the executor checks the
+// lease again right after the start and kills the group at once; the
+// attempt is aborted (it does not count).
+func TestLeaseStaleAtTheStartKillsTheTaskAtOnce(t *testing.T) {
+	lease, _ := newTestLease(t, time.Second, 50*time.Millisecond)
+	if err := lease.Renew(); err != nil {
+		t.Fatal(err)
+	}
+	e := newTestExecutor(t, Config{Lease: lease}).(*routeExecutor).exec
+	// The freeze: after AwaitFresh passed, the last renewal becomes older
+	// than half the bound.
+	e.beforeStart = func() { lease.lastRenew.Store(boottime() - int64(time.Second)) }
+	done := filepath.Join(t.TempDir(), "done")
+	task := testTask(t, "frozen", command(writeScript(t, "sleep 30\ntouch "+done)))
+	res := e.Execute(context.Background(), task)
+	if res.Outcome != OutcomeAborted || res.PID == 0 {
+		t.Fatalf("want the started task aborted (with its pid), have %s pid %d (%s)", res.Outcome, res.PID, res.Reason)
+	}
+	if err := syscall.Kill(res.PID, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the task's process %d is still there: %v", res.PID, err)
 	}
 }
 
