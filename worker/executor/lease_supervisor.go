@@ -102,14 +102,16 @@ type leaseFire struct {
 
 // line is what the supervisor prints when the lease fires at now: what it
 // killed and why. A lease that lapses with no task running (a worker that
-// has not reached ZooKeeper yet, say) kills nothing and prints nothing: the
-// worker's own log says why it is not renewing.
+// has not reached ZooKeeper yet, say) says that it stopped nothing: the
+// worker's own log says why it is not renewing. The chaos run reads the
+// firings from these lines (internal/chaos/observe.go).
 func (f leaseFire) line(now time.Time, bound, grace time.Duration) string {
+	what := fmt.Sprintf("SIGTERM to %d process groups, SIGKILL after %s", f.groups, grace)
 	if f.groups == 0 {
-		return ""
+		what = "no task to stop"
 	}
-	return fmt.Sprintf("drover lease: fired at %s: renewal late by %s (bound %s): SIGTERM to %d process groups, SIGKILL after %s",
-		now.UTC().Format(time.RFC3339Nano), f.late.Round(time.Millisecond), bound, f.groups, grace)
+	return fmt.Sprintf("drover lease: fired at %s: renewal late by %s (bound %s): %s",
+		now.UTC().Format(time.RFC3339Nano), f.late.Round(time.Millisecond), bound, what)
 }
 
 // leaseState is the supervisor's decision logic, free of I/O: the records
@@ -239,9 +241,7 @@ func runLeaseSupervisor(args []string) int {
 	st := newLeaseState(bound, grace, armedAt,
 		func(g int, sig syscall.Signal) { _ = syscall.Kill(-g, sig) },
 		func(f leaseFire) {
-			if line := f.line(time.Now(), bound, grace); line != "" {
-				fmt.Fprintln(os.Stderr, line)
-			}
+			fmt.Fprintln(os.Stderr, f.line(time.Now(), bound, grace))
 		})
 	tick := int64(leaseTick(bound))
 	buf := make([]byte, 64*1024)

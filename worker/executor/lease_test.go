@@ -96,17 +96,18 @@ func TestLeaseStateFiresOnlyWhenARenewalIsLate(t *testing.T) {
 	}
 }
 
-// A lease that lapses with no task running kills nothing and says nothing:
-// a worker started before ZooKeeper was reachable printed "SIGTERM to 0
+// A lease that lapses with no task running says it stopped nothing: a
+// worker started before ZooKeeper was reachable printed "SIGTERM to 0
 // process groups" on every start.
-func TestLeaseFireLineOnlyWhenItKilledSomething(t *testing.T) {
+func TestLeaseFireLineSaysWhatItStopped(t *testing.T) {
 	at := time.Date(2030, 6, 3, 4, 5, 6, 0, time.UTC)
-	if l := (leaseFire{late: time.Second}).line(at, 3*time.Second, time.Second); l != "" {
-		t.Fatalf("no process group: want no line, have %q", l)
-	}
-	want := "drover lease: fired at 2030-06-03T04:05:06Z: renewal late by 3.5s (bound 3s): SIGTERM to 2 process groups, SIGKILL after 1s"
-	if l := (leaseFire{late: 3500 * time.Millisecond, groups: 2}).line(at, 3*time.Second, time.Second); l != want {
-		t.Fatalf("line: have %q, want %q", l, want)
+	for f, want := range map[leaseFire]string{
+		{late: time.Second}:                        "drover lease: fired at 2030-06-03T04:05:06Z: renewal late by 1s (bound 3s): no task to stop",
+		{late: 3500 * time.Millisecond, groups: 2}: "drover lease: fired at 2030-06-03T04:05:06Z: renewal late by 3.5s (bound 3s): SIGTERM to 2 process groups, SIGKILL after 1s",
+	} {
+		if l := f.line(at, 3*time.Second, time.Second); l != want {
+			t.Errorf("line: have %q, want %q", l, want)
+		}
 	}
 }
 
