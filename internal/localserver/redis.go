@@ -94,19 +94,23 @@ func StartRedisCluster(dir string) (*RedisCluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w; %s", err, RedisHint)
 	}
-	ports, err := freePorts(3)
+	// Three client ports and three cluster bus ports, all free. Left to
+	// itself a node listens for the bus on its port + 10,000, which
+	// nothing reserved: another process's listener or an outgoing
+	// connection's local port there made the start fail now and then.
+	ports, err := freePorts(6)
 	if err != nil {
 		return nil, err
 	}
 	c := &RedisCluster{}
-	for i, port := range ports {
+	for i, port := range ports[:3] {
 		nodeDir := join(dir, strconv.Itoa(i))
 		if err := mkdir(nodeDir); err != nil {
 			return nil, err
 		}
 		s, err := launchRedis(bin, nodeDir, port, RedisOptions{}, []string{
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "5000",
+			"--cluster-port", strconv.Itoa(ports[3+i]), "--cluster-node-timeout", "5000",
 		})
 		if err != nil {
 			return nil, err
