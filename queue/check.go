@@ -98,7 +98,9 @@ func (g queueGroups) index(k int) int {
 // queue.
 func (s *Store) queueGroups(queues []string, per int) (queueGroups, error) {
 	for _, q := range queues {
-		// Validate only, as slotGroups does: no key names built here.
+		// Validate only: building (and caching) every queue's key names
+		// here cost the idle backstop ~500 bytes of garbage per owned
+		// queue per check, and emptied the cache of the busy queues'.
 		if err := drover.ValidateQueueName(q); err != nil {
 			return queueGroups{}, err
 		}
@@ -128,36 +130,21 @@ func (s *Store) queueGroups(queues []string, per int) (queueGroups, error) {
 	return g, nil
 }
 
-// slotGroups splits queues into the groups one command may cover: runs of
-// at most per queues on a standalone server; on a Cluster, where a command's
-// keys must share a slot, one group per slot. It refuses an invalid queue
-// name.
+// slotGroups is queueGroups as the queues of each group, for callers that
+// keep a group's names with its command (slotCalls).
 func (s *Store) slotGroups(queues []string, per int) ([][]string, error) {
-	var groups [][]string
-	_, cluster := s.rdb.(*redis.ClusterClient)
-	bySlot := map[uint16]int{} // slot → index in groups
-	for _, q := range queues {
-		// Validate only: building (and caching) every queue's key names
-		// here cost the idle backstop ~500 bytes of garbage per owned
-		// queue per check, and emptied the cache of the busy queues'.
-		if err := drover.ValidateQueueName(q); err != nil {
-			return nil, err
+	g, err := s.queueGroups(queues, per)
+	if err != nil {
+		return nil, err
+	}
+	groups := make([][]string, g.len())
+	for i := range groups {
+		lo, hi := g.bounds[i], g.bounds[i+1]
+		part := make([]string, hi-lo)
+		for k := lo; k < hi; k++ {
+			part[k-lo] = queues[g.index(k)]
 		}
-		if cluster {
-			slot := clusterSlot(q)
-			i, ok := bySlot[slot]
-			if !ok {
-				i = len(groups)
-				bySlot[slot] = i
-				groups = append(groups, nil)
-			}
-			groups[i] = append(groups[i], q)
-			continue
-		}
-		if len(groups) == 0 || len(groups[len(groups)-1]) == per {
-			groups = append(groups, nil)
-		}
-		groups[len(groups)-1] = append(groups[len(groups)-1], q)
+		groups[i] = part
 	}
 	return groups, nil
 }
