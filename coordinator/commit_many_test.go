@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
@@ -168,13 +169,21 @@ func TestCommitManySplitsAtTheRequestBound(t *testing.T) {
 	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
 	ctx := ctxT(t)
 	claims := claimN(t, s, 10)
+	// One offset for every queue, measured and sent alike: offsetAt's
+	// clock time encodes in 1 to 3 millisecond digits (RFC 3339 drops
+	// trailing zeros), so a second offsetAt may not fit three to a multi.
+	off := drover.Offset{Position: 10, CommittedAt: time.Date(2026, 11, 24, 12, 0, 0, 123e6, time.UTC), Member: "m"}
 	one := 0
-	for _, op := range claims[0].ops(mustJSON(offsetAt(10, "m")), false) {
+	for _, op := range claims[0].ops(mustJSON(off), false) {
 		one += opSize(op)
 	}
 	s.batch.commitBytes = 3 * one // three queues a multi
 	before := s.batch.flushes
-	for i, err := range commitAll(ctx, s, claims, 10) {
+	reqs := make([]drover.CommitRequest, len(claims))
+	for i, c := range claims {
+		reqs[i] = drover.CommitRequest{Claim: c, Offset: off}
+	}
+	for i, err := range s.CommitMany(ctx, reqs) {
 		if err != nil {
 			t.Fatalf("commit of q%02d: %v", i, err)
 		}
