@@ -46,7 +46,7 @@ type execExecutor struct {
 	bufs        *sync.Pool
 	pools       *pools // warm children of pooled routes
 	lease       *Lease // nil: tasks run without a lease
-	beforeStart func() // tests: runs between AwaitFresh and the fork
+	beforeStart func() // tests: runs between AwaitFresh and the fork (or a pooled task's frame)
 }
 
 func newExecExecutor(cfg Config) *execExecutor {

@@ -272,6 +272,35 @@ func TestLeaseStaleAtTheStartKillsTheTaskAtOnce(t *testing.T) {
 	}
 }
 
+// The same freeze on a pooled route: the lease went stale after AwaitFresh
+// and the checkout, before the task frame was written. The task is aborted
+// at once with its child (it does not run beside the queue's new owner),
+// and the next task, once the lease is renewed, runs in a new child.
+func TestLeaseStaleBeforeAPooledTaskKillsItsChildAtOnce(t *testing.T) {
+	lease, _ := newTestLease(t, time.Second, 50*time.Millisecond)
+	if err := lease.Renew(); err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := newPoolExecutor(t, Config{Lease: lease})
+	e := ex.(*routeExecutor).exec
+	route := pooledGo(drover.PoolConfig{})
+	e.beforeStart = func() { lease.lastRenew.Store(boottime() - int64(time.Second)) }
+	res := ex.Execute(context.Background(), poolTask(t, poolEcho, route, 0))
+	if res.Outcome != OutcomeAborted || res.PID == 0 {
+		t.Fatalf("want the pooled task aborted (with its child's pid), have %s pid %d (%s)", res.Outcome, res.PID, res.Reason)
+	}
+	assertGone(t, res.PID, "pooled child of a task sent under a stale lease")
+	e.beforeStart = nil
+	if err := lease.Renew(); err != nil {
+		t.Fatal(err)
+	}
+	next := ex.Execute(context.Background(), poolTask(t, poolEcho, route, 1))
+	mustSucceed(t, next)
+	if next.PID == res.PID {
+		t.Fatalf("the next task ran in the killed child %d", res.PID)
+	}
+}
+
 // While the lease is expired (the worker resumed from a freeze, its session
 // not confirmed), no task starts: Execute waits for a renewal, and is
 // aborted before the start when its context ends (the session was lost).

@@ -348,6 +348,9 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	// answered, so the pipe is empty and a frame of up to a page (the
 	// least a pipe holds) is written at once. A larger one may block while
 	// the child does not read: then the deadline or ctx ends it.
+	if e.beforeStart != nil {
+		e.beforeStart()
+	}
 	var err error
 	if len(buf) <= stdinPrefill {
 		_, err = c.tasks.Write(buf)
@@ -370,6 +373,16 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 		case <-time.After(e.grace):
 			return violation(fmt.Errorf("%w: the child stopped reading its task descriptor: %v", errProtocol, err))
 		}
+	}
+	if e.lease != nil && !e.lease.Fresh() {
+		// As for a per-task process (exec.go): a freeze between AwaitFresh
+		// (or a checkout that waited) and the write leaves the lease stale
+		// now, and the queue may already run elsewhere. The child goes
+		// with the task; the attempt does not count.
+		taskLogger(e.logger, t, c.pid).Warn("lease went stale before the task was sent: killing its pooled child's process group")
+		end(true)
+		res.Outcome, res.Reason = OutcomeAborted, "aborted at start: the lease went stale before the task was sent (the worker was frozen)"
+		return res
 	}
 
 	var fr frameRead
