@@ -360,14 +360,22 @@ func TestPoolAnEarlierTasksDeadlineDoesNotEndTheNextTask(t *testing.T) {
 	e, _ := newPoolExecutor(t, Config{})
 	route := pooledGo(drover.PoolConfig{})
 	// The child's deadline timer is reset for every task: the first
-	// task's short deadline must not fire into the second.
-	first := poolTask(t, poolEcho, route, 0)
-	first.Deadline = time.Now().Add(300 * time.Millisecond)
+	// task's deadline must not fire into the second. The child is
+	// started first, without a deadline: a cold start under -race on a
+	// loaded machine took longer than the 300 ms deadline this test had
+	// (1 run in 10 beside two `make test`), which is not what it is about.
+	warm := e.Execute(context.Background(), poolTask(t, poolEcho, route, 0))
+	mustSucceed(t, warm)
+	first := poolTask(t, poolEcho, route, 1)
+	first.Deadline = time.Now().Add(2 * time.Second)
 	res := e.Execute(context.Background(), first)
 	mustSucceed(t, res)
+	if res.PID != warm.PID {
+		t.Fatalf("want the first task in the warm child %d, have %d", warm.PID, res.PID)
+	}
 
 	release := filepath.Join(t.TempDir(), "release")
-	second := poolTask(t, poolWaitFile, route, 1)
+	second := poolTask(t, poolWaitFile, route, 2)
 	second.Message.Args = json.RawMessage(strconv.Quote(release))
 	second.Deadline = time.Now().Add(time.Hour)
 	done := make(chan Result, 1)
