@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -223,10 +224,28 @@ func renewWhile(t *testing.T, l *Lease, stop <-chan struct{}) <-chan struct{} {
 	return done
 }
 
+// renewing renews l (renewWhile) until the returned stop is called, as a
+// live worker does; stop waits for the renewer to end, may be called more
+// than once, and is called when the test ends. A test that wants the lease
+// fresh at AwaitFresh and at the checks after a start must keep it renewed
+// like this, not by one Renew: under -race on a loaded machine, setting up
+// an executor or starting a child can take longer than half a short bound.
+func renewing(t *testing.T, l *Lease) (stop func()) {
+	ch := make(chan struct{})
+	done := renewWhile(t, l, ch)
+	var once sync.Once
+	stop = func() { once.Do(func() { close(ch); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
 // A worker that stops renewing loses its task; a task that ignores SIGTERM
-// gets SIGKILL after the grace.
+// gets SIGKILL after the grace. The bound is a second, not less: the task
+// must start while the lease is fresh (renewed within half the bound, as
+// checked right after the fork), and a renewer starved for half a 200 ms
+// bound on a loaded machine aborted the start instead.
 func TestLeaseKillsATaskIgnoringSIGTERMWithSIGKILL(t *testing.T) {
-	lease, logPath := newTestLease(t, 200*time.Millisecond, 100*time.Millisecond)
+	lease, logPath := newTestLease(t, time.Second, 100*time.Millisecond)
 	stop := make(chan struct{})
 	stopped := renewWhile(t, lease, stop)
 	started := filepath.Join(t.TempDir(), "started")
@@ -254,13 +273,14 @@ func TestLeaseKillsATaskIgnoringSIGTERMWithSIGKILL(t *testing.T) {
 // attempt is aborted (it does not count).
 func TestLeaseStaleAtTheStartKillsTheTaskAtOnce(t *testing.T) {
 	lease, _ := newTestLease(t, time.Second, 50*time.Millisecond)
-	if err := lease.Renew(); err != nil {
-		t.Fatal(err)
-	}
+	freeze := renewing(t, lease)
 	e := newTestExecutor(t, Config{Lease: lease}).(*routeExecutor).exec
-	// The freeze: after AwaitFresh passed, the last renewal becomes older
-	// than half the bound.
-	e.beforeStart = func() { lease.lastRenew.Store(boottime() - int64(time.Second)) }
+	// The freeze: after AwaitFresh passed, the worker renews no more and
+	// the last renewal becomes older than half the bound.
+	e.beforeStart = func() {
+		freeze()
+		lease.lastRenew.Store(boottime() - int64(time.Second))
+	}
 	done := filepath.Join(t.TempDir(), "done")
 	task := testTask(t, "frozen", command(writeScript(t, "sleep 30\ntouch "+done)))
 	res := e.Execute(context.Background(), task)
@@ -278,22 +298,24 @@ func TestLeaseStaleAtTheStartKillsTheTaskAtOnce(t *testing.T) {
 // and the next task, once the lease is renewed, runs in a new child.
 func TestLeaseStaleBeforeAPooledTaskKillsItsChildAtOnce(t *testing.T) {
 	lease, _ := newTestLease(t, time.Second, 50*time.Millisecond)
-	if err := lease.Renew(); err != nil {
-		t.Fatal(err)
-	}
+	freeze := renewing(t, lease)
 	ex, _ := newPoolExecutor(t, Config{Lease: lease})
 	e := ex.(*routeExecutor).exec
 	route := pooledGo(drover.PoolConfig{})
-	e.beforeStart = func() { lease.lastRenew.Store(boottime() - int64(time.Second)) }
+	e.beforeStart = func() {
+		freeze()
+		lease.lastRenew.Store(boottime() - int64(time.Second))
+	}
 	res := ex.Execute(context.Background(), poolTask(t, poolEcho, route, 0))
 	if res.Outcome != OutcomeAborted || res.PID == 0 {
 		t.Fatalf("want the pooled task aborted (with its child's pid), have %s pid %d (%s)", res.Outcome, res.PID, res.Reason)
 	}
 	assertGone(t, res.PID, "pooled child of a task sent under a stale lease")
 	e.beforeStart = nil
-	if err := lease.Renew(); err != nil {
-		t.Fatal(err)
-	}
+	// Renewed again, and kept renewed while the next task starts a new
+	// child: one Renew would leave it stale again if the start took half
+	// the bound, and the task would be aborted again.
+	renewing(t, lease)
 	next := ex.Execute(context.Background(), poolTask(t, poolEcho, route, 1))
 	mustSucceed(t, next)
 	if next.PID == res.PID {
@@ -372,7 +394,10 @@ func TestLeaseGoneFailsTheTask(t *testing.T) {
 
 // The fake worker: this test binary, re-executed, runs one task under a
 // lease and renews it every bound/10 from a ticker — until a test SIGSTOPs
-// or kills it. Files in its directory say what it started.
+// or kills it. Files in its directory say what it started. Its bound is a
+// second or more: its task must start within half the bound of a renewal
+// (the executor checks right after the fork), which a starved -race
+// process on a loaded machine may miss with a shorter one.
 const fakeWorkerEnv = "DROVER_TEST_FAKE_WORKER"
 
 // runFakeWorkerIfRequested is called by TestMain.
@@ -496,7 +521,7 @@ func waitGone(pids map[string]int) []string {
 // A frozen worker (SIGSTOP, its tasks left running) cannot kill anything:
 // the supervisor kills its task's whole group, grandchildren included.
 func TestLeaseKillsTheTasksOfAFrozenWorker(t *testing.T) {
-	fw := startFakeWorker(t, 300*time.Millisecond)
+	fw := startFakeWorker(t, time.Second)
 	if err := fw.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +542,7 @@ func TestLeaseKillsTheTasksOfAFrozenWorker(t *testing.T) {
 // stopped together, the worker thawed first and renewing at once): the
 // supervisor kills on wake.
 func TestLeaseKillsOnWakeAfterTheWholeMachineFroze(t *testing.T) {
-	const bound = 300 * time.Millisecond
+	const bound = time.Second
 	fw := startFakeWorker(t, bound)
 	stopped := []int{fw.cmd.Process.Pid, fw.supervisor, -fw.task}
 	for _, pid := range stopped {
