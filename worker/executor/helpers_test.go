@@ -84,15 +84,16 @@ func processGone(pid int) bool {
 	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
 }
 
-// assertGone fails unless pid is gone, allowing a moment for the kernel to
-// deliver the kill (polling, not a timing assertion).
+// assertGone fails unless pid is gone, allowing time for the kernel to
+// deliver the kill and the process to exit (polling, not a timing
+// assertion: the 30 s only keeps a broken test from hanging; it was 2 s,
+// which a killed -race process on a loaded 2-core machine can take).
 func assertGone(t testing.TB, pid int, what string) {
 	t.Helper()
-	for range 200 {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if processGone(pid) {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	syscall.Kill(pid, syscall.SIGKILL) // do not leak it past the test
 	t.Errorf("%s (pid %d) still runs after Execute returned", what, pid)
