@@ -37,6 +37,25 @@ func allParked(t *testing.T, w *Worker) {
 	waitFor(t, "every queue loop parked", func() bool { return w.loopGoroutines.Load() == 0 })
 }
 
+// allChecked waits until every queue of w had its first check (its
+// CheckQueues call counted by the Log). checkCount() >= 1 is not that:
+// it counts a pass as it starts, and queues started one by one may be
+// checked in several passes, so a test that counts the Log's checks from
+// there could count a late first check as one of its own.
+func allChecked(t *testing.T, w *Worker) {
+	t.Helper()
+	waitFor(t, "the started queues checked", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, l := range w.queues {
+			if !l.checked.Load() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // A parked queue holds no goroutine: the worker's goroutines do not grow
 // with the queues it owns.
 func TestParkedQueuesHoldNoGoroutine(t *testing.T) {
@@ -74,7 +93,7 @@ func TestLostWakeupIsRunByTheBackstop(t *testing.T) {
 		}
 	}
 	allParked(t, w)
-	waitFor(t, "the started queues checked", func() bool { return w.idle.checkCount() >= 1 })
+	allChecked(t, w)
 	promotes, checks, reads := log.counts()
 	log.add("q07", msg("lost")) // no Wake: the wake-up never arrives
 	if runs := ex.runList(); len(runs) != 0 {
@@ -117,7 +136,7 @@ func TestDueMessageOnAParkedQueueIsPromotedWhenDue(t *testing.T) {
 		}
 	}
 	allParked(t, w)
-	waitFor(t, "the started queues checked", func() bool { return w.idle.checkCount() >= 1 })
+	allChecked(t, w) // counted below: want 5 backstop checks exactly
 	due := t0.Add(30 * time.Second)
 	log.addDelayed("q00", msg("later"), due)
 	w.WakeAt("q00", due) // the enqueue's wake-up names the due time
