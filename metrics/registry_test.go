@@ -206,7 +206,10 @@ func containsAll(s string, subs []string) bool {
 func TestInmemDumpsOnSignal(t *testing.T) {
 	out := &syncBuffer{}
 	r, err := metrics.Setup(metrics.SetupConfig{
-		Inmem: true, InmemInterval: 10 * time.Millisecond, InmemRetain: time.Second,
+		// Retained for a minute, not a second: the values must still be in
+		// a kept interval when the first dump runs, which a test starved
+		// for a second on a loaded machine could miss.
+		Inmem: true, InmemInterval: 10 * time.Millisecond, InmemRetain: time.Minute,
 		DumpSignal: syscall.SIGUSR2, DumpTo: out,
 	})
 	if err != nil {
@@ -219,7 +222,7 @@ func TestInmemDumpsOnSignal(t *testing.T) {
 	// The dump leaves out the bucket still being filled, so ask until the
 	// one holding these values is complete.
 	want := []string{"[C] 'drover.tasks_total.q.t.success': Count: 1", "[G] 'drover.lag.q': 9.000"}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !containsAll(out.String(), want) {
 		if time.Now().After(deadline) {
 			t.Fatalf("want a dump containing %q, have:\n%s", want, out.String())
