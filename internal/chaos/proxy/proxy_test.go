@@ -36,13 +36,17 @@ func echo(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func roundTrip(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+// roundTrip sends a line through addr and reads the echo, giving up after
+// wait. A trip that must succeed waits long (on a loaded 2-core machine
+// under -race a 500 ms deadline could fail it); one through a blackhole
+// fails only by its deadline, so it waits briefly.
+func roundTrip(addr string, wait time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, wait)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	c.SetDeadline(time.Now().Add(wait))
 	if _, err := c.Write([]byte("ping\n")); err != nil {
 		return err
 	}
@@ -56,23 +60,23 @@ func TestCutBlackholeRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if err := roundTrip(p.Addr); err != nil {
+	if err := roundTrip(p.Addr, 30*time.Second); err != nil {
 		t.Fatalf("open: want a round trip, have %v", err)
 	}
 	p.Cut()
-	if err := roundTrip(p.Addr); err == nil {
+	if err := roundTrip(p.Addr, 500*time.Millisecond); err == nil {
 		t.Fatal("cut: want the round trip to fail, it succeeded")
 	}
 	p.Restore()
-	if err := roundTrip(p.Addr); err != nil {
+	if err := roundTrip(p.Addr, 30*time.Second); err != nil {
 		t.Fatalf("restored: want a round trip, have %v", err)
 	}
 	p.Blackhole()
-	if err := roundTrip(p.Addr); err == nil {
+	if err := roundTrip(p.Addr, 500*time.Millisecond); err == nil {
 		t.Fatal("blackhole: want the round trip to fail, it succeeded")
 	}
 	p.Restore()
-	if err := roundTrip(p.Addr); err != nil {
+	if err := roundTrip(p.Addr, 30*time.Second); err != nil {
 		t.Fatalf("restored: want a round trip, have %v", err)
 	}
 }
