@@ -87,7 +87,7 @@ func TestMetricsOfAWorkerThatRanRealTasks(t *testing.T) {
 	if err := f.zk.SetPause(ctx, drover.PauseQueue, "m", drover.Pause{By: "test", At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the pause to reach the worker", func() bool {
+	waitFor(t, time.Minute, "the pause to reach the worker", func() bool {
 		st := f.state("mw")
 		return st != nil && len(st.Worker.Queues) == 1 && st.Worker.Queues[0].Paused
 	})
@@ -116,7 +116,7 @@ func TestMetricsOfAWorkerThatRanRealTasks(t *testing.T) {
 	// queues) has landed.
 	var after []drover.LogEntry
 	var committed drover.Position
-	waitFor(t, 10*time.Second, "the committed offset to cover the finished messages", func() bool {
+	waitFor(t, time.Minute, "the committed offset to cover the finished messages", func() bool {
 		off, err := f.zk.ReadOffset(ctx, "m")
 		if err != nil {
 			t.Fatal(err)

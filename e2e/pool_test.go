@@ -107,7 +107,7 @@ func TestPooledWorkerLeavesNoChildBehind(t *testing.T) {
 				gone = append(gone, grandchild)
 			}
 			for _, pid := range gone {
-				waitFor(t, 10*time.Second, fmt.Sprintf("process %d of the stopped worker's pool to be gone", pid), func() bool {
+				waitFor(t, time.Minute, fmt.Sprintf("process %d of the stopped worker's pool to be gone", pid), func() bool {
 					return processGone(pid)
 				})
 			}
