@@ -240,7 +240,11 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 			script := tt.trap + "\n(trap '' TERM; exec sleep 1000) &\necho $! > " + pidFile + "\nwhile :; do sleep 1; done\n"
 			e := newTestExecutor(t, Config{KillGrace: 300 * time.Millisecond})
 			task := testTask(t, "job", command(writeScript(t, script)))
-			task.Timeout = time.Second
+			// 3 s: the shell must set its trap and write the grandchild's
+			// pid before the timeout's SIGTERM, else the first case has no
+			// pid file and the second dies by SIGTERM; a fork from a -race
+			// binary on a loaded 2-core machine can take a good part of 1 s.
+			task.Timeout = 3 * time.Second
 			res := e.Execute(context.Background(), task)
 			if res.Outcome != OutcomeTimeout {
 				t.Fatalf("outcome: want timeout, have %s (%s)", res.Outcome, res.Reason)
