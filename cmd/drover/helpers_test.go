@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,8 +44,32 @@ func (c *cluster) store() *queue.Store {
 	return st
 }
 
-// closedAddr returns a loopback address nothing listens on.
+// closedAddr returns a loopback address that refuses connections until the
+// test ends: a socket bound to it (without SO_REUSEADDR) and never
+// listening holds the port. A port merely closed again, as this helper
+// used to return, is free: a server started meanwhile by a parallel test
+// run picks its port the same way (listen on :0) and could take it, and a
+// test expecting "unreachable" would then reach a real ZooKeeper or Redis.
 func closedAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+}
+
+// freeAddr returns a loopback address that was free a moment ago, for a
+// process under test to listen on.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -31,7 +31,7 @@ func TestSchedulerHasItsOwnAdminAddr(t *testing.T) {
 	defer held.Close()
 	for _, viaFlag := range []bool{false, true} {
 		t.Run(fmt.Sprintf("flag=%v", viaFlag), func(t *testing.T) {
-			addr := closedAddr(t)
+			addr := freeAddr(t)
 			args := []string{"scheduler", "--name", fmt.Sprintf("s-%v", viaFlag)}
 			env := []string{"DROVER_WORKER_ADMIN_ADDR=" + held.Addr().String()}
 			if viaFlag {
