@@ -84,13 +84,16 @@ func TestProxyCutBlackholeRestore(t *testing.T) {
 		}
 	}()
 	p := NewProxy(t, ln.Addr().String())
-	roundTrip := func() error {
-		c, err := net.DialTimeout("tcp", p.Addr, time.Second)
+	// A trip that must succeed waits long (300 ms could pass on a loaded
+	// 2-core machine under -race); one through a blackhole fails only by
+	// its deadline, so it waits briefly.
+	roundTrip := func(wait time.Duration) error {
+		c, err := net.DialTimeout("tcp", p.Addr, wait)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		c.SetDeadline(time.Now().Add(300 * time.Millisecond))
+		c.SetDeadline(time.Now().Add(wait))
 		if _, err := c.Write([]byte("ping")); err != nil {
 			return err
 		}
@@ -98,19 +101,19 @@ func TestProxyCutBlackholeRestore(t *testing.T) {
 		_, err = io.ReadFull(c, buf)
 		return err
 	}
-	if err := roundTrip(); err != nil {
+	if err := roundTrip(30 * time.Second); err != nil {
 		t.Fatalf("open proxy: want echo, have %v", err)
 	}
 	p.Cut()
-	if err := roundTrip(); err == nil {
+	if err := roundTrip(300 * time.Millisecond); err == nil {
 		t.Fatalf("cut proxy: want an error, have an echo")
 	}
 	p.Blackhole()
-	if err := roundTrip(); err == nil {
+	if err := roundTrip(300 * time.Millisecond); err == nil {
 		t.Fatalf("blackholed proxy: want a timeout, have an echo")
 	}
 	p.Restore()
-	if err := roundTrip(); err != nil {
+	if err := roundTrip(30 * time.Second); err != nil {
 		t.Fatalf("restored proxy: want echo, have %v", err)
 	}
 }
