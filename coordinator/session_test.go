@@ -13,16 +13,31 @@ import (
 	"github.com/drover-dev/drover/internal/testkit"
 )
 
-// stateLog records a session's state changes in order.
+// stateLog records a session's state changes in order, and when each was
+// made (the callback runs in the session's monitor, as it changes state).
 type stateLog struct {
 	mu     sync.Mutex
 	states []SessionState
+	at     []time.Time
 }
 
 func (l *stateLog) record(st SessionState) {
 	l.mu.Lock()
 	l.states = append(l.states, st)
+	l.at = append(l.at, time.Now())
 	l.mu.Unlock()
+}
+
+// when returns the time of the first change to st, zero if none.
+func (l *stateLog) when(st SessionState) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, s := range l.states {
+		if s == st {
+			return l.at[i]
+		}
+	}
+	return time.Time{}
 }
 func (l *stateLog) get() []SessionState {
 	l.mu.Lock()
@@ -118,7 +133,15 @@ func TestSessionLongCutIsLostBeforeTheServerExpiresIt(t *testing.T) {
 
 	proxy.Cut()
 	<-a.Done()
-	lostAt := time.Now()
+	// When the session reported the loss, not when this goroutine woke up
+	// after it: on a loaded machine that can be later than the expiry
+	// (about 1.3 s after the loss with the 4 s timeout), seen by another
+	// goroutine. Done closes just before the callback records it.
+	var lostAt time.Time
+	testkit.Eventually(t, "the loss recorded by OnStateChange", func() bool {
+		lostAt = states.when(Lost)
+		return !lostAt.IsZero()
+	})
 	mustIs(t, a.Err(), drover.ErrSessionLost, "Err after a long cut")
 	expiredAt := <-expired
 	if !lostAt.Before(expiredAt) {
