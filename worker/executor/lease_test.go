@@ -327,7 +327,11 @@ func TestLeaseStaleBeforeAPooledTaskKillsItsChildAtOnce(t *testing.T) {
 // not confirmed), no task starts: Execute waits for a renewal, and is
 // aborted before the start when its context ends (the session was lost).
 func TestLeaseExpiredStartsNothingUntilRenewed(t *testing.T) {
-	lease, _ := newTestLease(t, 50*time.Millisecond, 50*time.Millisecond)
+	// A bound of a second, not 50 ms: once renewed (below), the task must
+	// start within half the bound of a renewal and run before the
+	// supervisor sees a gap of a bound; 25 and 50 ms of a renewer ticking
+	// every 10 ms are within reach of a stall on a loaded machine.
+	lease, _ := newTestLease(t, time.Second, 50*time.Millisecond)
 	// Never renewed: wait until the lease is past its bound (polling the
 	// worker's side of it; the supervisor, with no task to kill, fires
 	// silently).
