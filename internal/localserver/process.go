@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,9 @@ type Process struct {
 	dir     string   // working and data directory
 	logPath string
 	ready   func() error // returns nil once the server answers
+	// port is the TCP port the server listens on (0: not checked). A
+	// server counts as ready only once the answering listener is its own.
+	port int
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -66,23 +70,86 @@ func (p *Process) Start() error {
 	p.cmd, p.exited = cmd, exited
 
 	deadline := time.Now().Add(startTimeout)
+	foreign := false // another process answered on the port
 	for {
 		select {
 		case <-exited:
 			p.cmd = nil
-			return fmt.Errorf("%s: exited during start-up; log %s:\n%s", p.name, p.logPath, tail(p.logPath, 2000))
+			log := tail(p.logPath, 2000)
+			if foreign || strings.Contains(log, "Address already in use") {
+				return fmt.Errorf("%s: %w; log %s:\n%s", p.name, errPortTaken, p.logPath, log)
+			}
+			return fmt.Errorf("%s: exited during start-up; log %s:\n%s", p.name, p.logPath, log)
 		default:
 		}
 		err := p.ready()
 		if err == nil {
-			return nil
+			// Something answers; it must be this server and not another
+			// process that took the port between its pick and this start
+			// (which leaves this server unable to listen: it exits).
+			own, oerr := p.port == 0, error(nil)
+			if !own {
+				own, oerr = listensOn(cmd.Process.Pid, p.port)
+			}
+			if own {
+				return nil
+			}
+			foreign = true
+			err = fmt.Errorf("port %d answered by another process (%v)", p.port, oerr)
 		}
 		if time.Now().After(deadline) {
 			p.killLocked()
+			if foreign {
+				return fmt.Errorf("%s: %w", p.name, errPortTaken)
+			}
 			return fmt.Errorf("%s: not ready after %s (%v); log %s:\n%s", p.name, startTimeout, err, p.logPath, tail(p.logPath, 2000))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// errPortTaken: another process listens on the port a server was to use.
+var errPortTaken = errors.New("its port is taken by another process")
+
+// listensOn reports whether process pid holds a TCP socket listening on
+// port: the listeners' socket inodes from /proc/net/tcp and tcp6, matched
+// against the process's open files.
+func listensOn(pid, port int) (bool, error) {
+	inodes := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) { // no IPv6
+				continue
+			}
+			return false, err
+		}
+		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			_, hexPort, _ := strings.Cut(f[1], ":")
+			if n, err := strconv.ParseUint(hexPort, 16, 16); err == nil && int(n) == port {
+				inodes["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return false, nil
+	}
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(dir + "/" + fd.Name()); err == nil && inodes[target] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Stop sends SIGTERM and waits for the process to exit (SIGKILL after 10 s).
@@ -143,15 +210,31 @@ func (p *Process) PID() int {
 	return p.cmd.Process.Pid
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+// portAttempts bounds how many times a server is started on fresh ports
+// when another process took the ones picked for it.
+const portAttempts = 3
+
+// onFreePorts calls start with n distinct ports that were free a moment
+// ago. A port picked free can be taken by another process before the server
+// listens on it (parallel test runs, `drover dev`): when start reports
+// errPortTaken it is called again with fresh ports.
+func onFreePorts(n int, start func(ports []int) error) error {
+	var err error
+	for i := 0; i < portAttempts; i++ {
+		ports, perr := pickPorts(n)
+		if perr != nil {
+			return perr
+		}
+		if err = start(ports); !errors.Is(err, errPortTaken) {
+			return err
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return fmt.Errorf("%w (tried %d sets of free ports)", err, portAttempts)
 }
+
+// pickPorts picks the ports; a variable so that a test can hand out a
+// taken one.
+var pickPorts = freePorts
 
 // freePorts returns n distinct free ports.
 func freePorts(n int) ([]int, error) {

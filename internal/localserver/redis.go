@@ -2,6 +2,7 @@ package localserver
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -30,13 +31,15 @@ func StartRedis(dir string, o RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w; %s", err, RedisHint)
 	}
-	port := o.Port
-	if port == 0 {
-		if port, err = freePort(); err != nil {
-			return nil, err
-		}
+	if o.Port != 0 {
+		return launchRedis(bin, dir, o.Port, o, nil)
 	}
-	return launchRedis(bin, dir, port, o, nil)
+	var r *Redis
+	err = onFreePorts(1, func(ports []int) (err error) {
+		r, err = launchRedis(bin, dir, ports[0], o, nil)
+		return err
+	})
+	return r, err
 }
 
 func launchRedis(bin, dir string, port int, o RedisOptions, extra []string) (*Redis, error) {
@@ -56,7 +59,7 @@ func launchRedis(bin, dir string, port int, o RedisOptions, extra []string) (*Re
 	argv = append(argv, extra...)
 	p := &Process{
 		name: "redis " + addr, argv: argv, dir: dir, logPath: join(dir, "redis.log"),
-		ready: func() error { return PingRedis(addr) },
+		ready: func() error { return PingRedis(addr) }, port: port,
 	}
 	if err := p.Start(); err != nil {
 		return nil, err
@@ -98,25 +101,33 @@ func StartRedisCluster(dir string) (*RedisCluster, error) {
 	// itself a node listens for the bus on its port + 10,000, which
 	// nothing reserved: another process's listener or an outgoing
 	// connection's local port there made the start fail now and then.
-	ports, err := freePorts(6)
+	var c *RedisCluster
+	err = onFreePorts(6, func(ports []int) error {
+		c = &RedisCluster{}
+		for i, port := range ports[:3] {
+			nodeDir := join(dir, strconv.Itoa(i))
+			os.RemoveAll(nodeDir) // an earlier attempt's nodes.conf
+			err := mkdir(nodeDir)
+			var s *Redis
+			if err == nil {
+				s, err = launchRedis(bin, nodeDir, port, RedisOptions{}, []string{
+					"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+					"--cluster-port", strconv.Itoa(ports[3+i]), "--cluster-node-timeout", "5000",
+				})
+			}
+			if err != nil {
+				for _, n := range c.Nodes {
+					n.Kill()
+				}
+				return err
+			}
+			c.Nodes = append(c.Nodes, s)
+			c.Addrs = append(c.Addrs, s.Addr)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	c := &RedisCluster{}
-	for i, port := range ports[:3] {
-		nodeDir := join(dir, strconv.Itoa(i))
-		if err := mkdir(nodeDir); err != nil {
-			return nil, err
-		}
-		s, err := launchRedis(bin, nodeDir, port, RedisOptions{}, []string{
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(ports[3+i]), "--cluster-node-timeout", "5000",
-		})
-		if err != nil {
-			return nil, err
-		}
-		c.Nodes = append(c.Nodes, s)
-		c.Addrs = append(c.Addrs, s.Addr)
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")

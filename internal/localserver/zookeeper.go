@@ -1,6 +1,7 @@
 package localserver
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -80,14 +81,16 @@ func StartZooKeeper(dir string, port int) (*ZooKeeper, error) {
 
 // StartZooKeeperWith is StartZooKeeper with options.
 func StartZooKeeperWith(dir string, o ZKOptions) (*ZooKeeper, error) {
-	port := o.Port
-	if port == 0 {
-		var err error
-		if port, err = freePort(); err != nil {
-			return nil, err
-		}
+	var s *ZooKeeper
+	var err error
+	if o.Port != 0 {
+		s, err = launchZK(dir, o.Port, nil, 0, o.Heap)
+	} else {
+		err = onFreePorts(1, func(ports []int) (err error) {
+			s, err = launchZK(dir, ports[0], nil, 0, o.Heap)
+			return err
+		})
 	}
-	s, err := launchZK(dir, port, nil, 0, o.Heap)
 	if err != nil {
 		return nil, err
 	}
@@ -98,10 +101,17 @@ func StartZooKeeperWith(dir string, o ZKOptions) (*ZooKeeper, error) {
 // StartEnsemble starts a 3-node ensemble under dir and waits until every
 // node serves requests.
 func StartEnsemble(dir string) (*Ensemble, error) {
-	ports, err := freePorts(9)
-	if err != nil {
-		return nil, err
-	}
+	var e *Ensemble
+	err := onFreePorts(9, func(ports []int) (err error) {
+		e, err = startEnsemble(dir, ports)
+		return err
+	})
+	return e, err
+}
+
+// startEnsemble starts the three nodes on ports: client ports, then quorum
+// ports, then election ports.
+func startEnsemble(dir string, ports []int) (*Ensemble, error) {
 	var servers []string
 	for i := 0; i < 3; i++ {
 		servers = append(servers, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, ports[3+i], ports[6+i]))
@@ -120,6 +130,7 @@ func StartEnsemble(dir string) (*Ensemble, error) {
 	for i := 0; i < 3; i++ {
 		go func(i int) {
 			nodeDir := join(dir, strconv.Itoa(i+1))
+			os.RemoveAll(nodeDir) // an earlier attempt's epoch files
 			if err := mkdir(nodeDir); err != nil {
 				ch <- started{i: i, err: err}
 				return
@@ -131,7 +142,9 @@ func StartEnsemble(dir string) (*Ensemble, error) {
 	var firstErr error
 	for i := 0; i < 3; i++ {
 		r := <-ch
-		if r.err != nil && firstErr == nil {
+		// A taken port is the error to report: it is the one a start on
+		// fresh ports cures.
+		if r.err != nil && (firstErr == nil || errors.Is(r.err, errPortTaken)) {
 			firstErr = r.err
 		}
 		if r.s != nil {
@@ -196,7 +209,7 @@ func launchZK(dir string, port int, servers []string, myid int, heap string) (*Z
 	}
 	p := &Process{
 		name: "zookeeper " + addr, argv: argv, dir: dir, logPath: join(dir, "zookeeper.log"),
-		ready: func() error { _, err := ZKMode(addr); return err },
+		ready: func() error { _, err := ZKMode(addr); return err }, port: port,
 	}
 	if err := p.Start(); err != nil {
 		return nil, err
