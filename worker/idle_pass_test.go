@@ -46,17 +46,7 @@ func parkedWorker(tb testing.TB, n int) *Worker {
 		}
 	}
 	testkit.Eventually(tb, "every queue parked and checked", func() bool {
-		if w.loopGoroutines.Load() != 0 {
-			return false
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		for _, l := range w.queues {
-			if !l.checked.Load() {
-				return false
-			}
-		}
-		return true
+		return w.loopGoroutines.Load() == 0 && everyQueueChecked(w)
 	})
 	return w
 }

@@ -44,16 +44,19 @@ func allParked(t *testing.T, w *Worker) {
 // there could count a late first check as one of its own.
 func allChecked(t *testing.T, w *Worker) {
 	t.Helper()
-	waitFor(t, "the started queues checked", func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		for _, l := range w.queues {
-			if !l.checked.Load() {
-				return false
-			}
+	waitFor(t, "the started queues checked", func() bool { return everyQueueChecked(w) })
+}
+
+// everyQueueChecked reports whether every queue of w had its first check.
+func everyQueueChecked(w *Worker) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range w.queues {
+		if !l.checked.Load() {
+			return false
 		}
-		return true
-	})
+	}
+	return true
 }
 
 // A parked queue holds no goroutine: the worker's goroutines do not grow
