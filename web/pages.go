@@ -174,12 +174,13 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p a
 func (s *Server) page(pattern, name string, need auth.Role, data func(r *Request) (any, error)) {
 	s.mux.HandleFunc("GET "+pattern, func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set(formHeader, "1")
-		p, ok := s.authenticate(w, r)
+		p, ok := s.authenticate(w, r, "")
 		if !ok {
 			return
 		}
 		r = r.WithContext(auth.WithPrincipal(r.Context(), p))
 		if err := authorize(p, need); err != nil {
+			s.auditRefusal(r, "", p, err)
 			s.fail(w, r, err)
 			return
 		}
@@ -248,7 +249,8 @@ func (s *Server) routePages() {
 	})
 	s.mux.HandleFunc("POST /login", s.login)
 	s.mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
-		http.SetCookie(w, s.auth.Logout())
+		p, _ := s.auth.Authenticate(r) // a bad or missing session: nothing to end
+		http.SetCookie(w, s.auth.Logout(p))
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 	})
 	s.page("/{$}", "overview", auth.Viewer, func(r *Request) (any, error) {

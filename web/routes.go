@@ -46,11 +46,12 @@ type Created struct{ Value any }
 // HandleAPI and HandleMutation after New and before serving.
 func (s *Server) HandleAPI(method, path string, need auth.Role, h Handler) {
 	s.mux.HandleFunc(method+" "+APIPrefix+path, func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.authenticate(w, r)
+		p, ok := s.authenticate(w, r, "")
 		if !ok {
 			return
 		}
 		if err := authorize(p, need); err != nil {
+			s.auditRefusal(r, "", p, err)
 			s.fail(w, r, err)
 			return
 		}
@@ -80,8 +81,9 @@ func respond(w http.ResponseWriter, v any) {
 // A browser form that posts to it with a "return" field (a local path) is
 // redirected there with a flash message instead of receiving JSON.
 func (s *Server) HandleMutation(method, path string, need auth.Role, action string, h Handler) {
+	s.mutations = append(s.mutations, method+" "+APIPrefix+path)
 	s.mux.HandleFunc(method+" "+APIPrefix+path, func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.authenticate(w, r)
+		p, ok := s.authenticate(w, r, action)
 		if !ok {
 			return
 		}
@@ -91,6 +93,9 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 		v, in, err := s.mutate(w, r, p, need, h)
 		rec.Detail = detailOf(in)
 		rec.Status = http.StatusOK
+		if _, ok := v.(Created); ok {
+			rec.Status = http.StatusCreated
+		}
 		rec.Result = "ok"
 		if err != nil {
 			rec.Status, rec.Result = statusOf(err), err.Error()

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -83,6 +84,9 @@ type Server struct {
 	lastUse atomic.Int64
 
 	jobs *JobsConfig // set by RouteJobs; nil: no job endpoints
+
+	refusals  refusalLimit // bounds the audit records of refused reads
+	mutations []string     // "METHOD /api/v1/path" of every HandleMutation
 }
 
 // New validates cfg and builds the server with every built-in route.
@@ -111,26 +115,55 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	static, _ := fs.Sub(staticFS, "static")
-	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	s.mux.HandleFunc("GET /static/", func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") { // no directory listings
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	s.routeAPI()
 	s.routePages()
 	return s, nil
 }
 
-// Handler returns the server's handler: every route behind cross-origin
-// protection (a state-changing request from another site is answered 403,
-// whatever its credentials).
+// Handler returns the server's handler: every route behind a Host check
+// (an open console, which trusts loopback clients, answers 403 to a Host
+// that is not a loopback address, localhost or a configured name: DNS
+// rebinding) and cross-origin protection (a state-changing request from
+// another site is answered 403, whatever its credentials). Both
+// refusals are audited.
 func (s *Server) Handler() http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, &httpError{http.StatusForbidden, "cross-origin request refused"})
+		he := &httpError{http.StatusForbidden, "cross-origin request refused"}
+		s.auditRefusal(r, "", auth.Principal{}, he)
+		s.fail(w, r, he)
 	}))
-	return securityHeaders(cop.Handler(s.mux))
+	return securityHeaders(s.checkHost(cop.Handler(s.mux)))
+}
+
+// checkHost refuses a request whose Host the authenticator does not
+// accept (auth.Authenticator.CheckHost).
+func (s *Server) checkHost(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.auth.CheckHost(r); err != nil {
+			he := &httpError{http.StatusForbidden, err.Error()}
+			s.auditRefusal(r, "", auth.Principal{}, he)
+			s.fail(w, r, he)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
+		if r.TLS != nil {
+			hd.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("X-Frame-Options", "DENY")
 		hd.Set("Referrer-Policy", "same-origin")
@@ -221,6 +254,9 @@ func readInput(w http.ResponseWriter, r *http.Request, max int64) (Input, error)
 		if err != nil {
 			return nil, err
 		}
+		if !utf8.Valid(body) {
+			return nil, Errorf(http.StatusBadRequest, "request body: invalid UTF-8 (JSON text must be UTF-8)")
+		}
 		if len(strings.TrimSpace(string(body))) == 0 {
 			return in, nil
 		}
@@ -298,21 +334,28 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // authenticate returns the request's principal or answers 401 (API) or
-// redirects to the login page (pages).
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
+// redirects to the login page (pages). A refusal is audited as action
+// (a mutation's name; "" for a read).
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, action string) (auth.Principal, bool) {
 	p, err := s.auth.Authenticate(r)
 	if err == nil {
 		return p, true
 	}
-	if wantsHTML(r) && r.Method == http.MethodGet && !s.auth.Open() {
+	if wantsHTML(r) && r.Method == http.MethodGet && !s.auth.Open() && errors.Is(err, auth.ErrNoCredentials) {
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return auth.Principal{}, false
 	}
-	if s.auth.Open() {
-		s.fail(w, r, &httpError{http.StatusForbidden, err.Error()})
-		return auth.Principal{}, false
+	var he *httpError
+	switch {
+	case s.auth.Open(), errors.Is(err, auth.ErrForeignHost):
+		he = &httpError{http.StatusForbidden, err.Error()}
+	case errors.Is(err, auth.ErrNoCredentials):
+		he = &httpError{http.StatusUnauthorized, "unauthorized: log in, or send Authorization: Bearer <token>"}
+	default:
+		he = &httpError{http.StatusUnauthorized, "unauthorized: " + err.Error()}
 	}
-	s.fail(w, r, &httpError{http.StatusUnauthorized, "unauthorized: log in, or send Authorization: Bearer <token>"})
+	s.auditRefusal(r, action, auth.Principal{}, he)
+	s.fail(w, r, he)
 	return auth.Principal{}, false
 }
 

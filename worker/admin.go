@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+
+	"github.com/drover-dev/drover/internal/auth"
 )
 
 // AdminConfig configures the admin HTTP handler.
@@ -32,12 +34,18 @@ type JobState struct {
 	Task   TaskState `json:"task"`
 }
 
-// loopbackOnly answers 403 to a client that is not on a loopback address.
+// loopbackOnly answers 403 to a client that is not on a loopback address,
+// and to a request whose Host is not a loopback address or localhost (a
+// page whose name is rebound to 127.0.0.1 is a loopback client too).
 func loopbackOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
 			http.Error(w, "forbidden: debug endpoints answer loopback clients only", http.StatusForbidden)
+			return
+		}
+		if !auth.LocalHost(r) {
+			http.Error(w, "forbidden: Host "+r.Host+" is not a loopback address or localhost", http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)

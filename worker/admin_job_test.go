@@ -24,7 +24,7 @@ func TestAdminDebugJobIsGuardedAndAnswersInFlightAttempts(t *testing.T) {
 	}
 	get := func(h http.Handler, url, remote string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("GET", url, nil)
-		req.RemoteAddr = remote
+		req.RemoteAddr, req.Host = remote, "127.0.0.1:9090"
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec

@@ -20,7 +20,7 @@ func TestAdminDebugStateNamesForm(t *testing.T) {
 	}
 	get := func(url, remote string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("GET", url, nil)
-		req.RemoteAddr = remote
+		req.RemoteAddr, req.Host = remote, "127.0.0.1:9090"
 		rec := httptest.NewRecorder()
 		w.AdminHandler(AdminConfig{}).ServeHTTP(rec, req)
 		return rec

@@ -87,10 +87,11 @@ func (a *adminServer) interrupt(error) {
 
 // debugGuard returns the wrapper of an admin listener's debug endpoints:
 // with auth.tokens configured they need an operator (or admin) bearer
-// token; without, only loopback clients reach them (docs/operations.md,
-// "The admin endpoints").
+// token; without, only loopback clients reach them, and only with a Host
+// that is a loopback address, localhost or the admin address (DNS
+// rebinding; docs/operations.md, "The admin endpoints").
 func debugGuard(cfg *config.Config) (func(http.Handler) http.Handler, error) {
-	g, err := auth.NewGuard(cfg.Auth.Tokens)
+	g, err := auth.NewGuard(cfg.Auth.Tokens, cfg.Worker.AdminAddr, cfg.Scheduler.AdminAddr)
 	if err != nil {
 		return nil, err
 	}

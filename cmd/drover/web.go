@@ -98,7 +98,8 @@ shown again.`,
 func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready func(url string)) error {
 	log := cfg.Logger("drover", os.Stderr).Named("web")
 	tls := cfg.Web.TLSCert != "" && cfg.Web.TLSKey != ""
-	authn, err := auth.New(auth.Config{Tokens: cfg.Auth.Tokens, SessionKey: cfg.Auth.SessionKey, SessionTTL: cfg.Web.SessionTTL, SecureCookies: tls})
+	authn, err := auth.New(auth.Config{Tokens: cfg.Auth.Tokens, SessionKey: cfg.Auth.SessionKey, SessionTTL: cfg.Web.SessionTTL, SecureCookies: tls,
+		Hosts: []string{cfg.Web.Addr, cfg.Web.PublicName}})
 	if err != nil {
 		return usageError{err}
 	}

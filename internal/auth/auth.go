@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -22,6 +23,10 @@ var (
 	ErrNoCredentials = errors.New("auth: no credentials")
 	// ErrBadCredentials: a token or session was presented and is not valid.
 	ErrBadCredentials = errors.New("auth: invalid or expired credentials")
+	// ErrForeignHost: an open authenticator was asked by a request whose
+	// Host is not a loopback address, localhost or a configured name
+	// (DNS rebinding). Callers answer 403.
+	ErrForeignHost = errors.New("auth: the request's Host is not this server's")
 )
 
 // SessionCookie is the name of the browser session's cookie.
@@ -45,6 +50,13 @@ type Config struct {
 	SessionTTL time.Duration
 	// SecureCookies marks cookies Secure (set when serving TLS).
 	SecureCookies bool
+	// Hosts are the names, besides loopback addresses and "localhost",
+	// that a request's Host may carry when the authenticator is open (it
+	// trusts loopback clients): the listen address and the public name
+	// (web.public_name). Any other Host is refused with ErrForeignHost, so
+	// that a page whose name is rebound to 127.0.0.1 cannot act as the
+	// local admin.
+	Hosts []string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -55,7 +67,13 @@ type Authenticator struct {
 	key    []byte
 	ttl    time.Duration
 	secure bool
+	hosts  []string
 	now    func() time.Time
+
+	// revoked holds the ids of sessions ended by Logout, until they
+	// expire.
+	revokedMu sync.Mutex
+	revoked   map[string]time.Time
 }
 
 // New validates cfg and returns an Authenticator.
@@ -64,7 +82,8 @@ func New(cfg Config) (*Authenticator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth.tokens: %w", err)
 	}
-	a := &Authenticator{tokens: tokens, ttl: cfg.SessionTTL, secure: cfg.SecureCookies, now: cfg.Now}
+	a := &Authenticator{tokens: tokens, ttl: cfg.SessionTTL, secure: cfg.SecureCookies, hosts: cfg.Hosts, now: cfg.Now,
+		revoked: map[string]time.Time{}}
 	if a.ttl <= 0 {
 		a.ttl = DefaultSessionTTL
 	}
@@ -130,6 +149,9 @@ func IsLoopback(r *http.Request) bool {
 // else. It fails with ErrNoCredentials or ErrBadCredentials.
 func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 	if a.Open() {
+		if !LocalHost(r, a.hosts...) {
+			return Principal{}, fmt.Errorf("%w: Host %q is not a loopback address, localhost or this server's configured name (web.public_name)", ErrForeignHost, r.Host)
+		}
 		if IsLoopback(r) {
 			return Principal{Name: "local", Role: Admin, Via: "loopback"}, nil
 		}
@@ -192,8 +214,31 @@ func (a *Authenticator) Login(token string) (*http.Cookie, Principal, error) {
 	return c, Principal{Name: t.Name, Role: t.Role, Via: "session", Session: s.ID}, nil
 }
 
-// Logout returns a cookie that clears the session.
-func (a *Authenticator) Logout() *http.Cookie {
+// CheckHost returns ErrForeignHost when the authenticator is open and r's
+// Host is not a loopback address, localhost or one of Config.Hosts; nil
+// otherwise (with tokens, credentials are never ambient to another
+// origin, so any Host may be served).
+func (a *Authenticator) CheckHost(r *http.Request) error {
+	if a.Open() && !LocalHost(r, a.hosts...) {
+		return fmt.Errorf("%w: Host %q is not a loopback address, localhost or this server's configured name (web.public_name)", ErrForeignHost, r.Host)
+	}
+	return nil
+}
+
+// Logout ends p's session on this server (a copy of its cookie is refused
+// from now on) and returns a cookie that clears it in the browser.
+func (a *Authenticator) Logout(p Principal) *http.Cookie {
+	if p.Via == "session" && p.Session != "" {
+		now := a.now()
+		a.revokedMu.Lock()
+		for id, exp := range a.revoked {
+			if !now.Before(exp) {
+				delete(a.revoked, id)
+			}
+		}
+		a.revoked[p.Session] = now.Add(a.ttl)
+		a.revokedMu.Unlock()
+	}
 	return &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: a.secure}
 }
 
@@ -213,6 +258,12 @@ func (a *Authenticator) verifySession(value string) (Principal, error) {
 	}
 	if a.now().Unix() >= s.Expires {
 		return Principal{}, fmt.Errorf("%w: session expired", ErrBadCredentials)
+	}
+	a.revokedMu.Lock()
+	_, revoked := a.revoked[s.ID]
+	a.revokedMu.Unlock()
+	if revoked {
+		return Principal{}, fmt.Errorf("%w: session ended by logout", ErrBadCredentials)
 	}
 	for _, t := range a.tokens {
 		if t.Name == s.Name && t.Role.String() == s.Role && hex.EncodeToString(t.Hash[:8]) == s.Token {

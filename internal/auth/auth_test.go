@@ -76,7 +76,7 @@ func TestOpenAuthenticatorAdmitsLoopbackOnly(t *testing.T) {
 			t.Errorf("CheckListen(%s): %v", ok, err)
 		}
 	}
-	r := httptest.NewRequest("GET", "/", nil)
+	r := httptest.NewRequest("GET", "http://127.0.0.1:8080/", nil)
 	r.RemoteAddr = "127.0.0.1:5555"
 	if p, err := a.Authenticate(r); err != nil || p.Role != Admin {
 		t.Fatalf("loopback: want admin, have %v %v", p, err)
@@ -165,7 +165,7 @@ func TestGuard(t *testing.T) {
 		{"tokens, remote, wrong", g, "10.0.0.9:1", "drv_nope", 401},
 	}
 	for _, c := range cases {
-		r := httptest.NewRequest("GET", "/debug/state", nil)
+		r := httptest.NewRequest("GET", "http://127.0.0.1:9090/debug/state", nil)
 		r.RemoteAddr = c.remote
 		if c.token != "" {
 			r.Header.Set("Authorization", "Bearer "+c.token)

@@ -13,9 +13,11 @@ type Guard struct {
 	a *Authenticator
 }
 
-// NewGuard builds the guard from the token specs (auth.tokens).
-func NewGuard(tokens []string) (*Guard, error) {
-	a, err := New(Config{Tokens: tokens})
+// NewGuard builds the guard from the token specs (auth.tokens). hosts are
+// the names besides loopback addresses and localhost that an open guard
+// accepts in a request's Host (the listen address; see Config.Hosts).
+func NewGuard(tokens []string, hosts ...string) (*Guard, error) {
+	a, err := New(Config{Tokens: tokens, Hosts: hosts})
 	if err != nil {
 		return nil, err
 	}
@@ -30,6 +32,9 @@ func (g *Guard) Wrap(h http.Handler) http.Handler {
 		r.Header.Del("Cookie") // debug endpoints take bearer tokens only
 		p, err := g.a.Authenticate(r)
 		switch {
+		case errors.Is(err, ErrForeignHost):
+			http.Error(w, "forbidden: "+err.Error(), http.StatusForbidden)
+			return
 		case err != nil && g.a.Open():
 			http.Error(w, "forbidden: debug endpoints answer loopback clients only when auth.tokens is not configured", http.StatusForbidden)
 			return

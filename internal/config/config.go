@@ -291,6 +291,11 @@ type Web struct {
 	// SessionTTL is how long a browser login lasts (web.session_ttl).
 	// Default 12h.
 	SessionTTL time.Duration
+	// PublicName is the host name browsers use to reach the console
+	// (web.public_name), when it is neither a loopback address, localhost
+	// nor the host of web.addr. Without tokens the console refuses every
+	// other Host (DNS rebinding). Default none.
+	PublicName string
 }
 
 // Ctl is block ctl: how `drover ctl` authenticates to HTTP surfaces.

@@ -107,6 +107,7 @@ var fields = []field{
 	{key: "web.tls_cert", kind: kindString, ref: func(c *Config) any { return &c.Web.TLSCert }},
 	{key: "web.tls_key", kind: kindString, ref: func(c *Config) any { return &c.Web.TLSKey }},
 	{key: "web.session_ttl", kind: kindDuration, ref: func(c *Config) any { return &c.Web.SessionTTL }},
+	{key: "web.public_name", kind: kindString, ref: func(c *Config) any { return &c.Web.PublicName }},
 
 	{key: "ctl.token", kind: kindString, secret: true, ref: func(c *Config) any { return &c.Ctl.Token }},
 }
