@@ -45,6 +45,13 @@ type ClientOptions struct {
 // Sentinel or Cluster deployment it describes. It does not connect: the
 // first command does, and the client reconnects by itself after a failure.
 // The caller closes it.
+//
+// The client never sends a command again by itself (MaxRetries -1): go-redis
+// would resend a script after a read timeout, when its first run may have
+// written. An enqueue resent that way is written twice (a generated id) or
+// answered "duplicate" although the caller sent it once (a caller's id saw
+// its own first write). Every failed command is returned to the caller,
+// which retries with the same ids where a retry is safe (docs/http-api.md).
 func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 	if len(o.Addrs) == 0 {
 		return nil, fmt.Errorf("%w: redis addresses are required", drover.ErrInvalidConfig)
@@ -80,6 +87,7 @@ func NewClient(o ClientOptions) (redis.UniversalClient, error) {
 		ReadTimeout:           o.ReadTimeout,
 		WriteTimeout:          o.WriteTimeout,
 		PoolSize:              o.PoolSize,
+		MaxRetries:            -1, // no resend of a write whose outcome is unknown
 		ClientName:            o.ClientName,
 		ContextTimeoutEnabled: true,
 	}), nil

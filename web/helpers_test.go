@@ -34,15 +34,20 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
+	return newRigOn(t, testenv.ZooKeeper(t).Addrs, queue.ClientOptions{Addrs: []string{testenv.Redis(t).Addr}}, Config{})
+}
+
+// newRigOn is newRig on the given servers; cfg's Ops and Auth are set, its
+// other fields are the server's (zero: the test defaults).
+func newRigOn(t *testing.T, zkAddrs []string, ro queue.ClientOptions, cfg Config) *rig {
+	t.Helper()
 	ctx := context.Background()
-	zkAddrs := testenv.ZooKeeper(t).Addrs
-	redis := testenv.Redis(t)
 	s, err := coordinator.Connect(ctx, coordinator.Config{Servers: zkAddrs, Root: testenv.Chroot(t), SessionTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("connect to ZooKeeper: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
-	rdb, err := queue.NewClient(queue.ClientOptions{Addrs: []string{redis.Addr}})
+	rdb, err := queue.NewClient(ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +74,14 @@ func newRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.srv, err = New(Config{Ops: o, Auth: a, SnapshotTTL: time.Nanosecond, MaxBody: 64 << 10}); err != nil {
+	cfg.Ops, cfg.Auth = o, a
+	if cfg.SnapshotTTL == 0 {
+		cfg.SnapshotTTL = time.Nanosecond
+	}
+	if cfg.MaxBody == 0 {
+		cfg.MaxBody = 64 << 10
+	}
+	if r.srv, err = New(cfg); err != nil {
 		t.Fatal(err)
 	}
 	r.http = httptest.NewServer(r.srv.Handler())

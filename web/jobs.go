@@ -159,11 +159,18 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 			}
 			return nil, Errorf(http.StatusBadRequest, "%v", err)
 		}
+		if m.ID == "" {
+			// The id is given before the first write, so that a client
+			// can retry an outcome it does not know without a second copy.
+			if m.ID, err = cfg.Store.NewID(); err != nil {
+				return nil, err
+			}
+		}
 		msgs[i], at[i] = m, due
 	}
 	res, err := cfg.Store.EnqueueBatchAt(r.Context(), msgs, at)
 	if err != nil {
-		return nil, err
+		return nil, unknownOutcome(s.explain(err), msgs, batch)
 	}
 	out := make([]JobResult, len(res))
 	created := false
@@ -234,4 +241,30 @@ func strictJSON(body []byte, v any) error {
 		return errors.New("trailing data after the JSON object")
 	}
 	return nil
+}
+
+// unknownOutcome is the answer to an enqueue whose write failed: the jobs
+// may or may not be in, so the answer is a 5xx (503 when a backing
+// service did not answer) that carries the ids the jobs were given; a
+// retry with the same ids is safe: a job already in is answered
+// "duplicate" and not written again.
+func unknownOutcome(err error, msgs []*drover.Message, batch bool) error {
+	status := http.StatusInternalServerError
+	var he *httpError
+	if errors.As(err, &he) {
+		status = he.status
+	}
+	if status < 500 {
+		return err
+	}
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	extra := map[string]any{"outcome": "unknown", "ids": ids}
+	if !batch {
+		extra["id"] = ids[0]
+	}
+	return &httpError{status: status, extra: extra,
+		msg: fmt.Sprintf("outcome unknown: the jobs may or may not be in; send the same request again with these ids (safe: a job already in is answered duplicate): %v", err)}
 }

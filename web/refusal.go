@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -17,6 +18,10 @@ import (
 // recorded; the refused reads past the bound are counted, and the count is
 // written with the next record.
 const maxReadRefusalsPerMinute = 60
+
+// auditTimeout bounds the write of one audit record, which runs after the
+// request's own deadline may have passed.
+const auditTimeout = 2 * time.Second
 
 // refusalLimit counts the refused reads recorded in the current minute.
 type refusalLimit struct {
@@ -72,7 +77,9 @@ func (s *Server) auditRefusal(r *http.Request, action string, p auth.Principal, 
 	}
 	rec := ops.AuditRecord{At: now.UTC(), Who: who, Role: role, Via: via, Remote: r.RemoteAddr, Action: action,
 		Target: strings.TrimPrefix(r.URL.Path, APIPrefix), Detail: detail, Status: statusOf(err), Result: err.Error()}
-	if aerr := s.ops.RecordAudit(r.Context(), rec); aerr != nil {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
+	defer cancel()
+	if aerr := s.ops.RecordAudit(actx, rec); aerr != nil {
 		s.log.Error("audit record of a refusal not written", "action", action, "error", aerr)
 	}
 	s.log.Warn("refused", "action", action, "target", rec.Target, "status", rec.Status, "remote", r.RemoteAddr, "host", r.Host, "result", rec.Result)

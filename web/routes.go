@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -100,7 +101,10 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 		if err != nil {
 			rec.Status, rec.Result = statusOf(err), err.Error()
 		}
-		if aerr := s.ops.RecordAudit(r.Context(), rec); aerr != nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
+		aerr := s.ops.RecordAudit(actx, rec)
+		cancel()
+		if aerr != nil {
 			s.log.Error("audit record not written", "action", action, "who", p.Name, "error", aerr)
 		}
 		s.log.Info("mutation", "action", action, "target", rec.Target, "who", p.Name, "role", p.Role.String(), "status", rec.Status, "result", rec.Result)
@@ -151,7 +155,7 @@ func (s *Server) checkCSRF(r *http.Request, p auth.Principal, in Input) error {
 		r.Header.Set(auth.CSRFHeader, in.Get(auth.CSRFField))
 	}
 	if err := s.auth.CheckCSRF(r, p); err != nil {
-		return &httpError{http.StatusForbidden, err.Error()}
+		return &httpError{status: http.StatusForbidden, msg: err.Error()}
 	}
 	return nil
 }

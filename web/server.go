@@ -57,6 +57,15 @@ type Config struct {
 	// SampleEvery is how often Run records the totals for the overview's
 	// history. Default 10s.
 	SampleEvery time.Duration
+	// RequestTimeout bounds one request's work; past it the request is
+	// answered 503 naming what did not answer. Default 5s.
+	RequestTimeout time.Duration
+	// RedisPing pings Redis: it names Redis in the 503 of a request that
+	// failed because Redis did not answer. Optional.
+	RedisPing func(ctx context.Context) error
+	// ZooKeeper returns nil while the ZooKeeper session is connected, else
+	// why not: it names ZooKeeper in a 503. Optional.
+	ZooKeeper func() error
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -109,6 +118,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
 	s := &Server{cfg: cfg, ops: cfg.Ops, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux()}
 	s.lastUse.Store(cfg.Now().UnixNano())
 	if err := s.parseTemplates(); err != nil {
@@ -137,11 +149,11 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		he := &httpError{http.StatusForbidden, "cross-origin request refused"}
+		he := &httpError{status: http.StatusForbidden, msg: "cross-origin request refused"}
 		s.auditRefusal(r, "", auth.Principal{}, he)
 		s.fail(w, r, he)
 	}))
-	return securityHeaders(s.checkHost(cop.Handler(s.mux)))
+	return securityHeaders(s.checkHost(cop.Handler(s.bounded(s.mux))))
 }
 
 // checkHost refuses a request whose Host the authenticator does not
@@ -149,7 +161,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) checkHost(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.auth.CheckHost(r); err != nil {
-			he := &httpError{http.StatusForbidden, err.Error()}
+			he := &httpError{status: http.StatusForbidden, msg: err.Error()}
 			s.auditRefusal(r, "", auth.Principal{}, he)
 			s.fail(w, r, he)
 			return
@@ -191,6 +203,9 @@ func (s *Server) Run(ctx context.Context) error {
 type httpError struct {
 	status int
 	msg    string
+	// extra are members added to the JSON error ({"ids": …} of an
+	// enqueue whose outcome is unknown).
+	extra map[string]any
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -198,7 +213,7 @@ func (e *httpError) Error() string { return e.msg }
 // Errorf returns an error that handlers registered with HandleAPI may
 // return to answer status with the message.
 func Errorf(status int, format string, a ...any) error {
-	return &httpError{status, fmt.Sprintf(format, a...)}
+	return &httpError{status: status, msg: fmt.Sprintf(format, a...)}
 }
 
 // statusOf maps an error to the status answered.
@@ -309,6 +324,7 @@ func wantsHTML(r *http.Request) bool {
 
 // fail answers an error: JSON for the API, an error page for pages.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	err = s.explain(err)
 	status := statusOf(err)
 	if status >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
@@ -322,7 +338,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.render(w, r, "error", p, map[string]any{"Status": status, "StatusText": http.StatusText(status), "Error": err.Error()})
 		return
 	}
-	writeJSON(w, status, map[string]any{"error": err.Error(), "status": status})
+	out := map[string]any{"error": err.Error(), "status": status}
+	var he *httpError
+	if errors.As(err, &he) {
+		for k, v := range he.extra {
+			out[k] = v
+		}
+	}
+	writeJSON(w, status, out)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -348,11 +371,11 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, action str
 	var he *httpError
 	switch {
 	case s.auth.Open(), errors.Is(err, auth.ErrForeignHost):
-		he = &httpError{http.StatusForbidden, err.Error()}
+		he = &httpError{status: http.StatusForbidden, msg: err.Error()}
 	case errors.Is(err, auth.ErrNoCredentials):
-		he = &httpError{http.StatusUnauthorized, "unauthorized: log in, or send Authorization: Bearer <token>"}
+		he = &httpError{status: http.StatusUnauthorized, msg: "unauthorized: log in, or send Authorization: Bearer <token>"}
 	default:
-		he = &httpError{http.StatusUnauthorized, "unauthorized: " + err.Error()}
+		he = &httpError{status: http.StatusUnauthorized, msg: "unauthorized: " + err.Error()}
 	}
 	s.auditRefusal(r, action, auth.Principal{}, he)
 	s.fail(w, r, he)
@@ -364,5 +387,5 @@ func authorize(p auth.Principal, need auth.Role) error {
 	if p.Role.Allows(need) {
 		return nil
 	}
-	return &httpError{http.StatusForbidden, fmt.Sprintf("forbidden: this needs the %s role; %s is %s", need, p.Name, p.Role)}
+	return &httpError{status: http.StatusForbidden, msg: fmt.Sprintf("forbidden: this needs the %s role; %s is %s", need, p.Name, p.Role)}
 }

@@ -92,6 +92,9 @@ shown again.`,
 	}
 }
 
+// readyTimeout bounds the Redis ping of a /readyz probe.
+const readyTimeout = time.Second
+
 // runWeb serves the console until ctx ends or the ZooKeeper session is
 // lost (then it fails: restart it). ready, when not nil, receives the
 // console's URL once it listens.
@@ -126,7 +129,12 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 	if err != nil {
 		return err
 	}
-	srv, err := web.New(web.Config{Ops: o, Auth: authn, Logger: log})
+	srv, err := web.New(web.Config{Ops: o, Auth: authn, Logger: log, RedisPing: store.Ping, ZooKeeper: func() error {
+		if st := sess.State(); st != coordinator.Connected {
+			return fmt.Errorf("session %s", st)
+		}
+		return nil
+	}})
 	if err != nil {
 		return err
 	}
@@ -144,9 +152,15 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 	url := scheme + "://" + ln.Addr().String() + "/"
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if st := sess.State(); st != coordinator.Connected {
 			http.Error(w, "not ready: ZooKeeper session "+st.String(), http.StatusServiceUnavailable)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := store.Ping(ctx); err != nil {
+			http.Error(w, "not ready: Redis does not answer: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))
