@@ -69,7 +69,7 @@ func (s *Server) routeAPI() {
 		return snap.Select(q)
 	})
 	s.HandleAPI("GET", "/queues/{queue}", auth.Viewer, func(r *Request) (any, error) {
-		return s.ops.Queue(r.Context(), r.PathValue("queue"))
+		return s.fleetOps().Queue(r.Context(), r.PathValue("queue"))
 	})
 	s.HandleAPI("GET", "/queues/{queue}/pending", auth.Viewer, func(r *Request) (any, error) {
 		after, err := queryInt(r, "after", 0)
@@ -80,24 +80,24 @@ func (s *Server) routeAPI() {
 		if err != nil {
 			return nil, err
 		}
-		return s.ops.Pending(r.Context(), r.PathValue("queue"), drover.Position(after), limit)
+		return s.fleetOps().Pending(r.Context(), r.PathValue("queue"), drover.Position(after), limit)
 	})
 	s.HandleAPI("GET", "/queues/{queue}/delayed", auth.Viewer, func(r *Request) (any, error) {
 		offset, limit, err := paging(r)
 		if err != nil {
 			return nil, err
 		}
-		return s.ops.Delayed(r.Context(), r.PathValue("queue"), offset, limit)
+		return s.fleetOps().Delayed(r.Context(), r.PathValue("queue"), offset, limit)
 	})
 	s.HandleAPI("GET", "/queues/{queue}/dead", auth.Viewer, func(r *Request) (any, error) {
 		offset, limit, err := paging(r)
 		if err != nil {
 			return nil, err
 		}
-		return s.ops.Dead(r.Context(), r.PathValue("queue"), offset, limit)
+		return s.fleetOps().Dead(r.Context(), r.PathValue("queue"), offset, limit)
 	})
 	s.HandleAPI("GET", "/queues/{queue}/messages/{id}", auth.Viewer, func(r *Request) (any, error) {
-		return s.ops.Message(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		return s.fleetOps().Message(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 	})
 	s.HandleAPI("GET", "/members", auth.Viewer, func(r *Request) (any, error) {
 		snap, err := s.snapshot(r.Request)
@@ -107,27 +107,27 @@ func (s *Server) routeAPI() {
 		return snap.Members, nil
 	})
 	s.HandleAPI("GET", "/members/{member}", auth.Viewer, func(r *Request) (any, error) {
-		return s.ops.MemberState(r.Context(), r.PathValue("member"))
+		return s.fleetOps().MemberState(r.Context(), r.PathValue("member"))
 	})
 	s.HandleAPI("GET", "/schedules", auth.Viewer, func(r *Request) (any, error) {
-		return s.ops.Schedules(r.Context())
+		return s.fleetOps().Schedules(r.Context())
 	})
 	s.HandleAPI("GET", "/schedules/{name}", auth.Viewer, func(r *Request) (any, error) {
-		return s.ops.Schedule(r.Context(), r.PathValue("name"))
+		return s.fleetOps().Schedule(r.Context(), r.PathValue("name"))
 	})
 	s.HandleAPI("GET", "/audit", auth.Viewer, func(r *Request) (any, error) {
 		offset, limit, err := paging(r)
 		if err != nil {
 			return nil, err
 		}
-		return s.ops.Audit(r.Context(), offset, limit)
+		return s.fleetOps().Audit(r.Context(), offset, limit)
 	})
 
 	// Operator actions.
 	pause := func(scope drover.PauseScope, name func(*Request) string) Handler {
 		return func(r *Request) (any, error) {
 			n := name(r)
-			if err := s.ops.Pause(r.Context(), scope, n, r.Principal.Name, r.In.Get("reason")); err != nil {
+			if err := s.fleetOps().Pause(r.Context(), scope, n, r.Principal.Name, r.In.Get("reason")); err != nil {
 				return nil, err
 			}
 			return map[string]any{"scope": scope, "name": n, "paused": true, "reason": r.In.Get("reason")}, nil
@@ -136,7 +136,7 @@ func (s *Server) routeAPI() {
 	resume := func(scope drover.PauseScope, name func(*Request) string) Handler {
 		return func(r *Request) (any, error) {
 			n := name(r)
-			if err := s.ops.Resume(r.Context(), scope, n); err != nil {
+			if err := s.fleetOps().Resume(r.Context(), scope, n); err != nil {
 				return nil, err
 			}
 			return map[string]any{"scope": scope, "name": n, "paused": false}, nil
@@ -152,33 +152,33 @@ func (s *Server) routeAPI() {
 	s.HandleMutation("POST", "/pause", auth.Operator, "all.pause", pause(drover.PauseAll, none))
 	s.HandleMutation("POST", "/resume", auth.Operator, "all.resume", resume(drover.PauseAll, none))
 	s.HandleMutation("POST", "/queues/{queue}/delayed/{id}/revoke", auth.Operator, "delayed.revoke", func(r *Request) (any, error) {
-		if err := s.ops.Revoke(r.Context(), r.PathValue("queue"), r.PathValue("id")); err != nil {
+		if err := s.fleetOps().Revoke(r.Context(), r.PathValue("queue"), r.PathValue("id")); err != nil {
 			return nil, err
 		}
 		return map[string]any{"id": r.PathValue("id"), "revoked": true}, nil
 	})
 	s.HandleMutation("POST", "/queues/{queue}/delayed/{id}/run", auth.Operator, "delayed.run_now", func(r *Request) (any, error) {
-		pos, err := s.ops.RunNow(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		pos, err := s.fleetOps().RunNow(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"id": r.PathValue("id"), "position": pos}, nil
 	})
 	s.HandleMutation("POST", "/queues/{queue}/dead/{id}/retry", auth.Operator, "dead.retry", func(r *Request) (any, error) {
-		pos, err := s.ops.RetryDead(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		pos, err := s.fleetOps().RetryDead(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"id": r.PathValue("id"), "position": pos}, nil
 	})
 	s.HandleMutation("POST", "/schedules/{name}/enable", auth.Operator, "schedule.enable", func(r *Request) (any, error) {
-		return map[string]any{"name": r.PathValue("name"), "enabled": true}, s.ops.SetScheduleEnabled(r.Context(), r.PathValue("name"), true)
+		return map[string]any{"name": r.PathValue("name"), "enabled": true}, s.fleetOps().SetScheduleEnabled(r.Context(), r.PathValue("name"), true)
 	})
 	s.HandleMutation("POST", "/schedules/{name}/disable", auth.Operator, "schedule.disable", func(r *Request) (any, error) {
-		return map[string]any{"name": r.PathValue("name"), "enabled": false}, s.ops.SetScheduleEnabled(r.Context(), r.PathValue("name"), false)
+		return map[string]any{"name": r.PathValue("name"), "enabled": false}, s.fleetOps().SetScheduleEnabled(r.Context(), r.PathValue("name"), false)
 	})
 	s.HandleMutation("POST", "/schedules/{name}/trigger", auth.Operator, "schedule.trigger", func(r *Request) (any, error) {
-		res, err := s.ops.Trigger(r.Context(), r.PathValue("name"))
+		res, err := s.fleetOps().Trigger(r.Context(), r.PathValue("name"))
 		if err != nil {
 			return nil, err
 		}
@@ -192,22 +192,22 @@ func (s *Server) routeAPI() {
 		if def.Name != r.PathValue("name") {
 			return nil, Errorf(http.StatusBadRequest, "schedule definition: name %q differs from the path's %q", def.Name, r.PathValue("name"))
 		}
-		if err := s.ops.PutSchedule(r.Context(), def); err != nil {
+		if err := s.fleetOps().PutSchedule(r.Context(), def); err != nil {
 			return nil, err
 		}
-		return s.ops.Schedule(r.Context(), def.Name)
+		return s.fleetOps().Schedule(r.Context(), def.Name)
 	})
 	s.HandleMutation("DELETE", "/schedules/{name}", auth.Operator, "schedule.remove", func(r *Request) (any, error) {
-		return map[string]any{"name": r.PathValue("name"), "removed": true}, s.ops.RemoveSchedule(r.Context(), r.PathValue("name"))
+		return map[string]any{"name": r.PathValue("name"), "removed": true}, s.fleetOps().RemoveSchedule(r.Context(), r.PathValue("name"))
 	})
 
 	// Admin actions.
 	s.HandleMutation("POST", "/queues/{queue}/dead/{id}/purge", auth.Admin, "dead.purge", func(r *Request) (any, error) {
-		n, err := s.ops.PurgeDead(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		n, err := s.fleetOps().PurgeDead(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 		return map[string]any{"purged": n}, err
 	})
 	s.HandleMutation("POST", "/queues/{queue}/dead/purge", auth.Admin, "dead.purge_all", func(r *Request) (any, error) {
-		n, err := s.ops.PurgeDead(r.Context(), r.PathValue("queue"), "")
+		n, err := s.fleetOps().PurgeDead(r.Context(), r.PathValue("queue"), "")
 		return map[string]any{"purged": n}, err
 	})
 	s.HandleMutation("POST", "/queues/{queue}/offset", auth.Admin, "offset.reset", func(r *Request) (any, error) {
@@ -219,7 +219,7 @@ func (s *Server) routeAPI() {
 		if err != nil {
 			return nil, Errorf(http.StatusBadRequest, "dry_run %q: want true or false", r.In.Get("dry_run"))
 		}
-		return s.ops.ResetOffset(r.Context(), r.PathValue("queue"), target, r.Principal.Name, dry)
+		return s.fleetOps().ResetOffset(r.Context(), r.PathValue("queue"), target, r.Principal.Name, dry)
 	})
 	s.HandleMutation("PUT", "/queues/{queue}/config", auth.Admin, "queue.config", func(r *Request) (any, error) {
 		var cfg drover.QueueConfig
@@ -242,14 +242,14 @@ func (s *Server) routeAPI() {
 			}
 			version = int32(n)
 		}
-		nv, err := s.ops.SetQueueConfig(r.Context(), cfg, version)
+		nv, err := s.fleetOps().SetQueueConfig(r.Context(), cfg, version)
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"queue": cfg.Name, "config_version": nv}, nil
 	})
 	s.HandleMutation("DELETE", "/queues/{queue}/config", auth.Admin, "queue.delete", func(r *Request) (any, error) {
-		return map[string]any{"queue": r.PathValue("queue"), "deleted": true}, s.ops.DeleteQueueConfig(r.Context(), r.PathValue("queue"))
+		return map[string]any{"queue": r.PathValue("queue"), "deleted": true}, s.fleetOps().DeleteQueueConfig(r.Context(), r.PathValue("queue"))
 	})
 }
 

@@ -160,7 +160,7 @@ func TestOpenConsoleAdmitsLoopbackAsAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Ops: r.srv.ops, Auth: open})
+	srv, err := New(Config{Ops: r.srv.fleetOps(), Auth: open})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,14 +13,14 @@ import (
 func BenchmarkConsoleSnapshotParts10k(b *testing.B) {
 	f := setupBench(b)
 	ctx := context.Background()
-	names, err := f.srv.ops.ZK().QueueNames(ctx)
+	names, err := f.srv.fleetOps().ZK().QueueNames(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var zk, rd time.Duration
 	for b.Loop() {
 		start := time.Now()
-		views, err := f.srv.ops.ZK().ReadQueueViews(ctx, names, false)
+		views, err := f.srv.fleetOps().ZK().ReadQueueViews(ctx, names, false)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -30,7 +30,7 @@ func BenchmarkConsoleSnapshotParts10k(b *testing.B) {
 			offsets[i] = v.Offset.Position
 		}
 		start = time.Now()
-		if _, err := f.srv.ops.Store().Stats(ctx, names, offsets); err != nil {
+		if _, err := f.srv.fleetOps().Store().Stats(ctx, names, offsets); err != nil {
 			b.Fatal(err)
 		}
 		rd += time.Since(start)

@@ -32,13 +32,13 @@ func unavailable(err error) bool {
 // reconnecting); what needs ZooKeeper is answered 503 until it is back.
 var ErrZooKeeperDown = errors.New("ZooKeeper is not reachable (the console is reconnecting): what needs ZooKeeper is unavailable until the session is back; job status and enqueues still work")
 
-// explain turns an error saying that a backing service did not answer into
-// a 503 that names the service: Redis when it does not answer a ping,
-// else ZooKeeper when the session is not connected. Other errors are
-// returned as they are.
+// explain turns an error saying that a backing service did not answer (or
+// any error answered 5xx) into a 503 that names the service: Redis when it
+// does not answer a ping, else ZooKeeper when the session is not
+// connected. Other errors are returned as they are.
 func (s *Server) explain(err error) error {
 	var he *httpError
-	if err == nil || errors.As(err, &he) || !unavailable(err) {
+	if err == nil || errors.As(err, &he) || (!unavailable(err) && statusOf(err) < 500) {
 		return err
 	}
 	if s.cfg.RedisPing != nil {
@@ -54,8 +54,15 @@ func (s *Server) explain(err error) error {
 	}
 	if s.cfg.ZooKeeper != nil {
 		if zerr := s.cfg.ZooKeeper(); zerr != nil {
-			return &httpError{status: http.StatusServiceUnavailable, msg: "ZooKeeper is not reachable (" + zerr.Error() + "): " + err.Error()}
+			msg := zerr.Error()
+			if !errors.Is(zerr, ErrZooKeeperDown) {
+				msg = "ZooKeeper is not reachable (" + msg + ")"
+			}
+			return &httpError{status: http.StatusServiceUnavailable, msg: msg + ": " + err.Error()}
 		}
+	}
+	if !unavailable(err) {
+		return err
 	}
 	return &httpError{status: http.StatusServiceUnavailable, msg: "a backing service did not answer in time: " + err.Error()}
 }

@@ -33,12 +33,12 @@ func (s *Server) sample(ctx context.Context) {
 	if s.cfg.Now().Sub(time.Unix(0, s.lastUse.Load())) > idleAfter {
 		return
 	}
-	snap, err := s.ops.Snapshot(ctx)
+	snap, err := s.fleetOps().Snapshot(ctx)
 	if err != nil {
 		s.log.Warn("sample the fleet", "error", err)
 		return
 	}
-	tasks, err := s.ops.TasksTotal(ctx, snap.Members)
+	tasks, err := s.fleetOps().TasksTotal(ctx, snap.Members)
 	if err != nil {
 		s.log.Debug("read members' task counters", "error", err)
 	}

@@ -98,6 +98,21 @@ func knownQueue(ctx context.Context, cfg *JobsConfig, q string) (drover.QueueCon
 	return drover.QueueConfig{Name: q}, nil
 }
 
+// enqueueable checks that q may be enqueued to: known to Redis (enqueued
+// to before: no ZooKeeper read, so enqueues go on while ZooKeeper is away),
+// else configured in ZooKeeper; 404 for neither.
+func enqueueable(ctx context.Context, cfg *JobsConfig, q string) error {
+	if err := drover.ValidateQueueName(q); err != nil {
+		return Errorf(http.StatusBadRequest, "queue name: %v", err)
+	}
+	ok, err := cfg.Store.QueueKnown(ctx, q)
+	if err != nil || ok {
+		return err
+	}
+	_, err = knownQueue(ctx, cfg, q)
+	return err
+}
+
 // JobRequest is one job in a POST …/jobs body.
 type JobRequest struct {
 	ID          string            `json:"id,omitempty"` // caller-chosen: an idempotency key
@@ -123,7 +138,7 @@ type JobResult struct {
 // validates every job, then enqueues them in one script call: all or none.
 func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 	q := r.PathValue("queue")
-	if _, err := knownQueue(r.Context(), cfg, q); err != nil {
+	if err := enqueueable(r.Context(), cfg, q); err != nil {
 		return nil, err
 	}
 	// One strict decode: a job's fields, or "jobs" alone for a batch.

@@ -283,7 +283,7 @@ func (s *Server) routePages() {
 	})
 	s.page("/queues/{queue}", "queue", auth.Viewer, func(r *Request) (any, error) {
 		q := r.PathValue("queue")
-		d, err := s.ops.Queue(r.Context(), q)
+		d, err := s.fleetOps().Queue(r.Context(), q)
 		if err != nil {
 			return nil, err
 		}
@@ -298,13 +298,13 @@ func (s *Server) routePages() {
 				pg.Job = &js
 			}
 		}
-		if pg.Pending, err = s.ops.Pending(r.Context(), q, 0, 20); err != nil {
+		if pg.Pending, err = s.fleetOps().Pending(r.Context(), q, 0, 20); err != nil {
 			return nil, err
 		}
-		if pg.Delayed, err = s.ops.Delayed(r.Context(), q, 0, 20); err != nil {
+		if pg.Delayed, err = s.fleetOps().Delayed(r.Context(), q, 0, 20); err != nil {
 			return nil, err
 		}
-		if pg.Dead, err = s.ops.Dead(r.Context(), q, 0, 20); err != nil {
+		if pg.Dead, err = s.fleetOps().Dead(r.Context(), q, 0, 20); err != nil {
 			return nil, err
 		}
 		if d.Config != nil {
@@ -314,7 +314,7 @@ func (s *Server) routePages() {
 		return pg, nil
 	})
 	s.page("/queues/{queue}/messages/{id}", "message", auth.Viewer, func(r *Request) (any, error) {
-		m, err := s.ops.Message(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		m, err := s.fleetOps().Message(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 		if err != nil {
 			return nil, err
 		}
@@ -326,7 +326,7 @@ func (s *Server) routePages() {
 		if err != nil {
 			return nil, err
 		}
-		pv, err := s.ops.ResetOffset(r.Context(), r.PathValue("queue"), target, r.Principal.Name, true)
+		pv, err := s.fleetOps().ResetOffset(r.Context(), r.PathValue("queue"), target, r.Principal.Name, true)
 		if err != nil {
 			return nil, err
 		}
@@ -341,7 +341,7 @@ func (s *Server) routePages() {
 	})
 	s.page("/members/{member}", "member", auth.Viewer, func(r *Request) (any, error) {
 		pg := memberPage{refreshing: refreshing{5}, Name: r.PathValue("member")}
-		raw, err := s.ops.MemberState(r.Context(), pg.Name)
+		raw, err := s.fleetOps().MemberState(r.Context(), pg.Name)
 		if ops.IsNotFound(err) {
 			return nil, err
 		}
@@ -359,14 +359,14 @@ func (s *Server) routePages() {
 		return pg, nil
 	})
 	s.page("/schedules", "schedules", auth.Viewer, func(r *Request) (any, error) {
-		return s.ops.Schedules(r.Context())
+		return s.fleetOps().Schedules(r.Context())
 	})
 	s.page("/audit", "audit", auth.Viewer, func(r *Request) (any, error) {
 		offset, err := queryInt(r, "offset", 0)
 		if err != nil {
 			return nil, err
 		}
-		return s.ops.Audit(r.Context(), offset, 200)
+		return s.fleetOps().Audit(r.Context(), offset, 200)
 	})
 }
 
@@ -389,12 +389,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	rec := ops.AuditRecord{At: s.cfg.Now().UTC(), Who: p.Name, Role: p.Role.String(), Via: "session", Remote: r.RemoteAddr, Action: "login", Result: "ok", Status: http.StatusSeeOther}
 	if err != nil {
 		rec.Who, rec.Result, rec.Status = "?", "unknown token", http.StatusUnauthorized
-		s.ops.RecordAudit(r.Context(), rec)
+		s.fleetOps().RecordAudit(r.Context(), rec)
 		w.WriteHeader(http.StatusUnauthorized)
 		s.render(w, r, "login", auth.Principal{}, map[string]string{"Next": next, "Error": "Unknown token."})
 		return
 	}
-	s.ops.RecordAudit(r.Context(), rec)
+	s.fleetOps().RecordAudit(r.Context(), rec)
 	http.SetCookie(w, c)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

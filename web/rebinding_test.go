@@ -25,7 +25,7 @@ func openRig(t *testing.T) (*rig, *Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Ops: r.srv.ops, Auth: open})
+	srv, err := New(Config{Ops: r.srv.fleetOps(), Auth: open})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestOpenConsoleRefusesAForeignHostOnEveryMutation(t *testing.T) {
 			t.Errorf("%s %s with Host %s: want 403, have %d", method, path, evil, st)
 			continue
 		}
-		if !audited(t, srv.ops, strings.TrimPrefix(path, APIPrefix), http.StatusForbidden) {
+		if !audited(t, srv.fleetOps(), strings.TrimPrefix(path, APIPrefix), http.StatusForbidden) {
 			t.Errorf("%s %s with Host %s: refused but not audited", method, path, evil)
 		}
 	}
@@ -154,14 +154,14 @@ func TestConsoleAuditsEveryRefusal(t *testing.T) {
 			t.Errorf("%s: want %d, have %d", c.name, c.status, resp.StatusCode)
 			continue
 		}
-		if !audited(t, r.srv.ops, c.target, c.status) {
+		if !audited(t, r.srv.fleetOps(), c.target, c.status) {
 			t.Errorf("%s: %d for %s not in the audit log", c.name, c.status, c.target)
 		}
 	}
 	if st, _ := r.call("", "GET", "/api/v1/queues", ""); st != http.StatusUnauthorized {
 		t.Fatalf("read without a token: want 401, have %d", st)
 	}
-	if !audited(t, r.srv.ops, "/queues", http.StatusUnauthorized) {
+	if !audited(t, r.srv.fleetOps(), "/queues", http.StatusUnauthorized) {
 		t.Error("a refused read is not in the audit log")
 	}
 }
@@ -220,7 +220,7 @@ func TestSmallHardening(t *testing.T) {
 		t.Errorf("a JSON string with invalid UTF-8: want 400 naming UTF-8, have %d: %s", st, b)
 	}
 	r.want(http.StatusCreated, "producer", "POST", "/api/v1/queues/h/jobs", `{"task":"t"}`)
-	if !audited(t, r.srv.ops, "/queues/h/jobs", http.StatusCreated) {
+	if !audited(t, r.srv.fleetOps(), "/queues/h/jobs", http.StatusCreated) {
 		t.Error("an enqueue answered 201 is not audited as 201")
 	}
 	rec := httptest.NewRecorder()

@@ -79,7 +79,7 @@ func (s *Server) auditRefusal(r *http.Request, action string, p auth.Principal, 
 		Target: strings.TrimPrefix(r.URL.Path, APIPrefix), Detail: detail, Status: statusOf(err), Result: err.Error()}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
 	defer cancel()
-	if aerr := s.ops.RecordAudit(actx, rec); aerr != nil {
+	if aerr := s.fleetOps().RecordAudit(actx, rec); aerr != nil {
 		s.log.Error("audit record of a refusal not written", "action", action, "error", aerr)
 	}
 	s.log.Warn("refused", "action", action, "target", rec.Target, "status", rec.Status, "remote", r.RemoteAddr, "host", r.Host, "result", rec.Result)

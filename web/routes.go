@@ -102,7 +102,7 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 			rec.Status, rec.Result = statusOf(err), err.Error()
 		}
 		actx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
-		aerr := s.ops.RecordAudit(actx, rec)
+		aerr := s.fleetOps().RecordAudit(actx, rec)
 		cancel()
 		if aerr != nil {
 			s.log.Error("audit record not written", "action", action, "who", p.Name, "error", aerr)
@@ -224,7 +224,7 @@ func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 	if s.snap != nil && now.Sub(s.snapAt) < s.cfg.SnapshotTTL {
 		return s.snap, nil
 	}
-	snap, err := s.ops.Snapshot(r.Context())
+	snap, err := s.fleetOps().Snapshot(r.Context())
 	if err != nil {
 		return nil, err
 	}

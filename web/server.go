@@ -74,12 +74,12 @@ type Config struct {
 // another Server on the same fleet would need (sessions are signed
 // cookies, the audit log is in Redis), so any number may run.
 type Server struct {
-	cfg  Config
-	ops  *ops.Ops
-	auth *auth.Authenticator
-	log  hclog.Logger
-	mux  *http.ServeMux
-	tmpl map[string]*template.Template
+	cfg    Config
+	opsNow atomic.Pointer[ops.Ops] // SetOps swaps it after a new ZooKeeper session
+	auth   *auth.Authenticator
+	log    hclog.Logger
+	mux    *http.ServeMux
+	tmpl   map[string]*template.Template
 
 	snapMu     sync.Mutex
 	snap       *ops.Snapshot
@@ -121,7 +121,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
-	s := &Server{cfg: cfg, ops: cfg.Ops, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux()}
+	s.opsNow.Store(cfg.Ops)
 	s.lastUse.Store(cfg.Now().UnixNano())
 	if err := s.parseTemplates(); err != nil {
 		return nil, err
@@ -139,6 +140,17 @@ func New(cfg Config) (*Server, error) {
 	s.routePages()
 	return s, nil
 }
+
+// SetOps makes the server read and steer the fleet through o from now on:
+// drover web calls it with an Ops on its new session after ZooKeeper
+// expired the old one.
+func (s *Server) SetOps(o *ops.Ops) {
+	s.opsNow.Store(o)
+	s.invalidate()
+}
+
+// fleetOps returns the Ops requests use now.
+func (s *Server) fleetOps() *ops.Ops { return s.opsNow.Load() }
 
 // Handler returns the server's handler: every route behind a Host check
 // (an open console, which trusts loopback clients, answers 403 to a Host
@@ -326,7 +338,10 @@ func wantsHTML(r *http.Request) bool {
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	err = s.explain(err)
 	status := statusOf(err)
-	if status >= 500 {
+	switch {
+	case status == http.StatusServiceUnavailable: // a backing service is away: expected, and maybe many
+		s.log.Warn("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	case status >= 500:
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
 	if status == http.StatusUnauthorized {

@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/metrics"
+	"github.com/drover-dev/drover/queue"
 )
 
 // adminServer is the admin HTTP server as a run-group actor.
@@ -107,4 +108,22 @@ func setupMetrics(cfg *config.Config, log hclog.Logger) (*metrics.Registry, erro
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	return reg, nil
+}
+
+// readyTimeout bounds the Redis ping of a /readyz probe.
+const readyTimeout = time.Second
+
+// readyWithRedis is a /readyz check: zk's (the ZooKeeper session and
+// membership), then a Redis ping bounded by readyTimeout, so that a
+// process that cannot reach Redis is taken out of rotation too.
+func readyWithRedis(zk func() error, store *queue.Store) error {
+	if err := zk(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	if err := store.Ping(ctx); err != nil {
+		return fmt.Errorf("Redis does not answer: %w", err)
+	}
+	return nil
 }

@@ -109,7 +109,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		return out
 	}
 	admin, err := newAdminServer("worker.admin_addr", cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{
-		Ready: func() error { return m.Ready() }, Info: info, Metrics: reg.Handler(), Debug: guard,
+		Ready: func() error { return readyWithRedis(m.Ready, store) }, Info: info, Metrics: reg.Handler(), Debug: guard,
 	}))
 	if err != nil {
 		return err

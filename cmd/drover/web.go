@@ -92,11 +92,9 @@ shown again.`,
 	}
 }
 
-// readyTimeout bounds the Redis ping of a /readyz probe.
-const readyTimeout = time.Second
-
-// runWeb serves the console until ctx ends or the ZooKeeper session is
-// lost (then it fails: restart it). ready, when not nil, receives the
+// runWeb serves the console until ctx ends. It outlives ZooKeeper blips:
+// a lost session is renewed (webSession), and meanwhile what needs
+// ZooKeeper is answered 503 naming it. ready, when not nil, receives the
 // console's URL once it listens.
 func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready func(url string)) error {
 	log := cfg.Logger("drover", os.Stderr).Named("web")
@@ -124,25 +122,33 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 	if err != nil {
 		return unreachableError{fmt.Errorf("connect to ZooKeeper: %w", err)}
 	}
-	defer sess.Close()
-	o, err := ops.New(ops.Config{ZK: sess, Store: store, Cluster: cfg.Cluster, MemberToken: cfg.Ctl.Token})
+	zs := &webSession{cfg: cc, log: log.Named("zk")}
+	zs.cur.Store(sess)
+	opsOn := func(s *coordinator.Session) (*ops.Ops, error) {
+		return ops.New(ops.Config{ZK: s, Store: store, Cluster: cfg.Cluster, MemberToken: cfg.Ctl.Token})
+	}
+	o, err := opsOn(sess)
 	if err != nil {
+		sess.Close()
 		return err
 	}
-	srv, err := web.New(web.Config{Ops: o, Auth: authn, Logger: log, RedisPing: store.Ping, ZooKeeper: func() error {
-		if st := sess.State(); st != coordinator.Connected {
-			return fmt.Errorf("session %s", st)
+	srv, err := web.New(web.Config{Ops: o, Auth: authn, Logger: log, RedisPing: store.Ping, ZooKeeper: zs.ready})
+	if err != nil {
+		sess.Close()
+		return err
+	}
+	zs.renewed = func(s *coordinator.Session) {
+		if o, err := opsOn(s); err == nil { // the config was checked with the first session
+			srv.SetOps(o)
 		}
-		return nil
-	}})
-	if err != nil {
-		return err
 	}
-	if err := srv.RouteJobs(jobsConfig(sess, store, cfg.Ctl.Token)); err != nil {
+	if err := srv.RouteJobs(liveJobsConfig(zs, store, cfg.Ctl.Token)); err != nil {
+		sess.Close()
 		return err
 	}
 	ln, err := net.Listen("tcp", cfg.Web.Addr)
 	if err != nil {
+		sess.Close()
 		return fmt.Errorf("web.addr: listen: %w", err)
 	}
 	scheme := "http"
@@ -153,7 +159,7 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if st := sess.State(); st != coordinator.Connected {
+		if st := zs.session().State(); st != coordinator.Connected {
 			http.Error(w, "not ready: ZooKeeper session "+st.String(), http.StatusServiceUnavailable)
 			return
 		}
@@ -195,15 +201,25 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 	})
 	rctx, rcancel := context.WithCancel(context.Background())
 	g.Add(func() error { return srv.Run(rctx) }, func(error) { rcancel() })
-	g.Add(func() error {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-sess.Done():
-			return fmt.Errorf("web: ZooKeeper session lost (%v); restart drover web", sess.Err())
-		}
-	}, func(error) {})
+	zctx, zcancel := context.WithCancel(ctx)
+	g.Add(func() error { return zs.run(zctx) }, func(error) { zcancel() })
 	return g.Run()
+}
+
+// liveJobsConfig is jobsConfig through the session of the moment: job
+// status and enqueues to queues Redis knows go on while ZooKeeper is away.
+func liveJobsConfig(zs *webSession, store *queue.Store, memberToken string) web.JobsConfig {
+	return web.JobsConfig{
+		Store:  store,
+		Lookup: &jobs.Lookup{Store: store, Fleet: webFleet{zs}, Token: memberToken},
+		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
+			if err := zs.ready(); err != nil {
+				return drover.QueueConfig{}, err
+			}
+			qe, err := zs.session().Queue(ctx, q)
+			return qe.Config, err
+		},
+	}
 }
 
 // jobsConfig wires the console's job endpoints (status by id, HTTP
