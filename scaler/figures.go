@@ -3,6 +3,8 @@ package scaler
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -27,11 +29,21 @@ type Figures struct {
 }
 
 // Measure reads the backlog of every queue the selection matches. A
-// selection that matches no queue is ErrNoQueues.
+// selection naming a queue that is not known is ErrUnknownQueue (with the
+// names); one that matches no queue is ErrNoQueues.
 func Measure(ctx context.Context, f Fleet, sel Selection) (Figures, error) {
 	all, err := f.Queues(ctx)
 	if err != nil {
 		return Figures{}, fmt.Errorf("list queues: %w", err)
+	}
+	var unknown []string
+	for _, n := range sel.names() {
+		if !slices.Contains(all, n) {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		return Figures{}, fmt.Errorf("%w: %s (selection %s)", ErrUnknownQueue, strings.Join(unknown, ", "), sel)
 	}
 	var fig Figures
 	for _, q := range all {

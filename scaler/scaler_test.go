@@ -3,6 +3,7 @@ package scaler
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +94,20 @@ func TestMeasureSumsTheSelection(t *testing.T) {
 	none, _ := NewSelection("c*")
 	if _, err := Measure(context.Background(), f, none); !errors.Is(err, ErrNoQueues) {
 		t.Fatalf("want ErrNoQueues, have %v", err)
+	}
+}
+
+// A selection naming a queue that does not exist is refused, naming it,
+// even when its other names match: a misspelt name must not silently
+// measure as nothing.
+func TestMeasureRefusesAnUnknownQueueName(t *testing.T) {
+	f := fakeFleet{"emails": {Lag: 3}, "b": {}}
+	sel, _ := NewSelection("emails", "nosuch")
+	if _, err := Measure(context.Background(), f, sel); !errors.Is(err, ErrUnknownQueue) || !strings.Contains(err.Error(), "nosuch") {
+		t.Fatalf("selection emails,nosuch: want ErrUnknownQueue naming nosuch, have %v", err)
+	}
+	ok, _ := NewSelection("emails", "x-*")
+	if fig, err := Measure(context.Background(), f, ok); err != nil || fig.Lag != 3 {
+		t.Fatalf("selection emails,x-*: want lag 3, have %+v %v", fig, err)
 	}
 }

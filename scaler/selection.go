@@ -16,6 +16,11 @@ var ErrBadMetadata = errors.New("scaler: bad metadata")
 // ErrNoQueues means a selection matched no known queue.
 var ErrNoQueues = errors.New("scaler: the selection matches no queue")
 
+// ErrUnknownQueue means a selection names a queue (a pattern without glob
+// characters) that is not known: a misspelt name is refused rather than
+// silently measured as nothing.
+var ErrUnknownQueue = errors.New("scaler: the selection names unknown queues")
+
 // Selection picks queues by name: each pattern is a queue name or a
 // path.Match glob. The zero Selection matches nothing.
 type Selection struct {
@@ -50,6 +55,18 @@ func (s Selection) Match(queue string) bool {
 		}
 	}
 	return false
+}
+
+// names returns the patterns that are plain queue names (no glob
+// characters).
+func (s Selection) names() []string {
+	var out []string
+	for _, p := range s.patterns {
+		if !strings.ContainsAny(p, `*?[\`) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // String is the canonical form: the patterns, sorted, comma-separated. It

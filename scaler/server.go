@@ -123,7 +123,7 @@ func (s *Server) figures(ctx context.Context, sp Spec) (Figures, error) {
 	switch {
 	case err == nil:
 		return fig, nil
-	case errors.Is(err, ErrNoQueues):
+	case errors.Is(err, ErrNoQueues), errors.Is(err, ErrUnknownQueue):
 		return Figures{}, status.Error(codes.NotFound, err.Error())
 	case ctx.Err() != nil:
 		return Figures{}, status.FromContextError(ctx.Err()).Err()

@@ -218,7 +218,8 @@ func TestScalerRejectsBadMetadata(t *testing.T) {
 		{"zero target", ref(scaler.KeyQueues, "known", scaler.KeyTargetLag, "0"), codes.InvalidArgument, "targetLag"},
 		{"bad glob", ref(scaler.KeyGlob, "known[", scaler.KeyTargetLag, "1"), codes.InvalidArgument, "pattern"},
 		{"bad age", ref(scaler.KeyQueues, "known", scaler.KeyTargetOldestAgeSeconds, "-1"), codes.InvalidArgument, "targetOldestAgeSeconds"},
-		{"unknown queue", ref(scaler.KeyQueues, "nosuch"), codes.NotFound, "matches no queue"},
+		{"unknown queue", ref(scaler.KeyQueues, "nosuch"), codes.NotFound, "unknown queues: nosuch"},
+		{"one misspelt queue", ref(scaler.KeyQueues, "known,nosuch"), codes.NotFound, "unknown queues: nosuch"},
 		{"unknown prefix", ref(scaler.KeyPrefix, "nope-"), codes.NotFound, "matches no queue"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
