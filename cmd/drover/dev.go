@@ -189,7 +189,7 @@ func (a *app) runDev(ctx context.Context, o devOptions) (err error) {
 		return err
 	}
 	defer fl.stop(a.stderr)
-	webURL, stopWeb, err := startDevWeb(ctx, cfgPath)
+	webURL, stopWeb, err := startDevWeb(ctx, cfgPath, a.stderr)
 	if err != nil {
 		return err
 	}
