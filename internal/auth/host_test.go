@@ -26,7 +26,8 @@ func TestLocalHost(t *testing.T) {
 		{"console.example:443", []string{"console.example"}, true},
 		{"Console.Example", []string{"console.example:8080"}, true},
 		{"evil.example", []string{"console.example"}, false},
-		{"0.0.0.0:8080", []string{"0.0.0.0:8080"}, false}, // a wildcard listen address names no host
+		{"0.0.0.0:8080", nil, true}, // what ctl dials for a member on a wildcard address
+		{"[::]:8080", nil, true},
 		{"10.0.0.5:8080", []string{"10.0.0.5:8080"}, true},
 	}
 	for _, c := range cases {
