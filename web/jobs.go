@@ -138,8 +138,8 @@ type JobResult struct {
 // validates every job, then enqueues them in one script call: all or none.
 func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 	q := r.PathValue("queue")
-	if err := enqueueable(r.Context(), cfg, q); err != nil {
-		return nil, err
+	if err := drover.ValidateQueueName(q); err != nil {
+		return nil, Errorf(http.StatusBadRequest, "queue name: %v", err)
 	}
 	// One strict decode: a job's fields, or "jobs" alone for a batch.
 	var body struct {
@@ -182,6 +182,11 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 			}
 		}
 		msgs[i], at[i] = m, due
+	}
+	// From here on every 5xx carries the ids: the client's retry with them
+	// is safe whatever happened.
+	if err := enqueueable(r.Context(), cfg, q); err != nil {
+		return nil, unknownOutcome(s.explain(err), msgs, batch)
 	}
 	res, err := cfg.Store.EnqueueBatchAt(r.Context(), msgs, at)
 	if err != nil {
