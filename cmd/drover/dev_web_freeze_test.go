@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDevConsoleOutlivesAZooKeeperFreeze: the console `drover dev` prints
+// keeps serving while dev's own ZooKeeper is frozen (SIGSTOP) for 2.5 of
+// dev's 6 s session timeouts: every HTTP enqueue succeeds, a page that
+// needs ZooKeeper answers 200 or 503 naming it, and after the thaw the
+// console answers /readyz and its pages again at the same URL.
+func TestDevConsoleOutlivesAZooKeeperFreeze(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "devdata")
+	cmd := exec.Command(droverBin, "dev", "--workers", "1", "--data-dir", dataDir)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(stdout, pw), stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); pw.Close() }()
+	var zkPid int
+	defer func() {
+		if zkPid != 0 {
+			syscall.Kill(zkPid, syscall.SIGCONT)
+		}
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("dev stdout:\n%s\ndev stderr:\n%s", stdout, stderr)
+		}
+	}()
+	up := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "Ctrl-C stops everything") {
+				close(up)
+				break
+			}
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	select {
+	case <-up:
+	case err := <-done:
+		done <- err
+		t.Fatalf("dev exited before it was up: %v", err)
+	case <-time.After(2 * time.Minute):
+		t.Fatal("dev was not up within 2 minutes")
+	}
+	m := regexp.MustCompile(`Web console: (http://\S+?)/?\n`).FindStringSubmatch(stdout.String())
+	if m == nil {
+		t.Fatalf("no web console URL in the banner:\n%s", stdout)
+	}
+	base := m[1]
+	zks := processesMentioning(t, filepath.Join(dataDir, "zookeeper"))
+	if len(zks) != 1 {
+		t.Fatalf("want dev's one ZooKeeper process, have %q", zks)
+	}
+	pid, err := strconv.Atoi(strings.SplitN(zks[0], ":", 2)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, b := webCall("POST", base+"/api/v1/queues/hello/jobs", `{"task":"greet","args":{"who":"before"}}`); st != http.StatusCreated {
+		t.Fatalf("enqueue before the freeze: want 201, have %d %s", st, b)
+	}
+
+	const sessionTimeout = 6 * time.Second // dev's zookeeper.session_timeout
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	zkPid = pid
+	frozen := time.Now()
+	saw503 := false
+	// The loop is the fault's length (2.5 session timeouts), not a wait.
+	for n := 1; time.Since(frozen) < 5*sessionTimeout/2; n++ {
+		if st, b := webCall("POST", base+"/api/v1/queues/hello/jobs", fmt.Sprintf(`{"task":"greet","args":{"who":"during-%d"}}`, n)); st != http.StatusCreated {
+			t.Fatalf("enqueue %d during the freeze (%v in): want 201, have %d %s", n, time.Since(frozen).Round(time.Millisecond), st, b)
+		}
+		st, b := webCall("GET", base+"/api/v1/queues", "")
+		switch {
+		case st == http.StatusServiceUnavailable && strings.Contains(b, "ZooKeeper"):
+			saw503 = true
+		case st == http.StatusOK:
+		default:
+			t.Fatalf("a page that needs ZooKeeper during the freeze: want 200 or 503 naming ZooKeeper, have %d %s", st, b)
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	zkPid = 0
+	if !saw503 {
+		t.Error("no page that needs ZooKeeper answered 503 naming it during the freeze")
+	}
+	eventually(t, 90*time.Second, func() error {
+		st1, _ := webCall("GET", base+"/readyz", "")
+		st2, b := webCall("GET", base+"/api/v1/queues", "")
+		if st1 != http.StatusOK || st2 != http.StatusOK || !strings.Contains(b, `"hello"`) {
+			return fmt.Errorf("after the thaw: /readyz %d, queues page %d %.200s", st1, st2, b)
+		}
+		return nil
+	})
+	if strings.Contains(stderr.String(), "web console stopped") {
+		t.Errorf("the console stopped during the freeze (dev restarted it): %s", stderr)
+	}
+}
