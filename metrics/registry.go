@@ -285,10 +285,15 @@ func (r *Registry) IncrCounter(name string, v float32, labels ...Label) {
 func (r *Registry) SetGauge(name string, v float32, labels ...Label) {
 	if s := r.own[name]; s != nil && s.def.Kind == Gauge {
 		if s.def.Detail && r.board != nil && len(labels) == 1 && labels[0].Name == "queue" {
+			// A queue's backlog gauge: kept by the board, which exports
+			// the detail queues' and the groups' at each scrape. statsd
+			// gets it as set (a packet, not a series per scrape); the
+			// in-memory dump does not (a line per queue).
 			r.board.set(name, labels[0].Value, v)
-			if r.side == nil {
-				return
+			if r.statsd != nil {
+				r.statsd.SetGaugeWithLabels(s.key, v, goLabels(labels))
 			}
+			return
 		}
 		e := s.entry(labels)
 		switch {
