@@ -113,6 +113,8 @@ func newBacklogBoard(g *groups, rules DetailConfig, retention time.Duration, now
 	return b
 }
 
+var _ prometheus.Collector = (*backlogBoard)(nil)
+
 // set records one backlog gauge of queue; name is one of backlogNames.
 func (b *backlogBoard) set(name, queue string, v float32) {
 	i := slices.Index(backlogNames[:], name)

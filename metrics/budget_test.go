@@ -126,6 +126,29 @@ func TestGroupsArePatternsThenTheNamePrefixThenOther(t *testing.T) {
 	s.want(t, `drover_commits_total{group="_other"}`, "2") // MaxGroups 3: cust-*, emails, _other
 }
 
+// The GroupOf hook (where queue families plug in) answers for the names no
+// pattern matches; an empty answer falls back to the name's prefix.
+func TestGroupOfHookComesAfterThePatterns(t *testing.T) {
+	r, err := metrics.Setup(metrics.SetupConfig{Prometheus: true, Groups: []string{"vip-*"},
+		GroupOf: func(q string) string {
+			if strings.HasPrefix(q, "cust") {
+				return "family-customers"
+			}
+			return ""
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, q := range []string{"vip-1", "cust1", "cust2", "emails:x"} {
+		r.AddSample(metrics.QueueLatency, 5, metrics.L("queue", q))
+	}
+	s := scrapeRegistry(t, r)
+	s.want(t, `drover_queue_latency_ms_count{group="vip-*"}`, "1")
+	s.want(t, `drover_queue_latency_ms_count{group="family-customers"}`, "2")
+	s.want(t, `drover_queue_latency_ms_count{group="emails"}`, "1")
+}
+
 func TestSetupRefusesABadBudget(t *testing.T) {
 	for name, cfg := range map[string]metrics.SetupConfig{
 		"bad pattern":        {Groups: []string{"a["}},

@@ -131,7 +131,7 @@ func TestExpiringGaugesAreForgottenAndTheRestKept(t *testing.T) {
 	r.AddSample(metrics.QueueLatency, 2, q)
 
 	s := scrapeRegistry(t, r)
-	for _, gone := range []string{`drover_lag{queue="q"}`, `drover_cluster_unowned_queues`} {
+	for _, gone := range []string{`drover_lag{queue="q"}`, `drover_group_lag{group="q"}`, `drover_cluster_unowned_queues`} {
 		if v, ok := s.samples[gone]; ok {
 			t.Errorf("%s: want it expired, have %s", gone, v)
 		}
