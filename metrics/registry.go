@@ -107,6 +107,12 @@ type SetupConfig struct {
 // formatted once per label combination. Names outside the catalog go
 // through a go-metrics instance (not the package-global one) over every
 // configured sink.
+//
+// The metrics budget (docs/metrics.md): a call's "queue" label becomes the
+// queue's "group" on counters and timers (SetupConfig.Groups), and a
+// queue's backlog gauges are kept in a board that Prometheus reads at each
+// scrape for the detail queues and the group aggregates
+// (SetupConfig.Detail), so a scrape's series do not grow with the queues.
 type Registry struct {
 	gm  *gometrics.Metrics
 	own map[string]*series // every catalog metric, by name

@@ -41,7 +41,8 @@ const maxBacklogBatch = 1000
 // for a paused queue. The backlogger keeps such queues (held) and measures
 // them again every BacklogInterval, with the other asks, until they run
 // again or end; one timer per worker, and only while a blocked queue has
-// lag.
+// lag. (A Log without BacklogMany, a test fake, has no backlogger: its
+// blocked queues publish as they park only.)
 type backlogger struct {
 	br BatchBacklogReader
 	m  metrics.Recorder
