@@ -3,6 +3,10 @@ package worker
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,5 +192,43 @@ func TestPausedQueueOldestAgeRises(t *testing.T) {
 		w.backlogs.mu.Lock()
 		defer w.backlogs.mu.Unlock()
 		return len(w.backlogs.held) == 0 && !w.backlogs.refreshing
+	})
+}
+
+// The same through the metrics Registry as the binary wires it: the paused
+// queue's drover_oldest_age_seconds on /metrics keeps rising past the
+// gauges' 2-minute retention, where before it froze and then vanished.
+func TestPausedQueueOldestAgeRisesOnMetrics(t *testing.T) {
+	mem := newMemLog()
+	clock := testkit.NewClock(t0)
+	log := &agingBacklogLog{memLog: mem, clock: clock, since: t0}
+	reg, err := metrics.Setup(metrics.SetupConfig{Prometheus: true, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	w := newTestWorker(t, mem, &scriptedExecutor{}, func(c *Config) {
+		c.Clock, c.Log, c.Metrics = clock, log, reg
+		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
+	})
+	w.SetPause(PauseState{All: true})
+	mem.add("q", msg("m1"))
+	if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	age := func() float64 {
+		rec := httptest.NewRecorder()
+		reg.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		for _, line := range strings.Split(rec.Body.String(), "\n") {
+			if v, ok := strings.CutPrefix(line, `drover_oldest_age_seconds{queue="q"} `); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				return f
+			}
+		}
+		return -1
+	}
+	waitFor(t, "the paused queue's oldest age on /metrics past the 2-minute gauge retention", func() bool {
+		clock.Advance(DefaultBacklogInterval)
+		return age() >= 180
 	})
 }
