@@ -37,6 +37,18 @@ scheduler {
 metrics {
   prometheus = true
   # statsd = "127.0.0.1:8125"
+  # The budget (docs/metrics.md): counters and histograms by queue group,
+  # per-queue backlog gauges only for the queues that matter. A queue's
+  # group is the first matching glob, else its name up to the first ':'.
+  # groups     = ["tenant-*"]
+  # max_groups = 50
+  # detail {
+  #   top_oldest       = 10
+  #   top_lagging      = 10
+  #   oldest_age_above = "5m"
+  #   lag_above        = 10000
+  #   max              = 100
+  # }
 }
 
 log {

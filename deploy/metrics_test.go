@@ -219,3 +219,36 @@ func githubAnchor(heading string) string {
 	}
 	return b.String()
 }
+
+// queueLabel matches a PromQL use of the queue label: a matcher, a
+// grouping or a template reference.
+var queueLabel = regexp.MustCompile(`\bqueue\s*(=~|!~|!=|=)|by \([^)]*\bqueue\b|\{\{\s*\$?labels\.queue`)
+
+// TestDashboardAndAlertsUseTheQueueLabelOnlyOnDetailGauges holds the
+// dashboard and the alerts to the metrics budget (docs/metrics.md): the
+// counters and histograms carry a group, not a queue, and only the
+// per-queue backlog gauges of the detail queues have a queue label.
+func TestDashboardAndAlertsUseTheQueueLabelOnlyOnDetailGauges(t *testing.T) {
+	hasQueue := map[string]bool{} // series name → carries a queue label
+	for _, d := range metrics.Catalog() {
+		for _, s := range metrics.PrometheusSeries(d) {
+			hasQueue[s] = slices.Contains(d.Labels, "queue")
+		}
+	}
+	exprs := dashboardExprs(t)
+	for _, g := range readAlerts(t).Groups {
+		for _, r := range g.Rules {
+			exprs = append(exprs, r.Expr, r.Annotations["summary"]+r.Annotations["description"])
+		}
+	}
+	for _, e := range exprs {
+		if !queueLabel.MatchString(e) {
+			continue
+		}
+		for _, name := range metricName.FindAllString(e, -1) {
+			if !hasQueue[name] {
+				t.Errorf("%q uses the queue label with %s, which has none (it has a group): use group", e, name)
+			}
+		}
+	}
+}

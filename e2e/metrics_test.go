@@ -75,9 +75,9 @@ func TestMetricsOfAWorkerThatRanRealTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	const (
-		success = `drover_tasks_total{outcome="success",queue="m",task="ok"}`
-		failure = `drover_tasks_total{outcome="failure",queue="m",task="bad"}`
-		dead    = `drover_dead_letters_total{queue="m",reason="failure"}`
+		success = `drover_tasks_total{group="m",outcome="success",task="ok"}`
+		failure = `drover_tasks_total{group="m",outcome="failure",task="bad"}`
+		dead    = `drover_dead_letters_total{group="m",reason="failure"}`
 	)
 	waitFor(t, 2*time.Minute, "100 successes and 5 dead letters", func() bool {
 		m := f.scrape(t, "mw")

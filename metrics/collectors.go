@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,7 @@ type series struct {
 	make    func(lvs ...string) any  // the vector's child; nil without Prometheus
 	del     func(lvs ...string) bool // deletes a child of the vector
 	epoch   *atomic.Int64            // the Registry's sweep count
+	grouped bool                     // exports a "group" label for the call's "queue"
 }
 
 // newSeries builds the series of d; reg is nil without Prometheus.
@@ -49,7 +51,8 @@ func newSeries(d Def, reg prometheus.Registerer, epoch *atomic.Int64) (*series, 
 	if len(d.Labels) > maxLabels {
 		return nil, fmt.Errorf("metric %s has %d labels, more than %d", d.Name, len(d.Labels), maxLabels)
 	}
-	s := &series{def: d, key: []string{Namespace, d.Name}, entries: map[callKey]*entry{}, epoch: epoch}
+	s := &series{def: d, key: []string{Namespace, d.Name}, entries: map[callKey]*entry{}, epoch: epoch,
+		grouped: slices.Contains(d.Labels, "group") && !d.Aggregate}
 	if reg == nil {
 		return s, nil
 	}

@@ -39,5 +39,5 @@ func ExampleSetup() {
 	}
 	// Output:
 	// drover_lag{queue="emails"} 20
-	// drover_tasks_total{outcome="success",queue="emails",task="send"} 1
+	// drover_tasks_total{group="emails",outcome="success",task="send"} 1
 }

@@ -6,11 +6,14 @@ package metrics
 // their kind, labels and unit, and a test holds the two together.
 const (
 	// Counters of the worker runtime.
-	TasksTotal    = "tasks_total"        // labels: queue, task, outcome
-	DeadTotal     = "dead_letters_total" // labels: queue, reason
-	CommitsTotal  = "commits_total"      // labels: queue
-	FencedTotal   = "fenced_total"       // labels: queue
-	EnqueuedTotal = "enqueued_total"     // labels: queue
+	// A Recorder is given the queue ("queue" label); the Registry exports
+	// the queue's group instead ("group" label, see SetupConfig.Groups), so
+	// that the series do not grow with the number of queues.
+	TasksTotal    = "tasks_total"        // labels: queue → group, task, outcome
+	DeadTotal     = "dead_letters_total" // labels: queue → group, reason
+	CommitsTotal  = "commits_total"      // labels: queue → group
+	FencedTotal   = "fenced_total"       // labels: queue → group
+	EnqueuedTotal = "enqueued_total"     // labels: queue → group
 	// Counters of the membership.
 	RebalancesTotal  = "rebalances_total"
 	QueuesMovedTotal = "queues_moved_total"
@@ -18,8 +21,8 @@ const (
 	Reconnects       = "reconnects_total"
 
 	// Timers, in milliseconds.
-	TaskDuration   = "task_duration_ms" // labels: queue, task
-	QueueLatency   = "queue_latency_ms" // enqueue (position) → first start; labels: queue
+	TaskDuration   = "task_duration_ms" // labels: queue → group, task
+	QueueLatency   = "queue_latency_ms" // enqueue (position) → first start; labels: queue → group
 	FetchDuration  = "fetch_ms"         // per worker
 	CommitDuration = "commit_ms"        // per worker
 	ZKConnect      = "zk_connect_ms"    // a new ZooKeeper session
@@ -28,11 +31,19 @@ const (
 	// Gauges per queue, published by the queue's owner from
 	// queue.Store.Backlog. They expire when not set again (see
 	// SetupConfig.GaugeRetention), so a queue's former owner stops
-	// reporting it.
+	// reporting it. Prometheus gets them only for the queues
+	// SetupConfig.Detail chooses, and the group aggregates below for all.
 	Lag       = "lag"                // messages after the committed offset
 	OldestAge = "oldest_age_seconds" // how long the first message after the offset has waited
 	Delayed   = "delayed"            // scheduled and retrying messages
 	Dead      = "dead"               // dead letters held
+	// Aggregates of the per-queue gauges by group, computed at each scrape
+	// from the queues' latest values (never recorded through a Recorder).
+	GroupLag           = "group_lag"                // sum; labels: group
+	GroupOldestAge     = "group_oldest_age_seconds" // largest; labels: group
+	GroupDelayed       = "group_delayed"            // sum; labels: group
+	GroupDead          = "group_dead"               // sum; labels: group
+	GroupQueuesWithLag = "group_queues_with_lag"    // queues with lag > 0; labels: group
 	// Gauges per process.
 	InFlight    = "in_flight"    // tasks running now
 	OwnedQueues = "owned_queues" // queues this worker owns
@@ -51,11 +62,11 @@ const (
 	AutoscaleWorkersNeeded = "autoscale_workers_needed"     // ceil(clamped lag / target lag); labels: selection, target_lag
 
 	// Emitted by package scheduler.
-	ScheduleFires      = "schedule_fires"            // counter; labels: queue
-	ScheduleDuplicates = "schedule_duplicates"       // counter; labels: queue
-	ScheduleSkipped    = "schedule_skipped"          // counter; labels: queue
+	ScheduleFires      = "schedule_fires"            // counter; labels: queue → group
+	ScheduleDuplicates = "schedule_duplicates"       // counter; labels: queue → group
+	ScheduleSkipped    = "schedule_skipped"          // counter; labels: queue → group
 	ScheduleInvalid    = "schedule_invalid"          // counter
-	ScheduleLateness   = "schedule_lateness_seconds" // summary; labels: queue
+	ScheduleLateness   = "schedule_lateness_seconds" // summary; labels: queue → group
 	SchedulerLeading   = "scheduler_leader"          // gauge: 1 while this process fires
 )
 
@@ -92,32 +103,43 @@ type Def struct {
 	// value. Other gauges are kept for the life of the process; labelled
 	// counters and timers for SetupConfig.SeriesRetention without a value.
 	Expires bool
+	// Detail marks the per-queue backlog gauges: Prometheus exports them
+	// only for the queues SetupConfig.Detail chooses at each scrape.
+	Detail bool
+	// Aggregate marks gauges computed at each scrape from the Detail
+	// gauges of every queue, by group; nothing records them.
+	Aggregate bool
 }
 
 // catalog is every metric a drover process exports, in the order of
 // docs/metrics.md.
 var catalog = []Def{
-	{Name: TasksTotal, Kind: Counter, Labels: []string{"outcome", "queue", "task"}, Help: "Task attempts that ended, by outcome (success, retry, failure, timeout, aborted)."},
-	{Name: DeadTotal, Kind: Counter, Labels: []string{"queue", "reason"}, Help: "Messages moved to the dead-letter list, by reason (failure, retry, timeout, poison, no_route)."},
-	{Name: CommitsTotal, Kind: Counter, Labels: []string{"queue"}, Help: "Offset commits accepted by ZooKeeper."},
-	{Name: FencedTotal, Kind: Counter, Labels: []string{"queue"}, Help: "Offset commits refused because another member owns the queue now."},
-	{Name: EnqueuedTotal, Kind: Counter, Labels: []string{"queue"}, Help: "Messages enqueued by this process (its scheduler's fires)."},
+	{Name: TasksTotal, Kind: Counter, Labels: []string{"group", "outcome", "task"}, Help: "Task attempts that ended, by outcome (success, retry, failure, timeout, aborted)."},
+	{Name: DeadTotal, Kind: Counter, Labels: []string{"group", "reason"}, Help: "Messages moved to the dead-letter list, by reason (failure, retry, timeout, poison, no_route)."},
+	{Name: CommitsTotal, Kind: Counter, Labels: []string{"group"}, Help: "Offset commits accepted by ZooKeeper."},
+	{Name: FencedTotal, Kind: Counter, Labels: []string{"group"}, Help: "Offset commits refused because another member owns the queue now."},
+	{Name: EnqueuedTotal, Kind: Counter, Labels: []string{"group"}, Help: "Messages enqueued by this process (its scheduler's fires)."},
 	{Name: RebalancesTotal, Kind: Counter, Help: "Assignments written by this process while it led the rebalance."},
 	{Name: QueuesMovedTotal, Kind: Counter, Help: "Queues given to a different member by those assignments."},
 	{Name: SessionExpiries, Kind: Counter, Help: "ZooKeeper sessions of this process that expired."},
 	{Name: Reconnects, Kind: Counter, Help: "ZooKeeper reconnections within a live session."},
 
-	{Name: TaskDuration, Kind: Histogram, Labels: []string{"queue", "task"}, Unit: "milliseconds", Help: "How long one attempt ran."},
-	{Name: QueueLatency, Kind: Histogram, Labels: []string{"queue"}, Unit: "milliseconds", Help: "From a message's position (enqueue time) to the start of its first attempt."},
+	{Name: TaskDuration, Kind: Histogram, Labels: []string{"group", "task"}, Unit: "milliseconds", Help: "How long one attempt ran."},
+	{Name: QueueLatency, Kind: Histogram, Labels: []string{"group"}, Unit: "milliseconds", Help: "From a message's position (enqueue time) to the start of its first attempt."},
 	{Name: FetchDuration, Kind: Summary, Unit: "milliseconds", Help: "One read round trip: a queue log, or the logs read together (all queues of the worker)."},
 	{Name: CommitDuration, Kind: Summary, Unit: "milliseconds", Help: "One fenced offset commit (all queues of the worker)."},
 	{Name: ZKConnect, Kind: Summary, Unit: "milliseconds", Help: "Establishing a ZooKeeper session."},
 	{Name: RebalanceTime, Kind: Summary, Unit: "milliseconds", Help: "One rebalance round: settle, compute, write the assignment."},
 
-	{Name: Lag, Kind: Gauge, Labels: []string{"queue"}, Help: "Messages in the log after the committed offset.", Expires: true},
-	{Name: OldestAge, Kind: Gauge, Labels: []string{"queue"}, Unit: "seconds", Help: "How long the first message after the committed offset has waited (0 when lag is 0).", Expires: true},
-	{Name: Delayed, Kind: Gauge, Labels: []string{"queue"}, Help: "Scheduled and retrying messages waiting for their time.", Expires: true},
-	{Name: Dead, Kind: Gauge, Labels: []string{"queue"}, Help: "Dead letters held for the queue.", Expires: true},
+	{Name: Lag, Kind: Gauge, Labels: []string{"queue"}, Help: "Messages in the log after the committed offset.", Expires: true, Detail: true},
+	{Name: OldestAge, Kind: Gauge, Labels: []string{"queue"}, Unit: "seconds", Help: "How long the first message after the committed offset has waited (0 when lag is 0).", Expires: true, Detail: true},
+	{Name: Delayed, Kind: Gauge, Labels: []string{"queue"}, Help: "Scheduled and retrying messages waiting for their time.", Expires: true, Detail: true},
+	{Name: Dead, Kind: Gauge, Labels: []string{"queue"}, Help: "Dead letters held for the queue.", Expires: true, Detail: true},
+	{Name: GroupLag, Kind: Gauge, Labels: []string{"group"}, Help: "Messages after the committed offsets of the group's queues owned here.", Aggregate: true},
+	{Name: GroupOldestAge, Kind: Gauge, Labels: []string{"group"}, Unit: "seconds", Help: "The largest oldest-message age among the group's queues owned here.", Aggregate: true},
+	{Name: GroupDelayed, Kind: Gauge, Labels: []string{"group"}, Help: "Scheduled and retrying messages of the group's queues owned here.", Aggregate: true},
+	{Name: GroupDead, Kind: Gauge, Labels: []string{"group"}, Help: "Dead letters held for the group's queues owned here.", Aggregate: true},
+	{Name: GroupQueuesWithLag, Kind: Gauge, Labels: []string{"group"}, Help: "Queues of the group owned here with at least one message after their offset.", Aggregate: true},
 	{Name: InFlight, Kind: Gauge, Help: "Tasks running in this worker."},
 	{Name: OwnedQueues, Kind: Gauge, Help: "Queues this worker owns."},
 	{Name: Members, Kind: Gauge, Help: "Registered members (rebalance leader's view).", Expires: true},
@@ -130,11 +152,11 @@ var catalog = []Def{
 	{Name: AutoscaleOldestAge, Kind: Gauge, Labels: []string{"selection"}, Unit: "seconds", Help: "The largest oldest-message age among the selection's queues (drover scaler).", Expires: true},
 	{Name: AutoscaleWorkersNeeded, Kind: Gauge, Labels: []string{"selection", "target_lag"}, Help: "Workers that keep every queue of the selection at or under the target lag: ceil(min(lag, queues with lag × target) / target) (drover scaler).", Expires: true},
 
-	{Name: ScheduleFires, Kind: Counter, Labels: []string{"queue"}, Help: "Schedule slots enqueued by the scheduler leader."},
-	{Name: ScheduleDuplicates, Kind: Counter, Labels: []string{"queue"}, Help: "Slots another scheduler had already enqueued."},
-	{Name: ScheduleSkipped, Kind: Counter, Labels: []string{"queue"}, Help: "Missed slots not fired because of the entry's catch-up policy."},
+	{Name: ScheduleFires, Kind: Counter, Labels: []string{"group"}, Help: "Schedule slots enqueued by the scheduler leader."},
+	{Name: ScheduleDuplicates, Kind: Counter, Labels: []string{"group"}, Help: "Slots another scheduler had already enqueued."},
+	{Name: ScheduleSkipped, Kind: Counter, Labels: []string{"group"}, Help: "Missed slots not fired because of the entry's catch-up policy."},
 	{Name: ScheduleInvalid, Kind: Counter, Help: "Schedule entries that could not be parsed and were skipped."},
-	{Name: ScheduleLateness, Kind: Summary, Labels: []string{"queue"}, Unit: "seconds", Help: "How late after its due time a slot was enqueued."},
+	{Name: ScheduleLateness, Kind: Summary, Labels: []string{"group"}, Unit: "seconds", Help: "How late after its due time a slot was enqueued."},
 	{Name: SchedulerLeading, Kind: Gauge, Help: "1 while this process is the scheduler leader, else 0."},
 }
 

@@ -51,6 +51,30 @@ type SetupConfig struct {
 	// Now is the clock of the SeriesRetention sweep. Default time.Now.
 	Now func() time.Time
 
+	// Groups are the queue-name patterns (path.Match globs, "tenant-*")
+	// whose queues share one "group" label value, the pattern itself. The
+	// counters and timers given a queue (drover_tasks_total,
+	// drover_task_duration_ms, …) and the backlog aggregates
+	// (drover_group_*) are exported by group, never by queue, so that the
+	// series of a process do not grow with its queues. A queue no pattern
+	// matches is in the group GroupOf returns, else in the group named by
+	// its name up to the first ':' ("emails:customer-42" → "emails").
+	// Default: none.
+	Groups []string
+	// GroupOf is the hook for a queue's group when no pattern matches
+	// (queue families, when they exist); "" falls back to the name's
+	// prefix. It must be cheap and give a queue the same group every time.
+	// Default: nil.
+	GroupOf func(queue string) string
+	// MaxGroups bounds the distinct groups a process exports; queues of
+	// further groups are exported as OtherGroup. At least len(Groups)+1.
+	// Default DefaultMaxGroups.
+	MaxGroups int
+	// Detail chooses the queues whose backlog gauges Prometheus gets with
+	// a queue label (the most lagging and oldest, and those over a
+	// threshold, up to a maximum). Zero fields take the defaults.
+	Detail DetailConfig
+
 	// Statsd is the host:port of a statsd server (UDP). Keys are
 	// "drover.<name>" with the label values appended in order
 	// ("drover.tasks_total.emails.send.success"). Default: none.
@@ -83,6 +107,12 @@ type SetupConfig struct {
 // formatted once per label combination. Names outside the catalog go
 // through a go-metrics instance (not the package-global one) over every
 // configured sink.
+//
+// The metrics budget (docs/metrics.md): a call's "queue" label becomes the
+// queue's "group" on counters and timers (SetupConfig.Groups), and a
+// queue's backlog gauges are kept in a board that Prometheus reads at each
+// scrape for the detail queues and the group aggregates
+// (SetupConfig.Detail), so a scrape's series do not grow with the queues.
 type Registry struct {
 	gm  *gometrics.Metrics
 	own map[string]*series // every catalog metric, by name
@@ -100,6 +130,8 @@ type Registry struct {
 	sweepMu        sync.Mutex
 	lastSweep      time.Time
 	prom           *promSink // nil without Prometheus
+	groups         *groups
+	board          *backlogBoard // the per-queue backlog gauges; nil without Prometheus
 	handler        http.Handler
 	inmem          *gometrics.InmemSink // nil without the in-memory dump
 	inmemCfg       inmemConfig
@@ -145,8 +177,16 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 		cfg.DumpTo = os.Stderr
 	}
 
+	detail, err := cfg.Detail.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	groups, err := newGroups(cfg.Groups, cfg.GroupOf, cfg.MaxGroups)
+	if err != nil {
+		return nil, err
+	}
 	r := &Registry{own: map[string]*series{}, retention: cfg.SeriesRetention,
-		gaugeRetention: cfg.GaugeRetention, now: cfg.Now, lastSweep: cfg.Now()}
+		gaugeRetention: cfg.GaugeRetention, now: cfg.Now, lastSweep: cfg.Now(), groups: groups}
 	var sinks, side gometrics.FanoutSink
 	var reg *prometheus.Registry
 	if cfg.Prometheus {
@@ -156,10 +196,14 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 		}
 		r.prom, r.handler, reg = p, p.handler(cfg.Logger.Named("metrics"), r.sweep), p.registry
 		sinks = append(sinks, p)
+		r.board = newBacklogBoard(groups, detail, cfg.GaugeRetention, cfg.Now)
+		if err := reg.Register(r.board); err != nil {
+			return nil, fmt.Errorf("metrics setup: register backlog gauges: %w", err)
+		}
 	}
 	for _, d := range catalog {
 		var rr prometheus.Registerer
-		if reg != nil {
+		if reg != nil && !d.Detail && !d.Aggregate { // the board exports those
 			rr = reg
 		}
 		s, err := newSeries(d, rr, &r.epoch)
@@ -220,6 +264,10 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 // IncrCounter adds v to counter name.
 func (r *Registry) IncrCounter(name string, v float32, labels ...Label) {
 	if s := r.own[name]; s != nil && s.def.Kind == Counter {
+		var buf [maxLabels]Label
+		if s.grouped {
+			labels = r.groups.rewrite(labels, &buf)
+		}
 		e := s.entry(labels)
 		switch {
 		case e == nil:
@@ -242,6 +290,17 @@ func (r *Registry) IncrCounter(name string, v float32, labels ...Label) {
 // SetGauge sets gauge name.
 func (r *Registry) SetGauge(name string, v float32, labels ...Label) {
 	if s := r.own[name]; s != nil && s.def.Kind == Gauge {
+		if s.def.Detail && r.board != nil && len(labels) == 1 && labels[0].Name == "queue" {
+			// A queue's backlog gauge: kept by the board, which exports
+			// the detail queues' and the groups' at each scrape. statsd
+			// gets it as set (a packet, not a series per scrape); the
+			// in-memory dump does not (a line per queue).
+			r.board.set(name, labels[0].Value, v)
+			if r.statsd != nil {
+				r.statsd.SetGaugeWithLabels(s.key, v, goLabels(labels))
+			}
+			return
+		}
 		e := s.entry(labels)
 		switch {
 		case e == nil:
@@ -265,6 +324,10 @@ func (r *Registry) SetGauge(name string, v float32, labels ...Label) {
 // name.
 func (r *Registry) AddSample(name string, v float32, labels ...Label) {
 	if s := r.own[name]; s != nil && s.def.Kind != Counter {
+		var buf [maxLabels]Label
+		if s.grouped {
+			labels = r.groups.rewrite(labels, &buf)
+		}
 		e := s.entry(labels)
 		switch {
 		case e == nil:

@@ -43,18 +43,18 @@ func TestPrometheusExportsDocumentedNamesAndExactValues(t *testing.T) {
 	}
 
 	s := scrapeRegistry(t, r)
-	s.want(t, `drover_tasks_total{outcome="success",queue="q",task="t"}`, "100")
-	s.want(t, `drover_tasks_total{outcome="failure",queue="q",task="t"}`, "5")
-	s.want(t, `drover_dead_letters_total{queue="q",reason="failure"}`, "5")
+	s.want(t, `drover_tasks_total{group="q",outcome="success",task="t"}`, "100")
+	s.want(t, `drover_tasks_total{group="q",outcome="failure",task="t"}`, "5")
+	s.want(t, `drover_dead_letters_total{group="q",reason="failure"}`, "5")
 	s.want(t, `drover_lag{queue="q"}`, "20")
 	s.want(t, `drover_oldest_age_seconds{queue="q"}`, "12.5")
 	s.want(t, `drover_in_flight`, "3")
 	s.want(t, `drover_cluster_members`, "2")
-	s.want(t, `drover_task_duration_ms_count{queue="q",task="t"}`, "3")
-	s.want(t, `drover_task_duration_ms_sum{queue="q",task="t"}`, "60")
-	s.want(t, `drover_task_duration_ms_bucket{queue="q",task="t",le="10"}`, "1")
-	s.want(t, `drover_task_duration_ms_bucket{queue="q",task="t",le="25"}`, "2")
-	s.want(t, `drover_task_duration_ms_bucket{queue="q",task="t",le="+Inf"}`, "3")
+	s.want(t, `drover_task_duration_ms_count{group="q",task="t"}`, "3")
+	s.want(t, `drover_task_duration_ms_sum{group="q",task="t"}`, "60")
+	s.want(t, `drover_task_duration_ms_bucket{group="q",task="t",le="10"}`, "1")
+	s.want(t, `drover_task_duration_ms_bucket{group="q",task="t",le="25"}`, "2")
+	s.want(t, `drover_task_duration_ms_bucket{group="q",task="t",le="+Inf"}`, "3")
 	for range 4 {
 		rec.AddSample(metrics.FetchDuration, 2)
 	}
@@ -131,15 +131,15 @@ func TestExpiringGaugesAreForgottenAndTheRestKept(t *testing.T) {
 	r.AddSample(metrics.QueueLatency, 2, q)
 
 	s := scrapeRegistry(t, r)
-	for _, gone := range []string{`drover_lag{queue="q"}`, `drover_cluster_unowned_queues`} {
+	for _, gone := range []string{`drover_lag{queue="q"}`, `drover_group_lag{group="q"}`, `drover_cluster_unowned_queues`} {
 		if v, ok := s.samples[gone]; ok {
 			t.Errorf("%s: want it expired, have %s", gone, v)
 		}
 	}
 	s.want(t, `drover_in_flight`, "4")
-	s.want(t, `drover_commits_total{queue="q"}`, "1")
+	s.want(t, `drover_commits_total{group="q"}`, "1")
 	s.want(t, `drover_fetch_ms_count`, "1")
-	s.want(t, `drover_queue_latency_ms_count{queue="q"}`, "1")
+	s.want(t, `drover_queue_latency_ms_count{group="q"}`, "1")
 
 	// The same gauges with the default retention stay.
 	r2 := newPrometheus(t, metrics.SetupConfig{})
@@ -152,10 +152,10 @@ func TestRegistriesDoNotShareState(t *testing.T) {
 	a := newPrometheus(t, metrics.SetupConfig{})
 	b := newPrometheus(t, metrics.SetupConfig{})
 	a.IncrCounter(metrics.CommitsTotal, 1, metrics.L("queue", "only-a"))
-	if v, ok := scrapeRegistry(t, b).samples[`drover_commits_total{queue="only-a"}`]; ok {
+	if v, ok := scrapeRegistry(t, b).samples[`drover_commits_total{group="only-a"}`]; ok {
 		t.Fatalf("want registry b without a's counter, have %s", v)
 	}
-	scrapeRegistry(t, a).want(t, `drover_commits_total{queue="only-a"}`, "1")
+	scrapeRegistry(t, a).want(t, `drover_commits_total{group="only-a"}`, "1")
 }
 
 func TestStatsdReceivesDroverKeysWithLabelValues(t *testing.T) {
@@ -277,10 +277,10 @@ func TestOwnSeriesTakeTheCatalogLabelsInAnyOrder(t *testing.T) {
 	r.IncrCounter(metrics.CommitsTotal, 1, metrics.L("a", "1"), metrics.L("b", "2"), metrics.L("c", "3"), metrics.L("d", "4"), metrics.L("queue", "many"))
 
 	s := scrapeRegistry(t, r)
-	s.want(t, `drover_tasks_total{outcome="success",queue="q",task="t"}`, "5")
-	s.want(t, `drover_commits_total{queue="q"}`, "1")
-	s.want(t, `drover_tasks_total{outcome="",queue="q2",task=""}`, "1")
-	if v, ok := s.samples[`drover_commits_total{queue="many"}`]; ok {
+	s.want(t, `drover_tasks_total{group="q",outcome="success",task="t"}`, "5")
+	s.want(t, `drover_commits_total{group="q"}`, "1")
+	s.want(t, `drover_tasks_total{group="q2",outcome="",task=""}`, "1")
+	if v, ok := s.samples[`drover_commits_total{group="many"}`]; ok {
 		t.Errorf("want no series for a call with too many labels, have %s", v)
 	}
 }
@@ -335,30 +335,30 @@ func TestIdleQueueSeriesExpireAndTheRestStay(t *testing.T) {
 
 	advance(time.Hour)
 	s := scrapeRegistry(t, r) // first sweep: everything was used before it
-	s.want(t, `drover_commits_total{queue="idle"}`, "1")
-	s.want(t, `drover_queue_latency_ms_count{queue="idle"}`, "1")
+	s.want(t, `drover_commits_total{group="idle"}`, "1")
+	s.want(t, `drover_queue_latency_ms_count{group="idle"}`, "1")
 
 	r.IncrCounter(metrics.CommitsTotal, 1, busy)
 	r.AddSample(metrics.QueueLatency, 4, busy)
 	advance(time.Hour - time.Second)
 	s = scrapeRegistry(t, r) // within the retention of the first: no sweep
-	s.want(t, `drover_commits_total{queue="idle"}`, "1")
+	s.want(t, `drover_commits_total{group="idle"}`, "1")
 
 	advance(time.Second)
 	s = scrapeRegistry(t, r) // second sweep: idle has gone
-	for _, gone := range []string{`drover_commits_total{queue="idle"}`, `drover_queue_latency_ms_count{queue="idle"}`} {
+	for _, gone := range []string{`drover_commits_total{group="idle"}`, `drover_queue_latency_ms_count{group="idle"}`} {
 		if v, ok := s.samples[gone]; ok {
 			t.Errorf("%s: want it expired, have %s", gone, v)
 		}
 	}
-	s.want(t, `drover_commits_total{queue="busy"}`, "2")
-	s.want(t, `drover_queue_latency_ms_count{queue="busy"}`, "2")
+	s.want(t, `drover_commits_total{group="busy"}`, "2")
+	s.want(t, `drover_queue_latency_ms_count{group="busy"}`, "2")
 	s.want(t, `drover_rebalances_total`, "1")
 	s.want(t, `drover_commit_ms_count`, "1")
 
 	// An expired series comes back from 0.
 	r.IncrCounter(metrics.CommitsTotal, 1, idle)
-	scrapeRegistry(t, r).want(t, `drover_commits_total{queue="idle"}`, "1")
+	scrapeRegistry(t, r).want(t, `drover_commits_total{group="idle"}`, "1")
 }
 
 // fakeClock is a clock for SetupConfig.Now that moves only when advanced.

@@ -62,8 +62,8 @@ func TestSchedulerMetricsComeOutUnderCatalogNames(t *testing.T) {
 		t.Fatalf("tick: %v", err)
 	}
 	sc := scrapeRegistry(t, r)
-	sc.want(t, `drover_schedule_fires{queue="reports"}`, "1")
-	sc.want(t, `drover_schedule_lateness_seconds_count{queue="reports"}`, "1")
+	sc.want(t, `drover_schedule_fires{group="reports"}`, "1")
+	sc.want(t, `drover_schedule_lateness_seconds_count{group="reports"}`, "1")
 
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/metrics"
@@ -32,14 +33,26 @@ const maxBacklogBatch = 1000
 // showed 1,266 loops waiting for a connection there — with the batched
 // reads of every other queue waiting behind them. Its goroutine runs while
 // requests wait and exits when none does.
+//
+// A queue that cannot run (paused, or its worker suspended) and has lag
+// parks once and publishes nothing more by itself, so its oldest age would
+// freeze at the value of that park (and its gauges expire) while the
+// message keeps waiting: the "oldest message too old" alert could not fire
+// for a paused queue. The backlogger keeps such queues (held) and measures
+// them again every BacklogInterval, with the other asks, until they run
+// again or end; one timer per worker, and only while a blocked queue has
+// lag. (A Log without BacklogMany, a test fake, has no backlogger: its
+// blocked queues publish as they park only.)
 type backlogger struct {
 	br BatchBacklogReader
 	m  metrics.Recorder
 
-	mu      sync.Mutex
-	pending []backlogAsk
-	asked   map[*queueLoop]int // loop → index in pending: one read per loop per round
-	running bool
+	mu         sync.Mutex
+	pending    []backlogAsk
+	asked      map[*queueLoop]int // loop → index in pending: one read per loop per round
+	running    bool
+	held       map[*queueLoop]drover.Position // blocked queues with lag → their offset
+	refreshing bool                           // the held queues' timer runs
 
 	rounds, reads int // round trips and queues measured, for tests
 }
@@ -50,7 +63,7 @@ type backlogAsk struct {
 }
 
 func newBacklogger(br BatchBacklogReader, m metrics.Recorder) *backlogger {
-	return &backlogger{br: br, m: m, asked: map[*queueLoop]int{}}
+	return &backlogger{br: br, m: m, asked: map[*queueLoop]int{}, held: map[*queueLoop]drover.Position{}}
 }
 
 // ask queues a backlog read of l after off; it never blocks. A loop asked
@@ -58,6 +71,10 @@ func newBacklogger(br BatchBacklogReader, m metrics.Recorder) *backlogger {
 func (b *backlogger) ask(l *queueLoop, off drover.Position) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.askLocked(l, off)
+}
+
+func (b *backlogger) askLocked(l *queueLoop, off drover.Position) {
 	if i, ok := b.asked[l]; ok {
 		b.pending[i].off = off
 		return
@@ -115,9 +132,49 @@ func (b *backlogger) send(batch []backlogAsk) {
 	cancel()
 	for i, a := range live {
 		if i >= len(res) || i >= len(errs) || errs[i] != nil || a.l.phase.Load() == phaseEnded {
+			if a.l.w.blocked(a.l.name) {
+				b.hold(a.l, a.off) // a blocked queue's own loop does not ask again
+			}
 			continue // the next BacklogInterval reads it again
 		}
 		a.l.setBacklog(res[i])
+		if res[i].Lag > 0 && a.l.w.blocked(a.l.name) {
+			b.hold(a.l, a.off)
+		}
+	}
+}
+
+// hold keeps l, blocked with lag after off, to be measured again every
+// BacklogInterval while it stays blocked, and starts the timer.
+func (b *backlogger) hold(l *queueLoop, off drover.Position) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.held[l] = off
+	if !b.refreshing {
+		b.refreshing = true
+		go b.refresh(l.w.cfg.Clock, l.w.cfg.BacklogInterval)
+	}
+}
+
+// refresh asks again, every interval, for the backlog of the held queues
+// still blocked; it forgets those that run again or ended (a queue that
+// runs publishes its own backlog), and exits when none is held.
+func (b *backlogger) refresh(clock drover.TimerClock, every time.Duration) {
+	for {
+		<-clock.NewTimer(every).C()
+		b.mu.Lock()
+		for l, off := range b.held {
+			delete(b.held, l) // held again by send while still blocked with lag
+			if l.phase.Load() != phaseEnded && l.w.blocked(l.name) {
+				b.askLocked(l, off)
+			}
+		}
+		if len(b.held) == 0 && !b.running {
+			b.refreshing = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
 	}
 }
 

@@ -103,6 +103,12 @@ func debugGuard(cfg *config.Config) (func(http.Handler) http.Handler, error) {
 func setupMetrics(cfg *config.Config, log hclog.Logger) (*metrics.Registry, error) {
 	reg, err := metrics.Setup(metrics.SetupConfig{
 		Prometheus: cfg.Metrics.Prometheus, Statsd: cfg.Metrics.Statsd, Inmem: true, Logger: log.Named("metrics"),
+		Groups: cfg.Metrics.Groups, MaxGroups: cfg.Metrics.MaxGroups,
+		Detail: metrics.DetailConfig{
+			TopOldest: cfg.Metrics.Detail.TopOldest, TopLagging: cfg.Metrics.Detail.TopLagging,
+			OldestAgeAbove: cfg.Metrics.Detail.OldestAgeAbove, LagAbove: int64(cfg.Metrics.Detail.LagAbove),
+			Max: cfg.Metrics.Detail.Max,
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)

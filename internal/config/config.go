@@ -207,6 +207,24 @@ type Metrics struct {
 	// Statsd is the host:port of a statsd server to send metrics to
 	// (metrics.statsd). Default: none.
 	Statsd string
+	// Groups are queue-name globs whose queues share one "group" label
+	// (metrics.groups; docs/metrics.md, "The budget"). Default: none.
+	Groups []string
+	// MaxGroups bounds the distinct groups exported (metrics.max_groups).
+	// Default 50.
+	MaxGroups int
+	// Detail chooses the queues whose backlog gauges carry a queue label
+	// (metrics.detail.*). Zero fields take metrics.DetailConfig's defaults.
+	Detail MetricsDetail
+}
+
+// MetricsDetail is block metrics.detail.
+type MetricsDetail struct {
+	TopOldest      int           // metrics.detail.top_oldest, default 10
+	TopLagging     int           // metrics.detail.top_lagging, default 10
+	OldestAgeAbove time.Duration // metrics.detail.oldest_age_above, default 5m
+	LagAbove       int           // metrics.detail.lag_above, default 10000
+	Max            int           // metrics.detail.max, default 100
 }
 
 // Scaler is block scaler: `drover scaler`, the KEDA external scaler, and

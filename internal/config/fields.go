@@ -80,6 +80,13 @@ var fields = []field{
 
 	{key: "metrics.prometheus", kind: kindBool, ref: func(c *Config) any { return &c.Metrics.Prometheus }},
 	{key: "metrics.statsd", kind: kindString, ref: func(c *Config) any { return &c.Metrics.Statsd }},
+	{key: "metrics.groups", kind: kindStrings, ref: func(c *Config) any { return &c.Metrics.Groups }},
+	{key: "metrics.max_groups", kind: kindInt, ref: func(c *Config) any { return &c.Metrics.MaxGroups }},
+	{key: "metrics.detail.top_oldest", kind: kindInt, ref: func(c *Config) any { return &c.Metrics.Detail.TopOldest }},
+	{key: "metrics.detail.top_lagging", kind: kindInt, ref: func(c *Config) any { return &c.Metrics.Detail.TopLagging }},
+	{key: "metrics.detail.oldest_age_above", kind: kindDuration, ref: func(c *Config) any { return &c.Metrics.Detail.OldestAgeAbove }},
+	{key: "metrics.detail.lag_above", kind: kindInt, ref: func(c *Config) any { return &c.Metrics.Detail.LagAbove }},
+	{key: "metrics.detail.max", kind: kindInt, ref: func(c *Config) any { return &c.Metrics.Detail.Max }},
 
 	{key: "scaler.addr", kind: kindString, ref: func(c *Config) any { return &c.Scaler.Addr }},
 	{key: "scaler.admin_addr", kind: kindString, ref: func(c *Config) any { return &c.Scaler.AdminAddr }},
