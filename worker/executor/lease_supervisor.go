@@ -175,11 +175,13 @@ func (s *leaseState) check(now int64) {
 func (s *leaseState) fire(now int64) {
 	s.expired = true
 	gs := sortedKeys(s.groups)
-	for _, g := range gs {
-		s.terminate(g, now)
-	}
+	// The notice goes out before the signals: whoever sees a task die of
+	// the lease can already read why.
 	if s.fired != nil {
 		s.fired(leaseFire{late: time.Duration(now - s.lastRenew), groups: len(gs)})
+	}
+	for _, g := range gs {
+		s.terminate(g, now)
 	}
 }
 
