@@ -139,3 +139,7 @@ func (o *Ops) SkipParked(ctx context.Context, q, id, who string, keepPaused bool
 	}
 	return o.zk.ClearPause(ctx, drover.PauseQueue, q)
 }
+
+// BadInput is an error of the caller's input (IsBadInput), for callers that
+// parse input of their own for these operations (the HTTP API's forms).
+func BadInput(format string, a ...any) error { return badInput(format, a...) }
