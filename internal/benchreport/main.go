@@ -216,6 +216,7 @@ func sections() []section {
 				{"lateness p99 < 100 ms at 1,000 fires/s", "BenchmarkScheduleLateness1000", "p99-ms", "<=", 100},
 			},
 		},
+		rateLimits, // ratelimit.go
 	}
 }
 
