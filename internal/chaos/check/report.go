@@ -47,6 +47,11 @@ type Report struct {
 	Executions    int          `json:"executions"`     // task log lines
 	Messages      int          `json:"messages"`       // distinct messages executed
 
+	// Parks counts the parks of ordered queues at a failed head, and
+	// ParksUnresolved those still parked at the end (parked.go).
+	Parks           int `json:"parks"`
+	ParksUnresolved int `json:"parks_unresolved"`
+
 	Lost        int `json:"lost"`
 	Unfinished  int `json:"unfinished"`   // never ran, still queued when the drain gave up
 	DeadLetters int `json:"dead_letters"` // messages in the dead letters after the run
