@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/queue"
 )
 
 // Parked queues (drover.OnFailurePark; docs/one-queue-per-key.md, "Parking
@@ -75,7 +76,7 @@ func (o *Ops) parkedAt(ctx context.Context, q, id string) (ParkedQueue, error) {
 	if pq.Pause.Head.ID != id {
 		return ParkedQueue{}, fmt.Errorf("%w: queue %s is parked at %s, not %s", ErrRefused, q, pq.Pause.Head.ID, id)
 	}
-	if pq.Message == nil || pq.Message.State != "pending" || pq.Message.Done {
+	if pq.Message == nil || pq.Message.State != queue.StatePending || pq.Message.Done {
 		return ParkedQueue{}, fmt.Errorf("%w: the parked head %s of %s is no longer in the log (moved to the dead letters already?)", ErrRefused, id, q)
 	}
 	return pq, nil
