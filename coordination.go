@@ -48,6 +48,21 @@ type Pause struct {
 	By     string    `json:"by"`
 	At     time.Time `json:"at"`
 	Reason string    `json:"reason,omitempty"`
+	// Head is set when an ordered queue with on_failure park paused
+	// itself at a failed head message: which one, and why it failed.
+	Head *ParkedHead `json:"head,omitempty"`
+}
+
+// ParkedHead is the message an ordered queue parked at: it used its
+// attempts, and nothing behind it runs until an operator retries it (its
+// args edited or not) or moves it to the dead letters, then resumes.
+type ParkedHead struct {
+	ID       string   `json:"id"`
+	Position Position `json:"position"`
+	Task     string   `json:"task"`
+	Attempts int      `json:"attempts"` // attempts made
+	Error    string   `json:"error"`    // the last attempt's failure
+	ExitCode int      `json:"exit_code"`
 }
 
 // PauseScope says what a pause flag covers.

@@ -3,6 +3,7 @@ package drover
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -35,6 +36,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // Std returns the time.Duration.
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 
+// Bounds of RateLimit.
+const (
+	MaxRatePerSecond = 1_000_000
+	MaxRateBurst     = 1_000_000
+)
+
 // Queue configuration defaults, used where a field is zero.
 const (
 	DefaultWeight      = 1
@@ -66,7 +73,48 @@ type QueueConfig struct {
 	// Outcomes keeps records of finished jobs for status lookups; default
 	// 24h, at most 10000 records, no stdout.
 	Outcomes Outcomes `json:"outcomes,omitzero"`
+	// RateLimit caps how many messages start per second, enforced by the
+	// queue's owner (docs/one-queue-per-key.md, "Rate limits"). The zero
+	// value means no limit.
+	RateLimit RateLimit `json:"rate_limit,omitzero"`
+	// OnFailure says what an ordered queue does with a head message that
+	// has used its attempts: OnFailureDeadLetter (the default) moves it to
+	// the dead letters and goes on; OnFailurePark pauses the queue with
+	// the message as the reason, so nothing behind it runs until an
+	// operator retries it, edits it or moves it to the dead letters
+	// (docs/one-queue-per-key.md, "Parking a queue").
+	OnFailure string `json:"on_failure,omitempty"`
 }
+
+// RateLimit is a token bucket: PerSecond tokens a second, up to Burst kept
+// (default: a hundredth of a second's tokens, at least 1, so that a limited
+// queue wakes at most about 100 times a second). Each message start takes a
+// token; a retry in place of an ordered queue takes none.
+type RateLimit struct {
+	PerSecond float64 `json:"per_second,omitempty"`
+	Burst     int     `json:"burst,omitempty"`
+}
+
+// Enabled reports whether the queue is limited.
+func (r RateLimit) Enabled() bool { return r.PerSecond > 0 }
+
+// BurstOrDefault is Burst, or its default when zero.
+func (r RateLimit) BurstOrDefault() int {
+	if r.Burst > 0 {
+		return r.Burst
+	}
+	return max(1, int(math.Ceil(r.PerSecond/100)))
+}
+
+// The choices of QueueConfig.OnFailure.
+const (
+	OnFailureDeadLetter = "dead_letter"
+	OnFailurePark       = "park"
+)
+
+// Parks reports whether the queue parks at a failed head (ordered queues
+// with on_failure park).
+func (c QueueConfig) Parks() bool { return c.Ordered && c.OnFailure == OnFailurePark }
 
 // Backoff is the retry delay: Base × 2^(attempt-1), capped at Max, with up to
 // Jitter (a fraction, 0–1) of random spread.
@@ -182,6 +230,16 @@ func (c QueueConfig) Validate() error {
 		return bad("retention", "must be ≥ 0, have %s", c.Retention.Std())
 	case c.Outcomes.Retention != nil && *c.Outcomes.Retention < 0:
 		return bad("outcomes.retention", "must be ≥ 0, have %s", c.Outcomes.Retention.Std())
+	case c.RateLimit.PerSecond < 0 || c.RateLimit.PerSecond > MaxRatePerSecond:
+		return bad("rate_limit.per_second", "must be within 0–%d (0: no limit), have %g", MaxRatePerSecond, c.RateLimit.PerSecond)
+	case c.RateLimit.Burst < 0 || c.RateLimit.Burst > MaxRateBurst:
+		return bad("rate_limit.burst", "must be within 0–%d, have %d", MaxRateBurst, c.RateLimit.Burst)
+	case c.RateLimit.Burst > 0 && c.RateLimit.PerSecond == 0:
+		return bad("rate_limit.burst", "set rate_limit.per_second too (a burst without a rate limits nothing)")
+	case c.OnFailure != "" && c.OnFailure != OnFailureDeadLetter && c.OnFailure != OnFailurePark:
+		return bad("on_failure", "want %q or %q, have %q", OnFailureDeadLetter, OnFailurePark, c.OnFailure)
+	case c.OnFailure == OnFailurePark && !c.Ordered:
+		return bad("on_failure", "park keeps an ordered queue's order; set ordered too (an unordered queue retries and dead-letters)")
 	case c.Outcomes.Max < 0:
 		return bad("outcomes.max", "must be ≥ 0, have %d", c.Outcomes.Max)
 	case c.Outcomes.StdoutTail < 0 || c.Outcomes.StdoutTail > MaxOutcomeStdoutTail:

@@ -67,6 +67,10 @@ type Config struct {
 	Log      Log      // required
 	Requeuer Requeuer // required
 	Executor Executor // required
+	// Pauser, if set, lets an ordered queue with on_failure park pause
+	// itself at a failed head (parkhead.go). Without it such a queue
+	// dead-letters the head, as on_failure dead_letter does, and warns.
+	Pauser Pauser
 
 	// Confirm, if set, asks the coordination session to prove it is alive
 	// with a fresh round trip. Run calls it after noticing that the process

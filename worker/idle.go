@@ -38,6 +38,7 @@ type idleScheduler struct {
 	mu       sync.Mutex
 	due      dueHeap
 	byQueue  map[string]*dueItem
+	byToken  map[string]*dueItem // rate-held queues' next token (ratelimit.go)
 	checkNow bool
 	fresh    []string // queues started since the last pass: check them now
 	running  bool
@@ -70,6 +71,7 @@ type dueItem struct {
 	queue string
 	at    time.Time
 	index int
+	token bool // a token of the queue's rate limit is due: signal, do not promote
 }
 
 type dueHeap []*dueItem
@@ -87,7 +89,32 @@ func (h *dueHeap) Pop() any {
 }
 
 func newIdleScheduler(w *Worker) *idleScheduler {
-	return &idleScheduler{w: w, byQueue: map[string]*dueItem{}, kick: make(chan struct{}, 1)}
+	return &idleScheduler{w: w, byQueue: map[string]*dueItem{}, byToken: map[string]*dueItem{}, kick: make(chan struct{}, 1)}
+}
+
+// tokenAt schedules queue, held back by its rate limit, to be signalled at
+// due (when its next token is due), unless an earlier time is scheduled
+// already. Unlike at, the queue is not asked to promote. It never blocks.
+func (s *idleScheduler) tokenAt(queue string, due time.Time) {
+	s.mu.Lock()
+	it := s.byToken[queue]
+	switch {
+	case it == nil:
+		it = &dueItem{queue: queue, at: due, token: true}
+		s.byToken[queue] = it
+		heap.Push(&s.due, it)
+	case due.Before(it.at):
+		it.at = due
+		heap.Fix(&s.due, it.index)
+	default:
+		s.mu.Unlock()
+		return
+	}
+	first := s.due[0] == it
+	s.mu.Unlock()
+	if first {
+		s.poke()
+	}
 }
 
 // at schedules queue to be signalled (to promote) at due, unless an earlier
@@ -158,9 +185,14 @@ func (s *idleScheduler) run() {
 	for {
 		now := c.Clock.Now()
 		s.mu.Lock()
-		var fire []string
+		var fire, tokens []string
 		for len(s.due) > 0 && !s.due[0].at.After(now) {
 			it := heap.Pop(&s.due).(*dueItem)
+			if it.token {
+				delete(s.byToken, it.queue)
+				tokens = append(tokens, it.queue)
+				continue
+			}
 			delete(s.byQueue, it.queue)
 			fire = append(fire, it.queue)
 		}
@@ -186,6 +218,11 @@ func (s *idleScheduler) run() {
 		for _, q := range fire {
 			if l := s.w.loop(q); l != nil {
 				l.dueNow.Store(true)
+				l.signal()
+			}
+		}
+		for _, q := range tokens {
+			if l := s.w.loop(q); l != nil {
 				l.signal()
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/metrics"
 )
@@ -50,6 +52,7 @@ type queueLoop struct {
 	pendingWork   atomic.Bool   // parked with work left (paused, or woken while paused)
 	dueNow        atomic.Bool   // a delayed message came due: promote now
 	needVerify    atomic.Bool   // the queue was paused: verify the claim before fetching
+	rateHeld      atomic.Bool   // work waits for a token of the queue's rate limit (State)
 	parkedFetched atomic.Int64  // the fetched position when parked, for the backstop check
 	checked       atomic.Bool   // checked or run once since the start
 	dueKnown      atomic.Bool   // a check learnt its next due time: the first run need not promote
@@ -69,12 +72,13 @@ type queueLoop struct {
 	iterations  uint8            // iterations of the current turn, counted up to 2: only "more than one" matters
 	caughtUp    bool             // the last read returned fewer than asked
 	wasBlocked  bool             // paused or suspended at the last iteration
+	ended       bool             // the loop has shut down; guarded by mu (kept here: the record's size)
+	extras      *loopExtras      // rate limit and park hold; nil while the queue uses neither
 	outcomes    []drover.Outcome // records of finished messages, for the next commit's trim
 
 	mu       sync.Mutex // guards the fields below, read by State
 	inflight map[string]*TaskState
 	snap     loopSnap
-	ended    bool          // the loop has shut down
 	done     chan struct{} // made by doneCh, closed when the loop has shut down
 }
 
@@ -114,7 +118,12 @@ func newQueueLoop(w *Worker, qc drover.QueueConfig, claim Claim) *queueLoop {
 // setConfig replaces the loop's configuration with the worker's shared copy
 // of qc (defaults applied, Name cleared: the loop's name is l.name).
 func (l *queueLoop) setConfig(qc drover.QueueConfig) {
-	l.cfg.Store(l.w.configs.intern(qc))
+	old := l.cfg.Swap(l.w.configs.intern(qc))
+	if old != nil && old.RateLimit != qc.RateLimit && l.rateHeld.Load() {
+		// Held for a token of the old limit: the new one applies now,
+		// not when the old rate's token would have come.
+		l.signal()
+	}
 }
 
 // slotWaiter returns the loop's place at the worker's pool, made when the
@@ -205,7 +214,7 @@ func (l *queueLoop) iterate(now time.Time, woken bool) bool {
 		l.caughtUp = false // an enqueue, a due message, a check: read again
 	}
 	gen := l.w.blockGen.Load()
-	blocked := l.w.blocked(l.name)
+	blocked := l.blockedNow()
 	// The claim is verified when the queue may have been paused since the
 	// loop last looked (an operator may reset the offset while it is): the
 	// loop saw the pause, or slept through one while parked.
@@ -261,7 +270,13 @@ func (l *queueLoop) idle() bool {
 	if l.running > 0 || l.stopCtx.Err() != nil || l.token.Load() {
 		return false
 	}
-	if l.w.blocked(l.name) || l.w.pool.isWaiting(l.waiter.Load()) {
+	if l.blockedNow() || l.w.pool.isWaiting(l.waiter.Load()) {
+		return true
+	}
+	if due, held := l.tokenDue(); held {
+		// Waiting for a token of its rate limit: the idle scheduler
+		// signals the queue when it is due.
+		l.w.idle.tokenAt(l.name, due)
 		return true
 	}
 	return l.caughtUp && l.prog.undispatched() == 0
@@ -278,6 +293,11 @@ func (l *queueLoop) nextTimer(now time.Time) time.Duration {
 	}
 	if l.caughtUp {
 		if r := l.w.timeOf(l.lastRead).Add(c.PollInterval).Sub(now); r < d {
+			d = r
+		}
+	}
+	if due, held := l.tokenDue(); held {
+		if r := due.Sub(now); r < d {
 			d = r
 		}
 	}
@@ -309,12 +329,12 @@ func (l *queueLoop) promote(now time.Time) {
 // shouldFetch: keep one batch of read-ahead beyond what is dispatched, and
 // do not read a caught-up queue again before a wake-up or the poll interval.
 func (l *queueLoop) shouldFetch(now time.Time) bool {
-	if l.w.blocked(l.name) || l.prog.undispatched() >= l.w.cfg.BatchSize {
+	if l.blockedNow() || l.prog.undispatched() >= l.w.cfg.BatchSize {
 		return false
 	}
-	if l.prog.undispatched() > 0 && l.w.pool.isWaiting(l.waiter.Load()) {
-		// Waiting for a slot with work in hand: another read (each
-		// wake-up of an enqueue would cost one) adds nothing to run.
+	if l.prog.undispatched() > 0 && (l.w.pool.isWaiting(l.waiter.Load()) || l.rateHeld.Load()) {
+		// Waiting for a slot or a token with work in hand: another read
+		// (each wake-up of an enqueue would cost one) adds nothing to run.
 		return false
 	}
 	return !l.caughtUp || now.Sub(l.w.timeOf(l.lastRead)) >= l.w.cfg.PollInterval
@@ -356,16 +376,31 @@ func (l *queueLoop) fetch(now time.Time) {
 	l.fetched = ds[len(ds)-1].Position
 }
 
-// dispatch starts as many fetched tasks as the queue's concurrency and the
-// worker's pool allow.
+// dispatch starts as many fetched tasks as the queue's concurrency, its
+// rate limit and the worker's pool allow.
 func (l *queueLoop) dispatch() {
-	if l.w.blocked(l.name) {
+	l.rateHeld.Store(false)
+	if l.blockedNow() {
 		l.w.pool.leave(l.waiter.Load()) // hand back slots granted while paused
 		return
 	}
 	cfg := l.config()
+	var now time.Time
+	if cfg.RateLimit.Enabled() || l.extras != nil {
+		now = l.w.cfg.Clock.Now() // a clock read only for a limited queue
+	}
+	lim := l.limiter(cfg, now)
 	for l.prog.undispatched() > 0 && l.running < cfg.Concurrency {
+		var token *rate.Reservation
+		if lim != nil {
+			if token = l.takeToken(lim, now); token == nil {
+				return // the idle scheduler or the loop's timer wakes it when due
+			}
+		}
 		if !l.w.pool.tryAcquire(l.slotWaiter()) {
+			if token != nil {
+				token.CancelAt(now) // the token stays for the slot's grant
+			}
 			return // a release signals l.wake
 		}
 		s := l.prog.takeNext()
@@ -399,6 +434,10 @@ func (l *queueLoop) finishReady() {
 // finish takes a task goroutine's report.
 func (l *queueLoop) finish(r taskDone) {
 	l.running-- // the runner gave the pool slot back
+	if r.s.parkedUnder != nil {
+		l.rewindToParkedHead(r.s)
+		return
+	}
 	if r.done {
 		l.keepOutcome(r.s)
 		l.prog.complete(r.s)
@@ -533,7 +572,7 @@ func (l *queueLoop) shutdown() {
 // publishes nothing on a timer.
 func (l *queueLoop) publishIdle(now time.Time) {
 	l.publish()
-	blocked := l.w.blocked(l.name)
+	blocked := l.blockedNow()
 	if !blocked && !(l.caughtUp && l.prog.undispatched() == 0) && now.Sub(l.w.timeOf(l.lastBacklog)) < l.w.cfg.BacklogInterval {
 		return // waiting for a slot: read lately
 	}

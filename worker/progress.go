@@ -16,6 +16,11 @@ type progress struct {
 type slot struct {
 	d    delivery
 	done bool
+	// parkedUnder, when set, says the message used its attempts and the
+	// queue paused itself at it (parkhead.go): the worker's pause state
+	// just before the pause was written. The loop reads the message
+	// again after the pause.
+	parkedUnder *PauseState
 	// finished is what a succeeded message adds to its outcome record,
 	// when the queue keeps records; set by the runner.
 	finished finished

@@ -37,8 +37,11 @@ type QueueState struct {
 	Paused    bool            `json:"paused"`
 	// Parked: the queue has nothing to do and no goroutine; an enqueue's
 	// wake-up, a due time or the backstop check starts it again.
-	Parked   bool        `json:"parked"`
-	InFlight []TaskState `json:"in_flight"`
+	Parked bool `json:"parked"`
+	// RateLimited: work waits for a token of the queue's rate limit
+	// (drover.RateLimit): held back on purpose, not lagging.
+	RateLimited bool        `json:"rate_limited,omitempty"`
+	InFlight    []TaskState `json:"in_flight"`
 }
 
 // TaskState is one running task.
@@ -77,7 +80,7 @@ func (l *queueLoop) state(now time.Time) QueueState {
 	defer l.mu.Unlock()
 	qs := QueueState{
 		Name: l.name, Committed: l.snap.Committed, Done: l.snap.Done, Fetched: l.snap.Fetched,
-		Buffered: l.snap.Buffered, Lag: l.snap.Lag, Ordered: ordered,
+		Buffered: l.snap.Buffered, Lag: l.snap.Lag, Ordered: ordered, RateLimited: l.rateHeld.Load(),
 	}
 	qs.InFlight = make([]TaskState, 0, len(l.inflight))
 	for _, t := range l.inflight {

@@ -90,6 +90,12 @@ func (l *queueLoop) runMessage(s *slot) bool {
 			// One numbering everywhere: attempts count from 0, as in the
 			// envelope, DROVER_ATTEMPT and `ctl dead ls`.
 			f.Reason = fmt.Sprintf("%s (attempt %d, the last of max_attempts %d)", f.Reason, m.Attempt, maxAttempts)
+			if cfg.Parks() {
+				if l.w.cfg.Pauser != nil {
+					return l.parkHead(s, &m, f)
+				}
+				l.logger().Warn("on_failure park needs a Pauser (none configured): dead-lettering the head", "id", m.ID)
+			}
 			span.DeadLettered(string(res.Outcome))
 			return l.deadLetter(drover.DeadLetter{ID: m.ID, Message: &m, Failure: f}, string(res.Outcome))
 		}

@@ -62,9 +62,13 @@ address directly, without ZooKeeper.`,
 			e.printf("MEMBER %s  ADMIN %s  CAPACITY %d  IN USE %d  SUSPENDED %v\n", st.Member, addr, st.Capacity, st.InUse, st.Suspended)
 			e.printf("PAUSED %s\n", describePauses(st.Paused.All, st.Paused.Member, st.Paused.Queues))
 			e.printf("\n")
-			t := newTable(e.a.stdout, "QUEUE", "COMMITTED", "DONE", "FETCHED", "BUFFERED", "IN-FLIGHT", "PAUSED")
+			t := newTable(e.a.stdout, "QUEUE", "COMMITTED", "DONE", "FETCHED", "BUFFERED", "IN-FLIGHT", "PAUSED", "HELD")
 			for _, q := range st.Queues {
-				t.row(q.Name, fmtPos(q.Committed), fmtPos(q.Done), fmtPos(q.Fetched), q.Buffered, len(q.InFlight), q.Paused)
+				held := "-"
+				if q.RateLimited {
+					held = "rate-limited" // waits for a token of its rate limit: not lagging
+				}
+				t.row(q.Name, fmtPos(q.Committed), fmtPos(q.Done), fmtPos(q.Fetched), q.Buffered, len(q.InFlight), q.Paused, held)
 			}
 			if err := t.flush(); err != nil {
 				return err

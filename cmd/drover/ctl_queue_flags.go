@@ -31,6 +31,9 @@ type queueFlags struct {
 	clearTags                        bool
 	outcomeRetention                 string
 	outcomeMax, outcomeStdout        int
+	rateLimit                        float64 // messages a second (0: none)
+	rateBurst                        int
+	onFailure                        string
 }
 
 func (qf *queueFlags) register(cmd *cobra.Command, update bool) {
@@ -41,6 +44,9 @@ func (qf *queueFlags) register(cmd *cobra.Command, update bool) {
 	f.BoolVar(&qf.ordered, "ordered", false, "strict FIFO: one task at a time, retries block the queue")
 	f.StringVar(&qf.timeout, "timeout", "", "per attempt, e.g. 30s (default 5m)")
 	f.IntVar(&qf.maxAttempts, "max-attempts", 0, "runs before dead-lettering (default 5)")
+	f.Float64Var(&qf.rateLimit, "rate-limit", 0, "start at most this many messages a second (0: no limit)")
+	f.IntVar(&qf.rateBurst, "rate-burst", 0, "messages that may start at once within the rate limit (default: a hundredth of a second's, at least 1)")
+	f.StringVar(&qf.onFailure, "on-failure", "", "what an ordered queue does with a head that used its attempts: dead_letter (default) or park")
 	f.StringVar(&qf.backoffBase, "backoff-base", "", "first retry delay (default 1s), doubling")
 	f.StringVar(&qf.backoffMax, "backoff-max", "", "longest retry delay (default 10m)")
 	f.Float64Var(&qf.backoffJitter, "backoff-jitter", 0, "random spread of retry delays, 0–1")
@@ -114,6 +120,15 @@ func (qf *queueFlags) apply(fs *pflag.FlagSet, stdin io.Reader, cfg *drover.Queu
 	}
 	if changed("max-attempts") {
 		cfg.MaxAttempts = qf.maxAttempts
+	}
+	if changed("rate-limit") {
+		cfg.RateLimit.PerSecond = qf.rateLimit
+	}
+	if changed("rate-burst") {
+		cfg.RateLimit.Burst = qf.rateBurst
+	}
+	if changed("on-failure") {
+		cfg.OnFailure = qf.onFailure
 	}
 	if changed("backoff-jitter") {
 		cfg.Backoff.Jitter = qf.backoffJitter

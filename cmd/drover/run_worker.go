@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -94,6 +95,15 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		Logger: log.Named("worker"), Metrics: reg, Tracer: store.Tracer(),
 		Confirm: func(ctx context.Context) error { return m.Confirm(ctx) },
 		Renew:   renewLease(func() *coordinator.Session { return m.Session() }, lease, log),
+		// An ordered queue with on_failure park pauses itself through the
+		// member's current session.
+		Pauser: worker.PauserFunc(func(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error {
+			s := m.Session()
+			if s == nil {
+				return errors.New("park a queue: no ZooKeeper session")
+			}
+			return s.SetPause(ctx, scope, name, p)
+		}),
 	})
 	if err != nil {
 		return err

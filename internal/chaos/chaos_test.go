@@ -68,6 +68,10 @@ func TestChaosMinute(t *testing.T) {
 			t.Errorf("want at least one %s fault injected, have none", k)
 		}
 	}
+	t.Logf("parks: %d (unresolved %d)", r.Parks, r.ParksUnresolved)
+	if r.Parks == 0 {
+		t.Errorf("want the park queue parked and resolved at least once, have no park")
+	}
 	if r.Enqueued == 0 || r.SlotsExpected == 0 || r.Lost != 0 {
 		t.Errorf("want messages enqueued and slots fired, none lost; have %d enqueued, %d slots, %d lost", r.Enqueued, r.SlotsExpected, r.Lost)
 	}

@@ -27,6 +27,7 @@ type record struct {
 	Pending      []check.Enqueued     `json:"pending"`
 	Lives        []life               `json:"processes"`
 	LeaseFires   []check.LeaseFire    `json:"lease_fires"`
+	Parks        []check.Park         `json:"parks"` // parked.go
 }
 
 func (r *record) save(dir string) error {
@@ -64,7 +65,7 @@ func recheck(dir string) (*result, error) {
 	in := check.Input{
 		Ordered: map[string]bool{}, Faults: rec.Faults, Offsets: rec.Offsets, Schedules: rec.Schedules,
 		FinalOffsets: rec.FinalOffsets, DeadLetters: rec.DeadLetters, Pending: rec.Pending, Policy: rec.Policy,
-		LeaseFires: rec.LeaseFires,
+		LeaseFires: rec.LeaseFires, Parks: rec.Parks,
 	}
 	for _, q := range rec.Ordered {
 		in.Ordered[q] = true

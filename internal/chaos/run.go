@@ -56,6 +56,7 @@ type harness struct {
 	mgr     *scheduler.Manager
 	queues  []string
 	ordered map[string]bool
+	parker  *parker // parked.go
 
 	// Filled by the phase and the drain.
 	gen      *loadGen
@@ -128,6 +129,9 @@ func (h *harness) setup(ctx context.Context) error {
 			return fmt.Errorf("create queue %s: %w", q, err)
 		}
 	}
+	if err := h.setupParking(ctx, sess.CreateQueue, taskArgv); err != nil { // parked.go
+		return err
+	}
 	h.mgr = scheduler.NewManager(h.c.store.Schedules())
 	for i := 0; i < h.o.Schedules; i++ {
 		if err := h.mgr.Add(ctx, scheduleDefinition(i, h.queues[i%h.o.Queues])); err != nil {
@@ -185,7 +189,7 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 		long: h.queues[h.o.Queues:], longSleep: [2]time.Duration{h.o.SessionTimeout, 2 * h.o.SessionTimeout},
 		rng: rand.New(rand.NewPCG(h.rng.Uint64(), h.rng.Uint64())), out: enqLog,
 		ran: fl.loadRan, maxLag: h.o.MaxLag}
-	h.sampler = &offsetSampler{zk: h.c.zk, queues: h.queues, every: 500 * time.Millisecond}
+	h.sampler = &offsetSampler{zk: h.c.zk, queues: h.checkedQueues(), every: 500 * time.Millisecond}
 	h.inj = &injector{o: h.o, rng: h.rng, c: h.c, f: h.f, prog: h.prog, long: h.queues[h.o.Queues:]}
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
@@ -198,6 +202,10 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 	go fl.follow(loadCtx, 250*time.Millisecond)
 	go func() { defer close(loadDone); h.gen.run(loadCtx, hardCtx) }()
 	go func() { defer close(sampleDone); h.sampler.run(sampleCtx) }()
+	h.parker = &parker{gen: h.gen, zk: h.c.zk}
+	parkCtx, stopParking := context.WithCancel(context.Background())
+	defer stopParking()
+	go h.parker.run(loadCtx, parkCtx) // resolves parks through the drain
 
 	phaseStart := time.Now()
 	h.prog.printf("load and faults for %s: %s", h.o.Duration, h.o.loadDescription())
@@ -234,8 +242,9 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 		len(enq), h.achieved, retries, time.Duration(throttled)*loadTick, len(h.scheds))
 	missing := fl.waitAll(ctx, enq, h.scheds, drainStart.Add(h.o.DrainBound))
 	h.prog.printf("drain: %d expected executions missing after %s", missing, time.Since(drainStart).Round(time.Millisecond))
-	h.final = waitOffsets(ctx, h.c, h.queues, fl, enq, drainStart.Add(h.o.DrainBound).Add(15*time.Second))
+	h.final = waitOffsets(ctx, h.c, h.checkedQueues(), fl, enq, drainStart.Add(h.o.DrainBound).Add(15*time.Second))
 	stopSampling()
+	stopParking()
 	<-sampleDone
 	h.prog.printf("drain done in %s", time.Since(drainStart).Round(time.Millisecond))
 	return faultErr, nil
@@ -246,7 +255,7 @@ func (h *harness) save(ctx context.Context) error {
 	for _, p := range h.f.workers {
 		p.terminate(10 * time.Second)
 	}
-	dead, err := deadLetters(ctx, h.c, h.queues)
+	dead, err := deadLetters(ctx, h.c, h.checkedQueues())
 	if err != nil {
 		return fmt.Errorf("read dead letters: %w", err)
 	}
@@ -277,6 +286,7 @@ func (h *harness) save(ctx context.Context) error {
 		Pending:      queued,
 		Lives:        lives,
 		LeaseFires:   fires,
+		Parks:        h.parker.parks(),
 	}
 	return rec.save(h.dir)
 }

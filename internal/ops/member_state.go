@@ -40,7 +40,9 @@ type WorkerQueueState struct {
 	Fetched   drover.Position `json:"fetched"`
 	Buffered  int             `json:"buffered"`
 	Paused    bool            `json:"paused"`
-	InFlight  []InFlightTask  `json:"in_flight"`
+	// RateLimited: its work waits for a token of its rate limit.
+	RateLimited bool           `json:"rate_limited,omitempty"`
+	InFlight    []InFlightTask `json:"in_flight"`
 }
 
 // InFlightTask is one task a worker is running.

@@ -35,6 +35,7 @@ func Check(in Input) *Report {
 	c.checkSchedules()
 	c.checkOffsets()
 	c.measureLease()
+	c.checkParked() // parked.go
 	return c.r
 }
 

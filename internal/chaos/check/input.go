@@ -81,6 +81,8 @@ type Input struct {
 	// supervisors' notices in the worker logs).
 	LeaseFires []LeaseFire
 	Policy     Policy
+	// Parks are the parks of ordered queues at a failed head (parked.go).
+	Parks []Park
 }
 
 // LeaseFire is one firing of a worker's task lease.

@@ -47,6 +47,11 @@ type Report struct {
 	Executions    int          `json:"executions"`     // task log lines
 	Messages      int          `json:"messages"`       // distinct messages executed
 
+	// Parks counts the parks of ordered queues at a failed head, and
+	// ParksUnresolved those still parked at the end (parked.go).
+	Parks           int `json:"parks"`
+	ParksUnresolved int `json:"parks_unresolved"`
+
 	Lost        int `json:"lost"`
 	Unfinished  int `json:"unfinished"`   // never ran, still queued when the drain gave up
 	DeadLetters int `json:"dead_letters"` // messages in the dead letters after the run
@@ -183,6 +188,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| schedule slots missed | %d |\n", r.SlotsMissed)
 	fmt.Fprintf(w, "| committed offsets sampled / gone backwards | %d / %d |\n", r.OffsetSamples, r.OffsetRegressions)
 	fmt.Fprintf(w, "| queues whose offset did not reach the end after the drain | %d |\n", r.QueuesBehind)
+	fmt.Fprintf(w, "| parks of an ordered queue at a failed head / still parked at the end | %d / %d |\n", r.Parks, r.ParksUnresolved)
 	fmt.Fprintf(w, "| longest finish-to-fault gap among excused duplicates | %s |\n", r.MaxCommitLag.Round(time.Millisecond))
 	fmt.Fprintf(w, "\n| fault | injected | duplicates it excused |\n|---|---|---|\n")
 	for _, k := range Kinds {

@@ -28,6 +28,9 @@ import (
 // taskArgs is the part of a message's args the task reads.
 type taskArgs struct {
 	SleepMS int `json:"sleep_ms"`
+	// Fail makes the task exit 1 without logging (the park queue's
+	// failing heads, parked.go).
+	Fail bool `json:"fail"`
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -45,6 +48,9 @@ func run(args []string) int {
 	}
 	// A message without args (or unreadable ones) sleeps 0.
 	_ = json.NewDecoder(os.Stdin).Decode(&env)
+	if env.Args.Fail {
+		return 1
+	}
 	if env.Args.SleepMS > 0 {
 		time.Sleep(time.Duration(env.Args.SleepMS) * time.Millisecond)
 	}
