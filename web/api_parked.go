@@ -14,10 +14,10 @@ import (
 // audited like every other (HandleMutation), refusals included.
 func (s *Server) routeParkedAPI() {
 	s.HandleAPI("GET", "/parked", auth.Viewer, func(r *Request) (any, error) {
-		return s.ops.ParkedQueues(r.Context())
+		return s.fleetOps().ParkedQueues(r.Context())
 	})
 	s.HandleAPI("GET", "/queues/{queue}/parked", auth.Viewer, func(r *Request) (any, error) {
-		return s.ops.ParkedHead(r.Context(), r.PathValue("queue"))
+		return s.fleetOps().ParkedHead(r.Context(), r.PathValue("queue"))
 	})
 	s.HandleMutation("POST", "/queues/{queue}/parked/retry", auth.Operator, "parked.retry", func(r *Request) (any, error) {
 		in, err := parkedInput(r)
@@ -25,7 +25,7 @@ func (s *Server) routeParkedAPI() {
 			return nil, err
 		}
 		q := r.PathValue("queue")
-		if err := s.ops.RetryParked(r.Context(), q, in.ID, in.Args, in.KeepPaused); err != nil {
+		if err := s.fleetOps().RetryParked(r.Context(), q, in.ID, in.Args, in.KeepPaused); err != nil {
 			return nil, err
 		}
 		return map[string]any{"queue": q, "id": in.ID, "retried": true, "args_edited": in.Args != nil, "resumed": !in.KeepPaused}, nil
@@ -36,7 +36,7 @@ func (s *Server) routeParkedAPI() {
 			return nil, err
 		}
 		q := r.PathValue("queue")
-		if err := s.ops.SkipParked(r.Context(), q, in.ID, r.Principal.Name, in.KeepPaused); err != nil {
+		if err := s.fleetOps().SkipParked(r.Context(), q, in.ID, r.Principal.Name, in.KeepPaused); err != nil {
 			return nil, err
 		}
 		return map[string]any{"queue": q, "id": in.ID, "dead_lettered": true, "resumed": !in.KeepPaused}, nil
