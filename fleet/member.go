@@ -35,6 +35,12 @@ type Worker interface {
 	SetSuspended(suspended bool)
 	// AbortAll drops every queue (the session is lost).
 	AbortAll()
+	// Run runs the worker's freeze guard, the only renewer of the task
+	// lease, until ctx ends. The member owns it: Member.Run starts it
+	// first and ends it last, after the drain, the final commits and the
+	// releases, so that a graceful stop kills no task that finishes
+	// within the drain (DESIGN.md §11, "Stop").
+	Run(ctx context.Context) error
 }
 
 // SchedulerFunc runs the scheduler under lead until ctx ends or lead's
@@ -108,7 +114,17 @@ func NewMember(cfg MemberConfig) (*Member, error) {
 // queue and starts over as a new member that owns nothing and leads
 // nothing. When ctx ends it resigns, leaves, then drains and releases its
 // queues, and returns nil.
+//
+// With a Worker, Run also runs the worker's freeze guard (Worker.Run) for
+// its whole life and returns only after the guard has stopped: the task
+// lease is renewed until the last queue has been drained and released.
 func (m *Member) Run(ctx context.Context) error {
+	if w := m.cfg.Worker; w != nil {
+		guardCtx, stopGuard := context.WithCancel(context.Background())
+		guarded := make(chan struct{})
+		go func() { defer close(guarded); _ = w.Run(guardCtx) }()
+		defer func() { stopGuard(); <-guarded }()
+	}
 	backoff := m.cfg.ReconnectMin
 	for ctx.Err() == nil {
 		ccfg := m.cfg.Coordinator

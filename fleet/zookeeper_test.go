@@ -138,6 +138,17 @@ type recordingRunner struct {
 	// error, as a release that timed out under load does.
 	failRelease atomic.Bool
 	configured  map[string]drover.QueueConfig // ConfigureQueue calls, under mu
+	// The freeze guard (Run): guardEnded once it has ended;
+	// unguardedStops counts queues stopped after that (the task lease
+	// would no longer be renewed during their drain).
+	guardEnded     atomic.Bool
+	unguardedStops atomic.Int64
+}
+
+func (r *recordingRunner) Run(ctx context.Context) error {
+	<-ctx.Done()
+	r.guardEnded.Store(true)
+	return nil
 }
 
 func (r *recordingRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
@@ -150,6 +161,9 @@ func (r *recordingRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
 }
 
 func (r *recordingRunner) Stop(ctx context.Context, q string) error {
+	if r.guardEnded.Load() {
+		r.unguardedStops.Add(1)
+	}
 	r.mu.Lock()
 	c := r.claims[q]
 	delete(r.claims, q)
@@ -273,6 +287,14 @@ func (f *fleet) leave(name string) {
 	m.stop()
 	<-m.done
 	delete(f.members, name)
+	// The freeze guard renews the task lease: it ran through the drain of
+	// every queue and ended before Run returned (DESIGN.md §11, "Stop").
+	if n := m.runner.unguardedStops.Load(); n > 0 {
+		f.t.Fatalf("%s: want every queue stopped while the freeze guard runs, have %d stopped after it ended", name, n)
+	}
+	if !m.runner.guardEnded.Load() {
+		f.t.Fatalf("%s: want the freeze guard ended when Run returns, have it running", name)
+	}
 }
 
 // crash cuts a member off ZooKeeper without any goodbye: its session

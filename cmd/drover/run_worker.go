@@ -145,10 +145,6 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	if admin != nil {
 		g.Add(admin.serve, admin.interrupt)
 	}
-	{ // the freeze guard: no task starts after a freeze until the session is confirmed
-		fctx, cancel := context.WithCancel(context.Background())
-		g.Add(func() error { return w.Run(fctx) }, func(error) { cancel() })
-	}
 	{ // a worker whose lease supervisor died cannot run a task safely: stop
 		lctx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error {
@@ -168,7 +164,11 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		wctx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error { wakeQueues(wctx, store, cfg.Worker.Name, w, log); return nil }, func(error) { cancel() })
 	}
-	{ // membership: join, reconcile, rejoin after a lost session
+	{ // membership: join, reconcile, rejoin after a lost session. The
+		// member also runs the worker's freeze guard, which renews the task
+		// lease, and stops it only after its queues are drained and
+		// released: a signal interrupts every actor of the group at once,
+		// so the order of the stop lives in fleet.Member, not here.
 		mctx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error { return m.Run(mctx) }, func(error) { cancel() })
 	}
