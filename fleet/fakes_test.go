@@ -238,11 +238,16 @@ type fakeRunner struct {
 	configs    map[string]drover.QueueConfig
 	configures map[string]int
 	startErr   error
+	// drain, when set, makes Stop wait for it to close (in-flight tasks
+	// draining) or for Stop's ctx to end; drainsCut counts the drains
+	// that ended by ctx (the tasks were aborted).
+	drain     chan struct{}
+	drainsCut map[string]int
 }
 
 func newFakeRunner() *fakeRunner {
 	return &fakeRunner{running: map[string]drover.Claim{}, starts: map[string]int{}, stops: map[string]int{},
-		aborts: map[string]int{}, configs: map[string]drover.QueueConfig{}, configures: map[string]int{}}
+		aborts: map[string]int{}, configs: map[string]drover.QueueConfig{}, configures: map[string]int{}, drainsCut: map[string]int{}}
 }
 
 func (r *fakeRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
@@ -265,7 +270,18 @@ func (r *fakeRunner) Stop(ctx context.Context, q string) error {
 	c := r.running[q]
 	delete(r.running, q)
 	r.stops[q]++
+	drain := r.drain
 	r.mu.Unlock()
+	if drain != nil {
+		select {
+		case <-drain:
+		case <-ctx.Done():
+			r.mu.Lock()
+			r.drainsCut[q]++
+			r.mu.Unlock()
+			return ctx.Err()
+		}
+	}
 	if c == nil {
 		return nil
 	}

@@ -83,6 +83,9 @@ type reconciler struct {
 	s   ReconcilerSession
 	cfg ReconcilerConfig
 	log hclog.Logger
+	// untilLost ends when the session is lost (or run returns): the
+	// context of every hand-back, so that a loss aborts queues mid-drain.
+	untilLost context.Context
 
 	// Owned by the run goroutine.
 	target   map[string]bool // queues assigned to this member
@@ -122,6 +125,18 @@ type reconcileEvent struct {
 func (r *reconciler) run(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Hand-backs outlive ctx (a graceful leave drains) but not the
+	// session: a loss cuts every drain in progress at once.
+	var stopLossWatch context.CancelFunc
+	r.untilLost, stopLossWatch = context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-r.s.Done():
+			stopLossWatch()
+		case <-r.untilLost.Done():
+		}
+	}()
+	defer stopLossWatch()
 	assignments := r.s.WatchShare(wctx, r.cfg.Member)
 	// Only the owned queues' configs are watched: a member needs nothing of
 	// the rest of the registry (the rebalance leader watches all of it).
@@ -170,7 +185,7 @@ loop:
 			r.cfg.Runner.Abort(q)
 			delete(r.owned, q)
 		} else {
-			r.stop(context.Background(), q)
+			r.stop(q)
 		}
 	}
 	for r.pending > 0 {
@@ -201,7 +216,7 @@ func (r *reconciler) apply(ctx context.Context, a drover.Assignment) {
 	}
 	for q := range r.owned {
 		if !r.target[q] {
-			r.stop(ctx, q)
+			r.stop(q)
 		}
 	}
 	for q, cancel := range r.claiming {
@@ -262,11 +277,11 @@ func (r *reconciler) unfollow(q string) {
 }
 
 // stop gives an owned queue up in a goroutine.
-func (r *reconciler) stop(ctx context.Context, q string) {
+func (r *reconciler) stop(q string) {
 	c := r.owned[q]
 	delete(r.owned, q)
 	r.unfollow(q)
-	r.handBack(ctx, q, c.Claim, true)
+	r.handBack(q, c.Claim, true)
 }
 
 // handBack gives a claim up in a goroutine: through the runner (drain, then
@@ -275,12 +290,14 @@ func (r *reconciler) stop(ctx context.Context, q string) {
 // session lives (a timeout under load, an outcome that stayed unknown) would
 // otherwise leave the owner node behind, and the queue's next owner would
 // wait for it forever.
-func (r *reconciler) handBack(ctx context.Context, q string, c Claim, viaRunner bool) {
+func (r *reconciler) handBack(q string, c Claim, viaRunner bool) {
 	done := make(chan struct{})
 	r.stopping[q] = done
 	r.pending++
 	go func() {
-		ctx := context.WithoutCancel(ctx)
+		// Not ctx: a graceful leave still drains. A lost session cuts the
+		// drain (Runner.Stop aborts the tasks when its ctx ends).
+		ctx := r.untilLost
 		if viaRunner {
 			if err := r.cfg.Runner.Stop(ctx, q); err != nil {
 				r.log.Warn("stop queue", "queue", q, "error", err)
@@ -456,7 +473,7 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		if !r.target[ev.queue] {
 			// The target moved on while we claimed: hand it back at once.
 			r.unfollow(ev.queue)
-			r.handBack(ctx, ev.queue, ev.claim, false)
+			r.handBack(ev.queue, ev.claim, false)
 			return
 		}
 		// A member that has just joined can win its claims before the
@@ -475,7 +492,7 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		if err := r.cfg.Runner.Start(cfg, tc); err != nil {
 			r.log.Error("start queue", "queue", ev.queue, "error", err)
 			r.unfollow(ev.queue)
-			r.handBack(ctx, ev.queue, ev.claim, false)
+			r.handBack(ev.queue, ev.claim, false)
 			return
 		}
 		r.owned[ev.queue] = tc
@@ -497,7 +514,7 @@ func (r *reconciler) lost(ctx context.Context, c *trackedClaim) {
 	delete(r.owned, q)
 	r.unfollow(q)
 	r.cfg.Runner.Abort(q) // make sure it is gone; no-op when already
-	r.handBack(ctx, q, c.Claim, false)
+	r.handBack(q, c.Claim, false)
 	if r.target[q] && r.claiming[q] == nil {
 		r.claim(ctx, q) // after the hand-back: claim waits for it
 	}

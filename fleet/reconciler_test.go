@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -277,4 +278,35 @@ func TestEveryLostQueueIsClaimedAgainHoweverManyAtOnce(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// A session lost while a queue is being handed back (its tasks draining)
+// cuts the drain at once: the reconciler returns without waiting for the
+// drain to end, and the tasks are aborted (DESIGN.md §11, "Session loss").
+func TestASessionLostMidDrainAbortsTheDrainingQueue(t *testing.T) {
+	rr := startReconciler(t)
+	rr.s.assign(1, mine("a", "b"))
+	rr.owning(t, "a", "b")
+	rr.r.mu.Lock()
+	rr.r.drain = make(chan struct{}) // closed only at the end: the tasks would run on
+	rr.r.mu.Unlock()
+	t.Cleanup(func() { close(rr.r.drain) }) // before the reconciler's cleanup waits for it
+	rr.s.assign(2, map[string]string{"a": "other", "b": "me"})
+	testkit.Eventually(t, "a's drain to begin", func() bool { return rr.r.count(rr.r.stops, "a") == 1 })
+	rr.s.lose()
+	select {
+	case err := <-rr.done:
+		rr.done <- err // for the cleanup
+		if !errors.Is(err, drover.ErrSessionLost) {
+			t.Fatalf("want an error wrapping ErrSessionLost, have %v", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the reconciler still waits for a's drain a second after the session was lost")
+	}
+	if n := rr.r.count(rr.r.drainsCut, "a"); n != 1 {
+		t.Fatalf("want a's drain cut by the loss once, have %d", n)
+	}
+	if n := rr.r.count(rr.r.aborts, "b"); n != 1 {
+		t.Fatalf("want b (still owned) aborted once, have %d", n)
+	}
 }
