@@ -249,10 +249,13 @@ func (c *committer) run() {
 	}
 }
 
+// maxFallbackCommits bounds the one-by-one commits of a flush in flight.
+const maxFallbackCommits = 16
+
 // flush commits every queue of batch at once: the queues whose claims
 // commit in batches (drover.BatchClaim: the coordinator's) with one
 // CommitMany call per committer, which sends them as one fenced multi per
-// request bound; any others concurrently, one Commit each. A failed commit
+// request bound; any others concurrently (at most maxFallbackCommits at a time), one Commit each. A failed commit
 // that did not lose the queue is offered again for the next flush.
 // Then the committed queues' records are written and their due trims
 // sent (trimOwed): with a BatchTrimmer one call of the committer's
@@ -266,6 +269,9 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 		mu     sync.Mutex
 		done   []*queueLoop
 		groups = map[drover.ClaimCommitter][]*queueLoop{}
+		// Claims that commit one by one, each in a goroutine, bounded:
+		// never a goroutine per queue (DESIGN.md §10).
+		fallback = make(chan struct{}, maxFallbackCommits)
 	)
 	for l, r := range batch {
 		if l.lost.Load() {
@@ -278,8 +284,9 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 			}
 		}
 		wg.Add(1)
+		fallback <- struct{}{} // at most maxFallbackCommits at once
 		go func() {
-			defer wg.Done()
+			defer func() { <-fallback; wg.Done() }()
 			if c.commit(l, r) {
 				mu.Lock()
 				done = append(done, l)

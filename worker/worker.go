@@ -160,39 +160,53 @@ func (w *Worker) Abort(queue string) {
 	w.forget(l)
 }
 
-// StopAll stops every queue gracefully and in parallel (shutdown). It
-// returns the first release error.
+// StopAll stops every queue gracefully and in parallel (shutdown): every
+// loop is told to stop first, so all of them drain at once, then each is
+// awaited in turn (no goroutine per queue, DESIGN.md §10). When ctx ends
+// the tasks still running are aborted. It returns the first release error.
 func (w *Worker) StopAll(ctx context.Context) error {
-	var (
-		wg    sync.WaitGroup
-		errMu sync.Mutex
-		first error
-	)
-	for _, q := range w.Owned() {
-		wg.Add(1)
-		go func(q string) {
-			defer wg.Done()
-			if err := w.Stop(ctx, q); err != nil {
-				errMu.Lock()
-				if first == nil {
-					first = err
-				}
-				errMu.Unlock()
-			}
-		}(q)
+	loops := w.loops()
+	for _, l := range loops {
+		l.end()
 	}
-	wg.Wait()
+	var first error
+	for _, l := range loops {
+		select {
+		case <-l.doneCh():
+		case <-ctx.Done():
+			l.abortTasks()
+			<-l.doneCh()
+		}
+		w.forget(l)
+		if l.releaseErr != nil && first == nil {
+			first = l.releaseErr
+		}
+	}
 	return first
 }
 
-// AbortAll drops every queue (session lost).
+// AbortAll drops every queue at once (session lost): every loop is marked
+// lost and its tasks killed first, then each is awaited in turn.
 func (w *Worker) AbortAll() {
-	var wg sync.WaitGroup
-	for _, q := range w.Owned() {
-		wg.Add(1)
-		go func(q string) { defer wg.Done(); w.Abort(q) }(q)
+	loops := w.loops()
+	for _, l := range loops {
+		l.markLost()
 	}
-	wg.Wait()
+	for _, l := range loops {
+		<-l.doneCh()
+		w.forget(l)
+	}
+}
+
+// loops returns the running queue loops.
+func (w *Worker) loops() []*queueLoop {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*queueLoop, 0, len(w.queues))
+	for _, l := range w.queues {
+		out = append(out, l)
+	}
+	return out
 }
 
 // SetPause replaces the pause flags. Paused queues start no new task;
