@@ -187,12 +187,28 @@ func (r registryQueues) All() iter.Seq[rebalance.Queue] {
 func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, members []coordinator.MemberNode, queues coordinator.Registry, log hclog.Logger) error {
 	in := rebalance.Input{Previous: w.Current().Queues}
 	seen := map[string]bool{}
+	var cutOff []string // members that cannot reach Redis
 	for _, m := range members {
 		if m.Err != nil || m.Member.Name == "" || seen[m.Member.Name] {
 			continue // a corrupt node, or an old session of a restarted member
 		}
 		seen[m.Member.Name] = true
+		if m.Member.RedisUnreachable {
+			cutOff = append(cutOff, m.Member.Name)
+			continue
+		}
 		in.Members = append(in.Members, rebalance.FromMember(m.Member))
+	}
+	if len(in.Members) == 0 && len(cutOff) > 0 {
+		// No member can reach Redis: Redis itself is down, or the leader's
+		// view of it is. Moving queues would gain nothing and cost a
+		// handover each; the previous assignment stands (docs/decisions.md
+		// "Issue 29: a member cut off from Redis").
+		log.Warn("no member can reach Redis; the assignment stands", "members", cutOff)
+		return nil
+	}
+	if len(cutOff) > 0 {
+		log.Warn("members that cannot reach Redis get no queues", "members", cutOff)
 	}
 	in.Source = registryQueues{queues}
 	start := time.Now()

@@ -58,6 +58,9 @@ type MemberConfig struct {
 	// Strategy and Settle configure the rebalancer (RebalancerConfig).
 	Strategy rebalance.Strategy
 	Settle   time.Duration
+	// RedisHealth, if set, is published in the member node, so that the
+	// leader gives no queues to a member that cannot reach Redis.
+	RedisHealth *RedisHealth
 	// Scheduler, if set, runs a scheduler candidate on every session.
 	Scheduler SchedulerFunc
 	// ReconnectMin and ReconnectMax bound the backoff between failed
@@ -201,6 +204,7 @@ func (m *Member) serve(ctx context.Context, s *coordinator.Session) error {
 func (m *Member) serveWorker(ctx context.Context, s ZooKeeper, stopLeading func(), leadCtx context.Context, spawn func(func())) error {
 	info := m.cfg.Member
 	info.StartedAt = time.Now().UTC()
+	info.RedisUnreachable = m.cfg.RedisHealth.Unreachable()
 	mb, err := s.Join(ctx, info)
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
@@ -230,6 +234,7 @@ func (m *Member) serveWorker(ctx context.Context, s ZooKeeper, stopLeading func(
 			m.log.Warn("rebalance candidate ended", "error", err)
 		}
 	})
+	spawn(func() { publishRedisHealth(reconCtx, m.cfg.RedisHealth, mb, info, m.log) })
 	spawn(func() {
 		for ps := range s.WatchPauses(reconCtx) {
 			m.cfg.Worker.SetPause(PauseState(ps, m.cfg.Name))
