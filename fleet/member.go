@@ -223,7 +223,8 @@ func (m *Member) serveWorker(ctx context.Context, s ZooKeeper, stopLeading func(
 	spawn(func() {
 		err := RunRebalancer(leadCtx, RebalancerConfig{
 			Session: s, Elector: el, Candidate: m.cfg.Name, Strategy: m.cfg.Strategy, Settle: m.cfg.Settle,
-			Logger: m.log.Named("rebalance"), OnLeading: m.leading.Store,
+			RedisGrace: m.cfg.RedisHealth.Grace(),
+			Logger:     m.log.Named("rebalance"), OnLeading: m.leading.Store,
 			OnRebalance: func(_ drover.Assignment, moved int, compute time.Duration) {
 				m.cfg.Metrics.IncrCounter(metrics.RebalancesTotal, 1)
 				m.cfg.Metrics.IncrCounter(metrics.QueuesMovedTotal, float32(moved))

@@ -155,6 +155,16 @@ func (h *RedisHealth) Ready() error {
 		h.lastAnswer.UTC().Format(time.RFC3339), h.cfg.GiveUpAfter, h.lastErr)
 }
 
+// Grace is the RebalancerConfig.RedisGrace that matches this prober: two
+// ping intervals, the spread between members noticing one outage. A nil
+// RedisHealth returns 0 (the default).
+func (h *RedisHealth) Grace() time.Duration {
+	if h == nil {
+		return 0
+	}
+	return 2 * h.cfg.Interval
+}
+
 // publishRedisHealth keeps the member node's RedisUnreachable equal to
 // health's verdict until ctx ends. info is the data the node was joined
 // with.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/testenv"
 	"github.com/drover-dev/drover/internal/testkit"
 	"github.com/drover-dev/drover/rebalance"
 )
@@ -69,7 +70,7 @@ func TestLeaderMovesNothingWhenNoMemberReachesRedis(t *testing.T) {
 	cfg := RebalancerConfig{Strategy: rebalance.Sticky{}, Candidate: "me"}
 	log := testkit.Logger(t, hclog.Warn)
 	all := cutOff(members("a", "b", "c"), "a", "b", "c")
-	if err := writeTarget(context.Background(), lead, &fakeWriter{s: s}, cfg, all, queues("q1", "q2", "q3"), log); err != nil {
+	if err := writeTarget(context.Background(), lead, &fakeWriter{s: s}, cfg, all, queues("q1", "q2", "q3"), names("a", "b", "c"), log); err != nil {
 		t.Fatal(err)
 	}
 	if w := s.writes(); len(w) != 0 {
@@ -77,13 +78,39 @@ func TestLeaderMovesNothingWhenNoMemberReachesRedis(t *testing.T) {
 	}
 	// One member reaching Redis again is enough for the leader to act.
 	some := cutOff(members("a", "b", "c"), "a", "b")
-	if err := writeTarget(context.Background(), lead, &fakeWriter{s: s}, cfg, some, queues("q1", "q2", "q3"), log); err != nil {
+	if err := writeTarget(context.Background(), lead, &fakeWriter{s: s}, cfg, some, queues("q1", "q2", "q3"), names("a", "b"), log); err != nil {
 		t.Fatal(err)
 	}
 	w := s.writes()
 	if len(w) != 1 || !maps.Equal(w[0].Queues, map[string]string{"q1": "c", "q2": "c", "q3": "c"}) {
 		t.Fatalf("want every queue on c, the one member reaching Redis; have %+v", w)
 	}
+}
+
+// TestLeaderWaitsRedisGraceBeforeMovingQueues: a member's redis_unreachable
+// is acted on only once it has stood for RedisGrace, so that the members
+// noticing one Redis outage first do not hand their queues to those about
+// to notice. The write the registry change causes (a fence) still gives b
+// queues. Fails without the grace.
+func TestLeaderWaitsRedisGraceBeforeMovingQueues(t *testing.T) {
+	lr := startLeaderGrace(t, 0, time.Hour)
+	lr.s.members <- members("a", "b")
+	lr.s.queues <- queues("q1", "q2", "q3", "q4")
+	lr.written(t, 1)
+	lr.s.members <- cutOff(members("a", "b"), "b")
+	lr.s.queues <- queues("q1", "q2", "q3", "q4", "q5", "q6")
+	second := lr.written(t, 2)
+	if len(second.Queues) != 6 || !slicesContains(maps.Values(second.Queues), "b") {
+		t.Fatalf("b is unreachable for less than the grace: want it to keep queues, have %v", second.Queues)
+	}
+}
+
+func names(ns ...string) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range ns {
+		out[n] = true
+	}
+	return out
 }
 
 func slicesContains(seq func(func(string) bool), v string) bool {
@@ -167,4 +194,63 @@ func TestRedisHealthTransitions(t *testing.T) {
 		t.Fatal("Redis answers again: want reachable and ready")
 	}
 	<-changed
+}
+
+// TestMemberCutOffFromRedisHandsItsQueuesOver on real ZooKeeper: b's Redis
+// stops answering (its ping fails); b publishes redis_unreachable through
+// its member node and the leader moves every queue to a, with no overlap;
+// when b's Redis answers again b takes queues again.
+func TestMemberCutOffFromRedisHandsItsQueuesOver(t *testing.T) {
+	const queues = 20
+	f := newFleet(t, testenv.ZooKeeper(t).Addrs, queues)
+	var down atomic.Bool
+	f.health = map[string]*RedisHealth{}
+	for _, n := range []string{"a", "b"} {
+		ping := func(context.Context) error { return nil }
+		if n == "b" {
+			ping = func(context.Context) error {
+				if down.Load() {
+					return errors.New("dial tcp: i/o timeout")
+				}
+				return nil
+			}
+		}
+		h, err := NewRedisHealth(RedisHealthConfig{Ping: ping, GiveUpAfter: 300 * time.Millisecond, Interval: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); h.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		f.health[n] = h
+	}
+	f.start("a")
+	b := f.start("b")
+	f.waitConverged("start")
+	if b.runner.owned() == 0 {
+		t.Fatal("want b to own queues while it reaches Redis")
+	}
+	down.Store(true)
+	f.waitFor("b's queues to move to a", func() bool {
+		an, err := f.obs.Assignment(context.Background())
+		if err != nil || len(an.Assignment.Queues) != queues {
+			return false
+		}
+		for _, m := range an.Assignment.Queues {
+			if m != "a" {
+				return false
+			}
+		}
+		return b.runner.owned() == 0 && f.members["a"].runner.owned() == queues
+	})
+	if b.Ready() != nil || f.health["b"].Ready() == nil {
+		t.Fatal("want b still a member of the fleet, and its Redis check failing")
+	}
+	down.Store(false)
+	f.waitFor("b to take queues again", func() bool {
+		ok, _ := f.converged()
+		return ok && b.runner.owned() > 0
+	})
+	f.log.checkNoOverlap(t)
 }
