@@ -212,9 +212,9 @@ type fleet struct {
 	queues  int
 	obs     *coordinator.Session // an observer session that is no member
 	members map[string]*fleetMember
-	writes  atomic.Int64        // claims and releases by every member
-	settle  time.Duration       // the rebalance settle window; default 100ms
-	tags    map[string][]string // member name → the tags it offers
+	writes  atomic.Int64            // claims and releases by every member
+	settle  time.Duration           // the rebalance settle window; default 100ms
+	tags    map[string][]string     // member name → the tags it offers
 	health  map[string]*RedisHealth // member name → its Redis prober
 }
 
