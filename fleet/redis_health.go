@@ -46,6 +46,7 @@ type RedisHealth struct {
 	mu          sync.Mutex
 	lastAnswer  time.Time // when Redis last answered (or Run began)
 	lastErr     error
+	failures    int // consecutive failed pings
 	unreachable bool
 	changed     chan struct{} // closed, then replaced, at each transition
 }
@@ -95,12 +96,16 @@ func (h *RedisHealth) Run(ctx context.Context) {
 	}
 }
 
-// observe records one ping's outcome at now and logs a transition.
+// observe records one ping's outcome at now and logs a transition. It
+// takes two failed pings in a row as well as GiveUpAfter of silence: a
+// process resumed from a freeze (SIGSTOP, a stalled machine) finds the
+// ping it had in flight timed out and the silence long, but its Redis
+// answers the next one.
 func (h *RedisHealth) observe(now time.Time, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err == nil {
-		h.lastAnswer, h.lastErr = now, nil
+		h.lastAnswer, h.lastErr, h.failures = now, nil, 0
 		if h.unreachable {
 			h.unreachable = false
 			h.cfg.Logger.Info("Redis answers again; this member takes work again")
@@ -109,7 +114,8 @@ func (h *RedisHealth) observe(now time.Time, err error) {
 		return
 	}
 	h.lastErr = err
-	if silent := now.Sub(h.lastAnswer); !h.unreachable && silent >= h.cfg.GiveUpAfter {
+	h.failures++
+	if silent := now.Sub(h.lastAnswer); !h.unreachable && h.failures >= 2 && silent >= h.cfg.GiveUpAfter {
 		h.unreachable = true
 		h.cfg.Logger.Warn("Redis has not answered; giving this member's queues up to the members that reach it",
 			"silent_for", silent, "redis_giveup_after", h.cfg.GiveUpAfter, "error", err)

@@ -194,6 +194,24 @@ func TestRedisHealthTransitions(t *testing.T) {
 		t.Fatal("Redis answers again: want reachable and ready")
 	}
 	<-changed
+
+	// A freeze: the clock jumps past GiveUpAfter and the ping in flight
+	// failed, but the next one is answered: one failure does not give up.
+	_, changed = h.State()
+	down.Store(true)
+	clk.Advance(15 * time.Second)
+	tick()
+	if h.Unreachable() {
+		t.Fatal("one failed ping after a long gap (a freeze) must not give the queues up")
+	}
+	down.Store(false)
+	clk.Advance(2 * time.Second)
+	tick()
+	select {
+	case <-changed:
+		t.Fatal("a freeze changed the verdict")
+	default:
+	}
 }
 
 // TestMemberCutOffFromRedisHandsItsQueuesOver on real ZooKeeper: b's Redis
