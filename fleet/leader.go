@@ -18,10 +18,10 @@ import (
 // DefaultSettle is RebalancerConfig.Settle's default.
 const DefaultSettle = 250 * time.Millisecond
 
-// DefaultRedisGrace is RebalancerConfig.RedisGrace's default: two ping
-// intervals of a member probing at the default give-up bound, the spread
-// between members noticing one Redis outage.
-const DefaultRedisGrace = 2 * DefaultRedisGiveUpAfter / 5
+// DefaultRedisGrace is RebalancerConfig.RedisGrace's default: three ping
+// intervals of a member probing at the default give-up bound (see
+// RedisHealth.Grace).
+const DefaultRedisGrace = 3 * DefaultRedisGiveUpAfter / 5
 
 // RebalancerConfig configures RunRebalancer. Zero values mean the documented
 // defaults.

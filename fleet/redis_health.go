@@ -161,14 +161,16 @@ func (h *RedisHealth) Ready() error {
 		h.lastAnswer.UTC().Format(time.RFC3339), h.cfg.GiveUpAfter, h.lastErr)
 }
 
-// Grace is the RebalancerConfig.RedisGrace that matches this prober: two
-// ping intervals, the spread between members noticing one outage. A nil
-// RedisHealth returns 0 (the default).
+// Grace is the RebalancerConfig.RedisGrace that matches this prober: three
+// ping intervals. Members' last answers before an outage lie within one
+// interval, and each notices at its first ping past GiveUpAfter, so they
+// notice within two intervals of each other; the third absorbs scheduling
+// and the watch's delivery. A nil RedisHealth returns 0 (the default).
 func (h *RedisHealth) Grace() time.Duration {
 	if h == nil {
 		return 0
 	}
-	return 2 * h.cfg.Interval
+	return 3 * h.cfg.Interval
 }
 
 // publishRedisHealth keeps the member node's RedisUnreachable equal to

@@ -272,3 +272,84 @@ func TestMemberCutOffFromRedisHandsItsQueuesOver(t *testing.T) {
 	})
 	f.log.checkNoOverlap(t)
 }
+
+// TestNothingMovesWhileNoMemberReachesRedis on real ZooKeeper: Redis stops
+// answering a, then b one failed ping later (members notice one outage in
+// turn); both publish redis_unreachable, and the leader writes nothing. The
+// fence: when a alone reaches Redis again, the next assignment (every queue
+// on a) is exactly one generation after the one before the outage. Fails
+// without the leader's grace (a's queues go to b, about to notice too).
+// (Without the "every member cut off" rule nothing is written either: the
+// strategy refuses an input without members; the fake test above covers
+// the rule.)
+func TestNothingMovesWhileNoMemberReachesRedis(t *testing.T) {
+	const queues = 10
+	f := newFleet(t, testenv.ZooKeeper(t).Addrs, queues)
+	var downA, downB atomic.Bool
+	var failedA atomic.Int64
+	f.health = map[string]*RedisHealth{}
+	for n, down := range map[string]*atomic.Bool{"a": &downA, "b": &downB} {
+		h, err := NewRedisHealth(RedisHealthConfig{
+			Ping: func(context.Context) error {
+				if down.Load() {
+					if n == "a" {
+						failedA.Add(1)
+					}
+					return errors.New("connection refused")
+				}
+				return nil
+			},
+			GiveUpAfter: 2 * time.Second, Interval: 400 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); h.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		f.health[n] = h
+	}
+	f.start("a")
+	f.start("b")
+	f.waitConverged("start")
+	before, err := f.obs.Assignment(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	downA.Store(true)
+	f.waitFor("a's first failed ping", func() bool { return failedA.Load() > 0 })
+	downB.Store(true)
+	f.waitFor("both members to publish redis_unreachable", func() bool {
+		ms, err := f.obs.Members(context.Background())
+		n := 0
+		for _, m := range ms {
+			if m.Member.RedisUnreachable {
+				n++
+			}
+		}
+		return err == nil && n == 2
+	})
+	downA.Store(false)
+	f.waitFor("every queue on a, the one member reaching Redis", func() bool {
+		an, err := f.obs.Assignment(context.Background())
+		if err != nil || len(an.Assignment.Queues) != queues {
+			return false
+		}
+		for _, m := range an.Assignment.Queues {
+			if m != "a" {
+				return false
+			}
+		}
+		return true
+	})
+	after, err := f.obs.Assignment(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Assignment.Generation != before.Assignment.Generation+1 {
+		t.Fatalf("want no assignment written while no member reached Redis: generation %d before, %d after a came back (want %d)",
+			before.Assignment.Generation, after.Assignment.Generation, before.Assignment.Generation+1)
+	}
+	f.log.checkNoOverlap(t)
+}
