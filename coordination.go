@@ -21,6 +21,11 @@ type Member struct {
 	Capacity  int       `json:"capacity"` // executor slots; weight in balancing
 	Tags      []string  `json:"tags,omitempty"`
 	StartedAt time.Time `json:"started_at"`
+	// RedisUnreachable is set while this member's Redis has not answered
+	// it for the worker's redis_giveup_after: the rebalance leader then
+	// gives the member no queues, unless no member can reach Redis
+	// (docs/decisions.md "Issue 29: a member cut off from Redis").
+	RedisUnreachable bool `json:"redis_unreachable,omitempty"`
 }
 
 // Assignment maps every queue to the name of the member that owns it. It is

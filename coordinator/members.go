@@ -50,6 +50,26 @@ func (s *Session) Join(ctx context.Context, m drover.Member) (*Membership, error
 // Path returns the member node's full path.
 func (m *Membership) Path() string { return m.path }
 
+// Update replaces the member node's data with m (the same rules as Join):
+// a member publishes a change of its health this way.
+func (m *Membership) Update(ctx context.Context, info drover.Member) error {
+	if info.Name == "" {
+		return fmt.Errorf("update member %s: %w: empty name", m.path, drover.ErrInvalidConfig)
+	}
+	data, err := json.Marshal(info)
+	if err != nil {
+		return fmt.Errorf("update member %s: encode: %w", m.path, err)
+	}
+	_, err = bounded(ctx, m.s, func(c zkConn) (struct{}, error) {
+		_, err := c.Set(m.path, data, -1)
+		return struct{}{}, err
+	})
+	if err != nil {
+		return fmt.Errorf("update member %s: %w", m.path, err)
+	}
+	return nil
+}
+
 // Leave deletes the member node. A node already gone is not an error.
 func (m *Membership) Leave(ctx context.Context) error {
 	_, err := bounded(ctx, m.s, func(c zkConn) (struct{}, error) {

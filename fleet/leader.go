@@ -18,6 +18,11 @@ import (
 // DefaultSettle is RebalancerConfig.Settle's default.
 const DefaultSettle = 250 * time.Millisecond
 
+// DefaultRedisGrace is RebalancerConfig.RedisGrace's default: three ping
+// intervals of a member probing at the default give-up bound (see
+// RedisHealth.Grace).
+const DefaultRedisGrace = 3 * DefaultRedisGiveUpAfter / 5
+
 // RebalancerConfig configures RunRebalancer. Zero values mean the documented
 // defaults.
 type RebalancerConfig struct {
@@ -35,6 +40,12 @@ type RebalancerConfig struct {
 	// costs one rebalance. A storm of changes never delays a target by more
 	// than 4 × Settle. Default 250ms.
 	Settle time.Duration
+	// RedisGrace is how long a member must have published
+	// redis_unreachable before the leader acts on it, so that when Redis
+	// itself goes down the members that notice first do not hand their
+	// queues to members about to notice too (no churn). Default
+	// DefaultRedisGrace.
+	RedisGrace time.Duration
 	// OnRebalance, if set, is called after each assignment written, with the
 	// number of queues that moved and how long the computation took.
 	OnRebalance func(a drover.Assignment, moved int, compute time.Duration)
@@ -61,6 +72,9 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 	}
 	if cfg.Settle <= 0 {
 		cfg.Settle = DefaultSettle
+	}
+	if cfg.RedisGrace <= 0 {
+		cfg.RedisGrace = DefaultRedisGrace
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -112,6 +126,8 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 		haveM      bool
 		haveQ      bool
 		firstDirty time.Time
+		// when this term first saw each member's redis_unreachable
+		unreachableSince = map[string]time.Time{}
 	)
 	settle := time.NewTimer(time.Hour)
 	settle.Stop()
@@ -135,6 +151,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 				return firstErr(lead.Err(), ctx.Err(), s.Err(), errors.New("member watch ended"))
 			}
 			curMembers, haveM = ms, true
+			noteUnreachable(unreachableSince, ms, time.Now())
 			dirty()
 		case qs, ok := <-queues:
 			if !ok {
@@ -150,7 +167,11 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			if !haveM || !haveQ {
 				continue
 			}
-			if err := writeTarget(lctx, lead, w, cfg, curMembers, curQueues, log); err != nil {
+			cutOff, wait := matureUnreachable(unreachableSince, cfg.RedisGrace, time.Now())
+			if wait > 0 {
+				settle.Reset(wait) // act on them once the grace has passed
+			}
+			if err := writeTarget(lctx, lead, w, cfg, curMembers, curQueues, cutOff, log); err != nil {
 				if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
 					return err
 				}
@@ -161,6 +182,38 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			return firstErr(lead.Err(), ctx.Err(), s.Err())
 		}
 	}
+}
+
+// noteUnreachable records in since when each member of ms first published
+// redis_unreachable, and forgets the members that no longer do.
+func noteUnreachable(since map[string]time.Time, ms []coordinator.MemberNode, now time.Time) {
+	flagged := map[string]bool{}
+	for _, m := range ms {
+		if m.Err == nil && m.Member.RedisUnreachable {
+			flagged[m.Member.Name] = true
+			if _, ok := since[m.Member.Name]; !ok {
+				since[m.Member.Name] = now
+			}
+		}
+	}
+	maps.DeleteFunc(since, func(name string, _ time.Time) bool { return !flagged[name] })
+}
+
+// matureUnreachable returns the members unreachable for at least grace,
+// and how long until the next one is (0 when none is pending).
+func matureUnreachable(since map[string]time.Time, grace time.Duration, now time.Time) (map[string]bool, time.Duration) {
+	cutOff := map[string]bool{}
+	var wait time.Duration
+	for name, t := range since {
+		if left := t.Add(grace).Sub(now); left > 0 {
+			if wait == 0 || left < wait {
+				wait = left
+			}
+			continue
+		}
+		cutOff[name] = true
+	}
+	return cutOff, wait
 }
 
 // registryQueues lets the strategy read the registry in place: the
@@ -184,15 +237,33 @@ func (r registryQueues) All() iter.Seq[rebalance.Queue] {
 
 // writeTarget computes the target and writes it when it differs from the
 // current assignment.
-func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, members []coordinator.MemberNode, queues coordinator.Registry, log hclog.Logger) error {
+// Members in cutOff (unreachable from Redis past the grace) get no queues,
+// unless every member is in it: then the current assignment stands.
+func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, members []coordinator.MemberNode, queues coordinator.Registry, cutOffSet map[string]bool, log hclog.Logger) error {
 	in := rebalance.Input{Previous: w.Current().Queues}
 	seen := map[string]bool{}
+	var cutOff []string // members that cannot reach Redis
 	for _, m := range members {
 		if m.Err != nil || m.Member.Name == "" || seen[m.Member.Name] {
 			continue // a corrupt node, or an old session of a restarted member
 		}
 		seen[m.Member.Name] = true
+		if cutOffSet[m.Member.Name] {
+			cutOff = append(cutOff, m.Member.Name)
+			continue
+		}
 		in.Members = append(in.Members, rebalance.FromMember(m.Member))
+	}
+	if len(in.Members) == 0 && len(cutOff) > 0 {
+		// No member can reach Redis: Redis itself is down, or the leader's
+		// view of it is. Moving queues would gain nothing and cost a
+		// handover each; the previous assignment stands (docs/decisions.md
+		// "Issue 29: a member cut off from Redis").
+		log.Warn("no member can reach Redis; the assignment stands", "members", cutOff)
+		return nil
+	}
+	if len(cutOff) > 0 {
+		log.Warn("members that cannot reach Redis get no queues", "members", cutOff)
 	}
 	in.Source = registryQueues{queues}
 	start := time.Now()

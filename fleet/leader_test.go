@@ -196,13 +196,19 @@ type leaderRun struct {
 
 func startLeader(t *testing.T, campaignFails int) *leaderRun {
 	t.Helper()
+	return startLeaderGrace(t, campaignFails, time.Millisecond)
+}
+
+// startLeaderGrace is startLeader with RedisGrace grace.
+func startLeaderGrace(t *testing.T, campaignFails int, grace time.Duration) *leaderRun {
+	t.Helper()
 	s := newFakeLeaderSession()
 	lr := &leaderRun{s: s, el: &fakeElector{s: s.fakeSession, fails: campaignFails}, leading: make(chan bool, 16), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	lr.cancel = cancel
 	go func() {
 		lr.done <- RunRebalancer(ctx, RebalancerConfig{
-			Session: lr.s, Elector: lr.el, Candidate: "me", Settle: time.Millisecond, CampaignRetry: time.Millisecond,
+			Session: lr.s, Elector: lr.el, Candidate: "me", Settle: time.Millisecond, CampaignRetry: time.Millisecond, RedisGrace: grace,
 			OnLeading: func(b bool) { lr.leading <- b }, Logger: testkit.Logger(t, hclog.Warn),
 		})
 	}()

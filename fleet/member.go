@@ -64,6 +64,9 @@ type MemberConfig struct {
 	// Strategy and Settle configure the rebalancer (RebalancerConfig).
 	Strategy rebalance.Strategy
 	Settle   time.Duration
+	// RedisHealth, if set, is published in the member node, so that the
+	// leader gives no queues to a member that cannot reach Redis.
+	RedisHealth *RedisHealth
 	// Scheduler, if set, runs a scheduler candidate on every session.
 	Scheduler SchedulerFunc
 	// ReconnectMin and ReconnectMax bound the backoff between failed
@@ -217,6 +220,7 @@ func (m *Member) serve(ctx context.Context, s *coordinator.Session) error {
 func (m *Member) serveWorker(ctx context.Context, s ZooKeeper, stopLeading func(), leadCtx context.Context, spawn func(func())) error {
 	info := m.cfg.Member
 	info.StartedAt = time.Now().UTC()
+	info.RedisUnreachable = m.cfg.RedisHealth.Unreachable()
 	mb, err := s.Join(ctx, info)
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
@@ -235,7 +239,8 @@ func (m *Member) serveWorker(ctx context.Context, s ZooKeeper, stopLeading func(
 	spawn(func() {
 		err := RunRebalancer(leadCtx, RebalancerConfig{
 			Session: s, Elector: el, Candidate: m.cfg.Name, Strategy: m.cfg.Strategy, Settle: m.cfg.Settle,
-			Logger: m.log.Named("rebalance"), OnLeading: m.leading.Store,
+			RedisGrace: m.cfg.RedisHealth.Grace(),
+			Logger:     m.log.Named("rebalance"), OnLeading: m.leading.Store,
 			OnRebalance: func(_ drover.Assignment, moved int, compute time.Duration) {
 				m.cfg.Metrics.IncrCounter(metrics.RebalancesTotal, 1)
 				m.cfg.Metrics.IncrCounter(metrics.QueuesMovedTotal, float32(moved))
@@ -246,6 +251,7 @@ func (m *Member) serveWorker(ctx context.Context, s ZooKeeper, stopLeading func(
 			m.log.Warn("rebalance candidate ended", "error", err)
 		}
 	})
+	spawn(func() { publishRedisHealth(reconCtx, m.cfg.RedisHealth, mb, info, m.log) })
 	spawn(func() {
 		for ps := range s.WatchPauses(reconCtx) {
 			m.cfg.Worker.SetPause(PauseState(ps, m.cfg.Name))

@@ -226,9 +226,10 @@ type fleet struct {
 	queues  int
 	obs     *coordinator.Session // an observer session that is no member
 	members map[string]*fleetMember
-	writes  atomic.Int64        // claims and releases by every member
-	settle  time.Duration       // the rebalance settle window; default 100ms
-	tags    map[string][]string // member name → the tags it offers
+	writes  atomic.Int64            // claims and releases by every member
+	settle  time.Duration           // the rebalance settle window; default 100ms
+	tags    map[string][]string     // member name → the tags it offers
+	health  map[string]*RedisHealth // member name → its Redis prober
 }
 
 type fleetMember struct {
@@ -265,7 +266,7 @@ func (f *fleet) start(name string) *fleetMember {
 		Name: name, Member: drover.Member{Capacity: 1, Tags: f.tags[name]}, Worker: fm.runner, Settle: settle,
 		Coordinator: coordinator.Config{Servers: []string{fm.proxy.Addr}, Root: f.root, SessionTimeout: testTimeout,
 			Logger: testkit.Logger(t, hclog.Error)},
-		Logger: testkit.Logger(t, hclog.Error), ReconnectMin: 50 * time.Millisecond,
+		Logger: testkit.Logger(t, hclog.Error), ReconnectMin: 50 * time.Millisecond, RedisHealth: f.health[name],
 	})
 	if err != nil {
 		t.Fatal(err)

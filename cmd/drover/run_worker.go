@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,6 +89,10 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	}
 	defer reg.Close()
 	var m *membership.Member // set below, before the group runs
+	redisHealth, err := membership.NewRedisHealth(membership.RedisHealthConfig{Ping: store.Ping, GiveUpAfter: cfg.Worker.RedisGiveUpAfter, Logger: log.Named("redis")})
+	if err != nil {
+		return err
+	}
 	w, err := worker.New(worker.Config{
 		Member: cfg.Worker.Name, Capacity: cfg.Worker.Capacity, BatchSize: cfg.Worker.BatchSize,
 		DrainTimeout: cfg.Worker.DrainTimeout,
@@ -119,7 +124,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		return out
 	}
 	admin, err := newAdminServer("worker.admin_addr", cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{
-		Ready: func() error { return readyWithRedis(m.Ready, store) }, Info: info, Metrics: reg.Handler(), Debug: guard,
+		Ready: func() error { return cmp.Or(redisHealth.Ready(), readyWithRedis(m.Ready, store)) }, Info: info, Metrics: reg.Handler(), Debug: guard,
 	}))
 	if err != nil {
 		return err
@@ -132,7 +137,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		Name: cfg.Worker.Name, Coordinator: ccfg, Worker: routedWorker{w, store, cfg.Worker.Name, log}, Strategy: strategy, Settle: cfg.Worker.Settle,
 		Member: drover.Member{Host: host, PID: os.Getpid(), Version: version, AdminAddr: adminAddr,
 			Capacity: cfg.Worker.Capacity, Tags: cfg.Worker.Tags},
-		Logger: log, Metrics: reg,
+		Logger: log, Metrics: reg, RedisHealth: redisHealth,
 	}
 	if opts.Scheduler {
 		mcfg.Scheduler = schedulerRole(cfg, store, reg, log.Named("scheduler"))
@@ -159,6 +164,10 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	{ // worker and cluster gauges
 		gctx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error { publishGauges(gctx, w, m, reg); return nil }, func(error) { cancel() })
+	}
+	{ // one Redis ping per interval: a member cut off from Redis gives its queues up
+		hctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { redisHealth.Run(hctx); return nil }, func(error) { cancel() })
 	}
 	{ // enqueue notifications wake idle queue loops
 		wctx, cancel := context.WithCancel(context.Background())

@@ -28,6 +28,7 @@ type injector struct {
 	f    *fleet
 	prog *progress
 	long []string // the queues of long tasks
+	cuts int      // partitions so far: they alternate reset and blackhole
 
 	mu     sync.Mutex
 	faults []check.Fault
@@ -119,6 +120,8 @@ func (in *injector) inject(ctx context.Context, kind check.Kind) (check.Fault, e
 		return in.rollingRestart(ctx)
 	case check.SchedulerKill:
 		return in.schedulerKill(ctx)
+	case check.RedisCut:
+		return in.redisCut(ctx)
 	case check.WorkerFreeze:
 		return in.workerFreeze(ctx, false)
 	case check.HostFreeze:
@@ -298,14 +301,38 @@ func childrenOf(pid int) (groups []int, supervisor int) {
 func (in *injector) zkCut(ctx context.Context, kind check.Kind, d time.Duration) (check.Fault, error) {
 	p := in.randomWorker()
 	pid := p.pid()
-	blackhole := in.rng.IntN(2) == 0
-	mode := "reset"
-	if blackhole {
-		mode = "blackhole"
-	}
+	blackhole, mode := in.cutMode()
 	f := check.Fault{Kind: kind, Target: p.name, PIDs: []int{pid}, Start: time.Now(), Note: fmt.Sprintf("pid %d, %s", pid, mode)}
 	p.cutLinks(blackhole)
 	sleepCtx(ctx, d)
+	p.restoreLinks()
+	f.End = time.Now()
+	if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
+		in.prog.printf("warning: %v", err)
+	}
+	return f, nil
+}
+
+// cutMode returns the next partition's mode: reset and blackhole in turn,
+// so that a short run has both.
+func (in *injector) cutMode() (bool, string) {
+	in.cuts++
+	if in.cuts%2 == 0 {
+		return true, "blackhole"
+	}
+	return false, "reset"
+}
+
+// redisCut partitions a worker from Redis only (its ZooKeeper links stay)
+// for two to three session timeouts: past its redis_giveup_after (one
+// session timeout), so the leader moves its queues to the others.
+func (in *injector) redisCut(ctx context.Context) (check.Fault, error) {
+	p := in.randomWorker()
+	pid := p.pid()
+	blackhole, mode := in.cutMode()
+	f := check.Fault{Kind: check.RedisCut, Target: p.name, PIDs: []int{pid}, Start: time.Now(), Note: fmt.Sprintf("pid %d, %s", pid, mode)}
+	p.cutRedis(blackhole)
+	sleepCtx(ctx, in.between(2*in.o.SessionTimeout, 3*in.o.SessionTimeout))
 	p.restoreLinks()
 	f.End = time.Now()
 	if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
@@ -420,8 +447,8 @@ func (in *injector) redisRestart() (check.Fault, error) {
 func (in *injector) rollingRestart(ctx context.Context) (check.Fault, error) {
 	f := check.Fault{Kind: check.RollingRestart, Target: "workers", PIDs: in.f.workerPIDs(), Start: time.Now()}
 	for _, p := range in.f.workers {
-		if !p.terminate(30 * time.Second) {
-			f.Note += fmt.Sprintf("%s did not exit within 30s of SIGTERM and was killed; ", p.name)
+		if bound := drainTimeout(in.o.SessionTimeout) + 10*time.Second; !p.terminate(bound) {
+			f.Note += fmt.Sprintf("%s did not exit within %s of SIGTERM and was killed; ", p.name, bound)
 		}
 		if err := in.restart(ctx, p); err != nil {
 			f.End = time.Now()

@@ -47,6 +47,7 @@ type process struct {
 	env     []string
 	admin   string         // admin HTTP address; "" for a scheduler
 	proxies []*proxy.Proxy // a worker's links to the ZooKeeper nodes
+	redis   *proxy.Proxy   // a worker's link to Redis
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -72,10 +73,14 @@ func newFleet(bin, dir string, o options, s fleetSettings) (*fleet, error) {
 	base = append(base,
 		"DROVER_ZOOKEEPER_ROOT="+zkRoot,
 		"DROVER_ZOOKEEPER_SESSION_TIMEOUT="+s.sessionTimeout.String(),
-		"DROVER_REDIS_ADDRS="+s.redisAddr,
 		"DROVER_REDIS_PREFIX="+redisPrefix,
 		"DROVER_WORKER_SETTLE=250ms",
-		"DROVER_WORKER_DRAIN_TIMEOUT=5s",
+		// Longer than the longest task (2 session timeouts): a graceful
+		// stop kills nothing, so a kill or a repeat after one is a
+		// violation (issue 29).
+		"DROVER_WORKER_DRAIN_TIMEOUT="+drainTimeout(s.sessionTimeout).String(),
+		// About a session timeout: a redis-cut worker gives its queues up.
+		"DROVER_WORKER_REDIS_GIVEUP_AFTER="+max(s.sessionTimeout, time.Second).String(),
 		"DROVER_LOG_LEVEL=info",
 	)
 	for i := 1; i <= o.Workers; i++ {
@@ -90,6 +95,12 @@ func newFleet(bin, dir string, o options, s fleetSettings) (*fleet, error) {
 			p.proxies = append(p.proxies, px)
 			addrs = append(addrs, px.Addr)
 		}
+		rpx, err := proxy.New(s.redisAddr)
+		if err != nil {
+			f.closeProxies()
+			return nil, err
+		}
+		p.redis = rpx
 		port, err := freePort()
 		if err != nil {
 			f.closeProxies()
@@ -101,6 +112,7 @@ func newFleet(bin, dir string, o options, s fleetSettings) (*fleet, error) {
 			"DROVER_WORKER_NAME="+p.name,
 			"DROVER_WORKER_ADMIN_ADDR="+p.admin,
 			"DROVER_WORKER_CAPACITY=16",
+			"DROVER_REDIS_ADDRS="+rpx.Addr, // through its own proxy: redis-cut
 		)
 		f.workers = append(f.workers, p)
 	}
@@ -108,6 +120,7 @@ func newFleet(bin, dir string, o options, s fleetSettings) (*fleet, error) {
 		p := &process{f: f, name: fmt.Sprintf("s%d", i), command: "scheduler"}
 		p.env = append(append([]string(nil), base...),
 			"DROVER_ZOOKEEPER_SERVERS="+strings.Join(s.zkServers, ","),
+			"DROVER_REDIS_ADDRS="+s.redisAddr,
 			"DROVER_WORKER_NAME="+p.name,
 			"DROVER_SCHEDULER_ADMIN_ADDR=127.0.0.1:0", // its own port: the default 9091 would collide
 		)
@@ -164,8 +177,15 @@ func (f *fleet) closeProxies() {
 		for _, px := range p.proxies {
 			px.Close()
 		}
+		if p.redis != nil {
+			p.redis.Close()
+		}
 	}
 }
+
+// drainTimeout is the workers' drain_timeout: past the longest task (two
+// session timeouts) with room to commit.
+func drainTimeout(session time.Duration) time.Duration { return 3*session + 5*time.Second }
 
 func (f *fleet) record(l life) {
 	f.mu.Lock()
@@ -330,9 +350,19 @@ func (p *process) cutLinks(blackhole bool) {
 	}
 }
 
+// cutRedis partitions a worker from Redis only, as cutLinks does.
+func (p *process) cutRedis(blackhole bool) {
+	if blackhole {
+		p.redis.Blackhole()
+	} else {
+		p.redis.Cut()
+	}
+}
+
 // restoreLinks ends a partition.
 func (p *process) restoreLinks() {
 	for _, px := range p.proxies {
 		px.Restore()
 	}
+	p.redis.Restore()
 }

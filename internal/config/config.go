@@ -37,6 +37,7 @@ const (
 	DefaultBatchSize          = worker.DefaultBatchSize
 	DefaultStrategy           = rebalance.DefaultName
 	DefaultSettle             = fleet.DefaultSettle
+	DefaultRedisGiveUpAfter   = fleet.DefaultRedisGiveUpAfter
 	DefaultPollInterval       = scheduler.DefaultPollInterval
 	DefaultMisfireGrace       = scheduler.DefaultMisfireGrace
 	DefaultCatchupLimit       = scheduler.DefaultCatchupLimit
@@ -178,6 +179,11 @@ type Worker struct {
 	// Settle is how long the rebalance leader waits for membership to settle
 	// before computing a new assignment (worker.settle). Default 250ms.
 	Settle time.Duration
+	// RedisGiveUpAfter is how long this member's Redis may go unanswered
+	// before the member gives its queues up to the members that can reach
+	// Redis (worker.redis_giveup_after); when no member can, nothing moves.
+	// Default 10s, about one session timeout.
+	RedisGiveUpAfter time.Duration
 }
 
 // Scheduler is block scheduler: the periodic-job leader loop.
@@ -344,6 +350,8 @@ func Default(hostname string) *Config {
 			BatchSize:    DefaultBatchSize,
 			Strategy:     DefaultStrategy,
 			Settle:       DefaultSettle,
+
+			RedisGiveUpAfter: DefaultRedisGiveUpAfter,
 		},
 		Scheduler: Scheduler{
 			AdminAddr:    DefaultSchedulerAdminAddr,

@@ -184,3 +184,16 @@ func TestEveryKeyHasAnEnvNameAndParses(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisGiveUpAfterIsValidated: worker.redis_giveup_after below 1s (one
+// ping per fifth of it) is refused with its source; 1s and more load.
+func TestRedisGiveUpAfterIsValidated(t *testing.T) {
+	_, err := Load("", []string{"DROVER_WORKER_REDIS_GIVEUP_AFTER=500ms"}, nil, "host")
+	if err == nil || !strings.Contains(err.Error(), "worker.redis_giveup_after: must be ≥ 1s") {
+		t.Fatalf("want 500ms refused, have %v", err)
+	}
+	c, err := Load("", []string{"DROVER_WORKER_REDIS_GIVEUP_AFTER=30s"}, nil, "host")
+	if err != nil || c.Worker.RedisGiveUpAfter != 30*time.Second {
+		t.Fatalf("want 30s, have %v, %v", c, err)
+	}
+}

@@ -113,6 +113,9 @@ func (c *Config) Validate() error {
 		bad("worker.strategy", "want one of %s, have %q", strings.Join(Strategies, ", "), w.Strategy)
 	}
 	notNegative("worker.settle", w.Settle)
+	if w.RedisGiveUpAfter < time.Second {
+		bad("worker.redis_giveup_after", "must be ≥ 1s (one ping per fifth of it), have %s", w.RedisGiveUpAfter)
+	}
 
 	s := c.Scheduler
 	if s.AdminEnabled() {

@@ -20,13 +20,19 @@ func Check(in Input) *Report {
 	for _, p := range in.Pending {
 		c.pending[msgKey{p.Queue, p.ID}] = true
 	}
+	var killed []Execution
 	for _, e := range in.Executions {
+		if e.Killed {
+			killed = append(killed, e)
+			continue
+		}
 		k := msgKey{e.Queue, e.ID}
 		c.byMessage[k] = append(c.byMessage[k], e)
 	}
-	c.r.Executions = len(in.Executions)
+	c.r.Executions = len(in.Executions) - len(killed)
 	c.r.Messages = len(c.byMessage)
 	c.countUnprovoked()
+	c.checkGracefulKills(killed)
 	c.countZombieStarts()
 	c.checkLost()
 	c.checkDuplicates()
@@ -63,6 +69,28 @@ func (c *checker) covered(e Execution) (*Fault, bool) {
 		}
 	}
 	return nil, false
+}
+
+// gracefulStop returns the rolling restart during which e ended on a
+// worker it stopped, if any: a graceful stop drains, so e must be the only
+// run of its message and must not have been killed.
+func (c *checker) gracefulStop(e Execution) *Fault {
+	for i := range c.in.Faults {
+		f := &c.in.Faults[i]
+		if f.Kind == RollingRestart && f.hits(e.WorkerPID) && !e.End.Before(f.Start) && !e.End.After(f.End) {
+			return f
+		}
+	}
+	return nil
+}
+
+// checkGracefulKills reports every task killed during a graceful stop.
+func (c *checker) checkGracefulKills(killed []Execution) {
+	for _, e := range killed {
+		if f := c.gracefulStop(e); f != nil {
+			c.r.violate(GracefulKill, "%s was killed during the %s of %s", describe(e), f.Kind, f.Start.Format("15:04:05.000"))
+		}
+	}
 }
 
 // countUnprovoked counts the observed session losses that no injected fault
@@ -205,6 +233,13 @@ func (c *checker) checkDuplicates() {
 func (c *checker) duplicate(k msgKey, es []Execution) {
 	sort.Slice(es, func(i, j int) bool { return es[i].Start.Before(es[j].Start) })
 	c.r.Duplicates += len(es) - 1
+	for _, e := range es[:len(es)-1] {
+		if f := c.gracefulStop(e); f != nil {
+			c.r.violate(GracefulRepeat, "%s/%s ran %d times; the run %s ended during the %s of %s",
+				k.queue, k.id, len(es), describe(e), f.Kind, f.Start.Format("15:04:05.000"))
+			return
+		}
+	}
 	var (
 		cover     *Fault
 		uncovered []Execution

@@ -379,3 +379,63 @@ func TestHostFreezeOverlapCountsOnlyRunningTime(t *testing.T) {
 	in.Executions[3].End = at(340).Add(ThawRaceBound + time.Millisecond)
 	wantOnly(t, Check(in), LeasedOverlap, 1)
 }
+
+// TestGracefulStopThatKillsOrRepeatsIsAViolation: a rolling restart drains,
+// so a task killed during one, or a message run again after a run that
+// ended during one, is a violation and never an excused duplicate (issue
+// 29); a kill outside any rolling restart (a lease firing during a freeze)
+// is not.
+func TestGracefulStopThatKillsOrRepeatsIsAViolation(t *testing.T) {
+	restart := Fault{Kind: RollingRestart, Target: "workers", PIDs: []int{10, 11}, Start: at(2000), End: at(9000)}
+
+	t.Run("killed", func(t *testing.T) {
+		in := clean()
+		in.Faults = []Fault{restart}
+		// u/m-3 was killed on worker 10 during the restart; its rerun on 11 finished.
+		in.Executions = append(in.Executions, Execution{Queue: "u", ID: "m-3", Position: 104, WorkerPID: 10, PID: 3000,
+			Start: at(1500), End: at(2500), Killed: true})
+		r := Check(in)
+		wantOnly(t, r, GracefulKill, 1)
+		if r.Executions != 9 || r.Duplicates != 0 {
+			t.Fatalf("a killed run is no execution: want 9 executions and no duplicate, have %+v", r)
+		}
+	})
+	t.Run("repeated", func(t *testing.T) {
+		in := clean()
+		in.Faults = []Fault{restart, {Kind: SessionLost, Target: "w1", PIDs: []int{10}, Start: at(2400), End: at(2400)}}
+		// u/m-4 finished on 10 during the restart and ran again on 11: a
+		// session loss would excuse it, a graceful stop does not.
+		in.Executions = append(in.Executions, Execution{Queue: "u", ID: "m-4", Position: 105, WorkerPID: 11, PID: 3001,
+			Start: at(3500), End: at(3600)})
+		in.Executions[4].Start, in.Executions[4].End = at(2000), at(2500)
+		r := Check(in)
+		wantOnly(t, r, GracefulRepeat, 1)
+		if r.DuplicatesAt[RollingRestart] != 0 || r.DuplicatesAt[SessionLost] != 0 {
+			t.Fatalf("a repeat after a graceful stop must not be excused: %v", r.DuplicatesAt)
+		}
+	})
+	t.Run("killed by a lease outside a rolling restart", func(t *testing.T) {
+		in := clean()
+		in.Faults = []Fault{{Kind: WorkerFreeze, Target: "w1", PIDs: []int{10}, Start: at(2000), End: at(7000)}}
+		in.Executions = append(in.Executions, Execution{Queue: "u", ID: "m-3", Position: 104, WorkerPID: 10, PID: 3000,
+			Start: at(1500), End: at(3500), Killed: true})
+		if r := Check(in); !r.OK() {
+			t.Fatalf("want no violation, have %v", r.Violations)
+		}
+	})
+}
+
+func TestKilledTaskLogLineRoundTrips(t *testing.T) {
+	e := Execution{Queue: "q", ID: "m", Attempt: 2, Position: 7, WorkerPID: 10, PID: 11, Start: at(1), End: at(2), Killed: true}
+	line := FormatExecution(e)
+	if !strings.HasSuffix(line, " killed\n") {
+		t.Fatalf("want the line marked killed, have %q", line)
+	}
+	got, err := ParseExecution(strings.TrimSuffix(line, "\n"))
+	if err != nil || !got.Start.Equal(e.Start) || !got.End.Equal(e.End) || got.Killed != e.Killed || got.ID != e.ID || got.PID != e.PID {
+		t.Fatalf("want %+v back, have %+v, %v", e, got, err)
+	}
+	if _, err := ParseExecution("q m 1 2 3 4 5 6 maybe"); err == nil {
+		t.Fatal("want a 9th field other than killed refused")
+	}
+}

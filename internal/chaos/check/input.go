@@ -12,6 +12,10 @@ type Execution struct {
 	PID       int   // the task process
 	Start     time.Time
 	End       time.Time
+	// Killed: the task was sent SIGTERM and logged the kill (End) before
+	// dying of it; the run did not finish and is not an execution the
+	// other checks count.
+	Killed bool
 }
 
 // Enqueued is one message whose enqueue Redis confirmed.

@@ -16,6 +16,10 @@ const (
 	RedisRestart   Kind = "redis-restart"   // SIGTERM of Redis (appendonly, fsync always), started again
 	RollingRestart Kind = "rolling-restart" // SIGTERM and start of every worker, one after the other
 	SchedulerKill  Kind = "scheduler-kill"  // kill -9 of the scheduler leader, restarted
+	// RedisCut: one worker's Redis link cut (reset or blackholed, in turn)
+	// for two to three session timeouts, past its redis_giveup_after: its
+	// queues move to the others; its finished, uncommitted tasks repeat.
+	RedisCut Kind = "redis-cut"
 	// WorkerFreeze: SIGSTOP, past its session timeout, of the worker that
 	// owns a queue of long tasks (longer than the session timeout); its
 	// tasks keep running, and its task lease must kill them.
@@ -34,7 +38,7 @@ const (
 )
 
 // Kinds lists every fault kind in report order.
-var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill, WorkerFreeze, HostFreeze}
+var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill, WorkerFreeze, HostFreeze, RedisCut}
 
 // Freezes are the kinds that stop a worker process; the report gives the
 // delay from each one's start to its worker's task lease firing.
@@ -70,6 +74,7 @@ var Effects = map[Kind]Effect{
 	ZKCutLong:      {Excuses: true, After: 1},
 	ZKLeaderKill:   {Excuses: true, After: 2},
 	ZKLeaderStop:   {Excuses: true, After: 2},
+	RedisCut:       {Excuses: true, After: 1},
 	RedisRestart:   {},
 	RollingRestart: {},
 	SchedulerKill:  {},

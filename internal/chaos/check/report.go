@@ -28,6 +28,11 @@ const (
 	// LeasedOverlap: a frozen worker's task ran beside another worker's
 	// execution of its queue (its task lease should have killed it).
 	LeasedOverlap Invariant = "leased-overlap"
+	// GracefulKill: a task was killed during a rolling restart (SIGTERM
+	// of its worker, which must drain it); GracefulRepeat: a message ran
+	// again after a run that ended during one (issue 29).
+	GracefulKill   Invariant = "graceful-stop-kill"
+	GracefulRepeat Invariant = "graceful-stop-repeat"
 )
 
 // maxDetails is how many violations of one invariant a Report lists.

@@ -13,22 +13,30 @@ import (
 // process in a single write(2) to a file opened with O_APPEND (so lines of
 // concurrent tasks never interleave):
 //
-//	queue id attempt position worker-pid pid start-µs end-µs
+//	queue id attempt position worker-pid pid start-µs end-µs [killed]
+//
+// A task killed by SIGTERM writes its line with "killed" and end-µs the
+// time of the signal, then dies of the signal.
 //
 // Times are CLOCK_REALTIME in microseconds: comparable across the processes
 // of one machine.
 
 // FormatExecution returns e's task log line, newline included.
 func FormatExecution(e Execution) string {
-	return fmt.Sprintf("%s %s %d %d %d %d %d %d\n", e.Queue, e.ID, e.Attempt, e.Position,
-		e.WorkerPID, e.PID, e.Start.UnixMicro(), e.End.UnixMicro())
+	killed := ""
+	if e.Killed {
+		killed = " killed"
+	}
+	return fmt.Sprintf("%s %s %d %d %d %d %d %d%s\n", e.Queue, e.ID, e.Attempt, e.Position,
+		e.WorkerPID, e.PID, e.Start.UnixMicro(), e.End.UnixMicro(), killed)
 }
 
 // ParseExecution reads one task log line (without its newline).
 func ParseExecution(line string) (Execution, error) {
 	fs := strings.Fields(line)
-	if len(fs) != 8 {
-		return Execution{}, fmt.Errorf("task log line %q: want 8 fields, have %d", line, len(fs))
+	killed := len(fs) == 9 && fs[8] == "killed"
+	if len(fs) != 8 && !killed {
+		return Execution{}, fmt.Errorf("task log line %q: want 8 fields (9 with killed), have %d", line, len(fs))
 	}
 	var n [6]int64
 	for i := range n {
@@ -41,7 +49,7 @@ func ParseExecution(line string) (Execution, error) {
 	return Execution{
 		Queue: fs[0], ID: fs[1], Attempt: int(n[0]), Position: n[1],
 		WorkerPID: int(n[2]), PID: int(n[3]),
-		Start: time.UnixMicro(n[4]), End: time.UnixMicro(n[5]),
+		Start: time.UnixMicro(n[4]), End: time.UnixMicro(n[5]), Killed: killed,
 	}, nil
 }
 

@@ -8,7 +8,9 @@
 // own pid, start and end in µs of CLOCK_REALTIME — to LOG with one write(2)
 // on an O_APPEND descriptor, so that lines of concurrent tasks never
 // interleave and a line, once written, survives any process crash. It exits
-// 1 (the worker retries) when it cannot write the line.
+// 1 (the worker retries) when it cannot write the line. A SIGTERM during the
+// sleep appends the line marked killed (end: the signal's time), then the
+// task dies of the signal as it would have.
 //
 // It is a separate, small binary (standard library and the checker's line
 // format only) because hundreds start every second: a process start of the
@@ -19,7 +21,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/drover-dev/drover/internal/chaos/check"
@@ -51,15 +55,26 @@ func run(args []string) int {
 	if env.Args.Fail {
 		return 1
 	}
+	killed := false
 	if env.Args.SleepMS > 0 {
-		time.Sleep(time.Duration(env.Args.SleepMS) * time.Millisecond)
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		select {
+		case <-time.After(time.Duration(env.Args.SleepMS) * time.Millisecond):
+		case <-term:
+			killed = true
+		}
+		signal.Reset(syscall.SIGTERM)
 	}
 	attempt, _ := strconv.Atoi(os.Getenv("DROVER_ATTEMPT"))
 	pos, _ := strconv.ParseInt(os.Getenv("DROVER_POSITION"), 10, 64)
 	line := check.FormatExecution(check.Execution{
 		Queue: os.Getenv("DROVER_QUEUE"), ID: os.Getenv("DROVER_MESSAGE_ID"), Attempt: attempt, Position: pos,
-		WorkerPID: os.Getppid(), PID: os.Getpid(), Start: start, End: time.Now(),
+		WorkerPID: os.Getppid(), PID: os.Getpid(), Start: start, End: time.Now(), Killed: killed,
 	})
+	if killed {
+		defer func() { syscall.Kill(os.Getpid(), syscall.SIGTERM); time.Sleep(time.Second) }()
+	}
 	f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open task log:", err)
