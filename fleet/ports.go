@@ -78,7 +78,9 @@ type ReconcilerSession interface {
 // reconciler's goroutines.
 type Runner interface {
 	// Start begins running a claimed queue. The runner commits and finally
-	// releases through the claim.
+	// releases through the claim. It must not block on I/O (the
+	// reconciler's one goroutine calls it; worker.Worker routes the
+	// queue's wake-ups in the background).
 	Start(cfg drover.QueueConfig, claim drover.Claim) error
 	// Stop gives a queue up gracefully: drain, then claim.Release. It
 	// blocks until the claim is released (or the release failed).

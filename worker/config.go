@@ -87,6 +87,12 @@ type Config struct {
 	// block.
 	Renew func()
 
+	// Router, when set, routes the wake-ups of every queue the worker
+	// starts to this member, in batches and off the caller's goroutine
+	// (routes.go): Start never waits on Redis. Without it, wake-ups reach
+	// whoever routed them, and the backstop check finds the rest.
+	Router WakeupRouter
+
 	// Tracer, when set, opens a span per task delivery (a child of the
 	// producer's trace in the envelope's headers) and hands its context to
 	// the executor. Default nil: tracing off.

@@ -96,7 +96,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	w, err := worker.New(worker.Config{
 		Member: cfg.Worker.Name, Capacity: cfg.Worker.Capacity, BatchSize: cfg.Worker.BatchSize,
 		DrainTimeout: cfg.Worker.DrainTimeout,
-		Log:          store, Requeuer: store, Executor: exec,
+		Log:          store, Requeuer: store, Executor: exec, Router: store,
 		Logger: log.Named("worker"), Metrics: reg, Tracer: store.Tracer(),
 		Confirm: func(ctx context.Context) error { return m.Confirm(ctx) },
 		Renew:   renewLease(func() *coordinator.Session { return m.Session() }, lease, log),
@@ -134,7 +134,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	}
 	host, _ := os.Hostname()
 	mcfg := membership.MemberConfig{
-		Name: cfg.Worker.Name, Coordinator: ccfg, Worker: routedWorker{w, store, cfg.Worker.Name, log}, Strategy: strategy, Settle: cfg.Worker.Settle,
+		Name: cfg.Worker.Name, Coordinator: ccfg, Worker: w, Strategy: strategy, Settle: cfg.Worker.Settle,
 		Member: drover.Member{Host: host, PID: os.Getpid(), Version: version, AdminAddr: adminAddr,
 			Capacity: cfg.Worker.Capacity, Tags: cfg.Worker.Tags},
 		Logger: log, Metrics: reg, RedisHealth: redisHealth,

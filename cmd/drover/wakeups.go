@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/worker"
 )
@@ -19,28 +17,6 @@ var (
 	_ worker.HeadReader   = (*queue.Store)(nil)
 	_ worker.BatchTrimmer = (*queue.Store)(nil)
 )
-
-// routedWorker is the worker as the fleet runs it: starting a queue first
-// routes the queue's wake-ups to this member (queue.RouteWakeups), so that
-// enqueues wake this member alone (docs/redis-schema.md, Wake-ups). A route
-// that fails is logged and the queue runs anyway: the worker's amortised
-// backstop check finds its messages.
-type routedWorker struct {
-	*worker.Worker
-	store  *queue.Store
-	member string
-	log    hclog.Logger
-}
-
-func (r routedWorker) Start(cfg drover.QueueConfig, claim drover.Claim) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := r.store.RouteWakeups(ctx, r.member, cfg.Name)
-	cancel()
-	if err != nil {
-		r.log.Warn("wake-ups of the queue not routed here; the backstop check finds its messages", "queue", cfg.Name, "error", err)
-	}
-	return r.Worker.Start(cfg, claim)
-}
 
 // wakeQueues feeds the member's wake-ups to the worker until ctx ends: a
 // wake-up starts the queue's parked loop, a due time goes to the worker's

@@ -33,7 +33,7 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 	}
 	ex := &recordingExecutor{}
 	w, err := worker.New(worker.Config{
-		Member: "owner", Log: store, Requeuer: store, Executor: ex,
+		Member: "owner", Log: store, Requeuer: store, Executor: ex, Router: store,
 		PollInterval: 200 * time.Millisecond, CommitInterval: 10 * time.Millisecond,
 	})
 	if err != nil {
@@ -51,9 +51,8 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 	}
 
 	claim := &offsetClaim{}
-	rw := routedWorker{Worker: w, store: store, member: "owner", log: hclog.NewNullLogger()}
 	qc := drover.QueueConfig{Name: "lonely", Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}
-	if err := rw.Start(qc, claim); err != nil {
+	if err := w.Start(qc, claim); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, "the queue parked", func() bool {
