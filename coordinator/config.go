@@ -51,7 +51,8 @@ type Config struct {
 	// Default: a null logger.
 	Logger hclog.Logger
 	// OnStateChange, when set, is called with every session state change, in
-	// order, from the session's monitor goroutine. It must not block.
+	// order (from the monitor goroutine, or from Close for the final Lost).
+	// It must not block, nor call the session's Close.
 	OnStateChange func(SessionState)
 }
 

@@ -32,11 +32,15 @@ type Session struct {
 	routes  routeInterner // shares task-route tables among watched configs (route_intern.go)
 	stats   statsCache    // queue counts ClusterStats reuses (stats.go)
 
-	mu      sync.Mutex
-	state   SessionState
-	changed chan struct{} // closed and replaced on every state change
-	err     error         // why the session was lost
-	done    chan struct{} // closed when Lost
+	// notifyMu is held from a state change to the end of its callback, so
+	// OnStateChange sees the changes in the order they were made, even when
+	// two goroutines (the monitor, Close) change the state.
+	notifyMu sync.Mutex
+	mu       sync.Mutex
+	state    SessionState
+	changed  chan struct{} // closed and replaced on every state change
+	err      error         // why the session was lost
+	done     chan struct{} // closed when Lost
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -292,6 +296,8 @@ const closedReason = "the session was closed"
 
 // setState records a state change; Lost is final.
 func (s *Session) setState(st SessionState, reason string) {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
 	s.mu.Lock()
 	if s.state == st || s.state == Lost {
 		s.mu.Unlock()
