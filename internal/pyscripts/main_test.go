@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/drover-dev/drover/queue"
 )
 
 // TestCommittedScriptsMatchGo: the Lua the Python client runs is the Lua
@@ -41,5 +44,18 @@ func TestGenerateEvaluatesConcatenation(t *testing.T) {
 	}
 	if !strings.Contains(rec, "local function rotate") {
 		t.Fatal("record_outcomes.lua lacks the shared record function")
+	}
+}
+
+// TestLayoutVersionIsTheEnqueueScripts: the version the fleet writes to
+// <prefix>:layout is the one the Python client speaks.
+func TestLayoutVersionIsTheEnqueueScripts(t *testing.T) {
+	files, err := Generate(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`"layout": %d`, queue.LayoutVersion)
+	if !strings.Contains(files["versions.json"], want) {
+		t.Fatalf("versions.json lacks %s (queue.LayoutVersion):\n%s", want, files["versions.json"])
 	}
 }

@@ -106,6 +106,9 @@ class RedisClientTests(unittest.TestCase):
         slots = [int(i[len(prefix):]) for i in fires]
         self.assertEqual(len(slots), len(set(slots)), f"a slot ran twice: {fires}")
 
+    def test_the_fleet_marks_the_layout_this_client_speaks(self):
+        self.assertEqual(int(self.r.get(env("DROVER_PREFIX") + ":layout")), LAYOUT_VERSION)
+
     def test_refuses_another_layout(self):
         other = env("DROVER_PREFIX") + "-layout"
         self.r.set(other + ":layout", LAYOUT_VERSION + 1)
