@@ -217,6 +217,7 @@ func sections() []section {
 			},
 		},
 		metricsBudget,
+		pythonClient,
 	}
 }
 

@@ -78,6 +78,7 @@ class Client:
         self._revoke = r.register_script(_script("revoke.lua"))
         self._record = r.register_script(_script("record_outcomes.lua"))
         self._status = r.register_script(_script("job_status.lua"))
+        self._registered: set = set()  # queues added to <prefix>:queues by this client
         if check_layout:
             self.check_layout()
 
@@ -143,20 +144,31 @@ class Client:
                 due_ms = int((time.time() + j.delay) * 1000)
             calls.setdefault(j.queue, []).append(
                 (i, [mid, json.dumps(env, separators=(",", ":")), str(due_ms), "1" if keyed else "0"]))
-        pipe = self.r.pipeline(transaction=False)
-        order: List[List[int]] = []
+        batches: List[Tuple[List[str], List[str], List[int]]] = []
         for queue, items in calls.items():
             k = self._keys(queue)
+            keys = [k["log"], k["msg"], k["seq"], k["delayed"], k["seen"], k["owner"]]
             for s in range(0, len(items), MAX_SCRIPT_BATCH):
                 chunk = items[s:s + MAX_SCRIPT_BATCH]
                 argv: List[str] = [str(self.dedupe_window_ms), self.wake_channel, queue]
                 for _, a in chunk:
                     argv += a
-                self._enqueue(keys=[k["log"], k["msg"], k["seq"], k["delayed"], k["seen"], k["owner"]],
-                              args=argv, client=pipe)
-                order.append([i for i, _ in chunk])
-        pipe.sadd(self.prefix + ":queues", *calls.keys())
-        results = pipe.execute()
+                batches.append((keys, argv, [i for i, _ in chunk]))
+        register = [q for q in calls if q not in self._registered]
+        order = [b[2] for b in batches]
+        if len(batches) == 1 and not register:
+            # The common case of a lone caller: one EVALSHA, no pipeline
+            # (redis-py's pipeline adds a SCRIPT EXISTS round trip).
+            results = [self._enqueue(keys=batches[0][0], args=batches[0][1])]
+        else:
+            pipe = self.r.pipeline(transaction=False)
+            for keys, argv, _ in batches:
+                self._enqueue(keys=keys, args=argv, client=pipe)
+            if register:
+                pipe.sadd(self.prefix + ":queues", *register)
+            results = pipe.execute()
+            if register:
+                self._registered.update(register)
         for idxs, res in zip(order, results):
             for i, r in zip(idxs, res):
                 out[i] = (out[i][0], int(r))
