@@ -44,14 +44,18 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
+try:  # optional: the current trace context goes into the headers
+    from opentelemetry import propagate as _otel_propagate  # type: ignore
+except ImportError:
+    _otel_propagate = None
+
+
 def _traceparent(headers: Dict[str, str]) -> Dict[str, str]:
     """Adds the current OpenTelemetry trace context when it is importable."""
-    try:
-        from opentelemetry import propagate  # type: ignore
-    except ImportError:
+    if _otel_propagate is None:
         return headers
     carrier: Dict[str, str] = {}
-    propagate.inject(carrier)
+    _otel_propagate.inject(carrier)
     for k in ("traceparent", "tracestate"):
         if carrier.get(k) and k not in headers:
             headers[k] = carrier[k]
