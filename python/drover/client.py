@@ -4,8 +4,10 @@ Lua scripts the Go code runs (generated from queue/scripts.go)."""
 from __future__ import annotations
 
 import datetime
+import getpass
 import json
 import re
+import socket
 import time
 from importlib import resources
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -183,13 +185,16 @@ class Client:
 
     # --- revoke ------------------------------------------------------------
 
-    def revoke(self, queue: str, id: str, by: str = "",
+    def revoke(self, queue: str, id: str, by: Optional[str] = None,
                retention_ms: int = DEFAULT_OUTCOME_RETENTION_MS,
                max_records: int = DEFAULT_OUTCOME_MAX) -> bool:
         """Delete a delayed message and record the outcome `revoked` (with
         by, who revoked it), as an HTTP revoke does. Returns False,
         changing nothing, when the id is not delayed (unknown or already
-        promoted)."""
+        promoted). by defaults to user@host, as `drover ctl revoke`
+        records it."""
+        if by is None:
+            by = _operator()
         k = self._keys(queue)
         if not self._revoke(keys=[k["log"], k["msg"], k["delayed"], k["seen"]], args=[id]):
             return False
@@ -315,6 +320,15 @@ def _parse_time(s: str) -> int:
     except ValueError:
         return 0
     return int(t.timestamp()) * 1_000_000 + t.microsecond
+
+
+def _operator() -> str:
+    """user@host: who revoked, as drover ctl records it."""
+    try:
+        name = getpass.getuser()
+    except Exception:  # no user name in this environment
+        name = "unknown"
+    return name + "@" + socket.gethostname()
 
 
 def _json(v: Any) -> Optional[Dict[str, Any]]:

@@ -88,6 +88,9 @@ class RedisClientTests(unittest.TestCase):
         self.assertFalse(self.c.revoke(self.q, job_id))
         st = self.c.status(self.q, job_id)
         self.assertEqual((st.state, st.by), ("revoked", "python-suite"))
+        other, _ = self.c.enqueue(self.q, "record", delay=3600)
+        self.assertTrue(self.c.revoke(self.q, other))
+        self.assertIn("@", self.c.status(self.q, other).by)  # user@host, as ctl records it
 
     def test_schedule_fires_each_slot_once(self):
         name = "py-every-%d" % time.time_ns()
