@@ -13,11 +13,11 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z_-]*:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: deps
-deps: ## install Redis, ZooKeeper, promtool (package prometheus) and chromium (the console's browser tests) from Debian's packages when missing
-	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null || ! command -v promtool >/dev/null || ! command -v chromium >/dev/null; then \
-		echo "installing redis-server, zookeeper, prometheus (for promtool) and chromium (apt-get)"; \
+deps: ## install Redis, ZooKeeper, promtool (package prometheus), chromium (the console's browser tests) and python3-redis (the Python client's suite, run with /usr/bin/python3) from Debian's packages when missing
+	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null || ! command -v promtool >/dev/null || ! command -v chromium >/dev/null || ! /usr/bin/python3 -c 'import redis' 2>/dev/null; then \
+		echo "installing redis-server, zookeeper, prometheus (for promtool), chromium and python3-redis (apt-get)"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server zookeeper >/dev/null && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus chromium >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server zookeeper python3-redis >/dev/null && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus chromium >/dev/null; \
 	fi
 	@redis-server --version | head -1
 	@ls /usr/share/java/zookeeper-3*.jar

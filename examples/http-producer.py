@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """http-producer.py — enqueue Drover jobs and ask where they are over the
-console's HTTP API (docs/http-api.md), with nothing but Python's standard
-HTTP library (urllib): no Redis client, no Drover library.
+console's HTTP API (docs/http-api.md) with drover.HTTPClient (standard
+library only: no Redis client). See docs/python.md.
 
-    examples/http-producer.py enqueue QUEUE TASK ['{"json": "args"}'] [--id KEY] [--in 10m | --at RFC3339]
+    examples/http-producer.py enqueue QUEUE TASK ['{"json": "args"}'] [--id KEY] [--in SECONDS]
     examples/http-producer.py batch QUEUE TASK N           # N jobs in one request
     examples/http-producer.py status QUEUE ID
     examples/http-producer.py revoke QUEUE ID
@@ -15,36 +15,15 @@ token: drover web token NAME producer). Prints the API's JSON answer; exits
 import argparse
 import json
 import os
+import pathlib
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 
-
-def call(method, path, body=None):
-    """Send one request to the API and return the decoded JSON answer."""
-    url = os.environ.get("DROVER_URL", "http://127.0.0.1:8080").rstrip("/") + "/api/v1" + path
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method)
-    req.add_header("Accept", "application/json")
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    token = os.environ.get("DROVER_TOKEN")
-    if token:
-        req.add_header("Authorization", "Bearer " + token)
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return json.load(resp)
-    except urllib.error.HTTPError as e:
-        try:
-            msg = json.load(e).get("error", "")
-        except ValueError:
-            msg = ""
-        sys.exit(f"{method} {path}: {e.code} {e.reason}: {msg}")
-
-
-def q(s):
-    return urllib.parse.quote(s, safe="")
+try:
+    import drover
+except ImportError:  # run from a checkout without installing
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "python"))
+    import drover
+from drover.http import HTTPError
 
 
 def main():
@@ -55,8 +34,7 @@ def main():
     e.add_argument("task")
     e.add_argument("args", nargs="?", default=None)
     e.add_argument("--id")
-    e.add_argument("--in", dest="delay")
-    e.add_argument("--at")
+    e.add_argument("--in", dest="delay", type=float, default=0)
     b = sub.add_parser("batch")
     b.add_argument("queue")
     b.add_argument("task")
@@ -66,25 +44,19 @@ def main():
         s.add_argument("queue")
         s.add_argument("id")
     a = p.parse_args()
-
-    if a.cmd == "enqueue":
-        job = {"task": a.task}
-        if a.args is not None:
-            job["args"] = json.loads(a.args)
-        if a.id:
-            job["id"] = a.id
-        if a.delay:
-            job["in"] = a.delay
-        if a.at:
-            job["at"] = a.at
-        out = call("POST", f"/queues/{q(a.queue)}/jobs", job)
-    elif a.cmd == "batch":
-        jobs = [{"task": a.task, "args": {"i": i}} for i in range(a.n)]
-        out = call("POST", f"/queues/{q(a.queue)}/jobs", {"jobs": jobs})
-    elif a.cmd == "status":
-        out = call("GET", f"/queues/{q(a.queue)}/jobs/{q(a.id)}")
-    else:
-        out = call("DELETE", f"/queues/{q(a.queue)}/jobs/{q(a.id)}")
+    c = drover.HTTPClient(os.environ.get("DROVER_URL", "http://127.0.0.1:8080"), os.environ.get("DROVER_TOKEN", ""))
+    try:
+        if a.cmd == "enqueue":
+            args = None if a.args is None else json.loads(a.args)
+            out = c.enqueue(a.queue, a.task, args, id=a.id, delay=a.delay)
+        elif a.cmd == "batch":
+            out = c.enqueue_many(a.queue, [drover.Job(a.queue, a.task, {"i": i}) for i in range(a.n)])
+        elif a.cmd == "status":
+            out = c.status(a.queue, a.id)
+        else:
+            out = c.revoke(a.queue, a.id)
+    except HTTPError as err:
+        sys.exit(f"{a.cmd}: {err}")
     json.dump(out, sys.stdout, indent=2)
     print()
 

@@ -214,6 +214,13 @@ func openStore(cfg *config.Config, clientName string, log hclog.Logger) (*queue.
 		stopTracing()
 		return nil, nil, err
 	}
+	// The layout version producers in other languages check (best effort:
+	// Redis may come up later; the next start writes it).
+	lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if err := store.MarkLayout(lctx); err != nil {
+		log.Warn("layout version not written", "error", err)
+	}
+	cancel()
 	return store, func() { rdb.Close(); stopTracing() }, nil
 }
 

@@ -7,7 +7,7 @@ child, not once per task.
 import hashlib
 import sys
 
-import drover_pool  # python/drover_pool.py: on PYTHONPATH through the route's env
+import drover.pool as drover_pool  # python/drover: installed (pip install ./python) or on PYTHONPATH through the route's env
 
 SEEN = 0  # lives as long as the child: recycling bounds what it may grow to
 

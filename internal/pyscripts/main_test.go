@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drover-dev/drover/queue"
+)
+
+// TestCommittedScriptsMatchGo: the Lua the Python client runs is the Lua
+// the Go code runs. After changing a script in queue/, run
+// `go run ./internal/pyscripts` from the module root.
+func TestCommittedScriptsMatchGo(t *testing.T) {
+	root := filepath.Join("..", "..")
+	want, err := Generate(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range want {
+		have, err := os.ReadFile(filepath.Join(root, OutDir, name))
+		if err != nil {
+			t.Errorf("%s: %v (run: go run ./internal/pyscripts)", name, err)
+			continue
+		}
+		if string(have) != body {
+			t.Errorf("%s/%s differs from the Go source; run: go run ./internal/pyscripts", OutDir, name)
+		}
+	}
+}
+
+// TestGenerateEvaluatesConcatenation: record-outcomes is built from a
+// shared function and a literal; the generated script holds both.
+func TestGenerateEvaluatesConcatenation(t *testing.T) {
+	files, err := Generate(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := files["record_outcomes.lua"]
+	if len(rec) < 100 || !strings.HasPrefix(rec, "-- drover record-outcomes") {
+		t.Fatalf("record_outcomes.lua: %.80q", rec)
+	}
+	if !strings.Contains(rec, "local function rotate") {
+		t.Fatal("record_outcomes.lua lacks the shared record function")
+	}
+}
+
+// TestLayoutVersionIsTheEnqueueScripts: the version the fleet writes to
+// <prefix>:layout is the one the Python client speaks.
+func TestLayoutVersionIsTheEnqueueScripts(t *testing.T) {
+	files, err := Generate(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`"layout": %d`, queue.LayoutVersion)
+	if !strings.Contains(files["versions.json"], want) {
+		t.Fatalf("versions.json lacks %s (queue.LayoutVersion):\n%s", want, files["versions.json"])
+	}
+}

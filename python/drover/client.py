@@ -1,0 +1,358 @@
+"""The Redis producer: enqueue, revoke, job status and schedules, with the
+Lua scripts the Go code runs (generated from queue/scripts.go)."""
+
+from __future__ import annotations
+
+import datetime
+import getpass
+import json
+import re
+import socket
+import time
+from importlib import resources
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+try:
+    import redis
+except ImportError as e:  # pragma: no cover - the message is the point
+    raise ImportError(
+        "drover.Client needs redis-py: apt-get install python3-redis "
+        "(Debian; run with /usr/bin/python3) or pip install redis") from e
+
+from .errors import DroverError, LayoutError
+from .ids import new_id
+from .types import Job, JobStatus, Schedule
+
+DEFAULT_DEDUPE_WINDOW_MS = 24 * 3600 * 1000
+DEFAULT_OUTCOME_RETENTION_MS = 24 * 3600 * 1000
+DEFAULT_OUTCOME_MAX = 10000
+MAX_SCRIPT_BATCH = 1000  # messages per script call
+
+
+def _script(name: str) -> str:
+    return resources.files("drover.scripts").joinpath(name).read_text(encoding="utf-8")
+
+
+VERSIONS: Dict[str, int] = json.loads(_script("versions.json"))
+LAYOUT_VERSION: int = VERSIONS["layout"]
+
+
+def _rfc3339(t: datetime.datetime) -> str:
+    t = t.astimezone(datetime.timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + "%06dZ" % t.microsecond
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+try:  # optional: the current trace context goes into the headers
+    from opentelemetry import propagate as _otel_propagate  # type: ignore
+except ImportError:
+    _otel_propagate = None
+
+
+def _traceparent(headers: Dict[str, str]) -> Dict[str, str]:
+    """Adds the current OpenTelemetry trace context when it is importable."""
+    if _otel_propagate is None:
+        return headers
+    carrier: Dict[str, str] = {}
+    _otel_propagate.inject(carrier)
+    for k in ("traceparent", "tracestate"):
+        if carrier.get(k) and k not in headers:
+            headers[k] = carrier[k]
+    return headers
+
+
+class Client:
+    """A Drover producer on Redis.
+
+        c = drover.Client(redis.Redis(), prefix="drover")
+        job_id, pos = c.enqueue("emails", "send", {"to": "a@example.com"})
+
+    prefix is the fleet's redis.prefix. The client refuses (LayoutError) a
+    Redis whose <prefix>:layout key names a version it does not speak."""
+
+    def __init__(self, r: "redis.Redis", prefix: str = "drover",
+                 dedupe_window_ms: int = DEFAULT_DEDUPE_WINDOW_MS, wakeups: bool = True,
+                 check_layout: bool = True) -> None:
+        self.r = r
+        self.prefix = prefix
+        self.dedupe_window_ms = int(dedupe_window_ms)
+        self.wake_channel = prefix + ":wakeup-unowned" if wakeups else ""
+        self._enqueue = r.register_script(_script("enqueue.lua"))
+        self._revoke = r.register_script(_script("revoke.lua"))
+        self._record = r.register_script(_script("record_outcomes.lua"))
+        self._status = r.register_script(_script("job_status.lua"))
+        self._registered: set = set()  # queues added to <prefix>:queues by this client
+        if check_layout:
+            self.check_layout()
+
+    @classmethod
+    def from_url(cls, url: str = "redis://127.0.0.1:6379/0", **kw: Any) -> "Client":
+        return cls(redis.Redis.from_url(url), **kw)
+
+    def check_layout(self) -> None:
+        """Raises LayoutError when <prefix>:layout names another version."""
+        v = self.r.get(self.prefix + ":layout")
+        if v is not None and int(v) != LAYOUT_VERSION:
+            raise LayoutError(
+                f"Redis {self.prefix!r} holds Drover layout v{int(v)}; this client speaks "
+                f"v{LAYOUT_VERSION}: upgrade the client (docs/redis-schema.md, Compatibility)")
+
+    def _keys(self, queue: str) -> Dict[str, str]:
+        if not queue:
+            raise DroverError("empty queue name")
+        base = f"{self.prefix}:{{{queue}}}:"
+        return {k: base + k for k in ("log", "msg", "seq", "delayed", "seen", "owner",
+                                       "dead", "deadmsg", "done")}
+
+    # --- enqueue -----------------------------------------------------------
+
+    def enqueue(self, queue: str, task: str, args: Any = None, *, id: Optional[str] = None,
+                delay: float = 0.0, due: Optional[datetime.datetime] = None,
+                max_attempts: int = 0, headers: Optional[Dict[str, str]] = None) -> Tuple[str, int]:
+        """Enqueue one message. Returns (id, result): result is the position
+        (> 0), 0 when delayed, -1 when the id was already known."""
+        job = Job(queue, task, args, id, delay, due, max_attempts, dict(headers or {}))
+        return self.enqueue_many([job])[0]
+
+    def enqueue_many(self, jobs: Iterable[Job]) -> List[Tuple[str, int]]:
+        """Enqueue jobs (any queues), one script call per queue and up to
+        1000 messages. Returns (id, result) per job, in order."""
+        jobs = list(jobs)
+        out: List[Tuple[str, int]] = [("", 0)] * len(jobs)
+        calls: Dict[str, List[Tuple[int, List[str]]]] = {}
+        now = _now()
+        for i, j in enumerate(jobs):
+            if not j.task:
+                raise DroverError(f"job {i}: empty task name")
+            keyed = j.id is not None
+            if keyed and not j.id:
+                raise DroverError(f"job {i}: empty id")
+            mid = j.id if keyed else new_id()
+            env: Dict[str, Any] = {"id": mid, "queue": j.queue, "task": j.task}
+            if j.args is not None:
+                env["args"] = j.args
+            env["attempt"] = 0
+            if j.max_attempts:
+                env["max_attempts"] = int(j.max_attempts)
+            env["enqueued_at"] = _rfc3339(now)
+            headers = _traceparent(dict(j.headers))
+            if headers:
+                env["headers"] = headers
+            due_ms = 0
+            if j.due is not None:
+                if j.due.tzinfo is None:
+                    raise DroverError(f"job {i}: due must be an aware datetime")
+                due_ms = int(j.due.timestamp() * 1000)
+            elif j.delay > 0:
+                due_ms = int((time.time() + j.delay) * 1000)
+            calls.setdefault(j.queue, []).append(
+                (i, [mid, json.dumps(env, separators=(",", ":")), str(due_ms), "1" if keyed else "0"]))
+        batches: List[Tuple[List[str], List[str], List[int]]] = []
+        for queue, items in calls.items():
+            k = self._keys(queue)
+            keys = [k["log"], k["msg"], k["seq"], k["delayed"], k["seen"], k["owner"]]
+            for s in range(0, len(items), MAX_SCRIPT_BATCH):
+                chunk = items[s:s + MAX_SCRIPT_BATCH]
+                argv: List[str] = [str(self.dedupe_window_ms), self.wake_channel, queue]
+                for _, a in chunk:
+                    argv += a
+                batches.append((keys, argv, [i for i, _ in chunk]))
+        register = [q for q in calls if q not in self._registered]
+        order = [b[2] for b in batches]
+        if len(batches) == 1 and not register:
+            # The common case of a lone caller: one EVALSHA, no pipeline
+            # (redis-py's pipeline adds a SCRIPT EXISTS round trip).
+            results = [self._enqueue(keys=batches[0][0], args=batches[0][1])]
+        else:
+            pipe = self.r.pipeline(transaction=False)
+            for keys, argv, _ in batches:
+                self._enqueue(keys=keys, args=argv, client=pipe)
+            if register:
+                pipe.sadd(self.prefix + ":queues", *register)
+            results = pipe.execute()
+            if register:
+                self._registered.update(register)
+        for idxs, res in zip(order, results):
+            for i, r in zip(idxs, res):
+                out[i] = (out[i][0], int(r))
+        for items in calls.values():
+            for i, a in items:
+                out[i] = (a[0], out[i][1])
+        return out
+
+    # --- revoke ------------------------------------------------------------
+
+    def revoke(self, queue: str, id: str, by: Optional[str] = None,
+               retention_ms: int = DEFAULT_OUTCOME_RETENTION_MS,
+               max_records: int = DEFAULT_OUTCOME_MAX) -> bool:
+        """Delete a delayed message and record the outcome `revoked` (with
+        by, who revoked it), as an HTTP revoke does. Returns False,
+        changing nothing, when the id is not delayed (unknown or already
+        promoted). by defaults to user@host, as `drover ctl revoke`
+        records it."""
+        if by is None:
+            by = _operator()
+        k = self._keys(queue)
+        if not self._revoke(keys=[k["log"], k["msg"], k["delayed"], k["seen"]], args=[id]):
+            return False
+        rec: Dict[str, Any] = {"state": "revoked", "exit_code": -1, "finished_at": _rfc3339(_now())}
+        if by:
+            rec["by"] = by
+        if retention_ms > 0:
+            self._record(keys=[k["done"]], args=[max_records, retention_ms, id,
+                                                  json.dumps(rec, separators=(",", ":"))])
+        return True
+
+    # --- status ------------------------------------------------------------
+
+    def status(self, queue: str, id: str) -> JobStatus:
+        """Where the job is now: the states and fields of `drover ctl job`,
+        except `running` (which only ZooKeeper knows). Without the committed
+        offset (ZooKeeper's), a message still in the log is `pending` until
+        its outcome record says otherwise."""
+        if not id:
+            raise DroverError("empty id")
+        k = self._keys(queue)
+        r = self._status(keys=[k["log"], k["msg"], k["delayed"], k["dead"], k["deadmsg"], k["done"]],
+                         args=[id, 0])
+        now_us, due, pos, ahead, env, dead, deadrec, rec = (list(r) + [None] * 8)[:8]
+        st = JobStatus(queue=queue, id=id,
+                       as_of=_rfc3339(datetime.datetime.fromtimestamp(int(now_us) / 1e6, datetime.timezone.utc)))
+        m = _json(env)
+        if m:
+            st.task, st.attempt = m.get("task", ""), m.get("attempt", 0)
+        recd = _json(rec)
+        record_is_newer = (recd is not None and pos is not None
+                           and _parse_time(recd.get("finished_at", "")) > int(float(pos)))
+        if due is not None:
+            st.state = "delayed"
+            st.due_at = _rfc3339(datetime.datetime.fromtimestamp(float(due) / 1000, datetime.timezone.utc))
+            if m and m.get("attempt", 0) > 0:
+                st.state = "retrying"
+                _last_error(st, m)
+        elif pos is not None and record_is_newer:
+            st.position = int(float(pos))
+            _from_record(st, recd or {})
+        elif pos is not None:
+            st.state, st.position, st.ahead = "pending", int(float(pos)), int(ahead or 0)
+            if m and m.get("attempt", 0) > 0:
+                _last_error(st, m)
+        elif dead is not None:
+            st.state = "dead"
+            d = _json(deadrec) or {}
+            msg = d.get("message") or {}
+            if msg:
+                st.task, st.attempt = msg.get("task", ""), msg.get("attempt", 0)
+            f = d.get("failure") or d
+            st.error, st.exit_code, st.stderr_tail = f.get("error", ""), f.get("exit_code"), f.get("stderr_tail", "")
+            st.finished_at = f.get("failed_at") or _rfc3339(
+                datetime.datetime.fromtimestamp(float(dead) / 1000, datetime.timezone.utc))
+        elif recd is not None:
+            _from_record(st, recd)
+        return st
+
+    # --- schedules (docs/scheduler.md, "Redis layout") ---------------------
+
+    def _sched_keys(self, name: str) -> Tuple[str, str]:
+        if not name:
+            raise DroverError("empty schedule name")
+        return self.prefix + ":schedule", f"{self.prefix}:sched:{name}"
+
+    def schedule_put(self, name: str, definition: Dict[str, Any]) -> None:
+        """Add or replace an entry: the definition first, then score 0 (the
+        scheduler's leader plans it within its poll interval)."""
+        for f in ("queue", "task", "schedule"):
+            if not definition.get(f):
+                raise DroverError(f"schedule {name}: definition needs {f!r}")
+        index, h = self._sched_keys(name)
+        self.r.hset(h, "definition", json.dumps(definition, separators=(",", ":")))
+        self.r.zadd(index, {name: 0})
+
+    schedule_add = schedule_put
+    schedule_update = schedule_put
+
+    def _set_enabled(self, name: str, enabled: bool) -> None:
+        s = self.schedule_get(name)
+        if s is None:
+            raise DroverError(f"no schedule {name!r}")
+        d = dict(s.definition)
+        if enabled:
+            d.pop("enabled", None)
+        else:
+            d["enabled"] = False
+        self.schedule_put(name, d)
+
+    def schedule_enable(self, name: str) -> None:
+        self._set_enabled(name, True)
+
+    def schedule_disable(self, name: str) -> None:
+        self._set_enabled(name, False)
+
+    def schedule_remove(self, name: str) -> bool:
+        index, h = self._sched_keys(name)
+        removed = self.r.zrem(index, name)
+        self.r.delete(h)
+        return bool(removed)
+
+    def schedule_get(self, name: str) -> Optional[Schedule]:
+        index, h = self._sched_keys(name)
+        d, meta = self.r.hmget(h, "definition", "meta")
+        if d is None:
+            return None
+        return Schedule(name, json.loads(d), self.r.zscore(index, name), _json(meta))
+
+    def schedules(self) -> List[Schedule]:
+        names = [n.decode() if isinstance(n, bytes) else n for n in self.r.zrange(self.prefix + ":schedule", 0, -1)]
+        return [s for s in (self.schedule_get(n) for n in sorted(names)) if s is not None]
+
+
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+def _parse_time(s: str) -> int:
+    """An RFC 3339 time in µs since the epoch; 0 when it is not one."""
+    try:
+        s = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], s.replace("Z", "+00:00"), count=1)
+        t = datetime.datetime.fromisoformat(s)
+    except ValueError:
+        return 0
+    return int(t.timestamp()) * 1_000_000 + t.microsecond
+
+
+def _operator() -> str:
+    """user@host: who revoked, as drover ctl records it."""
+    try:
+        name = getpass.getuser()
+    except Exception:  # no user name in this environment
+        name = "unknown"
+    return name + "@" + socket.gethostname()
+
+
+def _json(v: Any) -> Optional[Dict[str, Any]]:
+    if v is None or v is False:
+        return None
+    try:
+        d = json.loads(v)
+    except (TypeError, ValueError):
+        return None
+    return d if isinstance(d, dict) else None
+
+
+def _from_record(st: JobStatus, rec: Dict[str, Any]) -> None:
+    st.state = rec.get("state") or "succeeded"
+    st.task = rec.get("task", st.task)
+    st.attempt = rec.get("attempt", st.attempt)
+    st.member, st.by = rec.get("member", ""), rec.get("by", "")
+    st.duration_seconds, st.stdout_tail = rec.get("duration_seconds"), rec.get("stdout_tail", "")
+    st.finished_at = rec.get("finished_at")
+    if st.state == "succeeded":
+        st.exit_code = rec.get("exit_code", 0)
+
+
+def _last_error(st: JobStatus, m: Dict[str, Any]) -> None:
+    f = m.get("last_error")
+    if isinstance(f, dict):
+        st.error, st.exit_code, st.stderr_tail = f.get("error", ""), f.get("exit_code"), f.get("stderr_tail", "")

@@ -1,0 +1,1 @@
+"""Generated from queue/scripts.go by `go run ./internal/pyscripts`: do not edit."""

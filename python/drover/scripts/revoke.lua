@@ -1,0 +1,6 @@
+-- drover revoke v1
+if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+return 1
