@@ -96,36 +96,24 @@ func newIdleScheduler(w *Worker) *idleScheduler {
 // due (when its next token is due), unless an earlier time is scheduled
 // already. Unlike at, the queue is not asked to promote. It never blocks.
 func (s *idleScheduler) tokenAt(queue string, due time.Time) {
-	s.mu.Lock()
-	it := s.byToken[queue]
-	switch {
-	case it == nil:
-		it = &dueItem{queue: queue, at: due, token: true}
-		s.byToken[queue] = it
-		heap.Push(&s.due, it)
-	case due.Before(it.at):
-		it.at = due
-		heap.Fix(&s.due, it.index)
-	default:
-		s.mu.Unlock()
-		return
-	}
-	first := s.due[0] == it
-	s.mu.Unlock()
-	if first {
-		s.poke()
-	}
+	s.schedule(s.byToken, queue, due, true)
 }
 
 // at schedules queue to be signalled (to promote) at due, unless an earlier
 // time is scheduled already. It never blocks.
 func (s *idleScheduler) at(queue string, due time.Time) {
+	s.schedule(s.byQueue, queue, due, false)
+}
+
+// schedule keeps in byName (byQueue or byToken) the earliest due time of
+// queue, and wakes the scheduler when it became the first due.
+func (s *idleScheduler) schedule(byName map[string]*dueItem, queue string, due time.Time, token bool) {
 	s.mu.Lock()
-	it := s.byQueue[queue]
+	it := byName[queue]
 	switch {
 	case it == nil:
-		it = &dueItem{queue: queue, at: due}
-		s.byQueue[queue] = it
+		it = &dueItem{queue: queue, at: due, token: token}
+		byName[queue] = it
 		heap.Push(&s.due, it)
 	case due.Before(it.at):
 		it.at = due
