@@ -3,7 +3,7 @@
 console's HTTP API (docs/http-api.md) with drover.HTTPClient (standard
 library only: no Redis client). See docs/python.md.
 
-    examples/http-producer.py enqueue QUEUE TASK ['{"json": "args"}'] [--id KEY] [--in SECONDS]
+    examples/http-producer.py enqueue QUEUE TASK ['{"json": "args"}'] [--id KEY] [--in DELAY]
     examples/http-producer.py batch QUEUE TASK N           # N jobs in one request
     examples/http-producer.py status QUEUE ID
     examples/http-producer.py revoke QUEUE ID
@@ -26,6 +26,23 @@ except ImportError:  # run from a checkout without installing
 from drover.http import HTTPError
 
 
+UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def delay(text: str) -> float:
+    """Seconds, from "90" or a number with one unit ("500ms", "1h")."""
+    for unit in sorted(UNITS, key=len, reverse=True):
+        if text.endswith(unit):
+            try:
+                return float(text[: -len(unit)]) * UNITS[unit]
+            except ValueError:
+                break
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: want seconds or a duration such as 30s, 15m or 1h") from None
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -34,7 +51,8 @@ def main():
     e.add_argument("task")
     e.add_argument("args", nargs="?", default=None)
     e.add_argument("--id")
-    e.add_argument("--in", dest="delay", type=float, default=0)
+    e.add_argument("--in", dest="delay", type=delay, default=0,
+                   help="run after this delay: seconds (90) or a duration with a unit (500ms, 30s, 15m, 1h, 2d)")
     b = sub.add_parser("batch")
     b.add_argument("queue")
     b.add_argument("task")
