@@ -32,8 +32,9 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := &recordingExecutor{}
+	routed := &signalRouter{WakeupRouter: store, done: make(chan struct{})}
 	w, err := worker.New(worker.Config{
-		Member: "owner", Log: store, Requeuer: store, Executor: ex, Router: store,
+		Member: "owner", Log: store, Requeuer: store, Executor: ex, Router: routed,
 		PollInterval: 200 * time.Millisecond, CommitInterval: 10 * time.Millisecond,
 	})
 	if err != nil {
@@ -59,6 +60,13 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 		st := w.State()
 		return len(st.Queues) == 1 && st.Queues[0].Parked
 	})
+	// The worker routes the queue's wake-ups on its own goroutine, maybe
+	// after the queue parked: the stale route must come after that write.
+	select {
+	case <-routed.done:
+	case <-time.After(testkit.Bound):
+		t.Fatal("the worker never routed the queue's wake-ups")
+	}
 	if err := store.RouteWakeups(ctx, "stale", "lonely"); err != nil { // the route goes stale
 		t.Fatal(err)
 	}
@@ -80,6 +88,21 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 	if ids := ex.ids(); len(ids) != 1 || ids[0] != res.ID {
 		t.Fatalf("runs: want [%s], have %v", res.ID, ids)
 	}
+}
+
+// signalRouter closes done after its first successful RouteWakeups.
+type signalRouter struct {
+	worker.WakeupRouter
+	once sync.Once
+	done chan struct{}
+}
+
+func (r *signalRouter) RouteWakeups(ctx context.Context, member string, queues ...string) error {
+	err := r.WakeupRouter.RouteWakeups(ctx, member, queues...)
+	if err == nil {
+		r.once.Do(func() { close(r.done) })
+	}
+	return err
 }
 
 // recordingExecutor succeeds at once and records the message ids.
