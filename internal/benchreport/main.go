@@ -217,7 +217,8 @@ func sections() []section {
 			},
 		},
 		metricsBudget,
-		rateLimits, // ratelimit.go
+		consoleManyQueues, // console_many.go
+		rateLimits,        // ratelimit.go
 		pythonClient,
 	}
 }
