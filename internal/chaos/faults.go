@@ -360,7 +360,9 @@ func (in *injector) redisCut(ctx context.Context) (check.Fault, error) {
 // and its end.
 func (in *injector) redisCutAll(ctx context.Context) (check.Fault, error) {
 	blackhole, mode := in.cutMode()
-	before, err := in.owners(ctx)
+	// The previous fault's moves (a redis-cut's queues coming back a grace
+	// after its end) must not count as this cut's.
+	before, err := in.settledOwners(ctx)
 	if err != nil {
 		return check.Fault{}, err
 	}
@@ -411,6 +413,29 @@ func (in *injector) owners(ctx context.Context) (map[string]string, error) {
 		return nil, fmt.Errorf("read the assignment: %w", err)
 	}
 	return a.Assignment.Queues, nil
+}
+
+// settledOwners returns the assignment once it has not changed for a
+// session timeout (the leader's Redis grace is shorter), or after a minute.
+func (in *injector) settledOwners(ctx context.Context) (map[string]string, error) {
+	prev, err := in.owners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if !sleepCtx(ctx, in.o.SessionTimeout) {
+			return prev, nil
+		}
+		cur, err := in.owners(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if maps.Equal(cur, prev) {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return prev, nil
 }
 
 // waitHandOver polls the assignment until member owns no queue and returns
