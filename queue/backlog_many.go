@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/drover-dev/drover"
 )
 
@@ -58,4 +60,32 @@ func (s *Store) BacklogMany(ctx context.Context, queues []string, offsets []drov
 		out[i] = b
 	}
 	return out, errs
+}
+
+// NonEmpty reports, for each queue in queues (in order), whether its log
+// holds any message: one EXISTS per queue, pipelined. Lag after any offset
+// is zero for a queue whose log is empty, so a reader that measures many
+// queues (the scaler, over a selection of 100,000) needs their offsets and
+// backlogs only for the queues this reports non-empty.
+func (s *Store) NonEmpty(ctx context.Context, queues []string) ([]bool, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(queues))
+	for i, q := range queues {
+		qk, err := s.queueKeys(q)
+		if err != nil {
+			return nil, fmt.Errorf("non-empty queues: %w", err)
+		}
+		cmds[i] = pipe.Exists(ctx, qk.log)
+	}
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("non-empty queues: %w", err)
+	}
+	out := make([]bool, len(queues))
+	for i, c := range cmds {
+		out[i] = c.Val() > 0
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package scaler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -29,8 +30,9 @@ type storeFleet struct {
 }
 
 func (f *storeFleet) Queues(context.Context) ([]string, error) { return f.queues, nil }
-func (f *storeFleet) Backlog(ctx context.Context, q string) (drover.Backlog, error) {
-	return f.store.Backlog(ctx, q, 0)
+func (f *storeFleet) Backlogs(ctx context.Context, qs []string) ([]drover.Backlog, error) {
+	bs, errs := f.store.BacklogMany(ctx, qs, make([]drover.Position, len(qs)))
+	return bs, errors.Join(errs...)
 }
 
 // BenchmarkStreamPush measures, as KEDA sees it over gRPC, the time from an

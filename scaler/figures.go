@@ -15,10 +15,15 @@ import (
 type Fleet interface {
 	// Queues lists every queue the fleet knows (configured or enqueued to).
 	Queues(ctx context.Context) ([]string, error)
-	// Backlog measures one queue after its committed offset (the scaler
-	// reads Lag and OldestAge).
-	Backlog(ctx context.Context, queue string) (drover.Backlog, error)
+	// Backlogs measures queues, each after its committed offset, in the
+	// order given (the scaler reads Lag and OldestAge). Measure calls it
+	// with at most MeasureBatch queues: an implementation reads them in a
+	// few round trips, not one per queue.
+	Backlogs(ctx context.Context, queues []string) ([]drover.Backlog, error)
 }
+
+// MeasureBatch is the most queues Measure passes to one Fleet.Backlogs.
+const MeasureBatch = 1000
 
 // Figures are a selection's backlog at one moment.
 type Figures struct {
@@ -45,21 +50,40 @@ func Measure(ctx context.Context, f Fleet, sel Selection) (Figures, error) {
 	if len(unknown) > 0 {
 		return Figures{}, fmt.Errorf("%w: %s (selection %s)", ErrUnknownQueue, strings.Join(unknown, ", "), sel)
 	}
-	var fig Figures
+	var (
+		fig   Figures
+		batch = make([]string, 0, MeasureBatch)
+	)
+	measure := func() error {
+		bs, err := f.Backlogs(ctx, batch)
+		if err != nil {
+			return fmt.Errorf("backlog of %d queues (%s…): %w", len(batch), batch[0], err)
+		}
+		for _, b := range bs {
+			if b.Lag > 0 {
+				fig.QueuesWithLag++
+				fig.Lag += b.Lag
+			}
+			fig.OldestAge = max(fig.OldestAge, b.OldestAge)
+		}
+		batch = batch[:0]
+		return nil
+	}
 	for _, q := range all {
 		if !sel.Match(q) {
 			continue
 		}
 		fig.Queues++
-		b, err := f.Backlog(ctx, q)
-		if err != nil {
-			return Figures{}, fmt.Errorf("backlog of %s: %w", q, err)
+		if batch = append(batch, q); len(batch) == MeasureBatch {
+			if err := measure(); err != nil {
+				return Figures{}, err
+			}
 		}
-		if b.Lag > 0 {
-			fig.QueuesWithLag++
-			fig.Lag += b.Lag
+	}
+	if len(batch) > 0 {
+		if err := measure(); err != nil {
+			return Figures{}, err
 		}
-		fig.OldestAge = max(fig.OldestAge, b.OldestAge)
 	}
 	if fig.Queues == 0 {
 		return Figures{}, fmt.Errorf("%w: %s", ErrNoQueues, sel)

@@ -3,6 +3,7 @@ package scaler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,13 @@ func (f fakeFleet) Queues(context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (f fakeFleet) Backlog(_ context.Context, q string) (drover.Backlog, error) { return f[q], nil }
+func (f fakeFleet) Backlogs(_ context.Context, qs []string) ([]drover.Backlog, error) {
+	out := make([]drover.Backlog, len(qs))
+	for i, q := range qs {
+		out[i] = f[q]
+	}
+	return out, nil
+}
 
 func TestMeasureSumsTheSelection(t *testing.T) {
 	f := fakeFleet{"a-1": {Lag: 3, OldestAge: time.Second}, "a-2": {}, "a-3": {Lag: 4, OldestAge: 3 * time.Second}, "b": {Lag: 100}}
@@ -109,5 +116,36 @@ func TestMeasureRefusesAnUnknownQueueName(t *testing.T) {
 	ok, _ := NewSelection("emails", "x-*")
 	if fig, err := Measure(context.Background(), f, ok); err != nil || fig.Lag != 3 {
 		t.Fatalf("selection emails,x-*: want lag 3, have %+v %v", fig, err)
+	}
+}
+
+// batchFleet counts the Backlogs calls and the most queues in one.
+type batchFleet struct {
+	fakeFleet
+	calls, most int
+}
+
+func (f *batchFleet) Backlogs(ctx context.Context, qs []string) ([]drover.Backlog, error) {
+	f.calls++
+	f.most = max(f.most, len(qs))
+	return f.fakeFleet.Backlogs(ctx, qs)
+}
+
+// Measure reads a large selection in batches of MeasureBatch, and sums
+// every queue of it, the last partial batch included.
+func TestMeasureReadsTheSelectionInBatches(t *testing.T) {
+	const n = 2*MeasureBatch + 500
+	f := &batchFleet{fakeFleet: fakeFleet{}}
+	for i := range n {
+		f.fakeFleet[fmt.Sprintf("c-%05d", i)] = drover.Backlog{Lag: 1, OldestAge: time.Duration(i) * time.Millisecond}
+	}
+	sel, _ := NewSelection("c-*")
+	fig, err := Measure(context.Background(), f, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Figures{Queues: n, QueuesWithLag: n, Lag: n, OldestAge: (n - 1) * time.Millisecond}
+	if fig != want || f.calls != 3 || f.most != MeasureBatch {
+		t.Fatalf("want %+v in 3 calls of at most %d; have %+v in %d calls of at most %d", want, MeasureBatch, fig, f.calls, f.most)
 	}
 }

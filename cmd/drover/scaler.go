@@ -242,7 +242,7 @@ func (f *scalerFleet) Queues(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	configured, err := s.Queues(ctx)
+	configured, err := s.QueueNames(ctx) // names only: no configuration read
 	if err != nil {
 		return nil, err
 	}
@@ -253,9 +253,9 @@ func (f *scalerFleet) Queues(ctx context.Context) ([]string, error) {
 	names := make(map[string]bool, len(configured)+len(seen))
 	out := make([]string, 0, len(configured)+len(seen))
 	for _, q := range configured {
-		if !names[q.Name] {
-			names[q.Name] = true
-			out = append(out, q.Name)
+		if !names[q] {
+			names[q] = true
+			out = append(out, q)
 		}
 	}
 	for _, q := range seen {
@@ -267,18 +267,47 @@ func (f *scalerFleet) Queues(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// Backlog measures the queue after its committed offset (0 when it has
-// none yet).
-func (f *scalerFleet) Backlog(ctx context.Context, q string) (drover.Backlog, error) {
+// Backlogs measures the queues after their committed offsets (0 when a
+// queue has none yet). Lag after any offset is zero for an empty log, so
+// only the queues whose log holds a message (one pipelined EXISTS each) are
+// measured: their offsets in pipelined ZooKeeper reads, their backlogs in
+// one Redis pipeline. An idle queue costs one EXISTS a poll.
+func (f *scalerFleet) Backlogs(ctx context.Context, qs []string) ([]drover.Backlog, error) {
+	nonEmpty, err := f.store.NonEmpty(ctx, qs)
+	if err != nil {
+		return nil, err
+	}
+	var busy []string
+	var at []int
+	for i, ok := range nonEmpty {
+		if ok {
+			busy, at = append(busy, qs[i]), append(at, i)
+		}
+	}
+	out := make([]drover.Backlog, len(qs))
+	if len(busy) == 0 {
+		return out, nil
+	}
 	s, err := f.session(ctx)
 	if err != nil {
-		return drover.Backlog{}, err
+		return nil, err
 	}
-	off, err := s.ReadOffset(ctx, q)
-	if err != nil && !errors.Is(err, drover.ErrNotFound) {
-		return drover.Backlog{}, err
+	offs, err := s.ReadOffsets(ctx, busy)
+	if err != nil {
+		return nil, err
 	}
-	return f.store.Backlog(ctx, q, off.Offset.Position)
+	positions := make([]drover.Position, len(busy))
+	for i, o := range offs {
+		positions[i] = o.Offset.Position
+	}
+	bs, errs := f.store.BacklogMany(ctx, busy, positions)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for k, b := range bs {
+		out[at[k]] = b
+	}
+	return out, nil
 }
 
 // autoscaleLine is `ctl status`'s "workers needed for target lag N" over
