@@ -55,7 +55,8 @@ func loopbackOnly(h http.Handler) http.Handler {
 // AdminHandler serves /healthz (the process runs), /readyz (Ready) and
 // /metrics to anyone — what a scraper and a kubelet need — and /debug/state
 // (State plus Info, as JSON; ?queues=names lists the owned queues' names
-// instead of their states), /debug/job?queue=&id= (one message's in-flight
+// instead of their states, ?queues=rate_limited only those held back by
+// their rate limit), /debug/job?queue=&id= (one message's in-flight
 // attempt, 404 when it does not run here: one map lookup, for status
 // lookups), POST /debug/cancel?queue=&id=&by=&then= (stop a running task:
 // cancel.go) and /debug/pprof behind cfg.Debug.
@@ -86,8 +87,10 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 			st = w.State()
 		case "names":
 			st = w.StateNames()
+		case "rate_limited":
+			st = w.StateRateLimited()
 		default:
-			http.Error(rw, "queues: want names, or leave it out for every queue's state", http.StatusBadRequest)
+			http.Error(rw, "queues: want names or rate_limited, or leave it out for every queue's state", http.StatusBadRequest)
 			return
 		}
 		out := map[string]any{"worker": st}
