@@ -218,6 +218,7 @@ func sections() []section {
 		},
 		metricsBudget,
 		rateLimits, // ratelimit.go
+		fairness,   // fairness.go
 		pythonClient,
 	}
 }

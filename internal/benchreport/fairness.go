@@ -1,0 +1,14 @@
+package main
+
+// fairness is issue 31's fairness figure (e2e/fairness_bench_test.go),
+// measured only: one in-process worker on real Redis and real fenced
+// ZooKeeper claims.
+var fairness = section{
+	Title: "Fairness", Pkg: "./e2e",
+	Bench: "^BenchmarkFairness$", Benchtime: "1x", Count: 1,
+	Intro: "One in-process worker (capacity 32) kept at full capacity by one queue with a backlog of 100,000 (concurrency 32, an inline handler holding its slot 20 ms), beside 1,000 queues (concurrency 1) that each receive one message a second from 8 producers spreading the enqueues evenly over the second. After a 5 s warm-up, over `window-s`: the light queues' enqueue→start latency (`p50-ms`, `p99-ms`, `max-ms`; the message's position is its enqueue time by Redis's clock, read in the handler), `light-starts/s` (1,000 when every light message started), the heavy queue's `heavy-starts/s` and the slots it kept busy on average (`heavy-slots`). Quick run: `DROVER_FAIRBENCH_QUEUES`, `DROVER_FAIRBENCH_BACKLOG`, `DROVER_FAIRBENCH_WINDOW` (seconds), `DROVER_FAIRBENCH_CAPACITY`.",
+	Units: []string{"light-queues", "heavy-backlog", "capacity", "window-s", "light-starts/s", "heavy-starts/s", "heavy-slots", "p50-ms", "p99-ms", "max-ms", "enqueue-errors"},
+	Targets: []target{
+		{"light queues' enqueue→start p99 ≤ 100 ms beside a backlog of 100,000", "BenchmarkFairness", "p99-ms", "<=", 100},
+	},
+}
