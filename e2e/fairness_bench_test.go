@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/worker"
 )
 
 // Fairness (issue 31), measured only: one in-process worker kept at full
@@ -93,8 +94,6 @@ func BenchmarkFairness(b *testing.B) {
 		startQueue(q, 1)
 	}
 	b.ResetTimer()
-	// The heavy queue may fill every slot of the worker.
-	startQueue("fair-heavy", capacity)
 
 	// Producers: every light queue gets one message a second, the queues
 	// spread evenly over the second (1,000 queues: one enqueue a ms).
@@ -126,29 +125,57 @@ func BenchmarkFairness(b *testing.B) {
 			}
 		}(p)
 	}
-	time.Sleep(5 * time.Second) // warm-up: every light queue has had messages
-	heavyBefore := fair.heavy.Load()
-	fair.Lock()
-	fair.recording = true
-	fair.Unlock()
-	t0 := time.Now()
-	time.Sleep(window)
-	fair.Lock()
-	fair.recording = false
-	lat := append([]time.Duration(nil), fair.light...)
-	fair.Unlock()
-	elapsed := time.Since(t0)
-	heavyRate := float64(fair.heavy.Load()-heavyBefore) / elapsed.Seconds()
+	// measure records the light queues' latencies over the window, after a
+	// warm-up, with the worker's stage counters before and after.
+	type phase struct {
+		lat           []time.Duration
+		elapsed       time.Duration
+		heavyRate     float64
+		before, after *worker.Stages
+	}
+	measure := func() phase {
+		time.Sleep(5 * time.Second) // warm-up
+		var ph phase
+		heavyBefore := fair.heavy.Load()
+		ph.before = r.w.StateNames().Stages
+		fair.Lock()
+		fair.light, fair.recording = nil, true
+		fair.Unlock()
+		t0 := time.Now()
+		time.Sleep(window)
+		fair.Lock()
+		fair.recording = false
+		ph.lat = append([]time.Duration(nil), fair.light...)
+		fair.Unlock()
+		ph.elapsed = time.Since(t0)
+		ph.after = r.w.StateNames().Stages
+		ph.heavyRate = float64(fair.heavy.Load()-heavyBefore) / ph.elapsed.Seconds()
+		if len(ph.lat) == 0 {
+			b.Fatal("no light task started in the window")
+		}
+		sort.Slice(ph.lat, func(i, j int) bool { return ph.lat[i] < ph.lat[j] })
+		return ph
+	}
+	q := func(lat []time.Duration, p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	meanMs := func(from, to worker.StageStat) float64 {
+		if to.Count == from.Count {
+			return 0
+		}
+		return (to.TotalMs - from.TotalMs) / float64(to.Count-from.Count)
+	}
+	// The light queues alone first: the same machine, producers and wake-up
+	// path without the heavy queue, so that what the heavy queue adds is
+	// the difference.
+	alone := measure()
+	// Then the heavy queue, which may fill every slot of the worker.
+	startQueue("fair-heavy", capacity)
+	loaded := measure()
+	lat, elapsed, heavyRate := loaded.lat, loaded.elapsed, loaded.heavyRate
 	stopProducers()
 	producers.Wait()
 	b.StopTimer()
-	if len(lat) == 0 {
-		b.Fatal("no light task started in the window")
-	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	q := func(p float64) float64 {
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
-	}
 	inUse := heavyRate * fairHeavyTask.Seconds() // slots the heavy queue kept busy, on average
 	b.ReportMetric(float64(lightQueues), "light-queues")
 	b.ReportMetric(float64(backlog), "heavy-backlog")
@@ -157,11 +184,19 @@ func BenchmarkFairness(b *testing.B) {
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "light-starts/s")
 	b.ReportMetric(heavyRate, "heavy-starts/s")
 	b.ReportMetric(inUse, "heavy-slots")
-	b.ReportMetric(q(0.50), "p50-ms")
-	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(q(lat, 0.50), "p50-ms")
+	b.ReportMetric(q(lat, 0.99), "p99-ms")
+	b.ReportMetric(q(alone.lat, 0.50), "alone-p50-ms")
+	b.ReportMetric(q(alone.lat, 0.99), "alone-p99-ms")
+	b.ReportMetric(meanMs(loaded.before.Wake, loaded.after.Wake), "wake-ms")
+	b.ReportMetric(meanMs(loaded.before.ReadQueued, loaded.after.ReadQueued), "read-queued-ms")
+	b.ReportMetric(meanMs(loaded.before.ReadTrip, loaded.after.ReadTrip), "read-trip-ms")
+	b.ReportMetric(meanMs(alone.before.Wake, alone.after.Wake), "alone-wake-ms")
+	b.ReportMetric(meanMs(alone.before.ReadQueued, alone.after.ReadQueued), "alone-read-queued-ms")
+	b.ReportMetric(meanMs(alone.before.ReadTrip, alone.after.ReadTrip), "alone-read-trip-ms")
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
 	b.ReportMetric(float64(enqueueErrs.Load()), "enqueue-errors")
-	b.Logf("%d light queues at 1/s beside a backlog of %d (capacity %d, heavy tasks %s): %d light starts in %s (%.0f/s), heavy %.0f/s (%.1f slots busy); light enqueue→start p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+	b.Logf("%d light queues at 1/s beside a backlog of %d (capacity %d, heavy tasks %s): %d light starts in %s (%.0f/s), heavy %.0f/s (%.1f slots busy); light enqueue→start p50 %.1f ms, p99 %.1f ms, max %.1f ms (alone: p50 %.1f ms, p99 %.1f ms)",
 		lightQueues, backlog, capacity, fairHeavyTask, len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(),
-		heavyRate, inUse, q(0.5), q(0.99), float64(lat[len(lat)-1].Microseconds())/1000)
+		heavyRate, inUse, q(lat, 0.5), q(lat, 0.99), float64(lat[len(lat)-1].Microseconds())/1000, q(alone.lat, 0.5), q(alone.lat, 0.99))
 }

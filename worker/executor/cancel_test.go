@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -70,5 +71,24 @@ func TestCancelStopsAPooledTaskAndItsChild(t *testing.T) {
 	mustSucceed(t, next)
 	if next.PID == res.PID {
 		t.Errorf("want the next task in a new child, have the cancelled child %d", next.PID)
+	}
+}
+
+// A task cancelled before its process started never starts: no pid, the
+// outcome cancelled.
+func TestCancelBeforeStartStartsNothing(t *testing.T) {
+	t.Parallel()
+	e := newTestExecutor(t, Config{})
+	marker := filepath.Join(t.TempDir(), "ran")
+	task := testTask(t, "never", command("/bin/sh", "-c", "touch "+marker))
+	cancel := make(chan struct{})
+	close(cancel)
+	task.Cancel = cancel
+	res := e.Execute(context.Background(), task)
+	if res.Outcome != OutcomeCancelled || res.PID != 0 {
+		t.Fatalf("want cancelled before start, no pid, have %s pid %d (%s)", res.Outcome, res.PID, res.Reason)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the task ran")
 	}
 }

@@ -145,6 +145,9 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 		r.Outcome = OutcomeTimeout
 		return r
 	}
+	if cancelledBeforeStart(t) {
+		return neverRanCancelled(start)
+	}
 	var cred *syscall.Credential
 	if id != nil {
 		cred = id.cred

@@ -326,6 +326,24 @@ func neverRan(now time.Time, reason string) Result {
 	return Result{Outcome: OutcomeFailure, ExitCode: -1, Started: now, Reason: reason}
 }
 
+// cancelledBeforeStart reports whether t was cancelled before its process
+// (or its pooled child's task) started.
+func cancelledBeforeStart(t *Task) bool {
+	select {
+	case <-t.Cancel:
+		return true
+	default:
+		return false
+	}
+}
+
+// neverRanCancelled is the result of a task cancelled before it started.
+func neverRanCancelled(now time.Time) Result {
+	r := neverRan(now, "cancelled: before the task started")
+	r.Outcome = OutcomeCancelled
+	return r
+}
+
 // taskLogger returns logger with the task's fields.
 func taskLogger(logger hclog.Logger, t *Task, pid int) hclog.Logger {
 	return logger.With("queue", t.queue(), "task", t.Message.Task, "id", t.Message.ID,

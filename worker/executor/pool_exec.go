@@ -86,6 +86,10 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 		}
 		return r
 	}
+	if cancelledBeforeStart(t) {
+		p.checkin(c) // the child never saw the task (it counts as served: one early recycle at worst)
+		return neverRanCancelled(start)
+	}
 	if t.OnStart != nil {
 		t.OnStart(c.pid)
 	}
