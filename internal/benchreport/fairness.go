@@ -11,4 +11,5 @@ var fairness = section{
 	Targets: []target{
 		{"light queues' enqueue→start p99 ≤ 100 ms beside a backlog of 100,000", "BenchmarkFairness", "p99-ms", "<=", 100},
 	},
+	Notes: "How to read a miss: `alone-p99-ms` is the same light load without the heavy queue. When it misses too, the machine (its load: the run's header) is the cause, not the heavy queue. Otherwise compare the stage means: a read path slowed by the heavy queue's CPU (`read-trip-ms`, `read-queued-ms` against `alone-…`) versus waiting for a slot. The pool hands a freed slot to a waiting queue with none running first (worker/pool.go), so a light queue waits at most for the next release while the heavy queue fills the worker.",
 }
