@@ -149,7 +149,7 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		return err
 	}
 	e.printf("\n")
-	t = newTable(e.a.stdout, "QUEUE", "OWNER", "COMMITTED", "LOG-END", "LAG", "OLDEST", "DELAYED", "DEAD", "PAUSED", "HELD")
+	t = newTable(e.a.stdout, "QUEUE", "OWNER", "COMMITTED", "LOG-END", "LAG", "OLDEST", "DELAYED", "DEAD", "HELD", "PAUSED")
 	for _, q := range rep.Queues {
 		owner := q.Owner
 		if owner == "" && q.Assigned != "" {
@@ -167,7 +167,7 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		if q.RateLimited {
 			held = "rate-limited"
 		}
-		t.row(name, owner, fmtPos(q.Committed), fmtPos(q.LogEnd), q.Lag, fmtAge(time.Duration(q.OldestAge*float64(time.Second))), q.Delayed, q.Dead, paused, held)
+		t.row(name, owner, fmtPos(q.Committed), fmtPos(q.LogEnd), q.Lag, fmtAge(time.Duration(q.OldestAge*float64(time.Second))), q.Delayed, q.Dead, held, paused)
 	}
 	if err := t.flush(); err != nil {
 		return err
