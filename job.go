@@ -61,7 +61,9 @@ type JobStatus struct {
 	// StdoutTail: the last bytes a succeeded task wrote to stdout, when
 	// the queue keeps them (Outcomes.StdoutTail).
 	StdoutTail string `json:"stdout_tail,omitempty"`
-	// By: who revoked a revoked job.
+	// By: who revoked a revoked job, or who cancelled the running attempt
+	// of a job now dead or retrying because of it (Error then starts
+	// "cancelled by").
 	By string `json:"by,omitempty"`
 	// Note says what the answer could not tell (details unavailable).
 	Note string `json:"note,omitempty"`

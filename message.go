@@ -206,6 +206,9 @@ type Failure struct {
 	ExitCode   int       `json:"exit_code"`             // the task's exit code; -1 when killed or never run
 	StderrTail string    `json:"stderr_tail,omitempty"` // the last bytes the task wrote to stderr
 	FailedAt   time.Time `json:"failed_at"`
+	// CancelledBy names the operator who cancelled the attempt while it
+	// ran; empty when it ended on its own.
+	CancelledBy string `json:"cancelled_by,omitempty"`
 }
 
 // DeadLetter is a message that will not be retried, with its failure.

@@ -101,6 +101,8 @@ type running struct {
 		Attempt int       `json:"attempt"`
 		PID     int       `json:"pid"`
 		Started time.Time `json:"started"`
+		// CancelledBy: the /debug/cancel answer (cancel.go).
+		CancelledBy string `json:"cancelled_by"`
 	} `json:"task"`
 }
 

@@ -21,7 +21,7 @@ const (
 )
 
 // failureFields are the keys a dead-letter record adds to the envelope.
-var failureFields = []string{"error", "exit_code", "stderr_tail", "failed_at"}
+var failureFields = []string{"error", "exit_code", "stderr_tail", "failed_at", "cancelled_by"}
 
 // Kill moves message id of queue to the dead letters with its failure: the
 // record (raw, the envelope as it should be kept, plus f) goes to :deadmsg,

@@ -97,6 +97,7 @@ func (s *Store) JobStatus(ctx context.Context, queue, id string, offset drover.P
 		}
 		code := dl.Failure.ExitCode
 		st.Error, st.ExitCode, st.StderrTail = dl.Failure.Reason, &code, dl.Failure.StderrTail
+		st.By = dl.Failure.CancelledBy // who cancelled it, when it died of a cancel
 		t := time.UnixMilli(deadMS).UTC()
 		if !dl.Failure.FailedAt.IsZero() {
 			t = dl.Failure.FailedAt.UTC()
@@ -149,6 +150,7 @@ func lastError(st *drover.JobStatus, m *drover.Message) {
 	}
 	code := f.ExitCode
 	st.Error, st.ExitCode, st.StderrTail = f.Reason, &code, f.StderrTail
+	st.By = f.CancelledBy // a retry of a cancelled attempt
 }
 
 // replyNumber reads a score or integer from a script reply: false (nil)

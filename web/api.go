@@ -252,6 +252,7 @@ func (s *Server) routeAPI() {
 		return map[string]any{"queue": r.PathValue("queue"), "deleted": true}, s.fleetOps().DeleteQueueConfig(r.Context(), r.PathValue("queue"))
 	})
 	s.routeParkedAPI() // api_parked.go
+	s.routeCancelAPI() // api_cancel.go
 }
 
 func paging(r *Request) (offset, limit int, err error) {

@@ -55,9 +55,11 @@ func loopbackOnly(h http.Handler) http.Handler {
 // AdminHandler serves /healthz (the process runs), /readyz (Ready) and
 // /metrics to anyone — what a scraper and a kubelet need — and /debug/state
 // (State plus Info, as JSON; ?queues=names lists the owned queues' names
-// instead of their states), /debug/job?queue=&id= (one message's in-flight
+// instead of their states, ?queues=rate_limited only those held back by
+// their rate limit), /debug/job?queue=&id= (one message's in-flight
 // attempt, 404 when it does not run here: one map lookup, for status
-// lookups) and /debug/pprof behind cfg.Debug.
+// lookups), POST /debug/cancel?queue=&id=&by=&then= (stop a running task:
+// cancel.go) and /debug/pprof behind cfg.Debug.
 func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 	guard := cfg.Debug
 	if guard == nil {
@@ -85,8 +87,10 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 			st = w.State()
 		case "names":
 			st = w.StateNames()
+		case "rate_limited":
+			st = w.StateRateLimited()
 		default:
-			http.Error(rw, "queues: want names, or leave it out for every queue's state", http.StatusBadRequest)
+			http.Error(rw, "queues: want names or rate_limited, or leave it out for every queue's state", http.StatusBadRequest)
 			return
 		}
 		out := map[string]any{"worker": st}
@@ -114,6 +118,10 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 		rw.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(rw).Encode(JobState{Member: w.cfg.Member, Queue: q, Task: ts})
 	})
+	// A cancel is a mutation: besides the guard's authentication and Host
+	// check, a browser's cross-site POST is refused (a page on another
+	// site must not stop tasks through a loopback admin server).
+	debug.Handle("POST /debug/cancel", http.NewCrossOriginProtection().Handler(http.HandlerFunc(w.serveCancel)))
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}

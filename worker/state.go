@@ -53,6 +53,12 @@ type TaskState struct {
 	PID      int             `json:"pid"` // 0 until the process has started, and for inline handlers
 	Started  time.Time       `json:"started"`
 	Runtime  float64         `json:"runtime_seconds"`
+	// CancelledBy: an operator cancelled the task and it is being stopped
+	// (Worker.Cancel).
+	CancelledBy string `json:"cancelled_by,omitempty"`
+
+	cancel chan struct{} // closed by Worker.Cancel; nil for inline handlers
+	then   CancelThen    // what follows the cancel; guarded by the loop's mu
 }
 
 // loopSnap is what State shows of a queue's counters, as the run goroutine

@@ -69,7 +69,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 				ExitCode: -1, FailedAt: l.w.cfg.Clock.Now(),
 			}}, "no_route")
 		}
-		res := l.attempt(ctx, &m, envelope, route, cfg)
+		res, cancel := l.attempt(ctx, &m, envelope, route, cfg)
 		span.Attempt(m.Attempt, string(res.Outcome), res.ExitCode, res.Reason)
 		switch res.Outcome {
 		case executor.OutcomeSuccess:
@@ -80,6 +80,32 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		}
 		if l.lost.Load() {
 			return false // another member owns the queue: write nothing
+		}
+		if res.Outcome == executor.OutcomeCancelled {
+			then := cancel.resolve(cfg, l.w.cfg.Pauser != nil)
+			f := cancel.failure(res.Failure(l.w.cfg.Clock.Now()), then)
+			switch then {
+			case CancelPark:
+				return l.parkHead(s, &m, f)
+			case CancelRetry:
+				m.Attempt++
+				setLastError(&m, f)
+				envelope = nil
+				if cfg.Ordered {
+					continue // in place, at once
+				}
+				now := l.w.cfg.Clock.Now()
+				span.Retried(now)
+				if !l.write("schedule retry of a cancelled task", func(ctx context.Context) error {
+					return l.w.cfg.Requeuer.Retry(ctx, &m, now)
+				}) {
+					return false
+				}
+				l.w.idle.at(l.name, now)
+				return true
+			}
+			span.DeadLettered("cancelled")
+			return l.deadLetter(drover.DeadLetter{ID: m.ID, Message: &m, Failure: f}, "cancelled")
 		}
 		maxAttempts := cfg.MaxAttempts
 		if m.MaxAttempts > 0 {
@@ -122,8 +148,9 @@ func (l *queueLoop) runMessage(s *slot) bool {
 	}
 }
 
-// attempt runs the message once and records it.
-func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []byte, route drover.TaskRoute, cfg *drover.QueueConfig) executor.Result {
+// attempt runs the message once and records it. When an operator cancelled
+// it (Worker.Cancel), the request says who and what follows.
+func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []byte, route drover.TaskRoute, cfg *drover.QueueConfig) (executor.Result, cancelRequest) {
 	t := &executor.Task{
 		Message: m, Envelope: envelope, Queue: l.name, Route: route,
 		Timeout: cfg.Timeout.Std(), Limits: cfg.Limits, User: cfg.User, Group: cfg.Group,
@@ -131,6 +158,10 @@ func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []b
 	}
 	now := l.w.cfg.Clock.Now()
 	ts := &TaskState{ID: m.ID, Task: m.Task, Attempt: m.Attempt, Position: m.Position, Started: now}
+	if !route.Inline {
+		ts.cancel = make(chan struct{}) // an inline handler cannot be killed
+		t.Cancel = ts.cancel
+	}
 	t.OnStart = func(pid int) {
 		l.mu.Lock()
 		ts.PID = pid
@@ -160,7 +191,11 @@ func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []b
 		l.logger().Info("task attempt failed", "id", m.ID, "task", m.Task, "attempt", m.Attempt,
 			"outcome", res.Outcome, "exit_code", res.ExitCode, "reason", res.Reason)
 	}
-	return res
+	var cancel cancelRequest
+	if res.Outcome == executor.OutcomeCancelled {
+		cancel = l.cancelOf(ts)
+	}
+	return res, cancel
 }
 
 // backoff returns the delay before retry number n, with jitter.

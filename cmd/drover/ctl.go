@@ -39,7 +39,7 @@ state.`
 		a.ctlPauseCommand(true), a.ctlPauseCommand(false),
 		a.ctlEnqueueCommand(), a.ctlRevokeCommand(), a.ctlJobCommand(),
 		withSubcommands(a.ctlScheduleCommand(), a.ctlScheduleTriggerCommand()), a.ctlDeadCommand(), a.ctlOffsetsCommand(), a.ctlQueueCommand(),
-		a.ctlParkedCommand(),
+		a.ctlParkedCommand(), a.ctlCancelCommand(),
 	)
 	return cmd
 }

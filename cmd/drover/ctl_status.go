@@ -24,6 +24,7 @@ type statusReport struct {
 	Members         []memberStatus `json:"members"`
 	Queues          []queueStatus  `json:"queues"`
 	Autoscale       autoscaleLine  `json:"autoscale"`
+	Notes           []string       `json:"notes,omitempty"`
 }
 
 // memberStatus is a member's line; ops.MemberRow has the same JSON.
@@ -42,6 +43,8 @@ type queueStatus struct {
 	Dead       int64           `json:"dead"`
 	Paused     bool            `json:"paused"`
 	PausedBy   *drover.Pause   `json:"paused_by,omitempty"`
+	// RateLimited: its owner holds its work back for its rate limit.
+	RateLimited bool `json:"rate_limited,omitempty"`
 }
 
 func (a *app) ctlStatusCommand() *cobra.Command {
@@ -52,7 +55,8 @@ func (a *app) ctlStatusCommand() *cobra.Command {
 assignment generation, and per queue (laid out like kafka-consumer-groups
 --describe) the owner, the committed position, the log end, the lag in
 messages, the age of the oldest unprocessed message, delayed and dead
-counts, and whether it is paused.`,
+counts, whether it is paused, and HELD "rate-limited" when its owner holds
+its work back for its rate limit (asked of each member's admin server).`,
 		Example: `  drover ctl status
   drover ctl status -o json | jq '.queues[] | select(.lag > 1000)'`,
 		Args: noArgs,
@@ -79,7 +83,7 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := o.ReadSnapshot(ctx, ops.SnapshotOptions{Owners: true, JoinOrder: true})
+	snap, err := o.ReadSnapshot(ctx, ops.SnapshotOptions{Owners: true, JoinOrder: true, RateLimits: true})
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +97,7 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 		rep.Queues = append(rep.Queues, queueStatusOf(r))
 	}
 	rep.Autoscale = autoscaleOf(rep.Queues, int64(e.cfg.Scaler.TargetLag))
+	rep.Notes = snap.Notes
 	return rep, nil
 }
 
@@ -101,7 +106,7 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 func queueStatusOf(r ops.QueueRow) queueStatus {
 	return queueStatus{Queue: r.Queue, Configured: r.Configured, Assigned: r.Assigned, Owner: r.Owner,
 		Committed: r.Committed, LogEnd: r.LogEnd, Lag: r.Lag, OldestAge: r.OldestAge, Delayed: r.Delayed,
-		Dead: r.Dead, Paused: r.Paused, PausedBy: r.PausedBy}
+		Dead: r.Dead, Paused: r.Paused, PausedBy: r.PausedBy, RateLimited: r.RateLimited}
 }
 
 // fmtPause says who paused and why, for a table: "alice@host: smtp
@@ -144,7 +149,7 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		return err
 	}
 	e.printf("\n")
-	t = newTable(e.a.stdout, "QUEUE", "OWNER", "COMMITTED", "LOG-END", "LAG", "OLDEST", "DELAYED", "DEAD", "PAUSED")
+	t = newTable(e.a.stdout, "QUEUE", "OWNER", "COMMITTED", "LOG-END", "LAG", "OLDEST", "DELAYED", "DEAD", "HELD", "PAUSED")
 	for _, q := range rep.Queues {
 		owner := q.Owner
 		if owner == "" && q.Assigned != "" {
@@ -158,7 +163,11 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		if !q.Configured {
 			name += "*"
 		}
-		t.row(name, owner, fmtPos(q.Committed), fmtPos(q.LogEnd), q.Lag, fmtAge(time.Duration(q.OldestAge*float64(time.Second))), q.Delayed, q.Dead, paused)
+		held := ""
+		if q.RateLimited {
+			held = "rate-limited"
+		}
+		t.row(name, owner, fmtPos(q.Committed), fmtPos(q.LogEnd), q.Lag, fmtAge(time.Duration(q.OldestAge*float64(time.Second))), q.Delayed, q.Dead, held, paused)
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -168,6 +177,9 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 			e.printf("\n* enqueued to but not configured (drover ctl queue create)\n")
 			break
 		}
+	}
+	for _, n := range rep.Notes {
+		e.printf("\nnote: %s\n", n)
 	}
 	return nil
 }

@@ -90,4 +90,3 @@ func BenchmarkScalerMeasure100k(b *testing.B) {
 	b.ReportMetric(total.Seconds()/float64(b.N), "poll-s")
 	b.ReportMetric(float64(n), "queues")
 }
-

@@ -228,6 +228,7 @@ func sections() []section {
 		metricsBudget,
 		consoleManyQueues, // console_many.go
 		rateLimits,        // ratelimit.go
+		fairness,          // fairness.go
 		pythonClient,
 	}
 }

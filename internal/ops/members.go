@@ -32,13 +32,17 @@ func (o *Ops) MemberState(ctx context.Context, name string) (json.RawMessage, er
 		if m.Member.AdminAddr == "" {
 			return nil, fmt.Errorf("%w: member %s has no admin address (worker.admin_addr is off)", ErrUnreachable, name)
 		}
-		return o.fetchState(ctx, m.Member.AdminAddr)
+		return o.fetchState(ctx, m.Member.AdminAddr, "")
 	}
 	return nil, fmt.Errorf("member %q: %w (members: %s)", name, drover.ErrNotFound, strings.Join(names, ", "))
 }
 
-func (o *Ops) fetchState(ctx context.Context, addr string) (json.RawMessage, error) {
+// fetchState GETs /debug/state?query (query "" for the whole state).
+func (o *Ops) fetchState(ctx context.Context, addr, query string) (json.RawMessage, error) {
 	url := "http://" + addr + "/debug/state"
+	if query != "" {
+		url += "?" + query
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err

@@ -66,6 +66,7 @@ func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
 		return nil, err
 	}
 	d := &QueueDetail{QueueRow: queueRow(v, st, an.Assignment.Queues[q], pauses)}
+	d.RateLimited = o.ownerRateLimited(ctx, q, d.Owner) // held.go
 	switch qe, err := o.zk.Queue(ctx, q); {
 	case err == nil:
 		d.Configured, d.Config, d.ConfigVersion = true, &qe.Config, qe.Version

@@ -27,6 +27,9 @@ type Snapshot struct {
 	Members         []MemberRow   `json:"members"`
 	Queues          []QueueRow    `json:"queues"`
 	Totals          Totals        `json:"totals"`
+	// Notes say what the snapshot could not tell (a member that did not
+	// say which queues wait for their rate limit).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Totals sum the queues.
@@ -67,7 +70,11 @@ type QueueRow struct {
 	Dead      int64           `json:"dead"`
 	Paused    bool            `json:"paused"`
 	PausedBy  *drover.Pause   `json:"paused_by,omitempty"`
-	Error     string          `json:"error,omitempty"`
+	// RateLimited: its owner holds its work back for its rate limit
+	// (asked of the members: SnapshotOptions.RateLimits, and a queue's
+	// own page); not lagging for no reason.
+	RateLimited bool   `json:"rate_limited,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // Snapshot reads the fleet. Its cost is a handful of ZooKeeper listings,
@@ -87,6 +94,11 @@ type SnapshotOptions struct {
 	// JoinOrder lists the members in the order they joined (their
 	// sequence numbers) instead of by name.
 	JoinOrder bool
+	// RateLimits asks every member which queues wait for their rate
+	// limit (RateLimitedQueues: one request per member) to set
+	// QueueRow.RateLimited; a member that does not answer leaves its
+	// queues unflagged and its failure in Snapshot.Notes.
+	RateLimits bool
 }
 
 // ReadSnapshot is Snapshot with options.
@@ -159,9 +171,17 @@ func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot,
 	if err != nil {
 		return nil, err
 	}
+	var held map[string]bool
+	if opt.RateLimits {
+		var err error
+		if held, err = o.RateLimitedQueues(ctx, snap.Members); err != nil {
+			snap.Notes = append(snap.Notes, "rate limits not shown for every queue: "+err.Error())
+		}
+	}
 	snap.Queues = make([]QueueRow, len(names))
 	for i, q := range names {
 		r := queueRow(views[i], stats[i], an.Assignment.Queues[q], pauses)
+		r.RateLimited = held[q]
 		if !opt.Owners && r.Owned {
 			r.Owner = r.Assigned // the list reads no owner node: see QueueRow.Owner
 		}

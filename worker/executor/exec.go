@@ -145,6 +145,9 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 		r.Outcome = OutcomeTimeout
 		return r
 	}
+	if cancelledBeforeStart(t) {
+		return neverRanCancelled(start)
+	}
 	var cred *syscall.Credential
 	if id != nil {
 		cred = id.cred
@@ -194,8 +197,8 @@ func (e *execExecutor) stopAtStart(p *process, r Result) Result {
 	return r
 }
 
-// wait waits for p's process to exit: until the deadline (then SIGTERM to
-// its group, and SIGKILL after the grace) or until ctx is cancelled (then
+// wait waits for p's process to exit: until the deadline or t.Cancel (then
+// SIGTERM to its group, and SIGKILL after the grace) or until ctx is cancelled (then
 // SIGKILL at once). It then kills whatever is left of the group, collects
 // the output and classifies the end.
 func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline time.Time, goChild bool) Result {
@@ -207,9 +210,9 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 		timeout = tm.C
 	}
 	var (
-		w                 exitStatus
-		timedOut, aborted bool
-		forced            bool // SIGKILL after the grace
+		w                            exitStatus
+		timedOut, aborted, cancelled bool
+		forced                       bool // SIGKILL after the grace
 	)
 	abort := func() {
 		aborted = true
@@ -217,14 +220,11 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 		killGroup(pid, syscall.SIGKILL)
 		w = <-waited
 	}
-	select {
-	case w = <-waited:
-	case <-ctx.Done():
-		abort()
-	case <-timeout:
-		timedOut = true
+	// terminate sends SIGTERM to the group, and SIGKILL after the grace:
+	// the end of a task that timed out or was cancelled.
+	terminate := func(why string) {
 		log := taskLogger(e.logger, t, pid)
-		log.Warn("task timed out: sending SIGTERM to its process group", "deadline", deadline, "grace", e.grace)
+		log.Warn(why+": sending SIGTERM to its process group", "deadline", deadline, "grace", e.grace)
 		killGroup(pid, syscall.SIGTERM)
 		grace := time.NewTimer(e.grace)
 		select {
@@ -238,6 +238,17 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 			w = <-waited
 		}
 		grace.Stop()
+	}
+	select {
+	case w = <-waited:
+	case <-ctx.Done():
+		abort()
+	case <-timeout:
+		timedOut = true
+		terminate("task timed out")
+	case <-t.Cancel:
+		cancelled = true
+		terminate("task cancelled")
 	}
 	// The leader is gone; so must be everything it left in its group. Its
 	// pid is still reserved (a zombie) until release reaps it, so neither
@@ -258,12 +269,16 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 	case aborted:
 		res.ExitCode, res.Signal = exitCodeAndSignal(w.status)
 		res.Outcome, res.Reason = OutcomeAborted, "aborted: "+context.Cause(ctx).Error()
-	case timedOut:
+	case timedOut, cancelled:
 		res.ExitCode, res.Signal = exitCodeAndSignal(w.status)
-		res.Outcome = OutcomeTimeout
-		res.Reason = "timed out at " + deadline.Format(time.RFC3339Nano)
-		if t.Timeout > 0 {
-			res.Reason += fmt.Sprintf(" (timeout %s)", t.Timeout)
+		if cancelled {
+			res.Outcome, res.Reason = OutcomeCancelled, "cancelled"
+		} else {
+			res.Outcome = OutcomeTimeout
+			res.Reason = "timed out at " + deadline.Format(time.RFC3339Nano)
+			if t.Timeout > 0 {
+				res.Reason += fmt.Sprintf(" (timeout %s)", t.Timeout)
+			}
 		}
 		res.Reason += ": sent SIGTERM to its process group"
 		if forced {

@@ -75,6 +75,13 @@ type Task struct {
 	// routes): the worker shows it in /debug/state while the task runs.
 	// It must not block.
 	OnStart func(pid int)
+	// Cancel, when set, is closed when an operator cancels the attempt
+	// (docs/semantics.md, "Cancelling a running task"): the task's process
+	// group gets SIGTERM, then SIGKILL after KillGrace, as at a timeout,
+	// and the Outcome is OutcomeCancelled. A pooled task's child goes with
+	// it (the pool starts another). Inline handlers ignore it: they cannot
+	// be killed, and the worker refuses to cancel them.
+	Cancel <-chan struct{}
 }
 
 // queue returns the queue the task belongs to.
@@ -102,6 +109,10 @@ const (
 	OutcomeFailure Outcome = "failure"
 	// OutcomeTimeout: the attempt ran past its deadline and was stopped.
 	OutcomeTimeout Outcome = "timeout"
+	// OutcomeCancelled: an operator cancelled the attempt (Task.Cancel)
+	// and the task was stopped. The worker retries or dead-letters the
+	// message as the operator chose.
+	OutcomeCancelled Outcome = "cancelled"
 	// OutcomeAborted: Execute's context was cancelled (session lost,
 	// shutdown past the drain) and the task was killed. The attempt does
 	// not count: the message is neither completed nor failed, and runs
@@ -313,6 +324,24 @@ func (e *routeExecutor) Execute(ctx context.Context, t *Task) Result {
 // neverRan is the failure of a task that could not be started.
 func neverRan(now time.Time, reason string) Result {
 	return Result{Outcome: OutcomeFailure, ExitCode: -1, Started: now, Reason: reason}
+}
+
+// cancelledBeforeStart reports whether t was cancelled before its process
+// (or its pooled child's task) started.
+func cancelledBeforeStart(t *Task) bool {
+	select {
+	case <-t.Cancel:
+		return true
+	default:
+		return false
+	}
+}
+
+// neverRanCancelled is the result of a task cancelled before it started.
+func neverRanCancelled(now time.Time) Result {
+	r := neverRan(now, "cancelled: before the task started")
+	r.Outcome = OutcomeCancelled
+	return r
 }
 
 // taskLogger returns logger with the task's fields.

@@ -86,6 +86,10 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 		}
 		return r
 	}
+	if cancelledBeforeStart(t) {
+		p.checkin(c) // the child never saw the task (it counts as served: one early recycle at worst)
+		return neverRanCancelled(start)
+	}
 	if t.OnStart != nil {
 		t.OnStart(c.pid)
 	}
@@ -228,7 +232,7 @@ func describeExit(s exitStatus) string {
 }
 
 // runTask sends t to c and waits for its result, the child's death, the
-// deadline (SIGTERM to the group, SIGKILL after the grace) or ctx (SIGKILL
+// deadline or t.Cancel (SIGTERM to the group, SIGKILL after the grace) or ctx (SIGKILL
 // at once). A child that answered correctly goes back to the pool; any
 // other ends the child.
 // truncated reports whether the task's stdout and stderr lost earlier bytes.
@@ -289,9 +293,16 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 		res.Outcome, res.Reason = OutcomeAborted, "aborted: "+context.Cause(ctx).Error()
 		return res
 	}
-	timedOut := func() Result {
+	// terminate sends SIGTERM to the child's group, and SIGKILL after the
+	// grace: the end of a task that timed out or was cancelled. The child
+	// leaves the pool.
+	terminate := func(outcome Outcome) Result {
 		log := taskLogger(e.logger, t, c.pid)
-		log.Warn("task timed out: sending SIGTERM to its pooled child's process group", "deadline", deadline, "grace", e.grace)
+		what := "task timed out"
+		if outcome == OutcomeCancelled {
+			what = "task cancelled"
+		}
+		log.Warn(what+": sending SIGTERM to its pooled child's process group", "deadline", deadline, "grace", e.grace)
 		killGroup(c.pid, syscall.SIGTERM)
 		forced := false
 		grace := time.NewTimer(e.grace)
@@ -309,10 +320,14 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 		if c.status.err == nil {
 			res.ExitCode, res.Signal = exitCodeAndSignal(c.status.status)
 		}
-		res.Outcome = OutcomeTimeout
-		res.Reason = "timed out at " + deadline.Format(time.RFC3339Nano)
-		if t.Timeout > 0 {
-			res.Reason += fmt.Sprintf(" (timeout %s)", t.Timeout)
+		res.Outcome = outcome
+		if outcome == OutcomeCancelled {
+			res.Reason = "cancelled"
+		} else {
+			res.Reason = "timed out at " + deadline.Format(time.RFC3339Nano)
+			if t.Timeout > 0 {
+				res.Reason += fmt.Sprintf(" (timeout %s)", t.Timeout)
+			}
 		}
 		res.Reason += ": sent SIGTERM to its pooled child's process group"
 		if forced {
@@ -320,6 +335,7 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 		}
 		return res
 	}
+	timedOut := func() Result { return terminate(OutcomeTimeout) }
 	died := func() Result {
 		end(true)
 		if c.closed.Load() {
@@ -398,6 +414,8 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 		return abort()
 	case <-timeout:
 		return timedOut()
+	case <-t.Cancel:
+		return terminate(OutcomeCancelled)
 	}
 	if fr.err != nil {
 		if errors.Is(fr.err, io.EOF) { // fd 4 closed: usually the child is exiting
