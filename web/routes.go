@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -93,6 +92,9 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 			Action: action, Target: strings.TrimPrefix(r.URL.Path, APIPrefix)}
 		v, in, err := s.mutate(w, r, p, need, h)
 		rec.Detail = detailOf(in)
+		if n, ok := v.(interface{ auditNote() string }); ok && err == nil {
+			rec.Detail = strings.TrimSpace(rec.Detail + " " + n.auditNote())
+		}
 		rec.Status = http.StatusOK
 		if _, ok := v.(Created); ok {
 			rec.Status = http.StatusCreated
@@ -109,7 +111,7 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 		}
 		s.log.Info("mutation", "action", action, "target", rec.Target, "who", p.Name, "role", p.Role.String(), "status", rec.Status, "result", rec.Result)
 		if ret := localPath(in.Get("return")); ret != "" && err == nil {
-			http.Redirect(w, r, withFlash(ret, flashOf(action, v)), http.StatusSeeOther)
+			http.Redirect(w, r, withFlash(ret, flashOf(action, r, v)), http.StatusSeeOther)
 			return
 		}
 		if in.Get("return") != "" {
@@ -200,28 +202,24 @@ func withFlash(path, msg string) string {
 	return u.String()
 }
 
-func flashOf(action string, v any) string {
-	if v == nil {
-		return action + ": done"
-	}
-	if c, ok := v.(Created); ok {
-		v = c.Value
-	}
-	b, err := json.Marshal(v)
-	if err != nil || len(b) > 300 {
-		return action + ": done"
-	}
-	return action + ": " + string(b)
-}
-
 // snapshot returns the fleet's snapshot, reading it again when older than
-// SnapshotTTL; concurrent callers share one read.
+// SnapshotTTL; concurrent callers share one read. While Run runs, a
+// snapshot older than SnapshotTTL but younger than ServeStale is answered
+// at once and Run reads a fresh one in the background: at 100,000 queues a
+// read takes seconds, and a page should not wait for it (issue 34).
 func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
 	now := s.cfg.Now()
 	s.lastUse.Store(now.UnixNano())
 	if s.snap != nil && now.Sub(s.snapAt) < s.cfg.SnapshotTTL {
+		return s.snap, nil
+	}
+	if s.snap != nil && now.Sub(s.snapAt) < s.cfg.ServeStale && s.running.Load() {
+		select {
+		case s.refreshNow <- struct{}{}:
+		default: // a refresh is asked for already
+		}
 		return s.snap, nil
 	}
 	snap, err := s.fleetOps().Snapshot(r.Context())
@@ -231,6 +229,19 @@ func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 	s.snap, s.snapAt = snap, now
 	s.record(snap, nil)
 	return snap, nil
+}
+
+// refreshSnapshot reads the fleet and replaces the cached snapshot (Run,
+// when a request found it stale).
+func (s *Server) refreshSnapshot(ctx context.Context) {
+	snap, err := s.fleetOps().Snapshot(ctx)
+	if err != nil {
+		s.log.Warn("refresh the fleet's snapshot", "error", err)
+		return
+	}
+	s.snapMu.Lock()
+	s.snap, s.snapAt = snap, s.cfg.Now()
+	s.snapMu.Unlock()
 }
 
 // invalidate drops the cached snapshot after a mutation, so that the page
