@@ -217,6 +217,7 @@ func sections() []section {
 			},
 		},
 		metricsBudget,
+		consoleManyQueues, // console_many.go
 		rateLimits, // ratelimit.go
 		pythonClient,
 	}
