@@ -218,7 +218,7 @@ func sections() []section {
 		},
 		metricsBudget,
 		consoleManyQueues, // console_many.go
-		rateLimits, // ratelimit.go
+		rateLimits,        // ratelimit.go
 		pythonClient,
 	}
 }
