@@ -214,7 +214,7 @@ func TestConsoleInARealBrowser(t *testing.T) {
 	f.enqueue([]string{"work"}, 5)
 	until(t, b, qurl+"?refresh=0", "#lag", "work's lag to reach 5 while paused", func(s string) bool { return s == "5" })
 	if shots != "" {
-		screenshots(t, b, con.url, shots, "overview", "queues", "queue")
+		screenshots(t, b, con.url, shots, "queues", "queue") // the overview: TestConsoleForManyQueuesInABrowser, with its charts
 	}
 	before := countLines(logPath)
 	if before != 0 {

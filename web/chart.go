@@ -19,7 +19,7 @@ type point struct {
 const (
 	chartW, chartH           = 460.0, 180.0
 	chartLeft, chartRight    = 56.0, 12.0
-	chartTop, chartBottom    = 12.0, 34.0
+	chartTop, chartBottom    = 22.0, 34.0
 	chartYTicks              = 4
 	chartMinPoints           = 2
 	chartTimeFormat          = "15:04:05"
@@ -39,7 +39,8 @@ func chart(title, unit string, pts []point) template.HTML {
 	for _, p := range pts {
 		hi = max(hi, p.V)
 	}
-	top := niceCeil(hi)
+	step := niceCeil(hi / chartYTicks) // round ticks: 0, step, 2·step…
+	top := step * chartYTicks
 	t0, t1 := pts[0].At, pts[len(pts)-1].At
 	span := t1.Sub(t0).Seconds()
 	if span <= 0 {
@@ -58,7 +59,7 @@ func chart(title, unit string, pts []point) template.HTML {
 		fmt.Fprintf(&b, `<line class="grid" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, chartLeft, yy, chartW-chartRight, yy)
 		fmt.Fprintf(&b, `<text class="ylabel" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, chartLeft-4, yy+4, esc(fmtTick(v)))
 	}
-	fmt.Fprintf(&b, `<text class="unit" x="4" y="%.1f">%s</text>`, chartTop+4, esc(unit))
+	fmt.Fprintf(&b, `<text class="unit" x="4" y="12">%s</text>`, esc(unit))
 	// axes
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, chartLeft, chartTop, chartLeft, chartTop+ph)
 	fmt.Fprintf(&b, `<line class="axis" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, chartLeft, chartTop+ph, chartW-chartRight, chartTop+ph)

@@ -15,6 +15,7 @@ import (
 //
 //	GET  /api/v1/find?match=&page=&per_page=   viewer: queues by prefix or pattern
 //	GET  /api/v1/running                       viewer: tasks running now
+//	GET  /api/v1/queues/{queue}/recent         viewer: recently finished and retrying jobs
 //	POST /api/v1/bulk/pause                    operator: pause the selection
 //	POST /api/v1/bulk/resume                   operator: resume it
 //	POST /api/v1/bulk/retry-dead               operator: put back its dead letters
@@ -34,6 +35,16 @@ func (s *Server) routeConsole() {
 			return nil, err
 		}
 		return s.fleetOps().FindQueues(r.Context(), ops.Match(r.URL.Query().Get("match")), page, per)
+	})
+	s.HandleAPI("GET", "/queues/{queue}/recent", auth.Viewer, func(r *Request) (any, error) {
+		limit, err := queryInt(r, "limit", 50)
+		if err != nil {
+			return nil, err
+		}
+		if limit < 1 || limit > 500 {
+			return nil, Errorf(http.StatusBadRequest, "limit %d: want 1 to 500", limit)
+		}
+		return s.fleetOps().RecentJobs(r.Context(), r.PathValue("queue"), limit)
 	})
 	s.HandleAPI("GET", "/running", auth.Viewer, func(r *Request) (any, error) {
 		return s.fleetOps().Running(r.Context())

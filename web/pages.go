@@ -268,6 +268,9 @@ type queuePage struct {
 	Dead    []ops.Message
 	// Running holds the pending messages running now, by id.
 	Running map[string]ops.RunningTask
+	// Recent: recently finished jobs, and those retrying with their last
+	// error.
+	Recent ops.Recent
 	Config  string
 	// JobID and Job: the job looked up by id (?job=), when asked.
 	JobID  string
@@ -368,6 +371,9 @@ func (s *Server) routePages() {
 			ids[i] = m.ID
 		}
 		pg.Running = s.fleetOps().RunningIn(r.Context(), d.Owner, q, ids)
+		if pg.Recent, err = s.fleetOps().RecentJobs(r.Context(), q, 20); err != nil {
+			return nil, err
+		}
 		if pg.Delayed, err = s.fleetOps().Delayed(r.Context(), q, 0, 20); err != nil {
 			return nil, err
 		}
