@@ -271,7 +271,7 @@ type queuePage struct {
 	// Recent: recently finished jobs, and those retrying with their last
 	// error.
 	Recent ops.Recent
-	Config  string
+	Config string
 	// JobID and Job: the job looked up by id (?job=), when asked.
 	JobID  string
 	Job    *drover.JobStatus
