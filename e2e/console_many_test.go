@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -55,6 +56,32 @@ func TestConsoleForManyQueuesInABrowser(t *testing.T) {
 	}
 	if _, ok := ps.Queues["other"]; ok {
 		t.Fatal("the bulk pause of tenant- paused other")
+	}
+	// `drover ctl status` agrees.
+	out, err := f.ctl(nil, "status", "-o", "json")
+	if err != nil {
+		t.Fatalf("ctl status: %v\n%s", err, out)
+	}
+	var status struct {
+		Queues []struct {
+			Queue  string `json:"queue"`
+			Paused bool   `json:"paused"`
+		} `json:"queues"`
+	}
+	if err := json.Unmarshal([]byte(out), &status); err != nil {
+		t.Fatalf("ctl status -o json: %v\n%s", err, out)
+	}
+	pausedByCtl := 0
+	for _, q := range status.Queues {
+		if q.Paused != strings.HasPrefix(q.Queue, "tenant-") {
+			t.Errorf("ctl status: %s paused=%v after the bulk pause of tenant-", q.Queue, q.Paused)
+		}
+		if q.Paused {
+			pausedByCtl++
+		}
+	}
+	if pausedByCtl != 12 {
+		t.Fatalf("ctl status: want 12 paused queues, have %d", pausedByCtl)
 	}
 	// Resume two hand-picked rows.
 	run(t, b, "bulk resume of selected rows", chromedp.Navigate(list),
