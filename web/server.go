@@ -218,14 +218,23 @@ func (s *Server) Run(ctx context.Context) error {
 	defer s.running.Store(false)
 	for {
 		s.sample(ctx)
-	wait:
+		if !s.untilSample(ctx, t.C) {
+			return nil
+		}
+	}
+}
+
+// untilSample waits for the next sample's tick, reading a fresh snapshot
+// whenever a request asks for one meanwhile; false when ctx ended.
+func (s *Server) untilSample(ctx context.Context, tick <-chan time.Time) bool {
+	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-t.C:
+			return false
+		case <-tick:
+			return true
 		case <-s.refreshNow:
 			s.refreshSnapshot(ctx)
-			goto wait
 		}
 	}
 }
