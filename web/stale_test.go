@@ -36,7 +36,9 @@ func TestStaleSnapshotIsServedWhileRunRefreshes(t *testing.T) {
 	go func() { r.srv.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	queues := func() int { return decode[Overview](t, r.want(200, "viewer", "GET", "/api/v1/overview", "")).Totals.Queues }
+	queues := func() int {
+		return decode[Overview](t, r.want(200, "viewer", "GET", "/api/v1/overview", "")).Totals.Queues
+	}
 	if n := queues(); n != 1 {
 		t.Fatalf("want 1 queue, have %d", n)
 	}
