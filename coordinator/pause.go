@@ -272,3 +272,52 @@ func (s *Session) pauseMultis(ctx context.Context, what string, ops []any, queue
 	}
 	return n, nil
 }
+
+// PausesOf is Pauses for a page of queues: the everything flag, every
+// member flag, and the flags of queues only (one read each, in parallel),
+// so that a console page showing 100 of 100,000 queues does not read every
+// queue's flag. Queues holds only those of queues that are paused.
+func (s *Session) PausesOf(ctx context.Context, queues []string) (PauseSet, error) {
+	members := newDirCache(s.path(pauseMembersDir))
+	if err := members.read(ctx, s); err != nil {
+		return PauseSet{}, fmt.Errorf("read pause flags: %w", err)
+	}
+	get := func(p string) (*nodeData, error) {
+		return bounded(ctx, s, func(c zkConn) (*nodeData, error) {
+			data, st, err := c.Get(p)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			return &nodeData{data, *st}, nil
+		})
+	}
+	all, err := get(s.path(pauseAllNode))
+	if err != nil {
+		return PauseSet{}, fmt.Errorf("read pause flags: %w", err)
+	}
+	type read struct {
+		nd  *nodeData
+		err error
+	}
+	reads := parallelMap(ctx, queues, func(q string) read {
+		p, err := s.queuePath(pauseQueuesDir, q)
+		if err != nil {
+			return read{err: err}
+		}
+		nd, err := get(p)
+		return read{nd, err}
+	})
+	qs := newDirCache(s.path(pauseQueuesDir))
+	for i, r := range reads {
+		if r.err != nil {
+			return PauseSet{}, fmt.Errorf("read pause flags: %w", r.err)
+		}
+		if r.nd != nil {
+			qs.nodes[queues[i]] = *r.nd
+		}
+	}
+	return pausesOf(s.path(pauseAllNode), all, qs, members), nil
+}

@@ -36,7 +36,9 @@ func (s *Server) sample(ctx context.Context) {
 	if s.cfg.Now().Sub(time.Unix(0, s.lastUse.Load())) > idleAfter {
 		return
 	}
+	s.reading.Store(true)
 	snap, err := s.fleetOps().Snapshot(ctx)
+	s.reading.Store(false)
 	if err != nil {
 		s.log.Warn("sample the fleet", "error", err)
 		return

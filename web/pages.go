@@ -258,6 +258,8 @@ type queuesPage struct {
 	View string
 	// Starred: a row is marked as enqueued to but not configured.
 	Starred bool
+	// At is when the rows were read.
+	At time.Time
 }
 
 type queuePage struct {
@@ -327,6 +329,7 @@ func (s *Server) routePages() {
 		}
 		view := r.URL.Query().Get("view")
 		var pg ops.QueuePage
+		at := s.cfg.Now()
 		if m := strings.TrimSpace(r.URL.Query().Get("match")); m != "" {
 			if pg, err = s.fleetOps().FindQueues(r.Context(), ops.Match(m), q.Page, q.PerPage); err != nil {
 				return nil, err
@@ -339,12 +342,13 @@ func (s *Server) routePages() {
 			if pg, err = snap.Select(q); err != nil {
 				return nil, err
 			}
+			at = snap.At
 		}
 		starred := false
 		for _, row := range pg.Queues {
 			starred = starred || !row.Configured
 		}
-		return queuesPage{refreshing{5}, pg, q, params, ops.SortKeys, strings.TrimSpace(r.URL.Query().Get("match")), view, starred}, nil
+		return queuesPage{refreshing{5}, pg, q, params, ops.SortKeys, strings.TrimSpace(r.URL.Query().Get("match")), view, starred, at}, nil
 	})
 	s.page("/queues/{queue}", "queue", auth.Viewer, func(r *Request) (any, error) {
 		q := r.PathValue("queue")

@@ -204,9 +204,10 @@ func withFlash(path, msg string) string {
 
 // snapshot returns the fleet's snapshot, reading it again when older than
 // SnapshotTTL; concurrent callers share one read. While Run runs, a
-// snapshot older than SnapshotTTL but younger than ServeStale is answered
-// at once and Run reads a fresh one in the background: at 100,000 queues a
-// read takes seconds, and a page should not wait for it (issue 34).
+// snapshot older than SnapshotTTL but younger than ServeStale, or any
+// snapshot while Run is reading a new one, is answered at once and Run
+// reads a fresh one in the background: at 100,000 queues a read takes tens
+// of seconds, and a page should not wait for it (issue 34).
 func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
@@ -215,7 +216,9 @@ func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 	if s.snap != nil && now.Sub(s.snapAt) < s.cfg.SnapshotTTL {
 		return s.snap, nil
 	}
-	if s.snap != nil && now.Sub(s.snapAt) < s.cfg.ServeStale && s.running.Load() {
+	// Run reads a fresh one whenever asked; meanwhile (and for as long as
+	// a read is under way, however long it takes) the stale one answers.
+	if s.snap != nil && s.running.Load() && (now.Sub(s.snapAt) < s.cfg.ServeStale || s.reading.Load()) {
 		select {
 		case s.refreshNow <- struct{}{}:
 		default: // a refresh is asked for already
@@ -234,6 +237,8 @@ func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 // refreshSnapshot reads the fleet and replaces the cached snapshot (Run,
 // when a request found it stale).
 func (s *Server) refreshSnapshot(ctx context.Context) {
+	s.reading.Store(true)
+	defer s.reading.Store(false)
 	snap, err := s.fleetOps().Snapshot(ctx)
 	if err != nil {
 		s.log.Warn("refresh the fleet's snapshot", "error", err)

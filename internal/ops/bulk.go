@@ -129,22 +129,20 @@ func (o *Ops) FindQueues(ctx context.Context, m Match, page, perPage int) (Queue
 }
 
 // QueueRows reads the rows of the named queues (at most a page: the cost
-// grows with len(queues)); configured marks which are configured (nil:
-// all).
+// grows with len(queues), not with the fleet): each queue's offset and
+// owner node, its pause flag, its backlog. configured marks which are
+// configured (nil: all). Assigned is left empty: the assignment of a
+// large fleet is a large node, and the owner is what the row shows.
 func (o *Ops) QueueRows(ctx context.Context, queues []string, configured map[string]bool) ([]QueueRow, error) {
 	rows := make([]QueueRow, 0, len(queues))
 	if len(queues) == 0 {
 		return rows, nil
 	}
-	an, err := o.zk.Assignment(ctx)
+	pauses, err := o.zk.PausesOf(ctx, queues)
 	if err != nil {
 		return nil, err
 	}
-	pauses, err := o.zk.Pauses(ctx)
-	if err != nil {
-		return nil, err
-	}
-	views, err := o.zk.ReadQueueViews(ctx, queues, false)
+	views, err := o.zk.ReadQueueViews(ctx, queues, true)
 	if err != nil {
 		return nil, err
 	}
@@ -158,10 +156,7 @@ func (o *Ops) QueueRows(ctx context.Context, queues []string, configured map[str
 	}
 	for i, q := range queues {
 		views[i].Name = q
-		r := queueRow(views[i], stats[i], an.Assignment.Queues[q], pauses)
-		if r.Owned {
-			r.Owner = r.Assigned
-		}
+		r := queueRow(views[i], stats[i], "", pauses)
 		r.Configured = configured == nil || configured[q]
 		rows = append(rows, r)
 	}
