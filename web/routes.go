@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/ops"
@@ -225,10 +226,12 @@ func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 		}
 		return s.snap, nil
 	}
+	start := time.Now()
 	snap, err := s.fleetOps().Snapshot(r.Context())
 	if err != nil {
 		return nil, err
 	}
+	s.lastRead.Store(int64(time.Since(start)))
 	s.snap, s.snapAt = snap, now
 	s.record(snap, nil)
 	return snap, nil
@@ -239,7 +242,9 @@ func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 func (s *Server) refreshSnapshot(ctx context.Context) {
 	s.reading.Store(true)
 	defer s.reading.Store(false)
+	start := time.Now()
 	snap, err := s.fleetOps().Snapshot(ctx)
+	s.lastRead.Store(int64(time.Since(start)))
 	if err != nil {
 		s.log.Warn("refresh the fleet's snapshot", "error", err)
 		return
@@ -251,8 +256,26 @@ func (s *Server) refreshSnapshot(ctx context.Context) {
 
 // invalidate drops the cached snapshot after a mutation, so that the page
 // the browser is sent back to shows its effect.
+//
+// On a fleet whose read takes longer than slowRead (100,000 queues: tens
+// of seconds) while Run runs, it marks the snapshot stale instead and asks
+// Run for a fresh one: pages keep answering from the old one meanwhile
+// (the action's own effect shows on the page it returns to, which reads
+// the queues it shows afresh).
 func (s *Server) invalidate() {
 	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	if s.snap != nil && s.running.Load() && time.Duration(s.lastRead.Load()) > slowRead {
+		s.snapAt = s.cfg.Now().Add(-s.cfg.SnapshotTTL)
+		select {
+		case s.refreshNow <- struct{}{}:
+		default:
+		}
+		return
+	}
 	s.snap = nil
-	s.snapMu.Unlock()
 }
+
+// slowRead is how long a read of the fleet may take before an action no
+// longer makes the next page wait for a fresh one (invalidate).
+const slowRead = time.Second

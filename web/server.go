@@ -90,6 +90,7 @@ type Server struct {
 
 	running    atomic.Bool   // Run is running: it serves refreshNow
 	reading    atomic.Bool   // Run is reading a snapshot
+	lastRead   atomic.Int64  // how long the last read of the fleet took (ns)
 	refreshNow chan struct{} // a request found the snapshot stale
 	snapMu     sync.Mutex
 	snap       *ops.Snapshot
