@@ -214,6 +214,13 @@ func TestPagesAreRoleAware(t *testing.T) {
 			t.Errorf("%s: the unconfigured footnote shows with no starred row", c.role)
 		}
 	}
+	// A pending message nobody runs is not marked running.
+	if _, err := r.store.Enqueue(ctx, &drover.Message{Queue: "plain", Task: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if q := r.page("viewer", "/queues/plain"); !strings.Contains(q, "waiting") || strings.Contains(q, `class="running"`) {
+		t.Error("queue page: a pending message of an unowned queue is marked running")
+	}
 	if _, err := r.store.Enqueue(ctx, &drover.Message{Queue: "stray", Task: "t"}); err != nil {
 		t.Fatal(err)
 	}
