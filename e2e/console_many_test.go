@@ -27,6 +27,8 @@ func TestConsoleForManyQueuesInABrowser(t *testing.T) {
 		f.createQueue(fmt.Sprintf("tenant-%02d", i), false, []string{"/bin/true"}, nil)
 	}
 	f.createQueue("other", false, []string{"/bin/true"}, nil)
+	long := "long-" + strings.Repeat("x", 180) // an audit target that does not break
+	f.createQueue(long, false, []string{"/bin/true"}, nil)
 	f.createQueue("slow", false, []string{"/bin/sleep", "120"}, nil)
 	f.startWorker("w1")
 	con := f.startConsole(t)
@@ -73,6 +75,9 @@ func TestConsoleForManyQueuesInABrowser(t *testing.T) {
 	}
 	pausedByCtl := 0
 	for _, q := range status.Queues {
+		if q.Queue == long {
+			continue
+		}
 		if q.Paused != strings.HasPrefix(q.Queue, "tenant-") {
 			t.Errorf("ctl status: %s paused=%v after the bulk pause of tenant-", q.Queue, q.Paused)
 		}
@@ -97,6 +102,16 @@ func TestConsoleForManyQueuesInABrowser(t *testing.T) {
 	audit := text(t, b, con.url+"/audit", "#audit")
 	if strings.Count(audit, "bulk.pause") != 1 || !strings.Contains(audit, "selected 12 queue(s)") || strings.Contains(audit, "queue.pause") {
 		t.Fatalf("audit: want one bulk.pause record with its count and no per-queue record, have:\n%s", audit)
+	}
+
+	// The audit table fits the window even with a long unbroken target.
+	run(t, b, "pause the long-named queue", chromedp.Navigate(con.url+"/queues/"+long+"?refresh=0"),
+		chromedp.Click("#pause", chromedp.ByQuery), chromedp.WaitVisible("#paused", chromedp.ByQuery))
+	var overflow bool
+	run(t, b, "measure the audit page", chromedp.Navigate(con.url+"/audit"), chromedp.WaitVisible("#audit", chromedp.ByQuery),
+		chromedp.Evaluate(`document.documentElement.scrollWidth > window.innerWidth`, &overflow))
+	if overflow {
+		t.Fatal("the audit page is wider than the window with a long target")
 	}
 
 	// A task running now: on the running view with its pid, and marked
