@@ -227,6 +227,10 @@ func TestPagesAreRoleAware(t *testing.T) {
 	if l := r.page("viewer", "/queues"); !strings.Contains(l, "enqueued to but not configured") {
 		t.Error("with an unconfigured queue listed: want the footnote")
 	}
+	// The reset preview says what changes, in words.
+	if rp := r.page("admin", "/queues/plain/reset?to=latest"); !strings.Contains(rp, "After the reset") || !strings.Contains(rp, "1 message(s) waiting now will be skipped and never run.") {
+		t.Errorf("reset preview: want before/after rows and what changes, have:\n%.3000s", rp)
+	}
 	req := httptestRequest("POST", "/api/v1/queues/plain/pause")
 	req.SetPathValue("queue", "plain")
 	if f := flashOf("queue.pause", req, map[string]any{"name": "plain"}); f != "Paused queue plain." {
