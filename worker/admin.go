@@ -85,8 +85,10 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 			st = w.State()
 		case "names":
 			st = w.StateNames()
+		case "running": // the queues running a task now (the console's running view)
+			st = w.StateRunning()
 		default:
-			http.Error(rw, "queues: want names, or leave it out for every queue's state", http.StatusBadRequest)
+			http.Error(rw, "queues: want names or running, or leave it out for every queue's state", http.StatusBadRequest)
 			return
 		}
 		out := map[string]any{"worker": st}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -26,8 +27,8 @@ type Running struct {
 	Unreachable map[string]string `json:"unreachable,omitempty"`
 }
 
-// Running reads every member's /debug/state (in parallel) and lists the
-// tasks in flight.
+// Running reads every member's running queues (/debug/state?queues=running,
+// in parallel) and lists the tasks in flight.
 func (o *Ops) Running(ctx context.Context) (Running, error) {
 	members, err := o.zk.Members(ctx)
 	if err != nil {
@@ -45,7 +46,12 @@ func (o *Ops) Running(ctx context.Context) (Running, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			raw, err := o.fetchState(ctx, addr)
+			// Only the queues running a task (worker.StateRunning); a worker
+			// from before that form answers 400 and is read in full.
+			raw, err := o.get(ctx, "http://"+addr+"/debug/state?queues=running")
+			if err != nil && strings.Contains(err.Error(), "400 Bad Request") {
+				raw, err = o.fetchState(ctx, addr)
+			}
 			var st MemberState
 			if err == nil {
 				st, err = DecodeMemberState(raw)
