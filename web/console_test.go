@@ -214,6 +214,10 @@ func TestPagesAreRoleAware(t *testing.T) {
 			t.Errorf("%s: the unconfigured footnote shows with no starred row", c.role)
 		}
 	}
+	// The rows a view shows can be acted on together.
+	if l := r.page("operator", "/queues?view=failing"); !strings.Contains(l, `id="shown-retry"`) || !strings.Contains(l, `name="queues" value="plain"`) {
+		t.Error("failing view: want a bulk form for the rows shown (plain)")
+	}
 	// A pending message nobody runs is not marked running.
 	if _, err := r.store.Enqueue(ctx, &drover.Message{Queue: "plain", Task: "t"}); err != nil {
 		t.Fatal(err)

@@ -280,6 +280,16 @@ type queuePage struct {
 	JobErr string
 }
 
+// Names lists the page's queues, comma-separated: the selection of the
+// "every row shown" bulk form.
+func (p queuesPage) Names() string {
+	names := make([]string, len(p.Queues))
+	for i, q := range p.Queues {
+		names[i] = q.Queue
+	}
+	return strings.Join(names, ",")
+}
+
 type membersPage struct {
 	refreshing
 	Members []ops.MemberRow
