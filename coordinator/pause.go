@@ -142,3 +142,182 @@ func pausesOf(allPath string, all *nodeData, queues, members *dirCache) PauseSet
 	}
 	return ps
 }
+
+// pauseBatchOps bounds the operations of one multi of SetQueuePauses and
+// ClearQueuePauses (besides batchBytes), so that one refused multi costs
+// little to redo one flag at a time.
+const pauseBatchOps = 1000
+
+// SetQueuePauses sets the pause flag of every queue in queues to p, as
+// SetPause(ctx, drover.PauseQueue, q, p) would for each, in few round
+// trips: one listing of the queues' flags, then multis of up to
+// pauseBatchOps flags (create, or overwrite a flag already set),
+// writeParallelism in flight. A multi that another writer raced (a flag
+// created or removed between the listing and the write: the multi is
+// refused whole) is redone one flag at a time. It returns how many flags
+// were written; on error some may have been.
+func (s *Session) SetQueuePauses(ctx context.Context, queues []string, p drover.Pause) (int, error) {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return 0, fmt.Errorf("set pauses: encode: %w", err)
+	}
+	set, err := s.pausedQueueNames(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("set pauses: %w", err)
+	}
+	var ops []any
+	for _, q := range queues {
+		path, err := s.queuePath(pauseQueuesDir, q)
+		if err != nil {
+			return 0, fmt.Errorf("set pauses: %w", err)
+		}
+		if set[q] {
+			ops = append(ops, &zk.SetDataRequest{Path: path, Data: data, Version: -1})
+		} else {
+			ops = append(ops, &zk.CreateRequest{Path: path, Data: data, Acl: s.acl, Flags: zk.FlagPersistent})
+		}
+	}
+	return s.pauseMultis(ctx, "set pauses", ops, queues, func(q string) error {
+		return s.SetPause(ctx, drover.PauseQueue, q, p)
+	})
+}
+
+// ClearQueuePauses removes the pause flags of queues, as ClearPause would
+// for each, in few round trips (SetQueuePauses'): queues without a flag
+// are skipped. It returns how many flags were removed.
+func (s *Session) ClearQueuePauses(ctx context.Context, queues []string) (int, error) {
+	set, err := s.pausedQueueNames(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("clear pauses: %w", err)
+	}
+	var ops []any
+	var names []string
+	for _, q := range queues {
+		if !set[q] {
+			continue
+		}
+		path, err := s.queuePath(pauseQueuesDir, q)
+		if err != nil {
+			return 0, fmt.Errorf("clear pauses: %w", err)
+		}
+		ops = append(ops, &zk.DeleteRequest{Path: path, Version: -1})
+		names = append(names, q)
+	}
+	return s.pauseMultis(ctx, "clear pauses", ops, names, func(q string) error {
+		return s.ClearPause(ctx, drover.PauseQueue, q)
+	})
+}
+
+// pausedQueueNames lists the queues with a pause flag: one request.
+func (s *Session) pausedQueueNames(ctx context.Context) (map[string]bool, error) {
+	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+		names, _, err := c.Children(s.path(pauseQueuesDir))
+		return names, err
+	})
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, fmt.Errorf("list pause flags: %w", err)
+	}
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// pauseMultis sends ops (ops[i] is the flag of queues[i]) in multis cut at
+// pauseBatchOps and batchBytes, writeParallelism in flight; a multi refused
+// for one of its operations is redone through one(q) per queue.
+func (s *Session) pauseMultis(ctx context.Context, what string, ops []any, queues []string, one func(q string) error) (int, error) {
+	type chunk struct{ from, to int }
+	var chunks []chunk
+	for i := 0; i < len(ops); {
+		j, size := i, 0
+		for j < len(ops) && j-i < pauseBatchOps && (j == i || size+opSize(ops[j]) <= batchBytes) {
+			size += opSize(ops[j])
+			j++
+		}
+		chunks = append(chunks, chunk{i, j})
+		i = j
+	}
+	type outcome struct {
+		n   int
+		err error
+	}
+	outs := parallelMapN(ctx, writeParallelism, chunks, func(c chunk) outcome {
+		res, err := bounded(ctx, s, func(conn zkConn) ([]zk.MultiResponse, error) { return conn.Multi(ops[c.from:c.to]...) })
+		if err == nil {
+			return outcome{n: c.to - c.from}
+		}
+		if !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, zk.ErrNoNode) && failedOp(res) < 0 {
+			return outcome{err: err}
+		}
+		o := outcome{}
+		for _, q := range queues[c.from:c.to] {
+			if err := one(q); err != nil {
+				o.err = err
+				return o
+			}
+			o.n++
+		}
+		return o
+	})
+	n := 0
+	var errs []error
+	for _, o := range outs {
+		n += o.n
+		errs = append(errs, o.err)
+	}
+	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
+		return n, fmt.Errorf("%s: %w", what, err)
+	}
+	return n, nil
+}
+
+// PausesOf is Pauses for a page of queues: the everything flag, every
+// member flag, and the flags of queues only (one read each, in parallel),
+// so that a console page showing 100 of 100,000 queues does not read every
+// queue's flag. Queues holds only those of queues that are paused.
+func (s *Session) PausesOf(ctx context.Context, queues []string) (PauseSet, error) {
+	members := newDirCache(s.path(pauseMembersDir))
+	if err := members.read(ctx, s); err != nil {
+		return PauseSet{}, fmt.Errorf("read pause flags: %w", err)
+	}
+	get := func(p string) (*nodeData, error) {
+		return bounded(ctx, s, func(c zkConn) (*nodeData, error) {
+			data, st, err := c.Get(p)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			return &nodeData{data, *st}, nil
+		})
+	}
+	all, err := get(s.path(pauseAllNode))
+	if err != nil {
+		return PauseSet{}, fmt.Errorf("read pause flags: %w", err)
+	}
+	type read struct {
+		nd  *nodeData
+		err error
+	}
+	reads := parallelMap(ctx, queues, func(q string) read {
+		p, err := s.queuePath(pauseQueuesDir, q)
+		if err != nil {
+			return read{err: err}
+		}
+		nd, err := get(p)
+		return read{nd, err}
+	})
+	qs := newDirCache(s.path(pauseQueuesDir))
+	for i, r := range reads {
+		if r.err != nil {
+			return PauseSet{}, fmt.Errorf("read pause flags: %w", r.err)
+		}
+		if r.nd != nil {
+			qs.nodes[queues[i]] = *r.nd
+		}
+	}
+	return pausesOf(s.path(pauseAllNode), all, qs, members), nil
+}

@@ -35,6 +35,20 @@ func queueQuery(r *Request) (ops.QueueQuery, error) {
 	default:
 		return q, Errorf(http.StatusBadRequest, "order %q: want asc or desc", o)
 	}
+	// The views of many queues: the top lagging, oldest, failing, paused.
+	switch v := r.URL.Query().Get("view"); v {
+	case "":
+	case "lagging":
+		q.Sort, q.Desc, q.Only = "lag", true, "lagging"
+	case "oldest":
+		q.Sort, q.Desc, q.Only = "age", true, "lagging"
+	case "failing":
+		q.Sort, q.Desc, q.Only = "dead", true, "dead"
+	case "paused":
+		q.Only = "paused"
+	default:
+		return q, Errorf(http.StatusBadRequest, "view %q: want lagging, oldest, failing or paused", v)
+	}
 	var err error
 	if q.Page, err = queryInt(r, "page", 1); err != nil {
 		return q, err

@@ -23,6 +23,9 @@ type sample struct {
 	// Throughput is the tasks finished per second since the previous
 	// sample, from the members' tasks_total counters; -1 when unknown.
 	Throughput float64 `json:"throughput"`
+	// Failures is the attempts per second among them that did not
+	// succeed (outcome other than success); -1 when unknown.
+	Failures float64 `json:"failures"`
 }
 
 // sample reads the fleet once (through the snapshot cache) and the
@@ -33,7 +36,9 @@ func (s *Server) sample(ctx context.Context) {
 	if s.cfg.Now().Sub(time.Unix(0, s.lastUse.Load())) > idleAfter {
 		return
 	}
+	s.reading.Store(true)
 	snap, err := s.fleetOps().Snapshot(ctx)
+	s.reading.Store(false)
 	if err != nil {
 		s.log.Warn("sample the fleet", "error", err)
 		return
@@ -50,22 +55,24 @@ func (s *Server) sample(ctx context.Context) {
 
 // record appends a sample; tasks are the members' task counters (nil when
 // not read: the throughput is then unknown).
-func (s *Server) record(snap *ops.Snapshot, tasks map[string]float64) {
+func (s *Server) record(snap *ops.Snapshot, tasks map[string]ops.TaskCounts) {
 	s.histMu.Lock()
 	defer s.histMu.Unlock()
-	smp := sample{At: snap.At, Lag: snap.Totals.Lag, Dead: snap.Totals.Dead, Delayed: snap.Totals.Delayed, Throughput: -1}
+	smp := sample{At: snap.At, Lag: snap.Totals.Lag, Dead: snap.Totals.Dead, Delayed: snap.Totals.Delayed, Throughput: -1, Failures: -1}
 	if tasks != nil {
 		if s.lastTask != nil && len(s.history) > 0 {
-			var done float64
+			var done, failed float64
 			for m, v := range tasks {
-				if prev, ok := s.lastTask[m]; ok && v >= prev {
-					done += v - prev
+				if prev, ok := s.lastTask[m]; ok && v.Total >= prev.Total {
+					done += v.Total - prev.Total
+					failed += max(v.Failed-prev.Failed, 0)
 				}
 			}
 			for i := len(s.history) - 1; i >= 0; i-- {
 				if s.history[i].Throughput >= 0 || i == 0 {
 					if dt := snap.At.Sub(s.lastTaskAt).Seconds(); dt > 0 {
 						smp.Throughput = done / dt
+						smp.Failures = failed / dt
 					}
 					break
 				}

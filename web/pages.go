@@ -31,7 +31,49 @@ type pageData struct {
 	CSRFField string
 }
 
+// Can reports whether the page's principal may take actions that need
+// role ("operator", "admin"): templates offer only those (issue 34).
+func (d pageData) Can(role string) bool {
+	need, err := auth.ParseRole(role)
+	return err == nil && d.P.Role.Allows(need)
+}
+
 var funcs = template.FuncMap{
+	"chart": chart,
+	"resetChange": func(before, after int64) string {
+		switch {
+		case after == before:
+			return fmt.Sprintf("No change in what runs: %d message(s) before and after.", before)
+		case after > before:
+			return fmt.Sprintf("%d message(s) that ran already will run again.", after-before)
+		}
+		return fmt.Sprintf("%d message(s) waiting now will be skipped and never run.", before-after)
+	},
+	"tputSeries": func(h []sample) []point {
+		var out []point
+		for _, s := range h {
+			if s.Throughput >= 0 {
+				out = append(out, point{s.At, s.Throughput})
+			}
+		}
+		return out
+	},
+	"failSeries": func(h []sample) []point {
+		var out []point
+		for _, s := range h {
+			if s.Failures >= 0 {
+				out = append(out, point{s.At, s.Failures})
+			}
+		}
+		return out
+	},
+	"lagSeries": func(h []sample) []point {
+		out := make([]point, len(h))
+		for i, s := range h {
+			out[i] = point{s.At, float64(s.Lag)}
+		}
+		return out
+	},
 	"age": func(sec float64) string { return fmtAge(time.Duration(sec * float64(time.Second))) },
 	"since": func(t time.Time) string {
 		if t.IsZero() {
@@ -209,6 +251,15 @@ type queuesPage struct {
 	Query  ops.QueueQuery
 	Params url.Values
 	Sorts  []string
+	// Match is the prefix or pattern searched (?match=): the page then
+	// lists the matches read afresh, not the fleet's snapshot.
+	Match string
+	// View names the preset shown: lagging, oldest, failing, paused.
+	View string
+	// Starred: a row is marked as enqueued to but not configured.
+	Starred bool
+	// At is when the rows were read.
+	At time.Time
 }
 
 type queuePage struct {
@@ -217,11 +268,26 @@ type queuePage struct {
 	Pending []ops.Message
 	Delayed []ops.Message
 	Dead    []ops.Message
-	Config  string
+	// Running holds the pending messages running now, by id.
+	Running map[string]ops.RunningTask
+	// Recent: recently finished jobs, and those retrying with their last
+	// error.
+	Recent ops.Recent
+	Config string
 	// JobID and Job: the job looked up by id (?job=), when asked.
 	JobID  string
 	Job    *drover.JobStatus
 	JobErr string
+}
+
+// Names lists the page's queues, comma-separated: the selection of the
+// "every row shown" bulk form.
+func (p queuesPage) Names() string {
+	names := make([]string, len(p.Queues))
+	for i, q := range p.Queues {
+		names[i] = q.Queue
+	}
+	return strings.Join(names, ",")
 }
 
 type membersPage struct {
@@ -265,21 +331,34 @@ func (s *Server) routePages() {
 		if err != nil {
 			return nil, err
 		}
-		snap, err := s.snapshot(r.Request)
-		if err != nil {
-			return nil, err
-		}
-		pg, err := snap.Select(q)
-		if err != nil {
-			return nil, err
-		}
 		params := url.Values{}
 		for k, v := range r.URL.Query() {
 			if k != "flash" {
 				params[k] = v
 			}
 		}
-		return queuesPage{refreshing{5}, pg, q, params, ops.SortKeys}, nil
+		view := r.URL.Query().Get("view")
+		var pg ops.QueuePage
+		at := s.cfg.Now()
+		if m := strings.TrimSpace(r.URL.Query().Get("match")); m != "" {
+			if pg, err = s.fleetOps().FindQueues(r.Context(), ops.Match(m), q.Page, q.PerPage); err != nil {
+				return nil, err
+			}
+		} else {
+			snap, err := s.snapshot(r.Request)
+			if err != nil {
+				return nil, err
+			}
+			if pg, err = snap.Select(q); err != nil {
+				return nil, err
+			}
+			at = snap.At
+		}
+		starred := false
+		for _, row := range pg.Queues {
+			starred = starred || !row.Configured
+		}
+		return queuesPage{refreshing{5}, pg, q, params, ops.SortKeys, strings.TrimSpace(r.URL.Query().Get("match")), view, starred, at}, nil
 	})
 	s.page("/queues/{queue}", "queue", auth.Viewer, func(r *Request) (any, error) {
 		q := r.PathValue("queue")
@@ -299,6 +378,14 @@ func (s *Server) routePages() {
 			}
 		}
 		if pg.Pending, err = s.fleetOps().Pending(r.Context(), q, 0, 20); err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(pg.Pending))
+		for i, m := range pg.Pending {
+			ids[i] = m.ID
+		}
+		pg.Running = s.fleetOps().RunningIn(r.Context(), d.Owner, q, ids)
+		if pg.Recent, err = s.fleetOps().RecentJobs(r.Context(), q, 20); err != nil {
 			return nil, err
 		}
 		if pg.Delayed, err = s.fleetOps().Delayed(r.Context(), q, 0, 20); err != nil {

@@ -3,13 +3,13 @@ package web
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/ops"
@@ -93,6 +93,9 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 			Action: action, Target: strings.TrimPrefix(r.URL.Path, APIPrefix)}
 		v, in, err := s.mutate(w, r, p, need, h)
 		rec.Detail = detailOf(in)
+		if n, ok := v.(interface{ auditNote() string }); ok && err == nil {
+			rec.Detail = strings.TrimSpace(rec.Detail + " " + n.auditNote())
+		}
 		rec.Status = http.StatusOK
 		if _, ok := v.(Created); ok {
 			rec.Status = http.StatusCreated
@@ -109,7 +112,7 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 		}
 		s.log.Info("mutation", "action", action, "target", rec.Target, "who", p.Name, "role", p.Role.String(), "status", rec.Status, "result", rec.Result)
 		if ret := localPath(in.Get("return")); ret != "" && err == nil {
-			http.Redirect(w, r, withFlash(ret, flashOf(action, v)), http.StatusSeeOther)
+			http.Redirect(w, r, withFlash(ret, flashOf(action, r, v)), http.StatusSeeOther)
 			return
 		}
 		if in.Get("return") != "" {
@@ -200,22 +203,12 @@ func withFlash(path, msg string) string {
 	return u.String()
 }
 
-func flashOf(action string, v any) string {
-	if v == nil {
-		return action + ": done"
-	}
-	if c, ok := v.(Created); ok {
-		v = c.Value
-	}
-	b, err := json.Marshal(v)
-	if err != nil || len(b) > 300 {
-		return action + ": done"
-	}
-	return action + ": " + string(b)
-}
-
 // snapshot returns the fleet's snapshot, reading it again when older than
-// SnapshotTTL; concurrent callers share one read.
+// SnapshotTTL; concurrent callers share one read. While Run runs, a
+// snapshot older than SnapshotTTL but younger than ServeStale, or any
+// snapshot while Run is reading a new one, is answered at once and Run
+// reads a fresh one in the background: at 100,000 queues a read takes tens
+// of seconds, and a page should not wait for it (issue 34).
 func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 	s.snapMu.Lock()
 	defer s.snapMu.Unlock()
@@ -224,19 +217,65 @@ func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 	if s.snap != nil && now.Sub(s.snapAt) < s.cfg.SnapshotTTL {
 		return s.snap, nil
 	}
+	// Run reads a fresh one whenever asked; meanwhile (and for as long as
+	// a read is under way, however long it takes) the stale one answers.
+	if s.snap != nil && s.running.Load() && (now.Sub(s.snapAt) < s.cfg.ServeStale || s.reading.Load()) {
+		select {
+		case s.refreshNow <- struct{}{}:
+		default: // a refresh is asked for already
+		}
+		return s.snap, nil
+	}
+	start := time.Now()
 	snap, err := s.fleetOps().Snapshot(r.Context())
 	if err != nil {
 		return nil, err
 	}
+	s.lastRead.Store(int64(time.Since(start)))
 	s.snap, s.snapAt = snap, now
 	s.record(snap, nil)
 	return snap, nil
 }
 
-// invalidate drops the cached snapshot after a mutation, so that the page
-// the browser is sent back to shows its effect.
-func (s *Server) invalidate() {
+// refreshSnapshot reads the fleet and replaces the cached snapshot (Run,
+// when a request found it stale).
+func (s *Server) refreshSnapshot(ctx context.Context) {
+	s.reading.Store(true)
+	defer s.reading.Store(false)
+	start := time.Now()
+	snap, err := s.fleetOps().Snapshot(ctx)
+	s.lastRead.Store(int64(time.Since(start)))
+	if err != nil {
+		s.log.Warn("refresh the fleet's snapshot", "error", err)
+		return
+	}
 	s.snapMu.Lock()
-	s.snap = nil
+	s.snap, s.snapAt = snap, s.cfg.Now()
 	s.snapMu.Unlock()
 }
+
+// invalidate drops the cached snapshot after a mutation, so that the page
+// the browser is sent back to shows its effect.
+//
+// On a fleet whose read takes longer than slowRead (100,000 queues: tens
+// of seconds) while Run runs, it marks the snapshot stale instead and asks
+// Run for a fresh one: pages keep answering from the old one meanwhile
+// (the action's own effect shows on the page it returns to, which reads
+// the queues it shows afresh).
+func (s *Server) invalidate() {
+	s.snapMu.Lock()
+	defer s.snapMu.Unlock()
+	if s.snap != nil && s.running.Load() && time.Duration(s.lastRead.Load()) > slowRead {
+		s.snapAt = s.cfg.Now().Add(-s.cfg.SnapshotTTL)
+		select {
+		case s.refreshNow <- struct{}{}:
+		default:
+		}
+		return
+	}
+	s.snap = nil
+}
+
+// slowRead is how long a read of the fleet may take before an action no
+// longer makes the next page wait for a fresh one (invalidate).
+const slowRead = time.Second

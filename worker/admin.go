@@ -89,8 +89,10 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 			st = w.StateNames()
 		case "rate_limited":
 			st = w.StateRateLimited()
+		case "running": // the queues running a task now (the console's running view)
+			st = w.StateRunning()
 		default:
-			http.Error(rw, "queues: want names or rate_limited, or leave it out for every queue's state", http.StatusBadRequest)
+			http.Error(rw, "queues: want names, rate_limited or running, or leave it out for every queue's state", http.StatusBadRequest)
 			return
 		}
 		out := map[string]any{"worker": st}

@@ -39,6 +39,14 @@ func TestAdminDebugStateNamesForm(t *testing.T) {
 	if !slices.Equal(names.Worker.QueueNames, []string{"a", "b", "c"}) || len(names.Worker.Queues) != 0 || names.Worker.Member != "m1" {
 		t.Fatalf("names form: want member m1, names [a b c] and no queue states, have %+v", names.Worker)
 	}
+	var running struct{ Worker State }
+	rec = get("/debug/state?queues=running", "127.0.0.1:1")
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &running) != nil {
+		t.Fatalf("running form: want 200 and JSON, have %d %s", rec.Code, rec.Body)
+	}
+	if len(running.Worker.Queues) != 0 || running.Worker.Member != "m1" {
+		t.Fatalf("running form with nothing running: want no queue states, have %+v", running.Worker)
+	}
 	var full struct{ Worker State }
 	rec = get("/debug/state", "127.0.0.1:1")
 	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &full) != nil {

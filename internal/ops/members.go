@@ -43,6 +43,12 @@ func (o *Ops) fetchState(ctx context.Context, addr, query string) (json.RawMessa
 	if query != "" {
 		url += "?" + query
 	}
+	return o.get(ctx, url)
+}
+
+// get reads a member's admin endpoint (with MemberToken) and returns its
+// JSON answer; any other answer than 200 with JSON is ErrUnreachable.
+func (o *Ops) get(ctx context.Context, url string) (json.RawMessage, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -72,11 +78,17 @@ func (o *Ops) fetchState(ctx context.Context, addr, query string) (json.RawMessa
 	return body, nil
 }
 
+// TaskCounts are a member's drover_tasks_total counters summed: every
+// attempt that ended, and those whose outcome was not "success".
+type TaskCounts struct {
+	Total, Failed float64
+}
+
 // TasksTotal reads each member's /metrics (the scrape endpoint, which needs
-// no token) and returns the sum of its drover_tasks_total counters by
+// no token) and returns the sums of its drover_tasks_total counters by
 // member name; members that do not answer are left out. One GET per member.
-func (o *Ops) TasksTotal(ctx context.Context, members []MemberRow) (map[string]float64, error) {
-	out := map[string]float64{}
+func (o *Ops) TasksTotal(ctx context.Context, members []MemberRow) (map[string]TaskCounts, error) {
+	out := map[string]TaskCounts{}
 	var firstErr error
 	for _, m := range members {
 		if m.AdminAddr == "" {
@@ -94,29 +106,35 @@ func (o *Ops) TasksTotal(ctx context.Context, members []MemberRow) (map[string]f
 	return out, firstErr
 }
 
-func (o *Ops) memberTasks(ctx context.Context, addr string) (float64, error) {
+func (o *Ops) memberTasks(ctx context.Context, addr string) (TaskCounts, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return 0, err
+		return TaskCounts{}, err
 	}
 	resp, err := o.http.Do(req)
 	if err != nil {
-		return 0, err
+		return TaskCounts{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s/metrics: %s", addr, resp.Status)
+		return TaskCounts{}, fmt.Errorf("GET %s/metrics: %s", addr, resp.Status)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return 0, fmt.Errorf("GET %s/metrics: %w", addr, err)
+		return TaskCounts{}, fmt.Errorf("GET %s/metrics: %w", addr, err)
 	}
-	var sum float64
+	var c TaskCounts
 	if f, ok := fams["drover_tasks_total"]; ok {
 		for _, m := range f.GetMetric() {
-			sum += m.GetCounter().GetValue()
+			v := m.GetCounter().GetValue()
+			c.Total += v
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() != "success" {
+					c.Failed += v
+				}
+			}
 		}
 	}
-	return sum, nil
+	return c, nil
 }

@@ -1,0 +1,30 @@
+package ops
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMatchSelectsByPrefixOrPattern(t *testing.T) {
+	names := []string{"acme-emails", "acme-sms", "acme2-emails", "beta-emails", "beta-sms"}
+	for _, c := range []struct {
+		match Match
+		want  string
+	}{
+		{"acme-", "acme-emails,acme-sms"},
+		{"acme", "acme-emails,acme-sms,acme2-emails"},
+		{"*-emails", "acme-emails,acme2-emails,beta-emails"},
+		{"beta-?ms", "beta-sms"},
+		{"[ab]*-sms", "acme-sms,beta-sms"},
+		{"zzz", ""},
+		{"", ""},
+		{"*", strings.Join(names, ",")},
+	} {
+		if have := strings.Join(c.match.filter(names), ","); have != c.want {
+			t.Errorf("%q: want %q, have %q", c.match, c.want, have)
+		}
+	}
+	if err := Match("[x").Validate(); !IsBadInput(err) {
+		t.Errorf("[x: want bad input, have %v", err)
+	}
+}
