@@ -194,8 +194,7 @@ func (a *app) runDev(ctx context.Context, o devOptions) (err error) {
 		return err
 	}
 	defer stopWeb()
-	a.printDevBanner(dir, cfgPath, zk.Addr, rds.Addr, fl)
-	fmt.Fprintf(a.stdout, "Web console: %s\n\n", webURL)
+	a.printDevBanner(dir, cfgPath, zk.Addr, rds.Addr, webURL, fl)
 
 	if o.demo {
 		return runDemo(ctx, a, cl, fl, o, devHints(cfgPath))
@@ -291,7 +290,10 @@ func (c *devClients) setup(ctx context.Context, tasks string) error {
 	return nil
 }
 
-func (a *app) printDevBanner(dir, cfgPath, zkAddr, redisAddr string, fl *fleet) {
+// printDevBanner prints what runs where. Its last line, "Ctrl-C stops
+// everything.", says the banner is whole (tests wait for it), so the
+// console's address comes before it.
+func (a *app) printDevBanner(dir, cfgPath, zkAddr, redisAddr, webURL string, fl *fleet) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nDrover dev fleet is up (data, logs and config in %s)\n", dir)
 	fmt.Fprintf(&b, "  ZooKeeper  %s\n  Redis      %s\n", zkAddr, redisAddr)
@@ -302,6 +304,7 @@ func (a *app) printDevBanner(dir, cfgPath, zkAddr, redisAddr string, fl *fleet) 
 		}
 		fmt.Fprintf(&b, "  %-11s pid %-7d admin http://%s%s\n", c.name, c.pid(), c.admin, page)
 	}
+	fmt.Fprintf(&b, "\nWeb console: %s\n", webURL)
 	b.WriteString(devHints(cfgPath))
 	b.WriteString("\nCtrl-C stops everything.\n\n")
 	fmt.Fprint(a.stdout, b.String())
