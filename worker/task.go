@@ -139,10 +139,6 @@ func (l *queueLoop) runMessage(s *slot) bool {
 	}
 }
 
-// abortedAttemptDelay is how long a message waits before it runs again
-// after an attempt the executor aborted by itself (runMessage).
-const abortedAttemptDelay = 50 * time.Millisecond
-
 // attempt runs the message once and records it.
 func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []byte, route drover.TaskRoute, cfg *drover.QueueConfig) executor.Result {
 	t := &executor.Task{
@@ -192,6 +188,10 @@ func (l *queueLoop) backoff(cfg *drover.QueueConfig, n int) time.Duration {
 	}
 	return d
 }
+
+// abortedAttemptDelay is how long a message waits before it runs again
+// after an attempt the executor aborted by itself (runMessage).
+const abortedAttemptDelay = 50 * time.Millisecond
 
 // sleep waits d unless the queue stops first; it reports whether it slept
 // the whole time.
