@@ -76,7 +76,24 @@ func (l *queueLoop) runMessage(s *slot) bool {
 			s.finished = l.finishedOf(&m, res, cfg)
 			return true
 		case executor.OutcomeAborted:
-			return false
+			if l.taskCtx.Err() != nil || l.lost.Load() {
+				return false // the queue's own abort: the next owner runs it
+			}
+			// The executor aborted the attempt by itself while the queue
+			// runs on: the task lease went stale before the task started
+			// (its renewal waits for a session that heard from ZooKeeper
+			// lately), or its pool or the executor was closing. The
+			// attempt did not count, and the message runs again here:
+			// reported "not finished here", it stayed unfinished in the
+			// loop while the messages behind it ran, and the queue's
+			// offset never passed it (a chaos run's ordered queue ran
+			// everything behind its head, which never ran). The next
+			// attempt waits for a fresh lease; the delay keeps a closed
+			// executor from spinning until the queue stops.
+			if !l.sleep(abortedAttemptDelay) {
+				return false
+			}
+			continue
 		}
 		if l.lost.Load() {
 			return false // another member owns the queue: write nothing
@@ -206,6 +223,10 @@ func (l *queueLoop) backoff(cfg *drover.QueueConfig, n int) time.Duration {
 	}
 	return d
 }
+
+// abortedAttemptDelay is how long a message waits before it runs again
+// after an attempt the executor aborted by itself (runMessage).
+const abortedAttemptDelay = 50 * time.Millisecond
 
 // sleep waits d unless the queue stops first; it reports whether it slept
 // the whole time.

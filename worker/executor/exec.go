@@ -191,6 +191,11 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 // a task the executor must not let run.
 func (e *execExecutor) stopAtStart(p *process, r Result) Result {
 	killGroup(p.pid, syscall.SIGKILL)
+	if e.lease != nil {
+		// As wait does, before the reap: a group left tracked is signalled
+		// by the supervisor later, when its id may belong to a stranger.
+		_ = e.lease.Untrack(p.pid)
+	}
 	p.release(<-p.exited)
 	p.collect()
 	r.PID = p.pid
