@@ -258,7 +258,7 @@ func (mr *memberRun) session(t *testing.T) *fakeMemberSession {
 	var s *fakeMemberSession
 	select {
 	case s = <-mr.c.made:
-	case <-time.After(10 * time.Second): // a guard, not a timing
+	case <-time.After(testkit.Bound): // a guard, not a timing
 		t.Fatal("no session was opened")
 	}
 	testkit.Eventually(t, "member joined", func() bool { return s.membership() != nil && mr.m.Ready() == nil })
