@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,6 +56,8 @@ type runtimeRig struct {
 	// lastDone is the last runQueue's time from Start to the worker's
 	// completed position covering the last message (before its commit).
 	lastDone time.Duration
+	// lastCPU is the CPU time this process spent over the same span.
+	lastCPU time.Duration
 }
 
 // queueDone is the contiguous completed position of a queue w runs.
@@ -115,6 +118,14 @@ func newRuntimeRig(b *testing.B, capacity int, opts ...func(*worker.Config)) *ru
 	return &runtimeRig{store: store, s: s, w: w}
 }
 
+// selfCPU is this process's user and system CPU time so far (the worker's
+// own cost; Redis, ZooKeeper and the task processes are other processes).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // bareSpawn runs n × /bin/true with the given concurrency: the ceiling.
 func bareSpawn(b *testing.B, n, concurrency int) time.Duration {
 	var next atomic.Int64
@@ -142,12 +153,14 @@ func bareSpawn(b *testing.B, n, concurrency int) time.Duration {
 func BenchmarkRuntimeTrue(b *testing.B) {
 	const n, concurrency = 2000, 4
 	r := newRuntimeRig(b, concurrency)
-	var drv, done, bare time.Duration
+	var drv, done, bare, cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		drv += r.runTask(b, fmt.Sprintf("true%d", i), "true", drover.TaskRoute{Command: []string{"/bin/true"}}, concurrency, n)
 		done += r.lastDone
+		cpu += r.lastCPU
 		bare += bareSpawn(b, n, concurrency)
 	}
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n*b.N), "cpu-us/task")
 	b.ReportMetric(float64(n*b.N)/drv.Seconds(), "tasks/s")
 	b.ReportMetric(float64(n*b.N)/bare.Seconds(), "bare-tasks/s")
 	b.ReportMetric(bare.Seconds()/drv.Seconds(), "ratio")
@@ -174,13 +187,15 @@ func BenchmarkRuntimeInline(b *testing.B) { benchInline(b) }
 func benchInline(b *testing.B, opts ...func(*worker.Config)) {
 	const n, concurrency = 100000, 16
 	r := newRuntimeRig(b, concurrency, opts...)
-	var d, done time.Duration
+	var d, done, cpu time.Duration
 	for i := 0; i < b.N; i++ {
 		d += r.runTask(b, fmt.Sprintf("inline%d", i), "bench.noop", drover.TaskRoute{Inline: true}, concurrency, n)
 		done += r.lastDone
+		cpu += r.lastCPU
 	}
 	b.ReportMetric(float64(n*b.N)/d.Seconds(), "tasks/s")
 	b.ReportMetric(float64(n*b.N)/done.Seconds(), "done-tasks/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n*b.N), "cpu-us/task")
 	b.ReportMetric(float64((d-done).Milliseconds())/float64(b.N), "commit-tail-ms")
 }
 
@@ -213,7 +228,7 @@ func (r *runtimeRig) runQueue(b *testing.B, qc drover.QueueConfig, task string, 
 	if err != nil {
 		b.Fatal(err)
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), selfCPU()
 	if err := r.store.RouteWakeups(context.Background(), "bench", qc.Name); err != nil {
 		b.Fatal(err)
 	}
@@ -227,6 +242,7 @@ func (r *runtimeRig) runQueue(b *testing.B, qc drover.QueueConfig, task string, 
 		time.Sleep(2 * time.Millisecond)
 	}
 	r.lastDone = time.Since(start)
+	r.lastCPU = selfCPU() - cpu0
 	for claim.Offset().Position < last {
 		time.Sleep(2 * time.Millisecond)
 	}

@@ -45,7 +45,7 @@ worker {
   batch_size    = 100
   strategy      = "sticky" # sticky | range | round-robin
   settle        = "250ms"  # coalesce membership changes (rolling deploys)
-  redis_giveup_after = "10s" # Redis silent this long: this member's queues go to the others
+  redis_giveup_after = "6s"  # Redis silent this long: this member's queues go to the others
 }
 
 scheduler {

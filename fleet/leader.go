@@ -132,8 +132,8 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 		haveM      bool
 		haveQ      bool
 		firstDirty time.Time
-		// when this term first saw each member's redis_unreachable
-		unreachableSince = map[string]time.Time{}
+		// the members' redis_unreachable flags, acted on once settled
+		flags = newRedisFlags(cfg.RedisGrace)
 	)
 	clock := cfg.Clock
 	settle := clock.NewTimer(time.Hour)
@@ -158,7 +158,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 				return firstErr(lead.Err(), ctx.Err(), s.Err(), errors.New("member watch ended"))
 			}
 			curMembers, haveM = ms, true
-			noteUnreachable(unreachableSince, ms, clock.Now())
+			flags.note(ms, clock.Now())
 			dirty()
 		case qs, ok := <-queues:
 			if !ok {
@@ -174,9 +174,9 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			if !haveM || !haveQ {
 				continue
 			}
-			cutOff, wait := matureUnreachable(unreachableSince, cfg.RedisGrace, clock.Now())
+			cutOff, wait := flags.decide(clock.Now())
 			if wait > 0 {
-				settle.Reset(wait) // act on them once the grace has passed
+				settle.Reset(wait) // act on the flags once they have settled
 			}
 			if err := writeTarget(lctx, lead, w, cfg, curMembers, curQueues, cutOff, log); err != nil {
 				if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
@@ -189,38 +189,6 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			return firstErr(lead.Err(), ctx.Err(), s.Err())
 		}
 	}
-}
-
-// noteUnreachable records in since when each member of ms first published
-// redis_unreachable, and forgets the members that no longer do.
-func noteUnreachable(since map[string]time.Time, ms []coordinator.MemberNode, now time.Time) {
-	flagged := map[string]bool{}
-	for _, m := range ms {
-		if m.Err == nil && m.Member.RedisUnreachable {
-			flagged[m.Member.Name] = true
-			if _, ok := since[m.Member.Name]; !ok {
-				since[m.Member.Name] = now
-			}
-		}
-	}
-	maps.DeleteFunc(since, func(name string, _ time.Time) bool { return !flagged[name] })
-}
-
-// matureUnreachable returns the members unreachable for at least grace,
-// and how long until the next one is (0 when none is pending).
-func matureUnreachable(since map[string]time.Time, grace time.Duration, now time.Time) (map[string]bool, time.Duration) {
-	cutOff := map[string]bool{}
-	var wait time.Duration
-	for name, t := range since {
-		if left := t.Add(grace).Sub(now); left > 0 {
-			if wait == 0 || left < wait {
-				wait = left
-			}
-			continue
-		}
-		cutOff[name] = true
-	}
-	return cutOff, wait
 }
 
 // registryQueues lets the strategy read the registry in place: the

@@ -12,10 +12,11 @@ import (
 )
 
 // DefaultRedisGiveUpAfter is RedisHealthConfig.GiveUpAfter's documented
-// default: about one ZooKeeper session timeout (the default 10s), so that a
-// member cut off from Redis loses its queues about as soon as one cut off
-// from ZooKeeper would.
-const DefaultRedisGiveUpAfter = 10 * time.Second
+// default. With the leader's grace (three ping intervals, 3.6 s) and a ping
+// interval of slack, a member cut off from Redis loses its queues about 11 s
+// after the cut: about one default session timeout (10 s), as soon as one
+// cut off from ZooKeeper would.
+const DefaultRedisGiveUpAfter = 6 * time.Second
 
 // RedisHealthConfig configures a RedisHealth.
 type RedisHealthConfig struct {

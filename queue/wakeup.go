@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/drover-dev/drover"
 )
 
 // Wake-ups reach only a queue's owner (DESIGN.md §10): the owner writes its
@@ -26,19 +28,10 @@ const wakeupBuffer = 1024
 // routeBatch is the most :owner keys written in one pipeline.
 const routeBatch = 1000
 
-// Wakeup is one notification on a member's channel.
-type Wakeup struct {
-	// Queue is the queue a message was enqueued to; empty for Missed.
-	Queue string
-	// Due, when not zero, is the earliest due time of delayed messages
-	// the enqueue added: the owner should promote the queue then.
-	Due time.Time
-	// Missed says wake-ups may have been lost: the subscription was
-	// re-established after a broken connection, or the reader fell behind
-	// and some were dropped. The reader should check every queue it owns
-	// (one amortised pass), not wait for a wake-up that may never come.
-	Missed bool
-}
+// Wakeup is one notification on a member's channel (the type lives in the
+// root package, so that the worker that consumes wake-ups need not import
+// this package).
+type Wakeup = drover.Wakeup
 
 // RouteWakeups makes member the receiver of the wake-ups of queues: it
 // writes member's channel into each queue's :owner key, in pipelines of

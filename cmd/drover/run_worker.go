@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -17,7 +16,6 @@ import (
 	membership "github.com/drover-dev/drover/fleet" // dev_fleet.go has a type fleet
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/jobs"
-	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/rebalance"
 	"github.com/drover-dev/drover/scheduler"
@@ -49,10 +47,15 @@ type workerOptions struct {
 // tasks (bounded by worker.drain_timeout, then kill), final commits and
 // releases, leave the membership, close the clients.
 //
-// One oklog/run group holds the actors: the admin HTTP server, the Redis
-// wake-up subscription and the membership loop. The membership loop joins
-// the fleet with a ZooKeeper session; when that session is lost it aborts
-// every queue and joins again as a new member.
+// This is wiring: every actor is a call into its package. One oklog/run
+// group holds them: the admin HTTP server, the watch on the lease
+// supervisor, the gauges (fleet.Member.PublishGauges), the Redis health
+// ping (fleet.RedisHealth), the wake-up relay (worker.FollowWakeups) and the
+// member (fleet.Member.Run). A signal interrupts them all at once, so the
+// shutdown order lives in fleet.Member.Run, not here: stop claiming, drain,
+// final commits and releases, leave, and the worker's freeze guard (the
+// only renewer of the task lease) last. The deferred closes run after the
+// group, in reverse: the metrics sinks, the pool, the lease, the store.
 func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) error {
 	log := cfg.Logger("drover", os.Stderr).With("member", cfg.Worker.Name)
 	strategy, err := rebalance.ByName(cfg.Worker.Strategy)
@@ -99,7 +102,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		Log:          store, Requeuer: store, Executor: exec, Router: store,
 		Logger: log.Named("worker"), Metrics: reg, Tracer: store.Tracer(),
 		Confirm: func(ctx context.Context) error { return m.Confirm(ctx) },
-		Renew:   renewLease(func() *coordinator.Session { return m.Session() }, lease, log),
+		Renew:   membership.LeaseRenewer(func() *coordinator.Session { return m.Session() }, lease.Renew, log),
 		// An ordered queue with on_failure park pauses itself through the
 		// member's current session.
 		Pauser: worker.PauserFunc(func(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error {
@@ -163,7 +166,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	}
 	{ // worker and cluster gauges
 		gctx, cancel := context.WithCancel(context.Background())
-		g.Add(func() error { publishGauges(gctx, w, m, reg); return nil }, func(error) { cancel() })
+		g.Add(func() error { m.PublishGauges(gctx, w.PublishGauges); return nil }, func(error) { cancel() })
 	}
 	{ // one Redis ping per interval: a member cut off from Redis gives its queues up
 		hctx, cancel := context.WithCancel(context.Background())
@@ -171,7 +174,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	}
 	{ // enqueue notifications wake idle queue loops
 		wctx, cancel := context.WithCancel(context.Background())
-		g.Add(func() error { wakeQueues(wctx, store, cfg.Worker.Name, w, log); return nil }, func(error) { cancel() })
+		g.Add(func() error { w.FollowWakeups(wctx, store); return nil }, func(error) { cancel() })
 	}
 	{ // membership: join, reconcile, rejoin after a lost session. The
 		// member also runs the worker's freeze guard, which renews the task
@@ -222,57 +225,4 @@ func openStore(cfg *config.Config, clientName string, log hclog.Logger) (*queue.
 	}
 	cancel()
 	return store, func() { rdb.Close(); stopTracing() }, nil
-}
-
-// publishGauges sets the worker's gauges every few seconds and, while this
-// member leads the rebalance, the cluster's.
-func publishGauges(ctx context.Context, w *worker.Worker, m *membership.Member, reg *metrics.Registry) {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		w.PublishGauges()
-		if s := m.Session(); s != nil && m.Leading() {
-			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			st, err := s.ClusterStats(sctx)
-			cancel()
-			if err == nil {
-				reg.SetGauge(metrics.Members, float32(st.Members))
-				reg.SetGauge(metrics.Queues, float32(st.Queues))
-				reg.SetGauge(metrics.UnownedQueues, float32(st.Unowned()))
-				reg.SetGauge(metrics.SchedulerLeader, b2f(st.SchedulerLeader))
-			}
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func b2f(b bool) float32 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// renewLease returns the worker's Config.Renew: it renews the task lease
-// while the member's session (session returns it, nil between sessions) is
-// not lost and has heard from ZooKeeper within half the session timeout; the
-// worker calls it only while no freeze is pending. So a renewal at r means
-// the server heard from us after r − T/2, and the lease kills every task by
-// r + T/3 + T/24 (bound and grace): before the server can expire the session
-// at T (docs/semantics.md).
-func renewLease(session func() *coordinator.Session, l *executor.Lease, log hclog.Logger) func() {
-	var warned atomic.Bool
-	return func() {
-		s := session()
-		if s == nil || s.Err() != nil || time.Since(s.LastHeard()) >= s.SessionTimeout()/2 {
-			return
-		}
-		if err := l.Renew(); err != nil && !warned.Swap(true) {
-			log.Error("cannot renew the task lease", "error", err)
-		}
-	}
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,6 +124,8 @@ func (in *injector) inject(ctx context.Context, kind check.Kind) (check.Fault, e
 		return in.schedulerKill(ctx)
 	case check.RedisCut:
 		return in.redisCut(ctx)
+	case check.RedisCutAll:
+		return in.redisCutAll(ctx)
 	case check.WorkerFreeze:
 		return in.workerFreeze(ctx, false)
 	case check.HostFreeze:
@@ -324,21 +328,127 @@ func (in *injector) cutMode() (bool, string) {
 }
 
 // redisCut partitions a worker from Redis only (its ZooKeeper links stay)
-// for two to three session timeouts: past its redis_giveup_after (one
-// session timeout), so the leader moves its queues to the others.
+// for two to three session timeouts (or -redis-cut-length): past its
+// redis_giveup_after (one session timeout), so the leader moves its queues
+// to the others. The fault records how long that took (HandOver).
 func (in *injector) redisCut(ctx context.Context) (check.Fault, error) {
 	p := in.randomWorker()
 	pid := p.pid()
 	blackhole, mode := in.cutMode()
 	f := check.Fault{Kind: check.RedisCut, Target: p.name, PIDs: []int{pid}, Start: time.Now(), Note: fmt.Sprintf("pid %d, %s", pid, mode)}
 	p.cutRedis(blackhole)
-	sleepCtx(ctx, in.between(2*in.o.SessionTimeout, 3*in.o.SessionTimeout))
+	cctx, cancel := context.WithTimeout(ctx, in.redisCutLength())
+	f.HandOver = in.waitHandOver(cctx, p.name, f.Start)
+	<-cctx.Done()
+	cancel()
 	p.restoreLinks()
 	f.End = time.Now()
+	if f.HandOver > 0 {
+		f.Note += fmt.Sprintf(", queues moved after %.1fs", f.HandOver.Seconds())
+	} else {
+		f.Note += ", queues not moved by the end"
+	}
 	if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
 		in.prog.printf("warning: %v", err)
 	}
 	return f, nil
+}
+
+// redisCutAll partitions every worker from Redis at once, as long as a
+// redis-cut: no member reaches Redis, so the leader must move nothing.
+// Moved counts the queues whose owner differs between the cut's start
+// and its end.
+func (in *injector) redisCutAll(ctx context.Context) (check.Fault, error) {
+	blackhole, mode := in.cutMode()
+	// The previous fault's moves (a redis-cut's queues coming back a grace
+	// after its end) must not count as this cut's.
+	before, err := in.settledOwners(ctx)
+	if err != nil {
+		return check.Fault{}, err
+	}
+	f := check.Fault{Kind: check.RedisCutAll, Target: "workers", Start: time.Now(), Note: mode}
+	for _, p := range in.f.workers {
+		f.PIDs = append(f.PIDs, p.pid())
+		p.cutRedis(blackhole)
+	}
+	sleepCtx(ctx, in.redisCutLength())
+	after, aerr := in.owners(ctx)
+	for _, p := range in.f.workers {
+		p.restoreLinks()
+	}
+	f.End = time.Now()
+	if aerr != nil {
+		return f, aerr
+	}
+	for q, m := range after {
+		if before[q] != m {
+			f.Moved++
+		}
+	}
+	f.Note += fmt.Sprintf(", %d of %d queues moved", f.Moved, len(after))
+	for _, p := range in.f.workers {
+		if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
+			in.prog.printf("warning: %v", err)
+		}
+	}
+	return f, nil
+}
+
+// redisCutLength is how long a Redis partition lasts.
+func (in *injector) redisCutLength() time.Duration {
+	if in.o.RedisCutLength > 0 {
+		return in.o.RedisCutLength
+	}
+	return in.between(2*in.o.SessionTimeout, 3*in.o.SessionTimeout)
+}
+
+// owners reads the assignment: queue → member.
+func (in *injector) owners(ctx context.Context) (map[string]string, error) {
+	s, err := in.c.zk.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := s.Assignment(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the assignment: %w", err)
+	}
+	return a.Assignment.Queues, nil
+}
+
+// settledOwners returns the assignment once it has not changed for a
+// session timeout (the leader's Redis grace is shorter), or after a minute.
+func (in *injector) settledOwners(ctx context.Context) (map[string]string, error) {
+	prev, err := in.owners(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if !sleepCtx(ctx, in.o.SessionTimeout) {
+			return prev, nil
+		}
+		cur, err := in.owners(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if maps.Equal(cur, prev) {
+			return cur, nil
+		}
+		prev = cur
+	}
+	return prev, nil
+}
+
+// waitHandOver polls the assignment until member owns no queue and returns
+// the time since start, or 0 when ctx ends first.
+func (in *injector) waitHandOver(ctx context.Context, member string, start time.Time) time.Duration {
+	for {
+		if owners, err := in.owners(ctx); err == nil && !slices.Contains(slices.Collect(maps.Values(owners)), member) {
+			return time.Since(start)
+		}
+		if !sleepCtx(ctx, 250*time.Millisecond) {
+			return 0
+		}
+	}
 }
 
 // zkLeader returns the ensemble's leader.

@@ -92,6 +92,7 @@ type options struct {
 	SessionTimeout time.Duration
 	TaskSleep      time.Duration
 	FaultGap       time.Duration
+	RedisCutLength time.Duration // 0: two to three session timeouts
 	CommitWindow   time.Duration
 	DrainBound     time.Duration
 	MaxLag         int
@@ -119,6 +120,7 @@ func parseOptions(args []string) (options, error) {
 	fs.IntVar(&o.Schedulers, "schedulers", 2, "scheduler candidates")
 	fs.DurationVar(&o.SessionTimeout, "session-timeout", 4*time.Second, "the workers' ZooKeeper session timeout")
 	fs.DurationVar(&o.TaskSleep, "task-sleep", 30*time.Millisecond, "a task sleeps a random time up to this")
+	fs.DurationVar(&o.RedisCutLength, "redis-cut-length", 0, "length of a redis-cut and a redis-cut-all (0: two to three session timeouts)")
 	fs.DurationVar(&o.FaultGap, "fault-gap", 3*time.Second, "longest pause between two faults (the shortest is a quarter of it)")
 	fs.DurationVar(&o.CommitWindow, "commit-window", 2*time.Second, "a task finished this long before a fault must have been committed (the checker's bound)")
 	fs.DurationVar(&o.DrainBound, "drain", 5*time.Minute, "longest wait for the backlog to run after the faults stop")

@@ -41,7 +41,8 @@ func Check(in Input) *Report {
 	c.checkSchedules()
 	c.checkOffsets()
 	c.measureLease()
-	c.checkParked() // parked.go
+	c.checkParked()    // parked.go
+	c.checkRedisCuts() // rediscut.go
 	return c.r
 }
 

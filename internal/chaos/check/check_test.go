@@ -439,3 +439,23 @@ func TestKilledTaskLogLineRoundTrips(t *testing.T) {
 		t.Fatal("want a 9th field other than killed refused")
 	}
 }
+
+// A queue that changed owner while no worker reached Redis is a violation;
+// a redis-cut's hand-over time is gathered for the report.
+func TestQueuesMovedWhileRedisIsUnreachableAreAViolation(t *testing.T) {
+	in := clean()
+	in.Faults = []Fault{
+		{Kind: RedisCutAll, Target: "workers", PIDs: []int{10, 11}, Start: at(2000), End: at(9000), Moved: 3},
+		{Kind: RedisCut, Target: "w1", PIDs: []int{10}, Start: at(12000), End: at(20000), HandOver: 4 * time.Second},
+		{Kind: RedisCut, Target: "w1", PIDs: []int{10}, Start: at(22000), End: at(30000)},
+	}
+	r := Check(in)
+	wantOnly(t, r, MovedWithoutRedis, 1)
+	if r.MovedWithoutRedis != 3 || len(r.RedisHandOvers) != 1 || r.RedisHandOvers[0] != 4*time.Second || r.RedisNoHandOver != 1 {
+		t.Fatalf("want 3 moved, one hand-over of 4s and one cut without; have %d, %v, %d", r.MovedWithoutRedis, r.RedisHandOvers, r.RedisNoHandOver)
+	}
+	in.Faults[0].Moved = 0
+	if r := Check(in); !r.OK() {
+		t.Fatalf("nothing moved: want no violation, have %v", r.ViolationCounts)
+	}
+}

@@ -20,6 +20,11 @@ const (
 	// for two to three session timeouts, past its redis_giveup_after: its
 	// queues move to the others; its finished, uncommitted tasks repeat.
 	RedisCut Kind = "redis-cut"
+	// RedisCutAll: every worker's Redis link cut at once, for as long as
+	// a redis-cut: no member reaches Redis, so the assignment must stand
+	// (Fault.Moved counts the queues whose owner changed; any is a
+	// violation).
+	RedisCutAll Kind = "redis-cut-all"
 	// WorkerFreeze: SIGSTOP, past its session timeout, of the worker that
 	// owns a queue of long tasks (longer than the session timeout); its
 	// tasks keep running, and its task lease must kill them.
@@ -38,7 +43,7 @@ const (
 )
 
 // Kinds lists every fault kind in report order.
-var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill, WorkerFreeze, HostFreeze, RedisCut}
+var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill, WorkerFreeze, HostFreeze, RedisCut, RedisCutAll}
 
 // Freezes are the kinds that stop a worker process; the report gives the
 // delay from each one's start to its worker's task lease firing.
@@ -75,6 +80,7 @@ var Effects = map[Kind]Effect{
 	ZKLeaderKill:   {Excuses: true, After: 2},
 	ZKLeaderStop:   {Excuses: true, After: 2},
 	RedisCut:       {Excuses: true, After: 1},
+	RedisCutAll:    {Excuses: true, After: 1},
 	RedisRestart:   {},
 	RollingRestart: {},
 	SchedulerKill:  {},
@@ -95,6 +101,14 @@ type Fault struct {
 	// the link restored).
 	End  time.Time `json:"end"`
 	Note string    `json:"note,omitempty"`
+	// HandOver (redis-cut) is how long after the cut began the cut
+	// worker's share of the assignment was empty: its queues had moved to
+	// the members that reach Redis; 0 when that was not seen before the
+	// link came back.
+	HandOver time.Duration `json:"hand_over,omitempty"`
+	// Moved (redis-cut-all) counts the queues whose owner in the
+	// assignment differs between the cut's start and its end.
+	Moved int `json:"moved,omitempty"`
 }
 
 // hits reports whether the fault hit worker process pid.

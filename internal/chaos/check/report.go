@@ -33,6 +33,9 @@ const (
 	// again after a run that ended during one (issue 29).
 	GracefulKill   Invariant = "graceful-stop-kill"
 	GracefulRepeat Invariant = "graceful-stop-repeat"
+	// MovedWithoutRedis: queues changed owner while no worker reached
+	// Redis (redis-cut-all): churn that cannot help.
+	MovedWithoutRedis Invariant = "moved-while-redis-unreachable"
 )
 
 // maxDetails is how many violations of one invariant a Report lists.
@@ -84,6 +87,12 @@ type Report struct {
 	// freezes with no firing seen.
 	LeaseFireDelays map[Kind][]time.Duration `json:"lease_fire_delays"`
 	LeaseNoFire     map[Kind]int             `json:"lease_no_fire"`
+	// RedisHandOvers holds each redis-cut's Fault.HandOver;
+	// RedisNoHandOver counts the cuts whose queues had not moved by the
+	// cut's end. MovedWithoutRedis sums redis-cut-all's Fault.Moved.
+	RedisHandOvers    []time.Duration `json:"redis_hand_overs"`
+	RedisNoHandOver   int             `json:"redis_no_hand_over"`
+	MovedWithoutRedis int             `json:"moved_without_redis"`
 	// SurvivedThaw counts executions of a HostFreeze's worker that were
 	// running at the thaw and finished on their own; MaxRunAfterThaw is the
 	// longest of them after the thaw.
@@ -195,6 +204,8 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| queues whose offset did not reach the end after the drain | %d |\n", r.QueuesBehind)
 	fmt.Fprintf(w, "| parks of an ordered queue at a failed head / still parked at the end | %d / %d |\n", r.Parks, r.ParksUnresolved)
 	fmt.Fprintf(w, "| longest finish-to-fault gap among excused duplicates | %s |\n", r.MaxCommitLag.Round(time.Millisecond))
+	fmt.Fprintf(w, "| %s: the cut worker's queues moved to the others after (min / max) / cuts where they had not moved by the end | %s |\n", RedisCut, r.handOvers())
+	fmt.Fprintf(w, "| %s: queues whose owner changed while no worker reached Redis | %d |\n", RedisCutAll, r.MovedWithoutRedis)
 	fmt.Fprintf(w, "\n| fault | injected | duplicates it excused |\n|---|---|---|\n")
 	for _, k := range Kinds {
 		fmt.Fprintf(w, "| %s | %d | %d |\n", k, r.Faults[k], r.DuplicatesAt[k])

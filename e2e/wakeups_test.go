@@ -1,12 +1,10 @@
-package main
+package e2e
 
 import (
 	"context"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
@@ -44,7 +42,7 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
-	go func() { defer close(done); wakeQueues(ctx, store, "owner", w, hclog.NewNullLogger()) }()
+	go func() { defer close(done); w.FollowWakeups(ctx, store) }()
 	defer func() { cancel(); <-done }()
 	stale, err := store.Wakeups(ctx, "stale")
 	if err != nil {
