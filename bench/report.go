@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/internal/zkproxy"
+	"github.com/drover-dev/drover/internal/proxy"
 )
 
 // renderMarkdown writes the section of BENCHMARKS.md for res.
@@ -428,13 +428,13 @@ func renderScale(b *strings.Builder, res *results) {
 		if failed {
 			failures = append(failures, fmt.Sprintf("%d × %s: `%s`", s.Members, thousands(int64(s.Queues)), oneLine(s.Error)))
 		}
-		reqs := func(c zkproxy.Counts, d time.Duration) string {
+		reqs := func(c proxy.Counts, d time.Duration) string {
 			if d == 0 {
 				return "–"
 			}
 			return thousands(c.Reads) + " / " + thousands(c.Writes)
 		}
-		per := func(c zkproxy.Counts, moved int64) string {
+		per := func(c proxy.Counts, moved int64) string {
 			if moved == 0 {
 				return "–"
 			}
@@ -583,6 +583,6 @@ func renderScheduler(b *strings.Builder, res *results) {
 }
 
 // perMoved is requests (pings excluded) per queue moved.
-func perMoved(c zkproxy.Counts, moved int64) float64 {
+func perMoved(c proxy.Counts, moved int64) float64 {
 	return float64(c.Requests()) / float64(max(1, moved))
 }

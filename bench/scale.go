@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/internal/zkproxy"
+	"github.com/drover-dev/drover/internal/proxy"
 )
 
 // scaleConfig sizes the scale section.
@@ -26,15 +26,15 @@ type scaleConfig struct {
 
 // scaleResult is one fleet size's figures.
 type scaleResult struct {
-	Members        int            `json:"members"`
-	Queues         int            `json:"queues"`
-	SessionTimeout time.Duration  `json:"session_timeout_ns"`
-	CreateQueues   time.Duration  `json:"create_queues_ns"`
-	Start          time.Duration  `json:"start_converge_ns"`
-	Join           time.Duration  `json:"join_converge_ns"`
-	Leave          time.Duration  `json:"leave_converge_ns"`
-	Crash          time.Duration  `json:"crash_converge_ns"`
-	LeaveRequests  zkproxy.Counts `json:"leave_requests"`
+	Members        int           `json:"members"`
+	Queues         int           `json:"queues"`
+	SessionTimeout time.Duration `json:"session_timeout_ns"`
+	CreateQueues   time.Duration `json:"create_queues_ns"`
+	Start          time.Duration `json:"start_converge_ns"`
+	Join           time.Duration `json:"join_converge_ns"`
+	Leave          time.Duration `json:"leave_converge_ns"`
+	Crash          time.Duration `json:"crash_converge_ns"`
+	LeaveRequests  proxy.Counts  `json:"leave_requests"`
 	// JoinReadRatio is, over the members, the largest ratio of the bytes a
 	// member read from /assignment nodes during the join to the size of its
 	// share after it; JoinedReadRatio is the joining member's.
@@ -42,11 +42,11 @@ type scaleResult struct {
 	JoinedReadRatio float64 `json:"joined_read_ratio"`
 	// MaxRequest and MaxResponse are the largest ZooKeeper frames any
 	// member sent or received over the whole run (bytes).
-	MaxRequest    int64          `json:"max_request_bytes"`
-	MaxResponse   int64          `json:"max_response_bytes"`
-	StartRequests zkproxy.Counts `json:"start_requests"`
-	JoinRequests  zkproxy.Counts `json:"join_requests"`
-	CrashRequests zkproxy.Counts `json:"crash_requests"`
+	MaxRequest    int64        `json:"max_request_bytes"`
+	MaxResponse   int64        `json:"max_response_bytes"`
+	StartRequests proxy.Counts `json:"start_requests"`
+	JoinRequests  proxy.Counts `json:"join_requests"`
+	CrashRequests proxy.Counts `json:"crash_requests"`
 	// Queues moved by the assignments of each event (handovers).
 	JoinMoved      int64    `json:"join_moved"`
 	LeaveMoved     int64    `json:"leave_moved"`

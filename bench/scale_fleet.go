@@ -16,7 +16,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	membership "github.com/drover-dev/drover/fleet" // this file has a type fleet
-	"github.com/drover-dev/drover/internal/zkproxy"
+	"github.com/drover-dev/drover/internal/proxy"
 )
 
 // A fleet is a set of members, each a separate ZooKeeper session in this
@@ -114,7 +114,7 @@ type fleet struct {
 type fleetMember struct {
 	name   string
 	mb     *coordinator.Membership
-	proxy  *zkproxy.Proxy
+	proxy  *proxy.Proxy
 	s      *coordinator.Session
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -166,13 +166,13 @@ func queueName(i int) string { return fmt.Sprintf("q%05d", i) }
 
 // start connects, joins and runs one member.
 func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
-	proxy, err := zkproxy.New(f.srv.zk.Addr, zkproxy.CountReadsUnder(f.root+"/assignment"))
+	px, err := proxy.New(f.srv.zk.Addr, proxy.CountReadsUnder(f.root+"/assignment"))
 	if err != nil {
 		return nil, err
 	}
-	s, err := f.srv.connectZK(ctx, f.root, proxy.Addr(), f.timeout)
+	s, err := f.srv.connectZK(ctx, f.root, px.Addr, f.timeout)
 	if err != nil {
-		proxy.Close()
+		px.Close()
 		return nil, err
 	}
 	if name == "m-joined" {
@@ -181,18 +181,18 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	mb, err := s.Join(ctx, drover.Member{Name: name, Capacity: 1})
 	if err != nil {
 		s.Close()
-		proxy.Close()
+		px.Close()
 		return nil, err
 	}
 	mctx, cancel := context.WithCancel(context.Background())
-	m := &fleetMember{name: name, mb: mb, proxy: proxy, s: s, cancel: cancel, done: make(chan struct{})}
+	m := &fleetMember{name: name, mb: mb, proxy: px, s: s, cancel: cancel, done: make(chan struct{})}
 	runner := &fleetRunner{member: name, log: f.log, claims: map[string]drover.Claim{}}
 	zs := membership.ZooKeeper{Session: s}
 	el, err := zs.Elector(coordinator.ElectionRebalance)
 	if err != nil {
 		cancel()
 		s.Close()
-		proxy.Close()
+		px.Close()
 		return nil, err
 	}
 	var wg sync.WaitGroup
@@ -269,10 +269,10 @@ func (f *fleet) shareBytes() map[string]int64 {
 }
 
 // memberCounts returns each member's request counters, live and gone.
-func (f *fleet) memberCounts() map[string]zkproxy.Counts {
+func (f *fleet) memberCounts() map[string]proxy.Counts {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[string]zkproxy.Counts{}
+	out := map[string]proxy.Counts{}
 	for n, m := range f.members {
 		out[n] = m.proxy.Counts()
 	}
@@ -394,10 +394,10 @@ func (f *fleet) waitConverged(ctx context.Context, t0 time.Time, limit time.Dura
 }
 
 // counts sums the request counters of every member, live and crashed.
-func (f *fleet) counts() zkproxy.Counts {
+func (f *fleet) counts() proxy.Counts {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var c zkproxy.Counts
+	var c proxy.Counts
 	for _, m := range f.members {
 		c = c.Add(m.proxy.Counts())
 	}
@@ -465,7 +465,7 @@ func debugOps(what string, before, after map[int32]int64) {
 	var parts []string
 	for op, n := range after {
 		if d := n - before[op]; d > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", zkproxy.OpName(op), d))
+			parts = append(parts, fmt.Sprintf("%s %d", proxy.OpName(op), d))
 		}
 	}
 	sort.Strings(parts)

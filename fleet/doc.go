@@ -4,7 +4,8 @@
 // member own exactly the queues assigned to it.
 //
 // It depends on small interfaces (ports.go) rather than on ZooKeeper, so
-// the reconciler and the leader loop are table-tested with fakes; the
+// the reconciler, the leader loop and a Member's whole life (its sessions
+// come from MemberConfig.Connect) are table-tested with fakes; the
 // adapters from the coordinator's types (zookeeper.go) are tested with a
 // real ZooKeeper. A member runs as:
 //

@@ -55,7 +55,10 @@ type RebalancerConfig struct {
 	// CampaignRetry is the pause after a failed campaign. Default
 	// DefaultCampaignRetry.
 	CampaignRetry time.Duration
-	Logger        hclog.Logger
+	// Clock runs the settle window and measures the Redis grace. Default
+	// drover.SystemClock.
+	Clock  drover.TimerClock
+	Logger hclog.Logger
 }
 
 // RunRebalancer campaigns in the rebalance election and, while leading,
@@ -75,6 +78,9 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 	}
 	if cfg.RedisGrace <= 0 {
 		cfg.RedisGrace = DefaultRedisGrace
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = drover.SystemClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -129,11 +135,12 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 		// the members' redis_unreachable flags, acted on once settled
 		flags = newRedisFlags(cfg.RedisGrace)
 	)
-	settle := time.NewTimer(time.Hour)
+	clock := cfg.Clock
+	settle := clock.NewTimer(time.Hour)
 	settle.Stop()
 	defer settle.Stop()
 	dirty := func() {
-		now := time.Now()
+		now := clock.Now()
 		if firstDirty.IsZero() {
 			firstDirty = now
 		}
@@ -151,7 +158,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 				return firstErr(lead.Err(), ctx.Err(), s.Err(), errors.New("member watch ended"))
 			}
 			curMembers, haveM = ms, true
-			flags.note(ms, time.Now())
+			flags.note(ms, clock.Now())
 			dirty()
 		case qs, ok := <-queues:
 			if !ok {
@@ -162,12 +169,12 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			}
 			curQueues, haveQ = qs, true
 			dirty()
-		case <-settle.C:
+		case <-settle.C():
 			firstDirty = time.Time{}
 			if !haveM || !haveQ {
 				continue
 			}
-			cutOff, wait := flags.decide(time.Now())
+			cutOff, wait := flags.decide(clock.Now())
 			if wait > 0 {
 				settle.Reset(wait) // act on the flags once they have settled
 			}

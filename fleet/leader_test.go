@@ -56,7 +56,10 @@ func (l *fakeLeadership) Resign(context.Context) error {
 // fakeElector wins every campaign after failing the first fails of them,
 // while its session lives; a leadership ends with the session.
 type fakeElector struct {
-	s         *fakeSession
+	s *fakeSession
+	// gate, when set, holds every campaign until it receives a token (the
+	// election is another candidate's until then).
+	gate      chan struct{}
 	mu        sync.Mutex
 	fails     int
 	campaigns int
@@ -64,6 +67,15 @@ type fakeElector struct {
 }
 
 func (e *fakeElector) Campaign(ctx context.Context, _ string) (Leadership, error) {
+	if e.gate != nil {
+		select {
+		case <-e.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-e.s.lost:
+			return nil, e.s.Err()
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.campaigns++
@@ -368,4 +380,39 @@ func TestACampaignErrorIsRetriedByBothLeaders(t *testing.T) {
 			t.Fatalf("a lost session ends the candidacy: want ErrSessionLost, have %v", err)
 		}
 	})
+}
+
+// Issue 32: the settle window and the Redis grace run on the injected
+// clock. The settle is a minute and the grace a thousand hours, so only the
+// fake clock's advance can let the leader write at all, and cut off b.
+func TestSettleAndGraceRunOnTheInjectedClock(t *testing.T) {
+	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const grace = 1000 * time.Hour
+	s := newFakeLeaderSession()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunRebalancer(ctx, RebalancerConfig{
+			Session: s, Elector: &fakeElector{s: s.fakeSession}, Candidate: "me", Settle: time.Minute, RedisGrace: grace,
+			Clock: clock, Logger: testkit.Logger(t, hclog.Warn),
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	ms := members("a", "b")
+	ms[1].Member.RedisUnreachable = true
+	s.members <- ms
+	s.queues <- queues("q1", "q2")
+	testkit.Eventually(t, "the first target written once the settle window passed on the clock", func() bool {
+		clock.Advance(time.Minute)
+		return len(s.writes()) == 1
+	})
+	if a := s.writes()[0]; a.Queues["q1"] == a.Queues["q2"] {
+		t.Fatalf("within the grace b still counts: want q1 and q2 on a and b, have %v", a.Queues)
+	}
+	clock.Advance(grace)
+	testkit.Eventually(t, "b cut off once the grace passed on the clock", func() bool { return len(s.writes()) == 2 })
+	if a := s.writes()[1]; a.Queues["q1"] != "a" || a.Queues["q2"] != "a" {
+		t.Fatalf("past the grace b gets nothing: want both queues on a, have %v", a.Queues)
+	}
 }

@@ -53,8 +53,11 @@ type MemberConfig struct {
 	// Name is the member's and the candidates' name. Required.
 	Name string
 	// Coordinator configures each session; OnStateChange is the member's.
-	// Required: Servers.
+	// Required: Servers (unless Connect ignores them).
 	Coordinator coordinator.Config
+	// Connect opens each session. Default ConnectZooKeeper; the tests give
+	// a fake session.
+	Connect Connect
 	// Member describes this member in its member node (Name, Capacity,
 	// Tags, …); StartedAt is set at each join. Used with Worker.
 	Member drover.Member
@@ -72,8 +75,11 @@ type MemberConfig struct {
 	// ReconnectMin and ReconnectMax bound the backoff between failed
 	// connection attempts. Defaults 500ms and 10s.
 	ReconnectMin, ReconnectMax time.Duration
-	Logger                     hclog.Logger     // default: null logger
-	Metrics                    metrics.Recorder // default: metrics.Discard
+	// Clock is the rebalancer's time (its settle window and Redis grace).
+	// Default drover.SystemClock.
+	Clock   drover.TimerClock
+	Logger  hclog.Logger     // default: null logger
+	Metrics metrics.Recorder // default: metrics.Discard
 }
 
 // Member is one process's life in the fleet, one coordination session at a
@@ -82,7 +88,7 @@ type Member struct {
 	cfg MemberConfig
 	log hclog.Logger
 
-	session    atomic.Pointer[coordinator.Session]
+	session    atomic.Pointer[liveSession]
 	memberPath atomic.Pointer[string]
 	generation atomic.Int64
 	leading    atomic.Bool
@@ -101,6 +107,12 @@ func NewMember(cfg MemberConfig) (*Member, error) {
 	}
 	if cfg.ReconnectMax < cfg.ReconnectMin {
 		cfg.ReconnectMax = max(DefaultReconnectMax, cfg.ReconnectMin)
+	}
+	if cfg.Connect == nil {
+		cfg.Connect = ConnectZooKeeper
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = drover.SystemClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -133,7 +145,7 @@ func (m *Member) Run(ctx context.Context) error {
 		ccfg := m.cfg.Coordinator
 		ccfg.OnStateChange = m.onStateChange
 		start := time.Now()
-		s, err := coordinator.Connect(ctx, ccfg)
+		s, err := m.cfg.Connect(ctx, ccfg)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -145,7 +157,7 @@ func (m *Member) Run(ctx context.Context) error {
 		}
 		backoff = m.cfg.ReconnectMin
 		m.cfg.Metrics.AddSample(metrics.ZKConnect, float32(time.Since(start).Seconds()*1000))
-		m.session.Store(s)
+		m.session.Store(&liveSession{s})
 		err = m.serve(ctx, s)
 		m.session.Store(nil)
 		m.memberPath.Store(nil)
@@ -180,14 +192,13 @@ func (m *Member) onStateChange(st coordinator.SessionState) {
 
 // serve is one session. It returns nil after a graceful leave (ctx ended)
 // or the reason the session ended.
-func (m *Member) serve(ctx context.Context, s *coordinator.Session) error {
-	zs := ZooKeeper{s}
+func (m *Member) serve(ctx context.Context, s MemberSession) error {
 	var wg sync.WaitGroup
 	spawn := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	leadCtx, stopLeading := context.WithCancel(context.Background())
 	defer stopLeading()
 	if m.cfg.Scheduler != nil {
-		el, err := zs.Elector(coordinator.ElectionScheduler)
+		el, err := s.Elector(coordinator.ElectionScheduler)
 		if err != nil {
 			return err
 		}
@@ -207,7 +218,7 @@ func (m *Member) serve(ctx context.Context, s *coordinator.Session) error {
 			exit = s.Err()
 		}
 	} else {
-		exit = m.serveWorker(ctx, zs, stopLeading, leadCtx, spawn)
+		exit = m.serveWorker(ctx, s, stopLeading, leadCtx, spawn)
 	}
 	stopLeading()
 	wg.Wait()
@@ -217,7 +228,7 @@ func (m *Member) serve(ctx context.Context, s *coordinator.Session) error {
 // serveWorker joins the fleet on one session and runs the rebalance
 // candidate, the pause watch and the reconciler, until ctx ends (graceful
 // leave) or the session or the reconciler ends.
-func (m *Member) serveWorker(ctx context.Context, s ZooKeeper, stopLeading func(), leadCtx context.Context, spawn func(func())) error {
+func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading func(), leadCtx context.Context, spawn func(func())) error {
 	info := m.cfg.Member
 	info.StartedAt = time.Now().UTC()
 	info.RedisUnreachable = m.cfg.RedisHealth.Unreachable()
@@ -239,8 +250,8 @@ func (m *Member) serveWorker(ctx context.Context, s ZooKeeper, stopLeading func(
 	spawn(func() {
 		err := RunRebalancer(leadCtx, RebalancerConfig{
 			Session: s, Elector: el, Candidate: m.cfg.Name, Strategy: m.cfg.Strategy, Settle: m.cfg.Settle,
-			RedisGrace: m.cfg.RedisHealth.Grace(),
-			Logger:     m.log.Named("rebalance"), OnLeading: m.leading.Store,
+			RedisGrace: m.cfg.RedisHealth.Grace(), Clock: m.cfg.Clock,
+			Logger: m.log.Named("rebalance"), OnLeading: m.leading.Store,
 			OnRebalance: func(_ drover.Assignment, moved int, compute time.Duration) {
 				m.cfg.Metrics.IncrCounter(metrics.RebalancesTotal, 1)
 				m.cfg.Metrics.IncrCounter(metrics.QueuesMovedTotal, float32(moved))
@@ -287,8 +298,26 @@ func (m *Member) serveWorker(ctx context.Context, s ZooKeeper, stopLeading func(
 	}
 }
 
-// Session returns the current session, or nil between sessions.
-func (m *Member) Session() *coordinator.Session { return m.session.Load() }
+// liveSession holds the current session for atomic loads.
+type liveSession struct{ MemberSession }
+
+// current returns the current session, or nil between sessions.
+func (m *Member) current() MemberSession {
+	if l := m.session.Load(); l != nil {
+		return l.MemberSession
+	}
+	return nil
+}
+
+// Session returns the current ZooKeeper session, or nil between sessions
+// (and with a Connect that is not ZooKeeper's): the process wiring reaches
+// the coordinator through it (lease renewal, parking, cluster gauges).
+func (m *Member) Session() *coordinator.Session {
+	if z, ok := m.current().(ZooKeeper); ok {
+		return z.Session
+	}
+	return nil
+}
 
 // Leading reports whether this member leads the rebalance now.
 func (m *Member) Leading() bool { return m.leading.Load() }
@@ -296,7 +325,7 @@ func (m *Member) Leading() bool { return m.leading.Load() }
 // Confirm proves the current session alive with a fresh round trip (the
 // worker's freeze guard).
 func (m *Member) Confirm(ctx context.Context) error {
-	s := m.session.Load()
+	s := m.current()
 	if s == nil {
 		return errors.New("no ZooKeeper session")
 	}
@@ -306,7 +335,7 @@ func (m *Member) Confirm(ctx context.Context) error {
 // Ready returns nil when the member has a connected session and, for a
 // fleet member, a member node.
 func (m *Member) Ready() error {
-	s := m.session.Load()
+	s := m.current()
 	if s == nil || (m.cfg.Worker != nil && m.memberPath.Load() == nil) {
 		return errors.New("not a member of the fleet yet")
 	}
@@ -322,7 +351,7 @@ func (m *Member) Info() map[string]any {
 	if p := m.memberPath.Load(); p != nil {
 		out["member_node"] = *p
 	}
-	if s := m.session.Load(); s != nil {
+	if s := m.current(); s != nil {
 		out["session"] = map[string]any{"id": fmt.Sprintf("%#x", s.SessionID()), "state": s.State().String()}
 	}
 	return out

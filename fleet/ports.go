@@ -135,3 +135,43 @@ type LeaderSession interface {
 	// now and after each change.
 	WatchRegistry(ctx context.Context) <-chan coordinator.Registry
 }
+
+// Membership is this session's member node.
+type Membership interface {
+	// Path is the node's full path, written into owner nodes.
+	Path() string
+	// Update replaces the node's data with info (a change of the member's
+	// Redis health).
+	Update(ctx context.Context, info drover.Member) error
+	// Leave deletes the node; a node already gone is not an error.
+	Leave(ctx context.Context) error
+}
+
+// MemberSession is one session as a Member lives it: the reconciler's and
+// the leader's session, plus joining, the elections, the pause flags and
+// the session's own state.
+type MemberSession interface {
+	ReconcilerSession
+	LeaderSession
+	// Join registers info as a member for the life of the session.
+	Join(ctx context.Context, info drover.Member) (Membership, error)
+	// Elector returns the election called name (coordinator.Election*).
+	Elector(name string) (Elector, error)
+	// WatchPauses delivers the pause flags now and after each change,
+	// until ctx ends or the session is lost.
+	WatchPauses(ctx context.Context) <-chan coordinator.PauseSet
+	// State is the session's state now; Confirm proves it alive with a
+	// fresh round trip.
+	State() coordinator.SessionState
+	Confirm(ctx context.Context) error
+	// SessionID names the session in logs.
+	SessionID() int64
+	// Close ends the session (its ephemeral nodes go with it).
+	Close() error
+}
+
+// Connect opens one session. cfg.OnStateChange is the member's: a session
+// calls it with each change of its state, Lost last. A Member calls
+// Connect once per session, with backoff between failures; the default is
+// ConnectZooKeeper.
+type Connect func(ctx context.Context, cfg coordinator.Config) (MemberSession, error)

@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/coordinator"
 )
 
 // DefaultRedisGiveUpAfter is RedisHealthConfig.GiveUpAfter's documented
@@ -177,7 +176,7 @@ func (h *RedisHealth) Grace() time.Duration {
 // publishRedisHealth keeps the member node's RedisUnreachable equal to
 // health's verdict until ctx ends. info is the data the node was joined
 // with.
-func publishRedisHealth(ctx context.Context, health *RedisHealth, mb *coordinator.Membership, info drover.Member, log hclog.Logger) {
+func publishRedisHealth(ctx context.Context, health *RedisHealth, mb Membership, info drover.Member, log hclog.Logger) {
 	if health == nil {
 		return
 	}

@@ -16,10 +16,32 @@ type ZooKeeper struct{ *coordinator.Session }
 var (
 	_ ReconcilerSession = ZooKeeper{}
 	_ LeaderSession     = ZooKeeper{}
+	_ MemberSession     = ZooKeeper{}
+	_ Connect           = ConnectZooKeeper
+	_ Membership        = (*coordinator.Membership)(nil)
 	_ Claim             = (*coordinator.Claim)(nil)
 	_ Leadership        = (*coordinator.Leadership)(nil)
 	_ ConfigWatch       = (*coordinator.ConfigWatch)(nil)
 )
+
+// ConnectZooKeeper opens a ZooKeeper session (coordinator.Connect): a
+// Member's default Connect.
+func ConnectZooKeeper(ctx context.Context, cfg coordinator.Config) (MemberSession, error) {
+	s, err := coordinator.Connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return ZooKeeper{s}, nil
+}
+
+// Join registers info as a member.
+func (z ZooKeeper) Join(ctx context.Context, info drover.Member) (Membership, error) {
+	mb, err := z.Session.Join(ctx, info)
+	if err != nil {
+		return nil, err
+	}
+	return mb, nil
+}
 
 // Claim claims queue.
 func (z ZooKeeper) Claim(ctx context.Context, queue string, owner coordinator.Owner) (Claim, error) {

@@ -60,11 +60,7 @@ func Measure(ctx context.Context, f Fleet, sel Selection) (Figures, error) {
 			return fmt.Errorf("backlog of %d queues (%s…): %w", len(batch), batch[0], err)
 		}
 		for _, b := range bs {
-			if b.Lag > 0 {
-				fig.QueuesWithLag++
-				fig.Lag += b.Lag
-			}
-			fig.OldestAge = max(fig.OldestAge, b.OldestAge)
+			fig.Add(b)
 		}
 		batch = batch[:0]
 		return nil
@@ -73,7 +69,6 @@ func Measure(ctx context.Context, f Fleet, sel Selection) (Figures, error) {
 		if !sel.Match(q) {
 			continue
 		}
-		fig.Queues++
 		if batch = append(batch, q); len(batch) == MeasureBatch {
 			if err := measure(); err != nil {
 				return Figures{}, err
@@ -89,6 +84,30 @@ func Measure(ctx context.Context, f Fleet, sel Selection) (Figures, error) {
 		return Figures{}, fmt.Errorf("%w: %s", ErrNoQueues, sel)
 	}
 	return fig, nil
+}
+
+// Add counts one more selected queue, whose backlog is b.
+func (f *Figures) Add(b drover.Backlog) {
+	f.Queues++
+	if b.Lag > 0 {
+		f.QueuesWithLag++
+		f.Lag += b.Lag
+	}
+	f.OldestAge = max(f.OldestAge, b.OldestAge)
+}
+
+// Autoscale is the scaler's answer for a target lag, as `drover ctl
+// status` shows it for every queue.
+type Autoscale struct {
+	TargetLag     int64 `json:"target_lag"`
+	Lag           int64 `json:"lag"`
+	QueuesWithLag int   `json:"queues_with_lag"`
+	WorkersNeeded int64 `json:"workers_needed"`
+}
+
+// Autoscale is f's answer for target (> 0).
+func (f Figures) Autoscale(target int64) Autoscale {
+	return Autoscale{TargetLag: target, Lag: f.Lag, QueuesWithLag: f.QueuesWithLag, WorkersNeeded: f.WorkersNeeded(target)}
 }
 
 // LagMetric is the lag clamped to QueuesWithLag × target: the value whose

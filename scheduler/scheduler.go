@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -105,11 +106,18 @@ func New(cfg Config) (*Scheduler, error) {
 	case cfg.CatchupLimit < 0:
 		return nil, bad("CatchupLimit", "must not be negative")
 	}
+	// cmp.Or: the first value that is not zero, so a zero field takes its
+	// default.
 	s := &Scheduler{
 		store: cfg.Store, enqueuer: cfg.Enqueuer, leadership: cfg.Leadership,
 		clock: cfg.Clock, log: cfg.Logger, metrics: cfg.Metrics,
-		poll: cfg.PollInterval, batch: cfg.BatchSize, concurrency: cfg.Concurrency,
-		grace: cfg.MisfireGrace, limit: cfg.CatchupLimit, tracer: cfg.Tracer,
+		tracer: cfg.Tracer,
+
+		poll:        cmp.Or(cfg.PollInterval, DefaultPollInterval),
+		batch:       cmp.Or(cfg.BatchSize, DefaultBatchSize),
+		concurrency: cmp.Or(cfg.Concurrency, DefaultConcurrency),
+		grace:       cmp.Or(cfg.MisfireGrace, DefaultMisfireGrace),
+		limit:       cmp.Or(cfg.CatchupLimit, DefaultCatchupLimit),
 	}
 	if s.clock == nil {
 		s.clock = drover.SystemClock{}
@@ -119,21 +127,6 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if s.metrics == nil {
 		s.metrics = metrics.Discard
-	}
-	if s.poll == 0 {
-		s.poll = DefaultPollInterval
-	}
-	if s.batch == 0 {
-		s.batch = DefaultBatchSize
-	}
-	if s.concurrency == 0 {
-		s.concurrency = DefaultConcurrency
-	}
-	if s.grace == 0 {
-		s.grace = DefaultMisfireGrace
-	}
-	if s.limit == 0 {
-		s.limit = DefaultCatchupLimit
 	}
 	return s, nil
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -133,27 +134,15 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("%w: worker: %s must be ≥ 0, have %s", drover.ErrInvalidConfig, f.name, f.v)
 		}
 	}
-	if c.Capacity == 0 {
-		c.Capacity = DefaultCapacity
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = DefaultBatchSize
-	}
-	if c.CommitInterval == 0 {
-		c.CommitInterval = DefaultCommitInterval
-	}
-	if c.DrainTimeout == 0 {
-		c.DrainTimeout = DefaultDrainTimeout
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = DefaultPollInterval
-	}
-	if c.PromoteInterval == 0 {
-		c.PromoteInterval = DefaultPromoteInterval
-	}
-	if c.BacklogInterval == 0 {
-		c.BacklogInterval = DefaultBacklogInterval
-	}
+	// cmp.Or: the first value that is not zero, so a zero field takes its
+	// default.
+	c.Capacity = cmp.Or(c.Capacity, DefaultCapacity)
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.CommitInterval = cmp.Or(c.CommitInterval, DefaultCommitInterval)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
+	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.PromoteInterval = cmp.Or(c.PromoteInterval, DefaultPromoteInterval)
+	c.BacklogInterval = cmp.Or(c.BacklogInterval, DefaultBacklogInterval)
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}

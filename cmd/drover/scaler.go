@@ -311,21 +311,14 @@ func (f *scalerFleet) Backlogs(ctx context.Context, qs []string) ([]drover.Backl
 }
 
 // autoscaleLine is `ctl status`'s "workers needed for target lag N" over
-// every queue, computed as the scaler computes it for a selection.
-type autoscaleLine struct {
-	TargetLag     int64 `json:"target_lag"`
-	Lag           int64 `json:"lag"`
-	QueuesWithLag int   `json:"queues_with_lag"`
-	WorkersNeeded int64 `json:"workers_needed"`
-}
+// every queue, computed by the scaler's own rule.
+type autoscaleLine = scaler.Autoscale
 
+// autoscaleOf counts qs's lags as the scaler counts a selection's.
 func autoscaleOf(qs []queueStatus, target int64) autoscaleLine {
 	var fig scaler.Figures
 	for _, q := range qs {
-		if q.Lag > 0 {
-			fig.QueuesWithLag++
-			fig.Lag += q.Lag
-		}
+		fig.Add(drover.Backlog{Lag: q.Lag})
 	}
-	return autoscaleLine{TargetLag: target, Lag: fig.Lag, QueuesWithLag: fig.QueuesWithLag, WorkersNeeded: fig.WorkersNeeded(target)}
+	return fig.Autoscale(target)
 }

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/drover-dev/drover/internal/chaos/proxy"
+	"github.com/drover-dev/drover/internal/proxy"
 )
 
 // fleet is the run's drover processes: workers, each talking to every

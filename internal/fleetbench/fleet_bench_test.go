@@ -16,8 +16,8 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/proxy"
 	"github.com/drover-dev/drover/internal/testenv"
-	"github.com/drover-dev/drover/internal/zkproxy"
 	"github.com/drover-dev/drover/queue"
 )
 
@@ -361,7 +361,7 @@ type reading struct {
 	cpu      []time.Duration
 	rss      []int64
 	kidsRSS  []int64
-	zk       []zkproxy.Counts
+	zk       []proxy.Counts
 	latency  Snapshot // the workers' bench.stamp histograms, merged
 	stored   Snapshot // the same from the messages' positions (stored in Redis → start)
 	enqueued int64    // the producer's messages so far
@@ -566,7 +566,7 @@ func opRates(byOp map[int32]int64, seconds float64) string {
 	slices.SortFunc(ops, func(a, b int32) int { return int(byOp[b] - byOp[a]) })
 	parts := make([]string, len(ops))
 	for i, op := range ops {
-		parts[i] = fmt.Sprintf("%s %.1f", zkproxy.OpName(op), float64(byOp[op])/seconds)
+		parts[i] = fmt.Sprintf("%s %.1f", proxy.OpName(op), float64(byOp[op])/seconds)
 	}
 	if len(parts) == 0 {
 		return "none"

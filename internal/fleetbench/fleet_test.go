@@ -19,7 +19,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
-	"github.com/drover-dev/drover/internal/zkproxy"
+	"github.com/drover-dev/drover/internal/proxy"
 )
 
 // The drover binary under test, built once per test binary with the
@@ -58,7 +58,7 @@ type worker struct {
 	done    chan struct{}
 	logPath string
 	latPath string // the bench.stamp histogram the worker publishes
-	zk      *zkproxy.Proxy
+	zk      *proxy.Proxy
 	admin   string // the bound admin address, from the member node
 }
 
@@ -67,12 +67,12 @@ type worker struct {
 // and its admin listener on a free port.
 func startWorker(tb testing.TB, bin, dir, name, zkAddr string, env []string) *worker {
 	tb.Helper()
-	proxy, err := zkproxy.New(zkAddr)
+	px, err := proxy.New(zkAddr, proxy.CountZooKeeper())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(proxy.Close)
-	w := &worker{name: name, done: make(chan struct{}), zk: proxy,
+	tb.Cleanup(px.Close)
+	w := &worker{name: name, done: make(chan struct{}), zk: px,
 		logPath: filepath.Join(dir, name+".log"), latPath: filepath.Join(dir, name+".latency")}
 	out, err := os.Create(w.logPath)
 	if err != nil {
@@ -80,7 +80,7 @@ func startWorker(tb testing.TB, bin, dir, name, zkAddr string, env []string) *wo
 	}
 	w.cmd = exec.Command(bin, "worker")
 	w.cmd.Env = append(append([]string(nil), env...),
-		"DROVER_ZOOKEEPER_SERVERS="+proxy.Addr(),
+		"DROVER_ZOOKEEPER_SERVERS="+px.Addr,
 		"DROVER_WORKER_NAME="+name,
 		"DROVER_WORKER_ADMIN_ADDR=127.0.0.1:0",
 		"DROVER_BENCH_LATENCY_FILE="+w.latPath,

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/zkproxy"
+	"github.com/drover-dev/drover/internal/proxy"
 )
 
 func TestSummarizeTakesTheMedianOverWindows(t *testing.T) {
@@ -53,7 +53,7 @@ func fakeReading(sec float64, enqueued, calls int64, commands, meterCalls int64,
 		cpu:            []time.Duration{time.Duration(sec * float64(100*time.Millisecond)), 0},
 		rss:            []int64{10 << 20, 20 << 20},
 		kidsRSS:        []int64{1 << 20, 1 << 20},
-		zk:             []zkproxy.Counts{{Writes: int64(sec) * 5}, {Writes: int64(sec) * 2}},
+		zk:             []proxy.Counts{{Writes: int64(sec) * 5}, {Writes: int64(sec) * 2}},
 		enqueued:       enqueued,
 		producerCalls:  calls,
 		producerCallNs: calls * int64(2*time.Millisecond),

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/zkproxy"
+	"github.com/drover-dev/drover/internal/proxy"
 )
 
 // A measured window: the readings taken in it, the figures computed from
@@ -25,7 +25,7 @@ type window struct {
 	zkWritesPerS   float64 // the member with the most write requests
 	zkWriteOpsPerS float64 // the same member's writes, counting each op in a multi
 	zkRequestsPerS float64 // the member with the most requests of any kind
-	zk             []zkproxy.Counts
+	zk             []proxy.Counts
 	publishes      int64
 	enqueued       int64
 	started        int64

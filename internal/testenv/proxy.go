@@ -3,14 +3,14 @@ package testenv
 import (
 	"testing"
 
-	"github.com/drover-dev/drover/internal/chaos/proxy"
+	"github.com/drover-dev/drover/internal/proxy"
 )
 
 // Proxy is a TCP proxy between a client and a server, for partition tests.
 // Point the client at Addr. Cut (close every connection and refuse new ones)
 // and Blackhole (hold connections, drop every byte) start a partition;
-// Restore ends it. It is the chaos harness's proxy, closed when the test
-// ends.
+// Restore ends it. It is internal/proxy, the proxy of the chaos harness
+// and the benchmarks, closed when the test ends.
 type Proxy struct {
 	*proxy.Proxy
 }

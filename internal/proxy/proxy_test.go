@@ -40,6 +40,8 @@ func echo(t *testing.T) string {
 // wait. A trip that must succeed waits long (on a loaded 2-core machine
 // under -race a 500 ms deadline could fail it); one through a blackhole
 // fails only by its deadline, so it waits briefly.
+// The line goes as one length-prefixed frame (no byte of the prefix is a
+// newline), so that a ZooKeeper-counting proxy forwards it too.
 func roundTrip(addr string, wait time.Duration) error {
 	c, err := net.DialTimeout("tcp", addr, wait)
 	if err != nil {
@@ -47,7 +49,7 @@ func roundTrip(addr string, wait time.Duration) error {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(wait))
-	if _, err := c.Write([]byte("ping\n")); err != nil {
+	if _, err := c.Write([]byte("\x00\x00\x00\x05ping\n")); err != nil {
 		return err
 	}
 	_, err = bufio.NewReader(c).ReadString('\n')
@@ -55,7 +57,19 @@ func roundTrip(addr string, wait time.Duration) error {
 }
 
 func TestCutBlackholeRestore(t *testing.T) {
-	p, err := New(echo(t))
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"bytes", nil},
+		{"ZooKeeper frames, counted", []Option{CountZooKeeper()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testCutBlackholeRestore(t, tc.opts...) })
+	}
+}
+
+func testCutBlackholeRestore(t *testing.T, opts ...Option) {
+	p, err := New(echo(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

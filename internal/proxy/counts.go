@@ -1,4 +1,4 @@
-package zkproxy
+package proxy
 
 import (
 	"encoding/binary"

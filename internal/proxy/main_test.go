@@ -1,4 +1,4 @@
-package zkproxy
+package proxy_test
 
 import (
 	"os"
