@@ -102,13 +102,7 @@ func (l *queueLoop) state(now time.Time) QueueState {
 func (w *Worker) State() State {
 	st := w.stateHeader()
 	now := w.cfg.Clock.Now()
-	w.mu.Lock()
-	loops := make([]*queueLoop, 0, len(w.queues))
-	for _, l := range w.queues {
-		loops = append(loops, l)
-	}
-	w.mu.Unlock()
-	for _, l := range loops {
+	for _, l := range w.loops() {
 		qs := l.state(now)
 		qs.Paused = w.blocked(l.name)
 		qs.Parked = l.parked()

@@ -9,14 +9,8 @@ import "sort"
 func (w *Worker) StateRunning() State {
 	st := w.stateHeader()
 	now := w.cfg.Clock.Now()
-	w.mu.Lock()
-	loops := make([]*queueLoop, 0, len(w.queues))
-	for _, l := range w.queues {
-		loops = append(loops, l)
-	}
-	w.mu.Unlock()
 	st.Queues = []QueueState{}
-	for _, l := range loops {
+	for _, l := range w.loops() {
 		l.mu.Lock()
 		running := len(l.inflight) > 0
 		l.mu.Unlock()
