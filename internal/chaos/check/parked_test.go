@@ -32,3 +32,21 @@ func TestStartsBehindAnUnresolvedParkAreReported(t *testing.T) {
 		t.Fatalf("unresolved parks: want 1, have %d", r.ParksUnresolved)
 	}
 }
+
+// A park whose resolution the harness never recorded (its retry's answer
+// lost to a fault) is resolved at the head's first logged run after the
+// park: only the retry's edited args make a failing head run. A start
+// behind the head before that run is still reported.
+func TestParkResolvedByASeenRunOfItsHead(t *testing.T) {
+	in := parkedAtM0(0, "")
+	for i, e := range in.Executions {
+		if e.Queue == "o" && e.ID == "m-0" {
+			in.Executions[i].Start, in.Executions[i].End = at(170), at(180)
+		}
+	}
+	r := Check(in)
+	wantOnly(t, r, ParkedAhead, 1) // m-1 at 100 ms; m-2 at 200 ms is after the head ran
+	if r.ParksUnresolved != 0 {
+		t.Fatalf("unresolved parks: want 0, have %d", r.ParksUnresolved)
+	}
+}
