@@ -1,0 +1,442 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/queue"
+)
+
+// The family registrar runs beside each rebalance leadership term. It
+// registers the queues of a queue family at their first enqueue and
+// retires those that stay empty and idle (docs/decisions.md, "Queue
+// families (issue 31)"):
+//
+//   - every enqueue to a queue without an owner route publishes the
+//     queue's name on the unowned channel; the registrar listens there,
+//     keeps the names that match a family and are not registered, and
+//     registers them with one batched CreateQueues per Batch window: the
+//     cost grows with new queues, never with idle ones;
+//   - Pub/Sub is lossy, so a slow SCAN of the queues holding messages
+//     (ScanCount keys every ScanEvery) finds a queue whose wake-up was
+//     lost;
+//   - a sweep walks the registry (SweepCount queues every SweepEvery) and
+//     retires the queues of families with retire_after that are empty and
+//     idle: their Redis route and sequence key are deleted only if the
+//     queue is still empty (one script), then the registry entry, then the
+//     queue is checked again and registered anew if a message came in
+//     between. An enqueue after the script finds no route and wakes the
+//     registrar, which registers the queue again.
+
+// Registrar defaults.
+const (
+	DefaultRegistrarBatch = 50 * time.Millisecond
+	DefaultScanEvery      = time.Second
+	DefaultScanCount      = 1000
+	DefaultSweepEvery     = time.Second
+	DefaultSweepCount     = 1000
+	// pendingFor is how long a name sent to CreateQueues counts as
+	// registered while the registry snapshot does not list it yet.
+	pendingFor = time.Minute
+)
+
+// FamilyRegistry is what the registrar needs of the coordination service
+// (*coordinator.Session).
+type FamilyRegistry interface {
+	// WatchFamilies delivers every family now and after each change.
+	WatchFamilies(ctx context.Context) <-chan drover.Families
+	// CreateQueues registers queues in batches; existing ones are kept.
+	CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error)
+	// RetireQueue removes a queue of family from the registry when empty
+	// says so (see coordinator.Session.RetireQueue).
+	RetireQueue(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error)
+	// DropOffset deletes a retired queue's offset node once unowned;
+	// false: still owned, try later.
+	DropOffset(ctx context.Context, queue string) (bool, error)
+}
+
+// FamilyRedis is what the registrar needs of Redis (*queue.Store).
+type FamilyRedis interface {
+	UnownedWakeups(ctx context.Context) (<-chan queue.Wakeup, error)
+	ScanQueuesWithMessages(ctx context.Context, cursor uint64, count int64) (queue.ScanStep, error)
+	CheckIdle(ctx context.Context, queues []string, cutoff time.Time) ([]queue.QueueIdleness, error)
+	Retire(ctx context.Context, queue string, cutoff time.Time) (queue.QueueIdleness, error)
+	HasMessages(ctx context.Context, queue string) (bool, error)
+}
+
+var (
+	_ FamilyRegistry = ZooKeeper{}
+	_ FamilyRedis    = (*queue.Store)(nil)
+)
+
+// RegistrarConfig configures a Registrar. Zero values mean the documented
+// defaults.
+type RegistrarConfig struct {
+	Registry FamilyRegistry // required
+	Redis    FamilyRedis    // required
+	// Batch is how long new names are gathered before one CreateQueues.
+	// Default 50ms.
+	Batch time.Duration
+	// ScanEvery and ScanCount pace the backstop scan: about ScanCount
+	// Redis keys examined every ScanEvery. Defaults 1s and 1000.
+	ScanEvery time.Duration
+	ScanCount int64
+	// SweepEvery and SweepCount pace the retire sweep: about SweepCount
+	// registered queues looked at every SweepEvery. Defaults 1s and 1000.
+	SweepEvery time.Duration
+	SweepCount int
+	// Now is the clock idle times are measured by. Default time.Now.
+	Now func() time.Time
+	// OnRegistered, if set, is called after each CreateQueues with the
+	// queues sent and how many were created.
+	OnRegistered func(sent, created int)
+	// OnReady, if set, is called when a term has subscribed to the
+	// wake-ups and read the families: an enqueue from then on is heard.
+	OnReady func()
+	// OnRetired, if set, is called after each queue retired.
+	OnRetired func(queue, family string)
+	Logger    hclog.Logger
+}
+
+// Registrar registers and retires the queues of families while its owner
+// leads the rebalance. Observe feeds it the registry snapshots the leader
+// reads; Run runs one term.
+type Registrar struct {
+	cfg RegistrarConfig
+	log hclog.Logger
+
+	mu     sync.Mutex
+	latest *coordinator.Registry
+	notify chan struct{}
+}
+
+// NewRegistrar validates cfg.
+func NewRegistrar(cfg RegistrarConfig) (*Registrar, error) {
+	if cfg.Registry == nil || cfg.Redis == nil {
+		return nil, fmt.Errorf("registrar: %w: Registry and Redis are required", drover.ErrInvalidConfig)
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultRegistrarBatch
+	}
+	if cfg.ScanEvery <= 0 {
+		cfg.ScanEvery = DefaultScanEvery
+	}
+	if cfg.ScanCount <= 0 {
+		cfg.ScanCount = DefaultScanCount
+	}
+	if cfg.SweepEvery <= 0 {
+		cfg.SweepEvery = DefaultSweepEvery
+	}
+	if cfg.SweepCount <= 0 {
+		cfg.SweepCount = DefaultSweepCount
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Registrar{cfg: cfg, log: cfg.Logger, notify: make(chan struct{}, 1)}, nil
+}
+
+// Observe hands the registrar the latest registry snapshot. It never
+// blocks.
+func (r *Registrar) Observe(reg coordinator.Registry) {
+	r.mu.Lock()
+	r.latest = &reg
+	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default: // one pending notice covers this snapshot: latest is read
+	}
+}
+
+// term is the state of one Run.
+type term struct {
+	*Registrar
+	fams    drover.Families
+	reg     coordinator.Registry
+	haveReg bool
+	batch   map[string]drover.QueueConfig // to register at the next flush
+	pending map[string]time.Time          // sent to CreateQueues, not listed yet
+	retired map[string]bool               // retired; listed by a stale snapshot
+	offsets []string                      // retired, offset node to drop
+	scan    uint64                        // the backstop scan's cursor
+	sweep   int                           // the retire sweep's next bucket
+}
+
+// Run registers and retires family queues until ctx ends (the leadership
+// term is over). It returns ctx's error, or the error that stopped it from
+// subscribing to the wake-ups.
+func (r *Registrar) Run(ctx context.Context) error {
+	r.mu.Lock()
+	r.latest = nil // of an earlier term: this term's registry watch delivers its own
+	r.mu.Unlock()
+	wakeups, err := r.cfg.Redis.UnownedWakeups(ctx)
+	if err != nil {
+		return fmt.Errorf("registrar: %w", err)
+	}
+	t := &term{Registrar: r, batch: map[string]drover.QueueConfig{}, pending: map[string]time.Time{}, retired: map[string]bool{}}
+	fams := r.cfg.Registry.WatchFamilies(ctx)
+	// Wake-ups wait (in the subscription's buffer) until the families are
+	// known: matched against none, they would be dropped.
+	select {
+	case fs, ok := <-fams:
+		if !ok {
+			return ctx.Err()
+		}
+		t.fams = fs
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.cfg.OnReady != nil {
+		r.cfg.OnReady()
+	}
+	flush := time.NewTimer(time.Hour)
+	flush.Stop()
+	defer flush.Stop()
+	flushing := false
+	scan := time.NewTicker(r.cfg.ScanEvery)
+	defer scan.Stop()
+	sweep := time.NewTicker(r.cfg.SweepEvery)
+	defer sweep.Stop()
+	queued := func() {
+		if !flushing && len(t.batch) > 0 {
+			flushing = true
+			flush.Reset(r.cfg.Batch)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case fs, ok := <-fams:
+			if !ok {
+				return ctx.Err()
+			}
+			t.fams = fs
+		case <-r.notify:
+			t.takeSnapshot()
+		case w, ok := <-wakeups:
+			if !ok {
+				return ctx.Err()
+			}
+			if w.Missed {
+				t.scanStep(ctx) // at once: the lost ones may be new queues
+			} else {
+				t.consider(w.Queue)
+			}
+			queued()
+		case <-flush.C:
+			flushing = false
+			t.flush(ctx)
+			queued()
+		case <-scan.C:
+			t.scanStep(ctx)
+			queued()
+		case <-sweep.C:
+			t.sweepStep(ctx)
+			t.dropOffsets(ctx)
+			queued()
+		}
+	}
+}
+
+// takeSnapshot reads the latest registry and forgets what it settles.
+func (t *term) takeSnapshot() {
+	t.mu.Lock()
+	if t.latest != nil {
+		t.reg, t.haveReg = *t.latest, true
+	}
+	t.mu.Unlock()
+	now := t.cfg.Now()
+	for q, at := range t.pending {
+		if t.reg.Has(q) || now.Sub(at) > pendingFor {
+			delete(t.pending, q)
+		}
+	}
+	for q := range t.retired {
+		if !t.reg.Has(q) {
+			delete(t.retired, q)
+		}
+	}
+}
+
+// registered reports whether q is registered, as far as the term knows.
+func (t *term) registered(q string) bool {
+	if _, ok := t.pending[q]; ok {
+		return true
+	}
+	return t.reg.Has(q) && !t.retired[q]
+}
+
+// consider adds q to the batch when it matches a family and is not
+// registered. Before the first registry snapshot every match is sent
+// (CreateQueues keeps existing queues).
+func (t *term) consider(q string) {
+	if _, ok := t.batch[q]; ok || drover.ValidateQueueName(q) != nil {
+		return
+	}
+	f, ok := t.fams.Match(q)
+	if !ok || t.registered(q) {
+		return
+	}
+	t.batch[q] = f.QueueFor(q)
+}
+
+// flush registers the batch with one CreateQueues. On failure the names
+// stay for the next flush.
+func (t *term) flush(ctx context.Context) {
+	if len(t.batch) == 0 {
+		return
+	}
+	cfgs := make([]drover.QueueConfig, 0, len(t.batch))
+	for _, c := range t.batch {
+		cfgs = append(cfgs, c)
+	}
+	created, err := t.cfg.Registry.CreateQueues(ctx, cfgs)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.log.Warn("registering family queues failed; retrying", "queues", len(cfgs), "error", err)
+		}
+		return
+	}
+	now := t.cfg.Now()
+	for _, c := range cfgs {
+		t.pending[c.Name] = now
+		delete(t.retired, c.Name)
+	}
+	t.batch = map[string]drover.QueueConfig{} // a cleared map keeps the size of a burst
+	t.log.Debug("registered family queues", "sent", len(cfgs), "created", created)
+	if t.cfg.OnRegistered != nil {
+		t.cfg.OnRegistered(len(cfgs), created)
+	}
+}
+
+// scanStep takes one step of the backstop scan.
+func (t *term) scanStep(ctx context.Context) {
+	if len(t.fams) == 0 || !t.haveReg {
+		return
+	}
+	step, err := t.cfg.Redis.ScanQueuesWithMessages(ctx, t.scan, t.cfg.ScanCount)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.log.Warn("backstop scan for family queues failed", "error", err)
+		}
+		return
+	}
+	t.scan = step.Cursor
+	for _, q := range step.Queues {
+		t.consider(q)
+	}
+}
+
+// sweepStep looks at the next SweepCount registered queues of families
+// that retire, and retires the empty idle ones.
+func (t *term) sweepStep(ctx context.Context) {
+	if !t.haveReg || t.reg.Buckets() == 0 {
+		return
+	}
+	retiring := false
+	for _, f := range t.fams {
+		retiring = retiring || f.RetireAfter > 0
+	}
+	if !retiring {
+		return
+	}
+	now := t.cfg.Now()
+	byFamily := map[string][]string{}
+	var names []string
+	seen := 0
+	for visited := 0; visited < t.reg.Buckets() && seen < t.cfg.SweepCount; visited++ {
+		if t.sweep >= t.reg.Buckets() {
+			t.sweep = 0
+		}
+		names = t.reg.BucketQueues(names[:0], t.sweep)
+		t.sweep++
+		seen += len(names)
+		for _, q := range names {
+			if f, ok := t.fams.Match(q); ok && f.RetireAfter > 0 && !t.retired[q] {
+				if _, ok := t.pending[q]; !ok {
+					byFamily[f.Name] = append(byFamily[f.Name], q)
+				}
+			}
+		}
+	}
+	for name, qs := range byFamily {
+		f, _ := t.fams.Get(name)
+		cutoff := now.Add(-f.RetireAfter.Std())
+		st, err := t.cfg.Redis.CheckIdle(ctx, qs, cutoff)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.log.Warn("retire sweep: checking queues failed", "family", name, "error", err)
+			}
+			continue
+		}
+		for i, q := range qs {
+			if st[i] == queue.QueueIdle {
+				t.retire(ctx, q, f, cutoff)
+			}
+		}
+	}
+}
+
+// retire retires q, a queue of family f found idle since cutoff: the
+// registry entry goes only if the Redis script still finds the queue empty
+// and idle (and then deletes its route), and a message that came in
+// between the script and the registry delete is found by the check that
+// follows, which registers the queue again.
+func (t *term) retire(ctx context.Context, q string, f drover.FamilyConfig, cutoff time.Time) {
+	done, err := t.cfg.Registry.RetireQueue(ctx, q, f.Name, func(ctx context.Context) (bool, error) {
+		st, err := t.cfg.Redis.Retire(ctx, q, cutoff)
+		return st == queue.QueueIdle, err
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			t.log.Warn("retiring a family queue failed", "queue", q, "family", f.Name, "error", err)
+		}
+		return
+	}
+	if !done {
+		return
+	}
+	t.retired[q] = true
+	t.offsets = append(t.offsets, q)
+	busy, err := t.cfg.Redis.HasMessages(ctx, q)
+	if err != nil || busy {
+		// A message came in while the queue was retired (or the check
+		// failed: register it again rather than risk leaving one unrun).
+		t.batch[q] = f.QueueFor(q)
+		return
+	}
+	t.log.Debug("retired an idle family queue", "queue", q, "family", f.Name)
+	if t.cfg.OnRetired != nil {
+		t.cfg.OnRetired(q, f.Name)
+	}
+}
+
+// dropOffsets deletes the offset nodes of retired queues no member owns
+// any more (the owner writes it when it releases the queue).
+func (t *term) dropOffsets(ctx context.Context) {
+	rest := t.offsets[:0]
+	for i, q := range t.offsets {
+		if i >= t.cfg.SweepCount {
+			rest = append(rest, q)
+			continue
+		}
+		if _, again := t.batch[q]; again {
+			continue // registered again: its offset is its own
+		}
+		done, err := t.cfg.Registry.DropOffset(ctx, q)
+		if err != nil || !done {
+			rest = append(rest, q)
+		}
+	}
+	t.offsets = rest
+}
