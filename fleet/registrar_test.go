@@ -237,6 +237,20 @@ func TestRegistrarRetiresEmptyIdleQueue(t *testing.T) {
 	}
 }
 
+// watchedRegistry reports each queue RetireQueue removed.
+type watchedRegistry struct {
+	FamilyRegistry
+	retired chan string
+}
+
+func (r watchedRegistry) RetireQueue(ctx context.Context, q, family string, empty func(context.Context) (bool, error)) (bool, error) {
+	ok, err := r.FamilyRegistry.RetireQueue(ctx, q, family, empty)
+	if ok {
+		r.retired <- q
+	}
+	return ok, err
+}
+
 // A message enqueued between the retire script and the registry delete
 // (with its wake-up lost) is not lost: the check after the delete finds it
 // and registers the queue again.
@@ -248,12 +262,17 @@ func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
 	}
 	e.clock.Add(2 * time.Hour)
 	racing := &racingRedis{FamilyRedis: e.store, e: e, raced: make(chan struct{})}
-	e.run(racing, func(c *RegistrarConfig) { c.SweepEvery = 20 * time.Millisecond })
+	retired := make(chan string, 1)
+	e.run(racing, func(c *RegistrarConfig) {
+		c.SweepEvery = 20 * time.Millisecond
+		c.Registry = watchedRegistry{c.Registry, retired}
+	})
 	select {
-	case <-racing.raced:
+	case <-retired: // the registry entry is gone, after the message came
 	case <-time.After(time.Minute):
 		t.Fatal("gave up waiting for the retire")
 	}
+	<-racing.raced
 	cfg := e.waitRegistered("cust-race")
 	if cfg.Family != "customers" {
 		t.Fatalf("want cust-race registered again from its family, have %+v", cfg)
