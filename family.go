@@ -1,14 +1,15 @@
 package drover
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 )
 
-// ErrFamilyNotFound: the named queue family does not exist.
-var ErrFamilyNotFound = errors.New("drover: queue family not found")
+// ErrFamilyNotFound: the named queue family does not exist. It wraps
+// ErrNotFound, so callers that map "not found" (exit code 3, HTTP 404)
+// need nothing more.
+var ErrFamilyNotFound = fmt.Errorf("queue family: %w", ErrNotFound)
 
 // MaxFamilies bounds the families of one cluster: the rebalance leader
 // matches every new queue name against all of them.

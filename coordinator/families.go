@@ -342,3 +342,30 @@ func (p *packedBucket) has(q string) bool {
 	i, ok := sort.Find(n, func(i int) int { return strings.Compare(q, p.nameAt(i)) })
 	return ok && i < n
 }
+
+// QueueOrFamily reads queue's configuration; for a queue not configured
+// whose name matches a family, it returns the configuration the family
+// will register it with (Family set, Version -1). It fails with
+// drover.ErrQueueNotFound for a queue neither configured nor under a
+// family. Producers' checks (the HTTP API, ctl enqueue) use it, so that a
+// queue of a family accepts its first enqueue.
+func (s *Session) QueueOrFamily(ctx context.Context, queue string) (QueueEntry, error) {
+	e, err := s.Queue(ctx, queue)
+	if !errors.Is(err, drover.ErrQueueNotFound) {
+		return e, err
+	}
+	fams, ferr := s.Families(ctx)
+	if ferr != nil {
+		return QueueEntry{}, fmt.Errorf("read queue %s: %w", queue, ferr)
+	}
+	var fs drover.Families
+	for _, f := range fams {
+		if f.Err == nil {
+			fs = append(fs, f.Config)
+		}
+	}
+	if f, ok := fs.Match(queue); ok {
+		return QueueEntry{Name: queue, Config: f.QueueFor(queue), Version: -1}, nil
+	}
+	return e, err
+}

@@ -42,6 +42,10 @@ type queueStatus struct {
 	Dead       int64           `json:"dead"`
 	Paused     bool            `json:"paused"`
 	PausedBy   *drover.Pause   `json:"paused_by,omitempty"`
+	// Family is the queue family whose prefix the name matches
+	// (ctl_family.go); `ctl queue show` tells whether the family registered
+	// it (its config's "family").
+	Family string `json:"family,omitempty"`
 }
 
 func (a *app) ctlStatusCommand() *cobra.Command {
@@ -91,6 +95,21 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 			return nil, fmt.Errorf("queue %s: %s", r.Queue, r.Error)
 		}
 		rep.Queues = append(rep.Queues, queueStatusOf(r))
+	}
+	fams, err := o.Families(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var families drover.Families
+	for _, f := range fams {
+		if f.Err == nil {
+			families = append(families, f.Config)
+		}
+	}
+	for i, q := range rep.Queues {
+		if f, ok := families.Match(q.Queue); ok {
+			rep.Queues[i].Family = f.Name
+		}
 	}
 	rep.Autoscale = autoscaleOf(rep.Queues, int64(e.cfg.Scaler.TargetLag))
 	return rep, nil
@@ -144,7 +163,7 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		return err
 	}
 	e.printf("\n")
-	t = newTable(e.a.stdout, "QUEUE", "OWNER", "COMMITTED", "LOG-END", "LAG", "OLDEST", "DELAYED", "DEAD", "PAUSED")
+	t = newTable(e.a.stdout, "QUEUE", "OWNER", "COMMITTED", "LOG-END", "LAG", "OLDEST", "DELAYED", "DEAD", "PAUSED", "FAMILY")
 	for _, q := range rep.Queues {
 		owner := q.Owner
 		if owner == "" && q.Assigned != "" {
@@ -158,14 +177,14 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		if !q.Configured {
 			name += "*"
 		}
-		t.row(name, owner, fmtPos(q.Committed), fmtPos(q.LogEnd), q.Lag, fmtAge(time.Duration(q.OldestAge*float64(time.Second))), q.Delayed, q.Dead, paused)
+		t.row(name, owner, fmtPos(q.Committed), fmtPos(q.LogEnd), q.Lag, fmtAge(time.Duration(q.OldestAge*float64(time.Second))), q.Delayed, q.Dead, paused, q.Family)
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
 	for _, q := range rep.Queues {
 		if !q.Configured {
-			e.printf("\n* enqueued to but not configured (drover ctl queue create)\n")
+			e.printf("\n* enqueued to but not configured (drover ctl queue create; a queue under a FAMILY is registered by the rebalance leader)\n")
 			break
 		}
 	}
