@@ -163,7 +163,7 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		return err
 	}
 	e.printf("\n")
-	t = newTable(e.a.stdout, "QUEUE", "OWNER", "COMMITTED", "LOG-END", "LAG", "OLDEST", "DELAYED", "DEAD", "PAUSED", "FAMILY")
+	t = newTable(e.a.stdout, "QUEUE", "OWNER", "COMMITTED", "LOG-END", "LAG", "OLDEST", "DELAYED", "DEAD", "FAMILY", "PAUSED")
 	for _, q := range rep.Queues {
 		owner := q.Owner
 		if owner == "" && q.Assigned != "" {
@@ -177,7 +177,7 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		if !q.Configured {
 			name += "*"
 		}
-		t.row(name, owner, fmtPos(q.Committed), fmtPos(q.LogEnd), q.Lag, fmtAge(time.Duration(q.OldestAge*float64(time.Second))), q.Delayed, q.Dead, paused, q.Family)
+		t.row(name, owner, fmtPos(q.Committed), fmtPos(q.LogEnd), q.Lag, fmtAge(time.Duration(q.OldestAge*float64(time.Second))), q.Delayed, q.Dead, q.Family, paused)
 	}
 	if err := t.flush(); err != nil {
 		return err
