@@ -217,7 +217,8 @@ func sections() []section {
 			},
 		},
 		metricsBudget,
-		rateLimits, // ratelimit.go
+		rateLimits,    // ratelimit.go
+		queueFamilies, // families.go
 		pythonClient,
 	}
 }
