@@ -92,6 +92,13 @@ func TestFamilyQueueRunsFromFirstEnqueue(t *testing.T) {
 		t.Fatalf("GET /api/v1/families: want the family customers, have %d %s", code, body)
 	}
 
+	if code, body := get(t, c.url+"/families", c.tokens[auth.Viewer]); code != 200 || !strings.Contains(body, "cust-*") {
+		t.Fatalf("console /families: want the family's prefix, have %d %s", code, body)
+	}
+	if code, body := get(t, c.url+"/queues/cust-go", c.tokens[auth.Viewer]); code != 200 || !strings.Contains(body, `id="family"`) || !strings.Contains(body, ">customers</a>") {
+		t.Fatalf("console queue page: want the family that registered cust-go, have %d %s", code, body)
+	}
+
 	// API mutations: a replace at the version read, then a refused create.
 	fam := drover.FamilyConfig{Name: "devices", Prefix: "dev-", RetireAfter: drover.Duration(time.Hour),
 		Queue: drover.QueueConfig{Tasks: map[string]drover.TaskRoute{"*": {Command: []string{script}}}}}

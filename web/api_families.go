@@ -85,3 +85,19 @@ func familyViewOf(f drover.FamilyConfig, version int32, err error) familyView {
 	}
 	return v
 }
+
+// routeFamiliesPage serves the console's families page (/families): every
+// family with its prefix and the queue settings people look for.
+func (s *Server) routeFamiliesPage() {
+	s.page("/families", "families", auth.Viewer, func(r *Request) (any, error) {
+		fams, err := s.fleetOps().Families(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		out := make([]familyView, 0, len(fams))
+		for _, f := range fams {
+			out = append(out, familyViewOf(f.Config, f.Version, f.Err))
+		}
+		return out, nil
+	})
+}
