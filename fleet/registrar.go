@@ -164,11 +164,15 @@ type term struct {
 	reg     coordinator.Registry
 	haveReg bool
 	batch   map[string]drover.QueueConfig // to register at the next flush
+	sending map[string]bool               // in the CreateQueues running now
 	pending map[string]time.Time          // sent to CreateQueues, not listed yet
 	retired map[string]bool               // retired; listed by a stale snapshot
 	offsets []string                      // retired, offset node to drop
 	scan    uint64                        // the backstop scan's cursor
-	sweep   int                           // the retire sweep's next bucket
+	// catchingUp: a wake-up was lost; the scan runs a pass at the batch
+	// pace.
+	catchingUp bool
+	sweep      int // the retire sweep's next bucket
 }
 
 // Run registers and retires family queues until ctx ends (the leadership
@@ -182,7 +186,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("registrar: %w", err)
 	}
-	t := &term{Registrar: r, batch: map[string]drover.QueueConfig{}, pending: map[string]time.Time{}, retired: map[string]bool{}}
+	t := &term{Registrar: r, batch: map[string]drover.QueueConfig{}, sending: map[string]bool{}, pending: map[string]time.Time{}, retired: map[string]bool{}}
 	fams := r.cfg.Registry.WatchFamilies(ctx)
 	// Wake-ups wait (in the subscription's buffer) until the families are
 	// known: matched against none, they would be dropped.
@@ -201,9 +205,26 @@ func (r *Registrar) Run(ctx context.Context) error {
 	flush := time.NewTimer(time.Hour)
 	flush.Stop()
 	defer flush.Stop()
-	flushing := false
+	// One CreateQueues at a time runs on its own goroutine, so that the
+	// loop keeps draining the wake-ups meanwhile (a registration of a
+	// thousand queues takes a second or more, and the subscription's
+	// buffer holds 1,024): names that come in the meantime make the next
+	// batch bigger.
+	flushing := false // the timer runs, or a CreateQueues does
+	registered := make(chan registration, 1)
+	defer func() {
+		if flushing {
+			select {
+			case <-registered:
+			case <-flush.C:
+			}
+		}
+	}()
 	scan := time.NewTicker(r.cfg.ScanEvery)
 	defer scan.Stop()
+	catchUp := time.NewTicker(r.cfg.Batch)
+	catchUp.Stop()
+	defer catchUp.Stop()
 	sweep := time.NewTicker(r.cfg.SweepEvery)
 	defer sweep.Stop()
 	queued := func() {
@@ -228,17 +249,35 @@ func (r *Registrar) Run(ctx context.Context) error {
 				return ctx.Err()
 			}
 			if w.Missed {
-				t.scanStep(ctx) // at once: the lost ones may be new queues
+				// The lost ones may be new queues: scan a whole pass at the
+				// batch pace, not at the backstop's.
+				if !t.catchingUp {
+					t.catchingUp = true
+					catchUp.Reset(r.cfg.Batch)
+				}
 			} else {
 				t.consider(w.Queue)
 			}
 			queued()
 		case <-flush.C:
+			cfgs := t.takeBatch()
+			go func() {
+				start := time.Now()
+				created, err := t.cfg.Registry.CreateQueues(ctx, cfgs)
+				registered <- registration{cfgs, created, err, time.Since(start)}
+			}()
+		case reg := <-registered:
 			flushing = false
-			t.flush(ctx)
+			t.afterRegister(ctx, reg)
 			queued()
 		case <-scan.C:
 			t.scanStep(ctx)
+			queued()
+		case <-catchUp.C:
+			if t.scanStep(ctx) && t.scan == 0 {
+				t.catchingUp = false
+				catchUp.Stop()
+			}
 			queued()
 		case <-sweep.C:
 			t.sweepStep(ctx)
@@ -280,7 +319,7 @@ func (t *term) registered(q string) bool {
 // registered. Before the first registry snapshot every match is sent
 // (CreateQueues keeps existing queues).
 func (t *term) consider(q string) {
-	if _, ok := t.batch[q]; ok || drover.ValidateQueueName(q) != nil {
+	if _, ok := t.batch[q]; ok || t.sending[q] || drover.ValidateQueueName(q) != nil {
 		return
 	}
 	f, ok := t.fams.Match(q)
@@ -290,51 +329,70 @@ func (t *term) consider(q string) {
 	t.batch[q] = f.QueueFor(q)
 }
 
-// flush registers the batch with one CreateQueues. On failure the names
-// stay for the next flush.
-func (t *term) flush(ctx context.Context) {
-	if len(t.batch) == 0 {
-		return
-	}
+// registration is the outcome of one CreateQueues.
+type registration struct {
+	cfgs    []drover.QueueConfig
+	created int
+	err     error
+	took    time.Duration
+}
+
+// takeBatch empties the batch into a slice for CreateQueues.
+func (t *term) takeBatch() []drover.QueueConfig {
 	cfgs := make([]drover.QueueConfig, 0, len(t.batch))
 	for _, c := range t.batch {
 		cfgs = append(cfgs, c)
+		t.sending[c.Name] = true
 	}
-	created, err := t.cfg.Registry.CreateQueues(ctx, cfgs)
-	if err != nil {
+	t.batch = map[string]drover.QueueConfig{} // a cleared map keeps the size of a burst
+	return cfgs
+}
+
+// afterRegister takes the outcome of a CreateQueues: the names count as
+// registered until the registry snapshot lists them; on failure they go
+// back into the batch for the next one.
+func (t *term) afterRegister(ctx context.Context, reg registration) {
+	t.sending = map[string]bool{}
+	if reg.err != nil {
 		if ctx.Err() == nil {
-			t.log.Warn("registering family queues failed; retrying", "queues", len(cfgs), "error", err)
+			t.log.Warn("registering family queues failed; retrying", "queues", len(reg.cfgs), "error", reg.err)
+		}
+		for _, c := range reg.cfgs {
+			if _, ok := t.batch[c.Name]; !ok {
+				t.batch[c.Name] = c
+			}
 		}
 		return
 	}
 	now := t.cfg.Now()
-	for _, c := range cfgs {
+	for _, c := range reg.cfgs {
 		t.pending[c.Name] = now
 		delete(t.retired, c.Name)
 	}
-	t.batch = map[string]drover.QueueConfig{} // a cleared map keeps the size of a burst
-	t.log.Debug("registered family queues", "sent", len(cfgs), "created", created)
+	t.log.Debug("registered family queues", "sent", len(reg.cfgs), "created", reg.created, "took", reg.took)
 	if t.cfg.OnRegistered != nil {
-		t.cfg.OnRegistered(len(cfgs), created)
+		t.cfg.OnRegistered(len(reg.cfgs), reg.created)
 	}
 }
 
-// scanStep takes one step of the backstop scan.
-func (t *term) scanStep(ctx context.Context) {
+// scanStep takes one step of the backstop scan and reports whether it
+// did.
+func (t *term) scanStep(ctx context.Context) bool {
 	if len(t.fams) == 0 || !t.haveReg {
-		return
+		return false
 	}
 	step, err := t.cfg.Redis.ScanQueuesWithMessages(ctx, t.scan, t.cfg.ScanCount)
 	if err != nil {
 		if ctx.Err() == nil {
 			t.log.Warn("backstop scan for family queues failed", "error", err)
 		}
-		return
+		return false
 	}
 	t.scan = step.Cursor
 	for _, q := range step.Queues {
 		t.consider(q)
 	}
+	return true
 }
 
 // sweepStep looks at the next SweepCount registered queues of families

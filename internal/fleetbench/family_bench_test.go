@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -105,6 +106,12 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 	}
 	sendTook := time.Since(start)
 	drain := waitDrained(b, ws, int64(queues), 10*time.Minute)
+	if keep := os.Getenv("DROVER_FAMILYBENCH_KEEP_LOGS"); keep != "" {
+		for _, w := range ws {
+			data, _ := os.ReadFile(w.logPath)
+			_ = os.WriteFile(filepath.Join(keep, w.name+".log"), data, 0o644)
+		}
+	}
 	zk := zkCounts(ws).Sub(zkBefore)
 	var lat Snapshot
 	for _, w := range ws {
