@@ -41,6 +41,10 @@ const (
 	DefaultScanCount      = 1000
 	DefaultSweepEvery     = time.Second
 	DefaultSweepCount     = 1000
+	// maxRetiresPerStep bounds the queues one sweep step retires (each a
+	// few round trips on the loop's goroutine, which must keep draining
+	// the wake-ups); the others are found idle again by the next pass.
+	maxRetiresPerStep = 100
 	// pendingFor is how long a name sent to CreateQueues counts as
 	// registered while the registry snapshot does not list it yet.
 	pendingFor = time.Minute
@@ -409,6 +413,7 @@ func (t *term) sweepStep(ctx context.Context) {
 		return
 	}
 	now := t.cfg.Now()
+	retires := 0
 	byFamily := map[string][]string{}
 	var names []string
 	seen := 0
@@ -438,7 +443,8 @@ func (t *term) sweepStep(ctx context.Context) {
 			continue
 		}
 		for i, q := range qs {
-			if st[i] == queue.QueueIdle {
+			if st[i] == queue.QueueIdle && retires < maxRetiresPerStep {
+				retires++
 				t.retire(ctx, q, f, cutoff)
 			}
 		}
