@@ -180,15 +180,24 @@ type term struct {
 }
 
 // Run registers and retires family queues until ctx ends (the leadership
-// term is over). It returns ctx's error, or the error that stopped it from
-// subscribing to the wake-ups.
+// term is over), and returns ctx's error. A failed subscription to the
+// wake-ups (Redis away) is retried with backoff.
 func (r *Registrar) Run(ctx context.Context) error {
 	r.mu.Lock()
 	r.latest = nil // of an earlier term: this term's registry watch delivers its own
 	r.mu.Unlock()
-	wakeups, err := r.cfg.Redis.UnownedWakeups(ctx)
-	if err != nil {
-		return fmt.Errorf("registrar: %w", err)
+	var wakeups <-chan queue.Wakeup
+	for retry := 100 * time.Millisecond; ; retry = min(2*retry, 5*time.Second) {
+		var err error
+		if wakeups, err = r.cfg.Redis.UnownedWakeups(ctx); err == nil {
+			break
+		}
+		r.log.Warn("registrar cannot subscribe to the unowned wake-ups; retrying", "error", err, "in", retry)
+		select {
+		case <-time.After(retry):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	t := &term{Registrar: r, batch: map[string]drover.QueueConfig{}, sending: map[string]bool{}, pending: map[string]time.Time{}, retired: map[string]bool{}}
 	fams := r.cfg.Registry.WatchFamilies(ctx)
