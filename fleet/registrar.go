@@ -183,9 +183,15 @@ type term struct {
 // term is over), and returns ctx's error. A failed subscription to the
 // wake-ups (Redis away) is retried with backoff.
 func (r *Registrar) Run(ctx context.Context) error {
-	r.mu.Lock()
-	r.latest = nil // of an earlier term: this term's registry watch delivers its own
-	r.mu.Unlock()
+	defer func() {
+		// The next term's registry watch delivers its own snapshot; one
+		// of this term's must not stand for it. (Cleared here, at the end,
+		// not at the start: the term's first snapshot may be observed
+		// before Run gets going.)
+		r.mu.Lock()
+		r.latest = nil
+		r.mu.Unlock()
+	}()
 	var wakeups <-chan queue.Wakeup
 	for retry := 100 * time.Millisecond; ; retry = min(2*retry, 5*time.Second) {
 		var err error

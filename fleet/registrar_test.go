@@ -84,10 +84,14 @@ func (e *registrarEnv) run(redis FamilyRedis, tune func(*RegistrarConfig)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	e.t.Cleanup(func() { cancel(); wg.Wait() })
+	// The first snapshot is observed before Run starts, as a leader may
+	// (its registry watch and the registrar start together).
+	regs := e.zk.WatchRegistry(ctx)
+	r.Observe(<-regs)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		for reg := range e.zk.WatchRegistry(ctx) {
+		for reg := range regs {
 			r.Observe(reg)
 		}
 	}()
