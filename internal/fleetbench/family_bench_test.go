@@ -130,6 +130,7 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 	b.ReportMetric(float64(rate), "new-queues/s-asked")
 	b.ReportMetric(float64(queues)/sendTook.Seconds(), "new-queues/s-sent")
 	b.ReportMetric(float64(len(names)), "registered")
+	b.ReportMetric(100*float64(len(names))/float64(queues), "registered-%")
 	b.ReportMetric(float64(lat.Total()), "first-tasks-started")
 	b.ReportMetric(lat.Quantile(0.5).Seconds()*1000, "first-start-p50-ms")
 	b.ReportMetric(lat.Quantile(0.99).Seconds()*1000, "first-start-p99-ms")
