@@ -84,6 +84,11 @@ type QueueConfig struct {
 	// operator retries it, edits it or moves it to the dead letters
 	// (docs/one-queue-per-key.md, "Parking a queue").
 	OnFailure string `json:"on_failure,omitempty"`
+	// Family names the queue family this queue was registered from (set
+	// by the rebalance leader when the queue's first enqueue matched the
+	// family; docs/one-queue-per-key.md). Empty for a queue configured on
+	// its own.
+	Family string `json:"family,omitempty"`
 }
 
 // RateLimit is a token bucket: PerSecond tokens a second, up to Burst kept

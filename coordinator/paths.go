@@ -24,6 +24,7 @@ const (
 	pauseAllNode    = "pause/all"
 	pauseQueuesDir  = "pause/queues"
 	pauseMembersDir = "pause/members"
+	familiesDir     = "families"
 )
 
 // Election names.
@@ -36,7 +37,7 @@ const (
 var persistentDirs = []string{
 	membersDir, electionDir, electionDir + "/" + ElectionRebalance, electionDir + "/" + ElectionScheduler,
 	queuesDir, ownersDir, offsetsDir, coordDir, epochNode, assignmentNode,
-	pauseDir, pauseQueuesDir, pauseMembersDir,
+	pauseDir, pauseQueuesDir, pauseMembersDir, familiesDir,
 }
 
 // Size limits (DESIGN.md §10): no znode, multi request or response larger

@@ -120,7 +120,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 		created int
 		err     error
 	}
-	outs := parallelMapN(ctx, 2*writeParallelism, buckets, func(bp string) outcome {
+	outs := parallelMapN(ctx, createParallelism, buckets, func(bp string) outcome {
 		o := outcome{}
 		todo := perBucket[bp]
 		limit := 500               // operations per multi; halved while a write passes a size limit

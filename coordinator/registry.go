@@ -41,6 +41,7 @@ type RegisteredQueue struct {
 // share the buckets that did not change.
 type Registry struct {
 	buckets []*packedBucket // by bucket name; each sorted by name
+	names   []string        // the buckets' names, sorted; nil for NewRegistry's
 	n       int
 	// Errs names the buckets whose data could not be decoded; their
 	// queues are as last read (none when never read).
@@ -482,7 +483,7 @@ func (r *registryWatch) refresh(ctx context.Context, s *Session, ws *watchSet) (
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	reg := Registry{buckets: make([]*packedBucket, 0, len(names))}
+	reg := Registry{buckets: make([]*packedBucket, 0, len(names)), names: names}
 	for _, n := range names {
 		b := r.buckets[n]
 		reg.buckets = append(reg.buckets, b.queues)

@@ -52,6 +52,10 @@ type RebalancerConfig struct {
 	// OnLeading, if set, is called with true when a leadership term starts
 	// and false when it ends.
 	OnLeading func(leading bool)
+	// Registrar, if set, runs beside every leadership term and is handed
+	// each registry snapshot the term reads: it registers and retires the
+	// queues of queue families (registrar.go).
+	Registrar *Registrar
 	// CampaignRetry is the pause after a failed campaign. Default
 	// DefaultCampaignRetry.
 	CampaignRetry time.Duration
@@ -126,6 +130,16 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 	log.Info("leading rebalance", "epoch", w.Epoch(), "generation", w.Current().Generation)
 	members := s.WatchMembers(lctx)
 	queues := s.WatchRegistry(lctx)
+	if r := cfg.Registrar; r != nil {
+		registered := make(chan struct{})
+		go func() {
+			defer close(registered)
+			if err := r.Run(lctx); err != nil && lctx.Err() == nil {
+				log.Warn("family registrar stopped", "error", err)
+			}
+		}()
+		defer func() { cancel(); <-registered }()
+	}
 	var (
 		curMembers []coordinator.MemberNode
 		curQueues  coordinator.Registry
@@ -168,6 +182,9 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 				log.Warn("a registry bucket is corrupt; its queues are balanced as last read", "error", err)
 			}
 			curQueues, haveQ = qs, true
+			if cfg.Registrar != nil {
+				cfg.Registrar.Observe(qs)
+			}
 			dirty()
 		case <-settle.C():
 			firstDirty = time.Time{}

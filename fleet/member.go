@@ -70,6 +70,12 @@ type MemberConfig struct {
 	// RedisHealth, if set, is published in the member node, so that the
 	// leader gives no queues to a member that cannot reach Redis.
 	RedisHealth *RedisHealth
+	// Families, if set, lets the member, while it leads the rebalance,
+	// register the queues of queue families at their first enqueue and
+	// retire idle ones (Registrar); Registrar tunes it (its Registry and
+	// Redis are filled in per session).
+	Families  FamilyRedis
+	Registrar RegistrarConfig
 	// Scheduler, if set, runs a scheduler candidate on every session.
 	Scheduler SchedulerFunc
 	// ReconnectMin and ReconnectMax bound the backoff between failed
@@ -247,9 +253,21 @@ func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading f
 	if err != nil {
 		return err
 	}
+	var registrar *Registrar
+	if m.cfg.Families != nil {
+		rc := m.cfg.Registrar
+		rc.Registry, rc.Redis = s, m.cfg.Families
+		if rc.Logger == nil {
+			rc.Logger = m.log.Named("families")
+		}
+		if registrar, err = NewRegistrar(rc); err != nil {
+			return err
+		}
+	}
 	spawn(func() {
 		err := RunRebalancer(leadCtx, RebalancerConfig{
-			Session: s, Elector: el, Candidate: m.cfg.Name, Strategy: m.cfg.Strategy, Settle: m.cfg.Settle,
+			Registrar: registrar,
+			Session:   s, Elector: el, Candidate: m.cfg.Name, Strategy: m.cfg.Strategy, Settle: m.cfg.Settle,
 			RedisGrace: m.cfg.RedisHealth.Grace(), Clock: m.cfg.Clock,
 			Logger: m.log.Named("rebalance"), OnLeading: m.leading.Store,
 			OnRebalance: func(_ drover.Assignment, moved int, compute time.Duration) {

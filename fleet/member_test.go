@@ -97,6 +97,19 @@ func (s *fakeMemberSession) State() coordinator.SessionState {
 }
 
 func (s *fakeMemberSession) Confirm(context.Context) error { return s.Err() }
+
+// The family registry: a member without MemberConfig.Families (these
+// tests) runs no registrar, so none of it is called.
+func (s *fakeMemberSession) WatchFamilies(context.Context) <-chan drover.Families { return nil }
+func (s *fakeMemberSession) CreateQueues(context.Context, []drover.QueueConfig) (int, error) {
+	return 0, errors.New("fake member session: no registry")
+}
+func (s *fakeMemberSession) RetireQueue(context.Context, string, string, func(context.Context) (bool, error)) (bool, error) {
+	return false, errors.New("fake member session: no registry")
+}
+func (s *fakeMemberSession) DropOffset(context.Context, string) (bool, error) {
+	return false, errors.New("fake member session: no registry")
+}
 func (s *fakeMemberSession) SessionID() int64              { return s.id }
 
 func (s *fakeMemberSession) Close() error {

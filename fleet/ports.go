@@ -153,6 +153,9 @@ type Membership interface {
 type MemberSession interface {
 	ReconcilerSession
 	LeaderSession
+	// FamilyRegistry is what the rebalance leader's registrar writes
+	// (queue families, registrar.go).
+	FamilyRegistry
 	// Join registers info as a member for the life of the session.
 	Join(ctx context.Context, info drover.Member) (Membership, error)
 	// Elector returns the election called name (coordinator.Election*).

@@ -68,7 +68,11 @@ func (s *Store) RouteWakeups(ctx context.Context, member string, queues ...strin
 // Missed set, delivered before any later one, so the reader can run its
 // amortised check instead of polling every queue on a timer.
 func (s *Store) Wakeups(ctx context.Context, member string) (<-chan Wakeup, error) {
-	channel := s.keys.memberChannel(member)
+	return s.subscribeWakeups(ctx, s.keys.memberChannel(member))
+}
+
+// subscribeWakeups is Wakeups of one channel.
+func (s *Store) subscribeWakeups(ctx context.Context, channel string) (<-chan Wakeup, error) {
 	sub := s.rdb.Subscribe(ctx, channel)
 	if _, err := sub.Receive(ctx); err != nil {
 		_ = sub.Close()

@@ -265,8 +265,9 @@ func (s *Server) routeAPI() {
 	s.HandleMutation("DELETE", "/queues/{queue}/config", auth.Admin, "queue.delete", func(r *Request) (any, error) {
 		return map[string]any{"queue": r.PathValue("queue"), "deleted": true}, s.fleetOps().DeleteQueueConfig(r.Context(), r.PathValue("queue"))
 	})
-	s.routeParkedAPI() // api_parked.go
-	s.routeCancelAPI() // api_cancel.go
+	s.routeParkedAPI()   // api_parked.go
+	s.routeCancelAPI()   // api_cancel.go
+	s.routeFamiliesAPI() // api_families.go
 }
 
 func paging(r *Request) (offset, limit int, err error) {

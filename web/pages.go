@@ -445,6 +445,7 @@ func (s *Server) routePages() {
 		}
 		return pg, nil
 	})
+	s.routeFamiliesPage() // api_families.go
 	s.page("/schedules", "schedules", auth.Viewer, func(r *Request) (any, error) {
 		return s.fleetOps().Schedules(r.Context())
 	})

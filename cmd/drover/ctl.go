@@ -39,7 +39,7 @@ state.`
 		a.ctlPauseCommand(true), a.ctlPauseCommand(false),
 		a.ctlEnqueueCommand(), a.ctlRevokeCommand(), a.ctlJobCommand(),
 		withSubcommands(a.ctlScheduleCommand(), a.ctlScheduleTriggerCommand()), a.ctlDeadCommand(), a.ctlOffsetsCommand(), a.ctlQueueCommand(),
-		a.ctlParkedCommand(), a.ctlCancelCommand(),
+		a.ctlParkedCommand(), a.ctlCancelCommand(), a.ctlFamilyCommand(),
 	)
 	return cmd
 }
@@ -171,8 +171,8 @@ func (e *ctlEnv) knownQueue(name string) error {
 		}
 		return err
 	}
-	if _, err := s.Queue(e.ctx, name); err == nil {
-		return nil
+	if _, err := s.QueueOrFamily(e.ctx, name); err == nil {
+		return nil // configured, or under a family (registered at its first enqueue)
 	} else if !errors.Is(err, drover.ErrQueueNotFound) {
 		return err
 	}

@@ -110,14 +110,14 @@ the flags given.`
 				}
 				return writeJSON(e.a.stdout, out)
 			}
-			t := newTable(e.a.stdout, "QUEUE", "WEIGHT", "CONCURRENCY", "ORDERED", "TIMEOUT", "ATTEMPTS", "RETENTION", "TAGS", "TASKS")
+			t := newTable(e.a.stdout, "QUEUE", "WEIGHT", "CONCURRENCY", "ORDERED", "TIMEOUT", "ATTEMPTS", "RETENTION", "TAGS", "TASKS", "FAMILY")
 			for _, en := range entries {
 				if en.Err != nil {
 					t.row(en.Name, "", "", "", "", "", "", "", "invalid: "+oneLine(en.Err.Error(), 50))
 					continue
 				}
 				c := en.Config.WithDefaults()
-				t.row(c.Name, c.Weight, c.Concurrency, c.Ordered, c.Timeout.Std(), c.MaxAttempts, c.Retention.Std(), strings.Join(c.Tags, ","), taskNames(c))
+				t.row(c.Name, c.Weight, c.Concurrency, c.Ordered, c.Timeout.Std(), c.MaxAttempts, c.Retention.Std(), strings.Join(c.Tags, ","), taskNames(c), c.Family)
 			}
 			return t.flush()
 		}),
@@ -125,7 +125,7 @@ the flags given.`
 
 	show := &cobra.Command{
 		Use:               "show <name>",
-		Short:             "Print one queue configuration as JSON (as stored)",
+		Short:             "Print one queue configuration as JSON (as stored; \"family\" names the family that registered it)",
 		Example:           "  drover ctl queue show emails > emails.json",
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeQueueArg,

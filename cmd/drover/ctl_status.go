@@ -45,6 +45,10 @@ type queueStatus struct {
 	PausedBy   *drover.Pause   `json:"paused_by,omitempty"`
 	// RateLimited: its owner holds its work back for its rate limit.
 	RateLimited bool `json:"rate_limited,omitempty"`
+	// Family is the queue family whose prefix the name matches
+	// (ctl_family.go); `ctl queue show` tells whether the family registered
+	// it (its config's "family").
+	Family string `json:"family,omitempty"`
 }
 
 func (a *app) ctlStatusCommand() *cobra.Command {
@@ -95,6 +99,21 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 			return nil, fmt.Errorf("queue %s: %s", r.Queue, r.Error)
 		}
 		rep.Queues = append(rep.Queues, queueStatusOf(r))
+	}
+	fams, err := o.Families(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var families drover.Families
+	for _, f := range fams {
+		if f.Err == nil {
+			families = append(families, f.Config)
+		}
+	}
+	for i, q := range rep.Queues {
+		if f, ok := families.Match(q.Queue); ok {
+			rep.Queues[i].Family = f.Name
+		}
 	}
 	rep.Autoscale = autoscaleOf(rep.Queues, int64(e.cfg.Scaler.TargetLag))
 	rep.Notes = snap.Notes
@@ -149,7 +168,7 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		return err
 	}
 	e.printf("\n")
-	t = newTable(e.a.stdout, "QUEUE", "OWNER", "COMMITTED", "LOG-END", "LAG", "OLDEST", "DELAYED", "DEAD", "HELD", "PAUSED")
+	t = newTable(e.a.stdout, "QUEUE", "OWNER", "COMMITTED", "LOG-END", "LAG", "OLDEST", "DELAYED", "DEAD", "HELD", "FAMILY", "PAUSED")
 	for _, q := range rep.Queues {
 		owner := q.Owner
 		if owner == "" && q.Assigned != "" {
@@ -167,14 +186,14 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		if q.RateLimited {
 			held = "rate-limited"
 		}
-		t.row(name, owner, fmtPos(q.Committed), fmtPos(q.LogEnd), q.Lag, fmtAge(time.Duration(q.OldestAge*float64(time.Second))), q.Delayed, q.Dead, held, paused)
+		t.row(name, owner, fmtPos(q.Committed), fmtPos(q.LogEnd), q.Lag, fmtAge(time.Duration(q.OldestAge*float64(time.Second))), q.Delayed, q.Dead, held, q.Family, paused)
 	}
 	if err := t.flush(); err != nil {
 		return err
 	}
 	for _, q := range rep.Queues {
 		if !q.Configured {
-			e.printf("\n* enqueued to but not configured (drover ctl queue create)\n")
+			e.printf("\n* enqueued to but not configured (drover ctl queue create; a queue under a FAMILY is registered by the rebalance leader)\n")
 			break
 		}
 	}

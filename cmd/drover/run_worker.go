@@ -140,7 +140,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		Name: cfg.Worker.Name, Coordinator: ccfg, Worker: w, Strategy: strategy, Settle: cfg.Worker.Settle,
 		Member: drover.Member{Host: host, PID: os.Getpid(), Version: version, AdminAddr: adminAddr,
 			Capacity: cfg.Worker.Capacity, Tags: cfg.Worker.Tags},
-		Logger: log, Metrics: reg, RedisHealth: redisHealth,
+		Logger: log, Metrics: reg, RedisHealth: redisHealth, Families: store,
 	}
 	if opts.Scheduler {
 		mcfg.Scheduler = schedulerRole(cfg, store, reg, log.Named("scheduler"))

@@ -229,6 +229,7 @@ func sections() []section {
 		consoleManyQueues, // console_many.go
 		rateLimits,        // ratelimit.go
 		fairness,          // fairness.go
+		queueFamilies,     // families.go
 		pythonClient,
 	}
 }

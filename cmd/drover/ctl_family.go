@@ -1,0 +1,204 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/ops"
+)
+
+// ctlFamilyCommand manages queue families: configurations that apply to
+// every queue whose name starts with a prefix (docs/one-queue-per-key.md).
+func (a *app) ctlFamilyCommand() *cobra.Command {
+	cmd := groupCommand("family", "Create, list, show and remove queue families")
+	cmd.Long = `A queue family is a queue configuration for every queue whose name starts
+with its prefix: such a queue runs from its first enqueue (from any
+producer), with no 'queue create'. The rebalance leader registers it with
+the family's configuration; a queue created on its own keeps its own. With
+--retire-after, a queue of the family that stays empty and idle that long
+is removed from the registry (its next enqueue registers it again).
+Families live in ZooKeeper at /families/<name>; every change is audited.`
+	cmd.Example = `  drover ctl family create customers --prefix customer- --ordered --on-failure park \
+      --rate-limit 5 --retire-after 24h --task '*=/usr/local/bin/handle-customer'
+  drover ctl family ls
+  drover ctl family show customers
+  drover ctl family rm customers`
+
+	var cf queueFlags
+	var prefix, retireAfter string
+	var replace bool
+	create := &cobra.Command{
+		Use:   "create <name> --prefix <prefix>",
+		Short: "Create a queue family (or replace one with --replace)",
+		Long: `Create a family: the queue flags (as for 'queue create') configure every
+queue whose name starts with --prefix. When several families match a
+queue, the longest prefix wins. --replace changes an existing family; the
+change applies to queues registered from then on (queues already
+registered keep their configuration: change them with 'queue update').`,
+		Example: `  drover ctl family create customers --prefix customer- --concurrency 2 --task '*=/usr/local/bin/handle'
+  drover ctl family create devices --prefix dev- -f device-queue.json --retire-after 168h
+  drover ctl family create customers --prefix customer- --rate-limit 10 --task '*=@go' --replace`,
+		Args: exactArgs(1, "<name>"),
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
+			f := drover.FamilyConfig{Name: args[0], Prefix: prefix}
+			version := int32(-1)
+			if replace {
+				cur, err := o.Family(e.ctx, args[0])
+				if err != nil {
+					return err
+				}
+				version = cur.Version
+				if !e.cmdFlags.Changed("prefix") {
+					f.Prefix = cur.Config.Prefix
+				}
+			}
+			if f.Prefix == "" {
+				return usagef("--prefix is required: the start of the names of the family's queues")
+			}
+			if retireAfter != "" {
+				d, err := time.ParseDuration(retireAfter)
+				if err != nil || d < 0 {
+					return usagef("--retire-after %q: want a duration ≥ 0 like 24h", retireAfter)
+				}
+				f.RetireAfter = drover.Duration(d)
+			}
+			f.Queue.Name = f.Prefix
+			if err := cf.apply(e.cmdFlags, e.a.stdin, &f.Queue); err != nil {
+				return err
+			}
+			if err := f.Validate(); err != nil {
+				return usageError{err}
+			}
+			action := "family.create"
+			if replace {
+				action = "family.update"
+			}
+			_, err := o.SetFamily(e.ctx, f, version)
+			detail, _ := json.Marshal(f)
+			e.auditFamily(o, action, f.Name, string(detail), err)
+			if err != nil {
+				return refusedOf(err)
+			}
+			if e.json {
+				return writeJSON(e.a.stdout, f)
+			}
+			verb := "created"
+			if replace {
+				verb = "replaced"
+			}
+			e.printf("%s family %s: queues named %s* run with its configuration (task routes: %s)\n", verb, f.Name, f.Prefix, taskNames(f.Queue))
+			return nil
+		}),
+	}
+	cf.register(create, false)
+	create.Flags().StringVar(&prefix, "prefix", "", "the start of the names of the family's queues (required)")
+	create.Flags().StringVar(&retireAfter, "retire-after", "", "retire a queue of the family after it has been empty and idle this long, e.g. 24h (default: never)")
+	create.Flags().BoolVar(&replace, "replace", false, "replace an existing family")
+
+	ls := &cobra.Command{
+		Use:     "ls",
+		Short:   "List the queue families",
+		Example: "  drover ctl family ls\n  drover ctl family ls -o json",
+		Args:    noArgs,
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
+			fams, err := o.Families(e.ctx)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				out := make([]drover.FamilyConfig, 0, len(fams))
+				for _, f := range fams {
+					out = append(out, f.Config)
+				}
+				return writeJSON(e.a.stdout, out)
+			}
+			t := newTable(e.a.stdout, "FAMILY", "PREFIX", "CONCURRENCY", "ORDERED", "RATE", "ON-FAILURE", "RETIRE-AFTER", "TASKS")
+			for _, f := range fams {
+				if f.Err != nil {
+					t.row(f.Config.Name, "", "", "", "", "", "", "invalid: "+oneLine(f.Err.Error(), 50))
+					continue
+				}
+				c := f.Config.Queue.WithDefaults()
+				rate, retire := "-", "never"
+				if c.RateLimit.Enabled() {
+					rate = fmt.Sprintf("%g/s", c.RateLimit.PerSecond)
+				}
+				if f.Config.RetireAfter > 0 {
+					retire = f.Config.RetireAfter.Std().String()
+				}
+				t.row(f.Config.Name, f.Config.Prefix+"*", c.Concurrency, c.Ordered, rate, cmpOr(c.OnFailure, drover.OnFailureDeadLetter), retire, taskNames(c))
+			}
+			return t.flush()
+		}),
+	}
+
+	show := &cobra.Command{
+		Use:     "show <name>",
+		Short:   "Print one queue family as JSON (as stored)",
+		Example: "  drover ctl family show customers > customers.json",
+		Args:    exactArgs(1, "<name>"),
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
+			f, err := o.Family(e.ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return writeJSON(e.a.stdout, f.Config)
+		}),
+	}
+
+	rm := &cobra.Command{
+		Use:   "rm <name>",
+		Short: "Remove a queue family (its queues stay configured)",
+		Long: `Remove /families/<name>. New names under its prefix are no longer
+registered; the queues it registered stay configured and keep running
+(they are retired no more: remove them with 'queue rm').`,
+		Example: "  drover ctl family rm customers",
+		Args:    exactArgs(1, "<name>"),
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
+			err := o.DeleteFamily(e.ctx, args[0])
+			e.auditFamily(o, "family.rm", args[0], "", err)
+			if err != nil {
+				return err
+			}
+			if e.json {
+				return writeJSON(e.a.stdout, map[string]any{"family": args[0], "removed": true})
+			}
+			e.printf("removed family %s\n", args[0])
+			return nil
+		}),
+	}
+	cmd.AddCommand(create, ls, show, rm)
+	return cmd
+}
+
+// auditFamily records a family mutation, or its refusal, in the fleet's
+// audit log; a failure to record is reported, not fatal.
+func (e *ctlEnv) auditFamily(o *ops.Ops, action, name, detail string, err error) {
+	rec := ops.AuditRecord{Who: operator(), Role: "ctl", Via: "ctl", Action: action, Target: name, Detail: detail, Result: "ok", Status: http.StatusOK}
+	switch {
+	case err == nil:
+	case errors.Is(err, ops.ErrBadInput):
+		rec.Result, rec.Status = err.Error(), http.StatusBadRequest
+	case errors.Is(err, drover.ErrNotFound):
+		rec.Result, rec.Status = err.Error(), http.StatusNotFound
+	default:
+		rec.Result, rec.Status = err.Error(), http.StatusConflict
+	}
+	if aerr := o.RecordAudit(e.ctx, rec); aerr != nil {
+		fmt.Fprintf(e.a.stderr, "warning: audit record not written: %v\n", aerr)
+	}
+}
+
+// cmpOr returns s, or def when s is empty.
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,415 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/queue"
+)
+
+// The family registrar runs beside each rebalance leadership term. It
+// registers the queues of a queue family at their first enqueue and
+// retires those that stay empty and idle (docs/decisions.md, "Queue
+// families (issue 31)"):
+//
+//   - every enqueue to a queue without an owner route publishes the
+//     queue's name on the unowned channel; the registrar listens there,
+//     keeps the names that match a family and are not registered, and
+//     registers them with one batched CreateQueues per Batch window: the
+//     cost grows with new queues, never with idle ones;
+//   - Pub/Sub is lossy, so a slow SCAN of the queues holding messages
+//     (ScanCount keys every ScanEvery) finds a queue whose wake-up was
+//     lost;
+//   - a sweep walks the registry (SweepCount queues every SweepEvery) and
+//     retires the queues of families with retire_after that are empty and
+//     idle: their Redis route and sequence key are deleted only if the
+//     queue is still empty (one script), then the registry entry, then the
+//     queue is checked again and registered anew if a message came in
+//     between. An enqueue after the script finds no route and wakes the
+//     registrar, which registers the queue again.
+
+// Registrar defaults.
+const (
+	DefaultRegistrarBatch = 50 * time.Millisecond
+	DefaultScanEvery      = time.Second
+	DefaultScanCount      = 1000
+	DefaultSweepEvery     = time.Second
+	DefaultSweepCount     = 1000
+	// maxRetiresPerStep bounds the queues one sweep step retires (each a
+	// few round trips on the loop's goroutine, which must keep draining
+	// the wake-ups); the others are found idle again by the next pass.
+	maxRetiresPerStep = 100
+	// pendingFor is how long a name sent to CreateQueues counts as
+	// registered while the registry snapshot does not list it yet.
+	pendingFor = time.Minute
+)
+
+// FamilyRegistry is what the registrar needs of the coordination service
+// (*coordinator.Session).
+type FamilyRegistry interface {
+	// WatchFamilies delivers every family now and after each change.
+	WatchFamilies(ctx context.Context) <-chan drover.Families
+	// CreateQueues registers queues in batches; existing ones are kept.
+	CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error)
+	// RetireQueue removes a queue of family from the registry when empty
+	// says so (see coordinator.Session.RetireQueue).
+	RetireQueue(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error)
+	// DropOffset deletes a retired queue's offset node once unowned;
+	// false: still owned, try later.
+	DropOffset(ctx context.Context, queue string) (bool, error)
+}
+
+// FamilyRedis is what the registrar needs of Redis (*queue.Store).
+type FamilyRedis interface {
+	UnownedWakeups(ctx context.Context) (<-chan queue.Wakeup, error)
+	ScanQueuesWithMessages(ctx context.Context, cursor uint64, count int64) (queue.ScanStep, error)
+	CheckIdle(ctx context.Context, queues []string, cutoff time.Time) ([]queue.QueueIdleness, error)
+	Retire(ctx context.Context, queue string, cutoff time.Time) (queue.QueueIdleness, error)
+	HasMessages(ctx context.Context, queue string) (bool, error)
+}
+
+var (
+	_ FamilyRegistry = ZooKeeper{}
+	_ FamilyRedis    = (*queue.Store)(nil)
+)
+
+// RegistrarConfig configures a Registrar. Zero values mean the documented
+// defaults.
+type RegistrarConfig struct {
+	Registry FamilyRegistry // required
+	Redis    FamilyRedis    // required
+	// Batch is how long new names are gathered before one CreateQueues.
+	// Default 50ms.
+	Batch time.Duration
+	// ScanEvery and ScanCount pace the backstop scan: about ScanCount
+	// Redis keys examined every ScanEvery. Defaults 1s and 1000.
+	ScanEvery time.Duration
+	ScanCount int64
+	// SweepEvery and SweepCount pace the retire sweep: about SweepCount
+	// registered queues looked at every SweepEvery. Defaults 1s and 1000.
+	SweepEvery time.Duration
+	SweepCount int
+	// Now is the clock idle times are measured by. Default time.Now.
+	Now func() time.Time
+	// OnRegistered, if set, is called after each CreateQueues with the
+	// queues sent and how many were created.
+	OnRegistered func(sent, created int)
+	// OnReady, if set, is called when a term has subscribed to the
+	// wake-ups and read the families: an enqueue from then on is heard.
+	OnReady func()
+	// OnRetired, if set, is called after each queue retired.
+	OnRetired func(queue, family string)
+	Logger    hclog.Logger
+}
+
+// Registrar registers and retires the queues of families while its owner
+// leads the rebalance. Observe feeds it the registry snapshots the leader
+// reads; Run runs one term.
+type Registrar struct {
+	cfg RegistrarConfig
+	log hclog.Logger
+
+	mu     sync.Mutex
+	latest *coordinator.Registry
+	notify chan struct{}
+}
+
+// NewRegistrar validates cfg.
+func NewRegistrar(cfg RegistrarConfig) (*Registrar, error) {
+	if cfg.Registry == nil || cfg.Redis == nil {
+		return nil, fmt.Errorf("registrar: %w: Registry and Redis are required", drover.ErrInvalidConfig)
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultRegistrarBatch
+	}
+	if cfg.ScanEvery <= 0 {
+		cfg.ScanEvery = DefaultScanEvery
+	}
+	if cfg.ScanCount <= 0 {
+		cfg.ScanCount = DefaultScanCount
+	}
+	if cfg.SweepEvery <= 0 {
+		cfg.SweepEvery = DefaultSweepEvery
+	}
+	if cfg.SweepCount <= 0 {
+		cfg.SweepCount = DefaultSweepCount
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Registrar{cfg: cfg, log: cfg.Logger, notify: make(chan struct{}, 1)}, nil
+}
+
+// Observe hands the registrar the latest registry snapshot. It never
+// blocks.
+func (r *Registrar) Observe(reg coordinator.Registry) {
+	r.mu.Lock()
+	r.latest = &reg
+	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default: // one pending notice covers this snapshot: latest is read
+	}
+}
+
+// term is the state of one Run.
+type term struct {
+	*Registrar
+	fams    drover.Families
+	reg     coordinator.Registry
+	haveReg bool
+	batch   map[string]drover.QueueConfig // to register at the next flush
+	sending map[string]bool               // in the CreateQueues running now
+	pending map[string]time.Time          // sent to CreateQueues, not listed yet
+	retired map[string]bool               // retired; listed by a stale snapshot
+	offsets []string                      // retired, offset node to drop
+	scan    uint64                        // the backstop scan's cursor
+	// catchingUp: a wake-up was lost; the scan runs a pass at the batch
+	// pace.
+	catchingUp bool
+	sweep      int // the retire sweep's next bucket
+}
+
+// Run registers and retires family queues until ctx ends (the leadership
+// term is over), and returns ctx's error. A failed subscription to the
+// wake-ups (Redis away) is retried with backoff.
+func (r *Registrar) Run(ctx context.Context) error {
+	defer func() {
+		// The next term's registry watch delivers its own snapshot; one
+		// of this term's must not stand for it. (Cleared here, at the end,
+		// not at the start: the term's first snapshot may be observed
+		// before Run gets going.)
+		r.mu.Lock()
+		r.latest = nil
+		r.mu.Unlock()
+	}()
+	var wakeups <-chan queue.Wakeup
+	for retry := 100 * time.Millisecond; ; retry = min(2*retry, 5*time.Second) {
+		var err error
+		if wakeups, err = r.cfg.Redis.UnownedWakeups(ctx); err == nil {
+			break
+		}
+		r.log.Warn("registrar cannot subscribe to the unowned wake-ups; retrying", "error", err, "in", retry)
+		select {
+		case <-time.After(retry):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	t := &term{Registrar: r, batch: map[string]drover.QueueConfig{}, sending: map[string]bool{}, pending: map[string]time.Time{}, retired: map[string]bool{}}
+	fams := r.cfg.Registry.WatchFamilies(ctx)
+	// Wake-ups wait (in the subscription's buffer) until the families are
+	// known: matched against none, they would be dropped.
+	select {
+	case fs, ok := <-fams:
+		if !ok {
+			return ctx.Err()
+		}
+		t.fams = fs
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.cfg.OnReady != nil {
+		r.cfg.OnReady()
+	}
+	flush := time.NewTimer(time.Hour)
+	flush.Stop()
+	defer flush.Stop()
+	// One CreateQueues at a time runs on its own goroutine, so that the
+	// loop keeps draining the wake-ups meanwhile (a registration of a
+	// thousand queues takes a second or more, and the subscription's
+	// buffer holds 1,024): names that come in the meantime make the next
+	// batch bigger.
+	flushing := false // the timer runs, or a CreateQueues does
+	registered := make(chan registration, 1)
+	defer func() {
+		if flushing {
+			select {
+			case <-registered:
+			case <-flush.C:
+			}
+		}
+	}()
+	scan := time.NewTicker(r.cfg.ScanEvery)
+	defer scan.Stop()
+	catchUp := time.NewTicker(r.cfg.Batch)
+	catchUp.Stop()
+	defer catchUp.Stop()
+	sweep := time.NewTicker(r.cfg.SweepEvery)
+	defer sweep.Stop()
+	queued := func() {
+		if !flushing && len(t.batch) > 0 {
+			flushing = true
+			flush.Reset(r.cfg.Batch)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case fs, ok := <-fams:
+			if !ok {
+				return ctx.Err()
+			}
+			t.fams = fs
+		case <-r.notify:
+			t.takeSnapshot()
+		case w, ok := <-wakeups:
+			if !ok {
+				return ctx.Err()
+			}
+			if w.Missed {
+				// The lost ones may be new queues: scan a whole pass at the
+				// batch pace, not at the backstop's.
+				if !t.catchingUp {
+					t.catchingUp = true
+					catchUp.Reset(r.cfg.Batch)
+				}
+			} else {
+				t.consider(w.Queue)
+			}
+			queued()
+		case <-flush.C:
+			cfgs := t.takeBatch()
+			go func() {
+				start := time.Now()
+				created, err := t.cfg.Registry.CreateQueues(ctx, cfgs)
+				registered <- registration{cfgs, created, err, time.Since(start)}
+			}()
+		case reg := <-registered:
+			flushing = false
+			t.afterRegister(ctx, reg)
+			queued()
+		case <-scan.C:
+			t.scanStep(ctx)
+			queued()
+		case <-catchUp.C:
+			if t.scanStep(ctx) && t.scan == 0 {
+				t.catchingUp = false
+				catchUp.Stop()
+			}
+			queued()
+		case <-sweep.C:
+			t.sweepStep(ctx)
+			t.dropOffsets(ctx)
+			queued()
+		}
+	}
+}
+
+// takeSnapshot reads the latest registry and forgets what it settles.
+func (t *term) takeSnapshot() {
+	t.mu.Lock()
+	if t.latest != nil {
+		t.reg, t.haveReg = *t.latest, true
+	}
+	t.mu.Unlock()
+	now := t.cfg.Now()
+	for q, at := range t.pending {
+		if t.reg.Has(q) || now.Sub(at) > pendingFor {
+			delete(t.pending, q)
+		}
+	}
+	for q := range t.retired {
+		if !t.reg.Has(q) {
+			delete(t.retired, q)
+		}
+	}
+}
+
+// registered reports whether q is registered, as far as the term knows.
+func (t *term) registered(q string) bool {
+	if _, ok := t.pending[q]; ok {
+		return true
+	}
+	return t.reg.Has(q) && !t.retired[q]
+}
+
+// consider adds q to the batch when it matches a family and is not
+// registered. Before the first registry snapshot every match is sent
+// (CreateQueues keeps existing queues).
+func (t *term) consider(q string) {
+	if _, ok := t.batch[q]; ok || t.sending[q] || drover.ValidateQueueName(q) != nil {
+		return
+	}
+	f, ok := t.fams.Match(q)
+	if !ok || t.registered(q) {
+		return
+	}
+	t.batch[q] = f.QueueFor(q)
+}
+
+// registration is the outcome of one CreateQueues.
+type registration struct {
+	cfgs    []drover.QueueConfig
+	created int
+	err     error
+	took    time.Duration
+}
+
+// takeBatch empties the batch into a slice for CreateQueues.
+func (t *term) takeBatch() []drover.QueueConfig {
+	cfgs := make([]drover.QueueConfig, 0, len(t.batch))
+	for _, c := range t.batch {
+		cfgs = append(cfgs, c)
+		t.sending[c.Name] = true
+	}
+	t.batch = map[string]drover.QueueConfig{} // a cleared map keeps the size of a burst
+	return cfgs
+}
+
+// afterRegister takes the outcome of a CreateQueues: the names count as
+// registered until the registry snapshot lists them; on failure they go
+// back into the batch for the next one.
+func (t *term) afterRegister(ctx context.Context, reg registration) {
+	t.sending = map[string]bool{}
+	if reg.err != nil {
+		if ctx.Err() == nil {
+			t.log.Warn("registering family queues failed; retrying", "queues", len(reg.cfgs), "error", reg.err)
+		}
+		for _, c := range reg.cfgs {
+			if _, ok := t.batch[c.Name]; !ok {
+				t.batch[c.Name] = c
+			}
+		}
+		return
+	}
+	now := t.cfg.Now()
+	for _, c := range reg.cfgs {
+		t.pending[c.Name] = now
+		delete(t.retired, c.Name)
+	}
+	t.log.Debug("registered family queues", "sent", len(reg.cfgs), "created", reg.created, "took", reg.took)
+	if t.cfg.OnRegistered != nil {
+		t.cfg.OnRegistered(len(reg.cfgs), reg.created)
+	}
+}
+
+// scanStep takes one step of the backstop scan and reports whether it
+// did.
+func (t *term) scanStep(ctx context.Context) bool {
+	if len(t.fams) == 0 || !t.haveReg {
+		return false
+	}
+	step, err := t.cfg.Redis.ScanQueuesWithMessages(ctx, t.scan, t.cfg.ScanCount)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.log.Warn("backstop scan for family queues failed", "error", err)
+		}
+		return false
+	}
+	t.scan = step.Cursor
+	for _, q := range step.Queues {
+		t.consider(q)
+	}
+	return true
+}

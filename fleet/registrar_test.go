@@ -1,0 +1,287 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/queue"
+)
+
+// The family registrar against real ZooKeeper and Redis, run directly (as
+// a leadership term runs it), fed by a registry watch of its own.
+
+type registrarEnv struct {
+	t     *testing.T
+	zk    *coordinator.Session
+	store *queue.Store // publishes wake-ups
+	quiet *queue.Store // the same keys, no wake-ups: a lost one
+	clock *fakeNow
+	fam   drover.FamilyConfig
+}
+
+type fakeNow struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeNow) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeNow) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func newRegistrarEnv(t *testing.T) *registrarEnv {
+	t.Helper()
+	zs := testenv.ZooKeeper(t)
+	s := connect(t, zs.Addrs, testenv.Chroot(t))
+	rs := testenv.Redis(t)
+	rdb, err := queue.NewClient(queue.ClientOptions{Addrs: []string{rs.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	prefix := testenv.Prefix(t)
+	e := &registrarEnv{t: t, zk: s, clock: &fakeNow{now: time.Now()}}
+	if e.store, err = queue.New(queue.Config{Client: rdb, Prefix: prefix}); err != nil {
+		t.Fatal(err)
+	}
+	if e.quiet, err = queue.New(queue.Config{Client: rdb, Prefix: prefix, DisableWakeups: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.fam = drover.FamilyConfig{Name: "customers", Prefix: "cust-", RetireAfter: drover.Duration(time.Hour),
+		Queue: drover.QueueConfig{Concurrency: 2, RateLimit: drover.RateLimit{PerSecond: 5},
+			Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}}
+	if err := s.CreateFamily(context.Background(), e.fam); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// run runs a registrar on redis until the test ends.
+func (e *registrarEnv) run(redis FamilyRedis, tune func(*RegistrarConfig)) {
+	e.t.Helper()
+	cfg := RegistrarConfig{Registry: ZooKeeper{e.zk}, Redis: redis, Now: e.clock.Now,
+		ScanEvery: time.Hour, SweepEvery: time.Hour, Logger: testkit.Logger(e.t, hclog.Warn)}
+	ready := make(chan struct{})
+	cfg.OnReady = func() { close(ready) }
+	if tune != nil {
+		tune(&cfg)
+	}
+	r, err := NewRegistrar(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	e.t.Cleanup(func() { cancel(); wg.Wait() })
+	// The first snapshot is observed before Run starts, as a leader may
+	// (its registry watch and the registrar start together).
+	regs := e.zk.WatchRegistry(ctx)
+	r.Observe(<-regs)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for reg := range regs {
+			r.Observe(reg)
+		}
+	}()
+	go func() { defer wg.Done(); _ = r.Run(ctx) }()
+	select {
+	case <-ready:
+	case <-time.After(time.Minute):
+		e.t.Fatal("gave up waiting for the registrar to subscribe")
+	}
+}
+
+func (e *registrarEnv) enqueue(s *queue.Store, q string) {
+	e.t.Helper()
+	if _, err := s.Enqueue(context.Background(), &drover.Message{Queue: q, Task: "t"}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// config returns q's config, or false when it is not registered.
+func (e *registrarEnv) config(q string) (drover.QueueConfig, bool) {
+	e.t.Helper()
+	ent, err := e.zk.Queue(context.Background(), q)
+	if errors.Is(err, drover.ErrQueueNotFound) {
+		return drover.QueueConfig{}, false
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ent.Config, true
+}
+
+func (e *registrarEnv) waitRegistered(q string) drover.QueueConfig {
+	e.t.Helper()
+	var cfg drover.QueueConfig
+	waitUntil(e.t, "queue "+q+" to be registered", func() bool {
+		c, ok := e.config(q)
+		cfg = c
+		return ok
+	})
+	return cfg
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A first enqueue to a name under the family registers the queue with the
+// family's configuration; a name under no family stays unregistered; a
+// queue configured on its own keeps its configuration.
+func TestRegistrarRegistersFamilyQueueAtFirstEnqueue(t *testing.T) {
+	e := newRegistrarEnv(t)
+	ctx := context.Background()
+	if err := e.zk.CreateQueue(ctx, drover.QueueConfig{Name: "cust-vip", Concurrency: 9}); err != nil {
+		t.Fatal(err)
+	}
+	e.run(e.store, nil)
+	e.enqueue(e.store, "other-1")
+	e.enqueue(e.store, "cust-vip")
+	e.enqueue(e.store, "cust-42")
+	cfg := e.waitRegistered("cust-42")
+	if cfg.Family != "customers" || cfg.Concurrency != 2 || cfg.RateLimit.PerSecond != 5 || len(cfg.Tasks["*"].Command) != 1 {
+		t.Fatalf("cust-42: want the family's config from family customers, have %+v", cfg)
+	}
+	if _, ok := e.config("other-1"); ok {
+		t.Fatal("other-1 matches no family: want it unregistered, have it registered")
+	}
+	if vip, _ := e.config("cust-vip"); vip.Family != "" || vip.Concurrency != 9 {
+		t.Fatalf("cust-vip was configured on its own: want concurrency 9 and no family, have %+v", vip)
+	}
+}
+
+// An enqueue whose wake-up was lost is found by the backstop scan.
+func TestRegistrarBackstopFindsQueueWhoseWakeupWasLost(t *testing.T) {
+	e := newRegistrarEnv(t)
+	e.enqueue(e.quiet, "cust-lost")
+	e.run(e.store, func(c *RegistrarConfig) { c.ScanEvery = 20 * time.Millisecond })
+	if cfg := e.waitRegistered("cust-lost"); cfg.Family != "customers" {
+		t.Fatalf("want cust-lost from family customers, have %+v", cfg)
+	}
+}
+
+// Without the scan, the same lost wake-up leaves the queue unregistered
+// until another enqueue: what the backstop is for. (The check that the
+// registrar is alive is a later enqueue that is registered.)
+func TestRegistrarWithoutBackstopMissesLostWakeup(t *testing.T) {
+	e := newRegistrarEnv(t)
+	e.enqueue(e.quiet, "cust-lost")
+	e.run(e.store, nil)
+	e.enqueue(e.store, "cust-heard")
+	e.waitRegistered("cust-heard")
+	if _, ok := e.config("cust-lost"); ok {
+		t.Fatal("want cust-lost unregistered without the scan, have it registered")
+	}
+}
+
+// racingRedis enqueues a message (without a wake-up) right after the retire
+// script ran, before the registry entry is deleted: the worst moment.
+type racingRedis struct {
+	FamilyRedis
+	e     *registrarEnv
+	once  sync.Once
+	raced chan struct{}
+}
+
+func (r *racingRedis) Retire(ctx context.Context, q string, cutoff time.Time) (queue.QueueIdleness, error) {
+	st, err := r.FamilyRedis.Retire(ctx, q, cutoff)
+	r.once.Do(func() {
+		r.e.enqueue(r.e.quiet, q)
+		close(r.raced)
+	})
+	return st, err
+}
+
+// A queue of the family that stays empty past retire_after is removed
+// from the registry, with its Redis route.
+func TestRegistrarRetiresEmptyIdleQueue(t *testing.T) {
+	e := newRegistrarEnv(t)
+	ctx := context.Background()
+	if _, err := e.zk.CreateQueues(ctx, []drover.QueueConfig{e.fam.QueueFor("cust-idle"), e.fam.QueueFor("cust-busy")}); err != nil {
+		t.Fatal(err)
+	}
+	e.enqueue(e.quiet, "cust-busy")
+	if err := e.zk.CreateQueue(ctx, drover.QueueConfig{Name: "cust-own"}); err != nil {
+		t.Fatal(err)
+	}
+	e.run(e.store, func(c *RegistrarConfig) { c.SweepEvery = 20 * time.Millisecond })
+	e.clock.Add(30 * time.Minute)
+	e.enqueue(e.store, "cust-probe") // registered: the registrar has run sweeps with the clock at +30m
+	e.waitRegistered("cust-probe")
+	if _, ok := e.config("cust-idle"); !ok {
+		t.Fatal("cust-idle before retire_after: want it registered, have it retired")
+	}
+	e.clock.Add(time.Hour)
+	waitUntil(t, "cust-idle to be retired", func() bool { _, ok := e.config("cust-idle"); return !ok })
+	if _, ok := e.config("cust-busy"); !ok {
+		t.Fatal("cust-busy holds a message: want it kept, have it retired")
+	}
+	if _, ok := e.config("cust-own"); !ok {
+		t.Fatal("cust-own was configured on its own: want it kept, have it retired")
+	}
+}
+
+// watchedRegistry reports each queue RetireQueue removed.
+type watchedRegistry struct {
+	FamilyRegistry
+	retired chan string
+}
+
+func (r watchedRegistry) RetireQueue(ctx context.Context, q, family string, empty func(context.Context) (bool, error)) (bool, error) {
+	ok, err := r.FamilyRegistry.RetireQueue(ctx, q, family, empty)
+	if ok {
+		r.retired <- q
+	}
+	return ok, err
+}
+
+// A message enqueued between the retire script and the registry delete
+// (with its wake-up lost) is not lost: the check after the delete finds it
+// and registers the queue again.
+func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
+	e := newRegistrarEnv(t)
+	ctx := context.Background()
+	if _, err := e.zk.CreateQueues(ctx, []drover.QueueConfig{e.fam.QueueFor("cust-race")}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(2 * time.Hour)
+	racing := &racingRedis{FamilyRedis: e.store, e: e, raced: make(chan struct{})}
+	retired := make(chan string, 1)
+	e.run(racing, func(c *RegistrarConfig) {
+		c.SweepEvery = 20 * time.Millisecond
+		c.Registry = watchedRegistry{c.Registry, retired}
+	})
+	select {
+	case <-retired: // the registry entry is gone, after the message came
+	case <-time.After(time.Minute):
+		t.Fatal("gave up waiting for the retire")
+	}
+	<-racing.raced
+	cfg := e.waitRegistered("cust-race")
+	if cfg.Family != "customers" {
+		t.Fatalf("want cust-race registered again from its family, have %+v", cfg)
+	}
+	if busy, err := e.store.HasMessages(ctx, "cust-race"); err != nil || !busy {
+		t.Fatalf("want the message still in cust-race, have busy=%v err=%v", busy, err)
+	}
+}

@@ -1,0 +1,170 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// What the rebalance leader's family registrar needs of Redis
+// (docs/decisions.md, "Queue families (issue 31)"): the wake-ups of queues
+// no member owns (every first enqueue to a queue publishes one), a slow
+// scan of the queues holding messages (the backstop for a lost wake-up),
+// and the retire of a queue that stayed empty and idle.
+
+// UnownedWakeups subscribes to the channel of queues no member owns (the
+// enqueue script publishes there when a queue has no :owner route: the
+// first enqueue to a queue, or to a retired one) and returns a channel of
+// wake-ups, closed after ctx ends. As with Wakeups, they are hints: a
+// Wakeup with Missed set says some may have been lost.
+func (s *Store) UnownedWakeups(ctx context.Context) (<-chan Wakeup, error) {
+	return s.subscribeWakeups(ctx, s.keys.unownedChannel())
+}
+
+// ScanStep is one step of ScanQueuesWithMessages.
+type ScanStep struct {
+	Queues []string // queues holding pending or delayed messages
+	Cursor uint64   // the cursor of the next step; 0: the scan is complete
+}
+
+// ScanQueuesWithMessages takes one step of a SCAN over the :msg keys (the
+// envelopes of a queue's pending and delayed messages: the key exists while
+// the queue holds any), examining about count keys, from cursor (0 to
+// begin). A full scan costs the server one pass over its keyspace, spread
+// over the steps; the caller paces them. On a Redis Cluster it scans one
+// node (go-redis picks it): a queue on another node is found by its
+// wake-up only.
+func (s *Store) ScanQueuesWithMessages(ctx context.Context, cursor uint64, count int64) (ScanStep, error) {
+	pattern := s.keys.prefix + ":{*}:msg"
+	keys, next, err := s.rdb.ScanType(ctx, cursor, pattern, count, "hash").Result()
+	if err != nil {
+		return ScanStep{}, fmt.Errorf("scan queues with messages: %w", err)
+	}
+	step := ScanStep{Cursor: next}
+	head := s.keys.prefix + ":{"
+	for _, k := range keys {
+		rest, ok := strings.CutPrefix(k, head)
+		if !ok {
+			continue
+		}
+		q, ok := strings.CutSuffix(rest, "}:msg")
+		if !ok || strings.ContainsAny(q, "{}") {
+			continue
+		}
+		step.Queues = append(step.Queues, q)
+	}
+	return step, nil
+}
+
+// QueueIdleness is what the retire script found of one queue.
+type QueueIdleness int
+
+// The answers of CheckIdle and Retire.
+const (
+	// QueueBusy: the queue holds pending or delayed messages.
+	QueueBusy QueueIdleness = iota
+	// QueueKept: empty, but enqueued to within the idle time, or holding
+	// dead letters (an operator's to look at).
+	QueueKept
+	// QueueIdle: empty and idle past the cutoff; Retire deleted its
+	// :owner route and :seq key.
+	QueueIdle
+)
+
+// CheckIdle reports, for each queue, whether it is busy, kept or idle
+// since before cutoff (its last enqueue, from its :seq key, is older),
+// in one pipeline. It changes nothing.
+func (s *Store) CheckIdle(ctx context.Context, queues []string, cutoff time.Time) ([]QueueIdleness, error) {
+	if len(queues) == 0 {
+		return nil, nil
+	}
+	calls := make([]*scriptCall, len(queues))
+	for i, q := range queues {
+		qk, err := s.queueKeys(q)
+		if err != nil {
+			return nil, fmt.Errorf("check idle: %w", err)
+		}
+		calls[i] = &scriptCall{queues: []string{q}, keys: retireKeys(qk), args: []any{cutoff.UnixMicro(), "check"}}
+	}
+	s.evalPipelined(ctx, retireScript, calls)
+	out := make([]QueueIdleness, len(queues))
+	for i, c := range calls {
+		n, err := c.cmd.Int()
+		if err != nil {
+			return nil, fmt.Errorf("check idle of %s: %w", queues[i], err)
+		}
+		out[i] = QueueIdleness(n)
+	}
+	return out, nil
+}
+
+// Retire deletes queue's :owner route and :seq key when the queue is empty
+// (no pending, delayed or dead message) and its last enqueue is older than
+// cutoff, atomically with the check: an enqueue is either before it (and
+// the queue is not retired) or after it (and it finds no route, so its
+// wake-up goes to the unowned channel, where the registrar hears it). It
+// reports what it found; QueueIdle means it retired the keys.
+func (s *Store) Retire(ctx context.Context, queue string, cutoff time.Time) (QueueIdleness, error) {
+	qk, err := s.queueKeys(queue)
+	if err != nil {
+		return QueueBusy, fmt.Errorf("retire: %w", err)
+	}
+	n, err := retireScript.Run(ctx, s.rdb, retireKeys(qk), cutoff.UnixMicro(), "retire").Int()
+	if err != nil {
+		return QueueBusy, fmt.Errorf("retire %s: %w", queue, err)
+	}
+	return QueueIdleness(n), nil
+}
+
+// HasMessages reports whether queue holds pending or delayed messages.
+func (s *Store) HasMessages(ctx context.Context, queue string) (bool, error) {
+	qk, err := s.queueKeys(queue)
+	if err != nil {
+		return false, fmt.Errorf("has messages: %w", err)
+	}
+	n, err := retireScript.Run(ctx, s.rdb, retireKeys(qk), 0, "peek").Int()
+	if err != nil {
+		return false, fmt.Errorf("has messages of %s: %w", queue, err)
+	}
+	return QueueIdleness(n) == QueueBusy, nil
+}
+
+func retireKeys(qk *queueKeys) []string {
+	return []string{qk.log, qk.delayed, qk.dead, qk.seq, qk.owner}
+}
+
+// retireSource checks whether one queue is empty and idle and, asked to,
+// retires it.
+//
+//	KEYS[1] log  KEYS[2] delayed  KEYS[3] dead  KEYS[4] seq  KEYS[5] owner
+//	ARGV[1] the cutoff, unix µs: idle when the last position (:seq) is at
+//	        or before it; a queue without :seq (registered, never given a
+//	        position) gets one now, as an enqueue would, and is idle from
+//	        now on
+//	ARGV[2] "peek" (only whether the queue holds messages: 0 or 1),
+//	        "check" (change nothing but a missing :seq) or "retire" (delete
+//	        :owner and :seq of an idle queue)
+//
+// Returns 0 when the queue holds pending or delayed messages, 1 when it is
+// empty but enqueued to after the cutoff or holds dead letters, 2 when it
+// is empty and idle (and, with "retire", its keys are gone).
+const retireSource = `-- drover retire v1
+if redis.call('ZCARD', KEYS[1]) > 0 or redis.call('ZCARD', KEYS[2]) > 0 then return 0 end
+if ARGV[2] == 'peek' then return 1 end
+if redis.call('ZCARD', KEYS[3]) > 0 then return 1 end
+local last = redis.call('GET', KEYS[4])
+if not last then
+  -- never enqueued to with a position: its idle time starts now
+  local t = redis.call('TIME')
+  redis.call('SET', KEYS[4], tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  return 1
+end
+if tonumber(last) > tonumber(ARGV[1]) then return 1 end
+if ARGV[2] == 'retire' then redis.call('DEL', KEYS[4], KEYS[5]) end
+return 2
+`
+
+var retireScript = redis.NewScript(retireSource)

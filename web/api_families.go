@@ -1,0 +1,103 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/auth"
+)
+
+// routeFamiliesAPI serves queue families (docs/http-api.md, "Queue
+// families"): list, show, create or replace, remove. The mutations are
+// admin-only and audited like queue configurations (HandleMutation),
+// refusals included.
+func (s *Server) routeFamiliesAPI() {
+	s.HandleAPI("GET", "/families", auth.Viewer, func(r *Request) (any, error) {
+		fams, err := s.fleetOps().Families(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		out := make([]familyView, 0, len(fams))
+		for _, f := range fams {
+			out = append(out, familyViewOf(f.Config, f.Version, f.Err))
+		}
+		return out, nil
+	})
+	s.HandleAPI("GET", "/families/{family}", auth.Viewer, func(r *Request) (any, error) {
+		f, err := s.fleetOps().Family(r.Context(), r.PathValue("family"))
+		if err != nil && f.Err == nil {
+			return nil, err
+		}
+		return familyViewOf(f.Config, f.Version, f.Err), nil
+	})
+	s.HandleMutation("PUT", "/families/{family}", auth.Admin, "family.set", func(r *Request) (any, error) {
+		var f drover.FamilyConfig
+		dec := json.NewDecoder(strings.NewReader(string(r.Body)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&f); err != nil {
+			return nil, Errorf(http.StatusBadRequest, "queue family: %v", err)
+		}
+		if f.Name == "" {
+			f.Name = r.PathValue("family")
+		}
+		if f.Name != r.PathValue("family") {
+			return nil, Errorf(http.StatusBadRequest, "queue family: name %q differs from the path's %q", f.Name, r.PathValue("family"))
+		}
+		version := int32(-1)
+		if v := r.URL.Query().Get("version"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || n < 0 {
+				return nil, Errorf(http.StatusBadRequest, "version %q: want the version read from GET (version)", v)
+			}
+			version = int32(n)
+		}
+		nv, err := s.fleetOps().SetFamily(r.Context(), f, version)
+		if err != nil {
+			return nil, err
+		}
+		if version < 0 {
+			return Created{map[string]any{"family": f.Name, "version": nv}}, nil
+		}
+		return map[string]any{"family": f.Name, "version": nv}, nil
+	})
+	s.HandleMutation("DELETE", "/families/{family}", auth.Admin, "family.delete", func(r *Request) (any, error) {
+		if err := s.fleetOps().DeleteFamily(r.Context(), r.PathValue("family")); err != nil {
+			return nil, err
+		}
+		return map[string]any{"family": r.PathValue("family"), "deleted": true}, nil
+	})
+}
+
+// familyView is a family as the API shows it.
+type familyView struct {
+	drover.FamilyConfig
+	Version int32  `json:"version"`
+	Error   string `json:"error,omitempty"`
+}
+
+func familyViewOf(f drover.FamilyConfig, version int32, err error) familyView {
+	v := familyView{FamilyConfig: f, Version: version}
+	if err != nil {
+		v.Error = err.Error()
+	}
+	return v
+}
+
+// routeFamiliesPage serves the console's families page (/families): every
+// family with its prefix and the queue settings people look for.
+func (s *Server) routeFamiliesPage() {
+	s.page("/families", "families", auth.Viewer, func(r *Request) (any, error) {
+		fams, err := s.fleetOps().Families(r.Context())
+		if err != nil {
+			return nil, err
+		}
+		out := make([]familyView, 0, len(fams))
+		for _, f := range fams {
+			out = append(out, familyViewOf(f.Config, f.Version, f.Err))
+		}
+		return out, nil
+	})
+}
