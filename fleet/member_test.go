@@ -110,7 +110,7 @@ func (s *fakeMemberSession) RetireQueue(context.Context, string, string, func(co
 func (s *fakeMemberSession) DropOffset(context.Context, string) (bool, error) {
 	return false, errors.New("fake member session: no registry")
 }
-func (s *fakeMemberSession) SessionID() int64              { return s.id }
+func (s *fakeMemberSession) SessionID() int64 { return s.id }
 
 func (s *fakeMemberSession) Close() error {
 	s.memMu.Lock()

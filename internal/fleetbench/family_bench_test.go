@@ -14,7 +14,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/testenv"
-	"github.com/drover-dev/drover/internal/zkproxy"
+	"github.com/drover-dev/drover/internal/proxy"
 	"github.com/drover-dev/drover/queue"
 )
 
@@ -141,8 +141,8 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 		queues, rate, sendTook.Round(time.Millisecond), len(names), lat.Total(), lat.Quantile(0.5), lat.Quantile(0.99), zk.Writes, zk.WriteOps)
 }
 
-func zkCounts(ws []*worker) zkproxy.Counts {
-	var c zkproxy.Counts
+func zkCounts(ws []*worker) proxy.Counts {
+	var c proxy.Counts
 	for _, w := range ws {
 		c = c.Add(w.zk.Counts())
 	}
