@@ -27,6 +27,13 @@ const (
 	JobUnknown JobState = "unknown"
 )
 
+// MaxAttemptErrors is how many earlier attempts' failures a retried
+// message carries (the envelope's attempt_errors; JobStatus.Attempts).
+const MaxAttemptErrors = 10
+
+// AttemptErrorsField is the envelope field that carries them.
+const AttemptErrorsField = "attempt_errors"
+
 // JobStatus answers "where is my job?". Which fields are set depends on
 // State; AsOf is always set.
 type JobStatus struct {
@@ -61,6 +68,10 @@ type JobStatus struct {
 	// StdoutTail: the last bytes a succeeded task wrote to stdout, when
 	// the queue keeps them (Outcomes.StdoutTail).
 	StdoutTail string `json:"stdout_tail,omitempty"`
+	// Attempts: the failures of the attempts before the last, oldest
+	// first (at most MaxAttemptErrors, stderr cut to 256 bytes), for a
+	// retrying or dead job; the last one is Error, ExitCode, StderrTail.
+	Attempts []Failure `json:"attempts,omitempty"`
 	// By: who revoked a revoked job, or who cancelled the running attempt
 	// of a job now dead or retrying because of it (Error then starts
 	// "cancelled by").

@@ -94,6 +94,7 @@ func (s *Store) JobStatus(ctx context.Context, queue, id string, offset drover.P
 		dl := parseDeadRecord(id, []byte(deadRec))
 		if dl.Message != nil {
 			st.Task, st.Attempt = dl.Message.Task, dl.Message.Attempt
+			st.Attempts = attemptErrors(dl.Message) // the attempts before the fatal one
 		}
 		code := dl.Failure.ExitCode
 		st.Error, st.ExitCode, st.StderrTail = dl.Failure.Reason, &code, dl.Failure.StderrTail
@@ -151,6 +152,27 @@ func lastError(st *drover.JobStatus, m *drover.Message) {
 	code := f.ExitCode
 	st.Error, st.ExitCode, st.StderrTail = f.Reason, &code, f.StderrTail
 	st.By = f.CancelledBy // a retry of a cancelled attempt
+	// The history ends with the last error, which the fields above hold.
+	if h := attemptErrors(m); len(h) > 0 {
+		st.Attempts = h[:len(h)-1]
+	}
+}
+
+// attemptErrors decodes the envelope's history of failed attempts (the
+// worker's attempt_errors, oldest first); nil when there is none.
+func attemptErrors(m *drover.Message) []drover.Failure {
+	if m == nil {
+		return nil
+	}
+	raw, ok := m.Extra[drover.AttemptErrorsField]
+	if !ok {
+		return nil
+	}
+	var h []drover.Failure
+	if json.Unmarshal(raw, &h) != nil {
+		return nil
+	}
+	return h
 }
 
 // replyNumber reads a score or integer from a script reply: false (nil)

@@ -71,7 +71,8 @@ func testJobStatusWalk(t *testing.T, rdb redis.UniversalClient) {
 	m := mustDecode(t, es[0])
 	m.Attempt = 1
 	lastErr, _ := json.Marshal(drover.Failure{Reason: "exit status 3", ExitCode: 3, StderrTail: "boom"})
-	m.Extra = map[string]json.RawMessage{LastErrorField: lastErr}
+	history, _ := json.Marshal([]drover.Failure{{Reason: "exit status 2", ExitCode: 2}, {Reason: "exit status 3", ExitCode: 3, StderrTail: "boom"}})
+	m.Extra = map[string]json.RawMessage{LastErrorField: lastErr, drover.AttemptErrorsField: history}
 	next := time.Now().Add(time.Minute)
 	if err := s.Retry(ctx, m, next); err != nil {
 		t.Fatal(err)
@@ -82,14 +83,22 @@ func testJobStatusWalk(t *testing.T, rdb redis.UniversalClient) {
 		st.Error != "exit status 3" || st.ExitCode == nil || *st.ExitCode != 3 || st.StderrTail != "boom" {
 		t.Fatalf("retrying: want attempt 1, next try %v, last error exit 3, have %+v", next, st)
 	}
+	if len(st.Attempts) != 1 || st.Attempts[0].ExitCode != 2 {
+		t.Fatalf("retrying: want the earlier attempt's error (exit 2) in Attempts, have %+v", st.Attempts)
+	}
 
-	if err := s.Kill(ctx, q, "walk", nil, drover.Failure{Reason: "gave up", ExitCode: 4, StderrTail: "tail"}); err != nil {
+	// As the worker dead-letters: the envelope of the last attempt, which
+	// carries the earlier attempts' errors.
+	if err := s.DeadLetter(ctx, q, drover.DeadLetter{Message: m, Failure: drover.Failure{Reason: "gave up", ExitCode: 4, StderrTail: "tail"}}); err != nil {
 		t.Fatal(err)
 	}
 	st = jobStatus(t, s, q, "walk", first.Position)
 	wantState(t, st, drover.JobDead)
 	if st.Error != "gave up" || st.ExitCode == nil || *st.ExitCode != 4 || st.StderrTail != "tail" || st.FinishedAt == nil {
 		t.Fatalf("dead: want reason, exit code 4 and stderr tail, have %+v", st)
+	}
+	if len(st.Attempts) != 2 || st.Attempts[0].ExitCode != 2 || st.Attempts[1].ExitCode != 3 {
+		t.Fatalf("dead: want the two earlier attempts' errors (exit 2, exit 3) in Attempts, have %+v", st.Attempts)
 	}
 
 	// Succeeded: below the committed offset, with no record, then with one

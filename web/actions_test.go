@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/cookiejar"
@@ -251,5 +252,32 @@ func TestAPIQueueListNamesOwners(t *testing.T) {
 	pg = decode[ops.QueuePage](t, r.want(200, "viewer", "GET", "/api/v1/queues?only=unowned", ""))
 	if pg.Total != 1 || pg.Queues[0].Queue != "free" {
 		t.Fatalf("only unowned: want free, have %+v", pg.Queues)
+	}
+}
+
+// A dead letter whose envelope carries the earlier attempts' errors shows
+// each of them, in the API and on the message page, not only the last.
+func TestMessageShowsEveryAttemptsError(t *testing.T) {
+	r := newRig(t)
+	r.queueWith("hist", 0)
+	ctx := context.Background()
+	res, err := r.store.Enqueue(ctx, &drover.Message{Queue: "hist", Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	history, _ := json.Marshal([]drover.Failure{{Reason: "first failure", ExitCode: 11}, {Reason: "second failure", ExitCode: 12}})
+	m := &drover.Message{ID: res.ID, Queue: "hist", Task: "t", Attempt: 2, Extra: map[string]json.RawMessage{drover.AttemptErrorsField: history}}
+	if err := r.store.DeadLetter(ctx, "hist", drover.DeadLetter{Message: m, Failure: drover.Failure{Reason: "final failure", ExitCode: 13}}); err != nil {
+		t.Fatal(err)
+	}
+	got := decode[ops.Message](t, r.want(200, "viewer", "GET", "/api/v1/queues/hist/messages/"+res.ID, ""))
+	if len(got.Attempts) != 2 || got.Attempts[0].ExitCode != 11 || got.Attempts[1].Reason != "second failure" || got.Failure == nil || got.Failure.ExitCode != 13 {
+		t.Fatalf("want two earlier attempts (11, 12) and the final failure 13, have %+v", got)
+	}
+	page := r.want(200, "viewer", "GET", "/queues/hist/messages/"+res.ID, "")
+	for _, s := range []string{`id="attempts"`, "first failure", "second failure", "final failure"} {
+		if !strings.Contains(page, s) {
+			t.Fatalf("message page: want %q, have:\n%s", s, page)
+		}
 	}
 }

@@ -36,12 +36,37 @@ func setLastError(m *drover.Message, f drover.Failure) {
 	if err != nil {
 		return
 	}
-	extra := make(map[string]json.RawMessage, len(m.Extra)+1)
+	extra := make(map[string]json.RawMessage, len(m.Extra)+2)
 	for k, v := range m.Extra {
 		extra[k] = v
 	}
 	extra[lastErrorField] = b
+	if h, err := appendAttemptError(m.Extra[drover.AttemptErrorsField], f); err == nil {
+		extra[drover.AttemptErrorsField] = h
+	}
 	m.Extra = extra
+}
+
+// attemptErrorStderr bounds the stderr tail of each failure in the history.
+const attemptErrorStderr = 256
+
+// appendAttemptError adds f to the attempt_errors history (a JSON array,
+// oldest first), keeping the last drover.MaxAttemptErrors: the console and
+// job status show every attempt's error, not only the last. A history that
+// does not decode starts again.
+func appendAttemptError(history json.RawMessage, f drover.Failure) (json.RawMessage, error) {
+	var h []drover.Failure
+	if len(history) > 0 && json.Unmarshal(history, &h) != nil {
+		h = nil
+	}
+	if n := len(f.StderrTail); n > attemptErrorStderr {
+		f.StderrTail = f.StderrTail[n-attemptErrorStderr:]
+	}
+	h = append(h, f)
+	if len(h) > drover.MaxAttemptErrors {
+		h = h[len(h)-drover.MaxAttemptErrors:]
+	}
+	return json.Marshal(h)
 }
 
 // finished is what a succeeded attempt adds to its slot for the message's

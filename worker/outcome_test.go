@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/drover-dev/drover"
@@ -110,5 +111,32 @@ func TestAnOfferKeepsItsOwnCopyOfTheLoopsRecords(t *testing.T) {
 	}
 	if fmt.Sprint(ids) != "[a b]" || r.off.Position != 2 {
 		t.Fatalf("want records [a b] waiting at offset 2, have %v at %d", ids, r.off.Position)
+	}
+}
+
+// Every retried attempt's failure is kept in the envelope's history, oldest
+// first, at most drover.MaxAttemptErrors, each stderr cut short; the last
+// error stays in last_error as before.
+func TestAttemptErrorsKeepEveryAttemptBounded(t *testing.T) {
+	m := &drover.Message{ID: "m", Queue: "q", Task: "t"}
+	long := strings.Repeat("x", 2*attemptErrorStderr)
+	for i := range drover.MaxAttemptErrors + 3 {
+		setLastError(m, drover.Failure{Reason: fmt.Sprintf("exit status %d", i), ExitCode: i, StderrTail: long})
+	}
+	var h []drover.Failure
+	if err := json.Unmarshal(m.Extra[drover.AttemptErrorsField], &h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != drover.MaxAttemptErrors || h[0].ExitCode != 3 || h[len(h)-1].ExitCode != drover.MaxAttemptErrors+2 {
+		t.Fatalf("want the last %d attempts, oldest first (exit 3 … %d), have %d from exit %d", drover.MaxAttemptErrors, drover.MaxAttemptErrors+2, len(h), h[0].ExitCode)
+	}
+	for _, f := range h {
+		if len(f.StderrTail) != attemptErrorStderr {
+			t.Fatalf("stderr in the history: want cut to %d bytes, have %d", attemptErrorStderr, len(f.StderrTail))
+		}
+	}
+	var last drover.Failure
+	if err := json.Unmarshal(m.Extra[lastErrorField], &last); err != nil || last.ExitCode != drover.MaxAttemptErrors+2 {
+		t.Fatalf("last_error: want the last attempt, have %+v, %v", last, err)
 	}
 }

@@ -94,6 +94,9 @@ type Message struct {
 	// Done is true for a pending-state message at or below the committed
 	// offset (processed, kept by retention).
 	Done bool `json:"done,omitempty"`
+	// Attempts are the failures of the earlier attempts, oldest first,
+	// from the envelope's history (drover.AttemptErrorsField).
+	Attempts []drover.Failure `json:"attempts,omitempty"`
 }
 
 func envelopeOf(m *Message, raw []byte) {
@@ -102,9 +105,24 @@ func envelopeOf(m *Message, raw []byte) {
 	}
 	if json.Valid(raw) {
 		m.Envelope = json.RawMessage(raw)
+		m.Attempts = attemptsOf(m.Envelope)
 	} else {
 		m.Raw = string(raw)
 	}
+}
+
+// attemptsOf decodes an envelope's history of failed attempts; nil when it
+// has none or it does not decode.
+func attemptsOf(envelope json.RawMessage) []drover.Failure {
+	var e map[string]json.RawMessage
+	if json.Unmarshal(envelope, &e) != nil {
+		return nil
+	}
+	var h []drover.Failure
+	if json.Unmarshal(e[drover.AttemptErrorsField], &h) != nil {
+		return nil
+	}
+	return h
 }
 
 // MaxPage is the most messages one listing returns.
@@ -206,6 +224,7 @@ func deadMessage(dl drover.DeadLetter) Message {
 	case dl.Message != nil:
 		if b, err := json.Marshal(dl.Message); err == nil {
 			m.Envelope = b
+			m.Attempts = attemptsOf(b)
 		}
 	default:
 		envelopeOf(&m, dl.Raw)
