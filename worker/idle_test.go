@@ -622,16 +622,23 @@ func TestQueueStartedDuringAPeriodicPassLearnsItsDueTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	allParked(t, w)
-	waitFor(t, "a checked", func() bool { return w.idle.checkCount() >= 1 })
+	allChecked(t, w)
 	gate := make(chan struct{})
 	log.mu.Lock()
 	log.headsGate = gate
 	log.mu.Unlock()
-	clock.Advance(DefaultPollInterval) // a periodic pass starts and is held in its heads read
+	// A periodic pass starts and is held in its heads read. The clock moves
+	// on until it does: the idle scheduler arms its next pass after the
+	// first check returns, and a move made before that is lost (the test
+	// waited 90 s for a pass under load).
 	waitFor(t, "the periodic pass to read heads", func() bool {
 		log.mu.Lock()
-		defer log.mu.Unlock()
-		return log.headsHeld >= 1
+		held := log.headsHeld
+		log.mu.Unlock()
+		if held == 0 {
+			clock.Advance(DefaultPollInterval)
+		}
+		return held >= 1
 	})
 	due := clock.Now().Add(30 * time.Second)
 	log.addDelayed("b", msg("later"), due) // enqueued before b's owner routed its wake-ups
