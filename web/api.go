@@ -237,24 +237,12 @@ func (s *Server) routeAPI() {
 	})
 	s.HandleMutation("PUT", "/queues/{queue}/config", auth.Admin, "queue.config", func(r *Request) (any, error) {
 		var cfg drover.QueueConfig
-		dec := json.NewDecoder(strings.NewReader(string(r.Body)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&cfg); err != nil {
-			return nil, Errorf(http.StatusBadRequest, "queue configuration: %v", err)
+		if err := decodeNamed(r, "queue configuration", "queue", &cfg, &cfg.Name); err != nil {
+			return nil, err
 		}
-		if cfg.Name == "" {
-			cfg.Name = r.PathValue("queue")
-		}
-		if cfg.Name != r.PathValue("queue") {
-			return nil, Errorf(http.StatusBadRequest, "queue configuration: name %q differs from the path's %q", cfg.Name, r.PathValue("queue"))
-		}
-		version := int32(-1)
-		if v := r.URL.Query().Get("version"); v != "" {
-			n, err := strconv.ParseInt(v, 10, 32)
-			if err != nil || n < 0 {
-				return nil, Errorf(http.StatusBadRequest, "version %q: want the version read from GET (config_version)", v)
-			}
-			version = int32(n)
+		version, err := versionParam(r, "config_version")
+		if err != nil {
+			return nil, err
 		}
 		nv, err := s.fleetOps().SetQueueConfig(r.Context(), cfg, version)
 		if err != nil {
@@ -276,4 +264,37 @@ func paging(r *Request) (offset, limit int, err error) {
 	}
 	limit, err = queryInt(r, "limit", 50)
 	return
+}
+
+// decodeNamed decodes r's JSON body into v (unknown fields refused) for a
+// PUT of the object the path names by param: *name, empty in the body,
+// takes the path's; a different one is refused. what names the object in
+// the errors.
+func decodeNamed(r *Request, what, param string, v any, name *string) error {
+	dec := json.NewDecoder(strings.NewReader(string(r.Body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(http.StatusBadRequest, "%s: %v", what, err)
+	}
+	if *name == "" {
+		*name = r.PathValue(param)
+	}
+	if *name != r.PathValue(param) {
+		return Errorf(http.StatusBadRequest, "%s: name %q differs from the path's %q", what, *name, r.PathValue(param))
+	}
+	return nil
+}
+
+// versionParam reads the ?version= of a versioned write: -1 without one
+// (create), else the version read from GET (its field, for the error).
+func versionParam(r *Request, field string) (int32, error) {
+	v := r.URL.Query().Get("version")
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 {
+		return 0, Errorf(http.StatusBadRequest, "version %q: want the version read from GET (%s)", v, field)
+	}
+	return int32(n), nil
 }

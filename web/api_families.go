@@ -1,11 +1,6 @@
 package web
 
 import (
-	"encoding/json"
-	"net/http"
-	"strconv"
-	"strings"
-
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/auth"
 )
@@ -35,24 +30,12 @@ func (s *Server) routeFamiliesAPI() {
 	})
 	s.HandleMutation("PUT", "/families/{family}", auth.Admin, "family.set", func(r *Request) (any, error) {
 		var f drover.FamilyConfig
-		dec := json.NewDecoder(strings.NewReader(string(r.Body)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&f); err != nil {
-			return nil, Errorf(http.StatusBadRequest, "queue family: %v", err)
+		if err := decodeNamed(r, "queue family", "family", &f, &f.Name); err != nil {
+			return nil, err
 		}
-		if f.Name == "" {
-			f.Name = r.PathValue("family")
-		}
-		if f.Name != r.PathValue("family") {
-			return nil, Errorf(http.StatusBadRequest, "queue family: name %q differs from the path's %q", f.Name, r.PathValue("family"))
-		}
-		version := int32(-1)
-		if v := r.URL.Query().Get("version"); v != "" {
-			n, err := strconv.ParseInt(v, 10, 32)
-			if err != nil || n < 0 {
-				return nil, Errorf(http.StatusBadRequest, "version %q: want the version read from GET (version)", v)
-			}
-			version = int32(n)
+		version, err := versionParam(r, "version")
+		if err != nil {
+			return nil, err
 		}
 		nv, err := s.fleetOps().SetFamily(r.Context(), f, version)
 		if err != nil {
