@@ -496,22 +496,33 @@ func (in *injector) zkLeaderKill(ctx context.Context) (check.Fault, error) {
 	node := in.c.ensemble.Nodes[i]
 	f := check.Fault{Kind: check.ZKLeaderKill, Target: fmt.Sprintf("zk%d", i+1), Start: time.Now()}
 	node.Kill()
+	elected := true
 	for {
 		if j, err := in.c.ensemble.Leader(); err == nil && j != i {
 			break
 		}
 		if time.Since(f.Start) > 60*time.Second {
-			f.End = time.Now()
-			return f, fmt.Errorf("no new zookeeper leader 60s after killing zk%d", i+1)
+			// The two nodes left did not elect (seen once on a machine
+			// saturated by a benchmark): the fault becomes a whole-ensemble
+			// outage, and the killed node comes back to restore the quorum
+			// rather than leave the run without ZooKeeper to its end.
+			elected = false
+			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	f.End = time.Now()
-	sleepCtx(ctx, in.between(500*time.Millisecond, 1500*time.Millisecond))
+	if elected {
+		sleepCtx(ctx, in.between(500*time.Millisecond, 1500*time.Millisecond))
+	}
 	if err := node.Start(); err != nil {
 		return f, fmt.Errorf("restart zk%d: %w", i+1, err)
 	}
 	f.Note = fmt.Sprintf("new leader after %s; back after %s", f.End.Sub(f.Start).Round(time.Millisecond), time.Since(f.Start).Round(time.Millisecond))
+	if !elected {
+		f.Note = fmt.Sprintf("no new leader within 60s: zk%d started again after %s to restore the quorum", i+1, time.Since(f.Start).Round(time.Millisecond))
+		in.prog.printf("warning: %s", f.Note)
+	}
 	return f, in.zkAllServing(ctx)
 }
 
