@@ -11,15 +11,7 @@ import (
 // refusals included.
 func (s *Server) routeFamiliesAPI() {
 	s.HandleAPI("GET", "/families", auth.Viewer, func(r *Request) (any, error) {
-		fams, err := s.fleetOps().Families(r.Context())
-		if err != nil {
-			return nil, err
-		}
-		out := make([]familyView, 0, len(fams))
-		for _, f := range fams {
-			out = append(out, familyViewOf(f.Config, f.Version, f.Err))
-		}
-		return out, nil
+		return s.familyViews(r)
 	})
 	s.HandleAPI("GET", "/families/{family}", auth.Viewer, func(r *Request) (any, error) {
 		f, err := s.fleetOps().Family(r.Context(), r.PathValue("family"))
@@ -73,14 +65,19 @@ func familyViewOf(f drover.FamilyConfig, version int32, err error) familyView {
 // family with its prefix and the queue settings people look for.
 func (s *Server) routeFamiliesPage() {
 	s.page("/families", "families", auth.Viewer, func(r *Request) (any, error) {
-		fams, err := s.fleetOps().Families(r.Context())
-		if err != nil {
-			return nil, err
-		}
-		out := make([]familyView, 0, len(fams))
-		for _, f := range fams {
-			out = append(out, familyViewOf(f.Config, f.Version, f.Err))
-		}
-		return out, nil
+		return s.familyViews(r)
 	})
+}
+
+// familyViews lists every family as the API and the page show it.
+func (s *Server) familyViews(r *Request) ([]familyView, error) {
+	fams, err := s.fleetOps().Families(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]familyView, 0, len(fams))
+	for _, f := range fams {
+		out = append(out, familyViewOf(f.Config, f.Version, f.Err))
+	}
+	return out, nil
 }
