@@ -155,14 +155,7 @@ func TestMissedWakeupsShareOneFullCheckPerPollInterval(t *testing.T) {
 		}
 	}
 	allParked(t, w)
-	waitFor(t, "the started queues checked", func() bool {
-		for i := range 20 {
-			if !w.loop(fmt.Sprintf("q%02d", i)).checked.Load() {
-				return false
-			}
-		}
-		return true
-	})
+	allChecked(t, w) // and checked again once routed here
 	full := log.fullChecks()
 	w.MissedWakeups()
 	waitFor(t, "a full check after missed wake-ups", func() bool { return log.fullChecks() == full+1 })

@@ -327,6 +327,24 @@ type memClaim struct {
 	fenced   bool
 }
 
+// Committer makes every memClaim commit in batches, as the coordinator's
+// claims do (drover.BatchClaim): the worker's tests run the committer's
+// CommitMany path that production runs.
+func (c *memClaim) Committer() drover.ClaimCommitter { return memCommitter{} }
+
+// memCommitter commits each request through its claim's own Commit (the
+// claim of the request, so a test's claim type that overrides Commit is
+// honoured).
+type memCommitter struct{}
+
+func (memCommitter) CommitMany(ctx context.Context, reqs []drover.CommitRequest) []error {
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		errs[i] = r.Claim.Commit(ctx, r.Offset)
+	}
+	return errs
+}
+
 // Done and Err: a memClaim's end is not what the worker's tests observe.
 func (c *memClaim) Done() <-chan struct{} { return nil }
 func (c *memClaim) Err() error            { return nil }

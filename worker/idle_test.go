@@ -45,6 +45,7 @@ func allParked(t *testing.T, w *Worker) {
 func allChecked(t *testing.T, w *Worker) {
 	t.Helper()
 	waitFor(t, "the started queues checked", func() bool { return everyQueueChecked(w) })
+	settleScheduler(t, w) // and checked again once routed here
 }
 
 // everyQueueChecked reports whether every queue of w had its first check.
@@ -588,15 +589,9 @@ func TestPeriodicBackstopReadsHeadsOnly(t *testing.T) {
 	}
 	allParked(t, w)
 	// Every queue's check has returned (checkCount counts a pass as it
-	// starts, before its CheckQueues call is counted).
-	waitFor(t, "the started queues checked", func() bool {
-		for i := range 50 {
-			if !w.loop(fmt.Sprintf("q%02d", i)).checked.Load() {
-				return false
-			}
-		}
-		return true
-	})
+	// starts, before its CheckQueues call is counted), and its check once
+	// its wake-ups are routed here.
+	allChecked(t, w)
 	full := log.fullChecks()
 	_, _, reads := log.counts()
 	log.add("q03", msg("gone")) // q03's head moves…
