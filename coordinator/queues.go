@@ -82,7 +82,11 @@ func (s *Session) adoptQueue(ctx context.Context, name string) error {
 		if !b.has(name) && len(b.Queues) >= maxBucketQueues {
 			return nil, fmt.Errorf("%w: registry bucket %s holds %d queues, the most one listing carries", ErrTooLarge, path.Dir(p), len(b.Queues))
 		}
+		listed := b.has(name)
 		b.put(e.Config)
+		if listed {
+			b.touch(name) // changed outside Drover: its owner reads it again
+		}
 		return []any{&zk.CheckVersionRequest{Path: p, Version: e.Version}}, nil
 	})
 	if isVersionConflict(err) {
@@ -239,14 +243,19 @@ func (s *Session) UpdateQueue(ctx context.Context, cfg drover.QueueConfig, versi
 	res, err := s.updateBucket(ctx, bp, func(b *bucketData) ([]any, error) {
 		ops := []any{&zk.SetDataRequest{Path: p, Data: data, Version: version}}
 		if b.same(cfg) {
-			// Nothing for the bucket to change; its version is still checked
-			// (updateBucket sets it to the same data).
+			// Nothing for the leader to balance differently: the revision
+			// alone tells the queue's owner to read the config again.
+			b.touch(cfg.Name)
 			return ops, nil
 		}
 		if !b.has(cfg.Name) && len(b.Queues) >= maxBucketQueues {
 			return nil, fmt.Errorf("%w: registry bucket %s holds %d queues, the most one listing carries", ErrTooLarge, bp, len(b.Queues))
 		}
+		listed := b.has(cfg.Name)
 		b.put(cfg)
+		if listed {
+			b.touch(cfg.Name)
+		}
 		return ops, nil
 	})
 	switch {
