@@ -95,18 +95,19 @@ func (s *Session) adoptQueue(ctx context.Context, name string) error {
 	return err
 }
 
-// CreateQueues stores many queue configurations, bucket by bucket: each
-// multi creates configs of one bucket and rewrites that bucket's list, cut
-// under batchBytes; several buckets are written at once. Queues already
-// configured are left as they are. It returns how many it created. It is
-// for provisioning thousands of queues at once (CreateQueue costs two round
-// trips each).
+// CreateQueues stores many queue configurations. Each bucket's new
+// configs are created in one multi with the rewrite of the bucket's list,
+// checked against the version read, and the buckets' groups are packed
+// many to a multi (up to batchBytes): a family's second of new queues
+// touches most of the 1,024 buckets, and a multi per bucket cost ZooKeeper
+// a transaction each (createPacked). A bucket whose group could not be
+// written that way (another writer changed it, an outcome unknown, a group
+// too large) is then written on its own, cut under batchBytes. Queues
+// already configured are left as they are. It returns how many it created.
+// It is for provisioning thousands of queues at once (CreateQueue costs
+// two round trips each).
 func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
-	type item struct {
-		p    string
-		data []byte
-		cfg  drover.QueueConfig
-	}
+	type item = queueItem
 	perBucket := map[string][]item{}
 	for _, cfg := range cfgs {
 		p, data, err := s.encodeQueue(cfg)
@@ -115,6 +116,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 		}
 		perBucket[path.Dir(p)] = append(perBucket[path.Dir(p)], item{p, data, cfg})
 	}
+	packed, maybes := s.createPacked(ctx, perBucket)
 	buckets := make([]string, 0, len(perBucket))
 	for b := range perBucket {
 		buckets = append(buckets, b)
@@ -127,8 +129,11 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 	outs := parallelMapN(ctx, createParallelism, buckets, func(bp string) outcome {
 		o := outcome{}
 		todo := perBucket[bp]
-		limit := 500               // operations per multi; halved while a write passes a size limit
-		maybe := map[string]bool{} // sent in a write whose outcome is unknown
+		limit := 500        // operations per multi; halved while a write passes a size limit
+		maybe := maybes[bp] // sent in a write whose outcome is unknown
+		if maybe == nil {
+			maybe = map[string]bool{}
+		}
 		unknown := 0
 		for len(todo) > 0 {
 			var sent []item
@@ -212,7 +217,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 		}
 		return o
 	})
-	created := 0
+	created := packed
 	var errs []error
 	for _, o := range outs {
 		created += o.created
@@ -222,6 +227,119 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 		return created, fmt.Errorf("create queues: %w", err)
 	}
 	return created, nil
+}
+
+// queueItem is one queue config to create: its node path and data.
+type queueItem struct {
+	p    string
+	data []byte
+	cfg  drover.QueueConfig
+}
+
+// createPackedInFlight is how many packed multis of CreateQueues are sent
+// at once.
+const createPackedInFlight = 4
+
+// createPacked is CreateQueues' first pass: it reads every bucket of
+// perBucket, builds each bucket's group (the creates of its new configs,
+// then the bucket's rewrite checked against the version read) and sends
+// the groups packed many to a multi. The buckets whose group was written
+// are removed from perBucket, counting their creates; the others stay for
+// the bucket-by-bucket pass, with maybes naming the configs sent in a
+// multi whose outcome is unknown (that pass's read of the bucket tells).
+func (s *Session) createPacked(ctx context.Context, perBucket map[string][]queueItem) (created int, maybes map[string]map[string]bool) {
+	maybes = map[string]map[string]bool{}
+	buckets := make([]string, 0, len(perBucket))
+	for b := range perBucket {
+		buckets = append(buckets, b)
+	}
+	sort.Strings(buckets)
+	reads := parallelMapN(ctx, createParallelism, buckets, func(bp string) *bucketRead {
+		r, err := s.readBucket(ctx, bp)
+		if err != nil {
+			return nil // the bucket-by-bucket pass reads it again
+		}
+		return &r
+	})
+	type group struct {
+		bucket string
+		ops    []any
+		size   int
+		sent   []string
+	}
+	var groups []group
+	for i, bp := range buckets {
+		cur := reads[i]
+		if cur == nil {
+			continue
+		}
+		next := cur.data.clone()
+		g := group{bucket: bp}
+		for _, it := range perBucket[bp] {
+			if next.has(it.cfg.Name) {
+				continue // configured already
+			}
+			next.put(it.cfg)
+			g.ops = append(g.ops, &zk.CreateRequest{Path: it.p, Data: it.data, Acl: s.acl, Flags: zk.FlagPersistent})
+			g.sent = append(g.sent, it.cfg.Name)
+		}
+		if len(g.ops) == 0 {
+			delete(perBucket, bp) // every queue of it is configured already
+			continue
+		}
+		data, err := json.Marshal(next)
+		if err != nil || len(data) > maxBucketBytes || len(next.Queues) > maxBucketQueues {
+			continue // the bucket-by-bucket pass reports it
+		}
+		if cur.missing {
+			g.ops = append([]any{&zk.CreateRequest{Path: bp, Data: data, Acl: s.acl, Flags: zk.FlagPersistent}}, g.ops...)
+		} else {
+			g.ops = append(g.ops, &zk.SetDataRequest{Path: bp, Data: data, Version: cur.version})
+		}
+		for _, op := range g.ops {
+			g.size += opSize(op)
+		}
+		if g.size > batchBytes/2 {
+			continue // cut by the bucket-by-bucket pass
+		}
+		groups = append(groups, g)
+	}
+	var multis [][]group
+	for size := 0; len(groups) > 0; groups = groups[1:] {
+		g := groups[0]
+		if len(multis) == 0 || size+g.size > batchBytes {
+			multis, size = append(multis, nil), 0
+		}
+		multis[len(multis)-1] = append(multis[len(multis)-1], g)
+		size += g.size
+	}
+	errs := parallelMapN(ctx, createPackedInFlight, multis, func(gs []group) error {
+		var ops []any
+		for _, g := range gs {
+			ops = append(ops, g.ops...)
+		}
+		_, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) })
+		return err
+	})
+	for i, gs := range multis {
+		for _, g := range gs {
+			switch {
+			case errs[i] == nil:
+				created += len(g.sent)
+				delete(perBucket, g.bucket)
+			case isUnknownOutcome(errs[i]):
+				m := map[string]bool{}
+				for _, q := range g.sent {
+					m[q] = true
+				}
+				maybes[g.bucket] = m
+			}
+			// Any other failure (a bucket changed by another writer, a
+			// config node written outside Drover) left every group of
+			// the multi unwritten: each is written on its own next.
+		}
+	}
+	return created, maybes
 }
 
 // requestSize estimates the bytes one op of a multi takes on the wire: the
