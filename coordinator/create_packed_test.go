@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,5 +100,102 @@ func TestCreateQueuesPackedMultiLosingARaceFallsBackPerBucket(t *testing.T) {
 	// Again: every queue is configured already.
 	if n, err := s.CreateQueues(ctx, cfgs); err != nil || n != 0 {
 		t.Fatalf("create again: want 0 created, have %d (%v)", n, err)
+	}
+}
+
+// bucketGets counts the plain reads of registry bucket nodes.
+type bucketGets struct {
+	zkConn
+	dir  string
+	gets *atomic.Int64
+}
+
+func (b *bucketGets) Get(p string) ([]byte, *zk.Stat, error) {
+	if strings.HasPrefix(p, b.dir) && !strings.Contains(strings.TrimPrefix(p, b.dir), "/") {
+		b.gets.Add(1)
+	}
+	return b.zkConn.Get(p)
+}
+
+// A session's next CreateQueues reads only the buckets it did not write
+// last (the registrar's every second); a bucket another writer changed
+// since fails its multi on the version and is read and written again.
+func TestCreateQueuesReusesTheBucketsItWrote(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	admin := connect(t, server.Addrs, root)
+	var gets atomic.Int64
+	dir := admin.path(queuesDir) + "/"
+	s := connectWrapped(t, server.Addrs, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
+		return &bucketGets{zkConn: conn, dir: dir, gets: &gets}
+	})
+	ctx := ctxT(t)
+	batch := func(prefix string, n int) []drover.QueueConfig {
+		cfgs := make([]drover.QueueConfig, n)
+		for i := range cfgs {
+			cfgs[i] = drover.QueueConfig{Name: fmt.Sprintf("%s-%04d", prefix, i)}
+		}
+		return cfgs
+	}
+	first := batch("first", 400)
+	if n, err := s.CreateQueues(ctx, first); err != nil || n != len(first) {
+		t.Fatalf("first batch: want %d created, have %d (%v)", len(first), n, err)
+	}
+	// Names of the second batch in buckets the first one wrote.
+	written := map[string]bool{}
+	for _, c := range first {
+		written[registryBucket(c.Name)] = true
+	}
+	var second []drover.QueueConfig
+	for i := 0; len(second) < 100; i++ {
+		if c := (drover.QueueConfig{Name: fmt.Sprintf("second-%05d", i)}); written[registryBucket(c.Name)] {
+			second = append(second, c)
+		}
+	}
+	// Another writer changes the bucket of the second batch's first queue.
+	other := drover.QueueConfig{Name: "other"}
+	for i := 0; registryBucket(other.Name) != registryBucket(second[0].Name); i++ {
+		other.Name = fmt.Sprintf("other-%d", i)
+	}
+	if err := admin.CreateQueue(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	gets.Store(0)
+	if n, err := s.CreateQueues(ctx, second); err != nil || n != len(second) {
+		t.Fatalf("second batch: want %d created, have %d (%v)", len(second), n, err)
+	}
+	buckets := map[string]bool{}
+	for _, c := range second {
+		buckets[registryBucket(c.Name)] = true
+	}
+	// The stale bucket fails the multi and is read and written on its own
+	// (a read, and one more if its write loses another race); the other
+	// buckets are sent again as this session wrote them.
+	if g := gets.Load(); g > 2 {
+		t.Fatalf("second batch in %d buckets this session wrote, one changed since: want at most 2 bucket reads, have %d", len(buckets), g)
+	}
+	names, err := admin.QueueNames(ctx)
+	if want := len(first) + len(second) + 1; err != nil || len(names) != want {
+		t.Fatalf("registry: want %d queues, have %d (%v)", want, len(names), err)
+	}
+	// A third batch into the same buckets, nobody else writing: no read.
+	third := make([]drover.QueueConfig, len(second))
+	for i, c := range second {
+		third[i] = drover.QueueConfig{Name: c.Name + "-3"}
+	}
+	for i := range third {
+		for j := 0; registryBucket(third[i].Name) != registryBucket(second[i].Name); j++ {
+			third[i].Name = fmt.Sprintf("%s-3-%d", second[i].Name, j)
+		}
+	}
+	gets.Store(0)
+	if n, err := s.CreateQueues(ctx, third); err != nil || n != len(third) {
+		t.Fatalf("third batch: want %d created, have %d (%v)", len(third), n, err)
+	}
+	// Only the bucket written on its own is read (the bucket-by-bucket
+	// pass does not keep what it wrote).
+	if g := gets.Load(); g > 1 {
+		t.Fatalf("third batch into buckets this session wrote last: want at most 1 bucket read, have %d", g)
 	}
 }
