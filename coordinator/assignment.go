@@ -267,11 +267,12 @@ func (s *Session) readShareTree(ctx context.Context, member string) (*storedShar
 	return st, nil
 }
 
-// Assignment reads the whole assignment: the header and every share. An
+// Read reads the whole assignment: the header and every share. An
 // empty /assignment (nothing written yet) reads as generation 0 with no
 // queues. Its cost grows with the members and chunks: a member reads its own
 // share with WatchShare instead.
-func (s *Session) Assignment(ctx context.Context) (AssignmentNode, error) {
+func (a Assignments) Read(ctx context.Context) (AssignmentNode, error) {
+	s := a.s
 	sa, err := s.readAssignmentTree(ctx)
 	if err != nil {
 		return AssignmentNode{}, err
@@ -280,12 +281,13 @@ func (s *Session) Assignment(ctx context.Context) (AssignmentNode, error) {
 	return an, an.Err
 }
 
-// WatchAssignment delivers the whole assignment now and after every new
+// Watch delivers the whole assignment now and after every new
 // generation until ctx ends or the session is lost, then closes the channel.
 // Only the latest value is kept for a slow reader. A corrupt header is
 // delivered with Err set. It watches /assignment only and reads every share
 // on each change: for observers (tests, benchmarks); members use WatchShare.
-func (s *Session) WatchAssignment(ctx context.Context) <-chan AssignmentNode {
+func (a Assignments) Watch(ctx context.Context) <-chan AssignmentNode {
+	s := a.s
 	p := s.path(assignmentNode)
 	return watchLoop(ctx, s, "assignment", func(ctx context.Context, ws *watchSet) (AssignmentNode, error) {
 		if _, err := readNode(ctx, s, ws, p); err != nil {
@@ -308,7 +310,8 @@ func (s *Session) WatchAssignment(ctx context.Context) <-chan AssignmentNode {
 // written is not delivered until its header names complete chunks. A missing
 // share (none written yet, or removed) is an empty share at the generation of
 // /assignment. A corrupt share is delivered with Err set.
-func (s *Session) WatchShare(ctx context.Context, member string) <-chan AssignmentNode {
+func (a Assignments) WatchShare(ctx context.Context, member string) <-chan AssignmentNode {
+	s := a.s
 	r := &shareReader{s: s, member: member, chunks: map[int]shareChunk{}}
 	return watchLoop(ctx, s, "share", r.refresh)
 }
@@ -440,12 +443,13 @@ type writerShare struct {
 	complete bool         // the nodes hold what chunks/gens say
 }
 
-// NewAssignmentWriter takes over the assignment for lead (a leadership of
+// NewWriter takes over the assignment for lead (a leadership of
 // this session): one multi that checks lead's candidate node still exists and
 // bumps /coord/epoch, then a read of the current assignment. A share left
 // half-written by a deposed leader is rewritten at once. A lost leadership
 // returns an error wrapping drover.ErrNotLeader.
-func (s *Session) NewAssignmentWriter(ctx context.Context, lead *Leadership) (*AssignmentWriter, error) {
+func (a Assignments) NewWriter(ctx context.Context, lead *Leadership) (*AssignmentWriter, error) {
+	s := a.s
 	if lead.e.s != s {
 		return nil, fmt.Errorf("take over assignment: %w: the leadership belongs to another session", drover.ErrNotLeader)
 	}

@@ -29,12 +29,13 @@ type QueueEntry struct {
 	Err     error              // set when the data could not be decoded or names another queue
 }
 
-// CreateQueue stores cfg (validated) as /queues/<bucket>/<cfg.Name> and
+// Create stores cfg (validated) as /queues/<bucket>/<cfg.Name> and
 // lists it in its registry bucket, in one multi. It fails with an error
 // wrapping ErrQueueExists when the queue is already configured, and with
 // one wrapping ErrTooLarge when the queue's registry bucket is full (the
 // registry then holds millions of queues).
-func (s *Session) CreateQueue(ctx context.Context, cfg drover.QueueConfig) error {
+func (q Queues) Create(ctx context.Context, cfg drover.QueueConfig) error {
+	s := q.s
 	p, data, err := s.encodeQueue(cfg)
 	if err != nil {
 		return fmt.Errorf("create queue: %w", err)
@@ -67,7 +68,7 @@ func (s *Session) CreateQueue(ctx context.Context, cfg drover.QueueConfig) error
 // reads the buckets only. The config's version is checked in the same
 // multi.
 func (s *Session) adoptQueue(ctx context.Context, name string) error {
-	e, err := s.Queue(ctx, name)
+	e, err := s.Queues().Get(ctx, name)
 	if errors.Is(err, drover.ErrQueueNotFound) {
 		return nil // deleted meanwhile
 	}
@@ -91,13 +92,14 @@ func (s *Session) adoptQueue(ctx context.Context, name string) error {
 	return err
 }
 
-// CreateQueues stores many queue configurations, bucket by bucket: each
+// CreateMany stores many queue configurations, bucket by bucket: each
 // multi creates configs of one bucket and rewrites that bucket's list, cut
 // under batchBytes; several buckets are written at once. Queues already
 // configured are left as they are. It returns how many it created. It is
 // for provisioning thousands of queues at once (CreateQueue costs two round
 // trips each).
-func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
+func (q Queues) CreateMany(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
+	s := q.s
 	type item struct {
 		p    string
 		data []byte
@@ -178,7 +180,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 				// Drover): one by one, so the others are still created and
 				// that one is listed (CreateQueue adopts it).
 				for _, it := range sent {
-					switch err := s.CreateQueue(ctx, it.cfg); {
+					switch err := s.Queues().Create(ctx, it.cfg); {
 					case err == nil:
 						o.created++
 					case !errors.Is(err, ErrQueueExists):
@@ -224,13 +226,14 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 // path, the data and a fixed overhead (header, ACL, flags, version).
 func requestSize(p string, data []byte) int { return len(p) + len(data) + 64 }
 
-// UpdateQueue replaces the configuration of an existing queue when its
+// Update replaces the configuration of an existing queue when its
 // version is version (-1: any) and returns the new version. The queue's
 // registry bucket is written in the same multi (its weight and tags) or, when
 // they did not change, checked: so a concurrent update cannot leave the
 // bucket and the config disagreeing. It fails with drover.ErrQueueNotFound
 // when the queue is not configured and ErrConflict when the version differs.
-func (s *Session) UpdateQueue(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
+func (q Queues) Update(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
+	s := q.s
 	p, data, err := s.encodeQueue(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("update queue: %w", err)
@@ -260,11 +263,12 @@ func (s *Session) UpdateQueue(ctx context.Context, cfg drover.QueueConfig, versi
 	return res[0].Stat.Version, nil
 }
 
-// DeleteQueue removes a queue's configuration and its registry bucket
+// Delete removes a queue's configuration and its registry bucket
 // entry, in one multi. Its offset node and its messages in Redis are kept.
 // It fails with drover.ErrQueueNotFound when the queue is not configured
 // (a bucket entry left without its config is removed then).
-func (s *Session) DeleteQueue(ctx context.Context, name string) error {
+func (q Queues) Delete(ctx context.Context, name string) error {
+	s := q.s
 	p, err := s.queueConfigPath(name)
 	if err != nil {
 		return fmt.Errorf("delete queue: %w", err)
@@ -293,11 +297,12 @@ func (s *Session) DeleteQueue(ctx context.Context, name string) error {
 	return nil
 }
 
-// Queue reads one queue's configuration. It fails with
+// Get reads one queue's configuration. It fails with
 // drover.ErrQueueNotFound when the queue is not configured, and with an error
 // naming the node when the stored data is corrupt (the entry is returned too,
 // with Err set).
-func (s *Session) Queue(ctx context.Context, name string) (QueueEntry, error) {
+func (q Queues) Get(ctx context.Context, name string) (QueueEntry, error) {
+	s := q.s
 	p, err := s.queueConfigPath(name)
 	if err != nil {
 		return QueueEntry{}, fmt.Errorf("read queue: %w", err)
@@ -313,9 +318,10 @@ func (s *Session) Queue(ctx context.Context, name string) (QueueEntry, error) {
 	return e, e.Err
 }
 
-// Queues lists every configured queue, sorted by name. Corrupt entries are
+// List lists every configured queue, sorted by name. Corrupt entries are
 // listed with Err set.
-func (s *Session) Queues(ctx context.Context) ([]QueueEntry, error) {
+func (q Queues) List(ctx context.Context) ([]QueueEntry, error) {
+	s := q.s
 	r := newRegistryCache(s.path(queuesDir))
 	if err := r.read(ctx, s); err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)

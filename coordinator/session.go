@@ -328,12 +328,12 @@ func (s *Session) setState(st SessionState, reason string) {
 
 // State returns the current state.
 func (s *Session) State() SessionState {
-	st, _ := s.Status()
+	st, _ := s.status()
 	return st
 }
 
 // Status returns the current state and a channel closed at the next change.
-func (s *Session) Status() (SessionState, <-chan struct{}) {
+func (s *Session) status() (SessionState, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state, s.changed

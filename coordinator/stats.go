@@ -78,14 +78,15 @@ func (c *statsCache) store(n int, at time.Time) {
 	c.mu.Unlock()
 }
 
-// ClusterStats counts members, queues, owners and scheduler candidates from
+// Stats counts members, queues, owners and scheduler candidates from
 // the nodes' child counts (Stat.NumChildren), never from listings: a listing
 // of /owners at 100,000 queues would pass a megabyte. Its cost is three
 // reads. The queue count comes from the registry watch when one runs on
 // this session (the rebalance leader's: it knows every queue already);
 // otherwise from the bucket nodes' stats (one read per bucket), reused for
 // a minute.
-func (s *Session) ClusterStats(ctx context.Context) (ClusterStats, error) {
+func (g Group) Stats(ctx context.Context) (ClusterStats, error) {
+	s := g.s
 	count := func(p string) (int, error) {
 		return bounded(ctx, s, func(c zkConn) (int, error) {
 			exists, st, err := c.Exists(p)

@@ -35,10 +35,11 @@ type QueueView struct {
 	Err error
 }
 
-// QueueNames lists the configured queues, sorted, without reading their
+// Names lists the configured queues, sorted, without reading their
 // configurations: one listing of the registry's buckets, then one listing
 // per bucket, several in flight.
-func (s *Session) QueueNames(ctx context.Context) ([]string, error) {
+func (q Queues) Names(ctx context.Context) ([]string, error) {
+	s := q.s
 	dir := s.path(queuesDir)
 	buckets, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
 		names, _, err := c.Children(dir)
@@ -74,9 +75,10 @@ func (s *Session) QueueNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// OwnedQueues lists the queues that have an owner node (the children of
+// Owned lists the queues that have an owner node (the children of
 // /owners): one request.
-func (s *Session) OwnedQueues(ctx context.Context) (map[string]bool, error) {
+func (c Claims) Owned(ctx context.Context) (map[string]bool, error) {
+	s := c.s
 	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
 		names, _, err := c.Children(s.path(ownersDir))
 		return names, err
@@ -91,17 +93,18 @@ func (s *Session) OwnedQueues(ctx context.Context) (map[string]bool, error) {
 	return out, nil
 }
 
-// ReadQueueViews reads the offset node of every queue in queues and, with
+// Views reads the offset node of every queue in queues and, with
 // owners, its owner node, with at most ViewParallelism requests in flight.
 // Without owners, Owned comes from one listing of /owners and Owner stays
 // "" (half the reads: a console lists the assigned member instead). It
 // returns one view per queue in the order given; a queue without nodes has
 // a zero view. It fails on the first read that fails for another reason
 // than a missing node.
-func (s *Session) ReadQueueViews(ctx context.Context, queues []string, owners bool) ([]QueueView, error) {
+func (q Queues) Views(ctx context.Context, queues []string, owners bool) ([]QueueView, error) {
+	s := q.s
 	views := make([]QueueView, len(queues))
 	if !owners {
-		owned, err := s.OwnedQueues(ctx)
+		owned, err := s.Claims().Owned(ctx)
 		if err != nil {
 			return nil, err
 		}
