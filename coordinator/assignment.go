@@ -66,7 +66,7 @@ type shareChunk struct {
 var errShareIncomplete = errors.New("coordinator: share is being written")
 
 // AssignmentNode is an assignment as read: the whole one (Assignment,
-// WatchAssignment) or one member's share (WatchShare), where Queues holds
+// Watch) or one member's share (WatchShare), where Queues holds
 // only that member's queues.
 type AssignmentNode struct {
 	Assignment drover.Assignment

@@ -20,20 +20,20 @@ import (
 // the rebalance leader watches them all, so that it can register a queue
 // of a family at its first enqueue (fleet.Registrar).
 
-// createParallelism is how many registry buckets CreateQueues writes at
+// createParallelism is how many registry buckets Queues.CreateMany writes at
 // once (a read and a multi each, pipelined on the session's connection).
 // The family registrar registers a second's new queues in one call, which
 // touches most of the 1,024 buckets: at 8 in flight a call of 2,000 queues
 // took 3.7 s on a loaded machine, most of it round trips.
 const createParallelism = 64
 
-// ErrFamilyExists: CreateFamily found the family already stored.
+// ErrFamilyExists: Families.Create found the family already stored.
 var ErrFamilyExists = errors.New("coordinator: queue family already exists")
 
 // FamilyEntry is one family as read from /families.
 type FamilyEntry struct {
 	Config  drover.FamilyConfig
-	Version int32 // znode version, for UpdateFamily
+	Version int32 // znode version, for Families.Update
 	Err     error // set when the data could not be decoded
 }
 

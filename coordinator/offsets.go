@@ -70,6 +70,24 @@ func (c Claims) Owner(ctx context.Context, queue string) (OwnerNode, error) {
 	return on, nil
 }
 
+// Owned lists the queues that have an owner node (the children of
+// /owners): one request.
+func (c Claims) Owned(ctx context.Context) (map[string]bool, error) {
+	s := c.s
+	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+		names, _, err := c.Children(s.path(ownersDir))
+		return names, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list owners: %w", err)
+	}
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
+}
+
 // Offset reads /offsets/<queue>. It fails with drover.ErrNotFound when the
 // queue has never been claimed or reset, and with an error naming the node
 // when the data is corrupt.

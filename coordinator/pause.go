@@ -147,13 +147,13 @@ func pausesOf(allPath string, all *nodeData, queues, members *dirCache) PauseSet
 	return ps
 }
 
-// pauseBatchOps bounds the operations of one multi of SetQueuePauses and
-// ClearQueuePauses (besides batchBytes), so that one refused multi costs
+// pauseBatchOps bounds the operations of one multi of SetQueues and
+// ClearQueues (besides batchBytes), so that one refused multi costs
 // little to redo one flag at a time.
 const pauseBatchOps = 1000
 
 // SetQueues sets the pause flag of every queue in queues to p, as
-// SetPause(ctx, drover.PauseQueue, q, p) would for each, in few round
+// Set(ctx, drover.PauseQueue, q, p) would for each, in few round
 // trips: one listing of the queues' flags, then multis of up to
 // pauseBatchOps flags (create, or overwrite a flag already set),
 // writeParallelism in flight. A multi that another writer raced (a flag
@@ -187,8 +187,8 @@ func (ps Pauses) SetQueues(ctx context.Context, queues []string, p drover.Pause)
 	})
 }
 
-// ClearQueues removes the pause flags of queues, as ClearPause would
-// for each, in few round trips (SetQueuePauses'): queues without a flag
+// ClearQueues removes the pause flags of queues, as Clear would
+// for each, in few round trips (SetQueues'): queues without a flag
 // are skipped. It returns how many flags were removed.
 func (ps Pauses) ClearQueues(ctx context.Context, queues []string) (int, error) {
 	s := ps.s

@@ -15,7 +15,7 @@ import (
 
 // Registry errors.
 var (
-	// ErrQueueExists: CreateQueue found the queue already configured.
+	// ErrQueueExists: Queues.Create found the queue already configured.
 	ErrQueueExists = errors.New("coordinator: queue already exists")
 	// ErrConflict: a conditional update found another version than expected.
 	ErrConflict = errors.New("coordinator: version conflict")
@@ -25,7 +25,7 @@ var (
 type QueueEntry struct {
 	Name    string
 	Config  drover.QueueConfig // as stored (defaults not applied)
-	Version int32              // znode version, for UpdateQueue
+	Version int32              // znode version, for Queues.Update
 	Err     error              // set when the data could not be decoded or names another queue
 }
 
@@ -96,7 +96,7 @@ func (s *Session) adoptQueue(ctx context.Context, name string) error {
 // multi creates configs of one bucket and rewrites that bucket's list, cut
 // under batchBytes; several buckets are written at once. Queues already
 // configured are left as they are. It returns how many it created. It is
-// for provisioning thousands of queues at once (CreateQueue costs two round
+// for provisioning thousands of queues at once (Create costs two round
 // trips each).
 func (q Queues) CreateMany(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
 	s := q.s
@@ -178,7 +178,7 @@ func (q Queues) CreateMany(ctx context.Context, cfgs []drover.QueueConfig) (int,
 			case errors.Is(err, zk.ErrNodeExists):
 				// A config node without its bucket entry (written outside
 				// Drover): one by one, so the others are still created and
-				// that one is listed (CreateQueue adopts it).
+				// that one is listed (Create adopts it).
 				for _, it := range sent {
 					switch err := s.Queues().Create(ctx, it.cfg); {
 					case err == nil:

@@ -30,7 +30,7 @@ type Session struct {
 	batch   multiBatcher  // coalesces the commits and releases of claims (multi_batch.go)
 	claims  chan struct{} // bounds the claims in flight (claim.go)
 	routes  routeInterner // shares task-route tables among watched configs (route_intern.go)
-	stats   statsCache    // queue counts ClusterStats reuses (stats.go)
+	stats   statsCache    // queue counts Group.Stats reuses (stats.go)
 
 	// notifyMu is held from a state change to the end of its callback, so
 	// OnStateChange sees the changes in the order they were made, even when

@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// ClusterStats are the fleet-wide counts the rebalance leader publishes as
+// ClusterStats are the fleet-wide counts (Group.Stats) the rebalance leader publishes as
 // gauges.
 type ClusterStats struct {
 	Members         int  // member nodes
@@ -22,11 +22,11 @@ type ClusterStats struct {
 // Unowned is the number of registered queues without an owner.
 func (c ClusterStats) Unowned() int { return max(c.Queues-c.Owned, 0) }
 
-// bucketCountTTL is how long ClusterStats reuses a queue count taken from
+// bucketCountTTL is how long Group.Stats reuses a queue count taken from
 // the bucket nodes' stats (1,024 reads) when no registry watch runs.
 const bucketCountTTL = time.Minute
 
-// statsCache holds the queue counts ClusterStats reuses: the count of a
+// statsCache holds the queue counts Group.Stats reuses: the count of a
 // registry watch running on the session (the rebalance leader's, which
 // knows every queue already), else the last count from the bucket stats.
 type statsCache struct {

@@ -13,7 +13,7 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// ViewParallelism is how many reads ReadQueueViews keeps in flight. The
+// ViewParallelism is how many reads Queues.Views keeps in flight. The
 // go-zookeeper client pipelines concurrent requests over the session's one
 // connection, so a few dozen outstanding reads turn N round trips into about
 // N/ViewParallelism latencies while bounding the server's queue.
@@ -26,7 +26,7 @@ type QueueView struct {
 	// Owned says whether /owners/<queue> exists.
 	Owned bool
 	// Owner is the member name in /owners/<queue>, "" when not owned or
-	// when the owner nodes were not read (ReadQueueViews without owners).
+	// when the owner nodes were not read (Queues.Views without owners).
 	Owner string
 	// Offset is /offsets/<queue>; zero when the queue was never claimed.
 	Offset drover.Offset
@@ -73,24 +73,6 @@ func (q Queues) Names(ctx context.Context) ([]string, error) {
 	}
 	sort.Strings(names)
 	return names, nil
-}
-
-// Owned lists the queues that have an owner node (the children of
-// /owners): one request.
-func (c Claims) Owned(ctx context.Context) (map[string]bool, error) {
-	s := c.s
-	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-		names, _, err := c.Children(s.path(ownersDir))
-		return names, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list owners: %w", err)
-	}
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
-	}
-	return out, nil
 }
 
 // Views reads the offset node of every queue in queues and, with
