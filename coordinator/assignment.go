@@ -33,6 +33,9 @@ import (
 // generation than the share header names, the share is being written (or a
 // write was cut short by a lost leadership): the member waits for the share
 // header to change and never acts on a half-written share.
+//
+// This file holds the layout and the reads (Assignments); the leader's
+// writes are in assignment_writer.go (AssignmentWriter).
 
 // shareChunkBytes is the size a share chunk is kept under (its queue names,
 // JSON-encoded): a chunk changes when a queue in it moves, so smaller chunks

@@ -15,8 +15,9 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// Session is one ZooKeeper session and everything built on it (membership,
-// candidacies, claims). It is safe for concurrent use. See the package
+// Session is one ZooKeeper session: its lifetime (State, Done, Err, Close)
+// and the roles built on it (Group, Assignments, Claims, Queues, Families,
+// Pauses; roles.go). It is safe for concurrent use. See the package
 // documentation for its states.
 type Session struct {
 	cfg     Config
