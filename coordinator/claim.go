@@ -75,7 +75,8 @@ const maxClaimsInFlight = 64
 // It fails with an error wrapping drover.ErrNotOwner when another session
 // owns the queue (the previous owner has not released yet: WaitReleased, then
 // try again if the queue is still assigned to this member).
-func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim, error) {
+func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, error) {
+	s := c.s
 	ownerPath, err := s.queuePath(ownersDir, queue)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
@@ -456,7 +457,8 @@ func (c *Claim) Abandon(ctx context.Context) error {
 
 // WaitReleased blocks until /owners/<queue> does not exist (returning at once
 // when it does not), ctx ends, or the session is lost.
-func (s *Session) WaitReleased(ctx context.Context, queue string) error {
+func (c Claims) WaitReleased(ctx context.Context, queue string) error {
+	s := c.s
 	p, err := s.queuePath(ownersDir, queue)
 	if err != nil {
 		return fmt.Errorf("wait for release: %w", err)

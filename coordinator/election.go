@@ -38,7 +38,8 @@ type LeaderInfo struct {
 
 // Election returns the election called name (ElectionRebalance,
 // ElectionScheduler, or another valid node name).
-func (s *Session) Election(name string) (*Election, error) {
+func (g Group) Election(name string) (*Election, error) {
+	s := g.s
 	if err := validateNodeName(name); err != nil {
 		return nil, fmt.Errorf("election: %w", err)
 	}

@@ -120,9 +120,10 @@ type pendingConfig struct {
 // own reads leave it alone.
 const readingConfig = -1
 
-// WatchQueueConfigs starts a ConfigWatch that follows no queue yet. It runs
+// WatchConfigs starts a ConfigWatch that follows no queue yet. It runs
 // until ctx ends or the session is lost; then Changes is closed.
-func (s *Session) WatchQueueConfigs(ctx context.Context) *ConfigWatch {
+func (q Queues) WatchConfigs(ctx context.Context) *ConfigWatch {
+	s := q.s
 	w := &ConfigWatch{s: s, ws: newWatchSet(s.hub), out: make(chan QueueEntry),
 		buckets: map[string]*followedBucket{}, dirty: map[string]struct{}{}, pending: map[string]pendingConfig{}}
 	go w.run(ctx)

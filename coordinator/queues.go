@@ -16,7 +16,7 @@ import (
 
 // Registry errors.
 var (
-	// ErrQueueExists: CreateQueue found the queue already configured.
+	// ErrQueueExists: Queues.Create found the queue already configured.
 	ErrQueueExists = errors.New("coordinator: queue already exists")
 	// ErrConflict: a conditional update found another version than expected.
 	ErrConflict = errors.New("coordinator: version conflict")
@@ -26,16 +26,17 @@ var (
 type QueueEntry struct {
 	Name    string
 	Config  drover.QueueConfig // as stored (defaults not applied)
-	Version int32              // znode version, for UpdateQueue
+	Version int32              // znode version, for Queues.Update
 	Err     error              // set when the data could not be decoded or names another queue
 }
 
-// CreateQueue stores cfg (validated) as /queues/<bucket>/<cfg.Name> and
+// Create stores cfg (validated) as /queues/<bucket>/<cfg.Name> and
 // lists it in its registry bucket, in one multi. It fails with an error
 // wrapping ErrQueueExists when the queue is already configured, and with
 // one wrapping ErrTooLarge when the queue's registry bucket is full (the
 // registry then holds millions of queues).
-func (s *Session) CreateQueue(ctx context.Context, cfg drover.QueueConfig) error {
+func (q Queues) Create(ctx context.Context, cfg drover.QueueConfig) error {
+	s := q.s
 	p, data, err := s.encodeQueue(cfg)
 	if err != nil {
 		return fmt.Errorf("create queue: %w", err)
@@ -96,18 +97,19 @@ func (s *Session) adoptQueue(ctx context.Context, name string) error {
 	return err
 }
 
-// CreateQueues stores many queue configurations. Each bucket's new
-// configs are created in one multi with the rewrite of the bucket's list,
-// checked against the version read, and the buckets' groups are packed
-// many to a multi (up to batchBytes): a family's second of new queues
-// touches most of the 1,024 buckets, and a multi per bucket cost ZooKeeper
-// a transaction each (createPacked). A bucket whose group could not be
-// written that way (another writer changed it, an outcome unknown, a group
-// too large) is then written on its own, cut under batchBytes. Queues
-// already configured are left as they are. It returns how many it created.
-// It is for provisioning thousands of queues at once (CreateQueue costs
-// two round trips each).
-func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
+// CreateMany stores many queue configurations. Each bucket's new configs
+// are created in one multi with the rewrite of the bucket's list, checked
+// against the version read, and the buckets' groups are packed many to a
+// multi (up to batchBytes): a family's second of new queues touches most of
+// the 1,024 buckets, and a multi per bucket cost ZooKeeper a transaction
+// each (createPacked). A bucket whose group could not be written that way
+// (another writer changed it, an outcome unknown, a group too large) is
+// then written on its own, cut under batchBytes. Queues already configured
+// are left as they are. It returns how many it created. It is for
+// provisioning thousands of queues at once (Create costs two round trips
+// each).
+func (q Queues) CreateMany(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
+	s := q.s
 	type item = queueItem
 	perBucket := map[string][]item{}
 	for _, cfg := range cfgs {
@@ -186,7 +188,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 			case errors.Is(err, zk.ErrNodeExists):
 				// A config node without its bucket entry (written outside
 				// Drover): one by one, so the others are still created and
-				// that one is listed (CreateQueue adopts it).
+				// that one is listed (Create adopts it).
 				for _, it := range sent {
 					switch err := s.Queues().Create(ctx, it.cfg); {
 					case err == nil:
@@ -440,13 +442,14 @@ func (s *Session) packBuckets(ctx context.Context, buckets []string, perBucket m
 // path, the data and a fixed overhead (header, ACL, flags, version).
 func requestSize(p string, data []byte) int { return len(p) + len(data) + 64 }
 
-// UpdateQueue replaces the configuration of an existing queue when its
+// Update replaces the configuration of an existing queue when its
 // version is version (-1: any) and returns the new version. The queue's
 // registry bucket is written in the same multi (its weight and tags) or, when
 // they did not change, checked: so a concurrent update cannot leave the
 // bucket and the config disagreeing. It fails with drover.ErrQueueNotFound
 // when the queue is not configured and ErrConflict when the version differs.
-func (s *Session) UpdateQueue(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
+func (q Queues) Update(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
+	s := q.s
 	p, data, err := s.encodeQueue(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("update queue: %w", err)
@@ -481,11 +484,12 @@ func (s *Session) UpdateQueue(ctx context.Context, cfg drover.QueueConfig, versi
 	return res[0].Stat.Version, nil
 }
 
-// DeleteQueue removes a queue's configuration and its registry bucket
+// Delete removes a queue's configuration and its registry bucket
 // entry, in one multi. Its offset node and its messages in Redis are kept.
 // It fails with drover.ErrQueueNotFound when the queue is not configured
 // (a bucket entry left without its config is removed then).
-func (s *Session) DeleteQueue(ctx context.Context, name string) error {
+func (q Queues) Delete(ctx context.Context, name string) error {
+	s := q.s
 	p, err := s.queueConfigPath(name)
 	if err != nil {
 		return fmt.Errorf("delete queue: %w", err)
@@ -514,11 +518,12 @@ func (s *Session) DeleteQueue(ctx context.Context, name string) error {
 	return nil
 }
 
-// Queue reads one queue's configuration. It fails with
+// Get reads one queue's configuration. It fails with
 // drover.ErrQueueNotFound when the queue is not configured, and with an error
 // naming the node when the stored data is corrupt (the entry is returned too,
 // with Err set).
-func (s *Session) Queue(ctx context.Context, name string) (QueueEntry, error) {
+func (q Queues) Get(ctx context.Context, name string) (QueueEntry, error) {
+	s := q.s
 	p, err := s.queueConfigPath(name)
 	if err != nil {
 		return QueueEntry{}, fmt.Errorf("read queue: %w", err)
@@ -534,9 +539,10 @@ func (s *Session) Queue(ctx context.Context, name string) (QueueEntry, error) {
 	return e, e.Err
 }
 
-// Queues lists every configured queue, sorted by name. Corrupt entries are
+// List lists every configured queue, sorted by name. Corrupt entries are
 // listed with Err set.
-func (s *Session) Queues(ctx context.Context) ([]QueueEntry, error) {
+func (q Queues) List(ctx context.Context) ([]QueueEntry, error) {
+	s := q.s
 	r := newRegistryCache(s.path(queuesDir))
 	if err := r.read(ctx, s); err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)

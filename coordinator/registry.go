@@ -395,7 +395,8 @@ func (s *Session) updateBucket(ctx context.Context, p string, change func(b *buc
 // kept for a slow reader. It reads and watches the bucket nodes only: one
 // read per bucket when it starts, then one per bucket that changed; no
 // queue config is read. Only the rebalance leader needs it.
-func (s *Session) WatchRegistry(ctx context.Context) <-chan Registry {
+func (q Queues) WatchRegistry(ctx context.Context) <-chan Registry {
+	s := q.s
 	r := &registryWatch{dir: s.path(queuesDir), buckets: map[string]*watchedBucket{}, tags: map[string][]string{}}
 	ch := watchLoop(ctx, s, "registry", func(ctx context.Context, ws *watchSet) (Registry, error) {
 		reg, err := r.refresh(ctx, s, ws)

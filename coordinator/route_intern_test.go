@@ -16,7 +16,7 @@ func sameMap(a, b map[string]drover.TaskRoute) bool {
 // Queues configured with equal task routes share one decoded Tasks map in
 // what ConfigWatch delivers, so a member keeping 25,000
 // watched configs holds one table, not 25,000; different routes stay apart
-// and Session.Queue (whose result the CLI edits) keeps its own copy.
+// and Queues.Get (whose result the CLI edits) keeps its own copy.
 func TestWatchedConfigsShareEqualTaskRoutes(t *testing.T) {
 	t.Parallel()
 	server := testenv.ZooKeeper(t)
@@ -61,7 +61,7 @@ func TestWatchedConfigsShareEqualTaskRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sameMap(own.Config.Tasks, read["a"]) {
-		t.Fatal("Session.Queue returned the shared map; a caller editing it would change every watched queue")
+		t.Fatal("Queues.Get returned the shared map; a caller editing it would change every watched queue")
 	}
 }
 

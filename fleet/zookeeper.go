@@ -89,3 +89,57 @@ func (e zkElection) Campaign(ctx context.Context, candidate string) (Leadership,
 	}
 	return l, nil
 }
+
+// The rest delegates to the session's roles (coordinator.Session keeps
+// only its lifetime; see docs/decisions.md, "coordinator by role").
+
+// WaitReleased blocks until queue has no owner node.
+func (z ZooKeeper) WaitReleased(ctx context.Context, queue string) error {
+	return z.Session.Claims().WaitReleased(ctx, queue)
+}
+
+// DropOwnOrphan deletes an owner node of this session without a Claim.
+func (z ZooKeeper) DropOwnOrphan(ctx context.Context, queue string) (bool, error) {
+	return z.Session.Claims().DropOwnOrphan(ctx, queue)
+}
+
+// DropOffset deletes a retired queue's offset node once unowned.
+func (z ZooKeeper) DropOffset(ctx context.Context, queue string) (bool, error) {
+	return z.Session.Claims().DropOffset(ctx, queue)
+}
+
+// WatchShare delivers member's share of the assignment.
+func (z ZooKeeper) WatchShare(ctx context.Context, member string) <-chan coordinator.AssignmentNode {
+	return z.Session.Assignments().WatchShare(ctx, member)
+}
+
+// WatchMembers delivers the member list now and after each change.
+func (z ZooKeeper) WatchMembers(ctx context.Context) <-chan []coordinator.MemberNode {
+	return z.Session.Group().WatchMembers(ctx)
+}
+
+// WatchRegistry delivers the queue registry now and after each change.
+func (z ZooKeeper) WatchRegistry(ctx context.Context) <-chan coordinator.Registry {
+	return z.Session.Queues().WatchRegistry(ctx)
+}
+
+// CreateQueues registers queues in batches; existing ones are kept.
+func (z ZooKeeper) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
+	return z.Session.Queues().CreateMany(ctx, cfgs)
+}
+
+// RetireQueue removes a queue of family from the registry when empty says
+// so.
+func (z ZooKeeper) RetireQueue(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error) {
+	return z.Session.Queues().Retire(ctx, queue, family, empty)
+}
+
+// WatchFamilies delivers every family now and after each change.
+func (z ZooKeeper) WatchFamilies(ctx context.Context) <-chan drover.Families {
+	return z.Session.Families().Watch(ctx)
+}
+
+// WatchPauses delivers the pause flags now and after each change.
+func (z ZooKeeper) WatchPauses(ctx context.Context) <-chan coordinator.PauseSet {
+	return z.Session.Pauses().Watch(ctx)
+}

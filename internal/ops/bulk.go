@@ -73,7 +73,7 @@ type BulkResult struct {
 }
 
 // PauseQueues sets the pause flag of every queue in queues (by who, with
-// reason) in batched ZooKeeper multis (coordinator.SetQueuePauses).
+// reason) in batched ZooKeeper multis (coordinator.Pauses.SetQueues).
 func (o *Ops) PauseQueues(ctx context.Context, queues []string, who, reason string) (BulkResult, error) {
 	start := time.Now()
 	n, err := o.zk.Pauses().SetQueues(ctx, queues, drover.Pause{By: who, At: o.now().UTC(), Reason: reason})
