@@ -103,20 +103,6 @@ func TestCreateQueuesPackedMultiLosingARaceFallsBackPerBucket(t *testing.T) {
 	}
 }
 
-// bucketGets counts the plain reads of registry bucket nodes.
-type bucketGets struct {
-	zkConn
-	dir  string
-	gets *atomic.Int64
-}
-
-func (b *bucketGets) Get(p string) ([]byte, *zk.Stat, error) {
-	if strings.HasPrefix(p, b.dir) && !strings.Contains(strings.TrimPrefix(p, b.dir), "/") {
-		b.gets.Add(1)
-	}
-	return b.zkConn.Get(p)
-}
-
 // A session's next CreateQueues reads only the buckets it did not write
 // last (the registrar's every second); a bucket another writer changed
 // since fails its multi on the version and is read and written again.
@@ -128,7 +114,11 @@ func TestCreateQueuesReusesTheBucketsItWrote(t *testing.T) {
 	var gets atomic.Int64
 	dir := admin.path(queuesDir) + "/"
 	s := connectWrapped(t, server.Addrs, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
-		return &bucketGets{zkConn: conn, dir: dir, gets: &gets}
+		bucket := func(p string) bool { // a bucket node, not a config below it
+			rest, ok := strings.CutPrefix(p, dir)
+			return ok && !strings.Contains(rest, "/")
+		}
+		return &getCounter{zkConn: conn, match: bucket, gets: &gets}
 	})
 	ctx := ctxT(t)
 	batch := func(prefix string, n int) []drover.QueueConfig {
