@@ -189,3 +189,28 @@ func TestCreateQueuesReusesTheBucketsItWrote(t *testing.T) {
 		t.Fatalf("third batch into buckets this session wrote last: want at most 1 bucket read, have %d", g)
 	}
 }
+
+// A queue this session registered and another writer then deleted (a
+// retired family queue, say) is registered again by the next CreateMany:
+// the session's copy of the bucket still lists it, and is not trusted for
+// that.
+func TestCreateQueuesDoesNotTrustItsCopyForAQueueDeletedSince(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	cfgs := []drover.QueueConfig{{Name: "kept"}, {Name: "again"}}
+	if n, err := s.Queues().CreateMany(ctx, cfgs); err != nil || n != 2 {
+		t.Fatalf("create: want 2 created, have %d (%v)", n, err)
+	}
+	if err := admin.Queues().Delete(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Queues().CreateMany(ctx, cfgs[1:]); err != nil || n != 1 {
+		t.Fatalf("create a deleted queue again: want 1 created, have %d (%v)", n, err)
+	}
+	if _, err := admin.Queues().Get(ctx, "again"); err != nil {
+		t.Fatalf("the queue created again: %v", err)
+	}
+}
