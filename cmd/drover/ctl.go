@@ -18,6 +18,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/zksession"
 	"github.com/drover-dev/drover/queue"
 )
 
@@ -51,7 +52,7 @@ type ctlEnv struct {
 	a      *app
 	cfg    *config.Config
 	json   bool
-	sess   *coordinator.Session
+	zs     *zksession.Keeper // nil until the first zk()
 	rdb    redis.UniversalClient
 	store  *queue.Store
 	logger hclog.Logger
@@ -77,17 +78,20 @@ func (a *app) ctlRun(body func(e *ctlEnv, args []string) error) func(*cobra.Comm
 	}
 }
 
-// zk returns the ZooKeeper session, connecting on first use. A server that
-// does not answer within zookeeper.connect_timeout is an unreachableError.
+// zk returns the ZooKeeper session, connecting on first use (and again
+// after a loss: zksession.Keeper). A server that does not answer within
+// zookeeper.connect_timeout is an unreachableError.
 func (e *ctlEnv) zk() (*coordinator.Session, error) {
-	if e.sess != nil {
-		return e.sess, nil
+	if e.zs == nil {
+		cc, err := e.cfg.Coordinator(e.logger)
+		if err != nil {
+			return nil, err
+		}
+		if e.zs, err = zksession.Dial(cc, zksession.Config{Logger: e.logger}); err != nil {
+			return nil, err
+		}
 	}
-	cc, err := e.cfg.Coordinator(e.logger)
-	if err != nil {
-		return nil, err
-	}
-	s, err := coordinator.Connect(e.ctx, cc)
+	s, err := e.zs.Session(e.ctx)
 	if err != nil {
 		if errors.Is(err, drover.ErrInvalidConfig) || e.ctx.Err() != nil {
 			return nil, err
@@ -95,7 +99,6 @@ func (e *ctlEnv) zk() (*coordinator.Session, error) {
 		return nil, unreachableError{fmt.Errorf("connect to ZooKeeper %s (root %s) within %s: %w",
 			strings.Join(e.cfg.ZooKeeper.Servers, ","), e.cfg.ZooKeeper.Root, e.cfg.ZooKeeper.ConnectTimeout, err)}
 	}
-	e.sess = s
 	return s, nil
 }
 
@@ -133,8 +136,8 @@ func (e *ctlEnv) queues() (*queue.Store, error) {
 }
 
 func (e *ctlEnv) close() {
-	if e.sess != nil {
-		e.sess.Close()
+	if e.zs != nil {
+		e.zs.Close()
 	}
 	if e.rdb != nil {
 		e.rdb.Close()
