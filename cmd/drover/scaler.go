@@ -290,16 +290,3 @@ func (f *scalerFleet) Backlogs(ctx context.Context, qs []string) ([]drover.Backl
 	}
 	return out, nil
 }
-
-// autoscaleLine is `ctl status`'s "workers needed for target lag N" over
-// every queue, computed by the scaler's own rule.
-type autoscaleLine = scaler.Autoscale
-
-// autoscaleOf counts qs's lags as the scaler counts a selection's.
-func autoscaleOf(qs []queueStatus, target int64) autoscaleLine {
-	var fig scaler.Figures
-	for _, q := range qs {
-		fig.Add(drover.Backlog{Lag: q.Lag})
-	}
-	return fig.Autoscale(target)
-}
