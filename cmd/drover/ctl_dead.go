@@ -42,7 +42,7 @@ deletes it.`
   drover ctl dead retry emails --all
   drover ctl dead purge emails 01HX… 01HY…`
 
-	var limit, offset int
+	var pg *page
 	ls := &cobra.Command{
 		Use:               "ls <queue>",
 		Short:             "List dead letters, newest first",
@@ -50,18 +50,14 @@ deletes it.`
 		Args:              exactArgs(1, "<queue>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			// Checked, not silently empty: --limit 0 listed nothing.
-			if limit < 1 {
-				return usagef("--limit: want ≥ 1, have %d", limit)
-			}
-			if offset < 0 {
-				return usagef("--offset: want ≥ 0, have %d", offset)
+			if err := pg.check(); err != nil {
+				return err
 			}
 			st, err := e.knownQueueStore(args[0])
 			if err != nil {
 				return err
 			}
-			dls, err := st.DeadLetters(e.ctx, args[0], offset, limit)
+			dls, err := st.DeadLetters(e.ctx, args[0], pg.offset, pg.limit)
 			if err != nil {
 				return err
 			}
@@ -79,8 +75,7 @@ deletes it.`
 			return t.flush()
 		}),
 	}
-	ls.Flags().IntVar(&limit, "limit", 100, "list at most this many")
-	ls.Flags().IntVar(&offset, "offset", 0, "skip this many (paging)")
+	pg = pageFlags(ls.Flags(), 100, "list at most this many", "skip this many (paging)")
 
 	show := &cobra.Command{
 		Use:               "show <queue> <id>",

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -71,15 +70,9 @@ func (qf *queueFlags) register(cmd *cobra.Command, update bool) {
 // apply changes cfg by the flags that were given on the command line.
 func (qf *queueFlags) apply(fs *pflag.FlagSet, stdin io.Reader, cfg *drover.QueueConfig) error {
 	if qf.file != "" {
-		var data []byte
-		var err error
-		if qf.file == "-" {
-			data, err = io.ReadAll(stdin)
-		} else {
-			data, err = os.ReadFile(qf.file)
-		}
+		data, err := readFileFlag(qf.file, stdin)
 		if err != nil {
-			return usagef("-f: %v", err)
+			return err
 		}
 		name := cfg.Name
 		var fromFile drover.QueueConfig
