@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/ops"
 )
 
@@ -37,6 +38,18 @@ func (a *app) opsRun(body func(e *ctlEnv, o *ops.Ops, args []string) error) func
 			return err
 		}
 		return body(e, o, args)
+	})
+}
+
+// zkRun is ctlRun for a command that needs only the ZooKeeper session:
+// body gets it, opened (and its failure returned) before it runs.
+func (a *app) zkRun(body func(e *ctlEnv, s *coordinator.Session, args []string) error) func(*cobra.Command, []string) error {
+	return a.ctlRun(func(e *ctlEnv, args []string) error {
+		s, err := e.zk()
+		if err != nil {
+			return err
+		}
+		return body(e, s, args)
 	})
 }
 
