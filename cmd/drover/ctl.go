@@ -193,6 +193,18 @@ func (e *ctlEnv) knownQueueStore(name string) (*queue.Store, error) {
 	return e.queues()
 }
 
+// queueRun is ctlRun for a command on a known queue, its first argument:
+// body gets the queue store once knownQueue has checked the queue.
+func (a *app) queueRun(body func(e *ctlEnv, st *queue.Store, args []string) error) func(*cobra.Command, []string) error {
+	return a.ctlRun(func(e *ctlEnv, args []string) error {
+		st, err := e.knownQueueStore(args[0])
+		if err != nil {
+			return err
+		}
+		return body(e, st, args)
+	})
+}
+
 // printf writes to stdout (table mode messages).
 func (e *ctlEnv) printf(format string, a ...any) { fmt.Fprintf(e.a.stdout, format, a...) }
 

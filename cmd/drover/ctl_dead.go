@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/queue"
 )
 
 // deadJSON is one dead letter as -o json prints it.
@@ -83,11 +84,7 @@ deletes it.`
 		Example:           "  drover ctl dead show emails 01HX…",
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			st, err := e.knownQueueStore(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: a.queueRun(func(e *ctlEnv, st *queue.Store, args []string) error {
 			dl, err := st.GetDeadLetter(e.ctx, args[0], args[1])
 			if err != nil {
 				return err
@@ -135,13 +132,8 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 			return nil
 		},
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			q := args[0]
-			st, err := e.knownQueueStore(q)
-			if err != nil {
-				return err
-			}
-			ids := args[1:]
+		RunE: a.queueRun(func(e *ctlEnv, st *queue.Store, args []string) error {
+			q, ids := args[0], args[1:]
 			if verb == "purge" && all {
 				n, err := st.PurgeAllDead(e.ctx, q)
 				if err != nil {

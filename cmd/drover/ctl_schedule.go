@@ -55,6 +55,18 @@ func noteNoScheduler(e *ctlEnv, entries []scheduler.Entry) {
 	}
 }
 
+// scheduleRun is ctlRun for a command on the schedules: body gets the
+// schedule management API (manager), opened before it runs.
+func (a *app) scheduleRun(body func(e *ctlEnv, m *scheduler.Manager, args []string) error) func(*cobra.Command, []string) error {
+	return a.ctlRun(func(e *ctlEnv, args []string) error {
+		m, err := e.manager()
+		if err != nil {
+			return err
+		}
+		return body(e, m, args)
+	})
+}
+
 // manager returns the schedule management API over Redis.
 func (e *ctlEnv) manager() (*scheduler.Manager, error) {
 	st, err := e.queues()
@@ -209,11 +221,7 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 		Short:   "List the schedules with their state, next fire and run count",
 		Example: "  drover ctl schedule ls",
 		Args:    noArgs,
-		RunE: a.ctlRun(func(e *ctlEnv, _ []string) error {
-			m, err := e.manager()
-			if err != nil {
-				return err
-			}
+		RunE: a.scheduleRun(func(e *ctlEnv, m *scheduler.Manager, _ []string) error {
 			entries, err := m.List(e.ctx)
 			if err != nil {
 				return err
@@ -251,11 +259,7 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 		Example:           "  drover ctl schedule show nightly",
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeSchedules,
-		RunE: a.ctlRun(func(e *ctlEnv, pos []string) error {
-			m, err := e.manager()
-			if err != nil {
-				return err
-			}
+		RunE: a.scheduleRun(func(e *ctlEnv, m *scheduler.Manager, pos []string) error {
 			en, err := m.Get(e.ctx, pos[0])
 			if err != nil {
 				return err
@@ -271,11 +275,7 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 			Example:           "  drover ctl schedule " + verb + " nightly",
 			Args:              exactArgs(1, "<name>"),
 			ValidArgsFunction: a.completeSchedules,
-			RunE: a.ctlRun(func(e *ctlEnv, pos []string) error {
-				m, err := e.manager()
-				if err != nil {
-					return err
-				}
+			RunE: a.scheduleRun(func(e *ctlEnv, m *scheduler.Manager, pos []string) error {
 				if err := do(m, e, pos[0]); err != nil {
 					return err
 				}

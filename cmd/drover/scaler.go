@@ -58,16 +58,11 @@ loopback needs mutual TLS (scaler.tls).`,
 // and admin addresses once both listen (tests use it with port 0).
 func runScaler(ctx context.Context, cfg *config.Config, ready func(grpcAddr, adminAddr string)) error {
 	log := cfg.Logger("drover", os.Stderr).Named("scaler")
-	store, closeStore, err := openStore(cfg, "drover-scaler", log)
+	store, reg, closeAll, err := openStoreAndMetrics(cfg, "drover-scaler", log)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	reg, err := setupMetrics(cfg, log)
-	if err != nil {
-		return err
-	}
-	defer reg.Close()
+	defer closeAll()
 	fleet, err := newScalerFleet(cfg, store, log.Named("zk"))
 	if err != nil {
 		return err
