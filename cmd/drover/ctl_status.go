@@ -15,17 +15,11 @@ import (
 
 // statusReport is `drover ctl status -o json`.
 type statusReport struct {
-	Cluster         string           `json:"cluster"`
-	Root            string           `json:"root"`
-	Generation      int64            `json:"generation"`
-	Strategy        string           `json:"strategy,omitempty"`
-	RebalanceLeader string           `json:"rebalance_leader,omitempty"`
-	SchedulerLeader string           `json:"scheduler_leader,omitempty"`
-	PausedAll       *drover.Pause    `json:"paused_all,omitempty"`
-	Members         []memberStatus   `json:"members"`
-	Queues          []queueStatus    `json:"queues"`
-	Autoscale       scaler.Autoscale `json:"autoscale"`
-	Notes           []string         `json:"notes,omitempty"`
+	ops.FleetHead
+	Members   []memberStatus   `json:"members"`
+	Queues    []queueStatus    `json:"queues"`
+	Autoscale scaler.Autoscale `json:"autoscale"`
+	Notes     []string         `json:"notes,omitempty"`
 }
 
 // memberStatus is a member's line; ops.MemberRow has the same JSON.
@@ -81,9 +75,7 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &statusReport{Cluster: snap.Cluster, Root: snap.Root, Generation: snap.Generation, Strategy: snap.Strategy,
-		RebalanceLeader: snap.RebalanceLeader, SchedulerLeader: snap.SchedulerLeader, PausedAll: snap.PausedAll,
-		Members: snap.Members, Queues: make([]queueStatus, 0, len(snap.Queues))}
+	rep := &statusReport{FleetHead: snap.FleetHead, Members: snap.Members, Queues: make([]queueStatus, 0, len(snap.Queues))}
 	for _, r := range snap.Queues {
 		if r.Error != "" {
 			return nil, fmt.Errorf("queue %s: %s", r.Queue, r.Error)
