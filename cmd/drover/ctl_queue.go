@@ -46,7 +46,7 @@ the flags given.`
 			if err != nil {
 				return err
 			}
-			if err := s.CreateQueue(e.ctx, cfg); err != nil {
+			if err := s.Queues().Create(e.ctx, cfg); err != nil {
 				return err
 			}
 			return e.printQueue("created", cfg, 0)
@@ -62,7 +62,7 @@ the flags given.`
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.zkRun(func(e *ctlEnv, s *coordinator.Session, args []string) error {
-			entry, err := s.Queue(e.ctx, args[0])
+			entry, err := s.Queues().Get(e.ctx, args[0])
 			if err != nil && !(entry.Err != nil && uf.file != "") { // a corrupt config may be replaced with -f
 				return err
 			}
@@ -73,7 +73,7 @@ the flags given.`
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
-			v, err := s.UpdateQueue(e.ctx, cfg, entry.Version)
+			v, err := s.Queues().Update(e.ctx, cfg, entry.Version)
 			if errors.Is(err, coordinator.ErrConflict) {
 				return refusedError{fmt.Errorf("%w: someone changed it meanwhile; run the update again", err)}
 			}
@@ -91,7 +91,7 @@ the flags given.`
 		Example: "  drover ctl queue ls\n  drover ctl queue ls -o json",
 		Args:    noArgs,
 		RunE: a.zkRun(func(e *ctlEnv, s *coordinator.Session, args []string) error {
-			entries, err := s.Queues(e.ctx)
+			entries, err := s.Queues().List(e.ctx)
 			if err != nil {
 				return err
 			}
@@ -122,7 +122,7 @@ the flags given.`
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.zkRun(func(e *ctlEnv, s *coordinator.Session, args []string) error {
-			entry, err := s.Queue(e.ctx, args[0])
+			entry, err := s.Queues().Get(e.ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -140,7 +140,7 @@ creating the queue again resumes where it stopped.`,
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.zkRun(func(e *ctlEnv, s *coordinator.Session, args []string) error {
-			if err := s.DeleteQueue(e.ctx, args[0]); err != nil {
+			if err := s.Queues().Delete(e.ctx, args[0]); err != nil {
 				return err
 			}
 			if e.json {

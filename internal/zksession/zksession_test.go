@@ -122,7 +122,7 @@ func TestSessionReconnectsOnNextUseAfterLoss(t *testing.T) {
 	if err := s1.Err(); !errors.Is(err, drover.ErrSessionLost) {
 		t.Fatalf("the old session: want lost, have %v", err)
 	}
-	if _, err := s2.QueueNames(ctx); err != nil {
+	if _, err := s2.Queues().Names(ctx); err != nil {
 		t.Fatalf("the new session does not answer: %v", err)
 	}
 }
