@@ -196,12 +196,19 @@ func (e *ctlEnv) knownQueueStore(name string) (*queue.Store, error) {
 // queueRun is ctlRun for a command on a known queue, its first argument:
 // body gets the queue store once knownQueue has checked the queue.
 func (a *app) queueRun(body func(e *ctlEnv, st *queue.Store, args []string) error) func(*cobra.Command, []string) error {
+	return ctlRunOn(a, func(e *ctlEnv, args []string) (*queue.Store, error) { return e.knownQueueStore(args[0]) }, body)
+}
+
+// ctlRunOn is ctlRun for a body that works on what open returns (a
+// session, a store, the operations): open runs first, and its failure is
+// the command's.
+func ctlRunOn[R any](a *app, open func(e *ctlEnv, args []string) (R, error), body func(e *ctlEnv, r R, args []string) error) func(*cobra.Command, []string) error {
 	return a.ctlRun(func(e *ctlEnv, args []string) error {
-		st, err := e.knownQueueStore(args[0])
+		r, err := open(e, args)
 		if err != nil {
 			return err
 		}
-		return body(e, st, args)
+		return body(e, r, args)
 	})
 }
 

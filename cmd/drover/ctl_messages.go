@@ -32,25 +32,13 @@ func (e *ctlEnv) ops() (*ops.Ops, error) {
 // operations over the command's ZooKeeper session and queue store, opened
 // (and their failure returned) before it runs.
 func (a *app) opsRun(body func(e *ctlEnv, o *ops.Ops, args []string) error) func(*cobra.Command, []string) error {
-	return a.ctlRun(func(e *ctlEnv, args []string) error {
-		o, err := e.ops()
-		if err != nil {
-			return err
-		}
-		return body(e, o, args)
-	})
+	return ctlRunOn(a, func(e *ctlEnv, _ []string) (*ops.Ops, error) { return e.ops() }, body)
 }
 
 // zkRun is ctlRun for a command that needs only the ZooKeeper session:
 // body gets it, opened (and its failure returned) before it runs.
 func (a *app) zkRun(body func(e *ctlEnv, s *coordinator.Session, args []string) error) func(*cobra.Command, []string) error {
-	return a.ctlRun(func(e *ctlEnv, args []string) error {
-		s, err := e.zk()
-		if err != nil {
-			return err
-		}
-		return body(e, s, args)
-	})
+	return ctlRunOn(a, func(e *ctlEnv, _ []string) (*coordinator.Session, error) { return e.zk() }, body)
 }
 
 // opsError maps package ops' errors to ctl's exit codes.

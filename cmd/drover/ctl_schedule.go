@@ -58,13 +58,7 @@ func noteNoScheduler(e *ctlEnv, entries []scheduler.Entry) {
 // scheduleRun is ctlRun for a command on the schedules: body gets the
 // schedule management API (manager), opened before it runs.
 func (a *app) scheduleRun(body func(e *ctlEnv, m *scheduler.Manager, args []string) error) func(*cobra.Command, []string) error {
-	return a.ctlRun(func(e *ctlEnv, args []string) error {
-		m, err := e.manager()
-		if err != nil {
-			return err
-		}
-		return body(e, m, args)
-	})
+	return ctlRunOn(a, func(e *ctlEnv, _ []string) (*scheduler.Manager, error) { return e.manager() }, body)
 }
 
 // manager returns the schedule management API over Redis.
