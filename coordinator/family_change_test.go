@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -227,6 +228,44 @@ func TestChangeFamilyBatchesByBucket(t *testing.T) {
 	for _, e := range qs {
 		if e.Config.Concurrency != 3 {
 			t.Fatalf("%s: want concurrency 3, have %d", e.Name, e.Config.Concurrency)
+		}
+	}
+}
+
+// An owner hears of a family's change through its config watch, as of any
+// config change (the bucket's data watch): a running queue takes the new
+// rate limit without a rebalance (the reconciler hands it to
+// Runner.Configure).
+func TestChangeFamilyReachesTheConfigWatch(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	s := connect(t, server.Addrs, root)
+	owner := connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	f := drover.FamilyConfig{Name: "cust", Prefix: "cust-", Queue: drover.QueueConfig{RateLimit: drover.RateLimit{PerSecond: 5}}}
+	if err := s.CreateFamily(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	registerFamilyQueues(t, s, f, "cust-1")
+	w := owner.WatchQueueConfigs(ctx)
+	if e, err := w.Read(ctx, "cust-1"); err != nil || e.Config.RateLimit.PerSecond != 5 {
+		t.Fatalf("owner's read: want rate 5, have %+v, %v", e.Config, err)
+	}
+	next := f
+	next.Queue.RateLimit.PerSecond = 12
+	if c, err := s.ChangeFamily(ctx, next, -1); err != nil || c.Updated != 1 {
+		t.Fatalf("ChangeFamily: want 1 updated, have %+v, %v", c, err)
+	}
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case e := <-w.Changes():
+			if e.Name == "cust-1" && e.Config.RateLimit.PerSecond == 12 {
+				return
+			}
+		case <-timeout:
+			t.Fatal("the owner's config watch never delivered the family's new rate limit")
 		}
 	}
 }
