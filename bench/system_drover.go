@@ -146,7 +146,7 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	claim := newWatchedClaim(zc, last)
 	w, err := worker.New(worker.Config{
 		Member: "bench", Capacity: concurrency,
-		Log: d.store, Requeuer: d.store, Executor: d.exec,
+		Store: d.store, Executor: d.exec,
 	})
 	if err != nil {
 		return 0, err

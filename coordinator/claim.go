@@ -35,6 +35,12 @@ type Claim struct {
 	pending       *pendingWrite // a write whose outcome is unknown
 	ended         error         // non-nil once released or fenced
 	done          chan struct{} // made by Done; closed when ended is set
+
+	// The end callback (OnEnd) has a lock of its own: c.mu is held
+	// through a write's round trip.
+	endMu   sync.Mutex
+	onEnd   func()
+	endSeen bool // end has run: OnEnd calls at once
 }
 
 // ownerPath is /owners/<queue>; the name was validated by the claim.
@@ -244,7 +250,31 @@ func (c *Claim) end(err error) {
 		if c.done != nil {
 			close(c.done)
 		}
+		c.endMu.Lock()
+		c.endSeen = true
+		f := c.onEnd
+		c.onEnd = nil
+		c.endMu.Unlock()
+		if f != nil {
+			go f()
+		}
 	}
+}
+
+// OnEnd arranges for f to be called once, in its own goroutine, when the
+// claim ends (released or fenced; at once when it has ended already), as
+// context.AfterFunc does for a context: whoever holds many claims learns of
+// their ends without a goroutine per claim waiting on Done. A later call
+// replaces an f not called yet. It never waits for a write in progress.
+func (c *Claim) OnEnd(f func()) {
+	c.endMu.Lock()
+	if !c.endSeen {
+		c.onEnd = f
+		c.endMu.Unlock()
+		return
+	}
+	c.endMu.Unlock()
+	go f()
 }
 
 // Err returns nil while the claim is held, then why it is not: released, or

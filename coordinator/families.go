@@ -363,6 +363,7 @@ func (s *Session) writeBucketOps(ctx context.Context, bp string, version int32, 
 	full := base.clone()
 	for _, c := range cfgs {
 		full.put(c)
+		full.touch(c.Name)
 	}
 	fullData, err := json.Marshal(full)
 	if err != nil {
@@ -378,6 +379,7 @@ func (s *Session) writeBucketOps(ctx context.Context, bp string, version int32, 
 		next := base.clone()
 		for _, c := range cfgs[:j] {
 			next.put(c)
+			next.touch(c.Name) // its owner reads it again (ConfigWatch)
 		}
 		data, err := json.Marshal(next)
 		if err != nil {

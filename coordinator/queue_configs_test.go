@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -195,4 +196,86 @@ func connectHooked(t *testing.T, servers []string, root string, beforeWatch func
 	return connectWrapped(t, servers, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
 		return &hookConn{zkConn: conn, beforeWatch: beforeWatch}
 	})
+}
+
+// getCounter counts the plain reads of nodes under prefix.
+type getCounter struct {
+	zkConn
+	prefix string
+	gets   *atomic.Int64
+}
+
+func (g *getCounter) Get(p string) ([]byte, *zk.Stat, error) {
+	if strings.HasPrefix(p, g.prefix) {
+		g.gets.Add(1)
+	}
+	return g.zkConn.Get(p)
+}
+
+// When a bucket changes, its owner reads again only the followed configs
+// the bucket says changed: new queues landing in the bucket (1,000 a second
+// when a family's queues appear, touching most buckets) cost a member one
+// read of the bucket, not one read per followed queue of it.
+func TestConfigWatchReadsOnlyTheConfigsTheBucketSaysChanged(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	names := oneBucketQueues(26)
+	followed, extra := names[:20], names[20:]
+	admin := connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	for _, q := range followed {
+		if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: q, Concurrency: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var gets atomic.Int64
+	prefix := admin.path(queuesDir, registryBucket(names[0])) + "/"
+	s := connectWrapped(t, server.Addrs, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
+		return &getCounter{zkConn: conn, prefix: prefix, gets: &gets}
+	})
+	w := s.WatchQueueConfigs(ctx)
+	for _, q := range followed {
+		if _, err := w.Read(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change := func(concurrency int, creates ...string) {
+		t.Helper()
+		for _, q := range creates {
+			if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: q}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: followed[0], Concurrency: concurrency}, -1); err != nil {
+			t.Fatal(err)
+		}
+		untilCtx(ctx, t, w.Changes(), "the change of "+followed[0], func(e QueueEntry) bool {
+			return e.Name == followed[0] && e.Config.Concurrency == concurrency
+		})
+	}
+	// The first change after Read compares the followed queues with the
+	// bucket (Read does not read the bucket).
+	change(2, extra[0])
+	gets.Store(0)
+	change(3, extra[1:]...)
+	// One read of the changed config, and perhaps one more left over from
+	// the first change (its update's event may come after the delivery);
+	// reading every followed config again would be 20 a bucket event.
+	if n := gets.Load(); n > 2 {
+		t.Fatalf("five new queues in the bucket and one followed config changed: want at most 2 config reads, have %d (of %d followed)", n, len(followed))
+	}
+}
+
+// oneBucketQueues returns n queue names of one registry bucket.
+func oneBucketQueues(n int) []string {
+	by := map[string][]string{}
+	for i := 0; ; i++ {
+		q := fmt.Sprintf("q%d", i)
+		b := registryBucket(q)
+		by[b] = append(by[b], q)
+		if len(by[b]) == n {
+			return by[b]
+		}
+	}
 }

@@ -531,7 +531,20 @@ func readNode(ctx context.Context, s *Session, ws *watchSet, p string) (*nodeDat
 		})
 	}
 	ws.prepare(k)
-	nd, err := bounded(ctx, s, func(c zkConn) (*nodeData, error) {
+	nd, err := getW(ctx, s, p)
+	if err != nil {
+		ws.cancel(k)
+		return nil, err
+	}
+	ws.armed(k)
+	return nd, nil
+}
+
+// getW reads node p and arms a data watch on it, or an existence watch
+// when it is missing (then nil, nil). The caller has prepared the watch's
+// key in its watchSet.
+func getW(ctx context.Context, s *Session, p string) (*nodeData, error) {
+	return bounded(ctx, s, func(c zkConn) (*nodeData, error) {
 		data, stat, _, err := c.GetW(p)
 		if err == nil {
 			return &nodeData{data, *stat}, nil
@@ -554,12 +567,6 @@ func readNode(ctx context.Context, s *Session, ws *watchSet, p string) (*nodeDat
 		}
 		return &nodeData{data, *stat}, nil
 	})
-	if err != nil {
-		ws.cancel(k)
-		return nil, err
-	}
-	ws.armed(k)
-	return nd, nil
 }
 
 // read fills the cache once, without watches.

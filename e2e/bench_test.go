@@ -93,7 +93,7 @@ func newRuntimeRig(b *testing.B, capacity int, opts ...func(*worker.Config)) *ru
 		b.Fatal(err)
 	}
 	cfg := worker.Config{Member: "bench", Capacity: capacity, BatchSize: 500,
-		Log: store, Requeuer: store, Executor: ex}
+		Store: store, Executor: ex}
 	for _, o := range opts {
 		o(&cfg)
 	}

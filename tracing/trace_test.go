@@ -82,7 +82,7 @@ func newFleet(t *testing.T) *fleet {
 		t.Fatal(err)
 	}
 	w, err := worker.New(worker.Config{
-		Member: "m1", Log: store, Requeuer: store, Executor: ex,
+		Member: "m1", Store: store, Executor: ex,
 		Tracer: tr, PollInterval: 20 * time.Millisecond, CommitInterval: time.Millisecond,
 	})
 	if err != nil {

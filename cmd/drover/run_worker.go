@@ -25,15 +25,11 @@ import (
 
 // The stores wired into the runtime, checked at compile time.
 var (
-	_ worker.Log            = (*queue.Store)(nil)
-	_ worker.Requeuer       = (*queue.Store)(nil)
-	_ worker.BacklogReader  = (*queue.Store)(nil)
-	_ worker.OutcomeTrimmer = (*queue.Store)(nil)
-	_ worker.BatchReader    = (*queue.Store)(nil)
-	_ jobs.Store            = (*queue.Store)(nil)
-	_ scheduler.Store       = (*queue.ScheduleStore)(nil)
-	_ scheduler.Catalog     = (*queue.ScheduleStore)(nil)
-	_ membership.Worker     = (*worker.Worker)(nil)
+	_ worker.Store      = (*queue.Store)(nil)
+	_ jobs.Store        = (*queue.Store)(nil)
+	_ scheduler.Store   = (*queue.ScheduleStore)(nil)
+	_ scheduler.Catalog = (*queue.ScheduleStore)(nil)
+	_ membership.Worker = (*worker.Worker)(nil)
 )
 
 // workerOptions are the worker command's options that are not settings.
@@ -99,7 +95,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	w, err := worker.New(worker.Config{
 		Member: cfg.Worker.Name, Capacity: cfg.Worker.Capacity, BatchSize: cfg.Worker.BatchSize,
 		DrainTimeout: cfg.Worker.DrainTimeout,
-		Log:          store, Requeuer: store, Executor: exec, Router: store,
+		Store:        store, Executor: exec,
 		Logger: log.Named("worker"), Metrics: reg, Tracer: store.Tracer(),
 		Confirm: func(ctx context.Context) error { return m.Confirm(ctx) },
 		Renew:   membership.LeaseRenewer(func() *coordinator.Session { return m.Session() }, lease.Renew, log),

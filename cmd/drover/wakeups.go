@@ -5,12 +5,6 @@ import (
 	"github.com/drover-dev/drover/worker"
 )
 
-// The store is the worker's wake-up source and its amortised backstop
-// against lost wake-ups: heads every poll interval, the full check for
-// queues just started and after missed wake-ups.
-var (
-	_ worker.WakeupSource = (*queue.Store)(nil)
-	_ worker.QueueChecker = (*queue.Store)(nil)
-	_ worker.HeadReader   = (*queue.Store)(nil)
-	_ worker.BatchTrimmer = (*queue.Store)(nil)
-)
+// The store is the worker's wake-up source (its amortised backstop against
+// lost wake-ups, heads and checks, is part of worker.Store).
+var _ worker.WakeupSource = (*queue.Store)(nil)
