@@ -506,6 +506,10 @@ func (s *Session) RetireQueue(ctx context.Context, queue, family string, empty f
 		return false, err
 	}
 	p := s.queueNodePath(queue)
+	// CreateQueues' cache of the buckets this session wrote would list the
+	// queue still, and skip it as configured when it comes back (no multi
+	// sent, so no version check tells it otherwise).
+	defer s.written.drop(path.Dir(p))
 	_, err = s.updateBucket(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
 		b.remove(queue)
 		return []any{&zk.DeleteRequest{Path: p, Version: e.Version}}, nil
