@@ -213,7 +213,9 @@ func TestChangeFamilyBatchesByBucket(t *testing.T) {
 	next := f
 	next.Queue.Concurrency = 3
 	m0, c0, s0 := cc.multis.Load(), cc.creates.Load(), cc.sets.Load()
+	start := time.Now()
 	c, err := s.ChangeFamily(ctx, next, -1)
+	t.Logf("ChangeFamily of %d queues in %d buckets: %s, %d multis", len(names), len(buckets), time.Since(start), cc.multis.Load()-m0)
 	if err != nil || c.Updated != len(names) || c.Kept != 0 {
 		t.Fatalf("ChangeFamily: want %d updated, have %+v, %v", len(names), c, err)
 	}
