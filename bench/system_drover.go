@@ -139,7 +139,7 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	inlineHandled.Store(handled)
 	defer inlineHandled.Store(nil)
 
-	zc, err := d.zk.Claim(ctx, q, coordinator.Owner{Member: "bench"})
+	zc, err := d.zk.Claims().Claim(ctx, q, coordinator.Owner{Member: "bench"})
 	if err != nil {
 		return 0, err
 	}

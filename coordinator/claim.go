@@ -102,7 +102,7 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 	}
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
-		cur, err := s.ReadOffset(ctx, queue)
+		cur, err := s.Claims().Offset(ctx, queue)
 		if errors.Is(err, drover.ErrNotFound) {
 			// Never claimed (a read first, because a create of an existing
 			// node is still a write the server logs): create the offset at
@@ -125,7 +125,7 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 				// An unknown outcome may have left our owner node: the
 				// usual path finds it (owned by this session) and the
 				// caller drops it as an orphan.
-				cur, err = s.ReadOffset(ctx, queue)
+				cur, err = s.Claims().Offset(ctx, queue)
 			default:
 				return nil, fmt.Errorf("claim %s: create %s: %w", queue, offsetPath, cerr)
 			}
@@ -178,7 +178,7 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 			if err := s.awaitConnected(ctx); err != nil {
 				return nil, fmt.Errorf("claim %s: %w", queue, err)
 			}
-			on, rerr := s.QueueOwner(ctx, queue)
+			on, rerr := s.Claims().Owner(ctx, queue)
 			switch {
 			case errors.Is(rerr, drover.ErrNotFound) && attempt < attempts:
 				continue // not applied
@@ -490,7 +490,7 @@ func (s *Session) WaitReleased(ctx context.Context, queue string) error {
 // session is lost (an error wrapping drover.ErrSessionLost).
 func (s *Session) awaitConnected(ctx context.Context) error {
 	for {
-		st, changed := s.Status()
+		st, changed := s.status()
 		switch st {
 		case Connected:
 			return s.usable()

@@ -19,7 +19,7 @@ func TestClaimOnEndReportsTheFenceOnce(t *testing.T) {
 	root := testenv.Chroot(t)
 	a := connect(t, zk.Addrs, root)
 	ctx := ctxT(t)
-	c, err := a.Claim(ctx, "f", Owner{Member: "a"})
+	c, err := a.Claims().Claim(ctx, "f", Owner{Member: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestClaimOnEndReportsTheFenceOnce(t *testing.T) {
 	if err := c.Commit(ctx, offsetAt(1, "a")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.ResetOffset(ctx, "f", offsetAt(0, "op"), ResetOptions{AllowOwned: true}); err != nil {
+	if _, err := a.Claims().ResetOffset(ctx, "f", offsetAt(0, "op"), ResetOptions{AllowOwned: true}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {

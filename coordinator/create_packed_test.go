@@ -46,14 +46,14 @@ func TestCreateQueuesPacksManyBucketsToAMulti(t *testing.T) {
 	for _, c := range cfgs {
 		buckets[registryBucket(c.Name)] = true
 	}
-	n, err := s.CreateQueues(ctx, cfgs)
+	n, err := s.Queues().CreateMany(ctx, cfgs)
 	if err != nil || n != len(cfgs) {
 		t.Fatalf("create: want %d created, have %d (%v)", len(cfgs), n, err)
 	}
 	if m := multis.Load(); m > 10 {
 		t.Fatalf("%d queues in %d buckets: want at most 10 multis, have %d", len(cfgs), len(buckets), m)
 	}
-	names, err := s.QueueNames(ctx)
+	names, err := s.Queues().Names(ctx)
 	if err != nil || len(names) != len(cfgs) {
 		t.Fatalf("registry: want %d queues, have %d (%v)", len(cfgs), len(names), err)
 	}
@@ -82,23 +82,23 @@ func TestCreateQueuesPackedMultiLosingARaceFallsBackPerBucket(t *testing.T) {
 				for i := 0; registryBucket(other) != registryBucket(cfgs[0].Name); i++ {
 					other = fmt.Sprintf("other-%d", i)
 				}
-				raced <- admin.CreateQueue(context.Background(), drover.QueueConfig{Name: other})
+				raced <- admin.Queues().Create(context.Background(), drover.QueueConfig{Name: other})
 			})
 		}}
 	})
-	n, err := s.CreateQueues(ctx, cfgs)
+	n, err := s.Queues().CreateMany(ctx, cfgs)
 	if err := <-raced; err != nil {
 		t.Fatal(err)
 	}
 	if err != nil || n != len(cfgs) {
 		t.Fatalf("create: want %d created, have %d (%v)", len(cfgs), n, err)
 	}
-	names, err := admin.QueueNames(ctx)
+	names, err := admin.Queues().Names(ctx)
 	if err != nil || len(names) != len(cfgs)+1 {
 		t.Fatalf("registry: want %d queues, have %d (%v)", len(cfgs)+1, len(names), err)
 	}
 	// Again: every queue is configured already.
-	if n, err := s.CreateQueues(ctx, cfgs); err != nil || n != 0 {
+	if n, err := s.Queues().CreateMany(ctx, cfgs); err != nil || n != 0 {
 		t.Fatalf("create again: want 0 created, have %d (%v)", n, err)
 	}
 }
@@ -139,7 +139,7 @@ func TestCreateQueuesReusesTheBucketsItWrote(t *testing.T) {
 		return cfgs
 	}
 	first := batch("first", 400)
-	if n, err := s.CreateQueues(ctx, first); err != nil || n != len(first) {
+	if n, err := s.Queues().CreateMany(ctx, first); err != nil || n != len(first) {
 		t.Fatalf("first batch: want %d created, have %d (%v)", len(first), n, err)
 	}
 	// Names of the second batch in buckets the first one wrote.
@@ -158,11 +158,11 @@ func TestCreateQueuesReusesTheBucketsItWrote(t *testing.T) {
 	for i := 0; registryBucket(other.Name) != registryBucket(second[0].Name); i++ {
 		other.Name = fmt.Sprintf("other-%d", i)
 	}
-	if err := admin.CreateQueue(ctx, other); err != nil {
+	if err := admin.Queues().Create(ctx, other); err != nil {
 		t.Fatal(err)
 	}
 	gets.Store(0)
-	if n, err := s.CreateQueues(ctx, second); err != nil || n != len(second) {
+	if n, err := s.Queues().CreateMany(ctx, second); err != nil || n != len(second) {
 		t.Fatalf("second batch: want %d created, have %d (%v)", len(second), n, err)
 	}
 	buckets := map[string]bool{}
@@ -175,7 +175,7 @@ func TestCreateQueuesReusesTheBucketsItWrote(t *testing.T) {
 	if g := gets.Load(); g > 2 {
 		t.Fatalf("second batch in %d buckets this session wrote, one changed since: want at most 2 bucket reads, have %d", len(buckets), g)
 	}
-	names, err := admin.QueueNames(ctx)
+	names, err := admin.Queues().Names(ctx)
 	if want := len(first) + len(second) + 1; err != nil || len(names) != want {
 		t.Fatalf("registry: want %d queues, have %d (%v)", want, len(names), err)
 	}
@@ -190,7 +190,7 @@ func TestCreateQueuesReusesTheBucketsItWrote(t *testing.T) {
 		}
 	}
 	gets.Store(0)
-	if n, err := s.CreateQueues(ctx, third); err != nil || n != len(third) {
+	if n, err := s.Queues().CreateMany(ctx, third); err != nil || n != len(third) {
 		t.Fatalf("third batch: want %d created, have %d (%v)", len(third), n, err)
 	}
 	// Only the bucket written on its own is read (the bucket-by-bucket

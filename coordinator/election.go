@@ -265,7 +265,7 @@ func (l *Leadership) Act(ctx context.Context) (context.Context, context.CancelFu
 		if err := l.Err(); err != nil {
 			return nil, nil, err
 		}
-		st, changed := l.e.s.Status()
+		st, changed := l.e.s.status()
 		if st == Connected {
 			actx, cancel := context.WithCancel(ctx)
 			go func() {

@@ -90,7 +90,7 @@ func (s *Session) CreateFamily(ctx context.Context, f drover.FamilyConfig) error
 	if err != nil {
 		return fmt.Errorf("create family: %w", err)
 	}
-	fams, err := s.Families(ctx)
+	fams, err := s.Families().List(ctx)
 	if err != nil {
 		return fmt.Errorf("create family %s: %w", f.Name, err)
 	}
@@ -156,7 +156,7 @@ func (s *Session) ChangeFamily(ctx context.Context, f drover.FamilyConfig, versi
 	if err != nil {
 		return FamilyChange{}, fmt.Errorf("update family: %w", err)
 	}
-	fams, err := s.Families(ctx)
+	fams, err := s.Families().List(ctx)
 	if err != nil {
 		return FamilyChange{}, fmt.Errorf("update family %s: %w", f.Name, err)
 	}
@@ -169,7 +169,7 @@ func (s *Session) ChangeFamily(ctx context.Context, f drover.FamilyConfig, versi
 	// it, and replace exactly that version.
 	var prev FamilyEntry
 	for {
-		prev, err = s.Family(ctx, f.Name)
+		prev, err = s.Families().Get(ctx, f.Name)
 		if err != nil && prev.Err == nil {
 			return FamilyChange{}, fmt.Errorf("update family: %w", err)
 		}
@@ -492,7 +492,7 @@ func (s *Session) WatchFamilies(ctx context.Context) <-chan drover.Families {
 // reconfigured meanwhile is kept. The queue's offset node stays until
 // DropOffset, once no member owns the queue.
 func (s *Session) RetireQueue(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error) {
-	e, err := s.Queue(ctx, queue)
+	e, err := s.Queues().Get(ctx, queue)
 	if errors.Is(err, drover.ErrQueueNotFound) {
 		return false, nil
 	}
@@ -619,11 +619,11 @@ func (p *packedBucket) has(q string) bool {
 // family. Producers' checks (the HTTP API, ctl enqueue) use it, so that a
 // queue of a family accepts its first enqueue.
 func (s *Session) QueueOrFamily(ctx context.Context, queue string) (QueueEntry, error) {
-	e, err := s.Queue(ctx, queue)
+	e, err := s.Queues().Get(ctx, queue)
 	if !errors.Is(err, drover.ErrQueueNotFound) {
 		return e, err
 	}
-	fams, ferr := s.Families(ctx)
+	fams, ferr := s.Families().List(ctx)
 	if ferr != nil {
 		return QueueEntry{}, fmt.Errorf("read queue %s: %w", queue, ferr)
 	}

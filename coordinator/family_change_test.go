@@ -22,14 +22,14 @@ func registerFamilyQueues(t *testing.T, s *Session, f drover.FamilyConfig, names
 	for _, q := range names {
 		cfgs = append(cfgs, f.QueueFor(q))
 	}
-	if n, err := s.CreateQueues(ctxT(t), cfgs); err != nil || n != len(names) {
+	if n, err := s.Queues().CreateMany(ctxT(t), cfgs); err != nil || n != len(names) {
 		t.Fatalf("CreateQueues: want %d created, have %d, %v", len(names), n, err)
 	}
 }
 
 func mustQueue(t *testing.T, s *Session, q string) drover.QueueConfig {
 	t.Helper()
-	e, err := s.Queue(ctxT(t), q)
+	e, err := s.Queues().Get(ctxT(t), q)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +47,11 @@ func TestChangeFamilyUpdatesItsQueues(t *testing.T) {
 	ctx := ctxT(t)
 	f := drover.FamilyConfig{Name: "cust", Prefix: "cust-", Queue: drover.QueueConfig{
 		Concurrency: 2, RateLimit: drover.RateLimit{PerSecond: 5}, Tasks: map[string]drover.TaskRoute{"*": {Inline: true}}}}
-	if err := s.CreateFamily(ctx, f); err != nil {
+	if err := s.Families().Create(ctx, f); err != nil {
 		t.Fatal(err)
 	}
 	eu := drover.FamilyConfig{Name: "eu", Prefix: "cust-eu-", Queue: drover.QueueConfig{Concurrency: 1}}
-	if err := s.CreateFamily(ctx, eu); err != nil {
+	if err := s.Families().Create(ctx, eu); err != nil {
 		t.Fatal(err)
 	}
 	var mine []string
@@ -60,15 +60,15 @@ func TestChangeFamilyUpdatesItsQueues(t *testing.T) {
 	}
 	registerFamilyQueues(t, s, f, mine...)
 	registerFamilyQueues(t, s, eu, "cust-eu-1")
-	if err := s.CreateQueue(ctx, drover.QueueConfig{Name: "cust-own", Concurrency: 7}); err != nil {
+	if err := s.Queues().Create(ctx, drover.QueueConfig{Name: "cust-own", Concurrency: 7}); err != nil {
 		t.Fatal(err)
 	}
 	over := mustQueue(t, s, "cust-3")
 	over.RateLimit.PerSecond = 50 // an operator's ctl queue update
-	if _, err := s.UpdateQueue(ctx, over, -1); err != nil {
+	if _, err := s.Queues().Update(ctx, over, -1); err != nil {
 		t.Fatal(err)
 	}
-	e, err := s.Family(ctx, "cust")
+	e, err := s.Families().Get(ctx, "cust")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestChangeFamilyUpdatesItsQueues(t *testing.T) {
 	if got := mustQueue(t, s, "cust-eu-1"); got.Family != "eu" || got.RateLimit.Enabled() {
 		t.Errorf("cust-eu-1, of the family eu: want it untouched, have %+v", got)
 	}
-	reg := registered(<-s.WatchRegistry(ctx))
+	reg := registered(<-s.Queues().WatchRegistry(ctx))
 	if reg["cust-0"].Weight != 3 || reg["cust-3"].Weight != 0 {
 		t.Errorf("registry bucket: want cust-0 weight 3 (the family's), cust-3 weight 0 (its own); have %d, %d", reg["cust-0"].Weight, reg["cust-3"].Weight)
 	}
@@ -158,12 +158,12 @@ func TestChangeFamilyKeepsConcurrentQueueUpdate(t *testing.T) {
 		ran = true
 		cfg := mustQueue(t, operator, "cust-5")
 		cfg.Concurrency = 1
-		if _, err := operator.UpdateQueue(context.Background(), cfg, -1); err != nil {
+		if _, err := operator.Queues().Update(context.Background(), cfg, -1); err != nil {
 			t.Error(err)
 		}
 	}
 	f := drover.FamilyConfig{Name: "cust", Prefix: "cust-", Queue: drover.QueueConfig{Concurrency: 2}}
-	if err := s.CreateFamily(ctx, f); err != nil {
+	if err := s.Families().Create(ctx, f); err != nil {
 		t.Fatal(err)
 	}
 	registerFamilyQueues(t, s, f, "cust-1", "cust-5", "cust-9")
@@ -199,7 +199,7 @@ func TestChangeFamilyBatchesByBucket(t *testing.T) {
 	})
 	ctx := ctxT(t)
 	f := drover.FamilyConfig{Name: "bulk", Prefix: "bulk-", Queue: drover.QueueConfig{Concurrency: 2, Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true", strings.Repeat("x", 200)}}}}}
-	if err := s.CreateFamily(ctx, f); err != nil {
+	if err := s.Families().Create(ctx, f); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -223,7 +223,7 @@ func TestChangeFamilyBatchesByBucket(t *testing.T) {
 	if m != int64(len(buckets)) || cr != 0 || st != 1 {
 		t.Fatalf("want %d multis (one per bucket) and the family's one set, have %d multis, %d creates, %d sets", len(buckets), m, cr, st)
 	}
-	qs, err := s.Queues(ctx)
+	qs, err := s.Queues().List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,11 +246,11 @@ func TestChangeFamilyReachesTheConfigWatch(t *testing.T) {
 	owner := connect(t, server.Addrs, root)
 	ctx := ctxT(t)
 	f := drover.FamilyConfig{Name: "cust", Prefix: "cust-", Queue: drover.QueueConfig{RateLimit: drover.RateLimit{PerSecond: 5}}}
-	if err := s.CreateFamily(ctx, f); err != nil {
+	if err := s.Families().Create(ctx, f); err != nil {
 		t.Fatal(err)
 	}
 	registerFamilyQueues(t, s, f, "cust-1")
-	w := owner.WatchQueueConfigs(ctx)
+	w := owner.Queues().WatchConfigs(ctx)
 	if e, err := w.Read(ctx, "cust-1"); err != nil || e.Config.RateLimit.PerSecond != 5 {
 		t.Fatalf("owner's read: want rate 5, have %+v, %v", e.Config, err)
 	}

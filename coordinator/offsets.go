@@ -122,7 +122,7 @@ func (s *Session) ResetOffset(ctx context.Context, queue string, off drover.Offs
 	res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) })
 	if errors.Is(err, zk.ErrNodeExists) {
 		who := "another member"
-		if on, err := s.QueueOwner(ctx, queue); err == nil {
+		if on, err := s.Claims().Owner(ctx, queue); err == nil {
 			who = fmt.Sprintf("member %s (session %#x)", on.Owner.Member, on.Session)
 		}
 		return 0, fmt.Errorf("reset offset of %s: %w by %s", queue, ErrQueueOwned, who)
@@ -162,7 +162,7 @@ func (s *Session) ReadOffsets(ctx context.Context, queues []string) ([]OffsetNod
 	g.SetLimit(ViewParallelism)
 	for i, q := range queues {
 		g.Go(func() error {
-			on, err := s.ReadOffset(gctx, q)
+			on, err := s.Claims().Offset(gctx, q)
 			if err != nil && !errors.Is(err, drover.ErrNotFound) {
 				return err
 			}

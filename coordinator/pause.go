@@ -178,7 +178,7 @@ func (s *Session) SetQueuePauses(ctx context.Context, queues []string, p drover.
 		}
 	}
 	return s.pauseMultis(ctx, "set pauses", ops, queues, func(q string) error {
-		return s.SetPause(ctx, drover.PauseQueue, q, p)
+		return s.Pauses().Set(ctx, drover.PauseQueue, q, p)
 	})
 }
 
@@ -204,7 +204,7 @@ func (s *Session) ClearQueuePauses(ctx context.Context, queues []string) (int, e
 		names = append(names, q)
 	}
 	return s.pauseMultis(ctx, "clear pauses", ops, names, func(q string) error {
-		return s.ClearPause(ctx, drover.PauseQueue, q)
+		return s.Pauses().Clear(ctx, drover.PauseQueue, q)
 	})
 }
 

@@ -68,7 +68,7 @@ func (s *Session) CreateQueue(ctx context.Context, cfg drover.QueueConfig) error
 // reads the buckets only. The config's version is checked in the same
 // multi.
 func (s *Session) adoptQueue(ctx context.Context, name string) error {
-	e, err := s.Queue(ctx, name)
+	e, err := s.Queues().Get(ctx, name)
 	if errors.Is(err, drover.ErrQueueNotFound) {
 		return nil // deleted meanwhile
 	}
@@ -188,7 +188,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 				// Drover): one by one, so the others are still created and
 				// that one is listed (CreateQueue adopts it).
 				for _, it := range sent {
-					switch err := s.CreateQueue(ctx, it.cfg); {
+					switch err := s.Queues().Create(ctx, it.cfg); {
 					case err == nil:
 						o.created++
 					case !errors.Is(err, ErrQueueExists):

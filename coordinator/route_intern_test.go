@@ -28,11 +28,11 @@ func TestWatchedConfigsShareEqualTaskRoutes(t *testing.T) {
 	}
 	cfgs := map[string]map[string]drover.TaskRoute{"a": routes("mail"), "b": routes("mail"), "c": routes("sms")}
 	for q, r := range cfgs {
-		if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: q, Tasks: r}); err != nil {
+		if err := admin.Queues().Create(ctx, drover.QueueConfig{Name: q, Tasks: r}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w := s.WatchQueueConfigs(ctx)
+	w := s.Queues().WatchConfigs(ctx)
 	read := map[string]map[string]drover.TaskRoute{}
 	for q, want := range cfgs {
 		e, err := w.Read(ctx, q)
@@ -56,7 +56,7 @@ func TestWatchedConfigsShareEqualTaskRoutes(t *testing.T) {
 		t.Fatalf("re-read of b: want the shared map, have %v (%v)", again.Config.Tasks, err)
 	}
 
-	own, err := s.Queue(ctx, "a")
+	own, err := s.Queues().Get(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
 	}

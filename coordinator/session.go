@@ -329,7 +329,7 @@ func (s *Session) setState(st SessionState, reason string) {
 
 // State returns the current state.
 func (s *Session) State() SessionState {
-	st, _ := s.Status()
+	st, _ := s.status()
 	return st
 }
 

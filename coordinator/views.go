@@ -101,7 +101,7 @@ func (s *Session) OwnedQueues(ctx context.Context) (map[string]bool, error) {
 func (s *Session) ReadQueueViews(ctx context.Context, queues []string, owners bool) ([]QueueView, error) {
 	views := make([]QueueView, len(queues))
 	if !owners {
-		owned, err := s.OwnedQueues(ctx)
+		owned, err := s.Claims().Owned(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -224,7 +224,7 @@ func (r *runtimeRig) runQueue(b *testing.B, qc drover.QueueConfig, task string, 
 		}
 		last = res[len(res)-1].Position
 	}
-	claim, err := r.s.Claim(ctx, queueName, coordinator.Owner{Member: "bench"})
+	claim, err := r.s.Claims().Claim(ctx, queueName, coordinator.Owner{Member: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func BenchmarkEnqueueToStart(b *testing.B) {
 	r := newRuntimeRig(b, 4)
 	ctx := context.Background()
 	q := "latency"
-	claim, err := r.s.Claim(ctx, q, coordinator.Owner{Member: "bench"})
+	claim, err := r.s.Claims().Claim(ctx, q, coordinator.Owner{Member: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

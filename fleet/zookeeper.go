@@ -36,7 +36,7 @@ func ConnectZooKeeper(ctx context.Context, cfg coordinator.Config) (MemberSessio
 
 // Join registers info as a member.
 func (z ZooKeeper) Join(ctx context.Context, info drover.Member) (Membership, error) {
-	mb, err := z.Session.Join(ctx, info)
+	mb, err := z.Session.Group().Join(ctx, info)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func (z ZooKeeper) Join(ctx context.Context, info drover.Member) (Membership, er
 
 // Claim claims queue.
 func (z ZooKeeper) Claim(ctx context.Context, queue string, owner coordinator.Owner) (Claim, error) {
-	c, err := z.Session.Claim(ctx, queue, owner)
+	c, err := z.Session.Claims().Claim(ctx, queue, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (z ZooKeeper) Claim(ctx context.Context, queue string, owner coordinator.Ow
 
 // WatchQueueConfigs starts a watch of the owned queues' configurations.
 func (z ZooKeeper) WatchQueueConfigs(ctx context.Context) ConfigWatch {
-	return z.Session.WatchQueueConfigs(ctx)
+	return z.Session.Queues().WatchConfigs(ctx)
 }
 
 // NewAssignmentWriter takes over /assignment for lead, a leadership won
@@ -64,7 +64,7 @@ func (z ZooKeeper) NewAssignmentWriter(ctx context.Context, lead Leadership) (As
 	if !ok {
 		return nil, fmt.Errorf("take over assignment: %w: not a ZooKeeper leadership", drover.ErrNotLeader)
 	}
-	w, err := z.Session.NewAssignmentWriter(ctx, l)
+	w, err := z.Session.Assignments().NewWriter(ctx, l)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (z ZooKeeper) NewAssignmentWriter(ctx context.Context, lead Leadership) (As
 
 // Elector returns the election called name as an Elector.
 func (z ZooKeeper) Elector(name string) (Elector, error) {
-	el, err := z.Session.Election(name)
+	el, err := z.Session.Group().Election(name)
 	if err != nil {
 		return nil, err
 	}

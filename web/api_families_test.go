@@ -21,12 +21,12 @@ func TestAPIFamilyReplaceUpdatesItsQueues(t *testing.T) {
 	for i := range 3 {
 		cfgs = append(cfgs, fam.QueueFor(fmt.Sprintf("cust-%d", i))) // as the registrar registers them
 	}
-	if _, err := r.zk.CreateQueues(ctx, cfgs); err != nil {
+	if _, err := r.zk.Queues().CreateMany(ctx, cfgs); err != nil {
 		t.Fatal(err)
 	}
 	own := cfgs[2]
 	own.Concurrency = 1
-	if _, err := r.zk.UpdateQueue(ctx, own, -1); err != nil {
+	if _, err := r.zk.Queues().Update(ctx, own, -1); err != nil {
 		t.Fatal(err)
 	}
 	body := r.want(200, "admin", "PUT", fmt.Sprintf("/api/v1/families/cust?version=%d", fam.Version),
@@ -36,7 +36,7 @@ func TestAPIFamilyReplaceUpdatesItsQueues(t *testing.T) {
 		t.Fatalf("want 2 queues updated, 1 kept, version %d; have %s", fam.Version+1, body)
 	}
 	for q, want := range map[string]float64{"cust-0": 8, "cust-1": 8, "cust-2": 5} {
-		e, err := r.zk.Queue(ctx, q)
+		e, err := r.zk.Queues().Get(ctx, q)
 		if err != nil || e.Config.RateLimit.PerSecond != want {
 			t.Errorf("%s: want rate %g, have %+v, %v", q, want, e.Config, err)
 		}
@@ -44,7 +44,7 @@ func TestAPIFamilyReplaceUpdatesItsQueues(t *testing.T) {
 	// A stale version is refused, and changes no queue.
 	r.want(409, "admin", "PUT", fmt.Sprintf("/api/v1/families/cust?version=%d", fam.Version),
 		`{"prefix":"cust-","queue":{"rate_limit":{"per_second":9},"tasks":{"*":{"inline":true}}}}`)
-	if e, _ := r.zk.Queue(ctx, "cust-0"); e.Config.RateLimit.PerSecond != 8 {
+	if e, _ := r.zk.Queues().Get(ctx, "cust-0"); e.Config.RateLimit.PerSecond != 8 {
 		t.Fatalf("after a refused replace: want cust-0 at rate 8, have %+v", e.Config)
 	}
 	recs, err := r.srv.fleetOps().Audit(ctx, 0, 100)

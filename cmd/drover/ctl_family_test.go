@@ -17,7 +17,7 @@ func TestFamilyReplaceUpdatesItsQueues(t *testing.T) {
 	c := newCluster(t)
 	c.ok("ctl", "family", "create", "cust", "--prefix", "cust-", "--rate-limit", "5", "--task", "*=@go")
 	s := c.session()
-	e, err := s.Family(context.Background(), "cust")
+	e, err := s.Families().Get(context.Background(), "cust")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestFamilyReplaceUpdatesItsQueues(t *testing.T) {
 	for i := range 3 {
 		cfgs = append(cfgs, e.Config.QueueFor(fmt.Sprintf("cust-%d", i))) // as the registrar registers them
 	}
-	if _, err := s.CreateQueues(context.Background(), cfgs); err != nil {
+	if _, err := s.Queues().CreateMany(context.Background(), cfgs); err != nil {
 		t.Fatal(err)
 	}
 	c.ok("ctl", "queue", "update", "cust-1", "--rate-limit", "50")

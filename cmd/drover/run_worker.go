@@ -106,7 +106,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 			if s == nil {
 				return errors.New("park a queue: no ZooKeeper session")
 			}
-			return s.SetPause(ctx, scope, name, p)
+			return s.Pauses().Set(ctx, scope, name, p)
 		}),
 	})
 	if err != nil {

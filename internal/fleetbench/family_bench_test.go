@@ -71,7 +71,7 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 	b.Cleanup(func() { s.Close() })
 	fam := drover.FamilyConfig{Name: "bench", Prefix: "f-",
 		Queue: drover.QueueConfig{Concurrency: 1, Tasks: map[string]drover.TaskRoute{"bench.stamp": {Inline: true}}}}
-	if err := s.CreateFamily(ctx, fam); err != nil {
+	if err := s.Families().Create(ctx, fam); err != nil {
 		b.Fatal(err)
 	}
 	env := append(os.Environ(),
@@ -136,7 +136,7 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 		}
 		lat.Add(&l)
 	}
-	names, err := s.QueueNames(ctx)
+	names, err := s.Queues().Names(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
