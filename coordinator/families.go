@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,40 +114,298 @@ func (fs Families) Create(ctx context.Context, f drover.FamilyConfig) error {
 }
 
 // Update replaces an existing family when its version is version
-// (-1: any) and returns the new version. The change applies to queues the
-// family registers from now on; queues it registered keep the
-// configuration they were registered with (docs/decisions.md, "Queue
-// families"). It fails with drover.ErrFamilyNotFound when the family does
-// not exist and ErrConflict when the version differs.
+// (-1: any) and returns the new version. The queues the family registered
+// get the new configuration, except those an operator changed (see
+// Families.Change, which also says how many). It fails with
+// drover.ErrFamilyNotFound when the family does not exist and ErrConflict
+// when the version differs.
 func (fs Families) Update(ctx context.Context, f drover.FamilyConfig, version int32) (int32, error) {
+	c, err := fs.Change(ctx, f, version)
+	return c.Version, err
+}
+
+// FamilyChange is what Families.Change did.
+type FamilyChange struct {
+	Version int32 // the family's new znode version
+	// Updated counts the registered queues that got the new configuration;
+	// Kept those that name the family but hold a configuration of their
+	// own (an operator changed them), left as they are.
+	Updated, Kept int
+}
+
+// Families.Change replaces an existing family when its version is version
+// (-1: any), then gives its registered queues the new configuration
+// (docs/decisions.md, "A family's change reaches its queues"). A queue is
+// the family's while its stored config equals the family's previous
+// configuration rendered for its name (FamilyConfig.QueueFor); one that
+// differs was changed by an operator and is kept. The queues are found in
+// the registry buckets by the previous prefix and written bucket by
+// bucket: one multi per bucket (cut under batchBytes) that sets the
+// configs at the versions read and the bucket at its version, so a
+// concurrent update of a queue (or any write to its bucket) makes the
+// multi fail and the bucket is read and judged again: an operator's
+// update is never overwritten. Nothing is written when the queue
+// configuration did not change (a new prefix or retire_after only). When
+// the queues' update fails part way the error says so; the family is
+// changed and the queues updated so far keep the new configuration.
+func (fs Families) Change(ctx context.Context, f drover.FamilyConfig, version int32) (FamilyChange, error) {
 	s := fs.s
 	p, err := s.familyPath(f.Name)
 	if err != nil {
-		return 0, fmt.Errorf("update family: %w", err)
+		return FamilyChange{}, fmt.Errorf("update family: %w", err)
 	}
 	data, err := encodeFamily(f)
 	if err != nil {
-		return 0, fmt.Errorf("update family: %w", err)
+		return FamilyChange{}, fmt.Errorf("update family: %w", err)
 	}
 	fams, err := s.Families().List(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("update family %s: %w", f.Name, err)
+		return FamilyChange{}, fmt.Errorf("update family %s: %w", f.Name, err)
 	}
 	for _, o := range fams {
 		if o.Config.Prefix == f.Prefix && o.Config.Name != f.Name {
-			return 0, fmt.Errorf("update family %s: %w: family %s has the prefix %q already", f.Name, drover.ErrInvalidConfig, o.Config.Name, f.Prefix)
+			return FamilyChange{}, fmt.Errorf("update family %s: %w: family %s has the prefix %q already", f.Name, drover.ErrInvalidConfig, o.Config.Name, f.Prefix)
 		}
 	}
-	st, err := bounded(ctx, s, func(c zkConn) (*zk.Stat, error) { return c.Set(p, data, version) })
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return 0, fmt.Errorf("update family %s: %w", f.Name, drover.ErrFamilyNotFound)
-	case errors.Is(err, zk.ErrBadVersion):
-		return 0, fmt.Errorf("update family %s at version %d: %w", f.Name, version, ErrConflict)
-	case err != nil:
-		return 0, fmt.Errorf("update family %s: %w", f.Name, err)
+	// The configuration replaced is the one the queues are judged by: read
+	// it, and replace exactly that version.
+	var prev FamilyEntry
+	for {
+		prev, err = s.Families().Get(ctx, f.Name)
+		if err != nil && prev.Err == nil {
+			return FamilyChange{}, fmt.Errorf("update family: %w", err)
+		}
+		if version >= 0 && prev.Version != version {
+			return FamilyChange{}, fmt.Errorf("update family %s at version %d: %w", f.Name, version, ErrConflict)
+		}
+		st, err := bounded(ctx, s, func(c zkConn) (*zk.Stat, error) { return c.Set(p, data, prev.Version) })
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return FamilyChange{}, fmt.Errorf("update family %s: %w", f.Name, drover.ErrFamilyNotFound)
+		case errors.Is(err, zk.ErrBadVersion) && version < 0:
+			continue // changed since the read: judge by the newer one
+		case errors.Is(err, zk.ErrBadVersion):
+			return FamilyChange{}, fmt.Errorf("update family %s at version %d: %w", f.Name, version, ErrConflict)
+		case err != nil:
+			return FamilyChange{}, fmt.Errorf("update family %s: %w", f.Name, err)
+		}
+		c := FamilyChange{Version: st.Version}
+		if prev.Err != nil {
+			// A corrupt family gave no configuration to judge by: its
+			// queues are kept.
+			s.log.Warn("a corrupt queue family was replaced; its queues keep their configuration", "family", f.Name, "error", prev.Err)
+			return c, nil
+		}
+		c.Updated, c.Kept, err = s.applyFamily(ctx, f, func(q string) (drover.QueueConfig, bool) {
+			return prev.Config.QueueFor(q), strings.HasPrefix(q, prev.Config.Prefix)
+		})
+		if err != nil {
+			return c, fmt.Errorf("update family %s: the family is changed (version %d), but its queues only in part (%d updated): %w", f.Name, c.Version, c.Updated, err)
+		}
+		return c, nil
 	}
-	return st.Version, nil
+}
+
+// Families.Reapply gives queues registered with cfgs (a configuration the
+// family f rendered before its latest change) f's configuration, as
+// Families.Change does for the queues it finds: only where the stored config
+// still equals the one registered. The family registrar calls it for the
+// queues it registered from a family it had not yet seen change, which
+// Families.Change may have walked past. It returns how many it updated and
+// kept.
+func (fs Families) Reapply(ctx context.Context, f drover.FamilyConfig, cfgs []drover.QueueConfig) (updated, kept int, err error) {
+	s := fs.s
+	was := make(map[string]drover.QueueConfig, len(cfgs))
+	for _, c := range cfgs {
+		if c.Family == f.Name {
+			was[c.Name] = c
+		}
+	}
+	updated, kept, err = s.applyFamily(ctx, f, func(q string) (drover.QueueConfig, bool) {
+		c, ok := was[q]
+		return c, ok
+	})
+	if err != nil {
+		return updated, kept, fmt.Errorf("reapply family %s: %w", f.Name, err)
+	}
+	return updated, kept, nil
+}
+
+// familyMaxRetries bounds how often applyFamily reads and judges one
+// bucket again after a concurrent write to it.
+const familyMaxRetries = 20
+
+// applyFamily writes f's configuration to the queues of every registry
+// bucket that was(q) selects (ok) and whose stored config equals was(q)
+// (compared as JSON): one multi per bucket, cut under batchBytes, the
+// configs at the versions read and the bucket at its own. A queue that
+// names the family but holds another config is counted as kept; one
+// already holding f's is left; one of another family, or none, is not the
+// family's and not counted. Buckets are written createParallelism at once.
+func (s *Session) applyFamily(ctx context.Context, f drover.FamilyConfig, was func(q string) (drover.QueueConfig, bool)) (updated, kept int, err error) {
+	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+		names, _, err := c.Children(s.path(queuesDir))
+		return names, err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("list registry buckets: %w", err)
+	}
+	type outcome struct {
+		updated, kept int
+		err           error
+	}
+	outs := parallelMapN(ctx, createParallelism, names, func(bn string) outcome {
+		bp := s.path(queuesDir, bn)
+		o := outcome{}
+		for range familyMaxRetries {
+			cur, err := s.readBucket(ctx, bp)
+			if err != nil || cur.missing {
+				o.err = err
+				return o
+			}
+			var qs []string
+			for _, q := range cur.data.Queues {
+				if _, ok := was(q); ok {
+					qs = append(qs, q)
+				}
+			}
+			if len(qs) == 0 {
+				return o
+			}
+			type read struct {
+				nd  nodeData
+				err error
+			}
+			reads := parallelMap(ctx, qs, func(q string) read {
+				nd, err := getNode(ctx, s, bp+"/"+q)
+				return read{nd, err}
+			})
+			var ops []any
+			var cfgs []drover.QueueConfig
+			o.kept = 0
+			for i, q := range qs {
+				rd := reads[i]
+				if errors.Is(rd.err, zk.ErrNoNode) {
+					continue // deleted meanwhile (its bucket entry goes with it)
+				}
+				if rd.err != nil {
+					o.err = rd.err
+					return o
+				}
+				e := decodeQueue(bp+"/"+q, q, rd.nd)
+				if e.Err != nil || e.Config.Family != f.Name {
+					continue // not the family's
+				}
+				old, _ := was(q)
+				to := f.QueueFor(q)
+				stored, _ := json.Marshal(e.Config)
+				want, _ := json.Marshal(old)
+				data, err := json.Marshal(to)
+				if err != nil {
+					o.err = fmt.Errorf("encode queue %s: %w", q, err)
+					return o
+				}
+				switch {
+				case bytes.Equal(stored, data):
+					continue // has it already
+				case !bytes.Equal(stored, want):
+					o.kept++ // an operator's own configuration
+					continue
+				}
+				if err := to.Validate(); err != nil {
+					o.err = err
+					return o
+				}
+				cfgs = append(cfgs, to)
+				ops = append(ops, &zk.SetDataRequest{Path: bp + "/" + q, Data: data, Version: e.Version})
+			}
+			if len(ops) == 0 {
+				return o
+			}
+			n, err := s.writeBucketOps(ctx, bp, cur.version, cur.data, ops, cfgs)
+			o.updated += n
+			switch {
+			case err == nil:
+				return o
+			case isVersionConflict(err):
+				// A queue or the bucket changed since the read: judge again.
+			default:
+				o.err = err
+				return o
+			}
+			if err := ctx.Err(); err != nil {
+				o.err = err
+				return o
+			}
+		}
+		o.err = fmt.Errorf("registry bucket %s: still changing after %d tries", bp, familyMaxRetries)
+		return o
+	})
+	var errs []error
+	for _, o := range outs {
+		updated += o.updated
+		kept += o.kept
+		errs = append(errs, o.err)
+	}
+	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
+		return updated, kept, err
+	}
+	return updated, kept, nil
+}
+
+// writeBucketOps writes cfgs (configs of queues of bucket bp, ops[i]
+// setting cfgs[i] at the version read) in multis cut under batchBytes, each
+// also setting the bucket (base, the bucket as read at version, with the
+// weights and tags of the configs written so far) at the version the one
+// before left. It returns how many configs were written, and the error of
+// a multi that failed (zk.ErrBadVersion or zk.ErrNoNode when a config or
+// the bucket changed since the read).
+func (s *Session) writeBucketOps(ctx context.Context, bp string, version int32, base bucketData, ops []any, cfgs []drover.QueueConfig) (int, error) {
+	// The bucket's size with every config put: what each multi carries,
+	// about (weights and tags are a small part of it).
+	full := base.clone()
+	for _, c := range cfgs {
+		full.put(c)
+		full.touch(c.Name)
+	}
+	fullData, err := json.Marshal(full)
+	if err != nil {
+		return 0, fmt.Errorf("encode registry bucket %s: %w", bp, err)
+	}
+	done := 0
+	for done < len(ops) {
+		j, size := done, requestSize(bp, fullData)
+		for j < len(ops) && (j == done || size+opSize(ops[j]) <= batchBytes) {
+			size += opSize(ops[j])
+			j++
+		}
+		next := base.clone()
+		for _, c := range cfgs[:j] {
+			next.put(c)
+			next.touch(c.Name) // its owner reads it again (ConfigWatch)
+		}
+		data, err := json.Marshal(next)
+		if err != nil {
+			return done, fmt.Errorf("encode registry bucket %s: %w", bp, err)
+		}
+		if len(data) > maxBucketBytes {
+			return done, fmt.Errorf("%w: registry bucket %s would hold %d bytes (%d queues), more than %d", ErrTooLarge, bp, len(data), len(next.Queues), maxBucketBytes)
+		}
+		// Every multi sets the bucket: the version check fences concurrent
+		// writers, and the data watch tells the queues' owners
+		// (ConfigWatch).
+		chunk := append(slices.Clip(ops[done:j]), &zk.SetDataRequest{Path: bp, Data: data, Version: version})
+		res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(chunk...) })
+		if err != nil {
+			if i := failedOp(res); i >= 0 {
+				return done, res[i].Error
+			}
+			return done, err
+		}
+		done = j
+		version = res[len(res)-1].Stat.Version
+	}
+	return done, nil
 }
 
 // Delete removes a family. The queues it registered stay configured
@@ -255,6 +514,10 @@ func (q Queues) Retire(ctx context.Context, queue, family string, empty func(con
 		return false, err
 	}
 	p := s.queueNodePath(queue)
+	// CreateQueues' cache of the buckets this session wrote would list the
+	// queue still, and skip it as configured when it comes back (no multi
+	// sent, so no version check tells it otherwise).
+	defer s.written.drop(path.Dir(p))
 	_, err = s.updateBucket(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
 		b.remove(queue)
 		return []any{&zk.DeleteRequest{Path: p, Version: e.Version}}, nil

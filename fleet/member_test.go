@@ -110,6 +110,12 @@ func (s *fakeMemberSession) RetireQueue(context.Context, string, string, func(co
 func (s *fakeMemberSession) DropOffset(context.Context, string) (bool, error) {
 	return false, errors.New("fake member session: no registry")
 }
+func (s *fakeMemberSession) Family(context.Context, string) (coordinator.FamilyEntry, error) {
+	return coordinator.FamilyEntry{}, errors.New("fake member session: no registry")
+}
+func (s *fakeMemberSession) ReapplyFamily(context.Context, drover.FamilyConfig, []drover.QueueConfig) (int, int, error) {
+	return 0, 0, errors.New("fake member session: no registry")
+}
 func (s *fakeMemberSession) SessionID() int64 { return s.id }
 
 func (s *fakeMemberSession) Close() error {

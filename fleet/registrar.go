@@ -1,7 +1,10 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -63,6 +66,12 @@ type FamilyRegistry interface {
 	// DropOffset deletes a retired queue's offset node once unowned;
 	// false: still owned, try later.
 	DropOffset(ctx context.Context, queue string) (bool, error)
+	// Family reads one family (drover.ErrFamilyNotFound when gone).
+	Family(ctx context.Context, name string) (coordinator.FamilyEntry, error)
+	// ReapplyFamily gives queues registered with cfgs the family's
+	// configuration where they still hold the one registered (see
+	// coordinator.Families.Reapply).
+	ReapplyFamily(ctx context.Context, f drover.FamilyConfig, cfgs []drover.QueueConfig) (updated, kept int, err error)
 }
 
 // FamilyRedis is what the registrar needs of Redis (*queue.Store).
@@ -283,6 +292,9 @@ func (r *Registrar) Run(ctx context.Context) error {
 			go func() {
 				start := time.Now()
 				created, err := t.cfg.Registry.CreateQueues(ctx, cfgs)
+				if err == nil {
+					t.catchUpFamilies(ctx, cfgs)
+				}
 				registered <- registration{cfgs, created, err, time.Since(start)}
 			}()
 		case reg := <-registered:
@@ -412,4 +424,54 @@ func (t *term) scanStep(ctx context.Context) bool {
 		t.consider(q)
 	}
 	return true
+}
+
+// catchUpFamilies brings queues just registered (cfgs) up to a change of
+// their family that the registrar had not seen when it rendered them: the
+// family watch lags, and ChangeFamily may have walked the registry before
+// these queues were in it. Each family of the batch is read once after
+// the registration: ZooKeeper answers a session's read after its own
+// write, so a change committed before the registration is seen here, and
+// one committed after it found the queues registered (docs/decisions.md,
+// "A family's change reaches its queues"). A queue whose config differs
+// from what the family says now is reapplied, version-checked. One read
+// per family per batch; failures are logged (the queue keeps a config the
+// family had a moment ago, and the next change of the family reaches it
+// only if it is still that config).
+func (t *term) catchUpFamilies(ctx context.Context, cfgs []drover.QueueConfig) {
+	byFamily := map[string][]drover.QueueConfig{}
+	for _, c := range cfgs {
+		byFamily[c.Family] = append(byFamily[c.Family], c)
+	}
+	for name, cs := range byFamily {
+		e, err := t.cfg.Registry.Family(ctx, name)
+		if err != nil {
+			if !errors.Is(err, drover.ErrFamilyNotFound) && ctx.Err() == nil {
+				t.log.Warn("reading a family after registering its queues failed", "family", name, "error", err)
+			}
+			continue
+		}
+		var stale []drover.QueueConfig
+		for _, c := range cs {
+			if !sameConfig(c, e.Config.QueueFor(c.Name)) {
+				stale = append(stale, c)
+			}
+		}
+		if len(stale) == 0 {
+			continue
+		}
+		updated, kept, err := t.cfg.Registry.ReapplyFamily(ctx, e.Config, stale)
+		if err != nil && ctx.Err() == nil {
+			t.log.Warn("bringing queues registered from a family's previous configuration up to date failed", "family", name, "queues", len(stale), "error", err)
+			continue
+		}
+		t.log.Info("queues registered from a family's previous configuration brought up to date", "family", name, "updated", updated, "kept", kept)
+	}
+}
+
+// sameConfig reports whether a and b encode alike.
+func sameConfig(a, b drover.QueueConfig) bool {
+	ja, erra := json.Marshal(a)
+	jb, errb := json.Marshal(b)
+	return erra == nil && errb == nil && bytes.Equal(ja, jb)
 }

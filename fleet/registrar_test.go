@@ -285,3 +285,39 @@ func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
 		t.Fatalf("want the message still in cust-race, have busy=%v err=%v", busy, err)
 	}
 }
+
+// staleFamilies delivers the families as they were when the registrar
+// started and never their changes: a family watch that lags.
+type staleFamilies struct {
+	FamilyRegistry
+	fams drover.Families
+}
+
+func (r staleFamilies) WatchFamilies(ctx context.Context) <-chan drover.Families {
+	ch := make(chan drover.Families, 1)
+	ch <- r.fams
+	context.AfterFunc(ctx, func() { close(ch) })
+	return ch
+}
+
+// A queue the registrar registers from a family configuration it has not
+// yet seen change (ChangeFamily walked the registry before the queue was
+// in it) is brought up to the new configuration after its registration.
+func TestRegistrarCatchesUpWithFamilyChangeItHasNotSeen(t *testing.T) {
+	e := newRegistrarEnv(t)
+	ctx := context.Background()
+	e.run(e.store, func(c *RegistrarConfig) {
+		c.Registry = staleFamilies{FamilyRegistry: c.Registry, fams: drover.Families{e.fam}}
+	})
+	next := e.fam
+	next.Queue.RateLimit.PerSecond = 7
+	if c, err := e.zk.Families().Change(ctx, next, -1); err != nil || c.Updated != 0 {
+		t.Fatalf("ChangeFamily before any queue: want 0 updated, have %+v, %v", c, err)
+	}
+	e.enqueue(e.store, "cust-late")
+	e.waitRegistered("cust-late")
+	waitUntil(t, "cust-late to get the family's new rate limit", func() bool {
+		cfg, _ := e.config("cust-late")
+		return cfg.RateLimit.PerSecond == 7 && cfg.Family == "customers"
+	})
+}

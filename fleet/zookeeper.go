@@ -134,6 +134,17 @@ func (z ZooKeeper) RetireQueue(ctx context.Context, queue, family string, empty 
 	return z.Session.Queues().Retire(ctx, queue, family, empty)
 }
 
+// Family reads one family.
+func (z ZooKeeper) Family(ctx context.Context, name string) (coordinator.FamilyEntry, error) {
+	return z.Session.Families().Get(ctx, name)
+}
+
+// ReapplyFamily gives queues registered with cfgs the family's current
+// configuration where they still hold cfgs.
+func (z ZooKeeper) ReapplyFamily(ctx context.Context, f drover.FamilyConfig, cfgs []drover.QueueConfig) (updated, kept int, err error) {
+	return z.Session.Families().Reapply(ctx, f, cfgs)
+}
+
 // WatchFamilies delivers every family now and after each change.
 func (z ZooKeeper) WatchFamilies(ctx context.Context) <-chan drover.Families {
 	return z.Session.Families().Watch(ctx)

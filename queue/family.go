@@ -3,7 +3,9 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,14 +36,44 @@ type ScanStep struct {
 // envelopes of a queue's pending and delayed messages: the key exists while
 // the queue holds any), examining about count keys, from cursor (0 to
 // begin). A full scan costs the server one pass over its keyspace, spread
-// over the steps; the caller paces them. On a Redis Cluster it scans one
-// node (go-redis picks it): a queue on another node is found by its
-// wake-up only.
+// over the steps; the caller paces them. On a Redis Cluster a pass walks
+// every master, one after the other (in the order of their addresses): the
+// cursor names the master in its top 8 bits (scanNodeShift) and that
+// master's own SCAN cursor in the rest, so a step still examines about
+// count keys of one master and the caller's one cursor covers them all.
+// A master added or removed during a pass may be missed or walked twice by
+// it; the next pass covers it.
 func (s *Store) ScanQueuesWithMessages(ctx context.Context, cursor uint64, count int64) (ScanStep, error) {
 	pattern := s.keys.prefix + ":{*}:msg"
-	keys, next, err := s.rdb.ScanType(ctx, cursor, pattern, count, "hash").Result()
-	if err != nil {
-		return ScanStep{}, fmt.Errorf("scan queues with messages: %w", err)
+	node, nodeCursor := cursor>>scanNodeShift, cursor&(1<<scanNodeShift-1)
+	var keys []string
+	var next uint64
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		masters, err := clusterMasters(ctx, cc)
+		if err != nil {
+			return ScanStep{}, fmt.Errorf("scan queues with messages: %w", err)
+		}
+		if node >= uint64(len(masters)) {
+			return ScanStep{}, nil // the masters shrank: the pass is over
+		}
+		keys, next, err = masters[node].ScanType(ctx, nodeCursor, pattern, count, "hash").Result()
+		if err != nil {
+			return ScanStep{}, fmt.Errorf("scan queues with messages on %s: %w", masters[node].Options().Addr, err)
+		}
+		if next >= 1<<scanNodeShift {
+			return ScanStep{}, fmt.Errorf("scan queues with messages on %s: cursor %d does not fit in %d bits", masters[node].Options().Addr, next, scanNodeShift)
+		}
+		if next == 0 && node+1 < uint64(len(masters)) {
+			next = (node + 1) << scanNodeShift // this master done: the next one
+		} else if next != 0 {
+			next |= node << scanNodeShift
+		}
+	} else {
+		var err error
+		keys, next, err = s.rdb.ScanType(ctx, cursor, pattern, count, "hash").Result()
+		if err != nil {
+			return ScanStep{}, fmt.Errorf("scan queues with messages: %w", err)
+		}
 	}
 	step := ScanStep{Cursor: next}
 	head := s.keys.prefix + ":{"
@@ -57,6 +89,33 @@ func (s *Store) ScanQueuesWithMessages(ctx context.Context, cursor uint64, count
 		step.Queues = append(step.Queues, q)
 	}
 	return step, nil
+}
+
+// scanNodeShift is where ScanQueuesWithMessages keeps the master's index in
+// a Redis Cluster cursor: a master's own SCAN cursor has as many bits as its
+// hash table's size (2^56 slots is far beyond any server's memory).
+const scanNodeShift = 56
+
+// clusterMasters returns a client of every master of the cluster, in the
+// order of their addresses, from the client's cached view of the cluster
+// (no request).
+func clusterMasters(ctx context.Context, cc *redis.ClusterClient) ([]*redis.Client, error) {
+	var mu sync.Mutex
+	var out []*redis.Client
+	err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		out = append(out, c)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the cluster's masters: %w", err)
+	}
+	if len(out) > 1<<(64-scanNodeShift) {
+		return nil, fmt.Errorf("list the cluster's masters: %d masters, more than a scan cursor names", len(out))
+	}
+	slices.SortFunc(out, func(a, b *redis.Client) int { return strings.Compare(a.Options().Addr, b.Options().Addr) })
+	return out, nil
 }
 
 // QueueIdleness is what the retire script found of one queue.

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"fmt"
+
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/auth"
 )
@@ -29,14 +31,18 @@ func (s *Server) routeFamiliesAPI() {
 		if err != nil {
 			return nil, err
 		}
-		nv, err := s.fleetOps().SetFamily(r.Context(), f, version)
+		if version < 0 {
+			nv, err := s.fleetOps().SetFamily(r.Context(), f, version)
+			if err != nil {
+				return nil, err
+			}
+			return Created{map[string]any{"family": f.Name, "version": nv}}, nil
+		}
+		c, err := s.fleetOps().ReplaceFamily(r.Context(), f, version)
 		if err != nil {
 			return nil, err
 		}
-		if version < 0 {
-			return Created{map[string]any{"family": f.Name, "version": nv}}, nil
-		}
-		return map[string]any{"family": f.Name, "version": nv}, nil
+		return familyReplaced{Family: f.Name, Version: c.Version, QueuesUpdated: c.Updated, QueuesKept: c.Kept}, nil
 	})
 	s.HandleMutation("DELETE", "/families/{family}", auth.Admin, "family.delete", func(r *Request) (any, error) {
 		if err := s.fleetOps().DeleteFamily(r.Context(), r.PathValue("family")); err != nil {
@@ -44,6 +50,20 @@ func (s *Server) routeFamiliesAPI() {
 		}
 		return map[string]any{"family": r.PathValue("family"), "deleted": true}, nil
 	})
+}
+
+// familyReplaced answers a replace: the family's new version and what
+// became of its registered queues (docs/http-api.md, "Queue families").
+// The counts go into the audit record.
+type familyReplaced struct {
+	Family        string `json:"family"`
+	Version       int32  `json:"version"`
+	QueuesUpdated int    `json:"queues_updated"`
+	QueuesKept    int    `json:"queues_kept"`
+}
+
+func (a familyReplaced) auditNote() string {
+	return fmt.Sprintf("queues_updated=%d queues_kept=%d", a.QueuesUpdated, a.QueuesKept)
 }
 
 // familyView is a family as the API shows it.

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/ops"
 )
 
@@ -40,9 +41,11 @@ Families live in ZooKeeper at /families/<name>; every change is audited.`
 		Short: "Create a queue family (or replace one with --replace)",
 		Long: `Create a family: the queue flags (as for 'queue create') configure every
 queue whose name starts with --prefix. When several families match a
-queue, the longest prefix wins. --replace changes an existing family; the
-change applies to queues registered from then on (queues already
-registered keep their configuration: change them with 'queue update').`,
+queue, the longest prefix wins. --replace changes an existing family and
+the queues it registered: each queue whose configuration is still the
+family's previous one gets the new one; a queue changed on its own ('queue
+update') keeps its configuration. The output (and the audit entry) counts
+both.`,
 		Example: `  drover ctl family create customers --prefix customer- --concurrency 2 --task '*=/usr/local/bin/handle'
   drover ctl family create devices --prefix dev- -f device-queue.json --retire-after 168h
   drover ctl family create customers --prefix customer- --rate-limit 10 --task '*=@go' --replace`,
@@ -75,20 +78,34 @@ registered keep their configuration: change them with 'queue update').`,
 			if replace {
 				action = "family.update"
 			}
-			_, err := o.SetFamily(e.ctx, f, version)
+			var change coordinator.FamilyChange
+			var err error
+			if replace {
+				change, err = o.ReplaceFamily(e.ctx, f, version)
+			} else {
+				_, err = o.SetFamily(e.ctx, f, version)
+			}
 			detail, _ := json.Marshal(f)
+			if replace {
+				// The counts too when the queues were updated in part.
+				detail = fmt.Appendf(detail, " queues_updated=%d queues_kept=%d", change.Updated, change.Kept)
+			}
 			e.auditFamily(o, action, f.Name, string(detail), err)
 			if err != nil {
 				return refusedOf(err)
 			}
 			if e.json {
+				if replace {
+					return writeJSON(e.a.stdout, familyReplaced{f, change.Updated, change.Kept})
+				}
 				return writeJSON(e.a.stdout, f)
 			}
-			verb := "created"
-			if replace {
-				verb = "replaced"
+			if !replace {
+				e.printf("created family %s: queues named %s* run with its configuration (task routes: %s)\n", f.Name, f.Prefix, taskNames(f.Queue))
+				return nil
 			}
-			e.printf("%s family %s: queues named %s* run with its configuration (task routes: %s)\n", verb, f.Name, f.Prefix, taskNames(f.Queue))
+			e.printf("replaced family %s: queues named %s* run with its configuration (task routes: %s)\n", f.Name, f.Prefix, taskNames(f.Queue))
+			e.printf("registered queues: %d updated, %d kept their own configuration\n", change.Updated, change.Kept)
 			return nil
 		}),
 	}
@@ -171,6 +188,14 @@ registered; the queues it registered stay configured and keep running
 	}
 	cmd.AddCommand(create, ls, show, rm)
 	return cmd
+}
+
+// familyReplaced is what `family create --replace -o json` prints: the
+// family and what became of its registered queues.
+type familyReplaced struct {
+	drover.FamilyConfig
+	QueuesUpdated int `json:"queues_updated"`
+	QueuesKept    int `json:"queues_kept"`
 }
 
 // auditFamily records a family mutation, or its refusal, in the fleet's

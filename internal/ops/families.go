@@ -39,14 +39,28 @@ func (o *Ops) SetFamily(ctx context.Context, f drover.FamilyConfig, version int3
 		}
 		return 0, err
 	}
-	v, err := o.zk.Families().Update(ctx, f, version)
+	c, err := o.ReplaceFamily(ctx, f, version)
+	return c.Version, err
+}
+
+// ReplaceFamily replaces a family at the version read (-1: any) and gives
+// the queues it registered the new configuration, except those an operator
+// changed (coordinator.Families.Change): the answer counts both. It
+// is refused (ErrRefused) when the family changed meanwhile; a bad family
+// is bad input. When the queues were updated only in part, the error says
+// so and the answer counts those updated.
+func (o *Ops) ReplaceFamily(ctx context.Context, f drover.FamilyConfig, version int32) (coordinator.FamilyChange, error) {
+	if err := f.Validate(); err != nil {
+		return coordinator.FamilyChange{}, badInput("%v", err)
+	}
+	c, err := o.zk.Families().Change(ctx, f, version)
 	switch {
 	case errors.Is(err, coordinator.ErrConflict):
-		return 0, fmt.Errorf("%w: %w", ErrRefused, err)
+		return c, fmt.Errorf("%w: %w", ErrRefused, err)
 	case errors.Is(err, drover.ErrInvalidConfig):
-		return 0, badInput("%v", err)
+		return c, badInput("%v", err)
 	}
-	return v, err
+	return c, err
 }
 
 // DeleteFamily removes a family; the queues it registered stay.
