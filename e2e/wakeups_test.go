@@ -30,9 +30,9 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := &recordingExecutor{}
-	routed := &signalRouter{WakeupRouter: store, done: make(chan struct{})}
+	routed := &signalRouter{WakeupRouter: store.Log(), done: make(chan struct{})}
 	w, err := worker.New(worker.Config{
-		Member: "owner", Log: store, Requeuer: store, Executor: ex, Router: routed,
+		Member: "owner", Log: store.Log(), Requeuer: store.Log(), Executor: ex, Router: routed,
 		PollInterval: 200 * time.Millisecond, CommitInterval: 10 * time.Millisecond,
 	})
 	if err != nil {
@@ -42,9 +42,9 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
-	go func() { defer close(done); w.FollowWakeups(ctx, store) }()
+	go func() { defer close(done); w.FollowWakeups(ctx, store.Listener()) }()
 	defer func() { cancel(); <-done }()
-	stale, err := store.Wakeups(ctx, "stale")
+	stale, err := store.Listener().Wakeups(ctx, "stale")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +65,10 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 	case <-time.After(testkit.Bound):
 		t.Fatal("the worker never routed the queue's wake-ups")
 	}
-	if err := store.RouteWakeups(ctx, "stale", "lonely"); err != nil { // the route goes stale
+	if err := store.Log().RouteWakeups(ctx, "stale", "lonely"); err != nil { // the route goes stale
 		t.Fatal(err)
 	}
-	res, err := store.Enqueue(ctx, &drover.Message{Queue: "lonely", Task: "t"})
+	res, err := store.Producer().Enqueue(ctx, &drover.Message{Queue: "lonely", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}

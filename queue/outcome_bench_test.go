@@ -31,7 +31,7 @@ func BenchmarkRecordOutcomes(b *testing.B) {
 				for j := range recs {
 					recs[j].ID = fmt.Sprintf("%d-%d", i, j)
 				}
-				if _, err := s.TrimRecording(ctx, "bench", 0, 0, recs, policy); err != nil {
+				if _, err := s.Log().TrimRecording(ctx, "bench", 0, 0, recs, policy); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -77,7 +77,7 @@ func benchRecordOneCommands(b *testing.B, maxRecords int) {
 					Task: "bench.noop", FinishedAt: time.Now(), Member: "worker-1"}}
 			}
 		}
-		for _, err := range s.TrimMany(ctx, reqs) {
+		for _, err := range s.Log().TrimMany(ctx, reqs) {
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -61,7 +61,7 @@ deletes it.`
 			if err != nil {
 				return err
 			}
-			dls, err := st.DeadLetters(e.ctx, args[0], offset, limit)
+			dls, err := st.Dead().DeadLetters(e.ctx, args[0], offset, limit)
 			if err != nil {
 				return err
 			}
@@ -93,7 +93,7 @@ deletes it.`
 			if err != nil {
 				return err
 			}
-			dl, err := st.GetDeadLetter(e.ctx, args[0], args[1])
+			dl, err := st.Dead().GetDeadLetter(e.ctx, args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -148,7 +148,7 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 			}
 			ids := args[1:]
 			if verb == "purge" && all {
-				n, err := st.PurgeAllDead(e.ctx, q)
+				n, err := st.Dead().PurgeAllDead(e.ctx, q)
 				if err != nil {
 					return err
 				}
@@ -160,7 +160,7 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 			}
 			if all { // retry --all: page through every dead letter
 				for {
-					dls, err := st.DeadLetters(e.ctx, q, len(ids), 1000)
+					dls, err := st.Dead().DeadLetters(e.ctx, q, len(ids), 1000)
 					if err != nil {
 						return err
 					}
@@ -177,10 +177,10 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 			for _, id := range ids {
 				var err error
 				if verb == "retry" {
-					_, err = st.RetryDead(e.ctx, q, id)
+					_, err = st.Dead().RetryDead(e.ctx, q, id)
 				} else {
 					var ok bool
-					if ok, err = st.PurgeDead(e.ctx, q, id); err == nil && !ok {
+					if ok, err = st.Dead().PurgeDead(e.ctx, q, id); err == nil && !ok {
 						err = fmt.Errorf("purge %s: %w", id, drover.ErrNotFound)
 					}
 				}

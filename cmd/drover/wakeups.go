@@ -9,8 +9,8 @@ import (
 // against lost wake-ups: heads every poll interval, the full check for
 // queues just started and after missed wake-ups.
 var (
-	_ worker.WakeupSource = (*queue.Store)(nil)
-	_ worker.QueueChecker = (*queue.Store)(nil)
-	_ worker.HeadReader   = (*queue.Store)(nil)
-	_ worker.BatchTrimmer = (*queue.Store)(nil)
+	_ worker.WakeupSource = queue.Listener{}
+	_ worker.QueueChecker = queue.Log{}
+	_ worker.HeadReader   = queue.Log{}
+	_ worker.BatchTrimmer = queue.Log{}
 )
