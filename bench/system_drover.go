@@ -84,7 +84,7 @@ func (d *droverSystem) message(q string, kind taskKind, i int) *drover.Message {
 	return &drover.Message{Queue: q, Task: task, Args: payload(i)}
 }
 
-// enqueue implements system: one Store.Enqueue call per task.
+// enqueue implements system: one Producer.Enqueue call per task.
 func (d *droverSystem) enqueue(ctx context.Context, n, g int) (time.Duration, error) {
 	q := d.nextQueue("enqueue")
 	start := time.Now()

@@ -377,7 +377,7 @@ func testEnqueueScriptChecksArguments(t *testing.T, rdb redis.UniversalClient) {
 var _ = addContractCases(contractCase{"EnqueueScriptShortcutMatchesGeneralPath", testEnqueueScriptShortcut})
 
 // The enqueue script's shortcut for the common call (one message, generated
-// id, due now) and the one-message script a lone Store.Enqueue sends
+// id, due now) and the one-message script a lone Producer.Enqueue sends
 // (enqueueOneSource) have the general path's effects: the same replies, log
 // entries, envelopes, :seq and wake-ups. Due "0" takes the shortcut; "00"
 // is the same number but takes the general path; "one" is enqueueOneSource.

@@ -46,7 +46,7 @@ func BenchmarkRecordOutcomes(b *testing.B) {
 
 // BenchmarkRecordOneCommands: the busy runtime's case, one record per queue
 // per commit, written by the committer's trim-many call for 64 queues at a
-// time (as Store.TrimMany) and by record-outcomes alone (a revoke). It
+// time (as Log.TrimMany) and by record-outcomes alone (a revoke). It
 // reports the Redis commands each record costs (INFO commandstats, commands
 // run by the scripts; the script calls themselves not counted): for
 // trim-many the commands of the same trims without records are subtracted.
