@@ -69,7 +69,7 @@ func runMemoryInto(ctx context.Context, srv *servers, repo string, v memoryVaria
 	}
 	defer obs.Close()
 	if err := fanOut(ctx, r.Queues, 32, func(i int) error {
-		return obs.CreateQueue(ctx, drover.QueueConfig{Name: queueName(i), Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}})
+		return obs.Queues().Create(ctx, drover.QueueConfig{Name: queueName(i), Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}})
 	}); err != nil {
 		return fmt.Errorf("create queues: %w", err)
 	}

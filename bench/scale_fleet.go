@@ -140,13 +140,13 @@ func newFleet(ctx context.Context, srv *servers, root string, queues int, timeou
 	for i := range cfgs {
 		cfgs[i] = drover.QueueConfig{Name: queueName(i)}
 	}
-	if n, err := obs.CreateQueues(ctx, cfgs); err != nil {
+	if n, err := obs.Queues().CreateMany(ctx, cfgs); err != nil {
 		obs.Close()
 		return nil, fmt.Errorf("create queues (%d of %d created): %w", n, queues, err)
 	}
 	octx, stop := context.WithCancel(ctx)
 	f.stopObs = stop
-	ch := obs.WatchAssignment(octx)
+	ch := obs.Assignments().Watch(octx)
 	go func() {
 		for an := range ch {
 			if an.Err == nil {
@@ -178,7 +178,7 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	if name == "m-joined" {
 		debugEvent("connected")
 	}
-	mb, err := s.Join(ctx, drover.Member{Name: name, Capacity: 1})
+	mb, err := s.Group().Join(ctx, drover.Member{Name: name, Capacity: 1})
 	if err != nil {
 		s.Close()
 		px.Close()
@@ -284,7 +284,7 @@ func (f *fleet) memberCounts() map[string]proxy.Counts {
 
 // leader returns the name of the current rebalance leader.
 func (f *fleet) leader(ctx context.Context) (string, error) {
-	el, err := f.obs.Election(coordinator.ElectionRebalance)
+	el, err := f.obs.Group().Election(coordinator.ElectionRebalance)
 	if err != nil {
 		return "", err
 	}

@@ -139,14 +139,14 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	inlineHandled.Store(handled)
 	defer inlineHandled.Store(nil)
 
-	zc, err := d.zk.Claim(ctx, q, coordinator.Owner{Member: "bench"})
+	zc, err := d.zk.Claims().Claim(ctx, q, coordinator.Owner{Member: "bench"})
 	if err != nil {
 		return 0, err
 	}
 	claim := newWatchedClaim(zc, last)
 	w, err := worker.New(worker.Config{
 		Member: "bench", Capacity: concurrency,
-		Log: d.store.Log(), Requeuer: d.store.Log(), Executor: d.exec,
+		Store: d.store.Log(), Executor: d.exec,
 	})
 	if err != nil {
 		return 0, err

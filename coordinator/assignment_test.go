@@ -16,7 +16,7 @@ import (
 func leaderWriter(t *testing.T, s *Session, name string) (*AssignmentWriter, *Leadership) {
 	t.Helper()
 	ctx := ctxT(t)
-	el, err := s.Election(ElectionRebalance)
+	el, err := s.Group().Election(ElectionRebalance)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func leaderWriter(t *testing.T, s *Session, name string) (*AssignmentWriter, *Le
 	if err != nil {
 		t.Fatalf("campaign %s: %v", name, err)
 	}
-	w, err := s.NewAssignmentWriter(ctx, lead)
+	w, err := s.Assignments().NewWriter(ctx, lead)
 	if err != nil {
 		t.Fatalf("writer %s: %v", name, err)
 	}
@@ -84,7 +84,7 @@ func TestShareWritesGrowWithTheQueuesMoved(t *testing.T) {
 	if _, err := w.Write(ctx, drover.Assignment{Leader: "a", Queues: target}); err != nil {
 		t.Fatalf("write generation 1: %v", err)
 	}
-	shareB := member.WatchShare(ctx, "b")
+	shareB := member.Assignments().WatchShare(ctx, "b")
 	got := until(t, shareB, "b's share at generation 1", func(an AssignmentNode) bool { return an.Assignment.Generation == 1 })
 	if have, want := sortedKeys(got.Assignment.Queues), shareOf(target, "b"); fmt.Sprint(have) != fmt.Sprint(want) {
 		t.Fatalf("b's share: want %d queues, have %d", len(want), len(have))
@@ -139,7 +139,7 @@ func TestShareWritesGrowWithTheQueuesMoved(t *testing.T) {
 	if ok, _, _ := member.conn.Exists(member.sharePath("b")); ok {
 		t.Fatalf("b's share header, empty for a generation: want removed, still there")
 	}
-	whole, err := member.Assignment(ctx)
+	whole, err := member.Assignments().Read(ctx)
 	if err != nil || !maps.Equal(whole.Assignment.Queues, target) || whole.Assignment.Generation != 4 {
 		t.Fatalf("whole assignment: want generation 4 with the target, have generation %d, %d queues (%v)",
 			whole.Assignment.Generation, len(whole.Assignment.Queues), err)
@@ -160,7 +160,7 @@ func TestShareIsNotReadBeforeItsHeaderIsWritten(t *testing.T) {
 	if _, err := w.Write(ctx, drover.Assignment{Leader: "a", Queues: target}); err != nil {
 		t.Fatalf("write generation 1: %v", err)
 	}
-	shareA := member.WatchShare(ctx, "a")
+	shareA := member.Assignments().WatchShare(ctx, "a")
 	until(t, shareA, "a's share at generation 1", func(an AssignmentNode) bool { return an.Assignment.Generation == 1 })
 
 	// Generation 2 moves a queue from a to b, one operation per multi, and
@@ -233,7 +233,7 @@ func TestChunkedWriteCutByLeaderLossIsCompletedByTheNextLeader(t *testing.T) {
 	if !errors.Is(err, errShareIncomplete) {
 		t.Fatalf("m2's share after the cut write: want errShareIncomplete, have %v", err)
 	}
-	shareM3 := member.WatchShare(ctx, "m3")
+	shareM3 := member.Assignments().WatchShare(ctx, "m3")
 	if got := next(t, shareM3, "m3's share"); got.Assignment.Generation != 1 || len(got.Assignment.Queues) != 100 {
 		t.Fatalf("m3's share after the cut write: want generation 1 with 100 queues, have generation %d with %d", got.Assignment.Generation, len(got.Assignment.Queues))
 	}
@@ -244,7 +244,7 @@ func TestChunkedWriteCutByLeaderLossIsCompletedByTheNextLeader(t *testing.T) {
 			t.Fatalf("%s's share after the next leader took over: %v", m, err)
 		}
 	}
-	whole, err := member.Assignment(ctx)
+	whole, err := member.Assignments().Read(ctx)
 	if err != nil || len(whole.Assignment.Queues) != 300 || whole.Assignment.Generation <= 1 {
 		t.Fatalf("assignment after the repair: want 300 queues above generation 1, have %d at %d (%v)", len(whole.Assignment.Queues), whole.Assignment.Generation, err)
 	}

@@ -21,7 +21,7 @@ func BenchmarkCommit(b *testing.B) {
 			ctx := context.Background()
 			claims := make([]*Claim, workers)
 			for i := range claims {
-				c, err := s.Claim(ctx, fmt.Sprintf("q%d", i), Owner{Member: "bench"})
+				c, err := s.Claims().Claim(ctx, fmt.Sprintf("q%d", i), Owner{Member: "bench"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -56,7 +56,7 @@ func BenchmarkClaimRelease(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		c, err := s.Claim(ctx, "q", Owner{Member: "bench"})
+		c, err := s.Claims().Claim(ctx, "q", Owner{Member: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func BenchmarkLeaderKillWritePause(b *testing.B) {
 	ens := testenv.NewZKEnsemble(b)
 	s := connect(b, ens.Addrs, testenv.Chroot(b), func(c *Config) { c.SessionTimeout = 10 * time.Second })
 	ctx := context.Background()
-	c, err := s.Claim(ctx, "q", Owner{Member: "bench"})
+	c, err := s.Claims().Claim(ctx, "q", Owner{Member: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

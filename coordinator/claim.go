@@ -35,6 +35,12 @@ type Claim struct {
 	pending       *pendingWrite // a write whose outcome is unknown
 	ended         error         // non-nil once released or fenced
 	done          chan struct{} // made by Done; closed when ended is set
+
+	// The end callback (OnEnd) has a lock of its own: c.mu is held
+	// through a write's round trip.
+	endMu   sync.Mutex
+	onEnd   func()
+	endSeen bool // end has run: OnEnd calls at once
 }
 
 // ownerPath is /owners/<queue>; the name was validated by the claim.
@@ -69,7 +75,8 @@ const maxClaimsInFlight = 64
 // It fails with an error wrapping drover.ErrNotOwner when another session
 // owns the queue (the previous owner has not released yet: WaitReleased, then
 // try again if the queue is still assigned to this member).
-func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim, error) {
+func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, error) {
+	s := c.s
 	ownerPath, err := s.queuePath(ownersDir, queue)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
@@ -96,7 +103,7 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 	}
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
-		cur, err := s.ReadOffset(ctx, queue)
+		cur, err := s.Claims().Offset(ctx, queue)
 		if errors.Is(err, drover.ErrNotFound) {
 			// Never claimed (a read first, because a create of an existing
 			// node is still a write the server logs): create the offset at
@@ -119,7 +126,7 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 				// An unknown outcome may have left our owner node: the
 				// usual path finds it (owned by this session) and the
 				// caller drops it as an orphan.
-				cur, err = s.ReadOffset(ctx, queue)
+				cur, err = s.Claims().Offset(ctx, queue)
 			default:
 				return nil, fmt.Errorf("claim %s: create %s: %w", queue, offsetPath, cerr)
 			}
@@ -172,7 +179,7 @@ func (s *Session) Claim(ctx context.Context, queue string, owner Owner) (*Claim,
 			if err := s.awaitConnected(ctx); err != nil {
 				return nil, fmt.Errorf("claim %s: %w", queue, err)
 			}
-			on, rerr := s.QueueOwner(ctx, queue)
+			on, rerr := s.Claims().Owner(ctx, queue)
 			switch {
 			case errors.Is(rerr, drover.ErrNotFound) && attempt < attempts:
 				continue // not applied
@@ -244,7 +251,31 @@ func (c *Claim) end(err error) {
 		if c.done != nil {
 			close(c.done)
 		}
+		c.endMu.Lock()
+		c.endSeen = true
+		f := c.onEnd
+		c.onEnd = nil
+		c.endMu.Unlock()
+		if f != nil {
+			go f()
+		}
 	}
+}
+
+// OnEnd arranges for f to be called once, in its own goroutine, when the
+// claim ends (released or fenced; at once when it has ended already), as
+// context.AfterFunc does for a context: whoever holds many claims learns of
+// their ends without a goroutine per claim waiting on Done. A later call
+// replaces an f not called yet. It never waits for a write in progress.
+func (c *Claim) OnEnd(f func()) {
+	c.endMu.Lock()
+	if !c.endSeen {
+		c.onEnd = f
+		c.endMu.Unlock()
+		return
+	}
+	c.endMu.Unlock()
+	go f()
 }
 
 // Err returns nil while the claim is held, then why it is not: released, or
@@ -426,7 +457,8 @@ func (c *Claim) Abandon(ctx context.Context) error {
 
 // WaitReleased blocks until /owners/<queue> does not exist (returning at once
 // when it does not), ctx ends, or the session is lost.
-func (s *Session) WaitReleased(ctx context.Context, queue string) error {
+func (c Claims) WaitReleased(ctx context.Context, queue string) error {
+	s := c.s
 	p, err := s.queuePath(ownersDir, queue)
 	if err != nil {
 		return fmt.Errorf("wait for release: %w", err)
@@ -460,7 +492,7 @@ func (s *Session) WaitReleased(ctx context.Context, queue string) error {
 // session is lost (an error wrapping drover.ErrSessionLost).
 func (s *Session) awaitConnected(ctx context.Context) error {
 	for {
-		st, changed := s.Status()
+		st, changed := s.status()
 		switch st {
 		case Connected:
 			return s.usable()

@@ -14,14 +14,14 @@ func TestClaimCommitRelease(t *testing.T) {
 	a, b := connect(t, zk.Addrs, root), connect(t, zk.Addrs, root)
 	ctx := ctxT(t)
 
-	ca, err := a.Claim(ctx, "emails", Owner{Member: "a", Generation: 1})
+	ca, err := a.Claims().Claim(ctx, "emails", Owner{Member: "a", Generation: 1})
 	if err != nil {
 		t.Fatalf("claim by a: %v", err)
 	}
 	if got := ca.Offset().Position; got != 0 {
 		t.Fatalf("offset of a new queue: want 0, have %d", got)
 	}
-	_, err = b.Claim(ctx, "emails", Owner{Member: "b", Generation: 1})
+	_, err = b.Claims().Claim(ctx, "emails", Owner{Member: "b", Generation: 1})
 	mustIs(t, err, drover.ErrNotOwner, "claim of an owned queue")
 
 	for pos := int64(1); pos <= 3; pos++ {
@@ -29,17 +29,17 @@ func TestClaimCommitRelease(t *testing.T) {
 			t.Fatalf("commit %d: %v", pos, err)
 		}
 	}
-	on, err := b.ReadOffset(ctx, "emails")
+	on, err := b.Claims().Offset(ctx, "emails")
 	if err != nil || on.Offset.Position != 30 {
 		t.Fatalf("offset after commits: want 30, have %+v (%v)", on, err)
 	}
-	owner, err := b.QueueOwner(ctx, "emails")
+	owner, err := b.Claims().Owner(ctx, "emails")
 	if err != nil || owner.Owner.Member != "a" || owner.Session != a.SessionID() {
 		t.Fatalf("owner: want a in session %#x, have %+v (%v)", a.SessionID(), owner, err)
 	}
 
 	released := make(chan error, 1)
-	go func() { released <- b.WaitReleased(ctx, "emails") }()
+	go func() { released <- b.Claims().WaitReleased(ctx, "emails") }()
 	if err := ca.Release(ctx, offsetAt(40, "a")); err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -48,14 +48,14 @@ func TestClaimCommitRelease(t *testing.T) {
 	}
 	mustIs(t, ca.Commit(ctx, offsetAt(50, "a")), drover.ErrNotOwner, "commit after release")
 
-	cb, err := b.Claim(ctx, "emails", Owner{Member: "b", Generation: 2})
+	cb, err := b.Claims().Claim(ctx, "emails", Owner{Member: "b", Generation: 2})
 	if err != nil {
 		t.Fatalf("claim by b after release: %v", err)
 	}
 	if got := cb.Offset().Position; got != 40 {
 		t.Fatalf("b's claimed offset: want 40 (a's final), have %d", got)
 	}
-	if _, err := b.QueueOwner(ctx, "nothing"); !errorsIsNotFound(err) {
+	if _, err := b.Claims().Owner(ctx, "nothing"); !errorsIsNotFound(err) {
 		t.Fatalf("owner of an unowned queue: want ErrNotFound, have %v", err)
 	}
 }
@@ -80,7 +80,7 @@ func TestClaimDoneWhenReleasedOrFenced(t *testing.T) {
 		}
 	}
 
-	released, err := a.Claim(ctx, "r", Owner{Member: "a"})
+	released, err := a.Claims().Claim(ctx, "r", Owner{Member: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +95,12 @@ func TestClaimDoneWhenReleasedOrFenced(t *testing.T) {
 	}
 	mustIs(t, released.Err(), drover.ErrNotOwner, "Err of a released claim")
 
-	fenced, err := a.Claim(ctx, "f", Owner{Member: "a"})
+	fenced, err := a.Claims().Claim(ctx, "f", Owner{Member: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An operator resets the owned queue's offset: the next commit is refused.
-	if _, err := a.ResetOffset(ctx, "f", offsetAt(0, "op"), ResetOptions{AllowOwned: true}); err != nil {
+	if _, err := a.Claims().ResetOffset(ctx, "f", offsetAt(0, "op"), ResetOptions{AllowOwned: true}); err != nil {
 		t.Fatal(err)
 	}
 	mustIs(t, fenced.Commit(ctx, offsetAt(2, "a")), drover.ErrFenced, "commit after a reset")
@@ -119,7 +119,7 @@ func TestClaimDoneAskedAfterTheEnd(t *testing.T) {
 	root := testenv.Chroot(t)
 	a, b := connect(t, zk.Addrs, root), connect(t, zk.Addrs, root)
 	ctx := ctxT(t)
-	c, err := a.Claim(ctx, "late", Owner{Member: "a"})
+	c, err := a.Claims().Claim(ctx, "late", Owner{Member: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,11 +134,11 @@ func TestClaimDoneAskedAfterTheEnd(t *testing.T) {
 	default:
 		t.Fatal("Done asked for after the release: want it closed")
 	}
-	on, err := b.ReadOffset(ctx, "late")
+	on, err := b.Claims().Offset(ctx, "late")
 	if err != nil || on.Offset.Position != 7 {
 		t.Fatalf("offset after the release: want 7, have %+v (%v)", on, err)
 	}
-	if _, err := b.QueueOwner(ctx, "late"); !errorsIsNotFound(err) {
+	if _, err := b.Claims().Owner(ctx, "late"); !errorsIsNotFound(err) {
 		t.Fatalf("owner after the release: want none, have %v", err)
 	}
 }

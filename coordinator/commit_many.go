@@ -13,7 +13,7 @@ import (
 
 // Committer returns the session, which commits this claim together with
 // the session's other claims (CommitMany).
-func (c *Claim) Committer() drover.ClaimCommitter { return c.s }
+func (c *Claim) Committer() drover.ClaimCommitter { return Claims{c.s} }
 
 var _ drover.BatchClaim = (*Claim)(nil)
 
@@ -54,7 +54,8 @@ type commitItem struct {
 // *Claim inherits Committer and is batched with the session's claims, and
 // its Commit (which may count or watch commits) must still run; the bench's
 // counting wrapper never saw its last offset committed when it was refused.
-func (s *Session) CommitMany(ctx context.Context, reqs []drover.CommitRequest) []error {
+func (c Claims) CommitMany(ctx context.Context, reqs []drover.CommitRequest) []error {
+	s := c.s
 	errs := make([]error, len(reqs))
 	var alone []int
 	defer func() {

@@ -17,7 +17,7 @@ func claimN(t *testing.T, s *Session, n int) []*Claim {
 	t.Helper()
 	var claims []*Claim
 	for i := range n {
-		c, err := s.Claim(ctxT(t), fmt.Sprintf("q%02d", i), Owner{Member: "m"})
+		c, err := s.Claims().Claim(ctxT(t), fmt.Sprintf("q%02d", i), Owner{Member: "m"})
 		if err != nil {
 			t.Fatalf("claim q%02d: %v", i, err)
 		}
@@ -32,7 +32,7 @@ func commitAll(ctx context.Context, s *Session, claims []*Claim, pos int64) []er
 	for i, c := range claims {
 		reqs[i] = drover.CommitRequest{Claim: c, Offset: offsetAt(pos, "m")}
 	}
-	return s.CommitMany(ctx, reqs)
+	return s.Claims().CommitMany(ctx, reqs)
 }
 
 // wantFencedAlone fails unless the commit of q<fenced> was refused as
@@ -58,7 +58,7 @@ func wantOffsets(t *testing.T, s *Session, claims []*Claim, pos drover.Position,
 		if i == skip {
 			continue
 		}
-		on, err := s.ReadOffset(ctxT(t), c.Queue())
+		on, err := s.Claims().Offset(ctxT(t), c.Queue())
 		if err != nil || on.Offset.Position != pos {
 			t.Fatalf("offset of %s: want %d, have %+v (%v)", c.Queue(), pos, on.Offset, err)
 		}
@@ -75,7 +75,7 @@ func TestCommitManyDropsAFencedQueueAlone(t *testing.T) {
 	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
 	ctx := ctxT(t)
 	claims := claimN(t, s, 5)
-	if _, err := admin.ResetOffset(ctx, "q02", offsetAt(0, "operator"), ResetOptions{AllowOwned: true}); err != nil {
+	if _, err := admin.Claims().ResetOffset(ctx, "q02", offsetAt(0, "operator"), ResetOptions{AllowOwned: true}); err != nil {
 		t.Fatalf("reset q02: %v", err)
 	}
 	before := s.batch.flushes
@@ -85,7 +85,7 @@ func TestCommitManyDropsAFencedQueueAlone(t *testing.T) {
 		t.Fatalf("multis for a batch with one fenced queue: want 2 (the failed one, then the rest), have %d", n)
 	}
 	wantOffsets(t, admin, claims, 10, 2)
-	if on, _ := admin.ReadOffset(ctx, "q02"); on.Offset.Position != 0 {
+	if on, _ := admin.Claims().Offset(ctx, "q02"); on.Offset.Position != 0 {
 		t.Fatalf("the fenced q02 moved: %+v", on.Offset)
 	}
 	mustIs(t, claims[2].Err(), drover.ErrFenced, "the fenced claim's Err")
@@ -116,7 +116,7 @@ func TestCommitManyLostReplyIsSettledByReRead(t *testing.T) {
 	for _, apply := range []bool{true, false} {
 		before := make([]OffsetNode, len(claims))
 		for i, c := range claims {
-			before[i], _ = admin.ReadOffset(ctx, c.Queue())
+			before[i], _ = admin.Claims().Offset(ctx, c.Queue())
 		}
 		fc.lose(1, apply)
 		for i, err := range commitAll(ctx, s, claims, pos) {
@@ -125,7 +125,7 @@ func TestCommitManyLostReplyIsSettledByReRead(t *testing.T) {
 			}
 		}
 		for i, c := range claims {
-			on, err := admin.ReadOffset(ctx, c.Queue())
+			on, err := admin.Claims().Offset(ctx, c.Queue())
 			if err != nil || on.Offset.Position != drover.Position(pos) || on.Version != before[i].Version+1 {
 				t.Fatalf("applied=%v: %s: want position %d at version %d, have %+v (%v)", apply, c.Queue(), pos, before[i].Version+1, on, err)
 			}
@@ -133,7 +133,7 @@ func TestCommitManyLostReplyIsSettledByReRead(t *testing.T) {
 		pos++
 	}
 	// Lost, and one queue of the batch fenced meanwhile.
-	if _, err := admin.ResetOffset(ctx, "q01", offsetAt(0, "operator"), ResetOptions{AllowOwned: true}); err != nil {
+	if _, err := admin.Claims().ResetOffset(ctx, "q01", offsetAt(0, "operator"), ResetOptions{AllowOwned: true}); err != nil {
 		t.Fatal(err)
 	}
 	fc.lose(1, true)
@@ -183,7 +183,7 @@ func TestCommitManySplitsAtTheRequestBound(t *testing.T) {
 	for i, c := range claims {
 		reqs[i] = drover.CommitRequest{Claim: c, Offset: off}
 	}
-	for i, err := range s.CommitMany(ctx, reqs) {
+	for i, err := range s.Claims().CommitMany(ctx, reqs) {
 		if err != nil {
 			t.Fatalf("commit of q%02d: %v", i, err)
 		}
@@ -204,11 +204,11 @@ func TestCommitManyCommitsForeignClaimsAloneAndRefusesRepeatedOnes(t *testing.T)
 	ctx := ctxT(t)
 	claims := claimN(t, s, 2)
 	mine, wrapped := claims[0], &countingClaim{Claim: claims[1]}
-	theirs, err := other.Claim(ctx, "theirs", Owner{Member: "o"})
+	theirs, err := other.Claims().Claim(ctx, "theirs", Owner{Member: "o"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := s.CommitMany(ctx, []drover.CommitRequest{
+	errs := s.Claims().CommitMany(ctx, []drover.CommitRequest{
 		{Claim: mine, Offset: offsetAt(5, "m")},
 		{Claim: theirs, Offset: offsetAt(7, "m")},
 		{Claim: mine, Offset: offsetAt(6, "m")},
@@ -227,10 +227,10 @@ func TestCommitManyCommitsForeignClaimsAloneAndRefusesRepeatedOnes(t *testing.T)
 	if n := wrapped.commits.Load(); n != 1 {
 		t.Fatalf("the wrapper's Commit ran %d times; want 1", n)
 	}
-	if on, _ := other.ReadOffset(ctx, "theirs"); on.Offset.Position != 7 {
+	if on, _ := other.Claims().Offset(ctx, "theirs"); on.Offset.Position != 7 {
 		t.Fatalf("the other session's claim, committed through its own Commit: offset %+v, want 7", on.Offset)
 	}
-	if on, _ := s.ReadOffset(ctx, claims[1].Queue()); on.Offset.Position != 8 {
+	if on, _ := s.Claims().Offset(ctx, claims[1].Queue()); on.Offset.Position != 8 {
 		t.Fatalf("the wrapped claim: offset %+v, want 8", on.Offset)
 	}
 	wantOffsets(t, s, []*Claim{mine}, 5, -1)

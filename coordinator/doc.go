@@ -21,6 +21,14 @@
 // from the last contact, it is reported before the server can expire the
 // session and hand the caller's queues to someone else.
 //
+// # Roles
+//
+// A Session keeps only its lifetime. What a caller does with it goes
+// through a small role sharing the session (roles.go): Group (members,
+// elections, cluster counts), Assignments, Claims (claims, commits, owners,
+// offsets), Queues (configurations, the registry, views), Families and
+// Pauses — sess.Pauses().Set(ctx, drover.PauseQueue, "emails", p).
+//
 // # Bounded calls
 //
 // The library has no contexts. Every call here runs with a bound (the

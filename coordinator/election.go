@@ -38,7 +38,8 @@ type LeaderInfo struct {
 
 // Election returns the election called name (ElectionRebalance,
 // ElectionScheduler, or another valid node name).
-func (s *Session) Election(name string) (*Election, error) {
+func (g Group) Election(name string) (*Election, error) {
+	s := g.s
 	if err := validateNodeName(name); err != nil {
 		return nil, fmt.Errorf("election: %w", err)
 	}
@@ -265,7 +266,7 @@ func (l *Leadership) Act(ctx context.Context) (context.Context, context.CancelFu
 		if err := l.Err(); err != nil {
 			return nil, nil, err
 		}
-		st, changed := l.e.s.Status()
+		st, changed := l.e.s.status()
 		if st == Connected {
 			actx, cancel := context.WithCancel(ctx)
 			go func() {

@@ -29,7 +29,7 @@ func TestElectionNeverTwoLeaders(t *testing.T) {
 	errs := make(chan error, 5)
 	for i := range 5 {
 		s := connect(t, server.Addrs, root)
-		e, err := s.Election(ElectionScheduler)
+		e, err := s.Group().Election(ElectionScheduler)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,8 +93,8 @@ func TestElectionFailoverOnSessionEnd(t *testing.T) {
 	root := testenv.Chroot(t)
 	ctx := ctxT(t)
 	a, b := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
-	ea, _ := a.Election(ElectionRebalance)
-	eb, _ := b.Election(ElectionRebalance)
+	ea, _ := a.Group().Election(ElectionRebalance)
+	eb, _ := b.Group().Election(ElectionRebalance)
 	la, err := ea.Campaign(ctx, "a")
 	if err != nil {
 		t.Fatalf("campaign a: %v", err)
@@ -137,8 +137,8 @@ func TestElectionLeaderBackUnderNewSessionDoesNotLead(t *testing.T) {
 	root := testenv.Chroot(t)
 	ctx := ctxT(t)
 	a, b := connect(t, []string{proxy.Addr}, root), connect(t, server.Addrs, root)
-	ea, _ := a.Election(ElectionScheduler)
-	eb, _ := b.Election(ElectionScheduler)
+	ea, _ := a.Group().Election(ElectionScheduler)
+	eb, _ := b.Group().Election(ElectionScheduler)
 	la, err := ea.Campaign(ctx, "a")
 	if err != nil {
 		t.Fatalf("campaign a: %v", err)
@@ -191,7 +191,7 @@ func TestElectionActPausesWhileSuspended(t *testing.T) {
 	proxy := testenv.NewProxy(t, server.Addr)
 	a := connect(t, []string{proxy.Addr}, testenv.Chroot(t), func(c *Config) { c.SessionTimeout = 10 * time.Second })
 	ctx := ctxT(t)
-	e, _ := a.Election(ElectionScheduler)
+	e, _ := a.Group().Election(ElectionScheduler)
 	l, err := e.Campaign(ctx, "a")
 	if err != nil {
 		t.Fatalf("campaign: %v", err)

@@ -49,7 +49,7 @@ func TestEnsembleLeaderFailuresKeepTheSession(t *testing.T) {
 	ctx := ctxT(t)
 	var claims []*Claim
 	for i := range 2 {
-		c, err := s.Claim(ctx, fmt.Sprintf("q%d", i), Owner{Member: "m"})
+		c, err := s.Claims().Claim(ctx, fmt.Sprintf("q%d", i), Owner{Member: "m"})
 		if err != nil {
 			t.Fatalf("claim: %v", err)
 		}
@@ -82,7 +82,7 @@ func TestEnsembleLeaderFailuresKeepTheSession(t *testing.T) {
 		t.Fatalf("session after leader failures: want %#x alive, have %#x (%v)", id, s.conn.SessionID(), s.Err())
 	}
 	for _, c := range claims {
-		on, err := s.ReadOffset(ctx, c.Queue())
+		on, err := s.Claims().Offset(ctx, c.Queue())
 		if err != nil || on.Offset.Position != 3 {
 			t.Fatalf("offset of %s: want 3, have %+v (%v)", c.Queue(), on, err)
 		}

@@ -20,20 +20,20 @@ import (
 // the rebalance leader watches them all, so that it can register a queue
 // of a family at its first enqueue (fleet.Registrar).
 
-// createParallelism is how many registry buckets CreateQueues writes at
+// createParallelism is how many registry buckets Queues.CreateMany writes at
 // once (a read and a multi each, pipelined on the session's connection).
 // The family registrar registers a second's new queues in one call, which
 // touches most of the 1,024 buckets: at 8 in flight a call of 2,000 queues
 // took 3.7 s on a loaded machine, most of it round trips.
 const createParallelism = 64
 
-// ErrFamilyExists: CreateFamily found the family already stored.
+// ErrFamilyExists: Families.Create found the family already stored.
 var ErrFamilyExists = errors.New("coordinator: queue family already exists")
 
 // FamilyEntry is one family as read from /families.
 type FamilyEntry struct {
 	Config  drover.FamilyConfig
-	Version int32 // znode version, for UpdateFamily
+	Version int32 // znode version, for Families.Update
 	Err     error // set when the data could not be decoded
 }
 
@@ -75,12 +75,13 @@ func decodeFamily(p, name string, data []byte, version int32) FamilyEntry {
 	return e
 }
 
-// CreateFamily stores f (validated). It fails with an error wrapping
+// Create stores f (validated). It fails with an error wrapping
 // ErrFamilyExists when a family of that name exists, and with one wrapping
 // drover.ErrInvalidConfig when another family has the same prefix (which
 // would leave the choice between them to their names) or when
 // drover.MaxFamilies exist already.
-func (s *Session) CreateFamily(ctx context.Context, f drover.FamilyConfig) error {
+func (fs Families) Create(ctx context.Context, f drover.FamilyConfig) error {
+	s := fs.s
 	p, err := s.familyPath(f.Name)
 	if err != nil {
 		return fmt.Errorf("create family: %w", err)
@@ -89,7 +90,7 @@ func (s *Session) CreateFamily(ctx context.Context, f drover.FamilyConfig) error
 	if err != nil {
 		return fmt.Errorf("create family: %w", err)
 	}
-	fams, err := s.Families(ctx)
+	fams, err := s.Families().List(ctx)
 	if err != nil {
 		return fmt.Errorf("create family %s: %w", f.Name, err)
 	}
@@ -111,13 +112,14 @@ func (s *Session) CreateFamily(ctx context.Context, f drover.FamilyConfig) error
 	return nil
 }
 
-// UpdateFamily replaces an existing family when its version is version
+// Update replaces an existing family when its version is version
 // (-1: any) and returns the new version. The change applies to queues the
 // family registers from now on; queues it registered keep the
 // configuration they were registered with (docs/decisions.md, "Queue
 // families"). It fails with drover.ErrFamilyNotFound when the family does
 // not exist and ErrConflict when the version differs.
-func (s *Session) UpdateFamily(ctx context.Context, f drover.FamilyConfig, version int32) (int32, error) {
+func (fs Families) Update(ctx context.Context, f drover.FamilyConfig, version int32) (int32, error) {
+	s := fs.s
 	p, err := s.familyPath(f.Name)
 	if err != nil {
 		return 0, fmt.Errorf("update family: %w", err)
@@ -126,7 +128,7 @@ func (s *Session) UpdateFamily(ctx context.Context, f drover.FamilyConfig, versi
 	if err != nil {
 		return 0, fmt.Errorf("update family: %w", err)
 	}
-	fams, err := s.Families(ctx)
+	fams, err := s.Families().List(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("update family %s: %w", f.Name, err)
 	}
@@ -147,11 +149,12 @@ func (s *Session) UpdateFamily(ctx context.Context, f drover.FamilyConfig, versi
 	return st.Version, nil
 }
 
-// DeleteFamily removes a family. The queues it registered stay configured
+// Delete removes a family. The queues it registered stay configured
 // as they are (they are ordinary queues from then on, still naming the
 // family they came from). It fails with drover.ErrFamilyNotFound when the
 // family does not exist.
-func (s *Session) DeleteFamily(ctx context.Context, name string) error {
+func (fs Families) Delete(ctx context.Context, name string) error {
+	s := fs.s
 	p, err := s.familyPath(name)
 	if err != nil {
 		return fmt.Errorf("delete family: %w", err)
@@ -166,10 +169,11 @@ func (s *Session) DeleteFamily(ctx context.Context, name string) error {
 	return nil
 }
 
-// Family reads one family. It fails with drover.ErrFamilyNotFound when it
+// Get reads one family. It fails with drover.ErrFamilyNotFound when it
 // does not exist, and with an error naming the node when its data is
 // corrupt (the entry is returned too, with Err set).
-func (s *Session) Family(ctx context.Context, name string) (FamilyEntry, error) {
+func (fs Families) Get(ctx context.Context, name string) (FamilyEntry, error) {
+	s := fs.s
 	p, err := s.familyPath(name)
 	if err != nil {
 		return FamilyEntry{}, fmt.Errorf("read family: %w", err)
@@ -185,8 +189,9 @@ func (s *Session) Family(ctx context.Context, name string) (FamilyEntry, error) 
 	return e, e.Err
 }
 
-// Families lists every family, sorted by name; corrupt ones with Err set.
-func (s *Session) Families(ctx context.Context) ([]FamilyEntry, error) {
+// List lists every family, sorted by name; corrupt ones with Err set.
+func (fs Families) List(ctx context.Context) ([]FamilyEntry, error) {
+	s := fs.s
 	d := newDirCache(s.path(familiesDir))
 	if err := d.read(ctx, s); err != nil {
 		return nil, fmt.Errorf("list families: %w", err)
@@ -203,11 +208,12 @@ func familyEntries(d *dirCache) []FamilyEntry {
 	return out
 }
 
-// WatchFamilies delivers every valid family now and after each change,
+// Watch delivers every valid family now and after each change,
 // until ctx ends or the session is lost; then it closes the channel.
 // Corrupt families are logged and left out. Only the latest set is kept
 // for a slow reader.
-func (s *Session) WatchFamilies(ctx context.Context) <-chan drover.Families {
+func (fs Families) Watch(ctx context.Context) <-chan drover.Families {
+	s := fs.s
 	d := newDirCache(s.path(familiesDir))
 	return watchLoop(ctx, s, "families", func(ctx context.Context, ws *watchSet) (drover.Families, error) {
 		if err := d.refresh(ctx, s, ws); err != nil {
@@ -225,7 +231,7 @@ func (s *Session) WatchFamilies(ctx context.Context) <-chan drover.Families {
 	})
 }
 
-// RetireQueue removes queue from the registry when it is a queue of family
+// Retire removes queue from the registry when it is a queue of family
 // (its config names the family) and empty says so, and reports whether it
 // did. empty runs between the read of the config and its delete (it
 // retires the queue's Redis keys when the queue is still empty: see
@@ -233,8 +239,9 @@ func (s *Session) WatchFamilies(ctx context.Context) <-chan drover.Families {
 // checked against the config's version as read, so a queue an operator
 // reconfigured meanwhile is kept. The queue's offset node stays until
 // DropOffset, once no member owns the queue.
-func (s *Session) RetireQueue(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error) {
-	e, err := s.Queue(ctx, queue)
+func (q Queues) Retire(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error) {
+	s := q.s
+	e, err := s.Queues().Get(ctx, queue)
 	if errors.Is(err, drover.ErrQueueNotFound) {
 		return false, nil
 	}
@@ -279,7 +286,8 @@ func (r Registry) BucketQueues(dst []string, i int) []string {
 // never there) or the queue is configured again: false means a member still
 // owns it, so try later. A claim that comes between the reads and the
 // delete bumps the node's version and the delete fails harmlessly.
-func (s *Session) DropOffset(ctx context.Context, queue string) (bool, error) {
+func (c Claims) DropOffset(ctx context.Context, queue string) (bool, error) {
+	s := c.s
 	offPath, err := s.queuePath(offsetsDir, queue)
 	if err != nil {
 		return false, fmt.Errorf("drop offset: %w", err)
@@ -350,18 +358,19 @@ func (p *packedBucket) has(q string) bool {
 	return ok && i < n
 }
 
-// QueueOrFamily reads queue's configuration; for a queue not configured
+// GetOrFamily reads queue's configuration; for a queue not configured
 // whose name matches a family, it returns the configuration the family
 // will register it with (Family set, Version -1). It fails with
 // drover.ErrQueueNotFound for a queue neither configured nor under a
 // family. Producers' checks (the HTTP API, ctl enqueue) use it, so that a
 // queue of a family accepts its first enqueue.
-func (s *Session) QueueOrFamily(ctx context.Context, queue string) (QueueEntry, error) {
-	e, err := s.Queue(ctx, queue)
+func (q Queues) GetOrFamily(ctx context.Context, queue string) (QueueEntry, error) {
+	s := q.s
+	e, err := s.Queues().Get(ctx, queue)
 	if !errors.Is(err, drover.ErrQueueNotFound) {
 		return e, err
 	}
-	fams, ferr := s.Families(ctx)
+	fams, ferr := s.Families().List(ctx)
 	if ferr != nil {
 		return QueueEntry{}, fmt.Errorf("read queue %s: %w", queue, ferr)
 	}

@@ -87,18 +87,18 @@ func TestCommitWithLostReplyIsSettledByReRead(t *testing.T) {
 	server := testenv.ZooKeeper(t)
 	s, fc := connectFaulty(t, server.Addrs, testenv.Chroot(t))
 	ctx := ctxT(t)
-	claim, err := s.Claim(ctx, "q", Owner{Member: "m"})
+	claim, err := s.Claims().Claim(ctx, "q", Owner{Member: "m"})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
 	for _, apply := range []bool{true, false} {
-		before, _ := s.ReadOffset(ctx, "q")
+		before, _ := s.Claims().Offset(ctx, "q")
 		fc.lose(1, apply)
 		pos := before.Offset.Position + 10
 		if err := claim.Commit(ctx, offsetAt(int64(pos), "m")); err != nil {
 			t.Fatalf("commit with a lost reply (applied=%v): %v", apply, err)
 		}
-		after, err := s.ReadOffset(ctx, "q")
+		after, err := s.Claims().Offset(ctx, "q")
 		if err != nil || after.Offset.Position != pos || after.Version != before.Version+1 {
 			t.Fatalf("applied=%v: want position %d at version %d, have %+v (%v)", apply, pos, before.Version+1, after, err)
 		}
@@ -111,7 +111,7 @@ func TestCommitWithLostReplyIsSettledByReRead(t *testing.T) {
 	if err := claim.Release(ctx, offsetAt(99, "m")); err != nil {
 		t.Fatalf("release with a lost reply: %v", err)
 	}
-	if _, err := s.QueueOwner(ctx, "q"); !errorsIsNotFound(err) {
+	if _, err := s.Claims().Owner(ctx, "q"); !errorsIsNotFound(err) {
 		t.Fatalf("owner after release: want none, have %v", err)
 	}
 }
@@ -121,11 +121,11 @@ func TestNewSessionIDMeansLost(t *testing.T) {
 	server := testenv.ZooKeeper(t)
 	s, fc := connectFaulty(t, server.Addrs, testenv.Chroot(t))
 	ctx := ctxT(t)
-	claim, err := s.Claim(ctx, "q", Owner{Member: "m"})
+	claim, err := s.Claims().Claim(ctx, "q", Owner{Member: "m"})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
-	e, _ := s.Election(ElectionRebalance)
+	e, _ := s.Group().Election(ElectionRebalance)
 	l, err := e.Campaign(ctx, "m")
 	if err != nil {
 		t.Fatalf("campaign: %v", err)
@@ -142,7 +142,7 @@ func TestNewSessionIDMeansLost(t *testing.T) {
 	mustIs(t, err, drover.ErrSessionLost, "commit after a new session id")
 	<-l.Done()
 	mustIs(t, l.Err(), drover.ErrNotLeader, "leadership after a new session id")
-	if _, err := s.Queues(ctx); !errorsIs(err, drover.ErrSessionLost) {
+	if _, err := s.Queues().List(ctx); !errorsIs(err, drover.ErrSessionLost) {
 		t.Fatalf("read after a new session id: want ErrSessionLost, have %v", err)
 	}
 }

@@ -50,7 +50,7 @@ func waitState(t testing.TB, s *Session, want SessionState, bound time.Duration)
 	t.Helper()
 	deadline := time.After(bound)
 	for {
-		st, changed := s.Status()
+		st, changed := s.status()
 		if st == want {
 			return
 		}

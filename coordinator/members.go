@@ -30,7 +30,8 @@ type Membership struct {
 // Join registers m as a member: a protected ephemeral sequential node
 // /members/m-<seq> holding m as JSON, which lives as long as the session.
 // m.Name must be a valid node name (the queue-name rules).
-func (s *Session) Join(ctx context.Context, m drover.Member) (*Membership, error) {
+func (g Group) Join(ctx context.Context, m drover.Member) (*Membership, error) {
+	s := g.s
 	if err := validateNodeName(m.Name); err != nil {
 		return nil, fmt.Errorf("join as member: name: %w", err)
 	}
@@ -83,7 +84,8 @@ func (m *Membership) Leave(ctx context.Context) error {
 
 // Members lists the registered members in join order. Members whose data is
 // corrupt are listed with Err set.
-func (s *Session) Members(ctx context.Context) ([]MemberNode, error) {
+func (g Group) Members(ctx context.Context) ([]MemberNode, error) {
+	s := g.s
 	d := newDirCache(s.path(membersDir))
 	if err := d.read(ctx, s); err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
@@ -94,7 +96,8 @@ func (s *Session) Members(ctx context.Context) ([]MemberNode, error) {
 // WatchMembers delivers the member list now and after every change until ctx
 // ends or the session is lost, then closes the channel. Only the latest list
 // is kept for a slow reader.
-func (s *Session) WatchMembers(ctx context.Context) <-chan []MemberNode {
+func (g Group) WatchMembers(ctx context.Context) <-chan []MemberNode {
+	s := g.s
 	d := newDirCache(s.path(membersDir))
 	return watchLoop(ctx, s, "members", func(ctx context.Context, ws *watchSet) ([]MemberNode, error) {
 		if err := d.refresh(ctx, s, ws); err != nil {

@@ -21,13 +21,13 @@ func TestCoalescedCommitDropsAFencedQueueAlone(t *testing.T) {
 	ctx := ctxT(t)
 	claims := map[string]*Claim{}
 	for _, q := range []string{"q1", "q2", "q3"} {
-		c, err := s.Claim(ctx, q, Owner{Member: "m"})
+		c, err := s.Claims().Claim(ctx, q, Owner{Member: "m"})
 		if err != nil {
 			t.Fatalf("claim %s: %v", q, err)
 		}
 		claims[q] = c
 	}
-	if _, err := admin.ResetOffset(ctx, "q2", offsetAt(0, "operator"), ResetOptions{AllowOwned: true}); err != nil {
+	if _, err := admin.Claims().ResetOffset(ctx, "q2", offsetAt(0, "operator"), ResetOptions{AllowOwned: true}); err != nil {
 		t.Fatalf("reset q2: %v", err)
 	}
 
@@ -49,7 +49,7 @@ func TestCoalescedCommitDropsAFencedQueueAlone(t *testing.T) {
 		t.Fatalf("multis for a batch with one fenced queue: want 2 (the failed one, then the rest), have %d", n)
 	}
 	for q, want := range map[string]drover.Position{"q1": 10, "q3": 30, "q2": 0} {
-		on, err := admin.ReadOffset(ctx, q)
+		on, err := admin.Claims().Offset(ctx, q)
 		if err != nil || on.Offset.Position != want {
 			t.Fatalf("offset of %s: want %d, have %+v (%v)", q, want, on.Offset, err)
 		}
@@ -66,13 +66,13 @@ func TestConcurrentCommitsWithOneFencedQueue(t *testing.T) {
 	ctx := ctxT(t)
 	var claims []*Claim
 	for i := range 20 {
-		c, err := s.Claim(ctx, fmt.Sprintf("q%02d", i), Owner{Member: "m"})
+		c, err := s.Claims().Claim(ctx, fmt.Sprintf("q%02d", i), Owner{Member: "m"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		claims = append(claims, c)
 	}
-	if _, err := admin.ResetOffset(ctx, "q07", offsetAt(0, "operator"), ResetOptions{AllowOwned: true}); err != nil {
+	if _, err := admin.Claims().ResetOffset(ctx, "q07", offsetAt(0, "operator"), ResetOptions{AllowOwned: true}); err != nil {
 		t.Fatal(err)
 	}
 	errs := make([]error, len(claims))

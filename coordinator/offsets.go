@@ -47,9 +47,10 @@ type ResetOptions struct {
 	AllowOwned bool
 }
 
-// QueueOwner reads /owners/<queue>. It fails with drover.ErrNotFound when the
+// Owner reads /owners/<queue>. It fails with drover.ErrNotFound when the
 // queue is not owned.
-func (s *Session) QueueOwner(ctx context.Context, queue string) (OwnerNode, error) {
+func (c Claims) Owner(ctx context.Context, queue string) (OwnerNode, error) {
+	s := c.s
 	p, err := s.queuePath(ownersDir, queue)
 	if err != nil {
 		return OwnerNode{}, fmt.Errorf("read owner: %w", err)
@@ -69,10 +70,29 @@ func (s *Session) QueueOwner(ctx context.Context, queue string) (OwnerNode, erro
 	return on, nil
 }
 
-// ReadOffset reads /offsets/<queue>. It fails with drover.ErrNotFound when the
+// Owned lists the queues that have an owner node (the children of
+// /owners): one request.
+func (c Claims) Owned(ctx context.Context) (map[string]bool, error) {
+	s := c.s
+	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+		names, _, err := c.Children(s.path(ownersDir))
+		return names, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list owners: %w", err)
+	}
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// Offset reads /offsets/<queue>. It fails with drover.ErrNotFound when the
 // queue has never been claimed or reset, and with an error naming the node
 // when the data is corrupt.
-func (s *Session) ReadOffset(ctx context.Context, queue string) (OffsetNode, error) {
+func (c Claims) Offset(ctx context.Context, queue string) (OffsetNode, error) {
+	s := c.s
 	p, err := s.queuePath(offsetsDir, queue)
 	if err != nil {
 		return OffsetNode{}, fmt.Errorf("read offset: %w", err)
@@ -95,7 +115,8 @@ func (s *Session) ReadOffset(ctx context.Context, queue string) (OffsetNode, err
 // the node's new version. Unless opts.AllowOwned, it is refused with an error
 // wrapping ErrQueueOwned while a member owns the queue; the check and the
 // write are one atomic multi.
-func (s *Session) ResetOffset(ctx context.Context, queue string, off drover.Offset, opts ResetOptions) (int32, error) {
+func (c Claims) ResetOffset(ctx context.Context, queue string, off drover.Offset, opts ResetOptions) (int32, error) {
+	s := c.s
 	offPath, err := s.queuePath(offsetsDir, queue)
 	if err != nil {
 		return 0, fmt.Errorf("reset offset: %w", err)
@@ -122,7 +143,7 @@ func (s *Session) ResetOffset(ctx context.Context, queue string, off drover.Offs
 	res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) })
 	if errors.Is(err, zk.ErrNodeExists) {
 		who := "another member"
-		if on, err := s.QueueOwner(ctx, queue); err == nil {
+		if on, err := s.Claims().Owner(ctx, queue); err == nil {
 			who = fmt.Sprintf("member %s (session %#x)", on.Owner.Member, on.Session)
 		}
 		return 0, fmt.Errorf("reset offset of %s: %w by %s", queue, ErrQueueOwned, who)
@@ -150,19 +171,20 @@ func getNode(ctx context.Context, s *Session, p string) (nodeData, error) {
 	})
 }
 
-// ReadOffsets reads the offset node of every queue in queues, in the order
+// Offsets reads the offset node of every queue in queues, in the order
 // given, with at most ViewParallelism requests in flight (pipelined on the
 // session's one connection: the scaler measures a selection of 100,000
 // queues every poll). A queue never claimed or reset reads as the zero
 // OffsetNode. It fails on the first read that fails otherwise, or on corrupt
 // data.
-func (s *Session) ReadOffsets(ctx context.Context, queues []string) ([]OffsetNode, error) {
+func (c Claims) Offsets(ctx context.Context, queues []string) ([]OffsetNode, error) {
+	s := c.s
 	out := make([]OffsetNode, len(queues))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(ViewParallelism)
 	for i, q := range queues {
 		g.Go(func() error {
-			on, err := s.ReadOffset(gctx, q)
+			on, err := s.Claims().Offset(gctx, q)
 			if err != nil && !errors.Is(err, drover.ErrNotFound) {
 				return err
 			}

@@ -13,7 +13,8 @@ import (
 // the queue: the node is then an orphan — a claim whose reply was lost or
 // abandoned — that would otherwise block the queue (WaitReleased would wait
 // on this session's own node) for as long as the session lives.
-func (s *Session) DropOwnOrphan(ctx context.Context, queue string) (bool, error) {
+func (c Claims) DropOwnOrphan(ctx context.Context, queue string) (bool, error) {
+	s := c.s
 	p, err := s.queuePath(ownersDir, queue)
 	if err != nil {
 		return false, fmt.Errorf("drop orphan owner: %w", err)

@@ -50,7 +50,7 @@ const (
 	// connection, and a client that re-sends after a lost reply would hang.
 	maxRequestBytes = 512 << 10
 	// batchBytes is what batched writes (assignment multis, coalesced
-	// commits and claims, CreateQueues) are cut at: under maxRequestBytes
+	// commits and claims, Queues.CreateMany) are cut at: under maxRequestBytes
 	// by a margin for the estimate (requestSize counts the path, the data
 	// and a fixed overhead per operation, not the frame's exact encoding).
 	batchBytes = 448 << 10

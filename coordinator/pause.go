@@ -35,10 +35,11 @@ func (p PauseSet) Paused(queue, member string) (drover.Pause, bool) {
 	return drover.Pause{}, false
 }
 
-// SetPause sets (or overwrites) the pause flag of scope: drover.PauseAll with
+// Set sets (or overwrites) the pause flag of scope: drover.PauseAll with
 // an empty name, drover.PauseQueue with a queue name, drover.PauseMember with
 // a member name.
-func (s *Session) SetPause(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error {
+func (ps Pauses) Set(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error {
+	s := ps.s
 	path, err := s.pausePath(scope, name)
 	if err != nil {
 		return fmt.Errorf("set pause: %w", err)
@@ -60,9 +61,10 @@ func (s *Session) SetPause(ctx context.Context, scope drover.PauseScope, name st
 	return nil
 }
 
-// ClearPause removes the pause flag of scope and name; clearing a flag that
+// Clear removes the pause flag of scope and name; clearing a flag that
 // is not set is not an error.
-func (s *Session) ClearPause(ctx context.Context, scope drover.PauseScope, name string) error {
+func (ps Pauses) Clear(ctx context.Context, scope drover.PauseScope, name string) error {
+	s := ps.s
 	path, err := s.pausePath(scope, name)
 	if err != nil {
 		return fmt.Errorf("clear pause: %w", err)
@@ -74,8 +76,9 @@ func (s *Session) ClearPause(ctx context.Context, scope drover.PauseScope, name 
 	return nil
 }
 
-// Pauses reads every pause flag.
-func (s *Session) Pauses(ctx context.Context) (PauseSet, error) {
+// Read reads every pause flag.
+func (ps Pauses) Read(ctx context.Context) (PauseSet, error) {
+	s := ps.s
 	queues, members := newDirCache(s.path(pauseQueuesDir)), newDirCache(s.path(pauseMembersDir))
 	if err := queues.read(ctx, s); err != nil {
 		return PauseSet{}, fmt.Errorf("read pause flags: %w", err)
@@ -99,10 +102,11 @@ func (s *Session) Pauses(ctx context.Context) (PauseSet, error) {
 	return pausesOf(s.path(pauseAllNode), all, queues, members), nil
 }
 
-// WatchPauses delivers every pause flag now and after every change until ctx
+// Watch delivers every pause flag now and after every change until ctx
 // ends or the session is lost, then closes the channel. Only the latest set
 // is kept for a slow reader.
-func (s *Session) WatchPauses(ctx context.Context) <-chan PauseSet {
+func (ps Pauses) Watch(ctx context.Context) <-chan PauseSet {
+	s := ps.s
 	queues, members := newDirCache(s.path(pauseQueuesDir)), newDirCache(s.path(pauseMembersDir))
 	allPath := s.path(pauseAllNode)
 	return watchLoop(ctx, s, "pauses", func(ctx context.Context, ws *watchSet) (PauseSet, error) {
@@ -143,20 +147,21 @@ func pausesOf(allPath string, all *nodeData, queues, members *dirCache) PauseSet
 	return ps
 }
 
-// pauseBatchOps bounds the operations of one multi of SetQueuePauses and
-// ClearQueuePauses (besides batchBytes), so that one refused multi costs
+// pauseBatchOps bounds the operations of one multi of SetQueues and
+// ClearQueues (besides batchBytes), so that one refused multi costs
 // little to redo one flag at a time.
 const pauseBatchOps = 1000
 
-// SetQueuePauses sets the pause flag of every queue in queues to p, as
-// SetPause(ctx, drover.PauseQueue, q, p) would for each, in few round
+// SetQueues sets the pause flag of every queue in queues to p, as
+// Set(ctx, drover.PauseQueue, q, p) would for each, in few round
 // trips: one listing of the queues' flags, then multis of up to
 // pauseBatchOps flags (create, or overwrite a flag already set),
 // writeParallelism in flight. A multi that another writer raced (a flag
 // created or removed between the listing and the write: the multi is
 // refused whole) is redone one flag at a time. It returns how many flags
 // were written; on error some may have been.
-func (s *Session) SetQueuePauses(ctx context.Context, queues []string, p drover.Pause) (int, error) {
+func (ps Pauses) SetQueues(ctx context.Context, queues []string, p drover.Pause) (int, error) {
+	s := ps.s
 	data, err := json.Marshal(p)
 	if err != nil {
 		return 0, fmt.Errorf("set pauses: encode: %w", err)
@@ -178,14 +183,15 @@ func (s *Session) SetQueuePauses(ctx context.Context, queues []string, p drover.
 		}
 	}
 	return s.pauseMultis(ctx, "set pauses", ops, queues, func(q string) error {
-		return s.SetPause(ctx, drover.PauseQueue, q, p)
+		return s.Pauses().Set(ctx, drover.PauseQueue, q, p)
 	})
 }
 
-// ClearQueuePauses removes the pause flags of queues, as ClearPause would
-// for each, in few round trips (SetQueuePauses'): queues without a flag
+// ClearQueues removes the pause flags of queues, as Clear would
+// for each, in few round trips (SetQueues'): queues without a flag
 // are skipped. It returns how many flags were removed.
-func (s *Session) ClearQueuePauses(ctx context.Context, queues []string) (int, error) {
+func (ps Pauses) ClearQueues(ctx context.Context, queues []string) (int, error) {
+	s := ps.s
 	set, err := s.pausedQueueNames(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("clear pauses: %w", err)
@@ -204,7 +210,7 @@ func (s *Session) ClearQueuePauses(ctx context.Context, queues []string) (int, e
 		names = append(names, q)
 	}
 	return s.pauseMultis(ctx, "clear pauses", ops, names, func(q string) error {
-		return s.ClearPause(ctx, drover.PauseQueue, q)
+		return s.Pauses().Clear(ctx, drover.PauseQueue, q)
 	})
 }
 
@@ -273,11 +279,12 @@ func (s *Session) pauseMultis(ctx context.Context, what string, ops []any, queue
 	return n, nil
 }
 
-// PausesOf is Pauses for a page of queues: the everything flag, every
+// Of is Pauses for a page of queues: the everything flag, every
 // member flag, and the flags of queues only (one read each, in parallel),
 // so that a console page showing 100 of 100,000 queues does not read every
 // queue's flag. Queues holds only those of queues that are paused.
-func (s *Session) PausesOf(ctx context.Context, queues []string) (PauseSet, error) {
+func (ps Pauses) Of(ctx context.Context, queues []string) (PauseSet, error) {
+	s := ps.s
 	members := newDirCache(s.path(pauseMembersDir))
 	if err := members.read(ctx, s); err != nil {
 		return PauseSet{}, fmt.Errorf("read pause flags: %w", err)

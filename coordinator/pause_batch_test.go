@@ -47,19 +47,19 @@ func TestSetQueuePausesInBatches(t *testing.T) {
 	for i := range 2500 {
 		names = append(names, fmt.Sprintf("bulk-%04d", i))
 	}
-	if err := s.SetPause(ctx, drover.PauseQueue, "bulk-0007", drover.Pause{By: "earlier"}); err != nil {
+	if err := s.Pauses().Set(ctx, drover.PauseQueue, "bulk-0007", drover.Pause{By: "earlier"}); err != nil {
 		t.Fatal(err)
 	}
 	p := drover.Pause{By: "op", Reason: "bulk", At: time.Unix(1, 0).UTC()}
 	m0, c0, s0 := cc.multis.Load(), cc.creates.Load(), cc.sets.Load()
-	n, err := s.SetQueuePauses(ctx, names, p)
+	n, err := s.Pauses().SetQueues(ctx, names, p)
 	if err != nil || n != len(names) {
 		t.Fatalf("SetQueuePauses: want %d written, have %d, %v", len(names), n, err)
 	}
 	if m, c, st := cc.multis.Load()-m0, cc.creates.Load()-c0, cc.sets.Load()-s0; m != 3 || c != 0 || st != 0 {
 		t.Fatalf("SetQueuePauses of 2,500 flags: want 3 multis and no single write, have %d multis, %d creates, %d sets", m, c, st)
 	}
-	ps, err := s.Pauses(ctx)
+	ps, err := s.Pauses().Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +69,11 @@ func TestSetQueuePausesInBatches(t *testing.T) {
 	if f := ps.Queues["bulk-0007"]; f.By != "op" || f.Reason != "bulk" {
 		t.Fatalf("the flag set before: want overwritten by op/bulk, have %+v", f)
 	}
-	n, err = s.ClearQueuePauses(ctx, append(names[:1000:1000], "never-paused"))
+	n, err = s.Pauses().ClearQueues(ctx, append(names[:1000:1000], "never-paused"))
 	if err != nil || n != 1000 {
 		t.Fatalf("ClearQueuePauses: want 1000 removed, have %d, %v", n, err)
 	}
-	if ps, err = s.Pauses(ctx); err != nil || len(ps.Queues) != 1500 {
+	if ps, err = s.Pauses().Read(ctx); err != nil || len(ps.Queues) != 1500 {
 		t.Fatalf("after clearing 1000: want 1500 flags left, have %d, %v", len(ps.Queues), err)
 	}
 	if _, ok := ps.Queues["bulk-0999"]; ok {

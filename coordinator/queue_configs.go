@@ -61,6 +61,18 @@ type followedBucket struct {
 type followedQueue struct {
 	name  string
 	mzxid int64
+	// mark is what the bucket said of the queue at the watch's last read
+	// of it (unknown until the first read after the queue is followed):
+	// the watch reads the config again only when the bucket says
+	// otherwise.
+	mark bucketMark
+}
+
+// bucketMark is what a registry bucket says of one queue.
+type bucketMark struct {
+	known  bool  // read from the bucket
+	listed bool  // the bucket lists the queue
+	rev    int64 // its config's revision (bucketData.Revs)
 }
 
 func (b *followedBucket) find(q string) (int, bool) {
@@ -82,7 +94,7 @@ func (b *followedBucket) set(q string, mzxid int64) {
 		b.seen[i].mzxid = mzxid
 		return
 	}
-	b.seen = slices.Insert(b.seen, i, followedQueue{q, mzxid})
+	b.seen = slices.Insert(b.seen, i, followedQueue{name: q, mzxid: mzxid})
 }
 
 // reading reports whether Read reads q's config now.
@@ -108,9 +120,10 @@ type pendingConfig struct {
 // own reads leave it alone.
 const readingConfig = -1
 
-// WatchQueueConfigs starts a ConfigWatch that follows no queue yet. It runs
+// WatchConfigs starts a ConfigWatch that follows no queue yet. It runs
 // until ctx ends or the session is lost; then Changes is closed.
-func (s *Session) WatchQueueConfigs(ctx context.Context) *ConfigWatch {
+func (q Queues) WatchConfigs(ctx context.Context) *ConfigWatch {
+	s := q.s
 	w := &ConfigWatch{s: s, ws: newWatchSet(s.hub), out: make(chan QueueEntry),
 		buckets: map[string]*followedBucket{}, dirty: map[string]struct{}{}, pending: map[string]pendingConfig{}}
 	go w.run(ctx)
@@ -232,9 +245,9 @@ func (w *ConfigWatch) dropIfEmptyLocked(bn string) {
 	w.ws.forget(w.bucketKey(bn))
 }
 
-// armBucket arms the data (or existence) watch of bucket bn. Every queue
-// followed in it is then read again: a change may have come while the
-// watch was down.
+// armBucket arms the data (or existence) watch of bucket bn, reading the
+// bucket; the followed queues whose config it says changed are then read
+// again (a change may have come while the watch was down).
 func (w *ConfigWatch) armBucket(ctx context.Context, bn string) error {
 	w.mu.Lock()
 	b := w.buckets[bn]
@@ -247,7 +260,17 @@ func (w *ConfigWatch) armBucket(ctx context.Context, bn string) error {
 	w.mu.Unlock()
 	k := w.bucketKey(bn)
 	w.ws.prepare(k)
-	err := w.s.watchBucket(ctx, k.path)
+	nd, err := getW(ctx, w.s, k.path)
+	var data bucketData
+	decoded := false
+	if err == nil {
+		decoded = true // a missing bucket lists nothing
+		if nd != nil {
+			var derr error
+			data, derr = decodeBucket(k.path, nd.data)
+			decoded = derr == nil
+		}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	b.arming = nil
@@ -258,26 +281,29 @@ func (w *ConfigWatch) armBucket(ctx context.Context, bn string) error {
 	}
 	w.ws.armed(k)
 	b.gen++
-	for _, f := range b.seen {
-		if f.mzxid != readingConfig {
+	// Read again the followed configs the bucket says changed (or that
+	// were never compared with it): every config write rewrites its
+	// bucket in the same multi, with the queue's revision moved, so the
+	// bucket's data names every change, including one made while the
+	// watch was down. The other queues of the bucket are left alone.
+	for i := range b.seen {
+		f := &b.seen[i]
+		if f.mzxid == readingConfig {
+			continue // Read reads it; compared at the next event
+		}
+		m := bucketMark{}
+		if decoded {
+			m = data.mark(f.name)
+		}
+		if !decoded || m != f.mark {
 			w.dirty[f.name] = struct{}{}
 		}
+		f.mark = m
 	}
 	if len(w.dirty) > 0 {
 		w.ws.signal() // for run, when Read armed it
 	}
 	return nil
-}
-
-// watchBucket arms a watch on bucket node p with an exists request: a
-// data watch when the node exists, an existence watch when it does not.
-// Unlike a read it carries none of the bucket's data.
-func (s *Session) watchBucket(ctx context.Context, p string) error {
-	_, err := bounded(ctx, s, func(c zkConn) (struct{}, error) {
-		_, _, _, err := c.ExistsW(p)
-		return struct{}{}, err
-	})
-	return err
 }
 
 // run re-arms the watches of the buckets that fired, reads their followed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -23,7 +24,7 @@ func configWatchSetup(t *testing.T, cfg drover.QueueConfig) (s, admin *Session, 
 	ctx = ctxT(t)
 	for _, q := range []string{"a", "b"} {
 		cfg.Name = q
-		if err := admin.CreateQueue(ctx, cfg); err != nil {
+		if err := admin.Queues().Create(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -36,7 +37,7 @@ func configWatchSetup(t *testing.T, cfg drover.QueueConfig) (s, admin *Session, 
 func TestConfigWatchReadsOnceAndFollowsChanges(t *testing.T) {
 	t.Parallel()
 	s, admin, ctx := configWatchSetup(t, drover.QueueConfig{Weight: 1})
-	w := s.WatchQueueConfigs(ctx)
+	w := s.Queues().WatchConfigs(ctx)
 	for _, q := range []string{"a", "b"} {
 		e, err := w.Read(ctx, q)
 		if err != nil || e.Err != nil || e.Config.Weight != 1 {
@@ -48,7 +49,7 @@ func TestConfigWatchReadsOnceAndFollowsChanges(t *testing.T) {
 		t.Fatalf("read a queue not configured: want an entry with ErrQueueNotFound, have %+v (%v)", e, err)
 	}
 
-	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: "a", Weight: 2}, -1); err != nil {
+	if _, err := admin.Queues().Update(ctx, drover.QueueConfig{Name: "a", Weight: 2}, -1); err != nil {
 		t.Fatal(err)
 	}
 	got := untilCtx(ctx, t, w.Changes(), "the change of a", func(e QueueEntry) bool { return true })
@@ -57,10 +58,10 @@ func TestConfigWatchReadsOnceAndFollowsChanges(t *testing.T) {
 	}
 
 	w.Forget("a")
-	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: "a", Weight: 3}, -1); err != nil {
+	if _, err := admin.Queues().Update(ctx, drover.QueueConfig{Name: "a", Weight: 3}, -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: "b", Weight: 3}, -1); err != nil {
+	if _, err := admin.Queues().Update(ctx, drover.QueueConfig{Name: "b", Weight: 3}, -1); err != nil {
 		t.Fatal(err)
 	}
 	// Events of one session arrive in order: a's change would come first.
@@ -69,7 +70,7 @@ func TestConfigWatchReadsOnceAndFollowsChanges(t *testing.T) {
 		t.Fatalf("want b at weight 3 (a is forgotten), have %s at %d", got.Name, got.Config.Weight)
 	}
 
-	if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: "later", Weight: 5}); err != nil {
+	if err := admin.Queues().Create(ctx, drover.QueueConfig{Name: "later", Weight: 5}); err != nil {
 		t.Fatal(err)
 	}
 	got = untilCtx(ctx, t, w.Changes(), "the creation of later", func(e QueueEntry) bool { return true })
@@ -85,13 +86,13 @@ func TestConfigWatchReadsOnceAndFollowsChanges(t *testing.T) {
 func TestConfigWatchDeliversAChangeTheLeaderDoesNotBalanceBy(t *testing.T) {
 	t.Parallel()
 	s, admin, ctx := configWatchSetup(t, drover.QueueConfig{Concurrency: 1})
-	reg := s.WatchRegistry(ctx)
+	reg := s.Queues().WatchRegistry(ctx)
 	untilCtx(ctx, t, reg, "the first registry", func(r Registry) bool { return r.Len() == 2 })
-	w := s.WatchQueueConfigs(ctx)
+	w := s.Queues().WatchConfigs(ctx)
 	if e, err := w.Read(ctx, "a"); err != nil || e.Err != nil || e.Config.Concurrency != 1 {
 		t.Fatalf("read a: want concurrency 1, have %+v (%v)", e, err)
 	}
-	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: "a", Concurrency: 4}, -1); err != nil {
+	if _, err := admin.Queues().Update(ctx, drover.QueueConfig{Name: "a", Concurrency: 4}, -1); err != nil {
 		t.Fatal(err)
 	}
 	got := untilCtx(ctx, t, w.Changes(), "the concurrency change of a", func(e QueueEntry) bool { return true })
@@ -100,7 +101,7 @@ func TestConfigWatchDeliversAChangeTheLeaderDoesNotBalanceBy(t *testing.T) {
 	}
 	// The next registry the leader gets is the weight change of b, not a
 	// copy of the last one for a's concurrency.
-	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: "b", Concurrency: 1, Weight: 9}, -1); err != nil {
+	if _, err := admin.Queues().Update(ctx, drover.QueueConfig{Name: "b", Concurrency: 1, Weight: 9}, -1); err != nil {
 		t.Fatal(err)
 	}
 	r := untilCtx(ctx, t, reg, "the next registry", func(Registry) bool { return true })
@@ -123,7 +124,7 @@ func TestConfigWatchReadsAChangeMadeWhileItsWatchWasDown(t *testing.T) {
 	admin := connect(t, server.Addrs, root)
 	ctx := ctxT(t)
 	for _, q := range []string{x, y} {
-		if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: q, Concurrency: 1}); err != nil {
+		if err := admin.Queues().Create(ctx, drover.QueueConfig{Name: q, Concurrency: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,11 +135,11 @@ func TestConfigWatchReadsAChangeMadeWhileItsWatchWasDown(t *testing.T) {
 			return
 		}
 		// The second arming: the first one's watch has fired (x's change).
-		if _, err := admin.UpdateQueue(context.Background(), drover.QueueConfig{Name: y, Concurrency: 3}, -1); err != nil {
+		if _, err := admin.Queues().Update(context.Background(), drover.QueueConfig{Name: y, Concurrency: 3}, -1); err != nil {
 			t.Error(err)
 		}
 	})
-	w := s.WatchQueueConfigs(ctx)
+	w := s.Queues().WatchConfigs(ctx)
 	for _, q := range []string{x, y} {
 		if _, err := w.Read(ctx, q); err != nil {
 			t.Fatal(err)
@@ -147,7 +148,7 @@ func TestConfigWatchReadsAChangeMadeWhileItsWatchWasDown(t *testing.T) {
 	if arms.Load() != 1 {
 		t.Fatalf("two queues of one bucket: want one watch armed, have %d", arms.Load())
 	}
-	if _, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: x, Concurrency: 2}, -1); err != nil {
+	if _, err := admin.Queues().Update(ctx, drover.QueueConfig{Name: x, Concurrency: 2}, -1); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]int{x: 2, y: 3}
@@ -195,4 +196,86 @@ func connectHooked(t *testing.T, servers []string, root string, beforeWatch func
 	return connectWrapped(t, servers, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
 		return &hookConn{zkConn: conn, beforeWatch: beforeWatch}
 	})
+}
+
+// getCounter counts the plain reads of nodes under prefix.
+type getCounter struct {
+	zkConn
+	prefix string
+	gets   *atomic.Int64
+}
+
+func (g *getCounter) Get(p string) ([]byte, *zk.Stat, error) {
+	if strings.HasPrefix(p, g.prefix) {
+		g.gets.Add(1)
+	}
+	return g.zkConn.Get(p)
+}
+
+// When a bucket changes, its owner reads again only the followed configs
+// the bucket says changed: new queues landing in the bucket (1,000 a second
+// when a family's queues appear, touching most buckets) cost a member one
+// read of the bucket, not one read per followed queue of it.
+func TestConfigWatchReadsOnlyTheConfigsTheBucketSaysChanged(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	names := oneBucketQueues(26)
+	followed, extra := names[:20], names[20:]
+	admin := connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	for _, q := range followed {
+		if err := admin.Queues().Create(ctx, drover.QueueConfig{Name: q, Concurrency: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var gets atomic.Int64
+	prefix := admin.path(queuesDir, registryBucket(names[0])) + "/"
+	s := connectWrapped(t, server.Addrs, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
+		return &getCounter{zkConn: conn, prefix: prefix, gets: &gets}
+	})
+	w := s.Queues().WatchConfigs(ctx)
+	for _, q := range followed {
+		if _, err := w.Read(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change := func(concurrency int, creates ...string) {
+		t.Helper()
+		for _, q := range creates {
+			if err := admin.Queues().Create(ctx, drover.QueueConfig{Name: q}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := admin.Queues().Update(ctx, drover.QueueConfig{Name: followed[0], Concurrency: concurrency}, -1); err != nil {
+			t.Fatal(err)
+		}
+		untilCtx(ctx, t, w.Changes(), "the change of "+followed[0], func(e QueueEntry) bool {
+			return e.Name == followed[0] && e.Config.Concurrency == concurrency
+		})
+	}
+	// The first change after Read compares the followed queues with the
+	// bucket (Read does not read the bucket).
+	change(2, extra[0])
+	gets.Store(0)
+	change(3, extra[1:]...)
+	// One read of the changed config, and perhaps one more left over from
+	// the first change (its update's event may come after the delivery);
+	// reading every followed config again would be 20 a bucket event.
+	if n := gets.Load(); n > 2 {
+		t.Fatalf("five new queues in the bucket and one followed config changed: want at most 2 config reads, have %d (of %d followed)", n, len(followed))
+	}
+}
+
+// oneBucketQueues returns n queue names of one registry bucket.
+func oneBucketQueues(n int) []string {
+	by := map[string][]string{}
+	for i := 0; ; i++ {
+		q := fmt.Sprintf("q%d", i)
+		b := registryBucket(q)
+		by[b] = append(by[b], q)
+		if len(by[b]) == n {
+			return by[b]
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -15,7 +16,7 @@ import (
 
 // Registry errors.
 var (
-	// ErrQueueExists: CreateQueue found the queue already configured.
+	// ErrQueueExists: Queues.Create found the queue already configured.
 	ErrQueueExists = errors.New("coordinator: queue already exists")
 	// ErrConflict: a conditional update found another version than expected.
 	ErrConflict = errors.New("coordinator: version conflict")
@@ -25,16 +26,17 @@ var (
 type QueueEntry struct {
 	Name    string
 	Config  drover.QueueConfig // as stored (defaults not applied)
-	Version int32              // znode version, for UpdateQueue
+	Version int32              // znode version, for Queues.Update
 	Err     error              // set when the data could not be decoded or names another queue
 }
 
-// CreateQueue stores cfg (validated) as /queues/<bucket>/<cfg.Name> and
+// Create stores cfg (validated) as /queues/<bucket>/<cfg.Name> and
 // lists it in its registry bucket, in one multi. It fails with an error
 // wrapping ErrQueueExists when the queue is already configured, and with
 // one wrapping ErrTooLarge when the queue's registry bucket is full (the
 // registry then holds millions of queues).
-func (s *Session) CreateQueue(ctx context.Context, cfg drover.QueueConfig) error {
+func (q Queues) Create(ctx context.Context, cfg drover.QueueConfig) error {
+	s := q.s
 	p, data, err := s.encodeQueue(cfg)
 	if err != nil {
 		return fmt.Errorf("create queue: %w", err)
@@ -67,7 +69,7 @@ func (s *Session) CreateQueue(ctx context.Context, cfg drover.QueueConfig) error
 // reads the buckets only. The config's version is checked in the same
 // multi.
 func (s *Session) adoptQueue(ctx context.Context, name string) error {
-	e, err := s.Queue(ctx, name)
+	e, err := s.Queues().Get(ctx, name)
 	if errors.Is(err, drover.ErrQueueNotFound) {
 		return nil // deleted meanwhile
 	}
@@ -82,7 +84,11 @@ func (s *Session) adoptQueue(ctx context.Context, name string) error {
 		if !b.has(name) && len(b.Queues) >= maxBucketQueues {
 			return nil, fmt.Errorf("%w: registry bucket %s holds %d queues, the most one listing carries", ErrTooLarge, path.Dir(p), len(b.Queues))
 		}
+		listed := b.has(name)
 		b.put(e.Config)
+		if listed {
+			b.touch(name) // changed outside Drover: its owner reads it again
+		}
 		return []any{&zk.CheckVersionRequest{Path: p, Version: e.Version}}, nil
 	})
 	if isVersionConflict(err) {
@@ -91,18 +97,20 @@ func (s *Session) adoptQueue(ctx context.Context, name string) error {
 	return err
 }
 
-// CreateQueues stores many queue configurations, bucket by bucket: each
-// multi creates configs of one bucket and rewrites that bucket's list, cut
-// under batchBytes; several buckets are written at once. Queues already
-// configured are left as they are. It returns how many it created. It is
-// for provisioning thousands of queues at once (CreateQueue costs two round
-// trips each).
-func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
-	type item struct {
-		p    string
-		data []byte
-		cfg  drover.QueueConfig
-	}
+// CreateMany stores many queue configurations. Each bucket's new configs
+// are created in one multi with the rewrite of the bucket's list, checked
+// against the version read, and the buckets' groups are packed many to a
+// multi (up to batchBytes): a family's second of new queues touches most of
+// the 1,024 buckets, and a multi per bucket cost ZooKeeper a transaction
+// each (createPacked). A bucket whose group could not be written that way
+// (another writer changed it, an outcome unknown, a group too large) is
+// then written on its own, cut under batchBytes. Queues already configured
+// are left as they are. It returns how many it created. It is for
+// provisioning thousands of queues at once (Create costs two round trips
+// each).
+func (q Queues) CreateMany(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
+	s := q.s
+	type item = queueItem
 	perBucket := map[string][]item{}
 	for _, cfg := range cfgs {
 		p, data, err := s.encodeQueue(cfg)
@@ -111,6 +119,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 		}
 		perBucket[path.Dir(p)] = append(perBucket[path.Dir(p)], item{p, data, cfg})
 	}
+	packed, maybes := s.createPacked(ctx, perBucket)
 	buckets := make([]string, 0, len(perBucket))
 	for b := range perBucket {
 		buckets = append(buckets, b)
@@ -123,8 +132,11 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 	outs := parallelMapN(ctx, createParallelism, buckets, func(bp string) outcome {
 		o := outcome{}
 		todo := perBucket[bp]
-		limit := 500               // operations per multi; halved while a write passes a size limit
-		maybe := map[string]bool{} // sent in a write whose outcome is unknown
+		limit := 500        // operations per multi; halved while a write passes a size limit
+		maybe := maybes[bp] // sent in a write whose outcome is unknown
+		if maybe == nil {
+			maybe = map[string]bool{}
+		}
 		unknown := 0
 		for len(todo) > 0 {
 			var sent []item
@@ -176,9 +188,9 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 			case errors.Is(err, zk.ErrNodeExists):
 				// A config node without its bucket entry (written outside
 				// Drover): one by one, so the others are still created and
-				// that one is listed (CreateQueue adopts it).
+				// that one is listed (Create adopts it).
 				for _, it := range sent {
-					switch err := s.CreateQueue(ctx, it.cfg); {
+					switch err := s.Queues().Create(ctx, it.cfg); {
 					case err == nil:
 						o.created++
 					case !errors.Is(err, ErrQueueExists):
@@ -208,7 +220,7 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 		}
 		return o
 	})
-	created := 0
+	created := packed
 	var errs []error
 	for _, o := range outs {
 		created += o.created
@@ -220,17 +232,224 @@ func (s *Session) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (
 	return created, nil
 }
 
+// queueItem is one queue config to create: its node path and data.
+type queueItem struct {
+	p    string
+	data []byte
+	cfg  drover.QueueConfig
+}
+
+// bucketCache keeps the registry buckets as CreateQueues last wrote them,
+// with their versions (from the multi's replies), so that the next call
+// reads only the buckets it did not write: the family registrar calls it
+// every second or so with queues in most buckets, and it is most of the
+// time the only writer of the registry. An entry another writer made
+// stale fails its multi on the version check and is dropped; the
+// bucket-by-bucket pass then reads the bucket. It holds at most the 1,024
+// buckets' lists of queue names, on the session that registers queues.
+type bucketCache struct {
+	mu sync.Mutex
+	m  map[string]bucketRead
+}
+
+func (c *bucketCache) get(bp string) (bucketRead, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[bp]
+	if ok {
+		r.data = r.data.clone() // the caller edits it
+	}
+	return r, ok
+}
+
+func (c *bucketCache) put(bp string, r bucketRead) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]bucketRead{}
+	}
+	c.m[bp] = r
+}
+
+func (c *bucketCache) drop(bp string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, bp)
+}
+
+// createPackedInFlight is how many packed multis of CreateQueues are sent
+// at once.
+const createPackedInFlight = 4
+
+// createPacked is CreateQueues' first pass: it reads every bucket of
+// perBucket (or takes it as this session last wrote it), builds each
+// bucket's group (the creates of its new configs, then the bucket's
+// rewrite checked against the version read) and sends the groups packed
+// many to a multi. The buckets whose group was written are removed from
+// perBucket, counting their creates. A multi that fails on one group (the
+// bucket changed behind this session) wrote nothing: that bucket is left
+// for the bucket-by-bucket pass and the multi's other groups are sent
+// again, a few rounds at most. maxRounds bounds them; what is left then,
+// or was sent in a multi whose outcome is unknown (maybes names those
+// configs: that pass's read of the bucket tells), goes bucket by bucket.
+func (s *Session) createPacked(ctx context.Context, perBucket map[string][]queueItem) (created int, maybes map[string]map[string]bool) {
+	const maxRounds = 3
+	maybes = map[string]map[string]bool{}
+	alone := map[string]bool{} // for the bucket-by-bucket pass
+	for round := 0; round < maxRounds && ctx.Err() == nil; round++ {
+		var buckets []string
+		for b := range perBucket {
+			if !alone[b] {
+				buckets = append(buckets, b)
+			}
+		}
+		if len(buckets) == 0 {
+			break
+		}
+		sort.Strings(buckets)
+		multis := s.packBuckets(ctx, buckets, perBucket, alone)
+		if len(multis) == 0 {
+			break
+		}
+		type sent struct {
+			res []zk.MultiResponse
+			err error
+		}
+		outs := parallelMapN(ctx, createPackedInFlight, multis, func(gs []createGroup) sent {
+			var ops []any
+			for _, g := range gs {
+				ops = append(ops, g.ops...)
+			}
+			res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) })
+			return sent{res, err}
+		})
+		for i, gs := range multis {
+			res, err := outs[i].res, outs[i].err
+			failed := failedOp(res) // the op that failed the multi, or -1
+			first := 0              // the group's first op in the multi
+			for _, g := range gs {
+				switch {
+				case err == nil:
+					created += len(g.sent)
+					delete(perBucket, g.bucket)
+					version := int32(0) // the bucket was created by this multi
+					if g.at > 0 && first+g.at < len(res) && res[first+g.at].Stat != nil {
+						version = res[first+g.at].Stat.Version
+					}
+					s.written.put(g.bucket, bucketRead{data: g.next, version: version})
+				case isUnknownOutcome(err):
+					s.written.drop(g.bucket)
+					alone[g.bucket] = true
+					m := map[string]bool{}
+					for _, q := range g.sent {
+						m[q] = true
+					}
+					maybes[g.bucket] = m
+				case failed < 0 || (failed >= first && failed < first+len(g.ops)):
+					// This group failed the multi (its bucket changed behind
+					// this session, or a config node was written outside
+					// Drover), or which one did is not known.
+					s.written.drop(g.bucket)
+					alone[g.bucket] = true
+				}
+				// Otherwise the group was not written only because another
+				// one failed the multi: sent again next round.
+				first += len(g.ops)
+			}
+		}
+	}
+	return created, maybes
+}
+
+// createGroup is one bucket's part of a packed multi: the creates of its
+// new configs, then the bucket's rewrite (or, for a missing bucket, its
+// creation first).
+type createGroup struct {
+	bucket string
+	ops    []any
+	size   int
+	sent   []string   // the queues created
+	next   bucketData // the bucket as written
+	at     int        // the bucket's rewrite among ops (0: created)
+}
+
+// packBuckets builds the groups of buckets (sorted) and packs them into
+// multis of at most batchBytes. A bucket it cannot read or whose group is
+// too large for packing is marked alone; one with nothing to create is
+// removed from perBucket.
+func (s *Session) packBuckets(ctx context.Context, buckets []string, perBucket map[string][]queueItem, alone map[string]bool) [][]createGroup {
+	reads := parallelMapN(ctx, createParallelism, buckets, func(bp string) *bucketRead {
+		if r, ok := s.written.get(bp); ok {
+			return &r // as this session wrote it last; the multi checks the version
+		}
+		r, err := s.readBucket(ctx, bp)
+		if err != nil {
+			return nil
+		}
+		return &r
+	})
+	var multis [][]createGroup
+	size := 0
+	for i, bp := range buckets {
+		cur := reads[i]
+		if cur == nil {
+			alone[bp] = true // the bucket-by-bucket pass reads it again
+			continue
+		}
+		next := cur.data.clone()
+		g := createGroup{bucket: bp}
+		for _, it := range perBucket[bp] {
+			if next.has(it.cfg.Name) {
+				continue // configured already
+			}
+			next.put(it.cfg)
+			g.ops = append(g.ops, &zk.CreateRequest{Path: it.p, Data: it.data, Acl: s.acl, Flags: zk.FlagPersistent})
+			g.sent = append(g.sent, it.cfg.Name)
+		}
+		if len(g.ops) == 0 {
+			delete(perBucket, bp) // every queue of it is configured already
+			continue
+		}
+		g.next = next
+		data, err := json.Marshal(next)
+		if err != nil || len(data) > maxBucketBytes || len(next.Queues) > maxBucketQueues {
+			alone[bp] = true // the bucket-by-bucket pass reports it
+			continue
+		}
+		if cur.missing {
+			g.ops = append([]any{&zk.CreateRequest{Path: bp, Data: data, Acl: s.acl, Flags: zk.FlagPersistent}}, g.ops...)
+		} else {
+			g.at = len(g.ops)
+			g.ops = append(g.ops, &zk.SetDataRequest{Path: bp, Data: data, Version: cur.version})
+		}
+		for _, op := range g.ops {
+			g.size += opSize(op)
+		}
+		if g.size > batchBytes/2 {
+			alone[bp] = true // cut by the bucket-by-bucket pass
+			continue
+		}
+		if len(multis) == 0 || size+g.size > batchBytes {
+			multis, size = append(multis, nil), 0
+		}
+		multis[len(multis)-1] = append(multis[len(multis)-1], g)
+		size += g.size
+	}
+	return multis
+}
+
 // requestSize estimates the bytes one op of a multi takes on the wire: the
 // path, the data and a fixed overhead (header, ACL, flags, version).
 func requestSize(p string, data []byte) int { return len(p) + len(data) + 64 }
 
-// UpdateQueue replaces the configuration of an existing queue when its
+// Update replaces the configuration of an existing queue when its
 // version is version (-1: any) and returns the new version. The queue's
 // registry bucket is written in the same multi (its weight and tags) or, when
 // they did not change, checked: so a concurrent update cannot leave the
 // bucket and the config disagreeing. It fails with drover.ErrQueueNotFound
 // when the queue is not configured and ErrConflict when the version differs.
-func (s *Session) UpdateQueue(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
+func (q Queues) Update(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
+	s := q.s
 	p, data, err := s.encodeQueue(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("update queue: %w", err)
@@ -239,14 +458,19 @@ func (s *Session) UpdateQueue(ctx context.Context, cfg drover.QueueConfig, versi
 	res, err := s.updateBucket(ctx, bp, func(b *bucketData) ([]any, error) {
 		ops := []any{&zk.SetDataRequest{Path: p, Data: data, Version: version}}
 		if b.same(cfg) {
-			// Nothing for the bucket to change; its version is still checked
-			// (updateBucket sets it to the same data).
+			// Nothing for the leader to balance differently: the revision
+			// alone tells the queue's owner to read the config again.
+			b.touch(cfg.Name)
 			return ops, nil
 		}
 		if !b.has(cfg.Name) && len(b.Queues) >= maxBucketQueues {
 			return nil, fmt.Errorf("%w: registry bucket %s holds %d queues, the most one listing carries", ErrTooLarge, bp, len(b.Queues))
 		}
+		listed := b.has(cfg.Name)
 		b.put(cfg)
+		if listed {
+			b.touch(cfg.Name)
+		}
 		return ops, nil
 	})
 	switch {
@@ -260,11 +484,12 @@ func (s *Session) UpdateQueue(ctx context.Context, cfg drover.QueueConfig, versi
 	return res[0].Stat.Version, nil
 }
 
-// DeleteQueue removes a queue's configuration and its registry bucket
+// Delete removes a queue's configuration and its registry bucket
 // entry, in one multi. Its offset node and its messages in Redis are kept.
 // It fails with drover.ErrQueueNotFound when the queue is not configured
 // (a bucket entry left without its config is removed then).
-func (s *Session) DeleteQueue(ctx context.Context, name string) error {
+func (q Queues) Delete(ctx context.Context, name string) error {
+	s := q.s
 	p, err := s.queueConfigPath(name)
 	if err != nil {
 		return fmt.Errorf("delete queue: %w", err)
@@ -293,11 +518,12 @@ func (s *Session) DeleteQueue(ctx context.Context, name string) error {
 	return nil
 }
 
-// Queue reads one queue's configuration. It fails with
+// Get reads one queue's configuration. It fails with
 // drover.ErrQueueNotFound when the queue is not configured, and with an error
 // naming the node when the stored data is corrupt (the entry is returned too,
 // with Err set).
-func (s *Session) Queue(ctx context.Context, name string) (QueueEntry, error) {
+func (q Queues) Get(ctx context.Context, name string) (QueueEntry, error) {
+	s := q.s
 	p, err := s.queueConfigPath(name)
 	if err != nil {
 		return QueueEntry{}, fmt.Errorf("read queue: %w", err)
@@ -313,9 +539,10 @@ func (s *Session) Queue(ctx context.Context, name string) (QueueEntry, error) {
 	return e, e.Err
 }
 
-// Queues lists every configured queue, sorted by name. Corrupt entries are
+// List lists every configured queue, sorted by name. Corrupt entries are
 // listed with Err set.
-func (s *Session) Queues(ctx context.Context) ([]QueueEntry, error) {
+func (q Queues) List(ctx context.Context) ([]QueueEntry, error) {
+	s := q.s
 	r := newRegistryCache(s.path(queuesDir))
 	if err := r.read(ctx, s); err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)

@@ -80,6 +80,13 @@ type bucketData struct {
 	Queues []string            `json:"queues"`
 	Weight map[string]int      `json:"weight,omitempty"`
 	Tags   map[string][]string `json:"tags,omitempty"`
+	// Revs counts the rewrites of a listed queue's config (absent: none
+	// since it was listed). A member that follows configs (ConfigWatch)
+	// reads again only the configs whose revision moved when the bucket
+	// changes, not every followed config of the bucket: at 1,000 new
+	// queues a second most buckets change every second, and each member
+	// owns queues in all of them.
+	Revs map[string]int64 `json:"revs,omitempty"`
 }
 
 // decodeBucket reads a bucket node's data; empty data is an empty bucket.
@@ -224,6 +231,21 @@ func (b *bucketData) remove(q string) {
 	}
 	delete(b.Weight, q)
 	delete(b.Tags, q)
+	delete(b.Revs, q)
+}
+
+// touch counts a rewrite of listed queue q's config: every write of a
+// listed queue's config node calls it in the same multi.
+func (b *bucketData) touch(q string) {
+	if b.Revs == nil {
+		b.Revs = map[string]int64{}
+	}
+	b.Revs[q]++
+}
+
+// mark is what the bucket says of q: listed, and at which revision.
+func (b bucketData) mark(q string) bucketMark {
+	return bucketMark{known: true, listed: b.has(q), rev: b.Revs[q]}
 }
 
 // same reports whether the bucket holds cfg's queue with cfg's weight and
@@ -233,7 +255,7 @@ func (b bucketData) same(cfg drover.QueueConfig) bool {
 }
 
 func (b bucketData) clone() bucketData {
-	return bucketData{Queues: slices.Clone(b.Queues), Weight: cloneMap(b.Weight), Tags: cloneMap(b.Tags)}
+	return bucketData{Queues: slices.Clone(b.Queues), Weight: cloneMap(b.Weight), Tags: cloneMap(b.Tags), Revs: cloneMap(b.Revs)}
 }
 
 func cloneMap[V any](m map[string]V) map[string]V {
@@ -373,7 +395,8 @@ func (s *Session) updateBucket(ctx context.Context, p string, change func(b *buc
 // kept for a slow reader. It reads and watches the bucket nodes only: one
 // read per bucket when it starts, then one per bucket that changed; no
 // queue config is read. Only the rebalance leader needs it.
-func (s *Session) WatchRegistry(ctx context.Context) <-chan Registry {
+func (q Queues) WatchRegistry(ctx context.Context) <-chan Registry {
+	s := q.s
 	r := &registryWatch{dir: s.path(queuesDir), buckets: map[string]*watchedBucket{}, tags: map[string][]string{}}
 	ch := watchLoop(ctx, s, "registry", func(ctx context.Context, ws *watchSet) (Registry, error) {
 		reg, err := r.refresh(ctx, s, ws)

@@ -104,12 +104,12 @@ func TestRegistryWatchReadsBucketsNotConfigs(t *testing.T) {
 	const n = 3000
 	createQueues(t, admin, n)
 	ctx := ctxLong(t)
-	if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: "gpu", Weight: 5, Tags: []string{"cuda", "big"}}); err != nil {
+	if err := admin.Queues().Create(ctx, drover.QueueConfig{Name: "gpu", Weight: 5, Tags: []string{"cuda", "big"}}); err != nil {
 		t.Fatal(err)
 	}
 
 	leader, cc := connectCounting(t, server.Addrs, root)
-	watch := leader.WatchRegistry(ctx)
+	watch := leader.Queues().WatchRegistry(ctx)
 	reg := untilCtx(ctx, t, watch, "every queue", func(r Registry) bool { return r.Len() == n+1 })
 	got := registered(reg)
 	if q := got["gpu"]; q.Weight != 5 || !slices.Equal(q.Tags, []string{"cuda", "big"}) {
@@ -129,13 +129,13 @@ func TestRegistryWatchReadsBucketsNotConfigs(t *testing.T) {
 		t.Fatalf("watched paths: want at most the buckets and /queues (%d), have %d", registryBuckets+1, paths)
 	}
 
-	e, err := admin.Queue(ctx, "q0000042")
+	e, err := admin.Queues().Get(ctx, "q0000042")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := e.Config
 	cfg.Weight, cfg.Tags = 9, []string{"cuda"}
-	if _, err := admin.UpdateQueue(ctx, cfg, e.Version); err != nil {
+	if _, err := admin.Queues().Update(ctx, cfg, e.Version); err != nil {
 		t.Fatal(err)
 	}
 	untilCtx(ctx, t, watch, "the weight and tags of q0000042", func(r Registry) bool {
@@ -150,10 +150,10 @@ func TestRegistryWatchReadsBucketsNotConfigs(t *testing.T) {
 
 	// A change that does not touch the weight or tags (concurrency) leaves
 	// the bucket alone: the leader hears nothing.
-	e, _ = admin.Queue(ctx, "q0000042")
+	e, _ = admin.Queues().Get(ctx, "q0000042")
 	cfg = e.Config
 	cfg.Concurrency = 3
-	if _, err := admin.UpdateQueue(ctx, cfg, e.Version); err != nil {
+	if _, err := admin.Queues().Update(ctx, cfg, e.Version); err != nil {
 		t.Fatal(err)
 	}
 	bucket, _, err := admin.conn.Get(admin.path(queuesDir, registryBucket("q0000042")))
@@ -166,7 +166,7 @@ func TestRegistryWatchReadsBucketsNotConfigs(t *testing.T) {
 	}
 
 	st0 := cc.counts()
-	stats, err := leader.ClusterStats(ctx)
+	stats, err := leader.Group().Stats(ctx)
 	if err != nil || stats.Queues != n+1 {
 		t.Fatalf("cluster stats: want %d queues, have %+v (%v)", n+1, stats, err)
 	}
@@ -194,7 +194,7 @@ func TestConcurrentUpdatesKeepBucketAndConfigsInStep(t *testing.T) {
 		}
 	}
 	for _, q := range names {
-		if err := admins[0].CreateQueue(ctx, drover.QueueConfig{Name: q}); err != nil {
+		if err := admins[0].Queues().Create(ctx, drover.QueueConfig{Name: q}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -207,7 +207,7 @@ func TestConcurrentUpdatesKeepBucketAndConfigsInStep(t *testing.T) {
 			for round := range 5 {
 				for i, q := range names {
 					weight := 1 + w*100 + round*10 + i
-					if _, err := s.UpdateQueue(ctx, drover.QueueConfig{Name: q, Weight: weight, Tags: []string{fmt.Sprint("t", weight)}}, -1); err != nil {
+					if _, err := s.Queues().Update(ctx, drover.QueueConfig{Name: q, Weight: weight, Tags: []string{fmt.Sprint("t", weight)}}, -1); err != nil {
 						errs <- err
 						return
 					}
@@ -229,7 +229,7 @@ func TestConcurrentUpdatesKeepBucketAndConfigsInStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range names {
-		e, err := admins[0].Queue(ctx, q)
+		e, err := admins[0].Queues().Get(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func TestBucketDataLimitIsAClearError(t *testing.T) {
 			cfgs = append(cfgs, drover.QueueConfig{Name: q, Tags: []string{"region-eu", "tier-1"}})
 		}
 	}
-	created, err := s.CreateQueues(ctx, cfgs)
+	created, err := s.Queues().CreateMany(ctx, cfgs)
 	mustIs(t, err, ErrTooLarge, "fill a bucket past its data limit")
 	if !strings.Contains(err.Error(), "bytes") || !strings.Contains(err.Error(), want) {
 		t.Fatalf("want an error naming the bucket and its size, have %v", err)
@@ -283,17 +283,17 @@ func TestBucketDataLimitIsAClearError(t *testing.T) {
 			extra = q
 		}
 	}
-	err = s.CreateQueue(ctx, drover.QueueConfig{Name: extra, Tags: []string{"region-eu", "tier-1"}})
+	err = s.Queues().Create(ctx, drover.QueueConfig{Name: extra, Tags: []string{"region-eu", "tier-1"}})
 	mustIs(t, err, ErrTooLarge, "create one more in a full bucket")
 	// The registry is still readable and writable elsewhere.
 	other := "elsewhere"
 	if registryBucket(other) == want {
 		other = "elsewhere-too"
 	}
-	if err := s.CreateQueue(ctx, drover.QueueConfig{Name: other}); err != nil {
+	if err := s.Queues().Create(ctx, drover.QueueConfig{Name: other}); err != nil {
 		t.Fatalf("create in another bucket: %v", err)
 	}
-	reg := next(t, s.WatchRegistry(ctx), "registry")
+	reg := next(t, s.Queues().WatchRegistry(ctx), "registry")
 	if reg.Len() != created+1 {
 		t.Fatalf("registry: want %d queues, have %d", created+1, reg.Len())
 	}
@@ -345,7 +345,7 @@ func TestAConfigWithoutItsBucketEntryIsAdopted(t *testing.T) {
 	s := connect(t, server.Addrs, testenv.Chroot(t))
 	ctx := ctxT(t)
 	for _, q := range []string{"seed-a", "seed-b"} { // creates the buckets
-		if err := s.CreateQueue(ctx, drover.QueueConfig{Name: q}); err != nil {
+		if err := s.Queues().Create(ctx, drover.QueueConfig{Name: q}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -358,12 +358,12 @@ func TestAConfigWithoutItsBucketEntryIsAdopted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	watch := s.WatchRegistry(ctx)
+	watch := s.Queues().WatchRegistry(ctx)
 	if r := next(t, watch, "registry"); registered(r)["foreign-a"].Name != "" {
 		t.Fatalf("a config without its bucket entry: want it unlisted, have %+v", registered(r))
 	}
-	mustIs(t, s.CreateQueue(ctx, drover.QueueConfig{Name: "foreign-a"}), ErrQueueExists, "create a queue configured outside Drover")
-	n, err := s.CreateQueues(ctx, []drover.QueueConfig{{Name: "foreign-b"}, {Name: "new-c"}})
+	mustIs(t, s.Queues().Create(ctx, drover.QueueConfig{Name: "foreign-a"}), ErrQueueExists, "create a queue configured outside Drover")
+	n, err := s.Queues().CreateMany(ctx, []drover.QueueConfig{{Name: "foreign-b"}, {Name: "new-c"}})
 	if err != nil || n != 1 {
 		t.Fatalf("create foreign-b (exists) and new-c: want 1 created, have %d (%v)", n, err)
 	}
@@ -386,17 +386,17 @@ func TestCreateQueuesSettlesALostReply(t *testing.T) {
 		cfgs = append(cfgs, drover.QueueConfig{Name: fmt.Sprintf("lost-%02d", i)})
 	}
 	fc.lose(1, true) // applied, reply lost
-	n, err := s.CreateQueues(ctx, cfgs)
+	n, err := s.Queues().CreateMany(ctx, cfgs)
 	if err != nil || n != len(cfgs) {
 		t.Fatalf("create with a lost reply: want %d created, have %d (%v)", len(cfgs), n, err)
 	}
-	names, err := s.QueueNames(ctx)
+	names, err := s.Queues().Names(ctx)
 	if err != nil || len(names) != len(cfgs) {
 		t.Fatalf("queue names: want %d, have %v (%v)", len(cfgs), names, err)
 	}
 	fc.lose(1, false) // not applied, reply lost
 	more := []drover.QueueConfig{{Name: "lost-more"}}
-	if n, err := s.CreateQueues(ctx, more); err != nil || n != 1 {
+	if n, err := s.Queues().CreateMany(ctx, more); err != nil || n != 1 {
 		t.Fatalf("create with a lost, unapplied write: want 1 created, have %d (%v)", n, err)
 	}
 }

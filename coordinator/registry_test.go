@@ -50,51 +50,51 @@ func TestQueueRegistry(t *testing.T) {
 	root := testenv.Chroot(t)
 	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
 	ctx := ctxT(t)
-	watch := s.WatchRegistry(ctx)
+	watch := s.Queues().WatchRegistry(ctx)
 	if got := next(t, watch, "initial queues"); got.Len() != 0 {
 		t.Fatalf("initial queues: want none, have %v", registered(got))
 	}
 
-	if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: "emails", Weight: 2}); err != nil {
+	if err := admin.Queues().Create(ctx, drover.QueueConfig{Name: "emails", Weight: 2}); err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	mustIs(t, admin.CreateQueue(ctx, drover.QueueConfig{Name: "emails"}), ErrQueueExists, "create twice")
+	mustIs(t, admin.Queues().Create(ctx, drover.QueueConfig{Name: "emails"}), ErrQueueExists, "create twice")
 	got := until(t, watch, "queue added", func(r Registry) bool { return r.Len() == 1 })
 	if q := registered(got)["emails"]; q.Name != "emails" || q.Weight != 2 || len(got.Errs) != 0 {
 		t.Fatalf("watched queue: want emails weight 2, have %+v", registered(got))
 	}
-	e, err := admin.Queue(ctx, "emails")
+	e, err := admin.Queues().Get(ctx, "emails")
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := admin.UpdateQueue(ctx, drover.QueueConfig{Name: "emails", Weight: 5}, e.Version)
+	v, err := admin.Queues().Update(ctx, drover.QueueConfig{Name: "emails", Weight: 5}, e.Version)
 	if err != nil {
 		t.Fatalf("update: %v", err)
 	}
-	_, err = admin.UpdateQueue(ctx, drover.QueueConfig{Name: "emails", Weight: 6}, v-1)
+	_, err = admin.Queues().Update(ctx, drover.QueueConfig{Name: "emails", Weight: 6}, v-1)
 	mustIs(t, err, ErrConflict, "update at a stale version")
-	_, err = admin.UpdateQueue(ctx, drover.QueueConfig{Name: "nope"}, -1)
+	_, err = admin.Queues().Update(ctx, drover.QueueConfig{Name: "nope"}, -1)
 	mustIs(t, err, drover.ErrQueueNotFound, "update a missing queue")
 	until(t, watch, "queue reconfigured", func(r Registry) bool { return r.Len() == 1 && registered(r)["emails"].Weight == 5 })
 
-	if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: "sms"}); err != nil {
+	if err := admin.Queues().Create(ctx, drover.QueueConfig{Name: "sms"}); err != nil {
 		t.Fatalf("create sms: %v", err)
 	}
-	if err := admin.DeleteQueue(ctx, "emails"); err != nil {
+	if err := admin.Queues().Delete(ctx, "emails"); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	mustIs(t, admin.DeleteQueue(ctx, "emails"), drover.ErrQueueNotFound, "delete twice")
+	mustIs(t, admin.Queues().Delete(ctx, "emails"), drover.ErrQueueNotFound, "delete twice")
 	until(t, watch, "queue removed", func(r Registry) bool { return r.Len() == 1 && registered(r)["sms"].Name == "sms" })
 
-	list, err := s.Queues(ctx)
+	list, err := s.Queues().List(ctx)
 	if err != nil || len(list) != 1 || list[0].Name != "sms" {
 		t.Fatalf("list: want [sms], have %+v (%v)", list, err)
 	}
-	one, err := s.Queue(ctx, "sms")
+	one, err := s.Queues().Get(ctx, "sms")
 	if err != nil || one.Config.Name != "sms" {
 		t.Fatalf("read sms: %+v (%v)", one, err)
 	}
-	_, err = s.Queue(ctx, "emails")
+	_, err = s.Queues().Get(ctx, "emails")
 	mustIs(t, err, drover.ErrQueueNotFound, "read a deleted queue")
 }
 
@@ -104,7 +104,7 @@ func TestPauseFlags(t *testing.T) {
 	root := testenv.Chroot(t)
 	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
 	ctx := ctxT(t)
-	watch := s.WatchPauses(ctx)
+	watch := s.Pauses().Watch(ctx)
 	if ps := next(t, watch, "initial pauses"); ps.All != nil || len(ps.Queues)+len(ps.Members) != 0 {
 		t.Fatalf("initial pauses: want none, have %+v", ps)
 	}
@@ -113,7 +113,7 @@ func TestPauseFlags(t *testing.T) {
 		scope drover.PauseScope
 		name  string
 	}{{drover.PauseQueue, "emails"}, {drover.PauseMember, "w1"}, {drover.PauseAll, ""}} {
-		if err := admin.SetPause(ctx, f.scope, f.name, flag); err != nil {
+		if err := admin.Pauses().Set(ctx, f.scope, f.name, flag); err != nil {
 			t.Fatalf("set pause %s %s: %v", f.scope, f.name, err)
 		}
 	}
@@ -123,10 +123,10 @@ func TestPauseFlags(t *testing.T) {
 	if ps.Queues["emails"] != flag || *ps.All != flag {
 		t.Fatalf("flags: want %+v, have %+v", flag, ps)
 	}
-	if err := admin.ClearPause(ctx, drover.PauseAll, ""); err != nil {
+	if err := admin.Pauses().Clear(ctx, drover.PauseAll, ""); err != nil {
 		t.Fatalf("clear all: %v", err)
 	}
-	if err := admin.ClearPause(ctx, drover.PauseAll, ""); err != nil {
+	if err := admin.Pauses().Clear(ctx, drover.PauseAll, ""); err != nil {
 		t.Fatalf("clear all twice: %v", err)
 	}
 	ps = until(t, watch, "all cleared", func(ps PauseSet) bool { return ps.All == nil })
@@ -139,13 +139,13 @@ func TestPauseFlags(t *testing.T) {
 	if _, paused := ps.Paused("sms", "w2"); paused {
 		t.Fatalf("sms on w2: want not paused")
 	}
-	read, err := s.Pauses(ctx)
+	read, err := s.Pauses().Read(ctx)
 	if err != nil || len(read.Queues) != 1 || len(read.Members) != 1 || read.All != nil {
 		t.Fatalf("Pauses: have %+v (%v)", read, err)
 	}
-	err = admin.SetPause(ctx, drover.PauseAll, "x", flag)
+	err = admin.Pauses().Set(ctx, drover.PauseAll, "x", flag)
 	mustIs(t, err, drover.ErrInvalidConfig, "pause all with a name")
-	err = admin.SetPause(ctx, drover.PauseScope("bogus"), "x", flag)
+	err = admin.Pauses().Set(ctx, drover.PauseScope("bogus"), "x", flag)
 	if err == nil || !strings.Contains(err.Error(), "bogus") {
 		t.Fatalf("unknown scope: want an error naming it, have %v", err)
 	}
@@ -157,14 +157,14 @@ func TestMembersJoinLeaveWatch(t *testing.T) {
 	root := testenv.Chroot(t)
 	watcher := connect(t, server.Addrs, root)
 	ctx := ctxT(t)
-	watch := watcher.WatchMembers(ctx)
+	watch := watcher.Group().WatchMembers(ctx)
 	next(t, watch, "initial members")
 	a, b := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
-	ma, err := a.Join(ctx, drover.Member{Name: "a", Capacity: 4})
+	ma, err := a.Group().Join(ctx, drover.Member{Name: "a", Capacity: 4})
 	if err != nil {
 		t.Fatalf("join a: %v", err)
 	}
-	if _, err := b.Join(ctx, drover.Member{Name: "b", Capacity: 2}); err != nil {
+	if _, err := b.Group().Join(ctx, drover.Member{Name: "b", Capacity: 2}); err != nil {
 		t.Fatalf("join b: %v", err)
 	}
 	got := until(t, watch, "two members", func(ms []MemberNode) bool { return len(ms) == 2 })
@@ -177,11 +177,11 @@ func TestMembersJoinLeaveWatch(t *testing.T) {
 		t.Fatalf("leave: %v", err)
 	}
 	until(t, watch, "a gone", func(ms []MemberNode) bool { return len(ms) == 0 })
-	list, err := watcher.Members(ctx)
+	list, err := watcher.Group().Members(ctx)
 	if err != nil || len(list) != 0 {
 		t.Fatalf("Members: want none, have %+v (%v)", list, err)
 	}
-	_, err = a.Join(ctx, drover.Member{Name: "bad/name"})
+	_, err = a.Group().Join(ctx, drover.Member{Name: "bad/name"})
 	mustIs(t, err, drover.ErrInvalidConfig, "join with a '/' in the name")
 }
 
@@ -191,16 +191,16 @@ func TestAssignmentWriterIsFencedByANewLeader(t *testing.T) {
 	root := testenv.Chroot(t)
 	a, b, reader := connect(t, server.Addrs, root), connect(t, server.Addrs, root), connect(t, server.Addrs, root)
 	ctx := ctxT(t)
-	watch := reader.WatchAssignment(ctx)
+	watch := reader.Assignments().Watch(ctx)
 	if an := next(t, watch, "initial assignment"); an.Assignment.Generation != 0 || an.Err != nil {
 		t.Fatalf("initial assignment: want generation 0, have %+v", an)
 	}
-	ea, _ := a.Election(ElectionRebalance)
+	ea, _ := a.Group().Election(ElectionRebalance)
 	la, err := ea.Campaign(ctx, "a")
 	if err != nil {
 		t.Fatalf("campaign: %v", err)
 	}
-	wa, err := a.NewAssignmentWriter(ctx, la)
+	wa, err := a.Assignments().NewWriter(ctx, la)
 	if err != nil {
 		t.Fatalf("writer a: %v", err)
 	}
@@ -220,12 +220,12 @@ func TestAssignmentWriterIsFencedByANewLeader(t *testing.T) {
 	if err := la.Resign(ctx); err != nil {
 		t.Fatalf("resign: %v", err)
 	}
-	eb, _ := b.Election(ElectionRebalance)
+	eb, _ := b.Group().Election(ElectionRebalance)
 	lb, err := eb.Campaign(ctx, "b")
 	if err != nil {
 		t.Fatalf("campaign b: %v", err)
 	}
-	wb, err := b.NewAssignmentWriter(ctx, lb)
+	wb, err := b.Assignments().NewWriter(ctx, lb)
 	if err != nil {
 		t.Fatalf("writer b: %v", err)
 	}
@@ -240,12 +240,12 @@ func TestAssignmentWriterIsFencedByANewLeader(t *testing.T) {
 	if _, err := wb.Write(ctx, drover.Assignment{Leader: "b", Queues: map[string]string{"q1": "b"}}); err != nil {
 		t.Fatalf("write by b: %v", err)
 	}
-	got, err := reader.Assignment(ctx)
+	got, err := reader.Assignments().Read(ctx)
 	if err != nil || got.Assignment.Generation != 3 || got.Assignment.Leader != "b" {
 		t.Fatalf("assignment: want generation 3 by b, have %+v (%v)", got, err)
 	}
 	// A resigned leadership cannot take over.
-	_, err = a.NewAssignmentWriter(ctx, la)
+	_, err = a.Assignments().NewWriter(ctx, la)
 	mustIs(t, err, drover.ErrNotLeader, "writer from a resigned leadership")
 }
 
@@ -255,36 +255,36 @@ func TestResetOffsetRefusedWhileOwned(t *testing.T) {
 	root := testenv.Chroot(t)
 	owner, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
 	ctx := ctxT(t)
-	claim, err := owner.Claim(ctx, "q", Owner{Member: "w1"})
+	claim, err := owner.Claims().Claim(ctx, "q", Owner{Member: "w1"})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
 	if err := claim.Commit(ctx, offsetAt(50, "w1")); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
-	_, err = admin.ResetOffset(ctx, "q", offsetAt(5, "ops"), ResetOptions{})
+	_, err = admin.Claims().ResetOffset(ctx, "q", offsetAt(5, "ops"), ResetOptions{})
 	mustIs(t, err, ErrQueueOwned, "reset while owned")
-	if on, _ := admin.ReadOffset(ctx, "q"); on.Offset.Position != 50 {
+	if on, _ := admin.Claims().Offset(ctx, "q"); on.Offset.Position != 50 {
 		t.Fatalf("offset after a refused reset: want 50, have %d", on.Offset.Position)
 	}
-	if _, err := admin.ResetOffset(ctx, "q", offsetAt(5, "ops"), ResetOptions{AllowOwned: true}); err != nil {
+	if _, err := admin.Claims().ResetOffset(ctx, "q", offsetAt(5, "ops"), ResetOptions{AllowOwned: true}); err != nil {
 		t.Fatalf("reset with AllowOwned: %v", err)
 	}
 	mustIs(t, claim.Commit(ctx, offsetAt(60, "w1")), drover.ErrFenced, "owner's commit after a reset")
 	if err := claim.Abandon(ctx); err != nil {
 		t.Fatalf("abandon: %v", err)
 	}
-	again, err := owner.Claim(ctx, "q", Owner{Member: "w1"})
+	again, err := owner.Claims().Claim(ctx, "q", Owner{Member: "w1"})
 	if err != nil || again.Offset().Position != 5 {
 		t.Fatalf("claim after reset: want position 5, have %+v (%v)", again, err)
 	}
 	if err := again.Release(ctx, again.Offset()); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if _, err := admin.ResetOffset(ctx, "q", offsetAt(1, "ops"), ResetOptions{}); err != nil {
+	if _, err := admin.Claims().ResetOffset(ctx, "q", offsetAt(1, "ops"), ResetOptions{}); err != nil {
 		t.Fatalf("reset of an unowned queue: %v", err)
 	}
-	if on, _ := admin.ReadOffset(ctx, "q"); on.Offset.Position != 1 {
+	if on, _ := admin.Claims().Offset(ctx, "q"); on.Offset.Position != 1 {
 		t.Fatalf("offset after reset: want 1, have %d", on.Offset.Position)
 	}
 }
@@ -307,11 +307,11 @@ func TestRegistryBucketsAndTheirLimit(t *testing.T) {
 	if len(buckets) > registryBuckets || len(buckets) < registryBuckets/2 {
 		t.Fatalf("buckets for 1,000 queues: want between %d and %d, have %d", registryBuckets/2, registryBuckets, len(buckets))
 	}
-	st, err := s.ClusterStats(ctx)
+	st, err := s.Group().Stats(ctx)
 	if err != nil || st.Queues != 1000 {
 		t.Fatalf("cluster stats: want 1000 queues, have %d (%v)", st.Queues, err)
 	}
-	if n, err := s.CreateQueues(ctx, []drover.QueueConfig{{Name: "q0000001"}, {Name: "fresh"}}); err != nil || n != 1 {
+	if n, err := s.Queues().CreateMany(ctx, []drover.QueueConfig{{Name: "q0000001"}, {Name: "fresh"}}); err != nil || n != 1 {
 		t.Fatalf("create one existing and one new queue: want 1 created, have %d (%v)", n, err)
 	}
 
@@ -327,10 +327,10 @@ func TestRegistryBucketsAndTheirLimit(t *testing.T) {
 			full = append(full, drover.QueueConfig{Name: name})
 		}
 	}
-	if _, err := s.CreateQueues(ctx, full[:len(full)-1]); err != nil {
+	if _, err := s.Queues().CreateMany(ctx, full[:len(full)-1]); err != nil {
 		t.Fatalf("fill bucket %s: %v", want, err)
 	}
-	_, err = s.CreateQueues(ctx, full[len(full)-1:len(full)])
+	_, err = s.Queues().CreateMany(ctx, full[len(full)-1:len(full)])
 	if err != nil {
 		t.Fatalf("the last queue that fits: %v", err)
 	}
@@ -340,8 +340,8 @@ func TestRegistryBucketsAndTheirLimit(t *testing.T) {
 			extra = name
 		}
 	}
-	mustIs(t, s.CreateQueue(ctx, drover.QueueConfig{Name: extra}), ErrTooLarge, "create in a full bucket")
-	_, err = s.CreateQueues(ctx, []drover.QueueConfig{{Name: extra}})
+	mustIs(t, s.Queues().Create(ctx, drover.QueueConfig{Name: extra}), ErrTooLarge, "create in a full bucket")
+	_, err = s.Queues().CreateMany(ctx, []drover.QueueConfig{{Name: extra}})
 	mustIs(t, err, ErrTooLarge, "batch create in a full bucket")
 	listing, _, err := s.conn.Children(s.path(queuesDir, want))
 	if err != nil {
@@ -366,11 +366,11 @@ func TestQueueNamesListsQueuesAcrossBuckets(t *testing.T) {
 	for i := range 20 {
 		q := fmt.Sprintf("names-%02d", i)
 		want = append(want, q)
-		if err := s.CreateQueue(ctx, drover.QueueConfig{Name: q}); err != nil {
+		if err := s.Queues().Create(ctx, drover.QueueConfig{Name: q}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	have, err := s.QueueNames(ctx)
+	have, err := s.Queues().Names(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

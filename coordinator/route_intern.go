@@ -18,7 +18,7 @@ const maxInternedRoutes = 1024
 // queues held two copies per queue (docs/decisions.md, "Issue 14: one
 // task-route table per distinct value"). Shared tables are read-only: the
 // paths that hand them out say so, and the paths whose results callers edit
-// (Session.Queue, Session.Queues) do not intern. The zero value is ready.
+// (Queues.Get, Queues.List) do not intern. The zero value is ready.
 type routeInterner struct {
 	mu     sync.Mutex
 	tables map[string]map[string]drover.TaskRoute // canonical JSON → table

@@ -16,7 +16,7 @@ func sameMap(a, b map[string]drover.TaskRoute) bool {
 // Queues configured with equal task routes share one decoded Tasks map in
 // what ConfigWatch delivers, so a member keeping 25,000
 // watched configs holds one table, not 25,000; different routes stay apart
-// and Session.Queue (whose result the CLI edits) keeps its own copy.
+// and Queues.Get (whose result the CLI edits) keeps its own copy.
 func TestWatchedConfigsShareEqualTaskRoutes(t *testing.T) {
 	t.Parallel()
 	server := testenv.ZooKeeper(t)
@@ -28,11 +28,11 @@ func TestWatchedConfigsShareEqualTaskRoutes(t *testing.T) {
 	}
 	cfgs := map[string]map[string]drover.TaskRoute{"a": routes("mail"), "b": routes("mail"), "c": routes("sms")}
 	for q, r := range cfgs {
-		if err := admin.CreateQueue(ctx, drover.QueueConfig{Name: q, Tasks: r}); err != nil {
+		if err := admin.Queues().Create(ctx, drover.QueueConfig{Name: q, Tasks: r}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w := s.WatchQueueConfigs(ctx)
+	w := s.Queues().WatchConfigs(ctx)
 	read := map[string]map[string]drover.TaskRoute{}
 	for q, want := range cfgs {
 		e, err := w.Read(ctx, q)
@@ -56,12 +56,12 @@ func TestWatchedConfigsShareEqualTaskRoutes(t *testing.T) {
 		t.Fatalf("re-read of b: want the shared map, have %v (%v)", again.Config.Tasks, err)
 	}
 
-	own, err := s.Queue(ctx, "a")
+	own, err := s.Queues().Get(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sameMap(own.Config.Tasks, read["a"]) {
-		t.Fatal("Session.Queue returned the shared map; a caller editing it would change every watched queue")
+		t.Fatal("Queues.Get returned the shared map; a caller editing it would change every watched queue")
 	}
 }
 

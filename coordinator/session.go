@@ -15,8 +15,9 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// Session is one ZooKeeper session and everything built on it (membership,
-// candidacies, claims). It is safe for concurrent use. See the package
+// Session is one ZooKeeper session: its lifetime (State, Done, Err, Close)
+// and the roles built on it (Group, Assignments, Claims, Queues, Families,
+// Pauses; roles.go). It is safe for concurrent use. See the package
 // documentation for its states.
 type Session struct {
 	cfg     Config
@@ -30,7 +31,8 @@ type Session struct {
 	batch   multiBatcher  // coalesces the commits and releases of claims (multi_batch.go)
 	claims  chan struct{} // bounds the claims in flight (claim.go)
 	routes  routeInterner // shares task-route tables among watched configs (route_intern.go)
-	stats   statsCache    // queue counts ClusterStats reuses (stats.go)
+	stats   statsCache    // queue counts Group.Stats reuses (stats.go)
+	written bucketCache   // the buckets CreateQueues wrote last (queues.go)
 
 	// notifyMu is held from a state change to the end of its callback, so
 	// OnStateChange sees the changes in the order they were made, even when
@@ -328,12 +330,12 @@ func (s *Session) setState(st SessionState, reason string) {
 
 // State returns the current state.
 func (s *Session) State() SessionState {
-	st, _ := s.Status()
+	st, _ := s.status()
 	return st
 }
 
 // Status returns the current state and a channel closed at the next change.
-func (s *Session) Status() (SessionState, <-chan struct{}) {
+func (s *Session) status() (SessionState, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state, s.changed

@@ -88,7 +88,7 @@ func TestSessionShortCutSuspendsAndResumesSameSession(t *testing.T) {
 		c.OnStateChange = states.record
 	})
 	ctx := ctxT(t)
-	claim, err := a.Claim(ctx, "q", Owner{Member: "a"})
+	claim, err := a.Claims().Claim(ctx, "q", Owner{Member: "a"})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestSessionLongCutIsLostBeforeTheServerExpiresIt(t *testing.T) {
 	a := connect(t, []string{proxy.Addr}, root, func(c *Config) { c.OnStateChange = states.record })
 	observer := connect(t, server.Addrs, root)
 	ctx := ctxT(t)
-	m, err := a.Join(ctx, drover.Member{Name: "a"})
+	m, err := a.Group().Join(ctx, drover.Member{Name: "a"})
 	if err != nil {
 		t.Fatalf("join: %v", err)
 	}
@@ -159,7 +159,7 @@ func TestSessionLongCutIsLostBeforeTheServerExpiresIt(t *testing.T) {
 	if a.State() != Lost || a.SessionID() != id {
 		t.Fatalf("after a new session id: want lost with id %#x, have %s with %#x", id, a.State(), a.SessionID())
 	}
-	_, err = a.Join(ctx, drover.Member{Name: "a"})
+	_, err = a.Group().Join(ctx, drover.Member{Name: "a"})
 	mustIs(t, err, drover.ErrSessionLost, "join on a lost session")
 }
 
@@ -174,7 +174,7 @@ func TestZombieOwnerIsFenced(t *testing.T) {
 	b := connect(t, server.Addrs, root)
 	ctx := ctxT(t)
 
-	ca, err := a.Claim(ctx, "q", Owner{Member: "a", Generation: 1})
+	ca, err := a.Claims().Claim(ctx, "q", Owner{Member: "a", Generation: 1})
 	if err != nil {
 		t.Fatalf("claim by a: %v", err)
 	}
@@ -184,17 +184,17 @@ func TestZombieOwnerIsFenced(t *testing.T) {
 	idA := a.SessionID()
 
 	proxy.Cut()
-	if err := b.WaitReleased(ctx, "q"); err != nil { // a's session expires
+	if err := b.Claims().WaitReleased(ctx, "q"); err != nil { // a's session expires
 		t.Fatalf("wait for a's owner node to expire: %v", err)
 	}
-	cb, err := b.Claim(ctx, "q", Owner{Member: "b", Generation: 2})
+	cb, err := b.Claims().Claim(ctx, "q", Owner{Member: "b", Generation: 2})
 	if err != nil {
 		t.Fatalf("claim by b: %v", err)
 	}
 	if err := cb.Commit(ctx, offsetAt(100, "b")); err != nil {
 		t.Fatalf("commit by b: %v", err)
 	}
-	before, err := b.ReadOffset(ctx, "q")
+	before, err := b.Claims().Offset(ctx, "q")
 	if err != nil {
 		t.Fatalf("read offset: %v", err)
 	}
@@ -217,11 +217,11 @@ func TestZombieOwnerIsFenced(t *testing.T) {
 		}
 	}
 
-	after, err := b.ReadOffset(ctx, "q")
+	after, err := b.Claims().Offset(ctx, "q")
 	if err != nil || after != before {
 		t.Fatalf("b's offset: want %+v untouched, have %+v (%v)", before, after, err)
 	}
-	owner, err := b.QueueOwner(ctx, "q")
+	owner, err := b.Claims().Owner(ctx, "q")
 	if err != nil || owner.Session != b.SessionID() || owner.Owner.Member != "b" {
 		t.Fatalf("owner: want b (session %#x), have %+v (%v)", b.SessionID(), owner, err)
 	}

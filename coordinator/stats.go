@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// ClusterStats are the fleet-wide counts the rebalance leader publishes as
+// ClusterStats are the fleet-wide counts (Group.Stats) the rebalance leader publishes as
 // gauges.
 type ClusterStats struct {
 	Members         int  // member nodes
@@ -22,11 +22,11 @@ type ClusterStats struct {
 // Unowned is the number of registered queues without an owner.
 func (c ClusterStats) Unowned() int { return max(c.Queues-c.Owned, 0) }
 
-// bucketCountTTL is how long ClusterStats reuses a queue count taken from
+// bucketCountTTL is how long Group.Stats reuses a queue count taken from
 // the bucket nodes' stats (1,024 reads) when no registry watch runs.
 const bucketCountTTL = time.Minute
 
-// statsCache holds the queue counts ClusterStats reuses: the count of a
+// statsCache holds the queue counts Group.Stats reuses: the count of a
 // registry watch running on the session (the rebalance leader's, which
 // knows every queue already), else the last count from the bucket stats.
 type statsCache struct {
@@ -78,14 +78,15 @@ func (c *statsCache) store(n int, at time.Time) {
 	c.mu.Unlock()
 }
 
-// ClusterStats counts members, queues, owners and scheduler candidates from
+// Stats counts members, queues, owners and scheduler candidates from
 // the nodes' child counts (Stat.NumChildren), never from listings: a listing
 // of /owners at 100,000 queues would pass a megabyte. Its cost is three
 // reads. The queue count comes from the registry watch when one runs on
 // this session (the rebalance leader's: it knows every queue already);
 // otherwise from the bucket nodes' stats (one read per bucket), reused for
 // a minute.
-func (s *Session) ClusterStats(ctx context.Context) (ClusterStats, error) {
+func (g Group) Stats(ctx context.Context) (ClusterStats, error) {
+	s := g.s
 	count := func(p string) (int, error) {
 		return bounded(ctx, s, func(c zkConn) (int, error) {
 			exists, st, err := c.Exists(p)

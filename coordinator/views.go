@@ -13,7 +13,7 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// ViewParallelism is how many reads ReadQueueViews keeps in flight. The
+// ViewParallelism is how many reads Queues.Views keeps in flight. The
 // go-zookeeper client pipelines concurrent requests over the session's one
 // connection, so a few dozen outstanding reads turn N round trips into about
 // N/ViewParallelism latencies while bounding the server's queue.
@@ -26,7 +26,7 @@ type QueueView struct {
 	// Owned says whether /owners/<queue> exists.
 	Owned bool
 	// Owner is the member name in /owners/<queue>, "" when not owned or
-	// when the owner nodes were not read (ReadQueueViews without owners).
+	// when the owner nodes were not read (Queues.Views without owners).
 	Owner string
 	// Offset is /offsets/<queue>; zero when the queue was never claimed.
 	Offset drover.Offset
@@ -35,10 +35,11 @@ type QueueView struct {
 	Err error
 }
 
-// QueueNames lists the configured queues, sorted, without reading their
+// Names lists the configured queues, sorted, without reading their
 // configurations: one listing of the registry's buckets, then one listing
 // per bucket, several in flight.
-func (s *Session) QueueNames(ctx context.Context) ([]string, error) {
+func (q Queues) Names(ctx context.Context) ([]string, error) {
+	s := q.s
 	dir := s.path(queuesDir)
 	buckets, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
 		names, _, err := c.Children(dir)
@@ -74,34 +75,18 @@ func (s *Session) QueueNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// OwnedQueues lists the queues that have an owner node (the children of
-// /owners): one request.
-func (s *Session) OwnedQueues(ctx context.Context) (map[string]bool, error) {
-	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-		names, _, err := c.Children(s.path(ownersDir))
-		return names, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list owners: %w", err)
-	}
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
-	}
-	return out, nil
-}
-
-// ReadQueueViews reads the offset node of every queue in queues and, with
+// Views reads the offset node of every queue in queues and, with
 // owners, its owner node, with at most ViewParallelism requests in flight.
 // Without owners, Owned comes from one listing of /owners and Owner stays
 // "" (half the reads: a console lists the assigned member instead). It
 // returns one view per queue in the order given; a queue without nodes has
 // a zero view. It fails on the first read that fails for another reason
 // than a missing node.
-func (s *Session) ReadQueueViews(ctx context.Context, queues []string, owners bool) ([]QueueView, error) {
+func (q Queues) Views(ctx context.Context, queues []string, owners bool) ([]QueueView, error) {
+	s := q.s
 	views := make([]QueueView, len(queues))
 	if !owners {
-		owned, err := s.OwnedQueues(ctx)
+		owned, err := s.Claims().Owned(ctx)
 		if err != nil {
 			return nil, err
 		}

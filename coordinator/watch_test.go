@@ -48,7 +48,7 @@ func createQueues(t *testing.T, s *Session, n int) []string {
 		names[i] = fmt.Sprintf("q%07d", i)
 		cfgs[i] = drover.QueueConfig{Name: names[i]}
 	}
-	created, err := s.CreateQueues(ctxLong(t), cfgs)
+	created, err := s.Queues().CreateMany(ctxLong(t), cfgs)
 	if err != nil || created != n {
 		t.Fatalf("create %d queues: created %d (%v)", n, created, err)
 	}

@@ -93,7 +93,7 @@ func newRuntimeRig(b *testing.B, capacity int, opts ...func(*worker.Config)) *ru
 		b.Fatal(err)
 	}
 	cfg := worker.Config{Member: "bench", Capacity: capacity, BatchSize: 500,
-		Log: store.Log(), Requeuer: store.Log(), Executor: ex}
+		Store: store.Log(), Executor: ex}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -224,7 +224,7 @@ func (r *runtimeRig) runQueue(b *testing.B, qc drover.QueueConfig, task string, 
 		}
 		last = res[len(res)-1].Position
 	}
-	claim, err := r.s.Claim(ctx, queueName, coordinator.Owner{Member: "bench"})
+	claim, err := r.s.Claims().Claim(ctx, queueName, coordinator.Owner{Member: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func BenchmarkEnqueueToStart(b *testing.B) {
 	r := newRuntimeRig(b, 4)
 	ctx := context.Background()
 	q := "latency"
-	claim, err := r.s.Claim(ctx, q, coordinator.Owner{Member: "bench"})
+	claim, err := r.s.Claims().Claim(ctx, q, coordinator.Owner{Member: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

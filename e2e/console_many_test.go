@@ -49,7 +49,7 @@ func TestConsoleForManyQueuesInABrowser(t *testing.T) {
 	if !strings.Contains(flash, "Paused 12 of 12 queue(s)") || !strings.Contains(flash, `"tenant-"`) {
 		t.Fatalf("flash after the bulk pause: want a sentence with the count, have %q", flash)
 	}
-	ps, err := f.zk.Pauses(ctx)
+	ps, err := f.zk.Pauses().Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestConsoleForManyQueuesInABrowser(t *testing.T) {
 	if !strings.Contains(flash, "Resumed 2 of 2") {
 		t.Fatalf("flash after resuming two rows: want \"Resumed 2 of 2\", have %q", flash)
 	}
-	if ps, err = f.zk.Pauses(ctx); err != nil || len(ps.Queues) != 10 {
+	if ps, err = f.zk.Pauses().Read(ctx); err != nil || len(ps.Queues) != 10 {
 		t.Fatalf("after resuming 2: want 10 paused, have %d (%v)", len(ps.Queues), err)
 	}
 	audit := text(t, b, con.url+"/audit", "#audit")

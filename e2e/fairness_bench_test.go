@@ -79,7 +79,7 @@ func BenchmarkFairness(b *testing.B) {
 		names[i] = fmt.Sprintf("fair-%04d", i)
 	}
 	startQueue := func(q string, concurrency int) {
-		claim, err := r.s.Claim(ctx, q, coordinator.Owner{Member: "bench"})
+		claim, err := r.s.Claims().Claim(ctx, q, coordinator.Owner{Member: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -86,7 +86,7 @@ func (f *fleet) createQueue(name string, ordered bool, argv []string, mod func(*
 	if mod != nil {
 		mod(&qc)
 	}
-	if err := f.zk.CreateQueue(context.Background(), qc); err != nil {
+	if err := f.zk.Queues().Create(context.Background(), qc); err != nil {
 		f.t.Fatalf("create queue %s: %v", name, err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // worker is not a member yet.
 func (f *fleet) scrape(t *testing.T, name string) map[string]float64 {
 	t.Helper()
-	ms, err := f.zk.Members(context.Background())
+	ms, err := f.zk.Group().Members(context.Background())
 	if err != nil {
 		return nil
 	}
@@ -55,7 +55,7 @@ func (f *fleet) scrape(t *testing.T, name string) map[string]float64 {
 func TestMetricsOfAWorkerThatRanRealTasks(t *testing.T) {
 	f := newFleet(t, 10*time.Second)
 	ctx := context.Background()
-	if err := f.zk.CreateQueue(ctx, drover.QueueConfig{Name: "m", MaxAttempts: 2, Concurrency: 4,
+	if err := f.zk.Queues().Create(ctx, drover.QueueConfig{Name: "m", MaxAttempts: 2, Concurrency: 4,
 		Backoff: drover.Backoff{Base: drover.Duration(10 * time.Millisecond), Max: drover.Duration(20 * time.Millisecond)},
 		Tasks: map[string]drover.TaskRoute{
 			"ok":  {Command: []string{"/bin/true"}},
@@ -84,7 +84,7 @@ func TestMetricsOfAWorkerThatRanRealTasks(t *testing.T) {
 		return m[success] == 100 && m[dead] == 5
 	})
 	// Pause the queue, then leave 20 messages pending.
-	if err := f.zk.SetPause(ctx, drover.PauseQueue, "m", drover.Pause{By: "test", At: time.Now()}); err != nil {
+	if err := f.zk.Pauses().Set(ctx, drover.PauseQueue, "m", drover.Pause{By: "test", At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, time.Minute, "the pause to reach the worker", func() bool {
@@ -117,7 +117,7 @@ func TestMetricsOfAWorkerThatRanRealTasks(t *testing.T) {
 	var after []drover.LogEntry
 	var committed drover.Position
 	waitFor(t, time.Minute, "the committed offset to cover the finished messages", func() bool {
-		off, err := f.zk.ReadOffset(ctx, "m")
+		off, err := f.zk.Claims().Offset(ctx, "m")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestRetriesDeadLettersAndPoisonEndToEnd(t *testing.T) {
 	broken := filepath.Join(dir, "broken.sh")
 	write(t, broken, "#!/bin/sh\necho \"disk on fire (attempt $DROVER_ATTEMPT)\" >&2\nexit 3\n")
 	ok := taskScript(t, dir, filepath.Join(dir, "ok.log"), "")
-	if err := f.zk.CreateQueue(ctx, drover.QueueConfig{Name: "out", MaxAttempts: 3,
+	if err := f.zk.Queues().Create(ctx, drover.QueueConfig{Name: "out", MaxAttempts: 3,
 		Backoff: drover.Backoff{Base: drover.Duration(100 * time.Millisecond), Max: drover.Duration(300 * time.Millisecond)},
 		Tasks: map[string]drover.TaskRoute{
 			"flaky":  {Command: []string{flaky}},

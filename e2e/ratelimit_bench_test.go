@@ -87,7 +87,7 @@ func BenchmarkRateLimit(b *testing.B) {
 	}
 	b.ResetTimer()
 	start := func(q string, rl drover.RateLimit) {
-		claim, err := r.s.Claim(ctx, q, coordinator.Owner{Member: "bench"})
+		claim, err := r.s.Claims().Claim(ctx, q, coordinator.Owner{Member: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func TestSchedulerFailoverFiresEverySlotOnce(t *testing.T) {
 		proxies[n] = testenv.NewProxy(t, zkAddr)
 		f.startScheduler(n, proxies[n].Addr)
 	}
-	el, err := f.zk.Election(coordinator.ElectionScheduler)
+	el, err := f.zk.Group().Election(coordinator.ElectionScheduler)
 	if err != nil {
 		t.Fatal(err)
 	}

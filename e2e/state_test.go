@@ -26,7 +26,7 @@ func (d *debugState) inFlight() int {
 // state fetches a worker's /debug/state through its member node's
 // admin_addr; nil when it is not reachable (yet).
 func (f *fleet) state(name string) *debugState {
-	ms, err := f.zk.Members(context.Background())
+	ms, err := f.zk.Group().Members(context.Background())
 	if err != nil {
 		return nil
 	}

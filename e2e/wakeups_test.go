@@ -30,9 +30,9 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := &recordingExecutor{}
-	routed := &signalRouter{WakeupRouter: store.Log(), done: make(chan struct{})}
+	routed := &signalRouter{Store: store.Log(), done: make(chan struct{})}
 	w, err := worker.New(worker.Config{
-		Member: "owner", Log: store.Log(), Requeuer: store.Log(), Executor: ex, Router: routed,
+		Member: "owner", Store: routed, Executor: ex,
 		PollInterval: 200 * time.Millisecond, CommitInterval: 10 * time.Millisecond,
 	})
 	if err != nil {
@@ -88,15 +88,16 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 	}
 }
 
-// signalRouter closes done after its first successful RouteWakeups.
+// signalRouter is a worker store that closes done after its first
+// successful RouteWakeups.
 type signalRouter struct {
-	worker.WakeupRouter
+	worker.Store
 	once sync.Once
 	done chan struct{}
 }
 
 func (r *signalRouter) RouteWakeups(ctx context.Context, member string, queues ...string) error {
-	err := r.WakeupRouter.RouteWakeups(ctx, member, queues...)
+	err := r.Store.RouteWakeups(ctx, member, queues...)
 	if err == nil {
 		r.once.Do(func() { close(r.done) })
 	}

@@ -292,7 +292,7 @@ func TestConsoleInARealBrowser(t *testing.T) {
 	if pauses != 0 {
 		t.Fatalf("a viewer's queue page: want no Pause, Retry or Purge buttons, have %d", pauses)
 	}
-	d0, err := f.zk.Pauses(context.Background())
+	d0, err := f.zk.Pauses().Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestConsoleInARealBrowser(t *testing.T) {
 	if !strings.Contains(body, "cross-origin request refused") {
 		t.Fatalf("cross-site form post: want 403 cross-origin request refused, have %q", body)
 	}
-	d, err := f.zk.Pauses(context.Background())
+	d, err := f.zk.Pauses().Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestFleetProcessesEveryMessageExactlyOnce(t *testing.T) {
 	// Every queue's committed offset reaches its last message.
 	waitFor(t, 30*time.Second, "offsets committed to the end", func() bool {
 		for _, q := range queues {
-			off, err := f.zk.ReadOffset(context.Background(), q)
+			off, err := f.zk.Claims().Offset(context.Background(), q)
 			if err != nil || off.Offset.Position < f.lastPos[q] {
 				return false
 			}
@@ -228,7 +228,7 @@ func TestPauseAndResumeWithoutRebalance(t *testing.T) {
 		return st != nil && len(st.Worker.Queues) == 1
 	})
 	ctx := context.Background()
-	an, err := f.zk.Assignment(ctx)
+	an, err := f.zk.Assignments().Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestPauseAndResumeWithoutRebalance(t *testing.T) {
 		scope drover.PauseScope
 		name  string
 	}{{drover.PauseQueue, "p0"}, {drover.PauseMember, "pw"}, {drover.PauseAll, ""}} {
-		if err := f.zk.SetPause(ctx, tc.scope, tc.name, drover.Pause{By: "test", At: time.Now(), Reason: "e2e"}); err != nil {
+		if err := f.zk.Pauses().Set(ctx, tc.scope, tc.name, drover.Pause{By: "test", At: time.Now(), Reason: "e2e"}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, time.Minute, "the worker to report the pause", func() bool {
@@ -250,13 +250,13 @@ func TestPauseAndResumeWithoutRebalance(t *testing.T) {
 		if n := countLines(logPath); n != processed {
 			t.Fatalf("paused by %s: want no task started, have %d new executions", tc.scope, n-processed)
 		}
-		if err := f.zk.ClearPause(ctx, tc.scope, tc.name); err != nil {
+		if err := f.zk.Pauses().Clear(ctx, tc.scope, tc.name); err != nil {
 			t.Fatal(err)
 		}
 		processed += 5
 		waitFor(t, 30*time.Second, "the tasks to run after resume", func() bool { return countLines(logPath) == processed })
 	}
-	an2, err := f.zk.Assignment(ctx)
+	an2, err := f.zk.Assignments().Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestPythonFirstEnqueueRunsAFamilyQueue(t *testing.T) {
 	done := filepath.Join(f.dir, "ran")
 	fam := drover.FamilyConfig{Name: "py-customers", Prefix: "pyc-",
 		Queue: drover.QueueConfig{Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/usr/bin/touch", done}}}}}
-	if err := f.zk.CreateFamily(context.Background(), fam); err != nil {
+	if err := f.zk.Families().Create(context.Background(), fam); err != nil {
 		t.Fatal(err)
 	}
 	f.start("worker-1", []string{"worker"})
@@ -28,7 +28,7 @@ func TestPythonFirstEnqueueRunsAFamilyQueue(t *testing.T) {
 		t.Fatalf("enqueue.py: %v\n%s", err, out)
 	}
 	waitFor(t, "the first message of pyc-42 to run", func() bool { _, err := os.Stat(done); return err == nil })
-	e, err := f.zk.Queue(context.Background(), "pyc-42")
+	e, err := f.zk.Queues().Get(context.Background(), "pyc-42")
 	if err != nil || e.Config.Family != "py-customers" {
 		t.Fatalf("pyc-42: want registered by family py-customers, have %+v, %v", e.Config, err)
 	}

@@ -143,7 +143,7 @@ func (f *fleet) createQueue(name string, argv []string, env map[string]string) {
 		Backoff: drover.Backoff{Base: drover.Duration(50 * time.Millisecond), Max: drover.Duration(200 * time.Millisecond)},
 		Tasks: map[string]drover.TaskRoute{"*": {Command: argv, Env: env,
 			Pool: &drover.PoolConfig{MaxTasksPerChild: 1000}}}}
-	if err := f.zk.CreateQueue(context.Background(), qc); err != nil {
+	if err := f.zk.Queues().Create(context.Background(), qc); err != nil {
 		f.t.Fatalf("create queue %s: %v", name, err)
 	}
 }

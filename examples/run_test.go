@@ -40,7 +40,7 @@ func TestEveryExampleRunsAgainstAFleet(t *testing.T) {
 			pooled.Tasks[name] = r
 		}
 	}
-	if err := f.zk.CreateQueue(context.Background(), pooled); err != nil {
+	if err := f.zk.Queues().Create(context.Background(), pooled); err != nil {
 		t.Fatal(err)
 	}
 	// The per-task examples: shell, Python, and the Go handler.
@@ -49,14 +49,14 @@ func TestEveryExampleRunsAgainstAFleet(t *testing.T) {
 		"py":                   {Command: []string{python, filepath.Join(here, "tasks", "hello.py")}},
 		gohandler.ChecksumTask: {Go: true},
 	}}
-	if err := f.zk.CreateQueue(context.Background(), hello); err != nil {
+	if err := f.zk.Queues().Create(context.Background(), hello); err != nil {
 		t.Fatal(err)
 	}
 	// schedules.sh schedules into the queues `drover dev` creates.
 	for _, name := range []string{"python", "checksums"} {
 		qc := drover.QueueConfig{Name: name, MaxAttempts: 1, Tasks: map[string]drover.TaskRoute{
 			"*": {Command: []string{"sh", filepath.Join(here, "tasks", "hello.sh")}}}}
-		if err := f.zk.CreateQueue(context.Background(), qc); err != nil {
+		if err := f.zk.Queues().Create(context.Background(), qc); err != nil {
 			t.Fatal(err)
 		}
 	}

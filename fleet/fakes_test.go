@@ -172,7 +172,9 @@ type fakeClaim struct {
 	mu      sync.Mutex
 	offset  drover.Offset
 	ended   error
-	fenceOn bool // the next write is refused
+	fenceOn bool   // the next write is refused
+	onEnd   func() // OnEnd's callback, not called yet
+	ends    int    // callbacks called
 }
 
 func (c *fakeClaim) Offset() drover.Offset { c.mu.Lock(); defer c.mu.Unlock(); return c.offset }
@@ -186,8 +188,29 @@ func (c *fakeClaim) endLocked(err error) {
 	if c.ended == nil {
 		c.ended = err
 		close(c.done)
+		if f := c.onEnd; f != nil {
+			c.onEnd = nil
+			c.ends++
+			go f()
+		}
 	}
 }
+
+// OnEnd calls f once, in its own goroutine, when the claim ends, as the
+// coordinator's claim does.
+func (c *fakeClaim) OnEnd(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended == nil {
+		c.onEnd = f
+		return
+	}
+	c.ends++
+	go f()
+}
+
+// endReports returns how many OnEnd callbacks were called.
+func (c *fakeClaim) endReports() int { c.mu.Lock(); defer c.mu.Unlock(); return c.ends }
 
 func (c *fakeClaim) write(off drover.Offset, release bool) error {
 	c.mu.Lock()

@@ -276,17 +276,19 @@ func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg R
 		return err
 	}
 	defer cancel()
+	wstart := time.Now()
 	next, err := w.Write(actx, drover.Assignment{Strategy: cfg.Strategy.Name(), Leader: cfg.Candidate, Queues: res.Queues})
 	if err != nil {
 		return err
 	}
+	write := time.Since(wstart)
 	moved := 0
 	for _, mv := range rebalance.Moves(cur.Queues, res.Queues) {
 		if mv.Handover() {
 			moved++
 		}
 	}
-	log.Info("assignment written", "generation", next.Generation, "members", len(in.Members), "queues", len(res.Queues), "moved", moved, "compute", compute)
+	log.Info("assignment written", "generation", next.Generation, "members", len(in.Members), "queues", len(res.Queues), "moved", moved, "compute", compute, "write", write)
 	if cfg.OnRebalance != nil {
 		cfg.OnRebalance(next, moved, compute)
 	}

@@ -22,12 +22,17 @@ type Lifetime interface {
 }
 
 // Claim is a claim the reconciler holds: the runtime's drover.Claim plus
-// the way to give up an owner node without writing the offset.
+// the way to give up an owner node without writing the offset, and to learn
+// of the claim's end without a goroutine waiting on Done.
 type Claim interface {
 	drover.Claim
 	// Abandon deletes this session's owner node, if it still holds it,
 	// keeping the committed offset.
 	Abandon(ctx context.Context) error
+	// OnEnd arranges for f to be called once, in its own goroutine, when
+	// the claim ends (at once when it has ended already); a later call
+	// replaces an f not called yet.
+	OnEnd(f func())
 }
 
 // Claimer takes queues (DESIGN.md §5 step 3).

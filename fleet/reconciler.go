@@ -34,10 +34,14 @@ type ReconcilerConfig struct {
 }
 
 // A queue the runner loses on its own — a commit or a verification fenced
-// because an operator reset the offset, say — is learnt from its claim: the
-// reconciler hands the runner a tracked claim that reports its own end, so
-// the report cannot be dropped. The reconciler forgets the claim and, if the
-// queue is still assigned here, claims it again, reading the offset afresh.
+// because an operator reset the offset, say — is learnt from its claim, once:
+// the runner holds the coordinator's claim itself (it commits straight
+// through it, in batches with the session's other claims), and the
+// reconciler asks each claim it starts to report its end (Claim.OnEnd: a
+// callback, not a goroutine per claim waiting on Done — DESIGN.md §10). A
+// report cannot be dropped (endedClaims). The reconciler forgets the claim
+// and, if the queue is still assigned here, claims it again, reading the
+// offset afresh.
 
 // maxClaimGoroutines bounds the claim goroutines of one reconciler: a few
 // times what one session sends at a time (coordinator's maxClaimsInFlight),
@@ -68,7 +72,7 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 	}
 	r := &reconciler{
 		s: cfg.Session, cfg: cfg, log: cfg.Logger.With("member", cfg.Member),
-		owned:      map[string]*trackedClaim{},
+		owned:      map[string]Claim{},
 		claiming:   map[string]context.CancelFunc{},
 		stopping:   map[string]chan struct{}{},
 		claimCfgs:  map[string]drover.QueueConfig{},
@@ -90,7 +94,7 @@ type reconciler struct {
 	// Owned by the run goroutine.
 	target   map[string]bool // queues assigned to this member
 	gen      int64
-	owned    map[string]*trackedClaim      // running
+	owned    map[string]Claim              // running
 	claiming map[string]context.CancelFunc // claim goroutines
 	stopping map[string]chan struct{}      // closed when the stop is done
 	// The owned queues' configurations are the runner's: the reconciler
@@ -164,8 +168,8 @@ loop:
 		case ev := <-r.events:
 			r.handle(wctx, ev)
 		case <-r.ended.signal:
-			for _, c := range r.ended.take() {
-				r.lost(wctx, c)
+			for c, q := range r.ended.take() {
+				r.lost(wctx, q, c)
 			}
 		case <-ctx.Done():
 			break loop
@@ -281,7 +285,7 @@ func (r *reconciler) stop(q string) {
 	c := r.owned[q]
 	delete(r.owned, q)
 	r.unfollow(q)
-	r.handBack(q, c.Claim, true)
+	r.handBack(q, c, true)
 }
 
 // handBack gives a claim up in a goroutine: through the runner (drain, then
@@ -488,33 +492,43 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		if !ok {
 			cfg = drover.QueueConfig{Name: ev.queue}
 		}
-		tc := &trackedClaim{Claim: ev.claim, queue: ev.queue, ended: &r.ended}
-		if err := r.cfg.Runner.Start(cfg, tc); err != nil {
+		if err := r.cfg.Runner.Start(cfg, ev.claim); err != nil {
 			r.log.Error("start queue", "queue", ev.queue, "error", err)
 			r.unfollow(ev.queue)
 			r.handBack(ev.queue, ev.claim, false)
 			return
 		}
-		r.owned[ev.queue] = tc
+		r.owned[ev.queue] = ev.claim
+		r.watchEnd(ev.queue, ev.claim)
 		if sum, ok := digestConfig(cfg); ok {
 			r.configSums[ev.queue] = sum
 		}
 	}
 }
 
+// watchEnd asks c, the claim the runner now holds for q, to report its end
+// when it is fenced. A released claim (ErrNotOwner) is the runner's own
+// graceful stop, and is not reported.
+func (r *reconciler) watchEnd(q string, c Claim) {
+	c.OnEnd(func() {
+		if errors.Is(c.Err(), drover.ErrFenced) {
+			r.ended.add(q, c)
+		}
+	})
+}
+
 // lost forgets a queue whose claim ended under the runner (a fenced commit
 // or verification) and claims it again if it is still assigned here. A
 // report of a claim that is no longer the owned one (stopped meanwhile, or
 // claimed again) is ignored.
-func (r *reconciler) lost(ctx context.Context, c *trackedClaim) {
-	q := c.queue
+func (r *reconciler) lost(ctx context.Context, q string, c Claim) {
 	if r.owned[q] != c {
 		return
 	}
 	delete(r.owned, q)
 	r.unfollow(q)
 	r.cfg.Runner.Abort(q) // make sure it is gone; no-op when already
-	r.handBack(q, c.Claim, false)
+	r.handBack(q, c, false)
 	if r.target[q] && r.claiming[q] == nil {
 		r.claim(ctx, q) // after the hand-back: claim waits for it
 	}
@@ -538,88 +552,21 @@ func digestConfig(qc drover.QueueConfig) (sum configSum, ok bool) {
 	return sum, true
 }
 
-// trackedClaim is the claim the runner holds: every call passes through,
-// and a call after which the claim has ended fenced reports it to the
-// reconciler. Reporting never blocks and never drops.
-type trackedClaim struct {
-	Claim
-	queue string
-	ended *endedClaims
-}
-
-func (c *trackedClaim) Commit(ctx context.Context, off drover.Offset) error {
-	err := c.Claim.Commit(ctx, off)
-	c.check()
-	return err
-}
-
-// Committer lets the runner commit this claim together with the session's
-// other claims (drover.BatchClaim) when the claim can; nil when it cannot.
-// Each claim of such a call is checked afterwards, as Commit checks it.
-func (c *trackedClaim) Committer() drover.ClaimCommitter {
-	bc, ok := c.Claim.(drover.BatchClaim)
-	if !ok {
-		return nil
-	}
-	return trackedCommitter{bc.Committer()}
-}
-
-// trackedCommitter commits trackedClaims through their store's committer:
-// the claims' committers are equal when their stores' are, so the runner
-// still groups one session's claims into one call.
-type trackedCommitter struct{ inner drover.ClaimCommitter }
-
-func (t trackedCommitter) CommitMany(ctx context.Context, reqs []drover.CommitRequest) []error {
-	inner := make([]drover.CommitRequest, len(reqs))
-	for i, r := range reqs {
-		inner[i] = r
-		if tc, ok := r.Claim.(*trackedClaim); ok {
-			inner[i].Claim = tc.Claim
-		}
-	}
-	errs := t.inner.CommitMany(ctx, inner)
-	for _, r := range reqs {
-		if tc, ok := r.Claim.(*trackedClaim); ok {
-			tc.check()
-		}
-	}
-	return errs
-}
-
-// Verify confirms the claim with its store (worker.ClaimVerifier) when the
-// claim can.
-func (c *trackedClaim) Verify(ctx context.Context) error {
-	v, ok := c.Claim.(interface{ Verify(context.Context) error })
-	if !ok {
-		return nil
-	}
-	err := v.Verify(ctx)
-	c.check()
-	return err
-}
-
-// check reports the claim when it has ended by a fence. A released claim
-// (ErrNotOwner) is the runner's own graceful stop.
-func (c *trackedClaim) check() {
-	if err := c.Claim.Err(); err != nil && errors.Is(err, drover.ErrFenced) {
-		c.ended.add(c)
-	}
-}
-
-// endedClaims collects the claims that ended under the runner. add never
-// blocks; signal holds one wake-up however many claims wait in the set.
+// endedClaims collects the claims that ended under the runner, each with
+// its queue. add never blocks; signal holds one wake-up however many claims
+// wait in the set.
 type endedClaims struct {
 	mu     sync.Mutex
-	claims map[*trackedClaim]bool
+	claims map[Claim]string
 	signal chan struct{}
 }
 
-func (e *endedClaims) add(c *trackedClaim) {
+func (e *endedClaims) add(q string, c Claim) {
 	e.mu.Lock()
 	if e.claims == nil {
-		e.claims = map[*trackedClaim]bool{}
+		e.claims = map[Claim]string{}
 	}
-	e.claims[c] = true
+	e.claims[c] = q
 	e.mu.Unlock()
 	select {
 	case e.signal <- struct{}{}:
@@ -627,14 +574,11 @@ func (e *endedClaims) add(c *trackedClaim) {
 	}
 }
 
-// take empties the set.
-func (e *endedClaims) take() []*trackedClaim {
+// take empties the set, returning its claims and their queues.
+func (e *endedClaims) take() map[Claim]string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([]*trackedClaim, 0, len(e.claims))
-	for c := range e.claims {
-		out = append(out, c)
-	}
-	clear(e.claims)
+	out := e.claims
+	e.claims = nil
 	return out
 }

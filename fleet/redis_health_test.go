@@ -251,7 +251,7 @@ func TestMemberCutOffFromRedisHandsItsQueuesOver(t *testing.T) {
 	}
 	down.Store(true)
 	f.waitFor("b's queues to move to a", func() bool {
-		an, err := f.obs.Assignment(context.Background())
+		an, err := f.obs.Assignments().Read(context.Background())
 		if err != nil || len(an.Assignment.Queues) != queues {
 			return false
 		}
@@ -313,7 +313,7 @@ func TestNothingMovesWhileNoMemberReachesRedis(t *testing.T) {
 	f.start("a")
 	f.start("b")
 	f.waitConverged("start")
-	before, err := f.obs.Assignment(context.Background())
+	before, err := f.obs.Assignments().Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestNothingMovesWhileNoMemberReachesRedis(t *testing.T) {
 	f.waitFor("a's first failed ping", func() bool { return failedA.Load() > 0 })
 	downB.Store(true)
 	f.waitFor("both members to publish redis_unreachable", func() bool {
-		ms, err := f.obs.Members(context.Background())
+		ms, err := f.obs.Group().Members(context.Background())
 		n := 0
 		for _, m := range ms {
 			if m.Member.RedisUnreachable {
@@ -332,7 +332,7 @@ func TestNothingMovesWhileNoMemberReachesRedis(t *testing.T) {
 	})
 	downA.Store(false)
 	f.waitFor("every queue on a, the one member reaching Redis", func() bool {
-		an, err := f.obs.Assignment(context.Background())
+		an, err := f.obs.Assignments().Read(context.Background())
 		if err != nil || len(an.Assignment.Queues) != queues {
 			return false
 		}
@@ -343,7 +343,7 @@ func TestNothingMovesWhileNoMemberReachesRedis(t *testing.T) {
 		}
 		return true
 	})
-	after, err := f.obs.Assignment(context.Background())
+	after, err := f.obs.Assignments().Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

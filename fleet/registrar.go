@@ -58,7 +58,7 @@ type FamilyRegistry interface {
 	// CreateQueues registers queues in batches; existing ones are kept.
 	CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error)
 	// RetireQueue removes a queue of family from the registry when empty
-	// says so (see coordinator.Session.RetireQueue).
+	// says so (see coordinator.Queues.Retire).
 	RetireQueue(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error)
 	// DropOffset deletes a retired queue's offset node once unowned;
 	// false: still owned, try later.

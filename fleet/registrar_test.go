@@ -61,7 +61,7 @@ func newRegistrarEnv(t *testing.T) *registrarEnv {
 	e.fam = drover.FamilyConfig{Name: "customers", Prefix: "cust-", RetireAfter: drover.Duration(time.Hour),
 		Queue: drover.QueueConfig{Concurrency: 2, RateLimit: drover.RateLimit{PerSecond: 5},
 			Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}}
-	if err := s.CreateFamily(context.Background(), e.fam); err != nil {
+	if err := s.Families().Create(context.Background(), e.fam); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -86,7 +86,7 @@ func (e *registrarEnv) run(redis FamilyRedis, tune func(*RegistrarConfig)) {
 	e.t.Cleanup(func() { cancel(); wg.Wait() })
 	// The first snapshot is observed before Run starts, as a leader may
 	// (its registry watch and the registrar start together).
-	regs := e.zk.WatchRegistry(ctx)
+	regs := e.zk.Queues().WatchRegistry(ctx)
 	r.Observe(<-regs)
 	wg.Add(2)
 	go func() {
@@ -113,7 +113,7 @@ func (e *registrarEnv) enqueue(s *queue.Store, q string) {
 // config returns q's config, or false when it is not registered.
 func (e *registrarEnv) config(q string) (drover.QueueConfig, bool) {
 	e.t.Helper()
-	ent, err := e.zk.Queue(context.Background(), q)
+	ent, err := e.zk.Queues().Get(context.Background(), q)
 	if errors.Is(err, drover.ErrQueueNotFound) {
 		return drover.QueueConfig{}, false
 	}
@@ -151,7 +151,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func TestRegistrarRegistersFamilyQueueAtFirstEnqueue(t *testing.T) {
 	e := newRegistrarEnv(t)
 	ctx := context.Background()
-	if err := e.zk.CreateQueue(ctx, drover.QueueConfig{Name: "cust-vip", Concurrency: 9}); err != nil {
+	if err := e.zk.Queues().Create(ctx, drover.QueueConfig{Name: "cust-vip", Concurrency: 9}); err != nil {
 		t.Fatal(err)
 	}
 	e.run(e.store.Families(), nil)
@@ -217,11 +217,11 @@ func (r *racingRedis) Retire(ctx context.Context, q string, cutoff time.Time) (q
 func TestRegistrarRetiresEmptyIdleQueue(t *testing.T) {
 	e := newRegistrarEnv(t)
 	ctx := context.Background()
-	if _, err := e.zk.CreateQueues(ctx, []drover.QueueConfig{e.fam.QueueFor("cust-idle"), e.fam.QueueFor("cust-busy")}); err != nil {
+	if _, err := e.zk.Queues().CreateMany(ctx, []drover.QueueConfig{e.fam.QueueFor("cust-idle"), e.fam.QueueFor("cust-busy")}); err != nil {
 		t.Fatal(err)
 	}
 	e.enqueue(e.quiet, "cust-busy")
-	if err := e.zk.CreateQueue(ctx, drover.QueueConfig{Name: "cust-own"}); err != nil {
+	if err := e.zk.Queues().Create(ctx, drover.QueueConfig{Name: "cust-own"}); err != nil {
 		t.Fatal(err)
 	}
 	e.run(e.store.Families(), func(c *RegistrarConfig) { c.SweepEvery = 20 * time.Millisecond })
@@ -261,7 +261,7 @@ func (r watchedRegistry) RetireQueue(ctx context.Context, q, family string, empt
 func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
 	e := newRegistrarEnv(t)
 	ctx := context.Background()
-	if _, err := e.zk.CreateQueues(ctx, []drover.QueueConfig{e.fam.QueueFor("cust-race")}); err != nil {
+	if _, err := e.zk.Queues().CreateMany(ctx, []drover.QueueConfig{e.fam.QueueFor("cust-race")}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Add(2 * time.Hour)

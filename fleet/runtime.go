@@ -45,7 +45,7 @@ func (m *Member) PublishGauges(ctx context.Context, publishWorker func()) {
 		publishWorker()
 		if s := m.Session(); s != nil && m.Leading() {
 			sctx, cancel := context.WithTimeout(ctx, gaugeInterval)
-			st, err := s.ClusterStats(sctx)
+			st, err := s.Group().Stats(sctx)
 			cancel()
 			if err == nil {
 				reg := m.cfg.Metrics

@@ -36,7 +36,7 @@ func ConnectZooKeeper(ctx context.Context, cfg coordinator.Config) (MemberSessio
 
 // Join registers info as a member.
 func (z ZooKeeper) Join(ctx context.Context, info drover.Member) (Membership, error) {
-	mb, err := z.Session.Join(ctx, info)
+	mb, err := z.Session.Group().Join(ctx, info)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +45,7 @@ func (z ZooKeeper) Join(ctx context.Context, info drover.Member) (Membership, er
 
 // Claim claims queue.
 func (z ZooKeeper) Claim(ctx context.Context, queue string, owner coordinator.Owner) (Claim, error) {
-	c, err := z.Session.Claim(ctx, queue, owner)
+	c, err := z.Session.Claims().Claim(ctx, queue, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (z ZooKeeper) Claim(ctx context.Context, queue string, owner coordinator.Ow
 
 // WatchQueueConfigs starts a watch of the owned queues' configurations.
 func (z ZooKeeper) WatchQueueConfigs(ctx context.Context) ConfigWatch {
-	return z.Session.WatchQueueConfigs(ctx)
+	return z.Session.Queues().WatchConfigs(ctx)
 }
 
 // NewAssignmentWriter takes over /assignment for lead, a leadership won
@@ -64,7 +64,7 @@ func (z ZooKeeper) NewAssignmentWriter(ctx context.Context, lead Leadership) (As
 	if !ok {
 		return nil, fmt.Errorf("take over assignment: %w: not a ZooKeeper leadership", drover.ErrNotLeader)
 	}
-	w, err := z.Session.NewAssignmentWriter(ctx, l)
+	w, err := z.Session.Assignments().NewWriter(ctx, l)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (z ZooKeeper) NewAssignmentWriter(ctx context.Context, lead Leadership) (As
 
 // Elector returns the election called name as an Elector.
 func (z ZooKeeper) Elector(name string) (Elector, error) {
-	el, err := z.Session.Election(name)
+	el, err := z.Session.Group().Election(name)
 	if err != nil {
 		return nil, err
 	}
@@ -88,4 +88,58 @@ func (e zkElection) Campaign(ctx context.Context, candidate string) (Leadership,
 		return nil, err
 	}
 	return l, nil
+}
+
+// The rest delegates to the session's roles (coordinator.Session keeps
+// only its lifetime; see docs/decisions.md, "coordinator by role").
+
+// WaitReleased blocks until queue has no owner node.
+func (z ZooKeeper) WaitReleased(ctx context.Context, queue string) error {
+	return z.Session.Claims().WaitReleased(ctx, queue)
+}
+
+// DropOwnOrphan deletes an owner node of this session without a Claim.
+func (z ZooKeeper) DropOwnOrphan(ctx context.Context, queue string) (bool, error) {
+	return z.Session.Claims().DropOwnOrphan(ctx, queue)
+}
+
+// DropOffset deletes a retired queue's offset node once unowned.
+func (z ZooKeeper) DropOffset(ctx context.Context, queue string) (bool, error) {
+	return z.Session.Claims().DropOffset(ctx, queue)
+}
+
+// WatchShare delivers member's share of the assignment.
+func (z ZooKeeper) WatchShare(ctx context.Context, member string) <-chan coordinator.AssignmentNode {
+	return z.Session.Assignments().WatchShare(ctx, member)
+}
+
+// WatchMembers delivers the member list now and after each change.
+func (z ZooKeeper) WatchMembers(ctx context.Context) <-chan []coordinator.MemberNode {
+	return z.Session.Group().WatchMembers(ctx)
+}
+
+// WatchRegistry delivers the queue registry now and after each change.
+func (z ZooKeeper) WatchRegistry(ctx context.Context) <-chan coordinator.Registry {
+	return z.Session.Queues().WatchRegistry(ctx)
+}
+
+// CreateQueues registers queues in batches; existing ones are kept.
+func (z ZooKeeper) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
+	return z.Session.Queues().CreateMany(ctx, cfgs)
+}
+
+// RetireQueue removes a queue of family from the registry when empty says
+// so.
+func (z ZooKeeper) RetireQueue(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error) {
+	return z.Session.Queues().Retire(ctx, queue, family, empty)
+}
+
+// WatchFamilies delivers every family now and after each change.
+func (z ZooKeeper) WatchFamilies(ctx context.Context) <-chan drover.Families {
+	return z.Session.Families().Watch(ctx)
+}
+
+// WatchPauses delivers the pause flags now and after each change.
+func (z ZooKeeper) WatchPauses(ctx context.Context) <-chan coordinator.PauseSet {
+	return z.Session.Pauses().Watch(ctx)
 }

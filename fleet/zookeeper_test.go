@@ -246,7 +246,7 @@ func newFleet(t testing.TB, servers []string, queues int) *fleet {
 	f.obs = connect(t, servers, f.root)
 	ctx := testkit.Context(t)
 	for i := 0; i < queues; i++ {
-		if err := f.obs.CreateQueue(ctx, drover.QueueConfig{Name: fmt.Sprintf("q%05d", i)}); err != nil {
+		if err := f.obs.Queues().Create(ctx, drover.QueueConfig{Name: fmt.Sprintf("q%05d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -314,7 +314,7 @@ func (f *fleet) waitFor(what string, cond func() bool) {
 // converged reports whether every queue is owned by exactly the live member
 // the assignment names.
 func (f *fleet) converged() (bool, string) {
-	an, err := f.obs.Assignment(context.Background())
+	an, err := f.obs.Assignments().Read(context.Background())
 	if err != nil {
 		return false, err.Error()
 	}
@@ -370,7 +370,7 @@ func (f *fleet) waitConverged(phase string) {
 // member m is doing.
 func (f *fleet) diagnose(q, m string) string {
 	out := "owner node: "
-	if on, err := f.obs.QueueOwner(context.Background(), q); err != nil {
+	if on, err := f.obs.Claims().Owner(context.Background(), q); err != nil {
 		out += err.Error()
 	} else {
 		out += fmt.Sprintf("member %s session %#x generation %d", on.Owner.Member, on.Session, on.Owner.Generation)
@@ -438,7 +438,7 @@ func TestRebalanceProtocolThroughJoinLeaveCrashLeaderCrashAndRollingRestart(t *t
 	f.checkStayed(before, map[string]bool{"m05": true}, "crash")
 
 	// Leader crash.
-	el, _ := f.obs.Election(coordinator.ElectionRebalance)
+	el, _ := f.obs.Group().Election(coordinator.ElectionRebalance)
 	li, err := el.Leader(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -529,10 +529,10 @@ func TestFailedReleaseDoesNotStrandTheQueue(t *testing.T) {
 func TestOrphanOwnerNodeOfOwnSessionIsDropped(t *testing.T) {
 	s := connect(t, testenv.ZooKeeper(t).Addrs, testenv.Chroot(t))
 	ctx := testkit.Context(t)
-	if _, err := s.Claim(ctx, "q", coordinator.Owner{Member: "m"}); err != nil {
+	if _, err := s.Claims().Claim(ctx, "q", coordinator.Owner{Member: "m"}); err != nil {
 		t.Fatal(err)
 	} // the Claim is forgotten, as when its reply was lost: an orphan
-	r := &reconciler{s: ZooKeeper{s}, cfg: ReconcilerConfig{Member: "m"}, log: testkit.Logger(t, hclog.Warn), owned: map[string]*trackedClaim{},
+	r := &reconciler{s: ZooKeeper{s}, cfg: ReconcilerConfig{Member: "m"}, log: testkit.Logger(t, hclog.Warn), owned: map[string]Claim{},
 		claiming: map[string]context.CancelFunc{}, stopping: map[string]chan struct{}{}, events: make(chan reconcileEvent),
 		cfgWatch: ZooKeeper{s}.WatchQueueConfigs(ctx)}
 	r.target = map[string]bool{"q": true}
@@ -560,7 +560,7 @@ func TestRestartWithinSettleWindowKeepsTheQueues(t *testing.T) {
 		f.start(n)
 	}
 	f.waitConverged("start")
-	an, err := f.obs.Assignment(context.Background())
+	an, err := f.obs.Assignments().Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +583,7 @@ func TestRestartWithinSettleWindowKeepsTheQueues(t *testing.T) {
 		}
 		return true
 	})
-	an2, err := f.obs.Assignment(context.Background())
+	an2, err := f.obs.Assignments().Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,13 +600,13 @@ func TestReconfiguringAnOwnedQueueReachesTheRunner(t *testing.T) {
 	f := newFleet(t, testenv.ZooKeeper(t).Addrs, 4)
 	m := f.start("a")
 	f.waitConverged("start")
-	e, err := f.obs.Queue(context.Background(), "q00002")
+	e, err := f.obs.Queues().Get(context.Background(), "q00002")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := e.Config
 	cfg.Concurrency = 7
-	if _, err := f.obs.UpdateQueue(context.Background(), cfg, e.Version); err != nil {
+	if _, err := f.obs.Queues().Update(context.Background(), cfg, e.Version); err != nil {
 		t.Fatal(err)
 	}
 	f.waitFor("the runner to get the new config", func() bool {
@@ -627,7 +627,7 @@ func TestATagChangeReachesTheLeaderThroughTheRegistry(t *testing.T) {
 	f.waitConverged("start")
 	ctx := testkit.Context(t)
 	var q string
-	an, err := f.obs.Assignment(ctx)
+	an, err := f.obs.Assignments().Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -639,17 +639,17 @@ func TestATagChangeReachesTheLeaderThroughTheRegistry(t *testing.T) {
 	if q == "" {
 		t.Fatalf("want a queue on a, have %+v", an.Assignment.Queues)
 	}
-	e, err := f.obs.Queue(ctx, q)
+	e, err := f.obs.Queues().Get(ctx, q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := e.Config
 	cfg.Tags = []string{"gpu"}
-	if _, err := f.obs.UpdateQueue(ctx, cfg, e.Version); err != nil {
+	if _, err := f.obs.Queues().Update(ctx, cfg, e.Version); err != nil {
 		t.Fatal(err)
 	}
 	f.waitFor(q+" to move to g", func() bool {
-		an, err := f.obs.Assignment(ctx)
+		an, err := f.obs.Assignments().Read(ctx)
 		return err == nil && an.Assignment.Queues[q] == "g"
 	})
 	f.waitConverged("after the tag change")
@@ -674,8 +674,8 @@ func TestSchedulerCandidacySurvivesACampaignErrorOnZooKeeper(t *testing.T) {
 		return s
 	}
 	s1, s2 := connect(), connect()
-	el1, _ := s1.Election(coordinator.ElectionScheduler)
-	el2, _ := s2.Election(coordinator.ElectionScheduler)
+	el1, _ := s1.Group().Election(coordinator.ElectionScheduler)
+	el2, _ := s2.Group().Election(coordinator.ElectionScheduler)
 	first := &SchedulerLeadership{Candidacy: &Candidacy{Elector: zkElection{el1}, Candidate: "a", Session: s1}}
 	if _, err := first.Lead(ctx); err != nil {
 		t.Fatal(err)

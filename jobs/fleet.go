@@ -17,14 +17,14 @@ var _ Fleet = SessionFleet{}
 // QueueOwner reads who owns queue and its committed offset.
 func (f SessionFleet) QueueOwner(ctx context.Context, q string) (Owner, error) {
 	var o Owner
-	off, err := f.Session.ReadOffset(ctx, q)
+	off, err := f.Session.Claims().Offset(ctx, q)
 	switch {
 	case err == nil:
 		o.Offset = off.Offset.Position
 	case !errors.Is(err, drover.ErrNotFound):
 		return o, err
 	}
-	owner, err := f.Session.QueueOwner(ctx, q)
+	owner, err := f.Session.Claims().Owner(ctx, q)
 	if errors.Is(err, drover.ErrNotFound) {
 		return o, nil
 	}
@@ -32,7 +32,7 @@ func (f SessionFleet) QueueOwner(ctx context.Context, q string) (Owner, error) {
 		return o, err
 	}
 	o.Member = owner.Owner.Member
-	members, err := f.Session.Members(ctx)
+	members, err := f.Session.Group().Members(ctx)
 	if err != nil {
 		return o, err
 	}

@@ -69,7 +69,7 @@ func newBenchRig(b *testing.B, prefix string, traced bool, capacity int) *benchR
 		b.Fatal(err)
 	}
 	r.w, err = worker.New(worker.Config{Member: "bench", Capacity: capacity, BatchSize: 500,
-		Log: r.store.Log(), Requeuer: r.store.Log(), Executor: ex, Tracer: tr})
+		Store: r.store.Log(), Executor: ex, Tracer: tr})
 	if err != nil {
 		b.Fatal(err)
 	}

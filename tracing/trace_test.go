@@ -82,7 +82,7 @@ func newFleet(t *testing.T) *fleet {
 		t.Fatal(err)
 	}
 	w, err := worker.New(worker.Config{
-		Member: "m1", Log: store.Log(), Requeuer: store.Log(), Executor: ex,
+		Member: "m1", Store: store.Log(), Executor: ex,
 		Tracer: tr, PollInterval: 20 * time.Millisecond, CommitInterval: time.Millisecond,
 	})
 	if err != nil {

@@ -227,7 +227,7 @@ func TestAPIQueueListNamesOwners(t *testing.T) {
 	ctx := context.Background()
 	r.queueWith("held", 1)
 	r.queueWith("free", 1)
-	el, err := r.zk.Election(coordinator.ElectionRebalance)
+	el, err := r.zk.Group().Election(coordinator.ElectionRebalance)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,14 +235,14 @@ func TestAPIQueueListNamesOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := r.zk.NewAssignmentWriter(ctx, lead)
+	w, err := r.zk.Assignments().NewWriter(ctx, lead)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.Write(ctx, drover.Assignment{Queues: map[string]string{"held": "m1", "free": "m1"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.zk.Claim(ctx, "held", coordinator.Owner{Member: "m1"}); err != nil {
+	if _, err := r.zk.Claims().Claim(ctx, "held", coordinator.Owner{Member: "m1"}); err != nil {
 		t.Fatal(err)
 	}
 	pg := decode[ops.QueuePage](t, r.want(200, "viewer", "GET", "/api/v1/queues", ""))

@@ -82,10 +82,10 @@ func TestAPICancelReachesTheOwnerAndThePageOffersIt(t *testing.T) {
 		}
 	}))
 	defer admin.Close()
-	if _, err := r.zk.Join(ctx, drover.Member{Name: "fake-1", Host: "h", PID: 1, AdminAddr: strings.TrimPrefix(admin.URL, "http://"), Capacity: 4, StartedAt: time.Now()}); err != nil {
+	if _, err := r.zk.Group().Join(ctx, drover.Member{Name: "fake-1", Host: "h", PID: 1, AdminAddr: strings.TrimPrefix(admin.URL, "http://"), Capacity: 4, StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.zk.Claim(ctx, "cq", coordinator.Owner{Member: "fake-1"}); err != nil {
+	if _, err := r.zk.Claims().Claim(ctx, "cq", coordinator.Owner{Member: "fake-1"}); err != nil {
 		t.Fatal(err)
 	}
 	page := r.want(200, "operator", "GET", "/queues/cq?job="+id, "")

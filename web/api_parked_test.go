@@ -23,7 +23,7 @@ func TestAPIParkedQueueRetryEditAndSkip(t *testing.T) {
 		t.Fatalf("read: %v, %d entries", err, len(es))
 	}
 	head := es[0]
-	if err := r.zk.SetPause(ctx, drover.PauseQueue, "pk", drover.Pause{By: "worker w1", At: time.Now(), Reason: "parked",
+	if err := r.zk.Pauses().Set(ctx, drover.PauseQueue, "pk", drover.Pause{By: "worker w1", At: time.Now(), Reason: "parked",
 		Head: &drover.ParkedHead{ID: head.ID, Position: head.Position, Task: "t", Attempts: 3, Error: "exit 1", ExitCode: 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestAPIParkedQueueRetryEditAndSkip(t *testing.T) {
 	if err != nil || !strings.Contains(string(mi.Raw), `"args":{"i":2}`) || mi.Position != head.Position {
 		t.Fatalf("edited head: want args {\"i\":2} at position %d, have %s at %d (%v)", head.Position, mi.Raw, mi.Position, err)
 	}
-	if ps, _ := r.zk.Pauses(ctx); ps.Queues["pk"].Head == nil {
+	if ps, _ := r.zk.Pauses().Read(ctx); ps.Queues["pk"].Head == nil {
 		t.Fatal("keep_paused: want the queue still parked")
 	}
 
@@ -51,7 +51,7 @@ func TestAPIParkedQueueRetryEditAndSkip(t *testing.T) {
 	if err != nil || len(dls) != 1 || dls[0].ID != head.ID || !strings.Contains(dls[0].Failure.Reason, "operator-user") {
 		t.Fatalf("dead letters: want %s moved by operator-user, have %+v (%v)", head.ID, dls, err)
 	}
-	if ps, _ := r.zk.Pauses(ctx); len(ps.Queues) != 0 {
+	if ps, _ := r.zk.Pauses().Read(ctx); len(ps.Queues) != 0 {
 		t.Fatalf("after skip: want the queue resumed, have %+v", ps.Queues)
 	}
 	r.want(409, "viewer", "GET", "/api/v1/queues/pk/parked", "")

@@ -91,7 +91,7 @@ func buildBenchFleet(zkAddrs []string, redisAddr, root, prefix string) (*benchFl
 		go func() {
 			defer wg.Done()
 			for q := range next {
-				if err := s.CreateQueue(ctx, drover.QueueConfig{Name: q, Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}); err != nil {
+				if err := s.Queues().Create(ctx, drover.QueueConfig{Name: q, Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}); err != nil {
 					select {
 					case errs <- err:
 					default:

@@ -13,14 +13,14 @@ import (
 func BenchmarkConsoleSnapshotParts10k(b *testing.B) {
 	f := setupBench(b)
 	ctx := context.Background()
-	names, err := f.srv.fleetOps().ZK().QueueNames(ctx)
+	names, err := f.srv.fleetOps().ZK().Queues().Names(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var zk, rd time.Duration
 	for b.Loop() {
 		start := time.Now()
-		views, err := f.srv.fleetOps().ZK().ReadQueueViews(ctx, names, false)
+		views, err := f.srv.fleetOps().ZK().Queues().Views(ctx, names, false)
 		if err != nil {
 			b.Fatal(err)
 		}

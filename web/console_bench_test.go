@@ -67,7 +67,7 @@ func BenchmarkConsoleManyQueues(b *testing.B) {
 		cfgs = append(cfgs, drover.QueueConfig{Name: q, Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}})
 		msgs = append(msgs, &drover.Message{Queue: q, Task: "t"})
 	}
-	if _, err := s.CreateQueues(ctx, cfgs); err != nil {
+	if _, err := s.Queues().CreateMany(ctx, cfgs); err != nil {
 		b.Fatal(err)
 	}
 	for i := 0; i < len(msgs); i += 1000 {
@@ -142,11 +142,11 @@ func BenchmarkConsoleManyQueues(b *testing.B) {
 		if resp.StatusCode != 200 || !strings.Contains(string(out), fmt.Sprintf(`"changed": %d`, per)) {
 			b.Fatalf("bulk pause: want %d paused, have %d %s", per, resp.StatusCode, out)
 		}
-		ps, err := s.Pauses(ctx)
+		ps, err := s.Pauses().Read(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.ClearQueuePauses(ctx, namesOf(ps)); err != nil {
+		if _, err := s.Pauses().ClearQueues(ctx, namesOf(ps)); err != nil {
 			b.Fatal(err)
 		}
 		if len(ps.Queues) != per {

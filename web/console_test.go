@@ -20,7 +20,7 @@ func (r *rig) configure(names ...string) {
 	for _, q := range names {
 		cfgs = append(cfgs, drover.QueueConfig{Name: q, Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}})
 	}
-	if _, err := r.zk.CreateQueues(context.Background(), cfgs); err != nil {
+	if _, err := r.zk.Queues().CreateMany(context.Background(), cfgs); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -66,7 +66,7 @@ func TestBulkPauseByPrefixIsAuditedOnce(t *testing.T) {
 	if res.Selected != 30 || res.Changed != 30 {
 		t.Fatalf("bulk pause of tenant-: want 30 selected and paused, have %+v", res)
 	}
-	ps, err := r.zk.Pauses(context.Background())
+	ps, err := r.zk.Pauses().Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestBulkPauseByPrefixIsAuditedOnce(t *testing.T) {
 	if res.Changed != 2 {
 		t.Fatalf("bulk resume by name: want 2, have %+v", res)
 	}
-	if ps, _ = r.zk.Pauses(context.Background()); len(ps.Queues) != 28 {
+	if ps, _ = r.zk.Pauses().Read(context.Background()); len(ps.Queues) != 28 {
 		t.Fatalf("after resuming 2: want 28 paused, have %d", len(ps.Queues))
 	}
 	// A viewer may not; an unknown name and an empty selection are refused;

@@ -93,7 +93,7 @@ func newRigOn(t *testing.T, zkAddrs []string, ro queue.ClientOptions, cfg Config
 func (r *rig) queueWith(q string, n int) {
 	r.t.Helper()
 	ctx := context.Background()
-	if err := r.zk.CreateQueue(ctx, drover.QueueConfig{Name: q, Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}); err != nil {
+	if err := r.zk.Queues().Create(ctx, drover.QueueConfig{Name: q, Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}); err != nil {
 		r.t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {

@@ -20,7 +20,7 @@ func (r *rig) withJobs(maxBatch int) {
 	err := r.srv.RouteJobs(JobsConfig{
 		Store: r.store, Lookup: &jobs.Lookup{Store: r.store.Jobs(), Fleet: jobs.SessionFleet{Session: r.zk}}, MaxBatch: maxBatch,
 		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
-			qe, err := r.zk.Queue(ctx, q)
+			qe, err := r.zk.Queues().Get(ctx, q)
 			return qe.Config, err
 		},
 	})

@@ -10,15 +10,6 @@ import (
 	"github.com/drover-dev/drover/metrics"
 )
 
-// BatchBacklogReader is a BacklogReader that measures many queues in one
-// round trip. With it the queue loops' backlog reads go through the
-// worker's one backlogger (below), off the loops' own goroutines.
-type BatchBacklogReader interface {
-	// BacklogMany returns, in the order of queues, what Backlog returns for
-	// each queue after offsets[i].
-	BacklogMany(ctx context.Context, queues []string, offsets []drover.Position) ([]drover.Backlog, []error)
-}
-
 // maxBacklogBatch is the most queues one round trip of the backlogger
 // measures.
 const maxBacklogBatch = 1000
@@ -44,7 +35,7 @@ const maxBacklogBatch = 1000
 // lag. (A Log without BacklogMany, a test fake, has no backlogger: its
 // blocked queues publish as they park only.)
 type backlogger struct {
-	br BatchBacklogReader
+	br Store
 	m  metrics.Recorder
 
 	mu         sync.Mutex
@@ -62,7 +53,7 @@ type backlogAsk struct {
 	off drover.Position
 }
 
-func newBacklogger(br BatchBacklogReader, m metrics.Recorder) *backlogger {
+func newBacklogger(br Store, m metrics.Recorder) *backlogger {
 	return &backlogger{br: br, m: m, asked: map[*queueLoop]int{}, held: map[*queueLoop]drover.Position{}}
 }
 

@@ -18,7 +18,7 @@ import (
 
 // heldBacklogLog is a memLog that measures backlogs many at a time; a
 // BacklogMany waits until release is closed, and a lone Backlog fails the
-// test (a worker with a BatchBacklogReader must not read one by one).
+// test (the worker measures every backlog in BacklogMany, never one by one).
 type heldBacklogLog struct {
 	*memLog
 	t       *testing.T
@@ -68,7 +68,7 @@ func TestBacklogReadsDoNotHoldUpMessages(t *testing.T) {
 	ex := &scriptedExecutor{}
 	clock := testkit.NewClock(t0)
 	w := newTestWorker(t, mem, ex, func(c *Config) {
-		c.Clock, c.Log, c.Metrics = clock, log, rec
+		c.Clock, c.Store, c.Metrics = clock, log, rec
 		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
 	})
 	queues := []string{"a", "b", "c"}
@@ -160,7 +160,7 @@ func TestPausedQueueOldestAgeRises(t *testing.T) {
 	rec := &gaugeRecorder{Recorder: metrics.Discard, last: map[string]float32{}, sets: map[string]int{}}
 	ex := &scriptedExecutor{}
 	w := newTestWorker(t, mem, ex, func(c *Config) {
-		c.Clock, c.Log, c.Metrics = clock, log, rec
+		c.Clock, c.Store, c.Metrics = clock, log, rec
 		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
 	})
 	w.SetPause(PauseState{Queues: map[string]bool{"q": true}})
@@ -208,7 +208,7 @@ func TestPausedQueueOldestAgeRisesOnMetrics(t *testing.T) {
 	}
 	defer reg.Close()
 	w := newTestWorker(t, mem, &scriptedExecutor{}, func(c *Config) {
-		c.Clock, c.Log, c.Metrics = clock, log, reg
+		c.Clock, c.Store, c.Metrics = clock, log, reg
 		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
 	})
 	w.SetPause(PauseState{All: true})

@@ -13,26 +13,27 @@ import (
 	"github.com/drover-dev/drover/worker/executor"
 )
 
-// countingLog is a memLog that reads backlogs (counted) and whose reads can
-// be held: a read started while hold is set waits until it is cleared.
+// countingLog is a memLog that measures backlogs (counted, per queue) and
+// whose reads can be held: a read round trip started while hold is set
+// waits until it is cleared.
 type countingLog struct {
 	*memLog
 	readGate
 	backlogs atomic.Int32
-	held     atomic.Int32 // reads that waited for hold
+	held     atomic.Int32 // read round trips that waited for hold
 }
 
-func (l *countingLog) Backlog(context.Context, string, drover.Position) (Backlog, error) {
-	l.backlogs.Add(1)
-	return Backlog{}, nil
+func (l *countingLog) BacklogMany(ctx context.Context, queues []string, offsets []drover.Position) ([]drover.Backlog, []error) {
+	l.backlogs.Add(int32(len(queues)))
+	return l.memLog.BacklogMany(ctx, queues, offsets)
 }
 
-func (l *countingLog) ReadAfter(ctx context.Context, queue string, after drover.Position, n int) ([]drover.LogEntry, error) {
+func (l *countingLog) ReadMany(ctx context.Context, reqs []drover.ReadRequest) []drover.ReadResult {
 	if h := l.gate(); h != nil {
 		l.held.Add(1)
 		<-h
 	}
-	return l.memLog.ReadAfter(ctx, queue, after, n)
+	return l.memLog.ReadMany(ctx, reqs)
 }
 
 // gateExecutor runs a message once a token for its id arrives, and records
@@ -88,7 +89,7 @@ func TestQueueWaitingForASlotStartsAtOnceAndReadsNothingMore(t *testing.T) {
 	ex := newGateExecutor()
 	w := newTestWorker(t, mem, ex, func(c *Config) {
 		c.Clock = testkit.NewClock(t0) // no timed reads or backlogs
-		c.Log, c.Capacity = log, 1
+		c.Store, c.Capacity = log, 1
 		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
 	})
 	for _, q := range []string{"hold", "wait"} {
@@ -154,14 +155,7 @@ func TestMissedWakeupsShareOneFullCheckPerPollInterval(t *testing.T) {
 		}
 	}
 	allParked(t, w)
-	waitFor(t, "the started queues checked", func() bool {
-		for i := range 20 {
-			if !w.loop(fmt.Sprintf("q%02d", i)).checked.Load() {
-				return false
-			}
-		}
-		return true
-	})
+	allChecked(t, w) // and checked again once routed here
 	full := log.fullChecks()
 	w.MissedWakeups()
 	waitFor(t, "a full check after missed wake-ups", func() bool { return log.fullChecks() == full+1 })
@@ -188,49 +182,16 @@ func TestMissedWakeupsShareOneFullCheckPerPollInterval(t *testing.T) {
 	}
 }
 
-// batchLog is a memLog that trims in batches, counting the calls.
-type batchLog struct {
-	*memLog
-	mu    sync.Mutex
-	calls [][]drover.TrimRequest
-}
-
-func (l *batchLog) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error {
-	errs := make([]error, len(reqs))
-	for i, r := range reqs {
-		if r.RecordsOnly {
-			l.memLog.mu.Lock()
-			if l.memLog.outcomes == nil {
-				l.memLog.outcomes = map[string][]drover.Outcome{}
-			}
-			l.memLog.outcomes[r.Queue] = append(l.memLog.outcomes[r.Queue], r.Outcomes...)
-			l.memLog.mu.Unlock()
-			continue
-		}
-		_, errs[i] = l.memLog.TrimRecording(ctx, r.Queue, r.Offset, r.Retention, r.Outcomes, r.Policy)
-	}
-	l.mu.Lock()
-	l.calls = append(l.calls, reqs)
-	l.mu.Unlock()
-	return errs
-}
-
-func (l *batchLog) batches() [][]drover.TrimRequest {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([][]drover.TrimRequest(nil), l.calls...)
-}
-
 // The queues of one commit flush have their records written in one call
 // (one round trip), and are trimmed in one call, each at its committed
 // offset, not one call per queue.
 func TestOneFlushTrimsItsQueuesInOneCall(t *testing.T) {
 	mem := newMemLog()
-	log := &batchLog{memLog: mem}
+	log := mem
 	ex := &scriptedExecutor{}
 	clock := testkit.NewClock(t0)
 	w := newTestWorker(t, mem, ex, func(c *Config) {
-		c.Clock, c.Log = clock, log
+		c.Clock, c.Store = clock, log
 		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
 	})
 	claims := map[string]*memClaim{}
@@ -288,7 +249,7 @@ func TestSlotGoesToTheNextQueueWhileTheLoopReads(t *testing.T) {
 	ex := newGateExecutor()
 	w := newTestWorker(t, mem, ex, func(c *Config) {
 		c.Clock = testkit.NewClock(t0)
-		c.Log, c.Capacity = log, 1
+		c.Store, c.Capacity = log, 1
 		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
 	})
 	for _, q := range []string{"a", "b"} {

@@ -45,12 +45,12 @@ type committer struct {
 	drains atomic.Int64
 
 	// owed are the queues committed since their log was last trimmed to
-	// their committed offset (with a BatchTrimmer only; see trimEvery).
+	// their committed offset (see trimEvery).
 	owed map[*queueLoop]owedTrim
 }
 
 // trimEvery is how long a queue that keeps committing goes without its log
-// being trimmed, with a BatchTrimmer: a flush sends a committed queue's
+// being trimmed: a flush sends a committed queue's
 // outcome records at once (a records-only request) but trims its log only
 // when the queue's first untrimmed commit is trimEvery old, or when the
 // member is idle (the flush after a run's last commit). A queue of the busy run commits about
@@ -258,7 +258,7 @@ const maxFallbackCommits = 16
 // request bound; any others concurrently (at most maxFallbackCommits at a time), one Commit each. A failed commit
 // that did not lose the queue is offered again for the next flush.
 // Then the committed queues' records are written and their due trims
-// sent (trimOwed): with a BatchTrimmer one call of the committer's
+// sent (trimOwed): one TrimMany call of the committer's
 // goroutine, a round trip per 64 queues on one connection, so that a
 // flush of 500 queues does not take every connection of the Redis client
 // (the queues' reads waited behind the trims: 213 of 233 goroutines at the
@@ -301,17 +301,10 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 		mu.Unlock()
 	}
 	wg.Wait()
-	if _, ok := c.w.cfg.Log.(BatchTrimmer); !ok {
-		for _, l := range done {
-			r := batch[l]
-			l.trim(r.off.Position, r.outcomes)
-		}
-		return
-	}
 	c.trimOwed(done, batch)
 }
 
-// trimOwed sends, with the BatchTrimmer, the outcome records of the queues
+// trimOwed sends, in TrimMany calls, the outcome records of the queues
 // done just committed (their requests in batch) and the trims that are
 // due: every owed trim when the member is idle (a flush with nothing to
 // commit while no queue loop runs: an interval after a run's last
@@ -361,7 +354,7 @@ func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq)
 	if len(reqs) == 0 {
 		return
 	}
-	bt := c.w.cfg.Log.(BatchTrimmer)
+	bt := c.w.cfg.Store
 	// Each part has its own deadline: a flush of thousands of queues is
 	// several round trips, and one deadline for all failed the last ones.
 	for start := 0; start < len(reqs); start += trimPart {

@@ -25,7 +25,7 @@ const (
 )
 
 // Config configures a Worker. The zero value of every field means its
-// documented default; Log, Requeuer and Executor are required.
+// documented default; Store and Executor are required.
 type Config struct {
 	// Member is this worker's member name, written into committed offsets
 	// and logs.
@@ -48,7 +48,7 @@ type Config struct {
 	DrainTimeout time.Duration
 	// PollInterval is how often the worker's backstop against lost
 	// wake-ups runs: one amortised check of all its parked queues (a
-	// QueueChecker call), not a read per queue. A message whose wake-up was
+	// Store.QueueHeads call), not a read per queue. A message whose wake-up was
 	// lost runs at most this late. A running queue whose read-ahead is full
 	// re-reads this often. Default 5s.
 	PollInterval time.Duration
@@ -60,13 +60,11 @@ type Config struct {
 	// Default 1s.
 	PromoteInterval time.Duration
 	// BacklogInterval is how often a running queue's owner publishes its
-	// backlog gauges (lag, oldest age, delayed, dead) when Log is a
-	// BacklogReader; a queue publishes them as it parks too (at most this
+	// backlog gauges (lag, oldest age, delayed, dead); a queue publishes them as it parks too (at most this
 	// often), and never on a timer while parked. Default 5s.
 	BacklogInterval time.Duration
 
-	Log      Log      // required
-	Requeuer Requeuer // required
+	Store    Store    // required: the queues' storage (one port: interfaces.go)
 	Executor Executor // required
 	// Pauser, if set, lets an ordered queue with on_failure park pause
 	// itself at a failed head (parkhead.go). Without it such a queue
@@ -88,12 +86,6 @@ type Config struct {
 	// block.
 	Renew func()
 
-	// Router, when set, routes the wake-ups of every queue the worker
-	// starts to this member, in batches and off the caller's goroutine
-	// (routes.go): Start never waits on Redis. Without it, wake-ups reach
-	// whoever routed them, and the backstop check finds the rest.
-	Router WakeupRouter
-
 	// Tracer, when set, opens a span per task delivery (a child of the
 	// producer's trace in the envelope's headers) and hands its context to
 	// the executor. Default nil: tracing off.
@@ -109,11 +101,8 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Log == nil {
-		return c, fmt.Errorf("%w: worker: Log is required", drover.ErrInvalidConfig)
-	}
-	if c.Requeuer == nil {
-		return c, fmt.Errorf("%w: worker: Requeuer is required", drover.ErrInvalidConfig)
+	if c.Store == nil {
+		return c, fmt.Errorf("%w: worker: Store is required", drover.ErrInvalidConfig)
 	}
 	if c.Executor == nil {
 		return c, fmt.Errorf("%w: worker: Executor is required", drover.ErrInvalidConfig)

@@ -9,9 +9,10 @@
 // completed position through its fenced Claim and trims the log. It wakes on
 // enqueue notifications instead of polling tightly.
 //
-// The package sees neither Redis nor ZooKeeper: it declares the small
-// interfaces it needs (Log, Requeuer, Claim, Executor), which *queue.Store and
-// the coordinator's claims implement on the root package's types
+// The package sees neither Redis nor ZooKeeper: it declares the ports it
+// needs (Store, one required port with every storage ability; Claim;
+// Executor), which package queue's store and the coordinator's claims
+// implement on the root package's types
 // (drover.LogEntry, drover.Backlog, drover.Claim); cmd/drover wires them in,
 // and package fleet starts and stops queues as the assignment says.
 //

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,7 +15,9 @@ import (
 	"github.com/drover-dev/drover/worker/executor"
 )
 
-// memLog is an in-memory Log and Requeuer for the loop's unit tests.
+// memLog is an in-memory Store for the worker's unit tests: every ability
+// of the port, batched ones included, so that the tests run the paths
+// production runs.
 type memLog struct {
 	mu       sync.Mutex
 	next     drover.Position
@@ -36,7 +39,12 @@ type memLog struct {
 	// recordTrims counts TrimRecording calls: each is one trim carrying
 	// records, never a write of its own.
 	recordTrims int
+	trimCalls   [][]drover.TrimRequest // TrimMany calls
+	readRounds  int                    // ReadMany calls
+	routed      map[string]string      // queue → member its wake-ups go to
 }
+
+var _ Store = (*memLog)(nil)
 
 func newMemLog() *memLog {
 	return &memLog{next: 1, log: map[string][]drover.LogEntry{}, delayed: map[string][]delayedMsg{},
@@ -101,6 +109,23 @@ func (l *memLog) addDelayed(queue string, m *drover.Message, due time.Time) {
 func (l *memLog) ReadAfter(_ context.Context, queue string, after drover.Position, n int) ([]drover.LogEntry, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.readLocked(queue, after, n), nil
+}
+
+// ReadMany reads each request as ReadAfter does, in one call.
+func (l *memLog) ReadMany(_ context.Context, reqs []drover.ReadRequest) []drover.ReadResult {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.readRounds++
+	out := make([]drover.ReadResult, len(reqs))
+	for i, r := range reqs {
+		out[i].Entries = l.readLocked(r.Queue, r.After, r.N)
+	}
+	return out
+}
+
+// readLocked reads one queue; l.mu is held.
+func (l *memLog) readLocked(queue string, after drover.Position, n int) []drover.LogEntry {
 	l.reads++
 	var out []drover.LogEntry
 	for _, e := range l.log[queue] {
@@ -108,7 +133,7 @@ func (l *memLog) ReadAfter(_ context.Context, queue string, after drover.Positio
 			out = append(out, e)
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (l *memLog) PromoteDueNext(_ context.Context, queue string, now time.Time, limit int) (int, time.Time, error) {
@@ -211,6 +236,66 @@ func (l *memLog) TrimRecording(ctx context.Context, queue string, offset drover.
 	return l.Trim(ctx, queue, offset, retention)
 }
 
+// TrimMany trims each request as TrimRecording does (a records-only
+// request keeps its records and trims nothing), recording the call.
+func (l *memLog) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error {
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		if r.RecordsOnly {
+			l.mu.Lock()
+			if l.outcomes == nil {
+				l.outcomes = map[string][]drover.Outcome{}
+			}
+			l.outcomes[r.Queue] = append(l.outcomes[r.Queue], r.Outcomes...)
+			l.mu.Unlock()
+			continue
+		}
+		_, errs[i] = l.TrimRecording(ctx, r.Queue, r.Offset, r.Retention, r.Outcomes, r.Policy)
+	}
+	l.mu.Lock()
+	l.trimCalls = append(l.trimCalls, slices.Clone(reqs))
+	l.mu.Unlock()
+	return errs
+}
+
+// batches returns the requests of every TrimMany call so far.
+func (l *memLog) batches() [][]drover.TrimRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.trimCalls)
+}
+
+// trimList returns the offsets queue was trimmed at, in order.
+func (l *memLog) trimList(queue string) []drover.Position {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.trims[queue])
+}
+
+// Backlog reports an empty backlog: the tests that look at backlogs
+// override BacklogMany.
+func (l *memLog) Backlog(context.Context, string, drover.Position) (drover.Backlog, error) {
+	return drover.Backlog{}, nil
+}
+
+// BacklogMany reports an empty backlog per queue.
+func (l *memLog) BacklogMany(_ context.Context, queues []string, _ []drover.Position) ([]drover.Backlog, []error) {
+	return make([]drover.Backlog, len(queues)), make([]error, len(queues))
+}
+
+// RouteWakeups records where the queues' wake-ups go.
+func (l *memLog) RouteWakeups(_ context.Context, member string, queues ...string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.routed == nil {
+		l.routed = map[string]string{}
+	}
+	for _, q := range queues {
+		l.routed[q] = member
+	}
+	return nil
+}
+
 func (l *memLog) Retry(_ context.Context, m *drover.Message, due time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -240,6 +325,24 @@ type memClaim struct {
 	commits  []drover.Position
 	released *drover.Offset
 	fenced   bool
+}
+
+// Committer makes every memClaim commit in batches, as the coordinator's
+// claims do (drover.BatchClaim): the worker's tests run the committer's
+// CommitMany path that production runs.
+func (c *memClaim) Committer() drover.ClaimCommitter { return memCommitter{} }
+
+// memCommitter commits each request through its claim's own Commit (the
+// claim of the request, so a test's claim type that overrides Commit is
+// honoured).
+type memCommitter struct{}
+
+func (memCommitter) CommitMany(ctx context.Context, reqs []drover.CommitRequest) []error {
+	errs := make([]error, len(reqs))
+	for i, r := range reqs {
+		errs[i] = r.Claim.Commit(ctx, r.Offset)
+	}
+	return errs
 }
 
 // Done and Err: a memClaim's end is not what the worker's tests observe.

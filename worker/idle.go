@@ -22,7 +22,7 @@ import (
 //     after MissedWakeups (at most once per PollInterval: later reports
 //     wait for the interval to end and share one check), one amortised
 //     check of every parked queue
-//     (QueueChecker: one script call per 256 queues, in one pipeline). A
+//     (Store.CheckQueues: one script call per 256 queues, in one pipeline). A
 //     queue with a message after its fetched offset is signalled; its next
 //     due time goes to the heap.
 //   - queues just started: a started queue begins parked and is checked at
@@ -264,9 +264,9 @@ const verifyPause = 50 * time.Millisecond
 
 // check is the amortised backstop: one check of every parked queue after
 // its fetched offset. The periodic pass reads only the queues' heads
-// (HeadReader: a key lookup per queue); a full pass (after missed wake-ups,
-// or with a Log that cannot read heads) also learns their delayed messages'
-// due times (QueueChecker). Paused queues are left out (a wake-up, or the end of
+// (Store.QueueHeads: a key lookup per queue); a full pass (queues just
+// started, after missed wake-ups) also learns their delayed messages' due
+// times (Store.CheckQueues). Paused queues are left out (a wake-up, or the end of
 // the pause, starts them) unless they were just started. Parked queues that
 // slept through a pause of all queues (or a suspension, or a freeze) are
 // started instead, up to verifyPerPass: they verify their claims (an
@@ -298,8 +298,8 @@ func (s *idleScheduler) check(full bool) bool {
 	for _, l := range verify {
 		l.signal()
 	}
-	if hr, ok := s.w.cfg.Log.(HeadReader); ok && !full {
-		s.checkHeads(hr, parked)
+	if !full {
+		s.checkHeads(parked)
 		return more
 	}
 	s.checkLoops(parked)
@@ -311,7 +311,7 @@ func (s *idleScheduler) check(full bool) bool {
 // is woken once per head: one that found nothing to read (the message was
 // removed meanwhile) is not woken again until its head moves. It allocates
 // nothing per queue: the names it reads go in s.names, reused.
-func (s *idleScheduler) checkHeads(hr HeadReader, parked []parkedQueue) {
+func (s *idleScheduler) checkHeads(parked []parkedQueue) {
 	s.mu.Lock()
 	s.checks++
 	s.mu.Unlock()
@@ -325,7 +325,7 @@ func (s *idleScheduler) checkHeads(hr HeadReader, parked []parkedQueue) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	heads, err := hr.QueueHeads(ctx, names, s.heads[:0])
+	heads, err := s.w.cfg.Store.QueueHeads(ctx, names, s.heads[:0])
 	if err == nil && len(heads) != len(parked) {
 		err = fmt.Errorf("%d heads for %d queues", len(heads), len(parked))
 	}
@@ -370,13 +370,6 @@ func (s *idleScheduler) checkLoops(parked []parkedQueue) {
 	if len(parked) == 0 {
 		return
 	}
-	qc, ok := s.w.cfg.Log.(QueueChecker)
-	if !ok {
-		for _, p := range parked {
-			p.loop.signal()
-		}
-		return
-	}
 	names, positions := s.names[:0], s.positions[:0]
 	defer func() {
 		clear(names)
@@ -388,7 +381,7 @@ func (s *idleScheduler) checkLoops(parked []parkedQueue) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	res, err := qc.CheckQueues(ctx, names, positions)
+	res, err := s.w.cfg.Store.CheckQueues(ctx, names, positions)
 	if err == nil {
 		err = checksInOrder(res, names)
 	}
@@ -419,7 +412,7 @@ func (s *idleScheduler) checkLoops(parked []parkedQueue) {
 }
 
 // checksInOrder reports an error unless res holds one check per queue, in
-// the order of queues, as QueueChecker promises.
+// the order of queues, as Store.CheckQueues promises.
 func checksInOrder(res []drover.QueueCheck, queues []string) error {
 	if len(res) != len(queues) {
 		return fmt.Errorf("%d checks for %d queues", len(res), len(queues))

@@ -33,7 +33,7 @@ func (l *reusingCheckLog) CheckQueues(_ context.Context, queues []string, _ []dr
 func parkedWorker(tb testing.TB, n int) *Worker {
 	tb.Helper()
 	log := &reusingCheckLog{memLog: newMemLog()}
-	w, err := New(Config{Member: "m1", Log: log, Requeuer: log.memLog, Executor: &scriptedExecutor{},
+	w, err := New(Config{Member: "m1", Store: log, Executor: &scriptedExecutor{},
 		Clock: testkit.NewClock(t0), PollInterval: DefaultPollInterval})
 	if err != nil {
 		tb.Fatal(err)
@@ -48,7 +48,32 @@ func parkedWorker(tb testing.TB, n int) *Worker {
 	testkit.Eventually(tb, "every queue parked and checked", func() bool {
 		return w.loopGoroutines.Load() == 0 && everyQueueChecked(w)
 	})
+	settleScheduler(tb, w)
 	return w
+}
+
+// settleScheduler returns once the worker's routes are written and the
+// idle scheduler's goroutine has checked the queues routed (a queue is
+// checked again once its wake-ups are routed here) and waits on the clock:
+// a test that then runs passes itself runs the only ones.
+func settleScheduler(tb testing.TB, w *Worker) {
+	tb.Helper()
+	w.routes.wait() // every re-check asked for
+	s := w.idle
+	testkit.Eventually(tb, "the re-checks taken", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.fresh) == 0
+	})
+	s.mu.Lock()
+	p := s.passes
+	s.mu.Unlock()
+	s.poke() // one more pass, with nothing to do, after the one under way
+	testkit.Eventually(tb, "the scheduler's pass ended", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.passes > p
+	})
 }
 
 // passCost returns the allocations and bytes of one run of pass, the

@@ -25,12 +25,26 @@ type PoolReleaser interface {
 	PoolStates() []executor.PoolState
 }
 
-// Log is a queue's storage as a queue loop reads it.
-type Log interface {
+// Store is the queue storage a worker runs on: one required port, every
+// ability in it (package queue's store implements it; so do the tests'
+// fakes, so that the tests run the paths production runs). The batched
+// calls (ReadMany, TrimMany, CheckQueues, QueueHeads, BacklogMany,
+// RouteWakeups) are how the worker stays at a few round trips per interval
+// whatever its number of queues (DESIGN.md §10); the per-queue calls serve a
+// queue's own promotion, its last trim at release, and its outcomes.
+//
+// The batch request types (drover.ReadRequest, drover.TrimRequest, ...)
+// stay in the root package: package queue implements this port and must
+// not import the runtime (docs/decisions.md, issue 32).
+type Store interface {
 	// ReadAfter returns up to n entries with positions after `after`, in
 	// position order, in one round trip. An entry whose envelope is missing
 	// is returned too (Raw nil): the loop dead-letters it as poison.
 	ReadAfter(ctx context.Context, queue string, after drover.Position, n int) ([]drover.LogEntry, error)
+	// ReadMany returns one result per request, in order, each what
+	// ReadAfter returns for it alone, in one round trip. The worker's
+	// queue loops read through it (read.go).
+	ReadMany(ctx context.Context, reqs []drover.ReadRequest) []drover.ReadResult
 	// PromoteDueNext moves up to limit delayed messages whose due time is
 	// at or before now into the log, with fresh positions; it returns how
 	// many, and the due time of the earliest message still delayed (zero
@@ -39,62 +53,51 @@ type Log interface {
 	// Trim removes log entries at or below offset (only those older than
 	// retention when it is non-zero) and returns how many it removed.
 	Trim(ctx context.Context, queue string, offset drover.Position, retention time.Duration) (int, error)
-}
-
-// Requeuer records the outcome of a failed attempt.
-type Requeuer interface {
+	// TrimMany trims many queues in one round trip, with their outcome
+	// records (as TrimRecording); one error per request, in order. The
+	// worker's committer trims every queue of a commit flush with it.
+	TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error
+	// TrimRecording keeps outcome records of finished jobs per policy
+	// (drover.Outcomes), then trims as Trim does; it returns how many log
+	// entries the trim removed. A queue's release trims with it, so records
+	// cost no round trip of their own.
+	TrimRecording(ctx context.Context, queue string, offset drover.Position, retention time.Duration, outcomes []drover.Outcome, policy drover.Outcomes) (int, error)
 	// Retry stores m (Attempt already incremented) as a delayed message
 	// due at due.
 	Retry(ctx context.Context, m *drover.Message, due time.Time) error
 	// DeadLetter moves a message to the queue's dead letters.
 	DeadLetter(ctx context.Context, queue string, d drover.DeadLetter) error
-}
-
-// QueueChecker is a Log that checks many queues in one round trip: the
-// worker's amortised backstop against lost wake-ups (DESIGN.md §10). Every
-// PollInterval, and at once after MissedWakeups, the worker checks its
-// parked queues with it: a queue with a message after its fetched offset is
-// woken, a queue with a delayed message is scheduled for its due time. A
-// Log without it makes the backstop wake every parked queue instead.
-type QueueChecker interface {
 	// CheckQueues reports, for each of queues, whether a message follows
 	// its offset (offsets[i], the offset to look after, is queues[i]'s)
-	// and when the queue's earliest delayed message is due: one check
-	// per queue, in the order of queues.
+	// and when the queue's earliest delayed message is due: one check per
+	// queue, in the order of queues, in one round trip. It is the worker's
+	// amortised backstop against lost wake-ups (DESIGN.md §10) for queues
+	// just started and after missed wake-ups: a queue with a message after
+	// its fetched offset is woken, a queue with a delayed message is
+	// scheduled for its due time.
 	CheckQueues(ctx context.Context, queues []string, offsets []drover.Position) ([]drover.QueueCheck, error)
-}
-
-// HeadReader is a Log that reads many queues' heads (the last position
-// handed out) in one round trip, at a key lookup per queue. With it the
-// periodic backstop reads heads and wakes the parked queues whose head is
-// past their fetched offset; QueueChecker then runs only for queues just
-// started and after missed wake-ups, the passes that must also learn due
-// times (which otherwise arrive by wake-up, promotion and retry).
-//
-// The worker passes a buffer of its own, so that the pass over every
-// parked queue allocates nothing per queue.
-type HeadReader interface {
-	// QueueHeads appends the head of each of queues, in their order, to
-	// heads and returns the extended slice.
+	// QueueHeads appends the head (the last position handed out) of each
+	// of queues, in their order, to heads and returns the extended slice,
+	// in one round trip at a key lookup per queue: the periodic backstop
+	// wakes the parked queues whose head is past their fetched offset. The
+	// worker passes a buffer of its own, so that the pass over every
+	// parked queue allocates nothing per queue.
 	QueueHeads(ctx context.Context, queues []string, heads []drover.Position) ([]drover.Position, error)
-}
-
-// BatchTrimmer is a Log that trims many queues in one round trip (with
-// their outcome records, as OutcomeTrimmer). The worker's committer trims
-// every queue of a commit flush with one call.
-type BatchTrimmer interface {
-	TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error
+	// Backlog reads a queue's backlog after offset at a cost that does not
+	// grow with its size.
+	Backlog(ctx context.Context, queue string, offset drover.Position) (drover.Backlog, error)
+	// BacklogMany returns, in the order of queues, what Backlog returns for
+	// each queue after offsets[i], in one round trip: the queue owners'
+	// backlog gauges go through it (backlog.go).
+	BacklogMany(ctx context.Context, queues []string, offsets []drover.Position) ([]drover.Backlog, []error)
+	// RouteWakeups points the wake-ups of queues at member (one pipelined
+	// write per batch of queues): the worker routes every queue it starts
+	// to itself, in the background (routes.go).
+	RouteWakeups(ctx context.Context, member string, queues ...string) error
 }
 
 // Backlog is a queue's backlog after its committed offset (drover.Backlog).
 type Backlog = drover.Backlog
-
-// BacklogReader reads a queue's backlog at a cost that does not grow with
-// its size. A Log that also implements it gets backlog gauges published by
-// the queue's owner every Config.BacklogInterval.
-type BacklogReader interface {
-	Backlog(ctx context.Context, queue string, offset drover.Position) (Backlog, error)
-}
 
 // Claim is this member's fenced ownership of one queue (drover.Claim). A
 // queue loop commits through it, finally releases it, and stops the queue

@@ -311,7 +311,7 @@ func (l *queueLoop) promote(now time.Time) {
 	l.lastPromote = l.w.loopTime(now)
 	ctx, cancel := context.WithTimeout(l.stopCtx, writeTimeout)
 	defer cancel()
-	n, next, err := l.w.cfg.Log.PromoteDueNext(ctx, l.name, now, 1000)
+	n, next, err := l.w.cfg.Store.PromoteDueNext(ctx, l.name, now, 1000)
 	if err != nil {
 		if l.stopCtx.Err() == nil {
 			l.logger().Warn("promote due messages", "error", err)
@@ -349,15 +349,7 @@ func (l *queueLoop) fetch(now time.Time) {
 		ds  []drover.LogEntry
 		err error
 	)
-	if l.w.reads != nil {
-		ds, err = l.w.reads.read(ctx, l.name, l.fetched, n) // the reader samples its round trips
-	} else {
-		start := time.Now()
-		ds, err = l.w.cfg.Log.ReadAfter(ctx, l.name, l.fetched, n)
-		// One series per worker, not per queue: a summary per idle queue
-		// costs more memory than the queue's loop itself.
-		l.w.cfg.Metrics.AddSample(metrics.FetchDuration, ms(time.Since(start)))
-	}
+	ds, err = l.w.reads.read(ctx, l.name, l.fetched, n) // the reader samples its round trips
 	if err != nil {
 		if l.stopCtx.Err() == nil {
 			l.logger().Warn("read queue", "after", l.fetched, "error", err)
@@ -601,24 +593,7 @@ func (l *queueLoop) publishIdle(now time.Time) {
 // backlog after the done offset (committed soon).
 func (l *queueLoop) publishBacklog(now time.Time) {
 	l.lastBacklog = l.w.loopTime(now)
-	if l.w.backlogs != nil {
-		l.w.backlogs.ask(l, l.prog.offset) // measured with other queues', off this goroutine
-		return
-	}
-	br, ok := l.w.cfg.Log.(BacklogReader)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(l.stopCtx, writeTimeout)
-	defer cancel()
-	b, err := br.Backlog(ctx, l.name, l.prog.offset)
-	if err != nil {
-		if l.stopCtx.Err() == nil {
-			l.logger().Debug("read backlog", "error", err)
-		}
-		return
-	}
-	l.setBacklog(b)
+	l.w.backlogs.ask(l, l.prog.offset) // measured with other queues', off this goroutine
 }
 
 func ms(d time.Duration) float32 { return float32(d.Seconds() * 1000) }

@@ -9,16 +9,6 @@ import (
 	"github.com/drover-dev/drover/worker/executor"
 )
 
-// OutcomeTrimmer is a Log that keeps outcome records of finished jobs
-// (drover.Outcomes). A queue loop hands it the records of the messages that
-// succeeded since its last trim together with the trim that follows each
-// commit, so records cost no round trip of their own.
-type OutcomeTrimmer interface {
-	// TrimRecording keeps the records per policy, then trims as Trim does.
-	// It returns how many log entries the trim removed.
-	TrimRecording(ctx context.Context, queue string, offset drover.Position, retention time.Duration, outcomes []drover.Outcome, policy drover.Outcomes) (int, error)
-}
-
 // lastErrorField is the envelope field that carries a retried message's
 // last failure (queue.LastErrorField; the worker does not import queue).
 const lastErrorField = "last_error"
@@ -86,12 +76,9 @@ type finished struct {
 }
 
 // finishedOf returns what a succeeded attempt of m adds to its record; ok
-// is false when the queue keeps no records or the Log cannot write them.
+// is false when the queue keeps no records.
 func (l *queueLoop) finishedOf(m *drover.Message, res executor.Result, cfg *drover.QueueConfig) finished {
 	if cfg.Outcomes.Keep() <= 0 {
-		return finished{}
-	}
-	if _, ok := l.w.cfg.Log.(OutcomeTrimmer); !ok {
 		return finished{}
 	}
 	f := finished{ok: true, attempt: m.Attempt, exitCode: res.ExitCode, at: res.Started.Add(res.Duration), duration: res.Duration}
@@ -124,11 +111,10 @@ func (l *queueLoop) keepOutcome(s *slot) {
 // the commit covers) in the same round trip when there are any.
 func (l *queueLoop) trimLog(ctx context.Context, pos drover.Position, outcomes []drover.Outcome) error {
 	cfg := l.config()
-	ot, ok := l.w.cfg.Log.(OutcomeTrimmer)
-	if !ok || len(outcomes) == 0 {
-		_, err := l.w.cfg.Log.Trim(ctx, l.name, pos, cfg.Retention.Std())
+	if len(outcomes) == 0 {
+		_, err := l.w.cfg.Store.Trim(ctx, l.name, pos, cfg.Retention.Std())
 		return err
 	}
-	_, err := ot.TrimRecording(ctx, l.name, pos, cfg.Retention.Std(), outcomes, cfg.Outcomes)
+	_, err := l.w.cfg.Store.TrimRecording(ctx, l.name, pos, cfg.Retention.Std(), outcomes, cfg.Outcomes)
 	return err
 }

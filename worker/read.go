@@ -11,18 +11,6 @@ import (
 	"github.com/drover-dev/drover/metrics"
 )
 
-// BatchReader is a Log that reads many queues in one round trip. With it
-// the worker's queue loops read through one reader (below): the reads of
-// the queues woken while a round trip is in flight go together in the next
-// one. With 10,000 busy queues at a message a second each, every woken
-// queue read on its own, and a goroutine dump showed hundreds of loops
-// waiting for one of the Redis client's connections.
-type BatchReader interface {
-	// ReadMany returns one result per request, in order, each what
-	// ReadAfter returns for it alone.
-	ReadMany(ctx context.Context, reqs []drover.ReadRequest) []drover.ReadResult
-}
-
 // maxReadBatch is the most reads one round trip of the reader carries.
 const maxReadBatch = 1024
 
@@ -40,7 +28,7 @@ const readsInFlight = 2
 // all together. Its goroutines run while reads wait and exit when none
 // does: an idle worker holds none.
 type reader struct {
-	br       BatchReader
+	br       Store
 	metrics  metrics.Recorder
 	stages   *stages
 	inFlight int // the most round trips in flight (readsInFlight)
@@ -61,7 +49,7 @@ type readCall struct {
 	at   time.Time // when it was handed to the reader
 }
 
-func newReader(br BatchReader, m metrics.Recorder, st *stages) *reader {
+func newReader(br Store, m metrics.Recorder, st *stages) *reader {
 	return &reader{br: br, metrics: m, stages: st, inFlight: readsInFlight}
 }
 
@@ -170,5 +158,5 @@ func (r *reader) stats() (rounds, reads int) {
 	return r.rounds, r.reads
 }
 
-// errShortReadMany: a BatchReader returned fewer results than requests.
+// errShortReadMany: a Store's ReadMany returned fewer results than requests.
 var errShortReadMany = errors.New("read many: fewer results than reads")

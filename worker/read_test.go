@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 	"github.com/drover-dev/drover/metrics"
 )
 
-// batchLogReads is a memLog that reads in batches (BatchReader) and records
+// batchLogReads is a memLog whose ReadMany records
 // each batch; while held, a batch waits in ReadMany until released.
 type batchLogReads struct {
 	*memLog
@@ -163,7 +164,7 @@ func TestLostQueueRunsNothingFromABatchedRead(t *testing.T) {
 	ex := newGateExecutor()
 	w := newTestWorker(t, mem, ex, func(c *Config) {
 		c.Clock = testkit.NewClock(t0)
-		c.Log = log
+		c.Store = log
 		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
 	})
 	w.reads.inFlight = 1 // b's and c's reads wait while a's is in flight
@@ -251,11 +252,15 @@ func (g *gaugeRecorder) gauge(name string) (float32, int) {
 // lagLog reports a backlog of lag at each backlog read.
 type lagLog struct {
 	*memLog
-	lag int64
+	lag atomic.Int64
 }
 
-func (l *lagLog) Backlog(context.Context, string, drover.Position) (Backlog, error) {
-	return Backlog{Lag: l.lag}, nil
+func (l *lagLog) BacklogMany(_ context.Context, queues []string, _ []drover.Position) ([]drover.Backlog, []error) {
+	out := make([]drover.Backlog, len(queues))
+	for i := range out {
+		out[i].Lag = l.lag.Load()
+	}
+	return out, make([]error, len(queues))
 }
 
 // A queue that parks caught up sets its lag gauges to 0 when they said
@@ -263,37 +268,51 @@ func (l *lagLog) Backlog(context.Context, string, drover.Position) (Backlog, err
 // once per message.
 func TestParkingQueueSetsItsLagGaugeOnlyWhenItChanges(t *testing.T) {
 	mem := newMemLog()
-	log := &lagLog{memLog: mem, lag: 5}
+	log := &lagLog{memLog: mem}
+	log.lag.Store(5)
 	rec := &gaugeRecorder{Recorder: metrics.Discard, last: map[string]float32{}, sets: map[string]int{}}
-	ex := &scriptedExecutor{}
+	ex := &scriptedExecutor{gate: make(chan struct{})}
 	clock := testkit.NewClock(t0)
 	w := newTestWorker(t, mem, ex, func(c *Config) {
-		c.Clock, c.Log, c.Metrics = clock, log, rec
+		c.Clock, c.Store, c.Metrics = clock, log, rec
 		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
 	})
 	if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {
 		t.Fatal(err)
 	}
 	allParked(t, w)
-	run := func(id string, advance time.Duration) {
+	// run runs one message; while it runs (held), measured says whether a
+	// backlog read is due and waits for its answer (the backlogger measures
+	// off the loop's goroutine).
+	run := func(id string, advance time.Duration, measured bool) {
 		t.Helper()
 		clock.Advance(advance)
 		n := len(ex.runList())
 		mem.add("q", msg(id))
 		w.Wake("q")
-		waitFor(t, id+" to run", func() bool { return len(ex.runList()) == n+1 })
+		waitFor(t, id+" to start", func() bool { return len(ex.runList()) == n+1 })
+		if measured {
+			waitFor(t, "the backlog read while "+id+" runs", func() bool { v, _ := rec.gauge(metrics.Lag); return v == 5 })
+		}
+		ex.gate <- struct{}{}
+		l := w.loop("q")
+		waitFor(t, id+" done and published", func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return l.snap.Done == drover.Position(n+1)
+		})
 		allParked(t, w)
 	}
 	// m1 runs after a BacklogInterval: the backlog read while it runs
 	// says 5, and it parks caught up, which sets the gauge to 0.
-	run("m1", 2*DefaultBacklogInterval)
+	run("m1", 2*DefaultBacklogInterval, true)
 	v, sets := rec.gauge(metrics.Lag)
 	if v != 0 || sets < 2 {
 		t.Fatalf("after a backlog of 5, parked caught up: want lag 0 set after the 5, have %v after %d sets", v, sets)
 	}
-	log.lag = 0
-	run("m3", time.Second)
-	run("m4", time.Second)
+	log.lag.Store(0)
+	run("m3", time.Second, false)
+	run("m4", time.Second, false)
 	if _, again := rec.gauge(metrics.Lag); again != sets {
 		t.Fatalf("two more parks with the lag at 0 already: want no gauge set, have %d", again-sets)
 	}

@@ -6,12 +6,6 @@ import (
 	"time"
 )
 
-// WakeupRouter points the wake-ups of queues at this member
-// (queue.Store.RouteWakeups: one pipelined write per batch of queues).
-type WakeupRouter interface {
-	RouteWakeups(ctx context.Context, member string, queues ...string) error
-}
-
 // Bounds of the route writer: one call's timeout, and the wait before a
 // failed batch is tried again (Redis away: its queues run meanwhile, found
 // by the backstop check).
@@ -68,7 +62,7 @@ func (r *router) run(done chan struct{}) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), routeTimeout)
-		err := r.w.cfg.Router.RouteWakeups(ctx, r.w.cfg.Member, batch...)
+		err := r.w.cfg.Store.RouteWakeups(ctx, r.w.cfg.Member, batch...)
 		cancel()
 		if err != nil {
 			r.w.cfg.Logger.Warn("wake-ups not routed here yet; the backstop check finds their messages meanwhile",

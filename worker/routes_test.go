@@ -10,9 +10,10 @@ import (
 	"github.com/drover-dev/drover/internal/testkit"
 )
 
-// frozenRouter blocks every RouteWakeups until thawed (Redis frozen), then
-// records the queues routed.
+// frozenRouter is a memLog whose RouteWakeups blocks until thawed (Redis
+// frozen), then records the queues routed.
 type frozenRouter struct {
+	*memLog
 	thaw   chan struct{}
 	mu     sync.Mutex
 	routed []string
@@ -37,8 +38,8 @@ func (r *frozenRouter) RouteWakeups(ctx context.Context, _ string, queues ...str
 // reconciler does) completes; once Redis answers, every queue started
 // meanwhile is routed, in one batch.
 func TestStartDoesNotWaitForAFrozenRouter(t *testing.T) {
-	rt := &frozenRouter{thaw: make(chan struct{})}
-	w := newTestWorker(t, newMemLog(), &scriptedExecutor{}, func(c *Config) { c.Router = rt })
+	rt := &frozenRouter{memLog: newMemLog(), thaw: make(chan struct{})}
+	w := newTestWorker(t, rt.memLog, &scriptedExecutor{}, func(c *Config) { c.Store = rt })
 	t.Cleanup(func() { w.routes.wait() })
 	t.Cleanup(func() {
 		select {

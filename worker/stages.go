@@ -70,12 +70,8 @@ func (w *Worker) stageStats() *Stages {
 		Wake: s.wake.snapshot(), ReadQueued: s.readQueued.snapshot(), ReadTrip: s.readTrip.snapshot(),
 		EnqueueToRead: s.enqueueToRead.snapshot(), EnqueueToStart: s.enqueueStart.snapshot(),
 	}
-	if w.backlogs != nil {
-		st.BacklogRounds, st.BacklogReads = w.backlogs.stats()
-	}
-	if w.reads != nil {
-		st.ReadRounds, st.Reads = w.reads.stats()
-	}
+	st.BacklogRounds, st.BacklogReads = w.backlogs.stats()
+	st.ReadRounds, st.Reads = w.reads.stats()
 	return st
 }
 

@@ -114,7 +114,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 				now := l.w.cfg.Clock.Now()
 				span.Retried(now)
 				if !l.write("schedule retry of a cancelled task", func(ctx context.Context) error {
-					return l.w.cfg.Requeuer.Retry(ctx, &m, now)
+					return l.w.cfg.Store.Retry(ctx, &m, now)
 				}) {
 					return false
 				}
@@ -156,7 +156,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		due := l.w.cfg.Clock.Now().Add(delay)
 		span.Retried(due)
 		if !l.write("schedule retry", func(ctx context.Context) error {
-			return l.w.cfg.Requeuer.Retry(ctx, &m, due)
+			return l.w.cfg.Store.Retry(ctx, &m, due)
 		}) {
 			return false
 		}
@@ -250,7 +250,7 @@ func (l *queueLoop) deadLetter(dl drover.DeadLetter, reason string) bool {
 	l.logger().Warn("dead-lettering message", "id", dl.ID, "reason", dl.Failure.Reason)
 	l.w.cfg.Metrics.IncrCounter(metrics.DeadTotal, 1, metrics.L("queue", l.name), metrics.L("reason", reason))
 	return l.write("dead-letter", func(ctx context.Context) error {
-		return l.w.cfg.Requeuer.DeadLetter(ctx, l.name, dl)
+		return l.w.cfg.Store.DeadLetter(ctx, l.name, dl)
 	})
 }
 

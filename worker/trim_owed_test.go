@@ -23,7 +23,7 @@ func posOf(l *memLog, q, id string) drover.Position {
 
 // trimsOf returns the requests for queue q in the batch trimmer's calls, in
 // order.
-func trimsOf(l *batchLog, q string) []drover.TrimRequest {
+func trimsOf(l *memLog, q string) []drover.TrimRequest {
 	var out []drover.TrimRequest
 	for _, b := range l.batches() {
 		for _, r := range b {
@@ -116,7 +116,7 @@ type busyMember struct {
 	t     *testing.T
 	w     *Worker
 	mem   *memLog
-	log   *batchLog
+	log   *memLog
 	ex    *gateExecutor
 	clock *testkit.Clock
 	q     *memClaim
@@ -124,9 +124,9 @@ type busyMember struct {
 
 func newBusyMember(t *testing.T) *busyMember {
 	b := &busyMember{t: t, mem: newMemLog(), ex: newGateExecutor(), clock: testkit.NewClock(t0), q: &memClaim{}}
-	b.log = &batchLog{memLog: b.mem}
+	b.log = b.mem
 	b.w = newTestWorker(t, b.mem, b.ex, func(c *Config) {
-		c.Clock, c.Log = b.clock, b.log
+		c.Clock, c.Store = b.clock, b.log
 		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
 	})
 	b.mem.add("hold", msg("h1"))

@@ -27,10 +27,10 @@ type Worker struct {
 
 	// One per worker, whatever the number of queues (DESIGN.md §10).
 	idle     *idleScheduler // due times of parked queues, the backstop check
-	routes   *router        // wake-up routes owed (nil without Config.Router)
+	routes   *router        // wake-up routes owed
 	commits  *committer     // coalesced offset commits
-	reads    *reader        // coalesced reads (nil: each loop reads alone)
-	backlogs *backlogger    // coalesced backlog reads (nil: each loop reads its own)
+	reads    *reader        // coalesced reads
+	backlogs *backlogger    // coalesced backlog reads
 	stages   stages         // debug counters of a message's way to its start (stages.go)
 
 	pause     atomic.Pointer[PauseState]
@@ -77,23 +77,17 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}, epoch: cfg.Clock.Now()}
 	w.idle = newIdleScheduler(w)
-	if cfg.Router != nil {
-		w.routes = newRouter(w)
-	}
+	w.routes = newRouter(w)
 	w.commits = newCommitter(w)
-	if br, ok := cfg.Log.(BatchReader); ok {
-		w.reads = newReader(br, cfg.Metrics, &w.stages)
-	}
-	if bb, ok := cfg.Log.(BatchBacklogReader); ok {
-		w.backlogs = newBacklogger(bb, cfg.Metrics)
-	}
+	w.reads = newReader(cfg.Store, cfg.Metrics, &w.stages)
+	w.backlogs = newBacklogger(cfg.Store, cfg.Metrics)
 	w.pause.Store(&PauseState{})
 	return w, nil
 }
 
 // Start begins running an owned queue from the claim's committed offset. It
 // returns at once, without I/O (the queue's wake-ups are routed here in the
-// background: Config.Router); the queue runs until Stop, Abort, or a fenced commit,
+// background: Store.RouteWakeups); the queue runs until Stop, Abort, or a fenced commit,
 // parked (without a goroutine) whenever it has nothing to do.
 func (w *Worker) Start(qc drover.QueueConfig, claim Claim) error {
 	if err := qc.Validate(); err != nil {
@@ -108,9 +102,7 @@ func (w *Worker) Start(qc drover.QueueConfig, claim Claim) error {
 	w.queues[qc.Name] = l
 	w.idle.ensureRunning()
 	w.idle.started(qc.Name) // checked with the others started meanwhile
-	if w.routes != nil {
-		w.routes.add(qc.Name) // then checked again once its wake-ups come here
-	}
+	w.routes.add(qc.Name)   // then checked again once its wake-ups come here
 	return nil
 }
 

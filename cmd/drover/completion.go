@@ -39,7 +39,7 @@ func (a *app) completeQueues(cmd *cobra.Command, _ []string, _ string) ([]string
 		if err != nil {
 			return nil, err
 		}
-		entries, err := s.Queues(e.ctx)
+		entries, err := s.Queues().List(e.ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +68,7 @@ func (a *app) completeMembers(cmd *cobra.Command, args []string, _ string) ([]st
 		if err != nil {
 			return nil, err
 		}
-		members, err := s.Members(e.ctx)
+		members, err := s.Group().Members(e.ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -171,7 +171,7 @@ func (e *ctlEnv) knownQueue(name string) error {
 		}
 		return err
 	}
-	if _, err := s.QueueOrFamily(e.ctx, name); err == nil {
+	if _, err := s.Queues().GetOrFamily(e.ctx, name); err == nil {
 		return nil // configured, or under a family (registered at its first enqueue)
 	} else if !errors.Is(err, drover.ErrQueueNotFound) {
 		return err

@@ -122,7 +122,7 @@ func memberAdminAddr(e *ctlEnv, arg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	members, err := s.Members(e.ctx)
+	members, err := s.Group().Members(e.ctx)
 	if err != nil {
 		return "", err
 	}

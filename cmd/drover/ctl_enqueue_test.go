@@ -97,7 +97,7 @@ func TestPauseAndResume(t *testing.T) {
 	c.ok("ctl", "pause", "--all")
 
 	s := c.session()
-	ps, err := s.Pauses(context.Background())
+	ps, err := s.Pauses().Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestPauseAndResume(t *testing.T) {
 	c.ok("ctl", "resume", "--queue", "p")
 	c.ok("ctl", "resume", "--member", "w9")
 	c.ok("ctl", "resume", "--member", "w9") // resuming what is not paused is fine
-	if ps, _ := s.Pauses(context.Background()); ps.All != nil || len(ps.Queues) != 0 || len(ps.Members) != 0 {
+	if ps, _ := s.Pauses().Read(context.Background()); ps.All != nil || len(ps.Queues) != 0 || len(ps.Members) != 0 {
 		t.Fatalf("want no pause flags left, have %+v", ps)
 	}
 

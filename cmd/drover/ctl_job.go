@@ -129,7 +129,7 @@ func (e *ctlEnv) revokeJob(queue, id string) (bool, error) {
 	}
 	var policy drover.Outcomes
 	if s, err := e.zk(); err == nil {
-		if qe, err := s.Queue(e.ctx, queue); err == nil {
+		if qe, err := s.Queues().Get(e.ctx, queue); err == nil {
 			policy = qe.Config.Outcomes
 		}
 	}

@@ -90,15 +90,15 @@ func (e *ctlEnv) offsetOf(q string) (offsetReport, error) {
 		return offsetReport{}, err
 	}
 	r := offsetReport{Queue: q, Retention: "0s"}
-	off, err := s.ReadOffset(e.ctx, q)
+	off, err := s.Claims().Offset(e.ctx, q)
 	if err != nil && !errors.Is(err, drover.ErrNotFound) {
 		return r, err
 	}
 	r.Position, r.ID, r.CommittedAt, r.Member, r.Version = off.Offset.Position, off.Offset.ID, off.Offset.CommittedAt, off.Offset.Member, off.Version
-	if on, err := s.QueueOwner(e.ctx, q); err == nil {
+	if on, err := s.Claims().Owner(e.ctx, q); err == nil {
 		r.Owner = on.Owner.Member
 	}
-	if qe, err := s.Queue(e.ctx, q); err == nil {
+	if qe, err := s.Queues().Get(e.ctx, q); err == nil {
 		r.Retention = qe.Config.Retention.Std().String()
 	}
 	if p, err := st.Inspector().FirstPosition(e.ctx, q); err == nil {
@@ -206,7 +206,7 @@ trimmed at once.`,
 			}
 			opts := coordinator.ResetOptions{}
 			if cur.Owner != "" {
-				pauses, err := s.Pauses(e.ctx)
+				pauses, err := s.Pauses().Read(e.ctx)
 				if err != nil {
 					return err
 				}
@@ -219,7 +219,7 @@ trimmed at once.`,
 			result := map[string]any{"queue": q, "from": cur.Position, "to": target, "lag": b.Lag, "dry_run": dryRun}
 			if !dryRun {
 				off := drover.Offset{Position: target, CommittedAt: time.Now().UTC(), Member: "reset by " + operator()}
-				v, err := s.ResetOffset(e.ctx, q, off, opts)
+				v, err := s.Claims().ResetOffset(e.ctx, q, off, opts)
 				if err != nil {
 					return err
 				}

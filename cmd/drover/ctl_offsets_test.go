@@ -58,7 +58,7 @@ func TestOffsetsShowAndReset(t *testing.T) {
 
 	// Owned: refused unless paused; a reset of a paused queue fences the owner.
 	s := c.session()
-	claim, err := s.Claim(ctx, "o", coordinator.Owner{Member: "w-test", Generation: 1})
+	claim, err := s.Claims().Claim(ctx, "o", coordinator.Owner{Member: "w-test", Generation: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

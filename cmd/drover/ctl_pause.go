@@ -67,7 +67,7 @@ is not an error.`,
 				targets = append(targets, target{drover.PauseQueue, q})
 			}
 			if len(members) > 0 {
-				live, err := s.Members(e.ctx)
+				live, err := s.Group().Members(e.ctx)
 				if err != nil {
 					return err
 				}
@@ -95,9 +95,9 @@ is not an error.`,
 			var results []result
 			for _, t := range targets {
 				if pause {
-					err = s.SetPause(e.ctx, t.scope, t.name, flag)
+					err = s.Pauses().Set(e.ctx, t.scope, t.name, flag)
 				} else {
-					err = s.ClearPause(e.ctx, t.scope, t.name)
+					err = s.Pauses().Clear(e.ctx, t.scope, t.name)
 				}
 				if err != nil {
 					return err

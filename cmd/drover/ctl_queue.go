@@ -46,7 +46,7 @@ the flags given.`
 			if err != nil {
 				return err
 			}
-			if err := s.CreateQueue(e.ctx, cfg); err != nil {
+			if err := s.Queues().Create(e.ctx, cfg); err != nil {
 				return err
 			}
 			return e.printQueue("created", cfg, 0)
@@ -66,7 +66,7 @@ the flags given.`
 			if err != nil {
 				return err
 			}
-			entry, err := s.Queue(e.ctx, args[0])
+			entry, err := s.Queues().Get(e.ctx, args[0])
 			if err != nil && !(entry.Err != nil && uf.file != "") { // a corrupt config may be replaced with -f
 				return err
 			}
@@ -77,7 +77,7 @@ the flags given.`
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
-			v, err := s.UpdateQueue(e.ctx, cfg, entry.Version)
+			v, err := s.Queues().Update(e.ctx, cfg, entry.Version)
 			if errors.Is(err, coordinator.ErrConflict) {
 				return refusedError{fmt.Errorf("%w: someone changed it meanwhile; run the update again", err)}
 			}
@@ -99,7 +99,7 @@ the flags given.`
 			if err != nil {
 				return err
 			}
-			entries, err := s.Queues(e.ctx)
+			entries, err := s.Queues().List(e.ctx)
 			if err != nil {
 				return err
 			}
@@ -134,7 +134,7 @@ the flags given.`
 			if err != nil {
 				return err
 			}
-			entry, err := s.Queue(e.ctx, args[0])
+			entry, err := s.Queues().Get(e.ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -156,7 +156,7 @@ creating the queue again resumes where it stopped.`,
 			if err != nil {
 				return err
 			}
-			if err := s.DeleteQueue(e.ctx, args[0]); err != nil {
+			if err := s.Queues().Delete(e.ctx, args[0]); err != nil {
 				return err
 			}
 			if e.json {

@@ -39,10 +39,10 @@ func TestStatusAndDump(t *testing.T) {
 	defer admin.Close()
 	s := c.session()
 	ctx := context.Background()
-	if _, err := s.Join(ctx, drover.Member{Name: "fake-1", Host: "h", PID: 1, AdminAddr: strings.TrimPrefix(admin.URL, "http://"), Capacity: 4, StartedAt: time.Now()}); err != nil {
+	if _, err := s.Group().Join(ctx, drover.Member{Name: "fake-1", Host: "h", PID: 1, AdminAddr: strings.TrimPrefix(admin.URL, "http://"), Capacity: 4, StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Join(ctx, drover.Member{Name: "gone-1", AdminAddr: closedAddr(t), Capacity: 1, StartedAt: time.Now()}); err != nil {
+	if _, err := s.Group().Join(ctx, drover.Member{Name: "gone-1", AdminAddr: closedAddr(t), Capacity: 1, StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -87,7 +87,7 @@ func TestStatusAndDump(t *testing.T) {
 
 	// The owner shown is the member holding the claim, read from its node
 	// (no assignment names it here).
-	if _, err := s.Claim(ctx, "st", coordinator.Owner{Member: "fake-1"}); err != nil {
+	if _, err := s.Claims().Claim(ctx, "st", coordinator.Owner{Member: "fake-1"}); err != nil {
 		t.Fatal(err)
 	}
 	var owned statusReport

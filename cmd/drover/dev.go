@@ -276,7 +276,7 @@ func openDevClients(ctx context.Context, cfg *config.Config) (*devClients, error
 // ones (a kept --data-dir) are left as they are.
 func (c *devClients) setup(ctx context.Context, tasks string) error {
 	for _, q := range devQueues(tasks) {
-		if err := c.sess.CreateQueue(ctx, q); err != nil && !errors.Is(err, coordinator.ErrQueueExists) {
+		if err := c.sess.Queues().Create(ctx, q); err != nil && !errors.Is(err, coordinator.ErrQueueExists) {
 			return fmt.Errorf("dev: %w", err)
 		}
 	}

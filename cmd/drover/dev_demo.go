@@ -162,7 +162,7 @@ func demoTotals(ctx context.Context, cl *devClients, load *demoLoad) (total, don
 	}
 	load.mu.Unlock()
 	for _, q := range queues {
-		off, err := cl.sess.ReadOffset(ctx, q)
+		off, err := cl.sess.Claims().Offset(ctx, q)
 		if err == nil {
 			done += load.done(q, off.Offset.Position)
 		}

@@ -25,15 +25,11 @@ import (
 
 // The stores wired into the runtime, checked at compile time.
 var (
-	_ worker.Log            = queue.Log{}
-	_ worker.Requeuer       = queue.Log{}
-	_ worker.BacklogReader  = queue.Log{}
-	_ worker.OutcomeTrimmer = queue.Log{}
-	_ worker.BatchReader    = queue.Log{}
-	_ jobs.Store            = queue.Jobs{}
-	_ scheduler.Store       = (*queue.ScheduleStore)(nil)
-	_ scheduler.Catalog     = (*queue.ScheduleStore)(nil)
-	_ membership.Worker     = (*worker.Worker)(nil)
+	_ worker.Store      = queue.Log{}
+	_ jobs.Store        = queue.Jobs{}
+	_ scheduler.Store   = (*queue.ScheduleStore)(nil)
+	_ scheduler.Catalog = (*queue.ScheduleStore)(nil)
+	_ membership.Worker = (*worker.Worker)(nil)
 )
 
 // workerOptions are the worker command's options that are not settings.
@@ -99,7 +95,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	w, err := worker.New(worker.Config{
 		Member: cfg.Worker.Name, Capacity: cfg.Worker.Capacity, BatchSize: cfg.Worker.BatchSize,
 		DrainTimeout: cfg.Worker.DrainTimeout,
-		Log:          store.Log(), Requeuer: store.Log(), Executor: exec, Router: store.Log(),
+		Store:        store.Log(), Executor: exec,
 		Logger: log.Named("worker"), Metrics: reg, Tracer: store.Tracer(),
 		Confirm: func(ctx context.Context) error { return m.Confirm(ctx) },
 		Renew:   membership.LeaseRenewer(func() *coordinator.Session { return m.Session() }, lease.Renew, log),
@@ -110,7 +106,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 			if s == nil {
 				return errors.New("park a queue: no ZooKeeper session")
 			}
-			return s.SetPause(ctx, scope, name, p)
+			return s.Pauses().Set(ctx, scope, name, p)
 		}),
 	})
 	if err != nil {

@@ -242,7 +242,7 @@ func (f *scalerFleet) Queues(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	configured, err := s.QueueNames(ctx) // names only: no configuration read
+	configured, err := s.Queues().Names(ctx) // names only: no configuration read
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +292,7 @@ func (f *scalerFleet) Backlogs(ctx context.Context, qs []string) ([]drover.Backl
 	if err != nil {
 		return nil, err
 	}
-	offs, err := s.ReadOffsets(ctx, busy)
+	offs, err := s.Claims().Offsets(ctx, busy)
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,7 @@ func BenchmarkScalerMeasure100k(b *testing.B) {
 	for i := range cfgs {
 		cfgs[i] = drover.QueueConfig{Name: fmt.Sprintf("cust-%06d", i), Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}
 	}
-	if _, err := s.CreateQueues(ctx, cfgs); err != nil {
+	if _, err := s.Queues().CreateMany(ctx, cfgs); err != nil {
 		b.Fatal(err)
 	}
 	store, closeStore, err := openStore(cfg, "scaler-bench", hclog.NewNullLogger())

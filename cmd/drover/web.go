@@ -216,7 +216,7 @@ func liveJobsConfig(zs *webSession, store *queue.Store, memberToken string) web.
 			if err := zs.ready(); err != nil {
 				return drover.QueueConfig{}, err
 			}
-			qe, err := zs.session().QueueOrFamily(ctx, q) // a queue of a family takes its first enqueue
+			qe, err := zs.session().Queues().GetOrFamily(ctx, q) // a queue of a family takes its first enqueue
 			return qe.Config, err
 		},
 	}
@@ -229,7 +229,7 @@ func jobsConfig(sess *coordinator.Session, store *queue.Store, memberToken strin
 		Store:  store,
 		Lookup: &jobs.Lookup{Store: store.Jobs(), Fleet: jobs.SessionFleet{Session: sess}, Token: memberToken},
 		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
-			qe, err := sess.QueueOrFamily(ctx, q) // a queue of a family takes its first enqueue
+			qe, err := sess.Queues().GetOrFamily(ctx, q) // a queue of a family takes its first enqueue
 			return qe.Config, err
 		},
 	}

@@ -78,7 +78,7 @@ func TestWebOutlivesAZooKeeperFreeze(t *testing.T) {
 	}
 	const sessionTimeout = 4 * time.Second // newCluster's
 	s := c.session()
-	if err := s.CreateQueue(context.Background(), drover.QueueConfig{Name: "zq", Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}); err != nil {
+	if err := s.Queues().Create(context.Background(), drover.QueueConfig{Name: "zq", Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	base := startWeb(t, c)

@@ -30,8 +30,13 @@ func main() {
 	only := flag.String("only", "", "run only sections whose title contains this")
 	count := flag.Int("count", 5, "runs per benchmark (the median is reported)")
 	peers := flag.Bool("peers", true, "run the bench/ module (Drover against asynq, and scale)")
+	merge := flag.Bool("merge", false, "with -only: replace only the sections run in the existing -out file, keeping the others (each replaced section names its own run)")
 	flag.Parse()
-	if err := run(*out, *only, *count, *peers); err != nil {
+	if *merge && *only == "" {
+		fmt.Fprintln(os.Stderr, "benchreport: -merge needs -only (a full run rewrites the whole file)")
+		os.Exit(2)
+	}
+	if err := run(*out, *only, *count, *peers, *merge); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
@@ -437,7 +442,7 @@ func machine() string {
 	return b.String()
 }
 
-func run(out, only string, count int, peers bool) error {
+func run(out, only string, count int, peers, merge bool) error {
 	start := time.Now()
 	var b strings.Builder
 	b.WriteString("# Benchmarks\n\nWritten by `make bench` (`go run ./internal/benchreport`); do not edit by hand.\n\n")
@@ -476,9 +481,77 @@ func run(out, only string, count int, peers bool) error {
 			body.WriteString(section)
 		}
 	}
+	if merge {
+		old, err := os.ReadFile(out)
+		if err != nil {
+			return fmt.Errorf("-merge: %w", err)
+		}
+		stamp := fmt.Sprintf("*This section was run again on its own (`go run ./internal/benchreport -only %q -merge`) on %s; the machine and load of that run:*\n\n%s\n", only, start.UTC().Format("2006-01-02 15:04 MST"), machine())
+		merged, err := mergeSections(string(old), body.String(), stamp)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, []byte(merged), 0o644)
+	}
 	b.WriteString(body.String())
 	fmt.Fprintf(&b, "---\n\nThe whole run took %s.\n", time.Since(start).Round(time.Second))
 	return os.WriteFile(out, []byte(b.String()), 0o644)
+}
+
+// mergeSections replaces, in report, every "## " section that fresh has
+// (matched by its heading line) with fresh's, whose first paragraph after
+// the heading becomes stamp followed by the section's own text; sections
+// fresh does not have are kept as they were. A fresh section the report
+// lacks is added before the closing "---" line.
+func mergeSections(report, fresh, stamp string) (string, error) {
+	split := func(s string) (head string, secs []string) {
+		parts := strings.Split(s, "\n## ")
+		head = parts[0]
+		for _, p := range parts[1:] {
+			secs = append(secs, "## "+p)
+		}
+		return head, secs
+	}
+	title := func(sec string) string { return strings.SplitN(sec, "\n", 2)[0] }
+	_, news := split("\n" + fresh)
+	if len(news) == 0 {
+		return "", fmt.Errorf("-merge: the run produced no section")
+	}
+	byTitle := map[string]string{}
+	for _, n := range news {
+		t, rest, _ := strings.Cut(n, "\n")
+		byTitle[t] = t + "\n\n" + stamp + rest
+	}
+	head, olds := split(report)
+	var b strings.Builder
+	b.WriteString(head)
+	for i, o := range olds {
+		t := title(o)
+		tail := ""
+		if i == len(olds)-1 {
+			// The last section carries the report's closing lines.
+			if k := strings.Index(o, "\n---\n"); k >= 0 {
+				o, tail = o[:k+1], o[k+1:]
+			}
+		}
+		b.WriteString("\n")
+		if n, ok := byTitle[t]; ok {
+			b.WriteString(strings.TrimRight(n, "\n") + "\n")
+			delete(byTitle, t)
+		} else {
+			b.WriteString(o)
+		}
+		if tail != "" {
+			for _, n := range news {
+				if s, ok := byTitle[title(n)]; ok {
+					b.WriteString("\n" + strings.TrimRight(s, "\n") + "\n")
+				}
+			}
+			byTitle = nil
+			b.WriteString("\n" + tail)
+		}
+	}
+	return b.String(), nil
 }
 
 // failoverSection runs the scheduler failover test once and reports how late

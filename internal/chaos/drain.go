@@ -23,7 +23,7 @@ func waitOwned(ctx context.Context, c *cluster, queues []string, bound time.Dura
 			return err
 		}
 		for _, q := range queues {
-			if _, err := s.QueueOwner(ctx, q); err != nil {
+			if _, err := s.Claims().Owner(ctx, q); err != nil {
 				unowned++
 			}
 		}
@@ -194,7 +194,7 @@ func waitOffsets(ctx context.Context, c *cluster, queues []string, fl *follower,
 				behind++
 				continue
 			}
-			on, err := s.ReadOffset(ctx, q)
+			on, err := s.Claims().Offset(ctx, q)
 			if err != nil {
 				behind++
 				continue

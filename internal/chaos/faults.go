@@ -251,7 +251,7 @@ func (in *injector) longOwner(ctx context.Context) *process {
 	}
 	octx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	on, err := s.QueueOwner(octx, q)
+	on, err := s.Claims().Owner(octx, q)
 	if err != nil {
 		return in.randomWorker()
 	}
@@ -408,7 +408,7 @@ func (in *injector) owners(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.Assignment(ctx)
+	a, err := s.Assignments().Read(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the assignment: %w", err)
 	}
@@ -607,7 +607,7 @@ func (in *injector) schedulerLeader(ctx context.Context) string {
 	if err != nil {
 		return ""
 	}
-	el, err := s.Election(coordinator.ElectionScheduler)
+	el, err := s.Group().Election(coordinator.ElectionScheduler)
 	if err != nil {
 		return ""
 	}

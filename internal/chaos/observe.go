@@ -63,7 +63,7 @@ func (s *offsetSampler) read(ctx context.Context, q string) (check.OffsetSample,
 	}
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	on, err := sess.ReadOffset(rctx, q)
+	on, err := sess.Claims().Offset(rctx, q)
 	if err != nil {
 		return check.OffsetSample{}, err
 	}

@@ -125,11 +125,11 @@ func (h *harness) setup(ctx context.Context) error {
 	}
 	for i, q := range h.queues {
 		h.ordered[q] = i < h.o.Ordered || i >= h.o.Queues // long queues are ordered
-		if err := sess.CreateQueue(ctx, queueConfig(q, h.ordered[q], taskArgv)); err != nil {
+		if err := sess.Queues().Create(ctx, queueConfig(q, h.ordered[q], taskArgv)); err != nil {
 			return fmt.Errorf("create queue %s: %w", q, err)
 		}
 	}
-	if err := h.setupParking(ctx, sess.CreateQueue, taskArgv); err != nil { // parked.go
+	if err := h.setupParking(ctx, sess.Queues().Create, taskArgv); err != nil { // parked.go
 		return err
 	}
 	h.mgr = scheduler.NewManager(h.c.store.Schedules())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -30,9 +31,16 @@ import (
 // multis) from the first enqueue until every queue ran, per new queue: the
 // registrations, the assignments, the claims and the first commits.
 //
-//	DROVER_FAMILYBENCH_QUEUES   new queues (100,000)
-//	DROVER_FAMILYBENCH_RATE     new queues a second (1,000)
-//	DROVER_FAMILYBENCH_WORKERS  worker processes (4)
+// Once every queue ran, the fleet is left alone until every worker is
+// quiet, then measured idle for one window, as the Fleet runtime section
+// measures its 100,000 created queues: the idle figures with 100,000
+// queues that exist only by their first enqueue, and the goroutines per
+// worker against the same worker before the first enqueue.
+//
+//	DROVER_FAMILYBENCH_QUEUES       new queues (100,000)
+//	DROVER_FAMILYBENCH_RATE         new queues a second (1,000)
+//	DROVER_FAMILYBENCH_WORKERS      worker processes (4)
+//	DROVER_FAMILYBENCH_IDLE_WINDOW  the idle window (30s; 0s: no idle phase)
 func BenchmarkQueueFamilies(b *testing.B) {
 	queues, rate, workers := envInt("DROVER_FAMILYBENCH_QUEUES", 100000), envInt("DROVER_FAMILYBENCH_RATE", 1000), envInt("DROVER_FAMILYBENCH_WORKERS", 4)
 	for i := 0; i < b.N; i++ {
@@ -63,7 +71,7 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 	b.Cleanup(func() { s.Close() })
 	fam := drover.FamilyConfig{Name: "bench", Prefix: "f-",
 		Queue: drover.QueueConfig{Concurrency: 1, Tasks: map[string]drover.TaskRoute{"bench.stamp": {Inline: true}}}}
-	if err := s.CreateFamily(ctx, fam); err != nil {
+	if err := s.Families().Create(ctx, fam); err != nil {
 		b.Fatal(err)
 	}
 	env := append(os.Environ(),
@@ -78,6 +86,12 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 	}
 	waitConverged(b, s, ws, 0, time.Minute)
 	time.Sleep(3 * time.Second) // the leader's registrar subscribes (a lost first wake-up waits for the scan)
+	emptyG := make([]int, len(ws))
+	for i, w := range ws {
+		if emptyG[i], err = w.goroutines(); err != nil {
+			b.Fatal(err)
+		}
+	}
 
 	rdb := redis.NewClient(&redis.Options{Addr: redisServer.Addr, PoolSize: 16})
 	b.Cleanup(func() { rdb.Close() })
@@ -108,7 +122,8 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 	drain := waitDrained(b, ws, int64(queues), 10*time.Minute)
 	if keep := os.Getenv("DROVER_FAMILYBENCH_KEEP_LOGS"); keep != "" {
 		for _, w := range ws {
-			data, _ := os.ReadFile(w.logPath)
+			data, err := os.ReadFile(w.logPath)
+			b.Logf("keep %s: %d bytes (%v)", w.logPath, len(data), err)
 			_ = os.WriteFile(filepath.Join(keep, w.name+".log"), data, 0o644)
 		}
 	}
@@ -121,7 +136,7 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 		}
 		lat.Add(&l)
 	}
-	names, err := s.QueueNames(ctx)
+	names, err := s.Queues().Names(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -137,8 +152,48 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 	b.ReportMetric(drain.Seconds(), "drain-after-last-s")
 	b.ReportMetric(float64(zk.Writes)/float64(queues), "zk-write-requests/new-queue")
 	b.ReportMetric(float64(zk.WriteOps)/float64(queues), "zk-write-ops/new-queue")
+	familiesIdle(b, redisServer.Addr, ws, emptyG)
 	b.Logf("%d new queues at %d/s (sent in %s): %d registered, %d first tasks started; p50 %s p99 %s; ZooKeeper %d write requests, %d write ops",
 		queues, rate, sendTook.Round(time.Millisecond), len(names), lat.Total(), lat.Quantile(0.5), lat.Quantile(0.99), zk.Writes, zk.WriteOps)
+}
+
+// familiesIdle waits until every worker is quiet and measures one idle
+// window of the fleet holding the family's queues (the Fleet runtime
+// section's idle figures, prefixed "idle-"), and the goroutines per worker
+// against emptyG, the same workers' before the first enqueue.
+func familiesIdle(b *testing.B, redisAddr string, ws []*worker, emptyG []int) {
+	window := 30 * time.Second
+	if v := os.Getenv("DROVER_FAMILYBENCH_IDLE_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatalf("DROVER_FAMILYBENCH_IDLE_WINDOW: %v", err)
+		}
+		window = d
+	}
+	if window <= 0 {
+		return
+	}
+	mon := redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 1})
+	defer mon.Close()
+	rm := &redisMeter{c: mon}
+	settled := settle(ws, 10*time.Second, 60*time.Second, 2*idleCPUTarget)
+	b.ReportMetric(settled.Seconds(), "settle-s")
+	idle, _ := measure(b, rm, ws, window, nil, sample(b, rm, ws, nil))
+	idle.figures("idle-").report(b)
+	growth := 0.0
+	fullG := make([]int, len(ws))
+	for i, w := range ws {
+		g, err := w.goroutines()
+		if err != nil {
+			b.Fatal(err)
+		}
+		fullG[i] = g
+		growth = max(growth, float64(g)/float64(emptyG[i]))
+	}
+	b.ReportMetric(float64(slices.Max(fullG)), "goroutines-full")
+	b.ReportMetric(growth, "goroutines-full/empty")
+	b.Logf("idle after %s quiet: %.0f Redis commands/s, %.2f%% CPU (busiest worker), %.1f MB RSS (largest worker); goroutines per worker %v before the first enqueue, %v now",
+		settled.Round(time.Second), idle.redisCmdsPerS, idle.cpuPct, idle.rssMB, emptyG, fullG)
 }
 
 func zkCounts(ws []*worker) proxy.Counts {

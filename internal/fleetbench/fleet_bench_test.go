@@ -251,7 +251,7 @@ func createQueues(ctx context.Context, s *coordinator.Session, from, to int) err
 			cfgs = append(cfgs, drover.QueueConfig{Name: queueName(i), Concurrency: 1, Tasks: routes})
 		}
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		n, err := s.CreateQueues(cctx, cfgs)
+		n, err := s.Queues().CreateMany(cctx, cfgs)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("register queues %d–%d: %w", lo, hi-1, err)

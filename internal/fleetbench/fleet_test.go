@@ -119,7 +119,7 @@ func (w *worker) exited() bool {
 
 // findAdmin reads the workers' admin addresses from their member nodes.
 func findAdmin(ctx context.Context, s *coordinator.Session, ws []*worker) error {
-	ms, err := s.Members(ctx)
+	ms, err := s.Group().Members(ctx)
 	if err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func waitConverged(tb testing.TB, s *coordinator.Session, ws []*worker, want int
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		st, err := s.ClusterStats(sctx)
+		st, err := s.Group().Stats(sctx)
 		cancel()
 		if err != nil || st.Owned < want {
 			last = fmt.Sprintf("%d of %d queues have an owner node (err %v)", st.Owned, want, err)

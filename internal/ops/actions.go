@@ -19,7 +19,7 @@ func (o *Ops) Pause(ctx context.Context, scope drover.PauseScope, name, who, rea
 	if err := o.checkScope(ctx, scope, name); err != nil {
 		return err
 	}
-	return o.zk.SetPause(ctx, scope, name, drover.Pause{By: who, At: o.now().UTC(), Reason: reason})
+	return o.zk.Pauses().Set(ctx, scope, name, drover.Pause{By: who, At: o.now().UTC(), Reason: reason})
 }
 
 // Resume clears the pause flag of scope and name; resuming what is not
@@ -28,7 +28,7 @@ func (o *Ops) Resume(ctx context.Context, scope drover.PauseScope, name string) 
 	if err := o.checkScope(ctx, scope, name); err != nil {
 		return err
 	}
-	return o.zk.ClearPause(ctx, scope, name)
+	return o.zk.Pauses().Clear(ctx, scope, name)
 }
 
 func (o *Ops) checkScope(ctx context.Context, scope drover.PauseScope, name string) error {
@@ -161,7 +161,7 @@ func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return ResetPreview{}, err
 	}
-	views, err := o.zk.ReadQueueViews(ctx, []string{q}, true)
+	views, err := o.zk.Queues().Views(ctx, []string{q}, true)
 	if err != nil {
 		return ResetPreview{}, err
 	}
@@ -206,7 +206,7 @@ func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who
 	p.Before, p.Run = stats[0].Lag, stats[1].Lag
 	opts := coordinator.ResetOptions{}
 	if cur.Owner != "" {
-		pauses, err := o.zk.Pauses(ctx)
+		pauses, err := o.zk.Pauses().Read(ctx)
 		if err != nil {
 			return p, err
 		}
@@ -220,14 +220,14 @@ func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who
 		opts.AllowOwned = true
 	}
 	if p.To < p.From && p.Warning == "" {
-		if qe, err := o.zk.Queue(ctx, q); err == nil && qe.Config.Retention == 0 {
+		if qe, err := o.zk.Queues().Get(ctx, q); err == nil && qe.Config.Retention == 0 {
 			p.Warning = "the queue has no retention: done messages were trimmed, only those still in the log run again"
 		}
 	}
 	if dryRun {
 		return p, nil
 	}
-	v, err := o.zk.ResetOffset(ctx, q, drover.Offset{Position: p.To, CommittedAt: o.now().UTC(), Member: "reset by " + who}, opts)
+	v, err := o.zk.Claims().ResetOffset(ctx, q, drover.Offset{Position: p.To, CommittedAt: o.now().UTC(), Member: "reset by " + who}, opts)
 	if err != nil {
 		return p, err
 	}
@@ -242,7 +242,7 @@ func (o *Ops) SetQueueConfig(ctx context.Context, cfg drover.QueueConfig, versio
 		return 0, err
 	}
 	if version < 0 {
-		if err := o.zk.CreateQueue(ctx, cfg); err != nil {
+		if err := o.zk.Queues().Create(ctx, cfg); err != nil {
 			if errors.Is(err, coordinator.ErrQueueExists) {
 				return 0, fmt.Errorf("%w: %w", ErrRefused, err)
 			}
@@ -250,7 +250,7 @@ func (o *Ops) SetQueueConfig(ctx context.Context, cfg drover.QueueConfig, versio
 		}
 		return 0, nil
 	}
-	return o.zk.UpdateQueue(ctx, cfg, version)
+	return o.zk.Queues().Update(ctx, cfg, version)
 }
 
 // DeleteQueueConfig removes q's configuration (its messages and offset
@@ -259,5 +259,5 @@ func (o *Ops) DeleteQueueConfig(ctx context.Context, q string) error {
 	if err := drover.ValidateQueueName(q); err != nil {
 		return badInput("queue name: %v", err)
 	}
-	return o.zk.DeleteQueue(ctx, q)
+	return o.zk.Queues().Delete(ctx, q)
 }

@@ -73,10 +73,10 @@ type BulkResult struct {
 }
 
 // PauseQueues sets the pause flag of every queue in queues (by who, with
-// reason) in batched ZooKeeper multis (coordinator.SetQueuePauses).
+// reason) in batched ZooKeeper multis (coordinator.Pauses.SetQueues).
 func (o *Ops) PauseQueues(ctx context.Context, queues []string, who, reason string) (BulkResult, error) {
 	start := time.Now()
-	n, err := o.zk.SetQueuePauses(ctx, queues, drover.Pause{By: who, At: o.now().UTC(), Reason: reason})
+	n, err := o.zk.Pauses().SetQueues(ctx, queues, drover.Pause{By: who, At: o.now().UTC(), Reason: reason})
 	return BulkResult{Action: "pause", Selected: len(queues), Changed: n, Millis: time.Since(start).Milliseconds()}, err
 }
 
@@ -84,7 +84,7 @@ func (o *Ops) PauseQueues(ctx context.Context, queues []string, who, reason stri
 // not paused is left alone (not counted).
 func (o *Ops) ResumeQueues(ctx context.Context, queues []string) (BulkResult, error) {
 	start := time.Now()
-	n, err := o.zk.ClearQueuePauses(ctx, queues)
+	n, err := o.zk.Pauses().ClearQueues(ctx, queues)
 	return BulkResult{Action: "resume", Selected: len(queues), Changed: n, Millis: time.Since(start).Milliseconds()}, err
 }
 

@@ -11,7 +11,7 @@ import (
 
 // Families lists the queue families, sorted by name.
 func (o *Ops) Families(ctx context.Context) ([]coordinator.FamilyEntry, error) {
-	return o.zk.Families(ctx)
+	return o.zk.Families().List(ctx)
 }
 
 // Family reads one family (drover.ErrFamilyNotFound when there is none).
@@ -19,7 +19,7 @@ func (o *Ops) Family(ctx context.Context, name string) (coordinator.FamilyEntry,
 	if err := drover.ValidateQueueName(name); err != nil {
 		return coordinator.FamilyEntry{}, badInput("family name: %v", err)
 	}
-	return o.zk.Family(ctx, name)
+	return o.zk.Families().Get(ctx, name)
 }
 
 // SetFamily creates a family (version -1) or replaces it at the version
@@ -30,7 +30,7 @@ func (o *Ops) SetFamily(ctx context.Context, f drover.FamilyConfig, version int3
 		return 0, badInput("%v", err)
 	}
 	if version < 0 {
-		err := o.zk.CreateFamily(ctx, f)
+		err := o.zk.Families().Create(ctx, f)
 		switch {
 		case errors.Is(err, coordinator.ErrFamilyExists):
 			return 0, fmt.Errorf("%w: %w", ErrRefused, err)
@@ -39,7 +39,7 @@ func (o *Ops) SetFamily(ctx context.Context, f drover.FamilyConfig, version int3
 		}
 		return 0, err
 	}
-	v, err := o.zk.UpdateFamily(ctx, f, version)
+	v, err := o.zk.Families().Update(ctx, f, version)
 	switch {
 	case errors.Is(err, coordinator.ErrConflict):
 		return 0, fmt.Errorf("%w: %w", ErrRefused, err)
@@ -54,5 +54,5 @@ func (o *Ops) DeleteFamily(ctx context.Context, name string) error {
 	if err := drover.ValidateQueueName(name); err != nil {
 		return badInput("family name: %v", err)
 	}
-	return o.zk.DeleteFamily(ctx, name)
+	return o.zk.Families().Delete(ctx, name)
 }

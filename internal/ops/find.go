@@ -17,7 +17,7 @@ import (
 // QueueNames lists every queue: configured (the registry) or ever enqueued
 // to (the Redis set), sorted. It reads no queue's details.
 func (o *Ops) QueueNames(ctx context.Context) (names []string, configured map[string]bool, err error) {
-	conf, err := o.zk.QueueNames(ctx)
+	conf, err := o.zk.Queues().Names(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -124,11 +124,11 @@ func (o *Ops) QueueRows(ctx context.Context, queues []string, configured map[str
 	if len(queues) == 0 {
 		return rows, nil
 	}
-	pauses, err := o.zk.PausesOf(ctx, queues)
+	pauses, err := o.zk.Pauses().Of(ctx, queues)
 	if err != nil {
 		return nil, err
 	}
-	views, err := o.zk.ReadQueueViews(ctx, queues, true)
+	views, err := o.zk.Queues().Views(ctx, queues, true)
 	if err != nil {
 		return nil, err
 	}

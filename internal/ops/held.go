@@ -75,7 +75,7 @@ func (o *Ops) ownerRateLimited(ctx context.Context, q, owner string) bool {
 	if owner == "" {
 		return false
 	}
-	members, err := o.zk.Members(ctx)
+	members, err := o.zk.Group().Members(ctx)
 	if err != nil {
 		return false
 	}

@@ -19,7 +19,7 @@ import (
 // served. It fails with drover.ErrNotFound for an unknown member and with
 // ErrUnreachable when the member does not answer.
 func (o *Ops) MemberState(ctx context.Context, name string) (json.RawMessage, error) {
-	members, err := o.zk.Members(ctx)
+	members, err := o.zk.Group().Members(ctx)
 	if err != nil {
 		return nil, err
 	}

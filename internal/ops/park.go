@@ -27,7 +27,7 @@ type ParkedQueue struct {
 
 // ParkedQueues lists the queues parked at a failed head, by name.
 func (o *Ops) ParkedQueues(ctx context.Context) ([]ParkedQueue, error) {
-	ps, err := o.zk.Pauses(ctx)
+	ps, err := o.zk.Pauses().Read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func (o *Ops) ParkedHead(ctx context.Context, q string) (ParkedQueue, error) {
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return ParkedQueue{}, err
 	}
-	ps, err := o.zk.Pauses(ctx)
+	ps, err := o.zk.Pauses().Read(ctx)
 	if err != nil {
 		return ParkedQueue{}, err
 	}
@@ -112,7 +112,7 @@ func (o *Ops) RetryParked(ctx context.Context, q, id string, args json.RawMessag
 	if keepPaused {
 		return nil
 	}
-	return o.zk.ClearPause(ctx, drover.PauseQueue, q)
+	return o.zk.Pauses().Clear(ctx, drover.PauseQueue, q)
 }
 
 // SkipParked moves the parked head id of q to the dead letters, with its
@@ -138,7 +138,7 @@ func (o *Ops) SkipParked(ctx context.Context, q, id, who string, keepPaused bool
 	if keepPaused {
 		return nil
 	}
-	return o.zk.ClearPause(ctx, drover.PauseQueue, q)
+	return o.zk.Pauses().Clear(ctx, drover.PauseQueue, q)
 }
 
 // BadInput is an error of the caller's input (IsBadInput), for callers that

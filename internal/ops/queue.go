@@ -17,7 +17,7 @@ func (o *Ops) KnownQueue(ctx context.Context, q string) error {
 	if err := drover.ValidateQueueName(q); err != nil {
 		return badInput("queue name: %v", err)
 	}
-	if _, err := o.zk.Queue(ctx, q); err == nil || !errors.Is(err, drover.ErrQueueNotFound) {
+	if _, err := o.zk.Queues().Get(ctx, q); err == nil || !errors.Is(err, drover.ErrQueueNotFound) {
 		return nil // configured (a corrupt configuration is still a queue)
 	}
 	names, err := o.store.Inspector().Queues(ctx)
@@ -47,7 +47,7 @@ func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return nil, err
 	}
-	views, err := o.zk.ReadQueueViews(ctx, []string{q}, true)
+	views, err := o.zk.Queues().Views(ctx, []string{q}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -57,17 +57,17 @@ func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
 		return nil, err
 	}
 	st := stats[0]
-	an, err := o.zk.Assignment(ctx)
+	an, err := o.zk.Assignments().Read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pauses, err := o.zk.Pauses(ctx)
+	pauses, err := o.zk.Pauses().Read(ctx)
 	if err != nil {
 		return nil, err
 	}
 	d := &QueueDetail{QueueRow: queueRow(v, st, an.Assignment.Queues[q], pauses)}
 	d.RateLimited = o.ownerRateLimited(ctx, q, d.Owner) // held.go
-	switch qe, err := o.zk.Queue(ctx, q); {
+	switch qe, err := o.zk.Queues().Get(ctx, q); {
 	case err == nil:
 		d.Configured, d.Config, d.ConfigVersion = true, &qe.Config, qe.Version
 	case errors.Is(err, drover.ErrQueueNotFound):
@@ -159,7 +159,7 @@ func (o *Ops) Pending(ctx context.Context, q string, after drover.Position, limi
 		return nil, err
 	}
 	if after == 0 {
-		views, err := o.zk.ReadQueueViews(ctx, []string{q}, true)
+		views, err := o.zk.Queues().Views(ctx, []string{q}, true)
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +255,7 @@ func (o *Ops) Message(ctx context.Context, q, id string) (Message, error) {
 	}
 	m := Message{ID: id, State: mi.State, Position: mi.Position}
 	envelopeOf(&m, mi.Raw)
-	if views, err := o.zk.ReadQueueViews(ctx, []string{q}, true); err == nil && mi.Position <= views[0].Offset.Position {
+	if views, err := o.zk.Queues().Views(ctx, []string{q}, true); err == nil && mi.Position <= views[0].Offset.Position {
 		m.Done = true
 	}
 	return m, nil

@@ -30,7 +30,7 @@ type Running struct {
 // Running reads every member's running queues (/debug/state?queues=running,
 // in parallel) and lists the tasks in flight.
 func (o *Ops) Running(ctx context.Context) (Running, error) {
-	members, err := o.zk.Members(ctx)
+	members, err := o.zk.Group().Members(ctx)
 	if err != nil {
 		return Running{}, err
 	}
@@ -90,7 +90,7 @@ func (o *Ops) RunningIn(ctx context.Context, owner string, q string, ids []strin
 	if owner == "" || len(ids) == 0 {
 		return out
 	}
-	members, err := o.zk.Members(ctx)
+	members, err := o.zk.Group().Members(ctx)
 	if err != nil {
 		return out
 	}

@@ -105,7 +105,7 @@ type SnapshotOptions struct {
 func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot, error) {
 	s := o.zk
 	snap := &Snapshot{Cluster: o.cluster, Root: s.Root(), At: o.now().UTC(), Members: []MemberRow{}, Queues: []QueueRow{}}
-	an, err := s.Assignment(ctx)
+	an, err := s.Assignments().Read(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +116,12 @@ func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot,
 	if snap.SchedulerLeader, err = o.leaderName(ctx, coordinator.ElectionScheduler); err != nil {
 		return nil, err
 	}
-	pauses, err := s.Pauses(ctx)
+	pauses, err := s.Pauses().Read(ctx)
 	if err != nil {
 		return nil, err
 	}
 	snap.PausedAll = pauses.All
-	members, err := s.Members(ctx)
+	members, err := s.Group().Members(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot,
 		sort.Slice(snap.Members, func(i, j int) bool { return snap.Members[i].Name < snap.Members[j].Name })
 	}
 
-	configured, err := s.QueueNames(ctx)
+	configured, err := s.Queues().Names(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot,
 		}
 	}
 	sort.Strings(names)
-	views, err := s.ReadQueueViews(ctx, names, opt.Owners)
+	views, err := s.Queues().Views(ctx, names, opt.Owners)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (o *Ops) leaderName(ctx context.Context, election string) (string, error) {
 
 // LeaderName returns the name of the election's leader, "" when none leads.
 func LeaderName(ctx context.Context, s *coordinator.Session, election string) (string, error) {
-	el, err := s.Election(election)
+	el, err := s.Group().Election(election)
 	if err != nil {
 		return "", err
 	}

@@ -31,7 +31,7 @@ func TestProxyForwardsAndCountsASession(t *testing.T) {
 		t.Fatalf("the connect request was not seen: %+v", p.Counts())
 	}
 	before := p.Counts()
-	if err := s.CreateQueue(ctx, drover.QueueConfig{Name: "counted"}); err != nil {
+	if err := s.Queues().Create(ctx, drover.QueueConfig{Name: "counted"}); err != nil {
 		t.Fatal(err)
 	}
 	created := p.Counts().Sub(before)
@@ -39,7 +39,7 @@ func TestProxyForwardsAndCountsASession(t *testing.T) {
 		t.Fatalf("creating a queue: want ≥ 1 write request, have %+v", created)
 	}
 	before = p.Counts()
-	e, err := s.Queue(ctx, "counted")
+	e, err := s.Queues().Get(ctx, "counted")
 	if err != nil {
 		t.Fatalf("reading the queue back through the proxy: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestProxyForwardsAndCountsASession(t *testing.T) {
 	p.Cut()
 	cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
 	defer ccancel()
-	if _, err := s.Queue(cctx, "counted"); err == nil {
+	if _, err := s.Queues().Get(cctx, "counted"); err == nil {
 		t.Fatal("a read through a cut proxy succeeded")
 	}
 	if c, err := net.Dial("tcp", p.Addr); err == nil {
