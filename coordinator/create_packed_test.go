@@ -103,20 +103,6 @@ func TestCreateQueuesPackedMultiLosingARaceFallsBackPerBucket(t *testing.T) {
 	}
 }
 
-// bucketGets counts the plain reads of registry bucket nodes.
-type bucketGets struct {
-	zkConn
-	dir  string
-	gets *atomic.Int64
-}
-
-func (b *bucketGets) Get(p string) ([]byte, *zk.Stat, error) {
-	if strings.HasPrefix(p, b.dir) && !strings.Contains(strings.TrimPrefix(p, b.dir), "/") {
-		b.gets.Add(1)
-	}
-	return b.zkConn.Get(p)
-}
-
 // A session's next CreateQueues reads only the buckets it did not write
 // last (the registrar's every second); a bucket another writer changed
 // since fails its multi on the version and is read and written again.
@@ -128,7 +114,11 @@ func TestCreateQueuesReusesTheBucketsItWrote(t *testing.T) {
 	var gets atomic.Int64
 	dir := admin.path(queuesDir) + "/"
 	s := connectWrapped(t, server.Addrs, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
-		return &bucketGets{zkConn: conn, dir: dir, gets: &gets}
+		bucket := func(p string) bool { // a bucket node, not a config below it
+			rest, ok := strings.CutPrefix(p, dir)
+			return ok && !strings.Contains(rest, "/")
+		}
+		return &getCounter{zkConn: conn, match: bucket, gets: &gets}
 	})
 	ctx := ctxT(t)
 	batch := func(prefix string, n int) []drover.QueueConfig {
@@ -197,5 +187,30 @@ func TestCreateQueuesReusesTheBucketsItWrote(t *testing.T) {
 	// pass does not keep what it wrote).
 	if g := gets.Load(); g > 1 {
 		t.Fatalf("third batch into buckets this session wrote last: want at most 1 bucket read, have %d", g)
+	}
+}
+
+// A queue this session registered and another writer then deleted (a
+// retired family queue, say) is registered again by the next CreateMany:
+// the session's copy of the bucket still lists it, and is not trusted for
+// that.
+func TestCreateQueuesDoesNotTrustItsCopyForAQueueDeletedSince(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	cfgs := []drover.QueueConfig{{Name: "kept"}, {Name: "again"}}
+	if n, err := s.Queues().CreateMany(ctx, cfgs); err != nil || n != 2 {
+		t.Fatalf("create: want 2 created, have %d (%v)", n, err)
+	}
+	if err := admin.Queues().Delete(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Queues().CreateMany(ctx, cfgs[1:]); err != nil || n != 1 {
+		t.Fatalf("create a deleted queue again: want 1 created, have %d (%v)", n, err)
+	}
+	if _, err := admin.Queues().Get(ctx, "again"); err != nil {
+		t.Fatalf("the queue created again: %v", err)
 	}
 }

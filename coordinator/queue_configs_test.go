@@ -198,15 +198,15 @@ func connectHooked(t *testing.T, servers []string, root string, beforeWatch func
 	})
 }
 
-// getCounter counts the plain reads of nodes under prefix.
+// getCounter counts the plain reads of the nodes match accepts.
 type getCounter struct {
 	zkConn
-	prefix string
-	gets   *atomic.Int64
+	match func(path string) bool
+	gets  *atomic.Int64
 }
 
 func (g *getCounter) Get(p string) ([]byte, *zk.Stat, error) {
-	if strings.HasPrefix(p, g.prefix) {
+	if g.match(p) {
 		g.gets.Add(1)
 	}
 	return g.zkConn.Get(p)
@@ -232,7 +232,7 @@ func TestConfigWatchReadsOnlyTheConfigsTheBucketSaysChanged(t *testing.T) {
 	var gets atomic.Int64
 	prefix := admin.path(queuesDir, registryBucket(names[0])) + "/"
 	s := connectWrapped(t, server.Addrs, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
-		return &getCounter{zkConn: conn, prefix: prefix, gets: &gets}
+		return &getCounter{zkConn: conn, match: func(p string) bool { return strings.HasPrefix(p, prefix) }, gets: &gets}
 	})
 	w := s.Queues().WatchConfigs(ctx)
 	for _, q := range followed {

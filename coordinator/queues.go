@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"sync"
 
@@ -379,8 +380,12 @@ type createGroup struct {
 // removed from perBucket.
 func (s *Session) packBuckets(ctx context.Context, buckets []string, perBucket map[string][]queueItem, alone map[string]bool) [][]createGroup {
 	reads := parallelMapN(ctx, createParallelism, buckets, func(bp string) *bucketRead {
-		if r, ok := s.written.get(bp); ok {
-			return &r // as this session wrote it last; the multi checks the version
+		if r, ok := s.written.get(bp); ok && !slices.ContainsFunc(perBucket[bp], func(it queueItem) bool { return r.data.has(it.cfg.Name) }) {
+			// As this session wrote it last: the multi checks the version.
+			// A queue it lists is read afresh instead, since "configured
+			// already" is decided without a write to check it (another
+			// writer may have deleted or retired the queue since).
+			return &r
 		}
 		r, err := s.readBucket(ctx, bp)
 		if err != nil {

@@ -265,10 +265,7 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 func (r *Registry) IncrCounter(name string, v float32, labels ...Label) {
 	if s := r.own[name]; s != nil && s.def.Kind == Counter {
 		var buf [maxLabels]Label
-		if s.grouped {
-			labels = r.groups.rewrite(labels, &buf)
-		}
-		e := s.entry(labels)
+		e, labels := r.entryOf(s, labels, &buf)
 		switch {
 		case e == nil:
 			r.sideOnly().IncrCounterWithLabels(s.key, v, goLabels(labels))
@@ -276,12 +273,7 @@ func (r *Registry) IncrCounter(name string, v float32, labels ...Label) {
 		case e.prom != nil && v >= 0: // Prometheus counters only go up
 			e.prom.(prometheus.Counter).Add(float64(v))
 		}
-		if r.statsd != nil {
-			r.statsd.IncrCounterWithLabels(e.side, v, nil)
-		}
-		if r.inmem != nil {
-			e.mem.add(r.inmemCfg, r.now(), v)
-		}
+		r.toStatsdAndMemory(e, v, gometrics.MetricSink.IncrCounterWithLabels)
 		return
 	}
 	r.gm.IncrCounterWithLabels(key(name), v, goLabels(labels))
@@ -325,10 +317,7 @@ func (r *Registry) SetGauge(name string, v float32, labels ...Label) {
 func (r *Registry) AddSample(name string, v float32, labels ...Label) {
 	if s := r.own[name]; s != nil && s.def.Kind != Counter {
 		var buf [maxLabels]Label
-		if s.grouped {
-			labels = r.groups.rewrite(labels, &buf)
-		}
-		e := s.entry(labels)
+		e, labels := r.entryOf(s, labels, &buf)
 		switch {
 		case e == nil:
 			r.sideOnly().AddSampleWithLabels(s.key, v, goLabels(labels))
@@ -336,15 +325,32 @@ func (r *Registry) AddSample(name string, v float32, labels ...Label) {
 		case e.prom != nil:
 			e.prom.(prometheus.Observer).Observe(float64(v))
 		}
-		if r.statsd != nil {
-			r.statsd.AddSampleWithLabels(e.side, v, nil)
-		}
-		if r.inmem != nil {
-			e.mem.add(r.inmemCfg, r.now(), v)
-		}
+		r.toStatsdAndMemory(e, v, gometrics.MetricSink.AddSampleWithLabels)
 		return
 	}
 	r.gm.AddSampleWithLabels(key(name), v, goLabels(labels))
+}
+
+// entryOf returns s's entry for labels, and the labels, rewritten into
+// their groups when s is grouped (into buf, the caller's, so that nothing
+// is allocated): the entry is nil past the series' limit.
+func (r *Registry) entryOf(s *series, labels []Label, buf *[maxLabels]Label) (*entry, []Label) {
+	if s.grouped {
+		labels = r.groups.rewrite(labels, buf)
+	}
+	return s.entry(labels), labels
+}
+
+// toStatsdAndMemory passes a counter's increment or a sample of e on to
+// statsd (by send: gometrics.MetricSink's method for the kind) and the
+// in-memory dump, each when it is on.
+func (r *Registry) toStatsdAndMemory(e *entry, v float32, send func(gometrics.MetricSink, []string, float32, []gometrics.Label)) {
+	if r.statsd != nil {
+		send(r.statsd, e.side, v, nil)
+	}
+	if r.inmem != nil {
+		e.mem.add(r.inmemCfg, r.now(), v)
+	}
 }
 
 // sweep forgets the expiring gauges not set within the gauge retention,

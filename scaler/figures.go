@@ -110,6 +110,17 @@ func (f Figures) Autoscale(target int64) Autoscale {
 	return Autoscale{TargetLag: target, Lag: f.Lag, QueuesWithLag: f.QueuesWithLag, WorkersNeeded: f.WorkersNeeded(target)}
 }
 
+// AutoscaleOf is the answer for target over queues whose lags are lags,
+// counted as Measure counts a selection's: `drover ctl status` gives it for
+// every queue from the lags it has already read.
+func AutoscaleOf(lags []int64, target int64) Autoscale {
+	var f Figures
+	for _, lag := range lags {
+		f.Add(drover.Backlog{Lag: lag})
+	}
+	return f.Autoscale(target)
+}
+
 // LagMetric is the lag clamped to QueuesWithLag × target: the value whose
 // ceil(value / target) is the number of workers to run, never more than the
 // queues that have work. target must be > 0.

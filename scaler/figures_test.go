@@ -41,3 +41,15 @@ func TestFiguresAddAndAutoscale(t *testing.T) {
 		t.Fatalf("want the largest age, 1m, have %s", f.OldestAge)
 	}
 }
+
+// ctl status's answer over every queue, from lags alone, is Measure's rule.
+func TestAutoscaleOfLags(t *testing.T) {
+	got := AutoscaleOf([]int64{0, 3, 1, 0}, 1)
+	want := Autoscale{TargetLag: 1, Lag: 4, QueuesWithLag: 2, WorkersNeeded: 2}
+	if got != want {
+		t.Fatalf("want %+v, have %+v", want, got)
+	}
+	if got := AutoscaleOf(nil, 5); got != (Autoscale{TargetLag: 5}) {
+		t.Fatalf("no queue: want nothing needed, have %+v", got)
+	}
+}

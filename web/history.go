@@ -91,29 +91,18 @@ func (s *Server) record(snap *ops.Snapshot, tasks map[string]ops.TaskCounts) {
 
 // Overview is the overview page's data (GET /api/v1/overview).
 type Overview struct {
-	Cluster         string          `json:"cluster"`
-	Root            string          `json:"root"`
-	At              time.Time       `json:"at"`
-	Generation      int64           `json:"generation"`
-	Strategy        string          `json:"strategy,omitempty"`
-	RebalanceLeader string          `json:"rebalance_leader,omitempty"`
-	SchedulerLeader string          `json:"scheduler_leader,omitempty"`
-	PausedAll       any             `json:"paused_all,omitempty"`
-	Members         []ops.MemberRow `json:"members"`
-	Totals          ops.Totals      `json:"totals"`
-	History         []sample        `json:"history"`
+	ops.FleetHead
+	At      time.Time       `json:"at"`
+	Members []ops.MemberRow `json:"members"`
+	Totals  ops.Totals      `json:"totals"`
+	History []sample        `json:"history"`
 }
 
 func (s *Server) overview(snap *ops.Snapshot) Overview {
 	s.histMu.Lock()
 	hist := append([]sample(nil), s.history...)
 	s.histMu.Unlock()
-	o := Overview{Cluster: snap.Cluster, Root: snap.Root, At: snap.At, Generation: snap.Generation, Strategy: snap.Strategy,
-		RebalanceLeader: snap.RebalanceLeader, SchedulerLeader: snap.SchedulerLeader, Members: snap.Members, Totals: snap.Totals, History: hist}
-	if snap.PausedAll != nil {
-		o.PausedAll = snap.PausedAll
-	}
-	return o
+	return Overview{FleetHead: snap.FleetHead, At: snap.At, Members: snap.Members, Totals: snap.Totals, History: hist}
 }
 
 // sparkline draws values as an inline SVG polyline (server-rendered: no

@@ -49,24 +49,8 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%d message(s) waiting now will be skipped and never run.", before-after)
 	},
-	"tputSeries": func(h []sample) []point {
-		var out []point
-		for _, s := range h {
-			if s.Throughput >= 0 {
-				out = append(out, point{s.At, s.Throughput})
-			}
-		}
-		return out
-	},
-	"failSeries": func(h []sample) []point {
-		var out []point
-		for _, s := range h {
-			if s.Failures >= 0 {
-				out = append(out, point{s.At, s.Failures})
-			}
-		}
-		return out
-	},
+	"tputSeries": func(h []sample) []point { return knownSeries(h, func(s sample) float64 { return s.Throughput }) },
+	"failSeries": func(h []sample) []point { return knownSeries(h, func(s sample) float64 { return s.Failures }) },
 	"lagSeries": func(h []sample) []point {
 		out := make([]point, len(h))
 		for i, s := range h {
@@ -485,4 +469,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	s.fleetOps().RecordAudit(r.Context(), rec)
 	http.SetCookie(w, c)
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// knownSeries is the points of h where rate (a per-second figure, -1 when
+// unknown) is known.
+func knownSeries(h []sample, rate func(sample) float64) []point {
+	var out []point
+	for _, s := range h {
+		if r := rate(s); r >= 0 {
+			out = append(out, point{s.At, r})
+		}
+	}
+	return out
 }

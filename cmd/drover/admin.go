@@ -99,6 +99,21 @@ func debugGuard(cfg *config.Config) (func(http.Handler) http.Handler, error) {
 	return g.Wrap, nil
 }
 
+// openStoreAndMetrics opens the queue store (openStore) and the metrics
+// registry (setupMetrics) of a process that serves beside the fleet;
+// closeAll closes both.
+func openStoreAndMetrics(cfg *config.Config, clientName string, log hclog.Logger) (store *queue.Store, reg *metrics.Registry, closeAll func(), err error) {
+	store, closeStore, err := openStore(cfg, clientName, log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if reg, err = setupMetrics(cfg, log); err != nil {
+		closeStore()
+		return nil, nil, nil, err
+	}
+	return store, reg, func() { reg.Close(); closeStore() }, nil
+}
+
 // setupMetrics builds the process's metrics registry from the metrics block.
 func setupMetrics(cfg *config.Config, log hclog.Logger) (*metrics.Registry, error) {
 	reg, err := metrics.Setup(metrics.SetupConfig{

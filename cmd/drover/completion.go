@@ -40,14 +40,7 @@ func (a *app) completeQueues(cmd *cobra.Command, _ []string, _ string) ([]string
 			return nil, err
 		}
 		entries, err := s.Queues().List(e.ctx)
-		if err != nil {
-			return nil, err
-		}
-		names := make([]string, len(entries))
-		for i, en := range entries {
-			names[i] = en.Name
-		}
-		return names, nil
+		return namesOf(len(entries), err, func(i int) string { return entries[i].Name })
 	})
 }
 
@@ -69,14 +62,7 @@ func (a *app) completeMembers(cmd *cobra.Command, args []string, _ string) ([]st
 			return nil, err
 		}
 		members, err := s.Group().Members(e.ctx)
-		if err != nil {
-			return nil, err
-		}
-		names := make([]string, len(members))
-		for i, m := range members {
-			names[i] = m.Member.Name
-		}
-		return names, nil
+		return namesOf(len(members), err, func(i int) string { return members[i].Member.Name })
 	})
 }
 
@@ -90,13 +76,19 @@ func (a *app) completeSchedules(cmd *cobra.Command, args []string, _ string) ([]
 			return nil, err
 		}
 		entries, err := m.List(e.ctx)
-		if err != nil {
-			return nil, err
-		}
-		names := make([]string, len(entries))
-		for i, en := range entries {
-			names[i] = en.Name
-		}
-		return names, nil
+		return namesOf(len(entries), err, func(i int) string { return entries[i].Name })
 	})
+}
+
+// namesOf is the names of a listing of n items (name(i) the i-th's), or
+// the listing's error.
+func namesOf(n int, err error, name func(i int) string) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = name(i)
+	}
+	return names, nil
 }

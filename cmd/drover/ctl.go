@@ -18,6 +18,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/zksession"
 	"github.com/drover-dev/drover/queue"
 )
 
@@ -51,7 +52,7 @@ type ctlEnv struct {
 	a      *app
 	cfg    *config.Config
 	json   bool
-	sess   *coordinator.Session
+	zs     *zksession.Keeper // nil until the first zk()
 	rdb    redis.UniversalClient
 	store  *queue.Store
 	logger hclog.Logger
@@ -77,17 +78,20 @@ func (a *app) ctlRun(body func(e *ctlEnv, args []string) error) func(*cobra.Comm
 	}
 }
 
-// zk returns the ZooKeeper session, connecting on first use. A server that
-// does not answer within zookeeper.connect_timeout is an unreachableError.
+// zk returns the ZooKeeper session, connecting on first use (and again
+// after a loss: zksession.Keeper). A server that does not answer within
+// zookeeper.connect_timeout is an unreachableError.
 func (e *ctlEnv) zk() (*coordinator.Session, error) {
-	if e.sess != nil {
-		return e.sess, nil
+	if e.zs == nil {
+		cc, err := e.cfg.Coordinator(e.logger)
+		if err != nil {
+			return nil, err
+		}
+		if e.zs, err = zksession.Dial(cc, zksession.Config{Logger: e.logger}); err != nil {
+			return nil, err
+		}
 	}
-	cc, err := e.cfg.Coordinator(e.logger)
-	if err != nil {
-		return nil, err
-	}
-	s, err := coordinator.Connect(e.ctx, cc)
+	s, err := e.zs.Session(e.ctx)
 	if err != nil {
 		if errors.Is(err, drover.ErrInvalidConfig) || e.ctx.Err() != nil {
 			return nil, err
@@ -95,7 +99,6 @@ func (e *ctlEnv) zk() (*coordinator.Session, error) {
 		return nil, unreachableError{fmt.Errorf("connect to ZooKeeper %s (root %s) within %s: %w",
 			strings.Join(e.cfg.ZooKeeper.Servers, ","), e.cfg.ZooKeeper.Root, e.cfg.ZooKeeper.ConnectTimeout, err)}
 	}
-	e.sess = s
 	return s, nil
 }
 
@@ -133,8 +136,8 @@ func (e *ctlEnv) queues() (*queue.Store, error) {
 }
 
 func (e *ctlEnv) close() {
-	if e.sess != nil {
-		e.sess.Close()
+	if e.zs != nil {
+		e.zs.Close()
 	}
 	if e.rdb != nil {
 		e.rdb.Close()
@@ -188,6 +191,25 @@ func (e *ctlEnv) knownQueueStore(name string) (*queue.Store, error) {
 		return nil, err
 	}
 	return e.queues()
+}
+
+// queueRun is ctlRun for a command on a known queue, its first argument:
+// body gets the queue store once knownQueue has checked the queue.
+func (a *app) queueRun(body func(e *ctlEnv, st *queue.Store, args []string) error) func(*cobra.Command, []string) error {
+	return ctlRunOn(a, func(e *ctlEnv, args []string) (*queue.Store, error) { return e.knownQueueStore(args[0]) }, body)
+}
+
+// ctlRunOn is ctlRun for a body that works on what open returns (a
+// session, a store, the operations): open runs first, and its failure is
+// the command's.
+func ctlRunOn[R any](a *app, open func(e *ctlEnv, args []string) (R, error), body func(e *ctlEnv, r R, args []string) error) func(*cobra.Command, []string) error {
+	return a.ctlRun(func(e *ctlEnv, args []string) error {
+		r, err := open(e, args)
+		if err != nil {
+			return err
+		}
+		return body(e, r, args)
+	})
 }
 
 // printf writes to stdout (table mode messages).

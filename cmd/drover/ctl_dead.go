@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/queue"
 )
 
 // deadJSON is one dead letter as -o json prints it.
@@ -42,7 +43,7 @@ deletes it.`
   drover ctl dead retry emails --all
   drover ctl dead purge emails 01HX… 01HY…`
 
-	var limit, offset int
+	var pg *page
 	ls := &cobra.Command{
 		Use:               "ls <queue>",
 		Short:             "List dead letters, newest first",
@@ -50,18 +51,14 @@ deletes it.`
 		Args:              exactArgs(1, "<queue>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			// Checked, not silently empty: --limit 0 listed nothing.
-			if limit < 1 {
-				return usagef("--limit: want ≥ 1, have %d", limit)
-			}
-			if offset < 0 {
-				return usagef("--offset: want ≥ 0, have %d", offset)
+			if err := pg.check(); err != nil {
+				return err
 			}
 			st, err := e.knownQueueStore(args[0])
 			if err != nil {
 				return err
 			}
-			dls, err := st.Dead().DeadLetters(e.ctx, args[0], offset, limit)
+			dls, err := st.Dead().DeadLetters(e.ctx, args[0], pg.offset, pg.limit)
 			if err != nil {
 				return err
 			}
@@ -79,8 +76,7 @@ deletes it.`
 			return t.flush()
 		}),
 	}
-	ls.Flags().IntVar(&limit, "limit", 100, "list at most this many")
-	ls.Flags().IntVar(&offset, "offset", 0, "skip this many (paging)")
+	pg = pageFlags(ls.Flags(), 100, "list at most this many", "skip this many (paging)")
 
 	show := &cobra.Command{
 		Use:               "show <queue> <id>",
@@ -88,11 +84,7 @@ deletes it.`
 		Example:           "  drover ctl dead show emails 01HX…",
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			st, err := e.knownQueueStore(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: a.queueRun(func(e *ctlEnv, st *queue.Store, args []string) error {
 			dl, err := st.Dead().GetDeadLetter(e.ctx, args[0], args[1])
 			if err != nil {
 				return err
@@ -140,13 +132,8 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 			return nil
 		},
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			q := args[0]
-			st, err := e.knownQueueStore(q)
-			if err != nil {
-				return err
-			}
-			ids := args[1:]
+		RunE: a.queueRun(func(e *ctlEnv, st *queue.Store, args []string) error {
+			q, ids := args[0], args[1:]
 			if verb == "purge" && all {
 				n, err := st.Dead().PurgeAllDead(e.ctx, q)
 				if err != nil {

@@ -14,10 +14,13 @@ import (
 
 func (a *app) ctlEnqueueCommand() *cobra.Command {
 	var (
-		args, id, at, in string
-		headers          []string
-		maxAttempts      int
-		force            bool
+		id          string
+		args        *json.RawMessage
+		at          *time.Time
+		in          *durationValue
+		headers     []string
+		maxAttempts int
+		force       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "enqueue <queue> <task>",
@@ -38,12 +41,7 @@ enqueues to a new queue (it is then created with defaults on first sight).`,
 		RunE: a.ctlRun(func(e *ctlEnv, pos []string) error {
 			queueName, task := pos[0], pos[1]
 			m := &drover.Message{Queue: queueName, Task: task, ID: id, MaxAttempts: maxAttempts}
-			if args != "" {
-				if !json.Valid([]byte(args)) {
-					return usagef("--args: not valid JSON: %s", args)
-				}
-				m.Args = json.RawMessage(args)
-			}
+			m.Args = *args
 			if len(headers) > 0 {
 				m.Headers = map[string]string{}
 				for _, h := range headers {
@@ -59,20 +57,12 @@ enqueues to a new queue (it is then created with defaults on first sight).`,
 			}
 			var due time.Time
 			switch {
-			case at != "" && in != "":
+			case !at.IsZero() && in.given:
 				return usagef("give --at or --in, not both")
-			case at != "":
-				t, err := parseTime(at)
-				if err != nil {
-					return usagef("--at: %v", err)
-				}
-				due = t
-			case in != "":
-				d, err := time.ParseDuration(in)
-				if err != nil || d < 0 {
-					return usagef("--in %q: want a duration ≥ 0 like 90s, 10m or 2h", in)
-				}
-				due = time.Now().Add(d)
+			case !at.IsZero():
+				due = *at
+			case in.given:
+				due = time.Now().Add(in.d)
 			}
 			if err := drover.ValidateQueueName(queueName); err != nil {
 				return usageError{err}
@@ -110,9 +100,9 @@ enqueues to a new queue (it is then created with defaults on first sight).`,
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&args, "args", "", "the task's arguments, JSON")
-	f.StringVar(&at, "at", "", "run at this time: RFC 3339, or YYYY-MM-DD HH:MM[:SS] local time")
-	f.StringVar(&in, "in", "", "run after this long, e.g. 90s, 10m, 2h")
+	args = argsFlag(f, "the task's arguments, JSON")
+	at = atFlag(f, "run at this time: RFC 3339, or YYYY-MM-DD HH:MM[:SS] local time")
+	in = durationFlag(f, "in", 0, "90s, 10m or 2h", "run after this long, e.g. 90s, 10m, 2h")
 	f.StringVar(&id, "id", "", "idempotency key (default: a generated id)")
 	f.StringArrayVar(&headers, "header", nil, "a header, key=value (repeatable)")
 	f.IntVar(&maxAttempts, "max-attempts", 0, "runs before dead-lettering (default: the queue's)")

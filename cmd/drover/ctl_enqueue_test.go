@@ -72,9 +72,9 @@ func TestEnqueueUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--args", `{"a":`}, "not valid JSON"},
 		{[]string{"--args", `hello`}, "not valid JSON"},
-		{[]string{"--in", "soon"}, `--in "soon": want a duration`},
+		{[]string{"--in", "soon"}, `"soon" for "--in" flag: want a duration`},
 		{[]string{"--in", "-5m"}, "want a duration ≥ 0"},
-		{[]string{"--at", "tomorrow"}, "--at: want RFC 3339"},
+		{[]string{"--at", "tomorrow"}, `"tomorrow" for "--at" flag: want RFC 3339`},
 		{[]string{"--at", "2030-01-02T03:04:05Z", "--in", "1m"}, "not both"},
 		{[]string{"--header", "novalue"}, "want key=value"},
 	} {

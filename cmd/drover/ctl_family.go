@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,7 +30,10 @@ Families live in ZooKeeper at /families/<name>; every change is audited.`
   drover ctl family rm customers`
 
 	var cf queueFlags
-	var prefix, retireAfter string
+	var (
+		prefix      string
+		retireAfter *durationValue
+	)
 	var replace bool
 	create := &cobra.Command{
 		Use:   "create <name> --prefix <prefix>",
@@ -61,13 +63,7 @@ registered keep their configuration: change them with 'queue update').`,
 			if f.Prefix == "" {
 				return usagef("--prefix is required: the start of the names of the family's queues")
 			}
-			if retireAfter != "" {
-				d, err := time.ParseDuration(retireAfter)
-				if err != nil || d < 0 {
-					return usagef("--retire-after %q: want a duration ≥ 0 like 24h", retireAfter)
-				}
-				f.RetireAfter = drover.Duration(d)
-			}
+			f.RetireAfter = drover.Duration(retireAfter.d)
 			f.Queue.Name = f.Prefix
 			if err := cf.apply(e.cmdFlags, e.a.stdin, &f.Queue); err != nil {
 				return err
@@ -98,7 +94,7 @@ registered keep their configuration: change them with 'queue update').`,
 	}
 	cf.register(create, false)
 	create.Flags().StringVar(&prefix, "prefix", "", "the start of the names of the family's queues (required)")
-	create.Flags().StringVar(&retireAfter, "retire-after", "", "retire a queue of the family after it has been empty and idle this long, e.g. 24h (default: never)")
+	retireAfter = durationFlag(create.Flags(), "retire-after", 0, "24h", "retire a queue of the family after it has been empty and idle this long, e.g. 24h (default: never)")
 	create.Flags().BoolVar(&replace, "replace", false, "replace an existing family")
 
 	ls := &cobra.Command{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/jobs"
+	"github.com/drover-dev/drover/queue"
 )
 
 func (a *app) ctlJobCommand() *cobra.Command {
@@ -34,11 +35,7 @@ error: the command exits 0.`,
   drover ctl job emails "$id" -o json | jq -r .state`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			st, err := e.knownQueueStore(args[0])
-			if err != nil {
-				return err
-			}
+		RunE: a.queueRun(func(e *ctlEnv, st *queue.Store, args []string) error {
 			s, err := e.zk()
 			if err != nil {
 				return err

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/ops"
 )
 
@@ -31,13 +32,13 @@ func (e *ctlEnv) ops() (*ops.Ops, error) {
 // operations over the command's ZooKeeper session and queue store, opened
 // (and their failure returned) before it runs.
 func (a *app) opsRun(body func(e *ctlEnv, o *ops.Ops, args []string) error) func(*cobra.Command, []string) error {
-	return a.ctlRun(func(e *ctlEnv, args []string) error {
-		o, err := e.ops()
-		if err != nil {
-			return err
-		}
-		return body(e, o, args)
-	})
+	return ctlRunOn(a, func(e *ctlEnv, _ []string) (*ops.Ops, error) { return e.ops() }, body)
+}
+
+// zkRun is ctlRun for a command that needs only the ZooKeeper session:
+// body gets it, opened (and its failure returned) before it runs.
+func (a *app) zkRun(body func(e *ctlEnv, s *coordinator.Session, args []string) error) func(*cobra.Command, []string) error {
+	return ctlRunOn(a, func(e *ctlEnv, _ []string) (*coordinator.Session, error) { return e.zk() }, body)
 }
 
 // opsError maps package ops' errors to ctl's exit codes.
@@ -63,10 +64,9 @@ dead (newest first), and show one message by id wherever it is.`
 	cmd.Example = `  drover ctl messages ls emails --state delayed
   drover ctl messages show emails 01HZX3…`
 	var (
-		state  string
-		limit  int
-		after  int64
-		offset int
+		state string
+		after int64
+		pg    *page
 	)
 	ls := &cobra.Command{
 		Use:   "ls <queue>",
@@ -77,17 +77,20 @@ dead (newest first), and show one message by id wherever it is.`
 		Args:              exactArgs(1, "<queue>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
+			if err := pg.check(); err != nil {
+				return err
+			}
 			var (
 				msgs []ops.Message
 				err  error
 			)
 			switch state {
 			case "pending":
-				msgs, err = o.Pending(e.ctx, args[0], drover.Position(after), limit)
+				msgs, err = o.Pending(e.ctx, args[0], drover.Position(after), pg.limit)
 			case "delayed":
-				msgs, err = o.Delayed(e.ctx, args[0], offset, limit)
+				msgs, err = o.Delayed(e.ctx, args[0], pg.offset, pg.limit)
 			case "dead":
-				msgs, err = o.Dead(e.ctx, args[0], offset, limit)
+				msgs, err = o.Dead(e.ctx, args[0], pg.offset, pg.limit)
 			default:
 				return usagef("--state %q: want pending, delayed or dead", state)
 			}
@@ -109,9 +112,8 @@ dead (newest first), and show one message by id wherever it is.`
 	}
 	f := ls.Flags()
 	f.StringVar(&state, "state", "pending", "pending, delayed or dead")
-	f.IntVar(&limit, "limit", 50, "the most messages to list (1 to 500)")
+	pg = pageFlags(f, 50, "the most messages to list (1 to 500)", "delayed and dead: skip this many")
 	f.Int64Var(&after, "after", 0, "pending: list after this position (default: the committed offset)")
-	f.IntVar(&offset, "offset", 0, "delayed and dead: skip this many")
 	_ = ls.RegisterFlagCompletionFunc("state", fixedCompletion("pending", "delayed", "dead"))
 
 	show := &cobra.Command{

@@ -80,8 +80,8 @@ again as it is. Every retry and skip is audited.`
 	}
 
 	var (
-		args       string
-		keepPaused bool
+		args       *json.RawMessage
+		keepPaused *bool
 	)
 	retry := &cobra.Command{
 		Use:   "retry <queue> <id>",
@@ -94,14 +94,8 @@ unless --keep-paused. <id> must be the head 'parked show' names.`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, a []string) error {
-			var edited json.RawMessage
-			if e.cmdFlags.Changed("args") {
-				if !json.Valid([]byte(args)) {
-					return usagef("--args: not valid JSON")
-				}
-				edited = json.RawMessage(args)
-			}
-			err := o.RetryParked(e.ctx, a[0], a[1], edited, keepPaused)
+			edited := *args
+			err := o.RetryParked(e.ctx, a[0], a[1], edited, *keepPaused)
 			detail := "head " + a[1]
 			if edited != nil {
 				detail += ", args edited"
@@ -110,13 +104,13 @@ unless --keep-paused. <id> must be the head 'parked show' names.`,
 			if err != nil {
 				return refusedOf(err)
 			}
-			return e.parkedDone(a[0], a[1], "retried", keepPaused)
+			return e.parkedDone(a[0], a[1], "retried", *keepPaused)
 		}),
 	}
-	retry.Flags().StringVar(&args, "args", "", "JSON that replaces the head's args")
-	retry.Flags().BoolVar(&keepPaused, "keep-paused", false, "leave the queue paused (resume it later with 'drover ctl resume')")
+	args = argsFlag(retry.Flags(), "JSON that replaces the head's args")
+	keepPaused = keepPausedFlag(retry.Flags())
 
-	var skipKeep bool
+	var skipKeep *bool
 	skip := &cobra.Command{
 		Use:   "skip <queue> <id>",
 		Short: "Move the parked head to the dead letters, then resume",
@@ -127,15 +121,15 @@ unless --keep-paused. <id> must be the head 'parked show' names.`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, a []string) error {
-			err := o.SkipParked(e.ctx, a[0], a[1], operator(), skipKeep)
+			err := o.SkipParked(e.ctx, a[0], a[1], operator(), *skipKeep)
 			e.auditParked(o, "parked.skip", a[0], "head "+a[1]+" to the dead letters", err)
 			if err != nil {
 				return refusedOf(err)
 			}
-			return e.parkedDone(a[0], a[1], "moved to the dead letters", skipKeep)
+			return e.parkedDone(a[0], a[1], "moved to the dead letters", *skipKeep)
 		}),
 	}
-	skip.Flags().BoolVar(&skipKeep, "keep-paused", false, "leave the queue paused (resume it later with 'drover ctl resume')")
+	skipKeep = keepPausedFlag(skip.Flags())
 	cmd.AddCommand(ls, show, retry, skip)
 	return cmd
 }

@@ -61,11 +61,7 @@ the flags given.`
 		Example:           "  drover ctl queue update emails --concurrency 16 --rm-task old",
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			s, err := e.zk()
-			if err != nil {
-				return err
-			}
+		RunE: a.zkRun(func(e *ctlEnv, s *coordinator.Session, args []string) error {
 			entry, err := s.Queues().Get(e.ctx, args[0])
 			if err != nil && !(entry.Err != nil && uf.file != "") { // a corrupt config may be replaced with -f
 				return err
@@ -94,11 +90,7 @@ the flags given.`
 		Short:   "List the queue configurations",
 		Example: "  drover ctl queue ls\n  drover ctl queue ls -o json",
 		Args:    noArgs,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			s, err := e.zk()
-			if err != nil {
-				return err
-			}
+		RunE: a.zkRun(func(e *ctlEnv, s *coordinator.Session, args []string) error {
 			entries, err := s.Queues().List(e.ctx)
 			if err != nil {
 				return err
@@ -129,11 +121,7 @@ the flags given.`
 		Example:           "  drover ctl queue show emails > emails.json",
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			s, err := e.zk()
-			if err != nil {
-				return err
-			}
+		RunE: a.zkRun(func(e *ctlEnv, s *coordinator.Session, args []string) error {
 			entry, err := s.Queues().Get(e.ctx, args[0])
 			if err != nil {
 				return err
@@ -151,11 +139,7 @@ creating the queue again resumes where it stopped.`,
 		Example:           "  drover ctl queue rm emails",
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			s, err := e.zk()
-			if err != nil {
-				return err
-			}
+		RunE: a.zkRun(func(e *ctlEnv, s *coordinator.Session, args []string) error {
 			if err := s.Queues().Delete(e.ctx, args[0]); err != nil {
 				return err
 			}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -71,15 +70,9 @@ func (qf *queueFlags) register(cmd *cobra.Command, update bool) {
 // apply changes cfg by the flags that were given on the command line.
 func (qf *queueFlags) apply(fs *pflag.FlagSet, stdin io.Reader, cfg *drover.QueueConfig) error {
 	if qf.file != "" {
-		var data []byte
-		var err error
-		if qf.file == "-" {
-			data, err = io.ReadAll(stdin)
-		} else {
-			data, err = os.ReadFile(qf.file)
-		}
+		data, err := readFileFlag(qf.file, stdin)
 		if err != nil {
-			return usagef("-f: %v", err)
+			return err
 		}
 		name := cfg.Name
 		var fromFile drover.QueueConfig
@@ -109,30 +102,14 @@ func (qf *queueFlags) apply(fs *pflag.FlagSet, stdin io.Reader, cfg *drover.Queu
 		*dst = drover.Duration(d)
 		return nil
 	}
-	if changed("weight") {
-		cfg.Weight = qf.weight
-	}
-	if changed("concurrency") {
-		cfg.Concurrency = qf.concurrency
-	}
-	if changed("ordered") {
-		cfg.Ordered = qf.ordered
-	}
-	if changed("max-attempts") {
-		cfg.MaxAttempts = qf.maxAttempts
-	}
-	if changed("rate-limit") {
-		cfg.RateLimit.PerSecond = qf.rateLimit
-	}
-	if changed("rate-burst") {
-		cfg.RateLimit.Burst = qf.rateBurst
-	}
-	if changed("on-failure") {
-		cfg.OnFailure = qf.onFailure
-	}
-	if changed("backoff-jitter") {
-		cfg.Backoff.Jitter = qf.backoffJitter
-	}
+	given(fs, "weight", &cfg.Weight, qf.weight)
+	given(fs, "concurrency", &cfg.Concurrency, qf.concurrency)
+	given(fs, "ordered", &cfg.Ordered, qf.ordered)
+	given(fs, "max-attempts", &cfg.MaxAttempts, qf.maxAttempts)
+	given(fs, "rate-limit", &cfg.RateLimit.PerSecond, qf.rateLimit)
+	given(fs, "rate-burst", &cfg.RateLimit.Burst, qf.rateBurst)
+	given(fs, "on-failure", &cfg.OnFailure, qf.onFailure)
+	given(fs, "backoff-jitter", &cfg.Backoff.Jitter, qf.backoffJitter)
 	for _, d := range []struct {
 		flag, v string
 		dst     *drover.Duration
@@ -151,12 +128,8 @@ func (qf *queueFlags) apply(fs *pflag.FlagSet, stdin io.Reader, cfg *drover.Queu
 		}
 		cfg.Outcomes.Retention = &d
 	}
-	if changed("outcome-max") {
-		cfg.Outcomes.Max = qf.outcomeMax
-	}
-	if changed("outcome-stdout") {
-		cfg.Outcomes.StdoutTail = qf.outcomeStdout
-	}
+	given(fs, "outcome-max", &cfg.Outcomes.Max, qf.outcomeMax)
+	given(fs, "outcome-stdout", &cfg.Outcomes.StdoutTail, qf.outcomeStdout)
 	if qf.clearTags {
 		cfg.Tags = nil
 	}
@@ -189,22 +162,19 @@ func (qf *queueFlags) apply(fs *pflag.FlagSet, stdin io.Reader, cfg *drover.Queu
 		route.Pool = pool
 		cfg.Tasks[name] = route
 	}
-	if changed("limit-as") {
-		cfg.Limits.AddressSpace = qf.limitAS
-	}
-	if changed("limit-cpu") {
-		cfg.Limits.CPUSeconds = qf.limitCPU
-	}
-	if changed("limit-nofile") {
-		cfg.Limits.OpenFiles = qf.limitFiles
-	}
-	if changed("user") {
-		cfg.User = qf.user
-	}
-	if changed("group") {
-		cfg.Group = qf.group
-	}
+	given(fs, "limit-as", &cfg.Limits.AddressSpace, qf.limitAS)
+	given(fs, "limit-cpu", &cfg.Limits.CPUSeconds, qf.limitCPU)
+	given(fs, "limit-nofile", &cfg.Limits.OpenFiles, qf.limitFiles)
+	given(fs, "user", &cfg.User, qf.user)
+	given(fs, "group", &cfg.Group, qf.group)
 	return nil
+}
+
+// given sets *dst to v when flag was on the command line.
+func given[T any](fs *pflag.FlagSet, flag string, dst *T, v T) {
+	if fs.Changed(flag) {
+		*dst = v
+	}
 }
 
 // parseTaskRoute reads NAME=ARGV, NAME=@go or NAME=@inline.

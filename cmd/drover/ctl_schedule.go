@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,6 +55,12 @@ func noteNoScheduler(e *ctlEnv, entries []scheduler.Entry) {
 	}
 }
 
+// scheduleRun is ctlRun for a command on the schedules: body gets the
+// schedule management API (manager), opened before it runs.
+func (a *app) scheduleRun(body func(e *ctlEnv, m *scheduler.Manager, args []string) error) func(*cobra.Command, []string) error {
+	return ctlRunOn(a, func(e *ctlEnv, _ []string) (*scheduler.Manager, error) { return e.manager() }, body)
+}
+
 // manager returns the schedule management API over Redis.
 func (e *ctlEnv) manager() (*scheduler.Manager, error) {
 	st, err := e.queues()
@@ -88,8 +92,11 @@ drover:sched:<name>); the elected scheduler fires them, never twice per slot.`
   drover ctl schedule disable nightly`
 
 	var (
-		q, task, args, every, cronExpr, tz, at, catchup, jitter, file string
-		relative, disabled, replace, force                            bool
+		q, task, cronExpr, tz, catchup, file string
+		args                                 *json.RawMessage
+		at                                   *time.Time
+		every, jitter                        *durationValue
+		relative, disabled, replace, force   bool
 	)
 	add := &cobra.Command{
 		Use:   "add <name> --queue Q --task T (--every D | --cron EXPR | --at TIME)",
@@ -107,15 +114,9 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 		RunE: a.ctlRun(func(e *ctlEnv, pos []string) error {
 			var def scheduler.Definition
 			if file != "" {
-				var data []byte
-				var err error
-				if file == "-" {
-					data, err = io.ReadAll(e.a.stdin)
-				} else {
-					data, err = os.ReadFile(file)
-				}
+				data, err := readFileFlag(file, e.a.stdin)
 				if err != nil {
-					return usagef("-f: %v", err)
+					return err
 				}
 				// Decode only: the name may come from the argument, and
 				// Validate runs below.
@@ -130,39 +131,20 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 				}
 			} else {
 				def = scheduler.Definition{Name: pos[0], Queue: q, Task: task, Disabled: disabled, Catchup: scheduler.Catchup(catchup)}
-				if args != "" {
-					if !json.Valid([]byte(args)) {
-						return usagef("--args: not valid JSON: %s", args)
-					}
-					def.Args = json.RawMessage(args)
-				}
-				if jitter != "" {
-					d, err := time.ParseDuration(jitter)
-					if err != nil || d < 0 {
-						return usagef("--jitter %q: want a duration ≥ 0 like 30s", jitter)
-					}
-					def.Jitter = d
-				}
+				def.Args = *args
+				def.Jitter = jitter.d
 				n := 0
-				if every != "" {
+				if every.given {
 					n++
-					d, err := time.ParseDuration(every)
-					if err != nil || d < time.Second {
-						return usagef("--every %q: want a duration of at least 1s, like 30s, 5m or 1h", every)
-					}
-					def.Schedule = scheduler.Spec{Type: scheduler.TypeInterval, Every: d, Relative: relative}
+					def.Schedule = scheduler.Spec{Type: scheduler.TypeInterval, Every: every.d, Relative: relative}
 				}
 				if cronExpr != "" {
 					n++
 					def.Schedule = scheduler.Spec{Type: scheduler.TypeCron, Expr: cronExpr, Timezone: tz}
 				}
-				if at != "" {
+				if !at.IsZero() {
 					n++
-					t, err := parseTime(at)
-					if err != nil {
-						return usagef("--at: %v", err)
-					}
-					def.Schedule = scheduler.Spec{Type: scheduler.TypeAt, At: t}
+					def.Schedule = scheduler.Spec{Type: scheduler.TypeAt, At: *at}
 				}
 				if n != 1 {
 					return usagef("schedule add: give exactly one of --every, --cron or --at (or -f)")
@@ -213,14 +195,14 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 	f := add.Flags()
 	f.StringVar(&q, "queue", "", "the queue to enqueue to")
 	f.StringVar(&task, "task", "", "the task name")
-	f.StringVar(&args, "args", "", "the task's arguments, JSON")
-	f.StringVar(&every, "every", "", "fire every interval, e.g. 30s, 15m, 24h")
+	args = argsFlag(f, "the task's arguments, JSON")
+	every = durationFlag(f, "every", time.Second, "30s, 5m or 1h", "fire every interval, e.g. 30s, 15m, 24h")
 	f.BoolVar(&relative, "relative", false, "measure --every from the last run")
 	f.StringVar(&cronExpr, "cron", "", `a crontab line, e.g. "5 4 * * mon"`)
 	f.StringVar(&tz, "tz", "", "the time zone of --cron, e.g. Europe/Berlin (default UTC)")
-	f.StringVar(&at, "at", "", "fire once at this time (RFC 3339, or YYYY-MM-DD HH:MM[:SS] local)")
+	at = atFlag(f, "fire once at this time (RFC 3339, or YYYY-MM-DD HH:MM[:SS] local)")
 	f.StringVar(&catchup, "catchup", "", "missed slots: once (default), skip or all")
-	f.StringVar(&jitter, "jitter", "", "delay every fire by up to this much (whole seconds)")
+	jitter = durationFlag(f, "jitter", 0, "30s", "delay every fire by up to this much (whole seconds)")
 	f.BoolVar(&disabled, "disabled", false, "add it disabled")
 	f.BoolVar(&replace, "replace", false, "replace a schedule of that name")
 	f.BoolVar(&force, "force", false, "accept a queue nobody configured or used")
@@ -233,11 +215,7 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 		Short:   "List the schedules with their state, next fire and run count",
 		Example: "  drover ctl schedule ls",
 		Args:    noArgs,
-		RunE: a.ctlRun(func(e *ctlEnv, _ []string) error {
-			m, err := e.manager()
-			if err != nil {
-				return err
-			}
+		RunE: a.scheduleRun(func(e *ctlEnv, m *scheduler.Manager, _ []string) error {
 			entries, err := m.List(e.ctx)
 			if err != nil {
 				return err
@@ -275,11 +253,7 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 		Example:           "  drover ctl schedule show nightly",
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeSchedules,
-		RunE: a.ctlRun(func(e *ctlEnv, pos []string) error {
-			m, err := e.manager()
-			if err != nil {
-				return err
-			}
+		RunE: a.scheduleRun(func(e *ctlEnv, m *scheduler.Manager, pos []string) error {
 			en, err := m.Get(e.ctx, pos[0])
 			if err != nil {
 				return err
@@ -295,11 +269,7 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 			Example:           "  drover ctl schedule " + verb + " nightly",
 			Args:              exactArgs(1, "<name>"),
 			ValidArgsFunction: a.completeSchedules,
-			RunE: a.ctlRun(func(e *ctlEnv, pos []string) error {
-				m, err := e.manager()
-				if err != nil {
-					return err
-				}
+			RunE: a.scheduleRun(func(e *ctlEnv, m *scheduler.Manager, pos []string) error {
 				if err := do(m, e, pos[0]); err != nil {
 					return err
 				}

@@ -63,10 +63,10 @@ func TestSchedules(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"--every", "soon"}, `--every "soon"`},
+		{[]string{"--every", "soon"}, `"soon" for "--every" flag`},
 		// Zero is given, not missing: it used to say "schedule.every: required".
-		{[]string{"--every", "0s"}, `--every "0s": want a duration of at least 1s`},
-		{[]string{"--every", "1m", "--jitter", "-5s"}, `--jitter "-5s"`},
+		{[]string{"--every", "0s"}, `"0s" for "--every" flag: want a duration ≥ 1s`},
+		{[]string{"--every", "1m", "--jitter", "-5s"}, `"-5s" for "--jitter" flag`},
 		{[]string{"--cron", "every tuesday"}, "schedule"},
 		{[]string{"--cron", "5 4 * * *", "--tz", "Mars/Base"}, "timezone"},
 		{[]string{}, "exactly one of --every, --cron or --at"},

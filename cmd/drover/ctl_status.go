@@ -10,41 +10,25 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/ops"
+	"github.com/drover-dev/drover/scaler"
 )
 
 // statusReport is `drover ctl status -o json`.
 type statusReport struct {
-	Cluster         string         `json:"cluster"`
-	Root            string         `json:"root"`
-	Generation      int64          `json:"generation"`
-	Strategy        string         `json:"strategy,omitempty"`
-	RebalanceLeader string         `json:"rebalance_leader,omitempty"`
-	SchedulerLeader string         `json:"scheduler_leader,omitempty"`
-	PausedAll       *drover.Pause  `json:"paused_all,omitempty"`
-	Members         []memberStatus `json:"members"`
-	Queues          []queueStatus  `json:"queues"`
-	Autoscale       autoscaleLine  `json:"autoscale"`
-	Notes           []string       `json:"notes,omitempty"`
+	ops.FleetHead
+	Members   []memberStatus   `json:"members"`
+	Queues    []queueStatus    `json:"queues"`
+	Autoscale scaler.Autoscale `json:"autoscale"`
+	Notes     []string         `json:"notes,omitempty"`
 }
 
 // memberStatus is a member's line; ops.MemberRow has the same JSON.
 type memberStatus = ops.MemberRow
 
+// queueStatus is a queue's line: the console's row (ops.QueueRow, the
+// same JSON) and the family its name falls under.
 type queueStatus struct {
-	Queue      string          `json:"queue"`
-	Configured bool            `json:"configured"` // has /queues/<bucket>/<name>
-	Assigned   string          `json:"assigned,omitempty"`
-	Owner      string          `json:"owner,omitempty"`
-	Committed  drover.Position `json:"committed"`
-	LogEnd     drover.Position `json:"log_end"`
-	Lag        int64           `json:"lag"`
-	OldestAge  float64         `json:"oldest_age_seconds"`
-	Delayed    int64           `json:"delayed"`
-	Dead       int64           `json:"dead"`
-	Paused     bool            `json:"paused"`
-	PausedBy   *drover.Pause   `json:"paused_by,omitempty"`
-	// RateLimited: its owner holds its work back for its rate limit.
-	RateLimited bool `json:"rate_limited,omitempty"`
+	ops.QueueRow
 	// Family is the queue family whose prefix the name matches
 	// (ctl_family.go); `ctl queue show` tells whether the family registered
 	// it (its config's "family").
@@ -91,14 +75,12 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &statusReport{Cluster: snap.Cluster, Root: snap.Root, Generation: snap.Generation, Strategy: snap.Strategy,
-		RebalanceLeader: snap.RebalanceLeader, SchedulerLeader: snap.SchedulerLeader, PausedAll: snap.PausedAll,
-		Members: snap.Members, Queues: make([]queueStatus, 0, len(snap.Queues))}
+	rep := &statusReport{FleetHead: snap.FleetHead, Members: snap.Members, Queues: make([]queueStatus, 0, len(snap.Queues))}
 	for _, r := range snap.Queues {
 		if r.Error != "" {
 			return nil, fmt.Errorf("queue %s: %s", r.Queue, r.Error)
 		}
-		rep.Queues = append(rep.Queues, queueStatusOf(r))
+		rep.Queues = append(rep.Queues, queueStatus{QueueRow: r})
 	}
 	fams, err := o.Families(ctx)
 	if err != nil {
@@ -115,17 +97,13 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 			rep.Queues[i].Family = f.Name
 		}
 	}
-	rep.Autoscale = autoscaleOf(rep.Queues, int64(e.cfg.Scaler.TargetLag))
+	lags := make([]int64, len(rep.Queues))
+	for i, q := range rep.Queues {
+		lags[i] = q.Lag
+	}
+	rep.Autoscale = scaler.AutoscaleOf(lags, int64(e.cfg.Scaler.TargetLag))
 	rep.Notes = snap.Notes
 	return rep, nil
-}
-
-// queueStatusOf is r as `ctl status -o json` shows it (without the
-// console's owned and error fields).
-func queueStatusOf(r ops.QueueRow) queueStatus {
-	return queueStatus{Queue: r.Queue, Configured: r.Configured, Assigned: r.Assigned, Owner: r.Owner,
-		Committed: r.Committed, LogEnd: r.LogEnd, Lag: r.Lag, OldestAge: r.OldestAge, Delayed: r.Delayed,
-		Dead: r.Dead, Paused: r.Paused, PausedBy: r.PausedBy, RateLimited: r.RateLimited}
 }
 
 // fmtPause says who paused and why, for a table: "alice@host: smtp

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/ops"
 )
 
 // fakeState is a worker's /debug/state as the fake admin server serves it.
@@ -145,5 +147,35 @@ func TestDynamicCompletion(t *testing.T) {
 	out := c.ok("__complete", "ctl", "queue", "show", "").stdout
 	if !contains(out, "alpha\n", "beta\n") {
 		t.Fatalf("want the queue names offered, have:\n%s", out)
+	}
+}
+
+// A queue's line of `ctl status -o json` is the console's row
+// (ops.QueueRow) and its family, not a copy of it that drifts: every key
+// of the row is there with its value (issue 32).
+func TestCtlStatusQueueIsTheConsoleRow(t *testing.T) {
+	r := ops.QueueRow{Queue: "q", Configured: true, Owned: true, Owner: "w1", Lag: 3, Committed: 7, Error: "x"}
+	row, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := json.Marshal(queueStatus{QueueRow: r, Family: "fam"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, have map[string]any
+	if err := json.Unmarshal(row, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(line, &have); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range want {
+		if !reflect.DeepEqual(have[k], v) {
+			t.Errorf("key %q: want %v (the console's row), have %v", k, v, have[k])
+		}
+	}
+	if have["family"] != "fam" {
+		t.Errorf("family: want fam, have %v", have["family"])
 	}
 }

@@ -26,16 +26,11 @@ func runScheduler(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	store, closeStore, err := openStore(cfg, "drover-scheduler-"+cfg.Worker.Name, log)
+	store, reg, closeAll, err := openStoreAndMetrics(cfg, "drover-scheduler-"+cfg.Worker.Name, log)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	reg, err := setupMetrics(cfg, log)
-	if err != nil {
-		return err
-	}
-	defer reg.Close()
+	defer closeAll()
 	m, err := membership.NewMember(membership.MemberConfig{
 		Name: cfg.Worker.Name, Coordinator: ccfg, Scheduler: schedulerRole(cfg, store, reg, log),
 		Logger: log, Metrics: reg,

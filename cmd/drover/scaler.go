@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,8 +19,8 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/zksession"
 	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/scaler"
@@ -59,17 +58,15 @@ loopback needs mutual TLS (scaler.tls).`,
 // and admin addresses once both listen (tests use it with port 0).
 func runScaler(ctx context.Context, cfg *config.Config, ready func(grpcAddr, adminAddr string)) error {
 	log := cfg.Logger("drover", os.Stderr).Named("scaler")
-	store, closeStore, err := openStore(cfg, "drover-scaler", log)
+	store, reg, closeAll, err := openStoreAndMetrics(cfg, "drover-scaler", log)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	reg, err := setupMetrics(cfg, log)
+	defer closeAll()
+	fleet, err := newScalerFleet(cfg, store, log.Named("zk"))
 	if err != nil {
 		return err
 	}
-	defer reg.Close()
-	fleet := &scalerFleet{cfg: cfg, store: store, log: log.Named("zk")}
 	defer fleet.close()
 	srv, err := scaler.New(scaler.Config{
 		Fleet: fleet, Wakeups: store.Listener().AllWakeups, PollInterval: cfg.Scaler.PollInterval, Logger: log,
@@ -190,55 +187,34 @@ func publishAutoscaleGauges(ctx context.Context, cfg *config.Config, f scaler.Fl
 }
 
 // scalerFleet is scaler.Fleet over ZooKeeper (configured queues, committed
-// offsets) and Redis (enqueued-to queues, logs). It keeps one ZooKeeper
-// session and opens a new one on the next call after it ends.
+// offsets) and Redis (enqueued-to queues, logs). Its ZooKeeper session is
+// the Keeper's: made on the first call, made again on the call after a loss.
 type scalerFleet struct {
-	cfg   *config.Config
+	zk    *zksession.Keeper
 	store *queue.Store
-	log   hclog.Logger
-
-	mu   sync.Mutex
-	sess *coordinator.Session // nil until the first call, or after it ended
 }
 
 var _ scaler.Fleet = (*scalerFleet)(nil)
 
-func (f *scalerFleet) session(ctx context.Context) (*coordinator.Session, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.sess != nil {
-		select {
-		case <-f.sess.Done():
-			f.sess.Close()
-			f.sess = nil
-		default:
-			return f.sess, nil
-		}
-	}
-	cc, err := f.cfg.Coordinator(f.log)
+// newScalerFleet returns the fleet of cfg's ZooKeeper and store; it
+// connects on its first call. Close it with close.
+func newScalerFleet(cfg *config.Config, store *queue.Store, log hclog.Logger) (*scalerFleet, error) {
+	cc, err := cfg.Coordinator(log)
 	if err != nil {
 		return nil, err
 	}
-	s, err := coordinator.Connect(ctx, cc)
+	zs, err := zksession.Dial(cc, zksession.Config{Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("connect to ZooKeeper: %w", err)
+		return nil, err
 	}
-	f.sess = s
-	return s, nil
+	return &scalerFleet{zk: zs, store: store}, nil
 }
 
-func (f *scalerFleet) close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.sess != nil {
-		f.sess.Close()
-		f.sess = nil
-	}
-}
+func (f *scalerFleet) close() { f.zk.Close() }
 
 // Queues returns the configured queues and those enqueued to, once each.
 func (f *scalerFleet) Queues(ctx context.Context) ([]string, error) {
-	s, err := f.session(ctx)
+	s, err := f.zk.Session(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +264,7 @@ func (f *scalerFleet) Backlogs(ctx context.Context, qs []string) ([]drover.Backl
 	if len(busy) == 0 {
 		return out, nil
 	}
-	s, err := f.session(ctx)
+	s, err := f.zk.Session(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -308,17 +284,4 @@ func (f *scalerFleet) Backlogs(ctx context.Context, qs []string) ([]drover.Backl
 		out[at[k]] = b
 	}
 	return out, nil
-}
-
-// autoscaleLine is `ctl status`'s "workers needed for target lag N" over
-// every queue, computed by the scaler's own rule.
-type autoscaleLine = scaler.Autoscale
-
-// autoscaleOf counts qs's lags as the scaler counts a selection's.
-func autoscaleOf(qs []queueStatus, target int64) autoscaleLine {
-	var fig scaler.Figures
-	for _, q := range qs {
-		fig.Add(drover.Backlog{Lag: q.Lag})
-	}
-	return fig.Autoscale(target)
 }

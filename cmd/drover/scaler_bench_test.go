@@ -68,7 +68,10 @@ func BenchmarkScalerMeasure100k(b *testing.B) {
 	if _, err := store.Producer().EnqueueBatch(ctx, msgs); err != nil {
 		b.Fatal(err)
 	}
-	fleet := &scalerFleet{cfg: cfg, store: store, log: hclog.NewNullLogger()}
+	fleet, err := newScalerFleet(cfg, store, hclog.NewNullLogger())
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer fleet.close()
 	sel, err := scaler.NewSelection("cust-*")
 	if err != nil {

@@ -272,7 +272,7 @@ func TestStatusShowsWorkersNeeded(t *testing.T) {
 	}
 	var rep statusReport
 	c.okJSON(&rep, "ctl", "status", "--set", "scaler.target_lag=1")
-	if rep.Autoscale != (autoscaleLine{TargetLag: 1, Lag: 4, QueuesWithLag: 2, WorkersNeeded: 2}) {
+	if rep.Autoscale != (scaler.Autoscale{TargetLag: 1, Lag: 4, QueuesWithLag: 2, WorkersNeeded: 2}) {
 		t.Fatalf("want lag 4 at target 1 clamped to 2 workers (2 queues with lag), have %+v", rep.Autoscale)
 	}
 }

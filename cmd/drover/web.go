@@ -19,6 +19,7 @@ import (
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/ops"
+	"github.com/drover-dev/drover/internal/zksession"
 	"github.com/drover-dev/drover/jobs"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/web"
@@ -93,7 +94,7 @@ shown again.`,
 }
 
 // runWeb serves the console until ctx ends. It outlives ZooKeeper blips:
-// a lost session is renewed (webSession), and meanwhile what needs
+// a lost session is renewed (webSession: zksession.Keeper.Keep), and meanwhile what needs
 // ZooKeeper is answered 503 naming it. ready, when not nil, receives the
 // console's URL once it listens.
 func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready func(url string)) error {
@@ -116,39 +117,39 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 	if err != nil {
 		return err
 	}
+	var srv *web.Server // set before a session is renewed (by Keep, below)
+	opsOn := func(s *coordinator.Session) (*ops.Ops, error) {
+		return ops.New(ops.Config{ZK: s, Store: store, Cluster: cfg.Cluster, MemberToken: cfg.Ctl.Token})
+	}
+	keeper, err := zksession.Dial(cc, zksession.Config{Logger: log.Named("zk"), Renewed: func(s *coordinator.Session) {
+		if o, err := opsOn(s); err == nil { // the config was checked with the first session
+			srv.SetOps(o)
+		}
+	}})
+	if err != nil {
+		return err
+	}
+	defer keeper.Close()
+	zs := webSession{keeper}
 	cctx, cancel := context.WithTimeout(ctx, cfg.ZooKeeper.ConnectTimeout)
-	sess, err := coordinator.Connect(cctx, cc)
+	sess, err := zs.Session(cctx)
 	cancel()
 	if err != nil {
 		return unreachableError{fmt.Errorf("connect to ZooKeeper: %w", err)}
 	}
-	zs := &webSession{cfg: cc, log: log.Named("zk")}
-	zs.cur.Store(sess)
-	opsOn := func(s *coordinator.Session) (*ops.Ops, error) {
-		return ops.New(ops.Config{ZK: s, Store: store, Cluster: cfg.Cluster, MemberToken: cfg.Ctl.Token})
-	}
 	o, err := opsOn(sess)
 	if err != nil {
-		sess.Close()
 		return err
 	}
-	srv, err := web.New(web.Config{Ops: o, Auth: authn, Logger: log, RedisPing: store.Ping, ZooKeeper: zs.ready})
+	srv, err = web.New(web.Config{Ops: o, Auth: authn, Logger: log, RedisPing: store.Ping, ZooKeeper: zs.ready})
 	if err != nil {
-		sess.Close()
 		return err
-	}
-	zs.renewed = func(s *coordinator.Session) {
-		if o, err := opsOn(s); err == nil { // the config was checked with the first session
-			srv.SetOps(o)
-		}
 	}
 	if err := srv.RouteJobs(liveJobsConfig(zs, store, cfg.Ctl.Token)); err != nil {
-		sess.Close()
 		return err
 	}
 	ln, err := net.Listen("tcp", cfg.Web.Addr)
 	if err != nil {
-		sess.Close()
 		return fmt.Errorf("web.addr: listen: %w", err)
 	}
 	scheme := "http"
@@ -202,13 +203,13 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 	rctx, rcancel := context.WithCancel(context.Background())
 	g.Add(func() error { return srv.Run(rctx) }, func(error) { rcancel() })
 	zctx, zcancel := context.WithCancel(ctx)
-	g.Add(func() error { return zs.run(zctx) }, func(error) { zcancel() })
+	g.Add(func() error { return zs.Keep(zctx) }, func(error) { zcancel() })
 	return g.Run()
 }
 
 // liveJobsConfig is jobsConfig through the session of the moment: job
 // status and enqueues to queues Redis knows go on while ZooKeeper is away.
-func liveJobsConfig(zs *webSession, store *queue.Store, memberToken string) web.JobsConfig {
+func liveJobsConfig(zs webSession, store *queue.Store, memberToken string) web.JobsConfig {
 	return web.JobsConfig{
 		Store:  store,
 		Lookup: &jobs.Lookup{Store: store.Jobs(), Fleet: webFleet{zs}, Token: memberToken},

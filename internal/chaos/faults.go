@@ -172,15 +172,7 @@ func (in *injector) workerStop(ctx context.Context) (check.Fault, error) {
 		return check.Fault{}, err
 	}
 	sleepCtx(ctx, d)
-	err := p.signal(syscall.SIGCONT)
-	f.End = time.Now()
-	if err != nil {
-		return f, err
-	}
-	if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
-		in.prog.printf("warning: %v", err)
-	}
-	return f, nil
+	return in.cont(ctx, p, f)
 }
 
 // workerFreeze: SIGSTOP, past its session timeout, of the worker owning a
@@ -225,8 +217,15 @@ func (in *injector) workerFreeze(ctx context.Context, host bool) (check.Fault, e
 			_ = syscall.Kill(supervisor, syscall.SIGCONT)
 		}
 	}
+	return in.cont(ctx, p, f)
+}
+
+// cont continues the stopped worker p and waits until it is ready again
+// (a worker that is not ready within readyBound is a warning, not a
+// failure); f ends now unless its End is set already.
+func (in *injector) cont(ctx context.Context, p *process, f check.Fault) (check.Fault, error) {
 	err := p.signal(syscall.SIGCONT)
-	if !host {
+	if f.End.IsZero() {
 		f.End = time.Now()
 	}
 	if err != nil {

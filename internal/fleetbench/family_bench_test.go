@@ -152,6 +152,7 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 	b.ReportMetric(drain.Seconds(), "drain-after-last-s")
 	b.ReportMetric(float64(zk.Writes)/float64(queues), "zk-write-requests/new-queue")
 	b.ReportMetric(float64(zk.WriteOps)/float64(queues), "zk-write-ops/new-queue")
+	b.Logf("ZooKeeper requests of the workers per new queue, by operation: %s", opRates(zk.ByOp, float64(queues)))
 	familiesIdle(b, redisServer.Addr, ws, emptyG)
 	b.Logf("%d new queues at %d/s (sent in %s): %d registered, %d first tasks started; p50 %s p99 %s; ZooKeeper %d write requests, %d write ops",
 		queues, rate, sendTook.Round(time.Millisecond), len(names), lat.Total(), lat.Quantile(0.5), lat.Quantile(0.99), zk.Writes, zk.WriteOps)

@@ -16,20 +16,26 @@ import (
 // Snapshot is the whole fleet at one moment: what the overview, queues and
 // members pages show.
 type Snapshot struct {
+	FleetHead
+	At      time.Time   `json:"at"`
+	Members []MemberRow `json:"members"`
+	Queues  []QueueRow  `json:"queues"`
+	Totals  Totals      `json:"totals"`
+	// Notes say what the snapshot could not tell (a member that did not
+	// say which queues wait for their rate limit).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// FleetHead is what a snapshot says of the fleet as a whole, as the
+// overview page (GET /api/v1/overview) and `drover ctl status` show it.
+type FleetHead struct {
 	Cluster         string        `json:"cluster"`
 	Root            string        `json:"root"`
-	At              time.Time     `json:"at"`
 	Generation      int64         `json:"generation"`
 	Strategy        string        `json:"strategy,omitempty"`
 	RebalanceLeader string        `json:"rebalance_leader,omitempty"`
 	SchedulerLeader string        `json:"scheduler_leader,omitempty"`
 	PausedAll       *drover.Pause `json:"paused_all,omitempty"`
-	Members         []MemberRow   `json:"members"`
-	Queues          []QueueRow    `json:"queues"`
-	Totals          Totals        `json:"totals"`
-	// Notes say what the snapshot could not tell (a member that did not
-	// say which queues wait for their rate limit).
-	Notes []string `json:"notes,omitempty"`
 }
 
 // Totals sum the queues.
@@ -104,7 +110,7 @@ type SnapshotOptions struct {
 // ReadSnapshot is Snapshot with options.
 func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot, error) {
 	s := o.zk
-	snap := &Snapshot{Cluster: o.cluster, Root: s.Root(), At: o.now().UTC(), Members: []MemberRow{}, Queues: []QueueRow{}}
+	snap := &Snapshot{FleetHead: FleetHead{Cluster: o.cluster, Root: s.Root()}, At: o.now().UTC(), Members: []MemberRow{}, Queues: []QueueRow{}}
 	an, err := s.Assignments().Read(ctx)
 	if err != nil {
 		return nil, err

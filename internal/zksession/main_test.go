@@ -1,0 +1,10 @@
+package zksession_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/drover-dev/drover/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
