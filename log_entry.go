@@ -2,7 +2,7 @@ package drover
 
 import "fmt"
 
-// LogEntry is one entry of a queue's log as read (queue.Store.ReadAfter):
+// LogEntry is one entry of a queue's log as read (queue.Log.ReadAfter):
 // its position, its id and its envelope as stored. The envelope is decoded
 // only when asked (Decode), so that reading stays cheap for callers that do
 // not need every message decoded.

@@ -188,7 +188,7 @@ func renderThroughput(b *strings.Builder, res *results) {
 	cfg := res.throughCfg
 	p("### Throughput\n\n")
 	p("Tasks per second, the median of %d runs. In every round each system runs each workload once, a different system going first each round; Redis is flushed before every run. ", cfg.Runs)
-	p("Enqueue: every task is one call of the system's ordinary single-task enqueue (Drover `Store.Enqueue`, asynq `Client.Enqueue`, gocraft `Enqueuer.Enqueue`). ")
+	p("Enqueue: every task is one call of the system's ordinary single-task enqueue (Drover `Producer.Enqueue`, asynq `Client.Enqueue`, gocraft `Enqueuer.Enqueue`). ")
 	p("Processing: the tasks are enqueued first (not timed), then the clock runs from starting the worker until the last task is done, at concurrency %d everywhere. ", cfg.Concurrency)
 	p("Drover runs as `drover worker` does: `worker.Worker` with `executor.New`, a real fenced claim on the private ZooKeeper, enqueue wake-ups; done means its committed offset covers the last message. ")
 	p("Peers run with their default server settings; done means the handler returned for the last task. The no-op handler is Drover's `inline` route; for `/bin/true` Drover runs its subprocess executor with argv `/bin/true`, the peers' handlers call `exec.Command(\"/bin/true\").Run()`. The bare spawn loop is that call from %d goroutines with no queue at all. ", cfg.Concurrency)

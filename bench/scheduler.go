@@ -51,7 +51,7 @@ func runSchedulerInto(ctx context.Context, srv *servers, r *schedulerResult) err
 	}
 	store := qs.Schedules()
 	enq := scheduler.EnqueuerFunc(func(ctx context.Context, m *drover.Message) (bool, error) {
-		res, err := qs.Enqueue(ctx, m)
+		res, err := qs.Producer().Enqueue(ctx, m)
 		return res.Duplicate, err
 	})
 	newScheduler := func() (*scheduler.Scheduler, error) {
@@ -157,7 +157,7 @@ func runSchedulerInto(ctx context.Context, srv *servers, r *schedulerResult) err
 		return fmt.Errorf("fire tick: %w", err)
 	}
 	r.Fire = time.Since(t)
-	b, err := qs.Backlog(ctx, "sched-bench", 0)
+	b, err := qs.Log().Backlog(ctx, "sched-bench", 0)
 	if err != nil {
 		return err
 	}

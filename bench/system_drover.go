@@ -84,19 +84,19 @@ func (d *droverSystem) message(q string, kind taskKind, i int) *drover.Message {
 	return &drover.Message{Queue: q, Task: task, Args: payload(i)}
 }
 
-// enqueue implements system: one Store.Enqueue call per task.
+// enqueue implements system: one Producer.Enqueue call per task.
 func (d *droverSystem) enqueue(ctx context.Context, n, g int) (time.Duration, error) {
 	q := d.nextQueue("enqueue")
 	start := time.Now()
 	err := fanOut(ctx, n, g, func(i int) error {
-		_, err := d.store.Enqueue(ctx, d.message(q, kindNoop, i))
+		_, err := d.store.Producer().Enqueue(ctx, d.message(q, kindNoop, i))
 		return err
 	})
 	elapsed := time.Since(start)
 	if err != nil {
 		return 0, fmt.Errorf("drover enqueue: %w", err)
 	}
-	b, err := d.store.Backlog(ctx, q, 0)
+	b, err := d.store.Log().Backlog(ctx, q, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -146,18 +146,18 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	claim := newWatchedClaim(zc, last)
 	w, err := worker.New(worker.Config{
 		Member: "bench", Capacity: concurrency,
-		Store: d.store, Executor: d.exec,
+		Store: d.store.Log(), Executor: d.exec,
 	})
 	if err != nil {
 		return 0, err
 	}
 	wctx, stopWakeups := context.WithCancel(ctx)
 	defer stopWakeups()
-	wakeups, err := d.store.Wakeups(wctx, "bench")
+	wakeups, err := d.store.Listener().Wakeups(wctx, "bench")
 	if err != nil {
 		return 0, err
 	}
-	if err := d.store.RouteWakeups(ctx, "bench", qc.Name); err != nil {
+	if err := d.store.Log().RouteWakeups(ctx, "bench", qc.Name); err != nil {
 		return 0, err
 	}
 	go func() {
@@ -190,7 +190,7 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	if po, ok := d.exec.(executor.PoolOwner); ok {
 		po.ReleaseQueue(q) // Stop did already; the next run starts cold either way
 	}
-	b, err := d.store.Backlog(ctx, q, last)
+	b, err := d.store.Log().Backlog(ctx, q, last)
 	if err != nil {
 		return 0, err
 	}
@@ -222,7 +222,7 @@ func (d *droverSystem) preEnqueue(ctx context.Context, q string, kind taskKind, 
 		for j := i; j < min(i+batch, n); j++ {
 			msgs = append(msgs, d.message(q, kind, j))
 		}
-		res, err := d.store.EnqueueBatch(ctx, msgs)
+		res, err := d.store.Producer().EnqueueBatch(ctx, msgs)
 		if err != nil {
 			return 0, fmt.Errorf("drover: pre-enqueue: %w", err)
 		}

@@ -93,7 +93,7 @@ func newRuntimeRig(b *testing.B, capacity int, opts ...func(*worker.Config)) *ru
 		b.Fatal(err)
 	}
 	cfg := worker.Config{Member: "bench", Capacity: capacity, BatchSize: 500,
-		Store: store, Executor: ex}
+		Store: store.Log(), Executor: ex}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -104,7 +104,7 @@ func newRuntimeRig(b *testing.B, capacity int, opts ...func(*worker.Config)) *ru
 	b.Cleanup(w.AbortAll)
 	wctx, stop := context.WithCancel(context.Background())
 	b.Cleanup(stop)
-	wake, err := store.Wakeups(wctx, "bench")
+	wake, err := store.Listener().Wakeups(wctx, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func (r *runtimeRig) runQueue(b *testing.B, qc drover.QueueConfig, task string, 
 		for i := start; i < min(start+1000, n); i++ {
 			msgs = append(msgs, &drover.Message{Queue: queueName, Task: task})
 		}
-		res, err := r.store.EnqueueBatch(ctx, msgs)
+		res, err := r.store.Producer().EnqueueBatch(ctx, msgs)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -229,7 +229,7 @@ func (r *runtimeRig) runQueue(b *testing.B, qc drover.QueueConfig, task string, 
 		b.Fatal(err)
 	}
 	start, cpu0 := time.Now(), selfCPU()
-	if err := r.store.RouteWakeups(context.Background(), "bench", qc.Name); err != nil {
+	if err := r.store.Log().RouteWakeups(context.Background(), "bench", qc.Name); err != nil {
 		b.Fatal(err)
 	}
 	if err := r.w.Start(qc, claim); err != nil {
@@ -263,7 +263,7 @@ func BenchmarkEnqueueToStart(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := r.store.RouteWakeups(context.Background(), "bench", q); err != nil {
+	if err := r.store.Log().RouteWakeups(context.Background(), "bench", q); err != nil {
 		b.Fatal(err)
 	}
 	if err := r.w.Start(drover.QueueConfig{Name: q, Tasks: map[string]drover.TaskRoute{"bench.stamp": {Inline: true}}}, claim); err != nil {
@@ -274,7 +274,7 @@ func BenchmarkEnqueueToStart(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for j := 0; j < samples; j++ {
 			time.Sleep(20 * time.Millisecond) // let the queue go idle
-			res, err := r.store.Enqueue(ctx, &drover.Message{Queue: q, Task: "bench.stamp"})
+			res, err := r.store.Producer().Enqueue(ctx, &drover.Message{Queue: q, Task: "bench.stamp"})
 			if err != nil {
 				b.Fatal(err)
 			}

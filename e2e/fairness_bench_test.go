@@ -70,7 +70,7 @@ func BenchmarkFairness(b *testing.B) {
 		for i := start; i < min(start+1000, backlog); i++ {
 			msgs = append(msgs, &drover.Message{Queue: "fair-heavy", Task: "bench.fair.heavy"})
 		}
-		if _, err := r.store.EnqueueBatch(ctx, msgs); err != nil {
+		if _, err := r.store.Producer().EnqueueBatch(ctx, msgs); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -83,7 +83,7 @@ func BenchmarkFairness(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := r.store.RouteWakeups(ctx, "bench", q); err != nil {
+		if err := r.store.Log().RouteWakeups(ctx, "bench", q); err != nil {
 			b.Fatal(err)
 		}
 		if err := r.w.Start(drover.QueueConfig{Name: q, Concurrency: concurrency, Tasks: route}, claim); err != nil {
@@ -118,7 +118,7 @@ func BenchmarkFairness(b *testing.B) {
 						}
 					}
 					next = next.Add(gap)
-					if _, err := r.store.Enqueue(pctx, &drover.Message{Queue: q, Task: "bench.fair.light"}); err != nil && pctx.Err() == nil {
+					if _, err := r.store.Producer().Enqueue(pctx, &drover.Message{Queue: q, Task: "bench.fair.light"}); err != nil && pctx.Err() == nil {
 						enqueueErrs.Add(1)
 					}
 				}

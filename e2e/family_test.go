@@ -53,7 +53,7 @@ func TestFamilyQueueRunsFromFirstEnqueue(t *testing.T) {
 	c := f.startConsole(t)
 	ctx := context.Background()
 
-	if _, err := f.store.Enqueue(ctx, &drover.Message{Queue: "cust-go", Task: "t"}); err != nil {
+	if _, err := f.store.Producer().Enqueue(ctx, &drover.Message{Queue: "cust-go", Task: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	// The console was started with viewer/operator/admin tokens; an admin

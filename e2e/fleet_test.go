@@ -220,7 +220,7 @@ func (f *fleet) enqueue(queues []string, n int) map[string][]string {
 			q := queues[i%len(queues)]
 			msgs = append(msgs, &drover.Message{Queue: q, Task: "record", Args: []byte(strconv.Itoa(i))})
 		}
-		res, err := f.store.EnqueueBatch(ctx, msgs)
+		res, err := f.store.Producer().EnqueueBatch(ctx, msgs)
 		if err != nil {
 			f.t.Fatalf("enqueue: %v", err)
 		}

@@ -71,7 +71,7 @@ func TestMetricsOfAWorkerThatRanRealTasks(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		msgs = append(msgs, &drover.Message{Queue: "m", Task: "bad"})
 	}
-	if _, err := f.store.EnqueueBatch(ctx, msgs); err != nil {
+	if _, err := f.store.Producer().EnqueueBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	const (
@@ -95,7 +95,7 @@ func TestMetricsOfAWorkerThatRanRealTasks(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		pending = append(pending, &drover.Message{Queue: "m", Task: "ok"})
 	}
-	if _, err := f.store.EnqueueBatch(ctx, pending); err != nil {
+	if _, err := f.store.Producer().EnqueueBatch(ctx, pending); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "the lag gauge to show the pending messages", func() bool {
@@ -122,7 +122,7 @@ func TestMetricsOfAWorkerThatRanRealTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 		committed = off.Offset.Position
-		after, err = f.store.ReadAfter(ctx, "m", committed, 1000)
+		after, err = f.store.Log().ReadAfter(ctx, "m", committed, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

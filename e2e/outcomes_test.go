@@ -50,7 +50,7 @@ func TestRetriesDeadLettersAndPoisonEndToEnd(t *testing.T) {
 	if err := rdb.ZAdd(ctx, prefix+":{out}:log", redis.Z{Score: 1, Member: "poison-1"}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.EnqueueBatch(ctx, []*drover.Message{
+	if _, err := f.store.Producer().EnqueueBatch(ctx, []*drover.Message{
 		{Queue: "out", Task: "flaky", ID: "flaky-1"},
 		{Queue: "out", Task: "broken", ID: "broken-1"},
 		{Queue: "out", Task: "ok"}, {Queue: "out", Task: "ok"},
@@ -60,28 +60,28 @@ func TestRetriesDeadLettersAndPoisonEndToEnd(t *testing.T) {
 	f.startWorker("ow")
 
 	waitFor(t, time.Minute, "two dead letters and the later messages run", func() bool {
-		dls, err := f.store.DeadLetters(ctx, "out", 0, 10)
+		dls, err := f.store.Dead().DeadLetters(ctx, "out", 0, 10)
 		return err == nil && len(dls) == 2 && countLines(filepath.Join(dir, "ok.log")) == 2
 	})
 	waitFor(t, time.Minute, "flaky to succeed on its third attempt", func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "flaky.attempts"))
 		return string(b) == "0\n1\n2\n"
 	})
-	poison, err := f.store.GetDeadLetter(ctx, "out", "poison-1")
+	poison, err := f.store.Dead().GetDeadLetter(ctx, "out", "poison-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(poison.Raw) != "{not json" || !strings.Contains(poison.Failure.Reason, "poison") {
 		t.Fatalf("poison dead letter: want the raw envelope and a reason naming poison, have %q / %q", poison.Raw, poison.Failure.Reason)
 	}
-	dead, err := f.store.GetDeadLetter(ctx, "out", "broken-1")
+	dead, err := f.store.Dead().GetDeadLetter(ctx, "out", "broken-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if dead.Failure.ExitCode != 3 || !strings.Contains(dead.Failure.StderrTail, "disk on fire (attempt 2)") || !strings.Contains(dead.Failure.Reason, "(attempt 2, the last of max_attempts 3)") {
 		t.Fatalf("broken dead letter: want exit 3, the last stderr and one attempt numbering in the reason, have %+v", dead.Failure)
 	}
-	if _, err := f.store.GetDeadLetter(ctx, "out", "flaky-1"); err == nil {
+	if _, err := f.store.Dead().GetDeadLetter(ctx, "out", "flaky-1"); err == nil {
 		t.Fatal("flaky succeeded on a retry and must not be dead-lettered")
 	}
 }

@@ -50,7 +50,7 @@ func parkedFleet(t *testing.T) (f *fleet, o *ops.Ops, logPath string, ids []stri
 	f.startWorker("pw")
 	ctx := context.Background()
 	for _, args := range []string{`"ok"`, `"bad"`, `"ok"`, `"ok"`} {
-		r, err := f.store.Enqueue(ctx, &drover.Message{Queue: "pk", Task: "t", Args: []byte(args)})
+		r, err := f.store.Producer().Enqueue(ctx, &drover.Message{Queue: "pk", Task: "t", Args: []byte(args)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestParkedQueueRetryWithEditedArgsKeepsOrder(t *testing.T) {
 func TestParkedQueueSkipToDeadLettersThenResume(t *testing.T) {
 	f, o, logPath, ids := parkedFleet(t)
 	f.mustCtl("parked", "skip", "pk", ids[1], "--keep-paused")
-	dls, err := f.store.DeadLetters(context.Background(), "pk", 0, 10)
+	dls, err := f.store.Dead().DeadLetters(context.Background(), "pk", 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func TestPooledWorkerLeavesNoChildBehind(t *testing.T) {
 				}
 				return len(children) > 0
 			})
-			if _, err := f.store.Enqueue(context.Background(), &drover.Message{Queue: "pooled", Task: "record", Args: []byte(`"hang"`)}); err != nil {
+			if _, err := f.store.Producer().Enqueue(context.Background(), &drover.Message{Queue: "pooled", Task: "record", Args: []byte(`"hang"`)}); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, time.Minute, "the hanging task to start", func() bool { _, err := os.Stat(hang); return err == nil })

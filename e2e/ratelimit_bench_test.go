@@ -80,7 +80,7 @@ func BenchmarkRateLimit(b *testing.B) {
 			for i := start; i < min(start+1000, n); i++ {
 				msgs = append(msgs, &drover.Message{Queue: q, Task: "bench.rate"})
 			}
-			if _, err := r.store.EnqueueBatch(ctx, msgs); err != nil {
+			if _, err := r.store.Producer().EnqueueBatch(ctx, msgs); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -91,7 +91,7 @@ func BenchmarkRateLimit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := r.store.RouteWakeups(ctx, "bench", q); err != nil {
+		if err := r.store.Log().RouteWakeups(ctx, "bench", q); err != nil {
 			b.Fatal(err)
 		}
 		if err := r.w.Start(drover.QueueConfig{Name: q, Concurrency: 1, Tasks: route, RateLimit: rl}, claim); err != nil {

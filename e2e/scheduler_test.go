@@ -86,7 +86,7 @@ func TestSchedulerFailoverFiresEverySlotOnce(t *testing.T) {
 	var after drover.Position
 	var maxLate time.Duration
 	for {
-		es, err := f.store.ReadAfter(ctx, "ticks", after, 1000)
+		es, err := f.store.Log().ReadAfter(ctx, "ticks", after, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := &recordingExecutor{}
-	routed := &signalRouter{Store: store, done: make(chan struct{})}
+	routed := &signalRouter{Store: store.Log(), done: make(chan struct{})}
 	w, err := worker.New(worker.Config{
 		Member: "owner", Store: routed, Executor: ex,
 		PollInterval: 200 * time.Millisecond, CommitInterval: 10 * time.Millisecond,
@@ -42,9 +42,9 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
-	go func() { defer close(done); w.FollowWakeups(ctx, store) }()
+	go func() { defer close(done); w.FollowWakeups(ctx, store.Listener()) }()
 	defer func() { cancel(); <-done }()
-	stale, err := store.Wakeups(ctx, "stale")
+	stale, err := store.Listener().Wakeups(ctx, "stale")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,10 +65,10 @@ func TestLostWakeupRunsThroughTheBackstopCheck(t *testing.T) {
 	case <-time.After(testkit.Bound):
 		t.Fatal("the worker never routed the queue's wake-ups")
 	}
-	if err := store.RouteWakeups(ctx, "stale", "lonely"); err != nil { // the route goes stale
+	if err := store.Log().RouteWakeups(ctx, "stale", "lonely"); err != nil { // the route goes stale
 		t.Fatal(err)
 	}
-	res, err := store.Enqueue(ctx, &drover.Message{Queue: "lonely", Task: "t"})
+	res, err := store.Producer().Enqueue(ctx, &drover.Message{Queue: "lonely", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}

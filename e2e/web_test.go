@@ -231,7 +231,7 @@ func TestConsoleInARealBrowser(t *testing.T) {
 	}
 
 	// A delayed job, run now.
-	res, err := f.store.EnqueueIn(context.Background(), &drover.Message{Queue: "work", Task: "later"}, time.Hour)
+	res, err := f.store.Producer().EnqueueIn(context.Background(), &drover.Message{Queue: "work", Task: "later"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestConsoleInARealBrowser(t *testing.T) {
 	waitFor(t, 60*time.Second, "the delayed job to run after run-now", func() bool { return ran(res.ID) })
 
 	// A dead letter, retried after the cause is fixed.
-	dead, err := f.store.Enqueue(context.Background(), &drover.Message{Queue: "flaky", Task: "x"})
+	dead, err := f.store.Producer().Enqueue(context.Background(), &drover.Message{Queue: "flaky", Task: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}

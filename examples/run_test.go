@@ -90,7 +90,7 @@ func TestEveryExampleRunsAgainstAFleet(t *testing.T) {
 		var st drover.JobStatus
 		waitFor(t, q+"/"+id+" to succeed", func() bool {
 			var err error
-			st, err = store.JobStatus(context.Background(), q, id, 0)
+			st, err = store.Jobs().JobStatus(context.Background(), q, id, 0)
 			return err == nil && st.State == drover.JobSucceeded
 		})
 	}

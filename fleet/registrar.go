@@ -85,7 +85,7 @@ type FamilyRedis interface {
 
 var (
 	_ FamilyRegistry = ZooKeeper{}
-	_ FamilyRedis    = (*queue.Store)(nil)
+	_ FamilyRedis    = queue.Families{}
 )
 
 // RegistrarConfig configures a Registrar. Zero values mean the documented

@@ -105,7 +105,7 @@ func (e *registrarEnv) run(redis FamilyRedis, tune func(*RegistrarConfig)) {
 
 func (e *registrarEnv) enqueue(s *queue.Store, q string) {
 	e.t.Helper()
-	if _, err := s.Enqueue(context.Background(), &drover.Message{Queue: q, Task: "t"}); err != nil {
+	if _, err := s.Producer().Enqueue(context.Background(), &drover.Message{Queue: q, Task: "t"}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -154,7 +154,7 @@ func TestRegistrarRegistersFamilyQueueAtFirstEnqueue(t *testing.T) {
 	if err := e.zk.Queues().Create(ctx, drover.QueueConfig{Name: "cust-vip", Concurrency: 9}); err != nil {
 		t.Fatal(err)
 	}
-	e.run(e.store, nil)
+	e.run(e.store.Families(), nil)
 	e.enqueue(e.store, "other-1")
 	e.enqueue(e.store, "cust-vip")
 	e.enqueue(e.store, "cust-42")
@@ -174,7 +174,7 @@ func TestRegistrarRegistersFamilyQueueAtFirstEnqueue(t *testing.T) {
 func TestRegistrarBackstopFindsQueueWhoseWakeupWasLost(t *testing.T) {
 	e := newRegistrarEnv(t)
 	e.enqueue(e.quiet, "cust-lost")
-	e.run(e.store, func(c *RegistrarConfig) { c.ScanEvery = 20 * time.Millisecond })
+	e.run(e.store.Families(), func(c *RegistrarConfig) { c.ScanEvery = 20 * time.Millisecond })
 	if cfg := e.waitRegistered("cust-lost"); cfg.Family != "customers" {
 		t.Fatalf("want cust-lost from family customers, have %+v", cfg)
 	}
@@ -186,7 +186,7 @@ func TestRegistrarBackstopFindsQueueWhoseWakeupWasLost(t *testing.T) {
 func TestRegistrarWithoutBackstopMissesLostWakeup(t *testing.T) {
 	e := newRegistrarEnv(t)
 	e.enqueue(e.quiet, "cust-lost")
-	e.run(e.store, nil)
+	e.run(e.store.Families(), nil)
 	e.enqueue(e.store, "cust-heard")
 	e.waitRegistered("cust-heard")
 	if _, ok := e.config("cust-lost"); ok {
@@ -224,7 +224,7 @@ func TestRegistrarRetiresEmptyIdleQueue(t *testing.T) {
 	if err := e.zk.Queues().Create(ctx, drover.QueueConfig{Name: "cust-own"}); err != nil {
 		t.Fatal(err)
 	}
-	e.run(e.store, func(c *RegistrarConfig) { c.SweepEvery = 20 * time.Millisecond })
+	e.run(e.store.Families(), func(c *RegistrarConfig) { c.SweepEvery = 20 * time.Millisecond })
 	e.clock.Add(30 * time.Minute)
 	e.enqueue(e.store, "cust-probe") // registered: the registrar has run sweeps with the clock at +30m
 	e.waitRegistered("cust-probe")
@@ -265,7 +265,7 @@ func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Add(2 * time.Hour)
-	racing := &racingRedis{FamilyRedis: e.store, e: e, raced: make(chan struct{})}
+	racing := &racingRedis{FamilyRedis: e.store.Families(), e: e, raced: make(chan struct{})}
 	retired := make(chan string, 1)
 	e.run(racing, func(c *RegistrarConfig) {
 		c.SweepEvery = 20 * time.Millisecond
@@ -281,7 +281,7 @@ func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
 	if cfg.Family != "customers" {
 		t.Fatalf("want cust-race registered again from its family, have %+v", cfg)
 	}
-	if busy, err := e.store.HasMessages(ctx, "cust-race"); err != nil || !busy {
+	if busy, err := e.store.Families().HasMessages(ctx, "cust-race"); err != nil || !busy {
 		t.Fatalf("want the message still in cust-race, have busy=%v err=%v", busy, err)
 	}
 }
@@ -306,7 +306,7 @@ func (r staleFamilies) WatchFamilies(ctx context.Context) <-chan drover.Families
 func TestRegistrarCatchesUpWithFamilyChangeItHasNotSeen(t *testing.T) {
 	e := newRegistrarEnv(t)
 	ctx := context.Background()
-	e.run(e.store, func(c *RegistrarConfig) {
+	e.run(e.store.Families(), func(c *RegistrarConfig) {
 		c.Registry = staleFamilies{FamilyRegistry: c.Registry, fams: drover.Families{e.fam}}
 	})
 	next := e.fam

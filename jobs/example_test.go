@@ -20,7 +20,7 @@ func ExampleLookup_Job() {
 		return
 	}
 	defer sess.Close()
-	lookup := &jobs.Lookup{Store: store, Fleet: jobs.SessionFleet{Session: sess}}
+	lookup := &jobs.Lookup{Store: store.Jobs(), Fleet: jobs.SessionFleet{Session: sess}}
 	st, err := lookup.Job(ctx, "emails", "welcome-42")
 	if err != nil {
 		return

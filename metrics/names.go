@@ -29,7 +29,7 @@ const (
 	RebalanceTime  = "rebalance_ms"     // one rebalance round of the leader
 
 	// Gauges per queue, published by the queue's owner from
-	// queue.Store.Backlog. They expire when not set again (see
+	// queue.Log.Backlog. They expire when not set again (see
 	// SetupConfig.GaugeRetention), so a queue's former owner stops
 	// reporting it. Prometheus gets them only for the queues
 	// SetupConfig.Detail chooses, and the group aggregates below for all.

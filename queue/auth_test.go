@@ -28,7 +28,7 @@ func TestNewClientAuthenticates(t *testing.T) {
 			t.Fatalf("%s: NewClient: %v", name, err)
 		}
 		s := newTestStore(t, rdb, nil)
-		r, err := s.Enqueue(ctx, msg("auth", ""))
+		r, err := s.Producer().Enqueue(ctx, msg("auth", ""))
 		_ = rdb.Close()
 		if err != nil || r.Position == 0 {
 			t.Fatalf("%s: Enqueue: want a position, have %+v, %v", name, r, err)
@@ -40,7 +40,7 @@ func TestNewClientAuthenticates(t *testing.T) {
 	}
 	defer rdb.Close()
 	s := newTestStore(t, rdb, nil)
-	if _, err := s.Enqueue(ctx, msg("auth", "")); err == nil {
+	if _, err := s.Producer().Enqueue(ctx, msg("auth", "")); err == nil {
 		t.Fatalf("Enqueue with a wrong password: want an error")
 	}
 }

@@ -17,7 +17,7 @@ import (
 // client's connections, made every other read wait for a connection
 // (docs/decisions.md, "Busy runtime latency"). Results and errors are in
 // the order of queues; offsets[i] is the offset of queues[i].
-func (s *Store) BacklogMany(ctx context.Context, queues []string, offsets []drover.Position) ([]Backlog, []error) {
+func (s Log) BacklogMany(ctx context.Context, queues []string, offsets []drover.Position) ([]Backlog, []error) {
 	out := make([]Backlog, len(queues))
 	errs := make([]error, len(queues))
 	if len(offsets) != len(queues) {
@@ -67,7 +67,7 @@ func (s *Store) BacklogMany(ctx context.Context, queues []string, offsets []drov
 // is zero for a queue whose log is empty, so a reader that measures many
 // queues (the scaler, over a selection of 100,000) needs their offsets and
 // backlogs only for the queues this reports non-empty.
-func (s *Store) NonEmpty(ctx context.Context, queues []string) ([]bool, error) {
+func (s Inspector) NonEmpty(ctx context.Context, queues []string) ([]bool, error) {
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.IntCmd, len(queues))
 	for i, q := range queues {

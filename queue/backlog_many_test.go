@@ -19,12 +19,12 @@ func testBacklogMany(t *testing.T, rdb redis.UniversalClient) {
 	first := mustEnqueue(t, s, msg("bm-a", ""))
 	mustEnqueue(t, s, msg("bm-a", ""))
 	mustEnqueue(t, s, msg("bm-a", ""))
-	if _, err := s.EnqueueIn(ctx, msg("bm-b", ""), time.Hour); err != nil {
+	if _, err := s.Producer().EnqueueIn(ctx, msg("bm-b", ""), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	queues := []string{"bm-a", "bm-b", "bad queue", "bm-a", "bm-empty"}
 	offsets := []drover.Position{0, 0, 0, first.Position, 0}
-	got, errs := s.BacklogMany(ctx, queues, offsets)
+	got, errs := s.Log().BacklogMany(ctx, queues, offsets)
 	if len(got) != len(queues) || len(errs) != len(queues) {
 		t.Fatalf("want %d results, have %d and %d errors", len(queues), len(got), len(errs))
 	}
@@ -35,7 +35,7 @@ func testBacklogMany(t *testing.T, rdb redis.UniversalClient) {
 		if i == 2 {
 			continue
 		}
-		want, err := s.Backlog(ctx, q, offsets[i])
+		want, err := s.Log().Backlog(ctx, q, offsets[i])
 		if err != nil || errs[i] != nil {
 			t.Fatalf("%s after %d: Backlog %v, BacklogMany %v", q, offsets[i], err, errs[i])
 		}
@@ -48,7 +48,7 @@ func testBacklogMany(t *testing.T, rdb redis.UniversalClient) {
 	if got[0].Lag != 3 || got[1].Delayed != 1 || got[3].Lag != 2 {
 		t.Errorf("want lags 3 and 2 and one delayed, have %+v", got)
 	}
-	if _, errs := s.BacklogMany(ctx, []string{"bm-a"}, nil); errs[0] == nil {
+	if _, errs := s.Log().BacklogMany(ctx, []string{"bm-a"}, nil); errs[0] == nil {
 		t.Error("offsets that do not match the queues: want an error")
 	}
 }

@@ -131,7 +131,7 @@ func BenchmarkEnqueue(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for range n {
-						if _, err := s.Enqueue(ctx, m); err != nil {
+						if _, err := s.Producer().Enqueue(ctx, m); err != nil {
 							b.Error(err)
 							return
 						}
@@ -157,7 +157,7 @@ func BenchmarkEnqueueBatch(b *testing.B) {
 		}
 		meter := startMeter(b, s)
 		for range b.N {
-			if _, err := s.EnqueueBatch(ctx, msgs); err != nil {
+			if _, err := s.Producer().EnqueueBatch(ctx, msgs); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -186,7 +186,7 @@ func BenchmarkReadAfter(b *testing.B) {
 				msgs[i] = benchMessage()
 			}
 			for range size / len(msgs) {
-				if _, err := s.EnqueueBatch(ctx, msgs); err != nil {
+				if _, err := s.Producer().EnqueueBatch(ctx, msgs); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -194,7 +194,7 @@ func BenchmarkReadAfter(b *testing.B) {
 			read := 0
 			meter := startMeter(b, s)
 			for range b.N {
-				es, err := s.ReadAfter(ctx, "bench", offset, c.batch)
+				es, err := s.Log().ReadAfter(ctx, "bench", offset, c.batch)
 				if err != nil {
 					b.Fatal(err)
 				}

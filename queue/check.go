@@ -27,7 +27,7 @@ type QueueCheck = drover.QueueCheck
 // backstop against lost wake-ups (DESIGN.md §10): one script call per 256
 // queues on a standalone server, per slot on a Cluster, all in one pipeline
 // — not a poll per queue. The checks are in the order of queues.
-func (s *Store) CheckQueues(ctx context.Context, queues []string, offsets []drover.Position) ([]QueueCheck, error) {
+func (s Log) CheckQueues(ctx context.Context, queues []string, offsets []drover.Position) ([]QueueCheck, error) {
 	if len(offsets) != len(queues) {
 		return nil, fmt.Errorf("check queues: %d offsets for %d queues", len(offsets), len(queues))
 	}
@@ -96,7 +96,7 @@ func (g queueGroups) index(k int) int {
 // queues of one slot. It refuses an invalid queue name. It allocates a
 // few slices a call (on a Cluster two as long as queues), no object per
 // queue.
-func (s *Store) queueGroups(queues []string, per int) (queueGroups, error) {
+func (s *core) queueGroups(queues []string, per int) (queueGroups, error) {
 	for _, q := range queues {
 		// Validate only: building (and caching) every queue's key names
 		// here cost the idle backstop ~500 bytes of garbage per owned
@@ -132,7 +132,7 @@ func (s *Store) queueGroups(queues []string, per int) (queueGroups, error) {
 
 // slotGroups is queueGroups as the queues of each group, for callers that
 // keep a group's names with its command (slotCalls).
-func (s *Store) slotGroups(queues []string, per int) ([][]string, error) {
+func (s *core) slotGroups(queues []string, per int) ([][]string, error) {
 	g, err := s.queueGroups(queues, per)
 	if err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ const headGroup = 1000
 // A worker reads its 25,000 parked queues' heads every 5 s (docs/decisions.md,
 // "The idle backstop's head read and full pass allocate per MGET, not per
 // queue").
-func (s *Store) QueueHeads(ctx context.Context, queues []string, heads []drover.Position) ([]drover.Position, error) {
+func (s Log) QueueHeads(ctx context.Context, queues []string, heads []drover.Position) ([]drover.Position, error) {
 	groups, err := s.queueGroups(queues, headGroup)
 	if err != nil {
 		return heads, fmt.Errorf("read queue heads: %w", err)
@@ -237,7 +237,7 @@ func (s *Store) QueueHeads(ctx context.Context, queues []string, heads []drover.
 // queues at groups.index(lo) … groups.index(hi-1), queue by queue: written
 // into one string and cut, two allocations in all, none per key, and none
 // cached.
-func (s *Store) cutKeys(queues []string, groups queueGroups, lo, hi int, suffixes ...string) []string {
+func (s *core) cutKeys(queues []string, groups queueGroups, lo, hi int, suffixes ...string) []string {
 	n := 0
 	for k := lo; k < hi; k++ {
 		for _, suffix := range suffixes {

@@ -18,7 +18,7 @@ func BenchmarkQueueHeads(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		var err error
-		if heads, err = s.QueueHeads(ctx, queues, heads[:0]); err != nil {
+		if heads, err = s.Log().QueueHeads(ctx, queues, heads[:0]); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -37,7 +37,7 @@ func BenchmarkCheckQueues(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := s.CheckQueues(ctx, queues, offsets); err != nil {
+		if _, err := s.Log().CheckQueues(ctx, queues, offsets); err != nil {
 			b.Fatal(err)
 		}
 	}

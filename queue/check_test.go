@@ -31,7 +31,7 @@ func testCheckQueues(t *testing.T, rdb redis.UniversalClient) {
 	}
 	ready := mustEnqueue(t, s, msg("ready", ""))
 	done := mustEnqueue(t, s, msg("done", ""))
-	if _, err := s.EnqueueAt(ctx, msg("later", ""), due); err != nil {
+	if _, err := s.Producer().EnqueueAt(ctx, msg("later", ""), due); err != nil {
 		t.Fatal(err)
 	}
 	// Among the idle ones, so that on a Cluster the order of the slots
@@ -39,7 +39,7 @@ func testCheckQueues(t *testing.T, rdb redis.UniversalClient) {
 	queues = slices.Insert(queues, 300, "ready", "done", "later")
 	offsets = slices.Insert(offsets, 300, ready.Position-1, done.Position, 0) // done: everything processed
 
-	checks, err := s.CheckQueues(ctx, queues, offsets)
+	checks, err := s.Log().CheckQueues(ctx, queues, offsets)
 	if err != nil {
 		t.Fatalf("CheckQueues: %v", err)
 	}
@@ -58,7 +58,7 @@ func testCheckQueues(t *testing.T, rdb redis.UniversalClient) {
 			t.Fatalf("due time of later: want %v, have %v", due, c.NextDue)
 		}
 	}
-	if _, err := s.CheckQueues(ctx, queues, offsets[1:]); err == nil {
+	if _, err := s.Log().CheckQueues(ctx, queues, offsets[1:]); err == nil {
 		t.Fatal("CheckQueues with an offset missing: want an error")
 	}
 	// A full pass covers every parked queue: it must not build and cache
@@ -93,7 +93,7 @@ func testQueueHeads(t *testing.T, rdb redis.UniversalClient) {
 	}
 	a := mustEnqueue(t, s, msg("written", ""))
 	b := mustEnqueue(t, s, msg("written", ""))
-	if _, err := s.EnqueueAt(ctx, msg("later", ""), time.Now().Add(time.Hour)); err != nil {
+	if _, err := s.Producer().EnqueueAt(ctx, msg("later", ""), time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	// Among the idle ones, so that on a Cluster the order of the slots
@@ -101,7 +101,7 @@ func testQueueHeads(t *testing.T, rdb redis.UniversalClient) {
 	queues = slices.Insert(queues, 700, "written", "later")
 
 	// The heads are appended to the slice given, in the order asked.
-	heads, err := s.QueueHeads(ctx, queues, []drover.Position{-7})
+	heads, err := s.Log().QueueHeads(ctx, queues, []drover.Position{-7})
 	if err != nil {
 		t.Fatalf("QueueHeads: %v", err)
 	}
@@ -126,14 +126,14 @@ func testQueueHeads(t *testing.T, rdb redis.UniversalClient) {
 	if _, ok := s.keys.cache.Load("idle-0000"); ok {
 		t.Fatal("QueueHeads cached the key names of a queue it only read the head of")
 	}
-	if _, err := s.QueueHeads(ctx, []string{"bad name"}, nil); err == nil {
+	if _, err := s.Log().QueueHeads(ctx, []string{"bad name"}, nil); err == nil {
 		t.Fatal("QueueHeads of an invalid queue name: want an error")
 	}
 	// A :seq key that holds no position is an error naming the queue.
 	if err := rdb.Set(ctx, s.keys.seq("garbled"), "x1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.QueueHeads(ctx, []string{"idle-0001", "garbled"}, nil); err == nil || !strings.Contains(err.Error(), `"garbled"`) {
+	if _, err := s.Log().QueueHeads(ctx, []string{"idle-0001", "garbled"}, nil); err == nil || !strings.Contains(err.Error(), `"garbled"`) {
 		t.Fatalf("QueueHeads of a garbled :seq key: want an error naming the queue, have %v", err)
 	}
 }
@@ -153,7 +153,7 @@ func TestQueueHeadsAllocatesPerMGETNotPerQueue(t *testing.T) {
 	heads := make([]drover.Position, 0, n)
 	var err error
 	allocs := testing.AllocsPerRun(3, func() {
-		heads, err = s.QueueHeads(ctx, queues, heads[:0])
+		heads, err = s.Log().QueueHeads(ctx, queues, heads[:0])
 	})
 	if err != nil {
 		t.Fatalf("QueueHeads: %v", err)

@@ -36,7 +36,7 @@ func TestManyQueueCallsSplitIntoBoundedCommands(t *testing.T) {
 				msgs = append(msgs, msg(q, ""))
 			}
 		}
-		res, err := s.EnqueueBatch(ctx, msgs)
+		res, err := s.Producer().EnqueueBatch(ctx, msgs)
 		if err != nil {
 			t.Fatalf("EnqueueBatch of %d messages: %v", len(msgs), err)
 		}
@@ -70,7 +70,7 @@ func TestManyQueueCallsSplitIntoBoundedCommands(t *testing.T) {
 		reqs[trimGroup].Queue = "bad queue" // its error, and only its, at its index
 		warmScript(t, s, trimManyScript)
 		counts.reset()
-		errs := s.TrimMany(ctx, reqs)
+		errs := s.Log().TrimMany(ctx, reqs)
 		if want, have := ceil(len(reqs)-1, trimGroup), counts.scripts(trimManyScript); have != want {
 			t.Fatalf("trim-many script calls for %d queues (%d per call): want %d, have %d", len(reqs)-1, trimGroup, want, have)
 		}
@@ -96,7 +96,7 @@ func TestManyQueueCallsSplitIntoBoundedCommands(t *testing.T) {
 				t.Fatalf("%s: want only its last entry left, have %d entries", r.Queue, n)
 			}
 			want := int64(len(r.Outcomes))
-			if n, err := s.Outcomes(ctx, r.Queue); err != nil || n != want {
+			if n, err := s.Jobs().Outcomes(ctx, r.Queue); err != nil || n != want {
 				t.Fatalf("%s: want %d outcome records, have %d, %v", r.Queue, want, n, err)
 			}
 		}
@@ -114,7 +114,7 @@ func TestManyQueueCallsSplitIntoBoundedCommands(t *testing.T) {
 		}
 		warmScript(t, s, checkScript)
 		counts.reset()
-		checks, err := s.CheckQueues(ctx, queues, offsets)
+		checks, err := s.Log().CheckQueues(ctx, queues, offsets)
 		if err != nil {
 			t.Fatalf("CheckQueues: %v", err)
 		}
@@ -138,7 +138,7 @@ func TestManyQueueCallsSplitIntoBoundedCommands(t *testing.T) {
 		queues := names("chunk-heads", 2*headGroup+7)
 		pos := enqueue(queues[1:], func(i int) int { return 1 + i%2 }) // queues[0] never written
 		counts.reset()
-		heads, err := s.QueueHeads(ctx, queues, nil)
+		heads, err := s.Log().QueueHeads(ctx, queues, nil)
 		if err != nil {
 			t.Fatalf("QueueHeads: %v", err)
 		}

@@ -30,11 +30,11 @@ func TestAnEnqueueV2ProducerWakesTodaysOwner(t *testing.T) {
 	}
 	defer rdb.Close()
 	s := newTestStore(t, rdb, nil)
-	wake, err := s.Wakeups(ctx, "m1")
+	wake, err := s.Listener().Wakeups(ctx, "m1")
 	if err != nil {
 		t.Fatalf("Wakeups: %v", err)
 	}
-	if err := s.RouteWakeups(ctx, "m1", "legacy"); err != nil {
+	if err := s.Log().RouteWakeups(ctx, "m1", "legacy"); err != nil {
 		t.Fatalf("RouteWakeups: %v", err)
 	}
 	k := s.keys.queue("legacy")
@@ -55,7 +55,7 @@ func TestAnEnqueueV2ProducerWakesTodaysOwner(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the v2 producer's enqueue woke no one within 30 s")
 	}
-	got, err := s.ReadAfter(ctx, "legacy", 0, 10)
+	got, err := s.Log().ReadAfter(ctx, "legacy", 0, 10)
 	if err != nil || len(got) != 1 || got[0].ID != "v2-1" {
 		t.Fatalf("want v2-1 read back after offset 0, have %+v (%v)", got, err)
 	}

@@ -92,7 +92,7 @@ func msg(q, id string) *drover.Message {
 // mustEnqueue enqueues m and fails the test on error.
 func mustEnqueue(t *testing.T, s *Store, m *drover.Message) EnqueueResult {
 	t.Helper()
-	r, err := s.Enqueue(context.Background(), m)
+	r, err := s.Producer().Enqueue(context.Background(), m)
 	if err != nil {
 		t.Fatalf("Enqueue(%s/%s): %v", m.Queue, m.ID, err)
 	}
@@ -104,7 +104,7 @@ func readAll(t *testing.T, s *Store, queue string, offset drover.Position, n int
 	t.Helper()
 	var all []Entry
 	for {
-		es, err := s.ReadAfter(context.Background(), queue, offset, n)
+		es, err := s.Log().ReadAfter(context.Background(), queue, offset, n)
 		if err != nil {
 			t.Fatalf("ReadAfter(%s, %d, %d): %v", queue, offset, n, err)
 		}

@@ -29,7 +29,7 @@ var failureFields = []string{"error", "exit_code", "stderr_tail", "failed_at", "
 // atomically. raw may be nil (the envelope was missing) or undecodable; it
 // is then kept verbatim. f.FailedAt defaults to the Store's clock. The id
 // stays in the dedupe window.
-func (s *Store) Kill(ctx context.Context, queue, id string, raw []byte, f drover.Failure) error {
+func (s Dead) Kill(ctx context.Context, queue, id string, raw []byte, f drover.Failure) error {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return fmt.Errorf("dead-letter %s: %w", id, err)
@@ -53,7 +53,7 @@ func (s *Store) Kill(ctx context.Context, queue, id string, raw []byte, f drover
 
 // DeadLetter is Kill for a drover.DeadLetter (the worker's form): it stores
 // d.Message's envelope (its last attempt) when set, else d.Raw as read.
-func (s *Store) DeadLetter(ctx context.Context, queue string, d drover.DeadLetter) error {
+func (s Log) DeadLetter(ctx context.Context, queue string, d drover.DeadLetter) error {
 	raw := d.Raw
 	id := d.ID
 	if d.Message != nil {
@@ -68,7 +68,7 @@ func (s *Store) DeadLetter(ctx context.Context, queue string, d drover.DeadLette
 		}
 		raw = env
 	}
-	return s.Kill(ctx, queue, id, raw, d.Failure)
+	return Dead{s.core}.Kill(ctx, queue, id, raw, d.Failure)
 }
 
 // deadRecord builds the :deadmsg value.
@@ -152,7 +152,7 @@ func parseDeadRecord(id string, record []byte) drover.DeadLetter {
 
 // DeadLetters lists up to limit dead letters of queue, newest first,
 // skipping the first offset (for paging). limit <= 0 means 100.
-func (s *Store) DeadLetters(ctx context.Context, queue string, offset, limit int) ([]drover.DeadLetter, error) {
+func (s Dead) DeadLetters(ctx context.Context, queue string, offset, limit int) ([]drover.DeadLetter, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
@@ -187,7 +187,7 @@ func (s *Store) DeadLetters(ctx context.Context, queue string, offset, limit int
 
 // GetDeadLetter returns one dead letter of queue, or an error wrapping
 // drover.ErrNotFound.
-func (s *Store) GetDeadLetter(ctx context.Context, queue, id string) (drover.DeadLetter, error) {
+func (s Dead) GetDeadLetter(ctx context.Context, queue, id string) (drover.DeadLetter, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return drover.DeadLetter{}, fmt.Errorf("get dead letter %s: %w", id, err)
@@ -207,7 +207,7 @@ func (s *Store) GetDeadLetter(ctx context.Context, queue, id string) (drover.Dea
 // dead letters, atomically. It fails with drover.ErrNotFound when id is not
 // a dead letter, with drover.ErrPoison when its envelope cannot be decoded,
 // and when the id is pending in the queue again.
-func (s *Store) RetryDead(ctx context.Context, queue, id string) (EnqueueResult, error) {
+func (s Dead) RetryDead(ctx context.Context, queue, id string) (EnqueueResult, error) {
 	dl, err := s.GetDeadLetter(ctx, queue, id)
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("retry dead letter: %w", err)
@@ -241,7 +241,7 @@ func (s *Store) RetryDead(ctx context.Context, queue, id string) (EnqueueResult,
 }
 
 // PurgeDead deletes one dead letter of queue; false if there was none.
-func (s *Store) PurgeDead(ctx context.Context, queue, id string) (bool, error) {
+func (s Dead) PurgeDead(ctx context.Context, queue, id string) (bool, error) {
 	if id == "" {
 		return false, fmt.Errorf("purge dead letter of %s: empty id", queue)
 	}
@@ -250,11 +250,11 @@ func (s *Store) PurgeDead(ctx context.Context, queue, id string) (bool, error) {
 }
 
 // PurgeAllDead deletes every dead letter of queue and returns how many.
-func (s *Store) PurgeAllDead(ctx context.Context, queue string) (int, error) {
+func (s Dead) PurgeAllDead(ctx context.Context, queue string) (int, error) {
 	return s.purgeDead(ctx, queue, "")
 }
 
-func (s *Store) purgeDead(ctx context.Context, queue, id string) (int, error) {
+func (s Dead) purgeDead(ctx context.Context, queue, id string) (int, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return 0, fmt.Errorf("purge dead letters: %w", err)

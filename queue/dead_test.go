@@ -34,14 +34,14 @@ func testDeadLetters(t *testing.T, rdb redis.UniversalClient) {
 	}
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	f := drover.Failure{Reason: "exit status 3", ExitCode: 3, StderrTail: "boom\n", FailedAt: t0}
-	if err := s.Kill(ctx, "dlq", "bad-job", raw, f); err != nil {
+	if err := s.Dead().Kill(ctx, "dlq", "bad-job", raw, f); err != nil {
 		t.Fatalf("Kill(bad-job): %v", err)
 	}
 	invalidUTF8 := []byte{'{', 0xff, 0xfe}
 	poison := map[string][]byte{"garbled": []byte(`{"id":"garbled"`), "binary": invalidUTF8, "missing": nil}
 	for i, id := range []string{"garbled", "binary", "missing"} {
 		f := drover.Failure{Reason: "poison " + id, ExitCode: -1, FailedAt: t0.Add(time.Duration(i+1) * time.Minute)}
-		if err := s.Kill(ctx, "dlq", id, poison[id], f); err != nil {
+		if err := s.Dead().Kill(ctx, "dlq", id, poison[id], f); err != nil {
 			t.Fatalf("Kill(%s): %v", id, err)
 		}
 	}
@@ -71,11 +71,11 @@ func testDeadLetters(t *testing.T, rdb redis.UniversalClient) {
 	}
 
 	// Newest first, paged.
-	page1, err := s.DeadLetters(ctx, "dlq", 0, 2)
+	page1, err := s.Dead().DeadLetters(ctx, "dlq", 0, 2)
 	if err != nil {
 		t.Fatalf("DeadLetters: %v", err)
 	}
-	page2, err := s.DeadLetters(ctx, "dlq", 2, 2)
+	page2, err := s.Dead().DeadLetters(ctx, "dlq", 2, 2)
 	if err != nil {
 		t.Fatalf("DeadLetters page 2: %v", err)
 	}
@@ -100,7 +100,7 @@ func testDeadLetters(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("missing: want no raw and no message, have %+v", dl)
 	}
 
-	dl, err := s.GetDeadLetter(ctx, "dlq", "bad-job")
+	dl, err := s.Dead().GetDeadLetter(ctx, "dlq", "bad-job")
 	if err != nil {
 		t.Fatalf("GetDeadLetter(bad-job): %v", err)
 	}
@@ -110,13 +110,13 @@ func testDeadLetters(t *testing.T, rdb redis.UniversalClient) {
 	if dl.Message == nil || dl.Message.Attempt != 5 || string(dl.Message.Extra["trace_id"]) != `"abc"` || len(dl.Message.Extra) != 1 {
 		t.Fatalf("dead message: want attempt 5 and only trace_id extra, have %+v", dl.Message)
 	}
-	if _, err := s.GetDeadLetter(ctx, "dlq", "nope"); !errors.Is(err, drover.ErrNotFound) {
+	if _, err := s.Dead().GetDeadLetter(ctx, "dlq", "nope"); !errors.Is(err, drover.ErrNotFound) {
 		t.Fatalf("GetDeadLetter(nope): want ErrNotFound, have %v", err)
 	}
 
 	// Retry: back in the log with attempt 0, out of the dead letters, even
 	// though the id is inside the dedupe window.
-	r, err := s.RetryDead(ctx, "dlq", "bad-job")
+	r, err := s.Dead().RetryDead(ctx, "dlq", "bad-job")
 	if err != nil || r.Position == 0 {
 		t.Fatalf("RetryDead(bad-job): want a position, have %+v, %v", r, err)
 	}
@@ -128,29 +128,29 @@ func testDeadLetters(t *testing.T, rdb redis.UniversalClient) {
 	if back.Attempt != 0 || string(back.Extra["trace_id"]) != `"abc"` || len(back.Extra) != 1 {
 		t.Fatalf("retried message: want attempt 0 and only trace_id extra, have %+v", back)
 	}
-	if _, err := s.GetDeadLetter(ctx, "dlq", "bad-job"); !errors.Is(err, drover.ErrNotFound) {
+	if _, err := s.Dead().GetDeadLetter(ctx, "dlq", "bad-job"); !errors.Is(err, drover.ErrNotFound) {
 		t.Fatalf("bad-job after retry: want it gone from the dead letters, have %v", err)
 	}
-	if _, err := s.RetryDead(ctx, "dlq", "bad-job"); !errors.Is(err, drover.ErrNotFound) {
+	if _, err := s.Dead().RetryDead(ctx, "dlq", "bad-job"); !errors.Is(err, drover.ErrNotFound) {
 		t.Fatalf("RetryDead twice: want ErrNotFound, have %v", err)
 	}
-	if _, err := s.RetryDead(ctx, "dlq", "garbled"); !errors.Is(err, drover.ErrPoison) {
+	if _, err := s.Dead().RetryDead(ctx, "dlq", "garbled"); !errors.Is(err, drover.ErrPoison) {
 		t.Fatalf("RetryDead(garbled): want ErrPoison, have %v", err)
 	}
 
-	if b, err := s.Backlog(ctx, "dlq", 0); err != nil || b.Dead != 3 {
+	if b, err := s.Log().Backlog(ctx, "dlq", 0); err != nil || b.Dead != 3 {
 		t.Fatalf("Backlog: want 3 dead, have %+v, %v", b, err)
 	}
-	if ok, err := s.PurgeDead(ctx, "dlq", "garbled"); err != nil || !ok {
+	if ok, err := s.Dead().PurgeDead(ctx, "dlq", "garbled"); err != nil || !ok {
 		t.Fatalf("PurgeDead(garbled): want true, have %v, %v", ok, err)
 	}
-	if ok, err := s.PurgeDead(ctx, "dlq", "garbled"); err != nil || ok {
+	if ok, err := s.Dead().PurgeDead(ctx, "dlq", "garbled"); err != nil || ok {
 		t.Fatalf("PurgeDead(garbled) again: want false, have %v, %v", ok, err)
 	}
-	if n, err := s.PurgeAllDead(ctx, "dlq"); err != nil || n != 2 {
+	if n, err := s.Dead().PurgeAllDead(ctx, "dlq"); err != nil || n != 2 {
 		t.Fatalf("PurgeAllDead: want 2, have %d, %v", n, err)
 	}
-	if dls, err := s.DeadLetters(ctx, "dlq", 0, 10); err != nil || len(dls) != 0 {
+	if dls, err := s.Dead().DeadLetters(ctx, "dlq", 0, 10); err != nil || len(dls) != 0 {
 		t.Fatalf("after purge: want no dead letters, have %+v, %v", dls, err)
 	}
 	if n, _ := rdb.Exists(ctx, qk.dead, qk.deadmsg).Result(); n != 0 {
@@ -170,10 +170,10 @@ func testDeadLetterFromMessage(t *testing.T, rdb redis.UniversalClient) {
 	m := mustDecode(t, es[0])
 	m.Attempt = 4
 	f := drover.Failure{Reason: "timeout", ExitCode: -1, StderrTail: "killed"}
-	if err := s.DeadLetter(ctx, "dlq2", drover.DeadLetter{Message: m, Failure: f}); err != nil {
+	if err := s.Log().DeadLetter(ctx, "dlq2", drover.DeadLetter{Message: m, Failure: f}); err != nil {
 		t.Fatalf("DeadLetter: %v", err)
 	}
-	dl, err := s.GetDeadLetter(ctx, "dlq2", "j")
+	dl, err := s.Dead().GetDeadLetter(ctx, "dlq2", "j")
 	if err != nil {
 		t.Fatalf("GetDeadLetter(j): %v", err)
 	}

@@ -15,7 +15,7 @@ var _ = addContractCases(
 	contractCase{"RetryAcrossTrim", testRetryAcrossTrim},
 )
 
-// Delayed messages wait outside the log; PromoteDue moves the due ones in
+// Delayed messages wait outside the log; PromoteDueNext moves the due ones in
 // with fresh positions; Revoke is true only for a message still delayed.
 func testDelayedPromoteRevoke(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
@@ -23,38 +23,38 @@ func testDelayedPromoteRevoke(t *testing.T, rdb redis.UniversalClient) {
 	now := time.Now()
 	before := mustEnqueue(t, s, msg("later", "now-1"))
 	for _, id := range []string{"in-1h", "in-2h"} {
-		r, err := s.EnqueueAt(ctx, msg("later", id), now.Add(map[string]time.Duration{"in-1h": time.Hour, "in-2h": 2 * time.Hour}[id]))
+		r, err := s.Producer().EnqueueAt(ctx, msg("later", id), now.Add(map[string]time.Duration{"in-1h": time.Hour, "in-2h": 2 * time.Hour}[id]))
 		if err != nil || r.Position != 0 || r.Duplicate {
 			t.Fatalf("EnqueueAt(%s): want a delayed message (position 0), have %+v, %v", id, r, err)
 		}
 	}
-	if r, err := s.EnqueueIn(ctx, msg("later", "in-1h"), time.Minute); err != nil || !r.Duplicate {
+	if r, err := s.Producer().EnqueueIn(ctx, msg("later", "in-1h"), time.Minute); err != nil || !r.Duplicate {
 		t.Fatalf("EnqueueIn of a delayed id: want a duplicate, have %+v, %v", r, err)
 	}
-	past, err := s.EnqueueAt(ctx, msg("later", "overdue"), now.Add(-time.Hour))
+	past, err := s.Producer().EnqueueAt(ctx, msg("later", "overdue"), now.Add(-time.Hour))
 	if err != nil || past.Position <= before.Position {
 		t.Fatalf("EnqueueAt in the past: want it in the log after %d, have %+v, %v", before.Position, past, err)
 	}
-	if due, ok, err := s.NextDue(ctx, "later"); err != nil || !ok || due.UnixMilli() != now.Add(time.Hour).UnixMilli() {
+	if due, ok, err := s.Inspector().NextDue(ctx, "later"); err != nil || !ok || due.UnixMilli() != now.Add(time.Hour).UnixMilli() {
 		t.Fatalf("NextDue: want %v, have %v %v %v", now.Add(time.Hour), due, ok, err)
 	}
 	if es := readAll(t, s, "later", 0, 10); len(es) != 2 {
 		t.Fatalf("log before promotion: want now-1 and overdue, have %+v", es)
 	}
-	if b, err := s.Backlog(ctx, "later", 0); err != nil || b.Delayed != 2 || b.Lag != 2 {
+	if b, err := s.Log().Backlog(ctx, "later", 0); err != nil || b.Delayed != 2 || b.Lag != 2 {
 		t.Fatalf("Backlog: want lag 2, delayed 2, have %+v, %v", b, err)
 	}
 
-	if n, err := s.PromoteDue(ctx, "later", now, 10); err != nil || n != 0 {
-		t.Fatalf("PromoteDue(now): want 0, have %d, %v", n, err)
+	if n, _, err := s.Log().PromoteDueNext(ctx, "later", now, 10); err != nil || n != 0 {
+		t.Fatalf("PromoteDueNext(now): want 0, have %d, %v", n, err)
 	}
-	if ok, err := s.Revoke(ctx, "later", "in-1h"); err != nil || !ok {
+	if ok, err := s.Operator().Revoke(ctx, "later", "in-1h"); err != nil || !ok {
 		t.Fatalf("Revoke(in-1h): want true, have %v, %v", ok, err)
 	}
-	if ok, err := s.Revoke(ctx, "later", "in-1h"); err != nil || ok {
+	if ok, err := s.Operator().Revoke(ctx, "later", "in-1h"); err != nil || ok {
 		t.Fatalf("Revoke(in-1h) again: want false, have %v, %v", ok, err)
 	}
-	if ok, err := s.Revoke(ctx, "later", "never-enqueued"); err != nil || ok {
+	if ok, err := s.Operator().Revoke(ctx, "later", "never-enqueued"); err != nil || ok {
 		t.Fatalf("Revoke(never-enqueued): want false, have %v, %v", ok, err)
 	}
 	// Nothing of a revoked message is kept: its id can be used again.
@@ -62,15 +62,15 @@ func testDelayedPromoteRevoke(t *testing.T, rdb redis.UniversalClient) {
 	if n, _ := rdb.HExists(ctx, qk.msg, "in-1h").Result(); n {
 		t.Fatalf("revoked in-1h still has an envelope")
 	}
-	if r, err := s.EnqueueIn(ctx, msg("later", "in-1h"), 3*time.Hour); err != nil || r.Duplicate {
+	if r, err := s.Producer().EnqueueIn(ctx, msg("later", "in-1h"), 3*time.Hour); err != nil || r.Duplicate {
 		t.Fatalf("enqueue of a revoked id: want a fresh message, have %+v, %v", r, err)
 	}
 
-	n, err := s.PromoteDue(ctx, "later", now.Add(2*time.Hour+time.Second), 10)
+	n, _, err := s.Log().PromoteDueNext(ctx, "later", now.Add(2*time.Hour+time.Second), 10)
 	if err != nil || n != 1 {
-		t.Fatalf("PromoteDue(now+2h): want 1, have %d, %v", n, err)
+		t.Fatalf("PromoteDueNext(now+2h): want 1, have %d, %v", n, err)
 	}
-	if ok, err := s.Revoke(ctx, "later", "in-2h"); err != nil || ok {
+	if ok, err := s.Operator().Revoke(ctx, "later", "in-2h"); err != nil || ok {
 		t.Fatalf("Revoke(in-2h) after promotion: want false, have %v, %v", ok, err)
 	}
 	es := readAll(t, s, "later", past.Position, 10)
@@ -82,15 +82,15 @@ func testDelayedPromoteRevoke(t *testing.T, rdb redis.UniversalClient) {
 	}
 	// The limit bounds one call; the rest waits for the next.
 	for _, id := range []string{"a", "b", "c"} {
-		if _, err := s.EnqueueAt(ctx, msg("later", id), now.Add(time.Minute)); err != nil {
+		if _, err := s.Producer().EnqueueAt(ctx, msg("later", id), now.Add(time.Minute)); err != nil {
 			t.Fatalf("EnqueueAt(%s): %v", id, err)
 		}
 	}
-	if n, err := s.PromoteDue(ctx, "later", now.Add(time.Hour), 2); err != nil || n != 2 {
-		t.Fatalf("PromoteDue limit 2: want 2, have %d, %v", n, err)
+	if n, _, err := s.Log().PromoteDueNext(ctx, "later", now.Add(time.Hour), 2); err != nil || n != 2 {
+		t.Fatalf("PromoteDueNext limit 2: want 2, have %d, %v", n, err)
 	}
-	if n, err := s.PromoteDue(ctx, "later", now.Add(time.Hour), 2); err != nil || n != 1 {
-		t.Fatalf("PromoteDue again: want 1, have %d, %v", n, err)
+	if n, _, err := s.Log().PromoteDueNext(ctx, "later", now.Add(time.Hour), 2); err != nil || n != 1 {
+		t.Fatalf("PromoteDueNext again: want 1, have %d, %v", n, err)
 	}
 	if es := readAll(t, s, "later", es[0].Position, 10); len(es) != 3 || es[0].ID != "a" || es[2].ID != "c" {
 		t.Fatalf("promoted in due order: want a b c, have %+v", es)
@@ -115,19 +115,19 @@ func testRetryAcrossTrim(t *testing.T, rdb redis.UniversalClient) {
 	// x: retried, trimmed, then promoted.
 	x := mustDecode(t, es[0])
 	x.Attempt++
-	if err := s.Retry(ctx, x, now.Add(time.Minute)); err != nil {
+	if err := s.Log().Retry(ctx, x, now.Add(time.Minute)); err != nil {
 		t.Fatalf("Retry(x): %v", err)
 	}
 	// y: retried, promoted, then trimmed.
 	y := mustDecode(t, es[1])
 	y.Attempt++
-	if err := s.Retry(ctx, y, now.Add(-time.Second)); err != nil {
+	if err := s.Log().Retry(ctx, y, now.Add(-time.Second)); err != nil {
 		t.Fatalf("Retry(y): %v", err)
 	}
-	if n, err := s.PromoteDue(ctx, "retry", now, 10); err != nil || n != 1 {
-		t.Fatalf("PromoteDue: want y, have %d, %v", n, err)
+	if n, _, err := s.Log().PromoteDueNext(ctx, "retry", now, 10); err != nil || n != 1 {
+		t.Fatalf("PromoteDueNext: want y, have %d, %v", n, err)
 	}
-	if _, err := s.Trim(ctx, "retry", offset, 0); err != nil {
+	if _, err := s.Log().Trim(ctx, "retry", offset, 0); err != nil {
 		t.Fatalf("Trim: %v", err)
 	}
 	qk := s.keys.queue("retry")
@@ -136,8 +136,8 @@ func testRetryAcrossTrim(t *testing.T, rdb redis.UniversalClient) {
 			t.Fatalf("after trim: envelope of %s must be kept, HEXISTS = %v, %v", id, ok, err)
 		}
 	}
-	if n, err := s.PromoteDue(ctx, "retry", now.Add(2*time.Minute), 10); err != nil || n != 1 {
-		t.Fatalf("PromoteDue: want x, have %d, %v", n, err)
+	if n, _, err := s.Log().PromoteDueNext(ctx, "retry", now.Add(2*time.Minute), 10); err != nil || n != 1 {
+		t.Fatalf("PromoteDueNext: want x, have %d, %v", n, err)
 	}
 	got := readAll(t, s, "retry", offset, 10)
 	if len(got) != 2 || got[0].ID != "y" || got[1].ID != "x" {
@@ -148,10 +148,10 @@ func testRetryAcrossTrim(t *testing.T, rdb redis.UniversalClient) {
 			t.Fatalf("retried %s: want attempt 1, have %d", e.ID, m.Attempt)
 		}
 	}
-	if err := s.Retry(ctx, &drover.Message{Queue: "retry", Task: "t"}, now); err == nil {
+	if err := s.Log().Retry(ctx, &drover.Message{Queue: "retry", Task: "t"}, now); err == nil {
 		t.Fatalf("Retry of a message without id: want an error")
 	}
-	if _, err := s.Revoke(ctx, "bad:queue", "x"); !errors.Is(err, drover.ErrInvalidQueueName) {
+	if _, err := s.Operator().Revoke(ctx, "bad:queue", "x"); !errors.Is(err, drover.ErrInvalidQueueName) {
 		t.Fatalf("Revoke in bad:queue: want ErrInvalidQueueName, have %v", err)
 	}
 }

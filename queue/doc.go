@@ -11,11 +11,17 @@
 //
 // A queue is a sorted set of message ids scored by position (microseconds
 // from Redis TIME, strictly increasing per queue) plus a hash of envelopes.
-// The queue's owner reads it in batches after its committed offset
-// (ReadAfter), promotes due delayed messages (PromoteDue), schedules retries
-// (Retry), dead-letters what fails for good (Kill), and trims what is done
-// (Trim). Producers call Enqueue, EnqueueAt/EnqueueIn or EnqueueBatch; idle
-// owners learn about new messages from Wakeups.
+//
+// A Store keeps the client and what is common; its abilities are on roles,
+// one per kind of caller (roles.go). Producers use store.Producer()
+// (Enqueue, EnqueueAt/EnqueueIn, EnqueueBatch). The queue's owner uses
+// store.Log(): it reads in batches after its committed offset (ReadAfter,
+// ReadMany), promotes due delayed messages (PromoteDueNext), schedules
+// retries (Retry), dead-letters what fails for good (DeadLetter) and trims
+// what is done (Trim, TrimMany); idle owners learn about new messages from
+// store.Listener().Wakeups. Operators and consoles use store.Dead(),
+// store.Jobs(), store.Inspector() and store.Operator(); the family
+// registrar uses store.Families(); schedules live in store.Schedules().
 //
 // Envelopes are decoded lazily (Entry.Decode), so reading stays cheap; a
 // missing or undecodable envelope is a *PoisonError, never a panic and never

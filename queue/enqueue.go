@@ -59,15 +59,15 @@ type enqueueRequest struct {
 // enqueued; once sent, it waits for Redis's reply. A network error leaves the
 // outcome unknown; enqueueing the same id again is then safe (it is a no-op
 // if the first attempt landed).
-func (s *Store) Enqueue(ctx context.Context, m *drover.Message) (EnqueueResult, error) {
+func (s Producer) Enqueue(ctx context.Context, m *drover.Message) (EnqueueResult, error) {
 	return s.enqueueOne(ctx, m, 0)
 }
 
 // EnqueueAt is Enqueue for a message that becomes ready at time at: it goes
 // to the queue's delayed set, and the queue's owner promotes it to the log
-// when due (PromoteDue). A time not after Redis's clock enqueues at once.
+// when due (PromoteDueNext). A time not after Redis's clock enqueues at once.
 // Revoke deletes it while it waits.
-func (s *Store) EnqueueAt(ctx context.Context, m *drover.Message, at time.Time) (EnqueueResult, error) {
+func (s Producer) EnqueueAt(ctx context.Context, m *drover.Message, at time.Time) (EnqueueResult, error) {
 	return s.enqueueOne(ctx, m, dueMillis(at))
 }
 
@@ -81,11 +81,11 @@ func dueMillis(at time.Time) int64 {
 }
 
 // EnqueueIn is EnqueueAt(ctx, m, now+d), now from the Store's clock.
-func (s *Store) EnqueueIn(ctx context.Context, m *drover.Message, d time.Duration) (EnqueueResult, error) {
+func (s Producer) EnqueueIn(ctx context.Context, m *drover.Message, d time.Duration) (EnqueueResult, error) {
 	return s.EnqueueAt(ctx, m, s.clock.Now().Add(d))
 }
 
-func (s *Store) enqueueOne(ctx context.Context, m *drover.Message, due int64) (EnqueueResult, error) {
+func (s *core) enqueueOne(ctx context.Context, m *drover.Message, due int64) (EnqueueResult, error) {
 	ctx, span := s.tracer.StartEnqueue(ctx, m) // nil span when tracing is off
 	r, err := s.newRequest(ctx, m, due)
 	if err != nil {
@@ -102,7 +102,7 @@ func (s *Store) enqueueOne(ctx context.Context, m *drover.Message, due int64) (E
 // within a queue they get positions in slice order. Results are in the order
 // of msgs. On error nothing is known about which messages were added;
 // enqueueing the batch again with the same ids is safe.
-func (s *Store) EnqueueBatch(ctx context.Context, msgs []*drover.Message) ([]EnqueueResult, error) {
+func (s Producer) EnqueueBatch(ctx context.Context, msgs []*drover.Message) ([]EnqueueResult, error) {
 	return s.enqueueBatch(ctx, msgs, nil)
 }
 
@@ -111,7 +111,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, msgs []*drover.Message) ([]Enq
 // Every message is validated before anything is sent. The messages of one
 // queue, up to 1000, go in one script call, which writes all of them or
 // none.
-func (s *Store) EnqueueBatchAt(ctx context.Context, msgs []*drover.Message, at []time.Time) ([]EnqueueResult, error) {
+func (s Producer) EnqueueBatchAt(ctx context.Context, msgs []*drover.Message, at []time.Time) ([]EnqueueResult, error) {
 	if len(at) != len(msgs) {
 		return nil, fmt.Errorf("enqueue batch: %d due times for %d messages", len(at), len(msgs))
 	}
@@ -119,7 +119,7 @@ func (s *Store) EnqueueBatchAt(ctx context.Context, msgs []*drover.Message, at [
 }
 
 // enqueueBatch is EnqueueBatchAt; a nil at means every message is due now.
-func (s *Store) enqueueBatch(ctx context.Context, msgs []*drover.Message, at []time.Time) ([]EnqueueResult, error) {
+func (s *core) enqueueBatch(ctx context.Context, msgs []*drover.Message, at []time.Time) ([]EnqueueResult, error) {
 	reqs := make([]*enqueueRequest, len(msgs))
 	for i, m := range msgs {
 		var due int64 // 0: now
@@ -145,7 +145,7 @@ func (s *Store) enqueueBatch(ctx context.Context, msgs []*drover.Message, at []t
 
 // newRequest validates m and encodes its envelope, with the trace context
 // of ctx in its headers when tracing is on.
-func (s *Store) newRequest(ctx context.Context, m *drover.Message, due int64) (*enqueueRequest, error) {
+func (s *core) newRequest(ctx context.Context, m *drover.Message, due int64) (*enqueueRequest, error) {
 	if m == nil {
 		return nil, errors.New("enqueue: nil message")
 	}
@@ -186,7 +186,7 @@ func (s *Store) newRequest(ctx context.Context, m *drover.Message, due int64) (*
 // with up to maxScriptBatch messages per call, plus an SADD to the queue
 // registry for queues this Store has not registered yet. It sets every
 // request's res or err.
-func (s *Store) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
+func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 	if len(reqs) == 1 && s.enqueueAlone(ctx, reqs[0]) {
 		return
 	}
@@ -327,7 +327,7 @@ func (s *Store) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 // due now to a queue this Store has registered, with enqueueOneSource: one
 // command carrying only what it uses. It reports false, sending nothing,
 // for any other request.
-func (s *Store) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
+func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 	if r.keyed || r.due != 0 {
 		return false
 	}

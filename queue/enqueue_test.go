@@ -41,7 +41,7 @@ func testConcurrentEnqueue(t *testing.T, rdb redis.UniversalClient) {
 			for i := range each {
 				m := msg("orders", "")
 				m.Args = fmt.Appendf(nil, `{"worker":%d,"i":%d}`, w, i)
-				r, err := s.Enqueue(context.Background(), m)
+				r, err := s.Producer().Enqueue(context.Background(), m)
 				if err != nil {
 					errs <- err
 					return
@@ -105,18 +105,18 @@ func testEnqueueBatchAt(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	s := newTestStore(t, rdb, nil)
 	msgs := []*drover.Message{msg("at", ""), msg("at", ""), msg("at", "")}
-	if _, err := s.EnqueueBatchAt(ctx, msgs, make([]time.Time, 2)); err == nil || !strings.Contains(err.Error(), "2 due times for 3 messages") {
+	if _, err := s.Producer().EnqueueBatchAt(ctx, msgs, make([]time.Time, 2)); err == nil || !strings.Contains(err.Error(), "2 due times for 3 messages") {
 		t.Fatalf("EnqueueBatchAt with 2 times for 3 messages: want an error saying so, have %v", err)
 	}
 	at := []time.Time{{}, time.Unix(-100, 0), time.Now().Add(time.Hour)}
-	res, err := s.EnqueueBatchAt(ctx, msgs, at)
+	res, err := s.Producer().EnqueueBatchAt(ctx, msgs, at)
 	if err != nil {
 		t.Fatalf("EnqueueBatchAt: %v", err)
 	}
 	if res[0].Position <= 0 || res[1].Position <= res[0].Position || res[2].Position != 0 || res[2].Duplicate {
 		t.Fatalf("want two increasing positions then a delayed message (position 0), have %+v", res)
 	}
-	b, err := s.Backlog(ctx, "at", 0)
+	b, err := s.Log().Backlog(ctx, "at", 0)
 	if err != nil || b.Lag != 2 || b.Delayed != 1 {
 		t.Fatalf("Backlog: want lag 2 and 1 delayed, have %+v, %v", b, err)
 	}
@@ -134,7 +134,7 @@ func testEnqueueBatch(t *testing.T, rdb redis.UniversalClient) {
 		msgs = append(msgs, msg(q, ""))
 	}
 	msgs = append(msgs, msg("batch-a", "unique-1"), msg("batch-a", "unique-1"))
-	res, err := s.EnqueueBatch(ctx, msgs)
+	res, err := s.Producer().EnqueueBatch(ctx, msgs)
 	if err != nil {
 		t.Fatalf("EnqueueBatch: %v", err)
 	}
@@ -157,7 +157,7 @@ func testEnqueueBatch(t *testing.T, rdb redis.UniversalClient) {
 			t.Fatalf("queue %s: want %d messages, have %d", q, want, n)
 		}
 	}
-	qs, err := s.Queues(ctx)
+	qs, err := s.Inspector().Queues(ctx)
 	if err != nil {
 		t.Fatalf("Queues: %v", err)
 	}
@@ -183,7 +183,7 @@ func testIdempotentEnqueue(t *testing.T, rdb redis.UniversalClient) {
 	if len(es) != 1 || es[0].ID != "job-42" || es[0].Position != first.Position {
 		t.Fatalf("want job-42 once at %d, have %+v", first.Position, es)
 	}
-	if n, err := s.Trim(ctx, "unique", es[0].Position, 0); err != nil || n != 1 {
+	if n, err := s.Log().Trim(ctx, "unique", es[0].Position, 0); err != nil || n != 1 {
 		t.Fatalf("Trim: want 1 removed, have %d, %v", n, err)
 	}
 	third := mustEnqueue(t, s, msg("unique", "job-42"))
@@ -216,7 +216,7 @@ func testDedupeWindowExpiry(t *testing.T, rdb redis.UniversalClient) {
 	if lo, hi := float64(time.Now().Add(50*time.Minute).UnixMilli()), float64(time.Now().Add(70*time.Minute).UnixMilli()); end < lo || end > hi {
 		t.Fatalf("dedupe window end %v: want about an hour from now (%v..%v)", end, lo, hi)
 	}
-	if _, err := s.Trim(ctx, "window", r.Position, 0); err != nil {
+	if _, err := s.Log().Trim(ctx, "window", r.Position, 0); err != nil {
 		t.Fatalf("Trim: %v", err)
 	}
 	// Expire the window, and add an expired id that nobody enqueues again.
@@ -245,17 +245,17 @@ func testEnqueueRejectsInvalid(t *testing.T, rdb redis.UniversalClient) {
 		"bad in batch": {Queue: "q"},
 	}
 	for name, m := range cases {
-		if r, err := s.Enqueue(ctx, m); err == nil {
+		if r, err := s.Producer().Enqueue(ctx, m); err == nil {
 			t.Errorf("%s: Enqueue(%+v) = %+v, want an error", name, m, r)
 		}
 	}
-	if _, err := s.EnqueueBatch(ctx, []*drover.Message{msg("q", ""), {Queue: "q"}}); err == nil {
+	if _, err := s.Producer().EnqueueBatch(ctx, []*drover.Message{msg("q", ""), {Queue: "q"}}); err == nil {
 		t.Errorf("EnqueueBatch with a message without a task: want an error")
 	}
-	if _, err := s.Enqueue(ctx, &drover.Message{Queue: "a/b", Task: "t"}); !errors.Is(err, drover.ErrInvalidQueueName) {
+	if _, err := s.Producer().Enqueue(ctx, &drover.Message{Queue: "a/b", Task: "t"}); !errors.Is(err, drover.ErrInvalidQueueName) {
 		t.Errorf("queue a/b: want ErrInvalidQueueName, have %v", err)
 	}
-	if qs, err := s.Queues(ctx); err != nil || len(qs) != 0 {
+	if qs, err := s.Inspector().Queues(ctx); err != nil || len(qs) != 0 {
 		t.Errorf("after refused enqueues: want no queues, have %v, %v", qs, err)
 	}
 }
@@ -266,18 +266,18 @@ func testEnqueueRejectsInvalid(t *testing.T, rdb redis.UniversalClient) {
 func testWakeups(t *testing.T, rdb redis.UniversalClient) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := newTestStore(t, rdb, nil)
-	wake, err := s.Wakeups(ctx, "m1")
+	wake, err := s.Listener().Wakeups(ctx, "m1")
 	if err != nil {
 		t.Fatalf("Wakeups m1: %v", err)
 	}
-	wake2, err := s.Wakeups(ctx, "m2")
+	wake2, err := s.Listener().Wakeups(ctx, "m2")
 	if err != nil {
 		t.Fatalf("Wakeups m2: %v", err)
 	}
-	if err := s.RouteWakeups(ctx, "m1", "sleepy", "later"); err != nil {
+	if err := s.Log().RouteWakeups(ctx, "m1", "sleepy", "later"); err != nil {
 		t.Fatalf("route to m1: %v", err)
 	}
-	if err := s.RouteWakeups(ctx, "m2", "other"); err != nil {
+	if err := s.Log().RouteWakeups(ctx, "m2", "other"); err != nil {
 		t.Fatalf("route to m2: %v", err)
 	}
 	nextWake := func(ch <-chan Wakeup, who string) Wakeup {
@@ -290,7 +290,7 @@ func testWakeups(t *testing.T, rdb redis.UniversalClient) {
 		}
 		panic("unreachable")
 	}
-	all, err := s.AllWakeups(ctx)
+	all, err := s.Listener().AllWakeups(ctx)
 	if err != nil {
 		t.Fatalf("AllWakeups: %v", err)
 	}
@@ -312,7 +312,7 @@ func testWakeups(t *testing.T, rdb redis.UniversalClient) {
 	mustEnqueue(t, s, msg("sleepy", "k"))
 	mustEnqueue(t, s, msg("sleepy", "k"))
 	due := time.Now().Add(time.Hour)
-	if _, err := s.EnqueueAt(ctx, msg("later", ""), due); err != nil {
+	if _, err := s.Producer().EnqueueAt(ctx, msg("later", ""), due); err != nil {
 		t.Fatalf("EnqueueAt: %v", err)
 	}
 	var got []string
@@ -333,7 +333,7 @@ func testWakeups(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("m2's first wake-up: want other (m2 owns no other queue), have %+v", w)
 	}
 	// The queue moves to m2: its wake-ups follow.
-	if err := s.RouteWakeups(ctx, "m2", "sleepy"); err != nil {
+	if err := s.Log().RouteWakeups(ctx, "m2", "sleepy"); err != nil {
 		t.Fatalf("route sleepy to m2: %v", err)
 	}
 	mustEnqueue(t, s, msg("sleepy", ""))
@@ -377,7 +377,7 @@ func testEnqueueScriptChecksArguments(t *testing.T, rdb redis.UniversalClient) {
 var _ = addContractCases(contractCase{"EnqueueScriptShortcutMatchesGeneralPath", testEnqueueScriptShortcut})
 
 // The enqueue script's shortcut for the common call (one message, generated
-// id, due now) and the one-message script a lone Store.Enqueue sends
+// id, due now) and the one-message script a lone Producer.Enqueue sends
 // (enqueueOneSource) have the general path's effects: the same replies, log
 // entries, envelopes, :seq and wake-ups. Due "0" takes the shortcut; "00"
 // is the same number but takes the general path; "one" is enqueueOneSource.
@@ -389,10 +389,10 @@ func testEnqueueScriptShortcut(t *testing.T, rdb redis.UniversalClient) {
 		q, member := "short-"+due, "m-"+due
 		qk := s.keys.queue(q)
 		keys := []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.seen, qk.owner}
-		if err := s.RouteWakeups(ctx, member, q); err != nil {
+		if err := s.Log().RouteWakeups(ctx, member, q); err != nil {
 			t.Fatalf("RouteWakeups: %v", err)
 		}
-		wake, err := s.Wakeups(ctx, member)
+		wake, err := s.Listener().Wakeups(ctx, member)
 		if err != nil {
 			t.Fatalf("Wakeups: %v", err)
 		}
@@ -519,9 +519,9 @@ func TestLoneEnqueueSendsTheOneMessageScript(t *testing.T) {
 		var res EnqueueResult
 		var err error
 		if in > 0 {
-			res, err = s.EnqueueIn(ctx, m, in)
+			res, err = s.Producer().EnqueueIn(ctx, m, in)
 		} else {
-			res, err = s.Enqueue(ctx, m)
+			res, err = s.Producer().Enqueue(ctx, m)
 		}
 		if err != nil {
 			t.Fatalf("enqueue: %v", err)
@@ -566,7 +566,7 @@ func TestLoneEnqueueSendsTheOneMessageScript(t *testing.T) {
 	}
 	want("delayed enqueue", "general")
 
-	b, err := s.Backlog(ctx, q, 0)
+	b, err := s.Log().Backlog(ctx, q, 0)
 	if err != nil || b.Lag != 4 {
 		t.Fatalf("want 4 messages in the log, have %+v, %v", b, err)
 	}

@@ -11,7 +11,7 @@ import (
 
 // A producer enqueues a message; a caller-chosen id makes the enqueue
 // idempotent.
-func ExampleStore_Enqueue() {
+func ExampleProducer_Enqueue() {
 	rdb, err := queue.NewClient(queue.ClientOptions{Addrs: []string{"127.0.0.1:6379"}})
 	if err != nil {
 		log.Fatal(err)
@@ -21,7 +21,7 @@ func ExampleStore_Enqueue() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, err := store.Enqueue(context.Background(), &drover.Message{
+	res, err := store.Producer().Enqueue(context.Background(), &drover.Message{
 		Queue: "emails", Task: "send-welcome", ID: "welcome-42", Args: []byte(`{"user":42}`),
 	})
 	if err != nil {
@@ -32,7 +32,7 @@ func ExampleStore_Enqueue() {
 
 // The queue's owner reads a batch after its offset and decodes each entry;
 // poison entries are dead-lettered, never stop the queue.
-func ExampleStore_ReadAfter() {
+func ExampleLog_ReadAfter() {
 	ctx := context.Background()
 	rdb, err := queue.NewClient(queue.ClientOptions{Addrs: []string{"127.0.0.1:6379"}})
 	if err != nil {
@@ -44,14 +44,14 @@ func ExampleStore_ReadAfter() {
 		log.Fatal(err)
 	}
 	var offset drover.Position // from the committed offset
-	entries, err := store.ReadAfter(ctx, "emails", offset, 100)
+	entries, err := store.Log().ReadAfter(ctx, "emails", offset, 100)
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, e := range entries {
 		m, err := e.Decode()
 		if err != nil {
-			_ = store.Kill(ctx, "emails", e.ID, e.Raw, drover.Failure{Reason: err.Error(), ExitCode: -1})
+			_ = store.Dead().Kill(ctx, "emails", e.ID, e.Raw, drover.Failure{Reason: err.Error(), ExitCode: -1})
 			continue
 		}
 		fmt.Println(m.Task, m.Position)

@@ -22,7 +22,7 @@ import (
 // first enqueue to a queue, or to a retired one) and returns a channel of
 // wake-ups, closed after ctx ends. As with Wakeups, they are hints: a
 // Wakeup with Missed set says some may have been lost.
-func (s *Store) UnownedWakeups(ctx context.Context) (<-chan Wakeup, error) {
+func (s Families) UnownedWakeups(ctx context.Context) (<-chan Wakeup, error) {
 	return s.subscribeWakeups(ctx, s.keys.unownedChannel())
 }
 
@@ -43,7 +43,7 @@ type ScanStep struct {
 // count keys of one master and the caller's one cursor covers them all.
 // A master added or removed during a pass may be missed or walked twice by
 // it; the next pass covers it.
-func (s *Store) ScanQueuesWithMessages(ctx context.Context, cursor uint64, count int64) (ScanStep, error) {
+func (s Families) ScanQueuesWithMessages(ctx context.Context, cursor uint64, count int64) (ScanStep, error) {
 	pattern := s.keys.prefix + ":{*}:msg"
 	node, nodeCursor := cursor>>scanNodeShift, cursor&(1<<scanNodeShift-1)
 	var keys []string
@@ -136,7 +136,7 @@ const (
 // CheckIdle reports, for each queue, whether it is busy, kept or idle
 // since before cutoff (its last enqueue, from its :seq key, is older),
 // in one pipeline. It changes nothing.
-func (s *Store) CheckIdle(ctx context.Context, queues []string, cutoff time.Time) ([]QueueIdleness, error) {
+func (s Families) CheckIdle(ctx context.Context, queues []string, cutoff time.Time) ([]QueueIdleness, error) {
 	if len(queues) == 0 {
 		return nil, nil
 	}
@@ -166,7 +166,7 @@ func (s *Store) CheckIdle(ctx context.Context, queues []string, cutoff time.Time
 // the queue is not retired) or after it (and it finds no route, so its
 // wake-up goes to the unowned channel, where the registrar hears it). It
 // reports what it found; QueueIdle means it retired the keys.
-func (s *Store) Retire(ctx context.Context, queue string, cutoff time.Time) (QueueIdleness, error) {
+func (s Families) Retire(ctx context.Context, queue string, cutoff time.Time) (QueueIdleness, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return QueueBusy, fmt.Errorf("retire: %w", err)
@@ -179,7 +179,7 @@ func (s *Store) Retire(ctx context.Context, queue string, cutoff time.Time) (Que
 }
 
 // HasMessages reports whether queue holds pending or delayed messages.
-func (s *Store) HasMessages(ctx context.Context, queue string) (bool, error) {
+func (s Families) HasMessages(ctx context.Context, queue string) (bool, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return false, fmt.Errorf("has messages: %w", err)

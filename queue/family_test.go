@@ -40,7 +40,7 @@ func testScanFullPass(t *testing.T, rdb redis.UniversalClient) {
 	var cursor uint64
 	steps := 0
 	for {
-		step, err := s.ScanQueuesWithMessages(ctx, cursor, 10)
+		step, err := s.Families().ScanQueuesWithMessages(ctx, cursor, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ const LastErrorField = "last_error"
 // pending message is running: that is the queue owner's live state (see the
 // jobs package, which asks the owner). A message in the log at or below a
 // known offset is succeeded (retries and dead letters leave the log).
-func (s *Store) JobStatus(ctx context.Context, queue, id string, offset drover.Position) (drover.JobStatus, error) {
+func (s Jobs) JobStatus(ctx context.Context, queue, id string, offset drover.Position) (drover.JobStatus, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return drover.JobStatus{}, fmt.Errorf("job status of %s: %w", id, err)

@@ -18,7 +18,7 @@ var _ = addContractCases(
 
 func jobStatus(t *testing.T, s *Store, q, id string, off drover.Position) drover.JobStatus {
 	t.Helper()
-	st, err := s.JobStatus(context.Background(), q, id, off)
+	st, err := s.Jobs().JobStatus(context.Background(), q, id, off)
 	if err != nil {
 		t.Fatalf("JobStatus(%s, %s): %v", q, id, err)
 	}
@@ -45,7 +45,7 @@ func testJobStatusWalk(t *testing.T, rdb redis.UniversalClient) {
 	wantState(t, jobStatus(t, s, q, "nobody", 0), drover.JobUnknown)
 
 	due := time.Now().Add(time.Hour)
-	if _, err := s.EnqueueAt(ctx, msg(q, "walk"), due); err != nil {
+	if _, err := s.Producer().EnqueueAt(ctx, msg(q, "walk"), due); err != nil {
 		t.Fatal(err)
 	}
 	st := jobStatus(t, s, q, "walk", 0)
@@ -55,8 +55,8 @@ func testJobStatusWalk(t *testing.T, rdb redis.UniversalClient) {
 	}
 
 	first := mustEnqueue(t, s, msg(q, "first"))
-	if n, err := s.PromoteDue(ctx, q, due, 10); err != nil || n != 1 {
-		t.Fatalf("PromoteDue: want 1, have %d, %v", n, err)
+	if n, _, err := s.Log().PromoteDueNext(ctx, q, due, 10); err != nil || n != 1 {
+		t.Fatalf("PromoteDueNext: want 1, have %d, %v", n, err)
 	}
 	st = jobStatus(t, s, q, "walk", 0)
 	wantState(t, st, drover.JobPending)
@@ -74,7 +74,7 @@ func testJobStatusWalk(t *testing.T, rdb redis.UniversalClient) {
 	history, _ := json.Marshal([]drover.Failure{{Reason: "exit status 2", ExitCode: 2}, {Reason: "exit status 3", ExitCode: 3, StderrTail: "boom"}})
 	m.Extra = map[string]json.RawMessage{LastErrorField: lastErr, drover.AttemptErrorsField: history}
 	next := time.Now().Add(time.Minute)
-	if err := s.Retry(ctx, m, next); err != nil {
+	if err := s.Log().Retry(ctx, m, next); err != nil {
 		t.Fatal(err)
 	}
 	st = jobStatus(t, s, q, "walk", first.Position)
@@ -89,7 +89,7 @@ func testJobStatusWalk(t *testing.T, rdb redis.UniversalClient) {
 
 	// As the worker dead-letters: the envelope of the last attempt, which
 	// carries the earlier attempts' errors.
-	if err := s.DeadLetter(ctx, q, drover.DeadLetter{Message: m, Failure: drover.Failure{Reason: "gave up", ExitCode: 4, StderrTail: "tail"}}); err != nil {
+	if err := s.Log().DeadLetter(ctx, q, drover.DeadLetter{Message: m, Failure: drover.Failure{Reason: "gave up", ExitCode: 4, StderrTail: "tail"}}); err != nil {
 		t.Fatal(err)
 	}
 	st = jobStatus(t, s, q, "walk", first.Position)
@@ -108,7 +108,7 @@ func testJobStatusWalk(t *testing.T, rdb redis.UniversalClient) {
 	finished := time.Now().UTC().Truncate(time.Millisecond)
 	rec := []drover.Outcome{{ID: "first", State: drover.JobSucceeded, Task: "t", Attempt: 0, ExitCode: 0,
 		FinishedAt: finished, Duration: 0.25, Member: "w1", StdoutTail: "42\n"}}
-	if n, err := s.TrimRecording(ctx, q, first.Position, 0, rec, drover.Outcomes{}); err != nil || n != 1 {
+	if n, err := s.Log().TrimRecording(ctx, q, first.Position, 0, rec, drover.Outcomes{}); err != nil || n != 1 {
 		t.Fatalf("TrimRecording: want 1 entry trimmed, have %d, %v", n, err)
 	}
 	for _, off := range []drover.Position{0, first.Position} {
@@ -122,11 +122,11 @@ func testJobStatusWalk(t *testing.T, rdb redis.UniversalClient) {
 
 	// Revoked: a record when the policy keeps one, none when it is off.
 	for _, id := range []string{"rev", "rev-off"} {
-		if _, err := s.EnqueueIn(ctx, msg(q, id), time.Hour); err != nil {
+		if _, err := s.Producer().EnqueueIn(ctx, msg(q, id), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if ok, err := s.RevokeRecording(ctx, q, "rev", drover.Outcomes{}, "alice"); err != nil || !ok {
+	if ok, err := s.Operator().RevokeRecording(ctx, q, "rev", drover.Outcomes{}, "alice"); err != nil || !ok {
 		t.Fatalf("RevokeRecording: want true, have %v, %v", ok, err)
 	}
 	st = jobStatus(t, s, q, "rev", 0)
@@ -135,7 +135,7 @@ func testJobStatusWalk(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("revoked: want by alice and a time, have %+v", st)
 	}
 	off := drover.Duration(0)
-	if ok, err := s.RevokeRecording(ctx, q, "rev-off", drover.Outcomes{Retention: &off}, "alice"); err != nil || !ok {
+	if ok, err := s.Operator().RevokeRecording(ctx, q, "rev-off", drover.Outcomes{Retention: &off}, "alice"); err != nil || !ok {
 		t.Fatalf("RevokeRecording with records off: want true, have %v, %v", ok, err)
 	}
 	wantState(t, jobStatus(t, s, q, "rev-off", 0), drover.JobUnknown)
@@ -153,11 +153,11 @@ func testOutcomeRecordsBoundedAndExpire(t *testing.T, rdb redis.UniversalClient)
 		keep := drover.Duration(time.Duration(i) * time.Hour) // later records expire later
 		id := fmt.Sprintf("j%d", i)
 		rec := []drover.Outcome{{ID: id, State: drover.JobSucceeded, FinishedAt: time.Now()}}
-		if _, err := s.TrimRecording(ctx, q, 0, 0, rec, drover.Outcomes{Retention: &keep, Max: 3}); err != nil {
+		if _, err := s.Log().TrimRecording(ctx, q, 0, 0, rec, drover.Outcomes{Retention: &keep, Max: 3}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, err := s.Outcomes(ctx, q); err != nil || n != 3 {
+	if n, err := s.Jobs().Outcomes(ctx, q); err != nil || n != 3 {
 		t.Fatalf("Outcomes: want 3 records kept (max 3), have %d, %v", n, err)
 	}
 	for i := 1; i <= 5; i++ {
@@ -174,10 +174,10 @@ func testOutcomeRecordsBoundedAndExpire(t *testing.T, rdb redis.UniversalClient)
 	for i := 0; i < 100; i++ {
 		big = append(big, drover.Outcome{ID: fmt.Sprintf("big%03d", i), State: drover.JobSucceeded, Task: "ü \"q\"\n", FinishedAt: time.Now()})
 	}
-	if _, err := s.TrimRecording(ctx, "big", 0, 0, big, drover.Outcomes{Max: 16}); err != nil {
+	if _, err := s.Log().TrimRecording(ctx, "big", 0, 0, big, drover.Outcomes{Max: 16}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.Outcomes(ctx, "big"); err != nil || n > 16 || n < 14 {
+	if n, err := s.Jobs().Outcomes(ctx, "big"); err != nil || n > 16 || n < 14 {
 		t.Fatalf("Outcomes after a batch of 100 with max 16: want 14–16 kept, have %d, %v", n, err)
 	}
 	if st := jobStatus(t, s, "big", "big099", 0); st.State != drover.JobSucceeded || st.Task != "ü \"q\"\n" {
@@ -188,7 +188,7 @@ func testOutcomeRecordsBoundedAndExpire(t *testing.T, rdb redis.UniversalClient)
 	// Records off: nothing is written.
 	off := drover.Duration(0)
 	rec := []drover.Outcome{{ID: "off", State: drover.JobSucceeded}}
-	if _, err := s.TrimRecording(ctx, q, 0, 0, rec, drover.Outcomes{Retention: &off}); err != nil {
+	if _, err := s.Log().TrimRecording(ctx, q, 0, 0, rec, drover.Outcomes{Retention: &off}); err != nil {
 		t.Fatal(err)
 	}
 	wantState(t, jobStatus(t, s, q, "off", 0), drover.JobUnknown)
@@ -196,7 +196,7 @@ func testOutcomeRecordsBoundedAndExpire(t *testing.T, rdb redis.UniversalClient)
 	// A record kept for 1 ms reads unknown once Redis's clock has passed it.
 	short := drover.Duration(time.Millisecond)
 	rec = []drover.Outcome{{ID: "short", State: drover.JobSucceeded}}
-	if _, err := s.TrimRecording(ctx, q, 0, 0, rec, drover.Outcomes{Retention: &short}); err != nil {
+	if _, err := s.Log().TrimRecording(ctx, q, 0, 0, rec, drover.Outcomes{Retention: &short}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -218,11 +218,11 @@ func TestTrimRecordingAfterScriptFlush(t *testing.T) {
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Trim(ctx, "flush", 0, 0); err != nil { // load trim again, not record-outcomes
+	if _, err := s.Log().Trim(ctx, "flush", 0, 0); err != nil { // load trim again, not record-outcomes
 		t.Fatal(err)
 	}
 	rec := []drover.Outcome{{ID: "a", State: drover.JobSucceeded, FinishedAt: time.Now()}}
-	if n, err := s.TrimRecording(ctx, "flush", pos, 0, rec, drover.Outcomes{}); err != nil || n != 1 {
+	if n, err := s.Log().TrimRecording(ctx, "flush", pos, 0, rec, drover.Outcomes{}); err != nil || n != 1 {
 		t.Fatalf("TrimRecording with an unknown record script: want 1 entry trimmed, have %d, %v", n, err)
 	}
 	wantState(t, jobStatus(t, s, "flush", "a", 0), drover.JobSucceeded)

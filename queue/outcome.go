@@ -27,7 +27,7 @@ import (
 // The records are written before the trim, so a lookup that no longer finds
 // the message in the log finds its record. A failed call may have written
 // the records without trimming; calling it again is safe.
-func (s *Store) TrimRecording(ctx context.Context, queue string, offset drover.Position, retention time.Duration, outcomes []drover.Outcome, policy drover.Outcomes) (int, error) {
+func (s Log) TrimRecording(ctx context.Context, queue string, offset drover.Position, retention time.Duration, outcomes []drover.Outcome, policy drover.Outcomes) (int, error) {
 	keep := policy.Keep()
 	if len(outcomes) == 0 || keep <= 0 {
 		return s.Trim(ctx, queue, offset, retention)
@@ -74,29 +74,8 @@ func (s *Store) TrimRecording(ctx context.Context, queue string, offset drover.P
 	return n + more, err
 }
 
-// Outcomes returns how many outcome records queue keeps now.
-func (s *Store) Outcomes(ctx context.Context, queue string) (int64, error) {
-	qk, err := s.queueKeys(queue)
-	if err != nil {
-		return 0, fmt.Errorf("count outcome records: %w", err)
-	}
-	buckets, err := s.rdb.ZRange(ctx, qk.done, 0, -1).Result()
-	if err != nil {
-		return 0, fmt.Errorf("count outcome records of %s: %w", queue, err)
-	}
-	var n int64
-	for _, b := range buckets {
-		c, err := s.rdb.HLen(ctx, qk.done+":"+b).Result()
-		if err != nil {
-			return 0, fmt.Errorf("count outcome records of %s: %w", queue, err)
-		}
-		n += c
-	}
-	return n, nil
-}
-
 // recordOutcomes writes records outside of a trim (a revoke).
-func (s *Store) recordOutcomes(ctx context.Context, qk *queueKeys, outcomes []drover.Outcome, policy drover.Outcomes) error {
+func (s *core) recordOutcomes(ctx context.Context, qk *queueKeys, outcomes []drover.Outcome, policy drover.Outcomes) error {
 	keep := policy.Keep()
 	if keep <= 0 || len(outcomes) == 0 {
 		return nil

@@ -31,7 +31,7 @@ func BenchmarkRecordOutcomes(b *testing.B) {
 				for j := range recs {
 					recs[j].ID = fmt.Sprintf("%d-%d", i, j)
 				}
-				if _, err := s.TrimRecording(ctx, "bench", 0, 0, recs, policy); err != nil {
+				if _, err := s.Log().TrimRecording(ctx, "bench", 0, 0, recs, policy); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -46,7 +46,7 @@ func BenchmarkRecordOutcomes(b *testing.B) {
 
 // BenchmarkRecordOneCommands: the busy runtime's case, one record per queue
 // per commit, written by the committer's trim-many call for 64 queues at a
-// time (as Store.TrimMany) and by record-outcomes alone (a revoke). It
+// time (as Log.TrimMany) and by record-outcomes alone (a revoke). It
 // reports the Redis commands each record costs (INFO commandstats, commands
 // run by the scripts; the script calls themselves not counted): for
 // trim-many the commands of the same trims without records are subtracted.
@@ -77,7 +77,7 @@ func benchRecordOneCommands(b *testing.B, maxRecords int) {
 					Task: "bench.noop", FinishedAt: time.Now(), Member: "worker-1"}}
 			}
 		}
-		for _, err := range s.TrimMany(ctx, reqs) {
+		for _, err := range s.Log().TrimMany(ctx, reqs) {
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -20,7 +20,7 @@ const recentBuckets = 2
 // queue's size. A record that cannot be decoded is left out. Failed jobs
 // are not here: they are dead letters, or delayed retries that carry their
 // last error.
-func (s *Store) RecentOutcomes(ctx context.Context, queue string, limit int) ([]drover.Outcome, error) {
+func (s Jobs) RecentOutcomes(ctx context.Context, queue string, limit int) ([]drover.Outcome, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return nil, fmt.Errorf("recent outcomes: %w", err)
@@ -68,4 +68,25 @@ func (s *Store) RecentOutcomes(ctx context.Context, queue string, limit int) ([]
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// Outcomes returns how many outcome records queue keeps now.
+func (s Jobs) Outcomes(ctx context.Context, queue string) (int64, error) {
+	qk, err := s.queueKeys(queue)
+	if err != nil {
+		return 0, fmt.Errorf("count outcome records: %w", err)
+	}
+	buckets, err := s.rdb.ZRange(ctx, qk.done, 0, -1).Result()
+	if err != nil {
+		return 0, fmt.Errorf("count outcome records of %s: %w", queue, err)
+	}
+	var n int64
+	for _, b := range buckets {
+		c, err := s.rdb.HLen(ctx, qk.done+":"+b).Result()
+		if err != nil {
+			return 0, fmt.Errorf("count outcome records of %s: %w", queue, err)
+		}
+		n += c
+	}
+	return n, nil
 }

@@ -110,7 +110,7 @@ func recordOne(t *testing.T, rdb redis.UniversalClient, s *Store, q, id string, 
 	t.Helper()
 	before := redisNowMs(t, rdb)
 	rec := []drover.Outcome{{ID: id, State: drover.JobSucceeded, FinishedAt: time.Now()}}
-	if _, err := s.TrimRecording(context.Background(), q, 0, 0, rec, policy); err != nil {
+	if _, err := s.Log().TrimRecording(context.Background(), q, 0, 0, rec, policy); err != nil {
 		t.Fatal(err)
 	}
 	return before
@@ -118,7 +118,7 @@ func recordOne(t *testing.T, rdb redis.UniversalClient, s *Store, q, id string, 
 
 func countOutcomes(t *testing.T, s *Store, q string) int64 {
 	t.Helper()
-	n, err := s.Outcomes(context.Background(), q)
+	n, err := s.Jobs().Outcomes(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ var replaceEnvelopeScript = redis.NewScript(replaceEnvelopeSource)
 // queue's log, atomically; its position stays. It fails with
 // drover.ErrNotFound when id is not in the log. Only for a queue whose
 // owner does not run the message now: a parked queue.
-func (s *Store) ReplaceEnvelope(ctx context.Context, queue, id string, raw []byte) error {
+func (s Operator) ReplaceEnvelope(ctx context.Context, queue, id string, raw []byte) error {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return fmt.Errorf("replace envelope: %w", err)

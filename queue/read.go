@@ -29,7 +29,7 @@ func decodeEnvelope(raw []byte) (*drover.Message, error) {
 // envelope comes back as an entry with Raw nil (poison), never dropped. n is
 // capped at MaxReadBatch; n <= 0 returns nothing. An empty result means
 // nothing follows the offset (now).
-func (s *Store) ReadAfter(ctx context.Context, queue string, offset drover.Position, n int) ([]Entry, error) {
+func (s Log) ReadAfter(ctx context.Context, queue string, offset drover.Position, n int) ([]Entry, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", queue, err)

@@ -23,7 +23,7 @@ const maxManyRead = 1000
 // connection of the client per woken queue. It returns one result per
 // request, in order; an invalid queue name or an N above 1,000 affects only
 // its own request (the latter is read with ReadAfter).
-func (s *Store) ReadMany(ctx context.Context, reqs []drover.ReadRequest) []drover.ReadResult {
+func (s Log) ReadMany(ctx context.Context, reqs []drover.ReadRequest) []drover.ReadResult {
 	out := make([]drover.ReadResult, len(reqs))
 	byName := make(map[string][]int, len(reqs)) // queue → request indexes
 	var names []string
@@ -77,7 +77,7 @@ func (s *Store) ReadMany(ctx context.Context, reqs []drover.ReadRequest) []drove
 }
 
 // readMany reads the requests at idx (distinct queues) in one pipeline.
-func (s *Store) readMany(ctx context.Context, reqs []drover.ReadRequest, idx []int, out []drover.ReadResult) {
+func (s Log) readMany(ctx context.Context, reqs []drover.ReadRequest, idx []int, out []drover.ReadResult) {
 	at := make(map[string]int, len(idx)) // queue → request index
 	names := make([]string, len(idx))
 	for k, i := range idx {

@@ -54,7 +54,7 @@ func testReadManyMatchesReadAfter(t *testing.T, rdb redis.UniversalClient) {
 		drover.ReadRequest{Queue: "many-002", After: 0, N: 0},  // nothing asked
 		drover.ReadRequest{Queue: "bad name", After: 0, N: 5},  // refused alone
 	)
-	res := s.ReadMany(ctx, reqs)
+	res := s.Log().ReadMany(ctx, reqs)
 	if len(res) != len(reqs) {
 		t.Fatalf("want %d results, have %d", len(reqs), len(res))
 	}
@@ -63,7 +63,7 @@ func testReadManyMatchesReadAfter(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("a bad queue name: want an error naming it, have %v", res[bad].Err)
 	}
 	for i, r := range reqs[:bad] {
-		want, err := s.ReadAfter(ctx, r.Queue, r.After, r.N)
+		want, err := s.Log().ReadAfter(ctx, r.Queue, r.After, r.N)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,14 +25,14 @@ func testReadResumesAfterOffset(t *testing.T, rdb redis.UniversalClient) {
 		r := mustEnqueue(t, s, msg("resume", fmt.Sprintf("m%02d", i)))
 		ids = append(ids, r.ID)
 	}
-	if es, err := s.ReadAfter(ctx, "resume", 0, 0); err != nil || len(es) != 0 {
+	if es, err := s.Log().ReadAfter(ctx, "resume", 0, 0); err != nil || len(es) != 0 {
 		t.Fatalf("ReadAfter with n=0: want nothing, have %d entries, %v", len(es), err)
 	}
 	for _, batch := range []int{1, 7, 10, 25, 100} {
 		var offset drover.Position
 		var got []string
 		for {
-			es, err := s.ReadAfter(ctx, "resume", offset, batch)
+			es, err := s.Log().ReadAfter(ctx, "resume", offset, batch)
 			if err != nil {
 				t.Fatalf("ReadAfter(%d, %d): %v", offset, batch, err)
 			}
@@ -56,7 +56,7 @@ func testReadResumesAfterOffset(t *testing.T, rdb redis.UniversalClient) {
 	}
 	// Resuming from the 10th message's position gives the 11th onward.
 	all := readAll(t, s, "resume", 0, 100)
-	es, err := s.ReadAfter(ctx, "resume", all[9].Position, 3)
+	es, err := s.Log().ReadAfter(ctx, "resume", all[9].Position, 3)
 	if err != nil {
 		t.Fatalf("ReadAfter: %v", err)
 	}
@@ -67,7 +67,7 @@ func testReadResumesAfterOffset(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("decoded m10: want position %d and args {\"n\":1}, have %+v", es[0].Position, m)
 	}
 	// An offset beyond the end reads nothing.
-	if es, err := s.ReadAfter(ctx, "resume", all[24].Position, 10); err != nil || len(es) != 0 {
+	if es, err := s.Log().ReadAfter(ctx, "resume", all[24].Position, 10); err != nil || len(es) != 0 {
 		t.Fatalf("after the last message: want nothing, have %+v, %v", es, err)
 	}
 }

@@ -101,7 +101,7 @@ func checkRecipeMessage(t *testing.T, s *Store) {
 	if m.ID != "welcome-42" || m.Task != "send-welcome" || string(m.Args) != `{"user":42}` || m.Attempt != 0 {
 		t.Fatalf("recipe message: want welcome-42 / send-welcome / {\"user\":42}, have %+v", m)
 	}
-	qs, err := s.Queues(context.Background())
+	qs, err := s.Inspector().Queues(context.Background())
 	if err != nil || len(qs) != 1 || qs[0] != "emails" {
 		t.Fatalf("Queues after the recipe: want [emails], have %v, %v", qs, err)
 	}

@@ -22,12 +22,12 @@ func TestRestartWithAppendOnlyLosesNothing(t *testing.T) {
 	for i := range msgs {
 		msgs[i] = msg("durable", "")
 	}
-	res, err := s.EnqueueBatch(ctx, msgs)
+	res, err := s.Producer().EnqueueBatch(ctx, msgs)
 	if err != nil {
 		t.Fatalf("EnqueueBatch: %v", err)
 	}
 	single := mustEnqueue(t, s, msg("durable", "keyed"))
-	if _, err := s.EnqueueIn(ctx, msg("durable", "delayed"), time.Hour); err != nil {
+	if _, err := s.Producer().EnqueueIn(ctx, msg("durable", "delayed"), time.Hour); err != nil {
 		t.Fatalf("EnqueueIn: %v", err)
 	}
 
@@ -51,7 +51,7 @@ func TestRestartWithAppendOnlyLosesNothing(t *testing.T) {
 	if r := mustEnqueue(t, s, msg("durable", "keyed")); !r.Duplicate {
 		t.Fatalf("keyed after restart: want a duplicate, have %+v", r)
 	}
-	if b, err := s.Backlog(ctx, "durable", 0); err != nil || b.Delayed != 1 {
+	if b, err := s.Log().Backlog(ctx, "durable", 0); err != nil || b.Delayed != 1 {
 		t.Fatalf("Backlog after restart: want 1 delayed, have %+v, %v", b, err)
 	}
 	if r := mustEnqueue(t, s, msg("durable", "")); r.Position <= single.Position {

@@ -76,7 +76,7 @@ func BenchmarkScheduleStartup100k(b *testing.B) {
 		}
 	}
 	enq := scheduler.EnqueuerFunc(func(ctx context.Context, m *drover.Message) (bool, error) {
-		res, err := env.queue.Enqueue(ctx, m)
+		res, err := env.queue.Producer().Enqueue(ctx, m)
 		return res.Duplicate, err
 	})
 	clock := newSetClock(now)
@@ -118,7 +118,7 @@ func BenchmarkScheduleFires(b *testing.B) {
 	var fired int64
 	var mu sync.Mutex
 	enq := scheduler.EnqueuerFunc(func(ctx context.Context, m *drover.Message) (bool, error) {
-		res, err := env.queue.Enqueue(ctx, m)
+		res, err := env.queue.Producer().Enqueue(ctx, m)
 		if err == nil && !res.Duplicate {
 			mu.Lock()
 			fired++
@@ -151,7 +151,7 @@ func BenchmarkScheduleLateness1000(b *testing.B) {
 	var mu sync.Mutex
 	var lateness []time.Duration
 	enq := scheduler.EnqueuerFunc(func(ctx context.Context, m *drover.Message) (bool, error) {
-		res, err := env.queue.Enqueue(ctx, m)
+		res, err := env.queue.Producer().Enqueue(ctx, m)
 		if err == nil && !res.Duplicate {
 			late := time.Since(m.FireAt)
 			mu.Lock()

@@ -83,7 +83,7 @@ func newEnqueuer(qs *queue.Store) *countingEnqueuer {
 }
 
 func (c *countingEnqueuer) Enqueue(ctx context.Context, m *drover.Message) (bool, error) {
-	res, err := c.store.Enqueue(ctx, m)
+	res, err := c.store.Producer().Enqueue(ctx, m)
 	if err != nil {
 		return false, err
 	}
@@ -137,7 +137,7 @@ func readQueue(tb testing.TB, qs *queue.Store, name string) []*drover.Message {
 	var out []*drover.Message
 	var after drover.Position
 	for {
-		entries, err := qs.ReadAfter(context.Background(), name, after, queue.MaxReadBatch)
+		entries, err := qs.Log().ReadAfter(context.Background(), name, after, queue.MaxReadBatch)
 		if err != nil {
 			tb.Fatalf("read %s: %v", name, err)
 		}

@@ -116,7 +116,7 @@ return out
 
 // enqueueOneSource is enqueueSource's common call as a script of its own:
 // one message with a generated id (not remembered for a dedupe window), due
-// now, the call a lone Store.Enqueue makes. Same effect as enqueueSource
+// now, the call a lone Producer.Enqueue makes. Same effect as enqueueSource
 // with that one message; it carries only what that call uses (4 keys, 4
 // arguments, no checks of unused ones) and returns a plain integer, so a
 // round trip moves fewer bytes and the server runs less Lua
@@ -498,12 +498,12 @@ return #ids
 
 // trimManySource is recordOutcomesSource and trimSource for many queues in
 // one call: an owner's committer trims the queues of a commit flush with it
-// (Store.TrimMany), one TIME and one script call for up to 64 queues rather
+// (Log.TrimMany), one TIME and one script call for up to 64 queues rather
 // than two script calls and two TIMEs per queue. Each queue's records are
 // written before its trim, as TrimRecording does. The queues of one call
 // share a slot on a Cluster.
 //
-// A queue's records may also come staged (Store.TrimMany): whole buckets'
+// A queue's records may also come staged (Log.TrimMany): whole buckets'
 // worth written by the caller with a plain HSET to <done>:staged:<token>
 // (a record costs Redis a fifth of what it costs as script arguments),
 // which adopt makes new buckets by RENAME, as record makes a bucket when

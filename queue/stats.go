@@ -27,7 +27,7 @@ type QueueStats struct {
 // round trip, so a console refresh at 10,000 queues costs 11 round trips and
 // work in Redis that does not grow with the backlogs. Unknown queues read as
 // empty. It fails on the first command that fails.
-func (s *Store) Stats(ctx context.Context, queues []string, offsets []drover.Position) ([]QueueStats, error) {
+func (s Inspector) Stats(ctx context.Context, queues []string, offsets []drover.Position) ([]QueueStats, error) {
 	if len(offsets) != len(queues) {
 		return nil, fmt.Errorf("queue stats: %d queues, %d offsets", len(queues), len(offsets))
 	}

@@ -29,7 +29,7 @@ func testStatsAgreesWithBacklog(t *testing.T, rdb redis.UniversalClient) {
 		names = append(names, q)
 		var last drover.Position
 		for j := 0; j < i%5; j++ {
-			res, err := s.Enqueue(ctx, msg(q, ""))
+			res, err := s.Producer().Enqueue(ctx, msg(q, ""))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,7 +38,7 @@ func testStatsAgreesWithBacklog(t *testing.T, rdb redis.UniversalClient) {
 			}
 		}
 		if i%3 == 0 {
-			if _, err := s.EnqueueIn(ctx, msg(q, ""), time.Hour); err != nil {
+			if _, err := s.Producer().EnqueueIn(ctx, msg(q, ""), time.Hour); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -46,12 +46,12 @@ func testStatsAgreesWithBacklog(t *testing.T, rdb redis.UniversalClient) {
 	}
 	names = append(names, "stats-never")
 	offsets = append(offsets, 0)
-	stats, err := s.Stats(ctx, names, offsets)
+	stats, err := s.Inspector().Stats(ctx, names, offsets)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, q := range names {
-		b, err := s.Backlog(ctx, q, offsets[i])
+		b, err := s.Log().Backlog(ctx, q, offsets[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func testStatsAgreesWithBacklog(t *testing.T, rdb redis.UniversalClient) {
 		if st.Lag != b.Lag || st.Oldest != b.Oldest || st.Delayed != b.Delayed || st.Dead != b.Dead {
 			t.Errorf("%s: want Stats = Backlog %+v, have %+v", q, b, st.Backlog)
 		}
-		end, err := s.LastPosition(ctx, q)
+		end, err := s.Inspector().LastPosition(ctx, q)
 		if err != nil && !errors.Is(err, drover.ErrNotFound) {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func testStatsAgreesWithBacklog(t *testing.T, rdb redis.UniversalClient) {
 			t.Errorf("%s: log end: want %d, have %d", q, end, st.LogEnd)
 		}
 	}
-	if _, err := s.Stats(ctx, names, offsets[:1]); err == nil {
+	if _, err := s.Inspector().Stats(ctx, names, offsets[:1]); err == nil {
 		t.Error("Stats with fewer offsets than queues: want an error")
 	}
 }
@@ -78,47 +78,47 @@ func testRunNowAndMessage(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	s := newTestStore(t, rdb, nil)
 	q := "runnow"
-	first, err := s.Enqueue(ctx, msg(q, ""))
+	first, err := s.Producer().Enqueue(ctx, msg(q, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d1, _ := s.EnqueueIn(ctx, msg(q, ""), time.Hour)
-	d2, _ := s.EnqueueIn(ctx, msg(q, ""), time.Hour)
-	if mi, err := s.Message(ctx, q, d1.ID); err != nil || mi.State != StateDelayed || mi.Raw == nil {
+	d1, _ := s.Producer().EnqueueIn(ctx, msg(q, ""), time.Hour)
+	d2, _ := s.Producer().EnqueueIn(ctx, msg(q, ""), time.Hour)
+	if mi, err := s.Inspector().Message(ctx, q, d1.ID); err != nil || mi.State != StateDelayed || mi.Raw == nil {
 		t.Fatalf("delayed message: have %+v %v", mi, err)
 	}
-	pos, err := s.RunNow(ctx, q, d1.ID)
+	pos, err := s.Operator().RunNow(ctx, q, d1.ID)
 	if err != nil || pos <= first.Position {
 		t.Fatalf("RunNow: want a position after %d, have %d %v", first.Position, pos, err)
 	}
-	if _, err := s.RunNow(ctx, q, d1.ID); !errors.Is(err, drover.ErrNotFound) {
+	if _, err := s.Operator().RunNow(ctx, q, d1.ID); !errors.Is(err, drover.ErrNotFound) {
 		t.Fatalf("RunNow twice: want ErrNotFound, have %v", err)
 	}
-	mi, err := s.Message(ctx, q, d1.ID)
+	mi, err := s.Inspector().Message(ctx, q, d1.ID)
 	if err != nil || mi.State != StatePending || mi.Position != pos {
 		t.Fatalf("after RunNow: want pending at %d, have %+v %v", pos, mi, err)
 	}
-	entries, err := s.ReadAfter(ctx, q, first.Position, 10)
+	entries, err := s.Log().ReadAfter(ctx, q, first.Position, 10)
 	if err != nil || len(entries) != 1 || entries[0].ID != d1.ID || entries[0].Raw == nil {
 		t.Fatalf("the log after RunNow: want only %s with its envelope, have %+v %v", d1.ID, entries, err)
 	}
-	delayed, err := s.Delayed(ctx, q, 0, 10)
+	delayed, err := s.Inspector().Delayed(ctx, q, 0, 10)
 	if err != nil || len(delayed) != 1 || delayed[0].ID != d2.ID {
 		t.Fatalf("delayed after RunNow: want only %s, have %+v %v", d2.ID, delayed, err)
 	}
-	if err := s.Kill(ctx, q, first.ID, entries[0].Raw, drover.Failure{Reason: "x", ExitCode: 1}); err != nil {
+	if err := s.Dead().Kill(ctx, q, first.ID, entries[0].Raw, drover.Failure{Reason: "x", ExitCode: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if mi, err := s.Message(ctx, q, first.ID); err != nil || mi.State != StateDead || mi.DeadLetter == nil {
+	if mi, err := s.Inspector().Message(ctx, q, first.ID); err != nil || mi.State != StateDead || mi.DeadLetter == nil {
 		t.Fatalf("dead message: have %+v %v", mi, err)
 	}
-	if _, err := s.Message(ctx, q, "nope"); !errors.Is(err, drover.ErrNotFound) {
+	if _, err := s.Inspector().Message(ctx, q, "nope"); !errors.Is(err, drover.ErrNotFound) {
 		t.Fatalf("unknown id: want ErrNotFound, have %v", err)
 	}
-	if err := s.AppendAudit(ctx, []byte(`{"a":1}`)); err != nil {
+	if err := s.Operator().AppendAudit(ctx, []byte(`{"a":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	if recs, err := s.Audit(ctx, 0, 10); err != nil || len(recs) != 1 || string(recs[0]) != `{"a":1}` {
+	if recs, err := s.Operator().Audit(ctx, 0, 10); err != nil || len(recs) != 1 || string(recs[0]) != `{"a":1}` {
 		t.Fatalf("audit: have %q %v", recs, err)
 	}
 }

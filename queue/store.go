@@ -55,10 +55,18 @@ type Config struct {
 }
 
 // Store is a Redis-backed set of queues: the log of each queue, its delayed
-// set, dead letters and dedupe window (docs/redis-schema.md). It is safe for
-// concurrent use and starts no goroutines of its own (Wakeups starts one,
-// tied to the context it is given).
-type Store struct {
+// set, dead letters and dedupe window (docs/redis-schema.md). It keeps the
+// client and what every role shares (the key prefix, ids, tracing, the
+// layout mark, Ping); what is done with the queues is on its roles, small
+// types sharing the client, one per kind of caller (roles.go): Producer,
+// Log (a queue's owner), Dead, Jobs, Inspector, Operator, Families,
+// Listener, and Schedules. It is safe for concurrent use and starts no
+// goroutines of its own (Listener.Wakeups starts one, tied to the context
+// it is given).
+type Store struct{ *core }
+
+// core is the client and the state every role of a Store shares.
+type core struct {
 	rdb          redis.UniversalClient
 	keys         keyspace
 	dedupeWindow time.Duration
@@ -107,7 +115,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	s := &Store{
+	s := &core{
 		rdb:          cfg.Client,
 		keys:         keyspace{prefix: cfg.Prefix},
 		dedupeWindow: cfg.DedupeWindow,
@@ -120,7 +128,7 @@ func New(cfg Config) (*Store, error) {
 	s.dedupeWindowArg = formatInt(s.dedupeWindow.Milliseconds())
 	s.unownedChannel = s.keys.unownedChannel()
 	s.batcher = coalescer{max: cfg.MaxCoalesce, flush: s.flushEnqueues}
-	return s, nil
+	return &Store{s}, nil
 }
 
 // Prefix returns the key prefix in use.
@@ -130,16 +138,12 @@ func (s *Store) Prefix() string { return s.keys.prefix }
 // share the store's tracing.
 func (s *Store) Tracer() *tracing.Tracer { return s.tracer }
 
-// WakeupChannel returns the name of member's Pub/Sub channel: enqueues to
-// the queues routed to member (RouteWakeups) publish their wake-ups there.
-func (s *Store) WakeupChannel(member string) string { return s.keys.memberChannel(member) }
-
 // NewID returns a fresh message id: 26 characters, sortable by creation
 // time, unique (ULID layout).
 func (s *Store) NewID() (string, error) { return s.ids.next() }
 
 // queueKeys validates a queue name and returns its keys.
-func (s *Store) queueKeys(queue string) (*queueKeys, error) {
+func (s *core) queueKeys(queue string) (*queueKeys, error) {
 	if err := drover.ValidateQueueName(queue); err != nil {
 		return nil, err
 	}
@@ -148,7 +152,7 @@ func (s *Store) queueKeys(queue string) (*queueKeys, error) {
 
 // run runs a script with EVALSHA, falling back to EVAL (which also caches
 // it) when the server does not know the script.
-func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
+func (s *core) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) *redis.Cmd {
 	return sc.Run(ctx, s.rdb, keys, args...)
 }
 
@@ -165,7 +169,7 @@ type scriptCall struct {
 // slotCalls splits queues into the script calls one command may cover
 // (slotGroups) and has add append each queue's keys and arguments to its
 // call. It refuses an invalid queue name.
-func (s *Store) slotCalls(queues []string, per int, add func(c *scriptCall, q string)) ([]*scriptCall, error) {
+func (s *core) slotCalls(queues []string, per int, add func(c *scriptCall, q string)) ([]*scriptCall, error) {
 	parts, err := s.slotGroups(queues, per)
 	if err != nil {
 		return nil, err
@@ -186,7 +190,7 @@ func (s *Store) slotCalls(queues []string, per int, add func(c *scriptCall, q st
 // the server refused because it did not know the script (its first use,
 // or after a restart or SCRIPT FLUSH). Each call's reply or error is in
 // its cmd.
-func (s *Store) evalPipelined(ctx context.Context, sc *redis.Script, calls []*scriptCall) {
+func (s *core) evalPipelined(ctx context.Context, sc *redis.Script, calls []*scriptCall) {
 	if len(calls) == 0 {
 		return
 	}

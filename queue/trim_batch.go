@@ -52,7 +52,7 @@ const (
 // failed script call fails the queues it carried (a later flush trims
 // them again: trims and records may be repeated). A RecordsOnly request
 // writes its records and removes nothing.
-func (s *Store) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error {
+func (s Log) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error {
 	errs := make([]error, len(reqs))
 	for i := 0; i < len(reqs); i += trimBatch {
 		s.trimMany(ctx, reqs[i:min(i+trimBatch, len(reqs))], errs[i:])
@@ -60,7 +60,7 @@ func (s *Store) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error
 	return errs
 }
 
-func (s *Store) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []error) {
+func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []error) {
 	args := make([][]any, len(reqs)) // each request's script arguments
 	at := make(map[string]int, len(reqs))
 	var names []string
@@ -193,7 +193,7 @@ const (
 // asked before in reqs: it is written on its own). When the round trip
 // fails, nothing counts as staged: every record goes as an argument, and
 // what was written expires.
-func (s *Store) stageRecords(ctx context.Context, reqs []drover.TrimRequest) [][]string {
+func (s *core) stageRecords(ctx context.Context, reqs []drover.TrimRequest) [][]string {
 	tokens := make([][]string, len(reqs))
 	pipe := s.rdb.Pipeline()
 	seen := make(map[string]bool, len(reqs))
@@ -209,7 +209,7 @@ func (s *Store) stageRecords(ctx context.Context, reqs []drover.TrimRequest) [][
 			continue
 		}
 		for b := 0; b+per <= len(r.Outcomes); b += per {
-			token, err := s.NewID()
+			token, err := s.ids.next()
 			if err != nil {
 				break
 			}

@@ -27,7 +27,7 @@ func testTrimMany(t *testing.T, rdb redis.UniversalClient) {
 		for i := range msgs {
 			msgs[i] = msg(q, "")
 		}
-		res, err := s.EnqueueBatch(ctx, msgs)
+		res, err := s.Producer().EnqueueBatch(ctx, msgs)
 		if err != nil {
 			t.Fatalf("EnqueueBatch %s: %v", q, err)
 		}
@@ -40,7 +40,7 @@ func testTrimMany(t *testing.T, rdb redis.UniversalClient) {
 		{Queue: "tm-b", Offset: offsets["tm-b"]},
 		{Queue: "tm-c", Offset: offsets["tm-c"]},
 	}
-	errs := s.TrimMany(ctx, reqs)
+	errs := s.Log().TrimMany(ctx, reqs)
 	if len(errs) != len(reqs) {
 		t.Fatalf("want %d results, have %d", len(reqs), len(errs))
 	}
@@ -60,10 +60,10 @@ func testTrimMany(t *testing.T, rdb redis.UniversalClient) {
 			t.Fatalf("%s: want one envelope left, have %d, %v", q, n, err)
 		}
 	}
-	if n, err := s.Outcomes(ctx, "tm-a"); err != nil || n != 1 {
+	if n, err := s.Jobs().Outcomes(ctx, "tm-a"); err != nil || n != 1 {
 		t.Fatalf("tm-a: want its one record kept, have %d, %v", n, err)
 	}
-	if n, err := s.Outcomes(ctx, "tm-c"); err != nil || n != 0 {
+	if n, err := s.Jobs().Outcomes(ctx, "tm-c"); err != nil || n != 0 {
 		t.Fatalf("tm-c: want no record, have %d, %v", n, err)
 	}
 }
@@ -89,7 +89,7 @@ func testTrimManyMatchesTrimRecording(t *testing.T, rdb redis.UniversalClient) {
 			for i := range msgs {
 				msgs[i] = msg(q, fmt.Sprintf("m%02d", i))
 			}
-			res, err := s.EnqueueBatch(ctx, msgs)
+			res, err := s.Producer().EnqueueBatch(ctx, msgs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,7 +97,7 @@ func testTrimManyMatchesTrimRecording(t *testing.T, rdb redis.UniversalClient) {
 				offsets[q] = append(offsets[q], r.Position)
 			}
 			// m03 failed and waits as a retry: its envelope stays.
-			if err := s.Retry(ctx, &drover.Message{ID: "m03", Queue: q, Task: "t", Attempt: 1}, time.Now().Add(time.Hour)); err != nil {
+			if err := s.Log().Retry(ctx, &drover.Message{ID: "m03", Queue: q, Task: "t", Attempt: 1}, time.Now().Add(time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -113,12 +113,12 @@ func testTrimManyMatchesTrimRecording(t *testing.T, rdb redis.UniversalClient) {
 		var reqs []drover.TrimRequest
 		for _, tw := range twins {
 			os := records(round*10, round*10+10)
-			if _, err := s.TrimRecording(ctx, tw.one, offsets[tw.one][upto], 0, os, policy); err != nil {
+			if _, err := s.Log().TrimRecording(ctx, tw.one, offsets[tw.one][upto], 0, os, policy); err != nil {
 				t.Fatal(err)
 			}
 			reqs = append(reqs, drover.TrimRequest{Queue: tw.many, Offset: offsets[tw.many][upto], Outcomes: os, Policy: policy})
 		}
-		for i, err := range s.TrimMany(ctx, reqs) {
+		for i, err := range s.Log().TrimMany(ctx, reqs) {
 			if err != nil {
 				t.Fatalf("round %d, %s: %v", round, reqs[i].Queue, err)
 			}
@@ -136,7 +136,7 @@ func testTrimManyMatchesTrimRecording(t *testing.T, rdb redis.UniversalClient) {
 					t.Fatal(err)
 				}
 				slices.Sort(envs)
-				n, err := s.Outcomes(ctx, q)
+				n, err := s.Jobs().Outcomes(ctx, q)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -153,7 +153,7 @@ func testTrimManyMatchesTrimRecording(t *testing.T, rdb redis.UniversalClient) {
 	if envs, _ := rdb.HKeys(ctx, qk.msg).Result(); len(envs) != 1 || envs[0] != "m03" {
 		t.Fatalf("after the last trim: want only the retried m03's envelope, have %v", envs)
 	}
-	if n, _ := s.Outcomes(ctx, twins[0].many); n > int64(policy.MaxRecords()) || n == 0 {
+	if n, _ := s.Jobs().Outcomes(ctx, twins[0].many); n > int64(policy.MaxRecords()) || n == 0 {
 		t.Fatalf("want records kept, at most %d, have %d", policy.MaxRecords(), n)
 	}
 }
@@ -170,7 +170,7 @@ func testTrimManyRecordsOnlyLeavesTheLog(t *testing.T, rdb redis.UniversalClient
 	last := map[string]drover.Position{}
 	for _, q := range []string{"ro-kept", "ro-trimmed"} {
 		for i := range 3 {
-			r, err := s.Enqueue(ctx, msg(q, fmt.Sprintf("m%d", i)))
+			r, err := s.Producer().Enqueue(ctx, msg(q, fmt.Sprintf("m%d", i)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +182,7 @@ func testTrimManyRecordsOnlyLeavesTheLog(t *testing.T, rdb redis.UniversalClient
 		{Queue: "ro-kept", Offset: last["ro-kept"], Outcomes: rec, Policy: policy, RecordsOnly: true},
 		{Queue: "ro-trimmed", Offset: last["ro-trimmed"], Outcomes: rec, Policy: policy},
 	}
-	for i, err := range s.TrimMany(ctx, reqs) {
+	for i, err := range s.Log().TrimMany(ctx, reqs) {
 		if err != nil {
 			t.Fatalf("%s: %v", reqs[i].Queue, err)
 		}
@@ -195,14 +195,14 @@ func testTrimManyRecordsOnlyLeavesTheLog(t *testing.T, rdb redis.UniversalClient
 		if n, err := rdb.HLen(ctx, qk.msg).Result(); err != nil || n != want {
 			t.Fatalf("%s: want %d envelopes, have %d (%v)", q, want, n, err)
 		}
-		if n, err := s.Outcomes(ctx, q); err != nil || n != 1 {
+		if n, err := s.Jobs().Outcomes(ctx, q); err != nil || n != 1 {
 			t.Fatalf("%s: want its one record kept, have %d, %v", q, n, err)
 		}
 	}
 	// The same request twice in one call (the second one runs alone).
 	dup := []drover.TrimRequest{reqs[0], reqs[0]}
 	dup[1].Outcomes = []drover.Outcome{{ID: "m1", State: drover.JobSucceeded, Task: "t", FinishedAt: time.Now()}}
-	for i, err := range s.TrimMany(ctx, dup) {
+	for i, err := range s.Log().TrimMany(ctx, dup) {
 		if err != nil {
 			t.Fatalf("repeated request %d: %v", i, err)
 		}
@@ -210,7 +210,7 @@ func testTrimManyRecordsOnlyLeavesTheLog(t *testing.T, rdb redis.UniversalClient
 	if n, err := rdb.ZCard(ctx, s.keys.queue("ro-kept").log).Result(); err != nil || n != 3 {
 		t.Fatalf("ro-kept after a repeated records-only request: want 3 entries, have %d (%v)", n, err)
 	}
-	if n, err := s.Outcomes(ctx, "ro-kept"); err != nil || n != 2 {
+	if n, err := s.Jobs().Outcomes(ctx, "ro-kept"); err != nil || n != 2 {
 		t.Fatalf("ro-kept: want 2 records (m0 again is the same field, and m1), have %d, %v", n, err)
 	}
 }
@@ -237,7 +237,7 @@ func testTrimManyRecordsReadBackAsWritten(t *testing.T, rdb redis.UniversalClien
 		}
 		reqs = append(reqs, drover.TrimRequest{Queue: q, Outcomes: os, RecordsOnly: true})
 	}
-	for i, err := range s.TrimMany(ctx, reqs) {
+	for i, err := range s.Log().TrimMany(ctx, reqs) {
 		if err != nil {
 			t.Fatalf("%s: %v", reqs[i].Queue, err)
 		}
@@ -266,7 +266,7 @@ func testTrimManySendsManyRecordsInSeveralCalls(t *testing.T, rdb redis.Universa
 	last := map[string]drover.Position{}
 	for _, q := range []string{"many-recs", "few-recs"} {
 		for i := range 3 {
-			r, err := s.Enqueue(ctx, msg(q, fmt.Sprintf("m%d", i)))
+			r, err := s.Producer().Enqueue(ctx, msg(q, fmt.Sprintf("m%d", i)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -282,13 +282,13 @@ func testTrimManySendsManyRecordsInSeveralCalls(t *testing.T, rdb redis.Universa
 		{Queue: "many-recs", Offset: last["many-recs"], Outcomes: many, Policy: policy},
 		{Queue: "few-recs", Offset: last["few-recs"], Outcomes: many[:2], Policy: policy},
 	}
-	for i, err := range s.TrimMany(ctx, reqs) {
+	for i, err := range s.Log().TrimMany(ctx, reqs) {
 		if err != nil {
 			t.Fatalf("%s: %v", reqs[i].Queue, err)
 		}
 	}
 	for q, want := range map[string]int64{"many-recs": int64(n), "few-recs": 2} {
-		if got, err := s.Outcomes(ctx, q); err != nil || got != want {
+		if got, err := s.Jobs().Outcomes(ctx, q); err != nil || got != want {
 			t.Fatalf("%s: want %d records, have %d, %v", q, want, got, err)
 		}
 		if got, err := rdb.ZCard(ctx, s.keys.queue(q).log).Result(); err != nil || got != 0 {
@@ -317,7 +317,7 @@ func testTrimManyStagesWholeBuckets(t *testing.T, rdb redis.UniversalClient) {
 	q := "staged"
 	var last drover.Position
 	for i := range 3 {
-		r, err := s.Enqueue(ctx, msg(q, fmt.Sprintf("m%d", i)))
+		r, err := s.Producer().Enqueue(ctx, msg(q, fmt.Sprintf("m%d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,13 +344,13 @@ func testTrimManyStagesWholeBuckets(t *testing.T, rdb redis.UniversalClient) {
 			t.Fatalf("staged %s: want %d records expiring within %v, have %d, %v (%v, %v)", key, per, stagedTTL, n, ttl, err, err2)
 		}
 	}
-	for i, err := range s.TrimMany(ctx, []drover.TrimRequest{{Queue: q, Offset: last, Outcomes: first, Policy: policy}}) {
+	for i, err := range s.Log().TrimMany(ctx, []drover.TrimRequest{{Queue: q, Offset: last, Outcomes: first, Policy: policy}}) {
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}
 	qk := s.keys.queue(q)
-	if n, err := s.Outcomes(ctx, q); err != nil || n != int64(len(first)) {
+	if n, err := s.Jobs().Outcomes(ctx, q); err != nil || n != int64(len(first)) {
 		t.Fatalf("want %d records, have %d, %v", len(first), n, err)
 	}
 	buckets, err := rdb.ZRangeWithScores(ctx, qk.done, 0, -1).Result()
@@ -395,12 +395,12 @@ func testTrimManyStagesWholeBuckets(t *testing.T, rdb redis.UniversalClient) {
 	}
 	// Eight more buckets' worth: the bound (8 buckets) holds.
 	more := mk(len(first), 8*per)
-	for i, err := range s.TrimMany(ctx, []drover.TrimRequest{{Queue: q, Offset: last, Outcomes: more, Policy: policy, RecordsOnly: true}}) {
+	for i, err := range s.Log().TrimMany(ctx, []drover.TrimRequest{{Queue: q, Offset: last, Outcomes: more, Policy: policy, RecordsOnly: true}}) {
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}
-	if n, err := s.Outcomes(ctx, q); err != nil || n > int64(policy.MaxRecords()) || n < int64(policy.MaxRecords()-per) {
+	if n, err := s.Jobs().Outcomes(ctx, q); err != nil || n > int64(policy.MaxRecords()) || n < int64(policy.MaxRecords()-per) {
 		t.Fatalf("want between %d and %d records kept, have %d, %v", policy.MaxRecords()-per, policy.MaxRecords(), n, err)
 	}
 	if st := jobStatus(t, s, q, more[len(more)-1].ID, last); st.State != drover.JobSucceeded {

@@ -36,14 +36,14 @@ func testTrimAndLag(t *testing.T, rdb redis.UniversalClient) {
 	for i := range msgs {
 		msgs[i] = msg("trim", "")
 	}
-	res, err := s.EnqueueBatch(ctx, msgs)
+	res, err := s.Producer().EnqueueBatch(ctx, msgs)
 	if err != nil {
 		t.Fatalf("EnqueueBatch: %v", err)
 	}
 	qk := s.keys.queue("trim")
 	offset := res[2199].Position
 	for _, off := range []drover.Position{0, res[0].Position, offset, res[2499].Position} {
-		b, err := s.Backlog(ctx, "trim", off)
+		b, err := s.Log().Backlog(ctx, "trim", off)
 		if err != nil {
 			t.Fatalf("Backlog(%d): %v", off, err)
 		}
@@ -57,11 +57,11 @@ func testTrimAndLag(t *testing.T, rdb redis.UniversalClient) {
 			t.Fatalf("Backlog(%d) with no lag: want no oldest, have %+v", off, b)
 		}
 	}
-	if b, _ := s.Backlog(ctx, "trim", offset); b.Lag != 300 || b.Oldest != res[2200].Position {
+	if b, _ := s.Log().Backlog(ctx, "trim", offset); b.Lag != 300 || b.Oldest != res[2200].Position {
 		t.Fatalf("Backlog after message 2200: want lag 300 from %d, have %+v", res[2200].Position, b)
 	}
 
-	n, err := s.Trim(ctx, "trim", offset, 0)
+	n, err := s.Log().Trim(ctx, "trim", offset, 0)
 	if err != nil || n != 2200 {
 		t.Fatalf("Trim(%d): want 2200 removed, have %d, %v", offset, n, err)
 	}
@@ -72,14 +72,14 @@ func testTrimAndLag(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf(":msg after trim: want 300, have %d", c)
 	}
 	for _, off := range []drover.Position{0, offset} {
-		if b, _ := s.Backlog(ctx, "trim", off); b.Lag != 300 || b.Lag != zcountAfter(t, rdb, qk.log, off) {
+		if b, _ := s.Log().Backlog(ctx, "trim", off); b.Lag != 300 || b.Lag != zcountAfter(t, rdb, qk.log, off) {
 			t.Fatalf("Backlog(%d) after trim: want lag 300 = ZCOUNT, have %+v", off, b)
 		}
 	}
 	if es := readAll(t, s, "trim", 0, 1000); len(es) != 300 || es[0].ID != res[2200].ID {
 		t.Fatalf("after trim: want the last 300 messages from %s, have %d", res[2200].ID, len(es))
 	}
-	if n, err := s.Trim(ctx, "trim", offset, 0); err != nil || n != 0 {
+	if n, err := s.Log().Trim(ctx, "trim", offset, 0); err != nil || n != 0 {
 		t.Fatalf("Trim again: want 0, have %d, %v", n, err)
 	}
 }
@@ -98,10 +98,10 @@ func testTrimRetention(t *testing.T, rdb redis.UniversalClient) {
 	}
 	fresh := mustEnqueue(t, s, msg("keep", "fresh"))
 
-	if n, err := s.Trim(ctx, "keep", old, 2*time.Hour); err != nil || n != 1 {
+	if n, err := s.Log().Trim(ctx, "keep", old, 2*time.Hour); err != nil || n != 1 {
 		t.Fatalf("Trim(old-1, 2h): want old-1 removed, have %d, %v", n, err)
 	}
-	if n, err := s.Trim(ctx, "keep", fresh.Position, 2*time.Hour); err != nil || n != 1 {
+	if n, err := s.Log().Trim(ctx, "keep", fresh.Position, 2*time.Hour); err != nil || n != 1 {
 		t.Fatalf("Trim(fresh, 2h): want old-2 removed, have %d, %v", n, err)
 	}
 	es := readAll(t, s, "keep", 0, 10)
@@ -111,7 +111,7 @@ func testTrimRetention(t *testing.T, rdb redis.UniversalClient) {
 	if ok, _ := rdb.HExists(ctx, qk.msg, "old-2").Result(); ok {
 		t.Fatalf("old-2's envelope survived the trim")
 	}
-	if n, err := s.Trim(ctx, "keep", fresh.Position, 0); err != nil || n != 1 {
+	if n, err := s.Log().Trim(ctx, "keep", fresh.Position, 0); err != nil || n != 1 {
 		t.Fatalf("Trim(fresh) without retention: want 1, have %d, %v", n, err)
 	}
 }
@@ -120,29 +120,29 @@ func testTrimRetention(t *testing.T, rdb redis.UniversalClient) {
 func testPositions(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	s := newTestStore(t, rdb, nil)
-	if _, err := s.FirstPosition(ctx, "pos"); !errors.Is(err, drover.ErrNotFound) {
+	if _, err := s.Inspector().FirstPosition(ctx, "pos"); !errors.Is(err, drover.ErrNotFound) {
 		t.Fatalf("FirstPosition of an empty log: want ErrNotFound, have %v", err)
 	}
-	if _, err := s.LastPosition(ctx, "pos"); !errors.Is(err, drover.ErrNotFound) {
+	if _, err := s.Inspector().LastPosition(ctx, "pos"); !errors.Is(err, drover.ErrNotFound) {
 		t.Fatalf("LastPosition of an empty log: want ErrNotFound, have %v", err)
 	}
 	var ps []drover.Position
 	for range 5 {
 		ps = append(ps, mustEnqueue(t, s, msg("pos", "")).Position)
 	}
-	if p, err := s.FirstPosition(ctx, "pos"); err != nil || p != ps[0] {
+	if p, err := s.Inspector().FirstPosition(ctx, "pos"); err != nil || p != ps[0] {
 		t.Fatalf("FirstPosition: want %d, have %d, %v", ps[0], p, err)
 	}
-	if p, err := s.LastPosition(ctx, "pos"); err != nil || p != ps[4] {
+	if p, err := s.Inspector().LastPosition(ctx, "pos"); err != nil || p != ps[4] {
 		t.Fatalf("LastPosition: want %d, have %d, %v", ps[4], p, err)
 	}
-	if p, err := s.PositionAt(ctx, "pos", time.UnixMicro(int64(ps[2]))); err != nil || p != ps[1] {
+	if p, err := s.Inspector().PositionAt(ctx, "pos", time.UnixMicro(int64(ps[2]))); err != nil || p != ps[1] {
 		t.Fatalf("PositionAt(time of #2): want #1 = %d, have %d, %v", ps[1], p, err)
 	}
-	if p, err := s.PositionAt(ctx, "pos", time.UnixMicro(int64(ps[4])+1)); err != nil || p != ps[4] {
+	if p, err := s.Inspector().PositionAt(ctx, "pos", time.UnixMicro(int64(ps[4])+1)); err != nil || p != ps[4] {
 		t.Fatalf("PositionAt(after #4): want %d, have %d, %v", ps[4], p, err)
 	}
-	if _, err := s.PositionAt(ctx, "pos", time.UnixMicro(int64(ps[0]))); !errors.Is(err, drover.ErrNotFound) {
+	if _, err := s.Inspector().PositionAt(ctx, "pos", time.UnixMicro(int64(ps[0]))); !errors.Is(err, drover.ErrNotFound) {
 		t.Fatalf("PositionAt(time of #0): want ErrNotFound, have %v", err)
 	}
 }

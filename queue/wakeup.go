@@ -36,7 +36,7 @@ type Wakeup = drover.Wakeup
 // RouteWakeups makes member the receiver of the wake-ups of queues: it
 // writes member's channel into each queue's :owner key, in pipelines of
 // routeBatch keys. Call it when the member starts running the queues.
-func (s *Store) RouteWakeups(ctx context.Context, member string, queues ...string) error {
+func (s Log) RouteWakeups(ctx context.Context, member string, queues ...string) error {
 	if member == "" || strings.ContainsFunc(member, func(r rune) bool { return r <= ' ' }) {
 		return fmt.Errorf("route wake-ups: member name %q is empty or holds white space", member)
 	}
@@ -67,12 +67,12 @@ func (s *Store) RouteWakeups(ctx context.Context, member string, queues ...strin
 // more than 1024 behind loses some. Either is reported by a Wakeup with
 // Missed set, delivered before any later one, so the reader can run its
 // amortised check instead of polling every queue on a timer.
-func (s *Store) Wakeups(ctx context.Context, member string) (<-chan Wakeup, error) {
+func (s Listener) Wakeups(ctx context.Context, member string) (<-chan Wakeup, error) {
 	return s.subscribeWakeups(ctx, s.keys.memberChannel(member))
 }
 
 // subscribeWakeups is Wakeups of one channel.
-func (s *Store) subscribeWakeups(ctx context.Context, channel string) (<-chan Wakeup, error) {
+func (s *core) subscribeWakeups(ctx context.Context, channel string) (<-chan Wakeup, error) {
 	sub := s.rdb.Subscribe(ctx, channel)
 	if _, err := sub.Receive(ctx); err != nil {
 		_ = sub.Close()
@@ -173,7 +173,7 @@ func parseWakeup(payload string) (Wakeup, error) {
 // must see enqueues while no worker runs): it adds one delivery per
 // enqueue, whatever the number of members. The channel is closed after ctx ends; names are dropped when the
 // reader falls more than 1024 behind.
-func (s *Store) AllWakeups(ctx context.Context) (<-chan string, error) {
+func (s Listener) AllWakeups(ctx context.Context) (<-chan string, error) {
 	pattern := s.keys.memberChannel("*")
 	sub := s.rdb.PSubscribe(ctx, pattern)
 	if _, err := sub.Receive(ctx); err != nil {
@@ -210,3 +210,8 @@ func (s *Store) AllWakeups(ctx context.Context) (<-chan string, error) {
 	}()
 	return out, nil
 }
+
+// WakeupChannel returns the name of member's Pub/Sub channel: enqueues to
+// the queues routed to member (Log.RouteWakeups) publish their wake-ups
+// there.
+func (s Listener) WakeupChannel(member string) string { return s.keys.memberChannel(member) }

@@ -31,7 +31,7 @@ type storeFleet struct {
 
 func (f *storeFleet) Queues(context.Context) ([]string, error) { return f.queues, nil }
 func (f *storeFleet) Backlogs(ctx context.Context, qs []string) ([]drover.Backlog, error) {
-	bs, errs := f.store.BacklogMany(ctx, qs, make([]drover.Position, len(qs)))
+	bs, errs := f.store.Log().BacklogMany(ctx, qs, make([]drover.Position, len(qs)))
 	return bs, errors.Join(errs...)
 }
 
@@ -58,7 +58,7 @@ func BenchmarkStreamPush(b *testing.B) {
 			fleet := &storeFleet{store: store}
 			cfg := scaler.Config{Fleet: fleet}
 			if c.wakeups {
-				cfg.Wakeups = store.AllWakeups
+				cfg.Wakeups = store.Listener().AllWakeups
 			}
 			srv, err := scaler.New(cfg)
 			if err != nil {
@@ -96,7 +96,7 @@ func BenchmarkStreamPush(b *testing.B) {
 						b.Fatalf("want a first push of inactive, have %v, %v", r, err)
 					}
 					start := time.Now()
-					if _, err := store.Enqueue(ctx, &drover.Message{Queue: q, Task: "t"}); err != nil {
+					if _, err := store.Producer().Enqueue(ctx, &drover.Message{Queue: q, Task: "t"}); err != nil {
 						b.Fatal(err)
 					}
 					if r, err := st.Recv(); err != nil || !r.Result {

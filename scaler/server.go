@@ -31,7 +31,7 @@ type Config struct {
 	// Fleet is read for queue names and backlogs. Required.
 	Fleet Fleet
 	// Wakeups, when set, returns a channel of queue names, one per enqueue
-	// (queue.Store.AllWakeups), closed when ctx ends. StreamIsActive measures
+	// (queue.Listener.AllWakeups), closed when ctx ends. StreamIsActive measures
 	// at once when a name of its selection arrives. Optional: without it
 	// streams only poll.
 	Wakeups func(ctx context.Context) (<-chan string, error)

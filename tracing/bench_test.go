@@ -69,7 +69,7 @@ func newBenchRig(b *testing.B, prefix string, traced bool, capacity int) *benchR
 		b.Fatal(err)
 	}
 	r.w, err = worker.New(worker.Config{Member: "bench", Capacity: capacity, BatchSize: 500,
-		Store: r.store, Executor: ex, Tracer: tr})
+		Store: r.store.Log(), Executor: ex, Tracer: tr})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func (r *benchRig) run(b *testing.B, q, task string, route drover.TaskRoute, con
 		for i := start; i < min(start+1000, n); i++ {
 			msgs = append(msgs, &drover.Message{Queue: q, Task: task})
 		}
-		res, err := r.store.EnqueueBatch(ctx, msgs)
+		res, err := r.store.Producer().EnqueueBatch(ctx, msgs)
 		if err != nil {
 			b.Fatal(err)
 		}

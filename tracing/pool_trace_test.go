@@ -20,7 +20,7 @@ func TestPooledGoChildHandlerSeesTheTaskSpan(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "ids")
 	args, _ := json.Marshal(out)
 	ctx, ps := f.tp.Tracer("producer").Start(context.Background(), "produce")
-	if _, err := f.store.Enqueue(ctx, &drover.Message{Queue: "gopool", Task: goSpanHandler, Args: args}); err != nil {
+	if _, err := f.store.Producer().Enqueue(ctx, &drover.Message{Queue: "gopool", Task: goSpanHandler, Args: args}); err != nil {
 		t.Fatal(err)
 	}
 	ps.End()

@@ -82,7 +82,7 @@ func newFleet(t *testing.T) *fleet {
 		t.Fatal(err)
 	}
 	w, err := worker.New(worker.Config{
-		Member: "m1", Store: store, Executor: ex,
+		Member: "m1", Store: store.Log(), Executor: ex,
 		Tracer: tr, PollInterval: 20 * time.Millisecond, CommitInterval: time.Millisecond,
 	})
 	if err != nil {
@@ -97,7 +97,7 @@ func (f *fleet) produce(t *testing.T, q string) trace.SpanContext {
 	t.Helper()
 	ctx, ps := f.tp.Tracer("producer").Start(context.Background(), "produce")
 	defer ps.End()
-	if _, err := f.store.Enqueue(ctx, &drover.Message{Queue: q, Task: "t"}); err != nil {
+	if _, err := f.store.Producer().Enqueue(ctx, &drover.Message{Queue: q, Task: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	return ps.SpanContext()
@@ -191,7 +191,7 @@ func TestInlineHandlerSeesTheTaskSpanAndDeadLettersAreRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, ps := f.tp.Tracer("producer").Start(context.Background(), "produce")
-	if _, err := f.store.Enqueue(ctx, &drover.Message{Queue: "inl", Task: "tracing-test.fail"}); err != nil {
+	if _, err := f.store.Producer().Enqueue(ctx, &drover.Message{Queue: "inl", Task: "tracing-test.fail"}); err != nil {
 		t.Fatal(err)
 	}
 	ps.End()
@@ -231,7 +231,7 @@ func TestGoChildHandlerSeesTheTaskSpan(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "ids")
 	args, _ := json.Marshal(out)
 	ctx, ps := f.tp.Tracer("producer").Start(context.Background(), "produce")
-	if _, err := f.store.Enqueue(ctx, &drover.Message{Queue: "gochild", Task: goSpanHandler, Args: args}); err != nil {
+	if _, err := f.store.Producer().Enqueue(ctx, &drover.Message{Queue: "gochild", Task: goSpanHandler, Args: args}); err != nil {
 		t.Fatal(err)
 	}
 	ps.End()

@@ -55,8 +55,8 @@ func TestAPIMessagesAndActions(t *testing.T) {
 	}
 
 	// Delayed: revoke one, run another now.
-	d1, _ := r.store.EnqueueIn(ctx, &drover.Message{Queue: "a", Task: "d1"}, time.Hour)
-	d2, _ := r.store.EnqueueIn(ctx, &drover.Message{Queue: "a", Task: "d2"}, 2*time.Hour)
+	d1, _ := r.store.Producer().EnqueueIn(ctx, &drover.Message{Queue: "a", Task: "d1"}, time.Hour)
+	d2, _ := r.store.Producer().EnqueueIn(ctx, &drover.Message{Queue: "a", Task: "d2"}, 2*time.Hour)
 	delayed := decode[[]ops.Message](t, r.want(200, "viewer", "GET", "/api/v1/queues/a/delayed", ""))
 	if len(delayed) != 2 || delayed[0].ID != d1.ID || delayed[0].Due == nil {
 		t.Fatalf("delayed: want d1 first with its due time, have %+v", delayed)
@@ -73,9 +73,9 @@ func TestAPIMessagesAndActions(t *testing.T) {
 	// Dead letters: retry one, purge the other.
 	var dead []string
 	for i := 0; i < 2; i++ {
-		res, _ := r.store.Enqueue(ctx, &drover.Message{Queue: "a", Task: "bad"})
-		entries, _ := r.store.ReadAfter(ctx, "a", res.Position-1, 1)
-		if err := r.store.Kill(ctx, "a", res.ID, entries[0].Raw, drover.Failure{Reason: "exit status 2", ExitCode: 2, StderrTail: "boom"}); err != nil {
+		res, _ := r.store.Producer().Enqueue(ctx, &drover.Message{Queue: "a", Task: "bad"})
+		entries, _ := r.store.Log().ReadAfter(ctx, "a", res.Position-1, 1)
+		if err := r.store.Dead().Kill(ctx, "a", res.ID, entries[0].Raw, drover.Failure{Reason: "exit status 2", ExitCode: 2, StderrTail: "boom"}); err != nil {
 			t.Fatal(err)
 		}
 		dead = append(dead, res.ID)
@@ -261,13 +261,13 @@ func TestMessageShowsEveryAttemptsError(t *testing.T) {
 	r := newRig(t)
 	r.queueWith("hist", 0)
 	ctx := context.Background()
-	res, err := r.store.Enqueue(ctx, &drover.Message{Queue: "hist", Task: "t"})
+	res, err := r.store.Producer().Enqueue(ctx, &drover.Message{Queue: "hist", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	history, _ := json.Marshal([]drover.Failure{{Reason: "first failure", ExitCode: 11}, {Reason: "second failure", ExitCode: 12}})
 	m := &drover.Message{ID: res.ID, Queue: "hist", Task: "t", Attempt: 2, Extra: map[string]json.RawMessage{drover.AttemptErrorsField: history}}
-	if err := r.store.DeadLetter(ctx, "hist", drover.DeadLetter{Message: m, Failure: drover.Failure{Reason: "final failure", ExitCode: 13}}); err != nil {
+	if err := r.store.Log().DeadLetter(ctx, "hist", drover.DeadLetter{Message: m, Failure: drover.Failure{Reason: "final failure", ExitCode: 13}}); err != nil {
 		t.Fatal(err)
 	}
 	got := decode[ops.Message](t, r.want(200, "viewer", "GET", "/api/v1/queues/hist/messages/"+res.ID, ""))

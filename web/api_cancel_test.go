@@ -23,7 +23,7 @@ import (
 func TestAPICancelOfAMessageNotRunningSaysWhereItIs(t *testing.T) {
 	r := newRig(t)
 	r.queueWith("cq", 2)
-	es, err := r.store.ReadAfter(context.Background(), "cq", 0, 2)
+	es, err := r.store.Log().ReadAfter(context.Background(), "cq", 0, 2)
 	if err != nil || len(es) != 2 {
 		t.Fatalf("read: %v, %d entries", err, len(es))
 	}
@@ -60,7 +60,7 @@ func TestAPICancelReachesTheOwnerAndThePageOffersIt(t *testing.T) {
 	r.queueWith("cq", 1)
 	r.withJobs(0)
 	ctx := context.Background()
-	es, err := r.store.ReadAfter(ctx, "cq", 0, 1)
+	es, err := r.store.Log().ReadAfter(ctx, "cq", 0, 1)
 	if err != nil || len(es) != 1 {
 		t.Fatalf("read: %v, %d entries", err, len(es))
 	}

@@ -18,7 +18,7 @@ func TestAPIParkedQueueRetryEditAndSkip(t *testing.T) {
 	r := newRig(t)
 	r.queueWith("pk", 2)
 	ctx := context.Background()
-	es, err := r.store.ReadAfter(ctx, "pk", 0, 2)
+	es, err := r.store.Log().ReadAfter(ctx, "pk", 0, 2)
 	if err != nil || len(es) != 2 {
 		t.Fatalf("read: %v, %d entries", err, len(es))
 	}
@@ -38,7 +38,7 @@ func TestAPIParkedQueueRetryEditAndSkip(t *testing.T) {
 	r.want(409, "operator", "POST", "/api/v1/queues/pk/parked/retry", `{"id":"`+es[1].ID+`"}`) // not the head
 
 	r.want(200, "operator", "POST", "/api/v1/queues/pk/parked/retry", `{"id":"`+head.ID+`","args":{"i":2},"keep_paused":true}`)
-	mi, err := r.store.Message(ctx, "pk", head.ID)
+	mi, err := r.store.Inspector().Message(ctx, "pk", head.ID)
 	if err != nil || !strings.Contains(string(mi.Raw), `"args":{"i":2}`) || mi.Position != head.Position {
 		t.Fatalf("edited head: want args {\"i\":2} at position %d, have %s at %d (%v)", head.Position, mi.Raw, mi.Position, err)
 	}
@@ -47,7 +47,7 @@ func TestAPIParkedQueueRetryEditAndSkip(t *testing.T) {
 	}
 
 	r.want(200, "operator", "POST", "/api/v1/queues/pk/parked/skip", `{"id":"`+head.ID+`"}`)
-	dls, err := r.store.DeadLetters(ctx, "pk", 0, 10)
+	dls, err := r.store.Dead().DeadLetters(ctx, "pk", 0, 10)
 	if err != nil || len(dls) != 1 || dls[0].ID != head.ID || !strings.Contains(dls[0].Failure.Reason, "operator-user") {
 		t.Fatalf("dead letters: want %s moved by operator-user, have %+v (%v)", head.ID, dls, err)
 	}

@@ -44,7 +44,7 @@ func TestAPIRolesForEveryMutation(t *testing.T) {
 	r := newRig(t)
 	r.queueWith("q1", 1)
 	ctx := context.Background()
-	delayed, err := r.store.EnqueueIn(ctx, &drover.Message{Queue: "q1", Task: "t"}, time.Hour)
+	delayed, err := r.store.Producer().EnqueueIn(ctx, &drover.Message{Queue: "q1", Task: "t"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

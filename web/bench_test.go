@@ -115,7 +115,7 @@ func buildBenchFleet(zkAddrs []string, redisAddr, root, prefix string) (*benchFl
 		for _, q := range names[start:min(start+1000, len(names))] {
 			msgs = append(msgs, &drover.Message{Queue: q, Task: "t"})
 		}
-		if _, err := st.EnqueueBatch(ctx, msgs); err != nil {
+		if _, err := st.Producer().EnqueueBatch(ctx, msgs); err != nil {
 			return nil, err
 		}
 	}

@@ -30,7 +30,7 @@ func BenchmarkConsoleSnapshotParts10k(b *testing.B) {
 			offsets[i] = v.Offset.Position
 		}
 		start = time.Now()
-		if _, err := f.srv.fleetOps().Store().Stats(ctx, names, offsets); err != nil {
+		if _, err := f.srv.fleetOps().Store().Inspector().Stats(ctx, names, offsets); err != nil {
 			b.Fatal(err)
 		}
 		rd += time.Since(start)

@@ -71,7 +71,7 @@ func BenchmarkConsoleManyQueues(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := 0; i < len(msgs); i += 1000 {
-		if _, err := st.EnqueueBatch(ctx, msgs[i:min(i+1000, len(msgs))]); err != nil {
+		if _, err := st.Producer().EnqueueBatch(ctx, msgs[i:min(i+1000, len(msgs))]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -132,7 +132,7 @@ func TestBulkDeadLetters(t *testing.T) {
 	for _, q := range []string{"d-1", "d-2"} {
 		for i := range 2 {
 			m := &drover.Message{Queue: q, Task: "t", ID: fmt.Sprintf("%s-%d", q, i)}
-			if err := r.store.DeadLetter(ctx, m.Queue, drover.DeadLetter{ID: m.ID, Message: m, Failure: drover.Failure{Reason: "boom", FailedAt: time.Now()}}); err != nil {
+			if err := r.store.Log().DeadLetter(ctx, m.Queue, drover.DeadLetter{ID: m.ID, Message: m, Failure: drover.Failure{Reason: "boom", FailedAt: time.Now()}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -147,7 +147,7 @@ func TestBulkDeadLetters(t *testing.T) {
 		}
 	}
 	m := &drover.Message{Queue: "d-3", Task: "t", ID: "x"}
-	if err := r.store.DeadLetter(ctx, m.Queue, drover.DeadLetter{ID: m.ID, Message: m, Failure: drover.Failure{Reason: "boom", FailedAt: time.Now()}}); err != nil {
+	if err := r.store.Log().DeadLetter(ctx, m.Queue, drover.DeadLetter{ID: m.ID, Message: m, Failure: drover.Failure{Reason: "boom", FailedAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 	r.want(403, "operator", "POST", "/api/v1/bulk/purge-dead", `{"queues":"d-3"}`)
@@ -189,7 +189,7 @@ func TestPagesAreRoleAware(t *testing.T) {
 	r.configure("plain")
 	ctx := context.Background()
 	m := &drover.Message{Queue: "plain", Task: "t", ID: "dl"}
-	if err := r.store.DeadLetter(ctx, m.Queue, drover.DeadLetter{ID: m.ID, Message: m, Failure: drover.Failure{Reason: "boom", FailedAt: time.Now()}}); err != nil {
+	if err := r.store.Log().DeadLetter(ctx, m.Queue, drover.DeadLetter{ID: m.ID, Message: m, Failure: drover.Failure{Reason: "boom", FailedAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -219,13 +219,13 @@ func TestPagesAreRoleAware(t *testing.T) {
 		t.Error("failing view: want a bulk form for the rows shown (plain)")
 	}
 	// A pending message nobody runs is not marked running.
-	if _, err := r.store.Enqueue(ctx, &drover.Message{Queue: "plain", Task: "t"}); err != nil {
+	if _, err := r.store.Producer().Enqueue(ctx, &drover.Message{Queue: "plain", Task: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	if q := r.page("viewer", "/queues/plain"); !strings.Contains(q, "waiting") || strings.Contains(q, `class="running"`) {
 		t.Error("queue page: a pending message of an unowned queue is marked running")
 	}
-	if _, err := r.store.Enqueue(ctx, &drover.Message{Queue: "stray", Task: "t"}); err != nil {
+	if _, err := r.store.Producer().Enqueue(ctx, &drover.Message{Queue: "stray", Task: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	if l := r.page("viewer", "/queues"); !strings.Contains(l, "enqueued to but not configured") {

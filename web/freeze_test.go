@@ -143,7 +143,7 @@ func TestHTTPEnqueueAcrossARedisFreezeIsExactlyOnce(t *testing.T) {
 		}
 	}
 
-	entries, err := r.store.ReadAfter(context.Background(), "fz", 0, 1000)
+	entries, err := r.store.Log().ReadAfter(context.Background(), "fz", 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

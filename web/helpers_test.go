@@ -97,7 +97,7 @@ func (r *rig) queueWith(q string, n int) {
 		r.t.Fatal(err)
 	}
 	for i := 0; i < n; i++ {
-		if _, err := r.store.Enqueue(ctx, &drover.Message{Queue: q, Task: "t", Args: json.RawMessage(`{"i":1}`)}); err != nil {
+		if _, err := r.store.Producer().Enqueue(ctx, &drover.Message{Queue: q, Task: "t", Args: json.RawMessage(`{"i":1}`)}); err != nil {
 			r.t.Fatal(err)
 		}
 	}

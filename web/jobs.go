@@ -62,7 +62,7 @@ func (s *Server) RouteJobs(cfg JobsConfig) error {
 		if err != nil {
 			return nil, err
 		}
-		ok, err := cfg.Store.RevokeRecording(r.Context(), q, id, qc.Outcomes, r.Principal.Name)
+		ok, err := cfg.Store.Operator().RevokeRecording(r.Context(), q, id, qc.Outcomes, r.Principal.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +88,7 @@ func knownQueue(ctx context.Context, cfg *JobsConfig, q string) (drover.QueueCon
 	if !errors.Is(err, drover.ErrQueueNotFound) {
 		return drover.QueueConfig{}, err
 	}
-	ok, err := cfg.Store.QueueKnown(ctx, q)
+	ok, err := cfg.Store.Inspector().QueueKnown(ctx, q)
 	if err != nil {
 		return drover.QueueConfig{}, err
 	}
@@ -105,7 +105,7 @@ func enqueueable(ctx context.Context, cfg *JobsConfig, q string) error {
 	if err := drover.ValidateQueueName(q); err != nil {
 		return Errorf(http.StatusBadRequest, "queue name: %v", err)
 	}
-	ok, err := cfg.Store.QueueKnown(ctx, q)
+	ok, err := cfg.Store.Inspector().QueueKnown(ctx, q)
 	if err != nil || ok {
 		return err
 	}
@@ -188,7 +188,7 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 	if err := enqueueable(r.Context(), cfg, q); err != nil {
 		return nil, unknownOutcome(s.explain(err), msgs, batch)
 	}
-	res, err := cfg.Store.EnqueueBatchAt(r.Context(), msgs, at)
+	res, err := cfg.Store.Producer().EnqueueBatchAt(r.Context(), msgs, at)
 	if err != nil {
 		return nil, unknownOutcome(s.explain(err), msgs, batch)
 	}

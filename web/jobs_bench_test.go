@@ -52,7 +52,7 @@ func BenchmarkHTTPEnqueueBatch100(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := srv.RouteJobs(JobsConfig{Store: st, Lookup: &jobs.Lookup{Store: st, Fleet: jobs.SessionFleet{Session: s}},
+	if err := srv.RouteJobs(JobsConfig{Store: st, Lookup: &jobs.Lookup{Store: st.Jobs(), Fleet: jobs.SessionFleet{Session: s}},
 		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
 			qe, err := s.Queues().Get(ctx, q)
 			return qe.Config, err
@@ -94,7 +94,7 @@ func BenchmarkHTTPEnqueueBatch100(b *testing.B) {
 		for i := range msgs {
 			msgs[i] = &drover.Message{Queue: "bench", Task: "send-welcome", Args: []byte(`{"user":42,"plan":"pro"}`)}
 		}
-		if _, err := st.EnqueueBatch(ctx, msgs); err != nil {
+		if _, err := st.Producer().EnqueueBatch(ctx, msgs); err != nil {
 			b.Fatal(err)
 		}
 	}

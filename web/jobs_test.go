@@ -18,7 +18,7 @@ import (
 func (r *rig) withJobs(maxBatch int) {
 	r.t.Helper()
 	err := r.srv.RouteJobs(JobsConfig{
-		Store: r.store, Lookup: &jobs.Lookup{Store: r.store, Fleet: jobs.SessionFleet{Session: r.zk}}, MaxBatch: maxBatch,
+		Store: r.store, Lookup: &jobs.Lookup{Store: r.store.Jobs(), Fleet: jobs.SessionFleet{Session: r.zk}}, MaxBatch: maxBatch,
 		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
 			qe, err := r.zk.Queues().Get(ctx, q)
 			return qe.Config, err
@@ -76,7 +76,7 @@ func TestHTTPProducersEnqueueBatchesDelayedIdempotentAndRevoke(t *testing.T) {
 	if st := r.jobStatus("viewer", "q", "later"); st.State != drover.JobDelayed || st.DueAt == nil {
 		t.Fatalf("status of the delayed job: want delayed with a due time, have %+v", st)
 	}
-	b, err := r.store.Backlog(context.Background(), "q", 0)
+	b, err := r.store.Log().Backlog(context.Background(), "q", 0)
 	if err != nil || b.Lag != 3 || b.Delayed != 2 {
 		t.Fatalf("backlog: want 3 in the log and 2 delayed, have %+v, %v", b, err)
 	}
@@ -137,11 +137,11 @@ func TestHTTPProducerRefusalsWriteNothing(t *testing.T) {
 	r.want(401, "", "GET", "/api/v1/queues/q/jobs/x", "")
 	r.want(401, "", "DELETE", "/api/v1/queues/q/jobs/x", "")
 
-	b, err := r.store.Backlog(context.Background(), "q", 0)
+	b, err := r.store.Log().Backlog(context.Background(), "q", 0)
 	if err != nil || b.Lag != 0 || b.Delayed != 0 {
 		t.Fatalf("after refused requests: want nothing written, have %+v, %v", b, err)
 	}
-	if ok, _ := r.store.QueueKnown(context.Background(), "nosuch"); ok {
+	if ok, _ := r.store.Inspector().QueueKnown(context.Background(), "nosuch"); ok {
 		t.Fatal("a refused request to an unknown queue registered it")
 	}
 	if code, _ := r.call("producer", "POST", path, good); code != 201 {

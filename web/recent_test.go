@@ -22,12 +22,12 @@ func TestRecentJobsOfAQueue(t *testing.T) {
 		{ID: "older", State: drover.JobSucceeded, Task: "t", Attempt: 1, FinishedAt: now.Add(-time.Minute), Duration: 0.5, Member: "w1"},
 		{ID: "newer", State: drover.JobSucceeded, Task: "t", Attempt: 2, FinishedAt: now, Duration: 1.25, Member: "w2"},
 	}
-	if _, err := r.store.TrimRecording(ctx, "rq", 0, 0, outs, drover.Outcomes{}); err != nil {
+	if _, err := r.store.Log().TrimRecording(ctx, "rq", 0, 0, outs, drover.Outcomes{}); err != nil {
 		t.Fatal(err)
 	}
 	m := &drover.Message{Queue: "rq", Task: "send", ID: "again", Attempt: 2,
 		Extra: map[string]json.RawMessage{"last_error": json.RawMessage(`{"error":"exit status 3","exit_code":3,"stderr_tail":"smtp refused","failed_at":"2030-01-01T00:00:00Z"}`)}}
-	if _, err := r.store.EnqueueIn(ctx, m, time.Hour); err != nil {
+	if _, err := r.store.Producer().EnqueueIn(ctx, m, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	rec := decode[ops.Recent](t, r.want(200, "viewer", "GET", "/api/v1/queues/rq/recent", ""))

@@ -159,7 +159,7 @@ func (e *ctlEnv) knownQueue(name string) error {
 	}
 	st, redisErr := e.queues()
 	if redisErr == nil {
-		names, err := st.Queues(e.ctx)
+		names, err := st.Inspector().Queues(e.ctx)
 		if err != nil {
 			return err
 		}

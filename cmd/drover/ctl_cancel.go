@@ -69,7 +69,7 @@ message's state.`,
 				e.printf("cancelling %s of %s on %s (pid %d): SIGTERM sent to its process group\n", id, q, c.Member, c.PID)
 				return nil
 			}
-			st, err := waitStopped(e.ctx, &jobs.Lookup{Store: o.Store(), Fleet: jobs.SessionFleet{Session: o.ZK()}, Token: e.cfg.Ctl.Token}, q, id)
+			st, err := waitStopped(e.ctx, &jobs.Lookup{Store: o.Store().Jobs(), Fleet: jobs.SessionFleet{Session: o.ZK()}, Token: e.cfg.Ctl.Token}, q, id)
 			if err != nil {
 				return err
 			}

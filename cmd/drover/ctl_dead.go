@@ -58,7 +58,7 @@ deletes it.`
 			if err != nil {
 				return err
 			}
-			dls, err := st.DeadLetters(e.ctx, args[0], pg.offset, pg.limit)
+			dls, err := st.Dead().DeadLetters(e.ctx, args[0], pg.offset, pg.limit)
 			if err != nil {
 				return err
 			}
@@ -85,7 +85,7 @@ deletes it.`
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.queueRun(func(e *ctlEnv, st *queue.Store, args []string) error {
-			dl, err := st.GetDeadLetter(e.ctx, args[0], args[1])
+			dl, err := st.Dead().GetDeadLetter(e.ctx, args[0], args[1])
 			if err != nil {
 				return err
 			}
@@ -135,7 +135,7 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 		RunE: a.queueRun(func(e *ctlEnv, st *queue.Store, args []string) error {
 			q, ids := args[0], args[1:]
 			if verb == "purge" && all {
-				n, err := st.PurgeAllDead(e.ctx, q)
+				n, err := st.Dead().PurgeAllDead(e.ctx, q)
 				if err != nil {
 					return err
 				}
@@ -147,7 +147,7 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 			}
 			if all { // retry --all: page through every dead letter
 				for {
-					dls, err := st.DeadLetters(e.ctx, q, len(ids), 1000)
+					dls, err := st.Dead().DeadLetters(e.ctx, q, len(ids), 1000)
 					if err != nil {
 						return err
 					}
@@ -164,10 +164,10 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 			for _, id := range ids {
 				var err error
 				if verb == "retry" {
-					_, err = st.RetryDead(e.ctx, q, id)
+					_, err = st.Dead().RetryDead(e.ctx, q, id)
 				} else {
 					var ok bool
-					if ok, err = st.PurgeDead(e.ctx, q, id); err == nil && !ok {
+					if ok, err = st.Dead().PurgeDead(e.ctx, q, id); err == nil && !ok {
 						err = fmt.Errorf("purge %s: %w", id, drover.ErrNotFound)
 					}
 				}

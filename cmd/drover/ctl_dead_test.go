@@ -24,16 +24,16 @@ func TestDeadLetters(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for i := 0; i < 3; i++ {
-		res, err := st.Enqueue(ctx, &drover.Message{Queue: "d", Task: "t", Args: []byte(`{"i":1}`)})
+		res, err := st.Producer().Enqueue(ctx, &drover.Message{Queue: "d", Task: "t", Args: []byte(`{"i":1}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries, err := st.ReadAfter(ctx, "d", res.Position-1, 1)
+		entries, err := st.Log().ReadAfter(ctx, "d", res.Position-1, 1)
 		if err != nil || len(entries) != 1 {
 			t.Fatalf("read back %s: %v", res.ID, err)
 		}
 		f := drover.Failure{Reason: "exit status 3: boom", ExitCode: 3, StderrTail: "line one\nboom\n"}
-		if err := st.Kill(ctx, "d", res.ID, entries[0].Raw, f); err != nil {
+		if err := st.Dead().Kill(ctx, "d", res.ID, entries[0].Raw, f); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, res.ID)
@@ -55,7 +55,7 @@ func TestDeadLetters(t *testing.T) {
 	if out := c.ok("ctl", "dead", "retry", "d", ids[0]).stdout; !strings.Contains(out, "retried "+ids[0]) {
 		t.Fatalf("want a retried line, have %q", out)
 	}
-	if b, _ := st.Backlog(ctx, "d", 0); b.Lag != 1 || b.Dead != 2 {
+	if b, _ := st.Log().Backlog(ctx, "d", 0); b.Lag != 1 || b.Dead != 2 {
 		t.Fatalf("want the retried message back in the log (lag 1) and 2 dead; have %+v", b)
 	}
 	c.fails(exitNotFound, []string{"no dead letter " + ids[0]}, "ctl", "dead", "retry", "d", ids[0])

@@ -78,9 +78,9 @@ enqueues to a new queue (it is then created with defaults on first sight).`,
 			}
 			var res queue.EnqueueResult
 			if due.IsZero() {
-				res, err = st.Enqueue(e.ctx, m)
+				res, err = st.Producer().Enqueue(e.ctx, m)
 			} else {
-				res, err = st.EnqueueAt(e.ctx, m, due)
+				res, err = st.Producer().EnqueueAt(e.ctx, m, due)
 			}
 			if err != nil {
 				return fmt.Errorf("enqueue %s to %s: %w", task, queueName, err)

@@ -27,7 +27,7 @@ func TestEnqueueAndRevoke(t *testing.T) {
 
 	// The messages are in Redis, as written.
 	st := c.store()
-	entries, err := st.ReadAfter(context.Background(), "jobs", 0, 10)
+	entries, err := st.Log().ReadAfter(context.Background(), "jobs", 0, 10)
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("want 2 messages in the log, have %d (%v)", len(entries), err)
 	}
@@ -43,7 +43,7 @@ func TestEnqueueAndRevoke(t *testing.T) {
 	}
 	c.okJSON(&delayed, "ctl", "enqueue", "jobs", "build", "--in", "1h")
 	c.ok("ctl", "enqueue", "jobs", "build", "--at", "2099-01-02T03:04:05Z", "--id", "far")
-	b, err := st.Backlog(context.Background(), "jobs", 0)
+	b, err := st.Log().Backlog(context.Background(), "jobs", 0)
 	if err != nil || b.Delayed != 2 || b.Lag != 2 {
 		t.Fatalf("want 2 delayed and 2 pending, have %+v (%v)", b, err)
 	}
@@ -52,7 +52,7 @@ func TestEnqueueAndRevoke(t *testing.T) {
 	}
 	c.fails(exitNotFound, []string{"not a delayed job"}, "ctl", "revoke", "jobs", delayed.ID)
 	c.fails(exitNotFound, []string{"not a delayed job"}, "ctl", "revoke", "jobs", id) // pending, not delayed
-	if b, _ := st.Backlog(context.Background(), "jobs", 0); b.Delayed != 1 {
+	if b, _ := st.Log().Backlog(context.Background(), "jobs", 0); b.Delayed != 1 {
 		t.Fatalf("want 1 delayed job left, have %d", b.Delayed)
 	}
 

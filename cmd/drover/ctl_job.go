@@ -40,7 +40,7 @@ error: the command exits 0.`,
 			if err != nil {
 				return err
 			}
-			lookup := &jobs.Lookup{Store: st, Fleet: jobs.SessionFleet{Session: s}, Token: e.cfg.Ctl.Token}
+			lookup := &jobs.Lookup{Store: st.Jobs(), Fleet: jobs.SessionFleet{Session: s}, Token: e.cfg.Ctl.Token}
 			js, err := lookup.Job(e.ctx, args[0], args[1])
 			if err != nil {
 				return err
@@ -130,7 +130,7 @@ func (e *ctlEnv) revokeJob(queue, id string) (bool, error) {
 			policy = qe.Config.Outcomes
 		}
 	}
-	ok, err := st.RevokeRecording(e.ctx, queue, id, policy, operator())
+	ok, err := st.Operator().RevokeRecording(e.ctx, queue, id, policy, operator())
 	if err != nil {
 		return false, fmt.Errorf("revoke: %w", err)
 	}

@@ -31,7 +31,7 @@ type jobViews struct {
 
 func newJobViews(c *cluster) *jobViews {
 	sess, store := c.session(), c.store()
-	v := &jobViews{c: c, lookup: &jobs.Lookup{Store: store, Fleet: jobs.SessionFleet{Session: sess}}}
+	v := &jobViews{c: c, lookup: &jobs.Lookup{Store: store.Jobs(), Fleet: jobs.SessionFleet{Session: sess}}}
 
 	// The HTTP API: the console's server as drover web wires it, with a
 	// viewer token.
@@ -149,7 +149,7 @@ func TestJobStatusWalksEveryState(t *testing.T) {
 
 	// Pending behind one message (the queue is paused).
 	c.ok("ctl", "enqueue", "walk", "quick", "--id", "ahead-1")
-	if n, err := st.PromoteDue(ctx, "walk", time.Now().Add(2*time.Hour), 10); err != nil || n != 1 {
+	if n, _, err := st.Log().PromoteDueNext(ctx, "walk", time.Now().Add(2*time.Hour), 10); err != nil || n != 1 {
 		t.Fatalf("promote walk-1: want 1, have %d, %v", n, err)
 	}
 	s = v.waitState("walk", "walk-1", drover.JobPending)
@@ -188,7 +188,7 @@ func TestJobStatusWalksEveryState(t *testing.T) {
 	}
 
 	// Dead: the second and last attempt fails too.
-	if n, err := st.PromoteDue(ctx, "walk", time.Now().Add(3*time.Hour), 10); err != nil || n != 1 {
+	if n, _, err := st.Log().PromoteDueNext(ctx, "walk", time.Now().Add(3*time.Hour), 10); err != nil || n != 1 {
 		t.Fatalf("promote the retry: want 1, have %d, %v", n, err)
 	}
 	s = v.waitState("walk", "walk-1", drover.JobDead)
@@ -221,7 +221,7 @@ func TestJobStatusWalksEveryState(t *testing.T) {
 	// the record existed and is not just missing.
 	c.ok("ctl", "enqueue", "short", "t", "--id", "brief")
 	eventually(t, 60*time.Second, func() error {
-		js, err := st.JobStatus(ctx, "short", "brief", 0)
+		js, err := st.Jobs().JobStatus(ctx, "short", "brief", 0)
 		if err != nil || js.State != drover.JobSucceeded {
 			return fmt.Errorf("want brief's record read as succeeded, have %+v (%v)", js, err)
 		}

@@ -16,11 +16,11 @@ func TestCtlMessagesRunNowAndTrigger(t *testing.T) {
 	c.ok("ctl", "queue", "create", "m")
 	st := c.store()
 	ctx := context.Background()
-	p1, err := st.Enqueue(ctx, &drover.Message{Queue: "m", Task: "now", Args: []byte(`{"n":1}`)})
+	p1, err := st.Producer().Enqueue(ctx, &drover.Message{Queue: "m", Task: "now", Args: []byte(`{"n":1}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	later, err := st.EnqueueIn(ctx, &drover.Message{Queue: "m", Task: "later"}, time.Hour)
+	later, err := st.Producer().EnqueueIn(ctx, &drover.Message{Queue: "m", Task: "later"}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

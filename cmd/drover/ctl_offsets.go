@@ -101,13 +101,13 @@ func (e *ctlEnv) offsetOf(q string) (offsetReport, error) {
 	if qe, err := s.Queues().Get(e.ctx, q); err == nil {
 		r.Retention = qe.Config.Retention.Std().String()
 	}
-	if p, err := st.FirstPosition(e.ctx, q); err == nil {
+	if p, err := st.Inspector().FirstPosition(e.ctx, q); err == nil {
 		r.First = p
 	}
-	if p, err := st.LastPosition(e.ctx, q); err == nil {
+	if p, err := st.Inspector().LastPosition(e.ctx, q); err == nil {
 		r.Last = p
 	}
-	b, err := st.Backlog(e.ctx, q, r.Position)
+	b, err := st.Log().Backlog(e.ctx, q, r.Position)
 	if err != nil {
 		return r, err
 	}
@@ -186,7 +186,7 @@ trimmed at once.`,
 					target = cur.Last
 				}
 			case datetime != "":
-				p, err := st.PositionAt(e.ctx, q, at)
+				p, err := st.Inspector().PositionAt(e.ctx, q, at)
 				switch {
 				case err == nil:
 					target = p
@@ -200,7 +200,7 @@ trimmed at once.`,
 			default:
 				target = drover.Position(pos)
 			}
-			b, err := st.Backlog(e.ctx, q, target)
+			b, err := st.Log().Backlog(e.ctx, q, target)
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,7 @@ func TestOffsetsShowAndReset(t *testing.T) {
 	ctx := context.Background()
 	var positions []drover.Position
 	for i := 0; i < 3; i++ {
-		res, err := st.Enqueue(ctx, &drover.Message{Queue: "o", Task: "t"})
+		res, err := st.Producer().Enqueue(ctx, &drover.Message{Queue: "o", Task: "t"})
 		if err != nil {
 			t.Fatal(err)
 		}

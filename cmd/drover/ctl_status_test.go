@@ -25,7 +25,7 @@ const fakeState = `{"member":"fake-1","suspended":false,"paused":{},"capacity":4
 func TestStatusAndDump(t *testing.T) {
 	c := newCluster(t)
 	c.ok("ctl", "queue", "create", "st")
-	if _, err := c.store().Enqueue(context.Background(), &drover.Message{Queue: "st", Task: "t"}); err != nil {
+	if _, err := c.store().Producer().Enqueue(context.Background(), &drover.Message{Queue: "st", Task: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	c.ok("ctl", "enqueue", "adhoc", "t", "--force") // enqueued to, not configured

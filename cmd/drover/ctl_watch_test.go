@@ -50,7 +50,7 @@ func TestCtlStatusWatchRedrawsUntilInterrupted(t *testing.T) {
 		}
 	}
 	wait("a first frame", func(s string) bool { return strings.Contains(s, "watched") })
-	if _, err := c.store().Enqueue(context.Background(), &drover.Message{Queue: "watched", Task: "t"}); err != nil {
+	if _, err := c.store().Producer().Enqueue(context.Background(), &drover.Message{Queue: "watched", Task: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	// A later frame shows the new lag: the status is read again each time.

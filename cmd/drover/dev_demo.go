@@ -50,7 +50,7 @@ func (l *demoLoad) generate(ctx context.Context, cl *devClients, rate float64) {
 		case <-tick.C:
 		}
 		m := demoMessage(n)
-		res, err := cl.store.Enqueue(ctx, m)
+		res, err := cl.store.Producer().Enqueue(ctx, m)
 		l.mu.Lock()
 		if err != nil {
 			if ctx.Err() == nil {

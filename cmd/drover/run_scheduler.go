@@ -71,7 +71,7 @@ func schedulerRole(cfg *config.Config, store *queue.Store, reg *metrics.Registry
 		sch, err := scheduler.New(scheduler.Config{
 			Store: store.Schedules(),
 			Enqueuer: scheduler.EnqueuerFunc(func(ctx context.Context, m *drover.Message) (bool, error) {
-				r, err := store.Enqueue(ctx, m)
+				r, err := store.Producer().Enqueue(ctx, m)
 				if err == nil && !r.Duplicate {
 					reg.IncrCounter(metrics.EnqueuedTotal, 1, metrics.L("queue", m.Queue))
 				}

@@ -25,8 +25,8 @@ import (
 
 // The stores wired into the runtime, checked at compile time.
 var (
-	_ worker.Store      = (*queue.Store)(nil)
-	_ jobs.Store        = (*queue.Store)(nil)
+	_ worker.Store      = queue.Log{}
+	_ jobs.Store        = queue.Jobs{}
 	_ scheduler.Store   = (*queue.ScheduleStore)(nil)
 	_ scheduler.Catalog = (*queue.ScheduleStore)(nil)
 	_ membership.Worker = (*worker.Worker)(nil)
@@ -95,7 +95,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	w, err := worker.New(worker.Config{
 		Member: cfg.Worker.Name, Capacity: cfg.Worker.Capacity, BatchSize: cfg.Worker.BatchSize,
 		DrainTimeout: cfg.Worker.DrainTimeout,
-		Store:        store, Executor: exec,
+		Store:        store.Log(), Executor: exec,
 		Logger: log.Named("worker"), Metrics: reg, Tracer: store.Tracer(),
 		Confirm: func(ctx context.Context) error { return m.Confirm(ctx) },
 		Renew:   membership.LeaseRenewer(func() *coordinator.Session { return m.Session() }, lease.Renew, log),
@@ -136,7 +136,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		Name: cfg.Worker.Name, Coordinator: ccfg, Worker: w, Strategy: strategy, Settle: cfg.Worker.Settle,
 		Member: drover.Member{Host: host, PID: os.Getpid(), Version: version, AdminAddr: adminAddr,
 			Capacity: cfg.Worker.Capacity, Tags: cfg.Worker.Tags},
-		Logger: log, Metrics: reg, RedisHealth: redisHealth, Families: store,
+		Logger: log, Metrics: reg, RedisHealth: redisHealth, Families: store.Families(),
 	}
 	if opts.Scheduler {
 		mcfg.Scheduler = schedulerRole(cfg, store, reg, log.Named("scheduler"))
@@ -170,7 +170,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	}
 	{ // enqueue notifications wake idle queue loops
 		wctx, cancel := context.WithCancel(context.Background())
-		g.Add(func() error { w.FollowWakeups(wctx, store); return nil }, func(error) { cancel() })
+		g.Add(func() error { w.FollowWakeups(wctx, store.Listener()); return nil }, func(error) { cancel() })
 	}
 	{ // membership: join, reconcile, rejoin after a lost session. The
 		// member also runs the worker's freeze guard, which renews the task

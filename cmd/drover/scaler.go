@@ -69,7 +69,7 @@ func runScaler(ctx context.Context, cfg *config.Config, ready func(grpcAddr, adm
 	}
 	defer fleet.close()
 	srv, err := scaler.New(scaler.Config{
-		Fleet: fleet, Wakeups: store.AllWakeups, PollInterval: cfg.Scaler.PollInterval, Logger: log,
+		Fleet: fleet, Wakeups: store.Listener().AllWakeups, PollInterval: cfg.Scaler.PollInterval, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -222,7 +222,7 @@ func (f *scalerFleet) Queues(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen, err := f.store.Queues(ctx)
+	seen, err := f.store.Inspector().Queues(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +249,7 @@ func (f *scalerFleet) Queues(ctx context.Context) ([]string, error) {
 // measured: their offsets in pipelined ZooKeeper reads, their backlogs in
 // one Redis pipeline. An idle queue costs one EXISTS a poll.
 func (f *scalerFleet) Backlogs(ctx context.Context, qs []string) ([]drover.Backlog, error) {
-	nonEmpty, err := f.store.NonEmpty(ctx, qs)
+	nonEmpty, err := f.store.Inspector().NonEmpty(ctx, qs)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +276,7 @@ func (f *scalerFleet) Backlogs(ctx context.Context, qs []string) ([]drover.Backl
 	for i, o := range offs {
 		positions[i] = o.Offset.Position
 	}
-	bs, errs := f.store.BacklogMany(ctx, busy, positions)
+	bs, errs := f.store.Log().BacklogMany(ctx, busy, positions)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func BenchmarkScalerMeasure100k(b *testing.B) {
 	for i := 0; i < n; i += n / withWork {
 		msgs = append(msgs, &drover.Message{Queue: cfgs[i].Name, Task: "t"})
 	}
-	if _, err := store.EnqueueBatch(ctx, msgs); err != nil {
+	if _, err := store.Producer().EnqueueBatch(ctx, msgs); err != nil {
 		b.Fatal(err)
 	}
 	fleet, err := newScalerFleet(cfg, store, hclog.NewNullLogger())

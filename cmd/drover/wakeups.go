@@ -7,4 +7,4 @@ import (
 
 // The store is the worker's wake-up source (its amortised backstop against
 // lost wake-ups, heads and checks, is part of worker.Store).
-var _ worker.WakeupSource = (*queue.Store)(nil)
+var _ worker.WakeupSource = queue.Listener{}

@@ -212,7 +212,7 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 func liveJobsConfig(zs webSession, store *queue.Store, memberToken string) web.JobsConfig {
 	return web.JobsConfig{
 		Store:  store,
-		Lookup: &jobs.Lookup{Store: store, Fleet: webFleet{zs}, Token: memberToken},
+		Lookup: &jobs.Lookup{Store: store.Jobs(), Fleet: webFleet{zs}, Token: memberToken},
 		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
 			if err := zs.ready(); err != nil {
 				return drover.QueueConfig{}, err
@@ -228,7 +228,7 @@ func liveJobsConfig(zs webSession, store *queue.Store, memberToken string) web.J
 func jobsConfig(sess *coordinator.Session, store *queue.Store, memberToken string) web.JobsConfig {
 	return web.JobsConfig{
 		Store:  store,
-		Lookup: &jobs.Lookup{Store: store, Fleet: jobs.SessionFleet{Session: sess}, Token: memberToken},
+		Lookup: &jobs.Lookup{Store: store.Jobs(), Fleet: jobs.SessionFleet{Session: sess}, Token: memberToken},
 		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
 			qe, err := sess.Queues().GetOrFamily(ctx, q) // a queue of a family takes its first enqueue
 			return qe.Config, err

@@ -200,7 +200,7 @@ func waitOffsets(ctx context.Context, c *cluster, queues []string, fl *follower,
 				continue
 			}
 			final[q] = int64(on.Offset.Position)
-			last, err := c.store.LastPosition(ctx, q)
+			last, err := c.store.Inspector().LastPosition(ctx, q)
 			if errors.Is(err, drover.ErrNotFound) {
 				last, err = 0, nil // trimmed to nothing
 			}
@@ -223,7 +223,7 @@ func deadLetters(ctx context.Context, c *cluster, queues []string) ([]check.Dead
 	var out []check.DeadLetter
 	for _, q := range queues {
 		for off := 0; ; {
-			dls, err := c.store.DeadLetters(ctx, q, off, 1000)
+			dls, err := c.store.Dead().DeadLetters(ctx, q, off, 1000)
 			if err != nil {
 				return nil, err
 			}
@@ -246,7 +246,7 @@ func pending(ctx context.Context, c *cluster, final map[string]int64) ([]check.E
 	for q, off := range final {
 		after := drover.Position(off)
 		for {
-			es, err := c.store.ReadAfter(ctx, q, after, 1000)
+			es, err := c.store.Log().ReadAfter(ctx, q, after, 1000)
 			if err != nil {
 				return nil, fmt.Errorf("read pending messages of %s: %w", q, err)
 			}

@@ -177,7 +177,7 @@ func (l *loadGen) longBatch() []*drover.Message {
 func (l *loadGen) send(hard context.Context, msgs []*drover.Message) {
 	for hard.Err() == nil {
 		ctx, cancel := context.WithTimeout(hard, 5*time.Second)
-		res, err := l.store.EnqueueBatch(ctx, msgs)
+		res, err := l.store.Producer().EnqueueBatch(ctx, msgs)
 		cancel()
 		if err == nil {
 			l.confirm(msgs, res)

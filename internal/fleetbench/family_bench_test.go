@@ -110,7 +110,7 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 				msgs = append(msgs, &drover.Message{Queue: fmt.Sprintf("f-%07d", i), Task: "bench.stamp"})
 			}
 			for lo := 0; lo < len(msgs); lo += 1000 {
-				if _, err := store.EnqueueBatch(ctx, msgs[lo:min(lo+1000, len(msgs))]); err != nil {
+				if _, err := store.Producer().EnqueueBatch(ctx, msgs[lo:min(lo+1000, len(msgs))]); err != nil {
 					b.Fatal(err)
 				}
 			}

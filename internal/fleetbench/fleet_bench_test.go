@@ -518,7 +518,7 @@ func (p *producer) run(g int, begin time.Time) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			p.inFlight.RLock()
 			callStart := time.Now()
-			_, err := p.store.EnqueueBatch(ctx, msgs)
+			_, err := p.store.Producer().EnqueueBatch(ctx, msgs)
 			p.callNs.Add(int64(time.Since(callStart)))
 			p.calls.Add(1)
 			if err == nil {

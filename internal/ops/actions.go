@@ -52,7 +52,7 @@ func (o *Ops) Revoke(ctx context.Context, q, id string) error {
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return err
 	}
-	ok, err := o.store.Revoke(ctx, q, id)
+	ok, err := o.store.Operator().Revoke(ctx, q, id)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (o *Ops) RunNow(ctx context.Context, q, id string) (drover.Position, error)
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return 0, err
 	}
-	return o.store.RunNow(ctx, q, id)
+	return o.store.Operator().RunNow(ctx, q, id)
 }
 
 // RetryDead puts a dead letter back at the end of its queue with attempt 0.
@@ -76,7 +76,7 @@ func (o *Ops) RetryDead(ctx context.Context, q, id string) (drover.Position, err
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return 0, err
 	}
-	r, err := o.store.RetryDead(ctx, q, id)
+	r, err := o.store.Dead().RetryDead(ctx, q, id)
 	if err != nil && !IsNotFound(err) && !errors.Is(err, drover.ErrPoison) {
 		return 0, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
@@ -90,9 +90,9 @@ func (o *Ops) PurgeDead(ctx context.Context, q, id string) (int, error) {
 		return 0, err
 	}
 	if id == "" {
-		return o.store.PurgeAllDead(ctx, q)
+		return o.store.Dead().PurgeAllDead(ctx, q)
 	}
-	ok, err := o.store.PurgeDead(ctx, q, id)
+	ok, err := o.store.Dead().PurgeDead(ctx, q, id)
 	if err != nil {
 		return 0, err
 	}
@@ -167,8 +167,8 @@ func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who
 	}
 	cur := views[0]
 	p := ResetPreview{Queue: q, From: cur.Offset.Position, To: cur.Offset.Position, Owner: cur.Owner, DryRun: dryRun}
-	first, errFirst := o.store.FirstPosition(ctx, q)
-	last, errLast := o.store.LastPosition(ctx, q)
+	first, errFirst := o.store.Inspector().FirstPosition(ctx, q)
+	last, errLast := o.store.Inspector().LastPosition(ctx, q)
 	for _, err := range []error{errFirst, errLast} {
 		if err != nil && !errors.Is(err, drover.ErrNotFound) {
 			return p, err
@@ -186,7 +186,7 @@ func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who
 	case target.Position != nil:
 		p.To = *target.Position
 	case !target.Time.IsZero():
-		pos, err := o.store.PositionAt(ctx, q, target.Time)
+		pos, err := o.store.Inspector().PositionAt(ctx, q, target.Time)
 		switch {
 		case err == nil:
 			p.To = pos
@@ -199,7 +199,7 @@ func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who
 	default:
 		return p, badInput("reset: no target")
 	}
-	stats, err := o.store.Stats(ctx, []string{q, q}, []drover.Position{p.From, p.To})
+	stats, err := o.store.Inspector().Stats(ctx, []string{q, q}, []drover.Position{p.From, p.To})
 	if err != nil {
 		return p, err
 	}

@@ -32,7 +32,7 @@ func (o *Ops) RecordAudit(ctx context.Context, rec AuditRecord) error {
 	if err != nil {
 		return err
 	}
-	return o.store.AppendAudit(ctx, b)
+	return o.store.Operator().AppendAudit(ctx, b)
 }
 
 // Audit returns up to limit records, newest first, after skipping offset.
@@ -44,7 +44,7 @@ func (o *Ops) Audit(ctx context.Context, offset, limit int) ([]AuditRecord, erro
 	if err != nil {
 		return nil, err
 	}
-	raw, err := o.store.Audit(ctx, offset, limit)
+	raw, err := o.store.Operator().Audit(ctx, offset, limit)
 	if err != nil {
 		return nil, err
 	}

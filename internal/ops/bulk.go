@@ -96,13 +96,13 @@ const MaxRetryPerQueue = 1000
 // queue in queues (those with none cost one pipelined read, shared).
 func (o *Ops) RetryDeadQueues(ctx context.Context, queues []string) (BulkResult, error) {
 	return o.eachDead(ctx, "retry-dead", queues, func(ctx context.Context, q string) (int, error) {
-		dls, err := o.store.DeadLetters(ctx, q, 0, MaxRetryPerQueue)
+		dls, err := o.store.Dead().DeadLetters(ctx, q, 0, MaxRetryPerQueue)
 		if err != nil {
 			return 0, err
 		}
 		n := 0
 		for _, dl := range dls {
-			if _, err := o.store.RetryDead(ctx, q, dl.ID); err != nil && !errors.Is(err, drover.ErrNotFound) {
+			if _, err := o.store.Dead().RetryDead(ctx, q, dl.ID); err != nil && !errors.Is(err, drover.ErrNotFound) {
 				return n, err
 			}
 			n++
@@ -113,7 +113,7 @@ func (o *Ops) RetryDeadQueues(ctx context.Context, queues []string) (BulkResult,
 
 // PurgeDeadQueues deletes every dead letter of each queue in queues.
 func (o *Ops) PurgeDeadQueues(ctx context.Context, queues []string) (BulkResult, error) {
-	return o.eachDead(ctx, "purge-dead", queues, o.store.PurgeAllDead)
+	return o.eachDead(ctx, "purge-dead", queues, o.store.Dead().PurgeAllDead)
 }
 
 // eachDead runs f on the queues of queues that have dead letters (found
@@ -122,7 +122,7 @@ func (o *Ops) PurgeDeadQueues(ctx context.Context, queues []string) (BulkResult,
 func (o *Ops) eachDead(ctx context.Context, action string, queues []string, f func(ctx context.Context, q string) (int, error)) (BulkResult, error) {
 	start := time.Now()
 	res := BulkResult{Action: action, Selected: len(queues)}
-	stats, err := o.store.Stats(ctx, queues, make([]drover.Position, len(queues)))
+	stats, err := o.store.Inspector().Stats(ctx, queues, make([]drover.Position, len(queues)))
 	if err != nil {
 		return res, err
 	}

@@ -32,7 +32,7 @@ func (o *Ops) CancelTask(ctx context.Context, q, id, who, then string) (jobs.Can
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return jobs.Cancelled{}, err
 	}
-	l := &jobs.Lookup{Store: o.store, Fleet: jobs.SessionFleet{Session: o.zk}, HTTP: o.http, Token: o.token}
+	l := &jobs.Lookup{Store: o.store.Jobs(), Fleet: jobs.SessionFleet{Session: o.zk}, HTTP: o.http, Token: o.token}
 	c, err := l.Cancel(ctx, q, id, who, then)
 	var nr *jobs.NotRunningError
 	switch {

@@ -21,7 +21,7 @@ func (o *Ops) QueueNames(ctx context.Context) (names []string, configured map[st
 	if err != nil {
 		return nil, nil, err
 	}
-	seen, err := o.store.Queues(ctx)
+	seen, err := o.store.Inspector().Queues(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -136,7 +136,7 @@ func (o *Ops) QueueRows(ctx context.Context, queues []string, configured map[str
 	for i, v := range views {
 		offsets[i] = v.Offset.Position
 	}
-	stats, err := o.store.Stats(ctx, queues, offsets)
+	stats, err := o.store.Inspector().Stats(ctx, queues, offsets)
 	if err != nil {
 		return nil, err
 	}

@@ -105,7 +105,7 @@ func (o *Ops) RetryParked(ctx context.Context, q, id string, args json.RawMessag
 		if err != nil {
 			return fmt.Errorf("edit the args of %s: %w", id, err)
 		}
-		if err := o.store.ReplaceEnvelope(ctx, q, id, raw); err != nil {
+		if err := o.store.Operator().ReplaceEnvelope(ctx, q, id, raw); err != nil {
 			return err
 		}
 	}
@@ -132,7 +132,7 @@ func (o *Ops) SkipParked(ctx context.Context, q, id, who string, keepPaused bool
 	if raw == nil && pq.Message.Raw != "" {
 		raw = []byte(pq.Message.Raw) // kept verbatim, as the worker keeps poison
 	}
-	if err := o.store.Kill(ctx, q, id, raw, f); err != nil {
+	if err := o.store.Dead().Kill(ctx, q, id, raw, f); err != nil {
 		return err
 	}
 	if keepPaused {

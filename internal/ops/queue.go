@@ -20,7 +20,7 @@ func (o *Ops) KnownQueue(ctx context.Context, q string) error {
 	if _, err := o.zk.Queues().Get(ctx, q); err == nil || !errors.Is(err, drover.ErrQueueNotFound) {
 		return nil // configured (a corrupt configuration is still a queue)
 	}
-	names, err := o.store.Queues(ctx)
+	names, err := o.store.Inspector().Queues(ctx)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
 		return nil, err
 	}
 	v := views[0]
-	stats, err := o.store.Stats(ctx, []string{q}, []drover.Position{v.Offset.Position})
+	stats, err := o.store.Inspector().Stats(ctx, []string{q}, []drover.Position{v.Offset.Position})
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
 	default:
 		d.Configured, d.ConfigError = true, err.Error()
 	}
-	if p, err := o.store.FirstPosition(ctx, q); err == nil {
+	if p, err := o.store.Inspector().FirstPosition(ctx, q); err == nil {
 		d.LogFirst = p
 	}
 	return d, nil
@@ -165,7 +165,7 @@ func (o *Ops) Pending(ctx context.Context, q string, after drover.Position, limi
 		}
 		after = views[0].Offset.Position
 	}
-	entries, err := o.store.ReadAfter(ctx, q, after, limit)
+	entries, err := o.store.Log().ReadAfter(ctx, q, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func (o *Ops) Delayed(ctx context.Context, q string, offset, limit int) ([]Messa
 	if err != nil {
 		return nil, err
 	}
-	entries, err := o.store.Delayed(ctx, q, offset, limit)
+	entries, err := o.store.Inspector().Delayed(ctx, q, offset, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (o *Ops) Dead(ctx context.Context, q string, offset, limit int) ([]Message,
 	if err != nil {
 		return nil, err
 	}
-	dls, err := o.store.DeadLetters(ctx, q, offset, limit)
+	dls, err := o.store.Dead().DeadLetters(ctx, q, offset, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (o *Ops) Message(ctx context.Context, q, id string) (Message, error) {
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return Message{}, err
 	}
-	mi, err := o.store.Message(ctx, q, id)
+	mi, err := o.store.Inspector().Message(ctx, q, id)
 	if err != nil {
 		return Message{}, err
 	}

@@ -36,7 +36,7 @@ func (o *Ops) RecentJobs(ctx context.Context, q string, limit int) (Recent, erro
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return Recent{}, err
 	}
-	fin, err := o.store.RecentOutcomes(ctx, q, limit)
+	fin, err := o.store.Jobs().RecentOutcomes(ctx, q, limit)
 	if err != nil {
 		return Recent{}, err
 	}

@@ -136,5 +136,5 @@ func (o *Ops) Trigger(ctx context.Context, name string) (queue.EnqueueResult, er
 	def := en.Definition
 	m := &drover.Message{ID: fmt.Sprintf("sched:%s:manual-%d", name, now.UnixMilli()), Queue: def.Queue, Task: def.Task,
 		Args: def.Args, EnqueuedAt: now, Schedule: name, FireAt: now, Headers: map[string]string{"triggered": "manual"}}
-	return o.store.Enqueue(ctx, m)
+	return o.store.Producer().Enqueue(ctx, m)
 }

@@ -150,7 +150,7 @@ func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot,
 	if err != nil {
 		return nil, err
 	}
-	seen, err := o.store.Queues(ctx)
+	seen, err := o.store.Inspector().Queues(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot,
 	for i, v := range views {
 		offsets[i] = v.Offset.Position
 	}
-	stats, err := o.store.Stats(ctx, names, offsets)
+	stats, err := o.store.Inspector().Stats(ctx, names, offsets)
 	if err != nil {
 		return nil, err
 	}

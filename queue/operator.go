@@ -1,0 +1,124 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/drover-dev/drover"
+)
+
+// What an operator does to one message (revoke it while delayed, run a
+// delayed one now) and the audit trail of operators' actions: the
+// Operator role. Parking's envelope swap is in park.go.
+
+// runNowSource moves one delayed id into the log with a fresh position, so
+// that the queue's owner runs it next, and wakes the owner.
+//
+//	KEYS[1] log  KEYS[2] seq  KEYS[3] delayed  KEYS[4] owner
+//	ARGV[1] id  ARGV[2] the channel for a queue without an owner (the
+//	wake-up goes to the channel the :owner key names, or to this one; ""
+//	for none)  ARGV[3] queue name
+//
+// Returns the new position, or 0 when the id is not delayed (nothing is
+// changed then).
+const runNowSource = `-- drover run-now v2
+if not redis.call('ZSCORE', KEYS[3], ARGV[1]) then return 0 end
+local t = redis.call('TIME')
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call('GET', KEYS[2]) or '0')
+local pos = math.max(now_us, last + 1)
+redis.call('ZADD', KEYS[1], pos, ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('SET', KEYS[2], pos)
+if ARGV[2] ~= '' then redis.call('PUBLISH', redis.call('GET', KEYS[4]) or ARGV[2], ARGV[3]) end
+return pos
+`
+
+var runNowScript = redis.NewScript(runNowSource)
+
+// RunNow promotes one delayed message into the log at once, atomically,
+// and returns its position. It fails with drover.ErrNotFound when id is not
+// delayed (unknown, revoked or already promoted).
+func (s Operator) RunNow(ctx context.Context, queue, id string) (drover.Position, error) {
+	qk, err := s.queueKeys(queue)
+	if err != nil {
+		return 0, fmt.Errorf("run now: %w", err)
+	}
+	channel := ""
+	if s.wakeups {
+		channel = s.keys.unownedChannel()
+	}
+	pos, err := s.run(ctx, runNowScript, []string{qk.log, qk.seq, qk.delayed, qk.owner}, id, channel, queue).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("run %s of %s now: %w", id, queue, err)
+	}
+	if pos == 0 {
+		return 0, fmt.Errorf("run %s of %s now: not a delayed message: %w", id, queue, drover.ErrNotFound)
+	}
+	return drover.Position(pos), nil
+}
+
+// AuditLimit is how many audit records AppendAudit keeps.
+const AuditLimit = 10000
+
+// AppendAudit adds one record (JSON, written by the caller) to the audit
+// log, newest first, keeping the last AuditLimit records.
+func (s Operator) AppendAudit(ctx context.Context, record []byte) error {
+	pipe := s.rdb.TxPipeline()
+	pipe.LPush(ctx, s.keys.audit(), record)
+	pipe.LTrim(ctx, s.keys.audit(), 0, AuditLimit-1)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("append audit record: %w", err)
+	}
+	return nil
+}
+
+// Audit returns up to limit audit records, newest first, after skipping
+// offset.
+func (s Operator) Audit(ctx context.Context, offset, limit int) ([][]byte, error) {
+	offset = max(offset, 0)
+	if limit <= 0 {
+		limit = 100
+	}
+	vals, err := s.rdb.LRange(ctx, s.keys.audit(), int64(offset), int64(offset+limit-1)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read audit log: %w", err)
+	}
+	out := make([][]byte, len(vals))
+	for i, v := range vals {
+		out[i] = []byte(v)
+	}
+	return out, nil
+}
+
+// Revoke deletes a delayed message of queue, with its envelope and its
+// dedupe record (the id may be enqueued again), and returns true; it returns
+// false, changing nothing, when the id is unknown or no longer delayed
+// (already promoted). It keeps a "revoked" outcome record for the default
+// retention (24h); RevokeRecording follows a queue's own policy.
+func (s Operator) Revoke(ctx context.Context, queue, id string) (bool, error) {
+	return s.RevokeRecording(ctx, queue, id, drover.Outcomes{}, "")
+}
+
+// RevokeRecording is Revoke keeping the outcome record as policy says (none
+// when policy.Keep() is 0); by names who revoked it, for the record.
+func (s Operator) RevokeRecording(ctx context.Context, queue, id string, policy drover.Outcomes, by string) (bool, error) {
+	qk, err := s.queueKeys(queue)
+	if err != nil {
+		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
+	}
+	n, err := s.run(ctx, revokeScript, []string{qk.log, qk.msg, qk.delayed, qk.seen}, id).Int()
+	if err != nil {
+		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
+	}
+	if n == 0 {
+		return false, nil
+	}
+	rec := drover.Outcome{ID: id, State: drover.JobRevoked, ExitCode: -1, FinishedAt: s.clock.Now().UTC(), By: by}
+	if err := s.recordOutcomes(ctx, qk, []drover.Outcome{rec}, policy); err != nil {
+		return true, fmt.Errorf("revoked %s in %s, but its outcome record was not kept: %w", id, queue, err)
+	}
+	return true, nil
+}
