@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -52,7 +53,13 @@ func TestFleetProcessesEveryMessageExactlyOnce(t *testing.T) {
 	for q, want := range ids {
 		for _, id := range want {
 			if seen[id] != 1 {
-				t.Fatalf("queue %s message %s ran %d times; want exactly once", q, id, seen[id])
+				var runs []string
+				for _, e := range execs {
+					if e.id == id {
+						runs = append(runs, fmt.Sprintf("attempt %d pid %d worker %d", e.attempt, e.pid, e.workerPID))
+					}
+				}
+				t.Fatalf("queue %s message %s ran %d times (%s); want exactly once", q, id, seen[id], strings.Join(runs, "; "))
 			}
 		}
 		if ordered[q] && !slices.Equal(byQueue[q], want) {
