@@ -2,15 +2,11 @@ package coordinator
 
 import (
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/drover-dev/drover/internal/testkit"
 )
 
 // maxMethods is the most methods an exported type of this package may
@@ -22,22 +18,11 @@ const maxMethods = 15
 // ./coordinator` shows: no exported type with more than maxMethods
 // exported methods, counting the methods an embedded field promotes.
 func TestNoExportedTypeHasMoreThanMaxMethods(t *testing.T) {
-	files, err := filepath.Glob("*.go")
+	srcs, err := testkit.PackageSources(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srcs := map[string]string{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srcs[f] = string(b)
-	}
-	counts, err := exportedMethods(srcs)
+	counts, err := testkit.ExportedMethods(srcs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +53,7 @@ func TestMethodCounter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			counts, err := exportedMethods(map[string]string{"p.go": tt.src})
+			counts, err := testkit.ExportedMethods(map[string]string{"p.go": tt.src})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,90 +68,6 @@ func TestMethodCounter(t *testing.T) {
 	}
 }
 
-// exportedMethods returns, for every exported type declared in srcs (file
-// name → Go source of one package), the names of its exported methods:
-// declared on T or *T, plus those promoted from embedded types declared in
-// the package. An embedded type from elsewhere counts as one method so
-// that it cannot pass unseen.
-func exportedMethods(srcs map[string]string) (map[string][]string, error) {
-	fset := token.NewFileSet()
-	declared := map[string]map[string]bool{} // type → its own methods (all)
-	embeds := map[string][]string{}          // type → embedded type names
-	var types []string
-	for name, src := range srcs {
-		f, err := parser.ParseFile(fset, name, src, parser.SkipObjectResolution)
-		if err != nil {
-			return nil, err
-		}
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if d.Recv == nil || len(d.Recv.List) != 1 {
-					continue
-				}
-				recv := typeName(d.Recv.List[0].Type)
-				if declared[recv] == nil {
-					declared[recv] = map[string]bool{}
-				}
-				declared[recv][d.Name.Name] = true
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					ts, ok := s.(*ast.TypeSpec)
-					if !ok {
-						continue
-					}
-					types = append(types, ts.Name.Name)
-					st, ok := ts.Type.(*ast.StructType)
-					if !ok {
-						continue
-					}
-					for _, fld := range st.Fields.List {
-						if len(fld.Names) == 0 {
-							embeds[ts.Name.Name] = append(embeds[ts.Name.Name], typeName(fld.Type))
-						}
-					}
-				}
-			}
-		}
-	}
-	var methodsOf func(typ string, seen map[string]bool) map[string]bool
-	methodsOf = func(typ string, seen map[string]bool) map[string]bool {
-		out := map[string]bool{}
-		if seen[typ] {
-			return out
-		}
-		seen[typ] = true
-		for m := range declared[typ] {
-			out[m] = true
-		}
-		for _, e := range embeds[typ] {
-			if !slices.Contains(types, e) {
-				out["(methods of embedded "+e+")"] = true
-				continue
-			}
-			for m := range methodsOf(e, seen) {
-				out[m] = true
-			}
-		}
-		return out
-	}
-	counts := map[string][]string{}
-	for _, typ := range types {
-		if !ast.IsExported(typ) {
-			continue
-		}
-		var names []string
-		for m := range methodsOf(typ, map[string]bool{}) {
-			if ast.IsExported(m) || strings.HasPrefix(m, "(") {
-				names = append(names, m)
-			}
-		}
-		sort.Strings(names)
-		counts[typ] = names
-	}
-	return counts, nil
-}
-
 // tooWide describes every type with more than limit methods, "" if none.
 func tooWide(counts map[string][]string, limit int) string {
 	var out []string
@@ -178,21 +79,4 @@ func tooWide(counts map[string][]string, limit int) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, "\n")
-}
-
-// typeName is the name of a receiver or embedded type: T, *T, T[P], pkg.T.
-func typeName(e ast.Expr) string {
-	switch e := e.(type) {
-	case *ast.StarExpr:
-		return typeName(e.X)
-	case *ast.IndexExpr:
-		return typeName(e.X)
-	case *ast.IndexListExpr:
-		return typeName(e.X)
-	case *ast.SelectorExpr:
-		return typeName(e.X) + "." + e.Sel.Name
-	case *ast.Ident:
-		return e.Name
-	}
-	return fmt.Sprintf("%T", e)
 }

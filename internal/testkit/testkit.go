@@ -1,6 +1,7 @@
 // Package testkit holds the helpers that tests of several packages share:
 // a logger that writes to the test's log, a bounded context, a poll until a
-// condition holds, and a fake clock. It has no servers (see testenv).
+// condition holds, a fake clock, and the count of a package's exported
+// methods that holds the 15-methods rule. It has no servers (see testenv).
 package testkit
 
 import (
