@@ -69,7 +69,7 @@ message's state.`,
 				e.printf("cancelling %s of %s on %s (pid %d): SIGTERM sent to its process group\n", id, q, c.Member, c.PID)
 				return nil
 			}
-			st, err := waitStopped(e.ctx, &jobs.Lookup{Store: o.Store().Jobs(), Fleet: jobs.SessionFleet{Session: o.ZK()}, Token: e.cfg.Ctl.Token}, q, id)
+			st, err := waitStopped(e.ctx, &jobs.Lookup{Store: o.Store().Jobs(), Fleet: jobs.SessionFleet{Session: o.ZK()}, Token: e.cfg.Ctl.Token}, q, id, then)
 			if err != nil {
 				return err
 			}
@@ -89,16 +89,31 @@ message's state.`,
 	return cmd
 }
 
-// waitStopped polls the job's status until it no longer reads running.
-func waitStopped(ctx context.Context, l *jobs.Lookup, q, id string) (drover.JobStatus, error) {
+// outcomeWait bounds how long `ctl cancel` waits, once the task stopped,
+// for its owner to write what follows: the message reads pending between
+// the task's end and its dead-lettering, and stays pending when it parks
+// its queue or is retried in place.
+const outcomeWait = 2 * time.Second
+
+// waitStopped polls the job's status until it no longer reads running and,
+// unless then is "retry", no longer pending (at most outcomeWait more).
+func waitStopped(ctx context.Context, l *jobs.Lookup, q, id, then string) (drover.JobStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, cancelWaitLimit)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	var stopped time.Time
 	for {
 		st, err := l.Job(ctx, q, id)
 		if err == nil && st.State != drover.JobRunning {
-			return st, nil
+			if st.State != drover.JobPending || then == "retry" {
+				return st, nil
+			}
+			if stopped.IsZero() {
+				stopped = time.Now()
+			} else if time.Since(stopped) >= outcomeWait {
+				return st, nil
+			}
 		}
 		select {
 		case <-ctx.Done():
