@@ -62,6 +62,8 @@ type shareHeader struct {
 type shareChunk struct {
 	Generation int64    `json:"generation"`
 	Queues     []string `json:"queues"`
+	// New marks a chunk Append wrote: queues placed as new to the fleet.
+	New bool `json:"new,omitempty"`
 }
 
 // errShareIncomplete: a member's share is being written (a chunk carries
@@ -75,15 +77,16 @@ type AssignmentNode struct {
 	Assignment drover.Assignment
 	Version    int32 // znode version of /assignment (of the share header for WatchShare)
 	Err        error // set when the data could not be decoded
+	// New (WatchShare only) holds the queues of the share that the leader
+	// placed as new to the fleet (AssignmentWriter.Append) and no whole
+	// write has rewritten since: most were never claimed (Owner.New).
+	New map[string]bool
 }
 
 // chunkCount returns how many chunks a share of these queues needs: the
 // smallest power of two that keeps every chunk under shareChunkBytes.
 func chunkCount(queues []string) int {
-	size := 0
-	for _, q := range queues {
-		size += len(q) + 3
-	}
+	size := chunkBytes(queues)
 	n := 1
 	for size/n > shareChunkBytes {
 		n *= 2
@@ -397,10 +400,19 @@ func (r *shareReader) refresh(ctx context.Context, ws *watchSet) (AssignmentNode
 		r.chunks[i] = rd.c
 	}
 	a.Generation = h.Generation
+	an := AssignmentNode{Assignment: a, Version: nd.stat.Version}
 	for _, c := range r.chunks {
 		for _, q := range c.Queues {
 			a.Queues[q] = r.member
 		}
+		if c.New {
+			if an.New == nil {
+				an.New = map[string]bool{}
+			}
+			for _, q := range c.Queues {
+				an.New[q] = true
+			}
+		}
 	}
-	return AssignmentNode{Assignment: a, Version: nd.stat.Version}, nil
+	return an, nil
 }

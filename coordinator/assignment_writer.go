@@ -50,6 +50,9 @@ type writerShare struct {
 	gens     []int64      // the generation each chunk was written at
 	nodes    map[int]bool // chunk nodes that exist
 	complete bool         // the nodes hold what chunks/gens say
+	// hashed is how many of the chunks Write partitioned by hash; the
+	// chunks after them were appended by Append (assignment_append.go).
+	hashed int
 }
 
 // NewWriter takes over the assignment for lead (a leadership of
@@ -113,6 +116,7 @@ func (w *AssignmentWriter) reload(ctx context.Context) error {
 		if st.complete {
 			ws.gens = slices.Clone(st.header.Chunks)
 			ws.chunks = make([][]string, len(st.header.Chunks))
+			ws.hashed = len(ws.chunks) // appended chunks are not told apart: the next Append adds one
 			for i := range ws.chunks {
 				ws.chunks[i] = st.chunks[i].Queues
 			}
@@ -200,7 +204,7 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 		old := w.shares[m]
 		n := chunkCount(qs)
 		parts := partition(qs, n)
-		ns := &writerShare{exists: true, chunks: parts, gens: make([]int64, n), nodes: map[int]bool{}, complete: true}
+		ns := &writerShare{exists: true, chunks: parts, gens: make([]int64, n), nodes: map[int]bool{}, complete: true, hashed: n}
 		changed := old == nil || !old.exists || !old.complete || len(old.chunks) != n
 		if old == nil || !old.exists {
 			// Chunks are children of the share header: create it first,
@@ -266,9 +270,26 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 	headerOp := zkOp{&zk.SetDataRequest{Path: hp, Data: hdata, Version: w.headerVersion}, requestSize(hp, hdata)}
 
 	ops := slices.Concat(first, chunkOps, headerOps, deleteOps, []zkOp{headerOp})
+	stats, err := w.send(ctx, gen, ops)
+	if err != nil {
+		return drover.Assignment{}, err
+	}
+	w.shares = newShares
+	w.maxGen = gen
+	w.last = next
+	w.lastStats = stats
+	return next, nil
+}
+
+// send writes generation gen's ops, which end with the conditional write
+// of /assignment, as multis each starting with the epoch check, and keeps
+// /assignment's new version. A write that fails leaves the writer stale
+// (see Write for the errors).
+func (w *AssignmentWriter) send(ctx context.Context, gen int64, ops []zkOp) (WriteStats, error) {
+	s := w.s
 	multis, err := w.pack(ops)
 	if err != nil {
-		return drover.Assignment{}, fmt.Errorf("write assignment generation %d: %w", gen, err)
+		return WriteStats{}, fmt.Errorf("write assignment generation %d: %w", gen, err)
 	}
 	stats := WriteStats{Multis: len(multis)}
 	for i, m := range multis {
@@ -289,7 +310,7 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 			err = w.afterMulti(i)
 			if err != nil {
 				w.stale = true
-				return drover.Assignment{}, fmt.Errorf("write assignment generation %d: cut after multi %d of %d: %w", gen, i+1, len(multis), err)
+				return WriteStats{}, fmt.Errorf("write assignment generation %d: cut after multi %d of %d: %w", gen, i+1, len(multis), err)
 			}
 		}
 		if err == nil {
@@ -303,19 +324,15 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 		headerMoved := last && len(res) > 0 && isVersionConflict(res[len(res)-1].Error)
 		switch {
 		case fenced || headerMoved || (len(res) == 0 && isVersionConflict(err)):
-			return drover.Assignment{}, fmt.Errorf("write assignment generation %d: %w: %w (epoch %d is no longer current, or the assignment changed behind this writer)",
+			return WriteStats{}, fmt.Errorf("write assignment generation %d: %w: %w (epoch %d is no longer current, or the assignment changed behind this writer)",
 				gen, drover.ErrFenced, drover.ErrNotLeader, w.epochVersion)
 		case isUnknownOutcome(err):
-			return drover.Assignment{}, fmt.Errorf("write assignment generation %d: multi %d of %d: %w: %w", gen, i+1, len(multis), ErrOutcomeUnknown, err)
+			return WriteStats{}, fmt.Errorf("write assignment generation %d: multi %d of %d: %w: %w", gen, i+1, len(multis), ErrOutcomeUnknown, err)
 		default:
-			return drover.Assignment{}, fmt.Errorf("write assignment generation %d: multi %d of %d: %w", gen, i+1, len(multis), err)
+			return WriteStats{}, fmt.Errorf("write assignment generation %d: multi %d of %d: %w", gen, i+1, len(multis), err)
 		}
 	}
-	w.shares = newShares
-	w.maxGen = gen
-	w.last = next
-	w.lastStats = stats
-	return next, nil
+	return stats, nil
 }
 
 // pack cuts ops, in order, into multis of at most batchBytes, each

@@ -72,6 +72,11 @@ const maxClaimsInFlight = 64
 // read version). The claim bumps the offset's version, which fences every
 // earlier owner. /offsets/<queue> is created (at position 0) when missing.
 //
+// With owner.New (the queue was placed as new to the fleet) the first
+// attempt skips the read and sends the create multi at once, coalesced
+// with the session's other claims; an offset that exists after all fails
+// it, and the claim goes on as usual.
+//
 // It fails with an error wrapping drover.ErrNotOwner when another session
 // owns the queue (the previous owner has not released yet: WaitReleased, then
 // try again if the queue is still assigned to this member).
@@ -93,17 +98,38 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 	// bound its requests pile up past the server's outstanding-request
 	// limit, which then stops reading the connection, pings included, and
 	// the session is lost.
-	select {
-	case s.claims <- struct{}{}:
-		defer func() { <-s.claims }()
-	case <-ctx.Done():
-		return nil, fmt.Errorf("claim %s: %w", queue, ctx.Err())
-	case <-s.done:
-		return nil, fmt.Errorf("claim %s: %w", queue, s.Err())
+	// A claim of a queue placed as new sends no read at first, only its
+	// share of a coalesced multi: it takes a place only when it must read.
+	held := false
+	acquire := func() error {
+		if held {
+			return nil
+		}
+		select {
+		case s.claims <- struct{}{}:
+			held = true
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("claim %s: %w", queue, ctx.Err())
+		case <-s.done:
+			return fmt.Errorf("claim %s: %w", queue, s.Err())
+		}
 	}
+	defer func() {
+		if held {
+			<-s.claims
+		}
+	}()
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
-		cur, err := s.Claims().Offset(ctx, queue)
+		var cur OffsetNode
+		err := fmt.Errorf("claim %s: placed as new: %w", queue, drover.ErrNotFound)
+		if !owner.New || attempt > 1 {
+			if err := acquire(); err != nil {
+				return nil, err
+			}
+			cur, err = s.Claims().Offset(ctx, queue)
+		}
 		if errors.Is(err, drover.ErrNotFound) {
 			// Never claimed (a read first, because a create of an existing
 			// node is still a write the server logs): create the offset at
@@ -126,6 +152,9 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 				// An unknown outcome may have left our owner node: the
 				// usual path finds it (owned by this session) and the
 				// caller drops it as an orphan.
+				if err := acquire(); err != nil {
+					return nil, err
+				}
 				cur, err = s.Claims().Offset(ctx, queue)
 			default:
 				return nil, fmt.Errorf("claim %s: create %s: %w", queue, offsetPath, cerr)

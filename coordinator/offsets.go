@@ -21,6 +21,10 @@ type Owner struct {
 	Member     string `json:"member"`      // member name
 	MemberPath string `json:"member_path"` // the member's node
 	Generation int64  `json:"generation"`  // assignment generation the claim was made for
+	// New, a hint not stored: the assignment placed the queue as new to
+	// the fleet (AssignmentNode.New), so the claim creates its offset
+	// without reading it first, and claims as usual when it exists.
+	New bool `json:"-"`
 }
 
 // OwnerNode is /owners/<queue> as read.

@@ -18,6 +18,12 @@ import (
 // DefaultSettle is RebalancerConfig.Settle's default.
 const DefaultSettle = 250 * time.Millisecond
 
+// placeSettle is the settle window when only the registry changed: new
+// queues are placed beside the assignment (placement.go), not rebalanced,
+// so there is no burst of rebalances to fold into one; the window only
+// gathers what the registry watch delivers together.
+const placeSettle = 25 * time.Millisecond
+
 // DefaultRedisGrace is RebalancerConfig.RedisGrace's default: three ping
 // intervals of a member probing at the default give-up bound (see
 // RedisHealth.Grace).
@@ -146,9 +152,20 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 		haveM      bool
 		haveQ      bool
 		firstDirty time.Time
+		// membership changed since the last target: settle for Settle
+		membersDirty bool
 		// the members' redis_unreachable flags, acted on once settled
 		flags = newRedisFlags(cfg.RedisGrace)
+		// what new queues are placed by, between whole computations
+		place placement
+		// the members that could not reach Redis at the last target
+		cutOff map[string]bool
+		// the registrar's notice of queues it created
+		created <-chan struct{}
 	)
+	if cfg.Registrar != nil {
+		created = cfg.Registrar.createdReady
+	}
 	clock := cfg.Clock
 	settle := clock.NewTimer(time.Hour)
 	settle.Stop()
@@ -158,9 +175,13 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 		if firstDirty.IsZero() {
 			firstDirty = now
 		}
-		// Debounce, but never past 4 × Settle from the first change.
-		wait := cfg.Settle
-		if limit := firstDirty.Add(4 * cfg.Settle).Sub(now); limit < wait {
+		// Debounce, but never past 4 × the window from the first change.
+		window := min(cfg.Settle, placeSettle)
+		if membersDirty {
+			window = cfg.Settle
+		}
+		wait := window
+		if limit := firstDirty.Add(4 * window).Sub(now); limit < wait {
 			wait = max(limit, 0)
 		}
 		settle.Reset(wait)
@@ -173,6 +194,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			}
 			curMembers, haveM = ms, true
 			flags.note(ms, clock.Now())
+			membersDirty = true
 			dirty()
 		case qs, ok := <-queues:
 			if !ok {
@@ -187,20 +209,45 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			}
 			dirty()
 		case <-settle.C():
-			firstDirty = time.Time{}
+			firstDirty, membersDirty = time.Time{}, false
 			if !haveM || !haveQ {
 				continue
 			}
-			cutOff, wait := flags.decide(clock.Now())
+			var wait time.Duration
+			cutOff, wait = flags.decide(clock.Now())
 			if wait > 0 {
 				settle.Reset(wait) // act on the flags once they have settled
 			}
-			if err := writeTarget(lctx, lead, w, cfg, curMembers, curQueues, cutOff, log); err != nil {
+			live, cutOffNames := liveMembers(curMembers, cutOff)
+			placed, err := place.placeNew(lctx, lead, w, cfg, live, curQueues, log)
+			if placed {
+				if err != nil {
+					log.Warn("placing new queues failed; retrying after the settle window", "error", err)
+					if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
+						return err
+					}
+					dirty()
+				}
+				continue
+			}
+			if err := writeTarget(lctx, lead, w, cfg, live, cutOffNames, curQueues, &place, log); err != nil {
 				if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
 					return err
 				}
 				log.Warn("write assignment failed; retrying after the settle window", "error", err)
 				dirty()
+			}
+		case <-created:
+			cfgs := cfg.Registrar.takeCreated()
+			if !haveM || !haveQ {
+				continue // the registry watch will list them
+			}
+			live, _ := liveMembers(curMembers, cutOff)
+			if err := place.placeCreated(lctx, lead, w, cfg, live, curQueues, cfgs, log); err != nil {
+				if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
+					return err
+				}
+				log.Warn("placing new queues failed; the registry watch places them", "error", err)
 			}
 		case <-lctx.Done():
 			return firstErr(lead.Err(), ctx.Err(), s.Err())
@@ -227,14 +274,10 @@ func (r registryQueues) All() iter.Seq[rebalance.Queue] {
 	}
 }
 
-// writeTarget computes the target and writes it when it differs from the
-// current assignment.
-// Members in cutOff (unreachable from Redis past the grace) get no queues,
-// unless every member is in it: then the current assignment stands.
-func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, members []coordinator.MemberNode, queues coordinator.Registry, cutOffSet map[string]bool, log hclog.Logger) error {
-	in := rebalance.Input{Previous: w.Current().Queues}
+// liveMembers returns the members that may own queues and, apart, those in
+// cutOffSet (unreachable from Redis past the grace).
+func liveMembers(members []coordinator.MemberNode, cutOffSet map[string]bool) (live []rebalance.Member, cutOff []string) {
 	seen := map[string]bool{}
-	var cutOff []string // members that cannot reach Redis
 	for _, m := range members {
 		if m.Err != nil || m.Member.Name == "" || seen[m.Member.Name] {
 			continue // a corrupt node, or an old session of a restarted member
@@ -244,8 +287,18 @@ func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg R
 			cutOff = append(cutOff, m.Member.Name)
 			continue
 		}
-		in.Members = append(in.Members, rebalance.FromMember(m.Member))
+		live = append(live, rebalance.FromMember(m.Member))
 	}
+	return live, cutOff
+}
+
+// writeTarget computes the target and writes it when it differs from the
+// current assignment; place learns what the assignment now reflects.
+// Members in cutOff get no queues, unless every member is in it: then the
+// current assignment stands.
+func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, live []rebalance.Member, cutOff []string, queues coordinator.Registry, place *placement, log hclog.Logger) error {
+	place.forget()
+	in := rebalance.Input{Previous: w.Current().Queues, Members: live}
 	if len(in.Members) == 0 && len(cutOff) > 0 {
 		// No member can reach Redis: Redis itself is down, or the leader's
 		// view of it is. Moving queues would gain nothing and cost a
@@ -269,6 +322,7 @@ func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg R
 	}
 	cur := w.Current()
 	if maps.Equal(cur.Queues, res.Queues) && cur.Strategy == cfg.Strategy.Name() {
+		place.learn(cfg.Strategy, live, queues, res.Queues)
 		return nil
 	}
 	actx, cancel, err := lead.Act(ctx)
@@ -282,6 +336,7 @@ func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg R
 		return err
 	}
 	write := time.Since(wstart)
+	place.learn(cfg.Strategy, live, queues, next.Queues)
 	moved := 0
 	for _, mv := range rebalance.Moves(cur.Queues, res.Queues) {
 		if mv.Handover() {

@@ -117,6 +117,7 @@ type fakeLeaderSession struct {
 	current drover.Assignment
 	written []drover.Assignment
 	fenced  bool // the next write is refused as fenced
+	appends int  // how many of written came from Append
 }
 
 func newFakeLeaderSession() *fakeLeaderSession {
@@ -178,6 +179,24 @@ func (w *fakeWriter) Write(_ context.Context, next drover.Assignment) (drover.As
 	next.Generation = w.s.current.Generation + 1
 	w.s.current = next
 	w.s.written = append(w.s.written, next)
+	return next, nil
+}
+
+func (w *fakeWriter) Append(_ context.Context, placed map[string]string) (drover.Assignment, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	next := w.s.current
+	next.Queues = maps.Clone(next.Queues)
+	for q, m := range placed {
+		if _, ok := next.Queues[q]; ok {
+			return drover.Assignment{}, fmt.Errorf("append: %s is assigned already", q)
+		}
+		next.Queues[q] = m
+	}
+	next.Generation++
+	w.s.current = next
+	w.s.written = append(w.s.written, next)
+	w.s.appends++
 	return next, nil
 }
 
@@ -415,4 +434,62 @@ func TestSettleAndGraceRunOnTheInjectedClock(t *testing.T) {
 	if a := s.writes()[1]; a.Queues["q1"] != "a" || a.Queues["q2"] != "a" {
 		t.Fatalf("past the grace b gets nothing: want both queues on a, have %v", a.Queues)
 	}
+}
+
+// TestLeaderPlacesNewQueuesWithoutRecomputing: queues only added to the
+// registry are placed beside the assignment and appended (their cost grows
+// with the new queues), where they are as balanced as a whole computation
+// would make them; a member that joins, or a queue removed, goes through
+// the whole computation again. Fails on the leader that recomputed and
+// rewrote the whole assignment for every new queue.
+func TestLeaderPlacesNewQueuesWithoutRecomputing(t *testing.T) {
+	lr := startLeader(t, 0)
+	lr.s.members <- members("a", "b")
+	lr.s.queues <- queues("q1", "q2", "q3", "q4")
+	first := lr.written(t, 1)
+	lr.s.queues <- queues("q1", "q2", "q3", "q4", "q5", "q6")
+	second := lr.written(t, 2)
+	lr.s.mu.Lock()
+	appends := lr.s.appends
+	lr.s.mu.Unlock()
+	if appends != 1 {
+		t.Fatalf("two queues added: want them appended, have %d appends of %d writes", appends, len(lr.s.writes()))
+	}
+	for q, m := range first.Queues {
+		if second.Queues[q] != m {
+			t.Fatalf("placing new queues moved %s from %s to %s", q, m, second.Queues[q])
+		}
+	}
+	per := map[string]int{}
+	for _, m := range second.Queues {
+		per[m]++
+	}
+	if len(second.Queues) != 6 || per["a"] != 3 || per["b"] != 3 {
+		t.Fatalf("want 6 queues, 3 a member; have %v", second.Queues)
+	}
+	// A member joins: a whole computation, which moves queues to it.
+	lr.s.members <- members("a", "b", "c")
+	third := lr.written(t, 3)
+	if n := len(rebalanceMoves(second.Queues, third.Queues)); n != 2 {
+		t.Fatalf("a third member: want 2 queues moved to it, have %v", third.Queues)
+	}
+	// A queue removed and one added: a whole computation too.
+	lr.s.queues <- queues("q2", "q3", "q4", "q5", "q6", "q7")
+	fourth := lr.written(t, 4)
+	lr.s.mu.Lock()
+	appends = lr.s.appends
+	lr.s.mu.Unlock()
+	if appends != 1 || len(fourth.Queues) != 6 || fourth.Queues["q1"] != "" {
+		t.Fatalf("a queue removed: want a whole write without q1, have %d appends, %v", appends, fourth.Queues)
+	}
+}
+
+func rebalanceMoves(from, to map[string]string) []string {
+	var out []string
+	for q, m := range to {
+		if from[q] != "" && from[q] != m {
+			out = append(out, q)
+		}
+	}
+	return out
 }

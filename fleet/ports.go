@@ -125,6 +125,9 @@ type AssignmentWriter interface {
 	// Write stores next (its generation is set to Current's plus one),
 	// fenced by the term's epoch.
 	Write(ctx context.Context, next drover.Assignment) (drover.Assignment, error)
+	// Append adds placed (queue → member, queues not assigned yet) to
+	// Current as a new generation, writing only what the new queues need.
+	Append(ctx context.Context, placed map[string]string) (drover.Assignment, error)
 }
 
 // LeaderSession is one session as the rebalance leader uses it.

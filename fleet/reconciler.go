@@ -109,7 +109,7 @@ type reconciler struct {
 	// Claim goroutines running, and queues waiting for one (in order).
 	claimsRunning int
 	waiting       []string        // may hold names cancelled since: see waitingSet
-	waitingSet    map[string]bool // the names in waiting still to claim
+	waitingSet    map[string]bool // the names in waiting still to claim, with their claimAs hint
 	pending       int             // goroutines that will send an event
 	ended         endedClaims     // claims the runner lost, reported by the claims
 }
@@ -159,7 +159,7 @@ loop:
 				r.log.Warn("ignoring a corrupt assignment", "error", an.Err)
 				continue
 			}
-			r.apply(wctx, an.Assignment)
+			r.apply(wctx, an.Assignment, an.New)
 		case e, ok := <-configs:
 			if !ok {
 				break loop
@@ -206,8 +206,9 @@ loop:
 	return exit
 }
 
-// apply reacts to a new target.
-func (r *reconciler) apply(ctx context.Context, a drover.Assignment) {
+// apply reacts to a new target; fresh names the queues placed as new to
+// the fleet (claimed without reading their offset first).
+func (r *reconciler) apply(ctx context.Context, a drover.Assignment, fresh map[string]bool) {
 	if a.Generation < r.gen {
 		return
 	}
@@ -236,7 +237,7 @@ func (r *reconciler) apply(ctx context.Context, a drover.Assignment) {
 	}
 	sort.Strings(gained)
 	for _, q := range gained {
-		r.claim(ctx, q)
+		r.claimAs(ctx, q, fresh[q])
 	}
 	if r.cfg.OnGeneration != nil {
 		r.cfg.OnGeneration(a.Generation)
@@ -341,13 +342,17 @@ func (r *reconciler) ensureReleased(ctx context.Context, q string, c Claim) {
 // gaining 10,000 queues would otherwise hold 10,000 goroutines, while the
 // session sends only maxClaimsInFlight claims at a time anyway). A waiting
 // claim cancelled by a newer target just leaves the line.
-func (r *reconciler) claim(ctx context.Context, q string) {
+func (r *reconciler) claim(ctx context.Context, q string) { r.claimAs(ctx, q, false) }
+
+// claimAs is claim with the hint that q was placed as new to the fleet
+// (coordinator.Owner.New).
+func (r *reconciler) claimAs(ctx context.Context, q string, fresh bool) {
 	if r.claimsRunning >= maxClaimGoroutines {
 		if r.waitingSet == nil {
 			r.waitingSet = map[string]bool{}
 		}
 		r.waiting = append(r.waiting, q)
-		r.waitingSet[q] = true
+		r.waitingSet[q] = fresh
 		r.claiming[q] = func() {
 			// Called on the run goroutine; nothing runs yet. The line
 			// skips names no longer in the set.
@@ -360,7 +365,7 @@ func (r *reconciler) claim(ctx context.Context, q string) {
 	cctx, cancel := context.WithCancel(ctx)
 	r.claiming[q] = cancel
 	stopped := r.stopping[q]
-	owner := coordinator.Owner{Member: r.cfg.Member, MemberPath: r.cfg.MemberPath, Generation: r.gen}
+	owner := coordinator.Owner{Member: r.cfg.Member, MemberPath: r.cfg.MemberPath, Generation: r.gen, New: fresh}
 	r.pending++
 	go func() {
 		var (
@@ -460,10 +465,10 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		for len(r.waiting) > 0 && ctx.Err() == nil {
 			next := r.waiting[0]
 			r.waiting = r.waiting[1:]
-			if r.waitingSet[next] {
+			if fresh, ok := r.waitingSet[next]; ok {
 				delete(r.waitingSet, next)
 				delete(r.claiming, next)
-				r.claim(ctx, next)
+				r.claimAs(ctx, next, fresh)
 				break
 			}
 		}

@@ -70,7 +70,8 @@ func TestLeaderMovesNothingWhenNoMemberReachesRedis(t *testing.T) {
 	cfg := RebalancerConfig{Strategy: rebalance.Sticky{}, Candidate: "me"}
 	log := testkit.Logger(t, hclog.Warn)
 	all := cutOff(members("a", "b", "c"), "a", "b", "c")
-	if err := writeTarget(context.Background(), lead, &fakeWriter{s: s}, cfg, all, queues("q1", "q2", "q3"), names("a", "b", "c"), log); err != nil {
+	live, out := liveMembers(all, names("a", "b", "c"))
+	if err := writeTarget(context.Background(), lead, &fakeWriter{s: s}, cfg, live, out, queues("q1", "q2", "q3"), &placement{}, log); err != nil {
 		t.Fatal(err)
 	}
 	if w := s.writes(); len(w) != 0 {
@@ -78,7 +79,8 @@ func TestLeaderMovesNothingWhenNoMemberReachesRedis(t *testing.T) {
 	}
 	// One member reaching Redis again is enough for the leader to act.
 	some := cutOff(members("a", "b", "c"), "a", "b")
-	if err := writeTarget(context.Background(), lead, &fakeWriter{s: s}, cfg, some, queues("q1", "q2", "q3"), names("a", "b"), log); err != nil {
+	live, out = liveMembers(some, names("a", "b"))
+	if err := writeTarget(context.Background(), lead, &fakeWriter{s: s}, cfg, live, out, queues("q1", "q2", "q3"), &placement{}, log); err != nil {
 		t.Fatal(err)
 	}
 	w := s.writes()

@@ -127,6 +127,10 @@ type Registrar struct {
 	mu     sync.Mutex
 	latest *coordinator.Registry
 	notify chan struct{}
+	// The queues this term's CreateQueues created, for the leader to
+	// place at once (placement.go), ahead of the registry watch.
+	created      []drover.QueueConfig
+	createdReady chan struct{}
 }
 
 // NewRegistrar validates cfg.
@@ -155,7 +159,7 @@ func NewRegistrar(cfg RegistrarConfig) (*Registrar, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	return &Registrar{cfg: cfg, log: cfg.Logger, notify: make(chan struct{}, 1)}, nil
+	return &Registrar{cfg: cfg, log: cfg.Logger, notify: make(chan struct{}, 1), createdReady: make(chan struct{}, 1)}, nil
 }
 
 // Observe hands the registrar the latest registry snapshot. It never
@@ -168,6 +172,26 @@ func (r *Registrar) Observe(reg coordinator.Registry) {
 	case r.notify <- struct{}{}:
 	default: // one pending notice covers this snapshot: latest is read
 	}
+}
+
+// handOver gives the leader queues just created. It never blocks.
+func (r *Registrar) handOver(cfgs []drover.QueueConfig) {
+	r.mu.Lock()
+	r.created = append(r.created, cfgs...)
+	r.mu.Unlock()
+	select {
+	case r.createdReady <- struct{}{}:
+	default: // a notice is pending: it takes these too
+	}
+}
+
+// takeCreated returns the queues created since the last call.
+func (r *Registrar) takeCreated() []drover.QueueConfig {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.created
+	r.created = nil
+	return out
 }
 
 // term is the state of one Run.
@@ -198,7 +222,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 		// not at the start: the term's first snapshot may be observed
 		// before Run gets going.)
 		r.mu.Lock()
-		r.latest = nil
+		r.latest, r.created = nil, nil
 		r.mu.Unlock()
 	}()
 	var wakeups <-chan queue.Wakeup
@@ -401,6 +425,12 @@ func (t *term) afterRegister(ctx context.Context, reg registration) {
 		delete(t.retired, c.Name)
 	}
 	t.log.Debug("registered family queues", "sent", len(reg.cfgs), "created", reg.created, "took", reg.took)
+	if reg.created == len(reg.cfgs) {
+		// Every one new, so registered with the family's configuration:
+		// the leader may place them before its registry watch lists them.
+		// (When some existed, the watch says with what weight and tags.)
+		t.handOver(reg.cfgs)
+	}
 	if t.cfg.OnRegistered != nil {
 		t.cfg.OnRegistered(len(reg.cfgs), reg.created)
 	}

@@ -3,6 +3,7 @@ package fleetbench
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/drover-dev/drover"
@@ -102,6 +104,7 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 	zkBefore := zkCounts(ws)
 	start := time.Now()
 	sent := 0
+	sentAt := make([]time.Time, queues) // when each name's first enqueue returned
 	for sent < queues {
 		due := min(queues, int(time.Since(start).Seconds()*float64(rate)))
 		if due > sent {
@@ -113,6 +116,10 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 				if _, err := store.Producer().EnqueueBatch(ctx, msgs[lo:min(lo+1000, len(msgs))]); err != nil {
 					b.Fatal(err)
 				}
+			}
+			now := time.Now()
+			for i := sent; i < due; i++ {
+				sentAt[i] = now
 			}
 			sent = due
 		}
@@ -153,6 +160,7 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 	b.ReportMetric(float64(zk.Writes)/float64(queues), "zk-write-requests/new-queue")
 	b.ReportMetric(float64(zk.WriteOps)/float64(queues), "zk-write-ops/new-queue")
 	b.Logf("ZooKeeper requests of the workers per new queue, by operation: %s", opRates(zk.ByOp, float64(queues)))
+	familyStages(b, zkServer.Addrs, root, sentAt)
 	familiesIdle(b, redisServer.Addr, ws, emptyG)
 	b.Logf("%d new queues at %d/s (sent in %s): %d registered, %d first tasks started; p50 %s p99 %s; ZooKeeper %d write requests, %d write ops",
 		queues, rate, sendTook.Round(time.Millisecond), len(names), lat.Total(), lat.Quantile(0.5), lat.Quantile(0.99), zk.Writes, zk.WriteOps)
@@ -203,4 +211,50 @@ func zkCounts(ws []*worker) proxy.Counts {
 		c = c.Add(w.zk.Counts())
 	}
 	return c
+}
+
+// familyStages reports where a new queue's first start went, from the
+// ZooKeeper nodes its life created, for a sample of the queues: its config
+// (the registrar's registration, /queues/<bucket>/<queue>) and its offset
+// (created by its first claim, /offsets/<queue>), their ctime against the
+// time the producer's first enqueue returned. The ctimes are the server's
+// clock, on the same machine as the producer.
+func familyStages(b *testing.B, servers []string, root string, sentAt []time.Time) {
+	conn, _, err := zk.Connect(servers, 30*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		b.Fatalf("connect to zookeeper: %v", err)
+	}
+	defer conn.Close()
+	step := max(1, len(sentAt)/2000)
+	var registered, claimed []time.Duration
+	for i := 0; i < len(sentAt); i += step {
+		q := fmt.Sprintf("f-%07d", i)
+		h := fnv.New32a()
+		h.Write([]byte(q))
+		cfg := fmt.Sprintf("%s/queues/%03x/%s", root, h.Sum32()%1024, q)
+		for _, n := range []struct {
+			path string
+			into *[]time.Duration
+		}{{cfg, &registered}, {root + "/offsets/" + q, &claimed}} {
+			ok, st, err := conn.Exists(n.path)
+			if err != nil || !ok {
+				b.Logf("stages: %s: exists %v, %v", n.path, ok, err)
+				continue
+			}
+			*n.into = append(*n.into, time.UnixMilli(st.Ctime).Sub(sentAt[i]))
+		}
+	}
+	q := func(ds []time.Duration, p float64) time.Duration {
+		if len(ds) == 0 {
+			return 0
+		}
+		slices.Sort(ds)
+		return ds[min(len(ds)-1, int(p*float64(len(ds))))]
+	}
+	b.ReportMetric(q(registered, 0.5).Seconds()*1000, "registered-p50-ms")
+	b.ReportMetric(q(registered, 0.99).Seconds()*1000, "registered-p99-ms")
+	b.ReportMetric(q(claimed, 0.5).Seconds()*1000, "claimed-p50-ms")
+	b.ReportMetric(q(claimed, 0.99).Seconds()*1000, "claimed-p99-ms")
+	b.Logf("stages of %d sampled queues, from the first enqueue: registered p50 %s p99 %s; claimed p50 %s p99 %s",
+		len(claimed), q(registered, 0.5), q(registered, 0.99), q(claimed, 0.5), q(claimed, 0.99))
 }

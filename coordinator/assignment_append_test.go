@@ -1,0 +1,89 @@
+package coordinator
+
+import (
+	"fmt"
+	"maps"
+	"testing"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
+)
+
+// Append adds new queues by writing one appended chunk per share that
+// gains some, however large the shares are; members read them like any
+// chunk, a new leader reads them back, and the next Write folds them into
+// the hashed chunks.
+func TestAppendWritesOnlyTheNewQueues(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	leader, member := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	w, lead := leaderWriter(t, leader, "a")
+	target := spread(30000, "a", "b") // 15,000 a share: two hashed chunks each
+	if _, err := w.Write(ctx, drover.Assignment{Leader: "a", Queues: target}); err != nil {
+		t.Fatal(err)
+	}
+	full := w.LastWrite()
+	chunks := func(m string) int {
+		names, _, err := member.conn.Children(member.sharePath(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(names)
+	}
+	hashed := chunks("b")
+	if hashed < 2 {
+		t.Fatalf("setup: want a share of several hashed chunks, have %d", hashed)
+	}
+	shareB := member.Assignments().WatchShare(ctx, "b")
+	until(t, shareB, "b's share", func(an AssignmentNode) bool { return an.Assignment.Generation == 1 })
+
+	for round := range 2 {
+		placed := map[string]string{}
+		for i := range 10 {
+			placed[fmt.Sprintf("new-%d-%d", round, i)] = []string{"a", "b"}[i%2]
+		}
+		a, err := w.Append(ctx, placed)
+		if err != nil {
+			t.Fatalf("append round %d: %v", round, err)
+		}
+		maps.Copy(target, placed)
+		st := w.LastWrite()
+		// The epoch check, a chunk and a header per share, /assignment.
+		if st.Multis != 1 || st.Ops != 6 || st.Bytes*20 > full.Bytes {
+			t.Fatalf("append round %d of 10 queues: want 1 multi of 6 ops and a small fraction of the %d bytes of the whole write, have %+v", round, full.Bytes, st)
+		}
+		if a.Generation != int64(2+round) || !maps.Equal(w.Current().Queues, target) {
+			t.Fatalf("append round %d: generation %d, %d queues; want %d, %d", round, a.Generation, len(w.Current().Queues), 2+round, len(target))
+		}
+		got := until(t, shareB, "b's share after the append", func(an AssignmentNode) bool { return an.Assignment.Generation == a.Generation })
+		if have, want := sortedKeys(got.Assignment.Queues), shareOf(target, "b"); fmt.Sprint(have) != fmt.Sprint(want) {
+			t.Fatalf("round %d: b's share: want %d queues, have %d", round, len(want), len(have))
+		}
+		if n := chunks("b"); n != hashed+1 {
+			t.Fatalf("round %d: b's share has %d chunks, want the %d hashed and one appended", round, n, hashed)
+		}
+	}
+	if _, err := w.Append(ctx, map[string]string{"new-0-0": "b"}); err == nil {
+		t.Fatal("appended a queue assigned already")
+	}
+
+	// A new leader reads the appended chunks back.
+	lead.Resign(ctx)
+	w2, _ := leaderWriter(t, member, "b")
+	if !maps.Equal(w2.Current().Queues, target) {
+		t.Fatalf("a new leader reads %d queues, want %d", len(w2.Current().Queues), len(target))
+	}
+	// Its next whole write folds them.
+	if _, err := w2.Write(ctx, drover.Assignment{Leader: "b", Queues: target}); err != nil {
+		t.Fatal(err)
+	}
+	if n := chunks("b"); n != hashed {
+		t.Fatalf("after a whole write b's share has %d chunks, want %d hashed", n, hashed)
+	}
+	whole, err := member.Assignments().Read(ctx)
+	if err != nil || !maps.Equal(whole.Assignment.Queues, target) {
+		t.Fatalf("whole assignment after the fold: %d queues (%v), want %d", len(whole.Assignment.Queues), err, len(target))
+	}
+}
