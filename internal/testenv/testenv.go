@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/commalist"
 	"github.com/drover-dev/drover/internal/localserver"
 )
 
@@ -74,17 +75,7 @@ func randHex(n int) string {
 
 // envAddrs returns the comma-separated addresses in the environment variable.
 func envAddrs(name string) []string {
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		return nil
-	}
-	var out []string
-	for _, a := range strings.Split(v, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
+	return commalist.Split(os.Getenv(name))
 }
 
 // shared starts a server once per test binary and remembers the outcome, so
