@@ -26,25 +26,20 @@ var sharedRedis shared[*RedisServer]
 // Redis returns the Redis server shared by the tests of this binary.
 func Redis(t testing.TB) *RedisServer {
 	t.Helper()
-	return sharedRedis.get(t, func() (*RedisServer, error) {
-		if a := envAddrs("DROVER_TEST_REDIS"); len(a) > 0 {
-			return newRedisServer(a[0], nil), nil
-		}
-		dir, err := tempDir("redis")
-		if err != nil {
-			return nil, err
-		}
-		s, err := localserver.StartRedis(dir, RedisOptions{})
-		if err != nil {
-			if isNotInstalled(err) {
-				if addr, derr := dockerRedis(); derr == nil {
-					return newRedisServer(addr, nil), nil
+	return sharedRedis.get(t, "DROVER_TEST_REDIS", "redis",
+		func(a []string) *RedisServer { return newRedisServer(a[0], nil) },
+		func(dir string) (*RedisServer, error) {
+			s, err := localserver.StartRedis(dir, RedisOptions{})
+			if err != nil {
+				if isNotInstalled(err) {
+					if addr, derr := dockerRedis(); derr == nil {
+						return newRedisServer(addr, nil), nil
+					}
 				}
+				return nil, err
 			}
-			return nil, err
-		}
-		return newRedisServer(s.Addr, s.Process), nil
-	})
+			return newRedisServer(s.Addr, s.Process), nil
+		})
 }
 
 // NewRedis starts a private Redis server for this test, stopped when the test
@@ -70,18 +65,13 @@ var sharedCluster shared[*Cluster]
 // this binary.
 func RedisCluster(t testing.TB) *Cluster {
 	t.Helper()
-	return sharedCluster.get(t, func() (*Cluster, error) {
-		if a := envAddrs("DROVER_TEST_REDIS_CLUSTER"); len(a) > 0 {
-			return &Cluster{Addrs: a}, nil
-		}
-		dir, err := tempDir("redis-cluster")
-		if err != nil {
-			return nil, err
-		}
-		c, err := localserver.StartRedisCluster(dir)
-		if err != nil {
-			return nil, fmt.Errorf("redis cluster: %w", err)
-		}
-		return &Cluster{Addrs: c.Addrs}, nil
-	})
+	return sharedCluster.get(t, "DROVER_TEST_REDIS_CLUSTER", "redis-cluster",
+		func(a []string) *Cluster { return &Cluster{Addrs: a} },
+		func(dir string) (*Cluster, error) {
+			c, err := localserver.StartRedisCluster(dir)
+			if err != nil {
+				return nil, fmt.Errorf("redis cluster: %w", err)
+			}
+			return &Cluster{Addrs: c.Addrs}, nil
+		})
 }

@@ -34,25 +34,20 @@ var (
 // this binary.
 func ZooKeeper(t testing.TB) *ZKServer {
 	t.Helper()
-	return sharedZK.get(t, func() (*ZKServer, error) {
-		if a := envAddrs("DROVER_TEST_ZK"); len(a) > 0 {
-			return newZKServer(a[0], a, nil), nil
-		}
-		dir, err := tempDir("zk")
-		if err != nil {
-			return nil, err
-		}
-		s, err := localserver.StartZooKeeper(dir, 0)
-		if err != nil {
-			if isNotInstalled(err) {
-				if addr, derr := dockerZooKeeper(); derr == nil {
-					return newZKServer(addr, []string{addr}, nil), nil
+	return sharedZK.get(t, "DROVER_TEST_ZK", "zk",
+		func(a []string) *ZKServer { return newZKServer(a[0], a, nil) },
+		func(dir string) (*ZKServer, error) {
+			s, err := localserver.StartZooKeeper(dir, 0)
+			if err != nil {
+				if isNotInstalled(err) {
+					if addr, derr := dockerZooKeeper(); derr == nil {
+						return newZKServer(addr, []string{addr}, nil), nil
+					}
 				}
+				return nil, err
 			}
-			return nil, err
-		}
-		return newZKServer(s.Addr, s.Addrs, s.Process), nil
-	})
+			return newZKServer(s.Addr, s.Addrs, s.Process), nil
+		})
 }
 
 // NewZooKeeper starts a private standalone ZooKeeper for this test, stopped
@@ -79,20 +74,15 @@ func wrapEnsemble(e *localserver.Ensemble) *Ensemble {
 // Do not stop or pause its nodes: use NewZKEnsemble for that.
 func ZKEnsemble(t testing.TB) *Ensemble {
 	t.Helper()
-	return sharedEnsemble.get(t, func() (*Ensemble, error) {
-		if a := envAddrs("DROVER_TEST_ZK_ENSEMBLE"); len(a) > 0 {
-			return &Ensemble{Addrs: a}, nil
-		}
-		dir, err := tempDir("zk-ensemble")
-		if err != nil {
-			return nil, err
-		}
-		e, err := localserver.StartEnsemble(dir)
-		if err != nil {
-			return nil, err
-		}
-		return wrapEnsemble(e), nil
-	})
+	return sharedEnsemble.get(t, "DROVER_TEST_ZK_ENSEMBLE", "zk-ensemble",
+		func(a []string) *Ensemble { return &Ensemble{Addrs: a} },
+		func(dir string) (*Ensemble, error) {
+			e, err := localserver.StartEnsemble(dir)
+			if err != nil {
+				return nil, err
+			}
+			return wrapEnsemble(e), nil
+		})
 }
 
 // NewZKEnsemble starts a private 3-node ensemble for this test, stopped when
