@@ -233,21 +233,22 @@ func renderThroughput(b *strings.Builder, res *results) {
 		}
 		p(" %s |\n", ratioText(w.ratio("drover", spawnLoopName)))
 	}
-	// cpuTable is a table of µs per task: a row per workload, a column
-	// per system in cols, of (a workload's figure per system).
-	cpuTable := func(cols []string, of func(w *workloadResult) map[string]float64) {
+	// cpuTable writes a table of µs per task: a row per workload, a column
+	// per system in columns, each cell the system's entry in of(workload)
+	// (empty when it has none).
+	cpuTable := func(columns []string, of func(w *workloadResult) map[string]float64) {
 		p("| workload |")
-		for _, s := range cols {
+		for _, s := range columns {
 			p(" %s |", names[s])
 		}
 		p("\n|---|")
-		for range cols {
+		for range columns {
 			p("---:|")
 		}
 		p("\n")
 		for _, w := range tr.Workloads {
 			p("| %s |", w.Workload)
-			for _, s := range cols {
+			for _, s := range columns {
 				if v, ok := of(w)[s]; ok {
 					p(" %.1f |", v)
 				} else {
