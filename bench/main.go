@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/drover-dev/drover/internal/commalist"
 	"github.com/drover-dev/drover/worker/executor"
 )
 
@@ -106,18 +107,8 @@ func parseFlags(args []string) (*options, error) {
 		def("sched-entries", func() { o.schedEntries = 10_000 })
 		def("sched-due", func() { o.schedDue = 1_000 })
 	}
-	o.throughput.Peers = splitList(o.peers)
+	o.throughput.Peers = commalist.Split(o.peers)
 	return o, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func run() int {
@@ -156,7 +147,7 @@ func run() int {
 // Errors and the others still run.
 func runAll(ctx context.Context, o *options, progress io.Writer) (*results, error) {
 	sections := map[string]bool{}
-	for _, s := range splitList(o.sections) {
+	for _, s := range commalist.Split(o.sections) {
 		switch s {
 		case "throughput", "profile", "scale", "memory", "scheduler":
 			sections[s] = true

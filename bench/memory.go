@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/fleetbench"
 )
 
 // memoryResult is one `drover worker` process owning many idle queues.
@@ -128,21 +129,21 @@ func runMemoryInto(ctx context.Context, srv *servers, repo string, v memoryVaria
 	time.Sleep(3 * time.Second)
 	rdb := srv.redisClient()
 	defer rdb.Close()
-	cmds0, err := redisCommands(ctx, rdb)
-	if err != nil {
-		return err
+	// sample reads Redis's command count and the worker's CPU time.
+	sample := func() (cmds int64, cpu time.Duration, err error) {
+		if cmds, err = redisCommands(ctx, rdb); err != nil {
+			return 0, 0, err
+		}
+		cpu, err = fleetbench.CPUTime(cmd.Process.Pid)
+		return cmds, cpu, err
 	}
-	cpu0, err := procCPU(cmd.Process.Pid)
+	cmds0, cpu0, err := sample()
 	if err != nil {
 		return err
 	}
 	const idle = 10 * time.Second
 	time.Sleep(idle)
-	cmds1, err := redisCommands(ctx, rdb)
-	if err != nil {
-		return err
-	}
-	cpu1, err := procCPU(cmd.Process.Pid)
+	cmds1, cpu1, err := sample()
 	if err != nil {
 		return err
 	}
@@ -217,24 +218,6 @@ func procStatus(pid int) (map[string]int64, error) {
 		out[k] = n
 	}
 	return out, nil
-}
-
-// procCPU returns a process's user + system CPU time from /proc/<pid>/stat.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	const hz = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / hz, nil
 }
 
 func redisCommands(ctx context.Context, rdb *redis.Client) (int64, error) {

@@ -233,48 +233,35 @@ func renderThroughput(b *strings.Builder, res *results) {
 		}
 		p(" %s |\n", ratioText(w.ratio("drover", spawnLoopName)))
 	}
+	// cpuTable writes a table of µs per task: a row per workload, a column
+	// per system in columns, each cell the system's entry in of(workload)
+	// (empty when it has none).
+	cpuTable := func(columns []string, of func(w *workloadResult) map[string]float64) {
+		p("| workload |")
+		for _, s := range columns {
+			p(" %s |", names[s])
+		}
+		p("\n|---|")
+		for range columns {
+			p("---:|")
+		}
+		p("\n")
+		for _, w := range tr.Workloads {
+			p("| %s |", w.Workload)
+			for _, s := range columns {
+				if v, ok := of(w)[s]; ok {
+					p(" %.1f |", v)
+				} else {
+					p(" |")
+				}
+			}
+			p("\n")
+		}
+	}
 	p("\nCPU time of this process per task (µs; median of the runs): the client's cost for enqueues, the worker's own cost for processing (without Redis's, and without the `/bin/true` children's).\n\n")
-	p("| workload |")
-	for _, s := range cols {
-		p(" %s |", names[s])
-	}
-	p("\n|---|")
-	for range cols {
-		p("---:|")
-	}
-	p("\n")
-	for _, w := range tr.Workloads {
-		p("| %s |", w.Workload)
-		for _, s := range cols {
-			v, ok := w.CPU[s]
-			if !ok {
-				p(" |")
-				continue
-			}
-			p(" %.1f |", v)
-		}
-		p("\n")
-	}
-	p("\nCPU time of the Redis server per task (µs; median of the runs):\n\n| workload |")
-	for _, s := range systems {
-		p(" %s |", names[s])
-	}
-	p("\n|---|")
-	for range systems {
-		p("---:|")
-	}
-	p("\n")
-	for _, w := range tr.Workloads {
-		p("| %s |", w.Workload)
-		for _, s := range systems {
-			if v, ok := w.RedisCPU[s]; ok {
-				p(" %.1f |", v)
-			} else {
-				p(" |")
-			}
-		}
-		p("\n")
-	}
+	cpuTable(cols, func(w *workloadResult) map[string]float64 { return w.CPU })
+	p("\nCPU time of the Redis server per task (µs; median of the runs):\n\n")
+	cpuTable(systems, func(w *workloadResult) map[string]float64 { return w.RedisCPU })
 	p("\nEvery run, in tasks/s:\n\n")
 	for _, w := range tr.Workloads {
 		p("- %s:", w.Workload)

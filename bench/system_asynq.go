@@ -2,81 +2,36 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/hibiken/asynq"
 )
 
-// asynqSystem runs the workloads on github.com/hibiken/asynq with its
-// default server configuration except Concurrency, on the same Redis.
-type asynqSystem struct {
+// asynqPeer runs the workloads on github.com/hibiken/asynq with its default
+// server configuration except Concurrency, on the same Redis.
+type asynqPeer struct {
 	opt    asynq.RedisClientOpt
 	client *asynq.Client
 }
 
-func newAsynqSystem(srv *servers) *asynqSystem {
+func newAsynqPeer(srv *servers) *asynqPeer {
 	opt := asynq.RedisClientOpt{Addr: srv.redis.Addr, PoolSize: 64}
-	return &asynqSystem{opt: opt, client: asynq.NewClient(opt)}
+	return &asynqPeer{opt: opt, client: asynq.NewClient(opt)}
 }
 
-func (a *asynqSystem) name() string { return "asynq" }
-func (a *asynqSystem) close()       { a.client.Close() }
+func (a *asynqPeer) name() string { return "asynq" }
+func (a *asynqPeer) close()       { a.client.Close() }
 
-// enqueue implements system: one Client.Enqueue call per task.
-func (a *asynqSystem) enqueue(ctx context.Context, n, g int) (time.Duration, error) {
-	start := time.Now()
-	err := fanOut(ctx, n, g, func(i int) error {
-		_, err := a.client.EnqueueContext(ctx, asynq.NewTask(string(kindNoop), payload(i)))
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("asynq enqueue: %w", err)
-	}
-	return time.Since(start), nil
+// enqueueOne implements peer: one Client.Enqueue call.
+func (a *asynqPeer) enqueueOne(ctx context.Context, kind taskKind, i int) error {
+	_, err := a.client.EnqueueContext(ctx, asynq.NewTask(string(kind), payload(i)))
+	return err
 }
 
-// prepare implements system.
-func (a *asynqSystem) prepare(ctx context.Context, kind taskKind, n int) error {
-	if err := fanOut(ctx, n, 16, func(i int) error {
-		_, err := a.client.EnqueueContext(ctx, asynq.NewTask(string(kind), payload(i)))
-		return err
-	}); err != nil {
-		return fmt.Errorf("asynq: pre-enqueue: %w", err)
-	}
-	return nil
-}
-
-// process implements system. Done means: the handler returned for the last
-// task.
-func (a *asynqSystem) process(ctx context.Context, kind taskKind, n, concurrency int) (time.Duration, error) {
-	handled := newCounter(n)
-	var failed error
-	h := asynq.HandlerFunc(func(context.Context, *asynq.Task) error {
-		if kind == kindTrue {
-			if err := runTrue(); err != nil {
-				failed = err
-				return err
-			}
-		}
-		handled.add()
-		return nil
-	})
+// server implements peer: an asynq.Server with handle for every task.
+func (a *asynqPeer) server(kind taskKind, concurrency int, handle func() error) (start func() error, stop func()) {
 	srv := asynq.NewServer(a.opt, asynq.Config{Concurrency: concurrency, Logger: nopLogger{}, LogLevel: asynq.FatalLevel})
-	start := time.Now()
-	if err := srv.Start(h); err != nil {
-		return 0, fmt.Errorf("asynq: start server: %w", err)
-	}
-	err := handled.wait(ctx, processTimeout)
-	elapsed := time.Since(start)
-	srv.Shutdown()
-	if err != nil {
-		return 0, fmt.Errorf("asynq %s: %w", kind, err)
-	}
-	if failed != nil {
-		return 0, fmt.Errorf("asynq %s: handler failed: %w", kind, failed)
-	}
-	return elapsed, nil
+	h := asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return handle() })
+	return func() error { return srv.Start(h) }, srv.Shutdown
 }
 
 // nopLogger silences asynq.

@@ -84,9 +84,9 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 	for _, p := range cfg.Peers {
 		switch p {
 		case "asynq":
-			systems = append(systems, newAsynqSystem(srv))
+			systems = append(systems, peerSystem{newAsynqPeer(srv)})
 		case "gocraft":
-			systems = append(systems, newGocraftSystem(srv))
+			systems = append(systems, peerSystem{newGocraftPeer(srv)})
 		default:
 			return nil, fmt.Errorf("unknown peer %q (want asynq, gocraft)", p)
 		}

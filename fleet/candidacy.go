@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/drover-dev/drover/internal/clock"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -104,16 +105,7 @@ func (s *SchedulerLeadership) Resign() {
 // pause waits d unless ctx ends or the session is lost first; it reports
 // whether the whole pause passed.
 func pause(ctx context.Context, s Lifetime, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	case <-s.Done():
-		return false
-	}
+	return clock.SleepOrDone(ctx, d, s.Done())
 }
 
 // firstErr returns the first non-nil error.

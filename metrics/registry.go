@@ -264,16 +264,7 @@ func Setup(cfg SetupConfig) (*Registry, error) {
 // IncrCounter adds v to counter name.
 func (r *Registry) IncrCounter(name string, v float32, labels ...Label) {
 	if s := r.own[name]; s != nil && s.def.Kind == Counter {
-		var buf [maxLabels]Label
-		e, labels := r.entryOf(s, labels, &buf)
-		switch {
-		case e == nil:
-			r.sideOnly().IncrCounterWithLabels(s.key, v, goLabels(labels))
-			return
-		case e.prom != nil && v >= 0: // Prometheus counters only go up
-			e.prom.(prometheus.Counter).Add(float64(v))
-		}
-		r.toStatsdAndMemory(e, v, gometrics.MetricSink.IncrCounterWithLabels)
+		r.record(s, v, labels, gometrics.MetricSink.IncrCounterWithLabels)
 		return
 	}
 	r.gm.IncrCounterWithLabels(key(name), v, goLabels(labels))
@@ -316,19 +307,33 @@ func (r *Registry) SetGauge(name string, v float32, labels ...Label) {
 // name.
 func (r *Registry) AddSample(name string, v float32, labels ...Label) {
 	if s := r.own[name]; s != nil && s.def.Kind != Counter {
-		var buf [maxLabels]Label
-		e, labels := r.entryOf(s, labels, &buf)
-		switch {
-		case e == nil:
-			r.sideOnly().AddSampleWithLabels(s.key, v, goLabels(labels))
-			return
-		case e.prom != nil:
-			e.prom.(prometheus.Observer).Observe(float64(v))
-		}
-		r.toStatsdAndMemory(e, v, gometrics.MetricSink.AddSampleWithLabels)
+		r.record(s, v, labels, gometrics.MetricSink.AddSampleWithLabels)
 		return
 	}
 	r.gm.AddSampleWithLabels(key(name), v, goLabels(labels))
+}
+
+// record is a counter's increment or a timer's sample on own series s:
+// into Prometheus (a counter only when v ≥ 0: Prometheus counters only go
+// up), then on to statsd and the in-memory dump by send, gometrics's method
+// for the kind. Past the series' limit it goes to the side sinks only.
+func (r *Registry) record(s *series, v float32, labels []Label, send func(gometrics.MetricSink, []string, float32, []gometrics.Label)) {
+	var buf [maxLabels]Label
+	e, labels := r.entryOf(s, labels, &buf)
+	if e == nil {
+		send(r.sideOnly(), s.key, v, goLabels(labels))
+		return
+	}
+	switch {
+	case e.prom == nil:
+	case s.def.Kind == Counter:
+		if v >= 0 {
+			e.prom.(prometheus.Counter).Add(float64(v))
+		}
+	default:
+		e.prom.(prometheus.Observer).Observe(float64(v))
+	}
+	r.toStatsdAndMemory(e, v, send)
 }
 
 // entryOf returns s's entry for labels, and the labels, rewritten into

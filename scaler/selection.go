@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/internal/commalist"
 )
 
 // ErrBadMetadata is wrapped by every error of ParseSpec.
@@ -126,9 +128,9 @@ func ParseSpec(md map[string]string) (Spec, error) {
 		return Spec{}, fmt.Errorf("%w: unknown keys %q (known: %s)", ErrBadMetadata, unknown, strings.Join(knownKeys[:6], ", "))
 	}
 	var patterns []string
-	patterns = append(patterns, splitList(md[KeyQueues])...)
-	patterns = append(patterns, splitList(md[KeyGlob])...)
-	for _, p := range splitList(md[KeyPrefix]) {
+	patterns = append(patterns, commalist.Split(md[KeyQueues])...)
+	patterns = append(patterns, commalist.Split(md[KeyGlob])...)
+	for _, p := range commalist.Split(md[KeyPrefix]) {
 		patterns = append(patterns, p+"*")
 	}
 	sel, err := NewSelection(patterns...)
@@ -154,16 +156,6 @@ func ParseSpec(md map[string]string) (Spec, error) {
 		sp.TargetOldestAge = time.Duration(f * float64(time.Second))
 	}
 	return sp, nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, it := range strings.Split(s, ",") {
-		if it = strings.TrimSpace(it); it != "" {
-			out = append(out, it)
-		}
-	}
-	return out
 }
 
 func parseInt(key, v string, least int64) (int64, error) {

@@ -69,6 +69,11 @@ type target struct {
 	Value float64
 }
 
+// met reports whether the measured value v meets the target.
+func (t target) met(v float64) bool {
+	return (t.Op == ">=" && v >= t.Value) || (t.Op == "<=" && v <= t.Value)
+}
+
 func sections() []section {
 	return []section{
 		{
@@ -348,9 +353,8 @@ func render(b *strings.Builder, s section, res result, cmdline string) {
 				continue
 			}
 			v := median(vs)
-			ok := (t.Op == ">=" && v >= t.Value) || (t.Op == "<=" && v <= t.Value)
 			verdict := "met"
-			if !ok {
+			if !t.met(v) {
 				verdict = "**MISSED**"
 			}
 			fmt.Fprintf(b, "| %s | %s %s | %s |\n", t.Label, format(v), t.Unit, verdict)

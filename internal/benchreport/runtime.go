@@ -97,8 +97,7 @@ func fleetRuntimeWhy(fig map[string][]float64) string {
 	missed := func(unit string) bool {
 		for _, t := range fleetRuntime.Targets {
 			if t.Unit == unit && len(fig[unit]) > 0 {
-				x := median(fig[unit])
-				return !((t.Op == ">=" && x >= t.Value) || (t.Op == "<=" && x <= t.Value))
+				return !t.met(median(fig[unit]))
 			}
 		}
 		return false

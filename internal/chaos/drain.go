@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/chaos/check"
+	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/scheduler"
 )
 
@@ -33,7 +34,7 @@ func waitOwned(ctx context.Context, c *cluster, queues []string, bound time.Dura
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d of %d queues still unowned after %s", unowned, len(queues), bound)
 		}
-		if !sleepCtx(ctx, 200*time.Millisecond) {
+		if !clock.Sleep(ctx, 200*time.Millisecond) {
 			return ctx.Err()
 		}
 	}
@@ -50,7 +51,7 @@ func readSchedules(ctx context.Context, mgr *scheduler.Manager) ([]check.Schedul
 		if es, err = mgr.List(ctx); err == nil {
 			break
 		}
-		sleepCtx(ctx, 200*time.Millisecond)
+		clock.Sleep(ctx, 200*time.Millisecond)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read schedules: %w", err)
@@ -114,7 +115,7 @@ func (fl *follower) update() error {
 
 // follow updates every interval until ctx ends.
 func (fl *follower) follow(ctx context.Context, interval time.Duration) {
-	for sleepCtx(ctx, interval) {
+	for clock.Sleep(ctx, interval) {
 		fl.update()
 	}
 }
@@ -170,7 +171,7 @@ func (fl *follower) waitAll(ctx context.Context, enq []check.Enqueued, scheds []
 	for {
 		fl.update()
 		n := fl.missing(enq, scheds)
-		if n == 0 || time.Now().After(deadline) || !sleepCtx(ctx, 250*time.Millisecond) {
+		if n == 0 || time.Now().After(deadline) || !clock.Sleep(ctx, 250*time.Millisecond) {
 			return n
 		}
 	}
@@ -212,7 +213,7 @@ func waitOffsets(ctx context.Context, c *cluster, queues []string, fl *follower,
 				behind++
 			}
 		}
-		if behind == 0 || time.Now().After(deadline) || !sleepCtx(ctx, 250*time.Millisecond) {
+		if behind == 0 || time.Now().After(deadline) || !clock.Sleep(ctx, 250*time.Millisecond) {
 			return final
 		}
 	}

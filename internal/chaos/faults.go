@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/chaos/check"
+	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/localserver"
 )
 
@@ -43,7 +44,7 @@ func (in *injector) run(ctx context.Context, until time.Time) error {
 	tour := append([]check.Kind(nil), in.o.Kinds...)
 	in.rng.Shuffle(len(tour), func(i, j int) { tour[i], tour[j] = tour[j], tour[i] })
 	for i := 0; ; i++ {
-		if !sleepCtx(ctx, in.between(in.o.FaultGap/4, in.o.FaultGap)) {
+		if !clock.Sleep(ctx, in.between(in.o.FaultGap/4, in.o.FaultGap)) {
 			return nil
 		}
 		// After the first round, start a fault only if it can end in time.
@@ -79,17 +80,6 @@ func (in *injector) between(lo, hi time.Duration) time.Duration {
 		return lo
 	}
 	return lo + time.Duration(in.rng.Int64N(int64(hi-lo)+1))
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // pastSession is how long a fault that must cost a session lasts.
@@ -156,7 +146,7 @@ func (in *injector) workerKill(ctx context.Context) (check.Fault, error) {
 	p.kill()
 	f.End = time.Now()
 	pause := in.between(500*time.Millisecond, 2*time.Second)
-	sleepCtx(ctx, pause)
+	clock.Sleep(ctx, pause)
 	f.Note = fmt.Sprintf("pid %d; restarted after %s", pid, pause.Round(time.Millisecond))
 	return f, in.restart(ctx, p)
 }
@@ -171,7 +161,7 @@ func (in *injector) workerStop(ctx context.Context) (check.Fault, error) {
 	if err := p.signal(syscall.SIGSTOP); err != nil {
 		return check.Fault{}, err
 	}
-	sleepCtx(ctx, d)
+	clock.Sleep(ctx, d)
 	return in.cont(ctx, p, f)
 }
 
@@ -207,7 +197,7 @@ func (in *injector) workerFreeze(ctx context.Context, host bool) (check.Fault, e
 		f.Start = time.Now() // everything is stopped from here
 		f.Note += fmt.Sprintf(", %d task groups and the lease supervisor (pid %d) stopped with it", len(groups), supervisor)
 	}
-	sleepCtx(ctx, d)
+	clock.Sleep(ctx, d)
 	if host {
 		f.End = time.Now() // everything is stopped until here
 		for _, g := range groups {
@@ -307,7 +297,7 @@ func (in *injector) zkCut(ctx context.Context, kind check.Kind, d time.Duration)
 	blackhole, mode := in.cutMode()
 	f := check.Fault{Kind: kind, Target: p.name, PIDs: []int{pid}, Start: time.Now(), Note: fmt.Sprintf("pid %d, %s", pid, mode)}
 	p.cutLinks(blackhole)
-	sleepCtx(ctx, d)
+	clock.Sleep(ctx, d)
 	p.restoreLinks()
 	f.End = time.Now()
 	if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
@@ -370,7 +360,7 @@ func (in *injector) redisCutAll(ctx context.Context) (check.Fault, error) {
 		f.PIDs = append(f.PIDs, p.pid())
 		p.cutRedis(blackhole)
 	}
-	sleepCtx(ctx, in.redisCutLength())
+	clock.Sleep(ctx, in.redisCutLength())
 	after, aerr := in.owners(ctx)
 	for _, p := range in.f.workers {
 		p.restoreLinks()
@@ -422,7 +412,7 @@ func (in *injector) settledOwners(ctx context.Context) (map[string]string, error
 		return nil, err
 	}
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		if !sleepCtx(ctx, in.o.SessionTimeout) {
+		if !clock.Sleep(ctx, in.o.SessionTimeout) {
 			return prev, nil
 		}
 		cur, err := in.owners(ctx)
@@ -444,7 +434,7 @@ func (in *injector) waitHandOver(ctx context.Context, member string, start time.
 		if owners, err := in.owners(ctx); err == nil && !slices.Contains(slices.Collect(maps.Values(owners)), member) {
 			return time.Since(start)
 		}
-		if !sleepCtx(ctx, 250*time.Millisecond) {
+		if !clock.Sleep(ctx, 250*time.Millisecond) {
 			return 0
 		}
 	}
@@ -512,7 +502,7 @@ func (in *injector) zkLeaderKill(ctx context.Context) (check.Fault, error) {
 	}
 	f.End = time.Now()
 	if elected {
-		sleepCtx(ctx, in.between(500*time.Millisecond, 1500*time.Millisecond))
+		clock.Sleep(ctx, in.between(500*time.Millisecond, 1500*time.Millisecond))
 	}
 	if err := node.Start(); err != nil {
 		return f, fmt.Errorf("restart zk%d: %w", i+1, err)
@@ -538,7 +528,7 @@ func (in *injector) zkLeaderStop(ctx context.Context) (check.Fault, error) {
 	if err := node.Signal(syscall.SIGSTOP); err != nil {
 		return check.Fault{}, err
 	}
-	sleepCtx(ctx, d)
+	clock.Sleep(ctx, d)
 	err = node.Signal(syscall.SIGCONT)
 	f.End = time.Now()
 	if err != nil {
@@ -597,7 +587,7 @@ func (in *injector) schedulerKill(ctx context.Context) (check.Fault, error) {
 	f := check.Fault{Kind: check.SchedulerKill, Target: p.name, Start: time.Now(), Note: fmt.Sprintf("pid %d", pid)}
 	p.kill()
 	f.End = time.Now()
-	sleepCtx(ctx, in.between(500*time.Millisecond, 1500*time.Millisecond))
+	clock.Sleep(ctx, in.between(500*time.Millisecond, 1500*time.Millisecond))
 	return f, p.start()
 }
 

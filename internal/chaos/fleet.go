@@ -253,12 +253,10 @@ func (p *process) start() error {
 
 // pid returns the running process's id, or 0.
 func (p *process) pid() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return 0
+	if cmd, _ := p.current(); cmd != nil {
+		return cmd.Process.Pid
 	}
-	return p.cmd.Process.Pid
+	return 0
 }
 
 // current returns the running command and its done channel (nil when not

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/chaos/check"
+	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/scheduler"
 )
 
@@ -211,7 +212,7 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 	h.prog.printf("load and faults for %s: %s", h.o.Duration, h.o.loadDescription())
 	faultErr = h.inj.run(ctx, phaseStart.Add(h.o.Duration))
 	if faultErr == nil {
-		sleepCtx(ctx, time.Until(phaseStart.Add(h.o.Duration)))
+		clock.Sleep(ctx, time.Until(phaseStart.Add(h.o.Duration)))
 	} else {
 		h.prog.printf("error: %v", faultErr)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/commalist"
 	"github.com/drover-dev/drover/internal/localserver"
 )
 
@@ -74,17 +75,7 @@ func randHex(n int) string {
 
 // envAddrs returns the comma-separated addresses in the environment variable.
 func envAddrs(name string) []string {
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		return nil
-	}
-	var out []string
-	for _, a := range strings.Split(v, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
+	return commalist.Split(os.Getenv(name))
 }
 
 // shared starts a server once per test binary and remembers the outcome, so
@@ -95,9 +86,24 @@ type shared[T any] struct {
 	err  error
 }
 
-func (s *shared[T]) get(t testing.TB, start func() (T, error)) T {
+// get returns the shared server, found or started by the first call: the
+// one at the addresses in the environment variable env when it is set
+// (fromEnv makes it), else the one start starts in a temporary directory
+// named for kind (removed by StopAll).
+func (s *shared[T]) get(t testing.TB, env, kind string, fromEnv func(addrs []string) T, start func(dir string) (T, error)) T {
 	t.Helper()
-	s.once.Do(func() { s.val, s.err = start() })
+	s.once.Do(func() {
+		if a := envAddrs(env); len(a) > 0 {
+			s.val = fromEnv(a)
+			return
+		}
+		dir, err := tempDir(kind)
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.val, s.err = start(dir)
+	})
 	if s.err != nil {
 		t.Fatalf("testenv: %v", s.err)
 	}

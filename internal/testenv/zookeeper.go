@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,7 +12,11 @@ import (
 type ZKServer struct {
 	Addr  string   // this server's client address
 	Addrs []string // the addresses a client should use (one for standalone)
-	p     *localserver.Process
+	faults
+}
+
+func newZKServer(addr string, addrs []string, p *localserver.Process) *ZKServer {
+	return &ZKServer{Addr: addr, Addrs: addrs, faults: faults{p: p, what: "zookeeper " + addr, use: "NewZooKeeper or NewZKEnsemble"}}
 }
 
 // Ensemble is a 3-node ZooKeeper ensemble.
@@ -31,25 +34,20 @@ var (
 // this binary.
 func ZooKeeper(t testing.TB) *ZKServer {
 	t.Helper()
-	return sharedZK.get(t, func() (*ZKServer, error) {
-		if a := envAddrs("DROVER_TEST_ZK"); len(a) > 0 {
-			return &ZKServer{Addr: a[0], Addrs: a}, nil
-		}
-		dir, err := tempDir("zk")
-		if err != nil {
-			return nil, err
-		}
-		s, err := localserver.StartZooKeeper(dir, 0)
-		if err != nil {
-			if isNotInstalled(err) {
-				if addr, derr := dockerZooKeeper(); derr == nil {
-					return &ZKServer{Addr: addr, Addrs: []string{addr}}, nil
+	return sharedZK.get(t, "DROVER_TEST_ZK", "zk",
+		func(a []string) *ZKServer { return newZKServer(a[0], a, nil) },
+		func(dir string) (*ZKServer, error) {
+			s, err := localserver.StartZooKeeper(dir, 0)
+			if err != nil {
+				if isNotInstalled(err) {
+					if addr, derr := dockerZooKeeper(); derr == nil {
+						return newZKServer(addr, []string{addr}, nil), nil
+					}
 				}
+				return nil, err
 			}
-			return nil, err
-		}
-		return &ZKServer{Addr: s.Addr, Addrs: s.Addrs, p: s.Process}, nil
-	})
+			return newZKServer(s.Addr, s.Addrs, s.Process), nil
+		})
 }
 
 // NewZooKeeper starts a private standalone ZooKeeper for this test, stopped
@@ -61,13 +59,13 @@ func NewZooKeeper(t testing.TB) *ZKServer {
 		t.Fatalf("testenv: %v", err)
 	}
 	t.Cleanup(s.Kill)
-	return &ZKServer{Addr: s.Addr, Addrs: s.Addrs, p: s.Process}
+	return newZKServer(s.Addr, s.Addrs, s.Process)
 }
 
 func wrapEnsemble(e *localserver.Ensemble) *Ensemble {
 	out := &Ensemble{Addrs: e.Addrs}
 	for _, n := range e.Nodes {
-		out.Nodes = append(out.Nodes, &ZKServer{Addr: n.Addr, Addrs: e.Addrs, p: n.Process})
+		out.Nodes = append(out.Nodes, newZKServer(n.Addr, e.Addrs, n.Process))
 	}
 	return out
 }
@@ -76,20 +74,15 @@ func wrapEnsemble(e *localserver.Ensemble) *Ensemble {
 // Do not stop or pause its nodes: use NewZKEnsemble for that.
 func ZKEnsemble(t testing.TB) *Ensemble {
 	t.Helper()
-	return sharedEnsemble.get(t, func() (*Ensemble, error) {
-		if a := envAddrs("DROVER_TEST_ZK_ENSEMBLE"); len(a) > 0 {
-			return &Ensemble{Addrs: a}, nil
-		}
-		dir, err := tempDir("zk-ensemble")
-		if err != nil {
-			return nil, err
-		}
-		e, err := localserver.StartEnsemble(dir)
-		if err != nil {
-			return nil, err
-		}
-		return wrapEnsemble(e), nil
-	})
+	return sharedEnsemble.get(t, "DROVER_TEST_ZK_ENSEMBLE", "zk-ensemble",
+		func(a []string) *Ensemble { return &Ensemble{Addrs: a} },
+		func(dir string) (*Ensemble, error) {
+			e, err := localserver.StartEnsemble(dir)
+			if err != nil {
+				return nil, err
+			}
+			return wrapEnsemble(e), nil
+		})
 }
 
 // NewZKEnsemble starts a private 3-node ensemble for this test, stopped when
@@ -132,40 +125,3 @@ func (e *Ensemble) WaitServing(t testing.TB) {
 		}
 	}
 }
-
-func (s *ZKServer) proc(t testing.TB) *localserver.Process {
-	t.Helper()
-	if s.p == nil {
-		t.Fatalf("testenv: zookeeper %s was not started by testenv: use NewZooKeeper or NewZKEnsemble for fault tests", s.Addr)
-	}
-	return s.p
-}
-
-// PID returns the server's process id (0 when stopped or external).
-func (s *ZKServer) PID() int {
-	if s.p == nil {
-		return 0
-	}
-	return s.p.PID()
-}
-
-// Stop shuts the server down with SIGTERM.
-func (s *ZKServer) Stop(t testing.TB) { t.Helper(); s.proc(t).Stop() }
-
-// Kill kills the server with SIGKILL.
-func (s *ZKServer) Kill(t testing.TB) { t.Helper(); s.proc(t).Kill() }
-
-// Start starts a stopped server again with the same configuration and data,
-// and returns once it serves requests.
-func (s *ZKServer) Start(t testing.TB) {
-	t.Helper()
-	if err := s.proc(t).Start(); err != nil {
-		t.Fatalf("testenv: restart: %v", err)
-	}
-}
-
-// Pause freezes the server with SIGSTOP (a hung JVM).
-func (s *ZKServer) Pause(t testing.TB) { t.Helper(); signal(t, s.proc(t), syscall.SIGSTOP) }
-
-// Resume thaws a paused server with SIGCONT.
-func (s *ZKServer) Resume(t testing.TB) { t.Helper(); signal(t, s.proc(t), syscall.SIGCONT) }
