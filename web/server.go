@@ -269,18 +269,12 @@ func statusOf(err error) int {
 		return he.status
 	case errors.As(err, &mb):
 		return http.StatusRequestEntityTooLarge
-	case ops.IsNotFound(err):
-		return http.StatusNotFound
-	case ops.IsBadInput(err):
-		return http.StatusBadRequest
-	case ops.IsRefused(err):
-		return http.StatusConflict
-	case errors.Is(err, ops.ErrUnreachable):
-		return http.StatusBadGateway
-	case errors.Is(err, context.Canceled):
-		return 499
 	}
-	return http.StatusInternalServerError
+	status := ops.StatusOf(err)
+	if status == http.StatusInternalServerError && errors.Is(err, context.Canceled) {
+		return 499 // the client went away
+	}
+	return status
 }
 
 // Input is a request's parameters: a JSON object's members (strings,

@@ -99,3 +99,23 @@ func IsBadInput(err error) bool {
 func IsRefused(err error) bool {
 	return errors.Is(err, ErrRefused) || errors.Is(err, coordinator.ErrQueueOwned) || errors.Is(err, coordinator.ErrConflict) || errors.Is(err, coordinator.ErrQueueExists)
 }
+
+// StatusOf is the HTTP status that answers an operation ending in err:
+// 200 for nil, then 404, 400, 409 and 502 for the errors above, 500 for
+// the rest. The console answers with it and both the console and `drover
+// ctl` record it in the audit log.
+func StatusOf(err error) int {
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case IsNotFound(err):
+		return http.StatusNotFound
+	case IsBadInput(err):
+		return http.StatusBadRequest
+	case IsRefused(err):
+		return http.StatusConflict
+	case errors.Is(err, ErrUnreachable):
+		return http.StatusBadGateway
+	}
+	return http.StatusInternalServerError
+}
