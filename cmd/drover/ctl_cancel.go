@@ -62,11 +62,7 @@ message's state.`,
 				return opsError(err)
 			}
 			if noWait {
-				if e.json {
-					return writeJSON(e.a.stdout, c)
-				}
-				e.printf("cancelling %s of %s on %s (pid %d): SIGTERM sent to its process group\n", id, q, c.Member, c.PID)
-				return nil
+				return e.report(c, "cancelling %s of %s on %s (pid %d): SIGTERM sent to its process group\n", id, q, c.Member, c.PID)
 			}
 			st, err := waitStopped(e.ctx, &jobs.Lookup{Store: o.Store().Jobs(), Fleet: jobs.SessionFleet{Session: o.ZK()}, Token: e.cfg.Ctl.Token}, q, id, then)
 			if err != nil {

@@ -177,11 +177,7 @@ registered; the queues it registered stay configured and keep running
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return writeJSON(e.a.stdout, map[string]any{"family": args[0], "removed": true})
-			}
-			e.printf("removed family %s\n", args[0])
-			return nil
+			return e.report(map[string]any{"family": args[0], "removed": true}, "removed family %s\n", args[0])
 		}),
 	}
 	cmd.AddCommand(create, ls, show, rm)

@@ -134,15 +134,11 @@ unless --keep-paused. <id> must be the head 'parked show' names.`,
 
 // parkedDone prints what a retry or skip did.
 func (e *ctlEnv) parkedDone(q, id, what string, keepPaused bool) error {
-	if e.json {
-		return writeJSON(e.a.stdout, map[string]any{"queue": q, "id": id, "done": what, "resumed": !keepPaused})
-	}
+	after := "the queue resumed"
 	if keepPaused {
-		e.printf("%s of %s %s; the queue stays paused\n", id, q, what)
-	} else {
-		e.printf("%s of %s %s; the queue resumed\n", id, q, what)
+		after = "the queue stays paused"
 	}
-	return nil
+	return e.report(map[string]any{"queue": q, "id": id, "done": what, "resumed": !keepPaused}, "%s of %s %s; %s\n", id, q, what, after)
 }
 
 // refusedOf makes ops.ErrRefused exit with the "refused" code.
