@@ -119,3 +119,13 @@ func StatusOf(err error) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// mapSlice returns f of every element of in, in order. The result is never
+// nil, so that an empty list is [] in JSON, not null.
+func mapSlice[T, R any](in []T, f func(T) R) []R {
+	out := make([]R, 0, len(in))
+	for _, v := range in {
+		out = append(out, f(v))
+	}
+	return out
+}

@@ -47,16 +47,11 @@ func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return nil, err
 	}
-	views, err := o.zk.Queues().Views(ctx, []string{q}, true)
+	views, stats, err := o.viewsAndStats(ctx, []string{q}, true)
 	if err != nil {
 		return nil, err
 	}
-	v := views[0]
-	stats, err := o.store.Inspector().Stats(ctx, []string{q}, []drover.Position{v.Offset.Position})
-	if err != nil {
-		return nil, err
-	}
-	st := stats[0]
+	v, st := views[0], stats[0]
 	an, err := o.zk.Assignments().Read(ctx)
 	if err != nil {
 		return nil, err
@@ -169,13 +164,13 @@ func (o *Ops) Pending(ctx context.Context, q string, after drover.Position, limi
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Message, 0, len(entries))
-	for _, e := range entries {
-		m := Message{ID: e.ID, State: queue.StatePending, Position: e.Position}
-		envelopeOf(&m, e.Raw)
-		out = append(out, m)
-	}
-	return out, nil
+	return mapSlice(entries, pendingMessage), nil
+}
+
+func pendingMessage(e queue.Entry) Message {
+	m := Message{ID: e.ID, State: queue.StatePending, Position: e.Position}
+	envelopeOf(&m, e.Raw)
+	return m
 }
 
 // Delayed lists up to limit delayed messages of q, soonest first, after
@@ -189,14 +184,14 @@ func (o *Ops) Delayed(ctx context.Context, q string, offset, limit int) ([]Messa
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Message, 0, len(entries))
-	for _, e := range entries {
-		due := e.Due.UTC()
-		m := Message{ID: e.ID, State: queue.StateDelayed, Due: &due}
-		envelopeOf(&m, e.Raw)
-		out = append(out, m)
-	}
-	return out, nil
+	return mapSlice(entries, delayedMessage), nil
+}
+
+func delayedMessage(e queue.DelayedEntry) Message {
+	due := e.Due.UTC()
+	m := Message{ID: e.ID, State: queue.StateDelayed, Due: &due}
+	envelopeOf(&m, e.Raw)
+	return m
 }
 
 // Dead lists up to limit dead letters of q, newest first, after skipping
@@ -210,11 +205,7 @@ func (o *Ops) Dead(ctx context.Context, q string, offset, limit int) ([]Message,
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Message, 0, len(dls))
-	for _, dl := range dls {
-		out = append(out, deadMessage(dl))
-	}
-	return out, nil
+	return mapSlice(dls, deadMessage), nil
 }
 
 func deadMessage(dl drover.DeadLetter) Message {
