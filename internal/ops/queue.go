@@ -130,17 +130,26 @@ func pageLimit(limit int) (int, error) {
 	return limit, nil
 }
 
-// skipPage checks the paging of a listing that skips offset entries of a
-// known queue q and returns the limit to read.
-func (o *Ops) skipPage(ctx context.Context, q string, offset, limit int) (int, error) {
+// skipPage lists a page of a known queue q's entries that skips offset of
+// them: it checks the paging and the queue, reads up to limit entries with
+// read and makes each a Message with message.
+func skipPage[T any](ctx context.Context, o *Ops, q string, offset, limit int,
+	read func(ctx context.Context, q string, offset, limit int) ([]T, error), message func(T) Message) ([]Message, error) {
 	limit, err := pageLimit(limit)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if offset < 0 {
-		return 0, badInput("offset %d: want ≥ 0", offset)
+		return nil, badInput("offset %d: want ≥ 0", offset)
 	}
-	return limit, o.KnownQueue(ctx, q)
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return nil, err
+	}
+	entries, err := read(ctx, q, offset, limit)
+	if err != nil {
+		return nil, err
+	}
+	return mapSlice(entries, message), nil
 }
 
 // Pending lists up to limit messages waiting in q after position after (0:
@@ -176,15 +185,7 @@ func pendingMessage(e queue.Entry) Message {
 // Delayed lists up to limit delayed messages of q, soonest first, after
 // skipping offset.
 func (o *Ops) Delayed(ctx context.Context, q string, offset, limit int) ([]Message, error) {
-	limit, err := o.skipPage(ctx, q, offset, limit)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := o.store.Inspector().Delayed(ctx, q, offset, limit)
-	if err != nil {
-		return nil, err
-	}
-	return mapSlice(entries, delayedMessage), nil
+	return skipPage(ctx, o, q, offset, limit, o.store.Inspector().Delayed, delayedMessage)
 }
 
 func delayedMessage(e queue.DelayedEntry) Message {
@@ -197,15 +198,7 @@ func delayedMessage(e queue.DelayedEntry) Message {
 // Dead lists up to limit dead letters of q, newest first, after skipping
 // offset.
 func (o *Ops) Dead(ctx context.Context, q string, offset, limit int) ([]Message, error) {
-	limit, err := o.skipPage(ctx, q, offset, limit)
-	if err != nil {
-		return nil, err
-	}
-	dls, err := o.store.Dead().DeadLetters(ctx, q, offset, limit)
-	if err != nil {
-		return nil, err
-	}
-	return mapSlice(dls, deadMessage), nil
+	return skipPage(ctx, o, q, offset, limit, o.store.Dead().DeadLetters, deadMessage)
 }
 
 func deadMessage(dl drover.DeadLetter) Message {
