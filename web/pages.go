@@ -470,12 +470,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	rec := ops.AuditRecord{At: s.cfg.Now().UTC(), Who: p.Name, Role: p.Role.String(), Via: "session", Remote: r.RemoteAddr, Action: "login", Result: "ok", Status: http.StatusSeeOther}
 	if err != nil {
 		rec.Who, rec.Result, rec.Status = "?", "unknown token", http.StatusUnauthorized
-		s.fleetOps().RecordAudit(r.Context(), rec)
+		s.recordAudit(r, rec, "audit record of a refused login")
 		w.WriteHeader(http.StatusUnauthorized)
 		s.render(w, r, "login", auth.Principal{}, map[string]string{"Next": next, "Error": "Unknown token."})
 		return
 	}
-	s.fleetOps().RecordAudit(r.Context(), rec)
+	s.recordAudit(r, rec, "audit record of a login")
 	http.SetCookie(w, c)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
