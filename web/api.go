@@ -12,6 +12,23 @@ import (
 	"github.com/drover-dev/drover/scheduler"
 )
 
+// queryInts reads integer query parameters (queryInt) and keeps the first
+// error: once a parameter is not a whole number, err says so and the later
+// reads return 0.
+type queryInts struct {
+	r   *Request
+	err error
+}
+
+func (q *queryInts) get(name string, def int) int {
+	if q.err != nil {
+		return 0
+	}
+	n, err := queryInt(q.r, name, def)
+	q.err = err
+	return n
+}
+
 // queryInt reads an integer query parameter; "" is def.
 func queryInt(r *Request, name string, def int) (int, error) {
 	v := r.URL.Query().Get(name)
@@ -49,12 +66,10 @@ func queueQuery(r *Request) (ops.QueueQuery, error) {
 	default:
 		return q, Errorf(http.StatusBadRequest, "view %q: want lagging, oldest, failing or paused", v)
 	}
-	var err error
-	if q.Page, err = queryInt(r, "page", 1); err != nil {
-		return q, err
-	}
-	if q.PerPage, err = queryInt(r, "per_page", 100); err != nil {
-		return q, err
+	in := queryInts{r: r}
+	q.Page, q.PerPage = in.get("page", 1), in.get("per_page", 100)
+	if in.err != nil {
+		return q, in.err
 	}
 	return q, q.Validate()
 }
@@ -86,13 +101,10 @@ func (s *Server) routeAPI() {
 		return s.fleetOps().Queue(r.Context(), r.PathValue("queue"))
 	})
 	s.HandleAPI("GET", "/queues/{queue}/pending", auth.Viewer, func(r *Request) (any, error) {
-		after, err := queryInt(r, "after", 0)
-		if err != nil {
-			return nil, err
-		}
-		limit, err := queryInt(r, "limit", 50)
-		if err != nil {
-			return nil, err
+		in := queryInts{r: r}
+		after, limit := in.get("after", 0), in.get("limit", 50)
+		if in.err != nil {
+			return nil, in.err
 		}
 		return s.fleetOps().Pending(r.Context(), r.PathValue("queue"), drover.Position(after), limit)
 	})
@@ -237,10 +249,7 @@ func (s *Server) routeAPI() {
 	})
 	s.HandleMutation("PUT", "/queues/{queue}/config", auth.Admin, "queue.config", func(r *Request) (any, error) {
 		var cfg drover.QueueConfig
-		if err := decodeNamed(r, "queue configuration", "queue", &cfg, &cfg.Name); err != nil {
-			return nil, err
-		}
-		version, err := versionParam(r, "config_version")
+		version, err := decodePut(r, "queue configuration", "queue", "config_version", &cfg, &cfg.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -258,12 +267,11 @@ func (s *Server) routeAPI() {
 	s.routeFamiliesAPI() // api_families.go
 }
 
+// paging reads ?offset= (default 0) and ?limit= (default 50).
 func paging(r *Request) (offset, limit int, err error) {
-	if offset, err = queryInt(r, "offset", 0); err != nil {
-		return
-	}
-	limit, err = queryInt(r, "limit", 50)
-	return
+	in := queryInts{r: r}
+	offset, limit = in.get("offset", 0), in.get("limit", 50)
+	return offset, limit, in.err
 }
 
 // decodeNamed decodes r's JSON body into v (unknown fields refused) for a
@@ -283,6 +291,16 @@ func decodeNamed(r *Request, what, param string, v any, name *string) error {
 		return Errorf(http.StatusBadRequest, "%s: name %q differs from the path's %q", what, *name, r.PathValue(param))
 	}
 	return nil
+}
+
+// decodePut reads a versioned PUT of the object the path names by param:
+// its body into v (decodeNamed) and the version it replaces (versionParam;
+// versionField is the GET's field that holds it).
+func decodePut(r *Request, what, param, versionField string, v any, name *string) (int32, error) {
+	if err := decodeNamed(r, what, param, v, name); err != nil {
+		return 0, err
+	}
+	return versionParam(r, versionField)
 }
 
 // versionParam reads the ?version= of a versioned write: -1 without one

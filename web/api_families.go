@@ -24,10 +24,7 @@ func (s *Server) routeFamiliesAPI() {
 	})
 	s.HandleMutation("PUT", "/families/{family}", auth.Admin, "family.set", func(r *Request) (any, error) {
 		var f drover.FamilyConfig
-		if err := decodeNamed(r, "queue family", "family", &f, &f.Name); err != nil {
-			return nil, err
-		}
-		version, err := versionParam(r, "version")
+		version, err := decodePut(r, "queue family", "family", "version", &f, &f.Name)
 		if err != nil {
 			return nil, err
 		}

@@ -26,13 +26,10 @@ import (
 // one audit record with the selection and its count.
 func (s *Server) routeConsole() {
 	s.HandleAPI("GET", "/find", auth.Viewer, func(r *Request) (any, error) {
-		page, err := queryInt(r, "page", 1)
-		if err != nil {
-			return nil, err
-		}
-		per, err := queryInt(r, "per_page", 100)
-		if err != nil {
-			return nil, err
+		in := queryInts{r: r}
+		page, per := in.get("page", 1), in.get("per_page", 100)
+		if in.err != nil {
+			return nil, in.err
 		}
 		return s.fleetOps().FindQueues(r.Context(), ops.Match(r.URL.Query().Get("match")), page, per)
 	})

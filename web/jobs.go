@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/auth"
+	"github.com/drover-dev/drover/internal/defaults"
 	"github.com/drover-dev/drover/jobs"
 	"github.com/drover-dev/drover/queue"
 )
@@ -42,9 +43,7 @@ func (s *Server) RouteJobs(cfg JobsConfig) error {
 	if cfg.Store == nil || cfg.Lookup == nil || cfg.QueueConfig == nil {
 		return fmt.Errorf("%w: web.JobsConfig: Store, Lookup and QueueConfig are required", drover.ErrInvalidConfig)
 	}
-	if cfg.MaxBatch <= 0 {
-		cfg.MaxBatch = DefaultMaxBatch
-	}
+	cfg.MaxBatch = defaults.Positive(cfg.MaxBatch, DefaultMaxBatch)
 	s.jobs = &cfg
 	s.HandleAPI("GET", "/queues/{queue}/jobs/{id}", auth.RoleNone, func(r *Request) (any, error) {
 		q := r.PathValue("queue")

@@ -31,6 +31,12 @@ type pageData struct {
 	CSRFField string
 }
 
+// bulkButtons is what the bulk-buttons template is given.
+type bulkButtons struct {
+	Page pageData
+	ID   string
+}
+
 // Can reports whether the page's principal may take actions that need
 // role ("operator", "admin"): templates offer only those (issue 34).
 func (d pageData) Can(role string) bool {
@@ -91,6 +97,9 @@ var funcs = template.FuncMap{
 		return b.String()
 	},
 	"spark": sparkline,
+	// bulk hands the bulk-buttons template (queues.html) the page, for
+	// Can, and the prefix of its buttons' ids.
+	"bulk": func(page pageData, id string) bulkButtons { return bulkButtons{page, id} },
 	"lags": func(h []sample) []float64 {
 		out := make([]float64, len(h))
 		for i, s := range h {
@@ -461,12 +470,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	rec := ops.AuditRecord{At: s.cfg.Now().UTC(), Who: p.Name, Role: p.Role.String(), Via: "session", Remote: r.RemoteAddr, Action: "login", Result: "ok", Status: http.StatusSeeOther}
 	if err != nil {
 		rec.Who, rec.Result, rec.Status = "?", "unknown token", http.StatusUnauthorized
-		s.fleetOps().RecordAudit(r.Context(), rec)
+		s.recordAudit(r, rec, "audit record of a refused login")
 		w.WriteHeader(http.StatusUnauthorized)
 		s.render(w, r, "login", auth.Principal{}, map[string]string{"Next": next, "Error": "Unknown token."})
 		return
 	}
-	s.fleetOps().RecordAudit(r.Context(), rec)
+	s.recordAudit(r, rec, "audit record of a login")
 	http.SetCookie(w, c)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

@@ -23,6 +23,18 @@ const maxReadRefusalsPerMinute = 60
 // request's own deadline may have passed.
 const auditTimeout = 2 * time.Second
 
+// recordAudit writes rec to the fleet's audit log for request r, within
+// auditTimeout whether or not r's client is still there. A record that
+// cannot be written is logged with what, not answered: the request's own
+// outcome stands.
+func (s *Server) recordAudit(r *http.Request, rec ops.AuditRecord, what string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
+	defer cancel()
+	if err := s.fleetOps().RecordAudit(ctx, rec); err != nil {
+		s.log.Error(what+" not written", "action", rec.Action, "who", rec.Who, "error", err)
+	}
+}
+
 // refusalLimit counts the refused reads recorded in the current minute.
 type refusalLimit struct {
 	mu         sync.Mutex
@@ -77,10 +89,6 @@ func (s *Server) auditRefusal(r *http.Request, action string, p auth.Principal, 
 	}
 	rec := ops.AuditRecord{At: now.UTC(), Who: who, Role: role, Via: via, Remote: r.RemoteAddr, Action: action,
 		Target: strings.TrimPrefix(r.URL.Path, APIPrefix), Detail: detail, Status: statusOf(err), Result: err.Error()}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
-	defer cancel()
-	if aerr := s.fleetOps().RecordAudit(actx, rec); aerr != nil {
-		s.log.Error("audit record of a refusal not written", "action", action, "error", aerr)
-	}
+	s.recordAudit(r, rec, "audit record of a refusal")
 	s.log.Warn("refused", "action", action, "target", rec.Target, "status", rec.Status, "remote", r.RemoteAddr, "host", r.Host, "result", rec.Result)
 }

@@ -104,12 +104,7 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 		if err != nil {
 			rec.Status, rec.Result = statusOf(err), err.Error()
 		}
-		actx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
-		aerr := s.fleetOps().RecordAudit(actx, rec)
-		cancel()
-		if aerr != nil {
-			s.log.Error("audit record not written", "action", action, "who", p.Name, "error", aerr)
-		}
+		s.recordAudit(r, rec, "audit record")
 		s.log.Info("mutation", "action", action, "target", rec.Target, "who", p.Name, "role", p.Role.String(), "status", rec.Status, "result", rec.Result)
 		if ret := localPath(in.Get("return")); ret != "" && err == nil {
 			http.Redirect(w, r, withFlash(ret, flashOf(action, r, v)), http.StatusSeeOther)

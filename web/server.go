@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/auth"
+	"github.com/drover-dev/drover/internal/defaults"
 	"github.com/drover-dev/drover/internal/ops"
 )
 
@@ -117,23 +119,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	if cfg.SnapshotTTL <= 0 {
-		cfg.SnapshotTTL = DefaultSnapshotTTL
-	}
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = DefaultMaxBody
-	}
-	if cfg.SampleEvery <= 0 {
-		cfg.SampleEvery = DefaultSampleEvery
-	}
+	cfg.SnapshotTTL = defaults.Positive(cfg.SnapshotTTL, DefaultSnapshotTTL)
+	cfg.MaxBody = defaults.Positive(cfg.MaxBody, DefaultMaxBody)
+	cfg.SampleEvery = defaults.Positive(cfg.SampleEvery, DefaultSampleEvery)
+	cfg.RequestTimeout = defaults.Positive(cfg.RequestTimeout, DefaultRequestTimeout)
+	cfg.ServeStale = cmp.Or(cfg.ServeStale, DefaultServeStale) // negative: never serve stale
 	if cfg.Now == nil {
 		cfg.Now = time.Now
-	}
-	if cfg.ServeStale == 0 {
-		cfg.ServeStale = DefaultServeStale
-	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	s := &Server{cfg: cfg, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux(), refreshNow: make(chan struct{}, 1)}
 	s.opsNow.Store(cfg.Ops)
@@ -269,18 +261,12 @@ func statusOf(err error) int {
 		return he.status
 	case errors.As(err, &mb):
 		return http.StatusRequestEntityTooLarge
-	case ops.IsNotFound(err):
-		return http.StatusNotFound
-	case ops.IsBadInput(err):
-		return http.StatusBadRequest
-	case ops.IsRefused(err):
-		return http.StatusConflict
-	case errors.Is(err, ops.ErrUnreachable):
-		return http.StatusBadGateway
-	case errors.Is(err, context.Canceled):
-		return 499
 	}
-	return http.StatusInternalServerError
+	status := ops.StatusOf(err)
+	if status == http.StatusInternalServerError && errors.Is(err, context.Canceled) {
+		return 499 // the client went away
+	}
+	return status
 }
 
 // Input is a request's parameters: a JSON object's members (strings,

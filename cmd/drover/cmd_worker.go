@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/config"
@@ -19,13 +21,7 @@ leaves. With --scheduler the process is also a scheduler candidate.`,
   drover worker --name w1 --capacity 32 --tags gpu --admin-addr 0.0.0.0:9090
   DROVER_ZOOKEEPER_SERVERS=zk1:2181,zk2:2181 DROVER_REDIS_ADDRS=redis:6379 drover worker --scheduler`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			return runWorker(cmd.Context(), cfg, opts)
-		},
+		RunE: a.processRun(func(ctx context.Context, cfg *config.Config) error { return runWorker(ctx, cfg, opts) }),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&opts.Scheduler, "scheduler", false, "also run as a scheduler candidate")
@@ -53,13 +49,7 @@ one configuration file.`,
 		Example: `  drover scheduler -c /etc/drover/drover.hcl
   drover scheduler --name sched-a --admin-addr 0.0.0.0:9091`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			return runScheduler(cmd.Context(), cfg)
-		},
+		RunE: a.processRun(runScheduler),
 	}
 	a.memberFlags(cmd)
 	// Its own key: a worker and a scheduler on one host share drover.hcl.

@@ -215,6 +215,16 @@ func ctlRunOn[R any](a *app, open func(e *ctlEnv, args []string) (R, error), bod
 // printf writes to stdout (table mode messages).
 func (e *ctlEnv) printf(format string, a ...any) { fmt.Fprintf(e.a.stdout, format, a...) }
 
+// report prints what a command did: v as JSON with -o json, else the line
+// of format and a.
+func (e *ctlEnv) report(v any, format string, a ...any) error {
+	if e.json {
+		return writeJSON(e.a.stdout, v)
+	}
+	e.printf(format, a...)
+	return nil
+}
+
 // operator names the person or program acting, for pause flags and resets:
 // user@host.
 func operator() string {

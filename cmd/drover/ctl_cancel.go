@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,16 +57,12 @@ message's state.`,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			q, id := args[0], args[1]
 			c, err := o.CancelTask(e.ctx, q, id, operator(), then)
-			e.auditCancel(o, q, id, then, err)
+			e.audit(o, "job.cancel", "/queues/"+q+"/running/"+id+"/cancel", "then="+then, err)
 			if err != nil {
 				return opsError(err)
 			}
 			if noWait {
-				if e.json {
-					return writeJSON(e.a.stdout, c)
-				}
-				e.printf("cancelling %s of %s on %s (pid %d): SIGTERM sent to its process group\n", id, q, c.Member, c.PID)
-				return nil
+				return e.report(c, "cancelling %s of %s on %s (pid %d): SIGTERM sent to its process group\n", id, q, c.Member, c.PID)
 			}
 			st, err := waitStopped(e.ctx, &jobs.Lookup{Store: o.Store().Jobs(), Fleet: jobs.SessionFleet{Session: o.ZK()}, Token: e.cfg.Ctl.Token}, q, id, then)
 			if err != nil {
@@ -123,28 +118,5 @@ func waitStopped(ctx context.Context, l *jobs.Lookup, q, id, then string) (drove
 			return st, fmt.Errorf("cancel %s of %s: the task did not stop within %s: %w", id, q, cancelWaitLimit, err)
 		case <-tick.C:
 		}
-	}
-}
-
-// auditCancel records a cancel, or its refusal, in the fleet's audit log;
-// a failure to record is reported, not fatal.
-func (e *ctlEnv) auditCancel(o *ops.Ops, q, id, then string, err error) {
-	rec := ops.AuditRecord{Who: operator(), Role: "ctl", Via: "ctl", Action: "job.cancel",
-		Target: "/queues/" + q + "/running/" + id + "/cancel", Detail: "then=" + then, Result: "ok", Status: http.StatusOK}
-	if err != nil {
-		rec.Result, rec.Status = err.Error(), http.StatusInternalServerError
-		switch {
-		case ops.IsBadInput(err):
-			rec.Status = http.StatusBadRequest
-		case ops.IsNotFound(err):
-			rec.Status = http.StatusNotFound
-		case ops.IsRefused(err):
-			rec.Status = http.StatusConflict
-		case errors.Is(err, ops.ErrUnreachable):
-			rec.Status = http.StatusBadGateway
-		}
-	}
-	if aerr := o.RecordAudit(e.ctx, rec); aerr != nil {
-		fmt.Fprintf(e.a.stderr, "warning: audit record not written: %v\n", aerr)
 	}
 }

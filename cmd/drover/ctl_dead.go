@@ -139,11 +139,7 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if e.json {
-					return writeJSON(e.a.stdout, map[string]any{"queue": q, "purged": n})
-				}
-				e.printf("purged %d dead letter(s) of %s\n", n, q)
-				return nil
+				return e.report(map[string]any{"queue": q, "purged": n}, "purged %d dead letter(s) of %s\n", n, q)
 			}
 			if all { // retry --all: page through every dead letter
 				for {

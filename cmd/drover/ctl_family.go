@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/spf13/cobra"
 
@@ -90,7 +88,7 @@ both.`,
 				// The counts too when the queues were updated in part.
 				detail = fmt.Appendf(detail, " queues_updated=%d queues_kept=%d", change.Updated, change.Kept)
 			}
-			e.auditFamily(o, action, f.Name, string(detail), err)
+			e.audit(o, action, f.Name, string(detail), err)
 			if err != nil {
 				return refusedOf(err)
 			}
@@ -175,15 +173,11 @@ registered; the queues it registered stay configured and keep running
 		Args:    exactArgs(1, "<name>"),
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			err := o.DeleteFamily(e.ctx, args[0])
-			e.auditFamily(o, "family.rm", args[0], "", err)
+			e.audit(o, "family.rm", args[0], "", err)
 			if err != nil {
 				return err
 			}
-			if e.json {
-				return writeJSON(e.a.stdout, map[string]any{"family": args[0], "removed": true})
-			}
-			e.printf("removed family %s\n", args[0])
-			return nil
+			return e.report(map[string]any{"family": args[0], "removed": true}, "removed family %s\n", args[0])
 		}),
 	}
 	cmd.AddCommand(create, ls, show, rm)
@@ -196,24 +190,6 @@ type familyReplaced struct {
 	drover.FamilyConfig
 	QueuesUpdated int `json:"queues_updated"`
 	QueuesKept    int `json:"queues_kept"`
-}
-
-// auditFamily records a family mutation, or its refusal, in the fleet's
-// audit log; a failure to record is reported, not fatal.
-func (e *ctlEnv) auditFamily(o *ops.Ops, action, name, detail string, err error) {
-	rec := ops.AuditRecord{Who: operator(), Role: "ctl", Via: "ctl", Action: action, Target: name, Detail: detail, Result: "ok", Status: http.StatusOK}
-	switch {
-	case err == nil:
-	case errors.Is(err, ops.ErrBadInput):
-		rec.Result, rec.Status = err.Error(), http.StatusBadRequest
-	case errors.Is(err, drover.ErrNotFound):
-		rec.Result, rec.Status = err.Error(), http.StatusNotFound
-	default:
-		rec.Result, rec.Status = err.Error(), http.StatusConflict
-	}
-	if aerr := o.RecordAudit(e.ctx, rec); aerr != nil {
-		fmt.Fprintf(e.a.stderr, "warning: audit record not written: %v\n", aerr)
-	}
 }
 
 // cmpOr returns s, or def when s is empty.

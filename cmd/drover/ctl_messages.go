@@ -171,11 +171,7 @@ revoked, or promoted already).`,
 			if err != nil {
 				return opsError(err)
 			}
-			if e.json {
-				return writeJSON(e.a.stdout, map[string]any{"queue": args[0], "id": args[1], "position": pos})
-			}
-			e.printf("moved %s into %s at position %d\n", args[1], args[0], pos)
-			return nil
+			return e.report(map[string]any{"queue": args[0], "id": args[1], "position": pos}, "moved %s into %s at position %d\n", args[1], args[0], pos)
 		}),
 	}
 }
@@ -194,11 +190,7 @@ change. An invalid entry cannot be triggered (exit 5).`,
 			if err != nil {
 				return opsError(err)
 			}
-			if e.json {
-				return writeJSON(e.a.stdout, map[string]any{"schedule": args[0], "id": res.ID, "position": res.Position})
-			}
-			e.printf("triggered %s: enqueued %s at position %d\n", args[0], res.ID, res.Position)
-			return nil
+			return e.report(map[string]any{"schedule": args[0], "id": res.ID, "position": res.Position}, "triggered %s: enqueued %s at position %d\n", args[0], res.ID, res.Position)
 		}),
 	}
 }

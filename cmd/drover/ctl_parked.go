@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
 
 	"github.com/spf13/cobra"
 
@@ -100,7 +98,7 @@ unless --keep-paused. <id> must be the head 'parked show' names.`,
 			if edited != nil {
 				detail += ", args edited"
 			}
-			e.auditParked(o, "parked.retry", a[0], detail, err)
+			e.audit(o, "parked.retry", a[0], detail, err)
 			if err != nil {
 				return refusedOf(err)
 			}
@@ -122,7 +120,7 @@ unless --keep-paused. <id> must be the head 'parked show' names.`,
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, a []string) error {
 			err := o.SkipParked(e.ctx, a[0], a[1], operator(), *skipKeep)
-			e.auditParked(o, "parked.skip", a[0], "head "+a[1]+" to the dead letters", err)
+			e.audit(o, "parked.skip", a[0], "head "+a[1]+" to the dead letters", err)
 			if err != nil {
 				return refusedOf(err)
 			}
@@ -136,27 +134,11 @@ unless --keep-paused. <id> must be the head 'parked show' names.`,
 
 // parkedDone prints what a retry or skip did.
 func (e *ctlEnv) parkedDone(q, id, what string, keepPaused bool) error {
-	if e.json {
-		return writeJSON(e.a.stdout, map[string]any{"queue": q, "id": id, "done": what, "resumed": !keepPaused})
-	}
+	after := "the queue resumed"
 	if keepPaused {
-		e.printf("%s of %s %s; the queue stays paused\n", id, q, what)
-	} else {
-		e.printf("%s of %s %s; the queue resumed\n", id, q, what)
+		after = "the queue stays paused"
 	}
-	return nil
-}
-
-// auditParked records a parked-queue action, or its refusal, in the
-// fleet's audit log; a failure to record is reported, not fatal.
-func (e *ctlEnv) auditParked(o *ops.Ops, action, q, detail string, err error) {
-	rec := ops.AuditRecord{Who: operator(), Role: "ctl", Via: "ctl", Action: action, Target: q, Detail: detail, Result: "ok", Status: http.StatusOK}
-	if err != nil {
-		rec.Result, rec.Status = err.Error(), http.StatusConflict
-	}
-	if aerr := o.RecordAudit(e.ctx, rec); aerr != nil {
-		fmt.Fprintf(e.a.stderr, "warning: audit record not written: %v\n", aerr)
-	}
+	return e.report(map[string]any{"queue": q, "id": id, "done": what, "resumed": !keepPaused}, "%s of %s %s; %s\n", id, q, what, after)
 }
 
 // refusedOf makes ops.ErrRefused exit with the "refused" code.

@@ -143,11 +143,7 @@ creating the queue again resumes where it stopped.`,
 			if err := s.Queues().Delete(e.ctx, args[0]); err != nil {
 				return err
 			}
-			if e.json {
-				return writeJSON(e.a.stdout, map[string]any{"queue": args[0], "removed": true})
-			}
-			e.printf("removed queue %s\n", args[0])
-			return nil
+			return e.report(map[string]any{"queue": args[0], "removed": true}, "removed queue %s\n", args[0])
 		}),
 	}
 	cmd.AddCommand(create, update, ls, show, rm)

@@ -273,11 +273,7 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 				if err := do(m, e, pos[0]); err != nil {
 					return err
 				}
-				if e.json {
-					return writeJSON(e.a.stdout, map[string]any{"name": pos[0], "done": verb})
-				}
-				e.printf("%s: %s\n", verb, pos[0])
-				return nil
+				return e.report(map[string]any{"name": pos[0], "done": verb}, "%s: %s\n", verb, pos[0])
 			}),
 		}
 	}

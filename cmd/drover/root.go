@@ -146,6 +146,19 @@ func (a *app) loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	return config.Load(a.resolveConfigPath(), a.env, settings, host)
 }
 
+// processRun is the RunE of a long-running process (worker, scheduler,
+// scaler, web): it loads the configuration and runs run with the
+// command's context, which SIGINT and SIGTERM cancel.
+func (a *app) processRun(run func(ctx context.Context, cfg *config.Config) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		cfg, err := a.loadConfig(cmd)
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), cfg)
+	}
+}
+
 // resolveConfigPath returns -c, else $DROVER_CONFIG, else ./drover.hcl when
 // it exists, else "" (no file).
 func (a *app) resolveConfigPath() string {

@@ -41,13 +41,7 @@ loopback needs mutual TLS (scaler.tls).`,
 		Example: `  drover scaler -c /etc/drover/drover.hcl
   drover scaler --listen 127.0.0.1:9093 --set scaler.selections=emails-*`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			return runScaler(cmd.Context(), cfg, nil)
-		},
+		RunE: a.processRun(func(ctx context.Context, cfg *config.Config) error { return runScaler(ctx, cfg, nil) }),
 	}
 	a.settingFlag(cmd.Flags(), "listen", "scaler.addr", "gRPC address of the external scaler")
 	a.settingFlag(cmd.Flags(), "metrics-addr", "scaler.admin_addr", `address of /healthz and /metrics ("off" disables it)`)

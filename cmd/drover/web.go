@@ -45,13 +45,7 @@ authentication, for probes.`,
   drover web --addr 0.0.0.0:8080 -c /etc/drover/drover.hcl   # needs auth.tokens
   drover web token alice operator             # a token and its auth.tokens line`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			return runWeb(cmd.Context(), cfg, a.stderr, nil)
-		},
+		RunE: a.processRun(func(ctx context.Context, cfg *config.Config) error { return runWeb(ctx, cfg, a.stderr, nil) }),
 	}
 	f := cmd.Flags()
 	a.settingFlag(f, "addr", "web.addr", "listen address host:port")

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/drover-dev/drover/internal/defaults"
 )
 
 // Errors of Authenticate. Callers answer 401 to both.
@@ -84,9 +86,7 @@ func New(cfg Config) (*Authenticator, error) {
 	}
 	a := &Authenticator{tokens: tokens, ttl: cfg.SessionTTL, secure: cfg.SecureCookies, hosts: cfg.Hosts, now: cfg.Now,
 		revoked: map[string]time.Time{}}
-	if a.ttl <= 0 {
-		a.ttl = DefaultSessionTTL
-	}
+	a.ttl = defaults.Positive(a.ttl, DefaultSessionTTL)
 	if a.now == nil {
 		a.now = time.Now
 	}

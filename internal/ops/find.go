@@ -128,15 +128,7 @@ func (o *Ops) QueueRows(ctx context.Context, queues []string, configured map[str
 	if err != nil {
 		return nil, err
 	}
-	views, err := o.zk.Queues().Views(ctx, queues, true)
-	if err != nil {
-		return nil, err
-	}
-	offsets := make([]drover.Position, len(queues))
-	for i, v := range views {
-		offsets[i] = v.Offset.Position
-	}
-	stats, err := o.store.Inspector().Stats(ctx, queues, offsets)
+	views, stats, err := o.viewsAndStats(ctx, queues, true)
 	if err != nil {
 		return nil, err
 	}

@@ -99,3 +99,33 @@ func IsBadInput(err error) bool {
 func IsRefused(err error) bool {
 	return errors.Is(err, ErrRefused) || errors.Is(err, coordinator.ErrQueueOwned) || errors.Is(err, coordinator.ErrConflict) || errors.Is(err, coordinator.ErrQueueExists)
 }
+
+// StatusOf is the HTTP status that answers an operation ending in err:
+// 200 for nil, then 404, 400, 409 and 502 for the errors above, 500 for
+// the rest. The console answers with it and both the console and `drover
+// ctl` record it in the audit log.
+func StatusOf(err error) int {
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case IsNotFound(err):
+		return http.StatusNotFound
+	case IsBadInput(err):
+		return http.StatusBadRequest
+	case IsRefused(err):
+		return http.StatusConflict
+	case errors.Is(err, ErrUnreachable):
+		return http.StatusBadGateway
+	}
+	return http.StatusInternalServerError
+}
+
+// mapSlice returns f of every element of in, in order. The result is never
+// nil, so that an empty list is [] in JSON, not null.
+func mapSlice[T, R any](in []T, f func(T) R) []R {
+	out := make([]R, 0, len(in))
+	for _, v := range in {
+		out = append(out, f(v))
+	}
+	return out
+}

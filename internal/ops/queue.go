@@ -47,16 +47,11 @@ func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
 	if err := o.KnownQueue(ctx, q); err != nil {
 		return nil, err
 	}
-	views, err := o.zk.Queues().Views(ctx, []string{q}, true)
+	views, stats, err := o.viewsAndStats(ctx, []string{q}, true)
 	if err != nil {
 		return nil, err
 	}
-	v := views[0]
-	stats, err := o.store.Inspector().Stats(ctx, []string{q}, []drover.Position{v.Offset.Position})
-	if err != nil {
-		return nil, err
-	}
-	st := stats[0]
+	v, st := views[0], stats[0]
 	an, err := o.zk.Assignments().Read(ctx)
 	if err != nil {
 		return nil, err
@@ -135,17 +130,26 @@ func pageLimit(limit int) (int, error) {
 	return limit, nil
 }
 
-// skipPage checks the paging of a listing that skips offset entries of a
-// known queue q and returns the limit to read.
-func (o *Ops) skipPage(ctx context.Context, q string, offset, limit int) (int, error) {
+// skipPage lists a page of a known queue q's entries that skips offset of
+// them: it checks the paging and the queue, reads up to limit entries with
+// read and makes each a Message with message.
+func skipPage[T any](ctx context.Context, o *Ops, q string, offset, limit int,
+	read func(ctx context.Context, q string, offset, limit int) ([]T, error), message func(T) Message) ([]Message, error) {
 	limit, err := pageLimit(limit)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if offset < 0 {
-		return 0, badInput("offset %d: want ≥ 0", offset)
+		return nil, badInput("offset %d: want ≥ 0", offset)
 	}
-	return limit, o.KnownQueue(ctx, q)
+	if err := o.KnownQueue(ctx, q); err != nil {
+		return nil, err
+	}
+	entries, err := read(ctx, q, offset, limit)
+	if err != nil {
+		return nil, err
+	}
+	return mapSlice(entries, message), nil
 }
 
 // Pending lists up to limit messages waiting in q after position after (0:
@@ -169,52 +173,32 @@ func (o *Ops) Pending(ctx context.Context, q string, after drover.Position, limi
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Message, 0, len(entries))
-	for _, e := range entries {
-		m := Message{ID: e.ID, State: queue.StatePending, Position: e.Position}
-		envelopeOf(&m, e.Raw)
-		out = append(out, m)
-	}
-	return out, nil
+	return mapSlice(entries, pendingMessage), nil
+}
+
+func pendingMessage(e queue.Entry) Message {
+	m := Message{ID: e.ID, State: queue.StatePending, Position: e.Position}
+	envelopeOf(&m, e.Raw)
+	return m
 }
 
 // Delayed lists up to limit delayed messages of q, soonest first, after
 // skipping offset.
 func (o *Ops) Delayed(ctx context.Context, q string, offset, limit int) ([]Message, error) {
-	limit, err := o.skipPage(ctx, q, offset, limit)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := o.store.Inspector().Delayed(ctx, q, offset, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Message, 0, len(entries))
-	for _, e := range entries {
-		due := e.Due.UTC()
-		m := Message{ID: e.ID, State: queue.StateDelayed, Due: &due}
-		envelopeOf(&m, e.Raw)
-		out = append(out, m)
-	}
-	return out, nil
+	return skipPage(ctx, o, q, offset, limit, o.store.Inspector().Delayed, delayedMessage)
+}
+
+func delayedMessage(e queue.DelayedEntry) Message {
+	due := e.Due.UTC()
+	m := Message{ID: e.ID, State: queue.StateDelayed, Due: &due}
+	envelopeOf(&m, e.Raw)
+	return m
 }
 
 // Dead lists up to limit dead letters of q, newest first, after skipping
 // offset.
 func (o *Ops) Dead(ctx context.Context, q string, offset, limit int) ([]Message, error) {
-	limit, err := o.skipPage(ctx, q, offset, limit)
-	if err != nil {
-		return nil, err
-	}
-	dls, err := o.store.Dead().DeadLetters(ctx, q, offset, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Message, 0, len(dls))
-	for _, dl := range dls {
-		out = append(out, deadMessage(dl))
-	}
-	return out, nil
+	return skipPage(ctx, o, q, offset, limit, o.store.Dead().DeadLetters, deadMessage)
 }
 
 func deadMessage(dl drover.DeadLetter) Message {

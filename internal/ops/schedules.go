@@ -81,11 +81,7 @@ func (o *Ops) Schedules(ctx context.Context) ([]Schedule, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Schedule, 0, len(entries))
-	for _, en := range entries {
-		out = append(out, ScheduleOf(en))
-	}
-	return out, nil
+	return mapSlice(entries, ScheduleOf), nil
 }
 
 // Schedule reads one entry.

@@ -165,15 +165,7 @@ func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot,
 		}
 	}
 	sort.Strings(names)
-	views, err := s.Queues().Views(ctx, names, opt.Owners)
-	if err != nil {
-		return nil, err
-	}
-	offsets := make([]drover.Position, len(names))
-	for i, v := range views {
-		offsets[i] = v.Offset.Position
-	}
-	stats, err := o.store.Inspector().Stats(ctx, names, offsets)
+	views, stats, err := o.viewsAndStats(ctx, names, opt.Owners)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +199,25 @@ func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot,
 		t.MaxAge = max(t.MaxAge, r.OldestAge)
 	}
 	return snap, nil
+}
+
+// viewsAndStats reads the views of queues (their owner nodes too when
+// owners) and each queue's statistics measured after its committed
+// offset, each read batched over the queues.
+func (o *Ops) viewsAndStats(ctx context.Context, queues []string, owners bool) ([]coordinator.QueueView, []queue.QueueStats, error) {
+	views, err := o.zk.Queues().Views(ctx, queues, owners)
+	if err != nil {
+		return nil, nil, err
+	}
+	offsets := make([]drover.Position, len(views))
+	for i, v := range views {
+		offsets[i] = v.Offset.Position
+	}
+	stats, err := o.store.Inspector().Stats(ctx, queues, offsets)
+	if err != nil {
+		return nil, nil, err
+	}
+	return views, stats, nil
 }
 
 // queueRow joins a queue's ZooKeeper view, its Redis figures, the member it
