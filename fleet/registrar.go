@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/defaults"
 	"github.com/drover-dev/drover/queue"
 )
 
@@ -138,21 +139,11 @@ func NewRegistrar(cfg RegistrarConfig) (*Registrar, error) {
 	if cfg.Registry == nil || cfg.Redis == nil {
 		return nil, fmt.Errorf("registrar: %w: Registry and Redis are required", drover.ErrInvalidConfig)
 	}
-	if cfg.Batch <= 0 {
-		cfg.Batch = DefaultRegistrarBatch
-	}
-	if cfg.ScanEvery <= 0 {
-		cfg.ScanEvery = DefaultScanEvery
-	}
-	if cfg.ScanCount <= 0 {
-		cfg.ScanCount = DefaultScanCount
-	}
-	if cfg.SweepEvery <= 0 {
-		cfg.SweepEvery = DefaultSweepEvery
-	}
-	if cfg.SweepCount <= 0 {
-		cfg.SweepCount = DefaultSweepCount
-	}
+	cfg.Batch = defaults.Positive(cfg.Batch, DefaultRegistrarBatch)
+	cfg.ScanEvery = defaults.Positive(cfg.ScanEvery, DefaultScanEvery)
+	cfg.ScanCount = defaults.Positive(cfg.ScanCount, DefaultScanCount)
+	cfg.SweepEvery = defaults.Positive(cfg.SweepEvery, DefaultSweepEvery)
+	cfg.SweepCount = defaults.Positive(cfg.SweepCount, DefaultSweepCount)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
