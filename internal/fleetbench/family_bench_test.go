@@ -189,6 +189,7 @@ func familiesIdle(b *testing.B, redisAddr string, ws []*worker, emptyG []int) {
 	b.ReportMetric(settled.Seconds(), "settle-s")
 	idle, _ := measure(b, rm, ws, window, nil, sample(b, rm, ws, nil))
 	idle.figures("idle-").report(b)
+	reportLiveHeaps(b, ws)
 	growth := 0.0
 	fullG := make([]int, len(ws))
 	for i, w := range ws {

@@ -142,24 +142,7 @@ func runFleet(b *testing.B, sz sizes) {
 		}
 	}
 	idle.figures("idle-").report(b)
-	// The live heap after the window, and the RSS beside it: how far
-	// RSS runs above what the worker holds (the GC's headroom).
-	heaps, rss := make([]string, len(ws)), make([]string, len(ws))
-	mostHeap := int64(0)
-	for i, w := range ws {
-		h, err := w.liveHeap(os.Getenv("DROVER_FLEETBENCH_PROFILES"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := RSS(w.pid())
-		if err != nil {
-			b.Fatal(err)
-		}
-		mostHeap = max(mostHeap, h)
-		heaps[i], rss[i] = fmt.Sprintf("%.1f", float64(h)/(1<<20)), fmt.Sprintf("%.1f", float64(r)/(1<<20))
-	}
-	b.ReportMetric(float64(mostHeap)/(1<<20), "idle-live-heap-MB-max-worker")
-	b.Logf("idle: live heap per worker (MB) %v, RSS after the window (MB) %v", heaps, rss)
+	reportLiveHeaps(b, ws)
 	b.ReportMetric(float64(slices.Max(smallG)), "goroutines-small")
 	b.ReportMetric(float64(slices.Max(fullG)), "goroutines-full")
 	growth := 0.0
@@ -589,4 +572,27 @@ func commandRates(before, after map[string]int64, seconds float64) string {
 		parts = append(parts, fmt.Sprintf("%s %.0f", n, float64(after[n]-before[n])/seconds))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// reportLiveHeaps reports the live heap of the largest worker after an idle
+// window, and logs every worker's beside its RSS: how far RSS runs above
+// what the worker holds (the GC's headroom). DROVER_FLEETBENCH_PROFILES
+// names a folder to keep the heap profiles in.
+func reportLiveHeaps(b *testing.B, ws []*worker) {
+	heaps, rss := make([]string, len(ws)), make([]string, len(ws))
+	mostHeap := int64(0)
+	for i, w := range ws {
+		h, err := w.liveHeap(os.Getenv("DROVER_FLEETBENCH_PROFILES"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := RSS(w.pid())
+		if err != nil {
+			b.Fatal(err)
+		}
+		mostHeap = max(mostHeap, h)
+		heaps[i], rss[i] = fmt.Sprintf("%.1f", float64(h)/(1<<20)), fmt.Sprintf("%.1f", float64(r)/(1<<20))
+	}
+	b.ReportMetric(float64(mostHeap)/(1<<20), "idle-live-heap-MB-max-worker")
+	b.Logf("idle: live heap per worker (MB) %v, RSS after the window (MB) %v", heaps, rss)
 }
