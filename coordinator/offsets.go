@@ -154,6 +154,51 @@ func (c Claims) ResetOffset(ctx context.Context, queue string, off drover.Offset
 	return res[setIdx].Stat.Version, nil
 }
 
+// DropOffset deletes queue's offset node when the queue is neither
+// configured nor owned, and reports whether the node is gone (deleted, or
+// never there) or the queue is configured again: false means a member still
+// owns it, so try later. A claim that comes between the reads and the
+// delete bumps the node's version and the delete fails harmlessly.
+func (c Claims) DropOffset(ctx context.Context, queue string) (bool, error) {
+	s := c.s
+	offPath, err := s.queuePath(offsetsDir, queue)
+	if err != nil {
+		return false, fmt.Errorf("drop offset: %w", err)
+	}
+	off, err := getNode(ctx, s, offPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
+	}
+	owned, err := bounded(ctx, s, func(c zkConn) (bool, error) {
+		ok, _, err := c.Exists(s.path(ownersDir, queue))
+		return ok, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
+	}
+	if owned {
+		return false, nil
+	}
+	configured, err := bounded(ctx, s, func(c zkConn) (bool, error) {
+		ok, _, err := c.Exists(s.queueNodePath(queue))
+		return ok, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
+	}
+	if configured {
+		return true, nil // registered again: its offset is its own
+	}
+	_, err = bounded(ctx, s, func(c zkConn) (struct{}, error) { return struct{}{}, c.Delete(offPath, off.stat.Version) })
+	if err != nil && !isVersionConflict(err) {
+		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
+	}
+	return true, nil
+}
+
 // zeroOffset is the data of a new offset node: nothing processed.
 func zeroOffset() []byte {
 	data, _ := json.Marshal(drover.Offset{})
