@@ -51,19 +51,14 @@ func encodeFamily(f drover.FamilyConfig) ([]byte, error) {
 	return data, nil
 }
 
-func decodeFamily(p, name string, data []byte, version int32) FamilyEntry {
-	e := FamilyEntry{Version: version}
-	if err := json.Unmarshal(data, &e.Config); err != nil {
+func decodeFamily(p, name string, nd nodeData) FamilyEntry {
+	e := FamilyEntry{Version: nd.stat.Version}
+	if err := json.Unmarshal(nd.data, &e.Config); err != nil {
 		e.Config = drover.FamilyConfig{Name: name}
 		e.Err = fmt.Errorf("decode family %s: %w", p, err)
 		return e
 	}
-	if e.Config.Name == "" {
-		e.Config.Name = name
-	}
-	if e.Config.Name != name {
-		e.Err = fmt.Errorf("family %s names family %q", p, e.Config.Name)
-	}
+	e.Err = ownName(&e.Config.Name, name, "family "+p, "family")
 	return e
 }
 
@@ -234,10 +229,7 @@ const familyMaxRetries = 20
 // already holding f's is left; one of another family, or none, is not the
 // family's and not counted. Buckets are written createParallelism at once.
 func (s *Session) applyFamily(ctx context.Context, f drover.FamilyConfig, was func(q string) (drover.QueueConfig, bool)) (updated, kept int, err error) {
-	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-		names, _, err := c.Children(s.path(queuesDir))
-		return names, err
-	})
+	names, err := children(ctx, s, s.path(queuesDir))
 	if err != nil {
 		return 0, 0, fmt.Errorf("list registry buckets: %w", err)
 	}
@@ -409,9 +401,9 @@ func (fs Families) Delete(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("delete family: %w", err)
 	}
-	_, err = bounded(ctx, s, func(c zkConn) (struct{}, error) { return struct{}{}, c.Delete(p, -1) })
+	err = deleteNode(ctx, s, p, -1)
 	if errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("delete family %s: %w", name, drover.ErrFamilyNotFound)
+		err = drover.ErrFamilyNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("delete family %s: %w", name, err)
@@ -428,14 +420,11 @@ func (fs Families) Get(ctx context.Context, name string) (FamilyEntry, error) {
 	if err != nil {
 		return FamilyEntry{}, fmt.Errorf("read family: %w", err)
 	}
-	nd, err := getNode(ctx, s, p)
-	if errors.Is(err, zk.ErrNoNode) {
-		return FamilyEntry{}, fmt.Errorf("read family %s: %w", name, drover.ErrFamilyNotFound)
-	}
+	nd, err := getNamed(ctx, s, p, "family "+name, drover.ErrFamilyNotFound)
 	if err != nil {
-		return FamilyEntry{}, fmt.Errorf("read family %s: %w", name, err)
+		return FamilyEntry{}, err
 	}
-	e := decodeFamily(p, name, nd.data, nd.stat.Version)
+	e := decodeFamily(p, name, nd)
 	return e, e.Err
 }
 
@@ -446,16 +435,7 @@ func (fs Families) List(ctx context.Context) ([]FamilyEntry, error) {
 	if err := d.read(ctx, s); err != nil {
 		return nil, fmt.Errorf("list families: %w", err)
 	}
-	return familyEntries(d), nil
-}
-
-func familyEntries(d *dirCache) []FamilyEntry {
-	out := make([]FamilyEntry, 0, len(d.nodes))
-	for _, n := range d.names() {
-		nd := d.nodes[n]
-		out = append(out, decodeFamily(d.dir+"/"+n, n, nd.data, nd.stat.Version))
-	}
-	return out
+	return decodeDir(d, decodeFamily), nil
 }
 
 // Watch delivers every valid family now and after each change,
@@ -470,7 +450,7 @@ func (fs Families) Watch(ctx context.Context) <-chan drover.Families {
 			return nil, fmt.Errorf("watch families: %w", err)
 		}
 		var fs drover.Families
-		for _, e := range familyEntries(d) {
+		for _, e := range decodeDir(d, decodeFamily) {
 			if e.Err != nil {
 				s.log.Warn("ignoring a corrupt queue family", "error", e.Err)
 				continue

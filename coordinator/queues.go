@@ -223,12 +223,9 @@ func (q Queues) Get(ctx context.Context, name string) (QueueEntry, error) {
 	if err != nil {
 		return QueueEntry{}, fmt.Errorf("read queue: %w", err)
 	}
-	nd, err := getNode(ctx, s, p)
-	if errors.Is(err, zk.ErrNoNode) {
-		return QueueEntry{}, fmt.Errorf("read queue %s: %w", name, drover.ErrQueueNotFound)
-	}
+	nd, err := getNamed(ctx, s, p, "queue "+name, drover.ErrQueueNotFound)
 	if err != nil {
-		return QueueEntry{}, fmt.Errorf("read queue %s: %w", name, err)
+		return QueueEntry{}, err
 	}
 	e := decodeQueue(p, name, nd)
 	return e, e.Err
@@ -309,10 +306,7 @@ func (r *registryCache) dirs() []*dirCache {
 
 // read fills the cache once, without watches.
 func (r *registryCache) read(ctx context.Context, s *Session) error {
-	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-		names, _, err := c.Children(r.dir)
-		return names, err
-	})
+	names, err := children(ctx, s, r.dir)
 	if err != nil {
 		return err
 	}
@@ -360,11 +354,20 @@ func decodeQueue(p, name string, nd nodeData) QueueEntry {
 		e.Err = fmt.Errorf("decode queue config %s: %w", p, err)
 		return e
 	}
-	if e.Config.Name == "" {
-		e.Config.Name = name
-	}
-	if e.Config.Name != name {
-		e.Err = fmt.Errorf("queue config %s names queue %q", p, e.Config.Name)
-	}
+	e.Err = ownName(&e.Config.Name, name, "queue config "+p, "queue")
 	return e
+}
+
+// ownName checks the name a node's data gives (*stored) against the node's
+// own, name: data that names nothing takes the node's name; data that names
+// another is an error (what: the node, "queue config <path>"; noun: what
+// the name names, "queue").
+func ownName(stored *string, name, what, noun string) error {
+	if *stored == "" {
+		*stored = name
+	}
+	if *stored != name {
+		return fmt.Errorf("%s names %s %q", what, noun, *stored)
+	}
+	return nil
 }
