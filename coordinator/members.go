@@ -112,6 +112,8 @@ func membersOf(d *dirCache) []MemberNode {
 	return out
 }
 
+// decodeMember decodes member node p; corrupt data leaves Member zero and
+// sets Err.
 func decodeMember(p, name string, nd nodeData) MemberNode {
 	mn := MemberNode{ID: name, Path: p, Session: nd.stat.EphemeralOwner}
 	if err := json.Unmarshal(nd.data, &mn.Member); err != nil {
