@@ -184,21 +184,21 @@ func (d *dirCache) names() []string {
 	return names
 }
 
+// decodeDir decodes every cached node with decode, in name order.
+func decodeDir[T any](d *dirCache, decode func(p, name string, nd nodeData) T) []T {
+	out := make([]T, 0, len(d.nodes))
+	for _, n := range d.names() {
+		out = append(out, decode(d.dir+"/"+n, n, d.nodes[n]))
+	}
+	return out
+}
+
 // readNode reads one node, arming an existence or data watch when ws does not
 // hold one yet; a missing node is returned as nil.
 func readNode(ctx context.Context, s *Session, ws *watchSet, p string) (*nodeData, error) {
 	k := watchKey{watchNode, p}
 	if ws.isArmed(k) {
-		return bounded(ctx, s, func(c zkConn) (*nodeData, error) {
-			data, stat, err := c.Get(p)
-			if errors.Is(err, zk.ErrNoNode) {
-				return nil, nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			return &nodeData{data, *stat}, nil
-		})
+		return getIfAny(ctx, s, p)
 	}
 	ws.prepare(k)
 	nd, err := getW(ctx, s, p)
@@ -241,10 +241,7 @@ func getW(ctx context.Context, s *Session, p string) (*nodeData, error) {
 
 // read fills the cache once, without watches.
 func (d *dirCache) read(ctx context.Context, s *Session) error {
-	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-		names, _, err := c.Children(d.dir)
-		return names, err
-	})
+	names, err := children(ctx, s, d.dir)
 	if err != nil {
 		return err
 	}

@@ -84,10 +84,7 @@ func (e *Election) Campaign(ctx context.Context, candidate string) (*Leadership,
 func (e *Election) await(ctx context.Context, node string) (*Leadership, error) {
 	mine := path.Base(node)
 	for {
-		names, err := bounded(ctx, e.s, func(c zkConn) ([]string, error) {
-			names, _, err := c.Children(e.dir)
-			return names, err
-		})
+		names, err := children(ctx, e.s, e.dir)
 		if err != nil {
 			return nil, fmt.Errorf("election %s: list candidates: %w", e.name, err)
 		}
@@ -170,9 +167,7 @@ func checkOwnNode(ctx context.Context, s *Session, node string) error {
 // withdraw deletes a candidate node, best effort, bounded by the request
 // timeout.
 func (e *Election) withdraw(node string) {
-	_, err := bounded(context.Background(), e.s, func(c zkConn) (struct{}, error) {
-		return struct{}{}, c.Delete(node, -1)
-	})
+	err := deleteNode(context.Background(), e.s, node, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && e.s.Err() == nil {
 		e.s.log.Warn("withdraw candidacy failed", "election", e.name, "node", node, "error", err)
 	}
@@ -182,10 +177,7 @@ func (e *Election) withdraw(node string) {
 // when there is no candidate.
 func (e *Election) Leader(ctx context.Context) (LeaderInfo, error) {
 	for {
-		names, err := bounded(ctx, e.s, func(c zkConn) ([]string, error) {
-			names, _, err := c.Children(e.dir)
-			return names, err
-		})
+		names, err := children(ctx, e.s, e.dir)
 		if err != nil {
 			return LeaderInfo{}, fmt.Errorf("election %s: list candidates: %w", e.name, err)
 		}
@@ -310,9 +302,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	l.once.Do(func() {
 		l.cancel(fmt.Errorf("%w: election %s: resigned", drover.ErrNotLeader, l.e.name))
 		l.wg.Wait()
-		_, err = bounded(ctx, l.e.s, func(c zkConn) (struct{}, error) {
-			return struct{}{}, c.Delete(l.node, -1)
-		})
+		err = deleteNode(ctx, l.e.s, l.node, -1)
 		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, drover.ErrSessionLost) {
 			err = nil // gone with the session
 		}

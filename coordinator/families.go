@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
@@ -20,13 +18,6 @@ import (
 // family's JSON (drover.FamilyConfig). They are few (drover.MaxFamilies):
 // the rebalance leader watches them all, so that it can register a queue
 // of a family at its first enqueue (fleet.Registrar).
-
-// createParallelism is how many registry buckets Queues.CreateMany writes at
-// once (a read and a multi each, pipelined on the session's connection).
-// The family registrar registers a second's new queues in one call, which
-// touches most of the 1,024 buckets: at 8 in flight a call of 2,000 queues
-// took 3.7 s on a loaded machine, most of it round trips.
-const createParallelism = 64
 
 // ErrFamilyExists: Families.Create found the family already stored.
 var ErrFamilyExists = errors.New("coordinator: queue family already exists")
@@ -60,19 +51,14 @@ func encodeFamily(f drover.FamilyConfig) ([]byte, error) {
 	return data, nil
 }
 
-func decodeFamily(p, name string, data []byte, version int32) FamilyEntry {
-	e := FamilyEntry{Version: version}
-	if err := json.Unmarshal(data, &e.Config); err != nil {
+func decodeFamily(p, name string, nd nodeData) FamilyEntry {
+	e := FamilyEntry{Version: nd.stat.Version}
+	if err := json.Unmarshal(nd.data, &e.Config); err != nil {
 		e.Config = drover.FamilyConfig{Name: name}
 		e.Err = fmt.Errorf("decode family %s: %w", p, err)
 		return e
 	}
-	if e.Config.Name == "" {
-		e.Config.Name = name
-	}
-	if e.Config.Name != name {
-		e.Err = fmt.Errorf("family %s names family %q", p, e.Config.Name)
-	}
+	e.Err = ownName(&e.Config.Name, name, "family "+p, "family")
 	return e
 }
 
@@ -243,10 +229,7 @@ const familyMaxRetries = 20
 // already holding f's is left; one of another family, or none, is not the
 // family's and not counted. Buckets are written createParallelism at once.
 func (s *Session) applyFamily(ctx context.Context, f drover.FamilyConfig, was func(q string) (drover.QueueConfig, bool)) (updated, kept int, err error) {
-	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-		names, _, err := c.Children(s.path(queuesDir))
-		return names, err
-	})
+	names, err := children(ctx, s, s.path(queuesDir))
 	if err != nil {
 		return 0, 0, fmt.Errorf("list registry buckets: %w", err)
 	}
@@ -418,9 +401,9 @@ func (fs Families) Delete(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("delete family: %w", err)
 	}
-	_, err = bounded(ctx, s, func(c zkConn) (struct{}, error) { return struct{}{}, c.Delete(p, -1) })
+	err = deleteNode(ctx, s, p, -1)
 	if errors.Is(err, zk.ErrNoNode) {
-		return fmt.Errorf("delete family %s: %w", name, drover.ErrFamilyNotFound)
+		err = drover.ErrFamilyNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("delete family %s: %w", name, err)
@@ -437,14 +420,11 @@ func (fs Families) Get(ctx context.Context, name string) (FamilyEntry, error) {
 	if err != nil {
 		return FamilyEntry{}, fmt.Errorf("read family: %w", err)
 	}
-	nd, err := getNode(ctx, s, p)
-	if errors.Is(err, zk.ErrNoNode) {
-		return FamilyEntry{}, fmt.Errorf("read family %s: %w", name, drover.ErrFamilyNotFound)
-	}
+	nd, err := getNamed(ctx, s, p, "family "+name, drover.ErrFamilyNotFound)
 	if err != nil {
-		return FamilyEntry{}, fmt.Errorf("read family %s: %w", name, err)
+		return FamilyEntry{}, err
 	}
-	e := decodeFamily(p, name, nd.data, nd.stat.Version)
+	e := decodeFamily(p, name, nd)
 	return e, e.Err
 }
 
@@ -455,16 +435,7 @@ func (fs Families) List(ctx context.Context) ([]FamilyEntry, error) {
 	if err := d.read(ctx, s); err != nil {
 		return nil, fmt.Errorf("list families: %w", err)
 	}
-	return familyEntries(d), nil
-}
-
-func familyEntries(d *dirCache) []FamilyEntry {
-	out := make([]FamilyEntry, 0, len(d.nodes))
-	for _, n := range d.names() {
-		nd := d.nodes[n]
-		out = append(out, decodeFamily(d.dir+"/"+n, n, nd.data, nd.stat.Version))
-	}
-	return out
+	return decodeDir(d, decodeFamily), nil
 }
 
 // Watch delivers every valid family now and after each change,
@@ -479,7 +450,7 @@ func (fs Families) Watch(ctx context.Context) <-chan drover.Families {
 			return nil, fmt.Errorf("watch families: %w", err)
 		}
 		var fs drover.Families
-		for _, e := range familyEntries(d) {
+		for _, e := range decodeDir(d, decodeFamily) {
 			if e.Err != nil {
 				s.log.Warn("ignoring a corrupt queue family", "error", e.Err)
 				continue
@@ -488,163 +459,4 @@ func (fs Families) Watch(ctx context.Context) <-chan drover.Families {
 		}
 		return fs, nil
 	})
-}
-
-// Retire removes queue from the registry when it is a queue of family
-// (its config names the family) and empty says so, and reports whether it
-// did. empty runs between the read of the config and its delete (it
-// retires the queue's Redis keys when the queue is still empty: see
-// fleet.Registrar); the config and its bucket entry then go in one multi
-// checked against the config's version as read, so a queue an operator
-// reconfigured meanwhile is kept. The queue's offset node stays until
-// DropOffset, once no member owns the queue.
-func (q Queues) Retire(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error) {
-	s := q.s
-	e, err := s.Queues().Get(ctx, queue)
-	if errors.Is(err, drover.ErrQueueNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("retire queue %s: %w", queue, err)
-	}
-	if e.Config.Family != family || family == "" {
-		return false, nil // configured on its own, or by another family
-	}
-	if ok, err := empty(ctx); err != nil || !ok {
-		return false, err
-	}
-	p := s.queueNodePath(queue)
-	// CreateQueues' cache of the buckets this session wrote would list the
-	// queue still, and skip it as configured when it comes back (no multi
-	// sent, so no version check tells it otherwise).
-	defer s.written.drop(path.Dir(p))
-	_, err = s.updateBucket(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
-		b.remove(queue)
-		return []any{&zk.DeleteRequest{Path: p, Version: e.Version}}, nil
-	})
-	if isVersionConflict(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("retire queue %s: %w", queue, err)
-	}
-	return true, nil
-}
-
-// Buckets is the number of registry buckets the snapshot holds; with
-// BucketQueues it lets a reader walk the registry a bucket at a time.
-func (r Registry) Buckets() int { return len(r.buckets) }
-
-// BucketQueues appends the names of bucket i's queues to dst.
-func (r Registry) BucketQueues(dst []string, i int) []string {
-	b := r.buckets[i]
-	for j := range b.len() {
-		dst = append(dst, b.nameAt(j))
-	}
-	return dst
-}
-
-// DropOffset deletes queue's offset node when the queue is neither
-// configured nor owned, and reports whether the node is gone (deleted, or
-// never there) or the queue is configured again: false means a member still
-// owns it, so try later. A claim that comes between the reads and the
-// delete bumps the node's version and the delete fails harmlessly.
-func (c Claims) DropOffset(ctx context.Context, queue string) (bool, error) {
-	s := c.s
-	offPath, err := s.queuePath(offsetsDir, queue)
-	if err != nil {
-		return false, fmt.Errorf("drop offset: %w", err)
-	}
-	off, err := getNode(ctx, s, offPath)
-	if errors.Is(err, zk.ErrNoNode) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
-	}
-	owned, err := bounded(ctx, s, func(c zkConn) (bool, error) {
-		ok, _, err := c.Exists(s.path(ownersDir, queue))
-		return ok, err
-	})
-	if err != nil {
-		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
-	}
-	if owned {
-		return false, nil
-	}
-	configured, err := bounded(ctx, s, func(c zkConn) (bool, error) {
-		ok, _, err := c.Exists(s.queueNodePath(queue))
-		return ok, err
-	})
-	if err != nil {
-		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
-	}
-	if configured {
-		return true, nil // registered again: its offset is its own
-	}
-	_, err = bounded(ctx, s, func(c zkConn) (struct{}, error) { return struct{}{}, c.Delete(offPath, off.stat.Version) })
-	if err != nil && !isVersionConflict(err) {
-		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
-	}
-	return true, nil
-}
-
-// Has reports whether the registry lists queue.
-func (r Registry) Has(queue string) bool {
-	if r.names != nil {
-		i, ok := slices.BinarySearch(r.names, registryBucket(queue))
-		return ok && r.buckets[i].has(queue)
-	}
-	for _, b := range r.buckets { // NewRegistry's bucket is not sorted
-		for i := range b.len() {
-			if b.nameAt(i) == queue {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// nameAt returns the name of queue i.
-func (p *packedBucket) nameAt(i int) string {
-	start := uint32(0)
-	if i > 0 {
-		start = p.ends[i-1]
-	}
-	return p.names[start:p.ends[i]]
-}
-
-// has reports whether the bucket, sorted by name as decoded, holds q.
-func (p *packedBucket) has(q string) bool {
-	n := p.len()
-	i, ok := sort.Find(n, func(i int) int { return strings.Compare(q, p.nameAt(i)) })
-	return ok && i < n
-}
-
-// GetOrFamily reads queue's configuration; for a queue not configured
-// whose name matches a family, it returns the configuration the family
-// will register it with (Family set, Version -1). It fails with
-// drover.ErrQueueNotFound for a queue neither configured nor under a
-// family. Producers' checks (the HTTP API, ctl enqueue) use it, so that a
-// queue of a family accepts its first enqueue.
-func (q Queues) GetOrFamily(ctx context.Context, queue string) (QueueEntry, error) {
-	s := q.s
-	e, err := s.Queues().Get(ctx, queue)
-	if !errors.Is(err, drover.ErrQueueNotFound) {
-		return e, err
-	}
-	fams, ferr := s.Families().List(ctx)
-	if ferr != nil {
-		return QueueEntry{}, fmt.Errorf("read queue %s: %w", queue, ferr)
-	}
-	var fs drover.Families
-	for _, f := range fams {
-		if f.Err == nil {
-			fs = append(fs, f.Config)
-		}
-	}
-	if f, ok := fs.Match(queue); ok {
-		return QueueEntry{Name: queue, Config: f.QueueFor(queue), Version: -1}, nil
-	}
-	return e, err
 }

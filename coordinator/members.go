@@ -73,9 +73,7 @@ func (m *Membership) Update(ctx context.Context, info drover.Member) error {
 
 // Leave deletes the member node. A node already gone is not an error.
 func (m *Membership) Leave(ctx context.Context) error {
-	_, err := bounded(ctx, m.s, func(c zkConn) (struct{}, error) {
-		return struct{}{}, c.Delete(m.path, -1)
-	})
+	err := deleteNode(ctx, m.s, m.path, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("leave membership %s: %w", m.path, err)
 	}
@@ -107,17 +105,20 @@ func (g Group) WatchMembers(ctx context.Context) <-chan []MemberNode {
 	})
 }
 
+// membersOf returns the cached members in join order.
 func membersOf(d *dirCache) []MemberNode {
-	out := make([]MemberNode, 0, len(d.nodes))
-	for _, name := range d.names() {
-		nd := d.nodes[name]
-		mn := MemberNode{ID: name, Path: d.dir + "/" + name, Session: nd.stat.EphemeralOwner}
-		if err := json.Unmarshal(nd.data, &mn.Member); err != nil {
-			mn.Member = drover.Member{}
-			mn.Err = fmt.Errorf("decode member %s: %w", mn.Path, err)
-		}
-		out = append(out, mn)
-	}
+	out := decodeDir(d, decodeMember)
 	sort.SliceStable(out, func(i, j int) bool { return sequenceOf(out[i].ID) < sequenceOf(out[j].ID) })
 	return out
+}
+
+// decodeMember decodes member node p; corrupt data leaves Member zero and
+// sets Err.
+func decodeMember(p, name string, nd nodeData) MemberNode {
+	mn := MemberNode{ID: name, Path: p, Session: nd.stat.EphemeralOwner}
+	if err := json.Unmarshal(nd.data, &mn.Member); err != nil {
+		mn.Member = drover.Member{}
+		mn.Err = fmt.Errorf("decode member %s: %w", mn.Path, err)
+	}
+	return mn
 }

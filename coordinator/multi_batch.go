@@ -177,6 +177,10 @@ func failedOp(res []zk.MultiResponse) int {
 	return -1
 }
 
+// requestSize estimates the bytes one op of a multi takes on the wire: the
+// path, the data and a fixed overhead (header, ACL, flags, version).
+func requestSize(p string, data []byte) int { return len(p) + len(data) + 64 }
+
 // opSize estimates the bytes of one multi operation.
 func opSize(op any) int {
 	switch o := op.(type) {

@@ -54,17 +54,9 @@ type ResetOptions struct {
 // Owner reads /owners/<queue>. It fails with drover.ErrNotFound when the
 // queue is not owned.
 func (c Claims) Owner(ctx context.Context, queue string) (OwnerNode, error) {
-	s := c.s
-	p, err := s.queuePath(ownersDir, queue)
+	p, nd, err := readQueueNode(ctx, c.s, ownersDir, "owner", queue)
 	if err != nil {
-		return OwnerNode{}, fmt.Errorf("read owner: %w", err)
-	}
-	nd, err := getNode(ctx, s, p)
-	if errors.Is(err, zk.ErrNoNode) {
-		return OwnerNode{}, fmt.Errorf("read owner of %s: %w", queue, errNotFound(p))
-	}
-	if err != nil {
-		return OwnerNode{}, fmt.Errorf("read owner of %s: %w", queue, err)
+		return OwnerNode{}, err
 	}
 	on := OwnerNode{Session: nd.stat.EphemeralOwner, Version: nd.stat.Version}
 	if err := json.Unmarshal(nd.data, &on.Owner); err != nil {
@@ -78,10 +70,7 @@ func (c Claims) Owner(ctx context.Context, queue string) (OwnerNode, error) {
 // /owners): one request.
 func (c Claims) Owned(ctx context.Context) (map[string]bool, error) {
 	s := c.s
-	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-		names, _, err := c.Children(s.path(ownersDir))
-		return names, err
-	})
+	names, err := children(ctx, s, s.path(ownersDir))
 	if err != nil {
 		return nil, fmt.Errorf("list owners: %w", err)
 	}
@@ -96,23 +85,26 @@ func (c Claims) Owned(ctx context.Context) (map[string]bool, error) {
 // queue has never been claimed or reset, and with an error naming the node
 // when the data is corrupt.
 func (c Claims) Offset(ctx context.Context, queue string) (OffsetNode, error) {
-	s := c.s
-	p, err := s.queuePath(offsetsDir, queue)
+	p, nd, err := readQueueNode(ctx, c.s, offsetsDir, "offset", queue)
 	if err != nil {
-		return OffsetNode{}, fmt.Errorf("read offset: %w", err)
-	}
-	nd, err := getNode(ctx, s, p)
-	if errors.Is(err, zk.ErrNoNode) {
-		return OffsetNode{}, fmt.Errorf("read offset of %s: %w", queue, errNotFound(p))
-	}
-	if err != nil {
-		return OffsetNode{}, fmt.Errorf("read offset of %s: %w", queue, err)
+		return OffsetNode{}, err
 	}
 	on := OffsetNode{Version: nd.stat.Version}
 	if err := json.Unmarshal(nd.data, &on.Offset); err != nil {
 		return on, fmt.Errorf("read offset of %s: decode %s: %w", queue, p, err)
 	}
 	return on, nil
+}
+
+// readQueueNode reads queue's node under dir (its owner, its offset: what
+// says which). A missing node fails wrapping drover.ErrNotFound.
+func readQueueNode(ctx context.Context, s *Session, dir, what, queue string) (string, nodeData, error) {
+	p, err := s.queuePath(dir, queue)
+	if err != nil {
+		return "", nodeData{}, fmt.Errorf("read %s: %w", what, err)
+	}
+	nd, err := getNamed(ctx, s, p, what+" of "+queue, errNotFound(p))
+	return p, nd, err
 }
 
 // ResetOffset sets a queue's offset (to replay or skip messages) and returns
@@ -158,21 +150,55 @@ func (c Claims) ResetOffset(ctx context.Context, queue string, off drover.Offset
 	return res[setIdx].Stat.Version, nil
 }
 
+// DropOffset deletes queue's offset node when the queue is neither
+// configured nor owned, and reports whether the node is gone (deleted, or
+// never there) or the queue is configured again: false means a member still
+// owns it, so try later. A claim that comes between the reads and the
+// delete bumps the node's version and the delete fails harmlessly.
+func (c Claims) DropOffset(ctx context.Context, queue string) (bool, error) {
+	s := c.s
+	offPath, err := s.queuePath(offsetsDir, queue)
+	if err != nil {
+		return false, fmt.Errorf("drop offset: %w", err)
+	}
+	off, err := getNode(ctx, s, offPath)
+	if errors.Is(err, zk.ErrNoNode) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
+	}
+	owned, err := bounded(ctx, s, func(c zkConn) (bool, error) {
+		ok, _, err := c.Exists(s.path(ownersDir, queue))
+		return ok, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
+	}
+	if owned {
+		return false, nil
+	}
+	configured, err := bounded(ctx, s, func(c zkConn) (bool, error) {
+		ok, _, err := c.Exists(s.queueNodePath(queue))
+		return ok, err
+	})
+	if err != nil {
+		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
+	}
+	if configured {
+		return true, nil // registered again: its offset is its own
+	}
+	err = deleteNode(ctx, s, offPath, off.stat.Version)
+	if err != nil && !isVersionConflict(err) {
+		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
+	}
+	return true, nil
+}
+
 // zeroOffset is the data of a new offset node: nothing processed.
 func zeroOffset() []byte {
 	data, _ := json.Marshal(drover.Offset{})
 	return data
-}
-
-// getNode reads one node's data and stat.
-func getNode(ctx context.Context, s *Session, p string) (nodeData, error) {
-	return bounded(ctx, s, func(c zkConn) (nodeData, error) {
-		data, st, err := c.Get(p)
-		if err != nil {
-			return nodeData{}, err
-		}
-		return nodeData{data, *st}, nil
-	})
 }
 
 // Offsets reads the offset node of every queue in queues, in the order

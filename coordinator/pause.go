@@ -69,7 +69,7 @@ func (ps Pauses) Clear(ctx context.Context, scope drover.PauseScope, name string
 	if err != nil {
 		return fmt.Errorf("clear pause: %w", err)
 	}
-	_, err = bounded(ctx, s, func(c zkConn) (struct{}, error) { return struct{}{}, c.Delete(path, -1) })
+	err = deleteNode(ctx, s, path, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("clear pause %s: %w", path, err)
 	}
@@ -86,16 +86,7 @@ func (ps Pauses) Read(ctx context.Context) (PauseSet, error) {
 	if err := members.read(ctx, s); err != nil {
 		return PauseSet{}, fmt.Errorf("read pause flags: %w", err)
 	}
-	all, err := bounded(ctx, s, func(c zkConn) (*nodeData, error) {
-		data, st, err := c.Get(s.path(pauseAllNode))
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		return &nodeData{data, *st}, nil
-	})
+	all, err := getIfAny(ctx, s, s.path(pauseAllNode))
 	if err != nil {
 		return PauseSet{}, fmt.Errorf("read pause flags: %w", err)
 	}
@@ -216,10 +207,7 @@ func (ps Pauses) ClearQueues(ctx context.Context, queues []string) (int, error) 
 
 // pausedQueueNames lists the queues with a pause flag: one request.
 func (s *Session) pausedQueueNames(ctx context.Context) (map[string]bool, error) {
-	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-		names, _, err := c.Children(s.path(pauseQueuesDir))
-		return names, err
-	})
+	names, err := children(ctx, s, s.path(pauseQueuesDir))
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return nil, fmt.Errorf("list pause flags: %w", err)
 	}
@@ -289,19 +277,7 @@ func (ps Pauses) Of(ctx context.Context, queues []string) (PauseSet, error) {
 	if err := members.read(ctx, s); err != nil {
 		return PauseSet{}, fmt.Errorf("read pause flags: %w", err)
 	}
-	get := func(p string) (*nodeData, error) {
-		return bounded(ctx, s, func(c zkConn) (*nodeData, error) {
-			data, st, err := c.Get(p)
-			if errors.Is(err, zk.ErrNoNode) {
-				return nil, nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			return &nodeData{data, *st}, nil
-		})
-	}
-	all, err := get(s.path(pauseAllNode))
+	all, err := getIfAny(ctx, s, s.path(pauseAllNode))
 	if err != nil {
 		return PauseSet{}, fmt.Errorf("read pause flags: %w", err)
 	}
@@ -314,7 +290,7 @@ func (ps Pauses) Of(ctx context.Context, queues []string) (PauseSet, error) {
 		if err != nil {
 			return read{err: err}
 		}
-		nd, err := get(p)
+		nd, err := getIfAny(ctx, s, p)
 		return read{nd, err}
 	})
 	qs := newDirCache(s.path(pauseQueuesDir))

@@ -74,6 +74,35 @@ func (r Registry) All() iter.Seq[RegisteredQueue] {
 	}
 }
 
+// Buckets is the number of registry buckets the snapshot holds; with
+// BucketQueues it lets a reader walk the registry a bucket at a time.
+func (r Registry) Buckets() int { return len(r.buckets) }
+
+// BucketQueues appends the names of bucket i's queues to dst.
+func (r Registry) BucketQueues(dst []string, i int) []string {
+	b := r.buckets[i]
+	for j := range b.len() {
+		dst = append(dst, b.nameAt(j))
+	}
+	return dst
+}
+
+// Has reports whether the registry lists queue.
+func (r Registry) Has(queue string) bool {
+	if r.names != nil {
+		i, ok := slices.BinarySearch(r.names, registryBucket(queue))
+		return ok && r.buckets[i].has(queue)
+	}
+	for _, b := range r.buckets { // NewRegistry's bucket is not sorted
+		for i := range b.len() {
+			if b.nameAt(i) == queue {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // bucketData is the JSON of a bucket node: its queues, sorted, and the
 // weight and tags of those that have them (docs/zookeeper-layout.md).
 type bucketData struct {
@@ -138,11 +167,23 @@ func (p *packedBucket) len() int {
 
 // at returns queue i (its name shares the bucket's string).
 func (p *packedBucket) at(i int) RegisteredQueue {
+	return RegisteredQueue{Name: p.nameAt(i), Weight: p.weight[uint32(i)], Tags: p.tags[uint32(i)]}
+}
+
+// nameAt returns the name of queue i.
+func (p *packedBucket) nameAt(i int) string {
 	start := uint32(0)
 	if i > 0 {
 		start = p.ends[i-1]
 	}
-	return RegisteredQueue{Name: p.names[start:p.ends[i]], Weight: p.weight[uint32(i)], Tags: p.tags[uint32(i)]}
+	return p.names[start:p.ends[i]]
+}
+
+// has reports whether the bucket, sorted by name as decoded, holds q.
+func (p *packedBucket) has(q string) bool {
+	n := p.len()
+	i, ok := sort.Find(n, func(i int) int { return strings.Compare(q, p.nameAt(i)) })
+	return ok && i < n
 }
 
 // equal reports whether p and o hold the same queues with the same

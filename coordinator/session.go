@@ -32,7 +32,7 @@ type Session struct {
 	claims  chan struct{} // bounds the claims in flight (claim.go)
 	routes  routeInterner // shares task-route tables among watched configs (route_intern.go)
 	stats   statsCache    // queue counts Group.Stats reuses (stats.go)
-	written bucketCache   // the buckets CreateQueues wrote last (queues.go)
+	written bucketCache   // the buckets CreateMany wrote last (create_many.go)
 
 	// notifyMu is held from a state change to the end of its callback, so
 	// OnStateChange sees the changes in the order they were made, even when

@@ -41,10 +41,7 @@ type QueueView struct {
 func (q Queues) Names(ctx context.Context) ([]string, error) {
 	s := q.s
 	dir := s.path(queuesDir)
-	buckets, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-		names, _, err := c.Children(dir)
-		return names, err
-	})
+	buckets, err := children(ctx, s, dir)
 	if err != nil {
 		return nil, fmt.Errorf("list queue names: %w", err)
 	}
@@ -54,10 +51,7 @@ func (q Queues) Names(ctx context.Context) ([]string, error) {
 		idx[i] = i
 	}
 	errs := parallelMap(ctx, idx, func(i int) error {
-		names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-			names, _, err := c.Children(dir + "/" + buckets[i])
-			return names, err
-		})
+		names, err := children(ctx, s, dir+"/"+buckets[i])
 		if errors.Is(err, zk.ErrNoNode) { // the bucket emptied and went away
 			return nil
 		}

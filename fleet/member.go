@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,15 +118,10 @@ func NewMember(cfg MemberConfig) (*Member, error) {
 	if cfg.Connect == nil {
 		cfg.Connect = ConnectZooKeeper
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = drover.SystemClock{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.Discard
-	}
+	// cmp.Or: the first value that is not zero (nil).
+	cfg.Clock = cmp.Or[drover.TimerClock](cfg.Clock, drover.SystemClock{})
+	cfg.Logger = cmp.Or(cfg.Logger, hclog.NewNullLogger())
+	cfg.Metrics = cmp.Or(cfg.Metrics, metrics.Discard)
 	cfg.Member.Name = cfg.Name
 	return &Member{cfg: cfg, log: cfg.Logger}, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/drover-dev/drover"
 )
 
@@ -25,33 +27,54 @@ func (s Inspector) Delayed(ctx context.Context, queue string, offset, limit int)
 	if err != nil {
 		return nil, fmt.Errorf("list delayed: %w", err)
 	}
-	offset = max(offset, 0)
-	if limit <= 0 {
-		limit = 100
-	}
-	zs, err := s.rdb.ZRangeWithScores(ctx, qk.delayed, int64(offset), int64(offset+limit-1)).Result()
+	ids, due, envs, err := s.zpage(ctx, qk.delayed, qk.msg, offset, limit, false)
 	if err != nil {
 		return nil, fmt.Errorf("list delayed of %s: %w", queue, err)
 	}
-	if len(zs) == 0 {
+	if len(ids) == 0 {
 		return nil, nil
 	}
-	ids := make([]string, len(zs))
-	for i, z := range zs {
-		ids[i], _ = z.Member.(string)
-	}
-	envs, err := s.rdb.HMGet(ctx, qk.msg, ids...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list delayed of %s: %w", queue, err)
-	}
-	out := make([]DelayedEntry, len(zs))
-	for i, z := range zs {
-		out[i] = DelayedEntry{ID: ids[i], Due: time.UnixMilli(int64(z.Score))}
+	out := make([]DelayedEntry, len(ids))
+	for i, id := range ids {
+		out[i] = DelayedEntry{ID: id, Due: time.UnixMilli(int64(due[i]))}
 		if s, ok := envs[i].(string); ok {
 			out[i].Raw = []byte(s)
 		}
 	}
 	return out, nil
+}
+
+// zpage reads a page of the sorted set key (page: offset, limit), lowest
+// score first or, when rev, highest first: its members, their scores, and
+// what hash holds under each member (nil where it holds nothing). Two round
+// trips; an empty page is one.
+func (s *core) zpage(ctx context.Context, key, hash string, offset, limit int, rev bool) (ids []string, scores []float64, vals []any, err error) {
+	start, stop := page(offset, limit)
+	r := redis.ZRangeArgs{Key: key, Start: start, Stop: stop, Rev: rev}
+	zs, err := s.rdb.ZRangeArgsWithScores(ctx, r).Result()
+	if err != nil || len(zs) == 0 {
+		return nil, nil, nil, err
+	}
+	ids, scores = make([]string, len(zs)), make([]float64, len(zs))
+	for i, z := range zs {
+		ids[i], _ = z.Member.(string)
+		scores[i] = z.Score
+	}
+	vals, err = s.rdb.HMGet(ctx, hash, ids...).Result()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return ids, scores, vals, nil
+}
+
+// page returns the bounds (inclusive, as ZRANGE and LRANGE take them) of a
+// page of a listing: skip offset (< 0: none), take limit (<= 0: 100).
+func page(offset, limit int) (start, stop int64) {
+	offset = max(offset, 0)
+	if limit <= 0 {
+		limit = 100
+	}
+	return int64(offset), int64(offset + limit - 1)
 }
 
 // Message states, as MessageInfo.State.

@@ -157,22 +157,12 @@ func (s Dead) DeadLetters(ctx context.Context, queue string, offset, limit int) 
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
-	if offset < 0 {
-		offset = 0
-	}
-	if limit <= 0 {
-		limit = 100
-	}
-	ids, err := s.rdb.ZRevRange(ctx, qk.dead, int64(offset), int64(offset+limit-1)).Result()
+	ids, _, records, err := s.zpage(ctx, qk.dead, qk.deadmsg, offset, limit, true)
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters of %s: %w", queue, err)
 	}
 	if len(ids) == 0 {
 		return nil, nil
-	}
-	records, err := s.rdb.HMGet(ctx, qk.deadmsg, ids...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list dead letters of %s: %w", queue, err)
 	}
 	out := make([]drover.DeadLetter, 0, len(ids))
 	for i, id := range ids {

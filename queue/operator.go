@@ -78,11 +78,8 @@ func (s Operator) AppendAudit(ctx context.Context, record []byte) error {
 // Audit returns up to limit audit records, newest first, after skipping
 // offset.
 func (s Operator) Audit(ctx context.Context, offset, limit int) ([][]byte, error) {
-	offset = max(offset, 0)
-	if limit <= 0 {
-		limit = 100
-	}
-	vals, err := s.rdb.LRange(ctx, s.keys.audit(), int64(offset), int64(offset+limit-1)).Result()
+	start, stop := page(offset, limit)
+	vals, err := s.rdb.LRange(ctx, s.keys.audit(), start, stop).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read audit log: %w", err)
 	}

@@ -204,8 +204,7 @@ return out
 // Returns {the number of ids promoted, the due time in unix ms of the
 // earliest id still delayed (0: none)}: the owner learns when to promote
 // next without polling (DESIGN.md §10).
-const promoteSource = `-- drover promote v2
-local ids = redis.call('ZRANGE', KEYS[3], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2])
+const promoteSource = "-- drover promote v2\n" + chunkedFunction + `local ids = redis.call('ZRANGE', KEYS[3], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2])
 if #ids > 0 then
   local t = redis.call('TIME')
   local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -216,12 +215,8 @@ if #ids > 0 then
     ready[#ready + 1] = last
     ready[#ready + 1] = ids[i]
   end
-  for i = 1, #ready, 2000 do
-    redis.call('ZADD', KEYS[1], unpack(ready, i, math.min(i + 1999, #ready)))
-  end
-  for i = 1, #ids, 1000 do
-    redis.call('ZREM', KEYS[3], unpack(ids, i, math.min(i + 999, #ids)))
-  end
+  chunked('ZADD', KEYS[1], ready, 2000)
+  chunked('ZREM', KEYS[3], ids, 1000)
   redis.call('SET', KEYS[2], last)
 end
 local nxt = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
@@ -473,27 +468,42 @@ return n
 const trimSource = `-- drover trim v1
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local bound = tonumber(ARGV[1])
-local retention = tonumber(ARGV[2])
-if retention > 0 then bound = math.min(bound, now_us - retention - 1) end
-local old = redis.call('ZRANGE', KEYS[4], '-inf', math.floor(now_us / 1000), 'BYSCORE', 'LIMIT', 0, 100)
-if #old > 0 then redis.call('ZREM', KEYS[4], unpack(old)) end
-local ids = redis.call('ZRANGE', KEYS[1], '-inf', bound, 'BYSCORE', 'LIMIT', 0, ARGV[3])
-if #ids == 0 then return 0 end
-local gone = ids
-if redis.call('ZCARD', KEYS[3]) > 0 then
-  gone = {}
-  for i = 1, #ids do
-    if not redis.call('ZSCORE', KEYS[3], ids[i]) then gone[#gone + 1] = ids[i] end
+local now_ms = math.floor(now_us / 1000)
+` + chunkedFunction + trimFunction + `return trim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
+`
+
+// trimFunction is the trim of one queue, shared by trim and trim-many so
+// that the two cannot drift: trim(log, msg, delayed, seen, bound,
+// retention, chunk) does what trimSource's doc says with those keys and
+// arguments, and returns the number of log entries removed. It reads
+// now_us and now_ms, which the script sets first, and calls chunked.
+const trimFunction = `local function trim(log, msg, delayed, seen, bound, retention, chunk)
+  if retention > 0 then bound = math.min(bound, now_us - retention - 1) end
+  local old = redis.call('ZRANGE', seen, '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 100)
+  if #old > 0 then redis.call('ZREM', seen, unpack(old)) end
+  local ids = redis.call('ZRANGE', log, '-inf', bound, 'BYSCORE', 'LIMIT', 0, chunk)
+  if #ids == 0 then return 0 end
+  local gone = ids
+  if redis.call('ZCARD', delayed) > 0 then
+    gone = {}
+    for i = 1, #ids do
+      if not redis.call('ZSCORE', delayed, ids[i]) then gone[#gone + 1] = ids[i] end
+    end
+  end
+  chunked('ZREM', log, ids, 1000)
+  chunked('HDEL', msg, gone, 1000)
+  return #ids
+end
+`
+
+// chunkedFunction is chunked(cmd, key, list, n): the command cmd on key
+// with the items of list as its arguments, n at a time (Lua's unpack and
+// Redis's argument count bound one call).
+const chunkedFunction = `local function chunked(cmd, key, list, n)
+  for i = 1, #list, n do
+    redis.call(cmd, key, unpack(list, i, math.min(i + n - 1, #list)))
   end
 end
-for i = 1, #ids, 1000 do
-  redis.call('ZREM', KEYS[1], unpack(ids, i, math.min(i + 999, #ids)))
-end
-for i = 1, #gone, 1000 do
-  redis.call('HDEL', KEYS[2], unpack(gone, i, math.min(i + 999, #gone)))
-end
-return #ids
 `
 
 // trimManySource is recordOutcomesSource and trimSource for many queues in
@@ -541,28 +551,7 @@ local now_ms = math.floor(now_us / 1000)
     end
   end
 end
-local function trim(log, msg, delayed, seen, bound, retention, chunk)
-  if retention > 0 then bound = math.min(bound, now_us - retention - 1) end
-  local old = redis.call('ZRANGE', seen, '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 100)
-  if #old > 0 then redis.call('ZREM', seen, unpack(old)) end
-  local ids = redis.call('ZRANGE', log, '-inf', bound, 'BYSCORE', 'LIMIT', 0, chunk)
-  if #ids == 0 then return 0 end
-  local gone = ids
-  if redis.call('ZCARD', delayed) > 0 then
-    gone = {}
-    for i = 1, #ids do
-      if not redis.call('ZSCORE', delayed, ids[i]) then gone[#gone + 1] = ids[i] end
-    end
-  end
-  for i = 1, #ids, 1000 do
-    redis.call('ZREM', log, unpack(ids, i, math.min(i + 999, #ids)))
-  end
-  for i = 1, #gone, 1000 do
-    redis.call('HDEL', msg, unpack(gone, i, math.min(i + 999, #gone)))
-  end
-  return #ids
-end
-local out = {}
+` + chunkedFunction + trimFunction + `local out = {}
 local a, q = 1, 0
 while a <= #ARGV do
   local k = 5 * q

@@ -44,6 +44,17 @@ type class struct {
 	isEligible []bool // by member index
 }
 
+// solve is a strategy's Assign: it normalises in and returns the result of
+// owners, the strategy's rule (the owner, a member index, of each queue
+// index of p). Its error names the strategy (name).
+func solve(name string, in Input, owners func(p *problem) []int) (Result, error) {
+	p, err := newProblem(in)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s assignment: %w", name, err)
+	}
+	return p.result(owners(p)), nil
+}
+
 // newProblem validates and normalises in.
 func newProblem(in Input) (*problem, error) {
 	p := &problem{allEligible: true}

@@ -19,11 +19,10 @@ type Range struct{}
 func (Range) Name() string { return RangeName }
 
 // Assign computes the range assignment; see Range.
-func (Range) Assign(in Input) (Result, error) {
-	p, err := newProblem(in)
-	if err != nil {
-		return Result{}, fmt.Errorf("range assignment: %w", err)
-	}
+func (Range) Assign(in Input) (Result, error) { return solve(RangeName, in, cutRanges) }
+
+// cutRanges is Range's rule: it cuts each group's queues into ranges.
+func cutRanges(p *problem) []int {
 	// Classes (tag sets) with the same eligible members form one group.
 	groupOf := make([]int, len(p.classes))
 	var groupMembers [][]int
@@ -59,5 +58,5 @@ func (Range) Assign(in Input) (Result, error) {
 			next += size
 		}
 	}
-	return p.result(owner), nil
+	return owner
 }

@@ -1,7 +1,5 @@
 package rebalance
 
-import "fmt"
-
 // RoundRobin deals the queues, sorted by name, one at a time over the members
 // sorted by name, like Kafka's round-robin assignor: a cursor walks the circle
 // of members, and each queue goes to the next member at or after the cursor
@@ -15,11 +13,10 @@ type RoundRobin struct{}
 func (RoundRobin) Name() string { return RoundRobinName }
 
 // Assign computes the round-robin assignment; see RoundRobin.
-func (RoundRobin) Assign(in Input) (Result, error) {
-	p, err := newProblem(in)
-	if err != nil {
-		return Result{}, fmt.Errorf("round-robin assignment: %w", err)
-	}
+func (RoundRobin) Assign(in Input) (Result, error) { return solve(RoundRobinName, in, deal) }
+
+// deal is RoundRobin's rule: it deals the queues over the members.
+func deal(p *problem) []int {
 	owner := make([]int, len(p.queues))
 	cursor := 0
 	for q := range p.queues {
@@ -30,5 +27,5 @@ func (RoundRobin) Assign(in Input) (Result, error) {
 		owner[q] = cursor
 		cursor = (cursor + 1) % len(p.members)
 	}
-	return p.result(owner), nil
+	return owner
 }

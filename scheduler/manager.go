@@ -21,14 +21,7 @@ func NewManager(catalog Catalog) *Manager { return &Manager{catalog: catalog} }
 // for an invalid definition and ErrExists when the name is taken. The entry
 // fires from its first slot at or after the moment the leader plans it.
 func (m *Manager) Add(ctx context.Context, def Definition) error {
-	raw, err := encode(def)
-	if err != nil {
-		return err
-	}
-	if err := m.catalog.CreateSchedule(ctx, def.Name, raw); err != nil {
-		return fmt.Errorf("add schedule %s: %w", def.Name, err)
-	}
-	return nil
+	return m.store(ctx, "add", def.Name, def, m.catalog.CreateSchedule)
 }
 
 // Update validates def and replaces the definition of the existing entry
@@ -37,14 +30,7 @@ func (m *Manager) Add(ctx context.Context, def Definition) error {
 // than its last fire. It returns drover.ErrNotFound when there is no such
 // entry.
 func (m *Manager) Update(ctx context.Context, def Definition) error {
-	raw, err := encode(def)
-	if err != nil {
-		return err
-	}
-	if err := m.catalog.ReplaceSchedule(ctx, def.Name, raw); err != nil {
-		return fmt.Errorf("update schedule %s: %w", def.Name, err)
-	}
-	return nil
+	return m.store(ctx, "update", def.Name, def, m.catalog.ReplaceSchedule)
 }
 
 // Remove deletes the entry. Jobs it already enqueued stay in their queues.
@@ -82,14 +68,7 @@ func (m *Manager) setDisabled(ctx context.Context, name string, disabled bool) e
 		return nil
 	}
 	e.Definition.Disabled = disabled
-	raw, err := encode(e.Definition)
-	if err != nil {
-		return err
-	}
-	if err := m.catalog.ReplaceSchedule(ctx, name, raw); err != nil {
-		return fmt.Errorf("%s schedule %s: %w", verb, name, err)
-	}
-	return nil
+	return m.store(ctx, verb, name, e.Definition, m.catalog.ReplaceSchedule)
 }
 
 // Get returns one entry, with its state; an entry whose stored definition
@@ -117,10 +96,20 @@ func (m *Manager) List(ctx context.Context) ([]Entry, error) {
 	return entries, nil
 }
 
-// encode validates def and returns its stored JSON.
-func encode(def Definition) ([]byte, error) {
+// store validates def and writes its JSON as entry name through write (the
+// catalog's create or replace). verb names the change in the error ("add
+// schedule <name>: ..."); an invalid def fails with Validate's error as it
+// is (a *FieldError).
+func (m *Manager) store(ctx context.Context, verb, name string, def Definition, write func(ctx context.Context, name string, raw []byte) error) error {
 	if err := def.Validate(); err != nil {
-		return nil, err
+		return err
 	}
-	return json.Marshal(def)
+	raw, err := json.Marshal(def)
+	if err != nil {
+		return err
+	}
+	if err := write(ctx, name, raw); err != nil {
+		return fmt.Errorf("%s schedule %s: %w", verb, name, err)
+	}
+	return nil
 }

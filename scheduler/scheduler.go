@@ -106,27 +106,20 @@ func New(cfg Config) (*Scheduler, error) {
 	case cfg.CatchupLimit < 0:
 		return nil, bad("CatchupLimit", "must not be negative")
 	}
-	// cmp.Or: the first value that is not zero, so a zero field takes its
-	// default.
+	// cmp.Or: the first value that is not zero, so a zero (nil) field takes
+	// its default.
 	s := &Scheduler{
 		store: cfg.Store, enqueuer: cfg.Enqueuer, leadership: cfg.Leadership,
-		clock: cfg.Clock, log: cfg.Logger, metrics: cfg.Metrics,
 		tracer: cfg.Tracer,
 
+		clock:       cmp.Or[drover.Clock](cfg.Clock, drover.SystemClock{}),
+		log:         cmp.Or(cfg.Logger, hclog.NewNullLogger()),
+		metrics:     cmp.Or(cfg.Metrics, metrics.Discard),
 		poll:        cmp.Or(cfg.PollInterval, DefaultPollInterval),
 		batch:       cmp.Or(cfg.BatchSize, DefaultBatchSize),
 		concurrency: cmp.Or(cfg.Concurrency, DefaultConcurrency),
 		grace:       cmp.Or(cfg.MisfireGrace, DefaultMisfireGrace),
 		limit:       cmp.Or(cfg.CatchupLimit, DefaultCatchupLimit),
-	}
-	if s.clock == nil {
-		s.clock = drover.SystemClock{}
-	}
-	if s.log == nil {
-		s.log = hclog.NewNullLogger()
-	}
-	if s.metrics == nil {
-		s.metrics = metrics.Discard
 	}
 	return s, nil
 }
