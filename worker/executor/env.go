@@ -112,6 +112,15 @@ type identity struct {
 	env  []string // HOME, USER, LOGNAME of the user; empty when only a group is set
 }
 
+// credential returns the credential to start a process with: nil (the
+// worker's own) for a nil identity.
+func (id *identity) credential() *syscall.Credential {
+	if id == nil {
+		return nil
+	}
+	return id.cred
+}
+
 // setsEnv reports whether the identity sets the variable k.
 func (id *identity) setsEnv(k string) bool {
 	for _, kv := range id.env {
