@@ -174,25 +174,6 @@ func (p *childPool) start(ctx context.Context) (*pooledChild, error) {
 	return c, nil
 }
 
-// poolEnv is a pooled child's environment: a task's, without the variables
-// that change from task to task (they come in each task frame), with
-// DROVER_POOL_PROTOCOL.
-func poolEnv(base []string, id *identity, t *Task) ([]string, error) {
-	env, err := taskEnv(base, id, &Task{Message: &drover.Message{}, Queue: t.Queue, Route: t.Route}, time.Time{})
-	if err != nil {
-		return nil, err
-	}
-	out := env[:0]
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, reservedEnvPrefix) && k != EnvQueue {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, fmt.Sprintf("%s=%d", EnvPoolProtocol, poolProtocol)), nil
-}
-
 // runTask sends t to c and waits for its result, the child's death, the
 // deadline or t.Cancel (SIGTERM to the group, SIGKILL after the grace) or ctx (SIGKILL
 // at once). A child that answered correctly goes back to the pool; any
