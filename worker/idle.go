@@ -145,12 +145,7 @@ func (s *idleScheduler) missed() {
 	s.poke()
 }
 
-func (s *idleScheduler) poke() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
+func (s *idleScheduler) poke() { wakeUp(s.kick) }
 
 // ensureRunning starts the goroutine if it does not run; w.mu is held.
 func (s *idleScheduler) ensureRunning() {
