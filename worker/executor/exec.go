@@ -229,13 +229,6 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 	return res
 }
 
-// processGroup and pooledGroup name the group a task's SIGTERM goes to, in
-// logs and reasons.
-const (
-	processGroup = "its process group"
-	pooledGroup  = "its pooled child's process group"
-)
-
 // classifyExit maps how a process ended on its own (no timeout, no abort)
 // to an outcome: exit 0 success, 75 retry, 124 of a "go" child timeout,
 // anything else (other codes, signals) failure. The reason ends with the

@@ -180,6 +180,13 @@ func killGroup(pgid int, sig syscall.Signal) {
 	_ = syscall.Kill(-pgid, sig)
 }
 
+// processGroup and pooledGroup name the group a task's SIGTERM goes to, in
+// logs and reasons.
+const (
+	processGroup = "its process group"
+	pooledGroup  = "its pooled child's process group"
+)
+
 // stopReason is the reason of a task that timed out (outcome
 // OutcomeTimeout) or was cancelled, and was stopped with SIGTERM to group,
 // then SIGKILL after grace when forced.
