@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -98,24 +97,12 @@ func (l *Lookup) Cancel(ctx context.Context, queue, id, by, then string) (Cancel
 	if owner.AdminAddr == "" {
 		return Cancelled{}, fmt.Errorf("cancel %s of %s: owner %s has no admin address (worker.admin_addr off)", id, queue, owner.Member)
 	}
-	client := l.HTTP
-	if client == nil {
-		client = &http.Client{Timeout: adminTimeout}
-	}
 	u := "http://" + owner.AdminAddr + "/debug/cancel?" + url.Values{"queue": {queue}, "id": {id}, "by": {by}, "then": {then}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
 		return Cancelled{}, err
 	}
-	if l.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+l.Token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return Cancelled{}, fmt.Errorf("cancel %s of %s: owner %s: %w", id, queue, owner.Member, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp, body, err := l.ask(req)
 	if err != nil {
 		return Cancelled{}, fmt.Errorf("cancel %s of %s: owner %s: %w", id, queue, owner.Member, err)
 	}

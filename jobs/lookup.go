@@ -108,24 +108,12 @@ type running struct {
 
 // askOwner asks the owner's admin server whether it runs the job now.
 func (l *Lookup) askOwner(ctx context.Context, addr, queue, id string) (running, bool, error) {
-	client := l.HTTP
-	if client == nil {
-		client = &http.Client{Timeout: adminTimeout}
-	}
 	u := "http://" + addr + "/debug/job?" + url.Values{"queue": {queue}, "id": {id}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return running{}, false, err
 	}
-	if l.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+l.Token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return running{}, false, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp, body, err := l.ask(req)
 	if err != nil {
 		return running{}, false, err
 	}
@@ -141,4 +129,26 @@ func (l *Lookup) askOwner(ctx context.Context, addr, queue, id string) (running,
 		return running{}, false, errors.New("GET /debug/job: answer is not JSON")
 	}
 	return r, true, nil
+}
+
+// ask sends req to an owner's admin server, with the lookup's token, and
+// returns the answer with its body (up to 1 MiB, already read and closed).
+func (l *Lookup) ask(req *http.Request) (*http.Response, []byte, error) {
+	client := l.HTTP
+	if client == nil {
+		client = &http.Client{Timeout: adminTimeout}
+	}
+	if l.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+l.Token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp, body, nil
 }

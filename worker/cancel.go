@@ -79,9 +79,7 @@ func (w *Worker) Cancel(queue, id, by string, then CancelThen) (TaskState, error
 	if by == "" {
 		by = "unknown"
 	}
-	w.mu.Lock()
-	l := w.queues[queue]
-	w.mu.Unlock()
+	l := w.loop(queue)
 	if l == nil {
 		return TaskState{}, ErrNotRunningHere
 	}
@@ -99,9 +97,7 @@ func (w *Worker) Cancel(queue, id, by string, then CancelThen) (TaskState, error
 		close(t.cancel)
 		l.logger().Warn("task cancelled by an operator: stopping it", "id", id, "by", by, "then", string(then), "pid", t.PID)
 	}
-	ts := *t
-	ts.Runtime = w.cfg.Clock.Now().Sub(ts.Started).Seconds()
-	return ts, nil
+	return t.asOf(w.cfg.Clock.Now()), nil
 }
 
 // cancelRequest is who cancelled an attempt and what follows, read by the

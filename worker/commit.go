@@ -158,12 +158,8 @@ func (c *committer) drained() {
 	c.mu.Lock()
 	waiting := c.running && len(c.pending) > 0
 	c.mu.Unlock()
-	if !waiting {
-		return
-	}
-	select {
-	case c.early <- struct{}{}:
-	default:
+	if waiting {
+		wakeUp(c.early)
 	}
 }
 

@@ -145,12 +145,7 @@ func (s *idleScheduler) missed() {
 	s.poke()
 }
 
-func (s *idleScheduler) poke() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
+func (s *idleScheduler) poke() { wakeUp(s.kick) }
 
 // ensureRunning starts the goroutine if it does not run; w.mu is held.
 func (s *idleScheduler) ensureRunning() {
@@ -312,9 +307,7 @@ func (s *idleScheduler) check(full bool) bool {
 // removed meanwhile) is not woken again until its head moves. It allocates
 // nothing per queue: the names it reads go in s.names, reused.
 func (s *idleScheduler) checkHeads(parked []parkedQueue) {
-	s.mu.Lock()
-	s.checks++
-	s.mu.Unlock()
+	s.countCheck()
 	if len(parked) == 0 {
 		return
 	}
@@ -364,9 +357,7 @@ func (s *idleScheduler) checkFresh(queues []string) {
 // passes the queues and offsets in the scheduler's buffers and matches the
 // results by position: no map per pass.
 func (s *idleScheduler) checkLoops(parked []parkedQueue) {
-	s.mu.Lock()
-	s.checks++
-	s.mu.Unlock()
+	s.countCheck()
 	if len(parked) == 0 {
 		return
 	}
@@ -423,6 +414,13 @@ func checksInOrder(res []drover.QueueCheck, queues []string) error {
 		}
 	}
 	return nil
+}
+
+// countCheck counts a backstop check, for checkCount.
+func (s *idleScheduler) countCheck() {
+	s.mu.Lock()
+	s.checks++
+	s.mu.Unlock()
 }
 
 // checkCount returns how many backstop checks ran.

@@ -50,9 +50,14 @@ func (l *queueLoop) runWoken(signalled time.Time) {
 }
 
 // nudge wakes the run goroutine, if one runs, without starting one.
-func (l *queueLoop) nudge() {
+func (l *queueLoop) nudge() { wakeUp(l.wake) }
+
+// wakeUp leaves a wake-up in ch, a channel with a buffer of one, unless one
+// already waits there: wake-ups sent before the receiver looks coalesce
+// into one, none is lost, and the sender never blocks.
+func wakeUp(ch chan<- struct{}) {
 	select {
-	case l.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }

@@ -61,6 +61,14 @@ type TaskState struct {
 	then   CancelThen    // what follows the cancel; guarded by the loop's mu
 }
 
+// asOf returns a copy of the in-flight attempt t with its runtime at now.
+// The loop's mu is held.
+func (t *TaskState) asOf(now time.Time) TaskState {
+	ts := *t
+	ts.Runtime = now.Sub(ts.Started).Seconds()
+	return ts
+}
+
 // loopSnap is what State shows of a queue's counters, as the run goroutine
 // last published them: only the numbers, so that each owned queue keeps 40
 // bytes for it (the name is the loop's, Ordered its config's).
@@ -90,9 +98,7 @@ func (l *queueLoop) state(now time.Time) QueueState {
 	}
 	qs.InFlight = make([]TaskState, 0, len(l.inflight))
 	for _, t := range l.inflight {
-		ts := *t
-		ts.Runtime = now.Sub(ts.Started).Seconds()
-		qs.InFlight = append(qs.InFlight, ts)
+		qs.InFlight = append(qs.InFlight, t.asOf(now))
 	}
 	sort.Slice(qs.InFlight, func(i, j int) bool { return qs.InFlight[i].Position < qs.InFlight[j].Position })
 	return qs
@@ -138,9 +144,7 @@ func (w *Worker) stateHeader() State {
 // Job returns the in-flight attempt of message id in queue, if this worker
 // runs it now. It costs one map lookup (no scan of the owned queues).
 func (w *Worker) Job(queue, id string) (TaskState, bool) {
-	w.mu.Lock()
-	l := w.queues[queue]
-	w.mu.Unlock()
+	l := w.loop(queue)
 	if l == nil {
 		return TaskState{}, false
 	}
@@ -150,9 +154,7 @@ func (w *Worker) Job(queue, id string) (TaskState, bool) {
 	if !ok {
 		return TaskState{}, false
 	}
-	ts := *t
-	ts.Runtime = w.cfg.Clock.Now().Sub(ts.Started).Seconds()
-	return ts, true
+	return t.asOf(w.cfg.Clock.Now()), true
 }
 
 // doneCh returns a channel closed once the loop has shut down. It is made

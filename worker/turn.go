@@ -56,22 +56,20 @@ func (l *queueLoop) endTurn() {
 
 // stop makes the loop stop fetching and dispatching, now and in every later
 // turn.
-func (l *queueLoop) stop() {
-	l.turnMu.Lock()
-	defer l.turnMu.Unlock()
-	l.stopped = true
-	if l.cancelStop != nil {
-		l.cancelStop()
-	}
-}
+func (l *queueLoop) stop() { l.latch(&l.stopped, &l.cancelStop) }
 
 // abortTasks kills the loop's in-flight tasks, now and in every later turn.
-func (l *queueLoop) abortTasks() {
+func (l *queueLoop) abortTasks() { l.latch(&l.aborted, &l.cancelTasks) }
+
+// latch sets flag, which outlives the turns (beginTurn reads it), and calls
+// cancel, the running turn's function that the flag stands for (nil while
+// the loop is parked).
+func (l *queueLoop) latch(flag *bool, cancel *context.CancelFunc) {
 	l.turnMu.Lock()
 	defer l.turnMu.Unlock()
-	l.aborted = true
-	if l.cancelTasks != nil {
-		l.cancelTasks()
+	*flag = true
+	if *cancel != nil {
+		(*cancel)()
 	}
 }
 

@@ -112,9 +112,7 @@ func (w *Worker) Configure(qc drover.QueueConfig) error {
 	if err := qc.Validate(); err != nil {
 		return fmt.Errorf("configure queue: %w", err)
 	}
-	w.mu.Lock()
-	l := w.queues[qc.Name]
-	w.mu.Unlock()
+	l := w.loop(qc.Name)
 	if l != nil {
 		l.setConfig(qc) // a parked loop reads it when it runs again
 		l.nudge()
@@ -127,9 +125,7 @@ func (w *Worker) Configure(qc drover.QueueConfig) error {
 // the final offset. It blocks until all of that is done and returns the
 // release's error. Cancelling ctx cuts the drain short (tasks are killed).
 func (w *Worker) Stop(ctx context.Context, queue string) error {
-	w.mu.Lock()
-	l := w.queues[queue]
-	w.mu.Unlock()
+	l := w.loop(queue)
 	if l == nil {
 		return nil
 	}
@@ -149,9 +145,7 @@ func (w *Worker) Stop(ctx context.Context, queue string) error {
 // are killed and nothing more is written to Redis or ZooKeeper for it. It
 // blocks until the queue's tasks are gone.
 func (w *Worker) Abort(queue string) {
-	w.mu.Lock()
-	l := w.queues[queue]
-	w.mu.Unlock()
+	l := w.loop(queue)
 	if l == nil {
 		return
 	}

@@ -36,8 +36,8 @@ wait
 	waitForFile(t, pidFile, done)
 	close(cancel)
 	res := <-done
-	if res.Outcome != OutcomeCancelled || !strings.HasPrefix(res.Reason, "cancelled: sent SIGTERM") || !strings.Contains(res.Reason, "SIGKILL") {
-		t.Fatalf("want cancelled, ended by SIGKILL after the grace, have %s (%s)", res.Outcome, res.Reason)
+	if want := "cancelled: sent SIGTERM to its process group, then SIGKILL after 200ms"; res.Outcome != OutcomeCancelled || res.Reason != want {
+		t.Fatalf("want cancelled (%s), have %s (%s)", want, res.Outcome, res.Reason)
 	}
 	for _, pid := range readPIDs(t, pidFile) {
 		assertGone(t, pid, "cancelled task or its child")
@@ -61,8 +61,8 @@ func TestCancelStopsAPooledTaskAndItsChild(t *testing.T) {
 	waitForFile(t, pidFile, done)
 	close(cancel)
 	res := <-done
-	if res.Outcome != OutcomeCancelled || !strings.Contains(res.Reason, "pooled child") {
-		t.Fatalf("want cancelled, naming the pooled child, have %s (%s)", res.Outcome, res.Reason)
+	if !strings.HasPrefix(res.Reason, "cancelled: sent SIGTERM to its pooled child's process group") || res.Outcome != OutcomeCancelled {
+		t.Fatalf("want cancelled, naming the pooled child's group, have %s (%s)", res.Outcome, res.Reason)
 	}
 	for _, pid := range readPIDs(t, pidFile) {
 		assertGone(t, pid, "cancelled pooled child or its grandchild")

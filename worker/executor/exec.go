@@ -3,12 +3,9 @@ package executor
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -60,26 +57,12 @@ func newExecExecutor(cfg Config) *execExecutor {
 	}
 }
 
-// procSpec is the process a task runs as, before the trampoline.
-type procSpec struct {
-	path      string
-	argv      []string
-	childMode string // "" for a command, childModeGo for a Go handler
-}
-
 // Execute runs a "command" route. It implements Executor.
 func (e *execExecutor) Execute(ctx context.Context, t *Task) Result {
 	start := e.clock.Now()
-	name := t.Route.Command[0]
-	path := name
-	if !strings.Contains(name, "/") {
-		// Like os/exec, search the worker's PATH. A name with a slash is
-		// left to the kernel, relative to the route's Dir.
-		p, err := exec.LookPath(name)
-		if err != nil {
-			return neverRan(start, fmt.Sprintf("find command %q: %v", name, err))
-		}
-		path = p
+	path, err := commandPath(t.Route.Command[0])
+	if err != nil {
+		return neverRan(start, err.Error())
 	}
 	return e.run(ctx, t, procSpec{path: path, argv: t.Route.Command}, start)
 }
@@ -99,9 +82,9 @@ func (e *execExecutor) executeGo(ctx context.Context, t *Task) Result {
 // reports the result.
 func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start time.Time) Result {
 	deadline := deadlineOf(t, start)
-	id, err := e.ids.lookup(t.User, t.Group)
+	id, err := e.runAs(t)
 	if err != nil {
-		return neverRan(start, fmt.Sprintf("run as user %q group %q: %v", t.User, t.Group, err))
+		return neverRan(start, err.Error())
 	}
 	env, err := taskEnv(e.env, id, t, deadline)
 	if err != nil {
@@ -111,22 +94,10 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 	if err := checkLimits(t.Limits); err != nil {
 		return neverRan(start, err.Error())
 	}
-	path, argv := spec.path, spec.argv
-	if limitsSet(t.Limits) {
-		// Go cannot set a child's rlimits between fork and exec, and
-		// prlimit after the start races with the child; so the worker
-		// binary sets them on itself and then execs the real program.
-		argv = trampolineArgs(e.selfName, t.Limits, spec.childMode, path, argv)
-		path = e.self
-		env = append(env, childEnv+"="+childModeExec)
-	} else if spec.childMode != "" {
-		env = append(env, childEnv+"="+spec.childMode)
-	}
-	envelope := t.Envelope
-	if len(envelope) == 0 {
-		if envelope, err = json.Marshal(t.Message); err != nil {
-			return neverRan(start, fmt.Sprintf("encode envelope: %v", err))
-		}
+	path, argv, env := e.commandLine(spec, t.Limits, env)
+	envelope, err := envelopeOf(t)
+	if err != nil {
+		return neverRan(start, err.Error())
 	}
 	if e.lease != nil {
 		// A worker resumed from a freeze starts nothing before it renewed
@@ -135,27 +106,16 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 			return neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
 		}
 	}
-	if err := context.Cause(ctx); err != nil {
-		r := neverRan(start, "aborted before start: "+err.Error())
-		r.Outcome = OutcomeAborted
-		return r
-	}
-	if !deadline.IsZero() && !deadline.After(start) {
-		r := neverRan(start, "deadline passed before the task started")
-		r.Outcome = OutcomeTimeout
+	if r, late := tooLateToStart(ctx, start, deadline); late {
 		return r
 	}
 	if cancelledBeforeStart(t) {
 		return neverRanCancelled(start)
 	}
-	var cred *syscall.Credential
-	if id != nil {
-		cred = id.cred
-	}
 	if e.beforeStart != nil {
 		e.beforeStart()
 	}
-	p, err := startProcess(path, argv, env, t.Route.Dir, cred, envelope, e.outputLimit, e.bufs)
+	p, err := startProcess(path, argv, env, t.Route.Dir, id.credential(), envelope, e.outputLimit, e.bufs)
 	if err != nil {
 		return neverRan(start, fmt.Sprintf("start %s: %v", spec.argv[0], err))
 	}
@@ -190,13 +150,11 @@ func (e *execExecutor) run(ctx context.Context, t *Task, spec procSpec, start ti
 // stopAtStart kills p's group at once, reaps it and returns r with its pid:
 // a task the executor must not let run.
 func (e *execExecutor) stopAtStart(p *process, r Result) Result {
-	killGroup(p.pid, syscall.SIGKILL)
-	if e.lease != nil {
-		// As wait does, before the reap: a group left tracked is signalled
-		// by the supervisor later, when its id may belong to a stranger.
-		_ = e.lease.Untrack(p.pid)
-	}
-	p.release(<-p.exited)
+	// As wait does, before the reap: a group left tracked is signalled by
+	// the supervisor later, when its id may belong to a stranger.
+	p.killRest(e.lease)
+	<-p.exited
+	p.reap()
 	p.collect()
 	r.PID = p.pid
 	return r
@@ -207,7 +165,7 @@ func (e *execExecutor) stopAtStart(p *process, r Result) Result {
 // SIGKILL at once). It then kills whatever is left of the group, collects
 // the output and classifies the end.
 func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline time.Time, goChild bool) Result {
-	pid, waited := p.pid, p.exited
+	pid := p.pid
 	var timeout <-chan time.Time
 	if !deadline.IsZero() {
 		tm := time.NewTimer(deadline.Sub(e.clock.Now()))
@@ -215,57 +173,45 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 		timeout = tm.C
 	}
 	var (
-		w                            exitStatus
-		timedOut, aborted, cancelled bool
-		forced                       bool // SIGKILL after the grace
+		aborted bool
+		stopped Outcome // OutcomeTimeout or OutcomeCancelled: ended by SIGTERM
+		forced  bool    // SIGKILL after the grace
 	)
 	abort := func() {
 		aborted = true
-		taskLogger(e.logger, t, pid).Warn("aborting task: killing its process group", "cause", context.Cause(ctx))
+		taskLogger(e.logger, t, pid).Warn("aborting task: killing "+processGroup, "cause", context.Cause(ctx))
 		killGroup(pid, syscall.SIGKILL)
-		w = <-waited
+		<-p.exited
 	}
 	// terminate sends SIGTERM to the group, and SIGKILL after the grace:
 	// the end of a task that timed out or was cancelled.
-	terminate := func(why string) {
-		log := taskLogger(e.logger, t, pid)
-		log.Warn(why+": sending SIGTERM to its process group", "deadline", deadline, "grace", e.grace)
-		killGroup(pid, syscall.SIGTERM)
-		grace := time.NewTimer(e.grace)
-		select {
-		case w = <-waited:
-		case <-ctx.Done():
+	terminate := func(outcome Outcome) {
+		stopped = outcome
+		switch p.terminate(ctx, taskLogger(e.logger, t, pid), outcome, processGroup, deadline, e.grace) {
+		case termAborted:
 			abort()
-		case <-grace.C:
+		case termOutlived:
 			forced = true
-			log.Warn("task outlived its grace: sending SIGKILL to its process group")
 			killGroup(pid, syscall.SIGKILL)
-			w = <-waited
+			<-p.exited
 		}
-		grace.Stop()
 	}
 	select {
-	case w = <-waited:
+	case <-p.exited:
 	case <-ctx.Done():
 		abort()
 	case <-timeout:
-		timedOut = true
-		terminate("task timed out")
+		terminate(OutcomeTimeout)
 	case <-t.Cancel:
-		cancelled = true
-		terminate("task cancelled")
+		terminate(OutcomeCancelled)
 	}
-	// The leader is gone; so must be everything it left in its group. Its
-	// pid is still reserved (a zombie) until release reaps it, so neither
-	// this kill nor the lease's can reach a stranger.
-	killGroup(pid, syscall.SIGKILL)
-	if e.lease != nil {
-		_ = e.lease.Untrack(pid) // a broken lease tracks nothing any more
-	}
-	w = p.release(w)
+	// The leader is gone; so must be everything it left in its group.
+	p.killRest(e.lease)
+	p.reap()
 	p.collect()
 
 	res := Result{ExitCode: -1, PID: pid, Stdout: p.stdout.Bytes(), Stderr: p.stderr.Bytes()}
+	w := p.status
 	if w.err != nil {
 		res.Outcome, res.Reason = OutcomeFailure, fmt.Sprintf("wait for process %d: %v", pid, w.err)
 		return res
@@ -274,34 +220,13 @@ func (e *execExecutor) wait(ctx context.Context, t *Task, p *process, deadline t
 	case aborted:
 		res.ExitCode, res.Signal = exitCodeAndSignal(w.status)
 		res.Outcome, res.Reason = OutcomeAborted, "aborted: "+context.Cause(ctx).Error()
-	case timedOut, cancelled:
+	case stopped != "":
 		res.ExitCode, res.Signal = exitCodeAndSignal(w.status)
-		if cancelled {
-			res.Outcome, res.Reason = OutcomeCancelled, "cancelled"
-		} else {
-			res.Outcome = OutcomeTimeout
-			res.Reason = "timed out at " + deadline.Format(time.RFC3339Nano)
-			if t.Timeout > 0 {
-				res.Reason += fmt.Sprintf(" (timeout %s)", t.Timeout)
-			}
-		}
-		res.Reason += ": sent SIGTERM to its process group"
-		if forced {
-			res.Reason += fmt.Sprintf(", then SIGKILL after %s", e.grace)
-		}
+		res.Outcome, res.Reason = stopped, stopReason(t, stopped, deadline, processGroup, forced, e.grace)
 	default:
 		res.Outcome, res.ExitCode, res.Signal, res.Reason = classifyExit(w.status, goChild, res.Stderr)
 	}
 	return res
-}
-
-// exitCodeAndSignal returns the exit code (-1 when killed) and the signal
-// (0 when it exited) of a wait status.
-func exitCodeAndSignal(ws syscall.WaitStatus) (int, syscall.Signal) {
-	if ws.Signaled() {
-		return -1, ws.Signal()
-	}
-	return ws.ExitStatus(), 0
 }
 
 // classifyExit maps how a process ended on its own (no timeout, no abort)
@@ -312,7 +237,7 @@ func classifyExit(ws syscall.WaitStatus, goChild bool, stderr []byte) (Outcome, 
 	code, sig := exitCodeAndSignal(ws)
 	switch {
 	case sig != 0:
-		return OutcomeFailure, code, sig, withLastLine(fmt.Sprintf("killed by signal %d (%s)", int(sig), sig), stderr)
+		return OutcomeFailure, code, sig, withLastLine(describeWaitStatus(ws), stderr)
 	case code == 0:
 		return OutcomeSuccess, code, 0, "exit status 0"
 	case code == ExitRetry:
@@ -320,7 +245,7 @@ func classifyExit(ws syscall.WaitStatus, goChild bool, stderr []byte) (Outcome, 
 	case goChild && code == exitGoTimeout:
 		return OutcomeTimeout, code, 0, withLastLine("handler failed after its deadline", stderr)
 	}
-	return OutcomeFailure, code, 0, withLastLine(fmt.Sprintf("exit status %d", code), stderr)
+	return OutcomeFailure, code, 0, withLastLine(describeWaitStatus(ws), stderr)
 }
 
 // withLastLine appends the last non-empty line of stderr to reason,

@@ -252,8 +252,12 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 			if res.ExitCode != -1 || res.Signal == 0 {
 				t.Errorf("want a kill by signal, have exit %d signal %v", res.ExitCode, res.Signal)
 			}
-			if tt.forced != strings.Contains(res.Reason, "SIGKILL") {
-				t.Errorf("reason %q: want SIGKILL mentioned = %v", res.Reason, tt.forced)
+			want := " (timeout 3s): sent SIGTERM to its process group"
+			if tt.forced {
+				want += ", then SIGKILL after 300ms"
+			}
+			if !strings.HasPrefix(res.Reason, "timed out at ") || !strings.HasSuffix(res.Reason, want) {
+				t.Errorf("reason: want timed out at <deadline>%s, have %q", want, res.Reason)
 			}
 			if tt.forced && res.Signal != syscall.SIGKILL {
 				t.Errorf("signal: want SIGKILL, have %v", res.Signal)

@@ -4,9 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -163,7 +164,7 @@ func (s *leaseState) check(now int64) {
 	if !s.expired && now-s.lastRenew > s.bound {
 		s.fire(now)
 	}
-	for _, g := range sortedKeys(s.killAt) {
+	for _, g := range slices.Sorted(maps.Keys(s.killAt)) {
 		if now >= s.killAt[g] {
 			s.kill(g, syscall.SIGKILL)
 			delete(s.killAt, g)
@@ -174,7 +175,7 @@ func (s *leaseState) check(now int64) {
 // fire expires the lease and terminates every tracked group.
 func (s *leaseState) fire(now int64) {
 	s.expired = true
-	gs := sortedKeys(s.groups)
+	gs := slices.Sorted(maps.Keys(s.groups))
 	// The notice goes out before the signals: whoever sees a task die of
 	// the lease can already read why.
 	if s.fired != nil {
@@ -205,15 +206,6 @@ func (s *leaseState) nextWake(now, tick int64) int64 {
 		next = min(next, max(s.lastRenew+s.bound+1, now+1))
 	}
 	return next
-}
-
-func sortedKeys[V any](m map[int]V) []int {
-	ks := make([]int, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Ints(ks)
-	return ks
 }
 
 // runLeaseSupervisor is the supervisor's main; it returns its exit code.
@@ -288,13 +280,13 @@ func drainOnExit(st *leaseState) int {
 	now := boottime()
 	fmt.Fprintf(os.Stderr, "drover lease: the worker is gone: SIGTERM to %d process groups, SIGKILL after %s\n",
 		len(st.groups), time.Duration(st.grace))
-	for _, g := range sortedKeys(st.groups) {
+	for _, g := range slices.Sorted(maps.Keys(st.groups)) {
 		st.terminate(g, now)
 	}
 	for len(st.killAt) > 0 {
 		// Stop early once every group is empty: a long grace must not
 		// keep the supervisor of a dead worker around.
-		for _, g := range sortedKeys(st.killAt) {
+		for _, g := range slices.Sorted(maps.Keys(st.killAt)) {
 			if errors.Is(syscall.Kill(-g, 0), syscall.ESRCH) {
 				delete(st.killAt, g)
 			}

@@ -149,10 +149,7 @@ func (ps *pools) sweep(stop chan struct{}) {
 		case <-t.C:
 		}
 		ps.mu.Lock()
-		all := make([]*childPool, 0, len(ps.byKey))
-		for _, p := range ps.byKey {
-			all = append(all, p)
-		}
+		all := slices.Collect(maps.Values(ps.byKey))
 		ps.mu.Unlock()
 		now := time.Now()
 		for _, p := range all {
@@ -224,10 +221,7 @@ func (ps *pools) close() {
 		return
 	}
 	ps.closed = true
-	all := make([]*childPool, 0, len(ps.byKey))
-	for _, p := range ps.byKey {
-		all = append(all, p)
-	}
+	all := slices.Collect(maps.Values(ps.byKey))
 	ps.byKey = map[poolKey]*childPool{}
 	clear(ps.recent)
 	if ps.sweeper != nil {
@@ -514,10 +508,7 @@ type PoolChildState struct {
 // states returns every pool's state, reading each child's RSS from /proc.
 func (ps *pools) states() []PoolState {
 	ps.mu.Lock()
-	all := make([]*childPool, 0, len(ps.byKey))
-	for _, p := range ps.byKey {
-		all = append(all, p)
-	}
+	all := slices.Collect(maps.Values(ps.byKey))
 	ps.mu.Unlock()
 	now := time.Now()
 	out := make([]PoolState, 0, len(all))

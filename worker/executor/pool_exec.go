@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -30,26 +28,16 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 	if err := checkLimits(t.Limits); err != nil {
 		return neverRan(start, err.Error())
 	}
-	if _, err := e.ids.lookup(t.User, t.Group); err != nil {
-		return neverRan(start, fmt.Sprintf("run as user %q group %q: %v", t.User, t.Group, err))
-	}
-	if err := context.Cause(ctx); err != nil {
-		r := neverRan(start, "aborted before start: "+err.Error())
-		r.Outcome = OutcomeAborted
-		return r
+	if _, err := e.runAs(t); err != nil {
+		return neverRan(start, err.Error())
 	}
 	deadline := deadlineOf(t, start)
-	if !deadline.IsZero() && !deadline.After(start) {
-		r := neverRan(start, "deadline passed before the task started")
-		r.Outcome = OutcomeTimeout
+	if r, late := tooLateToStart(ctx, start, deadline); late {
 		return r
 	}
-	envelope := t.Envelope
-	if len(envelope) == 0 {
-		var err error
-		if envelope, err = json.Marshal(t.Message); err != nil {
-			return neverRan(start, fmt.Sprintf("encode envelope: %v", err))
-		}
+	envelope, err := envelopeOf(t)
+	if err != nil {
+		return neverRan(start, err.Error())
 	}
 	if e.lease != nil {
 		// As for a per-task process: a worker resumed from a freeze sends
@@ -59,9 +47,8 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 		}
 	}
 	var (
-		p   *childPool
-		c   *pooledChild
-		err error
+		p *childPool
+		c *pooledChild
 	)
 	// A pool stopped between get and checkout (its queue was paused, or it
 	// was swept while idle) is replaced by a new one: only closing the
@@ -118,39 +105,26 @@ func (e *execExecutor) realDeadline(deadline time.Time) time.Time {
 // ends. The child joins the pool's live set.
 func (p *childPool) start(ctx context.Context) (*pooledChild, error) {
 	e, t := p.ps.e, &p.spec
-	id, err := e.ids.lookup(t.User, t.Group)
+	id, err := e.runAs(t)
 	if err != nil {
-		return nil, fmt.Errorf("run as user %q group %q: %w", t.User, t.Group, err)
+		return nil, err
 	}
 	env, err := poolEnv(e.env, id, t)
 	if err != nil {
 		return nil, err
 	}
-	var path string
-	var argv []string
-	mode := ""
+	var spec procSpec
 	if t.Route.Go {
-		path, argv, mode = e.self, []string{e.selfName, childArgGoPool}, childModeGoPool
+		spec = procSpec{path: e.self, argv: []string{e.selfName, childArgGoPool}, childMode: childModeGoPool}
 	} else {
-		path, argv = t.Route.Command[0], t.Route.Command
-		if !strings.Contains(path, "/") {
-			if path, err = exec.LookPath(path); err != nil {
-				return nil, fmt.Errorf("find command %q: %w", argv[0], err)
-			}
+		path, err := commandPath(t.Route.Command[0])
+		if err != nil {
+			return nil, err
 		}
+		spec = procSpec{path: path, argv: t.Route.Command}
 	}
-	if limitsSet(t.Limits) {
-		argv = trampolineArgs(e.selfName, t.Limits, mode, path, argv)
-		path = e.self
-		env = append(env, childEnv+"="+childModeExec)
-	} else if mode != "" {
-		env = append(env, childEnv+"="+mode)
-	}
-	var cred *syscall.Credential
-	if id != nil {
-		cred = id.cred
-	}
-	c, err := startPooledChild(path, argv, env, t.Route.Dir, cred, e.outputLimit)
+	path, argv, env := e.commandLine(spec, t.Limits, env)
+	c, err := startPooledChild(path, argv, env, t.Route.Dir, id.credential(), e.outputLimit)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
@@ -198,37 +172,6 @@ func (p *childPool) start(ctx context.Context) (*pooledChild, error) {
 	p.live[c] = struct{}{}
 	p.mu.Unlock()
 	return c, nil
-}
-
-// poolEnv is a pooled child's environment: a task's, without the variables
-// that change from task to task (they come in each task frame), with
-// DROVER_POOL_PROTOCOL.
-func poolEnv(base []string, id *identity, t *Task) ([]string, error) {
-	env, err := taskEnv(base, id, &Task{Message: &drover.Message{}, Queue: t.Queue, Route: t.Route}, time.Time{})
-	if err != nil {
-		return nil, err
-	}
-	out := env[:0]
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, reservedEnvPrefix) && k != EnvQueue {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, fmt.Sprintf("%s=%d", EnvPoolProtocol, poolProtocol)), nil
-}
-
-// describeExit says how a process ended.
-func describeExit(s exitStatus) string {
-	if s.err != nil {
-		return s.err.Error()
-	}
-	code, sig := exitCodeAndSignal(s.status)
-	if sig != 0 {
-		return fmt.Sprintf("killed by signal %d (%s)", int(sig), sig)
-	}
-	return fmt.Sprintf("exit status %d", code)
 }
 
 // runTask sends t to c and waits for its result, the child's death, the
@@ -288,7 +231,7 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 		res.Stderr, truncated[1] = c.stderr.take()
 	}
 	abort := func() Result {
-		taskLogger(e.logger, t, c.pid).Warn("aborting task: killing its pooled child's process group", "cause", context.Cause(ctx))
+		taskLogger(e.logger, t, c.pid).Warn("aborting task: killing "+pooledGroup, "cause", context.Cause(ctx))
 		end(true)
 		res.Outcome, res.Reason = OutcomeAborted, "aborted: "+context.Cause(ctx).Error()
 		return res
@@ -297,42 +240,18 @@ func (p *childPool) runTask(ctx context.Context, t *Task, c *pooledChild, deadli
 	// grace: the end of a task that timed out or was cancelled. The child
 	// leaves the pool.
 	terminate := func(outcome Outcome) Result {
-		log := taskLogger(e.logger, t, c.pid)
-		what := "task timed out"
-		if outcome == OutcomeCancelled {
-			what = "task cancelled"
-		}
-		log.Warn(what+": sending SIGTERM to its pooled child's process group", "deadline", deadline, "grace", e.grace)
-		killGroup(c.pid, syscall.SIGTERM)
 		forced := false
-		grace := time.NewTimer(e.grace)
-		select {
-		case <-c.exited:
-		case <-ctx.Done():
-			grace.Stop()
+		switch c.terminate(ctx, taskLogger(e.logger, t, c.pid), outcome, pooledGroup, deadline, e.grace) {
+		case termAborted:
 			return abort()
-		case <-grace.C:
+		case termOutlived:
 			forced = true
-			log.Warn("task outlived its grace: sending SIGKILL to its pooled child's process group")
 		}
-		grace.Stop()
 		end(true)
 		if c.status.err == nil {
 			res.ExitCode, res.Signal = exitCodeAndSignal(c.status.status)
 		}
-		res.Outcome = outcome
-		if outcome == OutcomeCancelled {
-			res.Reason = "cancelled"
-		} else {
-			res.Reason = "timed out at " + deadline.Format(time.RFC3339Nano)
-			if t.Timeout > 0 {
-				res.Reason += fmt.Sprintf(" (timeout %s)", t.Timeout)
-			}
-		}
-		res.Reason += ": sent SIGTERM to its pooled child's process group"
-		if forced {
-			res.Reason += fmt.Sprintf(", then SIGKILL after %s", e.grace)
-		}
+		res.Outcome, res.Reason = outcome, stopReason(t, outcome, deadline, pooledGroup, forced, e.grace)
 		return res
 	}
 	timedOut := func() Result { return terminate(OutcomeTimeout) }

@@ -21,16 +21,14 @@ import (
 // pooledChild is one warm child. Its fields are set at start; served and
 // lastUsed belong to whoever holds the child (one task at a time).
 type pooledChild struct {
-	pid     int
-	started time.Time // by the real clock: ages are real time
-	tasks   *os.File  // our end of the child's fd 3
-	results chan frameRead
-	exited  chan struct{} // closed when the process has exited (reaped later, by stop)
-	status  exitStatus    // valid once stop has returned
-	stdout  *childOutput
-	stderr  *childOutput
-	stopRd  chan struct{} // closed to stop the result reader
-	readers sync.WaitGroup
+	groupLeader           // reaped by stop; status is valid once stop has returned
+	started     time.Time // by the real clock: ages are real time
+	tasks       *os.File  // our end of the child's fd 3
+	results     chan frameRead
+	stdout      *childOutput
+	stderr      *childOutput
+	stopRd      chan struct{} // closed to stop the result reader
+	readers     sync.WaitGroup
 
 	seq      uint64      // the last task sent; the task holding the child owns it
 	frame    []byte      // the last task frame's buffer, reused; the task holding the child owns it
@@ -93,63 +91,21 @@ func startPooledChild(path string, argv, env []string, dir string, cred *syscall
 		}
 		parent = append(parent, files[i])
 	}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
-		Dir: dir,
-		Env: env,
-		// 0 stdin, 1 stdout, 2 stderr, 3 tasks, 4 results.
-		Files: []uintptr{uintptr(devNull), uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[3]), uintptr(fds[2])},
-		Sys: &syscall.SysProcAttr{
-			Setpgid:    true,
-			Pdeathsig:  syscall.SIGKILL,
-			Credential: cred,
-		},
-	})
+	c = &pooledChild{
+		results: make(chan frameRead, 1), stopRd: make(chan struct{}), tasks: files[3],
+		stdout: newChildOutput(files[0], outputLimit), stderr: newChildOutput(files[1], outputLimit),
+	}
+	// 0 stdin, 1 stdout, 2 stderr, 3 tasks, 4 results.
+	err = c.fork(path, argv, env, dir, []uintptr{uintptr(devNull), uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[3]), uintptr(fds[2])}, cred)
 	if err != nil {
 		return nil, err
 	}
-	c = &pooledChild{
-		pid: pid, started: time.Now(), tasks: files[3],
-		results: make(chan frameRead, 1), exited: make(chan struct{}), stopRd: make(chan struct{}),
-		stdout: newChildOutput(files[0], outputLimit), stderr: newChildOutput(files[1], outputLimit),
-	}
-	go c.notice()
+	c.started = time.Now()
 	c.readers.Add(3)
 	go func() { defer c.readers.Done(); c.stdout.run() }()
 	go func() { defer c.readers.Done(); c.stderr.run() }()
 	go func() { defer c.readers.Done(); c.readResults(files[2]) }()
 	return c, nil
-}
-
-// notice waits for the process to exit, without reaping it, and closes
-// exited. The exited child stays a zombie until stop reaps it, so its pid,
-// and with it its process group's id, cannot be reused while stop still
-// kills the group (and a lease may still track it).
-func (c *pooledChild) notice() {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, c.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		c.status.err = err
-		close(c.exited)
-		return
-	}
-}
-
-// reap collects the exited child's status into c.status.
-func (c *pooledChild) reap() {
-	if c.status.err != nil {
-		return
-	}
-	for {
-		_, err := syscall.Wait4(c.pid, &c.status.status, 0, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		c.status.err = err
-		return
-	}
 }
 
 // readResults reads frames from r until it fails, handing each to results.
@@ -167,16 +123,6 @@ func (c *pooledChild) readResults(r *os.File) {
 		if err != nil {
 			return
 		}
-	}
-}
-
-// hasExited reports whether the process is gone.
-func (c *pooledChild) hasExited() bool {
-	select {
-	case <-c.exited:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -198,12 +144,7 @@ func (c *pooledChild) stop(grace time.Duration, kill bool) {
 		<-c.exited
 	}
 	t.Stop()
-	// The leader is gone; so must be everything it left in its group. It
-	// is not reaped yet, so the group id is still ours.
-	killGroup(c.pid, syscall.SIGKILL)
-	if c.lease != nil {
-		_ = c.lease.Untrack(c.pid) // before the reap frees the group id; a broken lease tracks nothing
-	}
+	c.killRest(c.lease) // the leader is gone; so must be everything it left in its group
 	c.reap()
 	close(c.stopRd)
 	c.stdout.finish()

@@ -100,12 +100,7 @@ func appendFrame(dst []byte, v any) ([]byte, error) {
 // end to end"). Strings are quoted as JSON (invalid UTF-8 becomes U+FFFD,
 // as encoding/json does).
 func appendTaskFrame(dst []byte, f *taskFrame, envelope []byte) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0) // the length, filled in below
-	dst = append(dst, `{"type":`...)
-	dst = appendJSONString(dst, f.Type)
-	dst = append(dst, `,"seq":`...)
-	dst = strconv.AppendUint(dst, f.Seq, 10)
+	dst, start := appendFrameHead(dst, f.Type, f.Seq)
 	dst = append(dst, `,"queue":`...)
 	dst = appendJSONString(dst, f.Queue)
 	dst = append(dst, `,"task":`...)
@@ -116,46 +111,55 @@ func appendTaskFrame(dst []byte, f *taskFrame, envelope []byte) []byte {
 	dst = strconv.AppendInt(dst, int64(f.Attempt), 10)
 	dst = append(dst, `,"position":`...)
 	dst = strconv.AppendInt(dst, f.Position, 10)
-	if f.Deadline != "" {
-		dst = append(dst, `,"deadline":`...)
-		dst = appendJSONString(dst, f.Deadline)
-	}
-	if f.Traceparent != "" {
-		dst = append(dst, `,"traceparent":`...)
-		dst = appendJSONString(dst, f.Traceparent)
-	}
-	if f.Tracestate != "" {
-		dst = append(dst, `,"tracestate":`...)
-		dst = appendJSONString(dst, f.Tracestate)
-	}
+	dst = appendOmitEmpty(dst, `,"deadline":`, f.Deadline)
+	dst = appendOmitEmpty(dst, `,"traceparent":`, f.Traceparent)
+	dst = appendOmitEmpty(dst, `,"tracestate":`, f.Tracestate)
 	dst = append(dst, `,"envelope":`...)
 	if len(envelope) == 0 {
 		dst = append(dst, "null"...)
 	}
 	dst = append(dst, envelope...)
-	dst = append(dst, '}')
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return dst
+	return appendFrameTail(dst, start)
 }
 
 // appendResultFrame appends the frame of r, written by hand like
 // appendTaskFrame: a Go child sends one per task.
 func appendResultFrame(dst []byte, r *resultFrame) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
-	dst = append(dst, `{"type":`...)
-	dst = appendJSONString(dst, r.Type)
-	dst = append(dst, `,"seq":`...)
-	dst = strconv.AppendUint(dst, r.Seq, 10)
+	dst, start := appendFrameHead(dst, r.Type, r.Seq)
 	dst = append(dst, `,"outcome":`...)
 	dst = appendJSONString(dst, r.Outcome)
-	if r.Message != "" {
-		dst = append(dst, `,"message":`...)
-		dst = appendJSONString(dst, r.Message)
-	}
+	dst = appendOmitEmpty(dst, `,"message":`, r.Message)
+	return appendFrameTail(dst, start)
+}
+
+// appendFrameHead begins a hand-written frame: room for its length, then
+// the JSON object's type and seq. start is where the frame begins, for
+// appendFrameTail.
+func appendFrameHead(dst []byte, typ string, seq uint64) (_ []byte, start int) {
+	start = len(dst)
+	dst = append(dst, 0, 0, 0, 0) // the length, filled in by appendFrameTail
+	dst = append(dst, `{"type":`...)
+	dst = appendJSONString(dst, typ)
+	dst = append(dst, `,"seq":`...)
+	return strconv.AppendUint(dst, seq, 10), start
+}
+
+// appendFrameTail ends the frame begun at start: it closes the JSON object
+// and writes the length.
+func appendFrameTail(dst []byte, start int) []byte {
 	dst = append(dst, '}')
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
+}
+
+// appendOmitEmpty appends key (`,"name":`) and s as a JSON string, or
+// nothing when s is empty: a field tagged omitempty.
+func appendOmitEmpty(dst []byte, key, s string) []byte {
+	if s == "" {
+		return dst
+	}
+	dst = append(dst, key...)
+	return appendJSONString(dst, s)
 }
 
 // appendJSONString appends s as a JSON string. Invalid UTF-8 becomes

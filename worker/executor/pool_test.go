@@ -338,8 +338,9 @@ func TestPoolTimeoutKillsChildGroupAndNextTaskRunsInFreshChild(t *testing.T) {
 	hang.Message.Args = json.RawMessage(strconv.Quote(pidFile))
 	hang.Timeout = 3 * time.Second // the child is warm: the handler starts well within it
 	res := e.Execute(context.Background(), hang)
-	if res.Outcome != OutcomeTimeout || !strings.Contains(res.Reason, "SIGKILL") {
-		t.Fatalf("want a timeout ended by SIGKILL after the grace, have %s (%s)", res.Outcome, res.Reason)
+	want := " (timeout 3s): sent SIGTERM to its pooled child's process group, then SIGKILL after 200ms"
+	if res.Outcome != OutcomeTimeout || !strings.HasPrefix(res.Reason, "timed out at ") || !strings.HasSuffix(res.Reason, want) {
+		t.Fatalf("want a timeout ended by SIGKILL after the grace (timed out at <deadline>%s), have %s (%s)", want, res.Outcome, res.Reason)
 	}
 	pids := readPIDs(t, pidFile)
 	if pids[0] != res.PID {

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The process layer under the subprocess executor: start a task process in
@@ -31,8 +29,7 @@ const outputDrainTimeout = time.Second
 
 // process is a started task process and the goroutines that serve it.
 type process struct {
-	pid            int
-	exited         chan exitStatus // receives once, when the process has exited (not yet reaped: see release)
+	groupLeader
 	stdout, stderr *tailBuffer
 	outR, errR     *os.File
 	stdinW         *os.File      // nil when the envelope was prefilled
@@ -40,17 +37,11 @@ type process struct {
 	pending        int           // I/O goroutines not yet finished
 }
 
-// exitStatus is how a process ended.
-type exitStatus struct {
-	status syscall.WaitStatus
-	err    error
-}
-
 // startProcess starts path with argv in its own process group, with the
 // envelope on stdin, stdout and stderr read into tail buffers of
 // outputLimit bytes by goroutines, and a goroutine that waits for its exit.
-// The caller must receive from exited, kill what is left of the group, then
-// call release (which reaps it) and collect.
+// The caller must wait for exited, kill what is left of the group
+// (killRest), then reap it and collect.
 func startProcess(path string, argv, env []string, dir string, cred *syscall.Credential,
 	envelope []byte, outputLimit int, bufs *sync.Pool) (p *process, err error) {
 	var (
@@ -103,30 +94,15 @@ func startProcess(path string, argv, env []string, dir string, cred *syscall.Cre
 		parent = append(parent, outFiles[i])
 	}
 
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
-		Dir:   dir,
-		Env:   env,
-		Files: []uintptr{uintptr(childFDs[0]), uintptr(childFDs[1]), uintptr(childFDs[2])},
-		Sys: &syscall.SysProcAttr{
-			Setpgid: true, // its own group, so a kill reaches its descendants too
-			// Die with the worker. The kernel sends it when the thread
-			// that forked exits; Go keeps its threads unless a goroutine
-			// locked to one exits, which the worker does not do.
-			Pdeathsig:  syscall.SIGKILL,
-			Credential: cred,
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-
 	p = &process{
-		pid: pid, exited: make(chan exitStatus, 1),
 		outR: outFiles[0], errR: outFiles[1], stdinW: stdinFile,
 		stdout: newTailBuffer(outputLimit), stderr: newTailBuffer(outputLimit),
 		done: make(chan struct{}, 3), pending: 2,
 	}
-	go p.reap()
+	files := []uintptr{uintptr(childFDs[0]), uintptr(childFDs[1]), uintptr(childFDs[2])}
+	if err = p.fork(path, argv, env, dir, files, cred); err != nil {
+		return nil, err
+	}
 	go drainInto(p.stdout, p.outR, bufs, p.done)
 	go drainInto(p.stderr, p.errR, bufs, p.done)
 	if stdinFile != nil {
@@ -139,38 +115,6 @@ func startProcess(path string, argv, env []string, dir string, cred *syscall.Cre
 		}()
 	}
 	return p, nil
-}
-
-// reap waits for the process to exit, without reaping it, and then sends
-// on exited. The exited process stays a zombie, so its pid — and with it
-// its process group's id — cannot be reused until release reaps it: a kill
-// of the group, or the lease forgetting it, can never hit another group.
-func (p *process) reap() {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		p.exited <- exitStatus{err: err}
-		return
-	}
-}
-
-// release reaps the exited process (after exited was received) and returns
-// its status.
-func (p *process) release(w exitStatus) exitStatus {
-	if w.err != nil {
-		return w
-	}
-	for {
-		_, err := syscall.Wait4(p.pid, &w.status, 0, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		w.err = err
-		return w
-	}
 }
 
 // collect waits for p's I/O goroutines and closes its pipes. Normally they
@@ -233,12 +177,6 @@ func writeAll(fd int, b []byte) error {
 		b = b[n:]
 	}
 	return nil
-}
-
-// killGroup sends sig to the process group pgid. ESRCH (the group is
-// already empty) is the normal case after the leader exits.
-func killGroup(pgid int, sig syscall.Signal) {
-	_ = syscall.Kill(-pgid, sig)
 }
 
 // closeAll closes the non-nil files.
