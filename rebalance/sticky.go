@@ -188,19 +188,36 @@ func (s *stickyState) fixUnderloaded() bool {
 // feed moves one queue to member i from the eligible donor with the most
 // negative deficit and reports whether there was one.
 func (s *stickyState) feed(i int) bool {
-	donor, pick := -1, bucketPick{}
+	return s.moveWith(i, true, func(k int) bool { return s.deficit(k) < 0 },
+		func(k, donor int) bool { return s.deficit(k) < s.deficit(donor) })
+}
+
+// moveWith moves one queue between member m and the best partner: among
+// the members candidate accepts, each better than the best so far, the
+// last that can give m a queue (toM) or take one of m's. It reports
+// whether it moved one.
+func (s *stickyState) moveWith(m int, toM bool, candidate func(int) bool, better func(a, best int) bool) bool {
+	best, pick := -1, bucketPick{}
 	for k := range s.p.members {
-		if s.deficit(k) >= 0 || (donor >= 0 && s.deficit(k) >= s.deficit(donor)) {
+		if !candidate(k) || (best >= 0 && !better(k, best)) {
 			continue
 		}
-		if bp, ok := s.pick(k, i); ok {
-			donor, pick = k, bp
+		donor, receiver := m, k
+		if toM {
+			donor, receiver = k, m
+		}
+		if bp, ok := s.pick(donor, receiver); ok {
+			best, pick = k, bp
 		}
 	}
-	if donor < 0 {
+	if best < 0 {
 		return false
 	}
-	s.move(donor, pick, i)
+	if toM {
+		s.move(best, pick, m)
+	} else {
+		s.move(m, pick, best)
+	}
 	return true
 }
 
@@ -216,20 +233,7 @@ func (s *stickyState) fixOverloaded() bool {
 // drain moves one queue from member k to the best eligible receiver below
 // its target and reports whether there was one.
 func (s *stickyState) drain(k int) bool {
-	receiver, pick := -1, bucketPick{}
-	for i := range s.p.members {
-		if s.deficit(i) <= 0 || (receiver >= 0 && !s.betterReceiver(i, receiver)) {
-			continue
-		}
-		if bp, ok := s.pick(k, i); ok {
-			receiver, pick = i, bp
-		}
-	}
-	if receiver < 0 {
-		return false
-	}
-	s.move(k, pick, receiver)
-	return true
+	return s.moveWith(k, false, func(i int) bool { return s.deficit(i) > 0 }, s.betterReceiver)
 }
 
 // firstOf applies fix to the members whose deficit satisfies out, in the
