@@ -73,7 +73,7 @@ func membersKey(members []rebalance.Member) string {
 // when the change needs a whole computation (nothing was done), true when
 // it handled the change; err is then the append's failure, after which the
 // next change goes through a whole computation.
-func (p *placement) placeNew(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, live []rebalance.Member, reg coordinator.Registry, log hclog.Logger) (bool, error) {
+func (p *placement) placeNew(ctx context.Context, lead Leadership, w AssignmentWriter, live []rebalance.Member, reg coordinator.Registry, log hclog.Logger) (bool, error) {
 	if p.placer == nil || membersKey(live) != p.members {
 		return false, nil
 	}
@@ -95,7 +95,7 @@ func (p *placement) placeNew(ctx context.Context, lead Leadership, w AssignmentW
 	for _, q := range d.Added {
 		added = append(added, rebalance.Queue{Name: q.Name, Weight: q.Weight, Tags: q.Tags})
 	}
-	handled, err := p.appendNew(ctx, lead, w, cfg, added, log)
+	handled, err := p.appendNew(ctx, lead, w, added, log)
 	if handled {
 		p.reg = reg
 	}
@@ -106,7 +106,7 @@ func (p *placement) placeNew(ctx context.Context, lead Leadership, w AssignmentW
 // registry watch, when the assignment in force was computed for live and
 // the registry does not list them yet (then the watch places them, by what
 // it lists). It does nothing when a whole computation is due.
-func (p *placement) placeCreated(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, live []rebalance.Member, reg coordinator.Registry, cfgs []drover.QueueConfig, log hclog.Logger) error {
+func (p *placement) placeCreated(ctx context.Context, lead Leadership, w AssignmentWriter, live []rebalance.Member, reg coordinator.Registry, cfgs []drover.QueueConfig, log hclog.Logger) error {
 	if p.placer == nil || membersKey(live) != p.members {
 		return nil
 	}
@@ -116,7 +116,7 @@ func (p *placement) placeCreated(ctx context.Context, lead Leadership, w Assignm
 			added = append(added, rebalance.FromQueueConfig(c))
 		}
 	}
-	if _, err := p.appendNew(ctx, lead, w, cfg, added, log); err != nil {
+	if _, err := p.appendNew(ctx, lead, w, added, log); err != nil {
 		return err
 	}
 	if p.placer != nil {
@@ -135,7 +135,7 @@ func (p *placement) placeCreated(ctx context.Context, lead Leadership, w Assignm
 
 // appendNew places the queues of added not assigned yet and appends them.
 // It reports false when one requires tags (nothing was done).
-func (p *placement) appendNew(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, added []rebalance.Queue, log hclog.Logger) (bool, error) {
+func (p *placement) appendNew(ctx context.Context, lead Leadership, w AssignmentWriter, added []rebalance.Queue, log hclog.Logger) (bool, error) {
 	cur := w.Current().Queues
 	fresh := added[:0:0]
 	for _, q := range added {
@@ -164,9 +164,7 @@ func (p *placement) appendNew(ctx context.Context, lead Leadership, w Assignment
 		p.forget()
 		return true, fmt.Errorf("append %d new queues: %w", len(placed), err)
 	}
+	// Not a rebalance (OnRebalance, the rebalances metric): nothing moved.
 	log.Debug("new queues placed", "generation", next.Generation, "placed", len(placed), "queues", len(next.Queues), "compute", compute, "write", time.Since(wstart))
-	if cfg.OnRebalance != nil {
-		cfg.OnRebalance(next, 0, compute)
-	}
 	return true, nil
 }
