@@ -219,7 +219,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 				settle.Reset(wait) // act on the flags once they have settled
 			}
 			live, cutOffNames := liveMembers(curMembers, cutOff)
-			placed, err := place.placeNew(lctx, lead, w, live, curQueues, log)
+			placed, err := place.placeNew(lctx, clock.Now(), lead, w, live, curQueues, log)
 			if placed {
 				if err != nil {
 					log.Warn("placing new queues failed; retrying after the settle window", "error", err)
@@ -243,7 +243,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 				continue // the registry watch will list them
 			}
 			live, _ := liveMembers(curMembers, cutOff)
-			if err := place.placeCreated(lctx, lead, w, live, curQueues, cfgs, log); err != nil {
+			if err := place.placeCreated(lctx, clock.Now(), lead, w, live, curQueues, cfgs, log); err != nil {
 				if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
 					return err
 				}

@@ -73,7 +73,7 @@ func membersKey(members []rebalance.Member) string {
 // when the change needs a whole computation (nothing was done), true when
 // it handled the change; err is then the append's failure, after which the
 // next change goes through a whole computation.
-func (p *placement) placeNew(ctx context.Context, lead Leadership, w AssignmentWriter, live []rebalance.Member, reg coordinator.Registry, log hclog.Logger) (bool, error) {
+func (p *placement) placeNew(ctx context.Context, now time.Time, lead Leadership, w AssignmentWriter, live []rebalance.Member, reg coordinator.Registry, log hclog.Logger) (bool, error) {
 	if p.placer == nil || membersKey(live) != p.members {
 		return false, nil
 	}
@@ -85,7 +85,7 @@ func (p *placement) placeNew(ctx context.Context, lead Leadership, w AssignmentW
 		delete(p.unlisted, q.Name)
 	}
 	for _, at := range p.unlisted {
-		if time.Since(at) > pendingFor {
+		if now.Sub(at) > pendingFor {
 			// Placed from the registrar, never listed: retired since, or
 			// never registered. A whole computation drops it.
 			return false, nil
@@ -106,7 +106,7 @@ func (p *placement) placeNew(ctx context.Context, lead Leadership, w AssignmentW
 // registry watch, when the assignment in force was computed for live and
 // the registry does not list them yet (then the watch places them, by what
 // it lists). It does nothing when a whole computation is due.
-func (p *placement) placeCreated(ctx context.Context, lead Leadership, w AssignmentWriter, live []rebalance.Member, reg coordinator.Registry, cfgs []drover.QueueConfig, log hclog.Logger) error {
+func (p *placement) placeCreated(ctx context.Context, now time.Time, lead Leadership, w AssignmentWriter, live []rebalance.Member, reg coordinator.Registry, cfgs []drover.QueueConfig, log hclog.Logger) error {
 	if p.placer == nil || membersKey(live) != p.members {
 		return nil
 	}
@@ -123,7 +123,6 @@ func (p *placement) placeCreated(ctx context.Context, lead Leadership, w Assignm
 		if p.unlisted == nil {
 			p.unlisted = map[string]time.Time{}
 		}
-		now := time.Now()
 		for _, q := range added {
 			if _, ok := w.Current().Queues[q.Name]; ok {
 				p.unlisted[q.Name] = now
