@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"testing"
@@ -753,3 +755,91 @@ func TestBatchClaimWithoutCommitterCommitsAlone(t *testing.T) {
 type noCommitterClaim struct{ memClaim }
 
 func (c *noCommitterClaim) Committer() drover.ClaimCommitter { return nil }
+
+// BenchmarkRanQueueFootprint is BenchmarkParkedQueueFootprint for queues
+// that each ran one task, had it committed and parked again: what a queue
+// that ran once keeps while idle.
+func BenchmarkRanQueueFootprint(b *testing.B) {
+	const n = 25000
+	if os.Getenv("DROVER_HEAP_PROFILE") != "" {
+		runtime.MemProfileRate = 1
+	}
+	for range b.N {
+		log := newMemLog()
+		for i := range n {
+			log.add(fmt.Sprintf("queue-%05d", i), msg("one"))
+		}
+		clock := testkit.NewClock(t0)
+		ex := &scriptedExecutor{}
+		w, err := New(Config{Member: "m", Store: log, Executor: ex, Clock: clock})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g0 := runtime.NumGoroutine()
+		claims := make([]*memClaim, n)
+		for i := range n {
+			claims[i] = &memClaim{}
+			if err := w.Start(queueConfig(fmt.Sprintf("queue-%05d", i), nil), claims[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		testkit.Eventually(b, "every queue ran and parked", func() bool {
+			return len(ex.runList()) == n && w.loopGoroutines.Load() == 0
+		})
+		testkit.Eventually(b, "every queue committed", func() bool {
+			clock.Advance(time.Second)
+			for _, c := range claims {
+				if c.committed() == 0 {
+					return false
+				}
+			}
+			w.commits.mu.Lock()
+			defer w.commits.mu.Unlock()
+			return !w.commits.running // trimmed, its goroutine gone
+		})
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/queue")
+		b.ReportMetric(float64(runtime.NumGoroutine()-g0), "goroutines")
+		if p := os.Getenv("DROVER_HEAP_PROFILE"); p != "" {
+			f, _ := os.Create(p)
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+		w.AbortAll()
+	}
+}
+
+// A queue that ran a task and parked keeps neither its in-flight map nor
+// its outcome buffer: with 25,000 queues that each ran once, they held
+// about 10 MB of a worker's live heap (BenchmarkRanQueueFootprint).
+func TestAParkedQueueKeepsNoTurnBuffers(t *testing.T) {
+	log := newMemLog()
+	log.add("q", msg("one"))
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	c := &memClaim{}
+	if err := w.Start(queueConfig("q", nil), c); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the task ran and the queue parked", func() bool { return len(ex.runList()) == 1 && w.loop("q").parked() })
+	waitFor(t, "the commit", func() bool {
+		clock.Advance(DefaultCommitInterval)
+		return c.committed() != 0
+	})
+	allParked(t, w)
+	l := w.loop("q")
+	l.mu.Lock()
+	inflight := l.inflight
+	l.mu.Unlock()
+	if inflight != nil {
+		t.Errorf("parked queue keeps its in-flight map (%d entries)", len(inflight))
+	}
+	if l.outcomes != nil {
+		t.Errorf("parked queue keeps its outcome buffer (len %d, cap %d)", len(l.outcomes), cap(l.outcomes))
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,6 +104,7 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 		b.Fatal(err)
 	}
 	zkBefore := zkCounts(ws)
+	profiled := profileWorkers(b, ws, os.Getenv("DROVER_FLEETBENCH_PROFILES"), time.Duration(queues/rate)*time.Second)
 	start := time.Now()
 	sent := 0
 	sentAt := make([]time.Time, queues) // when each name's first enqueue returned
@@ -126,6 +129,7 @@ func runFamilies(b *testing.B, queues, rate, workers int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	sendTook := time.Since(start)
+	profiled()
 	drain := waitDrained(b, ws, int64(queues), 10*time.Minute)
 	if keep := os.Getenv("DROVER_FAMILYBENCH_KEEP_LOGS"); keep != "" {
 		for _, w := range ws {
@@ -258,4 +262,37 @@ func familyStages(b *testing.B, servers []string, root string, sentAt []time.Tim
 	b.ReportMetric(q(claimed, 0.99).Seconds()*1000, "claimed-p99-ms")
 	b.Logf("stages of %d sampled queues, from the first enqueue: registered p50 %s p99 %s; claimed p50 %s p99 %s",
 		len(claimed), q(registered, 0.5), q(registered, 0.99), q(claimed, 0.5), q(claimed, 0.99))
+}
+
+// profileWorkers saves a CPU profile of every worker over the next d
+// (<worker>.cpu in dir, for go tool pprof) when dir is not empty; the
+// returned func waits for them.
+func profileWorkers(b *testing.B, ws []*worker, dir string, d time.Duration) (wait func()) {
+	if dir == "" || d < time.Second {
+		return func() {}
+	}
+	done := make(chan struct{}, len(ws))
+	for _, w := range ws {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", w.admin, int(d.Seconds())))
+			if err != nil {
+				b.Logf("%s cpu profile: %v", w.name, err)
+				return
+			}
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, w.name+".cpu"), body, 0o644)
+			}
+			if err != nil {
+				b.Logf("%s cpu profile: %v", w.name, err)
+			}
+		}()
+	}
+	return func() {
+		for range ws {
+			<-done
+		}
+	}
 }
