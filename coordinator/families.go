@@ -374,19 +374,26 @@ func (s *Session) writeBucketOps(ctx context.Context, bp string, version int32, 
 		if len(data) > maxBucketBytes {
 			return done, fmt.Errorf("%w: registry bucket %s would hold %d bytes (%d queues), more than %d", ErrTooLarge, bp, len(data), len(next.Queues), maxBucketBytes)
 		}
-		// Every multi sets the bucket: the version check fences concurrent
-		// writers, and the data watch tells the queues' owners
+		// Every multi sets the bucket (the version check fences concurrent
+		// writers) and moves its notice, which tells the queues' owners
 		// (ConfigWatch).
-		chunk := append(slices.Clip(ops[done:j]), &zk.SetDataRequest{Path: bp, Data: data, Version: version})
+		chunk := append(slices.Clip(ops[done:j]), &zk.SetDataRequest{Path: bp, Data: data, Version: version}, s.noticeOp(bp))
 		res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(chunk...) })
 		if err != nil {
 			if i := failedOp(res); i >= 0 {
+				if i == len(chunk)-1 {
+					// The bucket's first notice: created, the caller's
+					// next round writes (zk.ErrNoNode is a conflict).
+					if err := s.createNotice(ctx, bp); err != nil {
+						return done, err
+					}
+				}
 				return done, res[i].Error
 			}
 			return done, err
 		}
 		done = j
-		version = res[len(res)-1].Stat.Version
+		version = res[len(res)-2].Stat.Version
 	}
 	return done, nil
 }

@@ -210,6 +210,13 @@ func TestChangeFamilyBatchesByBucket(t *testing.T) {
 		buckets[registryBucket(q)] = true
 	}
 	registerFamilyQueues(t, s, f, names...)
+	// The first change in a bucket's life also creates the bucket's config
+	// notice (notice.go): one failed multi and one create per bucket, once.
+	warm := f
+	warm.Queue.Concurrency = 5
+	if _, err := s.Families().Change(ctx, warm, -1); err != nil {
+		t.Fatal(err)
+	}
 	next := f
 	next.Queue.Concurrency = 3
 	m0, c0, s0 := cc.multis.Load(), cc.creates.Load(), cc.sets.Load()

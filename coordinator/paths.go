@@ -25,6 +25,7 @@ const (
 	pauseQueuesDir  = "pause/queues"
 	pauseMembersDir = "pause/members"
 	familiesDir     = "families"
+	noticesDir      = "notices"
 )
 
 // Election names.
@@ -37,7 +38,7 @@ const (
 var persistentDirs = []string{
 	membersDir, electionDir, electionDir + "/" + ElectionRebalance, electionDir + "/" + ElectionScheduler,
 	queuesDir, ownersDir, offsetsDir, coordDir, epochNode, assignmentNode,
-	pauseDir, pauseQueuesDir, pauseMembersDir, familiesDir,
+	pauseDir, pauseQueuesDir, pauseMembersDir, familiesDir, noticesDir,
 }
 
 // Size limits (DESIGN.md §10): no znode, multi request or response larger

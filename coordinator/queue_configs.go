@@ -19,19 +19,25 @@ import (
 // once, when it claims the queue (Read), and then hears of changes only
 // (Changes).
 //
-// It watches the registry buckets, not the configs: one data watch per
-// bucket /queues/<bucket> that holds a followed queue (at most 1,024),
-// because every write of a config rewrites its bucket in the same multi
-// (docs/zookeeper-layout.md). When a bucket's watch fires, the watch is
-// armed again first and then the followed queues of that bucket are read
+// It watches the buckets' config notices, not the configs: one data watch
+// per notice /notices/<bucket> of a bucket that holds a followed queue (at
+// most 1,024). Every write of a config that its owner must hear of moves
+// the notice in the same multi; the registration of new queues does not
+// (notice.go), so a family's thousand new queues a second wake no member.
+// When a notice's watch fires, the watch is armed again first, then the
+// bucket is read, and the followed queues of the bucket that it says
+// changed (listed or not, and the revision of their config) are read
 // (plain reads, no watch) and delivered when their config node changed
 // since last read (its Mzxid grew). So a change made while the watch was
-// down — between the event and the new watch — is read too. A data watch
-// per followed config cost the go-zookeeper library a watcher entry and a
-// channel per queue, and the session a routing entry per path: about
-// 13 MB at 25,000 queues (docs/decisions.md, "Issue 14: one config watch
-// per registry bucket"). Watching the whole registry would cost every
-// member a read and a watch per queue in the fleet.
+// down — between the event and the new watch — is read too. A followed
+// queue whose config is missing (deleted, or not created yet) is read
+// again every missingPoll, since a registration that creates it again
+// moves no notice. A data watch per followed config cost the
+// go-zookeeper library a watcher entry and a channel per queue, and the
+// session a routing entry per path: about 13 MB at 25,000 queues
+// (docs/decisions.md, "Issue 14: one config watch per registry bucket").
+// Watching the whole registry would cost every member a read and a watch
+// per queue in the fleet.
 type ConfigWatch struct {
 	s   *Session
 	ws  *watchSet
@@ -40,6 +46,7 @@ type ConfigWatch struct {
 	mu      sync.Mutex
 	buckets map[string]*followedBucket // by bucket name (three hex digits)
 	dirty   map[string]struct{}        // followed queues to read again
+	missing map[string]struct{}        // followed queues whose config was missing when last read
 	pending map[string]pendingConfig   // undelivered, latest per queue
 	order   []string                   // delivery order of pending (may name delivered ones)
 }
@@ -120,12 +127,31 @@ type pendingConfig struct {
 // own reads leave it alone.
 const readingConfig = -1
 
+// missingPoll is how often a followed queue whose config is missing is
+// read again: its creation by a registration moves no notice. Such a queue
+// is rare and short-lived (the rebalance leader moves a queue that left
+// the registry off its member).
+const missingPoll = 2 * time.Second
+
+// seen records q's config as read at mzxid in b (0: missing).
+func (w *ConfigWatch) seen(b *followedBucket, q string, mzxid int64) {
+	b.set(q, mzxid)
+	if mzxid == 0 {
+		if _, ok := w.missing[q]; !ok {
+			w.missing[q] = struct{}{}
+			w.ws.signal() // run sets the poll's timer
+		}
+	} else {
+		delete(w.missing, q)
+	}
+}
+
 // WatchConfigs starts a ConfigWatch that follows no queue yet. It runs
 // until ctx ends or the session is lost; then Changes is closed.
 func (q Queues) WatchConfigs(ctx context.Context) *ConfigWatch {
 	s := q.s
 	w := &ConfigWatch{s: s, ws: newWatchSet(s.hub), out: make(chan QueueEntry),
-		buckets: map[string]*followedBucket{}, dirty: map[string]struct{}{}, pending: map[string]pendingConfig{}}
+		buckets: map[string]*followedBucket{}, dirty: map[string]struct{}{}, missing: map[string]struct{}{}, pending: map[string]pendingConfig{}}
 	go w.run(ctx)
 	return w
 }
@@ -189,10 +215,11 @@ func (w *ConfigWatch) Read(ctx context.Context, queue string) (QueueEntry, error
 	}
 	if err != nil {
 		b.remove(queue)
+		delete(w.missing, queue)
 		w.dropIfEmptyLocked(bn)
 		return QueueEntry{}, fmt.Errorf("read queue config %s: %w", queue, err)
 	}
-	b.set(queue, mzxid)
+	w.seen(b, queue, mzxid)
 	delete(w.pending, queue) // older than this read
 	if b.gen != gen || !w.ws.isArmed(w.bucketKey(bn)) {
 		// The bucket's watch fired while the config was read: the read
@@ -212,6 +239,7 @@ func (w *ConfigWatch) Forget(queue string) {
 	defer w.mu.Unlock()
 	delete(w.dirty, queue)
 	delete(w.pending, queue)
+	delete(w.missing, queue)
 	if b := w.buckets[bn]; b != nil {
 		b.remove(queue)
 		w.dropIfEmptyLocked(bn)
@@ -224,8 +252,9 @@ func (w *ConfigWatch) Forget(queue string) {
 // leaves the assignment); a later creation is.
 func (w *ConfigWatch) Changes() <-chan QueueEntry { return w.out }
 
+// bucketKey is the watch of bucket bn's config notice.
 func (w *ConfigWatch) bucketKey(bn string) watchKey {
-	return watchKey{watchNode, w.s.path(queuesDir, bn)}
+	return watchKey{watchNode, w.s.path(noticesDir, bn)}
 }
 
 func (w *ConfigWatch) dropIfEmpty(bn string) {
@@ -245,9 +274,9 @@ func (w *ConfigWatch) dropIfEmptyLocked(bn string) {
 	w.ws.forget(w.bucketKey(bn))
 }
 
-// armBucket arms the data (or existence) watch of bucket bn, reading the
-// bucket; the followed queues whose config it says changed are then read
-// again (a change may have come while the watch was down).
+// armBucket arms the data (or existence) watch of bucket bn's notice, then
+// reads the bucket; the followed queues whose config it says changed are
+// then read again (a change may have come while the watch was down).
 func (w *ConfigWatch) armBucket(ctx context.Context, bn string) error {
 	w.mu.Lock()
 	b := w.buckets[bn]
@@ -260,14 +289,18 @@ func (w *ConfigWatch) armBucket(ctx context.Context, bn string) error {
 	w.mu.Unlock()
 	k := w.bucketKey(bn)
 	w.ws.prepare(k)
-	nd, err := getW(ctx, w.s, k.path)
+	_, err := getW(ctx, w.s, k.path)
 	var data bucketData
 	decoded := false
 	if err == nil {
-		decoded = true // a missing bucket lists nothing
-		if nd != nil {
+		// Armed: a change from now on fires it. A bucket that cannot be
+		// read or decoded says nothing: every followed queue is read.
+		bp := w.s.path(queuesDir, bn)
+		nd, rerr := getIfAny(ctx, w.s, bp)
+		decoded = rerr == nil // a missing bucket lists nothing
+		if rerr == nil && nd != nil {
 			var derr error
-			data, derr = decodeBucket(k.path, nd.data)
+			data, derr = decodeBucket(bp, nd.data)
 			decoded = derr == nil
 		}
 	}
@@ -311,7 +344,10 @@ func (w *ConfigWatch) armBucket(ctx context.Context, bn string) error {
 func (w *ConfigWatch) run(ctx context.Context) {
 	defer close(w.out)
 	defer w.ws.close()
-	var retry <-chan time.Time
+	var (
+		retry  <-chan time.Time
+		pollAt time.Time // when the missing configs are read again
+	)
 	for {
 		// A bucket holding followed queues whose watch is neither armed nor
 		// being armed fired: arm it again (which marks its queues to be
@@ -368,13 +404,13 @@ func (w *ConfigWatch) run(ctx context.Context) {
 				w.dirty[q] = struct{}{}
 				failed = true
 			case r.mzxid > seen:
-				b.set(q, r.mzxid)
+				w.seen(b, q, r.mzxid)
 				if _, dup := w.pending[q]; !dup {
 					w.order = append(w.order, q)
 				}
 				w.pending[q] = pendingConfig{r.e, r.mzxid}
 			case r.mzxid == 0 && seen > 0:
-				b.set(q, 0) // deleted: not delivered, its creation will be
+				w.seen(b, q, 0) // deleted: not delivered, its creation will be
 			}
 		}
 		var send chan QueueEntry
@@ -390,10 +426,21 @@ func (w *ConfigWatch) run(ctx context.Context) {
 		if len(w.order) == 0 && len(w.pending) == 0 {
 			w.order, w.pending = nil, map[string]pendingConfig{} // shed the size of a burst
 		}
+		missing := len(w.missing) > 0
 		w.mu.Unlock()
 		retry = nil
-		if failed {
+		switch {
+		case failed:
 			retry = time.After(w.s.cfg.SessionTimeout / 4)
+		case missing:
+			// From the first time one was seen missing: deliveries and
+			// events do not push the poll back.
+			if pollAt.IsZero() {
+				pollAt = time.Now().Add(missingPoll)
+			}
+			retry = time.After(time.Until(pollAt))
+		default:
+			pollAt = time.Time{}
 		}
 		select {
 		case <-ctx.Done():
@@ -401,6 +448,12 @@ func (w *ConfigWatch) run(ctx context.Context) {
 		case <-w.s.done:
 			return
 		case <-retry:
+			pollAt = time.Time{}
+			w.mu.Lock()
+			for q := range w.missing {
+				w.dirty[q] = struct{}{}
+			}
+			w.mu.Unlock()
 		case send <- next.e:
 			// Delivered, unless a newer read replaced it meanwhile.
 			w.mu.Lock()

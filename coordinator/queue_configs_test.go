@@ -128,7 +128,7 @@ func TestConfigWatchReadsAChangeMadeWhileItsWatchWasDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bucket := admin.path(queuesDir, registryBucket(x))
+	bucket := admin.path(noticesDir, registryBucket(x))
 	var arms atomic.Int32
 	s := connectHooked(t, server.Addrs, root, func(p string) {
 		if p != bucket || arms.Add(1) != 2 {

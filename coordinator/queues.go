@@ -40,7 +40,7 @@ func (q Queues) Create(ctx context.Context, cfg drover.QueueConfig) error {
 	if err != nil {
 		return fmt.Errorf("create queue: %w", err)
 	}
-	_, err = s.updateBucket(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
+	_, err = s.updateBucketNotify(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
 		if b.has(cfg.Name) {
 			return nil, zk.ErrNodeExists
 		}
@@ -76,7 +76,7 @@ func (s *Session) adoptQueue(ctx context.Context, name string) error {
 		return err
 	}
 	p := s.queueNodePath(name)
-	_, err = s.updateBucket(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
+	_, err = s.updateBucketNotify(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
 		if b.same(e.Config) {
 			return nil, nil
 		}
@@ -109,7 +109,7 @@ func (q Queues) Update(ctx context.Context, cfg drover.QueueConfig, version int3
 		return 0, fmt.Errorf("update queue: %w", err)
 	}
 	bp := path.Dir(p)
-	res, err := s.updateBucket(ctx, bp, func(b *bucketData) ([]any, error) {
+	res, err := s.updateBucketNotify(ctx, bp, func(b *bucketData) ([]any, error) {
 		ops := []any{&zk.SetDataRequest{Path: p, Data: data, Version: version}}
 		if b.same(cfg) {
 			// Nothing for the leader to balance differently: the revision
@@ -149,7 +149,7 @@ func (q Queues) Delete(ctx context.Context, name string) error {
 		return fmt.Errorf("delete queue: %w", err)
 	}
 	bp := path.Dir(p)
-	_, err = s.updateBucket(ctx, bp, func(b *bucketData) ([]any, error) {
+	_, err = s.updateBucketNotify(ctx, bp, func(b *bucketData) ([]any, error) {
 		b.remove(name)
 		return []any{&zk.DeleteRequest{Path: p, Version: -1}}, nil
 	})
@@ -200,7 +200,7 @@ func (q Queues) Retire(ctx context.Context, queue, family string, empty func(con
 	// queue still, and skip it as configured when it comes back (no multi
 	// sent, so no version check tells it otherwise).
 	defer s.written.drop(path.Dir(p))
-	_, err = s.updateBucket(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
+	_, err = s.updateBucketNotify(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
 		b.remove(queue)
 		return []any{&zk.DeleteRequest{Path: p, Version: e.Version}}, nil
 	})

@@ -372,6 +372,18 @@ var errRetryBucket = errors.New("registry bucket changed")
 // the responses of the config operations, or the error of the one that
 // failed.
 func (s *Session) updateBucket(ctx context.Context, p string, change func(b *bucketData) ([]any, error)) ([]zk.MultiResponse, error) {
+	return s.writeBucket(ctx, p, false, change)
+}
+
+// updateBucketNotify is updateBucket for a write the owners of the changed
+// queues must hear of: the multi also moves the bucket's notice
+// (notice.go). The results are those of change's operations, as
+// updateBucket's.
+func (s *Session) updateBucketNotify(ctx context.Context, p string, change func(b *bucketData) ([]any, error)) ([]zk.MultiResponse, error) {
+	return s.writeBucket(ctx, p, true, change)
+}
+
+func (s *Session) writeBucket(ctx context.Context, p string, notify bool, change func(b *bucketData) ([]any, error)) ([]zk.MultiResponse, error) {
 	for {
 		cur, err := s.readBucket(ctx, p)
 		if err != nil {
@@ -401,6 +413,13 @@ func (s *Session) updateBucket(ctx context.Context, p string, change func(b *buc
 			// same, does not rebalance.
 			ops = append(ops, &zk.SetDataRequest{Path: p, Data: data, Version: cur.version})
 		}
+		bi, ni := len(ops)-1, -1
+		if cur.missing {
+			bi = 0
+		}
+		if notify {
+			ops, ni = append(ops, s.noticeOp(p)), len(ops)
+		}
 		size := 0
 		for _, op := range ops {
 			size += opSize(op)
@@ -409,16 +428,20 @@ func (s *Session) updateBucket(ctx context.Context, p string, change func(b *buc
 			return nil, fmt.Errorf("%w: a write of registry bucket %s with its configs would take %d bytes", ErrTooLarge, p, size)
 		}
 		res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) })
-		bi := len(ops) - 1
-		if cur.missing {
-			bi = 0
-		}
 		if err == nil {
+			if ni >= 0 {
+				res = res[:ni]
+			}
 			return slices.Delete(res, bi, bi+1), nil
 		}
 		switch failed := failedOp(res); {
 		case failed == bi:
 			// Another writer changed (or created) the bucket first: again.
+		case failed == ni:
+			// The bucket's first notice: create it, then again.
+			if err := s.createNotice(ctx, p); err != nil {
+				return nil, err
+			}
 		case failed >= 0:
 			return nil, res[failed].Error
 		default:

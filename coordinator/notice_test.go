@@ -1,0 +1,109 @@
+package coordinator
+
+import (
+	"context"
+	"testing"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
+)
+
+// A bucket's config notice moves with every write a queue's owner must hear
+// of (create by an operator, update, delete, retire, a family's change) and
+// not with the registration of new queues (CreateMany), so that a family's
+// thousand new queues a second wake no member (ConfigWatch watches the
+// notices). The bucket itself moves with all of them: the rebalance leader
+// watches it.
+func TestConfigNoticeMovesWithChangesNotWithRegistrations(t *testing.T) {
+	t.Parallel()
+	s := connect(t, testenv.ZooKeeper(t).Addrs, testenv.Chroot(t))
+	ctx := ctxT(t)
+	names := oneBucketQueues(8)
+	bp := s.path(queuesDir, registryBucket(names[0]))
+	np := s.path(noticesDir, registryBucket(names[0]))
+	versions := func() (bucket, notice int32) {
+		t.Helper()
+		b, err := getNode(ctx, s, bp)
+		if err != nil {
+			t.Fatalf("read the bucket: %v", err)
+		}
+		n, err := getNode(ctx, s, np)
+		if err != nil {
+			t.Fatalf("read the notice: %v", err)
+		}
+		return b.stat.Version, n.stat.Version
+	}
+	if err := s.Queues().Create(ctx, drover.QueueConfig{Name: names[0]}); err != nil {
+		t.Fatal(err)
+	}
+	b0, n0 := versions()
+
+	f := drover.FamilyConfig{Name: "fam", Prefix: "q", Queue: drover.QueueConfig{Concurrency: 1}}
+	if err := s.Families().Create(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	registerFamilyQueues(t, s, f, names[1:]...)
+	b1, n1 := versions()
+	if b1 == b0 || n1 != n0 {
+		t.Fatalf("a registration: want the bucket moved and the notice not, have bucket %d -> %d, notice %d -> %d", b0, b1, n0, n1)
+	}
+
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"an update", func() error {
+			_, err := s.Queues().Update(ctx, drover.QueueConfig{Name: names[1], Family: "fam", Concurrency: 2}, -1)
+			return err
+		}},
+		{"a delete", func() error { return s.Queues().Delete(ctx, names[2]) }},
+		{"a retire", func() error {
+			ok, err := s.Queues().Retire(ctx, names[3], "fam", func(context.Context) (bool, error) { return true, nil })
+			if err == nil && !ok {
+				t.Fatalf("retire %s: not retired", names[3])
+			}
+			return err
+		}},
+		{"an operator's create", func() error { return s.Queues().Create(ctx, drover.QueueConfig{Name: names[2]}) }},
+		{"a family's change", func() error {
+			next := f
+			next.Queue.Concurrency = 3
+			_, err := s.Families().Change(ctx, next, -1)
+			return err
+		}},
+	}
+	for _, st := range steps {
+		_, before := versions()
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.what, err)
+		}
+		if _, after := versions(); after == before {
+			t.Fatalf("%s: want the notice moved, have it at version %d still", st.what, after)
+		}
+	}
+}
+
+// A followed queue whose config is missing is delivered when a
+// registration creates it, though a registration moves no notice: the
+// watch reads missing configs again (missingPoll).
+func TestConfigWatchDeliversAQueueARegistrationCreates(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	s, admin := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	w := s.Queues().WatchConfigs(ctx)
+	e, err := w.Read(ctx, "fam-1")
+	if err != nil || e.Err == nil {
+		t.Fatalf("read a queue not registered: want an entry with ErrQueueNotFound, have %+v (%v)", e, err)
+	}
+	f := drover.FamilyConfig{Name: "fam", Prefix: "fam-", Queue: drover.QueueConfig{Concurrency: 7}}
+	if err := admin.Families().Create(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	registerFamilyQueues(t, admin, f, "fam-1")
+	got := untilCtx(ctx, t, w.Changes(), "the registration of fam-1", func(QueueEntry) bool { return true })
+	if got.Name != "fam-1" || got.Err != nil || got.Config.Concurrency != 7 {
+		t.Fatalf("want fam-1 at concurrency 7, have %+v", got)
+	}
+}
