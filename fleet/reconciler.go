@@ -372,8 +372,19 @@ func (r *reconciler) claimAs(ctx context.Context, q string, fresh bool) {
 			got       Claim
 			cfg       *drover.QueueConfig
 			attempted bool // past any stop of q here: no other Claim of q exists
+			// A queue new to the fleet is almost always claimed at the
+			// first try: its config is read beside the claim, not after
+			// it, a round trip less before its first task.
+			early chan *drover.QueueConfig
 		)
+		if fresh {
+			early = make(chan *drover.QueueConfig, 1)
+			go func() { early <- r.readConfig(cctx, q) }()
+		}
 		defer func() {
+			if early != nil && got == nil {
+				<-early // ended with cctx; handle forgets the queue's config
+			}
 			if got == nil && attempted && r.s.Err() == nil {
 				// A claim that timed out or was abandoned may still have
 				// landed; the session applies requests in order, so this
@@ -394,7 +405,11 @@ func (r *reconciler) claimAs(ctx context.Context, q string, fresh bool) {
 			c, err := r.s.Claim(cctx, q, owner)
 			if err == nil {
 				got = c
-				cfg = r.readConfig(cctx, q)
+				if early != nil {
+					cfg = <-early
+				} else {
+					cfg = r.readConfig(cctx, q)
+				}
 				return
 			}
 			if errors.Is(err, drover.ErrNotOwner) {
@@ -473,7 +488,7 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 			}
 		}
 		if ev.claim == nil {
-			delete(r.claimCfgs, ev.queue)
+			r.unfollow(ev.queue) // a config read beside the claim follows it
 			if r.target[ev.queue] && ctx.Err() == nil && r.s.Err() == nil {
 				r.claim(ctx, ev.queue) // cancelled by an older target, wanted again
 			}

@@ -214,6 +214,7 @@ func (s *idleScheduler) run() {
 			if s.check(full) {
 				nextCheck = c.Clock.Now().Add(verifyPause)
 			}
+			s.w.releaseIfQuiet(c.Clock.Now())
 		}
 
 		s.mu.Lock()

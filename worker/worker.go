@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,12 @@ type Worker struct {
 	// loopGoroutines counts the queue loops' run goroutines: parked loops
 	// have none.
 	loopGoroutines atomic.Int64
+	// The release of memory after a burst (release.go): whether a loop ran
+	// since the last release, when the last one stopped (cfg.Clock, Unix
+	// nanoseconds), and what returns the memory (tests count it).
+	worked    atomic.Bool
+	drainedAt atomic.Int64
+	release   func()
 	// iterationCount counts the queue loops' iterations (tests: "the loop
 	// has looked since").
 	iterationCount atomic.Int64
@@ -75,7 +82,7 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}, epoch: cfg.Clock.Now()}
+	w := &Worker{cfg: cfg, pool: newPool(cfg.Capacity), queues: map[string]*queueLoop{}, epoch: cfg.Clock.Now(), release: debug.FreeOSMemory}
 	w.idle = newIdleScheduler(w)
 	w.routes = newRouter(w)
 	w.commits = newCommitter(w)
@@ -289,10 +296,12 @@ func (w *Worker) loop(queue string) *queueLoop {
 func (w *Worker) loopStarted() {
 	if w.loopGoroutines.Add(1) == 1 {
 		w.commits.busy() // the member was drained: it is busy from now
+		w.worked.Store(true)
 	}
 }
 func (w *Worker) loopStopped() {
 	if w.loopGoroutines.Add(-1) == 0 {
+		w.drainedAt.Store(w.cfg.Clock.Now().UnixNano())
 		w.commits.drained() // the member drained: commit without waiting
 	}
 }
