@@ -58,8 +58,12 @@ type shareHeader struct {
 	Queues     int     `json:"queues"`
 }
 
-// shareChunk is the data of /assignment/<member>/<i>.
-type shareChunk struct {
+// ShareChunk is the data of /assignment/<member>/<i>.
+// ShareChunk is one chunk of a member's share: the queues it lists, sorted,
+// and the generation it was written at. WatchShare delivers a share as its
+// chunks; a delivered chunk is never modified, so a reader may keep it and
+// skip the chunks of the next share whose generation did not move.
+type ShareChunk struct {
 	Generation int64    `json:"generation"`
 	Queues     []string `json:"queues"`
 	// New marks a chunk Append wrote: queues placed as new to the fleet.
@@ -74,13 +78,33 @@ var errShareIncomplete = errors.New("coordinator: share is being written")
 // Watch) or one member's share (WatchShare), where Queues holds
 // only that member's queues.
 type AssignmentNode struct {
+	// Assignment is the assignment; for WatchShare its Generation only
+	// (Queues is nil: see Share).
 	Assignment drover.Assignment
 	Version    int32 // znode version of /assignment (of the share header for WatchShare)
 	Err        error // set when the data could not be decoded
-	// New (WatchShare only) holds the queues of the share that the leader
-	// placed as new to the fleet (AssignmentWriter.Append) and no whole
-	// write has rewritten since: most were never claimed (Owner.New).
-	New map[string]bool
+	// Share (WatchShare only; never nil there) is the member's share as
+	// the chunks it is written in, by index. Chunks that say New hold
+	// queues the leader placed as new to the fleet (AssignmentWriter.Append)
+	// and no whole write has rewritten since: most were never claimed
+	// (Owner.New). A member with 25,000 queues gains a chunk's worth a
+	// generation while a family's queues appear, dozens of generations a
+	// second: building a map of its whole share each time took a sixth of
+	// its CPU, and its reconciler another quarter (docs/decisions.md,
+	// "A member applies what changed in its share").
+	Share []ShareChunk
+}
+
+// ShareQueues returns the queues of a share WatchShare delivered, each
+// mapped to member (Assignment.Queues's form).
+func (n AssignmentNode) ShareQueues(member string) map[string]string {
+	out := map[string]string{}
+	for _, c := range n.Share {
+		for _, q := range c.Queues {
+			out[q] = member
+		}
+	}
+	return out
 }
 
 // chunkCount returns how many chunks a share of these queues needs: the
@@ -121,7 +145,7 @@ func (s *Session) chunkPath(member string, i int) string {
 type storedShare struct {
 	exists   bool // the share header node exists
 	header   shareHeader
-	chunks   map[int]shareChunk // every chunk node found, by index
+	chunks   map[int]ShareChunk // every chunk node found, by index
 	complete bool               // every chunk the header names exists at the generation it names
 	err      error              // the header or a chunk could not be decoded
 }
@@ -224,7 +248,7 @@ func (s *Session) readAssignmentTree(ctx context.Context) (*storedAssignment, er
 // readShareTree reads one share header, lists its chunk nodes and reads
 // them.
 func (s *Session) readShareTree(ctx context.Context, member string) (*storedShare, error) {
-	st := &storedShare{chunks: map[int]shareChunk{}}
+	st := &storedShare{chunks: map[int]ShareChunk{}}
 	p := s.sharePath(member)
 	nd, err := getNode(ctx, s, p)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -256,10 +280,10 @@ func (s *Session) readShareTree(ctx context.Context, member string) (*storedShar
 		if err != nil {
 			return nil, err
 		}
-		var c shareChunk
+		var c ShareChunk
 		if err := json.Unmarshal(cnd.data, &c); err != nil {
 			st.err = fmt.Errorf("decode share chunk %s/%s: %w", p, n, err)
-			c = shareChunk{Generation: -1}
+			c = ShareChunk{Generation: -1}
 		}
 		st.chunks[i] = c
 	}
@@ -317,7 +341,7 @@ func (a Assignments) Watch(ctx context.Context) <-chan AssignmentNode {
 // /assignment. A corrupt share is delivered with Err set.
 func (a Assignments) WatchShare(ctx context.Context, member string) <-chan AssignmentNode {
 	s := a.s
-	r := &shareReader{s: s, member: member, chunks: map[int]shareChunk{}}
+	r := &shareReader{s: s, member: member, chunks: map[int]ShareChunk{}}
 	return watchLoop(ctx, s, "share", r.refresh)
 }
 
@@ -325,7 +349,7 @@ func (a Assignments) WatchShare(ctx context.Context, member string) <-chan Assig
 type shareReader struct {
 	s      *Session
 	member string
-	chunks map[int]shareChunk // by index, as last read
+	chunks map[int]ShareChunk // by index, as last read
 }
 
 // refresh reads the share header (arming its watch) and the chunks that
@@ -340,7 +364,7 @@ func (r *shareReader) refresh(ctx context.Context, ws *watchSet) (AssignmentNode
 	if err != nil {
 		return AssignmentNode{}, fmt.Errorf("read share of %s: %w", r.member, err)
 	}
-	a := drover.Assignment{Queues: map[string]string{}}
+	a := drover.Assignment{}
 	if nd == nil {
 		clear(r.chunks)
 		hd, err := getNode(ctx, s, s.path(assignmentNode))
@@ -350,7 +374,7 @@ func (r *shareReader) refresh(ctx context.Context, ws *watchSet) (AssignmentNode
 		var h assignmentHeader
 		json.Unmarshal(hd.data, &h) // a corrupt header: generation 0
 		a.Generation = h.Generation
-		return AssignmentNode{Assignment: a, Version: -1}, nil
+		return AssignmentNode{Assignment: a, Version: -1, Share: []ShareChunk{}}, nil
 	}
 	var h shareHeader
 	if len(bytes.TrimSpace(nd.data)) > 0 {
@@ -370,7 +394,7 @@ func (r *shareReader) refresh(ctx context.Context, ws *watchSet) (AssignmentNode
 		}
 	}
 	type read struct {
-		c   shareChunk
+		c   ShareChunk
 		err error
 	}
 	reads := parallelMap(ctx, stale, func(i int) read {
@@ -378,7 +402,7 @@ func (r *shareReader) refresh(ctx context.Context, ws *watchSet) (AssignmentNode
 		if err != nil {
 			return read{err: err}
 		}
-		var c shareChunk
+		var c ShareChunk
 		if err := json.Unmarshal(cnd.data, &c); err != nil {
 			return read{err: fmt.Errorf("decode share chunk %s/%d: %w", p, i, err)}
 		}
@@ -400,19 +424,9 @@ func (r *shareReader) refresh(ctx context.Context, ws *watchSet) (AssignmentNode
 		r.chunks[i] = rd.c
 	}
 	a.Generation = h.Generation
-	an := AssignmentNode{Assignment: a, Version: nd.stat.Version}
-	for _, c := range r.chunks {
-		for _, q := range c.Queues {
-			a.Queues[q] = r.member
-		}
-		if c.New {
-			if an.New == nil {
-				an.New = map[string]bool{}
-			}
-			for _, q := range c.Queues {
-				an.New[q] = true
-			}
-		}
+	share := make([]ShareChunk, len(h.Chunks))
+	for i := range share {
+		share[i] = r.chunks[i]
 	}
-	return an, nil
+	return AssignmentNode{Assignment: a, Version: nd.stat.Version, Share: share}, nil
 }

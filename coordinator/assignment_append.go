@@ -96,7 +96,7 @@ func (w *AssignmentWriter) Append(ctx context.Context, placed map[string]string)
 		sort.Strings(qs)
 		ns.chunks[i], ns.gens[i] = qs, gen
 		p := s.chunkPath(m, i)
-		data := mustJSON(shareChunk{Generation: gen, Queues: qs, New: true})
+		data := mustJSON(ShareChunk{Generation: gen, Queues: qs, New: true})
 		if ns.nodes[i] {
 			chunkOps = append(chunkOps, zkOp{&zk.SetDataRequest{Path: p, Data: data, Version: -1}, requestSize(p, data)})
 		} else {

@@ -58,7 +58,7 @@ func TestAppendWritesOnlyTheNewQueues(t *testing.T) {
 			t.Fatalf("append round %d: generation %d, %d queues; want %d, %d", round, a.Generation, len(w.Current().Queues), 2+round, len(target))
 		}
 		got := until(t, shareB, "b's share after the append", func(an AssignmentNode) bool { return an.Assignment.Generation == a.Generation })
-		if have, want := sortedKeys(got.Assignment.Queues), shareOf(target, "b"); fmt.Sprint(have) != fmt.Sprint(want) {
+		if have, want := sortedKeys(got.ShareQueues("b")), shareOf(target, "b"); fmt.Sprint(have) != fmt.Sprint(want) {
 			t.Fatalf("round %d: b's share: want %d queues, have %d", round, len(want), len(have))
 		}
 		if n := chunks("b"); n != hashed+1 {

@@ -222,7 +222,7 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 			changed = true
 			ns.gens[i] = gen
 			p := s.chunkPath(m, i)
-			data := mustJSON(shareChunk{Generation: gen, Queues: nonNil(part)})
+			data := mustJSON(ShareChunk{Generation: gen, Queues: nonNil(part)})
 			if old != nil && old.nodes[i] {
 				add(&chunkOps, &zk.SetDataRequest{Path: p, Data: data, Version: -1}, p, data)
 			} else {

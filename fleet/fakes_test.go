@@ -21,6 +21,7 @@ type fakeSession struct {
 	owners   map[string]*fakeClaim      // queue → the claim holding its owner node
 	released chan struct{}              // closed and replaced at every release
 	claims   map[string]int             // successful claims per queue
+	fresh    map[string]bool            // the Owner.New hint of each queue's last claim
 	ctxs     map[string]context.Context // the context of the last successful Claim per queue
 	blocked  map[string]bool            // queues another session owns
 	// WaitReleased calls in progress, and the most at once.
@@ -80,12 +81,16 @@ func (w *fakeConfigWatch) Read(_ context.Context, name string) (coordinator.Queu
 func (w *fakeConfigWatch) Forget(string)                          {}
 func (w *fakeConfigWatch) Changes() <-chan coordinator.QueueEntry { return w.out }
 
-func (s *fakeSession) Claim(ctx context.Context, q string, _ coordinator.Owner) (Claim, error) {
+func (s *fakeSession) Claim(ctx context.Context, q string, o coordinator.Owner) (Claim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
+	if s.fresh == nil {
+		s.fresh = map[string]bool{}
+	}
+	s.fresh[q] = o.New
 	if s.owners[q] != nil || s.blocked[q] {
 		return nil, fmt.Errorf("claim %s: %w", q, drover.ErrNotOwner)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -92,7 +93,8 @@ type reconciler struct {
 	untilLost context.Context
 
 	// Owned by the run goroutine.
-	target   map[string]bool // queues assigned to this member
+	target   map[string]bool          // queues assigned to this member
+	share    []coordinator.ShareChunk // the share target was last applied from (nil: a whole assignment)
 	gen      int64
 	owned    map[string]Claim              // running
 	claiming map[string]context.CancelFunc // claim goroutines
@@ -159,7 +161,7 @@ loop:
 				r.log.Warn("ignoring a corrupt assignment", "error", an.Err)
 				continue
 			}
-			r.apply(wctx, an.Assignment, an.New)
+			r.apply(wctx, an)
 		case e, ok := <-configs:
 			if !ok {
 				break loop
@@ -206,19 +208,134 @@ loop:
 	return exit
 }
 
-// apply reacts to a new target; fresh names the queues placed as new to
-// the fleet (claimed without reading their offset first).
-func (r *reconciler) apply(ctx context.Context, a drover.Assignment, fresh map[string]bool) {
+// apply reacts to a new target. A share delivered as chunks (WatchShare)
+// is compared with the last one applied, chunk by chunk (applyShare); a
+// whole assignment is applied whole.
+func (r *reconciler) apply(ctx context.Context, an coordinator.AssignmentNode) {
+	a := an.Assignment
 	if a.Generation < r.gen {
 		return
 	}
 	r.gen = a.Generation
-	r.target = map[string]bool{}
-	for q, m := range a.Queues {
-		if m == r.cfg.Member {
-			r.target[q] = true
+	if an.Share != nil {
+		r.applyShare(ctx, an.Share)
+	} else {
+		target := map[string]bool{}
+		for q, m := range a.Queues {
+			if m == r.cfg.Member {
+				target[q] = true
+			}
+		}
+		r.share = nil
+		r.retarget(ctx, target, nil)
+	}
+	if r.cfg.OnGeneration != nil {
+		r.cfg.OnGeneration(a.Generation)
+	}
+}
+
+// applyShare applies a share given as chunks. Only the chunks whose
+// generation moved since the last share applied are looked at: while a
+// family's new queues arrive, a generation adds a few hundred queues to
+// one appended chunk, and going over the whole target (25,000 queues a
+// member at 100,000) at each of dozens of generations a second took a
+// quarter of a member's CPU and delayed the claims' events behind it
+// (docs/decisions.md, "A member applies what changed in its share").
+// Queues of a chunk marked New are claimed without reading their offset
+// first (Owner.New).
+func (r *reconciler) applyShare(ctx context.Context, share []coordinator.ShareChunk) {
+	old := r.share
+	r.share = share
+	if old == nil || r.target == nil {
+		target, fresh := map[string]bool{}, map[string]bool{}
+		for _, c := range share {
+			for _, q := range c.Queues {
+				target[q] = true
+				if c.New {
+					fresh[q] = true
+				}
+			}
+		}
+		r.retarget(ctx, target, fresh)
+		return
+	}
+	var added []string
+	removed, fresh := map[string]bool{}, map[string]bool{}
+	for i := range max(len(old), len(share)) {
+		var o, n coordinator.ShareChunk
+		if i < len(old) {
+			o = old[i]
+		}
+		if i < len(share) {
+			n = share[i]
+		}
+		if i < len(old) && i < len(share) && o.Generation == n.Generation {
+			continue // unchanged: a chunk is rewritten at a new generation
+		}
+		diffSorted(o.Queues, n.Queues, func(q string) {
+			added = append(added, q)
+			if n.New {
+				fresh[q] = true
+			}
+		}, func(q string) { removed[q] = true })
+	}
+	gained := added[:0]
+	for _, q := range added {
+		if removed[q] {
+			delete(removed, q) // moved to another chunk: still ours
+			continue
+		}
+		gained = append(gained, q)
+	}
+	for q := range removed {
+		delete(r.target, q)
+		if r.owned[q] != nil {
+			r.stop(q)
+		}
+		if cancel := r.claiming[q]; cancel != nil {
+			cancel()
 		}
 	}
+	sort.Strings(gained)
+	for _, q := range gained {
+		r.target[q] = true
+		if r.owned[q] == nil && r.claiming[q] == nil {
+			r.claimAs(ctx, q, fresh[q])
+		}
+	}
+}
+
+// diffSorted calls add for each name of next not in prev and remove for
+// each of prev not in next; both sorted (a chunk as written), else sorted
+// copies are compared.
+func diffSorted(prev, next []string, add, remove func(string)) {
+	if !slices.IsSorted(prev) {
+		prev = slices.Sorted(slices.Values(prev))
+	}
+	if !slices.IsSorted(next) {
+		next = slices.Sorted(slices.Values(next))
+	}
+	i, j := 0, 0
+	for i < len(prev) || j < len(next) {
+		switch {
+		case j == len(next) || (i < len(prev) && prev[i] < next[j]):
+			remove(prev[i])
+			i++
+		case i == len(prev) || next[j] < prev[i]:
+			add(next[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+}
+
+// retarget makes target (queue → true) the queues assigned here: owned
+// queues not in it are stopped, claims of queues not in it cancelled, and
+// the others claimed; fresh names the queues placed as new to the fleet.
+func (r *reconciler) retarget(ctx context.Context, target, fresh map[string]bool) {
+	r.target = target
 	for q := range r.owned {
 		if !r.target[q] {
 			r.stop(q)
@@ -238,9 +355,6 @@ func (r *reconciler) apply(ctx context.Context, a drover.Assignment, fresh map[s
 	sort.Strings(gained)
 	for _, q := range gained {
 		r.claimAs(ctx, q, fresh[q])
-	}
-	if r.cfg.OnGeneration != nil {
-		r.cfg.OnGeneration(a.Generation)
 	}
 }
 

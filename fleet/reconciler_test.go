@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -308,5 +309,56 @@ func TestASessionLostMidDrainAbortsTheDrainingQueue(t *testing.T) {
 	}
 	if n := rr.r.count(rr.r.aborts, "b"); n != 1 {
 		t.Fatalf("want b (still owned) aborted once, have %d", n)
+	}
+}
+
+// A share delivered as chunks is applied chunk by chunk: only the chunks
+// whose generation moved are compared, a queue an appended (New) chunk
+// adds is claimed as new, a queue that moved to another chunk (a whole
+// write folding the appended ones) is neither stopped nor claimed again,
+// and a queue no chunk lists any more is stopped.
+func TestReconcilerAppliesTheChunksOfAShareThatChanged(t *testing.T) {
+	rr := startReconciler(t)
+	share := func(gen int64, chunks ...coordinator.ShareChunk) {
+		rr.s.assignments <- coordinator.AssignmentNode{Assignment: drover.Assignment{Generation: gen}, Share: chunks}
+	}
+	chunk := func(gen int64, isNew bool, qs ...string) coordinator.ShareChunk {
+		return coordinator.ShareChunk{Generation: gen, Queues: qs, New: isNew}
+	}
+	hashed := chunk(1, false, "a", "b")
+	share(1, hashed)
+	rr.owning(t, "a", "b")
+	share(2, hashed, chunk(2, true, "c", "d"))
+	rr.owning(t, "a", "b", "c", "d")
+	share(3, hashed, chunk(3, true, "c", "d", "e"))
+	rr.owning(t, "a", "b", "c", "d", "e")
+	rr.s.mu.Lock()
+	fresh := map[string]bool{"a": rr.s.fresh["a"], "c": rr.s.fresh["c"], "e": rr.s.fresh["e"]}
+	rr.s.mu.Unlock()
+	if fresh["a"] || !fresh["c"] || !fresh["e"] {
+		t.Fatalf("claims as new: want c and e (appended chunks), not a, have %v", fresh)
+	}
+	// A whole write folds the appended chunk: c, d and e move, b goes.
+	share(4, chunk(4, false, "a", "c", "e"), chunk(4, false, "d"))
+	rr.owning(t, "a", "c", "d", "e")
+	for q, want := range map[string]int{"a": 1, "c": 1, "d": 1, "e": 1} {
+		if n := rr.s.claimCount(q); n != want {
+			t.Fatalf("%s: want %d claim, have %d", q, want, n)
+		}
+	}
+	rr.r.mu.Lock()
+	stops := maps.Clone(rr.r.stops)
+	rr.r.mu.Unlock()
+	if !maps.Equal(stops, map[string]int{"b": 1}) {
+		t.Fatalf("stops: want b once, have %v", stops)
+	}
+}
+
+func TestDiffSorted(t *testing.T) {
+	var added, removed []string
+	diffSorted([]string{"a", "c", "d", "f"}, []string{"b", "c", "f", "g"},
+		func(q string) { added = append(added, q) }, func(q string) { removed = append(removed, q) })
+	if !slices.Equal(added, []string{"b", "g"}) || !slices.Equal(removed, []string{"a", "d"}) {
+		t.Fatalf("want added [b g], removed [a d]; have %v, %v", added, removed)
 	}
 }
