@@ -286,13 +286,18 @@ func (w *ConfigWatch) armBucket(ctx context.Context, bn string) error {
 	}
 	ch := make(chan struct{})
 	b.arming = ch
+	// The bucket is read only when a followed queue has a config read to
+	// compare with it: the first arming of a bucket (Read's, before it
+	// reads its config) costs one request, as it did when the watch was
+	// on the bucket itself.
+	compare := slices.ContainsFunc(b.seen, func(f followedQueue) bool { return f.mzxid != readingConfig })
 	w.mu.Unlock()
 	k := w.bucketKey(bn)
 	w.ws.prepare(k)
 	_, err := getW(ctx, w.s, k.path)
 	var data bucketData
 	decoded := false
-	if err == nil {
+	if err == nil && compare {
 		// Armed: a change from now on fires it. A bucket that cannot be
 		// read or decoded says nothing: every followed queue is read.
 		bp := w.s.path(queuesDir, bn)
