@@ -2,7 +2,11 @@ package coordinator
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
@@ -105,5 +109,67 @@ func TestConfigWatchDeliversAQueueARegistrationCreates(t *testing.T) {
 	got := untilCtx(ctx, t, w.Changes(), "the registration of fam-1", func(QueueEntry) bool { return true })
 	if got.Name != "fam-1" || got.Err != nil || got.Config.Concurrency != 7 {
 		t.Fatalf("want fam-1 at concurrency 7, have %+v", got)
+	}
+}
+
+// Arming the watch of a notice not created yet (a bucket no config write
+// has changed: every queue of a family's is registered by CreateMany) is
+// one request, as for one that exists.
+func TestConfigWatchArmsAMissingNoticeInOneRequest(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	admin := connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	x, y := sameBucketQueues(t)
+	if n, err := admin.Queues().CreateMany(ctx, []drover.QueueConfig{{Name: x}, {Name: y}}); err != nil || n != 2 {
+		t.Fatalf("CreateMany: %d, %v", n, err)
+	}
+	notice := admin.path(noticesDir, registryBucket(x))
+	var requests atomic.Int32
+	s := connectHooked(t, server.Addrs, root, func(p string) {
+		if p == notice {
+			requests.Add(1)
+		}
+	})
+	w := s.Queues().WatchConfigs(ctx)
+	for _, q := range []string{x, y} {
+		if _, err := w.Read(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := requests.Load(); n != 1 {
+		t.Fatalf("two queues of a bucket without a notice: want one request arming its watch, have %d", n)
+	}
+	if _, err := admin.Queues().Update(ctx, drover.QueueConfig{Name: x, Concurrency: 4}, -1); err != nil {
+		t.Fatal(err)
+	}
+	got := untilCtx(ctx, t, w.Changes(), "the change of "+x, func(QueueEntry) bool { return true })
+	if got.Name != x || got.Config.Concurrency != 4 {
+		t.Fatalf("want %s at concurrency 4 (the notice's creation fired the watch), have %+v", x, got)
+	}
+}
+
+// A config write whose notice cannot be set fails with the server's error;
+// only a missing notice is created and the write sent again.
+func TestAWriteWhoseNoticeIsRefusedFails(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	s := connect(t, server.Addrs, testenv.Chroot(t))
+	ctx := ctxT(t)
+	if err := s.Queues().Create(ctx, drover.QueueConfig{Name: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := zk.Connect(server.Addrs, testTimeout, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.SetACL(s.path(noticesDir, registryBucket("q")), zk.WorldACL(zk.PermRead), -1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Queues().Update(ctx, drover.QueueConfig{Name: "q", Concurrency: 2}, -1)
+	if !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("update with a read-only notice: want zk.ErrNoAuth, have %v", err)
 	}
 }

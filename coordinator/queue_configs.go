@@ -294,7 +294,13 @@ func (w *ConfigWatch) armBucket(ctx context.Context, bn string) error {
 	w.mu.Unlock()
 	k := w.bucketKey(bn)
 	w.ws.prepare(k)
-	_, err := getW(ctx, w.s, k.path)
+	// The notice's data is nothing: ExistsW arms the data watch of a
+	// notice that exists and the existence watch of one not created yet
+	// (a bucket no config write has changed), one request either way.
+	_, err := bounded(ctx, w.s, func(c zkConn) (bool, error) {
+		ok, _, _, err := c.ExistsW(k.path)
+		return ok, err
+	})
 	var data bucketData
 	decoded := false
 	if err == nil && compare {
