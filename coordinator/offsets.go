@@ -22,7 +22,7 @@ type Owner struct {
 	MemberPath string `json:"member_path"` // the member's node
 	Generation int64  `json:"generation"`  // assignment generation the claim was made for
 	// New, a hint not stored: the assignment placed the queue as new to
-	// the fleet (AssignmentNode.New), so the claim creates its offset
+	// the fleet (a ShareChunk marked New), so the claim creates its offset
 	// without reading it first, and claims as usual when it exists.
 	New bool `json:"-"`
 }
