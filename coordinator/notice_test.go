@@ -173,3 +173,40 @@ func TestAWriteWhoseNoticeIsRefusedFails(t *testing.T) {
 		t.Fatalf("update with a read-only notice: want zk.ErrNoAuth, have %v", err)
 	}
 }
+
+// failingMulti fails the next multi as a whole (a lost connection: no
+// operation's result), then passes the others.
+type failingMulti struct {
+	zkConn
+	fail atomic.Bool
+}
+
+func (f *failingMulti) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	if f.fail.CompareAndSwap(true, false) {
+		return nil, zk.ErrConnectionClosed
+	}
+	return f.zkConn.Multi(ops...)
+}
+
+// A registry write that does not move a notice and fails as a whole (no
+// operation's result) returns the failure: with no notice in the multi,
+// "the notice's operation failed" must not be read from an absent result
+// (it was: an index out of range).
+func TestARegistryWriteThatFailsWholeReturnsTheFailure(t *testing.T) {
+	t.Parallel()
+	var fm *failingMulti
+	s := connectWrapped(t, testenv.ZooKeeper(t).Addrs, testenv.Chroot(t), testTimeout, func(conn zkConn, cfg Config) zkConn {
+		fm = &failingMulti{zkConn: conn}
+		return fm
+	})
+	ctx := ctxT(t)
+	p := s.path(queuesDir, registryBucket("q"))
+	fm.fail.Store(true)
+	_, err := s.updateBucket(ctx, p, func(b *bucketData) ([]any, error) {
+		b.put(drover.QueueConfig{Name: "q"})
+		return []any{}, nil
+	})
+	if !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("want the multi's failure (connection closed), have %v", err)
+	}
+}

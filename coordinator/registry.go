@@ -437,7 +437,7 @@ func (s *Session) writeBucket(ctx context.Context, p string, notify bool, change
 		switch failed := failedOp(res); {
 		case failed == bi:
 			// Another writer changed (or created) the bucket first: again.
-		case failed == ni && errors.Is(res[ni].Error, zk.ErrNoNode):
+		case ni >= 0 && failed == ni && errors.Is(res[ni].Error, zk.ErrNoNode):
 			// The bucket's first notice: create it, then again.
 			if err := s.createNotice(ctx, p); err != nil {
 				return nil, err
