@@ -77,6 +77,8 @@ def check_job(queue: Any, task: Any, id: Any = None, delay: Any = None, due: Any
         if len(b) > RULES["id"]["max_bytes"]:
             raise InvalidArgument("id", f"{len(b)} bytes, at most {RULES['id']['max_bytes']}", index)
     ma = RULES["max_attempts"]
+    if max_attempts is None:  # as JSON null in Go: the default, 0
+        max_attempts = 0
     if isinstance(max_attempts, bool) or not isinstance(max_attempts, int):
         raise InvalidArgument("max_attempts", f"want an integer, have {type(max_attempts).__name__}", index)
     if not ma["min"] <= max_attempts <= ma["max"]:
