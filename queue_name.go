@@ -2,11 +2,21 @@ package drover
 
 import (
 	"fmt"
+	"slices"
 	"unicode"
 )
 
 // MaxQueueNameLen is the longest queue name accepted, in bytes.
 const MaxQueueNameLen = 200
+
+// reservedQueueNames are refused although every character is allowed
+// (they are path elements).
+var reservedQueueNames = []string{".", ".."}
+
+// ReservedQueueNames returns the names ValidateQueueName refuses although
+// their characters are allowed: a copy, for producers in other languages
+// (queue.Rules).
+func ReservedQueueNames() []string { return slices.Clone(reservedQueueNames) }
 
 // ValidateQueueName reports whether name may be used as a queue name: 1 to
 // MaxQueueNameLen bytes, no '/', ':', '{', '}', white space or control
@@ -19,7 +29,7 @@ func ValidateQueueName(name string) error {
 	if len(name) > MaxQueueNameLen {
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidQueueName, len(name), MaxQueueNameLen)
 	}
-	if name == "." || name == ".." {
+	if slices.Contains(reservedQueueNames, name) {
 		return fmt.Errorf("%w: %q is reserved", ErrInvalidQueueName, name)
 	}
 	for i, r := range name {

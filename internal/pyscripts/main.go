@@ -1,7 +1,10 @@
 // Command pyscripts writes the Lua scripts the Python client runs
 // (python/drover/scripts/*.lua) from the Go sources in queue/, so that the
 // two cannot drift: the Python client carries byte-for-byte the scripts
-// the Go code runs. Run it from the module root after changing a script:
+// the Go code runs. It also writes rules.json, the producer rules
+// (queue.Rules: queue names, ids, task, attempts, delays) the client checks
+// every message against before writing. Run it from the module root after
+// changing a script or a rule:
 //
 //	go run ./internal/pyscripts
 //
@@ -9,6 +12,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -19,6 +23,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/drover-dev/drover/queue"
 )
 
 // scripts maps each file the Python client reads to the Go constant it
@@ -53,9 +59,9 @@ const OutDir = "python/drover/scripts"
 
 var versionRE = regexp.MustCompile(`^-- drover ([a-z-]+) v([0-9]+)`)
 
-// Generate returns the generated files by name: one .lua file per script
-// and versions.json (script name → version, from each script's first line;
-// "layout" is the enqueue script's version).
+// Generate returns the generated files by name: one .lua file per script,
+// versions.json (script name → version, from each script's first line;
+// "layout" is the enqueue script's version) and rules.json (queue.Rules).
 func Generate(root string) (map[string]string, error) {
 	consts, err := stringConsts(filepath.Join(root, "queue", "scripts.go"))
 	if err != nil {
@@ -98,6 +104,11 @@ func Generate(root string) (map[string]string, error) {
 	}
 	b.WriteString("}\n")
 	out["versions.json"] = b.String()
+	rules, err := json.MarshalIndent(queue.Rules(), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("producer rules: %w", err)
+	}
+	out["rules.json"] = string(rules) + "\n"
 	return out, nil
 }
 

@@ -19,9 +19,10 @@ except ImportError as e:  # pragma: no cover - the message is the point
         "drover.Client needs redis-py: apt-get install python3-redis "
         "(Debian; run with /usr/bin/python3) or pip install redis") from e
 
-from .errors import DroverError, LayoutError
+from .errors import DroverError, InvalidArgument, LayoutError
 from .ids import new_id
 from .types import Job, JobStatus, Schedule
+from .validate import check_job, check_queue, encode_json
 
 DEFAULT_DEDUPE_WINDOW_MS = 24 * 3600 * 1000
 DEFAULT_OUTCOME_RETENTION_MS = 24 * 3600 * 1000
@@ -101,8 +102,7 @@ class Client:
                 f"v{LAYOUT_VERSION}: upgrade the client (docs/redis-schema.md, Compatibility)")
 
     def _keys(self, queue: str) -> Dict[str, str]:
-        if not queue:
-            raise DroverError("empty queue name")
+        check_queue(queue)
         base = f"{self.prefix}:{{{queue}}}:"
         return {k: base + k for k in ("log", "msg", "seq", "delayed", "seen", "owner",
                                        "dead", "deadmsg", "done")}
@@ -110,46 +110,53 @@ class Client:
     # --- enqueue -----------------------------------------------------------
 
     def enqueue(self, queue: str, task: str, args: Any = None, *, id: Optional[str] = None,
-                delay: float = 0.0, due: Optional[datetime.datetime] = None,
+                delay: Optional[float] = None, due: Optional[datetime.datetime] = None,
                 max_attempts: int = 0, headers: Optional[Dict[str, str]] = None) -> Tuple[str, int]:
         """Enqueue one message. Returns (id, result): result is the position
-        (> 0), 0 when delayed, -1 when the id was already known."""
+        (> 0), 0 when delayed, -1 when the id was already known. Raises
+        InvalidArgument, writing nothing, for a message the Go producers
+        refuse (drover.validate)."""
+        if headers is not None and not isinstance(headers, dict):
+            raise InvalidArgument("headers", f"want a dict of str to str, have {type(headers).__name__}")
         job = Job(queue, task, args, id, delay, due, max_attempts, dict(headers or {}))
-        return self.enqueue_many([job])[0]
+        try:
+            return self.enqueue_many([job])[0]
+        except InvalidArgument as e:  # one job: no index in the message
+            raise InvalidArgument(e.field, e.problem) from None
 
     def enqueue_many(self, jobs: Iterable[Job]) -> List[Tuple[str, int]]:
         """Enqueue jobs (any queues), one script call per queue and up to
-        1000 messages. Returns (id, result) per job, in order."""
+        1000 messages. Returns (id, result) per job, in order. Every job is
+        checked before anything is written: one refused job (InvalidArgument,
+        with its index) writes none."""
         jobs = list(jobs)
         out: List[Tuple[str, int]] = [("", 0)] * len(jobs)
         calls: Dict[str, List[Tuple[int, List[str]]]] = {}
         now = _now()
         for i, j in enumerate(jobs):
-            if not j.task:
-                raise DroverError(f"job {i}: empty task name")
+            if not isinstance(j, Job):
+                raise InvalidArgument("job", f"want a drover.Job, have {type(j).__name__}", i)
+            check_job(j.queue, j.task, j.id, j.delay, j.due, j.max_attempts, j.headers, i)
             keyed = j.id is not None
-            if keyed and not j.id:
-                raise DroverError(f"job {i}: empty id")
             mid = j.id if keyed else new_id()
             env: Dict[str, Any] = {"id": mid, "queue": j.queue, "task": j.task}
             if j.args is not None:
                 env["args"] = j.args
             env["attempt"] = 0
             if j.max_attempts:
-                env["max_attempts"] = int(j.max_attempts)
+                env["max_attempts"] = j.max_attempts
             env["enqueued_at"] = _rfc3339(now)
-            headers = _traceparent(dict(j.headers))
+            headers = _traceparent(dict(j.headers or {}))
             if headers:
                 env["headers"] = headers
             due_ms = 0
             if j.due is not None:
-                if j.due.tzinfo is None:
-                    raise DroverError(f"job {i}: due must be an aware datetime")
-                due_ms = int(j.due.timestamp() * 1000)
-            elif j.delay > 0:
+                due_ms = max(int(j.due.timestamp() * 1000), 1)  # as Go's dueMillis: before 1970 is 1
+            elif j.delay:
                 due_ms = int((time.time() + j.delay) * 1000)
+            # Every other field is checked: only args can fail to encode.
             calls.setdefault(j.queue, []).append(
-                (i, [mid, json.dumps(env, separators=(",", ":")), str(due_ms), "1" if keyed else "0"]))
+                (i, [mid, encode_json("args", env, i), str(due_ms), "1" if keyed else "0"]))
         batches: List[Tuple[List[str], List[str], List[int]]] = []
         for queue, items in calls.items():
             k = self._keys(queue)

@@ -1,5 +1,7 @@
 """Errors the client raises."""
 
+from typing import Optional
+
 
 class DroverError(Exception):
     """A call Drover refused or could not complete."""
@@ -7,3 +9,18 @@ class DroverError(Exception):
 
 class LayoutError(DroverError):
     """The Redis holds a Drover layout version this client does not speak."""
+
+
+class InvalidArgument(DroverError, ValueError):
+    """A message (or a queue name) the Go producers would refuse; nothing
+    was written. field names the argument ("queue", "id", "task", "args",
+    "headers", "max_attempts", "delay", "due"); index is the job's place in
+    an enqueue_many batch (None for a single call); problem says what is
+    wrong."""
+
+    def __init__(self, field: str, problem: str, index: Optional[int] = None) -> None:
+        self.field = field
+        self.problem = problem
+        self.index = index
+        where = f"jobs[{index}]: " if index is not None else ""
+        super().__init__(f"{where}{field}: {problem}")

@@ -9,14 +9,15 @@ from typing import Any, Dict, Optional
 
 @dataclass
 class Job:
-    """One message to enqueue. delay (seconds) or due (an aware datetime)
-    postpone it; id is an idempotency key when given."""
+    """One message to enqueue. delay (seconds) or due (an aware datetime),
+    not both, postpone it; id is an idempotency key when given. What each
+    field accepts: drover.validate (the Go producers' rules)."""
 
     queue: str
     task: str
     args: Any = None
     id: Optional[str] = None
-    delay: float = 0.0
+    delay: Optional[float] = None
     due: Optional[datetime.datetime] = None
     max_attempts: int = 0
     headers: Dict[str, str] = field(default_factory=dict)
