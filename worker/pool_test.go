@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -289,5 +290,25 @@ func TestQueuesShareTheRoutesPoolKeepTheirOrderAndCancelOnlyTheirTask(t *testing
 	}
 	if len(pids) > 3 {
 		t.Errorf("want at most 3 children (2 slots and the cancelled one's replacement), have %d", len(pids))
+	}
+	// A queue that stops stops using the pool; the pool goes with the last.
+	var children []int
+	for _, c := range st.Pools[0].Children {
+		children = append(children, c.PID)
+	}
+	if err := w.Stop(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.State(); len(st.Pools) != 1 || st.Pools[0].Queues != 1 {
+		t.Fatalf("after queue a stopped: want the pool kept for queue b, have %+v", st.Pools)
+	}
+	if err := w.Stop(context.Background(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range children {
+		waitFor(t, fmt.Sprintf("child %d to stop once no queue uses the pool", pid), func() bool { return exited(pid) })
+	}
+	if st := w.State(); len(st.Pools) != 0 {
+		t.Errorf("want no pool once its queues stopped, have %+v", st.Pools)
 	}
 }
