@@ -526,6 +526,7 @@ func (l *queueLoop) shutdown() {
 	}
 	l.stopRunners() // every runner is idle now: they exit
 	l.w.pool.leave(l.waiter.Load())
+	l.releasePools() // a pool no queue uses any more is dropped
 	// The committer gives back what it had not sent yet (and waits for
 	// what it is sending): the release below covers it.
 	o, waiting, trimOwed := l.w.commits.withdraw(l)
@@ -598,8 +599,9 @@ func (l *queueLoop) publishBacklog(now time.Time) {
 
 func ms(d time.Duration) float32 { return float32(d.Seconds() * 1000) }
 
-// releasePools stops the queue's pooled children (idle ones now, busy ones
-// when their task ends), when the executor keeps any.
+// releasePools tells the executor, when it keeps pools, that the queue no
+// longer uses them: a pool that no queue uses is stopped (idle children
+// now, busy ones when their task ends).
 func (l *queueLoop) releasePools() {
 	if po, ok := l.w.cfg.Executor.(PoolReleaser); ok {
 		po.ReleaseQueue(l.name)

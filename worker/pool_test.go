@@ -1,15 +1,18 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/worker/executor"
@@ -138,4 +141,174 @@ func exited(pid int) bool {
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
+}
+
+// Two ordered queues of one pooled Python route, run by the real executor
+// through the worker's route handling: they share one pool (the worker's
+// slots), each keeps its own order with one task at a time, and cancelling
+// one queue's task kills that task's child only.
+
+const sharedPoolTasks = `import os, time
+import drover_pool
+
+def log(what, ctx):
+    with open(os.environ["LOG_FILE"], "a") as f:
+        f.write("%s %s %s %d\n" % (what, ctx.queue, ctx.id, os.getpid()))
+
+def work(envelope, ctx):
+    log("start", ctx)
+    if envelope.get("args") == "hold":
+        while not os.path.exists(os.environ["RELEASE"] + "-" + ctx.queue):
+            time.sleep(0.01)
+    log("end", ctx)
+
+drover_pool.serve({"work": work})
+`
+
+func TestQueuesShareTheRoutesPoolKeepTheirOrderAndCancelOnlyTheirTask(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed: apt-get install python3 (%v)", err)
+	}
+	dir := t.TempDir()
+	script, logFile, release := filepath.Join(dir, "tasks.py"), filepath.Join(dir, "log"), filepath.Join(dir, "release")
+	if err := os.WriteFile(script, []byte(sharedPoolTasks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pythonPath, _ := filepath.Abs(filepath.Join("..", "python"))
+	ex, err := executor.New(executor.Config{KillGrace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ex.(executor.PoolOwner).Close)
+
+	log := newMemLog()
+	// Queue a holds its 6th task (a05) until released; queue b holds its
+	// first (b00) until cancelled.
+	const n = 10
+	for _, q := range []string{"a", "b"} {
+		for i := range n {
+			m := msg(fmt.Sprintf("%s%02d", q, i))
+			m.Task = "work"
+			if (q == "a" && i == 5) || (q == "b" && i == 0) {
+				m.Args = []byte(`"hold"`)
+			}
+			log.add(q, m)
+		}
+	}
+	w := newTestWorker(t, log, ex, func(c *Config) { c.Capacity = 2 })
+	claims := map[string]*memClaim{}
+	for _, q := range []string{"a", "b"} {
+		qc := queueConfig(q, func(qc *drover.QueueConfig) {
+			qc.Ordered, qc.Concurrency = true, 1
+			qc.Tasks = map[string]drover.TaskRoute{"work": {
+				Command: []string{python, script},
+				Env:     map[string]string{"PYTHONPATH": pythonPath, "LOG_FILE": logFile, "RELEASE": release},
+				Pool:    &drover.PoolConfig{},
+			}}
+		})
+		claims[q] = &memClaim{}
+		if err := w.Start(qc, claims[q]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type event struct {
+		what, queue, id string
+		pid             int
+	}
+	events := func() []event {
+		data, _ := os.ReadFile(logFile)
+		var out []event
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 4 {
+				pid, _ := strconv.Atoi(f[3])
+				out = append(out, event{f[0], f[1], f[2], pid})
+			}
+		}
+		return out
+	}
+	pidOf := func(what, id string) int {
+		for _, e := range events() {
+			if e.what == what && e.id == id {
+				return e.pid
+			}
+		}
+		return 0
+	}
+	waitFor(t, "a05 and b00 both holding a child", func() bool { return pidOf("start", "a05") > 0 && pidOf("start", "b00") > 0 })
+	holdA, holdB := pidOf("start", "a05"), pidOf("start", "b00")
+	if holdA == holdB {
+		t.Fatalf("two tasks at once in one child %d", holdA)
+	}
+	if _, err := w.Cancel("b", "b00", "test", CancelDead); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "queue b done after its cancelled head", func() bool { return claims["b"].committed() >= drover.Position(2*n) })
+	if !exited(holdB) {
+		t.Errorf("the cancelled task's child %d still runs", holdB)
+	}
+	if exited(holdA) || pidOf("end", "a05") != 0 {
+		t.Fatalf("cancelling queue b's task ended queue a's: child %d exited %v", holdA, exited(holdA))
+	}
+	if err := os.WriteFile(release+"-a", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "queue a done", func() bool { return claims["a"].committed() >= drover.Position(n) })
+
+	// Each queue: its messages in order, one at a time.
+	for _, q := range []string{"a", "b"} {
+		var seq []string
+		for _, e := range events() {
+			if e.queue == q {
+				seq = append(seq, e.what+" "+e.id)
+			}
+		}
+		var want []string
+		for i := range n {
+			id := fmt.Sprintf("%s%02d", q, i)
+			want = append(want, "start "+id)
+			if id != "b00" { // cancelled: no end
+				want = append(want, "end "+id)
+			}
+		}
+		if !slices.Equal(seq, want) {
+			t.Errorf("queue %s: want %v, have %v", q, want, seq)
+		}
+	}
+	if log.deadCount("b") != 1 || log.deadCount("a") != 0 {
+		t.Errorf("want the cancelled b00 dead-lettered alone, have %d dead in a, %d in b", log.deadCount("a"), log.deadCount("b"))
+	}
+	// One pool for the route, used by both queues, within the slots.
+	st := w.State()
+	if len(st.Pools) != 1 || st.Pools[0].Queues != 2 || len(st.Pools[0].Children) > 2 {
+		t.Fatalf("state: want one pool used by both queues with at most 2 children, have %+v", st.Pools)
+	}
+	pids := map[int]bool{}
+	for _, e := range events() {
+		pids[e.pid] = true
+	}
+	if len(pids) > 3 {
+		t.Errorf("want at most 3 children (2 slots and the cancelled one's replacement), have %d", len(pids))
+	}
+	// A queue that stops stops using the pool; the pool goes with the last.
+	var children []int
+	for _, c := range st.Pools[0].Children {
+		children = append(children, c.PID)
+	}
+	if err := w.Stop(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.State(); len(st.Pools) != 1 || st.Pools[0].Queues != 1 {
+		t.Fatalf("after queue a stopped: want the pool kept for queue b, have %+v", st.Pools)
+	}
+	if err := w.Stop(context.Background(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range children {
+		waitFor(t, fmt.Sprintf("child %d to stop once no queue uses the pool", pid), func() bool { return exited(pid) })
+	}
+	if st := w.State(); len(st.Pools) != 0 {
+		t.Errorf("want no pool once its queues stopped, have %+v", st.Pools)
+	}
 }

@@ -171,7 +171,7 @@ func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []b
 	t := &executor.Task{
 		Message: m, Envelope: envelope, Queue: l.name, Route: route,
 		Timeout: cfg.Timeout.Std(), Limits: cfg.Limits, User: cfg.User, Group: cfg.Group,
-		PoolSize: cfg.Concurrency,
+		PoolSize: l.w.cfg.Capacity, // one pool per route serves every queue: sized by the worker's slots
 	}
 	now := l.w.cfg.Clock.Now()
 	ts := &TaskState{ID: m.ID, Task: m.Task, Attempt: m.Attempt, Position: m.Position, Started: now}

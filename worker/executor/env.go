@@ -101,8 +101,9 @@ func taskEnv(base []string, id *identity, t *Task, deadline time.Time) ([]string
 	return env, nil
 }
 
-// poolEnv is a pooled child's environment: a task's, without the variables
-// that change from task to task (they come in each task frame), with
+// poolEnv is a pooled child's environment: a task's, without DROVER_*
+// (they change from task to task and come in each task frame; a child
+// serves every queue of its route, so not even DROVER_QUEUE is fixed), with
 // DROVER_POOL_PROTOCOL.
 func poolEnv(base []string, id *identity, t *Task) ([]string, error) {
 	env, err := taskEnv(base, id, &Task{Message: &drover.Message{}, Queue: t.Queue, Route: t.Route}, time.Time{})
@@ -112,7 +113,7 @@ func poolEnv(base []string, id *identity, t *Task) ([]string, error) {
 	out := env[:0]
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, reservedEnvPrefix) && k != EnvQueue {
+		if strings.HasPrefix(k, reservedEnvPrefix) {
 			continue
 		}
 		out = append(out, kv)

@@ -67,8 +67,11 @@ type Task struct {
 	// User and Group, when set, are the user and group a subprocess runs as
 	// (names or numeric ids; ignored for inline routes).
 	User, Group string
-	// PoolSize is the most children a pooled route keeps (the queue's
-	// concurrency); 0 means no bound. Ignored unless Route.Pool is set.
+	// PoolSize is the most children a pooled route's pool keeps: the
+	// worker's slots (its capacity), since one pool serves every queue of
+	// the route; 0 means no bound. A task that finds the pool full waits
+	// for a child, first come first served, and its Timeout starts when
+	// the child gets it. Ignored unless Route.Pool is set.
 	PoolSize int
 	// OnStart, when set, is called with the process id as soon as the
 	// subprocess has started, before Execute waits for it (not for inline
@@ -283,8 +286,10 @@ type routeExecutor struct {
 // shows the pools in its state, and closes the executor when it stops
 // (docs/process-pool.md).
 type PoolOwner interface {
-	// ReleaseQueue stops the pooled children of queue: idle ones now,
-	// busy ones when their task ends. It does not block.
+	// ReleaseQueue says that queue no longer uses its pools (it was
+	// paused or stopped). A pool that no queue uses any more is stopped:
+	// idle children now, busy ones when their task ends. It does not
+	// block.
 	ReleaseQueue(queue string)
 	// PoolStates describes every pool, reading each child's RSS.
 	PoolStates() []PoolState

@@ -3,10 +3,12 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -15,10 +17,17 @@ import (
 )
 
 // Pools of warm children for pooled routes (docs/process-pool.md). A pool
-// belongs to one queue and one route (with its limits, user and group); it
-// starts a child when a task finds none idle, keeps it for the next task, and
-// replaces it when it reaches a recycling limit, dies, breaks the protocol or
-// runs past a deadline.
+// belongs to one route identity — the route (argv, env, dir, recycling
+// limits), the queue's resource limits, user and group: everything that
+// makes two routes' children interchangeable — and serves every queue of the
+// worker whose tasks have that identity, so that a worker serving 10,000
+// keys of one pooled route keeps one pool, not 10,000. It holds at most its
+// size of children (the worker's slots), starts a child when a task finds
+// none idle and there is room, else queues the task first come, first
+// served until a child comes back; it keeps a child for the next task and
+// replaces it when it reaches a recycling limit, dies, breaks the protocol
+// or runs past a deadline. A queue's own concurrency and order are its
+// loop's business: the pool runs what it is handed.
 
 // Pool timing.
 const (
@@ -26,14 +35,14 @@ const (
 	poolIdleTimeout = 5 * time.Minute
 	// poolSweepInterval: how often idle children are looked at.
 	poolSweepInterval = 30 * time.Second
-	// childReadyTimeout bounds a background start (a replacement that no
-	// task waits for) until its ready frame.
+	// childReadyTimeout bounds a child's start until its ready frame when
+	// the task that asked for it has no time limit.
 	childReadyTimeout = time.Minute
 )
 
-// poolKey identifies a pool.
+// poolKey identifies a pool: what makes two tasks' children
+// interchangeable. The queue is not part of it (the task frame carries it).
 type poolKey struct {
-	queue       string
 	route       string // the route as JSON
 	limits      drover.Limits
 	user, group string
@@ -41,7 +50,6 @@ type poolKey struct {
 
 // fastPoolKey finds a pool without encoding the route.
 type fastPoolKey struct {
-	queue       string
 	pool        *drover.PoolConfig
 	limits      drover.Limits
 	user, group string
@@ -68,24 +76,41 @@ type pools struct {
 	bg      sync.WaitGroup
 }
 
-// childPool is one route's warm children.
+// childPool is one route identity's warm children.
 type childPool struct {
 	ps    *pools
 	key   poolKey
 	route drover.TaskRoute
 	conf  drover.PoolConfig
-	spec  Task // queue, route, limits, user and group of its children
+	spec  Task // route, limits, user and group of its children
+	// opened is the queue whose task made the pool (the state shows it).
+	opened string
+	// stopCtx ends starts under way when the pool is stopped.
+	stopCtx    context.Context
+	stopStarts context.CancelFunc
 
 	mu        sync.Mutex
 	idle      []*pooledChild // most recently used last
 	live      map[*pooledChild]struct{}
-	starting  int           // background starts under way
-	checkouts int           // tasks in checkout (waiting or starting a child)
-	waiting   int           // tasks waiting for a background start
-	changed   chan struct{} // closed and replaced when a background start ends
-	size      int           // the queue's concurrency at the last task; 0: unbounded
-	ahead     int           // live children whose replacement was started ahead (may exceed size)
+	starting  int             // starts under way
+	checkouts int             // tasks in checkout (waiting for a child)
+	waiters   []*childWaiter  // tasks waiting for a child, first come first served
+	users     map[string]bool // queues that ran a task here since they released it
+	size      int             // the most children (the worker's slots) at the last task; 0: unbounded
+	ahead     int             // live children whose replacement was started ahead (may exceed size)
 	stopped   bool
+}
+
+// childWaiter is a task waiting for a child. Whoever hands it a child (or
+// the error of a failed start) removes it from the waiters and sends on ch
+// under the pool's mutex; ch holds one.
+type childWaiter struct {
+	ch chan childOrError
+}
+
+type childOrError struct {
+	c   *pooledChild
+	err error
 }
 
 func newPools(e *execExecutor) *pools {
@@ -95,10 +120,10 @@ func newPools(e *execExecutor) *pools {
 
 // get returns t's pool, creating it; nil once the pools are closed.
 func (ps *pools) get(t *Task) *childPool {
-	// Fast path: the queue loop hands every task of a route the same
+	// Fast path: the queue loops hand every task of a route the same
 	// *PoolConfig until its configuration changes, so the last pool found
 	// for it is the one, if the route still matches.
-	fast := fastPoolKey{queue: t.queue(), pool: t.Route.Pool, limits: t.Limits, user: t.User, group: t.Group}
+	fast := fastPoolKey{pool: t.Route.Pool, limits: t.Limits, user: t.User, group: t.Group}
 	ps.mu.Lock()
 	if p := ps.recent[fast]; p != nil && !ps.closed && sameRoute(p.route, t.Route) {
 		ps.mu.Unlock()
@@ -106,7 +131,7 @@ func (ps *pools) get(t *Task) *childPool {
 	}
 	ps.mu.Unlock()
 	route, _ := json.Marshal(t.Route) // a TaskRoute always marshals
-	key := poolKey{queue: t.queue(), route: string(route), limits: t.Limits, user: t.User, group: t.Group}
+	key := poolKey{route: string(route), limits: t.Limits, user: t.User, group: t.Group}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.closed {
@@ -121,11 +146,12 @@ func (ps *pools) get(t *Task) *childPool {
 	}()
 	if p == nil {
 		p = &childPool{
-			ps: ps, key: key, route: t.Route, conf: *t.Route.Pool,
-			spec:    Task{Queue: key.queue, Route: t.Route, Limits: t.Limits, User: t.User, Group: t.Group},
-			live:    map[*pooledChild]struct{}{},
-			changed: make(chan struct{}),
+			ps: ps, key: key, route: t.Route, conf: *t.Route.Pool, opened: t.queue(),
+			spec:  Task{Route: t.Route, Limits: t.Limits, User: t.User, Group: t.Group},
+			live:  map[*pooledChild]struct{}{},
+			users: map[string]bool{},
 		}
+		p.stopCtx, p.stopStarts = context.WithCancel(context.Background())
 		ps.byKey[key] = p
 		if ps.sweeper == nil {
 			ps.sweeper = make(chan struct{})
@@ -136,8 +162,8 @@ func (ps *pools) get(t *Task) *childPool {
 	return p
 }
 
-// sweep stops idle children past poolIdleTimeout or their max age, until
-// stop is closed.
+// sweep stops idle children past poolIdleTimeout or their max age, and
+// drops pools left without a child, until stop is closed.
 func (ps *pools) sweep(stop chan struct{}) {
 	defer ps.bg.Done()
 	t := time.NewTicker(ps.sweepEvery)
@@ -162,6 +188,7 @@ func (ps *pools) sweep(stop chan struct{}) {
 				}
 				keep = append(keep, c)
 			}
+			clear(p.idle[len(keep):])
 			p.idle = keep
 			empty := p.emptyLocked()
 			p.mu.Unlock()
@@ -170,9 +197,7 @@ func (ps *pools) sweep(stop chan struct{}) {
 				if ps.byKey[p.key] == p {
 					p.mu.Lock()
 					if p.emptyLocked() {
-						p.stopped = true
-						delete(ps.byKey, p.key)
-						ps.forgetLocked(p)
+						ps.dropLocked(p)
 					}
 					p.mu.Unlock()
 				}
@@ -182,8 +207,11 @@ func (ps *pools) sweep(stop chan struct{}) {
 	}
 }
 
-// forgetLocked drops p from the fast-path index. ps.mu is held.
-func (ps *pools) forgetLocked(p *childPool) {
+// dropLocked stops p and removes it from the index. ps.mu and p.mu are
+// held.
+func (ps *pools) dropLocked(p *childPool) {
+	p.stopLocked()
+	delete(ps.byKey, p.key)
 	maps.DeleteFunc(ps.recent, func(_ fastPoolKey, v *childPool) bool { return v == p })
 }
 
@@ -193,21 +221,21 @@ func (p *childPool) emptyLocked() bool {
 	return len(p.live) == 0 && p.starting == 0 && p.checkouts == 0
 }
 
-// releaseQueue stops every pool of queue: idle children now, busy ones when
-// their task ends.
+// releaseQueue tells every pool that queue no longer uses it (it was
+// paused, or it stopped). A pool that no queue uses any more is stopped:
+// its idle children now, busy ones when their task ends.
 func (ps *pools) releaseQueue(queue string) {
 	ps.mu.Lock()
-	var mine []*childPool
-	for k, p := range ps.byKey {
-		if k.queue == queue {
-			mine = append(mine, p)
-			delete(ps.byKey, k)
-			ps.forgetLocked(p)
+	defer ps.mu.Unlock()
+	for _, p := range ps.byKey {
+		p.mu.Lock()
+		if p.users[queue] {
+			delete(p.users, queue)
+			if len(p.users) == 0 {
+				ps.dropLocked(p)
+			}
 		}
-	}
-	ps.mu.Unlock()
-	for _, p := range mine {
-		p.stop()
+		p.mu.Unlock()
 	}
 }
 
@@ -229,17 +257,17 @@ func (ps *pools) close() {
 	}
 	ps.mu.Unlock()
 	for _, p := range all {
-		p.stop()
-		p.killBusy()
+		p.mu.Lock()
+		p.stopLocked()
+		p.killBusyLocked()
+		p.mu.Unlock()
 	}
 	ps.bg.Wait()
 }
 
-// killBusy kills the process groups of children running a task; their
-// tasks end as aborted.
-func (p *childPool) killBusy() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// killBusyLocked kills the process groups of children running a task;
+// their tasks end as aborted. p.mu is held.
+func (p *childPool) killBusyLocked() {
 	for c := range p.live {
 		if c.busy {
 			c.closed.Store(true)
@@ -248,16 +276,23 @@ func (p *childPool) killBusy() {
 	}
 }
 
-// stop marks the pool stopped and stops its idle children; busy ones stop
-// when their task ends.
-func (p *childPool) stop() {
-	p.mu.Lock()
+// stopLocked marks the pool stopped, stops its idle children and its
+// starts, and fails its waiting tasks with errPoolStopped (they try a new
+// pool); busy children stop when their task ends. p.mu is held.
+func (p *childPool) stopLocked() {
+	if p.stopped {
+		return
+	}
 	p.stopped = true
+	p.stopStarts()
 	for _, c := range p.idle {
 		p.retireLocked(c, "pool stopped")
 	}
 	p.idle = nil
-	p.mu.Unlock()
+	for _, w := range p.waiters {
+		w.ch <- childOrError{err: errPoolStopped}
+	}
+	p.waiters = nil
 }
 
 // retireLocked removes c from the pool and stops it in the background.
@@ -278,8 +313,16 @@ func (p *childPool) logLeftover(c *pooledChild, why string) {
 	if len(out) == 0 && len(errOut) == 0 {
 		return
 	}
-	p.ps.e.logger.Info("pooled child output outside tasks", "queue", p.key.queue, "pid", c.pid,
+	p.ps.e.logger.Info("pooled child output outside tasks", "route", p.describe(), "pid", c.pid,
 		"stopped", why, "stdout", string(out), "stderr", string(errOut))
+}
+
+// describe names the pool's route in logs.
+func (p *childPool) describe() string {
+	if p.route.Go {
+		return "go"
+	}
+	return strings.Join(p.route.Command, " ")
 }
 
 // tooOld reports whether c is past the pool's max_child_age.
@@ -304,9 +347,10 @@ func (p *childPool) recycleReason(c *pooledChild) string {
 }
 
 // checkin hands c back after a task that ended with a valid result. It
-// keeps c for the next task, or stops it when it reached a recycling limit
-// (then a replacement starts in the background), when the pool holds more
-// children than the queue's concurrency, or when the pool was stopped.
+// hands c to the first waiting task, or keeps it for the next one, or stops
+// it when it reached a recycling limit (then a replacement starts in the
+// background), when the pool holds more children than its size, or when
+// the pool was stopped.
 func (p *childPool) checkin(c *pooledChild) {
 	c.lastUsed = time.Now()
 	p.mu.Lock()
@@ -317,31 +361,57 @@ func (p *childPool) checkin(c *pooledChild) {
 	switch {
 	case p.stopped:
 		p.retireLocked(c, "pool stopped")
-	case p.size > 0 && len(p.live) > p.size+p.ahead:
-		p.retireLocked(c, "more children than the queue's concurrency")
 	case reason != "":
-		p.ps.e.logger.Debug("recycling pooled child", "queue", p.key.queue, "pid", c.pid, "reason", reason)
+		p.ps.e.logger.Debug("recycling pooled child", "route", p.describe(), "pid", c.pid, "reason", reason)
 		ahead := c.replacedAhead
 		p.retireLocked(c, reason)
-		if !ahead {
-			p.startInBackgroundLocked()
+		if !ahead || len(p.waiters) > p.starting {
+			p.startInBackgroundLocked(childReadyTimeout)
 		}
+	case len(p.waiters) > 0:
+		p.startAheadLocked(c)
+		p.handLocked(c)
+	case p.size > 0 && len(p.live) > p.size+p.ahead:
+		p.retireLocked(c, "more children than the pool's size")
 	default:
-		if m := p.conf.MaxTasksPerChild; !c.replacedAhead && startAheadMargin(m) > 0 && c.served >= m-startAheadMargin(m) {
-			c.replacedAhead = true
-			p.ahead++
-			p.startInBackgroundLocked()
-		}
+		p.startAheadLocked(c)
 		p.idle = append(p.idle, c)
 	}
 }
 
+// startAheadLocked starts c's replacement when c is a tenth of
+// max_tasks_per_child from its end. p.mu is held.
+func (p *childPool) startAheadLocked(c *pooledChild) {
+	if m := p.conf.MaxTasksPerChild; !c.replacedAhead && startAheadMargin(m) > 0 && c.served >= m-startAheadMargin(m) {
+		c.replacedAhead = true
+		p.ahead++
+		p.startInBackgroundLocked(childReadyTimeout)
+	}
+}
+
+// handLocked gives c, which is ready and not busy, to the first waiting
+// task, or keeps it idle. p.mu is held.
+func (p *childPool) handLocked(c *pooledChild) {
+	if len(p.waiters) == 0 {
+		p.idle = append(p.idle, c)
+		return
+	}
+	w := p.waiters[0]
+	p.waiters[0] = nil
+	p.waiters = p.waiters[1:]
+	c.busy = true
+	w.ch <- childOrError{c: c}
+}
+
 // discard forgets c, which was killed or died during a task (its caller
-// has stopped it).
+// has stopped it). A task waiting for a child gets a new one.
 func (p *childPool) discard(c *pooledChild) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.forgetLocked(c)
-	p.mu.Unlock()
+	if len(p.waiters) > p.starting {
+		p.startInBackgroundLocked(childReadyTimeout)
+	}
 }
 
 // forgetLocked removes c from the live set. p.mu is held.
@@ -361,134 +431,151 @@ func (p *childPool) forgetLocked(c *pooledChild) {
 // for a process start at once.
 func startAheadMargin(maxTasks int) int { return maxTasks / 10 }
 
-// startInBackgroundLocked starts a replacement child that joins the idle
-// list once ready, so the next task does not wait for a whole start. p.mu
-// is held.
-func (p *childPool) startInBackgroundLocked() {
-	if p.stopped || (p.size > 0 && len(p.live)+p.starting >= p.size+p.ahead) {
+// roomLocked reports whether the pool may start another child. p.mu is
+// held.
+func (p *childPool) roomLocked() bool {
+	return p.size == 0 || len(p.live)+p.starting < p.size+p.ahead
+}
+
+// startInBackgroundLocked starts a child, given up after readyWithin
+// without its ready frame, that goes to the first waiting task once ready,
+// or joins the idle list; a failed start fails the first waiting task with
+// its error. It starts nothing when the pool is full or stopped. p.mu is
+// held.
+func (p *childPool) startInBackgroundLocked(readyWithin time.Duration) {
+	if p.stopped || !p.roomLocked() {
 		return
 	}
 	p.starting++
 	p.ps.bg.Add(1)
 	go func() {
 		defer p.ps.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), childReadyTimeout)
+		ctx, cancel := context.WithTimeout(p.stopCtx, readyWithin)
 		c, err := p.start(ctx)
 		cancel()
 		p.mu.Lock()
+		defer p.mu.Unlock()
 		p.starting--
-		close(p.changed)
-		p.changed = make(chan struct{})
-		if err != nil {
-			p.mu.Unlock()
-			p.ps.e.logger.Warn("pooled child did not start", "queue", p.key.queue, "error", err)
-			return
-		}
-		if p.stopped {
+		switch {
+		case err != nil && p.stopped:
+		case err != nil:
+			p.ps.e.logger.Warn("pooled child did not start", "route", p.describe(), "error", err)
+			if len(p.waiters) > 0 {
+				w := p.waiters[0]
+				p.waiters[0] = nil
+				p.waiters = p.waiters[1:]
+				w.ch <- childOrError{err: err}
+			}
+			// The others try again, each with a start of its own: a
+			// broken command fails every task, as it would per task.
+			if len(p.waiters) > p.starting {
+				p.startInBackgroundLocked(readyWithin)
+			}
+		case p.stopped:
 			p.retireLocked(c, "pool stopped")
-		} else {
+		case len(p.waiters) > 0:
+			c.lastUsed = time.Now()
+			p.handLocked(c)
+		default:
 			// At the cold end of the idle list: a replacement started
 			// ahead waits until its predecessor has served its last task.
 			c.lastUsed = time.Now()
 			p.idle = slices.Insert(p.idle, 0, c)
 		}
-		p.mu.Unlock()
 	}()
 }
 
-// checkout returns a ready child for a task: an idle one, one that a
-// background start is about to deliver, or a new one. It gives up when ctx
-// ends or at deadline (zero: none), with the error of the last start.
-func (p *childPool) checkout(ctx context.Context, deadline time.Time, size int) (*pooledChild, error) {
+// checkout returns a ready child for a task of queue: an idle one when no
+// task waits before it, else it waits its turn (first come, first served)
+// for a child that comes back or that a start (begun for it when the pool
+// has room) delivers. It gives up when ctx ends (the error is ctx's cause),
+// when cancel is closed (errCancelledWaiting), at deadline (zero: none;
+// context.DeadlineExceeded), or with the error of a failed start.
+// readyWithin bounds a start begun for it. size is the most children the
+// pool keeps (0: no bound).
+func (p *childPool) checkout(ctx context.Context, cancel <-chan struct{}, deadline time.Time, readyWithin time.Duration, queue string, size int) (*pooledChild, error) {
 	p.mu.Lock()
-	p.checkouts++ // the sweeper keeps a pool that a task is about to use
+	if p.stopped {
+		p.mu.Unlock()
+		return nil, errPoolStopped
+	}
+	p.users[queue] = true
+	if size > 0 {
+		p.size = size
+	}
+	for len(p.waiters) == 0 && len(p.idle) > 0 {
+		n := len(p.idle)
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		if c.hasExited() || len(c.results) > 0 || p.tooOld(c, time.Now()) {
+			// Died while idle, wrote a frame nobody asked for, or aged.
+			p.retireLocked(c, "unusable while idle")
+			continue
+		}
+		c.busy = true
+		p.mu.Unlock()
+		return c, nil
+	}
+	w := &childWaiter{ch: make(chan childOrError, 1)}
+	p.waiters = append(p.waiters, w)
+	if len(p.waiters) > p.starting {
+		p.startInBackgroundLocked(readyWithin)
+	}
+	p.checkouts++ // the sweeper keeps a pool that a task waits on
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
 		p.checkouts--
 		p.mu.Unlock()
 	}()
-	for {
-		p.mu.Lock()
-		if size > 0 {
-			p.size = size
-		}
-		if p.stopped {
-			p.mu.Unlock()
-			return nil, errPoolStopped
-		}
-		if n := len(p.idle); n > 0 {
-			c := p.idle[n-1]
-			p.idle = p.idle[:n-1]
-			if c.hasExited() || len(c.results) > 0 || p.tooOld(c, time.Now()) {
-				// Died while idle, wrote a frame nobody asked for, or aged.
-				p.retireLocked(c, "unusable while idle")
-				p.mu.Unlock()
-				continue
-			}
-			c.busy = true
-			p.mu.Unlock()
-			return c, nil
-		}
-		if p.starting > p.waiting {
-			p.waiting++
-			changed := p.changed
-			p.mu.Unlock()
-			err := waitUntil(ctx, deadline, changed)
-			p.mu.Lock()
-			p.waiting--
-			p.mu.Unlock()
-			if err != nil {
-				return nil, err
-			}
-			continue
-		}
-		p.mu.Unlock()
-		sctx, cancel := ctx, context.CancelFunc(func() {})
-		if !deadline.IsZero() {
-			sctx, cancel = context.WithDeadline(ctx, deadline)
-		}
-		c, err := p.start(sctx)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		p.mu.Lock()
-		c.busy = true
-		if p.stopped {
-			p.retireLocked(c, "pool stopped")
-			p.mu.Unlock()
-			return nil, errPoolStopped
-		}
-		p.mu.Unlock()
-		return c, nil
-	}
-}
 
-// errPoolStopped: the pool was stopped (queue released, executor closed).
-var errPoolStopped = fmt.Errorf("the pool was stopped (queue paused or released, or the worker is stopping)")
-
-// waitUntil waits for ch, ctx or the deadline.
-func waitUntil(ctx context.Context, deadline time.Time, ch <-chan struct{}) error {
 	var timeout <-chan time.Time
 	if !deadline.IsZero() {
 		t := time.NewTimer(time.Until(deadline))
 		defer t.Stop()
 		timeout = t.C
 	}
+	var gaveUp error
 	select {
-	case <-ch:
-		return nil
+	case r := <-w.ch:
+		return r.c, r.err
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		gaveUp = context.Cause(ctx)
+	case <-cancel:
+		gaveUp = errCancelledWaiting
 	case <-timeout:
-		return context.DeadlineExceeded
+		gaveUp = context.DeadlineExceeded
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i := slices.Index(p.waiters, w); i >= 0 {
+		p.waiters = slices.Delete(p.waiters, i, i+1)
+		return nil, gaveUp
+	}
+	// Handed something as it gave up: a child goes to the next task.
+	if r := <-w.ch; r.c != nil {
+		r.c.busy = false
+		p.handLocked(r.c)
+	}
+	return nil, gaveUp
 }
+
+// errPoolStopped: the pool was stopped (no queue uses it any more, or the
+// executor was closed).
+var errPoolStopped = fmt.Errorf("the pool was stopped (its queues paused or released, or the worker is stopping)")
+
+// errCancelledWaiting: the task was cancelled while it waited for a child.
+var errCancelledWaiting = errors.New("cancelled while waiting for a pooled child")
 
 // PoolState is one pool in the worker's state (ctl dump, /debug/state).
 type PoolState struct {
-	Queue    string            `json:"queue"`
+	// Queue is the queue whose task opened the pool; it serves every
+	// queue of the worker with the same route, limits, user and group.
+	Queue string `json:"queue"`
+	// Queues is how many queues use the pool: they ran a task on it and
+	// have not been paused or stopped since.
+	Queues   int               `json:"queues"`
 	Route    drover.TaskRoute  `json:"route"`
 	Children []PoolChildState  `json:"children"`
 	Starting int               `json:"starting,omitempty"`
@@ -513,9 +600,10 @@ func (ps *pools) states() []PoolState {
 	now := time.Now()
 	out := make([]PoolState, 0, len(all))
 	for _, p := range all {
-		st := PoolState{Queue: p.key.queue, Route: p.route, Config: p.conf}
+		st := PoolState{Queue: p.opened, Route: p.route, Config: p.conf}
 		p.mu.Lock()
 		st.Starting = p.starting
+		st.Queues = len(p.users)
 		for c := range p.live {
 			cs := PoolChildState{PID: c.pid, Busy: c.busy, TasksServed: c.served,
 				Started: c.started, AgeSeconds: now.Sub(c.started).Seconds()}

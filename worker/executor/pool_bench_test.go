@@ -156,6 +156,56 @@ func BenchmarkPoolPythonNoop(b *testing.B) {
 	b.ReportMetric(mean(pool)/mean(per), "pooled/pertask")
 }
 
+// BenchmarkPoolManyQueuesShareOnePool: the Python no-op pooled (no
+// recycling), its tasks
+// from 200 queues (a family's keys, round robin) against the same from one
+// queue, in turns, with the pool sized by the slots (poolBenchConcurrency).
+// One pool serves every queue of a route, so the two rates should match,
+// and the children stay at the slots (children-max: the most the pool held,
+// read after each round). With a pool per queue, 200 queues started 200
+// Python children and ran at a fraction of the rate (issue 40).
+func BenchmarkPoolManyQueuesShareOnePool(b *testing.B) {
+	e, po := newPoolExecutor(b, Config{})
+	path := filepath.Join(b.TempDir(), "noop.py")
+	if err := os.WriteFile(path, []byte(pythonNoop), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	// No recycling: children recycled together (every 1,000 tasks) land
+	// their starts in the same turn of every round, on whichever kind runs
+	// it, which measured recycling rather than sharing.
+	route := drover.TaskRoute{Command: []string{python3(b), path}, Env: map[string]string{"PYTHONPATH": pythonDir(b)},
+		Pool: &drover.PoolConfig{}}
+	const queues = 200
+	tasks := make([]*Task, queues)
+	for i := range tasks {
+		tasks[i] = testTask(b, "noop", route)
+		tasks[i].Queue = fmt.Sprintf("cust-%03d", i)
+		tasks[i].PoolSize = poolBenchConcurrency
+	}
+	warm(b, e, tasks[0])
+	var turn atomic.Int64
+	many := func() error { return executeOK(e, tasks[turn.Add(1)%queues]) }
+	one := func() error { return executeOK(e, tasks[0]) }
+	children := 0
+	b.ResetTimer()
+	var rMany, rOne []float64
+	for range b.N {
+		r := rounds(b, 10000, 1000, many, one)
+		rMany, rOne = append(rMany, r[0]), append(rOne, r[1])
+		for _, st := range po.PoolStates() {
+			children = max(children, len(st.Children)+st.Starting)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(mean(rMany), "200queues-tasks/s")
+	b.ReportMetric(mean(rOne), "1queue-tasks/s")
+	b.ReportMetric(mean(rMany)/mean(rOne), "200queues/1queue")
+	b.ReportMetric(float64(children), "children-max")
+	if n := len(po.PoolStates()); n != 1 {
+		b.Errorf("want one pool for the route, have %d", n)
+	}
+}
+
 // BenchmarkPoolMaxTasksOneVsSpawn: pooled Go children that serve one task
 // each (max_tasks_per_child 1, so every task needs a new child, started
 // ahead in the background) against a bare loop that spawns the same

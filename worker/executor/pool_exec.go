@@ -31,8 +31,11 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 	if _, err := e.runAs(t); err != nil {
 		return neverRan(start, err.Error())
 	}
-	deadline := deadlineOf(t, start)
-	if r, late := tooLateToStart(ctx, start, deadline); late {
+	// The timeout clock starts when the task is handed to its child: a
+	// task that waits for a child (the pool is full, or a child is
+	// starting) does not lose its time limit to the wait. Only a deadline
+	// set on the task (Task.Deadline) counts from before.
+	if r, late := tooLateToStart(ctx, start, t.Deadline); late {
 		return r
 	}
 	envelope, err := envelopeOf(t)
@@ -46,12 +49,21 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 			return neverRan(start, "start pooled task: "+err.Error())
 		}
 	}
+	// A child started for the task must be ready within the task's time
+	// limit (a start that never ends would hold the task forever).
+	readyWithin := childReadyTimeout
+	switch {
+	case !t.Deadline.IsZero():
+		readyWithin = t.Deadline.Sub(start)
+	case t.Timeout > 0:
+		readyWithin = t.Timeout
+	}
 	var (
 		p *childPool
 		c *pooledChild
 	)
-	// A pool stopped between get and checkout (its queue was paused, or it
-	// was swept while idle) is replaced by a new one: only closing the
+	// A pool stopped between get and checkout (its queues were paused, or
+	// it was swept while idle) is replaced by a new one: only closing the
 	// executor aborts the task.
 	for range 3 {
 		if p = e.pools.get(t); p == nil {
@@ -59,18 +71,28 @@ func (e *execExecutor) executePooled(ctx context.Context, t *Task) Result {
 			r.Outcome = OutcomeAborted
 			return r
 		}
-		if c, err = p.checkout(ctx, e.realDeadline(deadline), t.PoolSize); !errors.Is(err, errPoolStopped) {
+		c, err = p.checkout(ctx, t.Cancel, e.realDeadline(t.Deadline), readyWithin, t.queue(), t.PoolSize)
+		if !errors.Is(err, errPoolStopped) {
 			break
 		}
 	}
 	if err != nil {
 		r := neverRan(start, "start pooled child: "+err.Error())
 		switch {
+		case errors.Is(err, errCancelledWaiting):
+			return neverRanCancelled(start)
 		case ctx.Err() != nil || errors.Is(err, errPoolStopped):
 			r.Outcome = OutcomeAborted
 		case errors.Is(err, context.DeadlineExceeded):
-			r.Outcome, r.Reason = OutcomeTimeout, "no pooled child was ready before the task's deadline"
+			r.Outcome, r.Reason = OutcomeTimeout, "no pooled child was ready within the task's time limit"
 		}
+		return r
+	}
+	deadline := deadlineOf(t, e.clock.Now())
+	if !deadline.IsZero() && !deadline.After(e.clock.Now()) {
+		p.checkin(c) // the child never saw the task
+		r := neverRan(start, "deadline passed before the task started")
+		r.Outcome = OutcomeTimeout
 		return r
 	}
 	if cancelledBeforeStart(t) {

@@ -503,14 +503,30 @@ func TestPoolReleaseQueueAndCloseStopChildren(t *testing.T) {
 	ra, rb := e.Execute(context.Background(), a), e.Execute(context.Background(), b)
 	mustSucceed(t, ra)
 	mustSucceed(t, rb)
-	po.ReleaseQueue("emails")
-	assertGone(t, ra.PID, "child of a released queue")
-	if processGone(rb.PID) {
-		t.Fatalf("releasing queue emails stopped the child %d of queue other", rb.PID)
+	if ra.PID != rb.PID {
+		t.Fatalf("want both queues served by one child of the route's pool, have %d and %d", ra.PID, rb.PID)
 	}
+	// Queue other still uses the pool: releasing emails keeps its child.
+	po.ReleaseQueue("emails")
+	if st := po.PoolStates(); len(st) != 1 || st[0].Queues != 1 || len(st[0].Children) != 1 {
+		t.Fatalf("after releasing one of two queues: want the pool with one queue and its child, have %+v", st)
+	}
+	rb2 := e.Execute(context.Background(), b)
+	mustSucceed(t, rb2)
+	if rb2.PID != rb.PID {
+		t.Fatalf("releasing queue emails stopped the child %d that queue other uses (now %d)", rb.PID, rb2.PID)
+	}
+	// The last queue goes: so does the pool.
+	po.ReleaseQueue("other")
+	assertGone(t, rb.PID, "child of a pool no queue uses")
+	if st := po.PoolStates(); len(st) != 0 {
+		t.Errorf("want the pool dropped with its last queue, have %+v", st)
+	}
+	rb3 := e.Execute(context.Background(), b)
+	mustSucceed(t, rb3)
 	po.Close()
-	if !processGone(rb.PID) {
-		t.Errorf("child %d still runs after Close returned", rb.PID)
+	if !processGone(rb3.PID) {
+		t.Errorf("child %d still runs after Close returned", rb3.PID)
 	}
 	if res := e.Execute(context.Background(), b); res.Outcome != OutcomeAborted {
 		t.Errorf("a pooled task after Close: want aborted, have %s (%s)", res.Outcome, res.Reason)
