@@ -192,7 +192,7 @@ func (s Families) HasMessages(ctx context.Context, queue string) (bool, error) {
 }
 
 func retireKeys(qk *queueKeys) []string {
-	return []string{qk.log, qk.delayed, qk.dead, qk.seq, qk.owner}
+	return []string{qk.log, qk.delayed, qk.dead, qk.seq, qk.owner, qk.attempts}
 }
 
 // retireSource checks whether one queue is empty and idle and, asked to,

@@ -41,6 +41,10 @@ type queueKeys struct {
 	seen    string // ZSET caller-chosen id → end of its dedupe window (unix ms)
 	owner   string // STRING the wake-up channel of the queue's owner
 	done    string // ZSET outcome record buckets "<n>:<start ms>" → expiry (unix ms); bucket <done>:<n>:<start> is a HASH id → record JSON
+	// attempts is a HASH id → the starts recorded of the message (HINCRBY
+	// before each start): a message's attempt count lives with it, so it
+	// survives a move or a crash of its owner (docs/redis-schema.md).
+	attempts string
 
 	enqueueOne []string // the KEYS of enqueueOneSource: log, msg, seq, owner
 }
@@ -61,6 +65,8 @@ func (k *keyspace) queue(q string) *queueKeys {
 		seen:    base + "seen",
 		owner:   base + "owner",
 		done:    base + "done",
+
+		attempts: base + "attempts",
 	}
 	qk.enqueueOne = []string{qk.log, qk.msg, qk.seq, qk.owner}
 	v, loaded := k.cache.LoadOrStore(q, qk)

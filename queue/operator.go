@@ -106,7 +106,7 @@ func (s Operator) RevokeRecording(ctx context.Context, queue, id string, policy 
 	if err != nil {
 		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
 	}
-	n, err := s.run(ctx, revokeScript, []string{qk.log, qk.msg, qk.delayed, qk.seen}, id).Int()
+	n, err := s.run(ctx, revokeScript, []string{qk.log, qk.msg, qk.delayed, qk.seen, qk.attempts}, id).Int()
 	if err != nil {
 		return false, fmt.Errorf("revoke %s in %s: %w", id, queue, err)
 	}

@@ -42,3 +42,40 @@ func (s Operator) ReplaceEnvelope(ctx context.Context, queue, id string, raw []b
 	}
 	return nil
 }
+
+// parkHeadSource records a parked head: its starts recorded in :attempts
+// are forgotten (the head's attempts start again when an operator resumes
+// the queue or retries it) and its envelope is replaced by one that carries
+// the attempts it made (attempt, last_error, attempt_errors), so that the
+// job status, `ctl messages` and the dead letter of a skip show them.
+// The envelope is replaced only while it is still the one the worker read:
+// an operator who edited the head's args meanwhile keeps the edit.
+//
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] attempts
+//	ARGV[1] id  ARGV[2] the envelope as read  ARGV[3] the parked envelope
+//
+// Returns 1, or 0 when the id is not in the log (nothing is changed then).
+const parkHeadSource = `-- drover park-head v1
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+redis.call('HDEL', KEYS[3], ARGV[1])
+if redis.call('HGET', KEYS[2], ARGV[1]) == ARGV[2] then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
+return 1
+`
+
+var parkHeadScript = redis.NewScript(parkHeadSource)
+
+// ParkHead records that queue parked at its head id (worker.Store): it
+// forgets the head's recorded starts and, when the stored envelope is
+// still read, replaces it with parked, which carries the attempts made.
+// A head no longer in the log (moved to the dead letters) is left alone.
+// One round trip, after the queue's pause flag is written.
+func (s Log) ParkHead(ctx context.Context, queue, id string, read, parked []byte) error {
+	qk, err := s.queueKeys(queue)
+	if err != nil {
+		return fmt.Errorf("park head: %w", err)
+	}
+	if err := s.run(ctx, parkHeadScript, []string{qk.log, qk.msg, qk.attempts}, id, read, parked).Err(); err != nil {
+		return fmt.Errorf("park head %s of %s: %w", id, queue, err)
+	}
+	return nil
+}

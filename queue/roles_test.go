@@ -41,8 +41,8 @@ func TestNoTypeHoldsTooManyRoles(t *testing.T) {
 		}
 	}
 	// The Log role is the worker's store port (worker/): exactly these.
-	want := []string{"Backlog", "BacklogMany", "CheckQueues", "DeadLetter", "PromoteDueNext", "QueueHeads",
-		"ReadAfter", "ReadMany", "Retry", "RouteWakeups", "Trim", "TrimMany", "TrimRecording"}
+	want := []string{"Backlog", "BacklogMany", "CheckQueues", "DeadLetter", "ParkHead", "PromoteDueNext", "QueueHeads",
+		"ReadAfter", "ReadMany", "RecordStarts", "Retry", "RouteWakeups", "Trim", "TrimMany", "TrimRecording"}
 	if have := methods["Log"]; !slices.Equal(have, want) {
 		t.Errorf("Log's methods: want %v, have %v", want, have)
 	}

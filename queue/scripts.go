@@ -225,18 +225,21 @@ return {#ids, (#nxt > 0) and tonumber(nxt[2]) or 0}
 
 // revokeSource deletes a delayed message, leaving nothing of it in the
 // queue (its id may be enqueued again). The "revoked" outcome record is
-// written afterwards with record-outcomes.
+// written afterwards with record-outcomes. KEYS[5] is optional, so that a
+// caller of v1 (4 keys) still works; without it a retried message's
+// recorded starts stay behind and count for the id if it is enqueued again.
 //
-//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen  KEYS[5] attempts
 //	ARGV[1] id
 //
 // Returns 1 if the id was delayed (and is now gone), 0 if it was unknown or
 // already promoted (nothing is changed then).
-const revokeSource = `-- drover revoke v1
+const revokeSource = `-- drover revoke v2
 if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
+if KEYS[5] then redis.call('HDEL', KEYS[5], ARGV[1]) end
 return 1
 `
 
@@ -390,19 +393,22 @@ return 1
 `
 
 // killSource moves a message to the dead letters: the record goes to
-// :deadmsg, the id to :dead, and the id leaves the log, :msg and the delayed
-// set. Its :seen entry stays (the dedupe window still holds).
+// :deadmsg, the id to :dead, and the id leaves the log, :msg, the delayed
+// set and :attempts (a dead letter retried starts its attempts again).
+// Its :seen entry stays (the dedupe window still holds).
 //
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] dead  KEYS[5] deadmsg
+//	KEYS[6] attempts
 //	ARGV[1] id  ARGV[2] dead-letter record JSON  ARGV[3] failed at, unix ms
 //
 // Returns 1.
-const killSource = `-- drover kill v1
+const killSource = `-- drover kill v2
 redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[2])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[6], ARGV[1])
 return 1
 `
 
@@ -453,31 +459,32 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 return n
 `
 
-// trimSource removes done messages: log entries at or below a bound and
-// their envelopes, except envelopes whose id is in the delayed set (a retry
-// waiting for its turn). An id that was promoted again sits above the bound
-// and is not touched. It also forgets up to 100 expired dedupe ids.
+// trimSource removes done messages: log entries at or below a bound, their
+// envelopes and their recorded starts, except those of ids in the delayed
+// set (a retry waiting for its turn). An id that was promoted again sits
+// above the bound and is not touched. It also forgets up to 100 expired
+// dedupe ids.
 //
-//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen  KEYS[5] attempts
 //	ARGV[1] offset: only positions at or below it are removed
 //	ARGV[2] retention in µs ("0": none); when set, only positions older
 //	        than now - retention are removed as well
 //	ARGV[3] the most entries to remove in this call (> 0)
 //
 // Returns the number of log entries removed.
-const trimSource = `-- drover trim v1
+const trimSource = `-- drover trim v2
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
-` + chunkedFunction + trimFunction + `return trim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
+` + chunkedFunction + trimFunction + `return trim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
 `
 
 // trimFunction is the trim of one queue, shared by trim and trim-many so
-// that the two cannot drift: trim(log, msg, delayed, seen, bound,
+// that the two cannot drift: trim(log, msg, delayed, seen, attempts, bound,
 // retention, chunk) does what trimSource's doc says with those keys and
 // arguments, and returns the number of log entries removed. It reads
 // now_us and now_ms, which the script sets first, and calls chunked.
-const trimFunction = `local function trim(log, msg, delayed, seen, bound, retention, chunk)
+const trimFunction = `local function trim(log, msg, delayed, seen, attempts, bound, retention, chunk)
   if retention > 0 then bound = math.min(bound, now_us - retention - 1) end
   local old = redis.call('ZRANGE', seen, '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 100)
   if #old > 0 then redis.call('ZREM', seen, unpack(old)) end
@@ -492,6 +499,7 @@ const trimFunction = `local function trim(log, msg, delayed, seen, bound, retent
   end
   chunked('ZREM', log, ids, 1000)
   chunked('HDEL', msg, gone, 1000)
+  chunked('HDEL', attempts, gone, 1000)
   return #ids
 end
 `
@@ -520,7 +528,7 @@ end
 // the current one is full: rotation, expiry and index alike. A staged key
 // that is gone (its minute-long expiry passed) is skipped.
 //
-//	KEYS: 5 per queue: log, msg, delayed, seen, done
+//	KEYS: 6 per queue: log, msg, delayed, seen, done, attempts
 //	ARGV: per queue: offset, retention in µs, chunk (0: write the records
 //	      and leave the log), the most records kept, how long to keep them
 //	      in ms, k (the number of records), s (the number of staged
@@ -529,7 +537,7 @@ end
 //
 // Returns per queue the number of log entries removed (a queue that
 // reaches its chunk is trimmed further by the caller).
-const trimManySource = `-- drover trim-many v4
+const trimManySource = `-- drover trim-many v5
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
@@ -554,14 +562,14 @@ end
 ` + chunkedFunction + trimFunction + `local out = {}
 local a, q = 1, 0
 while a <= #ARGV do
-  local k = 5 * q
+  local k = 6 * q
   q = q + 1
   local n, s = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
   if s > 0 then adopt(KEYS[k + 5], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 7, a + 6 + s) end
   if n > 0 then record(KEYS[k + 5], now_ms, tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 7 + s, a + 6 + s + 2 * n) end
   out[q] = 0
   if tonumber(ARGV[a + 2]) > 0 then
-    out[q] = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2])
+    out[q] = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 6], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2])
   end
   a = a + 7 + s + 2 * n
 end

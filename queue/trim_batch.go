@@ -105,7 +105,7 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 					break
 				}
 				qk := s.keys.queue(r.Queue)
-				ahead = append(ahead, &scriptCall{queues: []string{r.Queue}, keys: []string{qk.log, qk.msg, qk.delayed, qk.seen, qk.done}, args: pa})
+				ahead = append(ahead, &scriptCall{queues: []string{r.Queue}, keys: []string{qk.log, qk.msg, qk.delayed, qk.seen, qk.done, qk.attempts}, args: pa})
 				outcomes = outcomes[recordsPerCall:]
 			}
 			if errs[i] != nil {
@@ -123,7 +123,7 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 	}
 	calls, err := s.slotCalls(names, trimGroup, func(c *scriptCall, q string) {
 		qk := s.keys.queue(q)
-		c.keys = append(c.keys, qk.log, qk.msg, qk.delayed, qk.seen, qk.done)
+		c.keys = append(c.keys, qk.log, qk.msg, qk.delayed, qk.seen, qk.done, qk.attempts)
 		c.args = append(c.args, args[at[q]]...)
 	})
 	if err != nil { // names were checked: cannot happen

@@ -42,6 +42,9 @@ type memLog struct {
 	trimCalls   [][]drover.TrimRequest // TrimMany calls
 	readRounds  int                    // ReadMany calls
 	routed      map[string]string      // queue → member its wake-ups go to
+	starts      map[string]int         // "queue\x00id" → starts recorded (the :attempts hash)
+	startRounds int                    // RecordStarts calls
+	parkedHeads []string               // ParkHead calls: "queue/id"
 }
 
 var _ Store = (*memLog)(nil)
@@ -309,6 +312,37 @@ func (l *memLog) DeadLetter(_ context.Context, queue string, d drover.DeadLetter
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.dead[queue] = append(l.dead[queue], d)
+	id := d.ID
+	if id == "" && d.Message != nil {
+		id = d.Message.ID
+	}
+	delete(l.starts, queue+"\x00"+id)
+	return nil
+}
+
+// RecordStarts counts a start of each message, as the :attempts hash does.
+func (l *memLog) RecordStarts(_ context.Context, queues, ids []string) ([]int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.starts == nil {
+		l.starts = map[string]int{}
+	}
+	l.startRounds++
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		k := queues[i] + "\x00" + id
+		l.starts[k]++
+		out[i] = l.starts[k]
+	}
+	return out, nil
+}
+
+// ParkHead forgets the head's starts, as the park-head script does.
+func (l *memLog) ParkHead(_ context.Context, queue, id string, _, _ []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.starts, queue+"\x00"+id)
+	l.parkedHeads = append(l.parkedHeads, queue+"/"+id)
 	return nil
 }
 

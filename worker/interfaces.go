@@ -67,6 +67,18 @@ type Store interface {
 	Retry(ctx context.Context, m *drover.Message, due time.Time) error
 	// DeadLetter moves a message to the queue's dead letters.
 	DeadLetter(ctx context.Context, queue string, d drover.DeadLetter) error
+	// RecordStarts records one start of each message ids[i] of queues[i]
+	// and returns each message's starts so far, this one included, in
+	// order, in one round trip; it fails as a whole. A message's attempt
+	// count lives there, with the message, not in its owner's memory
+	// (attempts.go).
+	RecordStarts(ctx context.Context, queues, ids []string) ([]int, error)
+	// ParkHead records that queue parked at its head id: the head's
+	// recorded starts are forgotten (its attempts start again when the
+	// queue is resumed) and its envelope, while it is still read, is
+	// replaced by parked, which carries the attempts made. A head no
+	// longer in the log is left alone.
+	ParkHead(ctx context.Context, queue, id string, read, parked []byte) error
 	// CheckQueues reports, for each of queues, whether a message follows
 	// its offset (offsets[i], the offset to look after, is queues[i]'s)
 	// and when the queue's earliest delayed message is due: one check per
@@ -119,3 +131,7 @@ type ClaimVerifier interface {
 func isLost(err error) bool {
 	return errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotOwner) || errors.Is(err, drover.ErrSessionLost)
 }
+
+// errShortRecordStarts: a Store's RecordStarts returned another number of
+// counts than starts.
+var errShortRecordStarts = errors.New("record starts: a count per start expected")

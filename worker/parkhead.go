@@ -60,6 +60,24 @@ func (l *queueLoop) parkHead(s *slot, m *drover.Message, f drover.Failure) bool 
 	l.logger().Warn("queue parked at its failed head: nothing behind it runs until an operator resolves it",
 		"id", m.ID, "task", m.Task, "attempts", m.Attempt+1, "reason", f.Reason)
 	s.parkedUnder = before
+	// Then the head's attempts go with it into its envelope (what `ctl
+	// job`, `ctl messages` and a skip's dead letter show) and its recorded
+	// starts are forgotten, so that a resume or a retry runs it with fresh
+	// attempts. After the pause, not before: a worker that dies between
+	// the two leaves the head parked, and its next start after a resume
+	// finds its starts used and parks it again (this time forgetting
+	// them), where the other order would run a poison head max_attempts
+	// more times unparked.
+	parked := *m
+	parked.Position = 0
+	setLastError(&parked, f)
+	if raw, err := parked.MarshalJSON(); err != nil {
+		l.logger().Warn("encode the parked head's envelope", "id", m.ID, "error", err)
+	} else {
+		l.write("record the parked head", func(ctx context.Context) error {
+			return l.w.cfg.Store.ParkHead(ctx, l.name, m.ID, s.d.Raw, raw)
+		})
+	}
 	return false
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/metrics"
+	"github.com/drover-dev/drover/tracing"
 	"github.com/drover-dev/drover/worker/executor"
 )
 
@@ -50,6 +51,10 @@ func (l *queueLoop) runMessage(s *slot) bool {
 	envelope := d.Raw
 	ctx, span := l.w.cfg.Tracer.StartTask(l.taskCtx, l.name, &m, l.w.cfg.Clock.Now()) // nil span: tracing off
 	defer span.End()
+	// reserved: a start is recorded that did not run the task (the
+	// executor aborted the attempt by itself), so the next attempt here
+	// takes it rather than recording another.
+	reserved := false
 	for {
 		if !l.awaitConfirmed() {
 			return false // the session was lost while the worker was frozen
@@ -69,6 +74,27 @@ func (l *queueLoop) runMessage(s *slot) bool {
 				ExitCode: -1, FailedAt: l.w.cfg.Clock.Now(),
 			}}, "no_route")
 		}
+		maxAttempts := cfg.MaxAttempts
+		if m.MaxAttempts > 0 {
+			maxAttempts = m.MaxAttempts
+		}
+		if !reserved {
+			// The start is recorded with the message before the task
+			// runs, and the count it returns is the attempt's number:
+			// attempts survive a move, a stop or a crash (attempts.go).
+			starts, ok := l.recordStart(m.ID)
+			if !ok {
+				return false // aborted or lost: the next owner runs it
+			}
+			if starts > maxAttempts {
+				return l.startsUsed(s, &m, starts-1, maxAttempts, cfg, span)
+			}
+			if m.Attempt != starts-1 {
+				m.Attempt = starts - 1
+				envelope = nil // the executor encodes the envelope with the attempt
+			}
+		}
+		reserved = false
 		res, cancel := l.attempt(ctx, &m, envelope, route, cfg)
 		span.Attempt(m.Attempt, string(res.Outcome), res.ExitCode, res.Reason)
 		switch res.Outcome {
@@ -83,13 +109,15 @@ func (l *queueLoop) runMessage(s *slot) bool {
 			// runs on: the task lease went stale before the task started
 			// (its renewal waits for a session that heard from ZooKeeper
 			// lately), or its pool or the executor was closing. The
-			// attempt did not count, and the message runs again here:
+			// attempt did not count (its recorded start is taken by the
+			// next attempt: reserved), and the message runs again here:
 			// reported "not finished here", it stayed unfinished in the
 			// loop while the messages behind it ran, and the queue's
 			// offset never passed it (a chaos run's ordered queue ran
 			// everything behind its head, which never ran). The next
 			// attempt waits for a fresh lease; the delay keeps a closed
 			// executor from spinning until the queue stops.
+			reserved = true
 			if !l.sleep(abortedAttemptDelay) {
 				return false
 			}
@@ -123,10 +151,6 @@ func (l *queueLoop) runMessage(s *slot) bool {
 			}
 			span.DeadLettered("cancelled")
 			return l.deadLetter(drover.DeadLetter{ID: m.ID, Message: &m, Failure: f}, "cancelled")
-		}
-		maxAttempts := cfg.MaxAttempts
-		if m.MaxAttempts > 0 {
-			maxAttempts = m.MaxAttempts
 		}
 		if m.Attempt+1 >= maxAttempts {
 			f := res.Failure(l.w.cfg.Clock.Now())
@@ -163,6 +187,42 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		l.w.idle.at(l.name, due) // promoted when due, parked or not
 		return true
 	}
+}
+
+// recordStart records a start of message id with the message in Redis
+// (with the other runners' starts, attempts.go) and returns its starts so
+// far, this one included. It retries until the record is written; false
+// means the tasks were aborted or the queue was lost first, and the
+// message must not start here.
+func (l *queueLoop) recordStart(id string) (int, bool) {
+	var starts int
+	ok := l.write("record the start of a task", func(ctx context.Context) error {
+		n, err := l.w.starts.record(ctx, l.name, id)
+		starts = n
+		return err
+	})
+	return starts, ok
+}
+
+// startsUsed parks or dead-letters m, which was started `started` times,
+// its max_attempts, the last time without an outcome (a worker stopped or
+// crashed during the attempt, or lost the queue before writing it): it is
+// not run again, and ends as if its last attempt had failed.
+func (l *queueLoop) startsUsed(s *slot, m *drover.Message, started, maxAttempts int, cfg *drover.QueueConfig, span *tracing.TaskSpan) bool {
+	m.Attempt = started - 1
+	f := drover.Failure{
+		Reason: fmt.Sprintf("started %d times, the last without an outcome; max_attempts %d (a worker stopped or crashed during an attempt)",
+			started, maxAttempts),
+		ExitCode: -1, FailedAt: l.w.cfg.Clock.Now(),
+	}
+	if cfg.Parks() {
+		if l.w.cfg.Pauser != nil {
+			return l.parkHead(s, m, f)
+		}
+		l.logger().Warn("on_failure park needs a Pauser (none configured): dead-lettering the head", "id", m.ID)
+	}
+	span.DeadLettered("attempts")
+	return l.deadLetter(drover.DeadLetter{ID: m.ID, Message: m, Failure: f}, "attempts")
 }
 
 // attempt runs the message once and records it. When an operator cancelled

@@ -31,6 +31,7 @@ type Worker struct {
 	routes   *router        // wake-up routes owed
 	commits  *committer     // coalesced offset commits
 	reads    *reader        // coalesced reads
+	starts   *starter       // coalesced start records (attempts.go)
 	backlogs *backlogger    // coalesced backlog reads
 	stages   stages         // debug counters of a message's way to its start (stages.go)
 
@@ -87,6 +88,7 @@ func New(cfg Config) (*Worker, error) {
 	w.routes = newRouter(w)
 	w.commits = newCommitter(w)
 	w.reads = newReader(cfg.Store, cfg.Metrics, &w.stages)
+	w.starts = newStarter(cfg.Store)
 	w.backlogs = newBacklogger(cfg.Store, cfg.Metrics)
 	w.pause.Store(&PauseState{})
 	return w, nil

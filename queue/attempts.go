@@ -1,0 +1,49 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A message's attempt count lives with the message (docs/redis-schema.md,
+// "Attempts"): before each start of a message its owner adds one to the
+// message's field in the queue's :attempts hash, and the count the
+// increment returns is the message's starts so far, whichever workers ran
+// it. The field goes where the message's other keys go (trim, dead letter,
+// revoke) and is forgotten when an ordered queue parks at the message
+// (ParkHead), whose attempts start again when it is resumed.
+
+// RecordStarts records one start of each message ids[i] of queues[i] and
+// returns each message's starts so far, this one included, in order: one
+// HINCRBY per message, all in one pipelined round trip. It fails as a
+// whole: a start whose record is not known to be written must not run.
+func (s Log) RecordStarts(ctx context.Context, queues, ids []string) ([]int, error) {
+	if len(queues) != len(ids) {
+		return nil, fmt.Errorf("record starts: %d queues for %d ids", len(queues), len(ids))
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.IntCmd, len(ids))
+	pipe := s.rdb.Pipeline()
+	for i, q := range queues {
+		qk, err := s.queueKeys(q)
+		if err != nil {
+			return nil, fmt.Errorf("record starts: %w", err)
+		}
+		if ids[i] == "" {
+			return nil, fmt.Errorf("record starts in %s: empty id", q)
+		}
+		cmds[i] = pipe.HIncrBy(ctx, qk.attempts, ids[i], 1)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("record the starts of %d messages: %w", len(ids), err)
+	}
+	out := make([]int, len(cmds))
+	for i, c := range cmds {
+		out[i] = int(c.Val())
+	}
+	return out, nil
+}
