@@ -105,7 +105,7 @@ class Client:
         check_queue(queue)
         base = f"{self.prefix}:{{{queue}}}:"
         return {k: base + k for k in ("log", "msg", "seq", "delayed", "seen", "owner",
-                                       "dead", "deadmsg", "done")}
+                                       "dead", "deadmsg", "done", "attempts")}
 
     # --- enqueue -----------------------------------------------------------
 
@@ -203,7 +203,7 @@ class Client:
         if by is None:
             by = _operator()
         k = self._keys(queue)
-        if not self._revoke(keys=[k["log"], k["msg"], k["delayed"], k["seen"]], args=[id]):
+        if not self._revoke(keys=[k["log"], k["msg"], k["delayed"], k["seen"], k["attempts"]], args=[id]):
             return False
         rec: Dict[str, Any] = {"state": "revoked", "exit_code": -1, "finished_at": _rfc3339(_now())}
         if by:
