@@ -39,6 +39,9 @@ error: the command exits 0.`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.queueRun(func(e *ctlEnv, st *queue.Store, args []string) error {
+			if args[1] == "" {
+				return usagef("<id>: must not be empty")
+			}
 			s, err := e.zk()
 			if err != nil {
 				return err
