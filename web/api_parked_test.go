@@ -170,8 +170,9 @@ func (r *rig) park(q string, head queue.Entry) {
 // The console offers what ctl and the API do on a parked queue: retry the
 // head, edit its args and retry, skip it (each with keep paused), as forms
 // posting to the API's parked endpoints with the session's CSRF token,
-// audited; a viewer sees the head but no form. A skip that keeps the
-// queue paused leaves it paused, not parked at the message that left.
+// audited; a viewer sees the head but no form, and the job view reads the
+// head parked. A skip that keeps the queue paused leaves it paused, not
+// parked at the message that left.
 func TestConsoleResolvesAParkedQueue(t *testing.T) {
 	r := newRig(t)
 	r.queueWith("pk", 3)
@@ -194,6 +195,10 @@ func TestConsoleResolvesAParkedQueue(t *testing.T) {
 		t.Fatalf("viewer: want the parked head shown without forms, have:\n%s", pg)
 	}
 	op := r.login("operator")
+	r.withJobs(0)
+	if pg := op.page("/queues/pk?job=" + es[0].ID); !strings.Contains(pg, "<b>parked</b>") || !strings.Contains(pg, `id="job-parked"`) {
+		t.Fatalf("job view of the head: want it parked, have:\n%s", pg)
+	}
 	pg := op.page("/queues/pk")
 	for _, id := range []string{`id="parked-retry"`, `id="parked-skip"`, `id="parked-edit"`, `{&#34;i&#34;:1}</textarea>`} {
 		if !strings.Contains(pg, id) {
