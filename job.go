@@ -16,6 +16,10 @@ const (
 	JobRunning JobState = "running"
 	// JobRetrying: an attempt failed; the next one waits in the delayed set.
 	JobRetrying JobState = "retrying"
+	// JobParked: the head of an ordered queue with on_failure park that used
+	// its attempts (or was cancelled with then park): it stays in the log and
+	// its queue is paused at it until an operator resolves it (ctl parked).
+	JobParked JobState = "parked"
 	// JobDead: failed for good; it is in the queue's dead letters.
 	JobDead JobState = "dead"
 	// JobSucceeded: an attempt succeeded.
@@ -73,9 +77,12 @@ type JobStatus struct {
 	// retrying or dead job; the last one is Error, ExitCode, StderrTail.
 	Attempts []Failure `json:"attempts,omitempty"`
 	// By: who revoked a revoked job, or who cancelled the running attempt
-	// of a job now dead or retrying because of it (Error then starts
-	// "cancelled by").
+	// of a job now dead, retrying or parked because of it (Error then
+	// starts "cancelled by").
 	By string `json:"by,omitempty"`
+	// Parked: the pause flag a parked job's queue is paused under (who
+	// parked it, when, why, and the head's record), for JobParked only.
+	Parked *Pause `json:"parked,omitempty"`
 	// Note says what the answer could not tell (details unavailable).
 	Note string `json:"note,omitempty"`
 }

@@ -235,6 +235,10 @@ func (c QueueConfig) Validate() error {
 		return bad("retention", "must be ≥ 0, have %s", c.Retention.Std())
 	case c.Outcomes.Retention != nil && *c.Outcomes.Retention < 0:
 		return bad("outcomes.retention", "must be ≥ 0, have %s", c.Outcomes.Retention.Std())
+	case math.IsNaN(c.RateLimit.PerSecond):
+		return bad("rate_limit.per_second", "must be a number within 0–%d (0: no limit), have NaN", MaxRatePerSecond)
+	case math.IsNaN(c.Backoff.Jitter):
+		return bad("backoff.jitter", "must be a number within 0–1, have NaN")
 	case c.RateLimit.PerSecond < 0 || c.RateLimit.PerSecond > MaxRatePerSecond:
 		return bad("rate_limit.per_second", "must be within 0–%d (0: no limit), have %g", MaxRatePerSecond, c.RateLimit.PerSecond)
 	case c.RateLimit.Burst < 0 || c.RateLimit.Burst > MaxRateBurst:

@@ -52,6 +52,8 @@ func (e *NotRunningError) Error() string {
 		if st.DueAt != nil {
 			where += " until " + st.DueAt.Format(time.RFC3339)
 		}
+	case drover.JobParked:
+		where = "its queue is parked at it: resolve it with drover ctl parked retry or skip"
 	case drover.JobUnknown:
 		where = "no such message (never enqueued, or its record expired)"
 	default:

@@ -49,3 +49,16 @@ func (f SessionFleet) QueueOwner(ctx context.Context, q string) (Owner, error) {
 	}
 	return o, nil
 }
+
+// QueuePause reads queue's own pause flag: nil when it has none.
+func (f SessionFleet) QueuePause(ctx context.Context, q string) (*drover.Pause, error) {
+	ps, err := f.Session.Pauses().Of(ctx, []string{q})
+	if err != nil {
+		return nil, err
+	}
+	p, ok := ps.Queues[q]
+	if !ok {
+		return nil, nil
+	}
+	return &p, nil
+}

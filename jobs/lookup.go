@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -34,10 +35,13 @@ type Owner struct {
 	Offset    drover.Position // the committed offset; 0 when never committed
 }
 
-// Fleet reads a queue's owner and committed offset (ZooKeeper; see
-// SessionFleet).
+// Fleet reads a queue's owner and committed offset, and its pause flag
+// (ZooKeeper; see SessionFleet).
 type Fleet interface {
 	QueueOwner(ctx context.Context, queue string) (Owner, error)
+	// QueuePause returns the queue's own pause flag, nil when the queue
+	// is not paused by one (everything and member flags do not count).
+	QueuePause(ctx context.Context, queue string) (*drover.Pause, error)
 }
 
 // Lookup answers status lookups. Store is required; without Fleet, pending
@@ -71,7 +75,22 @@ func (l *Lookup) Job(ctx context.Context, queue, id string) (drover.JobStatus, e
 	if err != nil {
 		return drover.JobStatus{}, err
 	}
-	if st.State != drover.JobPending || owner.Member == "" {
+	if st.State != drover.JobPending {
+		return st, nil
+	}
+	if l.Fleet != nil {
+		// A parked head is pending in Redis; its queue's pause flag
+		// names it. The owner holds it: it is not running.
+		p, err := l.Fleet.QueuePause(ctx, queue)
+		if err != nil {
+			return drover.JobStatus{}, fmt.Errorf("job %s of %s: %w", id, queue, err)
+		}
+		if p != nil && p.Head != nil && p.Head.ID == id {
+			parked(&st, *p)
+			return st, nil
+		}
+	}
+	if owner.Member == "" {
 		return st, nil
 	}
 	if owner.AdminAddr == "" {
@@ -91,6 +110,37 @@ func (l *Lookup) Job(ctx context.Context, queue, id string) (drover.JobStatus, e
 		st.Ahead = nil
 	}
 	return st, nil
+}
+
+// parked makes st, a pending message, the head its queue is parked at
+// under p: its attempts, last error and who cancelled it come from the
+// head's record in the flag.
+func parked(st *drover.JobStatus, p drover.Pause) {
+	h := *p.Head
+	st.State, st.Parked, st.Ahead = drover.JobParked, &p, nil
+	if h.Task != "" {
+		st.Task = h.Task
+	}
+	st.Attempt = max(h.Attempts-1, 0) // the last attempt run, counted from 0
+	code := h.ExitCode
+	st.Error, st.ExitCode, st.StderrTail = h.Error, &code, ""
+	st.By = cancelledBy(h.Error)
+}
+
+// cancelledBy returns who cancelled the attempt that parked a head, read
+// from its failure, which the owner writes as "cancelled by <who> (queue
+// parked): …" (worker.cancelRequest.failure); "" for a head that parked
+// because it used its attempts.
+func cancelledBy(reason string) string {
+	rest, ok := strings.CutPrefix(reason, "cancelled by ")
+	if !ok {
+		return ""
+	}
+	who, _, ok := strings.Cut(rest, " (")
+	if !ok {
+		return ""
+	}
+	return who
 }
 
 // running is the owner's /debug/job answer (worker.JobState).

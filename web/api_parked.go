@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 
@@ -73,4 +74,21 @@ func parkedInput(r *Request) (parkedAction, error) {
 		in.KeepPaused = b
 	}
 	return in, nil
+}
+
+// parkedArgs returns the args of the parked head id of q as JSON text, for
+// the queue page's "edit args and retry" form; "" when the head's envelope
+// cannot be read (the form then starts empty).
+func (s *Server) parkedArgs(ctx context.Context, q, id string) string {
+	m, err := s.fleetOps().Message(ctx, q, id)
+	if err != nil || m.Envelope == nil {
+		return ""
+	}
+	var env struct {
+		Args json.RawMessage `json:"args"`
+	}
+	if json.Unmarshal(m.Envelope, &env) != nil || env.Args == nil {
+		return ""
+	}
+	return string(env.Args)
 }

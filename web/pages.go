@@ -271,6 +271,10 @@ type queuePage struct {
 	JobID  string
 	Job    *drover.JobStatus
 	JobErr string
+	// ParkedArgs: the args of the head a parked queue is parked at (JSON),
+	// for the form that edits them; "" when the queue is not parked or the
+	// head's envelope cannot be read.
+	ParkedArgs string
 }
 
 // Names lists the page's queues, comma-separated: the selection of the
@@ -369,6 +373,9 @@ func (s *Server) routePages() {
 			} else {
 				pg.Job = &js
 			}
+		}
+		if p := d.PausedBy; d.Paused && p != nil && p.Head != nil {
+			pg.ParkedArgs = s.parkedArgs(r.Context(), q, p.Head.ID)
 		}
 		if pg.Pending, err = s.fleetOps().Pending(r.Context(), q, 0, 20); err != nil {
 			return nil, err

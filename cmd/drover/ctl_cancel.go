@@ -32,7 +32,8 @@ func (a *app) ctlCancelCommand() *cobra.Command {
 		Long: `Stop the running attempt of message <id> of <queue>. The queue's owner sends
 SIGTERM to the task's process group, and SIGKILL after the kill grace (as
 at a timeout); a pooled task's child is stopped and replaced. The attempt's
-record says it was cancelled and by whom (drover ctl job shows it).
+record says it was cancelled and by whom: drover ctl job shows "cancelled
+by <who>" and BY, for a message dead-lettered, retried or parked by it.
 
 --then says what follows:
   dead   move the message to the dead letters ("cancelled by <you>"): the

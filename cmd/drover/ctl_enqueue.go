@@ -55,6 +55,12 @@ enqueues to a new queue (it is then created with defaults on first sight).`,
 			if maxAttempts < 0 {
 				return usagef("--max-attempts: must be ≥ 0, have %d", maxAttempts)
 			}
+			if task == "" {
+				return usagef("<task>: must not be empty")
+			}
+			if len(id) > queue.MaxIDLen {
+				return usagef("--id: %d bytes, at most %d", len(id), queue.MaxIDLen)
+			}
 			var due time.Time
 			switch {
 			case !at.IsZero() && in.given:

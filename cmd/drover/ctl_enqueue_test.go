@@ -80,6 +80,10 @@ func TestEnqueueUsageErrors(t *testing.T) {
 	} {
 		c.fails(exitUsage, []string{tc.msg}, append([]string{"ctl", "enqueue", "jobs", "t"}, tc.args...)...)
 	}
+	// An empty task and an over-long id are bad arguments (they exited 1).
+	c.fails(exitUsage, []string{"<task>: must not be empty"}, "ctl", "enqueue", "jobs", "")
+	c.fails(exitUsage, []string{"--id: 513 bytes, at most 512"}, "ctl", "enqueue", "jobs", "t", "--id", strings.Repeat("x", 513))
+	c.fails(exitUsage, []string{"<id>: must not be empty"}, "ctl", "job", "jobs", "")
 	c.fails(exitUsage, []string{"want <queue> <task>"}, "ctl", "enqueue", "jobs")
 	c.fails(exitUsage, []string{"invalid queue name"}, "ctl", "enqueue", "a:b", "t")
 }

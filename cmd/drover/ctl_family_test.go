@@ -72,3 +72,34 @@ func TestFamilyReplaceUpdatesItsQueues(t *testing.T) {
 		t.Fatalf("audit: want 2 family.update records, have %d", n)
 	}
 }
+
+// A family is refused with exit 2 and the field named when its prefix is
+// another family's (it exited 1) or it routes no task (it was accepted);
+// `queue update` of a family's queue before its first enqueue configures
+// it from its family's configuration (it exited 3, queue not found).
+func TestFamilyCreateRefusalsAndUpdateBeforeFirstEnqueue(t *testing.T) {
+	c := newCluster(t)
+	c.ok("ctl", "family", "create", "cust", "--prefix", "cust-", "--concurrency", "2", "--rate-limit", "5", "--task", "*=/bin/true")
+	c.fails(exitUsage, []string{`family cust has the prefix "cust-" already`}, "ctl", "family", "create", "other", "--prefix", "cust-", "--task", "*=/bin/true")
+	c.fails(exitUsage, []string{"queue.tasks", "no task route"}, "ctl", "family", "create", "bare", "--prefix", "bare-")
+	c.fails(exitRefused, []string{"exists"}, "ctl", "family", "create", "cust", "--prefix", "cust-", "--task", "*=/bin/true")
+	var fams []drover.FamilyConfig
+	if c.okJSON(&fams, "ctl", "family", "ls"); len(fams) != 1 {
+		t.Fatalf("want only cust stored, have %+v", fams)
+	}
+
+	var cfg drover.QueueConfig
+	c.okJSON(&cfg, "ctl", "queue", "update", "cust-1", "--concurrency", "1")
+	if cfg.Name != "cust-1" || cfg.Family != "cust" || cfg.Concurrency != 1 || cfg.RateLimit.PerSecond != 5 || len(cfg.Tasks) != 1 {
+		t.Fatalf("update before the first enqueue: want the family's configuration with concurrency 1, have %+v", cfg)
+	}
+	var shown drover.QueueConfig
+	if c.okJSON(&shown, "ctl", "queue", "show", "cust-1"); shown.Concurrency != 1 || shown.Family != "cust" {
+		t.Fatalf("stored: want concurrency 1 of family cust, have %+v", shown)
+	}
+	c.okJSON(&cfg, "ctl", "queue", "update", "cust-1", "--rate-limit", "7")
+	if cfg.Concurrency != 1 || cfg.RateLimit.PerSecond != 7 {
+		t.Fatalf("a second update: want concurrency 1 kept and rate 7, have %+v", cfg)
+	}
+	c.fails(exitNotFound, []string{"queue not found"}, "ctl", "queue", "update", "nobody-1", "--concurrency", "1")
+}

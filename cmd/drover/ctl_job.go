@@ -14,13 +14,16 @@ import (
 func (a *app) ctlJobCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "job <queue> <id>",
-		Short: "Say where a job is: delayed, pending, running, retrying, dead, succeeded, revoked or unknown",
+		Short: "Say where a job is: delayed, pending, running, retrying, parked, dead, succeeded, revoked or unknown",
 		Long: `Look a job up by id and print its state with the time the answer was taken:
 
   delayed    enqueued for later: due at
   pending    in the queue: position, messages ahead of it
   running    on its queue's owner: member, pid, attempt, started at
   retrying   an attempt failed: attempt, next try at, last error
+  parked     its ordered queue is paused at it (on_failure park, or a cancel
+             that parked it): attempt, error, who parked it and when, who
+             cancelled it; resolve it with drover ctl parked retry or skip
   dead       failed for good: reason, exit code, stderr tail
   succeeded  finished at, duration, attempt, exit code (from the outcome record)
   revoked    deleted while delayed
@@ -36,6 +39,9 @@ error: the command exits 0.`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.queueRun(func(e *ctlEnv, st *queue.Store, args []string) error {
+			if args[1] == "" {
+				return usagef("<id>: must not be empty")
+			}
 			s, err := e.zk()
 			if err != nil {
 				return err
@@ -101,6 +107,9 @@ func printJob(e *ctlEnv, js drover.JobStatus) error {
 	}
 	if js.By != "" {
 		t.row("BY", js.By)
+	}
+	if p := js.Parked; p != nil {
+		t.row("PARKED", fmt.Sprintf("since %s by %s", p.At.Format(time.RFC3339Nano), p.By))
 	}
 	if js.Note != "" {
 		t.row("NOTE", js.Note)

@@ -114,7 +114,9 @@ unless --keep-paused. <id> must be the head 'parked show' names.`,
 		Short: "Move the parked head to the dead letters, then resume",
 		Long: `Move the parked head <id> to the queue's dead letters (with its error and
 who moved it); the next message becomes the head. The queue resumes
-unless --keep-paused. <id> must be the head 'parked show' names.`,
+unless --keep-paused: it then stays paused by you, no longer parked at a
+head ('parked ls' leaves it out), and 'drover ctl resume --queue Q' runs
+the next message. <id> must be the head 'parked show' names.`,
 		Example:           "  drover ctl parked skip payments-42 01HX…",
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,

@@ -57,12 +57,14 @@ the flags given.`
 	var uf queueFlags
 	update := &cobra.Command{
 		Use:               "update <name>",
-		Short:             "Change a queue configuration (only the flags given)",
+		Short:             "Change a queue configuration (only the flags given); a family's queue before its first enqueue starts from its family's",
 		Example:           "  drover ctl queue update emails --concurrency 16 --rm-task old",
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.zkRun(func(e *ctlEnv, s *coordinator.Session, args []string) error {
-			entry, err := s.Queues().Get(e.ctx, args[0])
+			// A queue of a family that has not been enqueued to yet is
+			// updated from the configuration its family would register.
+			entry, err := s.Queues().GetOrFamily(e.ctx, args[0])
 			if err != nil && !(entry.Err != nil && uf.file != "") { // a corrupt config may be replaced with -f
 				return err
 			}
@@ -72,6 +74,16 @@ the flags given.`
 			}
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
+			}
+			if entry.Version < 0 {
+				err := s.Queues().Create(e.ctx, cfg)
+				if errors.Is(err, coordinator.ErrQueueExists) {
+					return refusedError{fmt.Errorf("%w: its family registered it meanwhile; run the update again", err)}
+				}
+				if err != nil {
+					return err
+				}
+				return e.printQueue("updated", cfg, 0)
 			}
 			v, err := s.Queues().Update(e.ctx, cfg, entry.Version)
 			if errors.Is(err, coordinator.ErrConflict) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +44,7 @@ func (qf *queueFlags) register(cmd *cobra.Command, update bool) {
 	f.BoolVar(&qf.ordered, "ordered", false, "strict FIFO: one task at a time, retries block the queue")
 	f.StringVar(&qf.timeout, "timeout", "", "per attempt, e.g. 30s (default 5m)")
 	f.IntVar(&qf.maxAttempts, "max-attempts", 0, "runs before dead-lettering (default 5)")
-	f.Float64Var(&qf.rateLimit, "rate-limit", 0, "start at most this many messages a second (0: no limit)")
+	f.Float64Var(&qf.rateLimit, "rate-limit", 0, "start at most this many messages a second (0: no limit, and no burst)")
 	f.IntVar(&qf.rateBurst, "rate-burst", 0, "messages that may start at once within the rate limit (default: a hundredth of a second's, at least 1)")
 	f.StringVar(&qf.onFailure, "on-failure", "", "what an ordered queue does with a head that used its attempts: dead_letter (default) or park")
 	f.StringVar(&qf.backoffBase, "backoff-base", "", "first retry delay (default 1s), doubling")
@@ -101,6 +102,22 @@ func (qf *queueFlags) apply(fs *pflag.FlagSet, stdin io.Reader, cfg *drover.Queu
 		}
 		*dst = drover.Duration(d)
 		return nil
+	}
+	for _, f := range []struct {
+		flag string
+		v    float64
+	}{{"rate-limit", qf.rateLimit}, {"backoff-jitter", qf.backoffJitter}} {
+		if changed(f.flag) && (math.IsNaN(f.v) || math.IsInf(f.v, 0)) {
+			return usagef("--%s %g: want a finite number", f.flag, f.v)
+		}
+	}
+	if changed("rate-limit") && qf.rateLimit == 0 {
+		// --rate-limit 0 removes the limit, and its burst with it: a
+		// burst without a rate limits nothing.
+		if changed("rate-burst") && qf.rateBurst != 0 {
+			return usagef("--rate-burst %d with --rate-limit 0: a burst needs a rate (--rate-limit 0 removes the limit and its burst)", qf.rateBurst)
+		}
+		cfg.RateLimit.Burst = 0
 	}
 	given(fs, "weight", &cfg.Weight, qf.weight)
 	given(fs, "concurrency", &cfg.Concurrency, qf.concurrency)

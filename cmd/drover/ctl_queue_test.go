@@ -89,3 +89,28 @@ func TestQueueFlagErrors(t *testing.T) {
 	c.fails(exitUsage, []string{"invalid queue name"}, "ctl", "queue", "create", "a/b")
 	c.fails(exitUsage, []string{"want <name>"}, "ctl", "queue", "create")
 }
+
+// --rate-limit 0 removes a limit and its burst (it was refused while a
+// burst was set); a burst with --rate-limit 0 is a contradiction; NaN and
+// infinities are refused naming the flag (NaN reached the JSON encoder).
+func TestQueueRateLimitFlags(t *testing.T) {
+	c := newCluster(t)
+	var cfg drover.QueueConfig
+	c.okJSON(&cfg, "ctl", "queue", "create", "r", "--rate-limit", "5", "--rate-burst", "10")
+	if cfg.RateLimit.PerSecond != 5 || cfg.RateLimit.Burst != 10 {
+		t.Fatalf("want 5/s with burst 10, have %+v", cfg.RateLimit)
+	}
+	var off drover.QueueConfig
+	c.okJSON(&off, "ctl", "queue", "update", "r", "--rate-limit", "0")
+	if off.Name != "r" || off.RateLimit != (drover.RateLimit{}) {
+		t.Fatalf("--rate-limit 0: want r with no limit and no burst, have %+v", off)
+	}
+	c.fails(exitUsage, []string{"--rate-burst 3 with --rate-limit 0"}, "ctl", "queue", "update", "r", "--rate-limit", "0", "--rate-burst", "3")
+	for _, v := range []string{"nan", "NaN", "inf", "-Inf"} {
+		c.fails(exitUsage, []string{"--rate-limit", "want a finite number"}, "ctl", "queue", "create", "n", "--rate-limit", v)
+		c.fails(exitUsage, []string{"--rate-limit", "want a finite number"}, "ctl", "queue", "update", "r", "--rate-limit", v)
+	}
+	c.fails(exitUsage, []string{"--backoff-jitter", "want a finite number"}, "ctl", "queue", "create", "n", "--backoff-jitter", "nan")
+	c.fails(exitUsage, []string{"--rate-limit", "want a finite number"}, "ctl", "family", "create", "f", "--prefix", "f-", "--rate-limit", "nan", "--task", "*=/bin/true")
+	c.fails(exitNotFound, []string{"queue not found"}, "ctl", "queue", "show", "n")
+}

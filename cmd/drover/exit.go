@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/scheduler"
 )
 
@@ -41,7 +41,9 @@ type refusedError struct{ err error }
 func (e refusedError) Error() string { return e.err.Error() }
 func (e refusedError) Unwrap() error { return e.err }
 
-// exitCode maps an error to the documented exit code.
+// exitCode maps an error to the documented exit code. Bad input and
+// refusals are told apart by the rules the HTTP API answers 400 and 409
+// by (ops.IsBadInput, ops.IsRefused), so ctl and the API agree.
 func exitCode(err error) int {
 	var (
 		usage       usageError
@@ -51,20 +53,13 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &unreachable):
+	case errors.As(err, &unreachable), errors.Is(err, ops.ErrUnreachable):
 		return exitUnreachable
-	case errors.As(err, &usage),
-		errors.Is(err, drover.ErrInvalidConfig),
-		errors.Is(err, drover.ErrInvalidQueueName),
-		isCobraUsage(err):
+	case errors.As(err, &usage), ops.IsBadInput(err), isCobraUsage(err):
 		return exitUsage
 	case errors.Is(err, drover.ErrNotFound), errors.Is(err, drover.ErrQueueNotFound):
 		return exitNotFound
-	case errors.As(err, &refused),
-		errors.Is(err, coordinator.ErrQueueOwned),
-		errors.Is(err, coordinator.ErrQueueExists),
-		errors.Is(err, coordinator.ErrConflict),
-		errors.Is(err, scheduler.ErrExists):
+	case errors.As(err, &refused), ops.IsRefused(err), errors.Is(err, scheduler.ErrExists):
 		return exitRefused
 	}
 	return exitError

@@ -50,3 +50,16 @@ func (f webFleet) QueueOwner(ctx context.Context, q string) (jobs.Owner, error) 
 	}
 	return o, err
 }
+
+// QueuePause reads the queue's own pause flag; without ZooKeeper it
+// answers none (a parked head then reads pending).
+func (f webFleet) QueuePause(ctx context.Context, q string) (*drover.Pause, error) {
+	if f.s.ready() != nil {
+		return nil, nil
+	}
+	p, err := jobs.SessionFleet{Session: f.s.session()}.QueuePause(ctx, q)
+	if err != nil && (errors.Is(err, drover.ErrSessionLost) || f.s.ready() != nil) {
+		return nil, nil
+	}
+	return p, err
+}

@@ -26,8 +26,8 @@ func (o *Ops) Family(ctx context.Context, name string) (coordinator.FamilyEntry,
 // read. It is refused (ErrRefused) when a family to create exists or one
 // to replace changed meanwhile; a bad family is bad input.
 func (o *Ops) SetFamily(ctx context.Context, f drover.FamilyConfig, version int32) (int32, error) {
-	if err := f.Validate(); err != nil {
-		return 0, badInput("%v", err)
+	if err := checkFamily(f); err != nil {
+		return 0, err
 	}
 	if version < 0 {
 		err := o.zk.Families().Create(ctx, f)
@@ -50,8 +50,8 @@ func (o *Ops) SetFamily(ctx context.Context, f drover.FamilyConfig, version int3
 // is bad input. When the queues were updated only in part, the error says
 // so and the answer counts those updated.
 func (o *Ops) ReplaceFamily(ctx context.Context, f drover.FamilyConfig, version int32) (coordinator.FamilyChange, error) {
-	if err := f.Validate(); err != nil {
-		return coordinator.FamilyChange{}, badInput("%v", err)
+	if err := checkFamily(f); err != nil {
+		return coordinator.FamilyChange{}, err
 	}
 	c, err := o.zk.Families().Change(ctx, f, version)
 	switch {
@@ -61,6 +61,20 @@ func (o *Ops) ReplaceFamily(ctx context.Context, f drover.FamilyConfig, version 
 		return c, badInput("%v", err)
 	}
 	return c, err
+}
+
+// checkFamily checks a family an operator writes: valid, and with at least
+// one task route. A family without routes would register queues whose
+// tasks have nowhere to run (only registered Go handlers, which '*=@go'
+// routes explicitly). Stored families are not held to the second rule.
+func checkFamily(f drover.FamilyConfig) error {
+	if err := f.Validate(); err != nil {
+		return badInput("%v", err)
+	}
+	if len(f.Queue.Tasks) == 0 {
+		return badInput("family %s: queue.tasks: no task route: give at least one (ctl: --task NAME=ARGV, or --task '*=@go' for registered Go handlers)", f.Name)
+	}
+	return nil
 }
 
 // DeleteFamily removes a family; the queues it registered stay.

@@ -117,7 +117,8 @@ func (o *Ops) RetryParked(ctx context.Context, q, id string, args json.RawMessag
 
 // SkipParked moves the parked head id of q to the dead letters, with its
 // failure and who moved it, then resumes the queue unless keepPaused: the
-// next message becomes the head.
+// next message becomes the head. With keepPaused the queue's flag becomes
+// a plain pause by who (naming no head): the queue is paused, not parked.
 func (o *Ops) SkipParked(ctx context.Context, q, id, who string, keepPaused bool) error {
 	pq, err := o.parkedAt(ctx, q, id)
 	if err != nil {
@@ -136,7 +137,12 @@ func (o *Ops) SkipParked(ctx context.Context, q, id, who string, keepPaused bool
 		return err
 	}
 	if keepPaused {
-		return nil
+		// Paused, no longer parked: the flag must not name the head that
+		// left the log, or retry and skip would refuse until a resume.
+		return o.zk.Pauses().Set(ctx, drover.PauseQueue, q, drover.Pause{
+			By: who, At: o.now().UTC(),
+			Reason: fmt.Sprintf("parked head %s moved to the dead letters; kept paused (resume runs the next message)", id),
+		})
 	}
 	return o.zk.Pauses().Clear(ctx, drover.PauseQueue, q)
 }
