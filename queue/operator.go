@@ -119,3 +119,42 @@ func (s Operator) RevokeRecording(ctx context.Context, queue, id string, policy 
 	}
 	return true, nil
 }
+
+// forgetStartsSource deletes the recorded starts (the :attempts field) of
+// every message in the log with a position in (ARGV[1], ARGV[2]], a chunk
+// of ids at a time: an operator's replay (an offset reset backwards) runs
+// those messages as new, with every attempt of max_attempts.
+//
+//	KEYS[1] log  KEYS[2] attempts
+//	ARGV[1] after (exclusive)  ARGV[2] up to (inclusive)  ARGV[3] chunk
+//
+// Returns the number of fields deleted.
+const forgetStartsSource = `-- drover forget-starts v1
+local ids = redis.call('ZRANGE', KEYS[1], '(' .. ARGV[1], ARGV[2], 'BYSCORE')
+local n, chunk = 0, tonumber(ARGV[3])
+for i = 1, #ids, chunk do
+  n = n + redis.call('HDEL', KEYS[2], unpack(ids, i, math.min(i + chunk - 1, #ids)))
+end
+return n
+`
+
+var forgetStartsScript = redis.NewScript(forgetStartsSource)
+
+// ForgetStarts deletes the recorded starts of queue's messages with a
+// position after after and at most upTo, so that a replay of them (an
+// offset moved back over them) starts each at attempt 0. It returns how
+// many records it deleted. Messages outside the range keep their count.
+func (s Operator) ForgetStarts(ctx context.Context, queue string, after, upTo drover.Position) (int64, error) {
+	qk, err := s.queueKeys(queue)
+	if err != nil {
+		return 0, fmt.Errorf("forget starts: %w", err)
+	}
+	if upTo <= after {
+		return 0, nil
+	}
+	n, err := s.run(ctx, forgetStartsScript, []string{qk.log, qk.attempts}, int64(after), int64(upTo), trimChunk).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("forget the starts of %s in (%d, %d]: %w", queue, after, upTo, err)
+	}
+	return n, nil
+}

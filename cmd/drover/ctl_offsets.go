@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/ops"
 )
 
 // offsetReport is one queue's offset as `offsets show` prints it.
@@ -142,7 +142,7 @@ trimmed at once.`,
   drover ctl resume --queue emails`,
 		Args:              exactArgs(1, "<queue>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			q := args[0]
 			n := 0
 			for _, set := range []bool{earliest, latest, datetime != "", position != ""} {
@@ -153,77 +153,38 @@ trimmed at once.`,
 			if n != 1 {
 				return usagef("offsets reset: give exactly one of --to-earliest, --to-latest, --to-datetime, --to-position")
 			}
-			var at time.Time
+			target := ops.ResetTarget{Earliest: earliest, Latest: latest}
 			if datetime != "" {
 				t, err := parseTime(datetime)
 				if err != nil {
 					return usagef("--to-datetime: %v", err)
 				}
-				at = t
+				target.Time = t
 			}
-			var pos int64
 			if position != "" {
 				p, err := strconv.ParseInt(position, 10, 64)
 				if err != nil || p < 0 {
 					return usagef("--to-position %q: want a position ≥ 0", position)
 				}
-				pos = p
+				pos := drover.Position(p)
+				target.Position = &pos
 			}
-			cur, err := e.offsetOf(q)
-			if err != nil {
-				return err
-			}
-			s, _ := e.zk()
-			st, _ := e.queues()
-			target := cur.Position
-			switch {
-			case earliest:
-				if cur.First > 0 {
-					target = cur.First - 1
-				}
-			case latest:
-				if cur.Last > 0 {
-					target = cur.Last
-				}
-			case datetime != "":
-				p, err := st.Inspector().PositionAt(e.ctx, q, at)
-				switch {
-				case err == nil:
-					target = p
-				case errors.Is(err, drover.ErrNotFound) && cur.First > 0:
-					target = cur.First - 1 // every entry is at or after the time
-				case errors.Is(err, drover.ErrNotFound):
-					// The log is empty: nothing to replay or skip.
-				default:
-					return err
-				}
-			default:
-				target = drover.Position(pos)
-			}
-			b, err := st.Log().Backlog(e.ctx, q, target)
-			if err != nil {
-				return err
-			}
-			opts := coordinator.ResetOptions{}
-			if cur.Owner != "" {
-				pauses, err := s.Pauses().Read(e.ctx)
-				if err != nil {
-					return err
-				}
-				if _, paused := pauses.Paused(q, cur.Owner); !paused {
-					return refusedError{fmt.Errorf("reset offset of %s: %w by member %s and not paused; pause it first: drover ctl pause --queue %s",
-						q, coordinator.ErrQueueOwned, cur.Owner, q)}
-				}
-				opts.AllowOwned = true
-			}
-			result := map[string]any{"queue": q, "from": cur.Position, "to": target, "lag": b.Lag, "dry_run": dryRun}
+			// The console's path (ops.ResetOffset): the same refusal while
+			// owned and not paused, and the replayed messages' recorded
+			// starts forgotten, so a replay runs each with every attempt.
+			p, err := o.ResetOffset(e.ctx, q, target, operator(), dryRun)
 			if !dryRun {
-				off := drover.Offset{Position: target, CommittedAt: time.Now().UTC(), Member: "reset by " + operator()}
-				v, err := s.Claims().ResetOffset(e.ctx, q, off, opts)
-				if err != nil {
-					return err
+				e.audit(o, "offsets.reset", q, fmt.Sprintf("from %d to %d", p.From, p.To), err)
+			}
+			if err != nil {
+				if errors.Is(err, ops.ErrRefused) {
+					return refusedError{fmt.Errorf("%w: drover ctl pause --queue %s", err, q)}
 				}
-				result["version"] = v
+				return err
+			}
+			result := map[string]any{"queue": q, "from": p.From, "to": p.To, "lag": p.Run, "dry_run": dryRun}
+			if !dryRun {
+				result["version"] = p.Version
 			}
 			if e.json {
 				return writeJSON(e.a.stdout, result)
@@ -232,9 +193,9 @@ trimmed at once.`,
 			if dryRun {
 				verb = "would reset"
 			}
-			e.printf("%s offset of %s from %s to %s: %d message(s) to run\n", verb, q, fmtPos(cur.Position), fmtPos(target), b.Lag)
-			if target < cur.Position && cur.Retention == "0s" {
-				fmt.Fprintf(e.a.stderr, "note: %s has no retention; done messages were trimmed, only those still in the log run again\n", q)
+			e.printf("%s offset of %s from %s to %s: %d message(s) to run\n", verb, q, fmtPos(p.From), fmtPos(p.To), p.Run)
+			if p.Warning != "" && p.To < p.From {
+				fmt.Fprintf(e.a.stderr, "note: %s: %s\n", q, p.Warning)
 			}
 			return nil
 		}),

@@ -227,6 +227,15 @@ func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who
 	if dryRun {
 		return p, nil
 	}
+	if p.To < p.From {
+		// The messages replayed are done: their recorded starts would count
+		// against max_attempts again (a message that ran once with
+		// max_attempts 1 would be dead-lettered unrun). Forgotten before
+		// the offset moves, so no replayed start can read an old count.
+		if _, err := o.store.Operator().ForgetStarts(ctx, q, p.To, p.From); err != nil {
+			return p, err
+		}
+	}
 	v, err := o.zk.Claims().ResetOffset(ctx, q, drover.Offset{Position: p.To, CommittedAt: o.now().UTC(), Member: "reset by " + who}, opts)
 	if err != nil {
 		return p, err
