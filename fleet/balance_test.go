@@ -98,6 +98,16 @@ func (cr *churnRun) written(t *testing.T, n int) drover.Assignment {
 	return cr.s.writes()[n-1]
 }
 
+// await waits until the counters reach corrections and removed: the
+// callbacks run after the write the fake records.
+func (cr *churnRun) await(t *testing.T, corrections, removed int) {
+	t.Helper()
+	testkit.Eventually(t, fmt.Sprintf("%d corrections and %d queues removed reported", corrections, removed), func() bool {
+		_, c, r := cr.counts()
+		return len(c) >= corrections && r >= removed
+	})
+}
+
 func (cr *churnRun) counts() (whole int, corrections []int, gone int) {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
@@ -159,6 +169,7 @@ func TestRetiringIdleQueuesLeavesBusyOnesAlone(t *testing.T) {
 		cr.registry(registryOf(without(names, gone)))
 		cr.written(t, 2+i/100)
 	}
+	cr.await(t, 0, 3000)
 	whole, corrections, removed := cr.counts()
 	if whole != 1 || len(corrections) != 0 || removed != 3000 {
 		t.Fatalf("3,000 retirements in 30 windows: want 1 whole computation (the first), no correction yet, 3,000 removed without computing; have %d, %v, %d", whole, corrections, removed)
@@ -174,6 +185,7 @@ func TestRetiringIdleQueuesLeavesBusyOnesAlone(t *testing.T) {
 	// comes once the pacing interval has passed on the clock.
 	cr.clock.Advance(DefaultBalanceEvery)
 	after := cr.written(t, len(writes)+1)
+	cr.await(t, 1, 3000)
 	whole, corrections, _ = cr.counts()
 	if whole != 1 || len(corrections) != 1 {
 		t.Fatalf("want one correction and no whole computation, have %d whole, corrections %v", whole, corrections)
@@ -244,6 +256,7 @@ func TestRemovalsInOneSettleWindowAreOneWrite(t *testing.T) {
 			t.Fatalf("the first write after the window still holds %s", q)
 		}
 	}
+	cr.await(t, 0, 6)
 	whole, _, removed := cr.counts()
 	if whole != 1 || removed != 6 {
 		t.Fatalf("want 6 removed without computing, 1 whole computation, have %d removed, %d whole", removed, whole)
@@ -284,20 +297,22 @@ func TestCorrectionsArePaced(t *testing.T) {
 	second := cr.written(t, 2) // the removal
 	cr.clock.Advance(DefaultBalanceEvery)
 	third := cr.written(t, 3) // the first correction
-	if _, corr, _ := cr.counts(); len(corr) != 1 {
-		t.Fatalf("want the first correction, have corrections %v", corr)
-	}
+	cr.await(t, 1, 60)
 	checkIdleMoves(t, busy, second, third)
 	retireFrom(third, "b", 40)
 	cr.written(t, 4)
 	cr.clock.Advance(DefaultBalanceEvery / 2)
 	retireFrom(cr.s.writes()[3], "b", 40)
 	fifth := cr.written(t, 5)
+	if n4, n5 := len(cr.s.writes()[3].Queues), len(fifth.Queues); n4 != 300 || n5 != 260 {
+		t.Fatalf("writes 4 and 5: want the two removals (300 and 260 queues), have %d and %d queues", n4, n5)
+	}
 	if _, corr, _ := cr.counts(); len(corr) != 1 {
 		t.Fatalf("a correction before the pacing interval: corrections %v", corr)
 	}
 	cr.clock.Advance(DefaultBalanceEvery / 2)
 	sixth := cr.written(t, 6)
+	cr.await(t, 2, 140)
 	whole, corr, _ := cr.counts()
 	if whole != 1 || len(corr) != 2 {
 		t.Fatalf("want the second correction once the interval passed and no whole computation, have %d whole, corrections %v", whole, corr)
