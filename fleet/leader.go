@@ -52,9 +52,26 @@ type RebalancerConfig struct {
 	// queues to members about to notice too (no churn). Default
 	// DefaultRedisGrace.
 	RedisGrace time.Duration
-	// OnRebalance, if set, is called after each assignment written, with the
-	// number of queues that moved and how long the computation took.
+	// BalanceEvery paces the corrections of balance after removals: when
+	// queues taken out without computing leave a member outside Sticky's
+	// balance bound, the leader moves idle queues to restore it, at most
+	// once per BalanceEvery (balance.go). Default DefaultBalanceEvery
+	// (10s).
+	BalanceEvery time.Duration
+	// Activity, if set, tells which queues have nothing running and no
+	// backlog: a correction moves only those. Nil: a correction moves
+	// queues in an order seeded by the generation, busy or not.
+	Activity Activity
+	// OnRebalance, if set, is called after each assignment written by a
+	// whole computation, with the number of queues that moved and how long
+	// the computation took.
 	OnRebalance func(a drover.Assignment, moved int, compute time.Duration)
+	// OnRemoved, if set, is called with the number of queues each write
+	// took out of the assignment without computing it.
+	OnRemoved func(n int)
+	// OnCorrection, if set, is called after each correction of balance
+	// written, with the number of queues it moved.
+	OnCorrection func(moved int)
 	// OnLeading, if set, is called with true when a leadership term starts
 	// and false when it ends.
 	OnLeading func(leading bool)
@@ -88,6 +105,9 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 	}
 	if cfg.RedisGrace <= 0 {
 		cfg.RedisGrace = DefaultRedisGrace
+	}
+	if cfg.BalanceEvery <= 0 {
+		cfg.BalanceEvery = DefaultBalanceEvery
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = drover.SystemClock{}
@@ -157,7 +177,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 		// the members' redis_unreachable flags, acted on once settled
 		flags = newRedisFlags(cfg.RedisGrace)
 		// what new queues are placed by, between whole computations
-		place placement
+		place = placement{onRemoved: cfg.OnRemoved}
 		// the members that could not reach Redis at the last target
 		cutOff map[string]bool
 		// the registrar's notice of queues it created
@@ -170,6 +190,19 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 	settle := clock.NewTimer(time.Hour)
 	settle.Stop()
 	defer settle.Stop()
+	// The correction of balance after removals: due no sooner than
+	// BalanceEvery after the previous one (the term's start before one).
+	balance := clock.NewTimer(time.Hour)
+	balance.Stop()
+	defer balance.Stop()
+	lastCorrection, balanceArmed := clock.Now(), false
+	checkBalance := func() {
+		if balanceArmed || place.balanced() {
+			return
+		}
+		balanceArmed = true
+		balance.Reset(max(lastCorrection.Add(cfg.BalanceEvery).Sub(clock.Now()), 0))
+	}
 	dirty := func() {
 		now := clock.Now()
 		if firstDirty.IsZero() {
@@ -228,6 +261,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 					}
 					dirty()
 				}
+				checkBalance()
 				continue
 			}
 			if err := writeTarget(lctx, lead, w, cfg, live, cutOffNames, curQueues, &place, log); err != nil {
@@ -237,6 +271,27 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 				log.Warn("write assignment failed; retrying after the settle window", "error", err)
 				dirty()
 			}
+		case <-balance.C():
+			balanceArmed = false
+			live, _ := liveMembers(curMembers, cutOff)
+			if place.placer == nil || membersKey(live) != place.members || place.balanced() {
+				continue // balanced, or a whole computation is due
+			}
+			lastCorrection = clock.Now()
+			moved, err := place.correct(lctx, lead, w, cfg, live, log)
+			if err != nil {
+				if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
+					return err
+				}
+				log.Warn("correcting balance failed; retrying after the pacing interval", "error", err)
+				if place.placer == nil {
+					dirty() // the write failed: a whole computation
+				}
+			}
+			if moved > 0 && cfg.OnCorrection != nil {
+				cfg.OnCorrection(moved)
+			}
+			checkBalance()
 		case <-created:
 			cfgs := cfg.Registrar.takeCreated()
 			if !haveM || !haveQ {

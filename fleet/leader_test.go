@@ -117,7 +117,8 @@ type fakeLeaderSession struct {
 	current drover.Assignment
 	written []drover.Assignment
 	fenced  bool // the next write is refused as fenced
-	appends int  // how many of written came from Append
+	appends int  // how many of written came from Update placing queues
+	removes int  // how many of written came from Update removing queues
 }
 
 func newFakeLeaderSession() *fakeLeaderSession {
@@ -182,21 +183,36 @@ func (w *fakeWriter) Write(_ context.Context, next drover.Assignment) (drover.As
 	return next, nil
 }
 
-func (w *fakeWriter) Append(_ context.Context, placed map[string]string) (drover.Assignment, error) {
+func (w *fakeWriter) Update(_ context.Context, placed map[string]string, removed []string) (drover.Assignment, error) {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	next := w.s.current
 	next.Queues = maps.Clone(next.Queues)
 	for q, m := range placed {
 		if _, ok := next.Queues[q]; ok {
-			return drover.Assignment{}, fmt.Errorf("append: %s is assigned already", q)
+			return drover.Assignment{}, fmt.Errorf("update: %s is assigned already", q)
 		}
 		next.Queues[q] = m
+	}
+	gone := 0
+	for _, q := range removed {
+		if _, ok := next.Queues[q]; ok {
+			delete(next.Queues, q)
+			gone++
+		}
+	}
+	if len(placed) == 0 && gone == 0 {
+		return w.s.current, nil
 	}
 	next.Generation++
 	w.s.current = next
 	w.s.written = append(w.s.written, next)
-	w.s.appends++
+	if len(placed) > 0 {
+		w.s.appends++
+	}
+	if gone > 0 {
+		w.s.removes++
+	}
 	return next, nil
 }
 
@@ -473,14 +489,18 @@ func TestLeaderPlacesNewQueuesWithoutRecomputing(t *testing.T) {
 	if n := len(rebalanceMoves(second.Queues, third.Queues)); n != 2 {
 		t.Fatalf("a third member: want 2 queues moved to it, have %v", third.Queues)
 	}
-	// A queue removed and one added: a whole computation too.
+	// A queue removed and one added: one write, no whole computation
+	// (issue 40), nothing moved.
 	lr.s.queues <- queues("q2", "q3", "q4", "q5", "q6", "q7")
 	fourth := lr.written(t, 4)
 	lr.s.mu.Lock()
-	appends = lr.s.appends
+	appends, removes := lr.s.appends, lr.s.removes
 	lr.s.mu.Unlock()
-	if appends != 1 || len(fourth.Queues) != 6 || fourth.Queues["q1"] != "" {
-		t.Fatalf("a queue removed: want a whole write without q1, have %d appends, %v", appends, fourth.Queues)
+	if appends != 2 || removes != 1 || len(fourth.Queues) != 6 || fourth.Queues["q1"] != "" {
+		t.Fatalf("a queue removed and one added: want one Update without q1, have %d appends, %d removes, %v", appends, removes, fourth.Queues)
+	}
+	if moved := rebalanceMoves(third.Queues, fourth.Queues); len(moved) != 0 {
+		t.Fatalf("a removal moved %v", moved)
 	}
 }
 

@@ -65,9 +65,12 @@ type MemberConfig struct {
 	// Worker, if set, makes this a fleet member: it joins, takes part in
 	// the rebalance election and runs its assigned queues on Worker.
 	Worker Worker
-	// Strategy and Settle configure the rebalancer (RebalancerConfig).
-	Strategy rebalance.Strategy
-	Settle   time.Duration
+	// Strategy, Settle, BalanceEvery and Activity configure the
+	// rebalancer (RebalancerConfig).
+	Strategy     rebalance.Strategy
+	Settle       time.Duration
+	BalanceEvery time.Duration
+	Activity     Activity
 	// RedisHealth, if set, is published in the member node, so that the
 	// leader gives no queues to a member that cannot reach Redis.
 	RedisHealth *RedisHealth
@@ -265,6 +268,12 @@ func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading f
 			Registrar: registrar,
 			Session:   s, Elector: el, Candidate: m.cfg.Name, Strategy: m.cfg.Strategy, Settle: m.cfg.Settle,
 			RedisGrace: m.cfg.RedisHealth.Grace(), Clock: m.cfg.Clock,
+			BalanceEvery: m.cfg.BalanceEvery, Activity: m.cfg.Activity,
+			OnRemoved: func(n int) { m.cfg.Metrics.IncrCounter(metrics.QueuesRemovedTotal, float32(n)) },
+			OnCorrection: func(moved int) {
+				m.cfg.Metrics.IncrCounter(metrics.BalanceCorrections, 1)
+				m.cfg.Metrics.IncrCounter(metrics.BalanceQueuesMoved, float32(moved))
+			},
 			Logger: m.log.Named("rebalance"), OnLeading: m.leading.Store,
 			OnRebalance: func(_ drover.Assignment, moved int, compute time.Duration) {
 				m.cfg.Metrics.IncrCounter(metrics.RebalancesTotal, 1)

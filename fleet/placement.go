@@ -15,17 +15,23 @@ import (
 )
 
 // New queues are placed, not rebalanced (docs/decisions.md, "Family queues:
-// new queues are placed, not rebalanced"). When the only change since the
-// last target is queues added to the registry — a queue family's first
-// enqueues, a thousand a second — the leader places them beside the
-// assignment with rebalance.Placer, as Sticky would place them, and
-// appends them to the shares (AssignmentWriter.Append): the cost grows
-// with the queues added, where a whole computation and write grow with the
-// queues registered (at 100,000 queues, up to 1.5 s and 1.2 MB a
-// generation). Anything else — a member that comes or goes or changes, a
-// queue removed or re-weighted, a queue that requires tags, another
-// strategy than sticky — goes through the whole computation, which is
-// also what folds the appended chunks back.
+// new queues are placed, not rebalanced"), and removed queues are taken
+// out the same way (docs/decisions.md, "Issue 40: removals are placement;
+// balance is corrected, paced, by idle moves"). When the only changes
+// since the last target are queues added to or removed from the registry —
+// a queue family's first enqueues and its retirements, a thousand a second
+// — the leader places the new ones beside the assignment with
+// rebalance.Placer, as Sticky would place them, takes the removed ones off
+// their owners' loads (Placer.Remove), and writes both in one Update that
+// touches only the chunks those queues live in: the cost grows with the
+// queues changed, where a whole computation and write grow with the queues
+// registered (at 100,000 queues, up to 1.5 s and 1.2 MB a generation), and
+// a removal moves nothing. Removals can leave a member outside Sticky's
+// balance bound; balance.go corrects that later, paced, by moving idle
+// queues. Anything else — a member that comes or goes or changes, a queue
+// re-weighted, a queue that requires tags, another strategy than sticky —
+// goes through the whole computation, which is also what folds the
+// appended chunks back.
 
 // placement is what the leader places new queues by: the registry the
 // assignment reflects, the members it was computed for, and the members'
@@ -37,6 +43,11 @@ type placement struct {
 	// unlisted are the queues placed from the registrar that no registry
 	// snapshot has listed yet, with when.
 	unlisted map[string]time.Time
+	// weights counts the assigned queues by weight (rebalance.Weight):
+	// the largest is Sticky's balance bound.
+	weights map[int64]int
+	// onRemoved, if set, is told how many queues each write removed.
+	onRemoved func(n int)
 }
 
 // forget makes the next change go through a whole computation.
@@ -49,13 +60,38 @@ func (p *placement) learn(strategy rebalance.Strategy, members []rebalance.Membe
 	if strategy.Name() != rebalance.StickyName {
 		return
 	}
-	load := map[string]int64{}
+	load, weights := map[string]int64{}, map[int64]int{}
 	for q := range reg.All() {
 		if m, ok := assigned[q.Name]; ok {
-			load[m] += rebalance.Weight(rebalance.Queue{Name: q.Name, Weight: q.Weight})
+			w := rebalance.Weight(balancing(q))
+			load[m] += w
+			weights[w]++
 		}
 	}
-	p.reg, p.members, p.placer = reg, membersKey(members), rebalance.NewPlacer(members, load)
+	p.reg, p.members, p.placer, p.weights = reg, membersKey(members), rebalance.NewPlacer(members, load), weights
+}
+
+// balancing is q as the strategies see it.
+func balancing(q coordinator.RegisteredQueue) rebalance.Queue {
+	return rebalance.Queue{Name: q.Name, Weight: q.Weight, Tags: q.Tags}
+}
+
+// maxWeight is the largest weight of the assigned queues.
+func (p *placement) maxWeight() int64 {
+	var top int64
+	for w, n := range p.weights {
+		if n > 0 {
+			top = max(top, w)
+		}
+	}
+	return top
+}
+
+// balanced reports whether the assignment in force is within Sticky's
+// balance bound (a whole computation would move nothing); true when
+// there is no placer (nothing to correct by: a whole computation is due).
+func (p *placement) balanced() bool {
+	return p.placer == nil || p.placer.Balanced(p.maxWeight())
 }
 
 // membersKey identifies a member list by what balancing reads of it.
@@ -69,16 +105,17 @@ func membersKey(members []rebalance.Member) string {
 }
 
 // placeNew places the queues added to the registry since the assignment
-// in force, when nothing else changed, and appends them. It reports false
-// when the change needs a whole computation (nothing was done), true when
-// it handled the change; err is then the append's failure, after which the
-// next change goes through a whole computation.
+// in force and takes out the queues removed from it, when nothing else
+// changed, in one write. It reports false when the change needs a whole
+// computation (nothing was done), true when it handled the change; err is
+// then the write's failure, after which the next change goes through a
+// whole computation.
 func (p *placement) placeNew(ctx context.Context, now time.Time, lead Leadership, w AssignmentWriter, live []rebalance.Member, reg coordinator.Registry, log hclog.Logger) (bool, error) {
 	if p.placer == nil || membersKey(live) != p.members {
 		return false, nil
 	}
 	d := reg.Diff(p.reg)
-	if len(d.Removed) > 0 || len(d.Changed) > 0 {
+	if len(d.Changed) > 0 {
 		return false, nil
 	}
 	for _, q := range d.Added {
@@ -93,9 +130,17 @@ func (p *placement) placeNew(ctx context.Context, now time.Time, lead Leadership
 	}
 	added := make([]rebalance.Queue, 0, len(d.Added))
 	for _, q := range d.Added {
-		added = append(added, rebalance.Queue{Name: q.Name, Weight: q.Weight, Tags: q.Tags})
+		added = append(added, balancing(q))
 	}
-	handled, err := p.appendNew(ctx, lead, w, added, log)
+	// The removed queues, as the snapshot the assignment reflects lists
+	// them (their weights are in the loads).
+	removed := make([]rebalance.Queue, 0, len(d.Removed))
+	for _, name := range d.Removed {
+		if q, ok := p.reg.Lookup(name); ok {
+			removed = append(removed, balancing(q))
+		}
+	}
+	handled, err := p.update(ctx, lead, w, added, removed, log)
 	if handled {
 		p.reg = reg
 	}
@@ -116,7 +161,7 @@ func (p *placement) placeCreated(ctx context.Context, now time.Time, lead Leader
 			added = append(added, rebalance.FromQueueConfig(c))
 		}
 	}
-	if _, err := p.appendNew(ctx, lead, w, added, log); err != nil {
+	if _, err := p.update(ctx, lead, w, added, nil, log); err != nil {
 		return err
 	}
 	if p.placer != nil {
@@ -132,23 +177,39 @@ func (p *placement) placeCreated(ctx context.Context, now time.Time, lead Leader
 	return nil
 }
 
-// appendNew places the queues of added not assigned yet and appends them.
-// It reports false when one requires tags (nothing was done).
-func (p *placement) appendNew(ctx context.Context, lead Leadership, w AssignmentWriter, added []rebalance.Queue, log hclog.Logger) (bool, error) {
+// update places the queues of added not assigned yet, takes the assigned
+// queues of removed off their owners, and writes both in one Update. It
+// reports false when a queue added requires tags (nothing was done).
+func (p *placement) update(ctx context.Context, lead Leadership, w AssignmentWriter, added, removed []rebalance.Queue, log hclog.Logger) (bool, error) {
 	cur := w.Current().Queues
 	fresh := added[:0:0]
 	for _, q := range added {
 		if _, ok := cur[q.Name]; !ok {
+			if len(q.Tags) > 0 {
+				return false, nil // the Placer refuses it: a whole computation
+			}
 			fresh = append(fresh, q)
 		}
 	}
 	start := time.Now()
+	var gone []string
+	for _, q := range removed {
+		if m, ok := cur[q.Name]; ok {
+			p.placer.Remove(m, q)
+			p.weights[rebalance.Weight(q)]--
+			gone = append(gone, q.Name)
+		}
+	}
 	placed, ok := p.placer.Place(fresh)
 	if !ok {
+		p.forget() // cannot happen (tags refused above); the loads are spent
 		return false, nil
 	}
+	for _, q := range fresh {
+		p.weights[rebalance.Weight(q)]++
+	}
 	compute := time.Since(start)
-	if len(placed) == 0 {
+	if len(placed) == 0 && len(gone) == 0 {
 		return true, nil
 	}
 	actx, cancel, err := lead.Act(ctx)
@@ -158,12 +219,16 @@ func (p *placement) appendNew(ctx context.Context, lead Leadership, w Assignment
 	}
 	defer cancel()
 	wstart := time.Now()
-	next, err := w.Append(actx, placed)
+	next, err := w.Update(actx, placed, gone)
 	if err != nil {
 		p.forget()
-		return true, fmt.Errorf("append %d new queues: %w", len(placed), err)
+		return true, fmt.Errorf("place %d new queues and remove %d: %w", len(placed), len(gone), err)
 	}
 	// Not a rebalance (OnRebalance, the rebalances metric): nothing moved.
-	log.Debug("new queues placed", "generation", next.Generation, "placed", len(placed), "queues", len(next.Queues), "compute", compute, "write", time.Since(wstart))
+	log.Debug("queues placed and removed", "generation", next.Generation, "placed", len(placed), "removed", len(gone),
+		"queues", len(next.Queues), "compute", compute, "write", time.Since(wstart))
+	if p.onRemoved != nil && len(gone) > 0 {
+		p.onRemoved(len(gone))
+	}
 	return true, nil
 }

@@ -125,9 +125,11 @@ type AssignmentWriter interface {
 	// Write stores next (its generation is set to Current's plus one),
 	// fenced by the term's epoch.
 	Write(ctx context.Context, next drover.Assignment) (drover.Assignment, error)
-	// Append adds placed (queue → member, queues not assigned yet) to
-	// Current as a new generation, writing only what the new queues need.
-	Append(ctx context.Context, placed map[string]string) (drover.Assignment, error)
+	// Update adds placed (queue → member, queues not assigned yet) to
+	// Current and takes removed out of it (queues it does not hold are
+	// ignored) as one new generation, writing only what those queues
+	// need: placement and removal without a whole computation (placement.go).
+	Update(ctx context.Context, placed map[string]string, removed []string) (drover.Assignment, error)
 }
 
 // LeaderSession is one session as the rebalance leader uses it.

@@ -17,8 +17,12 @@ const (
 	// Counters of the membership.
 	RebalancesTotal  = "rebalances_total"
 	QueuesMovedTotal = "queues_moved_total"
-	SessionExpiries  = "session_expiries_total"
-	Reconnects       = "reconnects_total"
+	// Removals and the corrections of balance after them (issue 40).
+	QueuesRemovedTotal = "queues_removed_total"
+	BalanceCorrections = "balance_corrections_total"
+	BalanceQueuesMoved = "balance_queues_moved_total"
+	SessionExpiries    = "session_expiries_total"
+	Reconnects         = "reconnects_total"
 
 	// Timers, in milliseconds.
 	TaskDuration   = "task_duration_ms" // labels: queue → group, task
@@ -121,6 +125,9 @@ var catalog = []Def{
 	{Name: EnqueuedTotal, Kind: Counter, Labels: []string{"group"}, Help: "Messages enqueued by this process (its scheduler's fires)."},
 	{Name: RebalancesTotal, Kind: Counter, Help: "Assignments written by this process while it led the rebalance."},
 	{Name: QueuesMovedTotal, Kind: Counter, Help: "Queues given to a different member by those assignments."},
+	{Name: QueuesRemovedTotal, Kind: Counter, Help: "Queues taken out of the assignment without a whole computation (retired or deleted)."},
+	{Name: BalanceCorrections, Kind: Counter, Help: "Paced corrections of balance after removals written by this process while it led the rebalance."},
+	{Name: BalanceQueuesMoved, Kind: Counter, Help: "Queues (idle ones, when the leader can tell) moved by those corrections."},
 	{Name: SessionExpiries, Kind: Counter, Help: "ZooKeeper sessions of this process that expired."},
 	{Name: Reconnects, Kind: Counter, Help: "ZooKeeper reconnections within a live session."},
 

@@ -86,7 +86,10 @@
 //     w_max or more below its target it takes a queue from the member
 //     furthest above its target. A moved queue is one that already moved in
 //     this round if possible (moving it again costs nothing), else the
-//     heaviest. Each move lowers the sum of squared distances to the targets,
+//     heaviest; among equal weights one Input.Idle names (nothing running,
+//     no backlog), then the lowest FNV-1a 64 hash of the name — never the
+//     first by name, which made the same queue move at every rebalance
+//     beside it. Each move lowers the sum of squared distances to the targets,
 //     so the repair ends, and no move pushes another member out of the bound.
 //
 // Cost: O(Q log Q + Q·M) for Q queues and M members plus O(M) per repair

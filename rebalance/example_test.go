@@ -7,7 +7,8 @@ import (
 )
 
 // A third worker joins two that share six queues: sticky hands it one queue
-// from each and moves nothing else.
+// from each and moves nothing else. Which of a member's equal queues moves
+// is chosen by a hash of the names, never by name order.
 func ExampleSticky() {
 	strategy, err := rebalance.ByName("sticky")
 	if err != nil {
@@ -33,8 +34,8 @@ func ExampleSticky() {
 		fmt.Printf("%s: %s → %s\n", m.Queue, m.From, m.To)
 	}
 	// Output:
-	// billing: w2 → w3
-	// emails: w1 → w3
+	// reports: w1 → w3
+	// search: w2 → w3
 }
 
 // Queues that require a tag go only to members offering it; a queue no member

@@ -90,3 +90,56 @@ func (p *Placer) Place(qs []Queue) (map[string]string, bool) {
 	}
 	return out, true
 }
+
+// index returns the index of member name, or -1.
+func (p *Placer) index(name string) int {
+	i, ok := slices.BinarySearchFunc(p.members, name, func(m member, n string) int { return strings.Compare(m.name, n) })
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+// Remove takes q, which member owns, off the loads: a queue removed from
+// the fleet (retired, deleted), the mirror of Place. A member not known to
+// the Placer is ignored, as its load was.
+func (p *Placer) Remove(member string, q Queue) {
+	if m := p.index(member); m >= 0 {
+		p.load[m] -= Weight(q)
+		p.weight -= Weight(q)
+	}
+}
+
+// Move records that q moved from one member to another.
+func (p *Placer) Move(q Queue, from, to string) {
+	f, t := p.index(from), p.index(to)
+	if f < 0 || t < 0 {
+		return
+	}
+	p.load[f] -= Weight(q)
+	p.load[t] += Weight(q)
+}
+
+// Balanced reports whether every member is within Sticky's balance bound,
+// |load − W·c/C| < maxWeight (maxWeight: the largest weight among the
+// queues, as Weight counts it): then Sticky computed over the assignment
+// the Placer tracks moves nothing. Removals are what take a member out of
+// the bound; Place never does.
+func (p *Placer) Balanced(maxWeight int64) bool {
+	bound := max(maxWeight, 1) * p.capacity
+	for m := range p.members {
+		if d := p.weight*p.members[m].capacity - p.load[m]*p.capacity; d >= bound || d <= -bound {
+			return false
+		}
+	}
+	return true
+}
+
+// Loads returns each member's load, by name.
+func (p *Placer) Loads() map[string]int64 {
+	out := make(map[string]int64, len(p.members))
+	for m := range p.members {
+		out[p.members[m].name] = p.load[m]
+	}
+	return out
+}

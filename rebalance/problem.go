@@ -36,6 +36,8 @@ type queue struct {
 	// home is the index of the member that owned the queue in the previous
 	// assignment, if that member is still present and eligible; else -1.
 	home int
+	// idle: Input.Idle names the queue.
+	idle bool
 }
 
 // class is a group of queues requiring the same set of tags.
@@ -135,6 +137,7 @@ func newProblem(in Input) (*problem, error) {
 			p.allEligible = false
 		}
 		q.home = -1
+		q.idle = in.Idle[q.name]
 		if m, ok := memberIndex[in.Previous[q.name]]; ok && p.classes[c].isEligible[m] {
 			q.home = m
 		}

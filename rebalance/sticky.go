@@ -3,6 +3,7 @@ package rebalance
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"slices"
 )
 
@@ -125,13 +126,30 @@ func (s *stickyState) keepHomes() {
 			kept = append(kept, q)
 		}
 	}
-	// Lightest first, so that a bucket's heaviest queue is last; among equal
-	// weights the first by name is last.
+	// Lightest first, so that a bucket's heaviest queue is last (pick
+	// moves the last). Among equal weights the queues hinted idle come
+	// last, and then the lowest moveRank is last: never name order, which
+	// gave away the same live customer at every retirement beside it
+	// (docs/decisions.md, "Issue 40: removals are placement").
+	rank := make(map[int]uint64, len(kept))
+	for _, q := range kept {
+		rank[q] = moveRank(s.p.queues[q].name)
+	}
 	slices.SortFunc(kept, func(a, b int) int {
-		if c := cmp.Compare(s.p.queues[a].weight, s.p.queues[b].weight); c != 0 {
+		qa, qb := &s.p.queues[a], &s.p.queues[b]
+		if c := cmp.Compare(qa.weight, qb.weight); c != 0 {
 			return c
 		}
-		return cmp.Compare(b, a)
+		if qa.idle != qb.idle {
+			if qa.idle {
+				return 1
+			}
+			return -1
+		}
+		if c := cmp.Compare(rank[b], rank[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b, a) // a collision of 64-bit hashes
 	})
 	for _, q := range kept {
 		s.add(q, s.p.queues[q].home)
@@ -392,4 +410,14 @@ func indexes(n int) []int {
 		idx[i] = i
 	}
 	return idx
+}
+
+// moveRank orders the queues of equal weight a member may give away: the
+// lowest rank moves first. It is the FNV-1a 64 hash of the name: stable
+// (the same fleet always yields the same assignment) and unrelated to name
+// order, so the queues that sort first are not the ones that always move.
+func moveRank(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
 }

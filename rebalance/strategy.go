@@ -58,6 +58,11 @@ type Input struct {
 	Members []Member
 	// Queues are the queues to assign. Names must be unique and non-empty.
 	Queues []Queue
+	// Idle, a hint, names queues known to have nothing running and no
+	// backlog: moving one costs its members nothing. Among queues of equal
+	// weight a member gives away, sticky gives these first; a queue not
+	// named counts as busy. Only sticky reads it, and only looks it up.
+	Idle map[string]bool
 	// Source, when set, gives the queues instead of Queues, which must then
 	// be empty; the same rules hold for its queues. A caller that keeps
 	// many queues in a form of its own (the rebalance leader's registry)

@@ -137,6 +137,8 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		Member: drover.Member{Host: host, PID: os.Getpid(), Version: version, AdminAddr: adminAddr,
 			Capacity: cfg.Worker.Capacity, Tags: cfg.Worker.Tags},
 		Logger: log, Metrics: reg, RedisHealth: redisHealth, Families: store.Families(),
+		// a balance correction moves only queues whose log is empty
+		Activity: store.Inspector(),
 	}
 	if opts.Scheduler {
 		mcfg.Scheduler = schedulerRole(cfg, store, reg, log.Named("scheduler"))

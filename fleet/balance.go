@@ -1,0 +1,229 @@
+package fleet
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/rebalance"
+)
+
+// Balance after removals is restored later, paced, by idle moves
+// (docs/decisions.md, "Issue 40: removals are placement; balance is
+// corrected, paced, by idle moves"). Removals taken out without computing
+// (placement.go) can leave a member outside Sticky's balance bound: a
+// whole computation would then move queues. The leader does not compute
+// at each removal, a dozen times a second while a family retires; it
+// makes one bounded correction no sooner than BalanceEvery after the
+// previous one. The correction moves as many queues as Sticky would, from
+// the members above their targets to those below, but chooses which:
+// queues with nothing running and no backlog (Activity), examined in an
+// order seeded by the generation (never name order), a batch of
+// candidates per round trip. A member with no idle queue to give keeps
+// its busy ones until the next correction.
+
+// DefaultBalanceEvery is RebalancerConfig.BalanceEvery's default.
+const DefaultBalanceEvery = 10 * time.Second
+
+const (
+	// probeBatch is the fewest candidates a donor has examined in one
+	// round trip.
+	probeBatch = 64
+	// probeLimit bounds the candidates one correction examines, beyond
+	// 16 per queue to move.
+	probeLimit = 4096
+	// probeTimeout bounds the correction's wait on Activity.
+	probeTimeout = 5 * time.Second
+)
+
+// donorWeight is a member giving queues of one weight away.
+type donorWeight struct {
+	member string
+	weight int64
+}
+
+// correct makes one correction of the assignment in force: it writes the
+// moves Sticky would make, each of a queue Activity found idle (any queue
+// in the seeded order when activity is nil), and returns how many queues
+// moved. It moves nothing and returns 0 when no member is out of the
+// bound, or no donor has an idle queue.
+func (p *placement) correct(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, live []rebalance.Member, log hclog.Logger) (int, error) {
+	cur := w.Current()
+	in := rebalance.Input{Previous: cur.Queues, Members: live, Source: registryQueues{p.reg}}
+	start := time.Now()
+	plan, err := rebalance.Sticky{}.Assign(in)
+	if err != nil {
+		return 0, fmt.Errorf("plan the correction: %w", err)
+	}
+	need := map[donorWeight]int{}
+	for _, mv := range rebalance.Moves(cur.Queues, plan.Queues) {
+		if !mv.Handover() {
+			continue // a queue the assignment lacks or the registry no longer lists: not a correction's
+		}
+		if q, ok := p.reg.Lookup(mv.Queue); ok {
+			need[donorWeight{mv.From, rebalance.Weight(balancing(q))}]++
+		}
+	}
+	if len(need) == 0 {
+		return 0, nil
+	}
+	// The donors' queues of the weights they give, in an order seeded by
+	// the generation: unrelated to names, and new at each correction.
+	cands := map[donorWeight][]string{}
+	for q := range p.reg.All() {
+		k := donorWeight{cur.Queues[q.Name], rebalance.Weight(balancing(q))}
+		if need[k] > 0 {
+			cands[k] = append(cands[k], q.Name)
+		}
+	}
+	seed := cur.Generation
+	for _, qs := range cands {
+		ranks := make(map[string]uint64, len(qs))
+		for _, q := range qs {
+			ranks[q] = seededRank(seed, q)
+		}
+		slices.SortFunc(qs, func(a, b string) int {
+			if ra, rb := ranks[a], ranks[b]; ra != rb {
+				if ra < rb {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a, b)
+		})
+	}
+	idle, examined, err := p.findIdle(ctx, cfg.Activity, need, cands)
+	if err != nil {
+		return 0, err
+	}
+	in.Idle = idle
+	res, err := rebalance.Sticky{}.Assign(in)
+	if err != nil {
+		return 0, fmt.Errorf("compute the correction: %w", err)
+	}
+	compute := time.Since(start)
+	next := maps.Clone(cur.Queues)
+	var moves []rebalance.Move
+	kept := map[string]int{} // donor → busy queues Sticky chose and the correction left
+	for _, mv := range rebalance.Moves(cur.Queues, res.Queues) {
+		if !mv.Handover() {
+			continue
+		}
+		if cfg.Activity != nil && !idle[mv.Queue] {
+			kept[mv.From]++
+			continue
+		}
+		next[mv.Queue] = mv.To
+		moves = append(moves, mv)
+	}
+	for _, m := range slices.Sorted(maps.Keys(kept)) {
+		log.Info("a member above its share has too few idle queues to give; it keeps its busy ones until the next correction",
+			"member", m, "kept", kept[m], "examined", examined)
+	}
+	if len(moves) == 0 {
+		return 0, nil
+	}
+	actx, cancel, err := lead.Act(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	wstart := time.Now()
+	written, err := w.Write(actx, drover.Assignment{Strategy: cfg.Strategy.Name(), Leader: cfg.Candidate, Queues: next})
+	if err != nil {
+		p.forget()
+		return 0, fmt.Errorf("write the correction: %w", err)
+	}
+	for _, mv := range moves {
+		q, _ := p.reg.Lookup(mv.Queue)
+		p.placer.Move(balancing(q), mv.From, mv.To)
+	}
+	log.Info("balance corrected", "generation", written.Generation, "moved", len(moves), "examined", examined,
+		"compute", compute, "write", time.Since(wstart))
+	return len(moves), nil
+}
+
+// findIdle examines the candidates of each donor weight, in order, in one
+// NonEmpty round trip per batch, until it has as many idle queues as need
+// asks or probeLimit candidates were examined. With no activity it takes
+// the first candidates as they come. It returns the idle queues and how
+// many candidates it examined.
+func (p *placement) findIdle(ctx context.Context, activity Activity, need map[donorWeight]int, cands map[donorWeight][]string) (map[string]bool, int, error) {
+	idle := map[string]bool{}
+	keys := slices.SortedFunc(maps.Keys(need), func(a, b donorWeight) int {
+		if c := strings.Compare(a.member, b.member); c != 0 {
+			return c
+		}
+		return int(a.weight - b.weight)
+	})
+	if activity == nil {
+		for _, k := range keys {
+			for _, q := range cands[k][:min(need[k], len(cands[k]))] {
+				idle[q] = true
+			}
+		}
+		return idle, 0, nil
+	}
+	total := 0
+	for _, n := range need {
+		total += n
+	}
+	limit := max(probeLimit, 16*total)
+	found, next := map[donorWeight]int{}, map[donorWeight]int{}
+	examined := 0
+	for examined < limit {
+		var batch []string
+		var of []donorWeight
+		for _, k := range keys {
+			short := need[k] - found[k]
+			if short <= 0 {
+				continue
+			}
+			take := min(len(cands[k])-next[k], max(2*short, probeBatch))
+			batch = append(batch, cands[k][next[k]:next[k]+take]...)
+			for range take {
+				of = append(of, k)
+			}
+			next[k] += take
+		}
+		if len(batch) == 0 {
+			break
+		}
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		busy, err := activity.NonEmpty(pctx, batch)
+		cancel()
+		if err != nil {
+			return nil, examined, fmt.Errorf("find idle queues to move: %w", err)
+		}
+		if len(busy) != len(batch) {
+			return nil, examined, fmt.Errorf("find idle queues to move: %d answers for %d queues", len(busy), len(batch))
+		}
+		for i, q := range batch {
+			if !busy[i] {
+				idle[q] = true
+				found[of[i]]++
+			}
+		}
+		examined += len(batch)
+	}
+	return idle, examined, nil
+}
+
+// seededRank orders a donor's candidates: the FNV-1a 64 hash of the seed
+// and the name.
+func seededRank(seed int64, name string) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(seed))
+	h.Write(b[:])
+	h.Write([]byte(name))
+	return h.Sum64()
+}
