@@ -25,10 +25,10 @@ type registrarEnv struct {
 	rdb    redis.UniversalClient
 	prefix string
 	zk     *coordinator.Session
-	store *queue.Store // publishes wake-ups
-	quiet *queue.Store // the same keys, no wake-ups: a lost one
-	clock *fakeNow
-	fam   drover.FamilyConfig
+	store  *queue.Store // publishes wake-ups
+	quiet  *queue.Store // the same keys, no wake-ups: a lost one
+	clock  *fakeNow
+	fam    drover.FamilyConfig
 }
 
 type fakeNow struct {
