@@ -16,8 +16,8 @@ import (
 // ZooKeeper, the Redis set of queues enqueued to), and only the page of
 // matches shown is read in detail.
 
-// QueueNames lists every queue: configured (the registry) or ever enqueued
-// to (the Redis set), sorted. It reads no queue's details. See
+// QueueNames lists every queue: configured (the registry) or enqueued to
+// (the Redis set), sorted. It reads no queue's details. See
 // ListQueueNames.
 func (o *Ops) QueueNames(ctx context.Context) (names []string, configured map[string]bool, err error) {
 	return ListQueueNames(ctx, o.zk, o.store)
