@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
 )
 
 var _ = addContractCases(contractCase{"ScanQueuesWithMessagesFullPass", testScanFullPass})
@@ -174,5 +175,60 @@ func testRetireLeavesNoKeys(t *testing.T, rdb redis.UniversalClient) {
 	}
 	if err := s.Families().AddQueueNames(ctx, []string{"ret-gone"}); err != nil || !inSet("ret-gone") {
 		t.Fatalf("AddQueueNames: want ret-gone in the set, have %v, %v", inSet("ret-gone"), err)
+	}
+}
+
+// enqueueBeforeSRem enqueues to a queue just before the command that
+// removes it from the queue set: a message coming in between the retire
+// script and the removal, on a Redis Cluster.
+type enqueueBeforeSRem struct {
+	set     string
+	enqueue func()
+}
+
+func (h enqueueBeforeSRem) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h enqueueBeforeSRem) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h enqueueBeforeSRem) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); cmd.Name() == "srem" && len(args) > 1 && args[1] == h.set {
+			h.enqueue()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// On a Redis Cluster the queue set's entry goes after the retire script;
+// a message that came in meanwhile keeps it (the entry is added back).
+func TestRetireOnClusterKeepsTheEntryOfAQueueEnqueuedToMeanwhile(t *testing.T) {
+	addrs := testenv.RedisCluster(t).Addrs
+	plain := testClient(t, ClientOptions{Addrs: addrs, Cluster: true})
+	prefix := testenv.Prefix(t)
+	producer, err := New(Config{Client: plain, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked := testClient(t, ClientOptions{Addrs: addrs, Cluster: true})
+	retirer, err := New(Config{Client: hooked, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r := mustEnqueue(t, producer, msg("ret-race", ""))
+	if _, err := producer.Log().Trim(ctx, "ret-race", r.Position, 0); err != nil {
+		t.Fatal(err)
+	}
+	var raced bool
+	hooked.AddHook(enqueueBeforeSRem{set: retirer.keys.queues(), enqueue: func() {
+		mustEnqueue(t, producer, msg("ret-race", ""))
+		raced = true
+	}})
+	st, err := retirer.Families().Retire(ctx, "ret-race", time.Now().Add(time.Hour))
+	if err != nil || st != QueueIdle || !raced {
+		t.Fatalf("retire: want idle, with a message enqueued before the set's entry went; have %v, %v (raced %v)", st, err, raced)
+	}
+	if listed, err := producer.Inspector().QueueKnown(ctx, "ret-race"); err != nil || !listed {
+		t.Fatalf("a message came in after the retire script: want ret-race still in the queue set, have %v, %v", listed, err)
 	}
 }
