@@ -32,11 +32,15 @@ import (
 //     lost;
 //   - a sweep walks the registry (SweepCount queues every SweepEvery) and
 //     retires the queues of families with retire_after that are empty and
-//     idle: their Redis route and sequence key are deleted only if the
-//     queue is still empty (one script), then the registry entry, then the
-//     queue is checked again and registered anew if a message came in
-//     between. An enqueue after the script finds no route and wakes the
-//     registrar, which registers the queue again.
+//     idle: their Redis keys and queue registry SET entry are deleted
+//     only if the queue is still empty (one script; see
+//     queue.Families.Retire for a Redis Cluster), then the registry
+//     entry, then the queue is checked again and registered anew if a
+//     message came in between. An enqueue after the script finds no route
+//     and wakes the registrar, which registers the queue again and lists
+//     it in the Redis SET again (AddQueueNames): a retired queue is
+//     listed nowhere (docs/decisions.md, "Issue 40: retired keys leave no
+//     ghosts"), one enqueued to again everywhere.
 
 // Registrar defaults.
 const (
@@ -82,6 +86,9 @@ type FamilyRedis interface {
 	CheckIdle(ctx context.Context, queues []string, cutoff time.Time) ([]queue.QueueIdleness, error)
 	Retire(ctx context.Context, queue string, cutoff time.Time) (queue.QueueIdleness, error)
 	HasMessages(ctx context.Context, queue string) (bool, error)
+	// AddQueueNames lists queues in the queue registry SET again (a
+	// retired queue's entry is gone; its producer may not add it back).
+	AddQueueNames(ctx context.Context, queues []string) error
 }
 
 var (
@@ -309,6 +316,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 				created, err := t.cfg.Registry.CreateQueues(ctx, cfgs)
 				if err == nil {
 					t.catchUpFamilies(ctx, cfgs)
+					t.addQueueNames(ctx, cfgs)
 				}
 				registered <- registration{cfgs, created, err, time.Since(start)}
 			}()
@@ -340,15 +348,21 @@ func (t *term) takeSnapshot() {
 		t.reg, t.haveReg = *t.latest, true
 	}
 	t.mu.Unlock()
+	t.settlePending()
+	for q := range t.retired {
+		if !t.reg.Has(q) {
+			delete(t.retired, q)
+		}
+	}
+}
+
+// settlePending forgets the names sent to CreateQueues that the registry
+// snapshot lists, or that were sent more than pendingFor ago.
+func (t *term) settlePending() {
 	now := t.cfg.Now()
 	for q, at := range t.pending {
 		if t.reg.Has(q) || now.Sub(at) > pendingFor {
 			delete(t.pending, q)
-		}
-	}
-	for q := range t.retired {
-		if !t.reg.Has(q) {
-			delete(t.retired, q)
 		}
 	}
 }
@@ -412,7 +426,12 @@ func (t *term) afterRegister(ctx context.Context, reg registration) {
 	}
 	now := t.cfg.Now()
 	for _, c := range reg.cfgs {
-		t.pending[c.Name] = now
+		// The snapshot may list it already (the registry watch can deliver
+		// before this outcome arrives): then no later snapshot would
+		// settle it, and the sweep would pass it over as pending.
+		if !t.reg.Has(c.Name) || t.retired[c.Name] {
+			t.pending[c.Name] = now
+		}
 		delete(t.retired, c.Name)
 	}
 	t.log.Debug("registered family queues", "sent", len(reg.cfgs), "created", reg.created, "took", reg.took)
@@ -487,6 +506,21 @@ func (t *term) catchUpFamilies(ctx context.Context, cfgs []drover.QueueConfig) {
 			continue
 		}
 		t.log.Info("queues registered from a family's previous configuration brought up to date", "family", name, "updated", updated, "kept", kept)
+	}
+}
+
+// addQueueNames lists queues just registered in the Redis queue registry
+// SET, where a queue retired before is no longer (queue.Families.Retire):
+// its producer adds it only on its first enqueue to it, and may have made
+// that one before the retire. A failure is logged: the queue is listed
+// anyway, being registered (ops.QueueNames).
+func (t *term) addQueueNames(ctx context.Context, cfgs []drover.QueueConfig) {
+	names := make([]string, len(cfgs))
+	for i, c := range cfgs {
+		names[i] = c.Name
+	}
+	if err := t.cfg.Redis.AddQueueNames(ctx, names); err != nil && ctx.Err() == nil {
+		t.log.Warn("listing registered family queues in Redis failed", "queues", len(names), "error", err)
 	}
 }
 

@@ -24,6 +24,7 @@ func (t *term) sweepStep(ctx context.Context) {
 	if !retiring {
 		return
 	}
+	t.settlePending() // pending ones no snapshot settles: see pendingFor
 	now := t.cfg.Now()
 	retires := 0
 	byFamily := map[string][]string{}
@@ -65,21 +66,26 @@ func (t *term) sweepStep(ctx context.Context) {
 
 // retire retires q, a queue of family f found idle since cutoff: the
 // registry entry goes only if the Redis script still finds the queue empty
-// and idle (and then deletes its route), and a message that came in
+// and idle (and then deletes its keys), and a message that came in
 // between the script and the registry delete is found by the check that
 // follows, which registers the queue again.
 func (t *term) retire(ctx context.Context, q string, f drover.FamilyConfig, cutoff time.Time) {
+	redisRetired := false
 	done, err := t.cfg.Registry.RetireQueue(ctx, q, f.Name, func(ctx context.Context) (bool, error) {
 		st, err := t.cfg.Redis.Retire(ctx, q, cutoff)
-		return st == queue.QueueIdle, err
+		redisRetired = err == nil && st == queue.QueueIdle
+		return redisRetired, err
 	})
-	if err != nil {
-		if ctx.Err() == nil {
-			t.log.Warn("retiring a family queue failed", "queue", q, "family", f.Name, "error", err)
-		}
-		return
+	if err != nil && ctx.Err() == nil {
+		t.log.Warn("retiring a family queue failed", "queue", q, "family", f.Name, "error", err)
 	}
 	if !done {
+		if redisRetired {
+			// Its keys went, its registry entry stayed (an operator
+			// changed it meanwhile, or ZooKeeper failed): a registered
+			// queue stays listed in the Redis SET as well.
+			t.addQueueNames(ctx, []drover.QueueConfig{{Name: q}})
+		}
 		return
 	}
 	t.retired[q] = true

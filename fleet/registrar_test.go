@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
@@ -20,12 +21,14 @@ import (
 // a leadership term runs it), fed by a registry watch of its own.
 
 type registrarEnv struct {
-	t     *testing.T
-	zk    *coordinator.Session
-	store *queue.Store // publishes wake-ups
-	quiet *queue.Store // the same keys, no wake-ups: a lost one
-	clock *fakeNow
-	fam   drover.FamilyConfig
+	t      *testing.T
+	rdb    redis.UniversalClient
+	prefix string
+	zk     *coordinator.Session
+	store  *queue.Store // publishes wake-ups
+	quiet  *queue.Store // the same keys, no wake-ups: a lost one
+	clock  *fakeNow
+	fam    drover.FamilyConfig
 }
 
 type fakeNow struct {
@@ -51,7 +54,7 @@ func newRegistrarEnv(t *testing.T) *registrarEnv {
 	}
 	t.Cleanup(func() { rdb.Close() })
 	prefix := testenv.Prefix(t)
-	e := &registrarEnv{t: t, zk: s, clock: &fakeNow{now: time.Now()}}
+	e := &registrarEnv{t: t, rdb: rdb, prefix: prefix, zk: s, clock: &fakeNow{now: time.Now()}}
 	if e.store, err = queue.New(queue.Config{Client: rdb, Prefix: prefix}); err != nil {
 		t.Fatal(err)
 	}
@@ -320,4 +323,69 @@ func TestRegistrarCatchesUpWithFamilyChangeItHasNotSeen(t *testing.T) {
 		cfg, _ := e.config("cust-late")
 		return cfg.RateLimit.PerSecond == 7 && cfg.Family == "customers"
 	})
+}
+
+// keysOf lists the Redis keys of queue q (every key of a queue carries
+// its name as a hash tag).
+func (e *registrarEnv) keysOf(q string) []string {
+	e.t.Helper()
+	keys, err := e.rdb.Keys(context.Background(), e.prefix+":{"+q+"}*").Result()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return keys
+}
+
+// listed reports whether q is in the queue registry SET (drover:queues).
+func (e *registrarEnv) listed(q string) bool {
+	e.t.Helper()
+	ok, err := e.store.Inspector().QueueKnown(context.Background(), q)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ok
+}
+
+// A queue the registrar retires leaves nothing in Redis: no key of its
+// own (sequence, route, outcome records) and no entry in the queue
+// registry SET. An enqueue after it, from a producer that remembers
+// having listed the queue, brings it back: registered and listed again.
+func TestRegistrarRetiredQueueLeavesNothingAndComesBack(t *testing.T) {
+	e := newRegistrarEnv(t)
+	ctx := context.Background()
+	e.run(e.store.Families(), func(c *RegistrarConfig) { c.SweepEvery = 20 * time.Millisecond })
+	e.enqueue(e.store, "cust-gone")
+	e.waitRegistered("cust-gone")
+	// As its owner would: run the message, trim it with its outcome
+	// record, write the route.
+	pos, err := e.store.Inspector().LastPosition(ctx, "cust-gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := []drover.Outcome{{ID: "m1", State: drover.JobSucceeded, Task: "t", FinishedAt: time.Now()}}
+	if _, err := e.store.Log().TrimRecording(ctx, "cust-gone", pos, 0, done, drover.Outcomes{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.Set(ctx, e.prefix+":{cust-gone}:owner", e.prefix+":wakeup:m1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if keys := e.keysOf("cust-gone"); len(keys) < 3 || !e.listed("cust-gone") {
+		t.Fatalf("before the retire: want cust-gone's sequence, route and outcome records, and its entry in the queue set; have %v, listed %v", keys, e.listed("cust-gone"))
+	}
+
+	e.clock.Add(2 * time.Hour)
+	waitUntil(t, "cust-gone to be retired", func() bool { _, ok := e.config("cust-gone"); return !ok })
+	if keys := e.keysOf("cust-gone"); len(keys) != 0 {
+		t.Fatalf("after the retire: want no key of cust-gone in Redis, have %v", keys)
+	}
+	if e.listed("cust-gone") {
+		t.Fatal("after the retire: want cust-gone out of the queue set, have it listed")
+	}
+
+	e.enqueue(e.store, "cust-gone") // this Store listed it before: it sends no SADD
+	e.waitRegistered("cust-gone")
+	waitUntil(t, "cust-gone to be listed again", func() bool { return e.listed("cust-gone") })
+	if busy, err := e.store.Families().HasMessages(ctx, "cust-gone"); err != nil || !busy {
+		t.Fatalf("want the new message in cust-gone, have busy=%v err=%v", busy, err)
+	}
 }

@@ -125,17 +125,20 @@ type QueueIdleness int
 const (
 	// QueueBusy: the queue holds pending or delayed messages.
 	QueueBusy QueueIdleness = iota
-	// QueueKept: empty, but enqueued to within the idle time, or holding
-	// dead letters (an operator's to look at).
+	// QueueKept: empty, but enqueued to within the idle time, holding
+	// dead letters (an operator's to look at), or holding caller-chosen
+	// ids still inside their dedupe window (an enqueue of one of them must
+	// stay a no-op).
 	QueueKept
-	// QueueIdle: empty and idle past the cutoff; Retire deleted its
-	// :owner route and :seq key.
+	// QueueIdle: empty and idle past the cutoff; Retire deleted every key
+	// of the queue and its entry in the queue registry SET.
 	QueueIdle
 )
 
 // CheckIdle reports, for each queue, whether it is busy, kept or idle
 // since before cutoff (its last enqueue, from its :seq key, is older),
-// in one pipeline. It changes nothing.
+// in one pipeline. It changes nothing but the :seq of a queue that has
+// none (see retireSource).
 func (s Families) CheckIdle(ctx context.Context, queues []string, cutoff time.Time) ([]QueueIdleness, error) {
 	if len(queues) == 0 {
 		return nil, nil
@@ -146,7 +149,7 @@ func (s Families) CheckIdle(ctx context.Context, queues []string, cutoff time.Ti
 		if err != nil {
 			return nil, fmt.Errorf("check idle: %w", err)
 		}
-		calls[i] = &scriptCall{queues: []string{q}, keys: retireKeys(qk), args: []any{cutoff.UnixMicro(), "check"}}
+		calls[i] = &scriptCall{queues: []string{q}, keys: retireKeys(qk), args: []any{cutoff.UnixMicro(), "check", q}}
 	}
 	s.evalPipelined(ctx, retireScript, calls)
 	out := make([]QueueIdleness, len(queues))
@@ -160,22 +163,68 @@ func (s Families) CheckIdle(ctx context.Context, queues []string, cutoff time.Ti
 	return out, nil
 }
 
-// Retire deletes queue's :owner route and :seq key when the queue is empty
-// (no pending, delayed or dead message) and its last enqueue is older than
-// cutoff, atomically with the check: an enqueue is either before it (and
-// the queue is not retired) or after it (and it finds no route, so its
-// wake-up goes to the unowned channel, where the registrar hears it). It
+// Retire deletes every key of queue, and its entry in the queue registry
+// SET (drover:queues), when the queue is empty (no pending, delayed or dead
+// message, no caller-chosen id inside its dedupe window) and its last
+// enqueue is older than cutoff, atomically with the check: an enqueue is
+// either before it (and the queue is not retired) or after it (and it
+// finds no route, so its wake-up goes to the unowned channel, where the
+// registrar hears it, and no :seq, so it starts the queue anew). It
 // reports what it found; QueueIdle means it retired the keys.
+//
+// On a Redis Cluster the registry SET lives in another slot than the
+// queue, so the script cannot touch it (docs/decisions.md, "Issue 40:
+// retired keys leave no ghosts"): Retire removes the entry after the
+// script, then looks at the queue again and adds the entry back if a
+// message came in meanwhile. An error after the script leaves the entry,
+// or adds it back: a live queue's entry is never left out.
 func (s Families) Retire(ctx context.Context, queue string, cutoff time.Time) (QueueIdleness, error) {
 	qk, err := s.queueKeys(queue)
 	if err != nil {
 		return QueueBusy, fmt.Errorf("retire: %w", err)
 	}
-	n, err := retireScript.Run(ctx, s.rdb, retireKeys(qk), cutoff.UnixMicro(), "retire").Int()
+	n, err := retireScript.Run(ctx, s.rdb, s.retireKeys(qk), cutoff.UnixMicro(), "retire", queue).Int()
 	if err != nil {
 		return QueueBusy, fmt.Errorf("retire %s: %w", queue, err)
 	}
-	return QueueIdleness(n), nil
+	st := QueueIdleness(n)
+	if st != QueueIdle || !s.cluster() {
+		return st, nil
+	}
+	if err := s.rdb.SRem(ctx, s.keys.queues(), queue).Err(); err != nil {
+		return QueueBusy, fmt.Errorf("retire %s: remove it from %s: %w", queue, s.keys.queues(), err)
+	}
+	live, err := s.rdb.Exists(ctx, qk.log, qk.msg, qk.delayed, qk.seq).Result()
+	if err != nil || live > 0 {
+		// A message came in after the script (or the check failed): the
+		// queue is not gone, nor is its entry.
+		if aerr := s.rdb.SAdd(ctx, s.keys.queues(), queue).Err(); aerr != nil {
+			return QueueBusy, fmt.Errorf("retire %s: add it back to %s: %w", queue, s.keys.queues(), aerr)
+		}
+		if err != nil {
+			return QueueBusy, fmt.Errorf("retire %s: look at it again: %w", queue, err)
+		}
+	}
+	return st, nil
+}
+
+// AddQueueNames adds queues to the queue registry SET (drover:queues), as
+// a producer's first enqueue to each does: the registrar calls it for the
+// queues it registers, so that a queue enqueued to again after it retired
+// is listed there even when its producer remembers having added it
+// before (Store's known queues).
+func (s Families) AddQueueNames(ctx context.Context, queues []string) error {
+	if len(queues) == 0 {
+		return nil
+	}
+	members := make([]any, len(queues))
+	for i, q := range queues {
+		members[i] = q
+	}
+	if err := s.rdb.SAdd(ctx, s.keys.queues(), members...).Err(); err != nil {
+		return fmt.Errorf("add %d queues to %s: %w", len(queues), s.keys.queues(), err)
+	}
+	return nil
 }
 
 // HasMessages reports whether queue holds pending or delayed messages.
@@ -184,45 +233,79 @@ func (s Families) HasMessages(ctx context.Context, queue string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("has messages: %w", err)
 	}
-	n, err := retireScript.Run(ctx, s.rdb, retireKeys(qk), 0, "peek").Int()
+	n, err := retireScript.Run(ctx, s.rdb, retireKeys(qk), 0, "peek", queue).Int()
 	if err != nil {
 		return false, fmt.Errorf("has messages of %s: %w", queue, err)
 	}
 	return QueueIdleness(n) == QueueBusy, nil
 }
 
+// cluster reports whether the store runs on a Redis Cluster, where a
+// script touches one slot only.
+func (s Families) cluster() bool {
+	_, ok := s.rdb.(*redis.ClusterClient)
+	return ok
+}
+
+// retireKeys are the KEYS of retireSource without the registry SET.
 func retireKeys(qk *queueKeys) []string {
-	return []string{qk.log, qk.delayed, qk.dead, qk.seq, qk.owner, qk.attempts}
+	return []string{qk.log, qk.delayed, qk.dead, qk.seq, qk.owner, qk.msg, qk.deadmsg, qk.seen, qk.done, qk.attempts}
+}
+
+// retireKeys are the KEYS of a retire: with the registry SET, except on a
+// Redis Cluster (another slot: Retire removes the entry after the script).
+func (s Families) retireKeys(qk *queueKeys) []string {
+	keys := retireKeys(qk)
+	if !s.cluster() {
+		keys = append(keys, s.keys.queues())
+	}
+	return keys
 }
 
 // retireSource checks whether one queue is empty and idle and, asked to,
-// retires it.
+// retires it: deletes every key of the queue (docs/redis-schema.md,
+// "Retiring a queue of a family"), so that a retired queue leaves nothing.
 //
 //	KEYS[1] log  KEYS[2] delayed  KEYS[3] dead  KEYS[4] seq  KEYS[5] owner
+//	KEYS[6] msg  KEYS[7] deadmsg  KEYS[8] seen  KEYS[9] done (the outcome
+//	record buckets' index; the buckets are <done>:<bucket>)
+//	KEYS[10] attempts (the starts recorded of its messages)
+//	KEYS[11] the queue registry SET (drover:queues), only where one script
+//	         may touch it beside the queue's keys (not on a Redis Cluster)
 //	ARGV[1] the cutoff, unix µs: idle when the last position (:seq) is at
 //	        or before it; a queue without :seq (registered, never given a
 //	        position) gets one now, as an enqueue would, and is idle from
 //	        now on
 //	ARGV[2] "peek" (only whether the queue holds messages: 0 or 1),
 //	        "check" (change nothing but a missing :seq) or "retire" (delete
-//	        :owner and :seq of an idle queue)
+//	        the keys of an idle queue and, with KEYS[11], its entry there)
+//	ARGV[3] the queue's name (its member of KEYS[11])
 //
 // Returns 0 when the queue holds pending or delayed messages, 1 when it is
-// empty but enqueued to after the cutoff or holds dead letters, 2 when it
-// is empty and idle (and, with "retire", its keys are gone).
-const retireSource = `-- drover retire v1
+// empty but enqueued to after the cutoff, holds dead letters or holds
+// caller-chosen ids inside their dedupe window, 2 when it is empty and
+// idle (and, with "retire", its keys are gone).
+const retireSource = `-- drover retire v2
 if redis.call('ZCARD', KEYS[1]) > 0 or redis.call('ZCARD', KEYS[2]) > 0 then return 0 end
 if ARGV[2] == 'peek' then return 1 end
 if redis.call('ZCARD', KEYS[3]) > 0 then return 1 end
+local t = redis.call('TIME')
 local last = redis.call('GET', KEYS[4])
 if not last then
   -- never enqueued to with a position: its idle time starts now
-  local t = redis.call('TIME')
   redis.call('SET', KEYS[4], tonumber(t[1]) * 1000000 + tonumber(t[2]))
   return 1
 end
 if tonumber(last) > tonumber(ARGV[1]) then return 1 end
-if ARGV[2] == 'retire' then redis.call('DEL', KEYS[4], KEYS[5]) end
+-- an id inside its dedupe window keeps the queue: enqueueing it again must stay a no-op
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if redis.call('ZCOUNT', KEYS[8], '(' .. string.format('%d', now_ms), '+inf') > 0 then return 1 end
+if ARGV[2] == 'retire' then
+  local buckets = redis.call('ZRANGE', KEYS[9], 0, -1)
+  for i = 1, #buckets do redis.call('UNLINK', KEYS[9] .. ':' .. buckets[i]) end
+  redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
+  if KEYS[11] then redis.call('SREM', KEYS[11], ARGV[3]) end
+end
 return 2
 `
 

@@ -100,7 +100,8 @@ func (k *keyspace) queueKeyLen(q, suffix string) int {
 	return len(k.prefix) + len(":{}:") + len(q) + len(suffix)
 }
 
-// queues is the SET of every queue name ever enqueued to.
+// queues is the SET of every queue name enqueued to, until the queue
+// retires (Families.Retire removes its entry).
 func (k *keyspace) queues() string { return k.prefix + ":queues" }
 
 // memberChannel is the Pub/Sub channel of one member: enqueues to the queues

@@ -14,7 +14,8 @@ import (
 // The queue registry and where a queue's positions are, read without
 // changing anything: part of the Inspector role.
 
-// Queues lists every queue ever enqueued to (the registry SET), sorted.
+// Queues lists every queue enqueued to and not retired since (the
+// registry SET), sorted.
 func (s Inspector) Queues(ctx context.Context) ([]string, error) {
 	qs, err := s.rdb.SMembers(ctx, s.keys.queues()).Result()
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/internal/zksession"
 	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
@@ -206,35 +207,14 @@ func newScalerFleet(cfg *config.Config, store *queue.Store, log hclog.Logger) (*
 
 func (f *scalerFleet) close() { f.zk.Close() }
 
-// Queues returns the configured queues and those enqueued to, once each.
+// Queues returns the queues the fleet lists (ops.ListQueueNames).
 func (f *scalerFleet) Queues(ctx context.Context) ([]string, error) {
 	s, err := f.zk.Session(ctx)
 	if err != nil {
 		return nil, err
 	}
-	configured, err := s.Queues().Names(ctx) // names only: no configuration read
-	if err != nil {
-		return nil, err
-	}
-	seen, err := f.store.Inspector().Queues(ctx)
-	if err != nil {
-		return nil, err
-	}
-	names := make(map[string]bool, len(configured)+len(seen))
-	out := make([]string, 0, len(configured)+len(seen))
-	for _, q := range configured {
-		if !names[q] {
-			names[q] = true
-			out = append(out, q)
-		}
-	}
-	for _, q := range seen {
-		if !names[q] {
-			names[q] = true
-			out = append(out, q)
-		}
-	}
-	return out, nil
+	names, _, err := ops.ListQueueNames(ctx, s, f.store)
+	return names, err
 }
 
 // Backlogs measures the queues after their committed offsets (0 when a

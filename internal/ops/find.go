@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/queue"
 )
 
 // Search for fleets of many queues (issue 34): a queue is found by prefix
@@ -14,14 +16,28 @@ import (
 // ZooKeeper, the Redis set of queues enqueued to), and only the page of
 // matches shown is read in detail.
 
-// QueueNames lists every queue: configured (the registry) or ever enqueued
-// to (the Redis set), sorted. It reads no queue's details.
+// QueueNames lists every queue: configured (the registry) or enqueued to
+// (the Redis set), sorted. It reads no queue's details. See
+// ListQueueNames.
 func (o *Ops) QueueNames(ctx context.Context) (names []string, configured map[string]bool, err error) {
-	conf, err := o.zk.Queues().Names(ctx)
+	return ListQueueNames(ctx, o.zk, o.store)
+}
+
+// ListQueueNames is the one answer to "which queues exist" that every
+// listing gives (`drover ctl status`, the console's counts, queues page,
+// find and bulk actions, the autoscaler): the queues configured in
+// ZooKeeper (a family's key once registered) and those in the Redis set of
+// queues enqueued to (drover:queues; a key enqueued to before its family
+// registers it), sorted, with the configured ones marked. A family key
+// that retired is in neither: its registry entry and its set entry go
+// with it (docs/decisions.md, "Issue 40: retired keys leave no ghosts").
+// The cost is two listings, whatever the queues hold.
+func ListQueueNames(ctx context.Context, zk *coordinator.Session, store *queue.Store) (names []string, configured map[string]bool, err error) {
+	conf, err := zk.Queues().Names(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	seen, err := o.store.Inspector().Queues(ctx)
+	seen, err := store.Inspector().Queues(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

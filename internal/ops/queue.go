@@ -10,8 +10,8 @@ import (
 	"github.com/drover-dev/drover/queue"
 )
 
-// KnownQueue checks that q is configured in ZooKeeper or has ever been
-// enqueued to; otherwise it fails with drover.ErrQueueNotFound, so that a
+// KnownQueue checks that q is configured in ZooKeeper or listed in the
+// Redis set of queues enqueued to (ListQueueNames' rule); otherwise it fails with drover.ErrQueueNotFound, so that a
 // typo does not act on a stray queue.
 func (o *Ops) KnownQueue(ctx context.Context, q string) error {
 	if err := drover.ValidateQueueName(q); err != nil {
@@ -20,14 +20,12 @@ func (o *Ops) KnownQueue(ctx context.Context, q string) error {
 	if _, err := o.zk.Queues().Get(ctx, q); err == nil || !errors.Is(err, drover.ErrQueueNotFound) {
 		return nil // configured (a corrupt configuration is still a queue)
 	}
-	names, err := o.store.Inspector().Queues(ctx)
+	listed, err := o.store.Inspector().QueueKnown(ctx, q) // the rule of ListQueueNames, for one queue
 	if err != nil {
 		return err
 	}
-	for _, n := range names {
-		if n == q {
-			return nil
-		}
+	if listed {
+		return nil
 	}
 	return queueNotFound(q)
 }

@@ -146,25 +146,10 @@ func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot,
 		sort.Slice(snap.Members, func(i, j int) bool { return snap.Members[i].Name < snap.Members[j].Name })
 	}
 
-	configured, err := s.Queues().Names(ctx)
+	names, isConfigured, err := o.QueueNames(ctx)
 	if err != nil {
 		return nil, err
 	}
-	seen, err := o.store.Inspector().Queues(ctx)
-	if err != nil {
-		return nil, err
-	}
-	isConfigured := make(map[string]bool, len(configured))
-	for _, q := range configured {
-		isConfigured[q] = true
-	}
-	names := append([]string(nil), configured...)
-	for _, q := range seen {
-		if !isConfigured[q] && drover.ValidateQueueName(q) == nil {
-			names = append(names, q)
-		}
-	}
-	sort.Strings(names)
 	views, stats, err := o.viewsAndStats(ctx, names, opt.Owners)
 	if err != nil {
 		return nil, err
