@@ -164,7 +164,7 @@ func (w *Worker) await(ctx context.Context, l *queueLoop, drain <-chan time.Time
 	case <-done:
 		return false
 	case <-drain:
-		l.logger().Warn("drain timeout: killing in-flight tasks", "drain_timeout", w.cfg.DrainTimeout)
+		l.logger().Warn("drain timeout: killing in-flight tasks", "ids", l.inflightIDs(10), "drain_timeout", w.cfg.DrainTimeout)
 	case <-ctx.Done():
 	}
 	l.abortTasks()
