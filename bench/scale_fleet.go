@@ -70,7 +70,7 @@ func (r *fleetRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
 	return nil
 }
 
-func (r *fleetRunner) Stop(ctx context.Context, q string) error {
+func (r *fleetRunner) Stop(ctx context.Context, q string, _ drover.StopKind) error {
 	r.mu.Lock()
 	c := r.claims[q]
 	delete(r.claims, q)

@@ -184,7 +184,7 @@ func (d *droverSystem) process(ctx context.Context, kind taskKind, n, concurrenc
 	claim.mu.Lock()
 	d.lastCommitWait = claim.inCommit
 	claim.mu.Unlock()
-	if err := w.Stop(ctx, q); err != nil {
+	if err := w.Stop(ctx, q, drover.StopLeave); err != nil {
 		return 0, fmt.Errorf("drover: stop queue: %w", err)
 	}
 	if po, ok := d.exec.(executor.PoolOwner); ok {

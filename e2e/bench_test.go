@@ -247,7 +247,7 @@ func (r *runtimeRig) runQueue(b *testing.B, qc drover.QueueConfig, task string, 
 		time.Sleep(2 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
-	if err := r.w.Stop(ctx, queueName); err != nil {
+	if err := r.w.Stop(ctx, queueName, drover.StopLeave); err != nil {
 		b.Fatal(err)
 	}
 	return elapsed

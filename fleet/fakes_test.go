@@ -271,11 +271,23 @@ type fakeRunner struct {
 	// that ended by ctx (the tasks were aborted).
 	drain     chan struct{}
 	drainsCut map[string]int
+	// kinds lists the kind of every Stop call per queue. A StopLeave of a
+	// queue whose planned Stop waits (handing) cuts that wait, as the
+	// worker's drain timeout would, and is counted in handoversCut.
+	kinds        map[string][]drover.StopKind
+	handing      map[string]chan struct{}
+	handoversCut map[string]int
+	// last is the claim of each queue's last Start; overlaps counts the
+	// Starts made while that claim still held (two loops of one queue).
+	last     map[string]drover.Claim
+	overlaps int
 }
 
 func newFakeRunner() *fakeRunner {
 	return &fakeRunner{running: map[string]drover.Claim{}, starts: map[string]int{}, stops: map[string]int{},
-		aborts: map[string]int{}, configs: map[string]drover.QueueConfig{}, configures: map[string]int{}, drainsCut: map[string]int{}}
+		aborts: map[string]int{}, configs: map[string]drover.QueueConfig{}, configures: map[string]int{}, drainsCut: map[string]int{},
+		kinds: map[string][]drover.StopKind{}, handing: map[string]chan struct{}{}, handoversCut: map[string]int{},
+		last: map[string]drover.Claim{}}
 }
 
 func (r *fakeRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
@@ -287,22 +299,44 @@ func (r *fakeRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
 	if r.running[qc.Name] != nil {
 		return fmt.Errorf("start queue %s: already running", qc.Name)
 	}
+	if prev := r.last[qc.Name]; prev != nil && prev.Err() == nil {
+		r.overlaps++
+	}
+	r.last[qc.Name] = c
 	r.running[qc.Name] = c
 	r.starts[qc.Name]++
 	r.configs[qc.Name] = qc
 	return nil
 }
 
-func (r *fakeRunner) Stop(ctx context.Context, q string) error {
+func (r *fakeRunner) Stop(ctx context.Context, q string, kind drover.StopKind) error {
 	r.mu.Lock()
+	r.kinds[q] = append(r.kinds[q], kind)
+	if kind == drover.StopLeave && r.running[q] == nil {
+		if cut := r.handing[q]; cut != nil {
+			delete(r.handing, q)
+			close(cut)
+		}
+		r.mu.Unlock()
+		return nil // the worker's Stop of a queue it no longer runs
+	}
 	c := r.running[q]
 	delete(r.running, q)
 	r.stops[q]++
 	drain := r.drain
+	var cut chan struct{}
+	if drain != nil && kind == drover.StopPlanned {
+		cut = make(chan struct{})
+		r.handing[q] = cut
+	}
 	r.mu.Unlock()
 	if drain != nil {
 		select {
 		case <-drain:
+		case <-cut:
+			r.mu.Lock()
+			r.handoversCut[q]++
+			r.mu.Unlock()
 		case <-ctx.Done():
 			r.mu.Lock()
 			r.drainsCut[q]++
@@ -310,6 +344,11 @@ func (r *fakeRunner) Stop(ctx context.Context, q string) error {
 			return ctx.Err()
 		}
 	}
+	r.mu.Lock()
+	if r.handing[q] == cut {
+		delete(r.handing, q)
+	}
+	r.mu.Unlock()
 	if c == nil {
 		return nil
 	}
@@ -345,6 +384,13 @@ func (r *fakeRunner) commit(q string) (bool, error) {
 	return true, c.Commit(context.Background(), drover.Offset{Position: 1})
 }
 
+// runs reports whether the runner runs q.
+func (r *fakeRunner) runs(q string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running[q] != nil
+}
+
 // owned returns the running queues, sorted.
 func (r *fakeRunner) owned() []string {
 	r.mu.Lock()
@@ -355,6 +401,13 @@ func (r *fakeRunner) owned() []string {
 	}
 	sort.Strings(qs)
 	return qs
+}
+
+// stopKinds returns the kinds of q's Stop calls so far.
+func (r *fakeRunner) stopKinds(q string) []drover.StopKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]drover.StopKind(nil), r.kinds[q]...)
 }
 
 func (r *fakeRunner) count(m map[string]int, q string) int {

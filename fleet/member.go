@@ -295,6 +295,10 @@ func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading f
 		reconDone <- RunReconciler(reconCtx, ReconcilerConfig{
 			Session: s, Member: m.cfg.Name, MemberPath: p, Runner: m.cfg.Worker,
 			OnGeneration: m.generation.Store, Logger: m.log.Named("reconcile"),
+			// A move while this member leaves (ctx ended: the leader may
+			// move its queues before the reconciler stops) or is cut off
+			// from Redis is not planned: it keeps the drain timeout.
+			GivingUp: func() bool { return ctx.Err() != nil || m.cfg.RedisHealth.Unreachable() },
 		})
 	})
 

@@ -212,9 +212,11 @@ type fakeWorker struct {
 	pause     worker.PauseState
 }
 
-func (w *fakeWorker) Stop(ctx context.Context, q string) error {
-	w.log.add("stop %s", q)
-	return w.fakeRunner.Stop(ctx, q)
+func (w *fakeWorker) Stop(ctx context.Context, q string, kind drover.StopKind) error {
+	if w.fakeRunner.runs(q) { // not the cut of a planned stop
+		w.log.add("stop %s", q)
+	}
+	return w.fakeRunner.Stop(ctx, q, kind)
 }
 func (w *fakeWorker) SetPause(p worker.PauseState) { w.mu.Lock(); w.pause = p; w.mu.Unlock() }
 func (w *fakeWorker) SetSuspended(b bool) {

@@ -31,7 +31,15 @@ type ReconcilerConfig struct {
 	// OnGeneration, if set, is called with each assignment generation once
 	// this member has acted on it (stops begun, claims begun).
 	OnGeneration func(gen int64)
-	Logger       hclog.Logger
+	// GivingUp, if set, reports whether this member is giving its queues
+	// up: it is leaving the fleet, or it cannot reach Redis (RedisHealth).
+	// A queue a new target takes away is then stopped with
+	// drover.StopLeave (the drain timeout), and the planned stops in
+	// progress are cut to it; otherwise the move is planned
+	// (drover.StopPlanned: the running tasks finish, nothing is killed).
+	// Nil: never.
+	GivingUp func() bool
+	Logger   hclog.Logger
 }
 
 // A queue the runner loses on its own — a commit or a verification fenced
@@ -76,6 +84,7 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 		owned:      map[string]Claim{},
 		claiming:   map[string]context.CancelFunc{},
 		stopping:   map[string]chan struct{}{},
+		handing:    map[string]bool{},
 		claimCfgs:  map[string]drover.QueueConfig{},
 		configSums: map[string]configSum{},
 		events:     make(chan reconcileEvent),
@@ -99,6 +108,7 @@ type reconciler struct {
 	owned    map[string]Claim              // running
 	claiming map[string]context.CancelFunc // claim goroutines
 	stopping map[string]chan struct{}      // closed when the stop is done
+	handing  map[string]bool               // stopping for a planned move, not cut (cutHandovers)
 	// The owned queues' configurations are the runner's: the reconciler
 	// keeps a digest of each, as last handed over, to pass on changes only
 	// (a full copy cost ~250 bytes a queue; docs/decisions.md, "Issue 14:
@@ -186,12 +196,15 @@ loop:
 	for _, c := range r.claiming {
 		c()
 	}
+	if !lost {
+		r.cutHandovers() // leaving: the drain timeout from now
+	}
 	for q := range r.owned {
 		if lost {
 			r.cfg.Runner.Abort(q)
 			delete(r.owned, q)
 		} else {
-			r.stop(q)
+			r.stop(q, drover.StopLeave)
 		}
 	}
 	for r.pending > 0 {
@@ -217,8 +230,17 @@ func (r *reconciler) apply(ctx context.Context, an coordinator.AssignmentNode) {
 		return
 	}
 	r.gen = a.Generation
+	// A queue taken away while this member stays is a planned move: its
+	// running tasks finish. One taken away while it gives its queues up
+	// (leaving, or cut off from Redis) drains, and so do the planned stops
+	// still waiting (docs/semantics.md, "Moves").
+	kind := drover.StopPlanned
+	if r.cfg.GivingUp != nil && r.cfg.GivingUp() {
+		kind = drover.StopLeave
+		r.cutHandovers()
+	}
 	if an.Share != nil {
-		r.applyShare(ctx, an.Share)
+		r.applyShare(ctx, an.Share, kind)
 	} else {
 		target := map[string]bool{}
 		for q, m := range a.Queues {
@@ -227,7 +249,7 @@ func (r *reconciler) apply(ctx context.Context, an coordinator.AssignmentNode) {
 			}
 		}
 		r.share = nil
-		r.retarget(ctx, target, nil)
+		r.retarget(ctx, target, nil, kind)
 	}
 	if r.cfg.OnGeneration != nil {
 		r.cfg.OnGeneration(a.Generation)
@@ -242,8 +264,8 @@ func (r *reconciler) apply(ctx context.Context, an coordinator.AssignmentNode) {
 // quarter of a member's CPU and delayed the claims' events behind it
 // (docs/decisions.md, "A member applies what changed in its share").
 // Queues of a chunk marked New are claimed without reading their offset
-// first (Owner.New).
-func (r *reconciler) applyShare(ctx context.Context, share []coordinator.ShareChunk) {
+// first (Owner.New). Queues no chunk lists any more are stopped as kind.
+func (r *reconciler) applyShare(ctx context.Context, share []coordinator.ShareChunk, kind drover.StopKind) {
 	old := r.share
 	r.share = share
 	if old == nil || r.target == nil {
@@ -256,7 +278,7 @@ func (r *reconciler) applyShare(ctx context.Context, share []coordinator.ShareCh
 				}
 			}
 		}
-		r.retarget(ctx, target, fresh)
+		r.retarget(ctx, target, fresh, kind)
 		return
 	}
 	var added []string
@@ -290,7 +312,7 @@ func (r *reconciler) applyShare(ctx context.Context, share []coordinator.ShareCh
 	for q := range removed {
 		delete(r.target, q)
 		if r.owned[q] != nil {
-			r.stop(q)
+			r.stop(q, kind)
 		}
 		if cancel := r.claiming[q]; cancel != nil {
 			cancel()
@@ -332,13 +354,14 @@ func diffSorted(prev, next []string, add, remove func(string)) {
 }
 
 // retarget makes target (queue → true) the queues assigned here: owned
-// queues not in it are stopped, claims of queues not in it cancelled, and
-// the others claimed; fresh names the queues placed as new to the fleet.
-func (r *reconciler) retarget(ctx context.Context, target, fresh map[string]bool) {
+// queues not in it are stopped as kind, claims of queues not in it
+// cancelled, and the others claimed; fresh names the queues placed as new
+// to the fleet.
+func (r *reconciler) retarget(ctx context.Context, target, fresh map[string]bool, kind drover.StopKind) {
 	r.target = target
 	for q := range r.owned {
 		if !r.target[q] {
-			r.stop(q)
+			r.stop(q, kind)
 		}
 	}
 	for q, cancel := range r.claiming {
@@ -395,12 +418,33 @@ func (r *reconciler) unfollow(q string) {
 	r.cfgWatch.Forget(q)
 }
 
-// stop gives an owned queue up in a goroutine.
-func (r *reconciler) stop(q string) {
+// stop gives an owned queue up in a goroutine, through the runner, as kind
+// says.
+func (r *reconciler) stop(q string, kind drover.StopKind) {
 	c := r.owned[q]
 	delete(r.owned, q)
 	r.unfollow(q)
-	r.handBack(q, c, true)
+	if kind == drover.StopPlanned {
+		r.handing[q] = true
+	}
+	r.handBack(q, c, true, kind)
+}
+
+// cutHandovers cuts every planned stop in progress to the drain timeout
+// from now: the member is leaving or giving its queues up. A cut is a
+// Runner.Stop with drover.StopLeave of the queue (the runner bounds the
+// planned stop's wait by it); it blocks until the queue is released, as
+// the planned stop it cuts does, so it runs in a goroutine beside that
+// stop's, and its release error is that stop's to report.
+func (r *reconciler) cutHandovers() {
+	for q := range r.handing {
+		delete(r.handing, q)
+		r.pending++
+		go func() {
+			r.cfg.Runner.Stop(r.untilLost, q, drover.StopLeave)
+			r.events <- reconcileEvent{queue: q}
+		}()
+	}
 }
 
 // handBack gives a claim up in a goroutine: through the runner (drain, then
@@ -408,8 +452,8 @@ func (r *reconciler) stop(q string) {
 // node is gone before reporting the stop. A release that failed while the
 // session lives (a timeout under load, an outcome that stayed unknown) would
 // otherwise leave the owner node behind, and the queue's next owner would
-// wait for it forever.
-func (r *reconciler) handBack(q string, c Claim, viaRunner bool) {
+// wait for it forever. kind is the runner's stop.
+func (r *reconciler) handBack(q string, c Claim, viaRunner bool, kind drover.StopKind) {
 	done := make(chan struct{})
 	r.stopping[q] = done
 	r.pending++
@@ -418,8 +462,8 @@ func (r *reconciler) handBack(q string, c Claim, viaRunner bool) {
 		// drain (Runner.Stop aborts the tasks when its ctx ends).
 		ctx := r.untilLost
 		if viaRunner {
-			if err := r.cfg.Runner.Stop(ctx, q); err != nil {
-				r.log.Warn("stop queue", "queue", q, "error", err)
+			if err := r.cfg.Runner.Stop(ctx, q, kind); err != nil {
+				r.log.Warn("stop queue", "queue", q, "kind", kind, "error", err)
 			}
 		}
 		if c != nil {
@@ -577,6 +621,7 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 			select {
 			case <-r.stopping[ev.queue]:
 				delete(r.stopping, ev.queue)
+				delete(r.handing, ev.queue)
 			default:
 			}
 		}
@@ -611,7 +656,7 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		if !r.target[ev.queue] {
 			// The target moved on while we claimed: hand it back at once.
 			r.unfollow(ev.queue)
-			r.handBack(ev.queue, ev.claim, false)
+			r.handBack(ev.queue, ev.claim, false, drover.StopLeave)
 			return
 		}
 		// A member that has just joined can win its claims before the
@@ -629,7 +674,7 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		if err := r.cfg.Runner.Start(cfg, ev.claim); err != nil {
 			r.log.Error("start queue", "queue", ev.queue, "error", err)
 			r.unfollow(ev.queue)
-			r.handBack(ev.queue, ev.claim, false)
+			r.handBack(ev.queue, ev.claim, false, drover.StopLeave)
 			return
 		}
 		r.owned[ev.queue] = ev.claim
@@ -662,7 +707,7 @@ func (r *reconciler) lost(ctx context.Context, q string, c Claim) {
 	delete(r.owned, q)
 	r.unfollow(q)
 	r.cfg.Runner.Abort(q) // make sure it is gone; no-op when already
-	r.handBack(q, c, false)
+	r.handBack(q, c, false, drover.StopLeave)
 	if r.target[q] && r.claiming[q] == nil {
 		r.claim(ctx, q) // after the hand-back: claim waits for it
 	}

@@ -25,17 +25,20 @@ type reconcilerRun struct {
 	done   chan error
 }
 
-func startReconciler(t *testing.T) *reconcilerRun {
+// startReconciler starts a reconciler on fakes; mods adjust its config.
+func startReconciler(t *testing.T, mods ...func(*ReconcilerConfig)) *reconcilerRun {
 	t.Helper()
 	rr := &reconcilerRun{s: newFakeSession(), r: newFakeRunner(), gens: make(chan int64, 64), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	rr.cancel = cancel
-	go func() {
-		rr.done <- RunReconciler(ctx, ReconcilerConfig{
-			Session: rr.s, Member: "me", MemberPath: "/members/me", Runner: rr.r,
-			OnGeneration: func(g int64) { rr.gens <- g }, Logger: testkit.Logger(t, hclog.Warn),
-		})
-	}()
+	cfg := ReconcilerConfig{
+		Session: rr.s, Member: "me", MemberPath: "/members/me", Runner: rr.r,
+		OnGeneration: func(g int64) { rr.gens <- g }, Logger: testkit.Logger(t, hclog.Warn),
+	}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	go func() { rr.done <- RunReconciler(ctx, cfg) }()
 	t.Cleanup(func() { cancel(); <-rr.done })
 	return rr
 }

@@ -160,7 +160,7 @@ func (r *recordingRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
 	return nil
 }
 
-func (r *recordingRunner) Stop(ctx context.Context, q string) error {
+func (r *recordingRunner) Stop(ctx context.Context, q string, _ drover.StopKind) error {
 	if r.guardEnded.Load() {
 		r.unguardedStops.Add(1)
 	}

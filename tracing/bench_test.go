@@ -109,7 +109,7 @@ func (r *benchRig) run(b *testing.B, q, task string, route drover.TaskRoute, con
 		time.Sleep(time.Millisecond)
 	}
 	d := time.Since(start)
-	if err := r.w.Stop(ctx, q); err != nil {
+	if err := r.w.Stop(ctx, q, drover.StopLeave); err != nil {
 		b.Fatal(err)
 	}
 	return d

@@ -10,6 +10,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/tracing"
+	"github.com/drover-dev/drover/worker/executor"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -43,9 +44,17 @@ type Config struct {
 	// early flushes being an interval apart, so at most two flushes start
 	// per interval. Default 200ms.
 	CommitInterval time.Duration
-	// DrainTimeout bounds how long Stop waits for in-flight tasks before it
-	// kills them. Default 30s.
+	// DrainTimeout bounds how long a leaving stop (Stop with
+	// drover.StopLeave, StopAll) waits for in-flight tasks before it kills
+	// them. A planned stop (drover.StopPlanned) does not use it: it waits
+	// for each task's own timeout. Default 30s.
 	DrainTimeout time.Duration
+	// KillGrace is the executor's kill grace (executor.Config.KillGrace):
+	// how long past its deadline a task may take to end. A planned stop
+	// waits at most the queue's timeout plus this for its running tasks
+	// before it treats them as stuck and kills them. Default
+	// executor.DefaultKillGrace.
+	KillGrace time.Duration
 	// PollInterval is how often the worker's backstop against lost
 	// wake-ups runs: one amortised check of all its parked queues (a
 	// Store.QueueHeads call), not a read per queue. A message whose wake-up was
@@ -118,7 +127,7 @@ func (c Config) withDefaults() (Config, error) {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"CommitInterval", c.CommitInterval}, {"DrainTimeout", c.DrainTimeout}, {"PollInterval", c.PollInterval}, {"PromoteInterval", c.PromoteInterval}, {"BacklogInterval", c.BacklogInterval}} {
+	}{{"CommitInterval", c.CommitInterval}, {"DrainTimeout", c.DrainTimeout}, {"KillGrace", c.KillGrace}, {"PollInterval", c.PollInterval}, {"PromoteInterval", c.PromoteInterval}, {"BacklogInterval", c.BacklogInterval}} {
 		if f.v < 0 {
 			return c, fmt.Errorf("%w: worker: %s must be ≥ 0, have %s", drover.ErrInvalidConfig, f.name, f.v)
 		}
@@ -129,6 +138,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
 	c.CommitInterval = cmp.Or(c.CommitInterval, DefaultCommitInterval)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
+	c.KillGrace = cmp.Or(c.KillGrace, executor.DefaultKillGrace)
 	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
 	c.PromoteInterval = cmp.Or(c.PromoteInterval, DefaultPromoteInterval)
 	c.BacklogInterval = cmp.Or(c.BacklogInterval, DefaultBacklogInterval)

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/drover-dev/drover"
 )
 
 // What a parked queue that never ran a task holds is its record alone: no
@@ -34,7 +36,7 @@ func TestAQueueThatNeverRanHoldsNoPoolPlaceOrDoneChannel(t *testing.T) {
 	if done != nil {
 		t.Fatal("a running queue nobody stopped: want no Done channel yet")
 	}
-	if err := w.Stop(t.Context(), "idle"); err != nil {
+	if err := w.Stop(t.Context(), "idle", drover.StopLeave); err != nil {
 		t.Fatalf("stop idle: %v", err)
 	}
 	if !loopEnded(w, "idle") {

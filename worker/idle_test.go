@@ -484,7 +484,7 @@ func TestStopAndAbortOfAParkedQueue(t *testing.T) {
 	if c := stopped.committed(); c != 0 {
 		t.Fatalf("before the commit interval: want nothing committed, have %d", c)
 	}
-	if err := w.Stop(context.Background(), "s"); err != nil {
+	if err := w.Stop(context.Background(), "s", drover.StopLeave); err != nil {
 		t.Fatal(err)
 	}
 	stopped.mu.Lock()

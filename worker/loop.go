@@ -42,6 +42,7 @@ type queueLoop struct {
 	cancelTasks context.CancelFunc
 	stopped     bool // stop was called: every turn's stopCtx starts cancelled
 	aborted     bool // abortTasks was called: every turn's taskCtx starts cancelled
+	handing     bool // a planned stop: the running tasks finish under their own timeouts (shutdown)
 
 	lost       atomic.Bool
 	releaseErr error // set before the loop ends (ended)
@@ -151,11 +152,32 @@ func (l *queueLoop) markLost() {
 	l.signal()
 }
 
-// end stops the queue gracefully (drain, release); a parked loop is started
-// to shut down.
-func (l *queueLoop) end() {
+// end stops the queue gracefully (let the running tasks end, release); a
+// parked loop is started to shut down. A planned end lets the running tasks
+// finish under their own timeouts (shutdown); a leaving one is bounded by
+// its caller's drain timeout, and cuts a planned hand-over in progress.
+func (l *queueLoop) end(kind drover.StopKind) {
+	l.turnMu.Lock()
+	cut := l.handing && kind != drover.StopPlanned
+	if kind == drover.StopPlanned {
+		l.handing = !l.stopped || l.handing // a stop that leaves stays one
+	} else {
+		l.handing = false
+	}
+	l.turnMu.Unlock()
+	if cut {
+		l.logger().Info("handing over cut short: the member is leaving; running tasks get the drain timeout",
+			"drain_timeout", l.w.cfg.DrainTimeout)
+	}
 	l.stop()
 	l.signal()
+}
+
+// handingOver reports whether the loop stops for a planned move.
+func (l *queueLoop) handingOver() bool {
+	l.turnMu.Lock()
+	defer l.turnMu.Unlock()
+	return l.handing
 }
 
 // run is one turn of the loop's goroutine: it runs iterations until the
@@ -499,18 +521,28 @@ func (l *queueLoop) inflightIDs(n int) []string {
 	return ids[:min(n, len(ids))]
 }
 
-// shutdown runs after stopCtx is cancelled: drain (or, when lost, kill) the
-// in-flight tasks, then release the claim unless the queue was lost.
+// shutdown runs after stopCtx is cancelled: let the in-flight tasks end
+// (or, when lost, kill them), then release the claim unless the queue was
+// lost. The wait has no bound of its own for a stop that leaves: Stop and
+// StopAll kill the tasks at the drain timeout, counted from their call
+// (abortTasks). A planned stop waits for each task's own timeout (the
+// executor ends it then, plus its kill grace); only a task still running
+// past that, stuck, is killed (handOverBound).
 func (l *queueLoop) shutdown() {
 	if l.lost.Load() {
 		l.abortTasks()
 	}
-	drain := l.w.cfg.Clock.NewTimer(l.w.cfg.DrainTimeout)
-	defer drain.Stop()
+	var stuck <-chan time.Time
 	if n := l.running; n > 0 && !l.lost.Load() {
 		// Say what the stop waits for: an operator watching a slow
 		// shutdown sees which tasks hold it, and for how long at most.
-		l.logger().Info("draining: waiting for in-flight tasks", "tasks", n, "ids", l.inflightIDs(10), "drain_timeout", l.w.cfg.DrainTimeout)
+		if l.handingOver() {
+			t := l.handOverBound()
+			defer t.Stop()
+			stuck = t.C()
+		} else {
+			l.logger().Info("draining: waiting for in-flight tasks", "tasks", n, "ids", l.inflightIDs(10), "drain_timeout", l.w.cfg.DrainTimeout)
+		}
 		defer func(start time.Time) {
 			l.logger().Info("drained", "tasks", n, "took", time.Since(start).Round(time.Millisecond))
 		}(time.Now())
@@ -519,8 +551,9 @@ func (l *queueLoop) shutdown() {
 		select {
 		case r := <-l.results:
 			l.finish(r)
-		case <-drain.C():
-			l.logger().Warn("drain timeout: killing in-flight tasks", "tasks", l.running)
+		case <-stuck:
+			l.logger().Warn("handing over: tasks still running past their timeout and the kill grace; killing them", "tasks", l.running)
+			stuck = nil
 			l.abortTasks()
 		}
 	}
@@ -551,6 +584,24 @@ func (l *queueLoop) shutdown() {
 	}
 	l.committed.Store(int64(off.Position))
 	l.logger().Debug("released queue", "offset", off.Position)
+}
+
+// handOverBound logs each task a planned stop waits for, with its deadline
+// (its start plus the queue's timeout), and returns a timer at the latest
+// moment a running task can end: now plus the queue's timeout (a task
+// dispatched before the stop may start its attempt only now) plus the
+// executor's kill grace. The executor ends every attempt by then; a task
+// still running when it fires is stuck (an inline handler that ignores its
+// context, a Redis write retried without end) and is killed, so that the
+// next owner is never held forever. Run goroutine only.
+func (l *queueLoop) handOverBound() drover.Timer {
+	timeout := l.config().Timeout.Std()
+	l.mu.Lock()
+	for id, ts := range l.inflight {
+		l.logger().Info("handing over: waiting for running task", "id", id, "deadline", ts.Started.Add(timeout).UTC().Format(time.RFC3339))
+	}
+	l.mu.Unlock()
+	return l.w.cfg.Clock.NewTimer(timeout + l.w.cfg.KillGrace)
 }
 
 // publishIdle publishes the queue's state as it parks. A paused queue that

@@ -298,7 +298,7 @@ func TestStopDrainsKillsStragglersAndReleasesFinalOffset(t *testing.T) {
 	}
 	waitFor(t, "three running", func() bool { ex.mu.Lock(); defer ex.mu.Unlock(); return ex.running == 3 })
 	ex.gate <- struct{}{} // exactly one finishes
-	if err := w.Stop(context.Background(), "q"); err != nil {
+	if err := w.Stop(context.Background(), "q", drover.StopLeave); err != nil {
 		t.Fatal(err)
 	}
 	claim.mu.Lock()

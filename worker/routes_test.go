@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testkit"
 )
 
@@ -56,7 +57,7 @@ func TestStartDoesNotWaitForAFrozenRouter(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		if err := w.Stop(context.Background(), "a"); err != nil {
+		if err := w.Stop(context.Background(), "a", drover.StopLeave); err != nil {
 			t.Error(err)
 		}
 	}()

@@ -98,7 +98,7 @@ func TestAReleasedQueueIsTrimmedToItsOwedOffset(t *testing.T) {
 	if trimmed != 0 {
 		t.Fatalf("the trim was not owed: %d trims", trimmed)
 	}
-	if err := b.w.Stop(context.Background(), "q"); err != nil {
+	if err := b.w.Stop(context.Background(), "q", drover.StopLeave); err != nil {
 		t.Fatal(err)
 	}
 	b.mem.mu.Lock()

@@ -129,25 +129,49 @@ func (w *Worker) Configure(qc drover.QueueConfig) error {
 	return nil
 }
 
-// Stop gives a queue up gracefully: it stops fetching, waits for in-flight
-// tasks up to the drain timeout, kills the rest, and releases the claim with
-// the final offset. It blocks until all of that is done and returns the
-// release's error. Cancelling ctx cuts the drain short (tasks are killed).
-func (w *Worker) Stop(ctx context.Context, queue string) error {
+// Stop gives a queue up gracefully: it stops starting tasks, waits for the
+// running ones, and releases the claim with the final offset. It blocks
+// until all of that is done and returns the release's error.
+//
+// kind bounds the wait. drover.StopLeave (the member stops or gives its
+// queues up): the drain timeout, counted from this call, then the tasks are
+// killed. drover.StopPlanned (the queue moves for balance): each task's own
+// timeout, never the drain timeout: nothing is killed. A StopLeave of a
+// queue whose planned stop is in progress cuts that wait to the drain
+// timeout from this call, and returns when the queue is released.
+// Cancelling ctx kills the tasks at once (the session is lost).
+func (w *Worker) Stop(ctx context.Context, queue string, kind drover.StopKind) error {
 	l := w.loop(queue)
 	if l == nil {
 		return nil
 	}
-	l.end()
+	var drain <-chan time.Time
+	if kind != drover.StopPlanned {
+		t := w.cfg.Clock.NewTimer(w.cfg.DrainTimeout) // counted from this call
+		defer t.Stop()
+		drain = t.C()
+	}
+	l.end(kind)
+	w.await(ctx, l, drain)
+	w.forget(l)
+	return l.releaseErr
+}
+
+// await waits until l has shut down. When drain fires (a leaving stop's
+// drain timeout) or ctx ends first, l's tasks are killed, and await then
+// reports true once l has shut down.
+func (w *Worker) await(ctx context.Context, l *queueLoop, drain <-chan time.Time) (cut bool) {
 	done := l.doneCh()
 	select {
 	case <-done:
+		return false
+	case <-drain:
+		l.logger().Warn("drain timeout: killing in-flight tasks", "ids", l.inflightIDs(10), "drain_timeout", w.cfg.DrainTimeout)
 	case <-ctx.Done():
-		l.abortTasks()
-		<-done
 	}
-	w.forget(l)
-	return l.releaseErr
+	l.abortTasks()
+	<-done
+	return true
 }
 
 // Abort drops a queue at once, as when the session is lost: in-flight tasks
@@ -163,22 +187,28 @@ func (w *Worker) Abort(queue string) {
 	w.forget(l)
 }
 
-// StopAll stops every queue gracefully and in parallel (shutdown): every
-// loop is told to stop first, so all of them drain at once, then each is
-// awaited in turn (no goroutine per queue, DESIGN.md §10). When ctx ends
-// the tasks still running are aborted. It returns the first release error.
+// StopAll stops every queue as Stop with drover.StopLeave does, in parallel
+// (shutdown): every loop is told to stop first, so all of them drain at
+// once under one drain timeout counted from this call (planned stops in
+// progress included: their wait is cut to it), then each is awaited in
+// turn (no goroutine per queue, DESIGN.md §10). When ctx ends the tasks
+// still running are aborted. It returns the first release error.
 func (w *Worker) StopAll(ctx context.Context) error {
+	t := w.cfg.Clock.NewTimer(w.cfg.DrainTimeout) // counted from this call
+	defer t.Stop()
+	drain := t.C()
 	loops := w.loops()
 	for _, l := range loops {
-		l.end()
+		l.end(drover.StopLeave)
 	}
 	var first error
 	for _, l := range loops {
-		select {
-		case <-l.doneCh():
-		case <-ctx.Done():
-			l.abortTasks()
-			<-l.doneCh()
+		if w.await(ctx, l, drain) && ctx.Err() == nil {
+			// The drain timeout passed: the other queues' tasks are
+			// killed as soon as they are awaited.
+			expired := make(chan time.Time)
+			close(expired)
+			drain = expired
 		}
 		w.forget(l)
 		if l.releaseErr != nil && first == nil {

@@ -165,9 +165,10 @@ type Worker struct {
 	// /healthz, /readyz, /metrics, /debug/state. "off" disables it.
 	// Default "127.0.0.1:9090".
 	AdminAddr string
-	// DrainTimeout bounds how long in-flight tasks may run on after a queue
-	// is given up or the worker stops (worker.drain_timeout); then they are
-	// killed. Default 30s.
+	// DrainTimeout bounds how long in-flight tasks may run on after the
+	// worker stops or gives its queues up (worker.drain_timeout); then they
+	// are killed. A queue moved by a rebalance while the worker runs on
+	// waits for its tasks' own timeouts instead. Default 30s.
 	DrainTimeout time.Duration
 	// BatchSize is how many messages one read fetches (worker.batch_size).
 	// Default 100.
