@@ -166,7 +166,7 @@ func TestPoisonMessageUsesExactlyMaxAttemptsAcrossMovesAndCrashes(t *testing.T) 
 			if tc.crash {
 				a.Abort("q") // as a kill -9: no release, no commit, no write
 				waitFor(t, "the first owner's loop to end", func() bool { return loopEnded(a, "q") })
-			} else if err := a.Stop(ctx, "q"); err != nil {
+			} else if err := a.Stop(ctx, "q", drover.StopLeave); err != nil {
 				t.Fatal(err)
 			}
 

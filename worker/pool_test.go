@@ -296,13 +296,13 @@ func TestQueuesShareTheRoutesPoolKeepTheirOrderAndCancelOnlyTheirTask(t *testing
 	for _, c := range st.Pools[0].Children {
 		children = append(children, c.PID)
 	}
-	if err := w.Stop(context.Background(), "a"); err != nil {
+	if err := w.Stop(context.Background(), "a", drover.StopLeave); err != nil {
 		t.Fatal(err)
 	}
 	if st := w.State(); len(st.Pools) != 1 || st.Pools[0].Queues != 1 {
 		t.Fatalf("after queue a stopped: want the pool kept for queue b, have %+v", st.Pools)
 	}
-	if err := w.Stop(context.Background(), "b"); err != nil {
+	if err := w.Stop(context.Background(), "b", drover.StopLeave); err != nil {
 		t.Fatal(err)
 	}
 	for _, pid := range children {
