@@ -153,6 +153,9 @@ trimmed at once.`,
 			if n != 1 {
 				return usagef("offsets reset: give exactly one of --to-earliest, --to-latest, --to-datetime, --to-position")
 			}
+			if err := e.knownQueue(q); err != nil {
+				return err // with ctl's hint: how to create the queue
+			}
 			target := ops.ResetTarget{Earliest: earliest, Latest: latest}
 			if datetime != "" {
 				t, err := parseTime(datetime)
