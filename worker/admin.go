@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -24,6 +25,10 @@ type AdminConfig struct {
 	// /healthz, /readyz) are never wrapped. Default: only loopback clients
 	// reach the debug endpoints.
 	Debug func(http.Handler) http.Handler
+	// Audit writes a record of a mutation made through the debug
+	// endpoints (a cancel) to the fleet's audit log; its failure is
+	// logged. Optional: without it nothing is audited.
+	Audit func(ctx context.Context, rec AuditEntry) error
 }
 
 // JobState is /debug/job's answer: a message's in-flight attempt on this
@@ -123,7 +128,9 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 	// A cancel is a mutation: besides the guard's authentication and Host
 	// check, a browser's cross-site POST is refused (a page on another
 	// site must not stop tasks through a loopback admin server).
-	debug.Handle("POST /debug/cancel", http.NewCrossOriginProtection().Handler(http.HandlerFunc(w.serveCancel)))
+	debug.Handle("POST /debug/cancel", http.NewCrossOriginProtection().Handler(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.serveCancel(rw, r, cfg.Audit)
+	})))
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}

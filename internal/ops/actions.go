@@ -14,8 +14,13 @@ import (
 
 // Pause sets the pause flag of scope and name (a queue, a member, or
 // everything with name ""), by who, with reason. Owners stop starting tasks
-// and keep their claims: nothing is rebalanced.
+// and keep their claims: nothing is rebalanced. A reason longer than
+// drover.MaxReasonBytes or holding control characters is refused
+// (ErrBadInput) before anything is written.
 func (o *Ops) Pause(ctx context.Context, scope drover.PauseScope, name, who, reason string) error {
+	if err := drover.CheckReason("reason", reason); err != nil {
+		return err
+	}
 	if err := o.checkScope(ctx, scope, name); err != nil {
 		return err
 	}
