@@ -24,6 +24,10 @@ const (
 	MaxAuditFieldBytes = 256
 	// MaxAuditTextBytes bounds an audit record's detail and result.
 	MaxAuditTextBytes = 4096
+	// MaxLabelBytes bounds one label (a queue's tag), MaxLabels their
+	// number on one queue.
+	MaxLabelBytes = 128
+	MaxLabels     = 32
 )
 
 // ErrInvalidText: a free-text value is too long or holds characters it may
@@ -49,6 +53,26 @@ func CheckText(field, s string, max int) error {
 	for i, r := range s {
 		if unicode.IsControl(r) || IsBidiControl(r) {
 			return fmt.Errorf("%w: %s: holds the control character %U at byte %d (control and bidirectional characters are refused)", ErrInvalidText, field, r, i)
+		}
+	}
+	return nil
+}
+
+// CheckLabels checks labels (a queue's tags) as they are written: at most
+// MaxLabels, each non-empty, at most MaxLabelBytes, without white space,
+// control or bidirectional characters. field names them in the error,
+// which wraps ErrInvalidText. Stored configurations are not held to it
+// when read (QueueConfig.Validate does not call it).
+func CheckLabels(field string, labels []string) error {
+	if len(labels) > MaxLabels {
+		return fmt.Errorf("%w: %s: %d labels, at most %d", ErrInvalidText, field, len(labels), MaxLabels)
+	}
+	for _, l := range labels {
+		if l == "" || strings.ContainsFunc(l, unicode.IsSpace) {
+			return fmt.Errorf("%w: %s: %q: want a label without white space", ErrInvalidText, field, ClipText(l, 64))
+		}
+		if err := CheckText(field, l, MaxLabelBytes); err != nil {
+			return err
 		}
 	}
 	return nil

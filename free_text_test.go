@@ -56,3 +56,28 @@ func TestClipText(t *testing.T) {
 		t.Errorf("1 MB of newlines: want at most %d escaped bytes ending in the count cut, have %d: %q", MaxAuditFieldBytes, len(have), have)
 	}
 }
+
+func TestCheckLabels(t *testing.T) {
+	many := make([]string, MaxLabels+1)
+	for i := range many {
+		many[i] = "t"
+	}
+	for _, c := range []struct {
+		name string
+		in   []string
+		says string // "" for ok
+	}{
+		{"none", nil, ""},
+		{"plain", []string{"gpu", "zone=eu-1", "ßig"}, ""},
+		{"too many", many, "33 labels, at most 32"},
+		{"too long", []string{strings.Repeat("x", MaxLabelBytes+1)}, "at most 128 bytes"},
+		{"empty", []string{""}, "without white space"},
+		{"space", []string{"a b"}, "without white space"},
+		{"bidi", []string{"gpu\u202e"}, "U+202E"},
+	} {
+		err := CheckLabels("tags", c.in)
+		if (c.says == "") != (err == nil) || (err != nil && (!errors.Is(err, ErrInvalidText) || !strings.Contains(err.Error(), c.says))) {
+			t.Errorf("%s: want %q, have %v", c.name, c.says, err)
+		}
+	}
+}

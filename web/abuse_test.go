@@ -229,3 +229,19 @@ func TestAnUnboundedReasonIsRefusedAndNothingWritten(t *testing.T) {
 	}
 	r.want(http.StatusOK, "operator", "POST", "/api/v1/queues/a/pause", `{"reason":"`+strings.Repeat("é", drover.MaxReasonBytes/2)+`"}`)
 }
+
+// TestALabelIsBounded: a queue's tags (its labels) written through the API
+// are refused with 400 naming the field when one is past 128 bytes or
+// holds a bidirectional control, and the configuration is not written.
+func TestALabelIsBounded(t *testing.T) {
+	r := newRig(t)
+	for _, tag := range []string{strings.Repeat("t", 129), "gpu\u202e", "two words"} {
+		body, _ := json.Marshal(map[string]any{"tags": []string{tag}, "tasks": map[string]any{"*": map[string]any{"command": []string{"/bin/true"}}}})
+		if st, b := r.call("admin", "PUT", "/api/v1/queues/tagged/config", string(body)); st != http.StatusBadRequest || !strings.Contains(b, "tags") {
+			t.Errorf("tag %.20q: want 400 naming tags, have %d: %.300s", tag, st, b)
+		}
+	}
+	if st, b := r.call("viewer", "GET", "/api/v1/queues/tagged", ""); st != http.StatusNotFound {
+		t.Errorf("refused configurations: want the queue absent (404), have %d: %.200s", st, b)
+	}
+}

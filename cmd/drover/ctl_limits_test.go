@@ -25,4 +25,7 @@ func TestCtlPauseRefusesAnUnboundedReason(t *testing.T) {
 		t.Fatalf("refused pauses: want no pause node written, have %+v", ps)
 	}
 	c.ok("ctl", "pause", "--queue", "p", "--reason", strings.Repeat("x", 1024)) // at the limit
+	// A queue's tags (its labels) are bounded the same way.
+	c.fails(exitUsage, []string{"--tag", "at most 128 bytes"}, "ctl", "queue", "create", "t1", "--tag", strings.Repeat("g", 129))
+	c.fails(exitUsage, []string{"--tag", "U+202E"}, "ctl", "queue", "update", "p", "--tag", "gpu\u202e")
 }

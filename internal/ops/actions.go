@@ -255,6 +255,9 @@ func (o *Ops) SetQueueConfig(ctx context.Context, cfg drover.QueueConfig, versio
 	if err := cfg.Validate(); err != nil {
 		return 0, err
 	}
+	if err := drover.CheckLabels("tags", cfg.Tags); err != nil {
+		return 0, err
+	}
 	if version < 0 {
 		if err := o.zk.Queues().Create(ctx, cfg); err != nil {
 			if errors.Is(err, coordinator.ErrQueueExists) {
