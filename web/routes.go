@@ -94,6 +94,9 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 		v, in, err := s.mutate(w, r, p, need, h)
 		if isRefusal(err) { // who sent it may not: the refusal stream, not the audit log
 			s.auditRefusal(r, action, p, err)
+			if in.Get("return") != "" || strings.Contains(r.Header.Get("Accept"), "text/html") {
+				r.Header.Set(formHeader, "1") // a form (its body unread when the role refused it): the error page
+			}
 			s.fail(w, r, err)
 			return
 		}
