@@ -63,8 +63,9 @@ func loopbackOnly(h http.Handler) http.Handler {
 // instead of their states, ?queues=rate_limited only those held back by
 // their rate limit), /debug/job?queue=&id= (one message's in-flight
 // attempt, 404 when it does not run here: one map lookup, for status
-// lookups), POST /debug/cancel?queue=&id=&by=&then= (stop a running task:
-// cancel.go) and /debug/pprof behind cfg.Debug.
+// lookups), POST /debug/cancel?queue=&id=&then= (stop a running task as the
+// authenticated principal, audited through cfg.Audit: cancel.go) and
+// /debug/pprof behind cfg.Debug.
 func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 	guard := cfg.Debug
 	if guard == nil {
