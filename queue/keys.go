@@ -116,3 +116,8 @@ func (k *keyspace) unownedChannel() string { return k.prefix + ":wakeup-unowned"
 // audit is the LIST of audit records of the console's mutations, newest
 // first.
 func (k *keyspace) audit() string { return k.prefix + ":audit" }
+
+// auditRefusals is the LIST of sampled refusals and per-source refusal
+// counts (audit_refusals.go), newest first: apart from audit, so that a
+// flood of refused requests cannot push a mutation out of it.
+func (k *keyspace) auditRefusals() string { return k.prefix + ":audit:refusals" }

@@ -64,8 +64,12 @@ func (s Operator) RunNow(ctx context.Context, queue, id string) (drover.Position
 const AuditLimit = 10000
 
 // AppendAudit adds one record (JSON, written by the caller) to the audit
-// log, newest first, keeping the last AuditLimit records.
+// log, newest first, keeping the last AuditLimit records. A record longer
+// than MaxAuditRecord is refused: the caller caps its fields.
 func (s Operator) AppendAudit(ctx context.Context, record []byte) error {
+	if len(record) > MaxAuditRecord {
+		return fmt.Errorf("append audit record: %d bytes, at most %d", len(record), MaxAuditRecord)
+	}
 	pipe := s.rdb.TxPipeline()
 	pipe.LPush(ctx, s.keys.audit(), record)
 	pipe.LTrim(ctx, s.keys.audit(), 0, AuditLimit-1)

@@ -148,6 +148,13 @@ func (s *Server) routeAPI() {
 		}
 		return s.fleetOps().Audit(r.Context(), offset, limit)
 	})
+	s.HandleAPI("GET", "/audit/refusals", auth.Viewer, func(r *Request) (any, error) {
+		offset, limit, err := paging(r)
+		if err != nil {
+			return nil, err
+		}
+		return s.fleetOps().Refusals(r.Context(), offset, limit)
+	})
 
 	// Operator actions.
 	pause := func(scope drover.PauseScope, name func(*Request) string) Handler {

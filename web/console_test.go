@@ -112,6 +112,11 @@ func TestBulkPauseByPrefixIsAuditedOnce(t *testing.T) {
 	if recs, err = r.srv.fleetOps().Audit(context.Background(), 0, 100); err != nil {
 		t.Fatal(err)
 	}
+	refusals, err := r.srv.fleetOps().Refusals(context.Background(), 0, 100) // the viewer's 403
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs = append(recs, refusals...)
 	refused := 0
 	for _, rec := range recs {
 		if rec.Action == "bulk.pause" && rec.Result != "ok" {

@@ -7,7 +7,9 @@
 // Every state-changing route is checked for cross-origin requests
 // (net/http.CrossOriginProtection: 403), for the CSRF token of a browser
 // session, bounded in size (413), and written to the audit log (Redis,
-// shown on /audit) with who, what, target and result.
+// shown on /audit) with who, what, target and result; a request refused
+// for who sent it goes to the refusal stream instead, sampled and counted
+// per source (refusal.go).
 //
 // # Adding routes
 //

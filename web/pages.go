@@ -454,8 +454,19 @@ func (s *Server) routePages() {
 		if err != nil {
 			return nil, err
 		}
-		return s.fleetOps().Audit(r.Context(), offset, 200)
+		mutations, err := s.fleetOps().Audit(r.Context(), offset, 200)
+		if err != nil {
+			return nil, err
+		}
+		refusals, err := s.fleetOps().Refusals(r.Context(), 0, 100)
+		return auditPage{Mutations: mutations, Refusals: refusals}, err
 	})
+}
+
+// auditPage is /audit's data: the mutations (a page of them) and the
+// latest refusals (the refusal stream, apart: refusal.go).
+type auditPage struct {
+	Mutations, Refusals []ops.AuditRecord
 }
 
 // login checks the posted token and sets the session cookie.
@@ -476,8 +487,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	c, p, err := s.auth.Login(r.PostFormValue("token"))
 	rec := ops.AuditRecord{At: s.cfg.Now().UTC(), Who: p.Name, Role: p.Role.String(), Via: "session", Remote: r.RemoteAddr, Action: "login", Result: "ok", Status: http.StatusSeeOther}
 	if err != nil {
-		rec.Who, rec.Result, rec.Status = "?", "unknown token", http.StatusUnauthorized
-		s.recordAudit(r, rec, "audit record of a refused login")
+		rec.Who, rec.Role, rec.Via, rec.Result, rec.Status = "anonymous", "none", "none", "unknown token", http.StatusUnauthorized
+		s.recordRefusal(r, rec) // anyone can fail a login: the refusal stream
 		w.WriteHeader(http.StatusUnauthorized)
 		s.render(w, r, "login", auth.Principal{}, map[string]string{"Next": next, "Error": "Unknown token."})
 		return

@@ -3,12 +3,14 @@ package web
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/ops"
@@ -54,20 +56,51 @@ func pathOf(pattern string) string {
 	}
 }
 
-// audited reports whether the audit log holds a record of target with
-// status.
+// audited reports whether the audit log or the refusal stream holds a
+// record of target with status.
 func audited(t *testing.T, o *ops.Ops, target string, status int) bool {
 	t.Helper()
 	recs, err := o.Audit(context.Background(), 0, 500)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, rec := range recs {
+	refused, err := o.Refusals(context.Background(), 0, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range append(recs, refused...) {
 		if rec.Target == target && rec.Status == status {
 			return true
 		}
 	}
 	return false
+}
+
+// refusalsFrom ends srv's minute of refusal counts (writing their
+// records) and returns how many refusals of source the refusal stream
+// accounts for: its records one by one, plus those its counts add.
+func refusalsFrom(t *testing.T, srv *Server, source string) int {
+	t.Helper()
+	ctx := context.Background()
+	srv.writeRefusals(ctx, srv.refusals.flush(srv.cfg.Now().Add(time.Minute)))
+	recs, err := srv.fleetOps().Refusals(ctx, 0, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, rec := range recs {
+		if rec.Action != "refusals" {
+			if sourceOf(rec) == source {
+				n++
+			}
+			continue
+		}
+		var count int
+		if _, err := fmt.Sscanf(rec.Detail, "%d refusals from "+source+" ", &count); err == nil {
+			n += count - refusalSamples
+		}
+	}
+	return n
 }
 
 // TestOpenConsoleRefusesAForeignHostOnEveryMutation sends what a page of
@@ -98,14 +131,16 @@ func TestOpenConsoleRefusesAForeignHostOnEveryMutation(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	for _, m := range srv.mutations {
+	refused := 0
+	for i, m := range srv.mutations {
 		method, pattern, _ := strings.Cut(m, " ")
 		path := pathOf(pattern)
 		if st := send(method, path, evil); st != http.StatusForbidden {
 			t.Errorf("%s %s with Host %s: want 403, have %d", method, path, evil, st)
 			continue
 		}
-		if !audited(t, srv.fleetOps(), strings.TrimPrefix(path, APIPrefix), http.StatusForbidden) {
+		refused++
+		if i == 0 && !audited(t, srv.fleetOps(), strings.TrimPrefix(path, APIPrefix), http.StatusForbidden) {
 			t.Errorf("%s %s with Host %s: refused but not audited", method, path, evil)
 		}
 	}
@@ -113,6 +148,12 @@ func TestOpenConsoleRefusesAForeignHostOnEveryMutation(t *testing.T) {
 		if st := send("GET", read, evil); st != http.StatusForbidden {
 			t.Errorf("GET %s with Host %s: want 403, have %d", read, evil, st)
 		}
+		refused++
+	}
+	// Every refusal is in the refusal stream: the first ones of the
+	// source one by one, the rest in the count of their minute.
+	if have := refusalsFrom(t, srv, "anonymous@127.0.0.1"); have != refused {
+		t.Errorf("refusals of anonymous@127.0.0.1 recorded or counted: want %d, have %d", refused, have)
 	}
 	// The console's own names still work.
 	for _, host := range []string{u.Host, "localhost:" + u.Port(), "[::1]:" + u.Port()} {

@@ -92,6 +92,14 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 		rec := ops.AuditRecord{At: s.cfg.Now().UTC(), Who: p.Name, Role: p.Role.String(), Via: p.Via, Remote: r.RemoteAddr,
 			Action: action, Target: strings.TrimPrefix(r.URL.Path, APIPrefix)}
 		v, in, err := s.mutate(w, r, p, need, h)
+		if isRefusal(err) { // who sent it may not: the refusal stream, not the audit log
+			s.auditRefusal(r, action, p, err)
+			if in.Get("return") != "" || strings.Contains(r.Header.Get("Accept"), "text/html") {
+				r.Header.Set(formHeader, "1") // a form (its body unread when the role refused it): the error page
+			}
+			s.fail(w, r, err)
+			return
+		}
 		rec.Detail = detailOf(in)
 		if n, ok := v.(interface{ auditNote() string }); ok && err == nil {
 			rec.Detail = strings.TrimSpace(rec.Detail + " " + n.auditNote())
@@ -122,6 +130,9 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 }
 
 func (s *Server) mutate(w http.ResponseWriter, r *http.Request, p auth.Principal, need auth.Role, h Handler) (any, Input, error) {
+	if err := authorize(p, need); err != nil { // before the body: a refusal costs no read
+		return nil, Input{}, err
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -131,9 +142,6 @@ func (s *Server) mutate(w http.ResponseWriter, r *http.Request, p auth.Principal
 	in, err := readInput(w, r, s.cfg.MaxBody)
 	if err != nil {
 		return nil, Input{}, err
-	}
-	if err := authorize(p, need); err != nil {
-		return nil, in, err
 	}
 	if err := s.checkCSRF(r, p, in); err != nil {
 		return nil, in, err
@@ -153,7 +161,7 @@ func (s *Server) checkCSRF(r *http.Request, p auth.Principal, in Input) error {
 		r.Header.Set(auth.CSRFHeader, in.Get(auth.CSRFField))
 	}
 	if err := s.auth.CheckCSRF(r, p); err != nil {
-		return &httpError{status: http.StatusForbidden, msg: err.Error()}
+		return &httpError{status: http.StatusForbidden, refusal: true, msg: err.Error()}
 	}
 	return nil
 }

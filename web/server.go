@@ -107,8 +107,8 @@ type Server struct {
 
 	jobs *JobsConfig // set by RouteJobs; nil: no job endpoints
 
-	refusals  refusalLimit // bounds the audit records of refused reads
-	mutations []string     // "METHOD /api/v1/path" of every HandleMutation
+	refusals  refusalSampler // samples and counts refusals per source (refusal.go)
+	mutations []string       // "METHOD /api/v1/path" of every HandleMutation
 }
 
 // New validates cfg and builds the server with every built-in route.
@@ -213,6 +213,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.running.Store(true)
 	defer s.running.Store(false)
 	for {
+		s.flushRefusals(ctx)
 		s.sample(ctx)
 		if !s.untilSample(ctx, t.C) {
 			return nil
@@ -242,6 +243,9 @@ type httpError struct {
 	// extra are members added to the JSON error ({"ids": …} of an
 	// enqueue whose outcome is unknown).
 	extra map[string]any
+	// refusal: refused for who sent it (role, CSRF), not for what it
+	// asked: recorded in the refusal stream (refusal.go).
+	refusal bool
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -420,5 +424,5 @@ func authorize(p auth.Principal, need auth.Role) error {
 	if p.Role.Allows(need) {
 		return nil
 	}
-	return &httpError{status: http.StatusForbidden, msg: fmt.Sprintf("forbidden: this needs the %s role; %s is %s", need, p.Name, p.Role)}
+	return &httpError{status: http.StatusForbidden, refusal: true, msg: fmt.Sprintf("forbidden: this needs the %s role; %s is %s", need, p.Name, p.Role)}
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -24,6 +25,10 @@ type AdminConfig struct {
 	// /healthz, /readyz) are never wrapped. Default: only loopback clients
 	// reach the debug endpoints.
 	Debug func(http.Handler) http.Handler
+	// Audit writes a record of a mutation made through the debug
+	// endpoints (a cancel) to the fleet's audit log; its failure is
+	// logged. Optional: without it nothing is audited.
+	Audit func(ctx context.Context, rec AuditEntry) error
 }
 
 // JobState is /debug/job's answer: a message's in-flight attempt on this
@@ -58,8 +63,9 @@ func loopbackOnly(h http.Handler) http.Handler {
 // instead of their states, ?queues=rate_limited only those held back by
 // their rate limit), /debug/job?queue=&id= (one message's in-flight
 // attempt, 404 when it does not run here: one map lookup, for status
-// lookups), POST /debug/cancel?queue=&id=&by=&then= (stop a running task:
-// cancel.go) and /debug/pprof behind cfg.Debug.
+// lookups), POST /debug/cancel?queue=&id=&then= (stop a running task as the
+// authenticated principal, audited through cfg.Audit: cancel.go) and
+// /debug/pprof behind cfg.Debug.
 func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 	guard := cfg.Debug
 	if guard == nil {
@@ -123,7 +129,9 @@ func (w *Worker) AdminHandler(cfg AdminConfig) http.Handler {
 	// A cancel is a mutation: besides the guard's authentication and Host
 	// check, a browser's cross-site POST is refused (a page on another
 	// site must not stop tasks through a loopback admin server).
-	debug.Handle("POST /debug/cancel", http.NewCrossOriginProtection().Handler(http.HandlerFunc(w.serveCancel)))
+	debug.Handle("POST /debug/cancel", http.NewCrossOriginProtection().Handler(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.serveCancel(rw, r, cfg.Audit)
+	})))
 	if cfg.Metrics != nil {
 		mux.Handle("GET /metrics", cfg.Metrics)
 	}

@@ -1,13 +1,16 @@
 package worker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/auth"
 )
 
 // Cancelling a running task (docs/semantics.md, "Cancelling a running
@@ -138,15 +141,42 @@ func (c cancelRequest) failure(f drover.Failure, then CancelThen) drover.Failure
 	return f
 }
 
-// serveCancel answers POST /debug/cancel?queue=&id=&by=&then=: 200 with the
+// AuditEntry is one audit record written by the admin server: the fields
+// of the console's (package internal/ops's AuditRecord), so that a cancel
+// through either reads the same in the audit log.
+type AuditEntry struct {
+	At     time.Time
+	Who    string
+	Role   string
+	Via    string
+	Remote string
+	Action string
+	Target string
+	Detail string
+	Result string
+	Status int
+}
+
+// auditTimeout bounds the write of a cancel's audit record.
+const auditTimeout = 2 * time.Second
+
+// serveCancel answers POST /debug/cancel?queue=&id=&then=: 200 with the
 // task's JobState (CancelledBy set) once it is being stopped, 404 when the
 // message does not run here, 409 for an inline handler, 400 for a missing
 // or bad parameter.
-func (w *Worker) serveCancel(rw http.ResponseWriter, r *http.Request) {
+//
+// The canceller is the principal the guard authenticated (the token's
+// name; "local" for a loopback client of a guard without tokens), never a
+// parameter: a by= parameter (the console and ctl send who asked them) is
+// kept in the audit record's detail as what the caller claimed, and
+// changes nothing else. Every answer but a 400 is written to the audit log
+// as job.cancel through audit (nil: not audited), as the console's cancel
+// is.
+func (w *Worker) serveCancel(rw http.ResponseWriter, r *http.Request, audit func(context.Context, AuditEntry) error) {
 	p := r.URL.Query()
 	q, id := p.Get("queue"), p.Get("id")
 	if q == "" || id == "" {
-		http.Error(rw, "want ?queue=<queue>&id=<id>[&by=<who>][&then=retry|dead|park]", http.StatusBadRequest)
+		http.Error(rw, "want ?queue=<queue>&id=<id>[&then=retry|dead|park]", http.StatusBadRequest)
 		return
 	}
 	then, err := ParseCancelThen(p.Get("then"))
@@ -154,16 +184,42 @@ func (w *Worker) serveCancel(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, err.Error(), http.StatusBadRequest)
 		return
 	}
-	ts, err := w.Cancel(q, id, p.Get("by"), then)
+	who, ok := auth.FromContext(r.Context())
+	if !ok || who.Name == "" {
+		who = auth.Principal{Name: "local", Role: auth.Admin, Via: "loopback"} // loopbackOnly: no guard that names anyone
+	}
+	rec := AuditEntry{At: w.cfg.Clock.Now().UTC(), Who: who.Name, Role: who.Role.String(), Via: "admin " + who.Via, Remote: r.RemoteAddr,
+		Action: "job.cancel", Target: "/queues/" + q + "/running/" + id + "/cancel", Detail: "member=" + w.cfg.Member + " then=" + string(then)}
+	if by := p.Get("by"); by != "" && by != who.Name {
+		rec.Detail += " for=" + by + " (as the caller says)"
+	}
+	ts, err := w.Cancel(q, id, who.Name, then)
+	status := http.StatusOK
+	switch {
+	case errors.Is(err, ErrNotRunningHere):
+		status = http.StatusNotFound
+	case errors.Is(err, ErrCancelInline):
+		status = http.StatusConflict
+	case err != nil:
+		status = http.StatusInternalServerError
+	}
+	rec.Status, rec.Result = status, "ok"
+	if err != nil {
+		rec.Result = err.Error()
+	}
+	if audit != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
+		if aerr := audit(ctx, rec); aerr != nil {
+			w.cfg.Logger.Error("audit record of a cancel not written", "queue", q, "id", id, "who", who.Name, "error", aerr)
+		}
+		cancel()
+	}
 	switch {
 	case errors.Is(err, ErrNotRunningHere):
 		http.Error(rw, "not running here", http.StatusNotFound)
 		return
-	case errors.Is(err, ErrCancelInline):
-		http.Error(rw, err.Error(), http.StatusConflict)
-		return
 	case err != nil:
-		http.Error(rw, err.Error(), http.StatusInternalServerError)
+		http.Error(rw, err.Error(), status)
 		return
 	}
 	rw.Header().Set("Content-Type", "application/json")

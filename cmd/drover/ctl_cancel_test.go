@@ -95,8 +95,8 @@ func TestCtlCancelStopsRunningTasksRecordsWhoAndAudits(t *testing.T) {
 		}
 		var st drover.JobStatus
 		c.okJSON(&st, "ctl", "job", "cq", tc.id)
-		if st.State != drover.JobDead || st.By != operator() || !strings.HasPrefix(st.Error, "cancelled by "+operator()+" (dead-lettered)") {
-			t.Fatalf("%s: want dead, by %s, error \"cancelled by …\", have %+v", tc.id, operator(), st)
+		if st.State != drover.JobDead || st.By != "local" || !strings.HasPrefix(st.Error, "cancelled by local (dead-lettered)") {
+			t.Fatalf("%s: want dead, by local (the worker's guard's principal, not ctl's claim), error \"cancelled by local …\", have %+v", tc.id, st)
 		}
 	}
 	// Finished now: refused, saying so.
@@ -111,10 +111,17 @@ func TestCtlCancelStopsRunningTasksRecordsWhoAndAudits(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
+	byWorker := 0 // the owner's own records: its guard's principal, ctl's name only as a claim
 	for _, r := range recs {
 		if r.Action == "job.cancel" && r.Who == operator() {
 			seen[fmt.Sprintf("%s %d", r.Target, r.Status)]++
 		}
+		if r.Action == "job.cancel" && r.Who == "local" && r.Via == "admin loopback" && r.Status == 200 && strings.Contains(r.Detail, "for="+operator()+" (as the caller says)") {
+			byWorker++
+		}
+	}
+	if byWorker != 2 {
+		t.Errorf("audit: want the worker's job.cancel record of each of the 2 cancels, have %d in %+v", byWorker, recs)
 	}
 	for _, want := range []string{"/queues/cq/running/per-task/cancel 200", "/queues/cq/running/pooled/cancel 200",
 		"/queues/cq/running/later/cancel 409", "/queues/cq/running/nobody/cancel 409", "/queues/cq/running/per-task/cancel 409"} {

@@ -51,6 +51,9 @@ is not an error.`,
 			if !pause && reason != "" {
 				return usagef("resume: --reason is only for pause")
 			}
+			if err := drover.CheckReason("--reason", reason); err != nil { // before ZooKeeper is asked anything
+				return usageError{err}
+			}
 			s, err := e.zk()
 			if err != nil {
 				return err

@@ -42,6 +42,9 @@ the flags given.`
 			if err := cfg.Validate(); err != nil {
 				return usageError{err}
 			}
+			if err := drover.CheckLabels("--tag", cfg.Tags); err != nil {
+				return usageError{err}
+			}
 			s, err := e.zk()
 			if err != nil {
 				return err
@@ -73,6 +76,9 @@ the flags given.`
 				return err
 			}
 			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			if err := drover.CheckLabels("--tag", cfg.Tags); err != nil {
 				return usageError{err}
 			}
 			if entry.Version < 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/coordinator"
 	membership "github.com/drover-dev/drover/fleet" // dev_fleet.go has a type fleet
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/jobs"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/rebalance"
@@ -124,6 +125,9 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	}
 	admin, err := newAdminServer("worker.admin_addr", cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{
 		Ready: func() error { return cmp.Or(redisHealth.Ready(), readyWithRedis(m.Ready, store)) }, Info: info, Metrics: reg.Handler(), Debug: guard,
+		Audit: func(ctx context.Context, e worker.AuditEntry) error { // a cancel: the console's record, through ops
+			return ops.WriteAudit(ctx, store.Operator(), ops.AuditRecord(e), nil)
+		},
 	}))
 	if err != nil {
 		return err

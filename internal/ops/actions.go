@@ -14,8 +14,13 @@ import (
 
 // Pause sets the pause flag of scope and name (a queue, a member, or
 // everything with name ""), by who, with reason. Owners stop starting tasks
-// and keep their claims: nothing is rebalanced.
+// and keep their claims: nothing is rebalanced. A reason longer than
+// drover.MaxReasonBytes or holding control characters is refused
+// (ErrBadInput) before anything is written.
 func (o *Ops) Pause(ctx context.Context, scope drover.PauseScope, name, who, reason string) error {
+	if err := drover.CheckReason("reason", reason); err != nil {
+		return err
+	}
 	if err := o.checkScope(ctx, scope, name); err != nil {
 		return err
 	}
@@ -248,6 +253,9 @@ func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who
 // version read (from Queue) for an update, -1 to create.
 func (o *Ops) SetQueueConfig(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
 	if err := cfg.Validate(); err != nil {
+		return 0, err
+	}
+	if err := drover.CheckLabels("tags", cfg.Tags); err != nil {
 		return 0, err
 	}
 	if version < 0 {

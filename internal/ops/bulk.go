@@ -75,6 +75,9 @@ type BulkResult struct {
 // PauseQueues sets the pause flag of every queue in queues (by who, with
 // reason) in batched ZooKeeper multis (coordinator.Pauses.SetQueues).
 func (o *Ops) PauseQueues(ctx context.Context, queues []string, who, reason string) (BulkResult, error) {
+	if err := drover.CheckReason("reason", reason); err != nil { // before any multi: one reason per queue
+		return BulkResult{Action: "pause", Selected: len(queues)}, err
+	}
 	start := time.Now()
 	n, err := o.zk.Pauses().SetQueues(ctx, queues, drover.Pause{By: who, At: o.now().UTC(), Reason: reason})
 	return BulkResult{Action: "pause", Selected: len(queues), Changed: n, Millis: time.Since(start).Milliseconds()}, err

@@ -92,7 +92,7 @@ func IsNotFound(err error) bool {
 
 // IsBadInput reports whether err is the caller's mistake.
 func IsBadInput(err error) bool {
-	return errors.Is(err, ErrBadInput) || errors.Is(err, drover.ErrInvalidConfig) || errors.Is(err, drover.ErrInvalidQueueName)
+	return errors.Is(err, ErrBadInput) || errors.Is(err, drover.ErrInvalidConfig) || errors.Is(err, drover.ErrInvalidQueueName) || errors.Is(err, drover.ErrInvalidText)
 }
 
 // IsRefused reports whether the fleet's state refused the operation.
