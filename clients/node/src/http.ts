@@ -74,24 +74,26 @@ export class HTTPClient {
    * delayed/due_at, or duplicate). Rejects with InvalidArgument, sending
    * nothing, for a job the API would refuse.
    */
-  enqueue(queue: string, task: string, args?: unknown, opts: EnqueueOptions = {}) {
-    return this.call("POST", `/queues/${enc(queue)}/jobs`, jobBody({ ...opts, queue, task, args }, queue));
+  async enqueue(queue: string, task: string, args?: unknown, opts: EnqueueOptions = {}) {
+    const body = jobBody({ ...opts, queue, task, args }, queue);
+    return this.call("POST", `/queues/${enc(queue)}/jobs`, body);
   }
 
   /** Enqueues a batch to one queue (each job's own queue is ignored) in one request; every job is checked before it is sent. */
-  enqueueMany(queue: string, jobs: Iterable<Job>) {
+  async enqueueMany(queue: string, jobs: Iterable<Job>) {
     checkQueue(queue);
-    return this.call("POST", `/queues/${enc(queue)}/jobs`, { jobs: [...jobs].map((j, i) => jobBody(j, queue, i)) });
+    const body = { jobs: [...jobs].map((j, i) => jobBody(j, queue, i)) };
+    return this.call("POST", `/queues/${enc(queue)}/jobs`, body);
   }
 
   /** Where the job is now (the fields of `drover ctl job --json`). */
-  status(queue: string, id: string) {
+  async status(queue: string, id: string) {
     checkQueue(queue);
     return this.call("GET", `/queues/${enc(queue)}/jobs/${enc(id)}`);
   }
 
   /** Revokes a delayed job (recorded `revoked`, by the token's name). */
-  revoke(queue: string, id: string) {
+  async revoke(queue: string, id: string) {
     checkQueue(queue);
     return this.call("DELETE", `/queues/${enc(queue)}/jobs/${enc(id)}`);
   }
