@@ -278,8 +278,9 @@ export class Client {
     } else if (dead !== null) {
       st.state = "dead";
       const d = obj(deadrec) ?? {};
-      const msg = obj(d.message);
-      if (msg) { st.task = str(msg.task); st.attempt = num(msg.attempt); }
+      // The record is the envelope plus the failure (docs/redis-schema.md); older ones nest it under "message".
+      const msg = obj(d.message) ?? d;
+      if (str(msg.task)) { st.task = str(msg.task); st.attempt = num(msg.attempt); }
       const f = obj(d.failure) ?? d;
       st.error = str(f.error);
       st.exitCode = f.exit_code === undefined ? undefined : Number(f.exit_code);
