@@ -19,7 +19,8 @@
  * aborted at the deadline is a timeout. The key "*" serves any task
  * without a handler of its own.
  */
-import { createReadStream, writeSync } from "node:fs";
+import { writeSync } from "node:fs";
+import { Socket } from "node:net";
 
 export const PROTOCOL = 1;
 export const TASK_FD = 3;
@@ -155,7 +156,10 @@ export async function serve(handlers: Handlers, opts: { taskFd?: number; resultF
     process.exit(126);
   }
   writeFrame(resultFd, { type: "ready", protocol: PROTOCOL });
-  for await (const frame of readFrames(createReadStream("", { fd: taskFd, highWaterMark: 1 << 16 }))) {
+  // A socket, not fs.createReadStream: a blocking read in the thread pool
+  // would keep a handler's process.exit() from ending the process.
+  const tasks = new Socket({ fd: taskFd, readable: true, writable: false });
+  for await (const frame of readFrames(tasks)) {
     if (frame.type !== "task") throw new Error(`drover pool: want a task frame, have ${JSON.stringify(frame.type)}`);
     const fields = contextOf(frame);
     const res = await runOne(handlers, frame.envelope as Envelope, fields);

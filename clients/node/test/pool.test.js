@@ -67,6 +67,14 @@ describe("pooled child", () => {
     assert.match(stderr, /RangeError: width must be > 0\n\s+at fail/, "the failure's stack goes to stderr");
   });
 
+  it("lets a handler's process.exit end the child at once (a crash mid-task)", async () => {
+    const c = startChild();
+    await c.next();
+    c.send("crash");
+    assert.equal(await c.exited, 7);
+    assert.match(c.output().stderr, /segfault imminent/);
+  });
+
   it("refuses to run outside a pool", () => {
     const r = spawnSync(process.execPath, ["--input-type=module", "-e",
       `import { serve } from ${JSON.stringify(new URL("../dist/pool.js", import.meta.url).href)}; serve({});`],
