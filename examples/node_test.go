@@ -62,7 +62,8 @@ func nodeClient(t *testing.T) (node, dir string) {
 // succeeded, dead and revoked, schedules, the layout check, the HTTP
 // producer, and an ordered family whose keys each run their messages once
 // and in order — every handler a pooled Node child (fleet_tasks.mjs). A
-// failing Node test fails this test.
+// failing Node test fails this test. Then the client's examples run:
+// enqueue.mjs follows a job that examples/handlers.mjs serves.
 func TestNodeClientAgainstAFleet(t *testing.T) {
 	node, dir := nodeClient(t)
 	f := newFleet(t)
@@ -80,6 +81,12 @@ func TestNodeClientAgainstAFleet(t *testing.T) {
 		Queue: drover.QueueConfig{Ordered: true, Tasks: map[string]drover.TaskRoute{"*": route}}}
 	if err := f.zk.Families().Create(context.Background(), fam); err != nil {
 		t.Fatal(err)
+	}
+	// The client's examples: handlers.mjs serves a pooled queue, enqueue.mjs follows a job on it.
+	example := drover.QueueConfig{Name: "node-example", Tasks: map[string]drover.TaskRoute{"resize": {
+		Command: []string{node, filepath.Join(dir, "examples", "handlers.mjs")}, Pool: &drover.PoolConfig{}}}}
+	if err := f.zk.Queues().Create(context.Background(), example); err != nil {
+		t.Fatalf("create queue node-example: %v", err)
 	}
 	f.start("worker-1", []string{"worker"})
 	f.start("scheduler-1", []string{"scheduler"})
@@ -103,4 +110,11 @@ func TestNodeClientAgainstAFleet(t *testing.T) {
 		t.Fatalf("the Node suite did not report its passes:\n%s", out)
 	}
 	t.Logf("%s", out)
+
+	ex := exec.Command(node, "examples/enqueue.mjs", "node-example", "resize", `{"path":"a.png","width":200}`)
+	ex.Dir = dir
+	ex.Env = append(os.Environ(), "REDIS_URL=redis://"+f.redis+"/0", "DROVER_PREFIX="+f.prefix)
+	if out, err := ex.CombinedOutput(); err != nil || !strings.HasSuffix(string(out), "succeeded\n") {
+		t.Fatalf("examples/enqueue.mjs with examples/handlers.mjs: want it to end succeeded, have %v:\n%s", err, out)
+	}
 }
