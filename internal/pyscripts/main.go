@@ -1,10 +1,11 @@
-// Command pyscripts writes the Lua scripts the Python client runs
-// (python/drover/scripts/*.lua) from the Go sources in queue/, so that the
-// two cannot drift: the Python client carries byte-for-byte the scripts
-// the Go code runs. It also writes rules.json, the producer rules
-// (queue.Rules: queue names, ids, task, attempts, delays) the client checks
-// every message against before writing. Run it from the module root after
-// changing a script or a rule:
+// Command pyscripts writes the Lua scripts the Python and Node clients run
+// (python/drover/scripts/*.lua, clients/node/scripts/*.lua) from the Go
+// sources in queue/, so that they cannot drift: each client carries
+// byte-for-byte the scripts the Go code runs. It also writes rules.json,
+// the producer rules (queue.Rules: queue names, ids, task, attempts,
+// delays) each client checks every message against before writing, and
+// versions.json. Every output directory gets the same files. Run it from
+// the module root after changing a script or a rule:
 //
 //	go run ./internal/pyscripts
 //
@@ -46,16 +47,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pyscripts:", err)
 		os.Exit(1)
 	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(root, OutDir, name), []byte(body), 0o644); err != nil {
-			fmt.Fprintln(os.Stderr, "pyscripts:", err)
-			os.Exit(1)
+	for _, dir := range OutDirs {
+		for name, body := range files {
+			if err := os.WriteFile(filepath.Join(root, dir, name), []byte(body), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "pyscripts:", err)
+				os.Exit(1)
+			}
 		}
 	}
 }
 
-// OutDir is where the generated files go, relative to the module root.
-const OutDir = "python/drover/scripts"
+// OutDirs are where the generated files go, relative to the module root:
+// one directory per language client, each getting every file.
+var OutDirs = []string{"python/drover/scripts", "clients/node/scripts"}
 
 var versionRE = regexp.MustCompile(`^-- drover ([a-z-]+) v([0-9]+)`)
 

@@ -10,23 +10,25 @@ import (
 	"github.com/drover-dev/drover/queue"
 )
 
-// TestCommittedScriptsMatchGo: the Lua the Python client runs is the Lua
-// the Go code runs. After changing a script in queue/, run
-// `go run ./internal/pyscripts` from the module root.
+// TestCommittedScriptsMatchGo: the Lua (and the rules) the Python and
+// Node clients carry are the Go code's. After changing a script or a rule
+// in queue/, run `go run ./internal/pyscripts` from the module root.
 func TestCommittedScriptsMatchGo(t *testing.T) {
 	root := filepath.Join("..", "..")
 	want, err := Generate(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range want {
-		have, err := os.ReadFile(filepath.Join(root, OutDir, name))
-		if err != nil {
-			t.Errorf("%s: %v (run: go run ./internal/pyscripts)", name, err)
-			continue
-		}
-		if string(have) != body {
-			t.Errorf("%s/%s differs from the Go source; run: go run ./internal/pyscripts", OutDir, name)
+	for _, dir := range OutDirs {
+		for name, body := range want {
+			have, err := os.ReadFile(filepath.Join(root, dir, name))
+			if err != nil {
+				t.Errorf("%s/%s: %v (run: go run ./internal/pyscripts)", dir, name, err)
+				continue
+			}
+			if string(have) != body {
+				t.Errorf("%s/%s differs from the Go source; run: go run ./internal/pyscripts", dir, name)
+			}
 		}
 	}
 }

@@ -1,0 +1,61 @@
+-- drover record-outcomes v2
+local function rotate(done, now_ms, max, per)
+  redis.call('ZREMRANGEBYSCORE', done, '-inf', now_ms)
+  local buckets = redis.call('ZRANGE', done, 0, -1)
+  local sizes, total = {}, 0
+  for j = 1, #buckets do
+    sizes[j] = redis.call('HLEN', done .. ':' .. buckets[j])
+    total = total + sizes[j]
+  end
+  local j = 1
+  while total + per > max and j <= #buckets do
+    redis.call('UNLINK', done .. ':' .. buckets[j])
+    redis.call('ZREM', done, buckets[j])
+    total = total - sizes[j]
+    j = j + 1
+  end
+end
+local function index(done, key, made, expiry)
+  redis.call('PEXPIREAT', key, expiry)
+  local later = redis.call('ZRANGE', done, '(' .. expiry, '+inf', 'BYSCORE')
+  for j = 1, #later do
+    redis.call('PEXPIREAT', done .. ':' .. later[j], expiry)
+    redis.call('ZADD', done, expiry, later[j])
+  end
+  redis.call('ZADD', done, expiry, made)
+  redis.call('PEXPIREAT', done, expiry)
+end
+local function record(done, now_ms, max, keep, from, to)
+  local width = math.max(1000, math.floor(keep / 8))
+  local per = math.max(1, math.floor(max / 8))
+  local n, held, key = 0, per, nil
+  local cur = redis.call('ZRANGE', done, -1, -1, 'WITHSCORES')
+  if #cur > 0 then
+    n = tonumber(string.match(cur[1], '^(%d+):'))
+    local expiry = tonumber(cur[2])
+    if expiry >= now_ms + keep and expiry <= now_ms + width + keep then
+      key = done .. ':' .. cur[1]
+      held = redis.call('HLEN', key)
+      if held == 0 then held = per end
+    end
+  end
+  local i = from
+  while i <= to do
+    local made = nil
+    if held >= per then
+      rotate(done, now_ms, max, per)
+      n, held = n + 1, 0
+      made = string.format('%012d:%d', n, now_ms)
+      key = done .. ':' .. made
+    end
+    local room = math.min(per - held, (to - i + 1) / 2, 1000)
+    redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
+    if made then index(done, key, made, now_ms + width + keep) end
+    held = held + room
+    i = i + 2 * room
+  end
+end
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+record(KEYS[1], now_ms, tonumber(ARGV[1]), tonumber(ARGV[2]), 3, #ARGV)
+return (#ARGV - 2) / 2
