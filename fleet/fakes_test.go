@@ -71,11 +71,31 @@ func (s *fakeSession) WatchQueueConfigs(ctx context.Context) ConfigWatch {
 	return w
 }
 
-// fakeConfigWatch reads every queue as configured with concurrency 3 and
-// delivers the changes a test sends on out.
-type fakeConfigWatch struct{ out chan coordinator.QueueEntry }
+// fakeConfigWatch reads every queue as configured with concurrency 3,
+// but those a test marks missing, and delivers the changes a test sends
+// on out.
+type fakeConfigWatch struct {
+	out     chan coordinator.QueueEntry
+	mu      sync.Mutex
+	missing map[string]bool
+}
+
+// setMissing makes q read as not configured (missing true) or configured.
+func (w *fakeConfigWatch) setMissing(q string, missing bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.missing == nil {
+		w.missing = map[string]bool{}
+	}
+	w.missing[q] = missing
+}
 
 func (w *fakeConfigWatch) Read(_ context.Context, name string) (coordinator.QueueEntry, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.missing[name] {
+		return coordinator.QueueEntry{Name: name, Err: fmt.Errorf("queue %s: %w", name, drover.ErrQueueNotFound)}, nil
+	}
 	return coordinator.QueueEntry{Name: name, Config: drover.QueueConfig{Name: name, Concurrency: 3}}, nil
 }
 func (w *fakeConfigWatch) Forget(string)                          {}

@@ -81,14 +81,15 @@ func RunReconciler(ctx context.Context, cfg ReconcilerConfig) error {
 	}
 	r := &reconciler{
 		s: cfg.Session, cfg: cfg, log: cfg.Logger.With("member", cfg.Member),
-		owned:      map[string]Claim{},
-		claiming:   map[string]context.CancelFunc{},
-		stopping:   map[string]chan struct{}{},
-		handing:    map[string]bool{},
-		claimCfgs:  map[string]drover.QueueConfig{},
-		configSums: map[string]configSum{},
-		events:     make(chan reconcileEvent),
-		ended:      endedClaims{signal: make(chan struct{}, 1)},
+		owned:        map[string]Claim{},
+		claiming:     map[string]context.CancelFunc{},
+		stopping:     map[string]chan struct{}{},
+		handing:      map[string]bool{},
+		claimCfgs:    map[string]drover.QueueConfig{},
+		unconfigured: map[string]bool{},
+		configSums:   map[string]configSum{},
+		events:       make(chan reconcileEvent),
+		ended:        endedClaims{signal: make(chan struct{}, 1)},
 	}
 	return r.run(ctx)
 }
@@ -116,8 +117,13 @@ type reconciler struct {
 	// while its queue is being claimed is kept whole until Start takes it.
 	configSums map[string]configSum
 	claimCfgs  map[string]drover.QueueConfig
-	cfgWatch   ConfigWatch // follows the owned queues' configs; read by claim goroutines
-	events     chan reconcileEvent
+	// unconfigured are assigned queues claimed without a configuration
+	// (removed after the target was written): released unused, their
+	// config followed, and claimed again if one appears while they are
+	// still assigned here.
+	unconfigured map[string]bool
+	cfgWatch     ConfigWatch // follows the owned queues' configs; read by claim goroutines
+	events       chan reconcileEvent
 	// Claim goroutines running, and queues waiting for one (in order).
 	claimsRunning int
 	waiting       []string        // may hold names cancelled since: see waitingSet
@@ -176,7 +182,7 @@ loop:
 			if !ok {
 				break loop
 			}
-			r.updateConfig(e)
+			r.updateConfig(wctx, e)
 		case ev := <-r.events:
 			r.handle(wctx, ev)
 		case <-r.ended.signal:
@@ -359,6 +365,12 @@ func diffSorted(prev, next []string, add, remove func(string)) {
 // to the fleet.
 func (r *reconciler) retarget(ctx context.Context, target, fresh map[string]bool, kind drover.StopKind) {
 	r.target = target
+	for q := range r.unconfigured {
+		if !r.target[q] {
+			delete(r.unconfigured, q)
+			r.unfollow(q)
+		}
+	}
 	for q := range r.owned {
 		if !r.target[q] {
 			r.stop(q, kind)
@@ -381,13 +393,21 @@ func (r *reconciler) retarget(ctx context.Context, target, fresh map[string]bool
 	}
 }
 
-// updateConfig hands an owned queue its changed configuration.
-func (r *reconciler) updateConfig(e coordinator.QueueEntry) {
+// updateConfig hands an owned queue its changed configuration, and claims
+// again an assigned queue released for want of one.
+func (r *reconciler) updateConfig(ctx context.Context, e coordinator.QueueEntry) {
 	if e.Err != nil {
 		if !errors.Is(e.Err, drover.ErrQueueNotFound) {
 			r.log.Warn("ignoring a corrupt queue config", "queue", e.Name, "error", e.Err)
 		}
 		return // a deleted queue leaves the assignment: the leader moves it
+	}
+	if r.unconfigured[e.Name] {
+		delete(r.unconfigured, e.Name)
+		if r.target[e.Name] && r.owned[e.Name] == nil && r.claiming[e.Name] == nil {
+			r.claim(ctx, e.Name) // after the release in progress: claim waits for it
+		}
+		return
 	}
 	if r.owned[e.Name] == nil {
 		if r.claiming[e.Name] != nil {
@@ -669,7 +689,17 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 			cfg, ok = *ev.config, true
 		}
 		if !ok {
-			cfg = drover.QueueConfig{Name: ev.queue}
+			// No configuration: the queue was removed (a family's retire,
+			// `queue rm`) after the target that assigned it here. Run with
+			// defaults, it has no task routes and would dead-letter every
+			// message enqueued to it before the leader takes it away ("no
+			// route"). It is released unused; its configuration stays
+			// followed, and one that appears while it is still assigned
+			// here (an enqueue registered it again) claims it again.
+			r.log.Info("claimed queue has no configuration; released until it has one", "queue", ev.queue)
+			r.unconfigured[ev.queue] = true
+			r.handBack(ev.queue, ev.claim, false, drover.StopLeave)
+			return
 		}
 		if err := r.cfg.Runner.Start(cfg, ev.claim); err != nil {
 			r.log.Error("start queue", "queue", ev.queue, "error", err)

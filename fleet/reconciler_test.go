@@ -105,6 +105,34 @@ func TestReconcilerFollowsTheAssignment(t *testing.T) {
 			})
 			rr.owning(t, "a")
 		}},
+		{"a queue claimed without a configuration is released unrun until one appears", func(t *testing.T, rr *reconcilerRun) {
+			// A queue retired after the target that assigned it here has no
+			// configuration: started with defaults it has no task routes, and
+			// every message enqueued to it meanwhile was dead-lettered as "no
+			// route" (found by the chaos run's key-churn kind).
+			rr.s.assign(1, mine("a"))
+			rr.owning(t, "a")
+			rr.s.mu.Lock()
+			cw := rr.s.cfgWatch
+			rr.s.mu.Unlock()
+			cw.setMissing("b", true)
+			rr.s.assign(2, mine("a", "b"))
+			testkit.Eventually(t, "b claimed, then its owner node released", func() bool {
+				return rr.s.claimCount("b") == 1 && rr.s.owner("b") == nil
+			})
+			if n := rr.r.count(rr.r.starts, "b"); n != 0 {
+				t.Fatalf("b has no configuration: want it never started, have %d starts", n)
+			}
+			cw.setMissing("b", false)
+			cw.out <- coordinator.QueueEntry{Name: "b", Config: drover.QueueConfig{Name: "b", Concurrency: 4}}
+			rr.owning(t, "a", "b")
+			rr.r.mu.Lock()
+			c := rr.r.configs["b"].Concurrency
+			rr.r.mu.Unlock()
+			if c != 3 && c != 4 {
+				t.Fatalf("want b started with its configuration, have concurrency %d", c)
+			}
+		}},
 		{"queues of other members are not claimed", func(t *testing.T, rr *reconcilerRun) {
 			rr.s.assign(1, map[string]string{"a": "me", "b": "other"})
 			rr.owning(t, "a")
