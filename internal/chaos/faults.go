@@ -25,13 +25,14 @@ import (
 // continued or restarted, the link restored, the server back) before the
 // next one starts, after a random pause.
 type injector struct {
-	o    options
-	rng  *rand.Rand
-	c    *cluster
-	f    *fleet
-	prog *progress
-	long []string // the queues of long tasks
-	cuts int      // partitions so far: they alternate reset and blackhole
+	o     options
+	rng   *rand.Rand
+	c     *cluster
+	f     *fleet
+	prog  *progress
+	long  []string // the queues of long tasks
+	cuts  int      // partitions so far: they alternate reset and blackhole
+	churn *churner // the key-churn family's keys (churn.go)
 
 	mu     sync.Mutex
 	faults []check.Fault
@@ -120,6 +121,8 @@ func (in *injector) inject(ctx context.Context, kind check.Kind) (check.Fault, e
 		return in.workerFreeze(ctx, false)
 	case check.HostFreeze:
 		return in.workerFreeze(ctx, true)
+	case check.KeyChurn:
+		return in.keyChurn(ctx)
 	}
 	return check.Fault{}, fmt.Errorf("unknown fault kind %q", kind)
 }
@@ -607,4 +610,17 @@ func (in *injector) schedulerLeader(ctx context.Context) string {
 		return ""
 	}
 	return li.Name
+}
+
+// keyChurn: a burst of new keys of the churn family at once, beside the
+// keys that cycle all the time (churn.go); it returns when they have run
+// (at most 30 s). Nothing is stopped or cut: it excuses nothing.
+func (in *injector) keyChurn(ctx context.Context) (check.Fault, error) {
+	if in.churn == nil {
+		return check.Fault{}, fmt.Errorf("%s: the run has no churn family", check.KeyChurn)
+	}
+	f := check.Fault{Kind: check.KeyChurn, Target: "family " + churnFamily, Start: time.Now()}
+	note, err := in.churn.burst(ctx, time.Now().Add(30*time.Second))
+	f.End, f.Note = time.Now(), note
+	return f, err
 }

@@ -30,6 +30,7 @@ func Check(in Input) *Report {
 		c.byMessage[k] = append(c.byMessage[k], e)
 	}
 	c.r.Executions = len(in.Executions) - len(killed)
+	c.r.KeyChurn = in.KeyChurn
 	c.r.Messages = len(c.byMessage)
 	c.countUnprovoked()
 	c.checkGracefulKills(killed)
@@ -568,6 +569,9 @@ func (c *checker) checkOffsets() {
 	}
 	sort.Strings(qs)
 	for _, q := range qs {
+		if c.retiredQueue(q) {
+			continue
+		}
 		if off := c.in.FinalOffsets[q]; off < last[q] {
 			c.r.QueuesBehind++
 			c.r.violate(OffsetBehind, "queue %s: committed offset %d after the drain, last message at %d", q, off, last[q])

@@ -123,6 +123,9 @@ type Report struct {
 	// Policy.CommitWindow the run came.
 	MaxCommitLag time.Duration `json:"max_commit_lag"`
 
+	// KeyChurn is the family's keys' summary, when the run had them.
+	KeyChurn *ChurnSummary `json:"key_churn,omitempty"`
+
 	// Violations lists up to maxDetails examples per invariant;
 	// ViolationCounts has the exact numbers.
 	Violations      []Violation       `json:"violations"`
@@ -206,6 +209,10 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| longest finish-to-fault gap among excused duplicates | %s |\n", r.MaxCommitLag.Round(time.Millisecond))
 	fmt.Fprintf(w, "| %s: the cut worker's queues moved to the others after (min / max) / cuts where they had not moved by the end | %s |\n", RedisCut, r.handOvers())
 	fmt.Fprintf(w, "| %s: queues whose owner changed while no worker reached Redis | %d |\n", RedisCutAll, r.MovedWithoutRedis)
+	if kc := r.KeyChurn; kc != nil {
+		fmt.Fprintf(w, "| %s: family keys fed / retirements seen / keys enqueued to again after one / bursts of new keys / retired at the end | %d / %d / %d / %d / %d |\n",
+			KeyChurn, kc.Keys, kc.Retirements, kc.Returns, kc.Bursts, kc.RetiredAtEnd)
+	}
 	fmt.Fprintf(w, "\n| fault | injected | duplicates it excused |\n|---|---|---|\n")
 	for _, k := range Kinds {
 		fmt.Fprintf(w, "| %s | %d | %d |\n", k, r.Faults[k], r.DuplicatesAt[k])
