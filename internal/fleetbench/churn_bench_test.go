@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ func runChurn(b *testing.B, sz churnSizes) {
 	bin := buildDrover(b)
 	dir := b.TempDir()
 	task := buildTaskProgram(b, dir)
-	taskLog := filepath.Join(dir, "tasks.log")
+	taskLog, startLog := filepath.Join(dir, "tasks.log"), filepath.Join(dir, "starts.log")
 	zkServer := testenv.NewZooKeeper(b)
 	redisServer := testenv.NewRedis(b, testenv.RedisOptions{})
 	root, prefix := testenv.Chroot(b), testenv.Prefix(b)
@@ -99,7 +100,7 @@ func runChurn(b *testing.B, sz churnSizes) {
 	b.Cleanup(func() { s.Close() })
 	fam := drover.FamilyConfig{Name: "churn", Prefix: churnPrefix, RetireAfter: drover.Duration(sz.RetireAfter),
 		Queue: drover.QueueConfig{Ordered: true, MaxAttempts: 3, OnFailure: drover.OnFailurePark, Timeout: drover.Duration(30 * time.Second),
-			Tasks: map[string]drover.TaskRoute{"bench.stamp": {Inline: true}, busyTask: {Command: []string{task, taskLog}}}}}
+			Tasks: map[string]drover.TaskRoute{"bench.stamp": {Inline: true}, busyTask: {Command: []string{task, taskLog, startLog}}}}}
 	if err := s.Families().Create(ctx, fam); err != nil {
 		b.Fatal(err)
 	}
@@ -131,6 +132,9 @@ func runChurn(b *testing.B, sz churnSizes) {
 	b.Cleanup(conn.Close)
 
 	feeder := &busyFeeder{store: store, keys: sz.Busy, logPath: taskLog, rng: rand.New(rand.NewPCG(1, 2))}
+	if err := os.WriteFile(startLog, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
 	poller := &ownerPoller{conn: conn, root: root, keys: sz.Busy}
 	stopFeed, stopPoll := make(chan struct{}), make(chan struct{})
 	feedDone, pollDone := make(chan error, 1), make(chan struct{})
@@ -198,16 +202,11 @@ func runChurn(b *testing.B, sz churnSizes) {
 	newSent := total - sz.Keys
 	b.Logf("churn ends after %s: %d new keys sent", churnEnd.Sub(churnStart).Round(time.Millisecond), newSent)
 
-	// The end: no more busy messages; everything sent runs.
-	close(stopFeed)
-	if err := <-feedDone; err != nil {
-		b.Fatalf("busy feeder: %v", err)
-	}
+	// The end of the churn: every new key's message runs; the registry
+	// and the balance are read then, while the busy keys still run (once
+	// they stop, they retire too).
 	drain := waitDrained(b, ws, int64(total), 2*time.Minute)
-	left := feeder.waitRun(2 * time.Minute)
 	measuredEnd := time.Now()
-	close(stopPoll)
-	<-pollDone
 	histEnd := mergedLatency(b, ws)
 	regEnd, err := registryCount(conn, root)
 	if err != nil {
@@ -221,6 +220,14 @@ func runChurn(b *testing.B, sz churnSizes) {
 		}
 		owned[i] = len(names)
 	}
+	// Then no more busy messages; every one sent runs.
+	close(stopFeed)
+	if err := <-feedDone; err != nil {
+		b.Fatalf("busy feeder: %v", err)
+	}
+	left := feeder.waitRun(2 * time.Minute)
+	close(stopPoll)
+	<-pollDone
 	parked := 0
 	for i := 0; i < sz.Busy; i++ {
 		if ok, _, err := conn.Exists(root + "/pause/queues/" + busyKey(i)); err == nil && ok {
@@ -229,7 +236,12 @@ func runChurn(b *testing.B, sz churnSizes) {
 	}
 
 	// Figures.
-	runs := busyRunFigures(feeder.executions(), churnStart)
+	starts, err := readStarts(startLog)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runs := busyRunFigures(starts, feeder.executions(), churnStart, 10*time.Second)
+	drainKills := countLogLines(ws, "drain timeout: killing in-flight tasks")
 	moves, movedKeys := poller.total()
 	first := histEnd
 	first.Sub(&histStart)
@@ -263,6 +275,7 @@ func runChurn(b *testing.B, sz churnSizes) {
 	b.ReportMetric(float64(runs.Killed), "busy-killed")
 	b.ReportMetric(float64(runs.KeysKilled), "busy-keys-killed")
 	b.ReportMetric(float64(runs.Repeated), "busy-repeats")
+	b.ReportMetric(float64(drainKills), "drain-timeouts-logged")
 	b.ReportMetric(float64(moves), "busy-moves")
 	b.ReportMetric(float64(movedKeys), "busy-keys-moved")
 	b.ReportMetric(float64(runs.PIDChanges), "busy-worker-changes")
@@ -275,8 +288,8 @@ func runChurn(b *testing.B, sz churnSizes) {
 	b.ReportMetric(ratio, "balance-max/min")
 	b.Logf("churn %s: %d new keys at %d/s, %d retirable and %d retired (%.0f/s); first start p50 %s p99 %s max %s over %d starts",
 		sz.Duration, newSent, sz.Rate, retirable, retired, float64(retired)/phase, first.Quantile(0.5), first.Quantile(0.99), first.Quantile(1), first.Total())
-	b.Logf("busy keys: %d runs ended in the phase, %d killed (%d keys), %d messages started twice, %d owner moves (%d keys), %d worker changes in the task log, %d parked, %d messages not run; queues per member %v",
-		runs.Runs, runs.Killed, runs.KeysKilled, runs.Repeated, moves, movedKeys, runs.PIDChanges, parked, left, owned)
+	b.Logf("busy keys: %d runs in the phase, %d killed (%d keys), %d messages started twice, %d owner moves (%d keys), %d worker changes in the task log, %d parked, %d messages not run; %d drain timeouts in the worker logs; queues per member %v",
+		runs.Runs, runs.Killed, runs.KeysKilled, runs.Repeated, moves, movedKeys, runs.PIDChanges, parked, left, drainKills, owned)
 
 	if sz.IdleWindow > 0 {
 		mon := redis.NewClient(&redis.Options{Addr: redisServer.Addr, PoolSize: 1})
@@ -302,6 +315,39 @@ func mergedLatency(b *testing.B, ws []*worker) Snapshot {
 		all.Add(&s)
 	}
 	return all
+}
+
+// readStarts reads the task program's start lines.
+func readStarts(path string) ([]check.Execution, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []check.Execution
+	for _, l := range strings.Split(string(data), "\n") {
+		if l == "" {
+			continue
+		}
+		e, err := check.ParseStart(l)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// countLogLines counts the lines of the workers' logs that contain s.
+func countLogLines(ws []*worker, s string) int {
+	n := 0
+	for _, w := range ws {
+		data, err := os.ReadFile(w.logPath)
+		if err != nil {
+			continue
+		}
+		n += strings.Count(string(data), s)
+	}
+	return n
 }
 
 // registryCount counts the registered queues: the children of every

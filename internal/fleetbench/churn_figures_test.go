@@ -17,37 +17,48 @@ import (
 
 // busyFigures are the busy keys' figures over the churn phase.
 type busyFigures struct {
-	Runs       int // runs that ended in the phase, killed ones included
-	Killed     int // runs killed (SIGTERM) that ended in the phase
-	Repeated   int // messages started more than once, one of their runs ending in the phase
+	Runs       int // runs in the phase (started in it, or ended in it)
+	Killed     int // of them, runs that did not finish: no execution line, or one marked killed
+	Repeated   int // messages started more than once, one of their runs in the phase
 	PIDChanges int // consecutive runs of one key on different workers: moves seen in the task log
 	KeysKilled int // busy keys with at least one killed run
 }
 
-// busyRunFigures counts es, the task log's runs of the busy keys, from
-// from on: the runs that ended at or after from (a run killed in the phase
-// may have started before it).
-func busyRunFigures(es []check.Execution, from time.Time) busyFigures {
+// busyRunFigures counts the busy keys' runs from from on: starts are the
+// task program's start lines, ends its execution lines (matched by the
+// task's pid). A run is in the phase when it started at or after from or
+// ended at or after it; a run that never logged its end (SIGKILL) is taken
+// to have ended within maxRun of its start.
+func busyRunFigures(starts, ends []check.Execution, from time.Time, maxRun time.Duration) busyFigures {
 	var f busyFigures
-	byMsg := map[[2]string]int{}
+	end := map[int]check.Execution{}
+	for _, e := range ends {
+		end[e.PID] = e
+	}
+	startsOf := map[[2]string]int{}
 	inPhase := map[[2]string]bool{}
 	byKey := map[string][]check.Execution{}
 	keysKilled := map[string]bool{}
-	for _, e := range es {
-		k := [2]string{e.Queue, e.ID}
-		byMsg[k]++
-		byKey[e.Queue] = append(byKey[e.Queue], e)
-		if e.End.Before(from) {
+	for _, st := range starts {
+		k := [2]string{st.Queue, st.ID}
+		startsOf[k]++
+		byKey[st.Queue] = append(byKey[st.Queue], st)
+		e, finished := end[st.PID]
+		last := st.Start.Add(maxRun)
+		if finished {
+			last = e.End
+		}
+		if st.Start.Before(from) && last.Before(from) {
 			continue
 		}
 		inPhase[k] = true
 		f.Runs++
-		if e.Killed {
+		if !finished || e.Killed {
 			f.Killed++
-			keysKilled[e.Queue] = true
+			keysKilled[st.Queue] = true
 		}
 	}
-	for k, n := range byMsg {
+	for k, n := range startsOf {
 		if n > 1 && inPhase[k] {
 			f.Repeated++
 		}
@@ -55,7 +66,7 @@ func busyRunFigures(es []check.Execution, from time.Time) busyFigures {
 	for _, runs := range byKey {
 		sort.Slice(runs, func(i, j int) bool { return runs[i].Start.Before(runs[j].Start) })
 		for i := 1; i < len(runs); i++ {
-			if runs[i].WorkerPID != runs[i-1].WorkerPID && !runs[i].End.Before(from) {
+			if runs[i].WorkerPID != runs[i-1].WorkerPID && !runs[i].Start.Before(from) {
 				f.PIDChanges++
 			}
 		}
@@ -121,19 +132,33 @@ func balance(owned []int) (most, least int, ratio float64) {
 func TestChurnFigures(t *testing.T) {
 	at := func(s int) time.Time { return time.Unix(1000+int64(s), 0) }
 	from := at(10)
-	run := func(q, id string, pid, start, end int, killed bool) check.Execution {
-		return check.Execution{Queue: q, ID: id, WorkerPID: pid, Start: at(start), End: at(end), Killed: killed}
+	run := func(q, id string, wpid, pid, start, end int, killed bool) (check.Execution, check.Execution) {
+		return check.Execution{Queue: q, ID: id, WorkerPID: wpid, PID: pid, Start: at(start)},
+			check.Execution{Queue: q, ID: id, WorkerPID: wpid, PID: pid, Start: at(start), End: at(end), Killed: killed}
 	}
-	es := []check.Execution{
-		run("c-busy-000", "m1", 1, 0, 5, false),   // before the phase
-		run("c-busy-000", "m2", 1, 5, 12, true),   // killed in the phase
-		run("c-busy-000", "m2", 2, 13, 20, false), // its repeat, on another worker
-		run("c-busy-001", "m3", 1, 2, 9, true),    // killed before the phase
-		run("c-busy-001", "m3", 1, 9, 16, false),  // its repeat ends in the phase
-		run("c-busy-002", "m4", 3, 11, 18, false),
+	var starts, ends []check.Execution
+	for _, r := range []struct {
+		q, id          string
+		wpid, pid      int
+		start, end     int
+		killed, logged bool
+	}{
+		{"c-busy-000", "m1", 1, 101, 0, 5, false, true},   // before the phase
+		{"c-busy-000", "m2", 1, 102, 5, 12, false, false}, // SIGKILLed in the phase: no end line
+		{"c-busy-000", "m2", 2, 103, 13, 20, false, true}, // its repeat, on another worker
+		{"c-busy-001", "m3", 1, 104, 0, 2, true, true},    // killed (SIGTERM) before the phase
+		{"c-busy-001", "m3", 1, 105, 2, 9, false, true},   // its repeat, done before the phase too
+		{"c-busy-002", "m4", 3, 106, 11, 18, true, true},  // killed (SIGTERM) in the phase
+		{"c-busy-002", "m4", 3, 107, 18, 24, false, true},
+	} {
+		st, e := run(r.q, r.id, r.wpid, r.pid, r.start, r.end, r.killed)
+		starts = append(starts, st)
+		if r.logged {
+			ends = append(ends, e)
+		}
 	}
-	f := busyRunFigures(es, from)
-	want := busyFigures{Runs: 4, Killed: 1, Repeated: 2, PIDChanges: 1, KeysKilled: 1}
+	f := busyRunFigures(starts, ends, from, 10*time.Second)
+	want := busyFigures{Runs: 4, Killed: 2, Repeated: 2, PIDChanges: 1, KeysKilled: 2}
 	if f != want {
 		t.Errorf("busy figures: want %+v, have %+v", want, f)
 	}

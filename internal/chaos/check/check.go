@@ -34,6 +34,7 @@ func Check(in Input) *Report {
 	c.r.Messages = len(c.byMessage)
 	c.countUnprovoked()
 	c.checkGracefulKills(killed)
+	c.countKillsOutsideFaults(killed) // churn.go
 	c.countZombieStarts()
 	c.checkLost()
 	c.checkDuplicates()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A key of a retiring family that ran and was retired has no offset node
@@ -47,4 +48,35 @@ func TestRetiredKeysNeedNoFinalOffsetButKeepTheirChecks(t *testing.T) {
 	in.Retired = map[string]bool{"c-k00": true}
 	in.Executions[len(in.Executions)-1].Start = at(5020) // c-2 started while c-1 ran
 	wantOnly(t, Check(in), OrderedOverlap, 1)
+}
+
+// A run killed with no fault around it (a planned move's drain timeout) is
+// counted, not excused and not a violation; one killed inside a fault's
+// window is not counted.
+func TestKillsOutsideFaultsAreCounted(t *testing.T) {
+	in := clean()
+	in.Executions = append(in.Executions,
+		Execution{Queue: "u", ID: "m-3", Position: 104, WorkerPID: 10, PID: 4000, Start: at(8000), End: at(13000), Killed: true},
+		Execution{Queue: "u", ID: "m-4", Position: 105, WorkerPID: 11, PID: 4001, Start: at(20000), End: at(21000), Killed: true},
+	)
+	in.Faults = []Fault{{Kind: WorkerKill, Target: "w2", PIDs: []int{11}, Start: at(21000), End: at(21100)}}
+	r := Check(in)
+	if !r.OK() {
+		t.Errorf("want no violation, have %v", r.Violations)
+	}
+	if r.KilledOutsideFaults != 1 || len(r.KilledOutsideFaultExamples) != 1 || !strings.Contains(r.KilledOutsideFaultExamples[0], "u/m-3") {
+		t.Errorf("want the one kill outside a fault (u/m-3) counted, have %d: %v", r.KilledOutsideFaults, r.KilledOutsideFaultExamples)
+	}
+}
+
+func TestStartLinesRoundTrip(t *testing.T) {
+	e := Execution{Queue: "c-busy-001", ID: "b001-000002", Attempt: 1, Position: 1700000000000001, WorkerPID: 41, PID: 4242, Start: time.UnixMicro(at(1500).UnixMicro())}
+	line := FormatStart(e)
+	have, err := ParseStart(strings.TrimSuffix(line, "\n"))
+	if err != nil || have != e {
+		t.Fatalf("start line %q: want %+v back, have %+v (err %v)", line, e, have, err)
+	}
+	if _, err := ParseStart("c-busy-001 b001 1 2 3 4 5"); err == nil {
+		t.Error("a line without the start prefix must be refused")
+	}
 }
