@@ -372,11 +372,7 @@ func (in *injector) redisCutAll(ctx context.Context) (check.Fault, error) {
 	if aerr != nil {
 		return f, aerr
 	}
-	for q, m := range after {
-		if before[q] != m {
-			f.Moved++
-		}
-	}
+	f.Moved = ownerChanges(before, after)
 	f.Note += fmt.Sprintf(", %d of %d queues moved", f.Moved, len(after))
 	for _, p := range in.f.workers {
 		if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
@@ -422,12 +418,26 @@ func (in *injector) settledOwners(ctx context.Context) (map[string]string, error
 		if err != nil {
 			return nil, err
 		}
-		if maps.Equal(cur, prev) {
+		if ownerChanges(prev, cur) == 0 {
 			return cur, nil
 		}
 		prev = cur
 	}
 	return prev, nil
+}
+
+// ownerChanges counts the queues assigned in both before and after whose
+// member differs: a move. A queue only in after (a family key registered)
+// or only in before (one retired) moved nothing (key-churn adds and
+// retires keys all through the run).
+func ownerChanges(before, after map[string]string) int {
+	n := 0
+	for q, m := range after {
+		if b, ok := before[q]; ok && b != m {
+			n++
+		}
+	}
+	return n
 }
 
 // waitHandOver polls the assignment until member owns no queue and returns
