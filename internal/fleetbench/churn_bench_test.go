@@ -3,7 +3,9 @@ package fleetbench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -160,7 +162,6 @@ func runChurn(b *testing.B, sz churnSizes) {
 	sentAt := make([]time.Time, total)
 	var (
 		churnStart time.Time
-		regStart   int
 		histStart  Snapshot
 	)
 	start := time.Now()
@@ -189,7 +190,8 @@ func runChurn(b *testing.B, sz churnSizes) {
 			churnStart = time.Now()
 			poller.startCounting()
 			histStart = mergedLatency(b, ws)
-			if regStart, err = registryCount(conn, root); err != nil {
+			regStart, err := registryCount(conn, root)
+			if err != nil {
 				b.Fatal(err)
 			}
 			b.Logf("churn starts after %s: %d keys sent, %d registered", churnStart.Sub(start).Round(time.Millisecond), sent, regStart)
@@ -209,6 +211,16 @@ func runChurn(b *testing.B, sz churnSizes) {
 	measuredEnd := time.Now()
 	histEnd := mergedLatency(b, ws)
 	regEnd, err := registryCount(conn, root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var retirableKeys []string
+	for i, t := range sentAt {
+		if due := t.Add(sz.RetireAfter); !due.Before(churnStart) && due.Before(measuredEnd) {
+			retirableKeys = append(retirableKeys, churnKey(i))
+		}
+	}
+	rs, err := sampleRetired(ctx, conn, root, store, retirableKeys, 2000)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -246,13 +258,8 @@ func runChurn(b *testing.B, sz churnSizes) {
 	first := histEnd
 	first.Sub(&histStart)
 	phase := measuredEnd.Sub(churnStart).Seconds()
-	retirable := 0
-	for _, t := range sentAt {
-		if due := t.Add(sz.RetireAfter); !due.Before(churnStart) && due.Before(measuredEnd) {
-			retirable++
-		}
-	}
-	retired := regStart + newSent - regEnd
+	retirable := len(retirableKeys)
+	retired := int(rs.retiredShare() * float64(retirable))
 	most, least, ratio := balance(owned)
 
 	b.ReportMetric(float64(sz.Workers), "workers")
@@ -264,10 +271,10 @@ func runChurn(b *testing.B, sz churnSizes) {
 	b.ReportMetric(float64(newSent)/churnEnd.Sub(churnStart).Seconds(), "new-keys/s-sent")
 	b.ReportMetric(float64(retirable)/phase, "retirable/s")
 	b.ReportMetric(float64(retired)/phase, "retired/s")
-	if retirable > 0 {
-		b.ReportMetric(100*float64(retired)/float64(retirable), "retired-%-of-retirable")
-	}
+	b.ReportMetric(100*rs.retiredShare(), "retired-%-of-retirable")
+	b.ReportMetric(100*rs.unregisteredShare(), "never-registered-%-of-retirable")
 	b.ReportMetric(float64(first.Total()), "new-keys-started")
+	b.ReportMetric(100*float64(first.Total())/float64(newSent), "new-keys-started-%")
 	b.ReportMetric(first.Quantile(0.5).Seconds()*1000, "first-start-p50-ms")
 	b.ReportMetric(first.Quantile(0.99).Seconds()*1000, "first-start-p99-ms")
 	b.ReportMetric(first.Quantile(1).Seconds()*1000, "first-start-max-ms")
@@ -286,8 +293,8 @@ func runChurn(b *testing.B, sz churnSizes) {
 	b.ReportMetric(float64(most), "queues-max-member")
 	b.ReportMetric(float64(least), "queues-min-member")
 	b.ReportMetric(ratio, "balance-max/min")
-	b.Logf("churn %s: %d new keys at %d/s, %d retirable and %d retired (%.0f/s); first start p50 %s p99 %s max %s over %d starts",
-		sz.Duration, newSent, sz.Rate, retirable, retired, float64(retired)/phase, first.Quantile(0.5), first.Quantile(0.99), first.Quantile(1), first.Total())
+	b.Logf("churn %s: %d new keys at %d/s, %d retirable, of a sample of %d: %d retired, %d still registered, %d never registered (about %.0f retired a second); first start p50 %s p99 %s max %s over %d starts",
+		sz.Duration, newSent, sz.Rate, retirable, rs.sampled, rs.retired, rs.registered, rs.unregistered, float64(retired)/phase, first.Quantile(0.5), first.Quantile(0.99), first.Quantile(1), first.Total())
 	b.Logf("busy keys: %d runs in the phase, %d killed (%d keys), %d messages started twice, %d owner moves (%d keys), %d worker changes in the task log, %d parked, %d messages not run; %d drain timeouts in the worker logs; queues per member %v",
 		runs.Runs, runs.Killed, runs.KeysKilled, runs.Repeated, moves, movedKeys, runs.PIDChanges, parked, left, drainKills, owned)
 
@@ -315,6 +322,67 @@ func mergedLatency(b *testing.B, ws []*worker) Snapshot {
 		all.Add(&s)
 	}
 	return all
+}
+
+// retiredSample is what became of a sample of the keys that passed their
+// retire_after during the churn.
+type retiredSample struct {
+	sampled, retired, registered, unregistered int
+}
+
+func (r retiredSample) retiredShare() float64 {
+	if r.sampled == 0 {
+		return 0
+	}
+	return float64(r.retired) / float64(r.sampled)
+}
+
+func (r retiredSample) unregisteredShare() float64 {
+	if r.sampled == 0 {
+		return 0
+	}
+	return float64(r.unregistered) / float64(r.sampled)
+}
+
+// sampleRetired looks at up to n of keys, evenly spread: a key with a
+// registry entry (/queues/<bucket>/<key>, docs/zookeeper-layout.md) is
+// registered; one without is retired when its queue log in Redis is empty
+// (the sweep retires only empty queues) and was never registered when its
+// message is still there (the registrar has not reached it).
+func sampleRetired(ctx context.Context, conn *zk.Conn, root string, store *queue.Store, keys []string, n int) (retiredSample, error) {
+	var r retiredSample
+	step := max(1, len(keys)/n)
+	for i := 0; i < len(keys); i += step {
+		q := keys[i]
+		r.sampled++
+		ok, _, err := conn.Exists(queueConfigPath(root, q))
+		if err != nil {
+			return r, fmt.Errorf("registry entry of %s: %w", q, err)
+		}
+		if ok {
+			r.registered++
+			continue
+		}
+		_, err = store.Inspector().LastPosition(ctx, q)
+		switch {
+		case errors.Is(err, drover.ErrNotFound):
+			r.retired++
+		case err != nil:
+			return r, err
+		default:
+			r.unregistered++
+		}
+	}
+	return r, nil
+}
+
+// queueConfigPath is a queue's registry entry: /queues/<bucket>/<queue>,
+// the bucket the name's FNV-1a hash modulo 1024 in three hex digits
+// (docs/zookeeper-layout.md).
+func queueConfigPath(root, q string) string {
+	h := fnv.New32a()
+	h.Write([]byte(q))
+	return fmt.Sprintf("%s/queues/%03x/%s", root, h.Sum32()%1024, q)
 }
 
 // readStarts reads the task program's start lines.
