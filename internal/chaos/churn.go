@@ -37,6 +37,10 @@ const (
 	churnKeys        = 20 // keys cycling all the time
 	churnBurst       = 100
 	churnRetireAfter = 2 * time.Second
+	// churnStuckAfter: a key idle this long without being retired is fed
+	// again (and counted): a queue whose trim failed (Redis away) keeps its
+	// committed messages and is not empty until its next commit trims it.
+	churnStuckAfter = 10 * churnRetireAfter
 )
 
 // churnKey is one key's place in its cycle.
@@ -58,6 +62,7 @@ type churner struct {
 	bursts      int
 	retirements int // seen by the churner (Get: not found after the key ran)
 	returns     int // keys enqueued to again after a retirement
+	stuck       int // keys fed again after churnStuckAfter idle without retiring
 	errs        int
 }
 
@@ -112,13 +117,18 @@ func (c *churner) run(feed context.Context) {
 					c.mu.Unlock()
 				}
 			default:
-				if c.retired(feed, q) {
-					c.mu.Lock()
+				retired := c.retired(feed, q)
+				c.mu.Lock()
+				switch {
+				case retired:
 					c.retirements++
 					c.returns++
 					k.sent, k.idle = false, false
-					c.mu.Unlock()
+				case time.Since(k.idleSince) > churnStuckAfter:
+					c.stuck++
+					k.sent, k.idle = false, false
 				}
+				c.mu.Unlock()
 			}
 		}
 		if len(msgs) > 0 {
@@ -254,5 +264,5 @@ func (c *churner) settle(ctx context.Context, deadline time.Time) (retired map[s
 func (c *churner) stats(retiredAtEnd int) check.ChurnSummary {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return check.ChurnSummary{Keys: len(c.keys), Retirements: c.retirements, Returns: c.returns, Bursts: c.bursts, RetiredAtEnd: retiredAtEnd, LookupErrors: c.errs}
+	return check.ChurnSummary{Keys: len(c.keys), Retirements: c.retirements, Returns: c.returns, Bursts: c.bursts, RetiredAtEnd: retiredAtEnd, Stuck: c.stuck, LookupErrors: c.errs}
 }

@@ -12,7 +12,11 @@ type ChurnSummary struct {
 	Returns      int `json:"returns"`        // keys enqueued to again after a retirement
 	Bursts       int `json:"bursts"`         // bursts of new keys (the kind's injections)
 	RetiredAtEnd int `json:"retired_at_end"` // keys retired when the run ended
-	LookupErrors int `json:"lookup_errors"`  // failed registry reads (retried)
+	// Stuck counts keys idle for ten retire_afters without being retired
+	// (fed again then): a queue whose trim failed keeps its committed
+	// messages until its next commit.
+	Stuck        int `json:"stuck"`
+	LookupErrors int `json:"lookup_errors"` // failed registry reads (retried)
 }
 
 // retiredQueue reports whether q was retired when the run ended: it

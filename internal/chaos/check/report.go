@@ -217,6 +217,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	if kc := r.KeyChurn; kc != nil {
 		fmt.Fprintf(w, "| %s: family keys fed / retirements seen / keys enqueued to again after one / bursts of new keys / retired at the end | %d / %d / %d / %d / %d |\n",
 			KeyChurn, kc.Keys, kc.Retirements, kc.Returns, kc.Bursts, kc.RetiredAtEnd)
+		fmt.Fprintf(w, "| %s: keys idle for ten retire_afters without retiring (fed again) | %d |\n", KeyChurn, kc.Stuck)
 	}
 	fmt.Fprintf(w, "\n| fault | injected | duplicates it excused |\n|---|---|---|\n")
 	for _, k := range Kinds {
