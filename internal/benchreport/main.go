@@ -58,6 +58,9 @@ type section struct {
 	// U-max then shows the windows' spread in the table's last column
 	// ("1 run × 3 windows (min – max)") instead of the runs' alone.
 	Windows string
+	// EnvPrefix: the settings of this run in variables with this prefix
+	// (DROVER_CHURNBENCH_) are shown before the command line.
+	EnvPrefix string
 }
 
 // target is a figure an issue asks for.
@@ -240,6 +243,7 @@ func sections() []section {
 		rateLimits,        // ratelimit.go
 		fairness,          // fairness.go
 		queueFamilies,     // families.go
+		keyChurn,          // churn.go
 		pythonClient,
 	}
 }
@@ -460,6 +464,9 @@ func run(out, only string, count int, peers, merge bool) error {
 		res, cmdline, err := runGoBench(s, count)
 		if err != nil {
 			return err
+		}
+		if env := envWithPrefix(s.EnvPrefix); s.EnvPrefix != "" && env != "" {
+			cmdline = env + " " + cmdline
 		}
 		render(&body, s, res, cmdline)
 		if s.Pkg == "./queue" && strings.Contains(s.Title, "Queue") {

@@ -62,7 +62,7 @@ var fleetRuntime = section{
 func fleetRuntimeSection(count int) string {
 	s := fleetRuntime
 	res, cmdline, err := runGoBench(s, count)
-	if env := fleetbenchEnv(); env != "" {
+	if env := envWithPrefix("DROVER_FLEETBENCH_"); env != "" {
 		cmdline = env + " " + cmdline
 	}
 	var b strings.Builder
@@ -163,12 +163,13 @@ func fleetRuntimeWhy(fig map[string][]float64) string {
 	return b.String()
 }
 
-// fleetbenchEnv is the DROVER_FLEETBENCH_* settings of this run, for the
-// command line shown with the figures.
-func fleetbenchEnv() string {
+// envWithPrefix is the settings of this run in variables whose names start
+// with prefix (DROVER_FLEETBENCH_), for the command line shown with the
+// figures.
+func envWithPrefix(prefix string) string {
 	var kv []string
 	for _, e := range os.Environ() {
-		if strings.HasPrefix(e, "DROVER_FLEETBENCH_") {
+		if strings.HasPrefix(e, prefix) {
 			kv = append(kv, e)
 		}
 	}

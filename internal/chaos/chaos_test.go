@@ -72,6 +72,9 @@ func TestChaosMinute(t *testing.T) {
 	if r.Parks == 0 {
 		t.Errorf("want the park queue parked and resolved at least once, have no park")
 	}
+	if kc := r.KeyChurn; kc == nil || kc.Retirements == 0 || kc.Returns == 0 || kc.Bursts == 0 {
+		t.Errorf("want family keys retired and enqueued to again, and a burst of new keys, during the run; have %+v", kc)
+	}
 	if r.Enqueued == 0 || r.SlotsExpected == 0 || r.Lost != 0 {
 		t.Errorf("want messages enqueued and slots fired, none lost; have %d enqueued, %d slots, %d lost", r.Enqueued, r.SlotsExpected, r.Lost)
 	}

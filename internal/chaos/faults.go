@@ -25,13 +25,14 @@ import (
 // continued or restarted, the link restored, the server back) before the
 // next one starts, after a random pause.
 type injector struct {
-	o    options
-	rng  *rand.Rand
-	c    *cluster
-	f    *fleet
-	prog *progress
-	long []string // the queues of long tasks
-	cuts int      // partitions so far: they alternate reset and blackhole
+	o     options
+	rng   *rand.Rand
+	c     *cluster
+	f     *fleet
+	prog  *progress
+	long  []string // the queues of long tasks
+	cuts  int      // partitions so far: they alternate reset and blackhole
+	churn *churner // the key-churn family's keys (churn.go)
 
 	mu     sync.Mutex
 	faults []check.Fault
@@ -120,6 +121,8 @@ func (in *injector) inject(ctx context.Context, kind check.Kind) (check.Fault, e
 		return in.workerFreeze(ctx, false)
 	case check.HostFreeze:
 		return in.workerFreeze(ctx, true)
+	case check.KeyChurn:
+		return in.keyChurn(ctx)
 	}
 	return check.Fault{}, fmt.Errorf("unknown fault kind %q", kind)
 }
@@ -369,11 +372,7 @@ func (in *injector) redisCutAll(ctx context.Context) (check.Fault, error) {
 	if aerr != nil {
 		return f, aerr
 	}
-	for q, m := range after {
-		if before[q] != m {
-			f.Moved++
-		}
-	}
+	f.Moved = ownerChanges(before, after)
 	f.Note += fmt.Sprintf(", %d of %d queues moved", f.Moved, len(after))
 	for _, p := range in.f.workers {
 		if err := p.waitReady(ctx, readyBound); err != nil && ctx.Err() == nil {
@@ -419,12 +418,26 @@ func (in *injector) settledOwners(ctx context.Context) (map[string]string, error
 		if err != nil {
 			return nil, err
 		}
-		if maps.Equal(cur, prev) {
+		if ownerChanges(prev, cur) == 0 {
 			return cur, nil
 		}
 		prev = cur
 	}
 	return prev, nil
+}
+
+// ownerChanges counts the queues assigned in both before and after whose
+// member differs: a move. A queue only in after (a family key registered)
+// or only in before (one retired) moved nothing (key-churn adds and
+// retires keys all through the run).
+func ownerChanges(before, after map[string]string) int {
+	n := 0
+	for q, m := range after {
+		if b, ok := before[q]; ok && b != m {
+			n++
+		}
+	}
+	return n
 }
 
 // waitHandOver polls the assignment until member owns no queue and returns
@@ -607,4 +620,17 @@ func (in *injector) schedulerLeader(ctx context.Context) string {
 		return ""
 	}
 	return li.Name
+}
+
+// keyChurn: a burst of new keys of the churn family at once, beside the
+// keys that cycle all the time (churn.go); it returns when they have run
+// (at most 30 s). Nothing is stopped or cut: it excuses nothing.
+func (in *injector) keyChurn(ctx context.Context) (check.Fault, error) {
+	if in.churn == nil {
+		return check.Fault{}, fmt.Errorf("%s: the run has no churn family", check.KeyChurn)
+	}
+	f := check.Fault{Kind: check.KeyChurn, Target: "family " + churnFamily, Start: time.Now()}
+	note, err := in.churn.burst(ctx, time.Now().Add(30*time.Second))
+	f.End, f.Note = time.Now(), note
+	return f, err
 }

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -180,6 +181,11 @@ func (o options) command() string {
 
 // loadDescription is the load line of the report.
 func (o options) loadDescription() string {
+	churn := ""
+	if slices.Contains(o.Kinds, check.KeyChurn) {
+		churn = fmt.Sprintf("; key churn: family %s (prefix %s, ordered, retire_after %s), %d keys cycling enqueue → run → idle → retired → enqueue, and a burst of %d new keys at each %s",
+			churnFamily, churnPrefix, churnRetireAfter, churnKeys, churnBurst, check.KeyChurn)
+	}
 	return fmt.Sprintf("up to %d msg/s over %d queues (%d ordered; held back while a queue lags by more than %d), %d schedules every 1s (catch-up all), tasks of up to %s; %d more ordered queues of long tasks (%s–%s, one pending at a time); %d workers, %d scheduler candidates, session timeout %s",
-		o.Rate, o.Queues, o.Ordered, o.MaxLag, o.Schedules, o.TaskSleep, o.LongQueues, o.SessionTimeout, 2*o.SessionTimeout, o.Workers, o.Schedulers, o.SessionTimeout)
+		o.Rate, o.Queues, o.Ordered, o.MaxLag, o.Schedules, o.TaskSleep, o.LongQueues, o.SessionTimeout, 2*o.SessionTimeout, o.Workers, o.Schedulers, o.SessionTimeout) + churn
 }

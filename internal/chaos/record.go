@@ -28,6 +28,10 @@ type record struct {
 	Lives        []life               `json:"processes"`
 	LeaseFires   []check.LeaseFire    `json:"lease_fires"`
 	Parks        []check.Park         `json:"parks"` // parked.go
+	// Retired and KeyChurn: the key-churn family's keys retired after the
+	// drain, and its summary (churn.go).
+	Retired  []string            `json:"retired,omitempty"`
+	KeyChurn *check.ChurnSummary `json:"key_churn,omitempty"`
 }
 
 func (r *record) save(dir string) error {
@@ -65,7 +69,10 @@ func recheck(dir string) (*result, error) {
 	in := check.Input{
 		Ordered: map[string]bool{}, Faults: rec.Faults, Offsets: rec.Offsets, Schedules: rec.Schedules,
 		FinalOffsets: rec.FinalOffsets, DeadLetters: rec.DeadLetters, Pending: rec.Pending, Policy: rec.Policy,
-		LeaseFires: rec.LeaseFires, Parks: rec.Parks,
+		LeaseFires: rec.LeaseFires, Parks: rec.Parks, Retired: map[string]bool{}, KeyChurn: rec.KeyChurn,
+	}
+	for _, q := range rec.Retired {
+		in.Retired[q] = true
 	}
 	for _, q := range rec.Ordered {
 		in.Ordered[q] = true

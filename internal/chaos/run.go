@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/drover-dev/drover/internal/chaos/check"
@@ -57,7 +58,8 @@ type harness struct {
 	mgr     *scheduler.Manager
 	queues  []string
 	ordered map[string]bool
-	parker  *parker // parked.go
+	parker  *parker  // parked.go
+	churn   *churner // churn.go; nil when the run has no key-churn
 
 	// Filled by the phase and the drain.
 	gen      *loadGen
@@ -67,6 +69,7 @@ type harness struct {
 	achieved float64 // load messages confirmed per second
 	scheds   []check.Schedule
 	final    map[string]int64
+	retired  map[string]bool // churn keys retired after the drain
 }
 
 func runIn(ctx context.Context, o options, dir string, prog *progress) (*result, error) {
@@ -133,6 +136,11 @@ func (h *harness) setup(ctx context.Context) error {
 	if err := h.setupParking(ctx, sess.Queues().Create, taskArgv); err != nil { // parked.go
 		return err
 	}
+	if slices.Contains(h.o.Kinds, check.KeyChurn) {
+		if err := h.setupChurn(ctx, sess.Families().Create, taskArgv); err != nil { // churn.go
+			return err
+		}
+	}
 	h.mgr = scheduler.NewManager(h.c.store.Schedules())
 	for i := 0; i < h.o.Schedules; i++ {
 		if err := h.mgr.Add(ctx, scheduleDefinition(i, h.queues[i%h.o.Queues])); err != nil {
@@ -191,7 +199,10 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 		rng: rand.New(rand.NewPCG(h.rng.Uint64(), h.rng.Uint64())), out: enqLog,
 		ran: fl.loadRan, maxLag: h.o.MaxLag}
 	h.sampler = &offsetSampler{zk: h.c.zk, queues: h.checkedQueues(), every: 500 * time.Millisecond}
-	h.inj = &injector{o: h.o, rng: h.rng, c: h.c, f: h.f, prog: h.prog, long: h.queues[h.o.Queues:]}
+	if slices.Contains(h.o.Kinds, check.KeyChurn) {
+		h.churn = newChurner(h.gen, h.c.zk)
+	}
+	h.inj = &injector{o: h.o, rng: h.rng, c: h.c, f: h.f, prog: h.prog, long: h.queues[h.o.Queues:], churn: h.churn}
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
@@ -207,6 +218,13 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 	parkCtx, stopParking := context.WithCancel(context.Background())
 	defer stopParking()
 	go h.parker.run(loadCtx, parkCtx) // resolves parks through the drain
+	churnDone := make(chan struct{})
+	go func() {
+		defer close(churnDone)
+		if h.churn != nil {
+			h.churn.run(loadCtx)
+		}
+	}()
 
 	phaseStart := time.Now()
 	h.prog.printf("load and faults for %s: %s", h.o.Duration, h.o.loadDescription())
@@ -225,6 +243,7 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 	stopLoad()
 	bound := time.AfterFunc(30*time.Second, stopHard)
 	<-loadDone
+	<-churnDone
 	bound.Stop()
 	for _, p := range h.f.schedulers {
 		p.kill()
@@ -243,7 +262,16 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 		len(enq), h.achieved, retries, time.Duration(throttled)*loadTick, len(h.scheds))
 	missing := fl.waitAll(ctx, enq, h.scheds, drainStart.Add(h.o.DrainBound))
 	h.prog.printf("drain: %d expected executions missing after %s", missing, time.Since(drainStart).Round(time.Millisecond))
-	h.final = waitOffsets(ctx, h.c, h.checkedQueues(), fl, enq, drainStart.Add(h.o.DrainBound).Add(15*time.Second))
+	offsetQueues := h.checkedQueues()
+	if h.churn != nil {
+		// A churn key retires once empty: those retired have no offset
+		// node any more; those still registered are checked as any queue.
+		var registered []string
+		h.retired, registered = h.churn.settle(ctx, time.Now().Add(30*time.Second))
+		h.prog.printf("drain: %d family keys retired, %d still registered", len(h.retired), len(registered))
+		offsetQueues = append(offsetQueues, registered...)
+	}
+	h.final = waitOffsets(ctx, h.c, offsetQueues, fl, enq, drainStart.Add(h.o.DrainBound).Add(15*time.Second))
 	stopSampling()
 	stopParking()
 	<-sampleDone
@@ -256,7 +284,14 @@ func (h *harness) save(ctx context.Context) error {
 	for _, p := range h.f.workers {
 		p.terminate(10 * time.Second)
 	}
-	dead, err := deadLetters(ctx, h.c, h.checkedQueues())
+	deadQueues := h.checkedQueues()
+	if h.churn != nil {
+		deadQueues = append(deadQueues, h.churn.names()...)
+		for _, q := range h.churn.names() {
+			h.ordered[q] = true // the family is ordered
+		}
+	}
+	dead, err := deadLetters(ctx, h.c, deadQueues)
 	if err != nil {
 		return fmt.Errorf("read dead letters: %w", err)
 	}
@@ -288,6 +323,14 @@ func (h *harness) save(ctx context.Context) error {
 		Lives:        lives,
 		LeaseFires:   fires,
 		Parks:        h.parker.parks(),
+	}
+	if h.churn != nil {
+		for q := range h.retired {
+			rec.Retired = append(rec.Retired, q)
+		}
+		slices.Sort(rec.Retired)
+		st := h.churn.stats(len(h.retired))
+		rec.KeyChurn = &st
 	}
 	return rec.save(h.dir)
 }

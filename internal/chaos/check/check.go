@@ -30,9 +30,11 @@ func Check(in Input) *Report {
 		c.byMessage[k] = append(c.byMessage[k], e)
 	}
 	c.r.Executions = len(in.Executions) - len(killed)
+	c.r.KeyChurn = in.KeyChurn
 	c.r.Messages = len(c.byMessage)
 	c.countUnprovoked()
 	c.checkGracefulKills(killed)
+	c.countKillsOutsideFaults(killed) // churn.go
 	c.countZombieStarts()
 	c.checkLost()
 	c.checkDuplicates()
@@ -568,6 +570,9 @@ func (c *checker) checkOffsets() {
 	}
 	sort.Strings(qs)
 	for _, q := range qs {
+		if c.retiredQueue(q) {
+			continue
+		}
 		if off := c.in.FinalOffsets[q]; off < last[q] {
 			c.r.QueuesBehind++
 			c.r.violate(OffsetBehind, "queue %s: committed offset %d after the drain, last message at %d", q, off, last[q])

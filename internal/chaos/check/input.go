@@ -87,6 +87,11 @@ type Input struct {
 	Policy     Policy
 	// Parks are the parks of ordered queues at a failed head (parked.go).
 	Parks []Park
+	// Retired are the keys of a retiring family found retired after the
+	// drain (churn.go): no final offset is expected of them.
+	Retired map[string]bool
+	// KeyChurn summarises the family's keys (nil when the run had none).
+	KeyChurn *ChurnSummary
 }
 
 // LeaseFire is one firing of a worker's task lease.

@@ -33,6 +33,12 @@ const (
 	// its lease supervisor (a stall of its whole machine), all continued
 	// at once.
 	HostFreeze Kind = "host-freeze"
+	// KeyChurn: the keys of a queue family with retire_after are
+	// registered, run, retired and registered again all through the run
+	// (internal/chaos/churn.go); each injection adds a burst of new keys.
+	// It excuses nothing: a retirement or a new key must not lose, repeat
+	// or overlap any message, of its own keys or of the others.
+	KeyChurn Kind = "key-churn"
 
 	// SessionLost is not injected: a worker reported its ZooKeeper session
 	// lost (in its log). Most follow an injected fault; one that does not
@@ -43,7 +49,7 @@ const (
 )
 
 // Kinds lists every fault kind in report order.
-var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill, WorkerFreeze, HostFreeze, RedisCut, RedisCutAll}
+var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill, WorkerFreeze, HostFreeze, RedisCut, RedisCutAll, KeyChurn}
 
 // Freezes are the kinds that stop a worker process; the report gives the
 // delay from each one's start to its worker's task lease firing.
@@ -84,6 +90,7 @@ var Effects = map[Kind]Effect{
 	RedisRestart:   {},
 	RollingRestart: {},
 	SchedulerKill:  {},
+	KeyChurn:       {},
 	SessionLost:    {Excuses: true, After: 0},
 }
 

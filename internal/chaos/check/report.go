@@ -123,6 +123,13 @@ type Report struct {
 	// Policy.CommitWindow the run came.
 	MaxCommitLag time.Duration `json:"max_commit_lag"`
 
+	// KilledOutsideFaults counts runs killed with no fault to explain
+	// them (planned moves whose drain timeout ran out: churn.go).
+	KilledOutsideFaults        int      `json:"killed_outside_faults"`
+	KilledOutsideFaultExamples []string `json:"killed_outside_fault_examples,omitempty"`
+	// KeyChurn is the family's keys' summary, when the run had them.
+	KeyChurn *ChurnSummary `json:"key_churn,omitempty"`
+
 	// Violations lists up to maxDetails examples per invariant;
 	// ViolationCounts has the exact numbers.
 	Violations      []Violation       `json:"violations"`
@@ -206,6 +213,12 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| longest finish-to-fault gap among excused duplicates | %s |\n", r.MaxCommitLag.Round(time.Millisecond))
 	fmt.Fprintf(w, "| %s: the cut worker's queues moved to the others after (min / max) / cuts where they had not moved by the end | %s |\n", RedisCut, r.handOvers())
 	fmt.Fprintf(w, "| %s: queues whose owner changed while no worker reached Redis | %d |\n", RedisCutAll, r.MovedWithoutRedis)
+	fmt.Fprintf(w, "| tasks killed outside any fault (a planned move's drain timeout ran out; measured, not yet an invariant) | %d |\n", r.KilledOutsideFaults)
+	if kc := r.KeyChurn; kc != nil {
+		fmt.Fprintf(w, "| %s: family keys fed / retirements seen / keys enqueued to again after one / bursts of new keys / retired at the end | %d / %d / %d / %d / %d |\n",
+			KeyChurn, kc.Keys, kc.Retirements, kc.Returns, kc.Bursts, kc.RetiredAtEnd)
+		fmt.Fprintf(w, "| %s: keys idle for ten retire_afters without retiring (fed again) | %d |\n", KeyChurn, kc.Stuck)
+	}
 	fmt.Fprintf(w, "\n| fault | injected | duplicates it excused |\n|---|---|---|\n")
 	for _, k := range Kinds {
 		fmt.Fprintf(w, "| %s | %d | %d |\n", k, r.Faults[k], r.DuplicatesAt[k])
@@ -226,6 +239,12 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 		fmt.Fprintf(w, "\nTasks started by resumed zombies (up to %d):\n\n", maxDetails)
 		for _, z := range r.ZombieStartExamples {
 			fmt.Fprintf(w, "- %s\n", z)
+		}
+	}
+	if len(r.KilledOutsideFaultExamples) > 0 {
+		fmt.Fprintf(w, "\nTasks killed outside any fault (up to %d):\n\n", maxDetails)
+		for _, k := range r.KilledOutsideFaultExamples {
+			fmt.Fprintf(w, "- %s\n", k)
 		}
 	}
 	if !r.OK() {

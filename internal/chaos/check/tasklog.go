@@ -31,6 +31,29 @@ func FormatExecution(e Execution) string {
 		e.WorkerPID, e.PID, e.Start.UnixMicro(), e.End.UnixMicro(), killed)
 }
 
+// FormatStart returns the start line of e (Queue, ID, Attempt, Position,
+// WorkerPID, PID, Start), newline included: "start queue id attempt
+// position worker-pid pid start-µs". The task program writes it when it is
+// given a start log (the churn benchmark).
+func FormatStart(e Execution) string {
+	return fmt.Sprintf("start %s %s %d %d %d %d %d\n", e.Queue, e.ID, e.Attempt, e.Position, e.WorkerPID, e.PID, e.Start.UnixMicro())
+}
+
+// ParseStart reads one start line (without its newline); End is zero.
+func ParseStart(line string) (Execution, error) {
+	rest, ok := strings.CutPrefix(line, "start ")
+	if !ok {
+		return Execution{}, fmt.Errorf("start line %q: want it to begin with \"start \"", line)
+	}
+	// The same fields as an execution line without the end.
+	e, err := ParseExecution(rest + " 0")
+	if err != nil {
+		return Execution{}, fmt.Errorf("start line %q: %w", line, err)
+	}
+	e.End = time.Time{}
+	return e, nil
+}
+
 // ParseExecution reads one task log line (without its newline).
 func ParseExecution(line string) (Execution, error) {
 	fs := strings.Fields(line)

@@ -1,7 +1,11 @@
 // Command task is the chaos run's task program (internal/chaos builds it
 // into the run directory and routes every queue to it):
 //
-//	task LOG
+//	task LOG [STARTS]
+//
+// With STARTS (the churn benchmark, internal/fleetbench), it first appends
+// its start line (check.FormatStart) to STARTS the same way, so that a run
+// killed by SIGKILL, which logs no execution line, is still seen.
 //
 // It reads its envelope from stdin, sleeps args.sleep_ms, and appends its
 // execution line — queue, id, attempt, position, worker pid (its parent),
@@ -43,8 +47,8 @@ func main() { os.Exit(run(os.Args[1:])) }
 // limits, so no trampoline re-exec): its parent is the worker process.
 func run(args []string) int {
 	start := time.Now()
-	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: task LOG")
+	if len(args) != 1 && len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: task LOG [STARTS]")
 		return 2
 	}
 	var env struct {
@@ -52,6 +56,16 @@ func run(args []string) int {
 	}
 	// A message without args (or unreadable ones) sleeps 0.
 	_ = json.NewDecoder(os.Stdin).Decode(&env)
+	attempt, _ := strconv.Atoi(os.Getenv("DROVER_ATTEMPT"))
+	pos, _ := strconv.ParseInt(os.Getenv("DROVER_POSITION"), 10, 64)
+	if len(args) == 2 {
+		line := check.FormatStart(check.Execution{Queue: os.Getenv("DROVER_QUEUE"), ID: os.Getenv("DROVER_MESSAGE_ID"),
+			Attempt: attempt, Position: pos, WorkerPID: os.Getppid(), PID: os.Getpid(), Start: start})
+		if err := appendLine(args[1], line); err != nil {
+			fmt.Fprintln(os.Stderr, "append to start log:", err)
+			return 1
+		}
+	}
 	if env.Args.Fail {
 		return 1
 	}
@@ -66,8 +80,6 @@ func run(args []string) int {
 		}
 		signal.Reset(syscall.SIGTERM)
 	}
-	attempt, _ := strconv.Atoi(os.Getenv("DROVER_ATTEMPT"))
-	pos, _ := strconv.ParseInt(os.Getenv("DROVER_POSITION"), 10, 64)
 	line := check.FormatExecution(check.Execution{
 		Queue: os.Getenv("DROVER_QUEUE"), ID: os.Getenv("DROVER_MESSAGE_ID"), Attempt: attempt, Position: pos,
 		WorkerPID: os.Getppid(), PID: os.Getpid(), Start: start, End: time.Now(), Killed: killed,
@@ -75,19 +87,23 @@ func run(args []string) int {
 	if killed {
 		defer func() { syscall.Kill(os.Getpid(), syscall.SIGTERM); time.Sleep(time.Second) }()
 	}
-	f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "open task log:", err)
-		return 1
-	}
-	if _, err := f.Write([]byte(line)); err != nil {
+	if err := appendLine(args[0], line); err != nil {
 		fmt.Fprintln(os.Stderr, "append to task log:", err)
-		f.Close()
-		return 1
-	}
-	if err := f.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "close task log:", err)
 		return 1
 	}
 	return 0
+}
+
+// appendLine appends line to path with one write(2) on an O_APPEND
+// descriptor.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write([]byte(line)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
