@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
@@ -183,6 +184,13 @@ type MemberSession interface {
 	// fresh round trip.
 	State() coordinator.SessionState
 	Confirm(ctx context.Context) error
+	// LastHeard and SessionTimeout: the task lease's renewal rule
+	// (Contact, MayRenewLease).
+	LastHeard() time.Time
+	SessionTimeout() time.Duration
+	// SetPause writes one pause flag (an ordered queue parking itself at
+	// a failed head).
+	SetPause(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error
 	// SessionID names the session in logs.
 	SessionID() int64
 	// Close ends the session (its ephemeral nodes go with it).
