@@ -243,11 +243,13 @@ type fakeWorker struct {
 	pause     worker.PauseState
 }
 
-func (w *fakeWorker) Stop(ctx context.Context, q string, kind drover.StopKind) error {
-	if w.fakeRunner.runs(q) { // not the cut of a planned stop
-		w.log.add("stop %s", q)
+func (w *fakeWorker) StopQueues(ctx context.Context, qs []string, kind drover.StopKind, stopped func(string, error)) {
+	for _, q := range qs {
+		if w.fakeRunner.runs(q) { // not the cut of a planned stop
+			w.log.add("stop %s", q)
+		}
 	}
-	return w.fakeRunner.Stop(ctx, q, kind)
+	w.fakeRunner.StopQueues(ctx, qs, kind, stopped)
 }
 func (w *fakeWorker) SetPause(p worker.PauseState) { w.mu.Lock(); w.pause = p; w.mu.Unlock() }
 func (w *fakeWorker) SetSuspended(b bool) {
