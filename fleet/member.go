@@ -267,6 +267,9 @@ func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading f
 		if rc.Logger == nil {
 			rc.Logger = m.log.Named("families")
 		}
+		if rc.Clock == nil {
+			rc.Clock = m.cfg.Clock
+		}
 		if registrar, err = NewRegistrar(rc); err != nil {
 			return err
 		}
