@@ -70,7 +70,14 @@ func (r *fleetRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
 	return nil
 }
 
-func (r *fleetRunner) Stop(ctx context.Context, q string, _ drover.StopKind) error {
+// StopQueues stops each queue in turn: an idle runner's stops do not wait.
+func (r *fleetRunner) StopQueues(ctx context.Context, qs []string, _ drover.StopKind, stopped func(string, error)) {
+	for _, q := range qs {
+		stopped(q, r.stop(ctx, q))
+	}
+}
+
+func (r *fleetRunner) stop(ctx context.Context, q string) error {
 	r.mu.Lock()
 	c := r.claims[q]
 	delete(r.claims, q)
@@ -82,11 +89,13 @@ func (r *fleetRunner) Stop(ctx context.Context, q string, _ drover.StopKind) err
 	return c.Release(ctx, c.Offset())
 }
 
-func (r *fleetRunner) Abort(q string) {
-	r.mu.Lock()
-	delete(r.claims, q)
-	r.mu.Unlock()
-	r.log.end(r.member, q)
+func (r *fleetRunner) Abort(qs ...string) {
+	for _, q := range qs {
+		r.mu.Lock()
+		delete(r.claims, q)
+		r.mu.Unlock()
+		r.log.end(r.member, q)
+	}
 }
 
 func (r *fleetRunner) Configure(drover.QueueConfig) error { return nil }

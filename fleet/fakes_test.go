@@ -301,6 +301,11 @@ type fakeRunner struct {
 	// Starts made while that claim still held (two loops of one queue).
 	last     map[string]drover.Claim
 	overlaps int
+	// abortGate, when set, makes Abort wait for it to close after telling
+	// its queues (the aborted loops' tasks dying); abortsBegun counts the
+	// queues Abort has told.
+	abortGate   chan struct{}
+	abortsBegun int
 }
 
 func newFakeRunner() *fakeRunner {
@@ -329,16 +334,37 @@ func (r *fakeRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
 	return nil
 }
 
+// StopQueues stops every queue first (stopBegin), then waits for each in
+// turn (its drain), as the worker does.
+func (r *fakeRunner) StopQueues(ctx context.Context, qs []string, kind drover.StopKind, stopped func(string, error)) {
+	waits := make([]func() error, len(qs))
+	for i, q := range qs {
+		waits[i] = r.stopBegin(ctx, q, kind)
+	}
+	for i, q := range qs {
+		stopped(q, waits[i]())
+	}
+}
+
+// Stop is StopQueues of one queue.
 func (r *fakeRunner) Stop(ctx context.Context, q string, kind drover.StopKind) error {
+	var err error
+	r.StopQueues(ctx, []string{q}, kind, func(_ string, e error) { err = e })
+	return err
+}
+
+// stopBegin stops q from starting tasks and returns the wait for its
+// drain and release.
+func (r *fakeRunner) stopBegin(ctx context.Context, q string, kind drover.StopKind) (wait func() error) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.kinds[q] = append(r.kinds[q], kind)
 	if kind == drover.StopLeave && r.running[q] == nil {
 		if cut := r.handing[q]; cut != nil {
 			delete(r.handing, q)
 			close(cut)
 		}
-		r.mu.Unlock()
-		return nil // the worker's Stop of a queue it no longer runs
+		return func() error { return nil } // the worker's Stop of a queue it no longer runs
 	}
 	c := r.running[q]
 	delete(r.running, q)
@@ -349,39 +375,50 @@ func (r *fakeRunner) Stop(ctx context.Context, q string, kind drover.StopKind) e
 		cut = make(chan struct{})
 		r.handing[q] = cut
 	}
-	r.mu.Unlock()
-	if drain != nil {
-		select {
-		case <-drain:
-		case <-cut:
-			r.mu.Lock()
-			r.handoversCut[q]++
-			r.mu.Unlock()
-		case <-ctx.Done():
-			r.mu.Lock()
-			r.drainsCut[q]++
-			r.mu.Unlock()
-			return ctx.Err()
+	return func() error {
+		if drain != nil {
+			select {
+			case <-drain:
+			case <-cut:
+				r.mu.Lock()
+				r.handoversCut[q]++
+				r.mu.Unlock()
+			case <-ctx.Done():
+				r.mu.Lock()
+				r.drainsCut[q]++
+				r.mu.Unlock()
+				return ctx.Err()
+			}
 		}
+		r.mu.Lock()
+		if r.handing[q] == cut {
+			delete(r.handing, q)
+		}
+		r.mu.Unlock()
+		if c == nil {
+			return nil
+		}
+		return c.Release(ctx, c.Offset())
 	}
-	r.mu.Lock()
-	if r.handing[q] == cut {
-		delete(r.handing, q)
-	}
-	r.mu.Unlock()
-	if c == nil {
-		return nil
-	}
-	return c.Release(ctx, c.Offset())
 }
 
-func (r *fakeRunner) Abort(q string) {
+// Abort drops every queue of qs; with abortGate set it then waits for the
+// gate, as the worker waits for the aborted loops (abortsBegun counts the
+// queues told).
+func (r *fakeRunner) Abort(qs ...string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.running[q] != nil {
-		r.aborts[q]++
+	for _, q := range qs {
+		if r.running[q] != nil {
+			r.aborts[q]++
+		}
+		delete(r.running, q)
+		r.abortsBegun++
 	}
-	delete(r.running, q)
+	gate := r.abortGate
+	r.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 }
 
 func (r *fakeRunner) Configure(qc drover.QueueConfig) error {
@@ -421,6 +458,17 @@ func (r *fakeRunner) owned() []string {
 	}
 	sort.Strings(qs)
 	return qs
+}
+
+// totalStops returns the number of Stops of running queues, all queues.
+func (r *fakeRunner) totalStops() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.stops {
+		n += c
+	}
+	return n
 }
 
 // stopKinds returns the kinds of q's Stop calls so far.

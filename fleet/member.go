@@ -82,6 +82,11 @@ type MemberConfig struct {
 	Registrar RegistrarConfig
 	// Scheduler, if set, runs a scheduler candidate on every session.
 	Scheduler SchedulerFunc
+	// Current, if set, is where the member puts each session it serves
+	// (and nil between them), for the worker's Confirm, Renew and Pauser:
+	// built before the worker and the member, given to both. Default: a
+	// Current of the member's own.
+	Current *Current
 	// ReconnectMin and ReconnectMax bound the backoff between failed
 	// connection attempts. Defaults 500ms and 10s.
 	ReconnectMin, ReconnectMax time.Duration
@@ -98,7 +103,7 @@ type Member struct {
 	cfg MemberConfig
 	log hclog.Logger
 
-	session    atomic.Pointer[liveSession]
+	cur        *Current
 	memberPath atomic.Pointer[string]
 	generation atomic.Int64
 	leading    atomic.Bool
@@ -126,7 +131,10 @@ func NewMember(cfg MemberConfig) (*Member, error) {
 	cfg.Logger = cmp.Or(cfg.Logger, hclog.NewNullLogger())
 	cfg.Metrics = cmp.Or(cfg.Metrics, metrics.Discard)
 	cfg.Member.Name = cfg.Name
-	return &Member{cfg: cfg, log: cfg.Logger}, nil
+	if cfg.Current == nil {
+		cfg.Current = &Current{}
+	}
+	return &Member{cfg: cfg, log: cfg.Logger, cur: cfg.Current}, nil
 }
 
 // Run keeps the member in the fleet until ctx ends: it connects (with
@@ -162,9 +170,9 @@ func (m *Member) Run(ctx context.Context) error {
 		}
 		backoff = m.cfg.ReconnectMin
 		m.cfg.Metrics.AddSample(metrics.ZKConnect, float32(time.Since(start).Seconds()*1000))
-		m.session.Store(&liveSession{s})
+		m.cur.set(s)
 		err = m.serve(ctx, s)
-		m.session.Store(nil)
+		m.cur.set(nil)
 		m.memberPath.Store(nil)
 		s.Close()
 		if ctx.Err() != nil {
@@ -259,6 +267,9 @@ func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading f
 		if rc.Logger == nil {
 			rc.Logger = m.log.Named("families")
 		}
+		if rc.Clock == nil {
+			rc.Clock = m.cfg.Clock
+		}
 		if registrar, err = NewRegistrar(rc); err != nil {
 			return err
 		}
@@ -325,20 +336,13 @@ func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading f
 	}
 }
 
-// liveSession holds the current session for atomic loads.
-type liveSession struct{ MemberSession }
-
 // current returns the current session, or nil between sessions.
-func (m *Member) current() MemberSession {
-	if l := m.session.Load(); l != nil {
-		return l.MemberSession
-	}
-	return nil
-}
+func (m *Member) current() MemberSession { return m.cur.session() }
 
 // Session returns the current ZooKeeper session, or nil between sessions
-// (and with a Connect that is not ZooKeeper's): the process wiring reaches
-// the coordinator through it (lease renewal, parking, cluster gauges).
+// (and with a Connect that is not ZooKeeper's): the cluster gauges read
+// through it. What the worker needs of the session goes through Current,
+// which works on any Connect.
 func (m *Member) Session() *coordinator.Session {
 	if z, ok := m.current().(ZooKeeper); ok {
 		return z.Session
@@ -348,16 +352,6 @@ func (m *Member) Session() *coordinator.Session {
 
 // Leading reports whether this member leads the rebalance now.
 func (m *Member) Leading() bool { return m.leading.Load() }
-
-// Confirm proves the current session alive with a fresh round trip (the
-// worker's freeze guard).
-func (m *Member) Confirm(ctx context.Context) error {
-	s := m.current()
-	if s == nil {
-		return errors.New("no ZooKeeper session")
-	}
-	return s.Confirm(ctx)
-}
 
 // Ready returns nil when the member has a connected session and, for a
 // fleet member, a member node.

@@ -51,6 +51,37 @@ type fakeMemberSession struct {
 	memMu  sync.Mutex
 	joined []*fakeMembership
 	closed bool
+	heard  time.Time // LastHeard: set by the test (hear)
+	paused []string  // SetPause calls: "scope/name"
+}
+
+// fakeSessionTimeout is every fakeMemberSession's SessionTimeout.
+const fakeSessionTimeout = 10 * time.Second
+
+func (s *fakeMemberSession) LastHeard() time.Time {
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	return s.heard
+}
+func (s *fakeMemberSession) SessionTimeout() time.Duration { return fakeSessionTimeout }
+
+// hear makes at the session's LastHeard.
+func (s *fakeMemberSession) hear(at time.Time) { s.memMu.Lock(); s.heard = at; s.memMu.Unlock() }
+
+func (s *fakeMemberSession) SetPause(_ context.Context, scope drover.PauseScope, name string, _ drover.Pause) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	s.paused = append(s.paused, fmt.Sprintf("%s/%s", scope, name))
+	return nil
+}
+
+func (s *fakeMemberSession) pauseWrites() []string {
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	return slices.Clone(s.paused)
 }
 
 var _ MemberSession = (*fakeMemberSession)(nil)
@@ -212,11 +243,13 @@ type fakeWorker struct {
 	pause     worker.PauseState
 }
 
-func (w *fakeWorker) Stop(ctx context.Context, q string, kind drover.StopKind) error {
-	if w.fakeRunner.runs(q) { // not the cut of a planned stop
-		w.log.add("stop %s", q)
+func (w *fakeWorker) StopQueues(ctx context.Context, qs []string, kind drover.StopKind, stopped func(string, error)) {
+	for _, q := range qs {
+		if w.fakeRunner.runs(q) { // not the cut of a planned stop
+			w.log.add("stop %s", q)
+		}
 	}
-	return w.fakeRunner.Stop(ctx, q, kind)
+	w.fakeRunner.StopQueues(ctx, qs, kind, stopped)
 }
 func (w *fakeWorker) SetPause(p worker.PauseState) { w.mu.Lock(); w.pause = p; w.mu.Unlock() }
 func (w *fakeWorker) SetSuspended(b bool) {
@@ -251,6 +284,7 @@ type memberRun struct {
 	m      *Member
 	c      *fakeConnector
 	w      *fakeWorker
+	cur    *Current
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -258,8 +292,9 @@ type memberRun struct {
 func startMember(t *testing.T, c *fakeConnector) *memberRun {
 	t.Helper()
 	w := &fakeWorker{fakeRunner: newFakeRunner(), log: c.log}
+	cur := &Current{} // built first, as the process does: the worker's view of the session
 	m, err := NewMember(MemberConfig{
-		Name: "m1", Member: drover.Member{Capacity: 4}, Worker: w, Connect: c.connect,
+		Name: "m1", Member: drover.Member{Capacity: 4}, Worker: w, Connect: c.connect, Current: cur,
 		Settle: time.Millisecond, ReconnectMin: time.Millisecond, ReconnectMax: 2 * time.Millisecond,
 		Logger: testkit.Logger(t, hclog.Warn),
 	})
@@ -267,7 +302,7 @@ func startMember(t *testing.T, c *fakeConnector) *memberRun {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	mr := &memberRun{m: m, c: c, w: w, cancel: cancel, done: make(chan error, 1)}
+	mr := &memberRun{m: m, c: c, w: w, cur: cur, cancel: cancel, done: make(chan error, 1)}
 	go func() { mr.done <- m.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-mr.done })
 	return mr

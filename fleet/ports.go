@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
@@ -87,18 +88,21 @@ type Runner interface {
 	// reconciler's one goroutine calls it; worker.Worker routes the
 	// queue's wake-ups in the background).
 	Start(cfg drover.QueueConfig, claim drover.Claim) error
-	// Stop gives a queue up gracefully: no task starts, the running ones
-	// end, then claim.Release. It blocks until the claim is released (or
-	// the release failed). kind bounds the wait: drover.StopLeave drains up
-	// to the drain timeout from the call, then kills; drover.StopPlanned
-	// waits for each running task's own timeout and kills nothing. A
-	// StopLeave of a queue whose planned stop is in progress cuts that wait
-	// to the drain timeout from its own call. Cancelling ctx kills the
-	// tasks at once (the session is lost).
-	Stop(ctx context.Context, queue string, kind drover.StopKind) error
-	// Abort drops a queue at once without writing anything for it (the
-	// session is lost). It blocks until its tasks are gone.
-	Abort(queue string)
+	// StopQueues gives queues up gracefully, all at once: none starts a
+	// task from this call, the running ones end, then each claim is
+	// released. It blocks until every queue is released (or its release
+	// failed), calling stopped with each queue and its release's error on
+	// the way, on the caller's goroutine. kind bounds the wait:
+	// drover.StopLeave drains up to the drain timeout from the call, then
+	// kills; drover.StopPlanned waits for each running task's own timeout
+	// and kills nothing. A StopLeave of a queue whose planned stop is in
+	// progress cuts that wait to the drain timeout from its own call.
+	// Cancelling ctx kills the tasks at once (the session is lost).
+	StopQueues(ctx context.Context, queues []string, kind drover.StopKind, stopped func(queue string, err error))
+	// Abort drops queues at once without writing anything for them (the
+	// session is lost): every one is told first, then all are awaited. It
+	// blocks until their tasks are gone.
+	Abort(queues ...string)
 	// Configure hands a running queue its new configuration.
 	Configure(cfg drover.QueueConfig) error
 }
@@ -183,6 +187,13 @@ type MemberSession interface {
 	// fresh round trip.
 	State() coordinator.SessionState
 	Confirm(ctx context.Context) error
+	// LastHeard and SessionTimeout: the task lease's renewal rule
+	// (Contact, MayRenewLease).
+	LastHeard() time.Time
+	SessionTimeout() time.Duration
+	// SetPause writes one pause flag (an ordered queue parking itself at
+	// a failed head).
+	SetPause(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error
 	// SessionID names the session in logs.
 	SessionID() int64
 	// Close ends the session (its ephemeral nodes go with it).

@@ -110,6 +110,7 @@ type reconciler struct {
 	claiming map[string]context.CancelFunc // claim goroutines
 	stopping map[string]chan struct{}      // closed when the stop is done
 	handing  map[string]bool               // stopping for a planned move, not cut (cutHandovers)
+	stops    []handBackItem                // stopped since the last flushStops
 	// The owned queues' configurations are the runner's: the reconciler
 	// keeps a digest of each, as last handed over, to pass on changes only
 	// (a full copy cost ~250 bytes a queue; docs/decisions.md, "Issue 14:
@@ -186,9 +187,7 @@ loop:
 		case ev := <-r.events:
 			r.handle(wctx, ev)
 		case <-r.ended.signal:
-			for c, q := range r.ended.take() {
-				r.lost(wctx, q, c)
-			}
+			r.lost(wctx, r.ended.take())
 		case <-ctx.Done():
 			break loop
 		case <-r.s.Done():
@@ -202,16 +201,21 @@ loop:
 	for _, c := range r.claiming {
 		c()
 	}
-	if !lost {
+	if lost {
+		// Every owned queue at once (DESIGN.md §11, "Session loss"): the
+		// runner tells all of them before it waits for any.
+		qs := make([]string, 0, len(r.owned))
+		for q := range r.owned {
+			qs = append(qs, q)
+		}
+		clear(r.owned)
+		r.cfg.Runner.Abort(qs...)
+	} else {
 		r.cutHandovers() // leaving: the drain timeout from now
-	}
-	for q := range r.owned {
-		if lost {
-			r.cfg.Runner.Abort(q)
-			delete(r.owned, q)
-		} else {
+		for q := range r.owned {
 			r.stop(q, drover.StopLeave)
 		}
+		r.flushStops(drover.StopLeave)
 	}
 	for r.pending > 0 {
 		ev := <-r.events
@@ -257,6 +261,7 @@ func (r *reconciler) apply(ctx context.Context, an coordinator.AssignmentNode) {
 		r.share = nil
 		r.retarget(ctx, target, nil, kind)
 	}
+	r.flushStops(kind)
 	if r.cfg.OnGeneration != nil {
 		r.cfg.OnGeneration(a.Generation)
 	}
@@ -438,8 +443,9 @@ func (r *reconciler) unfollow(q string) {
 	r.cfgWatch.Forget(q)
 }
 
-// stop gives an owned queue up in a goroutine, through the runner, as kind
-// says.
+// stop begins to give an owned queue up: it joins the batch that the next
+// flushStops hands to the runner (one goroutine per batch, not per queue:
+// a rebalance that takes 10,000 queues away costs one).
 func (r *reconciler) stop(q string, kind drover.StopKind) {
 	c := r.owned[q]
 	delete(r.owned, q)
@@ -447,50 +453,118 @@ func (r *reconciler) stop(q string, kind drover.StopKind) {
 	if kind == drover.StopPlanned {
 		r.handing[q] = true
 	}
-	r.handBack(q, c, true, kind)
+	r.stops = append(r.stops, r.newHandBack(q, c))
+}
+
+// flushStops hands the queues stop gathered to the runner, as one batch
+// stopped as kind (every stop of the batch was asked as kind).
+func (r *reconciler) flushStops(kind drover.StopKind) {
+	r.handBack(r.stops, true, kind)
+	r.stops = nil
 }
 
 // cutHandovers cuts every planned stop in progress to the drain timeout
 // from now: the member is leaving or giving its queues up. A cut is a
-// Runner.Stop with drover.StopLeave of the queue (the runner bounds the
-// planned stop's wait by it); it blocks until the queue is released, as
-// the planned stop it cuts does, so it runs in a goroutine beside that
-// stop's, and its release error is that stop's to report.
+// Runner.StopQueues with drover.StopLeave of those queues (the runner
+// bounds the planned stops' wait by it); it blocks until they are
+// released, as the planned stops it cuts do, so it runs in one goroutine
+// beside theirs, and their release errors are those stops' to report.
 func (r *reconciler) cutHandovers() {
-	for q := range r.handing {
-		delete(r.handing, q)
-		r.pending++
-		go func() {
-			r.cfg.Runner.Stop(r.untilLost, q, drover.StopLeave)
-			r.events <- reconcileEvent{queue: q}
-		}()
+	if len(r.handing) == 0 {
+		return
 	}
+	qs := make([]string, 0, len(r.handing))
+	for q := range r.handing {
+		qs = append(qs, q)
+	}
+	clear(r.handing)
+	r.pending += len(qs)
+	go func() {
+		unreported := make(map[string]bool, len(qs))
+		for _, q := range qs {
+			unreported[q] = true
+		}
+		r.cfg.Runner.StopQueues(r.untilLost, qs, drover.StopLeave, func(q string, _ error) {
+			if unreported[q] {
+				delete(unreported, q)
+				r.events <- reconcileEvent{queue: q}
+			}
+		})
+		for q := range unreported {
+			r.events <- reconcileEvent{queue: q}
+		}
+	}()
 }
 
-// handBack gives a claim up in a goroutine: through the runner (drain, then
-// release) when it runs the queue, and in any case makes sure the owner
-// node is gone before reporting the stop. A release that failed while the
-// session lives (a timeout under load, an outcome that stayed unknown) would
-// otherwise leave the owner node behind, and the queue's next owner would
-// wait for it forever. kind is the runner's stop.
-func (r *reconciler) handBack(q string, c Claim, viaRunner bool, kind drover.StopKind) {
+// handBackItem is one queue of a hand-back: its claim (nil: none) and the
+// channel closed when the hand-back is done (stopping).
+type handBackItem struct {
+	queue string
+	claim Claim
+	done  chan struct{}
+}
+
+// newHandBack registers a hand-back of q: a claim of q waits for it, and
+// the run goroutine for its event.
+func (r *reconciler) newHandBack(q string, c Claim) handBackItem {
 	done := make(chan struct{})
 	r.stopping[q] = done
 	r.pending++
+	return handBackItem{queue: q, claim: c, done: done}
+}
+
+// handBack gives claims up in one goroutine for the batch: through the
+// runner (StopQueues: all stop at once, then drain and release) when it
+// runs the queues, and in any case makes sure each owner node is gone
+// before reporting that queue's stop. A release that failed while the
+// session lives (a timeout under load, an outcome that stayed unknown)
+// would otherwise leave the owner node behind, and the queue's next owner
+// would wait for it forever. kind is the runner's stop.
+//
+// The batch reports its queues in the order the runner awaits them: a
+// queue's report (and so this member's claim of it again, and the retry of
+// a failed release) can wait for a slower queue before it in the batch.
+// Its release does not: each queue's loop releases its own claim.
+func (r *reconciler) handBack(items []handBackItem, viaRunner bool, kind drover.StopKind) {
+	if len(items) == 0 {
+		return
+	}
 	go func() {
 		// Not ctx: a graceful leave still drains. A lost session cuts the
-		// drain (Runner.Stop aborts the tasks when its ctx ends).
+		// drain (the runner aborts the tasks when its ctx ends).
 		ctx := r.untilLost
-		if viaRunner {
-			if err := r.cfg.Runner.Stop(ctx, q, kind); err != nil {
+		finish := func(it handBackItem) {
+			if it.claim != nil {
+				r.ensureReleased(ctx, it.queue, it.claim)
+			}
+			close(it.done)
+			r.events <- reconcileEvent{queue: it.queue, stopped: true}
+		}
+		if !viaRunner {
+			for _, it := range items {
+				finish(it)
+			}
+			return
+		}
+		byName := make(map[string]handBackItem, len(items))
+		names := make([]string, len(items))
+		for i, it := range items {
+			byName[it.queue], names[i] = it, it.queue
+		}
+		r.cfg.Runner.StopQueues(ctx, names, kind, func(q string, err error) {
+			it, ok := byName[q]
+			if !ok {
+				return
+			}
+			delete(byName, q)
+			if err != nil {
 				r.log.Warn("stop queue", "queue", q, "kind", kind, "error", err)
 			}
+			finish(it)
+		})
+		for _, it := range byName { // not reported by the runner
+			finish(it)
 		}
-		if c != nil {
-			r.ensureReleased(ctx, q, c)
-		}
-		close(done)
-		r.events <- reconcileEvent{queue: q, stopped: true}
 	}()
 }
 
@@ -676,7 +750,7 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 		if !r.target[ev.queue] {
 			// The target moved on while we claimed: hand it back at once.
 			r.unfollow(ev.queue)
-			r.handBack(ev.queue, ev.claim, false, drover.StopLeave)
+			r.handBack([]handBackItem{r.newHandBack(ev.queue, ev.claim)}, false, drover.StopLeave)
 			return
 		}
 		// A member that has just joined can win its claims before the
@@ -698,13 +772,13 @@ func (r *reconciler) handle(ctx context.Context, ev reconcileEvent) {
 			// here (an enqueue registered it again) claims it again.
 			r.log.Info("claimed queue has no configuration; released until it has one", "queue", ev.queue)
 			r.unconfigured[ev.queue] = true
-			r.handBack(ev.queue, ev.claim, false, drover.StopLeave)
+			r.handBack([]handBackItem{r.newHandBack(ev.queue, ev.claim)}, false, drover.StopLeave)
 			return
 		}
 		if err := r.cfg.Runner.Start(cfg, ev.claim); err != nil {
 			r.log.Error("start queue", "queue", ev.queue, "error", err)
 			r.unfollow(ev.queue)
-			r.handBack(ev.queue, ev.claim, false, drover.StopLeave)
+			r.handBack([]handBackItem{r.newHandBack(ev.queue, ev.claim)}, false, drover.StopLeave)
 			return
 		}
 		r.owned[ev.queue] = ev.claim
@@ -726,20 +800,34 @@ func (r *reconciler) watchEnd(q string, c Claim) {
 	})
 }
 
-// lost forgets a queue whose claim ended under the runner (a fenced commit
-// or verification) and claims it again if it is still assigned here. A
-// report of a claim that is no longer the owned one (stopped meanwhile, or
-// claimed again) is ignored.
-func (r *reconciler) lost(ctx context.Context, q string, c Claim) {
-	if r.owned[q] != c {
+// lost forgets the queues whose claims ended under the runner (a fenced
+// commit or verification; ended: claim → queue), makes sure the runner has
+// dropped them (Abort: all at once), hands the claims back and claims again
+// the queues still assigned here. A report of a claim that is no longer the
+// owned one (stopped meanwhile, or claimed again) is ignored.
+func (r *reconciler) lost(ctx context.Context, ended map[Claim]string) {
+	var (
+		qs    []string
+		items []handBackItem
+	)
+	for c, q := range ended {
+		if r.owned[q] != c {
+			continue
+		}
+		delete(r.owned, q)
+		r.unfollow(q)
+		qs = append(qs, q)
+		items = append(items, r.newHandBack(q, c))
+	}
+	if len(qs) == 0 {
 		return
 	}
-	delete(r.owned, q)
-	r.unfollow(q)
-	r.cfg.Runner.Abort(q) // make sure it is gone; no-op when already
-	r.handBack(q, c, false, drover.StopLeave)
-	if r.target[q] && r.claiming[q] == nil {
-		r.claim(ctx, q) // after the hand-back: claim waits for it
+	r.cfg.Runner.Abort(qs...) // make sure they are gone; a no-op for those already
+	r.handBack(items, false, drover.StopLeave)
+	for _, q := range qs {
+		if r.target[q] && r.claiming[q] == nil {
+			r.claim(ctx, q) // after the hand-back: claim waits for it
+		}
 	}
 }
 

@@ -112,8 +112,10 @@ type RegistrarConfig struct {
 	// registered queues looked at every SweepEvery. Defaults 1s and 1000.
 	SweepEvery time.Duration
 	SweepCount int
-	// Now is the clock idle times are measured by. Default time.Now.
-	Now func() time.Time
+	// Clock is the registrar's time: idle times are measured by it, and
+	// every wait runs on it (the flush, the scan, the sweep, the backoff of
+	// the wake-ups' subscription). Default drover.SystemClock.
+	Clock drover.TimerClock
 	// OnRegistered, if set, is called after each CreateQueues with the
 	// queues sent and how many were created.
 	OnRegistered func(sent, created int)
@@ -151,8 +153,8 @@ func NewRegistrar(cfg RegistrarConfig) (*Registrar, error) {
 	cfg.ScanCount = defaults.Positive(cfg.ScanCount, DefaultScanCount)
 	cfg.SweepEvery = defaults.Positive(cfg.SweepEvery, DefaultSweepEvery)
 	cfg.SweepCount = defaults.Positive(cfg.SweepCount, DefaultSweepCount)
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = drover.SystemClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -230,9 +232,11 @@ func (r *Registrar) Run(ctx context.Context) error {
 			break
 		}
 		r.log.Warn("registrar cannot subscribe to the unowned wake-ups; retrying", "error", err, "in", retry)
+		backoff := r.cfg.Clock.NewTimer(retry)
 		select {
-		case <-time.After(retry):
+		case <-backoff.C():
 		case <-ctx.Done():
+			backoff.Stop()
 			return ctx.Err()
 		}
 	}
@@ -252,7 +256,9 @@ func (r *Registrar) Run(ctx context.Context) error {
 	if r.cfg.OnReady != nil {
 		r.cfg.OnReady()
 	}
-	flush := time.NewTimer(time.Hour)
+	t.takeSnapshot() // one observed before Run got going, if any
+	clock := r.cfg.Clock
+	flush := clock.NewTimer(time.Hour)
 	flush.Stop()
 	defer flush.Stop()
 	// One CreateQueues at a time runs on its own goroutine, so that the
@@ -266,16 +272,17 @@ func (r *Registrar) Run(ctx context.Context) error {
 		if flushing {
 			select {
 			case <-registered:
-			case <-flush.C:
+			case <-flush.C():
 			}
 		}
 	}()
-	scan := time.NewTicker(r.cfg.ScanEvery)
+	// Timers, reset after each firing: the clock has no tickers.
+	scan := clock.NewTimer(r.cfg.ScanEvery)
 	defer scan.Stop()
-	catchUp := time.NewTicker(r.cfg.Batch)
+	catchUp := clock.NewTimer(r.cfg.Batch)
 	catchUp.Stop()
 	defer catchUp.Stop()
-	sweep := time.NewTicker(r.cfg.SweepEvery)
+	sweep := clock.NewTimer(r.cfg.SweepEvery)
 	defer sweep.Stop()
 	queued := func() {
 		if !flushing && len(t.batch) > 0 {
@@ -309,31 +316,34 @@ func (r *Registrar) Run(ctx context.Context) error {
 				t.consider(w.Queue)
 			}
 			queued()
-		case <-flush.C:
+		case <-flush.C():
 			cfgs := t.takeBatch()
 			go func() {
-				start := time.Now()
+				start := clock.Now()
 				created, err := t.cfg.Registry.CreateQueues(ctx, cfgs)
 				if err == nil {
 					t.catchUpFamilies(ctx, cfgs)
 					t.addQueueNames(ctx, cfgs)
 				}
-				registered <- registration{cfgs, created, err, time.Since(start)}
+				registered <- registration{cfgs, created, err, clock.Now().Sub(start)}
 			}()
 		case reg := <-registered:
 			flushing = false
 			t.afterRegister(ctx, reg)
 			queued()
-		case <-scan.C:
+		case <-scan.C():
+			scan.Reset(r.cfg.ScanEvery)
 			t.scanStep(ctx)
 			queued()
-		case <-catchUp.C:
+		case <-catchUp.C():
 			if t.scanStep(ctx) && t.scan == 0 {
 				t.catchingUp = false
-				catchUp.Stop()
+			} else {
+				catchUp.Reset(r.cfg.Batch)
 			}
 			queued()
-		case <-sweep.C:
+		case <-sweep.C():
+			sweep.Reset(r.cfg.SweepEvery)
 			t.sweepStep(ctx)
 			t.dropOffsets(ctx)
 			queued()
@@ -359,7 +369,7 @@ func (t *term) takeSnapshot() {
 // settlePending forgets the names sent to CreateQueues that the registry
 // snapshot lists, or that were sent more than pendingFor ago.
 func (t *term) settlePending() {
-	now := t.cfg.Now()
+	now := t.cfg.Clock.Now()
 	for q, at := range t.pending {
 		if t.reg.Has(q) || now.Sub(at) > pendingFor {
 			delete(t.pending, q)
@@ -424,7 +434,7 @@ func (t *term) afterRegister(ctx context.Context, reg registration) {
 		}
 		return
 	}
-	now := t.cfg.Now()
+	now := t.cfg.Clock.Now()
 	for _, c := range reg.cfgs {
 		// The snapshot may list it already (the registry watch can deliver
 		// before this outcome arrives): then no later snapshot would

@@ -25,7 +25,7 @@ func (t *term) sweepStep(ctx context.Context) {
 		return
 	}
 	t.settlePending() // pending ones no snapshot settles: see pendingFor
-	now := t.cfg.Now()
+	now := t.cfg.Clock.Now()
 	retires := 0
 	byFamily := map[string][]string{}
 	var names []string

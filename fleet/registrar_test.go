@@ -31,10 +31,15 @@ type registrarEnv struct {
 	fam    drover.FamilyConfig
 }
 
+// fakeNow is the wall clock moved forward by what the test adds (Add):
+// its timers run at the wall clock's pace, so that the registrar's flushes
+// and scans go on against the real servers while idle times jump.
 type fakeNow struct {
 	mu  sync.Mutex
 	now time.Time
 }
+
+func (c *fakeNow) NewTimer(d time.Duration) drover.Timer { return drover.SystemClock{}.NewTimer(d) }
 
 func (c *fakeNow) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *fakeNow) Add(d time.Duration) {
@@ -73,7 +78,7 @@ func newRegistrarEnv(t *testing.T) *registrarEnv {
 // run runs a registrar on redis until the test ends.
 func (e *registrarEnv) run(redis FamilyRedis, tune func(*RegistrarConfig)) {
 	e.t.Helper()
-	cfg := RegistrarConfig{Registry: ZooKeeper{e.zk}, Redis: redis, Now: e.clock.Now,
+	cfg := RegistrarConfig{Registry: ZooKeeper{e.zk}, Redis: redis, Clock: e.clock,
 		ScanEvery: time.Hour, SweepEvery: time.Hour, Logger: testkit.Logger(e.t, hclog.Warn)}
 	ready := make(chan struct{})
 	cfg.OnReady = func() { close(ready) }

@@ -154,3 +154,8 @@ func (z ZooKeeper) WatchFamilies(ctx context.Context) <-chan drover.Families {
 func (z ZooKeeper) WatchPauses(ctx context.Context) <-chan coordinator.PauseSet {
 	return z.Session.Pauses().Watch(ctx)
 }
+
+// SetPause writes one pause flag.
+func (z ZooKeeper) SetPause(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error {
+	return z.Session.Pauses().Set(ctx, scope, name, p)
+}

@@ -160,7 +160,14 @@ func (r *recordingRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
 	return nil
 }
 
-func (r *recordingRunner) Stop(ctx context.Context, q string, _ drover.StopKind) error {
+// StopQueues stops each queue in turn: an idle runner's stops do not wait.
+func (r *recordingRunner) StopQueues(ctx context.Context, qs []string, _ drover.StopKind, stopped func(string, error)) {
+	for _, q := range qs {
+		stopped(q, r.stop(ctx, q))
+	}
+}
+
+func (r *recordingRunner) stop(ctx context.Context, q string) error {
 	if r.guardEnded.Load() {
 		r.unguardedStops.Add(1)
 	}
@@ -179,11 +186,13 @@ func (r *recordingRunner) Stop(ctx context.Context, q string, _ drover.StopKind)
 	return c.Release(ctx, c.Offset())
 }
 
-func (r *recordingRunner) Abort(q string) {
-	r.mu.Lock()
-	delete(r.claims, q)
-	r.mu.Unlock()
-	r.log.end(r.member, q)
+func (r *recordingRunner) Abort(qs ...string) {
+	for _, q := range qs {
+		r.mu.Lock()
+		delete(r.claims, q)
+		r.mu.Unlock()
+		r.log.end(r.member, q)
+	}
 }
 
 func (r *recordingRunner) Configure(c drover.QueueConfig) error {
@@ -206,9 +215,7 @@ func (r *recordingRunner) AbortAll() {
 		qs = append(qs, q)
 	}
 	r.mu.Unlock()
-	for _, q := range qs {
-		r.Abort(q)
-	}
+	r.Abort(qs...)
 }
 
 func (r *recordingRunner) owned() int {

@@ -45,7 +45,7 @@ type Config struct {
 	// per interval. Default 200ms.
 	CommitInterval time.Duration
 	// DrainTimeout bounds how long a leaving stop (Stop with
-	// drover.StopLeave, StopAll) waits for in-flight tasks before it kills
+	// drover.StopLeave, StopQueues) waits for in-flight tasks before it kills
 	// them. A planned stop (drover.StopPlanned) does not use it: it waits
 	// for each task's own timeout. Default 30s.
 	DrainTimeout time.Duration

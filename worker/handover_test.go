@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"strings"
 	"sync"
@@ -142,7 +143,8 @@ func TestAPlannedStopLetsTheRunningTaskFinishPastTheDrainTimeout(t *testing.T) {
 	}
 }
 
-// Issue 40: the member starting to leave (a Stop that leaves, or StopAll)
+// Issue 40: the member starting to leave (a Stop that leaves, or a
+// StopQueues that leaves: the reconciler's stop of every owned queue)
 // while a planned stop waits for a task cuts that wait to the drain
 // timeout, counted from the leave: the task is killed then, and both stops
 // return with the queue released before it (it runs again under the next
@@ -153,9 +155,13 @@ func TestALeaveCutsAPlannedStopToTheDrainTimeout(t *testing.T) {
 		leave func(hr *handOverRun) <-chan error
 	}{
 		{"Stop that leaves", func(hr *handOverRun) <-chan error { return hr.stop(context.Background(), drover.StopLeave) }},
-		{"StopAll", func(hr *handOverRun) <-chan error {
+		{"StopQueues that leaves", func(hr *handOverRun) <-chan error {
 			out := make(chan error, 1)
-			go func() { out <- hr.w.StopAll(context.Background()) }()
+			go func() {
+				var first error
+				hr.w.StopQueues(context.Background(), hr.w.Owned(), drover.StopLeave, func(_ string, err error) { first = cmp.Or(first, err) })
+				out <- first
+			}()
 			return out
 		}},
 	} {

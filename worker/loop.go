@@ -524,7 +524,7 @@ func (l *queueLoop) inflightIDs(n int) []string {
 // shutdown runs after stopCtx is cancelled: let the in-flight tasks end
 // (or, when lost, kill them), then release the claim unless the queue was
 // lost. The wait has no bound of its own for a stop that leaves: Stop and
-// StopAll kill the tasks at the drain timeout, counted from their call
+// StopQueues kill the tasks at the drain timeout, counted from their call
 // (abortTasks). A planned stop waits for each task's own timeout (the
 // executor ends it then, plus its kill grace); only a task still running
 // past that, stuck, is killed (handOverBound).

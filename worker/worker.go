@@ -129,21 +129,33 @@ func (w *Worker) Configure(qc drover.QueueConfig) error {
 	return nil
 }
 
-// Stop gives a queue up gracefully: it stops starting tasks, waits for the
-// running ones, and releases the claim with the final offset. It blocks
-// until all of that is done and returns the release's error.
+// Stop gives a queue up gracefully: StopQueues of that one queue. It
+// returns the release's error.
+func (w *Worker) Stop(ctx context.Context, queue string, kind drover.StopKind) error {
+	var err error
+	w.StopQueues(ctx, []string{queue}, kind, func(_ string, e error) { err = e })
+	return err
+}
+
+// StopQueues gives queues up gracefully, all at once: every one of them
+// stops starting tasks at this call, its running tasks end, then its claim
+// is released with the final offset. It blocks until that is done for all
+// of them, awaiting each in turn on the caller's goroutine (no goroutine
+// per queue, DESIGN.md §10), and calls stopped, if set, with each queue and
+// its release's error as it is awaited (at once for a queue this worker
+// does not run).
 //
 // kind bounds the wait. drover.StopLeave (the member stops or gives its
-// queues up): the drain timeout, counted from this call, then the tasks are
-// killed. drover.StopPlanned (the queue moves for balance): each task's own
-// timeout, never the drain timeout: nothing is killed. A StopLeave of a
-// queue whose planned stop is in progress cuts that wait to the drain
-// timeout from this call, and returns when the queue is released.
-// Cancelling ctx kills the tasks at once (the session is lost).
-func (w *Worker) Stop(ctx context.Context, queue string, kind drover.StopKind) error {
-	l := w.loop(queue)
-	if l == nil {
-		return nil
+// queues up): one drain timeout for all of them, counted from this call,
+// then the tasks still running are killed. drover.StopPlanned (the queues
+// move for balance): each task's own timeout, never the drain timeout:
+// nothing is killed. A StopLeave of a queue whose planned stop is in
+// progress cuts that wait to the drain timeout from this call, and
+// returns when the queue is released. Cancelling ctx kills the tasks still
+// running at once (the session is lost).
+func (w *Worker) StopQueues(ctx context.Context, queues []string, kind drover.StopKind, stopped func(queue string, err error)) {
+	if stopped == nil {
+		stopped = func(string, error) {}
 	}
 	var drain <-chan time.Time
 	if kind != drover.StopPlanned {
@@ -151,10 +163,26 @@ func (w *Worker) Stop(ctx context.Context, queue string, kind drover.StopKind) e
 		defer t.Stop()
 		drain = t.C()
 	}
-	l.end(kind)
-	w.await(ctx, l, drain)
-	w.forget(l)
-	return l.releaseErr
+	loops := make([]*queueLoop, 0, len(queues))
+	for _, q := range queues { // tell every loop first: all drain at once
+		if l := w.loop(q); l != nil {
+			l.end(kind)
+			loops = append(loops, l)
+		} else {
+			stopped(q, nil)
+		}
+	}
+	for _, l := range loops {
+		if w.await(ctx, l, drain) && drain != nil && ctx.Err() == nil {
+			// The drain timeout passed: the other queues' tasks are
+			// killed as soon as they are awaited.
+			expired := make(chan time.Time)
+			close(expired)
+			drain = expired
+		}
+		w.forget(l)
+		stopped(l.name, l.releaseErr)
+	}
 }
 
 // await waits until l has shut down. When drain fires (a leaving stop's
@@ -174,54 +202,26 @@ func (w *Worker) await(ctx context.Context, l *queueLoop, drain <-chan time.Time
 	return true
 }
 
-// Abort drops a queue at once, as when the session is lost: in-flight tasks
-// are killed and nothing more is written to Redis or ZooKeeper for it. It
-// blocks until the queue's tasks are gone.
-func (w *Worker) Abort(queue string) {
-	l := w.loop(queue)
-	if l == nil {
-		return
-	}
-	l.markLost()
-	<-l.doneCh()
-	w.forget(l)
-}
-
-// StopAll stops every queue as Stop with drover.StopLeave does, in parallel
-// (shutdown): every loop is told to stop first, so all of them drain at
-// once under one drain timeout counted from this call (planned stops in
-// progress included: their wait is cut to it), then each is awaited in
-// turn (no goroutine per queue, DESIGN.md §10). When ctx ends the tasks
-// still running are aborted. It returns the first release error.
-func (w *Worker) StopAll(ctx context.Context) error {
-	t := w.cfg.Clock.NewTimer(w.cfg.DrainTimeout) // counted from this call
-	defer t.Stop()
-	drain := t.C()
-	loops := w.loops()
-	for _, l := range loops {
-		l.end(drover.StopLeave)
-	}
-	var first error
-	for _, l := range loops {
-		if w.await(ctx, l, drain) && ctx.Err() == nil {
-			// The drain timeout passed: the other queues' tasks are
-			// killed as soon as they are awaited.
-			expired := make(chan time.Time)
-			close(expired)
-			drain = expired
-		}
-		w.forget(l)
-		if l.releaseErr != nil && first == nil {
-			first = l.releaseErr
+// Abort drops queues at once, as when the session is lost: every one is
+// marked lost and its in-flight tasks killed first, then each is awaited
+// in turn; nothing more is written to Redis or ZooKeeper for them. It
+// blocks until their tasks are gone. Queues this worker does not run are
+// ignored.
+func (w *Worker) Abort(queues ...string) {
+	loops := make([]*queueLoop, 0, len(queues))
+	for _, q := range queues {
+		if l := w.loop(q); l != nil {
+			loops = append(loops, l)
 		}
 	}
-	return first
+	w.abort(loops)
 }
 
-// AbortAll drops every queue at once (session lost): every loop is marked
-// lost and its tasks killed first, then each is awaited in turn.
-func (w *Worker) AbortAll() {
-	loops := w.loops()
+// AbortAll drops every queue at once (session lost), as Abort does.
+func (w *Worker) AbortAll() { w.abort(w.loops()) }
+
+// abort marks every loop of loops lost, then awaits each.
+func (w *Worker) abort(loops []*queueLoop) {
 	for _, l := range loops {
 		l.markLost()
 	}

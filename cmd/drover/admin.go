@@ -37,6 +37,17 @@ const adminFDEnv = "DROVER_DEV_ADMIN_FD"
 // used instead of addr (once: the variable is cleared, so task children do
 // not see it).
 func newAdminServer(key, addr string, h http.Handler) (*adminServer, error) {
+	a, err := listenAdmin(key, addr)
+	if a != nil {
+		a.srv.Handler = h
+	}
+	return a, err
+}
+
+// listenAdmin is newAdminServer without the handler, for a process whose
+// handler needs what is built after the address is known (the worker's
+// member node names it): set a.srv.Handler before serve.
+func listenAdmin(key, addr string) (*adminServer, error) {
 	if addr == "" || addr == "off" {
 		return nil, nil
 	}
@@ -49,7 +60,7 @@ func newAdminServer(key, addr string, h http.Handler) (*adminServer, error) {
 			return nil, fmt.Errorf("%s: listen: %w", key, err)
 		}
 	}
-	return &adminServer{addr: ln.Addr().String(), ln: ln, srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}}, nil
+	return &adminServer{addr: ln.Addr().String(), ln: ln, srv: &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: 5 * time.Second}}, nil
 }
 
 // inheritedListener returns the socket named by adminFDEnv, or nil when the

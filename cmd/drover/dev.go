@@ -293,7 +293,7 @@ func (c *devClients) setup(ctx context.Context, tasks string) error {
 // printDevBanner prints what runs where. Its last line, "Ctrl-C stops
 // everything.", says the banner is whole (tests wait for it), so the
 // console's address comes before it.
-func (a *app) printDevBanner(dir, cfgPath, zkAddr, redisAddr, webURL string, fl *fleet) {
+func (a *app) printDevBanner(dir, cfgPath, zkAddr, redisAddr, webURL string, fl *devFleet) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nDrover dev fleet is up (data, logs and config in %s)\n", dir)
 	fmt.Fprintf(&b, "  ZooKeeper  %s\n  Redis      %s\n", zkAddr, redisAddr)

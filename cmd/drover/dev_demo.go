@@ -87,7 +87,7 @@ func demoMessage(n int) *drover.Message {
 // so that `make demo` doubles as a smoke test.
 // hints (how to point ctl at the fleet) stay under the view: the view
 // clears the screen.
-func runDemo(ctx context.Context, a *app, cl *devClients, fl *fleet, o devOptions, hints string) error {
+func runDemo(ctx context.Context, a *app, cl *devClients, fl *devFleet, o devOptions, hints string) error {
 	load := &demoLoad{positions: map[string][]drover.Position{}}
 	genCtx, stopGen := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -171,7 +171,7 @@ func demoTotals(ctx context.Context, cl *devClients, load *demoLoad) (total, don
 }
 
 // demoView renders the compact status table and the progress line.
-func demoView(ctx context.Context, cl *devClients, load *demoLoad, fl *fleet, elapsed time.Duration) string {
+func demoView(ctx context.Context, cl *devClients, load *demoLoad, fl *devFleet, elapsed time.Duration) string {
 	var b strings.Builder
 	o, err := ops.New(ops.Config{ZK: cl.sess, Store: cl.store})
 	if err != nil {

@@ -19,10 +19,10 @@ import (
 // dev workers' drain timeout is 5s) before it is killed.
 const childStopGrace = 15 * time.Second
 
-// fleet is dev's child processes: the workers and the scheduler, each a
+// devFleet is dev's child processes: the workers and the scheduler, each a
 // process of this same binary in its own process group with a parent-death
 // signal.
-type fleet struct {
+type devFleet struct {
 	children []*child
 	// allExited is closed when every child has exited.
 	allExited chan struct{}
@@ -49,8 +49,8 @@ type child struct {
 // devMaxChildren bounds the died channel's buffer.
 const devMaxChildren = 1024
 
-func newFleet() *fleet {
-	return &fleet{allExited: make(chan struct{}), died: make(chan *child, devMaxChildren)}
+func newFleet() *devFleet {
+	return &devFleet{allExited: make(chan struct{}), died: make(chan *child, devMaxChildren)}
 }
 
 // reportLines is how many of its log's last lines a died child's report
@@ -112,7 +112,7 @@ func (c *child) pid() int { return c.cmd.Process.Pid }
 
 // startFleet starts o.workers workers (worker-1…, each with its own admin
 // port) and one scheduler (scheduler-1).
-func startFleet(a *app, cfgPath, dir string, o devOptions) (*fleet, error) {
+func startFleet(a *app, cfgPath, dir string, o devOptions) (*devFleet, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("dev: find this binary: %w", err)
@@ -155,7 +155,7 @@ func startFleet(a *app, cfgPath, dir string, o devOptions) (*fleet, error) {
 
 // start starts one child, serving its admin server on ln when not nil, and
 // adds it to the fleet.
-func (fl *fleet) start(a *app, self, dir, name, admin string, ln *net.TCPListener, stream bool, args ...string) error {
+func (fl *devFleet) start(a *app, self, dir, name, admin string, ln *net.TCPListener, stream bool, args ...string) error {
 	var f *os.File
 	if ln != nil {
 		var err error
@@ -175,7 +175,7 @@ func (fl *fleet) start(a *app, self, dir, name, admin string, ln *net.TCPListene
 
 // exited is called by a child's reaper: an exit before stop is reported
 // on died.
-func (fl *fleet) exited(c *child) {
+func (fl *devFleet) exited(c *child) {
 	if !fl.stopping.Load() {
 		select {
 		case fl.died <- c:
@@ -186,7 +186,7 @@ func (fl *fleet) exited(c *child) {
 
 // watch closes allExited once every child has exited. Call it once, after
 // the last start.
-func (fl *fleet) watch() {
+func (fl *devFleet) watch() {
 	children := append([]*child(nil), fl.children...)
 	go func() {
 		for _, c := range children {
@@ -260,7 +260,7 @@ func prefixLines(w io.Writer, name string, r io.Reader) {
 // stop sends SIGTERM to every child's process group, waits for all of them
 // (SIGKILL after childStopGrace), and reports exits that were not clean.
 // It returns only when every child has been reaped. Idempotent.
-func (fl *fleet) stop(w io.Writer) {
+func (fl *devFleet) stop(w io.Writer) {
 	fl.stopping.Store(true)
 	for _, c := range fl.children {
 		select {

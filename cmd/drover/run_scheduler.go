@@ -9,7 +9,7 @@ import (
 	rungroup "github.com/oklog/run"
 
 	"github.com/drover-dev/drover"
-	membership "github.com/drover-dev/drover/fleet" // the package; dev_fleet.go has a type fleet
+	"github.com/drover-dev/drover/fleet"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
@@ -31,7 +31,7 @@ func runScheduler(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	defer closeAll()
-	m, err := membership.NewMember(membership.MemberConfig{
+	m, err := fleet.NewMember(fleet.MemberConfig{
 		Name: cfg.Worker.Name, Coordinator: ccfg, Scheduler: schedulerRole(cfg, store, reg, log),
 		Logger: log, Metrics: reg,
 	})
@@ -66,8 +66,8 @@ func runScheduler(ctx context.Context, cfg *config.Config) error {
 
 // schedulerRole runs the scheduler while this process leads the scheduler
 // election (in `drover scheduler` and `drover worker --scheduler` alike).
-func schedulerRole(cfg *config.Config, store *queue.Store, reg *metrics.Registry, log hclog.Logger) membership.SchedulerFunc {
-	return func(ctx context.Context, lead *membership.SchedulerLeadership) error {
+func schedulerRole(cfg *config.Config, store *queue.Store, reg *metrics.Registry, log hclog.Logger) fleet.SchedulerFunc {
+	return func(ctx context.Context, lead *fleet.SchedulerLeadership) error {
 		sch, err := scheduler.New(scheduler.Config{
 			Store: store.Schedules(),
 			Enqueuer: scheduler.EnqueuerFunc(func(ctx context.Context, m *drover.Message) (bool, error) {

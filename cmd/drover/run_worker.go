@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -12,8 +11,7 @@ import (
 	rungroup "github.com/oklog/run"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/coordinator"
-	membership "github.com/drover-dev/drover/fleet" // dev_fleet.go has a type fleet
+	"github.com/drover-dev/drover/fleet"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/jobs"
@@ -30,7 +28,7 @@ var (
 	_ jobs.Store        = queue.Jobs{}
 	_ scheduler.Store   = (*queue.ScheduleStore)(nil)
 	_ scheduler.Catalog = (*queue.ScheduleStore)(nil)
-	_ membership.Worker = (*worker.Worker)(nil)
+	_ fleet.Worker      = (*worker.Worker)(nil)
 )
 
 // workerOptions are the worker command's options that are not settings.
@@ -88,8 +86,16 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		return err
 	}
 	defer reg.Close()
-	var m *membership.Member // set below, before the group runs
-	redisHealth, err := membership.NewRedisHealth(membership.RedisHealthConfig{Ping: store.Ping, GiveUpAfter: cfg.Worker.RedisGiveUpAfter, Logger: log.Named("redis")})
+	redisHealth, err := fleet.NewRedisHealth(fleet.RedisHealthConfig{Ping: store.Ping, GiveUpAfter: cfg.Worker.RedisGiveUpAfter, Logger: log.Named("redis")})
+	if err != nil {
+		return err
+	}
+	// Built in dependency order: the member feeds the worker its queues,
+	// and the worker needs the member's session (to confirm it after a
+	// freeze, to renew the task lease, to park an ordered queue); the
+	// session's holder comes first, and both get it.
+	session := &fleet.Current{}
+	renew, err := fleet.LeaseRenewer(fleet.LeaseRenewerConfig{Session: session.Contact, Renew: lease.Renew, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -98,46 +104,30 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		DrainTimeout: cfg.Worker.DrainTimeout,
 		Store:        store.Log(), Executor: exec,
 		Logger: log.Named("worker"), Metrics: reg, Tracer: store.Tracer(),
-		Confirm: func(ctx context.Context) error { return m.Confirm(ctx) },
-		Renew:   membership.LeaseRenewer(func() *coordinator.Session { return m.Session() }, lease.Renew, log),
-		// An ordered queue with on_failure park pauses itself through the
-		// member's current session.
-		Pauser: worker.PauserFunc(func(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error {
-			s := m.Session()
-			if s == nil {
-				return errors.New("park a queue: no ZooKeeper session")
-			}
-			return s.Pauses().Set(ctx, scope, name, p)
-		}),
+		Confirm: session.Confirm, Renew: renew,
+		Pauser: session, // an ordered queue with on_failure park pauses itself
 	})
 	if err != nil {
 		return err
 	}
+	// The admin address goes into the member node; the admin handler
+	// reads the member: listen first, hand the handler over once both
+	// exist.
 	guard, err := debugGuard(cfg)
 	if err != nil {
 		return err
 	}
-	var adminAddr string
-	info := func() map[string]any {
-		out := m.Info()
-		out["admin_addr"], out["version"] = adminAddr, version
-		return out
-	}
-	admin, err := newAdminServer("worker.admin_addr", cfg.Worker.AdminAddr, w.AdminHandler(worker.AdminConfig{
-		Ready: func() error { return cmp.Or(redisHealth.Ready(), readyWithRedis(m.Ready, store)) }, Info: info, Metrics: reg.Handler(), Debug: guard,
-		Audit: func(ctx context.Context, e worker.AuditEntry) error { // a cancel: the console's record, through ops
-			return ops.WriteAudit(ctx, store.Operator(), ops.AuditRecord(e), nil)
-		},
-	}))
+	admin, err := listenAdmin("worker.admin_addr", cfg.Worker.AdminAddr)
 	if err != nil {
 		return err
 	}
+	var adminAddr string
 	if admin != nil {
 		adminAddr = admin.addr
 	}
 	host, _ := os.Hostname()
-	mcfg := membership.MemberConfig{
-		Name: cfg.Worker.Name, Coordinator: ccfg, Worker: w, Strategy: strategy, Settle: cfg.Worker.Settle,
+	mcfg := fleet.MemberConfig{
+		Name: cfg.Worker.Name, Coordinator: ccfg, Worker: w, Current: session, Strategy: strategy, Settle: cfg.Worker.Settle,
 		Member: drover.Member{Host: host, PID: os.Getpid(), Version: version, AdminAddr: adminAddr,
 			Capacity: cfg.Worker.Capacity, Tags: cfg.Worker.Tags},
 		Logger: log, Metrics: reg, RedisHealth: redisHealth, Families: store.Families(),
@@ -147,8 +137,23 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	if opts.Scheduler {
 		mcfg.Scheduler = schedulerRole(cfg, store, reg, log.Named("scheduler"))
 	}
-	if m, err = membership.NewMember(mcfg); err != nil {
+	m, err := fleet.NewMember(mcfg)
+	if err != nil {
 		return err
+	}
+	if admin != nil {
+		admin.srv.Handler = w.AdminHandler(worker.AdminConfig{
+			Ready: func() error { return cmp.Or(redisHealth.Ready(), readyWithRedis(m.Ready, store)) },
+			Info: func() map[string]any {
+				out := m.Info()
+				out["admin_addr"], out["version"] = adminAddr, version
+				return out
+			},
+			Metrics: reg.Handler(), Debug: guard,
+			Audit: func(ctx context.Context, e worker.AuditEntry) error { // a cancel: the console's record, through ops
+				return ops.WriteAudit(ctx, store.Operator(), ops.AuditRecord(e), nil)
+			},
+		})
 	}
 
 	var g rungroup.Group

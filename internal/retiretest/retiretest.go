@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/fleet"
 	"github.com/drover-dev/drover/internal/testkit"
@@ -38,7 +39,7 @@ func Start(t testing.TB, zk *coordinator.Session, store *queue.Store) *Registrar
 	r := &Registrar{Clock: testkit.NewClock(time.Now()), Retired: retired}
 	ready := make(chan struct{})
 	reg, err := fleet.NewRegistrar(fleet.RegistrarConfig{
-		Registry: fleet.ZooKeeper{Session: zk}, Redis: store.Families(), Now: r.Clock.Now,
+		Registry: fleet.ZooKeeper{Session: zk}, Redis: store.Families(), Clock: handAdvanced{r.Clock},
 		SweepEvery: 10 * time.Millisecond, ScanEvery: time.Hour,
 		OnReady:   func() { close(ready) },
 		OnRetired: func(q, _ string) { retired <- q },
@@ -90,3 +91,10 @@ func (r *Registrar) Stop() {
 	r.cancel()
 	r.wg.Wait()
 }
+
+// handAdvanced is a Clock the test moves forward by hand (Advance: idle
+// times jump) whose timers run at the wall clock's pace, so that the
+// registrar's flushes and sweeps go on against the real servers.
+type handAdvanced struct{ *testkit.Clock }
+
+func (handAdvanced) NewTimer(d time.Duration) drover.Timer { return drover.SystemClock{}.NewTimer(d) }
