@@ -1,0 +1,223 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/redis/go-redis/v9"
+)
+
+// replicated is a private master with one replica, both started by testenv
+// (so the replica can be paused).
+type replicated struct {
+	master, replica       *testenv.RedisServer
+	masterRDB, replicaRDB redis.UniversalClient
+}
+
+// newReplicated starts a master and a replica of it (REPLICAOF) and returns
+// once the master sees the replica online.
+func newReplicated(t *testing.T) *replicated {
+	t.Helper()
+	ctx := context.Background()
+	r := &replicated{
+		master:  testenv.NewRedis(t, testenv.RedisOptions{}),
+		replica: testenv.NewRedis(t, testenv.RedisOptions{}),
+	}
+	r.masterRDB = testClient(t, ClientOptions{Addrs: []string{r.master.Addr}})
+	r.replicaRDB = testClient(t, ClientOptions{Addrs: []string{r.replica.Addr}})
+	host, port, _ := strings.Cut(r.master.Addr, ":")
+	if err := r.replicaRDB.SlaveOf(ctx, host, port).Err(); err != nil {
+		t.Fatalf("REPLICAOF %s: %v", r.master.Addr, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := r.masterRDB.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "state=online") {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s not online at master %s after 30s: %s %v", r.replica.Addr, r.master.Addr, info, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, not a delay
+	}
+}
+
+// durableStore is a Store on the master requiring one replica's
+// confirmation, and a plain one with the same prefix.
+func durableStore(t *testing.T, r *replicated) (durable, plain *Store) {
+	t.Helper()
+	durable = newTestStore(t, r.masterRDB, func(c *Config) {
+		c.Durable = Durable{Replicas: 1, Timeout: 200 * time.Millisecond}
+	})
+	plain = newTestStore(t, r.masterRDB, func(c *Config) { c.Prefix = durable.Prefix() })
+	return durable, plain
+}
+
+// wantNotReplicated fails the test unless err is a NotReplicatedError
+// wrapping drover.ErrOutcomeUnknown and naming ids.
+func wantNotReplicated(t *testing.T, what string, err error, ids ...string) {
+	t.Helper()
+	var nr *NotReplicatedError
+	if !errors.Is(err, drover.ErrOutcomeUnknown) || !errors.As(err, &nr) {
+		t.Fatalf("%s: want a NotReplicatedError wrapping ErrOutcomeUnknown, have %v", what, err)
+	}
+	if !slices.Equal(nr.IDs, ids) {
+		t.Fatalf("%s: want the ids %v named, have %v (%v)", what, ids, nr.IDs, err)
+	}
+}
+
+// With the replica frozen, a durable enqueue is not acknowledged (outcome
+// unknown, naming the id), where a plain one is; a retry while it is still
+// frozen is not acknowledged either (the write is on the master, found as a
+// duplicate, and still unconfirmed); once it is back, the retry is
+// acknowledged, the replica holds the message, and the log holds it once.
+func TestDurableEnqueueWaitsForTheReplica(t *testing.T) {
+	ctx := context.Background()
+	r := newReplicated(t)
+	durable, plain := durableStore(t, r)
+	p := durable.Producer()
+	q := "durable"
+
+	if res, err := p.Enqueue(ctx, msg(q, "a")); err != nil || res.Position == 0 {
+		t.Fatalf("enqueue with the replica up: want a position, have %+v, %v", res, err)
+	}
+	if res, err := p.Enqueue(ctx, msg(q, "")); err != nil || res.Position == 0 {
+		t.Fatalf("enqueue of a generated id with the replica up: want a position, have %+v, %v", res, err)
+	}
+
+	// Another producer (another process), whose connection's last write
+	// was confirmed before the replica froze: WAIT there counts from that
+	// write.
+	other := newTestStore(t, testClient(t, ClientOptions{Addrs: []string{r.master.Addr}}), func(c *Config) {
+		c.Prefix = durable.Prefix()
+		c.Durable = Durable{Replicas: 1, Timeout: 200 * time.Millisecond}
+	})
+	if _, err := other.Producer().Enqueue(ctx, msg(q, "")); err != nil {
+		t.Fatalf("enqueue by another producer with the replica up: %v", err)
+	}
+
+	r.replica.Pause(t)
+	resumed := false
+	defer func() {
+		if !resumed {
+			r.replica.Resume(t)
+		}
+	}()
+	_, err := p.Enqueue(ctx, msg(q, "b"))
+	wantNotReplicated(t, "enqueue with the replica frozen", err, "b")
+	_, err = other.Producer().Enqueue(ctx, msg(q, "b"))
+	wantNotReplicated(t, "retry from another client with the replica still frozen (a duplicate on the master)", err, "b")
+	_, err = p.EnqueueBatch(ctx, []*drover.Message{msg(q, "c"), msg("durable-2", "d")})
+	wantNotReplicated(t, "batch with the replica frozen", err, "c", "d")
+
+	// Without the mode the same enqueue is acknowledged although only the
+	// master has it: the window a failover loses.
+	if res, err := plain.Producer().Enqueue(ctx, msg(q, "e")); err != nil || res.Position == 0 {
+		t.Fatalf("plain enqueue with the replica frozen: want it acknowledged, have %+v, %v", res, err)
+	}
+
+	r.replica.Resume(t)
+	resumed = true
+	res, err := p.Enqueue(ctx, msg(q, "b"))
+	if err != nil || !res.Duplicate {
+		t.Fatalf("retry with the replica back: want an acknowledged duplicate, have %+v, %v", res, err)
+	}
+	if _, err := p.EnqueueBatch(ctx, []*drover.Message{msg(q, "c"), msg("durable-2", "d")}); err != nil {
+		t.Fatalf("batch retry with the replica back: %v", err)
+	}
+	// Acknowledged means the replica has it.
+	for _, id := range []string{"a", "b", "c"} {
+		if ok, err := r.replicaRDB.HExists(ctx, durable.keys.queue(q).msg, id).Result(); err != nil || !ok {
+			t.Fatalf("the replica after %s was acknowledged: want it in :msg, have %v, %v", id, ok, err)
+		}
+	}
+	var ids []string
+	for _, e := range readAll(t, durable, q, 0, 100) {
+		ids = append(ids, e.ID)
+	}
+	for _, id := range []string{"a", "b", "c", "e"} {
+		if n := countOf(ids, id); n != 1 {
+			t.Fatalf("log of %s: want %s once, have %d times in %v", q, id, n, ids)
+		}
+	}
+}
+
+func countOf(ids []string, id string) int {
+	n := 0
+	for _, v := range ids {
+		if v == id {
+			n++
+		}
+	}
+	return n
+}
+
+// AOF asks for WAITAOF; a server without it (before 7.2) fails the enqueue
+// with an error saying so, before anything is written.
+func TestDurableAOFNeedsWaitAOF(t *testing.T) {
+	ctx := context.Background()
+	r := newReplicated(t)
+	s := newTestStore(t, r.masterRDB, func(c *Config) {
+		c.Durable = Durable{Replicas: 1, Timeout: 200 * time.Millisecond, AOF: true}
+	})
+	info, err := r.masterRDB.Do(ctx, "COMMAND", "INFO", "WAITAOF").Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info) > 0 && info[0] != nil {
+		t.Skip("this Redis has WAITAOF (7.2+): the refusal is for older servers")
+	}
+	_, err = s.Producer().Enqueue(ctx, msg("aof", "a"))
+	if !errors.Is(err, drover.ErrInvalidConfig) || !strings.Contains(err.Error(), "WAITAOF") {
+		t.Fatalf("AOF on a server without WAITAOF: want ErrInvalidConfig naming WAITAOF, have %v", err)
+	}
+	if n, err := r.masterRDB.Exists(ctx, s.keys.queue("aof").msg).Result(); err != nil || n != 0 {
+		t.Fatalf("AOF refused: want nothing written, have EXISTS %d, %v", n, err)
+	}
+}
+
+// New refuses a durable mode it cannot honour, naming the field.
+func TestDurableConfigValidation(t *testing.T) {
+	plain, err := NewClient(ClientOptions{Addrs: []string{"127.0.0.1:1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	cluster, err := NewClient(ClientOptions{Addrs: []string{"127.0.0.1:1"}, Cluster: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	readTimeout := plain.(*redis.Client).Options().ReadTimeout
+	for _, tc := range []struct {
+		name string
+		rdb  redis.UniversalClient
+		d    Durable
+		want string // "" for valid
+	}{
+		{"off", plain, Durable{}, ""},
+		{"on", plain, Durable{Replicas: 1, Timeout: 500 * time.Millisecond}, ""},
+		{"no timeout", plain, Durable{Replicas: 1}, "Durable.Timeout is required"},
+		{"negative", plain, Durable{Replicas: -1, Timeout: time.Second}, "Durable.Replicas -1"},
+		{"timeout without replicas", plain, Durable{Timeout: time.Second}, "without replicas"},
+		{"sub-millisecond", plain, Durable{Replicas: 1, Timeout: 1500 * time.Microsecond}, "whole milliseconds"},
+		{"above the read timeout", plain, Durable{Replicas: 1, Timeout: readTimeout}, "read timeout"},
+		{"cluster", cluster, Durable{Replicas: 1, Timeout: time.Second}, "Redis Cluster"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Config{Client: tc.rdb, Durable: tc.d})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("want valid, have %v", err)
+			case tc.want != "" && (!errors.Is(err, drover.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("want ErrInvalidConfig with %q, have %v", tc.want, err)
+			}
+		})
+	}
+}
