@@ -199,3 +199,35 @@ func mergeNotReplicated(reqs []*enqueueRequest) error {
 	}
 	return &NotReplicatedError{IDs: ids, Reason: first.Reason}
 }
+
+// runConfirmed runs sc as run does and, in the durable mode, confirms its
+// write as an enqueue is confirmed: the script, the barrier and the wait in
+// one pipeline (sent again with the source after NOSCRIPT). The worker's
+// retries and dead letters use it: the offset committed after them (in
+// ZooKeeper, which a Redis failover does not touch) passes the message, so
+// a retry or dead letter the failover lost would be a message lost. An
+// unconfirmed write returns a NotReplicatedError naming id; the worker
+// writes it again (both scripts are idempotent).
+func (s *core) runConfirmed(ctx context.Context, sc *redis.Script, id string, keys []string, args ...any) error {
+	if s.durable == nil {
+		return s.run(ctx, sc, keys, args...).Err()
+	}
+	send := func(eval func(pipe redis.Pipeliner) *redis.Cmd) (*redis.Cmd, error) {
+		pipe := s.rdb.Pipeline()
+		cmd := eval(pipe)
+		confirmed := s.durable.confirm(ctx, pipe)
+		_, _ = pipe.Exec(ctx) // read per command
+		if cmd.Err() != nil {
+			return cmd, cmd.Err()
+		}
+		if why := confirmed(); why != nil {
+			return cmd, &NotReplicatedError{IDs: []string{id}, Reason: why}
+		}
+		return cmd, nil
+	}
+	cmd, err := send(func(pipe redis.Pipeliner) *redis.Cmd { return sc.EvalSha(ctx, pipe, keys, args...) })
+	if isNoScript(cmd.Err()) {
+		_, err = send(func(pipe redis.Pipeliner) *redis.Cmd { return sc.Eval(ctx, pipe, keys, args...) })
+	}
+	return err
+}
