@@ -17,14 +17,16 @@ import (
 )
 
 // replicated is a private master with one replica, both started by testenv
-// (so the replica can be paused).
+// (so the replica can be paused), the replica replicating through a proxy
+// (link) that can cut the replication stream.
 type replicated struct {
 	master, replica       *testenv.RedisServer
 	masterRDB, replicaRDB redis.UniversalClient
+	link                  *testenv.Proxy
 }
 
-// newReplicated starts a master and a replica of it (REPLICAOF) and returns
-// once the master sees the replica online.
+// newReplicated starts a master and a replica of it (REPLICAOF, through
+// link) and returns once the master sees the replica online.
 func newReplicated(t testing.TB) *replicated {
 	t.Helper()
 	ctx := context.Background()
@@ -43,7 +45,8 @@ func newReplicated(t testing.TB) *replicated {
 		t.Cleanup(func() { _ = rdb.Close() })
 		*c.rdb = rdb
 	}
-	host, port, _ := strings.Cut(r.master.Addr, ":")
+	r.link = testenv.NewProxy(t, r.master.Addr)
+	host, port, _ := strings.Cut(r.link.Addr, ":")
 	if err := r.replicaRDB.SlaveOf(ctx, host, port).Err(); err != nil {
 		t.Fatalf("REPLICAOF %s: %v", r.master.Addr, err)
 	}
@@ -321,5 +324,79 @@ func TestDurableRetryAndDeadLetterWaitForTheReplica(t *testing.T) {
 	}
 	if _, err := r.replicaRDB.ZScore(ctx, qk.dead, "d").Result(); err != nil {
 		t.Fatalf("the replica after the dead letter was confirmed: want d in :dead, have %v", err)
+	}
+}
+
+// A Sentinel failover after the master died with a write only it had:
+// without the mode that write was acknowledged and is gone from the new
+// master; with it the same situation answered "outcome unknown", and the
+// retry with the same id after the failover is unconfirmed until the new
+// master has a replica, then lands exactly once. A message acknowledged in the durable mode
+// before the fault is on the new master.
+func TestDurableEnqueueSurvivesASentinelFailover(t *testing.T) {
+	ctx := context.Background()
+	r := newReplicated(t)
+	const name = "drover-durable"
+	sentinel := startSentinel(t, name, r.master.Addr,
+		"sentinel down-after-milliseconds "+name+" 1000", "sentinel failover-timeout "+name+" 5000")
+	rdb := testClient(t, ClientOptions{Addrs: []string{sentinel}, MasterName: name})
+	durable := newTestStore(t, rdb, func(c *Config) {
+		c.Durable = Durable{Replicas: 1, Timeout: 200 * time.Millisecond}
+	})
+	plain := newTestStore(t, rdb, func(c *Config) { c.Prefix = durable.Prefix() })
+	q := "failover"
+	mustEnqueue(t, durable, msg(q, "before"))
+
+	// The replication stream stops reaching the replica (a frozen replica
+	// would still receive it into its socket buffer), then the master dies.
+	r.link.Blackhole()
+	if _, err := plain.Producer().Enqueue(ctx, msg(q, "plain")); err != nil {
+		t.Fatalf("plain enqueue with the replication cut: want acknowledged, have %v", err)
+	}
+	_, err := durable.Producer().Enqueue(ctx, msg(q, "durable"))
+	wantNotReplicated(t, "durable enqueue with the replication cut", err, "durable")
+	r.master.Kill(t)
+
+	probe := redis.NewSentinelClient(&redis.Options{Addr: sentinel})
+	defer probe.Close()
+	_, replicaPort, _ := strings.Cut(r.replica.Addr, ":")
+	waitFor(t, "Sentinel promotes the replica", func() bool {
+		a, err := probe.GetMasterAddrByName(ctx, name).Result()
+		return err == nil && len(a) == 2 && a[1] == replicaPort
+	})
+	// The new master has no replica yet: the retry is still unconfirmed.
+	waitFor(t, "the client reaches the new master", func() bool {
+		_, err = durable.Producer().Enqueue(ctx, msg(q, "durable"))
+		return errors.Is(err, drover.ErrOutcomeUnknown)
+	})
+	// A fresh replica of the new master.
+	fresh := testenv.NewRedis(t, testenv.RedisOptions{})
+	freshRDB := testClient(t, ClientOptions{Addrs: []string{fresh.Addr}})
+	host, port, _ := strings.Cut(r.replica.Addr, ":")
+	if err := freshRDB.SlaveOf(ctx, host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the retry of the unknown outcome is confirmed", func() bool {
+		_, err = durable.Producer().Enqueue(ctx, msg(q, "durable"))
+		return err == nil // errors while the client finds the new master, or unconfirmed
+	})
+	var ids []string
+	for _, e := range readAll(t, durable, q, 0, 100) {
+		ids = append(ids, e.ID)
+	}
+	if !slices.Equal(ids, []string{"before", "durable"}) {
+		t.Fatalf("the new master's log: want [before durable] (plain, acknowledged without the mode, lost), have %v", ids)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 60s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting: %s", what)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition, not a delay
 	}
 }
