@@ -26,6 +26,11 @@ var (
 	ErrNotFound = errors.New("drover: not found")
 	// ErrPoison: an envelope could not be decoded.
 	ErrPoison = errors.New("drover: undecodable envelope")
+	// ErrOutcomeUnknown: a write was sent but whether it took effect, or
+	// will survive a failover, is not known (its reply was lost, or the
+	// replicas did not confirm it in time). Sending it again is safe where
+	// the write is idempotent (an enqueue with the same ids).
+	ErrOutcomeUnknown = errors.New("drover: outcome unknown")
 	// ErrInvalidConfig: a configuration value failed validation.
 	ErrInvalidConfig = errors.New("drover: invalid configuration")
 )

@@ -13,6 +13,17 @@ zookeeper {
 redis {
   addrs  = ["redis.internal:6379"]
   prefix = "drover"
+  # With Sentinel (deploy/redis/sentinel.conf), name the Sentinels and the
+  # master; the durable enqueue mode is then on by default ("auto"): an
+  # enqueue is acknowledged once 1 replica has it (docs/semantics.md,
+  # "What an acknowledged enqueue survives").
+  # addrs       = ["sentinel-1.internal:26379", "sentinel-2.internal:26379", "sentinel-3.internal:26379"]
+  # master_name = "drover"
+  # durable {
+  #   mode     = "auto"   # on with Sentinel, off otherwise; or "on", "off"
+  #   replicas = 1
+  #   timeout  = "500ms"
+  # }
 }
 
 worker {

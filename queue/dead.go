@@ -45,7 +45,7 @@ func (s Dead) Kill(ctx context.Context, queue, id string, raw []byte, f drover.F
 		return fmt.Errorf("dead-letter %s in %s: %w", id, queue, err)
 	}
 	keys := []string{qk.log, qk.msg, qk.delayed, qk.dead, qk.deadmsg, qk.attempts}
-	if err := s.run(ctx, killScript, keys, id, record, f.FailedAt.UnixMilli()).Err(); err != nil {
+	if err := s.runConfirmed(ctx, killScript, id, keys, id, record, f.FailedAt.UnixMilli()); err != nil {
 		return fmt.Errorf("dead-letter %s in %s: %w", id, queue, err)
 	}
 	return nil

@@ -81,7 +81,7 @@ func (s Log) Retry(ctx context.Context, m *drover.Message, due time.Time) error 
 	if err != nil {
 		return fmt.Errorf("retry %s in %s: encode envelope: %w", m.ID, m.Queue, err)
 	}
-	if err := s.run(ctx, retryScript, []string{qk.log, qk.msg, qk.delayed}, m.ID, env, due.UnixMilli()).Err(); err != nil {
+	if err := s.runConfirmed(ctx, retryScript, m.ID, []string{qk.log, qk.msg, qk.delayed}, m.ID, env, due.UnixMilli()); err != nil {
 		return fmt.Errorf("retry %s in %s: %w", m.ID, m.Queue, err)
 	}
 	return nil

@@ -133,11 +133,11 @@ func (s *core) enqueueBatch(ctx context.Context, msgs []*drover.Message, at []ti
 		reqs[i] = r
 	}
 	s.flushEnqueues(ctx, reqs)
+	if err := mergeNotReplicated(reqs); err != nil {
+		return nil, err
+	}
 	out := make([]EnqueueResult, len(reqs))
 	for i, r := range reqs {
-		if r.err != nil {
-			return nil, r.err
-		}
 		out[i] = r.res
 	}
 	return out, nil
@@ -184,18 +184,29 @@ func (s *core) newRequest(ctx context.Context, m *drover.Message, due int64) (*e
 
 // flushEnqueues sends reqs in one pipeline: per queue, the enqueue script
 // with up to maxScriptBatch messages per call, plus an SADD to the queue
-// registry for queues this Store has not registered yet. It sets every
-// request's res or err.
+// registry for queues this Store has not registered yet. In the durable
+// mode the pipeline ends with the replicas' confirmation (durable.go), and a
+// request whose write is not confirmed gets a NotReplicatedError. It sets
+// every request's res or err.
 func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
-	if len(reqs) == 1 && s.enqueueAlone(ctx, reqs[0]) {
+	if s.durable == nil && len(reqs) == 1 && s.enqueueAlone(ctx, reqs[0]) {
 		return
 	}
+	if s.durable != nil {
+		if err := s.durable.ready(ctx, s.rdb); err != nil {
+			for _, r := range reqs {
+				r.err = err
+			}
+			return
+		}
+	}
 	type call struct {
-		queue string
-		reqs  []*enqueueRequest
-		keys  []string
-		args  []any
-		cmd   *redis.Cmd
+		queue   string
+		reqs    []*enqueueRequest
+		keys    []string
+		args    []any
+		cmd     *redis.Cmd
+		retried bool // sent again in full after NOSCRIPT
 	}
 	wake := "" // no wake-up
 	if s.wakeups {
@@ -254,7 +265,10 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 	}
 
 	var sadd *redis.IntCmd
-	if len(calls) == 1 && len(register) == 0 {
+	// The replicas' confirmation of each pipeline's writes (durable mode):
+	// a call is confirmed by the pipeline it last ran in.
+	var confirm, confirmRetry func() error
+	if s.durable == nil && len(calls) == 1 && len(register) == 0 {
 		// The common case of a lone caller: one command, no pipeline.
 		c := calls[0]
 		c.cmd = enqueueScript.Run(ctx, s.rdb, c.keys, c.args...)
@@ -270,6 +284,9 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 		for _, c := range calls {
 			c.cmd = enqueueScript.EvalSha(ctx, pipe, c.keys, c.args...)
 		}
+		if s.durable != nil {
+			confirm = s.durable.confirm(ctx, pipe)
+		}
 		_, _ = pipe.Exec(ctx) // errors are read per command below
 
 		// Scripts the server did not know (first use, or after a restart)
@@ -284,9 +301,20 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 			pipe := s.rdb.Pipeline()
 			for _, c := range retry {
 				c.cmd = enqueueScript.Eval(ctx, pipe, c.keys, c.args...)
+				c.retried = true
+			}
+			if s.durable != nil {
+				confirmRetry = s.durable.confirm(ctx, pipe)
 			}
 			_, _ = pipe.Exec(ctx)
 		}
+	}
+	var unconfirmed, unconfirmedRetry error
+	if confirm != nil {
+		unconfirmed = confirm()
+	}
+	if confirmRetry != nil {
+		unconfirmedRetry = confirmRetry()
 	}
 
 	if sadd != nil && sadd.Err() == nil {
@@ -303,6 +331,16 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 			err = fmt.Errorf("enqueue to %s: %w", c.queue, err)
 			for _, r := range c.reqs {
 				r.err = err
+			}
+			continue
+		}
+		why := unconfirmed
+		if c.retried {
+			why = unconfirmedRetry
+		}
+		if why != nil {
+			for _, r := range c.reqs {
+				r.err = &NotReplicatedError{IDs: []string{r.id}, Reason: why}
 			}
 			continue
 		}

@@ -109,6 +109,10 @@ func (k *keyspace) queues() string { return k.prefix + ":queues" }
 // a wake-up reaches the owner only.
 func (k *keyspace) memberChannel(member string) string { return k.prefix + ":wakeup:" + member }
 
+// durableBarrierChannel is the channel of the durable mode's barrier: a
+// PUBLISH nobody listens to, sent for its replication (durable.go).
+func (k *keyspace) durableBarrierChannel() string { return k.prefix + ":durable-barrier" }
+
 // unownedChannel carries the wake-ups of queues no member owns (no :owner
 // key): nobody but observers (the autoscaler) listens to it.
 func (k *keyspace) unownedChannel() string { return k.prefix + ":wakeup-unowned" }

@@ -35,13 +35,16 @@ func TestNewClientThroughSentinel(t *testing.T) {
 // startSentinel runs a Sentinel (redis-server --sentinel) monitoring the
 // master at addr under name, stopped when the test ends, and returns its
 // address once it knows the master.
-func startSentinel(t *testing.T, name, addr string) string {
+func startSentinel(t *testing.T, name, addr string, extra ...string) string {
 	t.Helper()
 	sentinelAddr, port := freeLoopbackPort(t)
 	host, mport, _ := strings.Cut(addr, ":")
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
 	text := fmt.Sprintf("port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s 1\n", port, dir, name, host, mport)
+	for _, line := range extra {
+		text += line + "\n"
+	}
 	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

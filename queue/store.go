@@ -48,6 +48,13 @@ type Config struct {
 	// Logger receives the Store's few log lines (wake-up subscription
 	// trouble). Default: a null logger.
 	Logger hclog.Logger
+	// Durable, when Replicas > 0, acknowledges an enqueue only once that
+	// many replicas confirm its write (WAIT; WAITAOF with AOF) within
+	// Durable.Timeout, and otherwise returns a NotReplicatedError (wrapping
+	// drover.ErrOutcomeUnknown) naming the ids to enqueue again
+	// (durable.go). Default: off, an enqueue is acknowledged once the
+	// master has it. Not available on Redis Cluster (New refuses it).
+	Durable Durable
 	// Tracer, when set, gives every Enqueue a producer span and writes its
 	// W3C trace context into the envelope's headers (traceparent,
 	// tracestate). Default nil: tracing off, no header written.
@@ -76,6 +83,7 @@ type core struct {
 	wakeups      bool
 	batcher      coalescer
 	tracer       *tracing.Tracer
+	durable      *durability // nil: acknowledged once the master has it
 
 	// Enqueue script arguments that never change: ARGV[1] and ARGV[2].
 	dedupeWindowArg string
@@ -109,6 +117,9 @@ func New(cfg Config) (*Store, error) {
 	if cfg.MaxCoalesce == 0 {
 		cfg.MaxCoalesce = DefaultMaxCoalesce
 	}
+	if err := cfg.Durable.validate(cfg.Client); err != nil {
+		return nil, err
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = drover.SystemClock{}
 	}
@@ -125,6 +136,9 @@ func New(cfg Config) (*Store, error) {
 		tracer:       cfg.Tracer,
 	}
 	s.ids.now = cfg.Clock.Now
+	if cfg.Durable.Replicas > 0 {
+		s.durable = &durability{Durable: cfg.Durable, barrier: s.keys.durableBarrierChannel()}
+	}
 	s.dedupeWindowArg = formatInt(s.dedupeWindow.Milliseconds())
 	s.unownedChannel = s.keys.unownedChannel()
 	s.batcher = coalescer{max: cfg.MaxCoalesce, flush: s.flushEnqueues}

@@ -188,6 +188,11 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 		return nil, unknownOutcome(s.explain(err), msgs, batch)
 	}
 	res, err := cfg.Store.Producer().EnqueueBatchAt(r.Context(), msgs, at)
+	if errors.Is(err, drover.ErrOutcomeUnknown) {
+		// Redis answered, but did not confirm the write as replicated
+		// (redis.durable): a failover now could lose it. 503: retry.
+		err = &httpError{status: http.StatusServiceUnavailable, msg: err.Error()}
+	}
 	if err != nil {
 		return nil, unknownOutcome(s.explain(err), msgs, batch)
 	}

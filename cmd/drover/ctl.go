@@ -126,7 +126,7 @@ func (e *ctlEnv) queues() (*queue.Store, error) {
 		rdb.Close()
 		return nil, unreachableError{fmt.Errorf("reach Redis %s: %w", strings.Join(e.cfg.Redis.Addrs, ","), err)}
 	}
-	st, err := queue.New(queue.Config{Client: rdb, Prefix: e.cfg.Redis.Prefix, Logger: e.logger})
+	st, err := queue.New(queue.Config{Client: rdb, Prefix: e.cfg.Redis.Prefix, Logger: e.logger, Durable: e.cfg.QueueDurable()})
 	if err != nil {
 		rdb.Close()
 		return nil, err

@@ -218,7 +218,7 @@ func openStore(cfg *config.Config, clientName string, log hclog.Logger) (*queue.
 		stopTracing()
 		return nil, nil, fmt.Errorf("redis: %w", err)
 	}
-	store, err := queue.New(queue.Config{Client: rdb, Prefix: cfg.Redis.Prefix, Logger: log.Named("queue"), Tracer: tr})
+	store, err := queue.New(queue.Config{Client: rdb, Prefix: cfg.Redis.Prefix, Logger: log.Named("queue"), Tracer: tr, Durable: cfg.QueueDurable()})
 	if err != nil {
 		rdb.Close()
 		stopTracing()

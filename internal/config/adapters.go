@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -51,6 +52,22 @@ func (c *Config) RedisOptions(clientName string) (queue.ClientOptions, error) {
 		TLS:        tc,
 		ClientName: clientName,
 	}, nil
+}
+
+// maxDurableTimeout is the longest redis.durable.timeout: the Redis
+// client's read timeout (5s, go-redis's default, which NewClient keeps)
+// less the margin queue.Config.Durable requires.
+const maxDurableTimeout = 4500 * time.Millisecond
+
+// QueueDurable returns the queue.Durable of block redis.durable: the zero
+// value (off) unless the mode is "on", or "auto" with Sentinel.
+func (c *Config) QueueDurable() queue.Durable {
+	d := c.Redis.Durable
+	on := d.Mode == "on" || (d.Mode == "auto" && c.Redis.MasterName != "" && !c.Redis.Cluster)
+	if !on {
+		return queue.Durable{}
+	}
+	return queue.Durable{Replicas: d.Replicas, Timeout: d.Timeout, AOF: d.AOF}
 }
 
 // Logger returns an hclog.Logger named name writing to w at log.level, as

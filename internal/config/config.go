@@ -28,8 +28,13 @@ const (
 	DefaultSessionTimeout = coordinator.DefaultSessionTimeout
 	DefaultRedis          = "127.0.0.1:6379"
 	DefaultRedisPrefix    = queue.DefaultPrefix
-	DefaultCapacity       = worker.DefaultCapacity
-	DefaultAdminAddr      = "127.0.0.1:9090"
+	// DefaultDurableMode: the durable enqueue mode follows the deployment
+	// (on with Sentinel, off otherwise: docs/semantics.md).
+	DefaultDurableMode     = "auto"
+	DefaultDurableReplicas = 1
+	DefaultDurableTimeout  = 500 * time.Millisecond
+	DefaultCapacity        = worker.DefaultCapacity
+	DefaultAdminAddr       = "127.0.0.1:9090"
 	// DefaultSchedulerAdminAddr differs from DefaultAdminAddr so that a
 	// worker and a scheduler on one host, reading one file, both start.
 	DefaultSchedulerAdminAddr = "127.0.0.1:9091"
@@ -129,6 +134,32 @@ type Redis struct {
 	Prefix string
 	// TLS is block redis.tls.
 	TLS TLS
+	// Durable is block redis.durable: when an enqueue is acknowledged.
+	Durable Durable
+}
+
+// Durable is block redis.durable: the durable enqueue mode. When on, an
+// enqueue (by a worker, the scheduler, the HTTP API or ctl) is acknowledged
+// only once Replicas replicas confirm its write within Timeout; otherwise
+// its outcome is unknown (a 503 with the ids from the HTTP API) and the
+// producer retries with the same ids (docs/semantics.md, "What an
+// acknowledged enqueue survives").
+type Durable struct {
+	// Mode is "auto", "on" or "off" (redis.durable.mode). Default "auto":
+	// on with Sentinel (redis.master_name), off for a standalone server
+	// and for Cluster (not available there yet).
+	Mode string
+	// Replicas is how many replicas must confirm (redis.durable.replicas).
+	// Default 1.
+	Replicas int
+	// Timeout bounds the wait for them (redis.durable.timeout), in whole
+	// milliseconds, below 4.5s (the client's read timeout less 0.5s).
+	// Default 500ms.
+	Timeout time.Duration
+	// AOF also waits for the fsync of the append-only file on the master
+	// and the replicas (redis.durable.aof; WAITAOF, Redis 7.2 or later).
+	// Default false.
+	AOF bool
 }
 
 // TLS is a tls block (zookeeper.tls, redis.tls).
@@ -342,6 +373,11 @@ func Default(hostname string) *Config {
 		Redis: Redis{
 			Addrs:  []string{DefaultRedis},
 			Prefix: DefaultRedisPrefix,
+			Durable: Durable{
+				Mode:     DefaultDurableMode,
+				Replicas: DefaultDurableReplicas,
+				Timeout:  DefaultDurableTimeout,
+			},
 		},
 		Worker: Worker{
 			Name:         hostname,

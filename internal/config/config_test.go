@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/queue"
 )
 
 func writeFile(t *testing.T, name, text string) string {
@@ -195,5 +196,45 @@ func TestRedisGiveUpAfterIsValidated(t *testing.T) {
 	c, err := Load("", []string{"DROVER_WORKER_REDIS_GIVEUP_AFTER=30s"}, nil, "host")
 	if err != nil || c.Worker.RedisGiveUpAfter != 30*time.Second {
 		t.Fatalf("want 30s, have %v, %v", c, err)
+	}
+}
+
+// TestDurableFollowsTheDeployment: redis.durable.mode "auto" (the default)
+// turns durable enqueue on with Sentinel only; "on" and "off" are obeyed;
+// what cannot work is refused naming the key.
+func TestDurableFollowsTheDeployment(t *testing.T) {
+	on := queue.Durable{Replicas: 1, Timeout: 500 * time.Millisecond}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want queue.Durable
+	}{
+		{"standalone, auto", nil, queue.Durable{}},
+		{"sentinel, auto", []string{"DROVER_REDIS_MASTER_NAME=m"}, on},
+		{"sentinel, off", []string{"DROVER_REDIS_MASTER_NAME=m", "DROVER_REDIS_DURABLE_MODE=off"}, queue.Durable{}},
+		{"standalone, on", []string{"DROVER_REDIS_DURABLE_MODE=on", "DROVER_REDIS_DURABLE_REPLICAS=2", "DROVER_REDIS_DURABLE_TIMEOUT=1s", "DROVER_REDIS_DURABLE_AOF=true"},
+			queue.Durable{Replicas: 2, Timeout: time.Second, AOF: true}},
+		{"cluster, auto", []string{"DROVER_REDIS_CLUSTER=true"}, queue.Durable{}},
+	} {
+		c, err := Load("", tc.env, nil, "host")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if have := c.QueueDurable(); have != tc.want {
+			t.Errorf("%s: want %+v, have %+v", tc.name, tc.want, have)
+		}
+	}
+	for _, tc := range []struct{ env, want string }{
+		{"DROVER_REDIS_DURABLE_MODE=always", `redis.durable.mode: want "auto", "on" or "off"`},
+		{"DROVER_REDIS_DURABLE_REPLICAS=0", "redis.durable.replicas: must be ≥ 1"},
+		{"DROVER_REDIS_DURABLE_TIMEOUT=5s", "redis.durable.timeout: want whole milliseconds"},
+		{"DROVER_REDIS_DURABLE_TIMEOUT=0s", "redis.durable.timeout: want whole milliseconds"},
+	} {
+		if _, err := Load("", []string{tc.env}, nil, "host"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want %q, have %v", tc.env, tc.want, err)
+		}
+	}
+	if _, err := Load("", []string{"DROVER_REDIS_CLUSTER=true", "DROVER_REDIS_DURABLE_MODE=on"}, nil, "host"); err == nil || !strings.Contains(err.Error(), "not available on Redis Cluster") {
+		t.Errorf("cluster with the mode on: want refused, have %v", err)
 	}
 }

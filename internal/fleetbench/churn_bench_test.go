@@ -118,6 +118,15 @@ func runChurn(b *testing.B, sz churnSizes) {
 	for i := range ws {
 		ws[i] = startWorker(b, bin, dir, fmt.Sprintf("w%d", i+1), zkServer.Addrs[0], env)
 	}
+	if keep := os.Getenv("DROVER_CHURNBENCH_KEEP_LOGS"); keep != "" {
+		b.Cleanup(func() { // registered after the workers': runs before they stop
+			for _, w := range ws {
+				data, err := os.ReadFile(w.logPath)
+				b.Logf("keep %s: %d bytes (%v)", w.logPath, len(data), err)
+				_ = os.WriteFile(filepath.Join(keep, w.name+".log"), data, 0o644)
+			}
+		})
+	}
 	waitConverged(b, s, ws, 0, time.Minute)
 	time.Sleep(3 * time.Second) // the leader's registrar subscribes (a lost first wake-up waits for the scan)
 

@@ -8,11 +8,11 @@
 - drover.pool: serve Python functions as a pooled child of `drover worker`.
 """
 
-from .errors import DroverError, InvalidArgument, LayoutError
+from .errors import DroverError, InvalidArgument, LayoutError, OutcomeUnknown
 from .http import HTTPClient
-from .types import Job, JobStatus, Schedule
+from .types import Durable, Job, JobStatus, Schedule
 
-__all__ = ["Client", "HTTPClient", "Job", "JobStatus", "Schedule", "DroverError", "InvalidArgument", "LayoutError", "new_id"]
+__all__ = ["Client", "HTTPClient", "Job", "JobStatus", "Schedule", "DroverError", "InvalidArgument", "LayoutError", "OutcomeUnknown", "Durable", "new_id"]
 __version__ = "0.1.0"
 
 

@@ -19,9 +19,9 @@ except ImportError as e:  # pragma: no cover - the message is the point
         "drover.Client needs redis-py: apt-get install python3-redis "
         "(Debian; run with /usr/bin/python3) or pip install redis") from e
 
-from .errors import DroverError, InvalidArgument, LayoutError
+from .errors import DroverError, InvalidArgument, LayoutError, OutcomeUnknown
 from .ids import new_id
-from .types import Job, JobStatus, Schedule
+from .types import Durable, Job, JobStatus, Schedule
 from .validate import check_job, check_queue, encode_json
 
 DEFAULT_DEDUPE_WINDOW_MS = 24 * 3600 * 1000
@@ -72,12 +72,22 @@ class Client:
         job_id, pos = c.enqueue("emails", "send", {"to": "a@example.com"})
 
     prefix is the fleet's redis.prefix. The client refuses (LayoutError) a
-    Redis whose <prefix>:layout key names a version it does not speak."""
+    Redis whose <prefix>:layout key names a version it does not speak.
+
+    durable (a drover.Durable) turns on the durable enqueue mode, as the
+    fleet's redis.durable does for the Go producers: an enqueue returns only
+    once the replicas confirm its write, and raises OutcomeUnknown (naming
+    the ids to enqueue again) when they do not within the bound
+    (docs/semantics.md). Default None: acknowledged once the master has it."""
 
     def __init__(self, r: "redis.Redis", prefix: str = "drover",
                  dedupe_window_ms: int = DEFAULT_DEDUPE_WINDOW_MS, wakeups: bool = True,
-                 check_layout: bool = True) -> None:
+                 check_layout: bool = True, durable: Optional[Durable] = None) -> None:
+        if durable is not None and not isinstance(durable, Durable):
+            raise InvalidArgument("durable", f"want a drover.Durable or None, have {type(durable).__name__}")
         self.r = r
+        self.durable = durable
+        self._waitaof_checked = False
         self.prefix = prefix
         self.dedupe_window_ms = int(dedupe_window_ms)
         self.wake_channel = prefix + ":wakeup-unowned" if wakeups else ""
@@ -169,7 +179,9 @@ class Client:
                 batches.append((keys, argv, [i for i, _ in chunk]))
         register = [q for q in calls if q not in self._registered]
         order = [b[2] for b in batches]
-        if len(batches) == 1 and not register:
+        if self.durable is not None:
+            self._check_waitaof()
+        if len(batches) == 1 and not register and self.durable is None:
             # The common case of a lone caller: one EVALSHA, no pipeline
             # (redis-py's pipeline adds a SCRIPT EXISTS round trip).
             results = [self._enqueue(keys=batches[0][0], args=batches[0][1])]
@@ -179,9 +191,16 @@ class Client:
                 self._enqueue(keys=keys, args=argv, client=pipe)
             if register:
                 pipe.sadd(self.prefix + ":queues", *register)
+            if self.durable is not None:
+                self._confirm(pipe)
             results = pipe.execute()
             if register:
                 self._registered.update(register)
+            if self.durable is not None:
+                why = self._unconfirmed(results[-1])
+                if why:
+                    ids = [a[0] for _, a in sorted(x for items in calls.values() for x in items)]
+                    raise OutcomeUnknown(ids, why)
         for idxs, res in zip(order, results):
             for i, r in zip(idxs, res):
                 out[i] = (out[i][0], int(r))
@@ -189,6 +208,44 @@ class Client:
             for i, a in items:
                 out[i] = (a[0], out[i][1])
         return out
+
+    # --- durable mode (queue/durable.go) -----------------------------------
+
+    def _check_waitaof(self) -> None:
+        """With aof, refuses (before anything is written) a server without
+        WAITAOF (before Redis 7.2)."""
+        if not self.durable.aof or self._waitaof_checked:
+            return
+        version = str(self.r.info("server").get("redis_version", "0"))
+        if _version_tuple(version) < (7, 2):
+            raise DroverError(f"durable aof needs WAITAOF (Redis 7.2 or later) and this server does not "
+                              f"have it (version {version}): upgrade, or use Durable(aof=False); nothing was enqueued")
+        self._waitaof_checked = True
+
+    def _confirm(self, pipe: Any) -> None:
+        """Ends pipe with the replicas' confirmation, as the Go producer does:
+        a barrier PUBLISH (replicated like a write, so that WAIT covers a
+        duplicate's earlier write too), then WAIT or WAITAOF."""
+        pipe.publish(self.prefix + ":durable-barrier", "")
+        ms = max(1, int(self.durable.timeout * 1000))
+        if self.durable.aof:
+            pipe.execute_command("WAITAOF", 1, self.durable.replicas, ms)
+        else:
+            pipe.execute_command("WAIT", self.durable.replicas, ms)
+
+    def _unconfirmed(self, reply: Any) -> str:
+        """Why the confirmation's reply does not confirm ("" when it does)."""
+        d = self.durable
+        if d.aof:
+            local, replicas = int(reply[0]), int(reply[1])
+            if local < 1:
+                return f"not in the master's append-only file within {d.timeout}s (is appendonly on?)"
+            if replicas < d.replicas:
+                return f"in the append-only file of {replicas} of {d.replicas} replicas within {d.timeout}s"
+            return ""
+        if int(reply) < d.replicas:
+            return f"confirmed by {int(reply)} of {d.replicas} replicas within {d.timeout}s"
+        return ""
 
     # --- revoke ------------------------------------------------------------
 
@@ -317,6 +374,11 @@ class Client:
 
 
 _FRACTION = re.compile(r"\.(\d+)")
+
+
+def _version_tuple(v: str) -> Tuple[int, ...]:
+    """(7, 0, 15) for "7.0.15"; parts that are not numbers count 0."""
+    return tuple(int(p) if p.isdigit() else 0 for p in v.split("."))
 
 
 def _parse_time(s: str) -> int:

@@ -23,6 +23,24 @@ class Job:
     headers: Dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Durable:
+    """The durable enqueue mode (the fleet's redis.durable): an enqueue is
+    acknowledged only once `replicas` replicas confirm its write (WAIT; with
+    aof, WAITAOF: the append-only file's fsync on the master and the
+    replicas, Redis 7.2+) within `timeout` seconds; else OutcomeUnknown."""
+
+    replicas: int = 1
+    timeout: float = 0.5
+    aof: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.replicas, int) or self.replicas < 1:
+            raise ValueError(f"durable.replicas: want an int >= 1, have {self.replicas!r}")
+        if not self.timeout > 0:
+            raise ValueError(f"durable.timeout: want seconds > 0 (0 would wait forever), have {self.timeout!r}")
+
+
 @dataclass
 class JobStatus:
     """What `drover ctl job` shows. state is one of pending, delayed,

@@ -131,6 +131,45 @@ class RedisClientTests(unittest.TestCase):
             self.r.delete(other + ":layout")
 
 
+class DurableTests(unittest.TestCase):
+    """The durable mode on the fleet's Redis, which has no replica: an
+    enqueue needing one replica is never confirmed."""
+
+    def setUp(self):
+        self.r = redis.Redis.from_url(env("REDIS_URL"))
+        self.prefix = env("DROVER_PREFIX")
+        self.q = env("DROVER_QUEUE") + "-durable"  # no task runs it
+
+    def test_unconfirmed_enqueue_is_outcome_unknown_and_safe_to_retry(self):
+        c = drover.Client(self.r, prefix=self.prefix, durable=drover.Durable(replicas=1, timeout=0.05))
+        with self.assertRaises(drover.OutcomeUnknown) as cm:
+            c.enqueue(self.q, "record", {"n": 1}, id="py-durable-1")
+        self.assertEqual(cm.exception.ids, ["py-durable-1"])
+        with self.assertRaises(drover.OutcomeUnknown) as cm:
+            c.enqueue_many([drover.Job(self.q, "record", id="py-durable-2"), drover.Job(self.q, "record")])
+        self.assertEqual(len(cm.exception.ids), 2)
+        self.assertEqual(cm.exception.ids[0], "py-durable-2")
+        # The write reached the master: the retry is a duplicate, not a copy.
+        plain = drover.Client(self.r, prefix=self.prefix)
+        self.assertEqual(plain.enqueue(self.q, "record", id="py-durable-1"), ("py-durable-1", -1))
+        self.assertEqual(self.r.hexists(f"{self.prefix}:{{{self.q}}}:msg", cm.exception.ids[1]), True)
+
+    def test_aof_needs_waitaof(self):
+        if tuple(int(p) for p in self.r.info("server")["redis_version"].split(".")[:2]) >= (7, 2):
+            self.skipTest("this Redis has WAITAOF (7.2+)")
+        c = drover.Client(self.r, prefix=self.prefix, durable=drover.Durable(replicas=1, timeout=0.05, aof=True))
+        with self.assertRaises(drover.DroverError) as cm:
+            c.enqueue(self.q, "record", id="py-durable-aof")
+        self.assertIn("WAITAOF", str(cm.exception))
+        self.assertFalse(self.r.hexists(f"{self.prefix}:{{{self.q}}}:msg", "py-durable-aof"))
+
+    def test_durable_is_checked(self):
+        with self.assertRaises(ValueError):
+            drover.Durable(replicas=0)
+        with self.assertRaises(ValueError):
+            drover.Durable(timeout=0)
+
+
 class HTTPProducerTests(unittest.TestCase):
     def setUp(self):
         self.c = drover.HTTPClient(env("DROVER_URL"), env("DROVER_TOKEN"))
