@@ -307,8 +307,10 @@ class Client:
         elif dead is not None:
             st.state = "dead"
             d = _json(deadrec) or {}
-            msg = d.get("message") or {}
-            if msg:
+            # The record is the envelope plus the failure
+            # (docs/redis-schema.md); older ones nest it under "message".
+            msg = d.get("message") or d
+            if msg.get("task"):
                 st.task, st.attempt = msg.get("task", ""), msg.get("attempt", 0)
             f = d.get("failure") or d
             st.error, st.exit_code, st.stderr_tail = f.get("error", ""), f.get("exit_code"), f.get("stderr_tail", "")

@@ -13,6 +13,7 @@ import os
 import time
 import unittest
 
+import json
 import redis
 
 import drover
@@ -97,6 +98,20 @@ class RedisClientTests(unittest.TestCase):
         other, _ = self.c.enqueue(self.q, "record", delay=3600)
         self.assertTrue(self.c.revoke(self.q, other))
         self.assertIn("@", self.c.status(self.q, other).by)  # user@host, as ctl records it
+
+    def test_dead_status_names_the_task(self):
+        # A dead letter is the envelope with the failure beside it
+        # (docs/redis-schema.md): its status names the task and attempt.
+        k = self.c._keys(self.q)
+        job_id = "py-dead-%d" % time.time_ns()
+        rec = {"id": job_id, "queue": self.q, "task": "record", "attempt": 2,
+               "error": "exit status 1", "exit_code": 1, "failed_at": "2026-11-29T08:00:00Z"}
+        self.r.zadd(k["dead"], {job_id: int(time.time() * 1000)})
+        self.r.hset(k["deadmsg"], job_id, json.dumps(rec))
+        st = self.c.status(self.q, job_id)
+        self.assertEqual((st.state, st.task, st.attempt, st.exit_code), ("dead", "record", 2, 1))
+        self.r.zrem(k["dead"], job_id)
+        self.r.hdel(k["deadmsg"], job_id)
 
     def test_schedule_fires_each_slot_once(self):
         name = "py-every-%d" % time.time_ns()
