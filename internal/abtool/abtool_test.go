@@ -63,11 +63,13 @@ func TestABOnAThrowawayRepository(t *testing.T) {
 		gitIn(t, repo, "rev-parse", "--short", "HEAD~1") + " (toy: ten widgets)",
 		gitIn(t, repo, "rev-parse", "--short", "HEAD") + " (toy: twenty widgets)",
 		"load average", "abtool (test)", "3 values",
-		"`(whole run)` `cpu-s`", // -benchtime 100x: both sides did the same work
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report does not say %q", want)
 		}
+	}
+	if strings.Contains(report, wholeRun) {
+		t.Errorf("one benchmark a run has its own %s: want no %s row", cpuPerOp, wholeRun)
 	}
 	if strings.Count(log.String(), "abtool: round ") != 6 {
 		t.Errorf("want 6 runs logged (3 rounds × 2 sides), have:\n%s", log.String())

@@ -171,7 +171,7 @@ func run(ctx context.Context, c config, out, log io.Writer) error {
 			}
 			runs[rev.Side].addRun(r, c.fixedIterations())
 			raw[rev.Side].Write(r.Output)
-			fmt.Fprintf(log, "abtool: round %d/%d %s (%s): %d results, %.1f s, %.2f s CPU\n",
+			fmt.Fprintf(log, "abtool: round %d/%d %s (%s): result lines %d, %.1f s, %.2f s CPU\n",
 				round, c.Rounds, rev.Side, rev.Short, len(r.Results), r.Wall.Seconds(), r.CPU.Seconds())
 		}
 	}

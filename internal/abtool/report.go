@@ -47,7 +47,7 @@ func report(c config, a, b revision, m machine, sa, sb *samples) string {
 	var w strings.Builder
 	fmt.Fprintf(&w, "#### A/B: `%s` in `%s`\n\n", c.Bench, c.Pkg)
 	fmt.Fprintf(&w, "    %s\n\n", c.Cmdline)
-	fmt.Fprintf(&w, "* A: `%s` = %s (%s); B: `%s` = %s (%s)\n", c.A, a.Short, a.Subject, c.B, b.Short, b.Subject)
+	fmt.Fprintf(&w, "* A: %s; B: %s\n", revisionText(a), revisionText(b))
 	benchtime := c.Benchtime
 	if benchtime == "" {
 		benchtime = "default (1s)"
@@ -71,11 +71,20 @@ func report(c config, a, b revision, m machine, sa, sb *samples) string {
 	if sa.SharedCPU+sb.SharedCPU > 0 {
 		fmt.Fprintf(&w, " Runs that print more than one benchmark share one process's CPU, which is not divided among them: narrow -bench to one benchmark (`'^BenchmarkEnqueue$/goroutines=1$'`) for its `%s`.", cpuPerOp)
 	}
-	if c.fixedIterations() {
+	if sa.values[wholeRun] != nil || sb.values[wholeRun] != nil {
 		fmt.Fprintf(&w, " `%s` `cpu-s` is each run's whole CPU time: with -benchtime %s both sides do the same iterations.", wholeRun, c.Benchtime)
 	}
 	w.WriteString("\n")
 	return w.String()
+}
+
+// revisionText names a side's commit: its short hash and subject, after
+// the name it was given when that was not a hash.
+func revisionText(r revision) string {
+	if strings.HasPrefix(r.Hash, r.Name) {
+		return fmt.Sprintf("%s (%s)", r.Short, r.Subject)
+	}
+	return fmt.Sprintf("`%s` = %s (%s)", r.Name, r.Short, r.Subject)
 }
 
 // mergedNames lists A's benchmarks in order, then those only B ran.

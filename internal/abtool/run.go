@@ -103,8 +103,8 @@ func (s *samples) add(name, unit string, v float64) {
 // addRun records every metric of every line of r; then CPU per op when all
 // of r's lines are of one benchmark (its CPU over their iterations: an
 // upper bound, since it also holds the process's start, the benchmark's
-// set-up and its calibration runs); and, when fixedIterations (-benchtime
-// Nx: both sides do the same work), the run's CPU as a whole.
+// set-up and its calibration runs); otherwise, when fixedIterations
+// (-benchtime Nx: both sides do the same work), the run's CPU as a whole.
 func (s *samples) addRun(r runResult, fixedIterations bool) {
 	var iterations int64
 	one := true
@@ -117,9 +117,9 @@ func (s *samples) addRun(r runResult, fixedIterations bool) {
 	}
 	if one {
 		s.add(r.Results[0].Name, cpuPerOp, float64(r.CPU.Nanoseconds())/float64(iterations))
-	} else {
-		s.SharedCPU++
+		return
 	}
+	s.SharedCPU++
 	if fixedIterations {
 		s.add(wholeRun, "cpu-s", r.CPU.Seconds())
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCompare(t *testing.T) {
@@ -93,5 +95,35 @@ func TestConfigValidate(t *testing.T) {
 		if err := bad.validate(); err == nil || !strings.HasPrefix(err.Error(), c.field+":") {
 			t.Errorf("want an error naming %s, have %v", c.field, err)
 		}
+	}
+}
+
+func TestAddRunDividesCPUOnlyWhenOneBenchmarkRan(t *testing.T) {
+	one := runResult{CPU: 3 * time.Second, Results: []result{
+		{Name: "BenchmarkA", N: 1000, Metrics: []metric{{"ns/op", 5}}},
+		{Name: "BenchmarkA", N: 2000, Metrics: []metric{{"ns/op", 6}}}, // -count 2
+	}}
+	two := runResult{CPU: 4 * time.Second, Results: []result{
+		{Name: "BenchmarkA", N: 1000, Metrics: []metric{{"ns/op", 5}}},
+		{Name: "BenchmarkB", N: 1000, Metrics: []metric{{"ns/op", 7}}},
+	}}
+	s := newSamples()
+	s.addRun(one, true)
+	if have := s.values["BenchmarkA"][cpuPerOp]; len(have) != 1 || have[0] != 1e6 {
+		t.Errorf("one benchmark, 3 s over 3,000 iterations: want %s [1e6], have %v", cpuPerOp, have)
+	}
+	if s.values[wholeRun] != nil {
+		t.Errorf("one benchmark: want no %s row, have %v", wholeRun, s.values[wholeRun])
+	}
+	s.addRun(two, false)
+	if have := s.values["BenchmarkB"][cpuPerOp]; have != nil || s.SharedCPU != 1 || s.values[wholeRun] != nil {
+		t.Errorf("two benchmarks, time-based: want no CPU figure and one shared run, have %v, %d, %v", have, s.SharedCPU, s.values[wholeRun])
+	}
+	s.addRun(two, true)
+	if have := s.values[wholeRun]["cpu-s"]; len(have) != 1 || have[0] != 4 {
+		t.Errorf("two benchmarks, -benchtime Nx: want %s cpu-s [4], have %v", wholeRun, have)
+	}
+	if want := []float64{5, 6, 5, 5}; !slices.Equal(s.values["BenchmarkA"]["ns/op"], want) {
+		t.Errorf("ns/op of BenchmarkA: want %v, have %v", want, s.values["BenchmarkA"]["ns/op"])
 	}
 }
