@@ -113,6 +113,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, c, os.Stdout, os.Stderr); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted: %w", err)
+		}
 		fmt.Fprintf(os.Stderr, "abtool: %v\n", err)
 		os.Exit(1)
 	}
