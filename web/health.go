@@ -37,6 +37,9 @@ var ErrZooKeeperDown = errors.New("ZooKeeper is not reachable (the console is re
 // does not answer a ping, else ZooKeeper when the session is not
 // connected. Other errors are returned as they are.
 func (s *Server) explain(err error) error {
+	if he := matchDeadline(err); he != nil {
+		return he
+	}
 	var he *httpError
 	if err == nil || errors.As(err, &he) || (!unavailable(err) && statusOf(err) < 500) {
 		return err

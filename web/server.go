@@ -159,12 +159,14 @@ func (s *Server) SetOps(o *ops.Ops) {
 // fleetOps returns the Ops requests use now.
 func (s *Server) fleetOps() *ops.Ops { return s.opsNow.Load() }
 
-// Handler returns the server's handler: every route behind a Host check
+// Handler returns the server's handler: every route behind size limits
+// (a path, query or header past its bound is answered 414 or 431: limits.go), a Host check
 // (an open console, which trusts loopback clients, answers 403 to a Host
 // that is not a loopback address, localhost or a configured name: DNS
 // rebinding) and cross-origin protection (a state-changing request from
-// another site is answered 403, whatever its credentials). Both
-// refusals are audited.
+// another site is answered 403, whatever its credentials; on a console
+// without tokens, so is a costly read asked for by another site:
+// refuseCrossSite). Every refusal goes to the refusal stream.
 func (s *Server) Handler() http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -172,7 +174,7 @@ func (s *Server) Handler() http.Handler {
 		s.auditRefusal(r, "", auth.Principal{}, he)
 		s.fail(w, r, he)
 	}))
-	return securityHeaders(s.checkHost(cop.Handler(s.bounded(s.mux))))
+	return securityHeaders(s.limitSize(s.checkHost(cop.Handler(s.refuseCrossSite(s.bounded(s.mux))))))
 }
 
 // checkHost refuses a request whose Host the authenticator does not

@@ -167,7 +167,7 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 		w.Write([]byte("ready\n"))
 	})
 	mux.Handle("/", srv.Handler())
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: web.MaxRequestHeaderBytes, ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
 	if authn.Open() {
 		fmt.Fprintf(stderr, "drover web: no auth.tokens configured: listening on loopback only, every local client is admin\n")
 	}

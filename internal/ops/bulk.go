@@ -37,7 +37,9 @@ func (o *Ops) SelectQueues(ctx context.Context, m Match, named []string) ([]stri
 	}
 	var out []string
 	if m != "" {
-		out = m.filter(names)
+		if out, err = o.filter(ctx, m, names); err != nil {
+			return nil, err
+		}
 	} else {
 		seen := map[string]bool{}
 		for _, q := range named {

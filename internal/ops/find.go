@@ -2,7 +2,8 @@ package ops
 
 import (
 	"context"
-	"path"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -58,16 +59,52 @@ func ListQueueNames(ctx context.Context, zk *coordinator.Session, store *queue.S
 // Match selects queue names: a pattern with *, ? or [ is a shell pattern
 // (path.Match: "tenant-*-emails"); anything else is a prefix ("tenant-42").
 // The empty match selects nothing; "*" selects everything.
+//
+// Its cost is bounded (issue 41): at most MaxMatchBytes, at most
+// MaxMatchWildcards of *, ? and [classes], and matched against the
+// caller's deadline (the console's request bound), which ends it with
+// ErrMatchDeadline.
 type Match string
 
-// Validate checks a pattern's syntax.
+// Bounds of a Match (docs/web.md, "Limits").
+const (
+	MaxMatchBytes     = 256
+	MaxMatchWildcards = 8
+)
+
+// ErrMatchDeadline: the deadline came before every name was matched (the
+// console answers 503).
+var ErrMatchDeadline = errors.New("the match did not finish within the request's bound")
+
+// Validate checks a pattern's length, its number of wildcards and its
+// syntax; the error wraps ErrBadInput and names the limit.
 func (m Match) Validate() error {
+	if len(m) > MaxMatchBytes {
+		return badInput("match: %d bytes, at most %d", len(m), MaxMatchBytes)
+	}
+	if n := m.wildcards(); n > MaxMatchWildcards {
+		return badInput("match: %d wildcards (*, ?, [), at most %d", n, MaxMatchWildcards)
+	}
 	if m.glob() {
-		if _, err := path.Match(string(m), ""); err != nil {
+		if err := validGlob(string(m)); err != nil {
 			return badInput("pattern %q: %v", string(m), err)
 		}
 	}
 	return nil
+}
+
+// wildcards counts the unescaped *, ? and [ of m.
+func (m Match) wildcards() int {
+	n := 0
+	for i := 0; i < len(m); i++ {
+		switch m[i] {
+		case '\\':
+			i++
+		case '*', '?', '[':
+			n++
+		}
+	}
+	return n
 }
 
 func (m Match) glob() bool { return strings.ContainsAny(string(m), "*?[") }
@@ -78,17 +115,21 @@ func (m Match) Matches(q string) bool {
 		return false
 	}
 	if m.glob() {
-		ok, _ := path.Match(string(m), q)
-		return ok
+		return m.Validate() == nil && compileGlob(string(m)).match(q)
 	}
 	return strings.HasPrefix(q, string(m))
 }
 
-// filter returns the names m selects; sorted names in, sorted out. A
-// prefix is found by binary search.
-func (m Match) filter(names []string) []string {
+// matchCheckEvery is how many names filter matches between two looks at
+// its deadline.
+const matchCheckEvery = 1024
+
+// filter returns the names m (valid) selects; sorted names in, sorted
+// out. A prefix is found by binary search; a pattern is compiled once and
+// matched against ctx's deadline (ErrMatchDeadline when it comes first).
+func (o *Ops) filter(ctx context.Context, m Match, names []string) ([]string, error) {
 	if m == "" {
-		return nil
+		return nil, nil
 	}
 	if !m.glob() {
 		i := sort.SearchStrings(names, string(m))
@@ -96,16 +137,27 @@ func (m Match) filter(names []string) []string {
 		for j < len(names) && strings.HasPrefix(names[j], string(m)) {
 			j++
 		}
-		return names[i:j:j]
+		return names[i:j:j], nil
 	}
+	g := compileGlob(string(m))
 	var out []string
-	for _, q := range names {
-		if m.Matches(q) {
+	for i, q := range names {
+		if i%matchCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("%w (%d of %d names matched; narrow the pattern): %w", ErrMatchDeadline, i, len(names), err)
+			}
+		}
+		if g.match(q) {
 			out = append(out, q)
 		}
 	}
-	return out
+	o.matched.Add(int64(len(names)))
+	return out, nil
 }
+
+// NamesMatched is how many names patterns were matched against since o
+// was made (a measure of what finds and bulk selections cost).
+func (o *Ops) NamesMatched() int64 { return o.matched.Load() }
 
 // FindQueues returns the page of queues m selects, each read in full (its
 // offset and owner from ZooKeeper, its backlog from Redis): the cost is
@@ -122,7 +174,10 @@ func (o *Ops) FindQueues(ctx context.Context, m Match, page, perPage int) (Queue
 	if err != nil {
 		return QueuePage{}, err
 	}
-	matched := m.filter(names)
+	matched, err := o.filter(ctx, m, names)
+	if err != nil {
+		return QueuePage{}, err
+	}
 	p := QueuePage{Total: len(matched), Page: q.Page, PerPage: q.PerPage, Pages: (len(matched) + q.PerPage - 1) / q.PerPage, Queues: []QueueRow{}}
 	start := min((q.Page-1)*q.PerPage, len(matched))
 	end := min(start+q.PerPage, len(matched))

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -20,7 +21,11 @@ func TestMatchSelectsByPrefixOrPattern(t *testing.T) {
 		{"", ""},
 		{"*", strings.Join(names, ",")},
 	} {
-		if have := strings.Join(c.match.filter(names), ","); have != c.want {
+		got, err := (&Ops{}).filter(context.Background(), c.match, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if have := strings.Join(got, ","); have != c.want {
 			t.Errorf("%q: want %q, have %q", c.match, c.want, have)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -60,6 +61,7 @@ type Ops struct {
 	token   string
 	http    *http.Client
 	now     func() time.Time
+	matched atomic.Int64 // names matched by patterns (NamesMatched)
 }
 
 // New validates cfg and returns Ops.

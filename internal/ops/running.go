@@ -3,10 +3,12 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // RunningTask is one task running now somewhere in the fleet.
@@ -28,13 +30,17 @@ type Running struct {
 }
 
 // Running reads every member's running queues (/debug/state?queues=running,
-// in parallel) and lists the tasks in flight.
+// in parallel) and lists the tasks in flight. Each member is waited for at
+// most memberBound: one that does not answer by then (a stopped process
+// whose socket still accepts) is named in Unreachable and the others are
+// listed; it fails only when ctx ends (or the members cannot be listed).
 func (o *Ops) Running(ctx context.Context) (Running, error) {
 	members, err := o.zk.Group().Members(ctx)
 	if err != nil {
 		return Running{}, err
 	}
 	out := Running{Tasks: []RunningTask{}, Unreachable: map[string]string{}}
+	bound := o.memberBound(ctx)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, m := range members {
@@ -48,9 +54,14 @@ func (o *Ops) Running(ctx context.Context) (Running, error) {
 			defer wg.Done()
 			// Only the queues running a task (worker.StateRunning); a worker
 			// from before that form answers 400 and is read in full.
-			raw, err := o.fetchState(ctx, addr, "queues=running")
+			mctx, cancel := context.WithTimeout(ctx, bound)
+			defer cancel()
+			raw, err := o.fetchState(mctx, addr, "queues=running")
 			if err != nil && strings.Contains(err.Error(), "400 Bad Request") {
-				raw, err = o.fetchState(ctx, addr, "")
+				raw, err = o.fetchState(mctx, addr, "")
+			}
+			if err != nil && mctx.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("did not answer within %v", bound.Round(time.Millisecond))
 			}
 			var st MemberState
 			if err == nil {
@@ -80,6 +91,21 @@ func (o *Ops) Running(ctx context.Context) (Running, error) {
 		out.Unreachable = nil
 	}
 	return out, ctx.Err()
+}
+
+// memberTimeout bounds the wait for one member's answer in Running.
+const memberTimeout = 2 * time.Second
+
+// memberBound is how long Running waits for each member: memberTimeout,
+// or less when ctx's deadline leaves less than twice that, so that the
+// answers that came are still sent within the caller's bound (the
+// console's 5 s).
+func (o *Ops) memberBound(ctx context.Context) time.Duration {
+	d := memberTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		d = min(d, dl.Sub(o.now())/2)
+	}
+	return max(d, 0)
 }
 
 // RunningIn returns the ids of q's tasks running now on its owner (one
