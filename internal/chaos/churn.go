@@ -12,6 +12,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/chaos/check"
 	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/queue"
 )
 
 // Key churn under chaos (issue 40, fault kind key-churn): one queue family,
@@ -37,10 +38,17 @@ const (
 	churnKeys        = 20 // keys cycling all the time
 	churnBurst       = 100
 	churnRetireAfter = 2 * time.Second
+	// churnDedupeWindow is the churn producer's dedupe window: a key is
+	// kept while a caller-chosen id of it is inside its window (enqueueing
+	// that id again must stay a no-op), and every chaos message has one, so
+	// a key retires churnDedupeWindow after its last enqueue. It outlasts a
+	// send's retries through the longest fault (a redis-cut-all of three
+	// session timeouts), so that a retried batch is still deduplicated.
+	churnDedupeWindow = 30 * time.Second
 	// churnStuckAfter: a key idle this long without being retired is fed
 	// again (and counted): a queue whose trim failed (Redis away) keeps its
 	// committed messages and is not empty until its next commit trims it.
-	churnStuckAfter = 10 * churnRetireAfter
+	churnStuckAfter = churnDedupeWindow + 10*churnRetireAfter
 )
 
 // churnKey is one key's place in its cycle.
@@ -52,8 +60,9 @@ type churnKey struct {
 
 // churner feeds and watches the family's keys.
 type churner struct {
-	gen *loadGen
-	zk  *zkClient
+	gen   *loadGen
+	store *queue.Store // the churn keys' producer (churnDedupeWindow)
+	zk    *zkClient
 
 	mu          sync.Mutex
 	keys        map[string]*churnKey // every key ever fed (cycling and burst)
@@ -77,8 +86,8 @@ func (h *harness) setupChurn(ctx context.Context, createFamily func(context.Cont
 	return nil
 }
 
-func newChurner(gen *loadGen, zk *zkClient) *churner {
-	c := &churner{gen: gen, zk: zk, keys: map[string]*churnKey{}}
+func newChurner(gen *loadGen, store *queue.Store, zk *zkClient) *churner {
+	c := &churner{gen: gen, store: store, zk: zk, keys: map[string]*churnKey{}}
 	for i := range churnKeys {
 		q := fmt.Sprintf("%sk%02d", churnPrefix, i)
 		c.cycling = append(c.cycling, q)
@@ -132,7 +141,7 @@ func (c *churner) run(feed context.Context) {
 			}
 		}
 		if len(msgs) > 0 {
-			c.gen.send(feed, msgs)
+			c.gen.sendVia(feed, c.store, msgs)
 		}
 	}
 }
@@ -204,7 +213,7 @@ func (c *churner) burst(ctx context.Context, until time.Time) (string, error) {
 		c.mu.Unlock()
 		msgs = append(msgs, c.messages(q, 1)...)
 	}
-	c.gen.send(ctx, msgs)
+	c.gen.sendVia(ctx, c.store, msgs)
 	for time.Now().Before(until) {
 		left := 0
 		for _, m := range msgs {

@@ -27,7 +27,9 @@ type cluster struct {
 	redis    *localserver.Redis
 	zk       *zkClient
 	store    *queue.Store
-	rdb      io.Closer
+	// churnStore is the key-churn producer: churnDedupeWindow, not 24 h.
+	churnStore *queue.Store
+	rdb        io.Closer
 }
 
 // startCluster starts a 3-node ZooKeeper ensemble and Redis (appendonly,
@@ -70,6 +72,10 @@ func startCluster(ctx context.Context, dir string) (*cluster, error) {
 	if c.store, err = queue.New(queue.Config{Client: rdb, Prefix: redisPrefix}); err != nil {
 		c.close()
 		return nil, fmt.Errorf("queue store: %w", err)
+	}
+	if c.churnStore, err = queue.New(queue.Config{Client: rdb, Prefix: redisPrefix, DedupeWindow: churnDedupeWindow}); err != nil {
+		c.close()
+		return nil, fmt.Errorf("churn producer: %w", err)
 	}
 	c.zk = &zkClient{servers: c.ensemble.Addrs}
 	if _, err := c.zk.session(ctx); err != nil {

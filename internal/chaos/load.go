@@ -175,9 +175,14 @@ func (l *loadGen) longBatch() []*drover.Message {
 }
 
 func (l *loadGen) send(hard context.Context, msgs []*drover.Message) {
+	l.sendVia(hard, l.store, msgs)
+}
+
+// sendVia is send through store's producer (its own dedupe window).
+func (l *loadGen) sendVia(hard context.Context, store *queue.Store, msgs []*drover.Message) {
 	for hard.Err() == nil {
 		ctx, cancel := context.WithTimeout(hard, 5*time.Second)
-		res, err := l.store.Producer().EnqueueBatch(ctx, msgs)
+		res, err := store.Producer().EnqueueBatch(ctx, msgs)
 		cancel()
 		if err == nil {
 			l.confirm(msgs, res)

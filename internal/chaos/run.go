@@ -200,7 +200,7 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 		ran: fl.loadRan, maxLag: h.o.MaxLag}
 	h.sampler = &offsetSampler{zk: h.c.zk, queues: h.checkedQueues(), every: 500 * time.Millisecond}
 	if slices.Contains(h.o.Kinds, check.KeyChurn) {
-		h.churn = newChurner(h.gen, h.c.zk)
+		h.churn = newChurner(h.gen, h.c.churnStore, h.c.zk)
 	}
 	h.inj = &injector{o: h.o, rng: h.rng, c: h.c, f: h.f, prog: h.prog, long: h.queues[h.o.Queues:], churn: h.churn}
 

@@ -473,11 +473,14 @@ func (c *checker) measureLease() {
 // checkSchedules: every slot from an entry's first fired one up to its next
 // pending one fired, once.
 func (c *checker) checkSchedules() {
-	// name → slot → positions of its first attempt
+	// name → slot → the positions its executions had: one message per
+	// slot, whatever its attempt. (A first attempt cut short by a fault
+	// logs nothing, and its next start is attempt 1: attempts are counted
+	// in Redis, across owners.) Two positions are two fires.
 	fired := map[string]map[int64]map[int64]bool{}
 	for _, e := range c.in.Executions {
 		name, slot, ok := SlotOf(e.ID)
-		if !ok || e.Attempt != 0 {
+		if !ok {
 			continue
 		}
 		if fired[name] == nil {

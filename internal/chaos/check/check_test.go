@@ -157,6 +157,19 @@ func TestPlantedMissedSlotIsReported(t *testing.T) {
 	wantOnly(t, Check(in), SlotMissed, 2)
 }
 
+// A slot whose first attempt was cut short by a fault (killed: it logs
+// nothing) ran at attempt 1 under the next owner: it fired.
+func TestASlotRunOnlyAtItsSecondAttemptFired(t *testing.T) {
+	in := clean()
+	if _, _, ok := SlotOf(in.Executions[7].ID); !ok {
+		t.Fatalf("want execution 7 to be slot t0+2s, have %s", in.Executions[7].ID)
+	}
+	in.Executions[7].Attempt = 1
+	if r := Check(in); len(r.ViolationCounts) != 0 {
+		t.Fatalf("want no violation, have %v", r.ViolationCounts)
+	}
+}
+
 func TestDuplicateOutsideAFaultIsReported(t *testing.T) {
 	in := clean()
 	again := in.Executions[3]
