@@ -30,6 +30,9 @@ type registrarEnv struct {
 	quiet  *queue.Store // the same keys, no wake-ups: a lost one
 	clock  *fakeNow
 	fam    drover.FamilyConfig
+	// frozen: the registrar sees the registry as it was when it started
+	// (a registry watch that lags).
+	frozen bool
 }
 
 // fakeNow is the wall clock moved forward by what the test adds (Add):
@@ -101,7 +104,9 @@ func (e *registrarEnv) run(redis FamilyRedis, tune func(*RegistrarConfig)) {
 	go func() {
 		defer wg.Done()
 		for reg := range regs {
-			r.Observe(reg)
+			if !e.frozen {
+				r.Observe(reg)
+			}
 		}
 	}()
 	go func() { defer wg.Done(); _ = r.Run(ctx) }()
