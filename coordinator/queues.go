@@ -179,38 +179,13 @@ func (q Queues) Delete(ctx context.Context, name string) error {
 // fleet.Registrar); the config and its bucket entry then go in one multi
 // checked against the config's version as read, so a queue an operator
 // reconfigured meanwhile is kept. The queue's offset node stays until
-// DropOffset, once no member owns the queue.
+// DropOffset, once no member owns the queue. It is RetireMany of one.
 func (q Queues) Retire(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error) {
-	s := q.s
-	e, err := s.Queues().Get(ctx, queue)
-	if errors.Is(err, drover.ErrQueueNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("retire queue %s: %w", queue, err)
-	}
-	if e.Config.Family != family || family == "" {
-		return false, nil // configured on its own, or by another family
-	}
-	if ok, err := empty(ctx); err != nil || !ok {
-		return false, err
-	}
-	p := s.queueNodePath(queue)
-	// CreateMany's cache of the buckets this session wrote would list the
-	// queue still, and skip it as configured when it comes back (no multi
-	// sent, so no version check tells it otherwise).
-	defer s.written.drop(path.Dir(p))
-	_, err = s.updateBucketNotify(ctx, path.Dir(p), func(b *bucketData) ([]any, error) {
-		b.remove(queue)
-		return []any{&zk.DeleteRequest{Path: p, Version: e.Version}}, nil
+	done, err := q.RetireMany(ctx, []RetireCandidate{{Queue: queue, Family: family}}, func(ctx context.Context, _ []RetireCandidate) ([]bool, error) {
+		ok, err := empty(ctx)
+		return []bool{ok && err == nil}, err
 	})
-	if isVersionConflict(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("retire queue %s: %w", queue, err)
-	}
-	return true, nil
+	return done[0], err
 }
 
 // Get reads one queue's configuration. It fails with

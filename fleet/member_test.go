@@ -135,8 +135,8 @@ func (s *fakeMemberSession) WatchFamilies(context.Context) <-chan drover.Familie
 func (s *fakeMemberSession) CreateQueues(context.Context, []drover.QueueConfig) (int, error) {
 	return 0, errors.New("fake member session: no registry")
 }
-func (s *fakeMemberSession) RetireQueue(context.Context, string, string, func(context.Context) (bool, error)) (bool, error) {
-	return false, errors.New("fake member session: no registry")
+func (s *fakeMemberSession) RetireQueues(context.Context, []coordinator.RetireCandidate, func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error) {
+	return nil, errors.New("fake member session: no registry")
 }
 func (s *fakeMemberSession) DropOffset(context.Context, string) (bool, error) {
 	return false, errors.New("fake member session: no registry")

@@ -32,15 +32,17 @@ import (
 //     lost;
 //   - a sweep walks the registry (SweepCount queues every SweepEvery) and
 //     retires the queues of families with retire_after that are empty and
-//     idle: their Redis keys and queue registry SET entry are deleted
-//     only if the queue is still empty (one script; see
-//     queue.Families.Retire for a Redis Cluster), then the registry
-//     entry, then the queue is checked again and registered anew if a
-//     message came in between. An enqueue after the script finds no route
-//     and wakes the registrar, which registers the queue again and lists
-//     it in the Redis SET again (AddQueueNames): a retired queue is
-//     listed nowhere (docs/decisions.md, "Issue 40: retired keys leave no
-//     ghosts"), one enqueued to again everywhere.
+//     idle, up to maxRetiresPerStep a step, on a goroutine of its own
+//     (registrar_retire.go): their Redis keys and queue registry SET
+//     entries are deleted only if each queue is still empty (one script
+//     each, all in one pipeline; see queue.Families.RetireMany for a Redis
+//     Cluster), then their registry entries (a few packed multis), then
+//     the queues are looked at again and registered anew if a message came
+//     in between. An enqueue after the script finds no route and wakes the
+//     registrar, which registers the queue again and lists it in the Redis
+//     SET again (AddQueueNames): a retired queue is listed nowhere
+//     (docs/decisions.md, "Issue 40: retired keys leave no ghosts"), one
+//     enqueued to again everywhere.
 
 // Registrar defaults.
 const (
@@ -48,11 +50,22 @@ const (
 	DefaultScanEvery      = time.Second
 	DefaultScanCount      = 1000
 	DefaultSweepEvery     = time.Second
-	DefaultSweepCount     = 1000
-	// maxRetiresPerStep bounds the queues one sweep step retires (each a
-	// few round trips on the loop's goroutine, which must keep draining
-	// the wake-ups); the others are found idle again by the next pass.
-	maxRetiresPerStep = 100
+	// DefaultSweepCount: a churning family retires about 1,000 keys a
+	// second, and the sweep finds them only among what it looks at; at
+	// 2,000 a second an idle key waits half a pass (about 30 s at
+	// 100,000 keys) past its retire_after. One check pipeline of 2,000
+	// cheap scripts a second (about 25 ms of Redis).
+	DefaultSweepCount = 2000
+	// maxRetiresPerStep bounds the queues one sweep step retires; the
+	// others are found idle again by the next pass. A step's retirement is
+	// batched (a pipeline of scripts, a few packed multis, a pipeline of
+	// looks: about 0.3 s for 1,000 against local servers, docs/decisions.md
+	// "Issue 40: retirement is batched") and runs off the loop, so the
+	// bound is what a step may cost, not what the loop may wait: twice
+	// the 1,000 a second a churning family retires, so that a step that
+	// finds a backlog catches up, and one step's multis stay a few (a
+	// step's queues are at most what it looks at, SweepCount).
+	maxRetiresPerStep = 2000
 	// pendingFor is how long a name sent to CreateQueues counts as
 	// registered while the registry snapshot does not list it yet.
 	pendingFor = time.Minute
@@ -65,9 +78,9 @@ type FamilyRegistry interface {
 	WatchFamilies(ctx context.Context) <-chan drover.Families
 	// CreateQueues registers queues in batches; existing ones are kept.
 	CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error)
-	// RetireQueue removes a queue of family from the registry when empty
-	// says so (see coordinator.Queues.Retire).
-	RetireQueue(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error)
+	// RetireQueues removes queues of families from the registry where
+	// empty says so, in a few multis (see coordinator.Queues.RetireMany).
+	RetireQueues(ctx context.Context, cands []coordinator.RetireCandidate, empty func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error)
 	// DropOffset deletes a retired queue's offset node once unowned;
 	// false: still owned, try later.
 	DropOffset(ctx context.Context, queue string) (bool, error)
@@ -84,8 +97,12 @@ type FamilyRedis interface {
 	UnownedWakeups(ctx context.Context) (<-chan queue.Wakeup, error)
 	ScanQueuesWithMessages(ctx context.Context, cursor uint64, count int64) (queue.ScanStep, error)
 	CheckIdle(ctx context.Context, queues []string, cutoff time.Time) ([]queue.QueueIdleness, error)
-	Retire(ctx context.Context, queue string, cutoff time.Time) (queue.QueueIdleness, error)
-	HasMessages(ctx context.Context, queue string) (bool, error)
+	// RetireMany retires the queues still empty and idle since cutoff, in
+	// one pipeline (see queue.Families.RetireMany).
+	RetireMany(ctx context.Context, queues []string, cutoff time.Time) ([]queue.QueueIdleness, error)
+	// HasMessagesMany looks at queues for messages, in one pipeline; true
+	// where the look failed.
+	HasMessagesMany(ctx context.Context, queues []string) ([]bool, error)
 	// AddQueueNames lists queues in the queue registry SET again (a
 	// retired queue's entry is gone; its producer may not add it back).
 	AddQueueNames(ctx context.Context, queues []string) error
@@ -109,7 +126,8 @@ type RegistrarConfig struct {
 	ScanEvery time.Duration
 	ScanCount int64
 	// SweepEvery and SweepCount pace the retire sweep: about SweepCount
-	// registered queues looked at every SweepEvery. Defaults 1s and 1000.
+	// registered queues looked at every SweepEvery (and at most
+	// maxRetiresPerStep, 2,000, retired a step). Defaults 1s and 2000.
 	SweepEvery time.Duration
 	SweepCount int
 	// Clock is the registrar's time: idle times are measured by it, and
@@ -122,7 +140,8 @@ type RegistrarConfig struct {
 	// OnReady, if set, is called when a term has subscribed to the
 	// wake-ups and read the families: an enqueue from then on is heard.
 	OnReady func()
-	// OnRetired, if set, is called after each queue retired.
+	// OnRetired, if set, is called after each queue retired, on the
+	// registrar's loop.
 	OnRetired func(queue, family string)
 	Logger    hclog.Logger
 }
@@ -205,7 +224,11 @@ type term struct {
 	pending map[string]time.Time          // sent to CreateQueues, not listed yet
 	retired map[string]bool               // retired; listed by a stale snapshot
 	offsets []string                      // retired, offset node to drop
-	scan    uint64                        // the backstop scan's cursor
+	// retiring: the candidates of the sweep step running now; woken:
+	// those of them whose wake-up was heard meanwhile (afterSweep).
+	retiring map[string]bool
+	woken    map[string]bool
+	scan     uint64 // the backstop scan's cursor
 	// catchingUp: a wake-up was lost; the scan runs a pass at the batch
 	// pace.
 	catchingUp bool
@@ -240,7 +263,8 @@ func (r *Registrar) Run(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	t := &term{Registrar: r, batch: map[string]drover.QueueConfig{}, sending: map[string]bool{}, pending: map[string]time.Time{}, retired: map[string]bool{}}
+	t := &term{Registrar: r, batch: map[string]drover.QueueConfig{}, sending: map[string]bool{}, pending: map[string]time.Time{},
+		retired: map[string]bool{}, retiring: map[string]bool{}, woken: map[string]bool{}}
 	fams := r.cfg.Registry.WatchFamilies(ctx)
 	// Wake-ups wait (in the subscription's buffer) until the families are
 	// known: matched against none, they would be dropped.
@@ -274,6 +298,15 @@ func (r *Registrar) Run(ctx context.Context) error {
 			case <-registered:
 			case <-flush.C():
 			}
+		}
+	}()
+	// One sweep step at a time runs on its own goroutine, for the same
+	// reason (registrar_retire.go).
+	sweeping := false
+	swept := make(chan retirement, 1)
+	defer func() {
+		if sweeping {
+			<-swept
 		}
 	}()
 	// Timers, reset after each firing: the clock has no tickers.
@@ -344,8 +377,16 @@ func (r *Registrar) Run(ctx context.Context) error {
 			queued()
 		case <-sweep.C():
 			sweep.Reset(r.cfg.SweepEvery)
-			t.sweepStep(ctx)
-			t.dropOffsets(ctx)
+			if sweeping {
+				continue // one step at a time: the next tick after it ends
+			}
+			if job, ok := t.sweepStep(); ok {
+				sweeping = true
+				go func() { swept <- t.runSweep(ctx, job) }()
+			}
+		case res := <-swept:
+			sweeping = false
+			t.afterSweep(res)
 			queued()
 		}
 	}
@@ -390,6 +431,10 @@ func (t *term) registered(q string) bool {
 // (CreateQueues keeps existing queues).
 func (t *term) consider(q string) {
 	if _, ok := t.batch[q]; ok || t.sending[q] || drover.ValidateQueueName(q) != nil {
+		return
+	}
+	if t.retiring[q] {
+		t.woken[q] = true // the sweep step may retire it: afterSweep decides
 		return
 	}
 	f, ok := t.fams.Match(q)

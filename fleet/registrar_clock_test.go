@@ -50,11 +50,11 @@ func (r *clockRedis) ScanQueuesWithMessages(context.Context, uint64, int64) (que
 func (r *clockRedis) CheckIdle(context.Context, []string, time.Time) ([]queue.QueueIdleness, error) {
 	return nil, nil
 }
-func (r *clockRedis) Retire(context.Context, string, time.Time) (queue.QueueIdleness, error) {
-	return 0, nil
+func (r *clockRedis) RetireMany(context.Context, []string, time.Time) ([]queue.QueueIdleness, error) {
+	return nil, nil
 }
-func (r *clockRedis) HasMessages(context.Context, string) (bool, error) { return false, nil }
-func (r *clockRedis) AddQueueNames(context.Context, []string) error     { return nil }
+func (r *clockRedis) HasMessagesMany(context.Context, []string) ([]bool, error) { return nil, nil }
+func (r *clockRedis) AddQueueNames(context.Context, []string) error             { return nil }
 
 func (r *clockRedis) counts() (subscribes, scans int) {
 	r.mu.Lock()

@@ -2,32 +2,69 @@ package fleet
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/queue"
 )
 
 // The registrar's retire sweep (registrar.go): queues of families with
-// retire_after that stay empty and idle leave the registry, safely.
+// retire_after that stay empty and idle leave the registry, safely, a
+// batch at a time (docs/decisions.md, "Issue 40: retirement is batched").
+//
+// A sweep step picks its candidates on the registrar's loop (from the
+// registry snapshot: no I/O) and retires them on a goroutine of its own,
+// one step at a time, so that the loop keeps draining the wake-ups of new
+// queues meanwhile: the idle ones in one pipeline of checks, their Redis
+// keys in one pipeline of retire scripts, their configs in a few packed
+// ZooKeeper multis (coordinator.Queues.RetireMany), then one pipeline that
+// looks at them again for a message that came in meanwhile. A wake-up the
+// loop hears for a candidate while the step runs is kept and, if the step
+// retired the queue, registers it again.
+
+// sweepJob is what a sweep step hands its goroutine.
+type sweepJob struct {
+	byFamily map[string][]string // candidates to check, by family
+	fams     map[string]drover.FamilyConfig
+	now      time.Time
+	offsets  []string // retired queues whose offset node is to go
+}
+
+// retirement is the outcome of a sweep step's goroutine.
+type retirement struct {
+	gone    []coordinator.RetireCandidate // their config deleted
+	busy    map[string]bool               // of gone: holding a message (or not known): register again
+	fams    map[string]drover.FamilyConfig
+	offsets []string // offset nodes still to drop
+	took    time.Duration
+}
 
 // sweepStep looks at the next SweepCount registered queues of families
-// that retire, and retires the empty idle ones.
-func (t *term) sweepStep(ctx context.Context) {
+// that retire and returns the job of checking and retiring them, marking
+// them retiring; false: nothing to do.
+func (t *term) sweepStep() (sweepJob, bool) {
+	job := sweepJob{byFamily: map[string][]string{}, fams: map[string]drover.FamilyConfig{}, now: t.cfg.Clock.Now()}
+	// Offsets of queues registered again are their own.
+	for _, q := range t.offsets {
+		if _, again := t.batch[q]; !again {
+			job.offsets = append(job.offsets, q)
+		}
+	}
+	t.offsets = nil
 	if !t.haveReg || t.reg.Buckets() == 0 {
-		return
+		return job, len(job.offsets) > 0
 	}
 	retiring := false
 	for _, f := range t.fams {
 		retiring = retiring || f.RetireAfter > 0
 	}
 	if !retiring {
-		return
+		return job, len(job.offsets) > 0
 	}
 	t.settlePending() // pending ones no snapshot settles: see pendingFor
-	now := t.cfg.Clock.Now()
-	retires := 0
-	byFamily := map[string][]string{}
 	var names []string
 	seen := 0
 	for visited := 0; visited < t.reg.Buckets() && seen < t.cfg.SweepCount; visited++ {
@@ -38,16 +75,44 @@ func (t *term) sweepStep(ctx context.Context) {
 		t.sweep++
 		seen += len(names)
 		for _, q := range names {
-			if f, ok := t.fams.Match(q); ok && f.RetireAfter > 0 && !t.retired[q] {
-				if _, ok := t.pending[q]; !ok {
-					byFamily[f.Name] = append(byFamily[f.Name], q)
-				}
+			f, ok := t.fams.Match(q)
+			if !ok || f.RetireAfter <= 0 || t.retired[q] || t.sending[q] {
+				continue
 			}
+			if _, ok := t.pending[q]; ok {
+				continue
+			}
+			if _, ok := t.batch[q]; ok {
+				continue
+			}
+			job.byFamily[f.Name] = append(job.byFamily[f.Name], q)
+			job.fams[f.Name] = f
+			t.retiring[q] = true
 		}
 	}
-	for name, qs := range byFamily {
-		f, _ := t.fams.Get(name)
-		cutoff := now.Add(-f.RetireAfter.Std())
+	return job, len(job.byFamily) > 0 || len(job.offsets) > 0
+}
+
+// runSweep runs job (on its own goroutine: it touches none of the term's
+// state) and returns what it retired.
+func (t *term) runSweep(ctx context.Context, job sweepJob) retirement {
+	start := t.cfg.Clock.Now()
+	cands := t.idleCandidates(ctx, job)
+	res := retirement{busy: map[string]bool{}, fams: job.fams}
+	if len(cands) > 0 {
+		res.gone, res.busy = t.retireBatch(ctx, cands, job)
+	}
+	res.offsets = t.dropOffsets(ctx, job.offsets)
+	res.took = t.cfg.Clock.Now().Sub(start)
+	return res
+}
+
+// idleCandidates checks job's queues (one pipeline per family) and returns
+// the idle ones, at most maxRetiresPerStep.
+func (t *term) idleCandidates(ctx context.Context, job sweepJob) []coordinator.RetireCandidate {
+	var cands []coordinator.RetireCandidate
+	for name, qs := range job.byFamily {
+		cutoff := job.now.Add(-job.fams[name].RetireAfter.Std())
 		st, err := t.cfg.Redis.CheckIdle(ctx, qs, cutoff)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -56,69 +121,138 @@ func (t *term) sweepStep(ctx context.Context) {
 			continue
 		}
 		for i, q := range qs {
-			if st[i] == queue.QueueIdle && retires < maxRetiresPerStep {
-				retires++
-				t.retire(ctx, q, f, cutoff)
+			if st[i] == queue.QueueIdle && len(cands) < maxRetiresPerStep {
+				cands = append(cands, coordinator.RetireCandidate{Queue: q, Family: name})
 			}
 		}
 	}
+	return cands
 }
 
-// retire retires q, a queue of family f found idle since cutoff: the
-// registry entry goes only if the Redis script still finds the queue empty
-// and idle (and then deletes its keys), and a message that came in
-// between the script and the registry delete is found by the check that
-// follows, which registers the queue again.
-func (t *term) retire(ctx context.Context, q string, f drover.FamilyConfig, cutoff time.Time) {
-	redisRetired := false
-	done, err := t.cfg.Registry.RetireQueue(ctx, q, f.Name, func(ctx context.Context) (bool, error) {
-		st, err := t.cfg.Redis.Retire(ctx, q, cutoff)
-		redisRetired = err == nil && st == queue.QueueIdle
-		return redisRetired, err
+// retireBatch retires cands, found idle: a registry entry goes only if
+// the Redis script still finds its queue empty and idle (and then deletes
+// its keys), and a message that came in between the script and the
+// registry delete is found by the look that follows, which marks the
+// queue busy: registered again.
+func (t *term) retireBatch(ctx context.Context, cands []coordinator.RetireCandidate, job sweepJob) (gone []coordinator.RetireCandidate, busy map[string]bool) {
+	redisRetired := map[string]bool{}
+	done, err := t.cfg.Registry.RetireQueues(ctx, cands, func(ctx context.Context, passed []coordinator.RetireCandidate) ([]bool, error) {
+		byFamily := map[string][]int{}
+		for i, c := range passed {
+			byFamily[c.Family] = append(byFamily[c.Family], i)
+		}
+		ok := make([]bool, len(passed))
+		var errs []error
+		for name, idx := range byFamily {
+			qs := make([]string, len(idx))
+			for k, i := range idx {
+				qs[k] = passed[i].Queue
+			}
+			st, err := t.cfg.Redis.RetireMany(ctx, qs, job.now.Add(-job.fams[name].RetireAfter.Std()))
+			errs = append(errs, err)
+			for k, i := range idx {
+				if k < len(st) && st[k] == queue.QueueIdle {
+					ok[i] = true
+					redisRetired[qs[k]] = true
+				}
+			}
+		}
+		return ok, errors.Join(errs...)
 	})
 	if err != nil && ctx.Err() == nil {
-		t.log.Warn("retiring a family queue failed", "queue", q, "family", f.Name, "error", err)
+		t.log.Warn("retiring family queues failed for some", "queues", len(cands), "error", err)
 	}
-	if !done {
-		if redisRetired {
+	var kept, names []string
+	for i, c := range cands {
+		switch {
+		case i < len(done) && done[i]:
+			gone = append(gone, c)
+			names = append(names, c.Queue)
+		case redisRetired[c.Queue]:
 			// Its keys went, its registry entry stayed (an operator
 			// changed it meanwhile, or ZooKeeper failed): a registered
 			// queue stays listed in the Redis SET as well.
-			t.addQueueNames(ctx, []drover.QueueConfig{{Name: q}})
+			kept = append(kept, c.Queue)
 		}
-		return
 	}
-	t.retired[q] = true
-	t.offsets = append(t.offsets, q)
-	busy, err := t.cfg.Redis.HasMessages(ctx, q)
-	if err != nil || busy {
-		// A message came in while the queue was retired (or the check
+	if len(kept) > 0 {
+		if err := t.cfg.Redis.AddQueueNames(ctx, kept); err != nil && ctx.Err() == nil {
+			t.log.Warn("listing family queues kept in Redis again failed", "queues", len(kept), "error", err)
+		}
+	}
+	busy = map[string]bool{}
+	if len(names) == 0 {
+		return gone, busy
+	}
+	has, err := t.cfg.Redis.HasMessagesMany(ctx, names)
+	if err != nil && ctx.Err() == nil {
+		t.log.Warn("looking at retired family queues again failed for some; registering those again", "queues", len(names), "error", err)
+	}
+	for i, q := range names {
+		// A message came in while the queue was retired (or the look
 		// failed: register it again rather than risk leaving one unrun).
-		t.batch[q] = f.QueueFor(q)
-		return
+		if i >= len(has) || has[i] {
+			busy[q] = true
+		}
 	}
-	t.log.Debug("retired an idle family queue", "queue", q, "family", f.Name)
-	if t.cfg.OnRetired != nil {
-		t.cfg.OnRetired(q, f.Name)
-	}
+	return gone, busy
 }
 
-// dropOffsets deletes the offset nodes of retired queues no member owns
-// any more (the owner writes it when it releases the queue).
-func (t *term) dropOffsets(ctx context.Context) {
-	rest := t.offsets[:0]
-	for i, q := range t.offsets {
-		if i >= t.cfg.SweepCount {
-			rest = append(rest, q)
-			continue
-		}
-		if _, again := t.batch[q]; again {
-			continue // registered again: its offset is its own
-		}
-		done, err := t.cfg.Registry.DropOffset(ctx, q)
-		if err != nil || !done {
+// dropOffsetsInFlight bounds the DropOffset calls of a sweep step in
+// flight at once (each a few reads and a delete on the session's
+// connection).
+const dropOffsetsInFlight = 16
+
+// dropOffsets deletes the offset nodes of retired queues (at most
+// SweepCount of offsets) that no member owns any more (the owner writes it
+// when it releases the queue), and returns those to try again.
+func (t *term) dropOffsets(ctx context.Context, offsets []string) []string {
+	n := min(len(offsets), t.cfg.SweepCount)
+	dropped := make([]bool, n)
+	sem := make(chan struct{}, dropOffsetsInFlight)
+	var wg sync.WaitGroup
+	for i, q := range offsets[:n] {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			done, err := t.cfg.Registry.DropOffset(ctx, q)
+			dropped[i] = err == nil && done
+		}()
+	}
+	wg.Wait()
+	var rest []string
+	for i, q := range offsets {
+		if i >= n || !dropped[i] {
 			rest = append(rest, q)
 		}
 	}
-	t.offsets = rest
+	return rest
+}
+
+// afterSweep takes the outcome of a sweep step on the loop: the queues it
+// retired count as retired until a snapshot no longer lists them; one
+// that holds a message again, or whose wake-up the loop heard while the
+// step ran, is registered again.
+func (t *term) afterSweep(res retirement) {
+	woken := t.woken
+	t.retiring, t.woken = map[string]bool{}, map[string]bool{}
+	for _, c := range res.gone {
+		t.retired[c.Queue] = true
+		t.offsets = append(t.offsets, c.Queue)
+		if res.busy[c.Queue] || woken[c.Queue] {
+			if _, ok := t.batch[c.Queue]; !ok {
+				t.batch[c.Queue] = res.fams[c.Family].QueueFor(c.Queue)
+			}
+			continue
+		}
+		if t.cfg.OnRetired != nil {
+			t.cfg.OnRetired(c.Queue, c.Family)
+		}
+	}
+	t.offsets = append(t.offsets, res.offsets...)
+	if len(res.gone) > 0 {
+		t.log.Debug("retired idle family queues", "queues", len(res.gone), "registered-again", len(res.busy), "took", res.took)
+	}
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ type registrarEnv struct {
 	quiet  *queue.Store // the same keys, no wake-ups: a lost one
 	clock  *fakeNow
 	fam    drover.FamilyConfig
+	// frozen: the registrar sees the registry as it was when it started
+	// (a registry watch that lags).
+	frozen bool
 }
 
 // fakeNow is the wall clock moved forward by what the test adds (Add):
@@ -100,7 +104,9 @@ func (e *registrarEnv) run(redis FamilyRedis, tune func(*RegistrarConfig)) {
 	go func() {
 		defer wg.Done()
 		for reg := range regs {
-			r.Observe(reg)
+			if !e.frozen {
+				r.Observe(reg)
+			}
 		}
 	}()
 	go func() { defer wg.Done(); _ = r.Run(ctx) }()
@@ -202,19 +208,21 @@ func TestRegistrarWithoutBackstopMissesLostWakeup(t *testing.T) {
 	}
 }
 
-// racingRedis enqueues a message (without a wake-up) right after the retire
-// script ran, before the registry entry is deleted: the worst moment.
+// racingRedis enqueues a message (without a wake-up) to victim right
+// after the retire scripts ran, before the registry entries are deleted:
+// the worst moment.
 type racingRedis struct {
 	FamilyRedis
-	e     *registrarEnv
-	once  sync.Once
-	raced chan struct{}
+	e      *registrarEnv
+	victim string
+	once   sync.Once
+	raced  chan struct{}
 }
 
-func (r *racingRedis) Retire(ctx context.Context, q string, cutoff time.Time) (queue.QueueIdleness, error) {
-	st, err := r.FamilyRedis.Retire(ctx, q, cutoff)
+func (r *racingRedis) RetireMany(ctx context.Context, qs []string, cutoff time.Time) ([]queue.QueueIdleness, error) {
+	st, err := r.FamilyRedis.RetireMany(ctx, qs, cutoff)
 	r.once.Do(func() {
-		r.e.enqueue(r.e.quiet, q)
+		r.e.enqueue(r.e.quiet, r.victim)
 		close(r.raced)
 	})
 	return st, err
@@ -249,40 +257,54 @@ func TestRegistrarRetiresEmptyIdleQueue(t *testing.T) {
 	}
 }
 
-// watchedRegistry reports each queue RetireQueue removed.
+// watchedRegistry reports each queue RetireQueues removed.
 type watchedRegistry struct {
 	FamilyRegistry
 	retired chan string
 }
 
-func (r watchedRegistry) RetireQueue(ctx context.Context, q, family string, empty func(context.Context) (bool, error)) (bool, error) {
-	ok, err := r.FamilyRegistry.RetireQueue(ctx, q, family, empty)
-	if ok {
-		r.retired <- q
+func (r watchedRegistry) RetireQueues(ctx context.Context, cands []coordinator.RetireCandidate, empty func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error) {
+	done, err := r.FamilyRegistry.RetireQueues(ctx, cands, empty)
+	for i, ok := range done {
+		if ok {
+			r.retired <- cands[i].Queue
+		}
 	}
-	return ok, err
+	return done, err
 }
 
-// A message enqueued between the retire script and the registry delete
-// (with its wake-up lost) is not lost: the check after the delete finds it
-// and registers the queue again.
+// A message enqueued between the retire scripts and the registry deletes
+// (with its wake-up lost) is not lost: the look after the deletes finds
+// it and registers the queue again; the batch's other queues retire.
 func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
 	e := newRegistrarEnv(t)
 	ctx := context.Background()
-	if _, err := e.zk.Queues().CreateMany(ctx, []drover.QueueConfig{e.fam.QueueFor("cust-race")}); err != nil {
+	names := []string{"cust-race"}
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("cust-idle-%02d", i))
+	}
+	var cfgs []drover.QueueConfig
+	for _, q := range names {
+		cfgs = append(cfgs, e.fam.QueueFor(q))
+	}
+	if _, err := e.zk.Queues().CreateMany(ctx, cfgs); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Add(2 * time.Hour)
-	racing := &racingRedis{FamilyRedis: e.store.Families(), e: e, raced: make(chan struct{})}
-	retired := make(chan string, 1)
+	racing := &racingRedis{FamilyRedis: e.store.Families(), e: e, victim: "cust-race", raced: make(chan struct{})}
+	retired := make(chan string, len(names))
 	e.run(racing, func(c *RegistrarConfig) {
 		c.SweepEvery = 20 * time.Millisecond
 		c.Registry = watchedRegistry{c.Registry, retired}
 	})
-	select {
-	case <-retired: // the registry entry is gone, after the message came
-	case <-time.After(time.Minute):
-		t.Fatal("gave up waiting for the retire")
+	gone := map[string]bool{}
+	for len(gone) < len(names) {
+		select {
+		case q := <-retired: // the registry entry is gone, after the message came
+			gone[q] = true
+		case <-time.After(time.Minute):
+			t.Fatalf("gave up waiting for the retire of all of %d queues; have %d", len(names), len(gone))
+		}
 	}
 	<-racing.raced
 	cfg := e.waitRegistered("cust-race")
@@ -291,6 +313,9 @@ func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
 	}
 	if busy, err := e.store.Families().HasMessages(ctx, "cust-race"); err != nil || !busy {
 		t.Fatalf("want the message still in cust-race, have busy=%v err=%v", busy, err)
+	}
+	if _, ok := e.config("cust-idle-07"); ok {
+		t.Fatal("cust-idle-07, idle in the same batch: want it retired, have it registered")
 	}
 }
 

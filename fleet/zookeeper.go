@@ -128,10 +128,10 @@ func (z ZooKeeper) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) 
 	return z.Session.Queues().CreateMany(ctx, cfgs)
 }
 
-// RetireQueue removes a queue of family from the registry when empty says
-// so.
-func (z ZooKeeper) RetireQueue(ctx context.Context, queue, family string, empty func(context.Context) (bool, error)) (bool, error) {
-	return z.Session.Queues().Retire(ctx, queue, family, empty)
+// RetireQueues removes queues of families from the registry where empty
+// says so.
+func (z ZooKeeper) RetireQueues(ctx context.Context, cands []coordinator.RetireCandidate, empty func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error) {
+	return z.Session.Queues().RetireMany(ctx, cands, empty)
 }
 
 // Family reads one family.

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -170,42 +171,118 @@ func (s Families) CheckIdle(ctx context.Context, queues []string, cutoff time.Ti
 // either before it (and the queue is not retired) or after it (and it
 // finds no route, so its wake-up goes to the unowned channel, where the
 // registrar hears it, and no :seq, so it starts the queue anew). It
-// reports what it found; QueueIdle means it retired the keys.
+// reports what it found; QueueIdle means it retired the keys. It is
+// RetireMany of one.
+func (s Families) Retire(ctx context.Context, queue string, cutoff time.Time) (QueueIdleness, error) {
+	st, err := s.RetireMany(ctx, []string{queue}, cutoff)
+	if len(st) == 0 {
+		return QueueBusy, err
+	}
+	return st[0], err
+}
+
+// RetireMany is Retire for many queues: the retire script of every queue
+// goes in one pipeline (one round trip; a second only for the scripts a
+// restarted server does not know yet), each script as atomic as Retire's.
+// It returns what it found of each queue, in order. A queue whose script
+// failed (or whose reply was lost) is reported QueueBusy (not retired;
+// after a lost reply its keys may be gone) and the returned error names
+// it; the others' answers hold even then.
 //
 // On a Redis Cluster the registry SET lives in another slot than the
-// queue, so the script cannot touch it (docs/decisions.md, "Issue 40:
-// retired keys leave no ghosts"): Retire removes the entry after the
-// script, then looks at the queue again and adds the entry back if a
-// message came in meanwhile. An error after the script leaves the entry,
-// or adds it back: a live queue's entry is never left out.
-func (s Families) Retire(ctx context.Context, queue string, cutoff time.Time) (QueueIdleness, error) {
-	qk, err := s.queueKeys(queue)
-	if err != nil {
-		return QueueBusy, fmt.Errorf("retire: %w", err)
+// queues, so the scripts cannot touch it (docs/decisions.md, "Issue 40:
+// retired keys leave no ghosts"): the entries of the queues found idle go
+// after the scripts (one SREM), then those queues are looked at again
+// (one pipeline) and the entry of each that a message came in to
+// meanwhile is added back (one SADD). A queue whose entry could not be
+// removed, or whose second look failed, is reported QueueBusy with an
+// error, its entry left or added back: a live queue's entry is never left
+// out.
+func (s Families) RetireMany(ctx context.Context, queues []string, cutoff time.Time) ([]QueueIdleness, error) {
+	out := make([]QueueIdleness, len(queues))
+	if len(queues) == 0 {
+		return out, nil
 	}
-	n, err := retireScript.Run(ctx, s.rdb, s.retireKeys(qk), cutoff.UnixMicro(), "retire", queue).Int()
-	if err != nil {
-		return QueueBusy, fmt.Errorf("retire %s: %w", queue, err)
+	keys := make([]*queueKeys, len(queues))
+	calls := make([]*scriptCall, 0, len(queues))
+	at := make([]int, 0, len(queues)) // calls[k] is queues[at[k]]
+	var errs []error
+	for i, q := range queues {
+		qk, err := s.queueKeys(q)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("retire: %w", err))
+			continue
+		}
+		keys[i] = qk
+		calls = append(calls, &scriptCall{queues: []string{q}, keys: s.retireKeys(qk), args: []any{cutoff.UnixMicro(), "retire", q}})
+		at = append(at, i)
 	}
-	st := QueueIdleness(n)
-	if st != QueueIdle || !s.cluster() {
-		return st, nil
+	s.evalPipelined(ctx, retireScript, calls)
+	var idle []int // indices into queues
+	for k, c := range calls {
+		i := at[k]
+		n, err := c.cmd.Int()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("retire %s: %w", queues[i], err))
+			continue
+		}
+		out[i] = QueueIdleness(n)
+		if out[i] == QueueIdle {
+			idle = append(idle, i)
+		}
 	}
-	if err := s.rdb.SRem(ctx, s.keys.queues(), queue).Err(); err != nil {
-		return QueueBusy, fmt.Errorf("retire %s: remove it from %s: %w", queue, s.keys.queues(), err)
+	if len(idle) > 0 && s.cluster() {
+		errs = append(errs, s.unlistRetired(ctx, queues, keys, idle, out))
 	}
-	live, err := s.rdb.Exists(ctx, qk.log, qk.msg, qk.delayed, qk.seq).Result()
-	if err != nil || live > 0 {
-		// A message came in after the script (or the check failed): the
-		// queue is not gone, nor is its entry.
-		if aerr := s.rdb.SAdd(ctx, s.keys.queues(), queue).Err(); aerr != nil {
-			return QueueBusy, fmt.Errorf("retire %s: add it back to %s: %w", queue, s.keys.queues(), aerr)
+	return out, errors.Join(errs...)
+}
+
+// unlistRetired removes the queues at idle (retired by their scripts) from
+// the queue registry SET on a Redis Cluster, then adds back the entry of
+// each holding a message again (RetireMany). A queue it cannot settle is
+// set QueueBusy in out.
+func (s Families) unlistRetired(ctx context.Context, queues []string, keys []*queueKeys, idle []int, out []QueueIdleness) error {
+	members := make([]any, len(idle))
+	for k, i := range idle {
+		members[k] = queues[i]
+	}
+	if err := s.rdb.SRem(ctx, s.keys.queues(), members...).Err(); err != nil {
+		for _, i := range idle {
+			out[i] = QueueBusy
+		}
+		return fmt.Errorf("retire %d queues: remove them from %s: %w", len(idle), s.keys.queues(), err)
+	}
+	pipe := s.rdb.Pipeline()
+	exists := make([]*redis.IntCmd, len(idle))
+	for k, i := range idle {
+		qk := keys[i]
+		exists[k] = pipe.Exists(ctx, qk.log, qk.msg, qk.delayed, qk.seq)
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command
+	var back []any
+	var errs []error
+	for k, i := range idle {
+		live, err := exists[k].Result()
+		if err != nil || live > 0 {
+			// A message came in after the script (or the look failed): the
+			// queue is not gone, nor is its entry.
+			back = append(back, queues[i])
 		}
 		if err != nil {
-			return QueueBusy, fmt.Errorf("retire %s: look at it again: %w", queue, err)
+			out[i] = QueueBusy
+			errs = append(errs, fmt.Errorf("retire %s: look at it again: %w", queues[i], err))
 		}
 	}
-	return st, nil
+	if len(back) > 0 {
+		if err := s.rdb.SAdd(ctx, s.keys.queues(), back...).Err(); err != nil {
+			for _, q := range back {
+				i := idle[slices.Index(members, q)]
+				out[i] = QueueBusy
+			}
+			errs = append(errs, fmt.Errorf("retire: add %d queues back to %s: %w", len(back), s.keys.queues(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // AddQueueNames adds queues to the queue registry SET (drover:queues), as
@@ -229,15 +306,41 @@ func (s Families) AddQueueNames(ctx context.Context, queues []string) error {
 
 // HasMessages reports whether queue holds pending or delayed messages.
 func (s Families) HasMessages(ctx context.Context, queue string) (bool, error) {
-	qk, err := s.queueKeys(queue)
-	if err != nil {
-		return false, fmt.Errorf("has messages: %w", err)
+	busy, err := s.HasMessagesMany(ctx, []string{queue})
+	return len(busy) == 1 && busy[0], err
+}
+
+// HasMessagesMany reports, for each queue in order, whether it holds
+// pending or delayed messages, in one pipeline. A queue whose look failed
+// is reported true (holding messages, as far as the caller may assume),
+// and the error names it.
+func (s Families) HasMessagesMany(ctx context.Context, queues []string) ([]bool, error) {
+	out := make([]bool, len(queues))
+	calls := make([]*scriptCall, 0, len(queues))
+	at := make([]int, 0, len(queues))
+	var errs []error
+	for i, q := range queues {
+		qk, err := s.queueKeys(q)
+		if err != nil {
+			out[i] = true
+			errs = append(errs, fmt.Errorf("has messages: %w", err))
+			continue
+		}
+		calls = append(calls, &scriptCall{queues: []string{q}, keys: retireKeys(qk), args: []any{0, "peek", q}})
+		at = append(at, i)
 	}
-	n, err := retireScript.Run(ctx, s.rdb, retireKeys(qk), 0, "peek", queue).Int()
-	if err != nil {
-		return false, fmt.Errorf("has messages of %s: %w", queue, err)
+	s.evalPipelined(ctx, retireScript, calls)
+	for k, c := range calls {
+		i := at[k]
+		n, err := c.cmd.Int()
+		if err != nil {
+			out[i] = true
+			errs = append(errs, fmt.Errorf("has messages of %s: %w", queues[i], err))
+			continue
+		}
+		out[i] = QueueIdleness(n) == QueueBusy
 	}
-	return QueueIdleness(n) == QueueBusy, nil
+	return out, errors.Join(errs...)
 }
 
 // cluster reports whether the store runs on a Redis Cluster, where a
