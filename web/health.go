@@ -30,7 +30,7 @@ func unavailable(err error) bool {
 
 // ErrZooKeeperDown: the console has no ZooKeeper session now (it is
 // reconnecting); what needs ZooKeeper is answered 503 until it is back.
-var ErrZooKeeperDown = errors.New("ZooKeeper is not reachable (the console is reconnecting): what needs ZooKeeper is unavailable until the session is back; job status and enqueues still work")
+var ErrZooKeeperDown = errors.New("ZooKeeper is not reachable (the console is reconnecting): this request needs it and is unavailable until the session is back (job status, and enqueues to queues Redis already lists, need only Redis)")
 
 // explain turns an error saying that a backing service did not answer (or
 // any error answered 5xx) into a 503 that names the service: Redis when it
