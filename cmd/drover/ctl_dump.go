@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,17 +93,21 @@ address directly, without ZooKeeper.`,
 				return err
 			}
 			e.printf("\n")
-			t = newTable(e.a.stdout, "POOL QUEUE", "ROUTE", "PID", "BUSY", "TASKS SERVED", "RSS", "AGE")
+			t = newTable(e.a.stdout, "POOL QUEUES", "ROUTE", "PID", "BUSY", "TASKS SERVED", "RSS", "AGE")
 			for _, p := range st.Pools {
 				route := "go"
 				if len(p.Route.Command) > 0 {
 					route = strings.Join(p.Route.Command, " ")
 				}
+				queues := p.Queue // a state from a worker before pools were shared
+				if p.Queues > 0 {
+					queues = strconv.Itoa(p.Queues)
+				}
 				if len(p.Children) == 0 {
-					t.row(p.Queue, route, "-", "-", "-", "-", "-")
+					t.row(queues, route, "-", "-", "-", "-", "-")
 				}
 				for _, c := range p.Children {
-					t.row(p.Queue, route, c.PID, c.Busy, c.TasksServed, drover.ByteSize(c.RSSBytes/1024*1024).String(),
+					t.row(queues, route, c.PID, c.Busy, c.TasksServed, drover.ByteSize(c.RSSBytes/1024*1024).String(),
 						fmtAge(time.Duration(c.AgeSeconds*float64(time.Second))))
 				}
 			}

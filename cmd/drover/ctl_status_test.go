@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 const fakeState = `{"member":"fake-1","suspended":false,"paused":{},"capacity":4,"in_use":1,
 "queues":[{"name":"st","committed":0,"done":0,"fetched":5,"buffered":2,"ordered":false,"paused":false,
 "in_flight":[{"id":"01ABC","task":"t","attempt":1,"position":5,"pid":4242,"started":"2030-01-01T00:00:00Z","runtime_seconds":1.5}]}],
-"pools":[{"queue":"st","route":{"command":["python3","tasks.py"],"pool":{"max_tasks_per_child":1000}},"config":{"max_tasks_per_child":1000},
+"pools":[{"queue":"st","queues":3,"route":{"command":["python3","tasks.py"],"pool":{"max_tasks_per_child":1000}},"config":{"max_tasks_per_child":1000},
 "children":[{"pid":5151,"busy":true,"tasks_served":937,"rss_bytes":20971520,"started":"2030-01-01T00:00:00Z","age_seconds":90}]}]}`
 
 func TestStatusAndDump(t *testing.T) {
@@ -68,7 +69,8 @@ func TestStatusAndDump(t *testing.T) {
 	if !contains(dump, "MEMBER fake-1", "IN USE 1", "01ABC", "4242") {
 		t.Fatalf("want the member's state with its in-flight task, have:\n%s", dump)
 	}
-	if !contains(dump, "POOL QUEUE", "python3 tasks.py", "5151", "937", "20MiB", "1m30s") {
+	// A pool serves every queue of its route: the dump counts them.
+	if !contains(dump, "POOL QUEUES", "python3 tasks.py", "5151", "937", "20MiB", "1m30s") || !regexp.MustCompile(`(?m)^3\s+python3 tasks\.py`).MatchString(dump) {
 		t.Fatalf("want the pooled child with pid, tasks served, RSS and age, have:\n%s", dump)
 	}
 	var raw map[string]any

@@ -75,7 +75,8 @@ func DecodeMemberState(body []byte) (MemberState, error) {
 
 // WorkerPool is the pool of warm children of one pooled route.
 type WorkerPool struct {
-	Queue    string           `json:"queue"`
+	Queue    string           `json:"queue"`  // the queue whose task opened the pool
+	Queues   int              `json:"queues"` // how many queues use it (a pool serves every queue of its route)
 	Route    drover.TaskRoute `json:"route"`
 	Children []PoolChild      `json:"children"`
 }
