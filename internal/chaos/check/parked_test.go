@@ -50,3 +50,18 @@ func TestParkResolvedByASeenRunOfItsHead(t *testing.T) {
 		t.Fatalf("unresolved parks: want 0, have %d", r.ParksUnresolved)
 	}
 }
+
+// The harness notes a retry when its call returns, after the retry took
+// effect: the head runs again first, and what runs behind it from then on
+// is no violation even before the noted resolution (seen in a run: the
+// next message started 51 ms before the harness's retry returned, 13 ms
+// after the head's run). A start before the head's run still is.
+func TestParkEndsWhenItsHeadRunsAgain(t *testing.T) {
+	in := parkedAtM0(250, "retry")
+	for i, e := range in.Executions {
+		if e.Queue == "o" && e.ID == "m-0" {
+			in.Executions[i].Start, in.Executions[i].End = at(150), at(160)
+		}
+	}
+	wantOnly(t, Check(in), ParkedAhead, 1) // m-1 at 100 ms; m-2 at 200 ms ran after the head
+}
