@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -10,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testenv"
@@ -27,16 +24,15 @@ func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }
 // test's own, with a client to look at its keys.
 type redisStore struct {
 	store  *queue.Store
-	rdb    *redis.Client
+	rdb    testenv.RedisProbe
 	prefix string
 }
 
 func newRedisStore(t *testing.T, addr string) redisStore {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := testenv.NewRedisProbe(t, addr)
 	prefix := testenv.Prefix(t)
-	s, err := queue.New(queue.Config{Client: rdb, Prefix: prefix})
+	s, err := queue.New(queue.Config{Client: rdb.Client(), Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,14 +45,11 @@ func (r redisStore) key(q, suffix string) string { return r.prefix + ":{" + q + 
 // starts returns the starts recorded of message id of q, and whether any are.
 func (r redisStore) starts(t *testing.T, q, id string) (int, bool) {
 	t.Helper()
-	n, err := r.rdb.HGet(context.Background(), r.key(q, "attempts"), id).Int()
-	if errors.Is(err, redis.Nil) {
-		return 0, false
-	}
+	n, ok, err := r.rdb.HGetInt(context.Background(), r.key(q, "attempts"), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n, true
+	return n, ok
 }
 
 func (r redisStore) enqueue(t *testing.T, q string, args string) string {
@@ -257,7 +250,7 @@ func TestParkedHeadResumedRunsWithFreshAttemptsAndTrimForgetsStarts(t *testing.T
 		t.Fatalf("runs: want %v, have %v", want, have)
 	}
 	waitFor(t, "the trim of both", func() bool {
-		n, err := r.rdb.HLen(context.Background(), r.key("q", "attempts")).Result()
+		n, err := r.rdb.HLen(context.Background(), r.key("q", "attempts"))
 		return err == nil && n == 0
 	})
 }
@@ -283,7 +276,7 @@ func TestStartRecordCostsOneCommandPerMessage(t *testing.T) {
 	}
 	allChecked(t, w)
 	allParked(t, w)
-	if err := r.rdb.ConfigResetStat(ctx).Err(); err != nil {
+	if err := r.rdb.ResetStats(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for i := range queues {
@@ -295,14 +288,14 @@ func TestStartRecordCostsOneCommandPerMessage(t *testing.T) {
 	waitFor(t, "every message to be trimmed", func() bool {
 		for i := range queues {
 			// TYPE: a command the worker never sends, left out below.
-			if typ, err := r.rdb.Type(ctx, r.key(fmt.Sprintf("q%03d", i), "msg")).Result(); err != nil || typ != "none" {
+			if typ, err := r.rdb.Type(ctx, r.key(fmt.Sprintf("q%03d", i), "msg")); err != nil || typ != "none" {
 				return false
 			}
 		}
 		return true
 	})
 	allParked(t, w)
-	stats, err := r.rdb.Info(ctx, "commandstats").Result()
+	stats, err := r.rdb.Info(ctx, "commandstats")
 	if err != nil {
 		t.Fatal(err)
 	}
