@@ -146,10 +146,16 @@ func (l *queueLoop) config() *drover.QueueConfig { return l.cfg.Load() }
 // markLost stops the queue without any further write. A parked loop is
 // started to shut down.
 func (l *queueLoop) markLost() {
+	l.markLostQuiet()
+	l.signal()
+}
+
+// markLostQuiet is markLost without the signal: the caller starts the
+// loop's shutdown (Worker.abort, a batch at a time).
+func (l *queueLoop) markLostQuiet() {
 	l.lost.Store(true)
 	l.abortTasks()
 	l.stop()
-	l.signal()
 }
 
 // end stops the queue gracefully (let the running tasks end, release); a
@@ -157,6 +163,13 @@ func (l *queueLoop) markLost() {
 // finish under their own timeouts (shutdown); a leaving one is bounded by
 // its caller's drain timeout, and cuts a planned hand-over in progress.
 func (l *queueLoop) end(kind drover.StopKind) {
+	l.endQuiet(kind)
+	l.signal()
+}
+
+// endQuiet is end without the signal: the caller starts the loop's
+// shutdown (Worker.StopQueues, a batch at a time).
+func (l *queueLoop) endQuiet(kind drover.StopKind) {
 	l.turnMu.Lock()
 	cut := l.handing && kind != drover.StopPlanned
 	if kind == drover.StopPlanned {
@@ -170,7 +183,6 @@ func (l *queueLoop) end(kind drover.StopKind) {
 			"drain_timeout", l.w.cfg.DrainTimeout)
 	}
 	l.stop()
-	l.signal()
 }
 
 // handingOver reports whether the loop stops for a planned move.

@@ -43,6 +43,45 @@ func (l *queueLoop) signal() {
 	l.nudge()
 }
 
+// shutDownAll makes every loop of loops shut down soon, as signal does,
+// without a goroutine per loop: a loop that runs is woken (its run
+// goroutine sees the stop), and the parked ones are run to their shutdown
+// by at most stopConcurrency goroutines, which return when all have shut
+// down. A stop or a loss of many queues at once (a rebalance handing back
+// 10,000) thus costs a bounded number of goroutines while the releases of
+// up to stopConcurrency queues still batch together. It never blocks.
+func shutDownAll(loops []*queueLoop) {
+	var parked []*queueLoop
+	for _, l := range loops {
+		l.token.Store(true)
+		if l.phase.CompareAndSwap(phaseParked, phaseRunning) {
+			l.w.loopStarted()
+			parked = append(parked, l)
+			continue
+		}
+		l.nudge()
+	}
+	if len(parked) == 0 {
+		return
+	}
+	next := make(chan *queueLoop, len(parked))
+	for _, l := range parked {
+		next <- l
+	}
+	close(next)
+	for range min(stopConcurrency, len(parked)) {
+		go func() {
+			for l := range next {
+				l.run() // stopped: shuts down at once
+			}
+		}()
+	}
+}
+
+// stopConcurrency bounds the goroutines shutDownAll starts for parked
+// loops.
+const stopConcurrency = 64
+
 // runWoken is run, counting the time since the signal that started it.
 func (l *queueLoop) runWoken(signalled time.Time) {
 	l.w.stages.wake.add(time.Since(signalled))

@@ -166,12 +166,13 @@ func (w *Worker) StopQueues(ctx context.Context, queues []string, kind drover.St
 	loops := make([]*queueLoop, 0, len(queues))
 	for _, q := range queues { // tell every loop first: all drain at once
 		if l := w.loop(q); l != nil {
-			l.end(kind)
+			l.endQuiet(kind)
 			loops = append(loops, l)
 		} else {
 			stopped(q, nil)
 		}
 	}
+	shutDownAll(loops)
 	for _, l := range loops {
 		if w.await(ctx, l, drain) && drain != nil && ctx.Err() == nil {
 			// The drain timeout passed: the other queues' tasks are
@@ -223,8 +224,9 @@ func (w *Worker) AbortAll() { w.abort(w.loops()) }
 // abort marks every loop of loops lost, then awaits each.
 func (w *Worker) abort(loops []*queueLoop) {
 	for _, l := range loops {
-		l.markLost()
+		l.markLostQuiet()
 	}
+	shutDownAll(loops)
 	for _, l := range loops {
 		<-l.doneCh()
 		w.forget(l)
