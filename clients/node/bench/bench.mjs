@@ -1,8 +1,9 @@
 // The Node client against BullMQ on the same Redis (internal/benchreport,
 // "Node client against BullMQ"; e2e.BenchmarkNodeVsBullMQ runs it). Each
-// call measures one thing inside this process (start-up and connecting
-// excluded; a worker's first jobs too) and prints one JSON line: n, elapsed_s, cpu_s (this process,
-// user + system) and redis_cpu_s (the Redis server's, INFO cpu).
+// call measures one thing inside this process (start-up, connecting and a
+// worker's first BENCH_WARM jobs excluded) and prints one JSON line: n,
+// elapsed_s, cpu_s (this process, user + system) and redis_cpu_s (the
+// Redis server's, INFO cpu).
 //
 //     node bench.mjs enqueue drover|bullmq CALLERS N
 //     node bench.mjs bullmq-worker CONCURRENCY N
