@@ -13,7 +13,7 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-zA-Z_-]*:.*## / {printf "  make %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: deps
-deps: ## install Redis, ZooKeeper, promtool (package prometheus), chromium (the console's browser tests), python3-redis (the Python client's suite, run with /usr/bin/python3) and nodejs with npm from Debian's packages when missing, then the Node client's locked dependencies (npm ci)
+deps: ## install Redis, ZooKeeper, promtool (package prometheus), chromium (the console's browser tests), python3-redis (the Python client's suite, run with /usr/bin/python3) and nodejs with npm from Debian's packages when missing, then the Node client's and its BullMQ comparison's locked dependencies (npm ci)
 	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null || ! command -v promtool >/dev/null || ! command -v chromium >/dev/null || ! /usr/bin/python3 -c 'import redis' 2>/dev/null; then \
 		echo "installing redis-server, zookeeper, prometheus (for promtool), chromium and python3-redis (apt-get)"; \
 		$(SUDO) apt-get update -qq && \
@@ -26,6 +26,10 @@ deps: ## install Redis, ZooKeeper, promtool (package prometheus), chromium (the 
 	@# The Node client's dependencies, as locked (ioredis; typescript to build it): again whenever the lockfile changed.
 	@if [ ! -f clients/node/node_modules/.package-lock.json ] || [ clients/node/package-lock.json -nt clients/node/node_modules/.package-lock.json ]; then \
 		echo "npm ci (clients/node)"; (cd clients/node && npm ci --no-audit --no-fund --loglevel=error); \
+	fi
+	@# The BullMQ comparison's packages (bullmq and ioredis, pinned; e2e.BenchmarkNodeVsBullMQ and its smoke test).
+	@if [ ! -f clients/node/bench/node_modules/.package-lock.json ] || [ clients/node/bench/package-lock.json -nt clients/node/bench/node_modules/.package-lock.json ]; then \
+		echo "npm ci (clients/node/bench)"; (cd clients/node/bench && npm ci --no-audit --no-fund --loglevel=error); \
 	fi
 	@redis-server --version | head -1
 	@ls /usr/share/java/zookeeper-3*.jar

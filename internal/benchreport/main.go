@@ -61,6 +61,9 @@ type section struct {
 	// EnvPrefix: the settings of this run in variables with this prefix
 	// (DROVER_CHURNBENCH_) are shown before the command line.
 	EnvPrefix string
+	// Versions, when set, says what else ran (a peer's version, the
+	// runtime's) in a paragraph after the command line.
+	Versions func() string
 }
 
 // target is a figure an issue asks for.
@@ -246,6 +249,7 @@ func sections() []section {
 		queueFamilies,     // families.go
 		keyChurn,          // churn.go
 		pythonClient,
+		nodeVsBullMQ, // bullmq.go
 	}
 }
 
@@ -334,6 +338,9 @@ func format(v float64) string {
 
 func render(b *strings.Builder, s section, res result, cmdline string) {
 	fmt.Fprintf(b, "## %s\n\n%s\n\n`%s`\n\n", s.Title, s.Intro, cmdline)
+	if s.Versions != nil {
+		fmt.Fprintf(b, "%s\n\n", s.Versions())
+	}
 	names := make([]string, 0, len(res))
 	for n := range res {
 		names = append(names, n)
