@@ -118,7 +118,7 @@ func TestFamilyQueueRunsFromFirstEnqueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := o.Audit(ctx, 0, 100)
+	recs, err := o.Audit().Records(ctx, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ func (e *ctlEnv) audit(o *ops.Ops, action, target, detail string, err error) {
 	if err != nil {
 		rec.Result = err.Error()
 	}
-	if aerr := o.RecordAudit(e.ctx, rec); aerr != nil {
+	if aerr := o.Audit().Record(e.ctx, rec); aerr != nil {
 		fmt.Fprintf(e.a.stderr, "warning: audit record not written: %v\n", aerr)
 	}
 }

@@ -52,7 +52,7 @@ both.`,
 			f := drover.FamilyConfig{Name: args[0], Prefix: prefix}
 			version := int32(-1)
 			if replace {
-				cur, err := o.Family(e.ctx, args[0])
+				cur, err := o.Families().Get(e.ctx, args[0])
 				if err != nil {
 					return err
 				}
@@ -79,9 +79,9 @@ both.`,
 			var change coordinator.FamilyChange
 			var err error
 			if replace {
-				change, err = o.ReplaceFamily(e.ctx, f, version)
+				change, err = o.Families().Replace(e.ctx, f, version)
 			} else {
-				_, err = o.SetFamily(e.ctx, f, version)
+				_, err = o.Families().Set(e.ctx, f, version)
 			}
 			detail, _ := json.Marshal(f)
 			if replace {
@@ -118,7 +118,7 @@ both.`,
 		Example: "  drover ctl family ls\n  drover ctl family ls -o json",
 		Args:    noArgs,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
-			fams, err := o.Families(e.ctx)
+			fams, err := o.Families().List(e.ctx)
 			if err != nil {
 				return err
 			}
@@ -155,7 +155,7 @@ both.`,
 		Example: "  drover ctl family show customers > customers.json",
 		Args:    exactArgs(1, "<name>"),
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
-			f, err := o.Family(e.ctx, args[0])
+			f, err := o.Families().Get(e.ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -172,7 +172,7 @@ registered; the queues it registered stay configured and keep running
 		Example: "  drover ctl family rm customers",
 		Args:    exactArgs(1, "<name>"),
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
-			err := o.DeleteFamily(e.ctx, args[0])
+			err := o.Families().Delete(e.ctx, args[0])
 			e.audit(o, "family.rm", args[0], "", err)
 			if err != nil {
 				return err

@@ -24,14 +24,14 @@ const bulkParallelism = 16
 // SelectQueues returns the queues a bulk action acts on: the named ones
 // (each must be known), or those m selects. It refuses an empty selection
 // and one of more than MaxBulk queues.
-func (o *Ops) SelectQueues(ctx context.Context, m Match, named []string) ([]string, error) {
+func (o Find) Select(ctx context.Context, m Match, named []string) ([]string, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
 	if (m == "") == (len(named) == 0) {
 		return nil, badInput("select queues: give a match (prefix or pattern) or queue names, one of the two")
 	}
-	names, _, err := o.QueueNames(ctx)
+	names, _, err := o.queueNames(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ type BulkResult struct {
 
 // PauseQueues sets the pause flag of every queue in queues (by who, with
 // reason) in batched ZooKeeper multis (coordinator.Pauses.SetQueues).
-func (o *Ops) PauseQueues(ctx context.Context, queues []string, who, reason string) (BulkResult, error) {
+func (o Find) Pause(ctx context.Context, queues []string, who, reason string) (BulkResult, error) {
 	if err := drover.CheckReason("reason", reason); err != nil { // before any multi: one reason per queue
 		return BulkResult{Action: "pause", Selected: len(queues)}, err
 	}
@@ -87,7 +87,7 @@ func (o *Ops) PauseQueues(ctx context.Context, queues []string, who, reason stri
 
 // ResumeQueues clears the pause flags of queues in batched multis; a queue
 // not paused is left alone (not counted).
-func (o *Ops) ResumeQueues(ctx context.Context, queues []string) (BulkResult, error) {
+func (o Find) Resume(ctx context.Context, queues []string) (BulkResult, error) {
 	start := time.Now()
 	n, err := o.zk.Pauses().ClearQueues(ctx, queues)
 	return BulkResult{Action: "resume", Selected: len(queues), Changed: n, Millis: time.Since(start).Milliseconds()}, err
@@ -99,7 +99,7 @@ const MaxRetryPerQueue = 1000
 
 // RetryDeadQueues puts back up to MaxRetryPerQueue dead letters of each
 // queue in queues (those with none cost one pipelined read, shared).
-func (o *Ops) RetryDeadQueues(ctx context.Context, queues []string) (BulkResult, error) {
+func (o Find) RetryDead(ctx context.Context, queues []string) (BulkResult, error) {
 	return o.eachDead(ctx, "retry-dead", queues, func(ctx context.Context, q string) (int, error) {
 		dls, err := o.store.Dead().DeadLetters(ctx, q, 0, MaxRetryPerQueue)
 		if err != nil {
@@ -117,14 +117,14 @@ func (o *Ops) RetryDeadQueues(ctx context.Context, queues []string) (BulkResult,
 }
 
 // PurgeDeadQueues deletes every dead letter of each queue in queues.
-func (o *Ops) PurgeDeadQueues(ctx context.Context, queues []string) (BulkResult, error) {
+func (o Find) PurgeDead(ctx context.Context, queues []string) (BulkResult, error) {
 	return o.eachDead(ctx, "purge-dead", queues, o.store.Dead().PurgeAllDead)
 }
 
 // eachDead runs f on the queues of queues that have dead letters (found
 // with one pipelined read of every queue's figures), bulkParallelism at a
 // time; a queue's failure is counted and the others go on.
-func (o *Ops) eachDead(ctx context.Context, action string, queues []string, f func(ctx context.Context, q string) (int, error)) (BulkResult, error) {
+func (o *core) eachDead(ctx context.Context, action string, queues []string, f func(ctx context.Context, q string) (int, error)) (BulkResult, error) {
 	start := time.Now()
 	res := BulkResult{Action: action, Selected: len(queues)}
 	stats, err := o.store.Inspector().Stats(ctx, queues, make([]drover.Position, len(queues)))
