@@ -185,7 +185,7 @@ func (s *Server) routeAPI() {
 	s.HandleMutation("POST", "/pause", auth.Operator, "all.pause", pause(drover.PauseAll, none))
 	s.HandleMutation("POST", "/resume", auth.Operator, "all.resume", resume(drover.PauseAll, none))
 	s.HandleMutation("POST", "/queues/{queue}/delayed/{id}/revoke", auth.Operator, "delayed.revoke", func(r *Request) (any, error) {
-		if err := s.fleetOps().Messages().Revoke(r.Context(), r.PathValue("queue"), r.PathValue("id")); err != nil {
+		if err := s.fleetOps().Messages().Revoke(r.Context(), r.PathValue("queue"), r.PathValue("id"), r.Principal.Name); err != nil {
 			return nil, err
 		}
 		return map[string]any{"id": r.PathValue("id"), "revoked": true}, nil

@@ -57,7 +57,7 @@ message's state.`,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			q, id := args[0], args[1]
 			c, err := o.Jobs().Cancel(e.ctx, q, id, operator(), then)
-			e.audit(o, "job.cancel", "/queues/"+q+"/running/"+id+"/cancel", "then="+then, err)
+			e.audit("job.cancel", "/queues/"+q+"/running/"+id+"/cancel", "then="+then, err)
 			if err != nil {
 				return opsError(err)
 			}

@@ -141,7 +141,7 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 			msgs := o.Messages()
 			if verb == "purge" && all {
 				n, err := msgs.PurgeDead(e.ctx, q, "")
-				e.audit(o, "dead.purge_all", "/queues/"+q+"/dead/purge", fmt.Sprintf("purged=%d", n), err)
+				e.audit("dead.purge_all", "/queues/"+q+"/dead/purge", fmt.Sprintf("purged=%d", n), err)
 				if err != nil {
 					return opsError(err)
 				}
@@ -183,7 +183,7 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 					break
 				}
 			}
-			e.auditDead(o, verb, q, ids, done, missing, failed)
+			e.auditDead(verb, q, ids, done, missing, failed)
 			if failed != nil {
 				return opsError(failed)
 			}
@@ -223,7 +223,7 @@ func oneLine(s string, n int) string {
 // record for the command with the counts and the ids for several (so that
 // retry --all over thousands writes one record, not thousands that would
 // push older ones out of the log).
-func (e *ctlEnv) auditDead(o *ops.Ops, verb, q string, ids, done, missing []string, err error) {
+func (e *ctlEnv) auditDead(verb, q string, ids, done, missing []string, err error) {
 	target := "/queues/" + q + "/dead/" + verb
 	if len(ids) == 1 {
 		target = "/queues/" + q + "/dead/" + ids[0] + "/" + verb
@@ -231,5 +231,5 @@ func (e *ctlEnv) auditDead(o *ops.Ops, verb, q string, ids, done, missing []stri
 	if err == nil && len(missing) > 0 {
 		err = fmt.Errorf("no dead letter %s: %w", strings.Join(missing, ", "), drover.ErrNotFound)
 	}
-	e.audit(o, "dead."+verb, target, fmt.Sprintf("%s=%d ids=%s", past[verb], len(done), strings.Join(ids, ",")), err)
+	e.audit("dead."+verb, target, fmt.Sprintf("%s=%d ids=%s", past[verb], len(done), strings.Join(ids, ",")), err)
 }

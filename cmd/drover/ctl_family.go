@@ -72,10 +72,6 @@ both.`,
 			if err := f.Validate(); err != nil {
 				return usageError{err}
 			}
-			action := "family.create"
-			if replace {
-				action = "family.update"
-			}
 			var change coordinator.FamilyChange
 			var err error
 			if replace {
@@ -83,12 +79,14 @@ both.`,
 			} else {
 				_, err = o.Families().Set(e.ctx, f, version)
 			}
+			verb := map[bool]string{false: "create ", true: "update "}[replace]
 			detail, _ := json.Marshal(f)
+			detail = append([]byte(verb), detail...)
 			if replace {
 				// The counts too when the queues were updated in part.
 				detail = fmt.Appendf(detail, " queues_updated=%d queues_kept=%d", change.Updated, change.Kept)
 			}
-			e.audit(o, action, f.Name, string(detail), err)
+			e.audit("family.set", "/families/"+f.Name, string(detail), err) // the console's action and target
 			if err != nil {
 				return refusedOf(err)
 			}
@@ -173,7 +171,7 @@ registered; the queues it registered stay configured and keep running
 		Args:    exactArgs(1, "<name>"),
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			err := o.Families().Delete(e.ctx, args[0])
-			e.audit(o, "family.rm", args[0], "", err)
+			e.audit("family.delete", "/families/"+args[0], "", err)
 			if err != nil {
 				return err
 			}

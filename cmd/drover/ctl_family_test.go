@@ -61,7 +61,7 @@ func TestFamilyReplaceUpdatesItsQueues(t *testing.T) {
 	}
 	n := 0
 	for _, r := range recs {
-		if r.Action == "family.update" && r.Target == "cust" {
+		if r.Action == "family.set" && r.Target == "/families/cust" && strings.HasPrefix(r.Detail, "update ") {
 			n++
 			if !strings.Contains(r.Detail, "queues_updated=2 queues_kept=1") {
 				t.Errorf("audit family.update: want the counts in the detail, have %q", r.Detail)

@@ -168,8 +168,9 @@ revoked, or promoted already).`,
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			pos, err := o.Messages().RunNow(e.ctx, args[0], args[1])
+			e.audit("delayed.run_now", "/queues/"+args[0]+"/delayed/"+args[1]+"/run", "", err)
 			if err != nil {
-				return opsError(err)
+				return opsError(e.queueHint(args[0], err))
 			}
 			return e.report(map[string]any{"queue": args[0], "id": args[1], "position": pos}, "moved %s into %s at position %d\n", args[1], args[0], pos)
 		}),
@@ -187,6 +188,7 @@ change. An invalid entry cannot be triggered (exit 5).`,
 		Args:    exactArgs(1, "<name>"),
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			res, err := o.Schedules().Trigger(e.ctx, args[0])
+			e.audit("schedule.trigger", "/schedules/"+args[0]+"/trigger", "id="+res.ID, err)
 			if err != nil {
 				return opsError(err)
 			}

@@ -174,7 +174,7 @@ trimmed at once.`,
 			// starts forgotten, so a replay runs each with every attempt.
 			p, err := o.Queues().ResetOffset(e.ctx, q, target, operator(), dryRun)
 			if !dryRun {
-				e.audit(o, "offsets.reset", q, fmt.Sprintf("from %d to %d", p.From, p.To), err)
+				e.audit("offset.reset", "/queues/"+q+"/offset", fmt.Sprintf("from %d to %d", p.From, p.To), err)
 			}
 			if err != nil {
 				if errors.Is(err, ops.ErrRefused) {

@@ -98,7 +98,7 @@ unless --keep-paused. <id> must be the head 'parked show' names.`,
 			if edited != nil {
 				detail += ", args edited"
 			}
-			e.audit(o, "parked.retry", a[0], detail, err)
+			e.audit("parked.retry", "/queues/"+a[0]+"/parked/retry", detail, err)
 			if err != nil {
 				return refusedOf(err)
 			}
@@ -122,7 +122,7 @@ the next message. <id> must be the head 'parked show' names.`,
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, a []string) error {
 			err := o.Jobs().SkipParked(e.ctx, a[0], a[1], operator(), *skipKeep)
-			e.audit(o, "parked.skip", a[0], "head "+a[1]+" to the dead letters", err)
+			e.audit("parked.skip", "/queues/"+a[0]+"/parked/skip", "head "+a[1]+" to the dead letters", err)
 			if err != nil {
 				return refusedOf(err)
 			}

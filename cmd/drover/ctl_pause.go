@@ -111,7 +111,7 @@ is not an error.`,
 				} else {
 					err = o.Queues().Resume(e.ctx, t.scope, t.name)
 				}
-				e.audit(o, action, path, detail, err)
+				e.audit(action, path, detail, err)
 				if err != nil {
 					return opsError(err)
 				}

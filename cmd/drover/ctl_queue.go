@@ -47,7 +47,7 @@ the flags given.`
 				return usageError{err}
 			}
 			_, err := o.Queues().SetConfig(e.ctx, cfg, -1)
-			e.audit(o, "queue.config", "/queues/"+cfg.Name+"/config", "create", err)
+			e.audit("queue.config", "/queues/"+cfg.Name+"/config", "create", err)
 			if err != nil {
 				return opsError(err)
 			}
@@ -87,7 +87,7 @@ the flags given.`
 			// The console's path: ops writes it (version -1: a family's
 			// queue not registered yet is created) and ctl audits it.
 			v, err := o.Queues().SetConfig(e.ctx, cfg, max(entry.Version, -1))
-			e.audit(o, "queue.config", "/queues/"+cfg.Name+"/config", fmt.Sprintf("update version=%d", entry.Version), err)
+			e.audit("queue.config", "/queues/"+cfg.Name+"/config", fmt.Sprintf("update version=%d", entry.Version), err)
 			if errors.Is(err, coordinator.ErrQueueExists) {
 				return refusedError{fmt.Errorf("%w: its family registered it meanwhile; run the update again", err)}
 			}
@@ -158,7 +158,7 @@ creating the queue again resumes where it stopped.`,
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			err := o.Queues().DeleteConfig(e.ctx, args[0])
-			e.audit(o, "queue.delete", "/queues/"+args[0]+"/config", "", err)
+			e.audit("queue.delete", "/queues/"+args[0]+"/config", "", err)
 			if err != nil {
 				return opsError(err)
 			}

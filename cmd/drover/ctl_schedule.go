@@ -174,7 +174,7 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 			} else {
 				err = o.Schedules().Add(e.ctx, def)
 			}
-			e.audit(o, "schedule.put", "/schedules/"+def.Name, verb+" "+def.Queue+"/"+def.Task, err)
+			e.audit("schedule.put", "/schedules/"+def.Name, verb+" "+def.Queue+"/"+def.Task, err)
 			if errors.Is(err, scheduler.ErrExists) {
 				return refusedError{fmt.Errorf("%w (pass --replace to change it)", err)}
 			}
@@ -273,7 +273,7 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 			ValidArgsFunction: a.completeSchedules,
 			RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, pos []string) error {
 				err := do(o.Schedules(), e, pos[0])
-				e.audit(o, action, "/schedules/"+pos[0]+suffix, "", err)
+				e.audit(action, "/schedules/"+pos[0]+suffix, "", err)
 				if err != nil {
 					return opsError(err)
 				}

@@ -51,13 +51,19 @@ func (o *core) checkScope(ctx context.Context, scope drover.PauseScope, name str
 	return badInput("pause scope %q", scope)
 }
 
-// Revoke deletes a delayed message; it fails with drover.ErrNotFound when
-// id is not delayed (unknown or already promoted).
-func (o Messages) Revoke(ctx context.Context, q, id string) error {
+// Revoke deletes a delayed message on behalf of who, keeping the
+// "revoked" outcome record the queue's configuration asks for (the
+// default when it has none or ZooKeeper cannot say); it fails with
+// drover.ErrNotFound when id is not delayed (unknown or already promoted).
+func (o Messages) Revoke(ctx context.Context, q, id, who string) error {
 	if err := o.knownQueue(ctx, q); err != nil {
 		return err
 	}
-	ok, err := o.store.Operator().Revoke(ctx, q, id)
+	var policy drover.Outcomes
+	if qe, err := o.zk.Queues().Get(ctx, q); err == nil {
+		policy = qe.Config.Outcomes
+	}
+	ok, err := o.store.Operator().RevokeRecording(ctx, q, id, policy, who)
 	if err != nil {
 		return err
 	}
