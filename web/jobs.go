@@ -174,6 +174,9 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 	// From here on every 5xx carries the ids: the client's retry with them
 	// is safe whatever happened.
 	if err := enqueueable(r.Context(), cfg, q); err != nil {
+		if statusOf(err) < 500 { // an unknown queue (404): nothing was written
+			return nil, err
+		}
 		return nil, unknownOutcome(s.explain(err), msgs, batch)
 	}
 	res, err := cfg.Store.Producer().EnqueueBatchAt(r.Context(), msgs, at)
