@@ -169,7 +169,7 @@ trimmed at once.`,
 				pos := drover.Position(p)
 				target.Position = &pos
 			}
-			// The console's path (ops.ResetOffset): the same refusal while
+			// The console's path (ops.Queues.ResetOffset): the same refusal while
 			// owned and not paused, and the replayed messages' recorded
 			// starts forgotten, so a replay runs each with every attempt.
 			p, err := o.Queues().ResetOffset(e.ctx, q, target, operator(), dryRun)

@@ -255,7 +255,7 @@ func (o Queues) ResetOffset(ctx context.Context, q string, target ResetTarget, w
 	return p, nil
 }
 
-// SetQueueConfig creates q's configuration or replaces it. version is the
+// SetConfig creates q's configuration or replaces it. version is the
 // version read (from Queue) for an update, -1 to create.
 func (o Queues) SetConfig(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
 	if err := cfg.Validate(); err != nil {
@@ -276,7 +276,7 @@ func (o Queues) SetConfig(ctx context.Context, cfg drover.QueueConfig, version i
 	return o.zk.Queues().Update(ctx, cfg, version)
 }
 
-// DeleteQueueConfig removes q's configuration (its messages and offset
+// DeleteConfig removes q's configuration (its messages and offset
 // stay).
 func (o Queues) DeleteConfig(ctx context.Context, q string) error {
 	if err := drover.ValidateQueueName(q); err != nil {

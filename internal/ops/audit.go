@@ -47,7 +47,7 @@ func (rec AuditRecord) encode(now func() time.Time) ([]byte, error) {
 	return json.Marshal(rec.clipped())
 }
 
-// RecordAudit appends rec to the fleet's audit log (Redis, shared by every
+// Record appends rec to the fleet's audit log (Redis, shared by every
 // console server), its fields capped (see AuditRecord.clipped).
 func (o AuditLog) Record(ctx context.Context, rec AuditRecord) error {
 	return WriteAudit(ctx, o.store.Operator(), rec, o.now)
@@ -82,7 +82,7 @@ func (o AuditLog) RecordRefusals(ctx context.Context, recs ...AuditRecord) error
 	return o.store.Operator().AppendRefusals(ctx, raw...)
 }
 
-// Audit returns up to limit records, newest first, after skipping offset.
+// Records returns up to limit records, newest first, after skipping offset.
 func (o AuditLog) Records(ctx context.Context, offset, limit int) ([]AuditRecord, error) {
 	return o.readAudit(ctx, offset, limit, o.store.Operator().Audit)
 }

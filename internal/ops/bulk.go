@@ -21,7 +21,7 @@ const MaxBulk = 100_000
 // action in flight.
 const bulkParallelism = 16
 
-// SelectQueues returns the queues a bulk action acts on: the named ones
+// Select returns the queues a bulk action acts on: the named ones
 // (each must be known), or those m selects. It refuses an empty selection
 // and one of more than MaxBulk queues.
 func (o Find) Select(ctx context.Context, m Match, named []string) ([]string, error) {
@@ -74,7 +74,7 @@ type BulkResult struct {
 	Millis int64 `json:"ms"`
 }
 
-// PauseQueues sets the pause flag of every queue in queues (by who, with
+// Pause sets the pause flag of every queue in queues (by who, with
 // reason) in batched ZooKeeper multis (coordinator.Pauses.SetQueues).
 func (o Find) Pause(ctx context.Context, queues []string, who, reason string) (BulkResult, error) {
 	if err := drover.CheckReason("reason", reason); err != nil { // before any multi: one reason per queue
@@ -85,7 +85,7 @@ func (o Find) Pause(ctx context.Context, queues []string, who, reason string) (B
 	return BulkResult{Action: "pause", Selected: len(queues), Changed: n, Millis: time.Since(start).Milliseconds()}, err
 }
 
-// ResumeQueues clears the pause flags of queues in batched multis; a queue
+// Resume clears the pause flags of queues in batched multis; a queue
 // not paused is left alone (not counted).
 func (o Find) Resume(ctx context.Context, queues []string) (BulkResult, error) {
 	start := time.Now()
@@ -97,7 +97,7 @@ func (o Find) Resume(ctx context.Context, queues []string) (BulkResult, error) {
 // queue; run it again for more.
 const MaxRetryPerQueue = 1000
 
-// RetryDeadQueues puts back up to MaxRetryPerQueue dead letters of each
+// RetryDead puts back up to MaxRetryPerQueue dead letters of each
 // queue in queues (those with none cost one pipelined read, shared).
 func (o Find) RetryDead(ctx context.Context, queues []string) (BulkResult, error) {
 	return o.eachDead(ctx, "retry-dead", queues, func(ctx context.Context, q string) (int, error) {
@@ -116,7 +116,7 @@ func (o Find) RetryDead(ctx context.Context, queues []string) (BulkResult, error
 	})
 }
 
-// PurgeDeadQueues deletes every dead letter of each queue in queues.
+// PurgeDead deletes every dead letter of each queue in queues.
 func (o Find) PurgeDead(ctx context.Context, queues []string) (BulkResult, error) {
 	return o.eachDead(ctx, "purge-dead", queues, o.store.Dead().PurgeAllDead)
 }

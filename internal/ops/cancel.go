@@ -9,7 +9,7 @@ import (
 	"github.com/drover-dev/drover/jobs"
 )
 
-// CancelTask stops the running attempt of message id in queue q on behalf
+// Cancel stops the running attempt of message id in queue q on behalf
 // of who (docs/semantics.md, "Cancelling a running task"): the queue's
 // owner, found through ZooKeeper, kills the task's process group, then
 // dead-letters, retries or parks the message as then says ("" for the

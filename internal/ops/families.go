@@ -9,12 +9,12 @@ import (
 	"github.com/drover-dev/drover/coordinator"
 )
 
-// Families lists the queue families, sorted by name.
+// List lists the queue families, sorted by name.
 func (o Families) List(ctx context.Context) ([]coordinator.FamilyEntry, error) {
 	return o.zk.Families().List(ctx)
 }
 
-// Family reads one family (drover.ErrFamilyNotFound when there is none).
+// Get reads one family (drover.ErrFamilyNotFound when there is none).
 func (o Families) Get(ctx context.Context, name string) (coordinator.FamilyEntry, error) {
 	if err := drover.ValidateQueueName(name); err != nil {
 		return coordinator.FamilyEntry{}, badInput("family name: %v", err)
@@ -22,7 +22,7 @@ func (o Families) Get(ctx context.Context, name string) (coordinator.FamilyEntry
 	return o.zk.Families().Get(ctx, name)
 }
 
-// SetFamily creates a family (version -1) or replaces it at the version
+// Set creates a family (version -1) or replaces it at the version
 // read. It is refused (ErrRefused) when a family to create exists or one
 // to replace changed meanwhile; a bad family is bad input.
 func (o Families) Set(ctx context.Context, f drover.FamilyConfig, version int32) (int32, error) {
@@ -43,7 +43,7 @@ func (o Families) Set(ctx context.Context, f drover.FamilyConfig, version int32)
 	return c.Version, err
 }
 
-// ReplaceFamily replaces a family at the version read (-1: any) and gives
+// Replace replaces a family at the version read (-1: any) and gives
 // the queues it registered the new configuration, except those an operator
 // changed (coordinator.Families.Change): the answer counts both. It
 // is refused (ErrRefused) when the family changed meanwhile; a bad family
@@ -77,7 +77,7 @@ func checkFamily(f drover.FamilyConfig) error {
 	return nil
 }
 
-// DeleteFamily removes a family; the queues it registered stay.
+// Delete removes a family; the queues it registered stay.
 func (o Families) Delete(ctx context.Context, name string) error {
 	if err := drover.ValidateQueueName(name); err != nil {
 		return badInput("family name: %v", err)

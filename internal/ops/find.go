@@ -17,7 +17,7 @@ import (
 // ZooKeeper, the Redis set of queues enqueued to), and only the page of
 // matches shown is read in detail.
 
-// QueueNames lists every queue: configured (the registry) or enqueued to
+// Names lists every queue: configured (the registry) or enqueued to
 // (the Redis set), sorted. It reads no queue's details. See
 // ListQueueNames.
 func (o Queues) Names(ctx context.Context) (names []string, configured map[string]bool, err error) {
@@ -159,7 +159,7 @@ func (o *core) filter(ctx context.Context, m Match, names []string) ([]string, e
 // was made (a measure of what finds and bulk selections cost).
 func (o Find) NamesMatched() int64 { return o.matched.Load() }
 
-// FindQueues returns the page of queues m selects, each read in full (its
+// Queues returns the page of queues m selects, each read in full (its
 // offset and owner from ZooKeeper, its backlog from Redis): the cost is
 // two name listings plus the page's queues, whatever the fleet's size.
 func (o Find) Queues(ctx context.Context, m Match, page, perPage int) (QueuePage, error) {
@@ -185,7 +185,7 @@ func (o Find) Queues(ctx context.Context, m Match, page, perPage int) (QueuePage
 	return p, err
 }
 
-// QueueRows reads the rows of the named queues (at most a page: the cost
+// Rows reads the rows of the named queues (at most a page: the cost
 // grows with len(queues), not with the fleet): each queue's offset and
 // owner node, its pause flag, its backlog. configured marks which are
 // configured (nil: all). Assigned is left empty: the assignment of a

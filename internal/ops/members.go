@@ -14,7 +14,7 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// MemberState fetches a member's live state (GET /debug/state on its admin
+// State fetches a member's live state (GET /debug/state on its admin
 // address, with MemberToken as a bearer token) and returns the document as
 // served. It fails with drover.ErrNotFound for an unknown member and with
 // ErrUnreachable when the member does not answer.

@@ -29,7 +29,7 @@ type RetryingJob struct {
 	Failure *drover.Failure `json:"last_failure,omitempty"`
 }
 
-// RecentJobs reads q's recently finished jobs (up to limit outcome
+// Recent reads q's recently finished jobs (up to limit outcome
 // records) and its retrying jobs among the first delayed ones (limit),
 // at a cost independent of the queue's size.
 func (o Messages) Recent(ctx context.Context, q string, limit int) (Recent, error) {
