@@ -21,9 +21,9 @@ const MaxBulk = 100_000
 // action in flight.
 const bulkParallelism = 16
 
-// Select returns the queues a bulk action acts on: the named ones
-// (each must be known), or those m selects. It refuses an empty selection
-// and one of more than MaxBulk queues.
+// Select returns the queues a bulk action acts on: the named ones (each
+// must be known: listed, or by KnownQueue), or those m selects. It refuses
+// an empty selection and one of more than MaxBulk queues.
 func (o Find) Select(ctx context.Context, m Match, named []string) ([]string, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
@@ -43,9 +43,12 @@ func (o Find) Select(ctx context.Context, m Match, named []string) ([]string, er
 	} else {
 		seen := map[string]bool{}
 		for _, q := range named {
-			i := sort.SearchStrings(names, q)
-			if i == len(names) || names[i] != q {
-				return nil, queueNotFound(q)
+			// Listed, or known by the one rule (a family's key before its
+			// first enqueue is in no listing): the answer every surface gives.
+			if i := sort.SearchStrings(names, q); i == len(names) || names[i] != q {
+				if err := o.knownQueue(ctx, q); err != nil {
+					return nil, err
+				}
 			}
 			if !seen[q] {
 				seen[q] = true

@@ -90,6 +90,12 @@ func TestQueuesPauseRules(t *testing.T) {
 	if err := qs.Pause(ctx, drover.PauseQueue, "cust-1", "alice", "before its first enqueue"); err != nil || !f.paused(t, "cust-1") {
 		t.Errorf("pause a family's key before its first enqueue: want paused, have %v", err)
 	}
+	if sel, err := f.ops.Find().Select(ctx, "", []string{"emails", "cust-2"}); err != nil || len(sel) != 2 {
+		t.Errorf("select a configured queue and a family's key by name: want both, have %v %v", sel, err)
+	}
+	if _, err := f.ops.Find().Select(ctx, "", []string{"emails", "nosuch"}); !IsNotFound(err) {
+		t.Errorf("select an unknown queue by name: want not found, have %v", err)
+	}
 	if err := qs.Resume(ctx, drover.PauseQueue, "emails"); err != nil {
 		t.Errorf("resume what is not paused: want nil, have %v", err)
 	}
