@@ -29,3 +29,14 @@ func (e *ctlEnv) audit(action, target, detail string, err error) {
 		fmt.Fprintf(e.a.stderr, "warning: audit record not written: %v\n", aerr)
 	}
 }
+
+// knownQueueAudited is knownQueue for a mutation: a queue that does not
+// exist (or cannot be checked) is the mutation's outcome, recorded under
+// its action and target as the console records the same 404.
+func (e *ctlEnv) knownQueueAudited(q, action, target string) error {
+	err := e.knownQueue(q)
+	if err != nil {
+		e.audit(action, target, "", err)
+	}
+	return err
+}

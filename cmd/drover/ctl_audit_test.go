@@ -103,6 +103,13 @@ func TestEveryCtlMutationIsAudited(t *testing.T) {
 		{[]string{"parked", "skip", "aud", "01HX"}, exitRefused, "parked.skip", "/queues/aud/parked/skip"},
 		{[]string{"cancel", "aud", "01HX", "--no-wait"}, exitRefused, "job.cancel", "/queues/aud/running/01HX/cancel"},
 		{[]string{"queue", "rm", "aud2"}, 0, "queue.delete", "/queues/aud2/config"},
+		// An unknown queue is the mutation's outcome: recorded, as the
+		// console records its 404.
+		{[]string{"pause", "--queue", "nosuch"}, exitNotFound, "queue.pause", "/queues/nosuch/pause"},
+		{[]string{"dead", "purge", "nosuch", "--all"}, exitNotFound, "dead.purge_all", "/queues/nosuch/dead/purge"},
+		{[]string{"enqueue", "nosuch", "t"}, exitNotFound, "job.enqueue", "/queues/nosuch/jobs"},
+		{[]string{"offsets", "reset", "nosuch", "--to-latest"}, exitNotFound, "offset.reset", "/queues/nosuch/offset"},
+		{[]string{"revoke", "nosuch", "d1"}, exitNotFound, "delayed.revoke", "/queues/nosuch/delayed/d1/revoke"},
 	} {
 		args := append([]string{"ctl"}, tc.args...)
 		if r := c.run(args...); r.code != tc.exit {

@@ -135,7 +135,11 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			q, ids := args[0], args[1:]
-			if err := e.knownQueue(q); err != nil { // with ctl's hint, before anything is audited
+			action := "dead." + verb
+			if verb == "purge" && all {
+				action = "dead.purge_all"
+			}
+			if err := e.knownQueueAudited(q, action, "/queues/"+q+"/dead/"+verb); err != nil { // with ctl's hint
 				return err
 			}
 			msgs := o.Messages()

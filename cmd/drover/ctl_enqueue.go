@@ -76,7 +76,7 @@ enqueues to a new queue (it is then created with defaults on first sight).`,
 				return usageError{err}
 			}
 			if !force {
-				if err := e.knownQueue(queueName); err != nil {
+				if err := e.knownQueueAudited(queueName, "job.enqueue", "/queues/"+queueName+"/jobs"); err != nil {
 					return err
 				}
 			}

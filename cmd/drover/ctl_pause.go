@@ -63,7 +63,8 @@ is not an error.`,
 			}
 			var targets []target
 			for _, q := range queues {
-				if err := e.knownQueue(q); err != nil { // every name checked before any flag is written
+				action, path := pauseAudit(drover.PauseQueue, q, pause)
+				if err := e.knownQueueAudited(q, action, path); err != nil { // every name checked before any flag is written
 					return err
 				}
 				targets = append(targets, target{drover.PauseQueue, q})

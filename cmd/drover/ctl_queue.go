@@ -32,7 +32,7 @@ the flags given.`
 		Example: `  drover ctl queue create emails --concurrency 8 --task 'send=/usr/local/bin/send-mail'
   drover ctl queue create hello --task '*=examples/tasks/hello.sh' --retention 1h`,
 		Args: exactArgs(1, "<name>"),
-		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
+		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
 			cfg := drover.QueueConfig{Name: args[0]}
 			if err := drover.ValidateQueueName(args[0]); err != nil {
 				return usageError{err}
@@ -46,7 +46,11 @@ the flags given.`
 			if err := drover.CheckLabels("--tag", cfg.Tags); err != nil {
 				return usageError{err}
 			}
-			_, err := o.Queues().SetConfig(e.ctx, cfg, -1)
+			o, err := e.ops() // after the flags are checked: a usage error needs no server
+			if err != nil {
+				return err
+			}
+			_, err = o.Queues().SetConfig(e.ctx, cfg, -1)
 			e.audit("queue.config", "/queues/"+cfg.Name+"/config", "create", err)
 			if err != nil {
 				return opsError(err)
