@@ -96,14 +96,15 @@ func checkOrder(t *testing.T, have, want []string) {
 	}
 }
 
-// audited reports whether the fleet's audit log holds action on queue pk.
+// audited reports whether the fleet's audit log holds ctl's action on
+// queue pk (the console's target: /queues/pk/parked/retry or skip).
 func audited(t *testing.T, o *ops.Ops, action string) bool {
 	recs, err := o.Audit().Records(context.Background(), 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range recs {
-		if r.Action == action && r.Target == "pk" && r.Result == "ok" && r.Via == "ctl" {
+		if r.Action == action && strings.HasPrefix(r.Target, "/queues/pk/parked/") && r.Result == "ok" && r.Via == "ctl" {
 			return true
 		}
 	}
