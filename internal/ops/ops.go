@@ -2,8 +2,11 @@
 // reading its state, pausing, revoking, retrying, resetting offsets,
 // managing schedules — over ZooKeeper (package coordinator) and Redis
 // (package queue), so that the web console's API and `drover ctl` share one
-// implementation. Every function is safe for concurrent use; none keeps
-// state between calls except Fleet's snapshot cache.
+// implementation. Ops gives one small type per role (Queues, Messages,
+// Jobs, Members, AuditLog, Schedules, Families, Find); KnownQueue is the
+// fleet's one answer to "does this queue exist". Every function is safe for
+// concurrent use; none keeps state between calls but a count of the names
+// patterns were matched against (Find.NamesMatched).
 package ops
 
 import (
