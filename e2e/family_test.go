@@ -118,11 +118,11 @@ func TestFamilyQueueRunsFromFirstEnqueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := o.Audit(ctx, 0, 100)
+	recs, err := o.Audit().Records(ctx, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"family.create ctl ok": false, "family.set api ok": false, "family.rm ctl ok": false}
+	want := map[string]bool{"family.set ctl ok": false, "family.set api ok": false, "family.delete ctl ok": false} // ctl writes the console's actions
 	for _, r := range recs {
 		via := "api"
 		if r.Via == "ctl" {

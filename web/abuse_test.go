@@ -76,7 +76,7 @@ func TestRefusalFloodCannotEvictAMutationNorFillRedis(t *testing.T) {
 	}
 	have := refusalsFrom(t, r.srv, "anonymous@192.0.2.7") // ends the minute: its count is written
 	after, _ := redisBytes(t, r.store.Prefix())
-	recs, err := r.srv.fleetOps().Audit(context.Background(), 0, 500)
+	recs, err := r.srv.fleetOps().Audit().Records(context.Background(), 0, 500)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestAHugeHeaderStoresAFewKB(t *testing.T) {
 		if largest == 0 || largest > 4<<10 {
 			t.Fatalf("%s: want the refusal recorded in at most 4 KB, have a record of %d bytes", c.name, largest)
 		}
-		recs, err := c.srv.fleetOps().Refusals(context.Background(), 0, 10)
+		recs, err := c.srv.fleetOps().Audit().Refusals(context.Background(), 0, 10)
 		if err != nil || len(recs) != 1 {
 			t.Fatalf("%s: want one refusal record, have %d, %v", c.name, len(recs), err)
 		}

@@ -98,7 +98,7 @@ func (s *Server) routeAPI() {
 		return snap.Select(q)
 	})
 	s.HandleAPI("GET", "/queues/{queue}", auth.Viewer, func(r *Request) (any, error) {
-		return s.fleetOps().Queue(r.Context(), r.PathValue("queue"))
+		return s.fleetOps().Queues().Queue(r.Context(), r.PathValue("queue"))
 	})
 	s.HandleAPI("GET", "/queues/{queue}/pending", auth.Viewer, func(r *Request) (any, error) {
 		in := queryInts{r: r}
@@ -106,24 +106,24 @@ func (s *Server) routeAPI() {
 		if in.err != nil {
 			return nil, in.err
 		}
-		return s.fleetOps().Pending(r.Context(), r.PathValue("queue"), drover.Position(after), limit)
+		return s.fleetOps().Messages().Pending(r.Context(), r.PathValue("queue"), drover.Position(after), limit)
 	})
 	s.HandleAPI("GET", "/queues/{queue}/delayed", auth.Viewer, func(r *Request) (any, error) {
 		offset, limit, err := paging(r)
 		if err != nil {
 			return nil, err
 		}
-		return s.fleetOps().Delayed(r.Context(), r.PathValue("queue"), offset, limit)
+		return s.fleetOps().Messages().Delayed(r.Context(), r.PathValue("queue"), offset, limit)
 	})
 	s.HandleAPI("GET", "/queues/{queue}/dead", auth.Viewer, func(r *Request) (any, error) {
 		offset, limit, err := paging(r)
 		if err != nil {
 			return nil, err
 		}
-		return s.fleetOps().Dead(r.Context(), r.PathValue("queue"), offset, limit)
+		return s.fleetOps().Messages().Dead(r.Context(), r.PathValue("queue"), offset, limit)
 	})
 	s.HandleAPI("GET", "/queues/{queue}/messages/{id}", auth.Viewer, func(r *Request) (any, error) {
-		return s.fleetOps().Message(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		return s.fleetOps().Messages().Message(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 	})
 	s.HandleAPI("GET", "/members", auth.Viewer, func(r *Request) (any, error) {
 		snap, err := s.snapshot(r.Request)
@@ -133,34 +133,34 @@ func (s *Server) routeAPI() {
 		return snap.Members, nil
 	})
 	s.HandleAPI("GET", "/members/{member}", auth.Viewer, func(r *Request) (any, error) {
-		return s.fleetOps().MemberState(r.Context(), r.PathValue("member"))
+		return s.fleetOps().Members().State(r.Context(), r.PathValue("member"))
 	})
 	s.HandleAPI("GET", "/schedules", auth.Viewer, func(r *Request) (any, error) {
-		return s.fleetOps().Schedules(r.Context())
+		return s.fleetOps().Schedules().List(r.Context())
 	})
 	s.HandleAPI("GET", "/schedules/{name}", auth.Viewer, func(r *Request) (any, error) {
-		return s.fleetOps().Schedule(r.Context(), r.PathValue("name"))
+		return s.fleetOps().Schedules().Get(r.Context(), r.PathValue("name"))
 	})
 	s.HandleAPI("GET", "/audit", auth.Viewer, func(r *Request) (any, error) {
 		offset, limit, err := paging(r)
 		if err != nil {
 			return nil, err
 		}
-		return s.fleetOps().Audit(r.Context(), offset, limit)
+		return s.fleetOps().Audit().Records(r.Context(), offset, limit)
 	})
 	s.HandleAPI("GET", "/audit/refusals", auth.Viewer, func(r *Request) (any, error) {
 		offset, limit, err := paging(r)
 		if err != nil {
 			return nil, err
 		}
-		return s.fleetOps().Refusals(r.Context(), offset, limit)
+		return s.fleetOps().Audit().Refusals(r.Context(), offset, limit)
 	})
 
 	// Operator actions.
 	pause := func(scope drover.PauseScope, name func(*Request) string) Handler {
 		return func(r *Request) (any, error) {
 			n := name(r)
-			if err := s.fleetOps().Pause(r.Context(), scope, n, r.Principal.Name, r.In.Get("reason")); err != nil {
+			if err := s.fleetOps().Queues().Pause(r.Context(), scope, n, r.Principal.Name, r.In.Get("reason")); err != nil {
 				return nil, err
 			}
 			return map[string]any{"scope": scope, "name": n, "paused": true, "reason": r.In.Get("reason")}, nil
@@ -169,7 +169,7 @@ func (s *Server) routeAPI() {
 	resume := func(scope drover.PauseScope, name func(*Request) string) Handler {
 		return func(r *Request) (any, error) {
 			n := name(r)
-			if err := s.fleetOps().Resume(r.Context(), scope, n); err != nil {
+			if err := s.fleetOps().Queues().Resume(r.Context(), scope, n); err != nil {
 				return nil, err
 			}
 			return map[string]any{"scope": scope, "name": n, "paused": false}, nil
@@ -185,33 +185,33 @@ func (s *Server) routeAPI() {
 	s.HandleMutation("POST", "/pause", auth.Operator, "all.pause", pause(drover.PauseAll, none))
 	s.HandleMutation("POST", "/resume", auth.Operator, "all.resume", resume(drover.PauseAll, none))
 	s.HandleMutation("POST", "/queues/{queue}/delayed/{id}/revoke", auth.Operator, "delayed.revoke", func(r *Request) (any, error) {
-		if err := s.fleetOps().Revoke(r.Context(), r.PathValue("queue"), r.PathValue("id")); err != nil {
+		if err := s.fleetOps().Messages().Revoke(r.Context(), r.PathValue("queue"), r.PathValue("id"), r.Principal.Name); err != nil {
 			return nil, err
 		}
 		return map[string]any{"id": r.PathValue("id"), "revoked": true}, nil
 	})
 	s.HandleMutation("POST", "/queues/{queue}/delayed/{id}/run", auth.Operator, "delayed.run_now", func(r *Request) (any, error) {
-		pos, err := s.fleetOps().RunNow(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		pos, err := s.fleetOps().Messages().RunNow(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"id": r.PathValue("id"), "position": pos}, nil
 	})
 	s.HandleMutation("POST", "/queues/{queue}/dead/{id}/retry", auth.Operator, "dead.retry", func(r *Request) (any, error) {
-		pos, err := s.fleetOps().RetryDead(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		pos, err := s.fleetOps().Messages().RetryDead(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"id": r.PathValue("id"), "position": pos}, nil
 	})
 	s.HandleMutation("POST", "/schedules/{name}/enable", auth.Operator, "schedule.enable", func(r *Request) (any, error) {
-		return map[string]any{"name": r.PathValue("name"), "enabled": true}, s.fleetOps().SetScheduleEnabled(r.Context(), r.PathValue("name"), true)
+		return map[string]any{"name": r.PathValue("name"), "enabled": true}, s.fleetOps().Schedules().SetEnabled(r.Context(), r.PathValue("name"), true)
 	})
 	s.HandleMutation("POST", "/schedules/{name}/disable", auth.Operator, "schedule.disable", func(r *Request) (any, error) {
-		return map[string]any{"name": r.PathValue("name"), "enabled": false}, s.fleetOps().SetScheduleEnabled(r.Context(), r.PathValue("name"), false)
+		return map[string]any{"name": r.PathValue("name"), "enabled": false}, s.fleetOps().Schedules().SetEnabled(r.Context(), r.PathValue("name"), false)
 	})
 	s.HandleMutation("POST", "/schedules/{name}/trigger", auth.Operator, "schedule.trigger", func(r *Request) (any, error) {
-		res, err := s.fleetOps().Trigger(r.Context(), r.PathValue("name"))
+		res, err := s.fleetOps().Schedules().Trigger(r.Context(), r.PathValue("name"))
 		if err != nil {
 			return nil, err
 		}
@@ -225,22 +225,22 @@ func (s *Server) routeAPI() {
 		if def.Name != r.PathValue("name") {
 			return nil, Errorf(http.StatusBadRequest, "schedule definition: name %q differs from the path's %q", def.Name, r.PathValue("name"))
 		}
-		if err := s.fleetOps().PutSchedule(r.Context(), def); err != nil {
+		if err := s.fleetOps().Schedules().Put(r.Context(), def); err != nil {
 			return nil, err
 		}
-		return s.fleetOps().Schedule(r.Context(), def.Name)
+		return s.fleetOps().Schedules().Get(r.Context(), def.Name)
 	})
 	s.HandleMutation("DELETE", "/schedules/{name}", auth.Operator, "schedule.remove", func(r *Request) (any, error) {
-		return map[string]any{"name": r.PathValue("name"), "removed": true}, s.fleetOps().RemoveSchedule(r.Context(), r.PathValue("name"))
+		return map[string]any{"name": r.PathValue("name"), "removed": true}, s.fleetOps().Schedules().Remove(r.Context(), r.PathValue("name"))
 	})
 
 	// Admin actions.
 	s.HandleMutation("POST", "/queues/{queue}/dead/{id}/purge", auth.Admin, "dead.purge", func(r *Request) (any, error) {
-		n, err := s.fleetOps().PurgeDead(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		n, err := s.fleetOps().Messages().PurgeDead(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 		return map[string]any{"purged": n}, err
 	})
 	s.HandleMutation("POST", "/queues/{queue}/dead/purge", auth.Admin, "dead.purge_all", func(r *Request) (any, error) {
-		n, err := s.fleetOps().PurgeDead(r.Context(), r.PathValue("queue"), "")
+		n, err := s.fleetOps().Messages().PurgeDead(r.Context(), r.PathValue("queue"), "")
 		return map[string]any{"purged": n}, err
 	})
 	s.HandleMutation("POST", "/queues/{queue}/offset", auth.Admin, "offset.reset", func(r *Request) (any, error) {
@@ -252,7 +252,7 @@ func (s *Server) routeAPI() {
 		if err != nil {
 			return nil, Errorf(http.StatusBadRequest, "dry_run %q: want true or false", r.In.Get("dry_run"))
 		}
-		return s.fleetOps().ResetOffset(r.Context(), r.PathValue("queue"), target, r.Principal.Name, dry)
+		return s.fleetOps().Queues().ResetOffset(r.Context(), r.PathValue("queue"), target, r.Principal.Name, dry)
 	})
 	s.HandleMutation("PUT", "/queues/{queue}/config", auth.Admin, "queue.config", func(r *Request) (any, error) {
 		var cfg drover.QueueConfig
@@ -260,14 +260,14 @@ func (s *Server) routeAPI() {
 		if err != nil {
 			return nil, err
 		}
-		nv, err := s.fleetOps().SetQueueConfig(r.Context(), cfg, version)
+		nv, err := s.fleetOps().Queues().SetConfig(r.Context(), cfg, version)
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"queue": cfg.Name, "config_version": nv}, nil
 	})
 	s.HandleMutation("DELETE", "/queues/{queue}/config", auth.Admin, "queue.delete", func(r *Request) (any, error) {
-		return map[string]any{"queue": r.PathValue("queue"), "deleted": true}, s.fleetOps().DeleteQueueConfig(r.Context(), r.PathValue("queue"))
+		return map[string]any{"queue": r.PathValue("queue"), "deleted": true}, s.fleetOps().Queues().DeleteConfig(r.Context(), r.PathValue("queue"))
 	})
 	s.routeParkedAPI()   // api_parked.go
 	s.routeCancelAPI()   // api_cancel.go

@@ -12,6 +12,6 @@ import (
 // included, like every mutation.
 func (s *Server) routeCancelAPI() {
 	s.HandleMutation("POST", "/queues/{queue}/running/{id}/cancel", auth.Operator, "job.cancel", func(r *Request) (any, error) {
-		return s.fleetOps().CancelTask(r.Context(), r.PathValue("queue"), r.PathValue("id"), r.Principal.Name, r.In.Get("then"))
+		return s.fleetOps().Jobs().Cancel(r.Context(), r.PathValue("queue"), r.PathValue("id"), r.Principal.Name, r.In.Get("then"))
 	})
 }

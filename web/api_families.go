@@ -16,7 +16,7 @@ func (s *Server) routeFamiliesAPI() {
 		return s.familyViews(r)
 	})
 	s.HandleAPI("GET", "/families/{family}", auth.Viewer, func(r *Request) (any, error) {
-		f, err := s.fleetOps().Family(r.Context(), r.PathValue("family"))
+		f, err := s.fleetOps().Families().Get(r.Context(), r.PathValue("family"))
 		if err != nil && f.Err == nil {
 			return nil, err
 		}
@@ -29,20 +29,20 @@ func (s *Server) routeFamiliesAPI() {
 			return nil, err
 		}
 		if version < 0 {
-			nv, err := s.fleetOps().SetFamily(r.Context(), f, version)
+			nv, err := s.fleetOps().Families().Set(r.Context(), f, version)
 			if err != nil {
 				return nil, err
 			}
 			return Created{map[string]any{"family": f.Name, "version": nv}}, nil
 		}
-		c, err := s.fleetOps().ReplaceFamily(r.Context(), f, version)
+		c, err := s.fleetOps().Families().Replace(r.Context(), f, version)
 		if err != nil {
 			return nil, err
 		}
 		return familyReplaced{Family: f.Name, Version: c.Version, QueuesUpdated: c.Updated, QueuesKept: c.Kept}, nil
 	})
 	s.HandleMutation("DELETE", "/families/{family}", auth.Admin, "family.delete", func(r *Request) (any, error) {
-		if err := s.fleetOps().DeleteFamily(r.Context(), r.PathValue("family")); err != nil {
+		if err := s.fleetOps().Families().Delete(r.Context(), r.PathValue("family")); err != nil {
 			return nil, err
 		}
 		return map[string]any{"family": r.PathValue("family"), "deleted": true}, nil
@@ -88,7 +88,7 @@ func (s *Server) routeFamiliesPage() {
 
 // familyViews lists every family as the API and the page show it.
 func (s *Server) familyViews(r *Request) ([]familyView, error) {
-	fams, err := s.fleetOps().Families(r.Context())
+	fams, err := s.fleetOps().Families().List(r.Context())
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func TestAPIFamilyReplaceUpdatesItsQueues(t *testing.T) {
 	if e, _ := r.zk.Queues().Get(ctx, "cust-0"); e.Config.RateLimit.PerSecond != 8 {
 		t.Fatalf("after a refused replace: want cust-0 at rate 8, have %+v", e.Config)
 	}
-	recs, err := r.srv.fleetOps().Audit(ctx, 0, 100)
+	recs, err := r.srv.fleetOps().Audit().Records(ctx, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 // audited like every other (HandleMutation), refusals included.
 func (s *Server) routeParkedAPI() {
 	s.HandleAPI("GET", "/parked", auth.Viewer, func(r *Request) (any, error) {
-		return s.fleetOps().ParkedQueues(r.Context())
+		return s.fleetOps().Jobs().ParkedQueues(r.Context())
 	})
 	s.HandleAPI("GET", "/queues/{queue}/parked", auth.Viewer, func(r *Request) (any, error) {
-		return s.fleetOps().ParkedHead(r.Context(), r.PathValue("queue"))
+		return s.fleetOps().Jobs().ParkedHead(r.Context(), r.PathValue("queue"))
 	})
 	s.HandleMutation("POST", "/queues/{queue}/parked/retry", auth.Operator, "parked.retry", func(r *Request) (any, error) {
 		in, err := parkedInput(r)
@@ -26,7 +26,7 @@ func (s *Server) routeParkedAPI() {
 			return nil, err
 		}
 		q := r.PathValue("queue")
-		if err := s.fleetOps().RetryParked(r.Context(), q, in.ID, in.Args, in.KeepPaused); err != nil {
+		if err := s.fleetOps().Jobs().RetryParked(r.Context(), q, in.ID, in.Args, in.KeepPaused); err != nil {
 			return nil, err
 		}
 		return map[string]any{"queue": q, "id": in.ID, "retried": true, "args_edited": in.Args != nil, "resumed": !in.KeepPaused}, nil
@@ -37,7 +37,7 @@ func (s *Server) routeParkedAPI() {
 			return nil, err
 		}
 		q := r.PathValue("queue")
-		if err := s.fleetOps().SkipParked(r.Context(), q, in.ID, r.Principal.Name, in.KeepPaused); err != nil {
+		if err := s.fleetOps().Jobs().SkipParked(r.Context(), q, in.ID, r.Principal.Name, in.KeepPaused); err != nil {
 			return nil, err
 		}
 		return map[string]any{"queue": q, "id": in.ID, "dead_lettered": true, "resumed": !in.KeepPaused}, nil
@@ -80,7 +80,7 @@ func parkedInput(r *Request) (parkedAction, error) {
 // the queue page's "edit args and retry" form; "" when the head's envelope
 // cannot be read (the form then starts empty).
 func (s *Server) parkedArgs(ctx context.Context, q, id string) string {
-	m, err := s.fleetOps().Message(ctx, q, id)
+	m, err := s.fleetOps().Messages().Message(ctx, q, id)
 	if err != nil || m.Envelope == nil {
 		return ""
 	}

@@ -37,6 +37,8 @@ func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // per test binary.
 type benchFleet struct {
 	srv    *Server
+	zk     *coordinator.Session // what srv's ops reads, for benchmarks of its parts
+	store  *queue.Store
 	http   *httptest.Server
 	trips  *roundTrips
 	token  string
@@ -137,7 +139,7 @@ func buildBenchFleet(zkAddrs []string, redisAddr, root, prefix string) (*benchFl
 	if err != nil {
 		return nil, err
 	}
-	return &benchFleet{srv: srv, http: httptest.NewServer(srv.Handler()), trips: trips, token: tok, queues: len(names)}, nil
+	return &benchFleet{srv: srv, zk: s, store: st, http: httptest.NewServer(srv.Handler()), trips: trips, token: tok, queues: len(names)}, nil
 }
 
 // BenchmarkConsoleQueues10k times one refresh of the queues page and of

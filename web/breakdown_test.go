@@ -13,14 +13,14 @@ import (
 func BenchmarkConsoleSnapshotParts10k(b *testing.B) {
 	f := setupBench(b)
 	ctx := context.Background()
-	names, err := f.srv.fleetOps().ZK().Queues().Names(ctx)
+	names, err := f.zk.Queues().Names(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var zk, rd time.Duration
 	for b.Loop() {
 		start := time.Now()
-		views, err := f.srv.fleetOps().ZK().Queues().Views(ctx, names, false)
+		views, err := f.zk.Queues().Views(ctx, names, false)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -30,7 +30,7 @@ func BenchmarkConsoleSnapshotParts10k(b *testing.B) {
 			offsets[i] = v.Offset.Position
 		}
 		start = time.Now()
-		if _, err := f.srv.fleetOps().Store().Inspector().Stats(ctx, names, offsets); err != nil {
+		if _, err := f.store.Inspector().Stats(ctx, names, offsets); err != nil {
 			b.Fatal(err)
 		}
 		rd += time.Since(start)

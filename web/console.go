@@ -31,7 +31,7 @@ func (s *Server) routeConsole() {
 		if in.err != nil {
 			return nil, in.err
 		}
-		return s.fleetOps().FindQueues(r.Context(), ops.Match(r.URL.Query().Get("match")), page, per)
+		return s.fleetOps().Find().Queues(r.Context(), ops.Match(r.URL.Query().Get("match")), page, per)
 	})
 	s.HandleAPI("GET", "/queues/{queue}/recent", auth.Viewer, func(r *Request) (any, error) {
 		limit, err := queryInt(r, "limit", 50)
@@ -41,25 +41,25 @@ func (s *Server) routeConsole() {
 		if limit < 1 || limit > 500 {
 			return nil, Errorf(http.StatusBadRequest, "limit %d: want 1 to 500", limit)
 		}
-		return s.fleetOps().RecentJobs(r.Context(), r.PathValue("queue"), limit)
+		return s.fleetOps().Messages().Recent(r.Context(), r.PathValue("queue"), limit)
 	})
 	s.HandleAPI("GET", "/running", auth.Viewer, func(r *Request) (any, error) {
-		return s.fleetOps().Running(r.Context())
+		return s.fleetOps().Members().Running(r.Context())
 	})
 	s.HandleMutation("POST", "/bulk/pause", auth.Operator, "bulk.pause", s.bulk(func(r *Request, qs []string) (ops.BulkResult, error) {
-		return s.fleetOps().PauseQueues(r.Context(), qs, r.Principal.Name, r.In.Get("reason"))
+		return s.fleetOps().Find().Pause(r.Context(), qs, r.Principal.Name, r.In.Get("reason"))
 	}))
 	s.HandleMutation("POST", "/bulk/resume", auth.Operator, "bulk.resume", s.bulk(func(r *Request, qs []string) (ops.BulkResult, error) {
-		return s.fleetOps().ResumeQueues(r.Context(), qs)
+		return s.fleetOps().Find().Resume(r.Context(), qs)
 	}))
 	s.HandleMutation("POST", "/bulk/retry-dead", auth.Operator, "bulk.retry_dead", s.bulk(func(r *Request, qs []string) (ops.BulkResult, error) {
-		return s.fleetOps().RetryDeadQueues(r.Context(), qs)
+		return s.fleetOps().Find().RetryDead(r.Context(), qs)
 	}))
 	s.HandleMutation("POST", "/bulk/purge-dead", auth.Admin, "bulk.purge_dead", s.bulk(func(r *Request, qs []string) (ops.BulkResult, error) {
-		return s.fleetOps().PurgeDeadQueues(r.Context(), qs)
+		return s.fleetOps().Find().PurgeDead(r.Context(), qs)
 	}))
 	s.page("/running", "running", auth.Viewer, func(r *Request) (any, error) {
-		run, err := s.fleetOps().Running(r.Context())
+		run, err := s.fleetOps().Members().Running(r.Context())
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +114,7 @@ func (s *Server) bulk(act func(r *Request, queues []string) (ops.BulkResult, err
 		if err != nil {
 			return nil, err
 		}
-		qs, err := s.fleetOps().SelectQueues(r.Context(), m, named)
+		qs, err := s.fleetOps().Find().Select(r.Context(), m, named)
 		if err != nil {
 			return nil, err
 		}

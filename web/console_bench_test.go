@@ -118,7 +118,7 @@ func BenchmarkConsoleManyQueues(b *testing.B) {
 	prefix := fmt.Sprintf("g3-%04d", per/10/10) // a few queues of group 3
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		if _, err := o.Snapshot(ctx); err != nil {
+		if _, err := o.Members().Snapshot(ctx); err != nil {
 			b.Fatal(err)
 		}
 		snapshot += time.Since(start)

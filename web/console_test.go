@@ -76,7 +76,7 @@ func TestBulkPauseByPrefixIsAuditedOnce(t *testing.T) {
 	if _, ok := ps.Queues["tenantless"]; ok {
 		t.Fatal("tenantless does not start with tenant- and was paused")
 	}
-	recs, err := r.srv.fleetOps().Audit(context.Background(), 0, 100)
+	recs, err := r.srv.fleetOps().Audit().Records(context.Background(), 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,10 +109,10 @@ func TestBulkPauseByPrefixIsAuditedOnce(t *testing.T) {
 	r.want(404, "operator", "POST", "/api/v1/bulk/pause", `{"queues":"nosuch"}`)
 	r.want(400, "operator", "POST", "/api/v1/bulk/pause", `{}`)
 	r.want(404, "operator", "POST", "/api/v1/bulk/pause", `{"match":"zzz"}`)
-	if recs, err = r.srv.fleetOps().Audit(context.Background(), 0, 100); err != nil {
+	if recs, err = r.srv.fleetOps().Audit().Records(context.Background(), 0, 100); err != nil {
 		t.Fatal(err)
 	}
-	refusals, err := r.srv.fleetOps().Refusals(context.Background(), 0, 100) // the viewer's 403
+	refusals, err := r.srv.fleetOps().Audit().Refusals(context.Background(), 0, 100) // the viewer's 403
 	if err != nil {
 		t.Fatal(err)
 	}

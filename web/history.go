@@ -37,13 +37,13 @@ func (s *Server) sample(ctx context.Context) {
 		return
 	}
 	s.reading.Store(true)
-	snap, err := s.fleetOps().Snapshot(ctx)
+	snap, err := s.fleetOps().Members().Snapshot(ctx)
 	s.reading.Store(false)
 	if err != nil {
 		s.log.Warn("sample the fleet", "error", err)
 		return
 	}
-	tasks, err := s.fleetOps().TasksTotal(ctx, snap.Members)
+	tasks, err := s.fleetOps().Members().TasksTotal(ctx, snap.Members)
 	if err != nil {
 		s.log.Debug("read members' task counters", "error", err)
 	}

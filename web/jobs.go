@@ -13,6 +13,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/defaults"
+	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/jobs"
 	"github.com/drover-dev/drover/queue"
 )
@@ -27,9 +28,10 @@ type JobsConfig struct {
 	Store *queue.Store
 	// Lookup answers status lookups. Required.
 	Lookup *jobs.Lookup
-	// QueueConfig returns a queue's stored configuration, or an error
-	// wrapping drover.ErrQueueNotFound. Required.
-	QueueConfig func(ctx context.Context, queue string) (drover.QueueConfig, error)
+	// Queues finds a queue's configuration, its own or its family's, for
+	// the fleet's one "does this queue exist" rule (ops.KnownQueue) and a
+	// revoke's outcome policy. Required.
+	Queues ops.QueueConfigs
 	// MaxBatch bounds the jobs of one request; default 1000.
 	MaxBatch int
 }
@@ -40,8 +42,8 @@ type JobsConfig struct {
 //	POST   /api/v1/queues/{queue}/jobs        producer: enqueue one or a batch
 //	DELETE /api/v1/queues/{queue}/jobs/{id}   producer: revoke a delayed job
 func (s *Server) RouteJobs(cfg JobsConfig) error {
-	if cfg.Store == nil || cfg.Lookup == nil || cfg.QueueConfig == nil {
-		return fmt.Errorf("%w: web.JobsConfig: Store, Lookup and QueueConfig are required", drover.ErrInvalidConfig)
+	if cfg.Store == nil || cfg.Lookup == nil || cfg.Queues == nil {
+		return fmt.Errorf("%w: web.JobsConfig: Store, Lookup and Queues are required", drover.ErrInvalidConfig)
 	}
 	cfg.MaxBatch = defaults.Positive(cfg.MaxBatch, DefaultMaxBatch)
 	s.jobs = &cfg
@@ -57,7 +59,7 @@ func (s *Server) RouteJobs(cfg JobsConfig) error {
 	})
 	s.HandleMutation("DELETE", "/queues/{queue}/jobs/{id}", auth.Producer, "job.revoke", func(r *Request) (any, error) {
 		q, id := r.PathValue("queue"), r.PathValue("id")
-		qc, err := knownQueue(r.Context(), &cfg, q)
+		qc, err := queueConfig(r.Context(), &cfg, q)
 		if err != nil {
 			return nil, err
 		}
@@ -73,43 +75,30 @@ func (s *Server) RouteJobs(cfg JobsConfig) error {
 	return nil
 }
 
-// knownQueue returns the queue's configuration (zero when it has none but
-// was enqueued to before), 404 for a queue never configured nor used, so
-// that a typo does not create a stray queue.
-func knownQueue(ctx context.Context, cfg *JobsConfig, q string) (drover.QueueConfig, error) {
-	if err := drover.ValidateQueueName(q); err != nil {
-		return drover.QueueConfig{}, Errorf(http.StatusBadRequest, "queue name: %v", err)
-	}
-	qc, err := cfg.QueueConfig(ctx, q)
-	if err == nil {
-		return qc, nil
-	}
-	if !errors.Is(err, drover.ErrQueueNotFound) {
+// queueConfig returns the configuration of q, a queue that exists by the
+// fleet's rule (ops.KnownQueue; 404 otherwise, so that a typo does not
+// create a stray queue): its own or its family's, zero (with its name)
+// for a queue enqueued to that has none.
+func queueConfig(ctx context.Context, cfg *JobsConfig, q string) (drover.QueueConfig, error) {
+	if err := enqueueable(ctx, cfg, q); err != nil {
 		return drover.QueueConfig{}, err
 	}
-	ok, err := cfg.Store.Inspector().QueueKnown(ctx, q)
-	if err != nil {
-		return drover.QueueConfig{}, err
+	qe, err := cfg.Queues.GetOrFamily(ctx, q)
+	switch {
+	case err == nil:
+		return qe.Config, nil
+	case errors.Is(err, drover.ErrQueueNotFound):
+		return drover.QueueConfig{Name: q}, nil
 	}
-	if !ok {
-		return drover.QueueConfig{}, Errorf(http.StatusNotFound, "queue %q: not configured and never enqueued to (create it with drover ctl queue create)", q)
-	}
-	return drover.QueueConfig{Name: q}, nil
+	return drover.QueueConfig{}, err
 }
 
-// enqueueable checks that q may be enqueued to: known to Redis (enqueued
-// to before: no ZooKeeper read, so enqueues go on while ZooKeeper is away),
-// else configured in ZooKeeper; 404 for neither.
+// enqueueable checks that q exists by the fleet's one rule
+// (ops.KnownQueue): one SISMEMBER for a queue enqueued to before (no
+// ZooKeeper read, so enqueues go on while ZooKeeper is away), else its
+// configuration or its family's in ZooKeeper; 404 for neither.
 func enqueueable(ctx context.Context, cfg *JobsConfig, q string) error {
-	if err := drover.ValidateQueueName(q); err != nil {
-		return Errorf(http.StatusBadRequest, "queue name: %v", err)
-	}
-	ok, err := cfg.Store.Inspector().QueueKnown(ctx, q)
-	if err != nil || ok {
-		return err
-	}
-	_, err = knownQueue(ctx, cfg, q)
-	return err
+	return ops.KnownQueue(ctx, cfg.Store.Inspector(), cfg.Queues, q)
 }
 
 // JobRequest is one job in a POST …/jobs body.
@@ -185,6 +174,9 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 	// From here on every 5xx carries the ids: the client's retry with them
 	// is safe whatever happened.
 	if err := enqueueable(r.Context(), cfg, q); err != nil {
+		if statusOf(err) < 500 { // an unknown queue (404): nothing was written
+			return nil, err
+		}
 		return nil, unknownOutcome(s.explain(err), msgs, batch)
 	}
 	res, err := cfg.Store.Producer().EnqueueBatchAt(r.Context(), msgs, at)

@@ -53,10 +53,7 @@ func BenchmarkHTTPEnqueueBatch100(b *testing.B) {
 		b.Fatal(err)
 	}
 	if err := srv.RouteJobs(JobsConfig{Store: st, Lookup: &jobs.Lookup{Store: st.Jobs(), Fleet: jobs.SessionFleet{Session: s}},
-		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
-			qe, err := s.Queues().Get(ctx, q)
-			return qe.Config, err
-		}}); err != nil {
+		Queues: s.Queues()}); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.Queues().Create(ctx, drover.QueueConfig{Name: "bench", Tasks: map[string]drover.TaskRoute{"*": {Command: []string{"/bin/true"}}}}); err != nil {

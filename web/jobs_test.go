@@ -19,10 +19,7 @@ func (r *rig) withJobs(maxBatch int) {
 	r.t.Helper()
 	err := r.srv.RouteJobs(JobsConfig{
 		Store: r.store, Lookup: &jobs.Lookup{Store: r.store.Jobs(), Fleet: jobs.SessionFleet{Session: r.zk}}, MaxBatch: maxBatch,
-		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
-			qe, err := r.zk.Queues().Get(ctx, q)
-			return qe.Config, err
-		},
+		Queues: r.zk.Queues(),
 	})
 	if err != nil {
 		r.t.Fatal(err)

@@ -85,7 +85,7 @@ func TestFindRefusesAnOverlongPatternWithoutMatching(t *testing.T) {
 	r := newRigOn(t, testenv.ZooKeeper(t).Addrs, queue.ClientOptions{Addrs: []string{testenv.Redis(t).Addr}}, Config{MaxBody: DefaultMaxBody})
 	r.queueWith("a", 0)
 	huge := strings.Repeat("a*", 250_000)
-	before := r.srv.fleetOps().NamesMatched()
+	before := r.srv.fleetOps().Find().NamesMatched()
 	r.want(http.StatusRequestURITooLong, "viewer", "GET", "/api/v1/find?match="+huge, "")
 	if body := r.want(http.StatusBadRequest, "operator", "POST", "/api/v1/bulk/pause", `{"match":"`+huge+`"}`); !strings.Contains(body, "at most 256") {
 		t.Errorf("bulk pause of a 500 KB match: want the limit named, have %.300s", body)
@@ -97,7 +97,7 @@ func TestFindRefusesAnOverlongPatternWithoutMatching(t *testing.T) {
 	if body := r.want(http.StatusBadRequest, "viewer", "GET", "/api/v1/find?match="+url.QueryEscape(strings.Repeat("*a", 9)), ""); !strings.Contains(body, "wildcards") {
 		t.Errorf("find with 9 wildcards: want the limit named, have %.300s", body)
 	}
-	if n := r.srv.fleetOps().NamesMatched() - before; n != 0 {
+	if n := r.srv.fleetOps().Find().NamesMatched() - before; n != 0 {
 		t.Errorf("want no name matched, have %d", n)
 	}
 }
@@ -122,7 +122,7 @@ func TestOpenConsoleRefusesCrossSiteCostlyReads(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		return rec
 	}
-	before := srv.fleetOps().NamesMatched()
+	before := srv.fleetOps().Find().NamesMatched()
 	for _, target := range []string{"/api/v1/find?match=q*", "/queues?match=q*", "/api/v1/running", "/running"} {
 		for _, site := range []string{"cross-site", "same-site"} {
 			if rec := get(target, site); rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "another site") {
@@ -130,7 +130,7 @@ func TestOpenConsoleRefusesCrossSiteCostlyReads(t *testing.T) {
 			}
 		}
 	}
-	if n := srv.fleetOps().NamesMatched() - before; n != 0 {
+	if n := srv.fleetOps().Find().NamesMatched() - before; n != 0 {
 		t.Fatalf("refused finds matched %d names, want none", n)
 	}
 	for _, site := range []string{"", "none", "same-origin"} {
@@ -138,7 +138,7 @@ func TestOpenConsoleRefusesCrossSiteCostlyReads(t *testing.T) {
 			t.Errorf("find with Sec-Fetch-Site %q: want 200, have %d: %.300s", site, rec.Code, rec.Body)
 		}
 	}
-	if srv.fleetOps().NamesMatched() == before {
+	if srv.fleetOps().Find().NamesMatched() == before {
 		t.Error("the finds answered matched no name: the counter cannot show a refusal")
 	}
 	if rec := get("/queues", "cross-site"); rec.Code != http.StatusOK { // no match: the cached snapshot, cheap

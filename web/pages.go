@@ -338,7 +338,7 @@ func (s *Server) routePages() {
 		var pg ops.QueuePage
 		at := s.cfg.Now()
 		if m := strings.TrimSpace(r.URL.Query().Get("match")); m != "" {
-			if pg, err = s.fleetOps().FindQueues(r.Context(), ops.Match(m), q.Page, q.PerPage); err != nil {
+			if pg, err = s.fleetOps().Find().Queues(r.Context(), ops.Match(m), q.Page, q.PerPage); err != nil {
 				return nil, err
 			}
 		} else {
@@ -359,7 +359,7 @@ func (s *Server) routePages() {
 	})
 	s.page("/queues/{queue}", "queue", auth.Viewer, func(r *Request) (any, error) {
 		q := r.PathValue("queue")
-		d, err := s.fleetOps().Queue(r.Context(), q)
+		d, err := s.fleetOps().Queues().Queue(r.Context(), q)
 		if err != nil {
 			return nil, err
 		}
@@ -377,21 +377,21 @@ func (s *Server) routePages() {
 		if p := d.PausedBy; d.Paused && p != nil && p.Head != nil {
 			pg.ParkedArgs = s.parkedArgs(r.Context(), q, p.Head.ID)
 		}
-		if pg.Pending, err = s.fleetOps().Pending(r.Context(), q, 0, 20); err != nil {
+		if pg.Pending, err = s.fleetOps().Messages().Pending(r.Context(), q, 0, 20); err != nil {
 			return nil, err
 		}
 		ids := make([]string, len(pg.Pending))
 		for i, m := range pg.Pending {
 			ids[i] = m.ID
 		}
-		pg.Running = s.fleetOps().RunningIn(r.Context(), d.Owner, q, ids)
-		if pg.Recent, err = s.fleetOps().RecentJobs(r.Context(), q, 20); err != nil {
+		pg.Running = s.fleetOps().Members().RunningIn(r.Context(), d.Owner, q, ids)
+		if pg.Recent, err = s.fleetOps().Messages().Recent(r.Context(), q, 20); err != nil {
 			return nil, err
 		}
-		if pg.Delayed, err = s.fleetOps().Delayed(r.Context(), q, 0, 20); err != nil {
+		if pg.Delayed, err = s.fleetOps().Messages().Delayed(r.Context(), q, 0, 20); err != nil {
 			return nil, err
 		}
-		if pg.Dead, err = s.fleetOps().Dead(r.Context(), q, 0, 20); err != nil {
+		if pg.Dead, err = s.fleetOps().Messages().Dead(r.Context(), q, 0, 20); err != nil {
 			return nil, err
 		}
 		if d.Config != nil {
@@ -401,7 +401,7 @@ func (s *Server) routePages() {
 		return pg, nil
 	})
 	s.page("/queues/{queue}/messages/{id}", "message", auth.Viewer, func(r *Request) (any, error) {
-		m, err := s.fleetOps().Message(r.Context(), r.PathValue("queue"), r.PathValue("id"))
+		m, err := s.fleetOps().Messages().Message(r.Context(), r.PathValue("queue"), r.PathValue("id"))
 		if err != nil {
 			return nil, err
 		}
@@ -413,7 +413,7 @@ func (s *Server) routePages() {
 		if err != nil {
 			return nil, err
 		}
-		pv, err := s.fleetOps().ResetOffset(r.Context(), r.PathValue("queue"), target, r.Principal.Name, true)
+		pv, err := s.fleetOps().Queues().ResetOffset(r.Context(), r.PathValue("queue"), target, r.Principal.Name, true)
 		if err != nil {
 			return nil, err
 		}
@@ -428,7 +428,7 @@ func (s *Server) routePages() {
 	})
 	s.page("/members/{member}", "member", auth.Viewer, func(r *Request) (any, error) {
 		pg := memberPage{refreshing: refreshing{5}, Name: r.PathValue("member")}
-		raw, err := s.fleetOps().MemberState(r.Context(), pg.Name)
+		raw, err := s.fleetOps().Members().State(r.Context(), pg.Name)
 		if ops.IsNotFound(err) {
 			return nil, err
 		}
@@ -447,18 +447,18 @@ func (s *Server) routePages() {
 	})
 	s.routeFamiliesPage() // api_families.go
 	s.page("/schedules", "schedules", auth.Viewer, func(r *Request) (any, error) {
-		return s.fleetOps().Schedules(r.Context())
+		return s.fleetOps().Schedules().List(r.Context())
 	})
 	s.page("/audit", "audit", auth.Viewer, func(r *Request) (any, error) {
 		offset, err := queryInt(r, "offset", 0)
 		if err != nil {
 			return nil, err
 		}
-		mutations, err := s.fleetOps().Audit(r.Context(), offset, 200)
+		mutations, err := s.fleetOps().Audit().Records(r.Context(), offset, 200)
 		if err != nil {
 			return nil, err
 		}
-		refusals, err := s.fleetOps().Refusals(r.Context(), 0, 100)
+		refusals, err := s.fleetOps().Audit().Refusals(r.Context(), 0, 100)
 		return auditPage{Mutations: mutations, Refusals: refusals}, err
 	})
 }

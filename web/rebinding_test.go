@@ -60,11 +60,11 @@ func pathOf(pattern string) string {
 // record of target with status.
 func audited(t *testing.T, o *ops.Ops, target string, status int) bool {
 	t.Helper()
-	recs, err := o.Audit(context.Background(), 0, 500)
+	recs, err := o.Audit().Records(context.Background(), 0, 500)
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused, err := o.Refusals(context.Background(), 0, 500)
+	refused, err := o.Audit().Refusals(context.Background(), 0, 500)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func refusalsFrom(t *testing.T, srv *Server, source string) int {
 	t.Helper()
 	ctx := context.Background()
 	srv.writeRefusals(ctx, srv.refusals.flush(srv.cfg.Now().Add(time.Minute)))
-	recs, err := srv.fleetOps().Refusals(ctx, 0, 500)
+	recs, err := srv.fleetOps().Audit().Refusals(ctx, 0, 500)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ const auditTimeout = 2 * time.Second
 func (s *Server) recordAudit(r *http.Request, rec ops.AuditRecord, what string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
 	defer cancel()
-	if err := s.fleetOps().RecordAudit(ctx, rec); err != nil {
+	if err := s.fleetOps().Audit().Record(ctx, rec); err != nil {
 		s.log.Error(what+" not written", "action", rec.Action, "who", rec.Who, "error", err)
 	}
 }
@@ -184,7 +184,7 @@ func (s *Server) writeRefusals(ctx context.Context, recs []ops.AuditRecord) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, auditTimeout)
 	defer cancel()
-	if err := s.fleetOps().RecordRefusals(ctx, recs...); err != nil {
+	if err := s.fleetOps().Audit().RecordRefusals(ctx, recs...); err != nil {
 		s.log.Error("refusal records not written", "records", len(recs), "error", err)
 	}
 }

@@ -230,7 +230,7 @@ func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 		return s.snap, nil
 	}
 	start := time.Now()
-	snap, err := s.fleetOps().Snapshot(r.Context())
+	snap, err := s.fleetOps().Members().Snapshot(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func (s *Server) refreshSnapshot(ctx context.Context) {
 	s.reading.Store(true)
 	defer s.reading.Store(false)
 	start := time.Now()
-	snap, err := s.fleetOps().Snapshot(ctx)
+	snap, err := s.fleetOps().Members().Snapshot(ctx)
 	s.lastRead.Store(int64(time.Since(start)))
 	if err != nil {
 		s.log.Warn("refresh the fleet's snapshot", "error", err)

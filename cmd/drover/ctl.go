@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/internal/zksession"
 	"github.com/drover-dev/drover/queue"
 )
@@ -144,45 +144,56 @@ func (e *ctlEnv) close() {
 	}
 }
 
-// knownQueue checks that queue has ever been enqueued to (Redis) or is
-// configured (ZooKeeper); otherwise it fails with drover.ErrQueueNotFound
-// (exit 3), so that a typo does not create a stray queue. Redis is asked
-// first: a queue with messages is known even while ZooKeeper is down.
-// The hints name --force only on commands that have it.
+// knownQueue checks that name exists by the fleet's one rule
+// (ops.KnownQueue: in Redis's registry, else configured in ZooKeeper, its
+// own configuration or its family's), connecting to ZooKeeper only when
+// Redis does not know the queue; a queue with messages is known while
+// ZooKeeper is down. An unknown queue fails with drover.ErrQueueNotFound
+// (exit 3) and ctl's hint (queueHint), so that a typo does not create a
+// stray queue.
 func (e *ctlEnv) knownQueue(name string) error {
-	if err := drover.ValidateQueueName(name); err != nil {
-		return usageError{fmt.Errorf("queue name: %w", err)}
-	}
-	force := ""
-	if e.cmdFlags != nil && e.cmdFlags.Lookup("force") != nil {
-		force = ", or pass --force"
-	}
-	st, redisErr := e.queues()
-	if redisErr == nil {
-		names, err := st.Inspector().Queues(e.ctx)
+	reg := ops.RegistryFunc(func(ctx context.Context, q string) (bool, error) {
+		st, err := e.queues()
 		if err != nil {
-			return err
+			return false, err
 		}
-		if slices.Contains(names, name) {
-			return nil
+		return st.Inspector().QueueKnown(ctx, q)
+	})
+	confs := ops.ConfigsFunc(func(ctx context.Context, q string) (coordinator.QueueEntry, error) {
+		s, err := e.zk()
+		if err != nil {
+			if e.hasFlag("force") {
+				return coordinator.QueueEntry{}, fmt.Errorf("check that queue %q exists (pass --force to skip the check): %w", q, err)
+			}
+			return coordinator.QueueEntry{}, err
 		}
-	}
-	s, err := e.zk()
-	if err != nil {
-		if force != "" {
-			return fmt.Errorf("check that queue %q exists (pass --force to skip the check): %w", name, err)
+		return s.Queues().GetOrFamily(ctx, q)
+	})
+	return e.queueHint(name, ops.KnownQueue(e.ctx, reg, confs, name))
+}
+
+// queueHint adds to err, when it says a queue is not found, how to create
+// it (and --force on commands that have it); a bad name is a usage error.
+// Any other err is returned as is.
+func (e *ctlEnv) queueHint(name string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case ops.IsBadInput(err):
+		return usageError{err}
+	case errors.Is(err, drover.ErrQueueNotFound):
+		force := ""
+		if e.hasFlag("force") {
+			force = ", or pass --force"
 		}
-		return err
+		return fmt.Errorf("queue %q: %w (create it with `drover ctl queue create %s`%s)", name, drover.ErrQueueNotFound, name, force)
 	}
-	if _, err := s.Queues().GetOrFamily(e.ctx, name); err == nil {
-		return nil // configured, or under a family (registered at its first enqueue)
-	} else if !errors.Is(err, drover.ErrQueueNotFound) {
-		return err
-	}
-	if redisErr != nil {
-		return redisErr
-	}
-	return fmt.Errorf("queue %q: %w (create it with `drover ctl queue create %s`%s)", name, drover.ErrQueueNotFound, name, force)
+	return err
+}
+
+// hasFlag reports whether the command has the flag (given or not).
+func (e *ctlEnv) hasFlag(name string) bool {
+	return e.cmdFlags != nil && e.cmdFlags.Lookup(name) != nil
 }
 
 // knownQueueStore checks the queue with knownQueue and returns the store.

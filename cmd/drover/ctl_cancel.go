@@ -10,7 +10,6 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/ops"
-	"github.com/drover-dev/drover/jobs"
 )
 
 // cancelWaitLimit bounds how long `ctl cancel` waits for the task to stop:
@@ -57,15 +56,15 @@ message's state.`,
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			q, id := args[0], args[1]
-			c, err := o.CancelTask(e.ctx, q, id, operator(), then)
-			e.audit(o, "job.cancel", "/queues/"+q+"/running/"+id+"/cancel", "then="+then, err)
+			c, err := o.Jobs().Cancel(e.ctx, q, id, operator(), then)
+			e.audit("job.cancel", "/queues/"+q+"/running/"+id+"/cancel", "then="+then, err)
 			if err != nil {
 				return opsError(err)
 			}
 			if noWait {
 				return e.report(c, "cancelling %s of %s on %s (pid %d): SIGTERM sent to its process group\n", id, q, c.Member, c.PID)
 			}
-			st, err := waitStopped(e.ctx, &jobs.Lookup{Store: o.Store().Jobs(), Fleet: jobs.SessionFleet{Session: o.ZK()}, Token: e.cfg.Ctl.Token}, q, id, then)
+			st, err := waitStopped(e.ctx, o.Jobs().Status, q, id, then)
 			if err != nil {
 				return err
 			}
@@ -93,14 +92,14 @@ const outcomeWait = 2 * time.Second
 
 // waitStopped polls the job's status until it no longer reads running and,
 // unless then is "retry", no longer pending (at most outcomeWait more).
-func waitStopped(ctx context.Context, l *jobs.Lookup, q, id, then string) (drover.JobStatus, error) {
+func waitStopped(ctx context.Context, status func(ctx context.Context, q, id string) (drover.JobStatus, error), q, id, then string) (drover.JobStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, cancelWaitLimit)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var stopped time.Time
 	for {
-		st, err := l.Job(ctx, q, id)
+		st, err := status(ctx, q, id)
 		if err == nil && st.State != drover.JobRunning {
 			if st.State != drover.JobPending || then == "retry" {
 				return st, nil

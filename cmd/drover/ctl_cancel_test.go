@@ -106,7 +106,7 @@ func TestCtlCancelStopsRunningTasksRecordsWhoAndAudits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := o.Audit(context.Background(), 0, 100)
+	recs, err := o.Audit().Records(context.Background(), 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/queue"
 )
 
@@ -132,40 +133,47 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 			return nil
 		},
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.queueRun(func(e *ctlEnv, st *queue.Store, args []string) error {
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
 			q, ids := args[0], args[1:]
+			action := "dead." + verb
 			if verb == "purge" && all {
-				n, err := st.Dead().PurgeAllDead(e.ctx, q)
+				action = "dead.purge_all"
+			}
+			if err := e.knownQueueAudited(q, action, "/queues/"+q+"/dead/"+verb); err != nil { // with ctl's hint
+				return err
+			}
+			msgs := o.Messages()
+			if verb == "purge" && all {
+				n, err := msgs.PurgeDead(e.ctx, q, "")
+				e.audit("dead.purge_all", "/queues/"+q+"/dead/purge", fmt.Sprintf("purged=%d", n), err)
 				if err != nil {
-					return err
+					return opsError(err)
 				}
 				return e.report(map[string]any{"queue": q, "purged": n}, "purged %d dead letter(s) of %s\n", n, q)
 			}
 			if all { // retry --all: page through every dead letter
 				for {
-					dls, err := st.Dead().DeadLetters(e.ctx, q, len(ids), 1000)
+					dls, err := msgs.Dead(e.ctx, q, len(ids), ops.MaxPage)
 					if err != nil {
-						return err
+						return opsError(err)
 					}
 					for _, dl := range dls {
 						ids = append(ids, dl.ID)
 					}
-					if len(dls) < 1000 {
+					if len(dls) < ops.MaxPage {
 						break
 					}
 				}
 			}
 			done := []string{}
 			var missing []string
+			var failed error
 			for _, id := range ids {
 				var err error
 				if verb == "retry" {
-					_, err = st.Dead().RetryDead(e.ctx, q, id)
+					_, err = msgs.RetryDead(e.ctx, q, id)
 				} else {
-					var ok bool
-					if ok, err = st.Dead().PurgeDead(e.ctx, q, id); err == nil && !ok {
-						err = fmt.Errorf("purge %s: %w", id, drover.ErrNotFound)
-					}
+					_, err = msgs.PurgeDead(e.ctx, q, id)
 				}
 				switch {
 				case err == nil:
@@ -173,8 +181,15 @@ func (a *app) deadBulkCommand(verb string) *cobra.Command {
 				case isNotFound(err):
 					missing = append(missing, id)
 				default:
-					return err
+					failed = err
 				}
+				if failed != nil {
+					break
+				}
+			}
+			e.auditDead(verb, q, ids, done, missing, failed)
+			if failed != nil {
+				return opsError(failed)
 			}
 			if e.json {
 				if err := writeJSON(e.a.stdout, map[string]any{"queue": q, past[verb]: done, "not_found": missing}); err != nil {
@@ -205,4 +220,20 @@ func oneLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// auditDead records one dead-letter retry or purge command: the console's
+// record ("dead.retry" on /queues/<q>/dead/<id>/retry) for one id, one
+// record for the command with the counts and the ids for several (so that
+// retry --all over thousands writes one record, not thousands that would
+// push older ones out of the log).
+func (e *ctlEnv) auditDead(verb, q string, ids, done, missing []string, err error) {
+	target := "/queues/" + q + "/dead/" + verb
+	if len(ids) == 1 {
+		target = "/queues/" + q + "/dead/" + ids[0] + "/" + verb
+	}
+	if err == nil && len(missing) > 0 {
+		err = fmt.Errorf("no dead letter %s: %w", strings.Join(missing, ", "), drover.ErrNotFound)
+	}
+	e.audit("dead."+verb, target, fmt.Sprintf("%s=%d ids=%s", past[verb], len(done), strings.Join(ids, ",")), err)
 }

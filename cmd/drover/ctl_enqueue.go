@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/queue"
 )
 
@@ -74,7 +76,7 @@ enqueues to a new queue (it is then created with defaults on first sight).`,
 				return usageError{err}
 			}
 			if !force {
-				if err := e.knownQueue(queueName); err != nil {
+				if err := e.knownQueueAudited(queueName, "job.enqueue", "/queues/"+queueName+"/jobs"); err != nil {
 					return err
 				}
 			}
@@ -88,6 +90,8 @@ enqueues to a new queue (it is then created with defaults on first sight).`,
 			} else {
 				res, err = st.Producer().EnqueueAt(e.ctx, m, due)
 			}
+			// Audited as the console audits an HTTP enqueue (job.enqueue).
+			e.audit("job.enqueue", "/queues/"+queueName+"/jobs", fmt.Sprintf("task=%s id=%s duplicate=%t", task, res.ID, res.Duplicate), err)
 			if err != nil {
 				return fmt.Errorf("enqueue %s to %s: %w", task, queueName, err)
 			}
@@ -145,10 +149,14 @@ retention.`,
   drover ctl revoke reports "$id"`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.ctlRun(func(e *ctlEnv, args []string) error {
-			ok, err := e.revokeJob(args[0], args[1])
-			if err != nil {
-				return err
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
+			// The console's path (ops.Messages.Revoke: the queue's outcome
+			// policy, by you) and its audit record.
+			err := o.Messages().Revoke(e.ctx, args[0], args[1], operator())
+			e.audit("delayed.revoke", "/queues/"+args[0]+"/delayed/"+args[1]+"/revoke", "", err)
+			ok := err == nil
+			if err != nil && !errors.Is(err, drover.ErrNotFound) {
+				return opsError(e.queueHint(args[0], err))
 			}
 			if e.json {
 				if err := writeJSON(e.a.stdout, map[string]any{"queue": args[0], "id": args[1], "revoked": ok}); err != nil {

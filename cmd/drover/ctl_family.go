@@ -52,7 +52,7 @@ both.`,
 			f := drover.FamilyConfig{Name: args[0], Prefix: prefix}
 			version := int32(-1)
 			if replace {
-				cur, err := o.Family(e.ctx, args[0])
+				cur, err := o.Families().Get(e.ctx, args[0])
 				if err != nil {
 					return err
 				}
@@ -72,23 +72,21 @@ both.`,
 			if err := f.Validate(); err != nil {
 				return usageError{err}
 			}
-			action := "family.create"
-			if replace {
-				action = "family.update"
-			}
 			var change coordinator.FamilyChange
 			var err error
 			if replace {
-				change, err = o.ReplaceFamily(e.ctx, f, version)
+				change, err = o.Families().Replace(e.ctx, f, version)
 			} else {
-				_, err = o.SetFamily(e.ctx, f, version)
+				_, err = o.Families().Set(e.ctx, f, version)
 			}
+			verb := map[bool]string{false: "create ", true: "update "}[replace]
 			detail, _ := json.Marshal(f)
+			detail = append([]byte(verb), detail...)
 			if replace {
 				// The counts too when the queues were updated in part.
 				detail = fmt.Appendf(detail, " queues_updated=%d queues_kept=%d", change.Updated, change.Kept)
 			}
-			e.audit(o, action, f.Name, string(detail), err)
+			e.audit("family.set", "/families/"+f.Name, string(detail), err) // the console's action and target
 			if err != nil {
 				return refusedOf(err)
 			}
@@ -118,7 +116,7 @@ both.`,
 		Example: "  drover ctl family ls\n  drover ctl family ls -o json",
 		Args:    noArgs,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
-			fams, err := o.Families(e.ctx)
+			fams, err := o.Families().List(e.ctx)
 			if err != nil {
 				return err
 			}
@@ -155,7 +153,7 @@ both.`,
 		Example: "  drover ctl family show customers > customers.json",
 		Args:    exactArgs(1, "<name>"),
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
-			f, err := o.Family(e.ctx, args[0])
+			f, err := o.Families().Get(e.ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -172,8 +170,8 @@ registered; the queues it registered stay configured and keep running
 		Example: "  drover ctl family rm customers",
 		Args:    exactArgs(1, "<name>"),
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
-			err := o.DeleteFamily(e.ctx, args[0])
-			e.audit(o, "family.rm", args[0], "", err)
+			err := o.Families().Delete(e.ctx, args[0])
+			e.audit("family.delete", "/families/"+args[0], "", err)
 			if err != nil {
 				return err
 			}

@@ -55,13 +55,13 @@ func TestFamilyReplaceUpdatesItsQueues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := o.Audit(context.Background(), 0, 100)
+	recs, err := o.Audit().Records(context.Background(), 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, r := range recs {
-		if r.Action == "family.update" && r.Target == "cust" {
+		if r.Action == "family.set" && r.Target == "/families/cust" && strings.HasPrefix(r.Detail, "update ") {
 			n++
 			if !strings.Contains(r.Detail, "queues_updated=2 queues_kept=1") {
 				t.Errorf("audit family.update: want the counts in the detail, have %q", r.Detail)

@@ -125,23 +125,3 @@ func printJob(e *ctlEnv, js drover.JobStatus) error {
 	}
 	return nil
 }
-
-// revokeJob revokes a delayed job, keeping the outcome record the queue's
-// configuration asks for (the default when the queue has none).
-func (e *ctlEnv) revokeJob(queue, id string) (bool, error) {
-	st, err := e.knownQueueStore(queue)
-	if err != nil {
-		return false, err
-	}
-	var policy drover.Outcomes
-	if s, err := e.zk(); err == nil {
-		if qe, err := s.Queues().Get(e.ctx, queue); err == nil {
-			policy = qe.Config.Outcomes
-		}
-	}
-	ok, err := st.Operator().RevokeRecording(e.ctx, queue, id, policy, operator())
-	if err != nil {
-		return false, fmt.Errorf("revoke: %w", err)
-	}
-	return ok, nil
-}

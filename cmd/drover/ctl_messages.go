@@ -86,11 +86,11 @@ dead (newest first), and show one message by id wherever it is.`
 			)
 			switch state {
 			case "pending":
-				msgs, err = o.Pending(e.ctx, args[0], drover.Position(after), pg.limit)
+				msgs, err = o.Messages().Pending(e.ctx, args[0], drover.Position(after), pg.limit)
 			case "delayed":
-				msgs, err = o.Delayed(e.ctx, args[0], pg.offset, pg.limit)
+				msgs, err = o.Messages().Delayed(e.ctx, args[0], pg.offset, pg.limit)
 			case "dead":
-				msgs, err = o.Dead(e.ctx, args[0], pg.offset, pg.limit)
+				msgs, err = o.Messages().Dead(e.ctx, args[0], pg.offset, pg.limit)
 			default:
 				return usagef("--state %q: want pending, delayed or dead", state)
 			}
@@ -123,7 +123,7 @@ dead (newest first), and show one message by id wherever it is.`
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
-			m, err := o.Message(e.ctx, args[0], args[1])
+			m, err := o.Messages().Message(e.ctx, args[0], args[1])
 			if err != nil {
 				return opsError(err)
 			}
@@ -167,9 +167,10 @@ revoked, or promoted already).`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
-			pos, err := o.RunNow(e.ctx, args[0], args[1])
+			pos, err := o.Messages().RunNow(e.ctx, args[0], args[1])
+			e.audit("delayed.run_now", "/queues/"+args[0]+"/delayed/"+args[1]+"/run", "", err)
 			if err != nil {
-				return opsError(err)
+				return opsError(e.queueHint(args[0], err))
 			}
 			return e.report(map[string]any{"queue": args[0], "id": args[1], "position": pos}, "moved %s into %s at position %d\n", args[1], args[0], pos)
 		}),
@@ -186,7 +187,8 @@ change. An invalid entry cannot be triggered (exit 5).`,
 		Example: "  drover ctl schedule trigger nightly-report",
 		Args:    exactArgs(1, "<name>"),
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
-			res, err := o.Trigger(e.ctx, args[0])
+			res, err := o.Schedules().Trigger(e.ctx, args[0])
+			e.audit("schedule.trigger", "/schedules/"+args[0]+"/trigger", "id="+res.ID, err)
 			if err != nil {
 				return opsError(err)
 			}

@@ -153,9 +153,6 @@ trimmed at once.`,
 			if n != 1 {
 				return usagef("offsets reset: give exactly one of --to-earliest, --to-latest, --to-datetime, --to-position")
 			}
-			if err := e.knownQueue(q); err != nil {
-				return err // with ctl's hint: how to create the queue
-			}
 			target := ops.ResetTarget{Earliest: earliest, Latest: latest}
 			if datetime != "" {
 				t, err := parseTime(datetime)
@@ -172,18 +169,18 @@ trimmed at once.`,
 				pos := drover.Position(p)
 				target.Position = &pos
 			}
-			// The console's path (ops.ResetOffset): the same refusal while
+			// The console's path (ops.Queues.ResetOffset): the same refusal while
 			// owned and not paused, and the replayed messages' recorded
 			// starts forgotten, so a replay runs each with every attempt.
-			p, err := o.ResetOffset(e.ctx, q, target, operator(), dryRun)
+			p, err := o.Queues().ResetOffset(e.ctx, q, target, operator(), dryRun)
 			if !dryRun {
-				e.audit(o, "offsets.reset", q, fmt.Sprintf("from %d to %d", p.From, p.To), err)
+				e.audit("offset.reset", "/queues/"+q+"/offset", fmt.Sprintf("from %d to %d", p.From, p.To), err)
 			}
 			if err != nil {
 				if errors.Is(err, ops.ErrRefused) {
 					return refusedError{fmt.Errorf("%w: drover ctl pause --queue %s", err, q)}
 				}
-				return err
+				return e.queueHint(q, err) // ops checked the queue: ctl adds how to create it
 			}
 			result := map[string]any{"queue": q, "from": p.From, "to": p.To, "lag": p.Run, "dry_run": dryRun}
 			if !dryRun {

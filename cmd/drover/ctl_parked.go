@@ -31,7 +31,7 @@ again as it is. Every retry and skip is audited.`
 		Example: "  drover ctl parked ls -o json",
 		Args:    noArgs,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, _ []string) error {
-			pqs, err := o.ParkedQueues(e.ctx)
+			pqs, err := o.Jobs().ParkedQueues(e.ctx)
 			if err != nil {
 				return err
 			}
@@ -58,7 +58,7 @@ again as it is. Every retry and skip is audited.`
 		Args:              exactArgs(1, "<queue>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
-			pq, err := o.ParkedHead(e.ctx, args[0])
+			pq, err := o.Jobs().ParkedHead(e.ctx, args[0])
 			if err != nil {
 				return refusedOf(err)
 			}
@@ -93,12 +93,12 @@ unless --keep-paused. <id> must be the head 'parked show' names.`,
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, a []string) error {
 			edited := *args
-			err := o.RetryParked(e.ctx, a[0], a[1], edited, *keepPaused)
+			err := o.Jobs().RetryParked(e.ctx, a[0], a[1], edited, *keepPaused)
 			detail := "head " + a[1]
 			if edited != nil {
 				detail += ", args edited"
 			}
-			e.audit(o, "parked.retry", a[0], detail, err)
+			e.audit("parked.retry", "/queues/"+a[0]+"/parked/retry", detail, err)
 			if err != nil {
 				return refusedOf(err)
 			}
@@ -121,8 +121,8 @@ the next message. <id> must be the head 'parked show' names.`,
 		Args:              exactArgs(2, "<queue> <id>"),
 		ValidArgsFunction: a.completeQueueArg,
 		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, a []string) error {
-			err := o.SkipParked(e.ctx, a[0], a[1], operator(), *skipKeep)
-			e.audit(o, "parked.skip", a[0], "head "+a[1]+" to the dead letters", err)
+			err := o.Jobs().SkipParked(e.ctx, a[0], a[1], operator(), *skipKeep)
+			e.audit("parked.skip", "/queues/"+a[0]+"/parked/skip", "head "+a[1]+" to the dead letters", err)
 			if err != nil {
 				return refusedOf(err)
 			}

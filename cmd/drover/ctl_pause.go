@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -54,7 +53,7 @@ is not an error.`,
 			if err := drover.CheckReason("--reason", reason); err != nil { // before ZooKeeper is asked anything
 				return usageError{err}
 			}
-			s, err := e.zk()
+			o, err := e.ops()
 			if err != nil {
 				return err
 			}
@@ -64,12 +63,17 @@ is not an error.`,
 			}
 			var targets []target
 			for _, q := range queues {
-				if err := e.knownQueue(q); err != nil {
+				action, path := pauseAudit(drover.PauseQueue, q, pause)
+				if err := e.knownQueueAudited(q, action, path); err != nil { // every name checked before any flag is written
 					return err
 				}
 				targets = append(targets, target{drover.PauseQueue, q})
 			}
 			if len(members) > 0 {
+				s, err := e.zk()
+				if err != nil {
+					return err
+				}
 				live, err := s.Group().Members(e.ctx)
 				if err != nil {
 					return err
@@ -88,7 +92,6 @@ is not an error.`,
 			if all {
 				targets = append(targets, target{drover.PauseAll, ""})
 			}
-			flag := drover.Pause{By: operator(), At: time.Now().UTC(), Reason: reason}
 			type result struct {
 				Scope  drover.PauseScope `json:"scope"`
 				Name   string            `json:"name,omitempty"`
@@ -97,13 +100,21 @@ is not an error.`,
 			}
 			var results []result
 			for _, t := range targets {
-				if pause {
-					err = s.Pauses().Set(e.ctx, t.scope, t.name, flag)
-				} else {
-					err = s.Pauses().Clear(e.ctx, t.scope, t.name)
+				// The console's path (ops.Queues.Pause and Resume) and its
+				// audit record: the same action and target as the API's.
+				action, path := pauseAudit(t.scope, t.name, pause)
+				detail := ""
+				if pause && reason != "" {
+					detail = "reason=" + reason
 				}
+				if pause {
+					err = o.Queues().Pause(e.ctx, t.scope, t.name, operator(), reason)
+				} else {
+					err = o.Queues().Resume(e.ctx, t.scope, t.name)
+				}
+				e.audit(action, path, detail, err)
 				if err != nil {
-					return err
+					return opsError(err)
 				}
 				results = append(results, result{t.scope, t.name, pause, reason})
 			}
@@ -132,4 +143,22 @@ is not an error.`,
 	_ = cmd.RegisterFlagCompletionFunc("queue", a.completeQueues)
 	_ = cmd.RegisterFlagCompletionFunc("member", a.completeMembers)
 	return cmd
+}
+
+// pauseAudit is the audit action and target the console writes for a
+// pause (or resume) of scope and name: "queue.pause" on
+// "/queues/<q>/pause", "member.resume" on "/members/<m>/resume", "all.pause"
+// on "/pause".
+func pauseAudit(scope drover.PauseScope, name string, pause bool) (action, target string) {
+	verb := "resume"
+	if pause {
+		verb = "pause"
+	}
+	switch scope {
+	case drover.PauseQueue:
+		return "queue." + verb, "/queues/" + name + "/" + verb
+	case drover.PauseMember:
+		return "member." + verb, "/members/" + name + "/" + verb
+	}
+	return "all." + verb, "/" + verb
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/ops"
 )
 
 func (a *app) ctlQueueCommand() *cobra.Command {
@@ -45,12 +46,14 @@ the flags given.`
 			if err := drover.CheckLabels("--tag", cfg.Tags); err != nil {
 				return usageError{err}
 			}
-			s, err := e.zk()
+			o, err := e.ops() // after the flags are checked: a usage error needs no server
 			if err != nil {
 				return err
 			}
-			if err := s.Queues().Create(e.ctx, cfg); err != nil {
-				return err
+			_, err = o.Queues().SetConfig(e.ctx, cfg, -1)
+			e.audit("queue.config", "/queues/"+cfg.Name+"/config", "create", err)
+			if err != nil {
+				return opsError(err)
 			}
 			return e.printQueue("created", cfg, 0)
 		}),
@@ -64,7 +67,11 @@ the flags given.`
 		Example:           "  drover ctl queue update emails --concurrency 16 --rm-task old",
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.zkRun(func(e *ctlEnv, s *coordinator.Session, args []string) error {
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
+			s, err := e.zk()
+			if err != nil {
+				return err
+			}
 			// A queue of a family that has not been enqueued to yet is
 			// updated from the configuration its family would register.
 			entry, err := s.Queues().GetOrFamily(e.ctx, args[0])
@@ -81,22 +88,18 @@ the flags given.`
 			if err := drover.CheckLabels("--tag", cfg.Tags); err != nil {
 				return usageError{err}
 			}
-			if entry.Version < 0 {
-				err := s.Queues().Create(e.ctx, cfg)
-				if errors.Is(err, coordinator.ErrQueueExists) {
-					return refusedError{fmt.Errorf("%w: its family registered it meanwhile; run the update again", err)}
-				}
-				if err != nil {
-					return err
-				}
-				return e.printQueue("updated", cfg, 0)
+			// The console's path: ops writes it (version -1: a family's
+			// queue not registered yet is created) and ctl audits it.
+			v, err := o.Queues().SetConfig(e.ctx, cfg, max(entry.Version, -1))
+			e.audit("queue.config", "/queues/"+cfg.Name+"/config", fmt.Sprintf("update version=%d", entry.Version), err)
+			if errors.Is(err, coordinator.ErrQueueExists) {
+				return refusedError{fmt.Errorf("%w: its family registered it meanwhile; run the update again", err)}
 			}
-			v, err := s.Queues().Update(e.ctx, cfg, entry.Version)
 			if errors.Is(err, coordinator.ErrConflict) {
 				return refusedError{fmt.Errorf("%w: someone changed it meanwhile; run the update again", err)}
 			}
 			if err != nil {
-				return err
+				return opsError(err)
 			}
 			return e.printQueue("updated", cfg, v)
 		}),
@@ -157,9 +160,11 @@ creating the queue again resumes where it stopped.`,
 		Example:           "  drover ctl queue rm emails",
 		Args:              exactArgs(1, "<name>"),
 		ValidArgsFunction: a.completeQueueArg,
-		RunE: a.zkRun(func(e *ctlEnv, s *coordinator.Session, args []string) error {
-			if err := s.Queues().Delete(e.ctx, args[0]); err != nil {
-				return err
+		RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, args []string) error {
+			err := o.Queues().DeleteConfig(e.ctx, args[0])
+			e.audit("queue.delete", "/queues/"+args[0]+"/config", "", err)
+			if err != nil {
+				return opsError(err)
 			}
 			return e.report(map[string]any{"queue": args[0], "removed": true}, "removed queue %s\n", args[0])
 		}),

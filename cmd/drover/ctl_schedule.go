@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/scheduler"
@@ -161,32 +160,33 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 					return err
 				}
 			}
-			m, err := e.manager()
+			o, err := e.ops()
 			if err != nil {
 				return err
 			}
+			// The console's path (ops.Schedules) and its audit record.
 			verb := "added"
 			if replace {
-				err = m.Update(e.ctx, def)
-				verb = "replaced"
-				if errors.Is(err, drover.ErrNotFound) {
-					err, verb = m.Add(e.ctx, def), "added"
+				if _, gerr := o.Schedules().Get(e.ctx, def.Name); gerr == nil {
+					verb = "replaced"
 				}
+				err = o.Schedules().Put(e.ctx, def)
 			} else {
-				err = m.Add(e.ctx, def)
+				err = o.Schedules().Add(e.ctx, def)
 			}
+			e.audit("schedule.put", "/schedules/"+def.Name, verb+" "+def.Queue+"/"+def.Task, err)
 			if errors.Is(err, scheduler.ErrExists) {
 				return refusedError{fmt.Errorf("%w (pass --replace to change it)", err)}
 			}
 			if err != nil {
-				return err
+				return opsError(err)
 			}
 			if e.json {
-				en, err := m.Get(e.ctx, def.Name)
+				en, err := o.Schedules().Get(e.ctx, def.Name)
 				if err != nil {
 					return err
 				}
-				return writeJSON(e.a.stdout, scheduleOf(en))
+				return writeJSON(e.a.stdout, en)
 			}
 			e.printf("%s schedule %s: %s → %s/%s\n", verb, def.Name, describeSpec(def.Schedule), def.Queue, def.Task)
 			return nil
@@ -262,24 +262,31 @@ happens to slots missed while no scheduler ran: once (default), skip, all.
 		}),
 	}
 
-	simple := func(verb, short string, do func(m *scheduler.Manager, e *ctlEnv, name string) error) *cobra.Command {
+	// simple is a command on one schedule through the console's path
+	// (ops.Schedules), audited with the console's action and target.
+	simple := func(verb, short, action, suffix string, do func(sc ops.Schedules, e *ctlEnv, name string) error) *cobra.Command {
 		return &cobra.Command{
 			Use:               verb + " <name>",
 			Short:             short,
 			Example:           "  drover ctl schedule " + verb + " nightly",
 			Args:              exactArgs(1, "<name>"),
 			ValidArgsFunction: a.completeSchedules,
-			RunE: a.scheduleRun(func(e *ctlEnv, m *scheduler.Manager, pos []string) error {
-				if err := do(m, e, pos[0]); err != nil {
-					return err
+			RunE: a.opsRun(func(e *ctlEnv, o *ops.Ops, pos []string) error {
+				err := do(o.Schedules(), e, pos[0])
+				e.audit(action, "/schedules/"+pos[0]+suffix, "", err)
+				if err != nil {
+					return opsError(err)
 				}
 				return e.report(map[string]any{"name": pos[0], "done": verb}, "%s: %s\n", verb, pos[0])
 			}),
 		}
 	}
-	rm := simple("rm", "Remove a schedule (jobs it enqueued stay)", func(m *scheduler.Manager, e *ctlEnv, n string) error { return m.Remove(e.ctx, n) })
-	enable := simple("enable", "Let a disabled schedule fire again, from its next slot", func(m *scheduler.Manager, e *ctlEnv, n string) error { return m.Enable(e.ctx, n) })
-	disable := simple("disable", "Stop a schedule from firing without removing it", func(m *scheduler.Manager, e *ctlEnv, n string) error { return m.Disable(e.ctx, n) })
+	rm := simple("rm", "Remove a schedule (jobs it enqueued stay)", "schedule.remove", "",
+		func(sc ops.Schedules, e *ctlEnv, n string) error { return sc.Remove(e.ctx, n) })
+	enable := simple("enable", "Let a disabled schedule fire again, from its next slot", "schedule.enable", "/enable",
+		func(sc ops.Schedules, e *ctlEnv, n string) error { return sc.SetEnabled(e.ctx, n, true) })
+	disable := simple("disable", "Stop a schedule from firing without removing it", "schedule.disable", "/disable",
+		func(sc ops.Schedules, e *ctlEnv, n string) error { return sc.SetEnabled(e.ctx, n, false) })
 	cmd.AddCommand(add, ls, show, rm, enable, disable)
 	return cmd
 }

@@ -71,7 +71,7 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := o.ReadSnapshot(ctx, ops.SnapshotOptions{Owners: true, JoinOrder: true, RateLimits: true})
+	snap, err := o.Members().ReadSnapshot(ctx, ops.SnapshotOptions{Owners: true, JoinOrder: true, RateLimits: true})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (e *ctlEnv) status(ctx context.Context) (*statusReport, error) {
 		}
 		rep.Queues = append(rep.Queues, queueStatus{QueueRow: r})
 	}
-	fams, err := o.Families(ctx)
+	fams, err := o.Families().List(ctx)
 	if err != nil {
 		return nil, err
 	}

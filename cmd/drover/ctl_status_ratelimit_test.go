@@ -46,7 +46,7 @@ func TestCtlStatusShowsARateLimitedQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := o.Queue(context.Background(), "limited")
+	d, err := o.Queues().Queue(context.Background(), "limited")
 	if err != nil || !d.RateLimited {
 		t.Fatalf("console's queue detail: want rate-limited, have %+v (%v)", d, err)
 	}

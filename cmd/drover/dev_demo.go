@@ -177,7 +177,7 @@ func demoView(ctx context.Context, cl *devClients, load *demoLoad, fl *devFleet,
 	if err != nil {
 		return ""
 	}
-	snap, err := o.ReadSnapshot(ctx, ops.SnapshotOptions{Owners: true})
+	snap, err := o.Members().ReadSnapshot(ctx, ops.SnapshotOptions{Owners: true})
 	if err != nil {
 		return ""
 	}

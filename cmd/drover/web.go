@@ -14,7 +14,6 @@ import (
 	rungroup "github.com/oklog/run"
 	"github.com/spf13/cobra"
 
-	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/config"
@@ -207,13 +206,12 @@ func liveJobsConfig(zs webSession, store *queue.Store, memberToken string) web.J
 	return web.JobsConfig{
 		Store:  store,
 		Lookup: &jobs.Lookup{Store: store.Jobs(), Fleet: webFleet{zs}, Token: memberToken},
-		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
+		Queues: ops.ConfigsFunc(func(ctx context.Context, q string) (coordinator.QueueEntry, error) {
 			if err := zs.ready(); err != nil {
-				return drover.QueueConfig{}, err
+				return coordinator.QueueEntry{}, err
 			}
-			qe, err := zs.session().Queues().GetOrFamily(ctx, q) // a queue of a family takes its first enqueue
-			return qe.Config, err
-		},
+			return zs.session().Queues().GetOrFamily(ctx, q) // a queue of a family takes its first enqueue
+		}),
 	}
 }
 
@@ -223,9 +221,6 @@ func jobsConfig(sess *coordinator.Session, store *queue.Store, memberToken strin
 	return web.JobsConfig{
 		Store:  store,
 		Lookup: &jobs.Lookup{Store: store.Jobs(), Fleet: jobs.SessionFleet{Session: sess}, Token: memberToken},
-		QueueConfig: func(ctx context.Context, q string) (drover.QueueConfig, error) {
-			qe, err := sess.Queues().GetOrFamily(ctx, q) // a queue of a family takes its first enqueue
-			return qe.Config, err
-		},
+		Queues: sess.Queues(), // a queue of a family takes its first enqueue
 	}
 }

@@ -97,7 +97,7 @@ func (p *parker) resolve(ctx context.Context) {
 		p.fail()
 		return
 	}
-	pq, err := o.ParkedHead(cctx, parkQueue)
+	pq, err := o.Jobs().ParkedHead(cctx, parkQueue)
 	if err != nil {
 		return // not parked (ErrRefused), or a fault: look again next tick
 	}
@@ -110,7 +110,7 @@ func (p *parker) resolve(ctx context.Context) {
 		p.open[h.ID] = &check.Park{Queue: parkQueue, HeadID: h.ID, HeadPosition: int64(h.Position), ParkedAt: pq.Pause.At}
 	}
 	p.mu.Unlock()
-	if err := o.RetryParked(cctx, parkQueue, h.ID, json.RawMessage(`{"sleep_ms":5}`), false); err != nil {
+	if err := o.Jobs().RetryParked(cctx, parkQueue, h.ID, json.RawMessage(`{"sleep_ms":5}`), false); err != nil {
 		p.fail()
 		return
 	}

@@ -17,7 +17,7 @@ import (
 // and keep their claims: nothing is rebalanced. A reason longer than
 // drover.MaxReasonBytes or holding control characters is refused
 // (ErrBadInput) before anything is written.
-func (o *Ops) Pause(ctx context.Context, scope drover.PauseScope, name, who, reason string) error {
+func (o Queues) Pause(ctx context.Context, scope drover.PauseScope, name, who, reason string) error {
 	if err := drover.CheckReason("reason", reason); err != nil {
 		return err
 	}
@@ -29,17 +29,17 @@ func (o *Ops) Pause(ctx context.Context, scope drover.PauseScope, name, who, rea
 
 // Resume clears the pause flag of scope and name; resuming what is not
 // paused is not an error.
-func (o *Ops) Resume(ctx context.Context, scope drover.PauseScope, name string) error {
+func (o Queues) Resume(ctx context.Context, scope drover.PauseScope, name string) error {
 	if err := o.checkScope(ctx, scope, name); err != nil {
 		return err
 	}
 	return o.zk.Pauses().Clear(ctx, scope, name)
 }
 
-func (o *Ops) checkScope(ctx context.Context, scope drover.PauseScope, name string) error {
+func (o *core) checkScope(ctx context.Context, scope drover.PauseScope, name string) error {
 	switch scope {
 	case drover.PauseQueue:
-		return o.KnownQueue(ctx, name)
+		return o.knownQueue(ctx, name)
 	case drover.PauseMember:
 		if name == "" || strings.ContainsAny(name, "/ \t") {
 			return badInput("member name %q", name)
@@ -51,13 +51,19 @@ func (o *Ops) checkScope(ctx context.Context, scope drover.PauseScope, name stri
 	return badInput("pause scope %q", scope)
 }
 
-// Revoke deletes a delayed message; it fails with drover.ErrNotFound when
-// id is not delayed (unknown or already promoted).
-func (o *Ops) Revoke(ctx context.Context, q, id string) error {
-	if err := o.KnownQueue(ctx, q); err != nil {
+// Revoke deletes a delayed message on behalf of who, keeping the
+// "revoked" outcome record the queue's configuration asks for (the
+// default when it has none or ZooKeeper cannot say); it fails with
+// drover.ErrNotFound when id is not delayed (unknown or already promoted).
+func (o Messages) Revoke(ctx context.Context, q, id, who string) error {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return err
 	}
-	ok, err := o.store.Operator().Revoke(ctx, q, id)
+	var policy drover.Outcomes
+	if qe, err := o.zk.Queues().Get(ctx, q); err == nil {
+		policy = qe.Config.Outcomes
+	}
+	ok, err := o.store.Operator().RevokeRecording(ctx, q, id, policy, who)
 	if err != nil {
 		return err
 	}
@@ -69,16 +75,16 @@ func (o *Ops) Revoke(ctx context.Context, q, id string) error {
 
 // RunNow moves a delayed message into the log at once and returns its
 // position.
-func (o *Ops) RunNow(ctx context.Context, q, id string) (drover.Position, error) {
-	if err := o.KnownQueue(ctx, q); err != nil {
+func (o Messages) RunNow(ctx context.Context, q, id string) (drover.Position, error) {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return 0, err
 	}
 	return o.store.Operator().RunNow(ctx, q, id)
 }
 
 // RetryDead puts a dead letter back at the end of its queue with attempt 0.
-func (o *Ops) RetryDead(ctx context.Context, q, id string) (drover.Position, error) {
-	if err := o.KnownQueue(ctx, q); err != nil {
+func (o Messages) RetryDead(ctx context.Context, q, id string) (drover.Position, error) {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return 0, err
 	}
 	r, err := o.store.Dead().RetryDead(ctx, q, id)
@@ -90,8 +96,8 @@ func (o *Ops) RetryDead(ctx context.Context, q, id string) (drover.Position, err
 
 // PurgeDead deletes one dead letter (id) or all of q's (id ""), and returns
 // how many.
-func (o *Ops) PurgeDead(ctx context.Context, q, id string) (int, error) {
-	if err := o.KnownQueue(ctx, q); err != nil {
+func (o Messages) PurgeDead(ctx context.Context, q, id string) (int, error) {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return 0, err
 	}
 	if id == "" {
@@ -162,8 +168,8 @@ type ResetPreview struct {
 // only computes the preview. It is refused (ErrRefused) while a member owns
 // the queue and it is not paused; the owner of a paused queue is fenced by
 // the reset and claims it again from the new offset.
-func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who string, dryRun bool) (ResetPreview, error) {
-	if err := o.KnownQueue(ctx, q); err != nil {
+func (o Queues) ResetOffset(ctx context.Context, q string, target ResetTarget, who string, dryRun bool) (ResetPreview, error) {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return ResetPreview{}, err
 	}
 	views, err := o.zk.Queues().Views(ctx, []string{q}, true)
@@ -249,9 +255,9 @@ func (o *Ops) ResetOffset(ctx context.Context, q string, target ResetTarget, who
 	return p, nil
 }
 
-// SetQueueConfig creates q's configuration or replaces it. version is the
+// SetConfig creates q's configuration or replaces it. version is the
 // version read (from Queue) for an update, -1 to create.
-func (o *Ops) SetQueueConfig(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
+func (o Queues) SetConfig(ctx context.Context, cfg drover.QueueConfig, version int32) (int32, error) {
 	if err := cfg.Validate(); err != nil {
 		return 0, err
 	}
@@ -270,9 +276,9 @@ func (o *Ops) SetQueueConfig(ctx context.Context, cfg drover.QueueConfig, versio
 	return o.zk.Queues().Update(ctx, cfg, version)
 }
 
-// DeleteQueueConfig removes q's configuration (its messages and offset
+// DeleteConfig removes q's configuration (its messages and offset
 // stay).
-func (o *Ops) DeleteQueueConfig(ctx context.Context, q string) error {
+func (o Queues) DeleteConfig(ctx context.Context, q string) error {
 	if err := drover.ValidateQueueName(q); err != nil {
 		return badInput("queue name: %v", err)
 	}

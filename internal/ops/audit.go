@@ -47,9 +47,9 @@ func (rec AuditRecord) encode(now func() time.Time) ([]byte, error) {
 	return json.Marshal(rec.clipped())
 }
 
-// RecordAudit appends rec to the fleet's audit log (Redis, shared by every
+// Record appends rec to the fleet's audit log (Redis, shared by every
 // console server), its fields capped (see AuditRecord.clipped).
-func (o *Ops) RecordAudit(ctx context.Context, rec AuditRecord) error {
+func (o AuditLog) Record(ctx context.Context, rec AuditRecord) error {
 	return WriteAudit(ctx, o.store.Operator(), rec, o.now)
 }
 
@@ -70,7 +70,7 @@ func WriteAudit(ctx context.Context, op queue.Operator, rec AuditRecord, now fun
 // RecordRefusals appends recs, in order, to the fleet's refusal stream (a
 // capped list apart from the audit log: a flood of refusals cannot evict a
 // mutation), their fields capped, in one round trip.
-func (o *Ops) RecordRefusals(ctx context.Context, recs ...AuditRecord) error {
+func (o AuditLog) RecordRefusals(ctx context.Context, recs ...AuditRecord) error {
 	raw := make([][]byte, 0, len(recs))
 	for _, rec := range recs {
 		b, err := rec.encode(o.now)
@@ -82,18 +82,18 @@ func (o *Ops) RecordRefusals(ctx context.Context, recs ...AuditRecord) error {
 	return o.store.Operator().AppendRefusals(ctx, raw...)
 }
 
-// Audit returns up to limit records, newest first, after skipping offset.
-func (o *Ops) Audit(ctx context.Context, offset, limit int) ([]AuditRecord, error) {
+// Records returns up to limit records, newest first, after skipping offset.
+func (o AuditLog) Records(ctx context.Context, offset, limit int) ([]AuditRecord, error) {
 	return o.readAudit(ctx, offset, limit, o.store.Operator().Audit)
 }
 
 // Refusals returns up to limit records of the refusal stream, newest
 // first, after skipping offset.
-func (o *Ops) Refusals(ctx context.Context, offset, limit int) ([]AuditRecord, error) {
+func (o AuditLog) Refusals(ctx context.Context, offset, limit int) ([]AuditRecord, error) {
 	return o.readAudit(ctx, offset, limit, o.store.Operator().Refusals)
 }
 
-func (o *Ops) readAudit(ctx context.Context, offset, limit int, read func(context.Context, int, int) ([][]byte, error)) ([]AuditRecord, error) {
+func (o *core) readAudit(ctx context.Context, offset, limit int, read func(context.Context, int, int) ([][]byte, error)) ([]AuditRecord, error) {
 	if offset < 0 {
 		return nil, badInput("offset %d: want ≥ 0", offset)
 	}

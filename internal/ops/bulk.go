@@ -21,17 +21,17 @@ const MaxBulk = 100_000
 // action in flight.
 const bulkParallelism = 16
 
-// SelectQueues returns the queues a bulk action acts on: the named ones
-// (each must be known), or those m selects. It refuses an empty selection
-// and one of more than MaxBulk queues.
-func (o *Ops) SelectQueues(ctx context.Context, m Match, named []string) ([]string, error) {
+// Select returns the queues a bulk action acts on: the named ones (each
+// must be known: listed, or by KnownQueue), or those m selects. It refuses
+// an empty selection and one of more than MaxBulk queues.
+func (o Find) Select(ctx context.Context, m Match, named []string) ([]string, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
 	if (m == "") == (len(named) == 0) {
 		return nil, badInput("select queues: give a match (prefix or pattern) or queue names, one of the two")
 	}
-	names, _, err := o.QueueNames(ctx)
+	names, _, err := o.queueNames(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -43,9 +43,12 @@ func (o *Ops) SelectQueues(ctx context.Context, m Match, named []string) ([]stri
 	} else {
 		seen := map[string]bool{}
 		for _, q := range named {
-			i := sort.SearchStrings(names, q)
-			if i == len(names) || names[i] != q {
-				return nil, queueNotFound(q)
+			// Listed, or known by the one rule (a family's key before its
+			// first enqueue is in no listing): the answer every surface gives.
+			if i := sort.SearchStrings(names, q); i == len(names) || names[i] != q {
+				if err := o.knownQueue(ctx, q); err != nil {
+					return nil, err
+				}
 			}
 			if !seen[q] {
 				seen[q] = true
@@ -74,9 +77,9 @@ type BulkResult struct {
 	Millis int64 `json:"ms"`
 }
 
-// PauseQueues sets the pause flag of every queue in queues (by who, with
+// Pause sets the pause flag of every queue in queues (by who, with
 // reason) in batched ZooKeeper multis (coordinator.Pauses.SetQueues).
-func (o *Ops) PauseQueues(ctx context.Context, queues []string, who, reason string) (BulkResult, error) {
+func (o Find) Pause(ctx context.Context, queues []string, who, reason string) (BulkResult, error) {
 	if err := drover.CheckReason("reason", reason); err != nil { // before any multi: one reason per queue
 		return BulkResult{Action: "pause", Selected: len(queues)}, err
 	}
@@ -85,9 +88,9 @@ func (o *Ops) PauseQueues(ctx context.Context, queues []string, who, reason stri
 	return BulkResult{Action: "pause", Selected: len(queues), Changed: n, Millis: time.Since(start).Milliseconds()}, err
 }
 
-// ResumeQueues clears the pause flags of queues in batched multis; a queue
+// Resume clears the pause flags of queues in batched multis; a queue
 // not paused is left alone (not counted).
-func (o *Ops) ResumeQueues(ctx context.Context, queues []string) (BulkResult, error) {
+func (o Find) Resume(ctx context.Context, queues []string) (BulkResult, error) {
 	start := time.Now()
 	n, err := o.zk.Pauses().ClearQueues(ctx, queues)
 	return BulkResult{Action: "resume", Selected: len(queues), Changed: n, Millis: time.Since(start).Milliseconds()}, err
@@ -97,9 +100,9 @@ func (o *Ops) ResumeQueues(ctx context.Context, queues []string) (BulkResult, er
 // queue; run it again for more.
 const MaxRetryPerQueue = 1000
 
-// RetryDeadQueues puts back up to MaxRetryPerQueue dead letters of each
+// RetryDead puts back up to MaxRetryPerQueue dead letters of each
 // queue in queues (those with none cost one pipelined read, shared).
-func (o *Ops) RetryDeadQueues(ctx context.Context, queues []string) (BulkResult, error) {
+func (o Find) RetryDead(ctx context.Context, queues []string) (BulkResult, error) {
 	return o.eachDead(ctx, "retry-dead", queues, func(ctx context.Context, q string) (int, error) {
 		dls, err := o.store.Dead().DeadLetters(ctx, q, 0, MaxRetryPerQueue)
 		if err != nil {
@@ -116,15 +119,15 @@ func (o *Ops) RetryDeadQueues(ctx context.Context, queues []string) (BulkResult,
 	})
 }
 
-// PurgeDeadQueues deletes every dead letter of each queue in queues.
-func (o *Ops) PurgeDeadQueues(ctx context.Context, queues []string) (BulkResult, error) {
+// PurgeDead deletes every dead letter of each queue in queues.
+func (o Find) PurgeDead(ctx context.Context, queues []string) (BulkResult, error) {
 	return o.eachDead(ctx, "purge-dead", queues, o.store.Dead().PurgeAllDead)
 }
 
 // eachDead runs f on the queues of queues that have dead letters (found
 // with one pipelined read of every queue's figures), bulkParallelism at a
 // time; a queue's failure is counted and the others go on.
-func (o *Ops) eachDead(ctx context.Context, action string, queues []string, f func(ctx context.Context, q string) (int, error)) (BulkResult, error) {
+func (o *core) eachDead(ctx context.Context, action string, queues []string, f func(ctx context.Context, q string) (int, error)) (BulkResult, error) {
 	start := time.Now()
 	res := BulkResult{Action: action, Selected: len(queues)}
 	stats, err := o.store.Inspector().Stats(ctx, queues, make([]drover.Position, len(queues)))

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/jobs"
 )
 
-// CancelTask stops the running attempt of message id in queue q on behalf
+// Cancel stops the running attempt of message id in queue q on behalf
 // of who (docs/semantics.md, "Cancelling a running task"): the queue's
 // owner, found through ZooKeeper, kills the task's process group, then
 // dead-letters, retries or parks the message as then says ("" for the
@@ -20,7 +21,7 @@ import (
 // says where it is: pending at a position, delayed, finished) or cannot be
 // killed (an inline handler), ErrUnreachable when the owner does not
 // answer.
-func (o *Ops) CancelTask(ctx context.Context, q, id, who, then string) (jobs.Cancelled, error) {
+func (o Jobs) Cancel(ctx context.Context, q, id, who, then string) (jobs.Cancelled, error) {
 	switch then {
 	case "", "dead", "retry", "park":
 	default:
@@ -29,11 +30,10 @@ func (o *Ops) CancelTask(ctx context.Context, q, id, who, then string) (jobs.Can
 	if id == "" {
 		return jobs.Cancelled{}, badInput("id: empty")
 	}
-	if err := o.KnownQueue(ctx, q); err != nil {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return jobs.Cancelled{}, err
 	}
-	l := &jobs.Lookup{Store: o.store.Jobs(), Fleet: jobs.SessionFleet{Session: o.zk}, HTTP: o.http, Token: o.token}
-	c, err := l.Cancel(ctx, q, id, who, then)
+	c, err := o.lookup().Cancel(ctx, q, id, who, then)
 	var nr *jobs.NotRunningError
 	switch {
 	case err == nil:
@@ -44,4 +44,15 @@ func (o *Ops) CancelTask(ctx context.Context, q, id, who, then string) (jobs.Can
 		return c, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	return c, err
+}
+
+// Status reads the status of message id of queue q (the console's job
+// status: jobs.Lookup.Job), asking its owner whether it runs.
+func (o Jobs) Status(ctx context.Context, q, id string) (drover.JobStatus, error) {
+	return o.lookup().Job(ctx, q, id)
+}
+
+// lookup is the jobs lookup over the fleet's store and session.
+func (o Jobs) lookup() *jobs.Lookup {
+	return &jobs.Lookup{Store: o.store.Jobs(), Fleet: jobs.SessionFleet{Session: o.zk}, HTTP: o.http, Token: o.token}
 }

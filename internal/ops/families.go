@@ -9,23 +9,23 @@ import (
 	"github.com/drover-dev/drover/coordinator"
 )
 
-// Families lists the queue families, sorted by name.
-func (o *Ops) Families(ctx context.Context) ([]coordinator.FamilyEntry, error) {
+// List lists the queue families, sorted by name.
+func (o Families) List(ctx context.Context) ([]coordinator.FamilyEntry, error) {
 	return o.zk.Families().List(ctx)
 }
 
-// Family reads one family (drover.ErrFamilyNotFound when there is none).
-func (o *Ops) Family(ctx context.Context, name string) (coordinator.FamilyEntry, error) {
+// Get reads one family (drover.ErrFamilyNotFound when there is none).
+func (o Families) Get(ctx context.Context, name string) (coordinator.FamilyEntry, error) {
 	if err := drover.ValidateQueueName(name); err != nil {
 		return coordinator.FamilyEntry{}, badInput("family name: %v", err)
 	}
 	return o.zk.Families().Get(ctx, name)
 }
 
-// SetFamily creates a family (version -1) or replaces it at the version
+// Set creates a family (version -1) or replaces it at the version
 // read. It is refused (ErrRefused) when a family to create exists or one
 // to replace changed meanwhile; a bad family is bad input.
-func (o *Ops) SetFamily(ctx context.Context, f drover.FamilyConfig, version int32) (int32, error) {
+func (o Families) Set(ctx context.Context, f drover.FamilyConfig, version int32) (int32, error) {
 	if err := checkFamily(f); err != nil {
 		return 0, err
 	}
@@ -39,17 +39,17 @@ func (o *Ops) SetFamily(ctx context.Context, f drover.FamilyConfig, version int3
 		}
 		return 0, err
 	}
-	c, err := o.ReplaceFamily(ctx, f, version)
+	c, err := o.Replace(ctx, f, version)
 	return c.Version, err
 }
 
-// ReplaceFamily replaces a family at the version read (-1: any) and gives
+// Replace replaces a family at the version read (-1: any) and gives
 // the queues it registered the new configuration, except those an operator
 // changed (coordinator.Families.Change): the answer counts both. It
 // is refused (ErrRefused) when the family changed meanwhile; a bad family
 // is bad input. When the queues were updated only in part, the error says
 // so and the answer counts those updated.
-func (o *Ops) ReplaceFamily(ctx context.Context, f drover.FamilyConfig, version int32) (coordinator.FamilyChange, error) {
+func (o Families) Replace(ctx context.Context, f drover.FamilyConfig, version int32) (coordinator.FamilyChange, error) {
 	if err := checkFamily(f); err != nil {
 		return coordinator.FamilyChange{}, err
 	}
@@ -77,8 +77,8 @@ func checkFamily(f drover.FamilyConfig) error {
 	return nil
 }
 
-// DeleteFamily removes a family; the queues it registered stay.
-func (o *Ops) DeleteFamily(ctx context.Context, name string) error {
+// Delete removes a family; the queues it registered stay.
+func (o Families) Delete(ctx context.Context, name string) error {
 	if err := drover.ValidateQueueName(name); err != nil {
 		return badInput("family name: %v", err)
 	}

@@ -17,11 +17,11 @@ import (
 // ZooKeeper, the Redis set of queues enqueued to), and only the page of
 // matches shown is read in detail.
 
-// QueueNames lists every queue: configured (the registry) or enqueued to
+// Names lists every queue: configured (the registry) or enqueued to
 // (the Redis set), sorted. It reads no queue's details. See
 // ListQueueNames.
-func (o *Ops) QueueNames(ctx context.Context) (names []string, configured map[string]bool, err error) {
-	return ListQueueNames(ctx, o.zk, o.store)
+func (o Queues) Names(ctx context.Context) (names []string, configured map[string]bool, err error) {
+	return o.queueNames(ctx)
 }
 
 // ListQueueNames is the one answer to "which queues exist" that every
@@ -127,7 +127,7 @@ const matchCheckEvery = 1024
 // filter returns the names m (valid) selects; sorted names in, sorted
 // out. A prefix is found by binary search; a pattern is compiled once and
 // matched against ctx's deadline (ErrMatchDeadline when it comes first).
-func (o *Ops) filter(ctx context.Context, m Match, names []string) ([]string, error) {
+func (o *core) filter(ctx context.Context, m Match, names []string) ([]string, error) {
 	if m == "" {
 		return nil, nil
 	}
@@ -157,12 +157,12 @@ func (o *Ops) filter(ctx context.Context, m Match, names []string) ([]string, er
 
 // NamesMatched is how many names patterns were matched against since o
 // was made (a measure of what finds and bulk selections cost).
-func (o *Ops) NamesMatched() int64 { return o.matched.Load() }
+func (o Find) NamesMatched() int64 { return o.matched.Load() }
 
-// FindQueues returns the page of queues m selects, each read in full (its
+// Queues returns the page of queues m selects, each read in full (its
 // offset and owner from ZooKeeper, its backlog from Redis): the cost is
 // two name listings plus the page's queues, whatever the fleet's size.
-func (o *Ops) FindQueues(ctx context.Context, m Match, page, perPage int) (QueuePage, error) {
+func (o Find) Queues(ctx context.Context, m Match, page, perPage int) (QueuePage, error) {
 	if err := m.Validate(); err != nil {
 		return QueuePage{}, err
 	}
@@ -170,7 +170,7 @@ func (o *Ops) FindQueues(ctx context.Context, m Match, page, perPage int) (Queue
 	if err := q.Validate(); err != nil {
 		return QueuePage{}, err
 	}
-	names, configured, err := o.QueueNames(ctx)
+	names, configured, err := o.queueNames(ctx)
 	if err != nil {
 		return QueuePage{}, err
 	}
@@ -181,16 +181,16 @@ func (o *Ops) FindQueues(ctx context.Context, m Match, page, perPage int) (Queue
 	p := QueuePage{Total: len(matched), Page: q.Page, PerPage: q.PerPage, Pages: (len(matched) + q.PerPage - 1) / q.PerPage, Queues: []QueueRow{}}
 	start := min((q.Page-1)*q.PerPage, len(matched))
 	end := min(start+q.PerPage, len(matched))
-	p.Queues, err = o.QueueRows(ctx, matched[start:end], configured)
+	p.Queues, err = Queues{o.core}.Rows(ctx, matched[start:end], configured)
 	return p, err
 }
 
-// QueueRows reads the rows of the named queues (at most a page: the cost
+// Rows reads the rows of the named queues (at most a page: the cost
 // grows with len(queues), not with the fleet): each queue's offset and
 // owner node, its pause flag, its backlog. configured marks which are
 // configured (nil: all). Assigned is left empty: the assignment of a
 // large fleet is a large node, and the owner is what the row shows.
-func (o *Ops) QueueRows(ctx context.Context, queues []string, configured map[string]bool) ([]QueueRow, error) {
+func (o Queues) Rows(ctx context.Context, queues []string, configured map[string]bool) ([]QueueRow, error) {
 	rows := make([]QueueRow, 0, len(queues))
 	if len(queues) == 0 {
 		return rows, nil

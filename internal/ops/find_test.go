@@ -21,7 +21,7 @@ func TestMatchSelectsByPrefixOrPattern(t *testing.T) {
 		{"", ""},
 		{"*", strings.Join(names, ",")},
 	} {
-		got, err := (&Ops{}).filter(context.Background(), c.match, names)
+		got, err := (&core{}).filter(context.Background(), c.match, names)
 		if err != nil {
 			t.Fatal(err)
 		}

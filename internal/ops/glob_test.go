@@ -66,7 +66,7 @@ func TestMatchBounds(t *testing.T) {
 // TestFilterEndsAtTheDeadline: a match whose context has ended stops with
 // ErrMatchDeadline instead of matching on.
 func TestFilterEndsAtTheDeadline(t *testing.T) {
-	o := &Ops{}
+	o := &core{}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := o.filter(ctx, "a*", []string{"ab", "ac"})

@@ -18,7 +18,7 @@ const heldTimeout = 2 * time.Second
 // /debug/state?queues=rate_limited, one request per member, in parallel)
 // and returns their names. Members that do not answer are left out; the
 // first such failure is returned beside the answers of the others.
-func (o *Ops) RateLimitedQueues(ctx context.Context, members []MemberRow) (map[string]bool, error) {
+func (o Members) RateLimitedQueues(ctx context.Context, members []MemberRow) (map[string]bool, error) {
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -51,7 +51,7 @@ func (o *Ops) RateLimitedQueues(ctx context.Context, members []MemberRow) (map[s
 }
 
 // memberRateLimited returns the rate-limited queues of the member at addr.
-func (o *Ops) memberRateLimited(ctx context.Context, addr string) ([]string, error) {
+func (o *core) memberRateLimited(ctx context.Context, addr string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, heldTimeout)
 	defer cancel()
 	body, err := o.fetchState(ctx, addr, "queues=rate_limited")
@@ -71,7 +71,7 @@ func (o *Ops) memberRateLimited(ctx context.Context, addr string) ([]string, err
 
 // ownerRateLimited asks q's owner whether q waits for its rate limit; false
 // when it is not owned or its owner does not answer (one request).
-func (o *Ops) ownerRateLimited(ctx context.Context, q, owner string) bool {
+func (o *core) ownerRateLimited(ctx context.Context, q, owner string) bool {
 	if owner == "" {
 		return false
 	}

@@ -14,11 +14,11 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// MemberState fetches a member's live state (GET /debug/state on its admin
+// State fetches a member's live state (GET /debug/state on its admin
 // address, with MemberToken as a bearer token) and returns the document as
 // served. It fails with drover.ErrNotFound for an unknown member and with
 // ErrUnreachable when the member does not answer.
-func (o *Ops) MemberState(ctx context.Context, name string) (json.RawMessage, error) {
+func (o Members) State(ctx context.Context, name string) (json.RawMessage, error) {
 	members, err := o.zk.Group().Members(ctx)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func (o *Ops) MemberState(ctx context.Context, name string) (json.RawMessage, er
 }
 
 // fetchState GETs /debug/state?query (query "" for the whole state).
-func (o *Ops) fetchState(ctx context.Context, addr, query string) (json.RawMessage, error) {
+func (o *core) fetchState(ctx context.Context, addr, query string) (json.RawMessage, error) {
 	url := "http://" + addr + "/debug/state"
 	if query != "" {
 		url += "?" + query
@@ -48,7 +48,7 @@ func (o *Ops) fetchState(ctx context.Context, addr, query string) (json.RawMessa
 
 // get reads a member's admin endpoint (with MemberToken) and returns its
 // JSON answer; any other answer than 200 with JSON is ErrUnreachable.
-func (o *Ops) get(ctx context.Context, url string) (json.RawMessage, error) {
+func (o *core) get(ctx context.Context, url string) (json.RawMessage, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ type TaskCounts struct {
 // TasksTotal reads each member's /metrics (the scrape endpoint, which needs
 // no token) and returns the sums of its drover_tasks_total counters by
 // member name; members that do not answer are left out. One GET per member.
-func (o *Ops) TasksTotal(ctx context.Context, members []MemberRow) (map[string]TaskCounts, error) {
+func (o Members) TasksTotal(ctx context.Context, members []MemberRow) (map[string]TaskCounts, error) {
 	out := map[string]TaskCounts{}
 	var firstErr error
 	for _, m := range members {
@@ -106,7 +106,7 @@ func (o *Ops) TasksTotal(ctx context.Context, members []MemberRow) (map[string]T
 	return out, firstErr
 }
 
-func (o *Ops) memberTasks(ctx context.Context, addr string) (TaskCounts, error) {
+func (o *core) memberTasks(ctx context.Context, addr string) (TaskCounts, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
 		return TaskCounts{}, err

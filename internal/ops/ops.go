@@ -2,8 +2,11 @@
 // reading its state, pausing, revoking, retrying, resetting offsets,
 // managing schedules — over ZooKeeper (package coordinator) and Redis
 // (package queue), so that the web console's API and `drover ctl` share one
-// implementation. Every function is safe for concurrent use; none keeps
-// state between calls except Fleet's snapshot cache.
+// implementation. Ops gives one small type per role (Queues, Messages,
+// Jobs, Members, AuditLog, Schedules, Families, Find); KnownQueue is the
+// fleet's one answer to "does this queue exist". Every function is safe for
+// concurrent use; none keeps state between calls but a count of the names
+// patterns were matched against (Find.NamesMatched).
 package ops
 
 import (
@@ -52,8 +55,17 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Ops performs operations on one fleet.
-type Ops struct {
+// Ops performs operations on one fleet. It holds no operation itself:
+// each role is a small type reached through one accessor (Queues,
+// Messages, Jobs, Members, Audit, Schedules, Families, Find), so that a
+// caller names the role it needs (docs/decisions.md, "Issue 42: ops by
+// role"). The roles share one connection to the fleet and one clock.
+type Ops struct{ c *core }
+
+// core is what every role works with: the fleet's session and store, the
+// clock, and the helpers more than one role uses. Its methods are
+// unexported, so that embedding it adds nothing to a role's API.
+type core struct {
 	zk      *coordinator.Session
 	store   *queue.Store
 	sched   *scheduler.Manager
@@ -61,7 +73,7 @@ type Ops struct {
 	token   string
 	http    *http.Client
 	now     func() time.Time
-	matched atomic.Int64 // names matched by patterns (NamesMatched)
+	matched atomic.Int64 // names matched by patterns (Find.NamesMatched)
 }
 
 // New validates cfg and returns Ops.
@@ -69,22 +81,69 @@ func New(cfg Config) (*Ops, error) {
 	if cfg.ZK == nil || cfg.Store == nil {
 		return nil, fmt.Errorf("%w: ops: ZK and Store are required", drover.ErrInvalidConfig)
 	}
-	o := &Ops{zk: cfg.ZK, store: cfg.Store, sched: scheduler.NewManager(cfg.Store.Schedules()),
+	c := &core{zk: cfg.ZK, store: cfg.Store, sched: scheduler.NewManager(cfg.Store.Schedules()),
 		cluster: cfg.Cluster, token: cfg.MemberToken, http: cfg.HTTP, now: cfg.Now}
-	if o.http == nil {
-		o.http = &http.Client{Timeout: 5 * time.Second}
+	if c.http == nil {
+		c.http = &http.Client{Timeout: 5 * time.Second}
 	}
-	if o.now == nil {
-		o.now = time.Now
+	if c.now == nil {
+		c.now = time.Now
 	}
-	return o, nil
+	return &Ops{c: c}, nil
 }
 
-// Store returns the queue store (for features built on top of ops).
-func (o *Ops) Store() *queue.Store { return o.store }
+// Queues is queue administration: existence, detail, listing,
+// configuration, pause and resume, offset resets.
+type Queues struct{ *core }
 
-// ZK returns the coordination session.
-func (o *Ops) ZK() *coordinator.Session { return o.zk }
+// Messages reads a queue's messages and acts on one: delayed (revoke, run
+// now) and dead (retry, purge).
+type Messages struct{ *core }
+
+// Jobs acts on running and parked jobs: cancel, and a parked queue's head
+// (retry, skip).
+type Jobs struct{ *core }
+
+// Members reads the fleet's members: the snapshot, one member's state,
+// the running view and its task counts.
+type Members struct{ *core }
+
+// AuditLog writes and reads the fleet's audit log and refusal stream.
+type AuditLog struct{ *core }
+
+// Schedules manages the scheduler's entries.
+type Schedules struct{ *core }
+
+// Families manages queue families (drover.FamilyConfig).
+type Families struct{ *core }
+
+// Find selects queues by prefix or pattern and acts on a selection in
+// bulk.
+type Find struct{ *core }
+
+// Queues returns the queue administration role.
+func (o *Ops) Queues() Queues { return Queues{o.c} }
+
+// Messages returns the messages role.
+func (o *Ops) Messages() Messages { return Messages{o.c} }
+
+// Jobs returns the running and parked jobs role.
+func (o *Ops) Jobs() Jobs { return Jobs{o.c} }
+
+// Members returns the members and running view role.
+func (o *Ops) Members() Members { return Members{o.c} }
+
+// Audit returns the audit log role.
+func (o *Ops) Audit() AuditLog { return AuditLog{o.c} }
+
+// Schedules returns the schedules role.
+func (o *Ops) Schedules() Schedules { return Schedules{o.c} }
+
+// Families returns the families role.
+func (o *Ops) Families() Families { return Families{o.c} }
+
+// Find returns the find and bulk role.
+func (o *Ops) Find() Find { return Find{o.c} }
 
 // IsNotFound reports whether err means "no such queue, message, member or
 // schedule".

@@ -26,7 +26,7 @@ type ParkedQueue struct {
 }
 
 // ParkedQueues lists the queues parked at a failed head, by name.
-func (o *Ops) ParkedQueues(ctx context.Context) ([]ParkedQueue, error) {
+func (o Jobs) ParkedQueues(ctx context.Context) ([]ParkedQueue, error) {
 	ps, err := o.zk.Pauses().Read(ctx)
 	if err != nil {
 		return nil, err
@@ -43,8 +43,8 @@ func (o *Ops) ParkedQueues(ctx context.Context) ([]ParkedQueue, error) {
 
 // ParkedHead returns q's pause flag and its head message. It fails with
 // ErrRefused when q is not parked at a failed head.
-func (o *Ops) ParkedHead(ctx context.Context, q string) (ParkedQueue, error) {
-	if err := o.KnownQueue(ctx, q); err != nil {
+func (o Jobs) ParkedHead(ctx context.Context, q string) (ParkedQueue, error) {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return ParkedQueue{}, err
 	}
 	ps, err := o.zk.Pauses().Read(ctx)
@@ -56,7 +56,7 @@ func (o *Ops) ParkedHead(ctx context.Context, q string) (ParkedQueue, error) {
 		return ParkedQueue{}, fmt.Errorf("%w: queue %s is not parked at a failed head", ErrRefused, q)
 	}
 	pq := ParkedQueue{Queue: q, Pause: p}
-	if m, err := o.Message(ctx, q, p.Head.ID); err == nil {
+	if m, err := (Messages{o.core}).Message(ctx, q, p.Head.ID); err == nil {
 		pq.Message = &m
 	} else if !IsNotFound(err) {
 		return ParkedQueue{}, err
@@ -65,7 +65,7 @@ func (o *Ops) ParkedHead(ctx context.Context, q string) (ParkedQueue, error) {
 }
 
 // parkedAt checks that q is parked at head id and returns its flag.
-func (o *Ops) parkedAt(ctx context.Context, q, id string) (ParkedQueue, error) {
+func (o Jobs) parkedAt(ctx context.Context, q, id string) (ParkedQueue, error) {
 	if id == "" {
 		return ParkedQueue{}, badInput("empty message id: name the parked head (ctl parked show)")
 	}
@@ -86,7 +86,7 @@ func (o *Ops) parkedAt(ctx context.Context, q, id string) (ParkedQueue, error) {
 // with args (JSON) in place of its args when args is not nil, then resumes
 // the queue unless keepPaused. Nothing behind the head runs before it
 // succeeds or is moved to the dead letters.
-func (o *Ops) RetryParked(ctx context.Context, q, id string, args json.RawMessage, keepPaused bool) error {
+func (o Jobs) RetryParked(ctx context.Context, q, id string, args json.RawMessage, keepPaused bool) error {
 	pq, err := o.parkedAt(ctx, q, id)
 	if err != nil {
 		return err
@@ -119,7 +119,7 @@ func (o *Ops) RetryParked(ctx context.Context, q, id string, args json.RawMessag
 // failure and who moved it, then resumes the queue unless keepPaused: the
 // next message becomes the head. With keepPaused the queue's flag becomes
 // a plain pause by who (naming no head): the queue is paused, not parked.
-func (o *Ops) SkipParked(ctx context.Context, q, id, who string, keepPaused bool) error {
+func (o Jobs) SkipParked(ctx context.Context, q, id, who string, keepPaused bool) error {
 	pq, err := o.parkedAt(ctx, q, id)
 	if err != nil {
 		return err

@@ -10,25 +10,10 @@ import (
 	"github.com/drover-dev/drover/queue"
 )
 
-// KnownQueue checks that q is configured in ZooKeeper or listed in the
-// Redis set of queues enqueued to (ListQueueNames' rule); otherwise it fails with drover.ErrQueueNotFound, so that a
-// typo does not act on a stray queue.
-func (o *Ops) KnownQueue(ctx context.Context, q string) error {
-	if err := drover.ValidateQueueName(q); err != nil {
-		return badInput("queue name: %v", err)
-	}
-	if _, err := o.zk.Queues().Get(ctx, q); err == nil || !errors.Is(err, drover.ErrQueueNotFound) {
-		return nil // configured (a corrupt configuration is still a queue)
-	}
-	listed, err := o.store.Inspector().QueueKnown(ctx, q) // the rule of ListQueueNames, for one queue
-	if err != nil {
-		return err
-	}
-	if listed {
-		return nil
-	}
-	return queueNotFound(q)
-}
+// Known checks that q exists (KnownQueue's rule); otherwise it fails
+// with drover.ErrQueueNotFound, so that a typo does not act on a stray
+// queue.
+func (o Queues) Known(ctx context.Context, q string) error { return o.knownQueue(ctx, q) }
 
 // QueueDetail is one queue with its configuration.
 type QueueDetail struct {
@@ -41,8 +26,8 @@ type QueueDetail struct {
 
 // Queue reads one queue: its row (owner, offset, backlog, pause) and its
 // configuration, at a cost independent of the number of queues.
-func (o *Ops) Queue(ctx context.Context, q string) (*QueueDetail, error) {
-	if err := o.KnownQueue(ctx, q); err != nil {
+func (o Queues) Queue(ctx context.Context, q string) (*QueueDetail, error) {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return nil, err
 	}
 	views, stats, err := o.viewsAndStats(ctx, []string{q}, true)
@@ -131,7 +116,7 @@ func pageLimit(limit int) (int, error) {
 // skipPage lists a page of a known queue q's entries that skips offset of
 // them: it checks the paging and the queue, reads up to limit entries with
 // read and makes each a Message with message.
-func skipPage[T any](ctx context.Context, o *Ops, q string, offset, limit int,
+func skipPage[T any](ctx context.Context, o *core, q string, offset, limit int,
 	read func(ctx context.Context, q string, offset, limit int) ([]T, error), message func(T) Message) ([]Message, error) {
 	limit, err := pageLimit(limit)
 	if err != nil {
@@ -140,7 +125,7 @@ func skipPage[T any](ctx context.Context, o *Ops, q string, offset, limit int,
 	if offset < 0 {
 		return nil, badInput("offset %d: want ≥ 0", offset)
 	}
-	if err := o.KnownQueue(ctx, q); err != nil {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return nil, err
 	}
 	entries, err := read(ctx, q, offset, limit)
@@ -152,12 +137,12 @@ func skipPage[T any](ctx context.Context, o *Ops, q string, offset, limit int,
 
 // Pending lists up to limit messages waiting in q after position after (0:
 // after the committed offset), in position order.
-func (o *Ops) Pending(ctx context.Context, q string, after drover.Position, limit int) ([]Message, error) {
+func (o Messages) Pending(ctx context.Context, q string, after drover.Position, limit int) ([]Message, error) {
 	limit, err := pageLimit(limit)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.KnownQueue(ctx, q); err != nil {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return nil, err
 	}
 	if after == 0 {
@@ -182,8 +167,8 @@ func pendingMessage(e queue.Entry) Message {
 
 // Delayed lists up to limit delayed messages of q, soonest first, after
 // skipping offset.
-func (o *Ops) Delayed(ctx context.Context, q string, offset, limit int) ([]Message, error) {
-	return skipPage(ctx, o, q, offset, limit, o.store.Inspector().Delayed, delayedMessage)
+func (o Messages) Delayed(ctx context.Context, q string, offset, limit int) ([]Message, error) {
+	return skipPage(ctx, o.core, q, offset, limit, o.store.Inspector().Delayed, delayedMessage)
 }
 
 func delayedMessage(e queue.DelayedEntry) Message {
@@ -195,8 +180,8 @@ func delayedMessage(e queue.DelayedEntry) Message {
 
 // Dead lists up to limit dead letters of q, newest first, after skipping
 // offset.
-func (o *Ops) Dead(ctx context.Context, q string, offset, limit int) ([]Message, error) {
-	return skipPage(ctx, o, q, offset, limit, o.store.Dead().DeadLetters, deadMessage)
+func (o Messages) Dead(ctx context.Context, q string, offset, limit int) ([]Message, error) {
+	return skipPage(ctx, o.core, q, offset, limit, o.store.Dead().DeadLetters, deadMessage)
 }
 
 func deadMessage(dl drover.DeadLetter) Message {
@@ -215,11 +200,11 @@ func deadMessage(dl drover.DeadLetter) Message {
 }
 
 // Message finds one message of q by id: pending, delayed or dead.
-func (o *Ops) Message(ctx context.Context, q, id string) (Message, error) {
+func (o Messages) Message(ctx context.Context, q, id string) (Message, error) {
 	if id == "" {
 		return Message{}, badInput("empty message id")
 	}
-	if err := o.KnownQueue(ctx, q); err != nil {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return Message{}, err
 	}
 	mi, err := o.store.Inspector().Message(ctx, q, id)

@@ -29,11 +29,11 @@ type RetryingJob struct {
 	Failure *drover.Failure `json:"last_failure,omitempty"`
 }
 
-// RecentJobs reads q's recently finished jobs (up to limit outcome
+// Recent reads q's recently finished jobs (up to limit outcome
 // records) and its retrying jobs among the first delayed ones (limit),
 // at a cost independent of the queue's size.
-func (o *Ops) RecentJobs(ctx context.Context, q string, limit int) (Recent, error) {
-	if err := o.KnownQueue(ctx, q); err != nil {
+func (o Messages) Recent(ctx context.Context, q string, limit int) (Recent, error) {
+	if err := o.knownQueue(ctx, q); err != nil {
 		return Recent{}, err
 	}
 	fin, err := o.store.Jobs().RecentOutcomes(ctx, q, limit)

@@ -34,7 +34,7 @@ type Running struct {
 // most memberBound: one that does not answer by then (a stopped process
 // whose socket still accepts) is named in Unreachable and the others are
 // listed; it fails only when ctx ends (or the members cannot be listed).
-func (o *Ops) Running(ctx context.Context) (Running, error) {
+func (o Members) Running(ctx context.Context) (Running, error) {
 	members, err := o.zk.Group().Members(ctx)
 	if err != nil {
 		return Running{}, err
@@ -100,7 +100,7 @@ const memberTimeout = 2 * time.Second
 // or less when ctx's deadline leaves less than twice that, so that the
 // answers that came are still sent within the caller's bound (the
 // console's 5 s).
-func (o *Ops) memberBound(ctx context.Context) time.Duration {
+func (o *core) memberBound(ctx context.Context) time.Duration {
 	d := memberTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		d = min(d, dl.Sub(o.now())/2)
@@ -111,7 +111,7 @@ func (o *Ops) memberBound(ctx context.Context) time.Duration {
 // RunningIn returns the ids of q's tasks running now on its owner (one
 // /debug/job request per id asked, in parallel): the queue page's running
 // marker. Ids the owner does not answer for are left out.
-func (o *Ops) RunningIn(ctx context.Context, owner string, q string, ids []string) map[string]RunningTask {
+func (o Members) RunningIn(ctx context.Context, owner string, q string, ids []string) map[string]RunningTask {
 	out := map[string]RunningTask{}
 	if owner == "" || len(ids) == 0 {
 		return out
@@ -148,7 +148,7 @@ func (o *Ops) RunningIn(ctx context.Context, owner string, q string, ids []strin
 }
 
 // fetchJob asks a member's /debug/job whether it runs q's message id.
-func (o *Ops) fetchJob(ctx context.Context, addr, q, id string) (InFlightTask, bool) {
+func (o *core) fetchJob(ctx context.Context, addr, q, id string) (InFlightTask, bool) {
 	raw, err := o.get(ctx, "http://"+addr+"/debug/job?queue="+url.QueryEscape(q)+"&id="+url.QueryEscape(id))
 	if err != nil {
 		return InFlightTask{}, false

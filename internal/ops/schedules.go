@@ -75,8 +75,8 @@ func DescribeSpec(s scheduler.Spec) string {
 	return s.Type
 }
 
-// Schedules lists every entry, invalid ones with the reason.
-func (o *Ops) Schedules(ctx context.Context) ([]Schedule, error) {
+// List lists every entry, invalid ones with the reason.
+func (o Schedules) List(ctx context.Context) ([]Schedule, error) {
 	entries, err := o.sched.List(ctx)
 	if err != nil {
 		return nil, err
@@ -84,8 +84,8 @@ func (o *Ops) Schedules(ctx context.Context) ([]Schedule, error) {
 	return mapSlice(entries, ScheduleOf), nil
 }
 
-// Schedule reads one entry.
-func (o *Ops) Schedule(ctx context.Context, name string) (Schedule, error) {
+// Get reads one entry.
+func (o Schedules) Get(ctx context.Context, name string) (Schedule, error) {
 	en, err := o.sched.Get(ctx, name)
 	if err != nil {
 		return Schedule{}, err
@@ -93,16 +93,16 @@ func (o *Ops) Schedule(ctx context.Context, name string) (Schedule, error) {
 	return ScheduleOf(en), nil
 }
 
-// SetScheduleEnabled enables or disables an entry.
-func (o *Ops) SetScheduleEnabled(ctx context.Context, name string, enabled bool) error {
+// SetEnabled enables or disables an entry.
+func (o Schedules) SetEnabled(ctx context.Context, name string, enabled bool) error {
 	if enabled {
 		return o.sched.Enable(ctx, name)
 	}
 	return o.sched.Disable(ctx, name)
 }
 
-// PutSchedule adds the entry, or replaces it when it exists.
-func (o *Ops) PutSchedule(ctx context.Context, def scheduler.Definition) error {
+// Put adds the entry, or replaces it when it exists.
+func (o Schedules) Put(ctx context.Context, def scheduler.Definition) error {
 	if err := def.Validate(); err != nil {
 		return err
 	}
@@ -112,15 +112,24 @@ func (o *Ops) PutSchedule(ctx context.Context, def scheduler.Definition) error {
 	return o.sched.Add(ctx, def)
 }
 
-// RemoveSchedule deletes an entry.
-func (o *Ops) RemoveSchedule(ctx context.Context, name string) error {
+// Add adds the entry; it fails with scheduler.ErrExists when one of that
+// name exists (Put replaces it).
+func (o Schedules) Add(ctx context.Context, def scheduler.Definition) error {
+	if err := def.Validate(); err != nil {
+		return err
+	}
+	return o.sched.Add(ctx, def)
+}
+
+// Remove deletes an entry.
+func (o Schedules) Remove(ctx context.Context, name string) error {
 	return o.sched.Remove(ctx, name)
 }
 
 // Trigger enqueues one job of the entry now, outside its slots: the entry's
 // queue, task and arguments under the id sched:<name>:manual-<unix ms>. The
 // entry's next slot is not changed. An invalid entry cannot be triggered.
-func (o *Ops) Trigger(ctx context.Context, name string) (queue.EnqueueResult, error) {
+func (o Schedules) Trigger(ctx context.Context, name string) (queue.EnqueueResult, error) {
 	en, err := o.sched.Get(ctx, name)
 	if err != nil {
 		return queue.EnqueueResult{}, err

@@ -87,7 +87,7 @@ type QueueRow struct {
 // two pipelined reads per queue from ZooKeeper (owner, offset;
 // coordinator.ViewParallelism in flight) and len(queues)/queue.StatsBatch+2
 // Redis round trips of plain commands: no per-queue script.
-func (o *Ops) Snapshot(ctx context.Context) (*Snapshot, error) {
+func (o Members) Snapshot(ctx context.Context) (*Snapshot, error) {
 	return o.ReadSnapshot(ctx, SnapshotOptions{})
 }
 
@@ -108,7 +108,7 @@ type SnapshotOptions struct {
 }
 
 // ReadSnapshot is Snapshot with options.
-func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot, error) {
+func (o Members) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot, error) {
 	s := o.zk
 	snap := &Snapshot{FleetHead: FleetHead{Cluster: o.cluster, Root: s.Root()}, At: o.now().UTC(), Members: []MemberRow{}, Queues: []QueueRow{}}
 	an, err := s.Assignments().Read(ctx)
@@ -146,7 +146,7 @@ func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot,
 		sort.Slice(snap.Members, func(i, j int) bool { return snap.Members[i].Name < snap.Members[j].Name })
 	}
 
-	names, isConfigured, err := o.QueueNames(ctx)
+	names, isConfigured, err := o.queueNames(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (o *Ops) ReadSnapshot(ctx context.Context, opt SnapshotOptions) (*Snapshot,
 // viewsAndStats reads the views of queues (their owner nodes too when
 // owners) and each queue's statistics measured after its committed
 // offset, each read batched over the queues.
-func (o *Ops) viewsAndStats(ctx context.Context, queues []string, owners bool) ([]coordinator.QueueView, []queue.QueueStats, error) {
+func (o *core) viewsAndStats(ctx context.Context, queues []string, owners bool) ([]coordinator.QueueView, []queue.QueueStats, error) {
 	views, err := o.zk.Queues().Views(ctx, queues, owners)
 	if err != nil {
 		return nil, nil, err
@@ -226,7 +226,7 @@ func queueRow(v coordinator.QueueView, st queue.QueueStats, assigned string, pau
 	return r
 }
 
-func (o *Ops) leaderName(ctx context.Context, election string) (string, error) {
+func (o *core) leaderName(ctx context.Context, election string) (string, error) {
 	return LeaderName(ctx, o.zk, election)
 }
 
