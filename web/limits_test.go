@@ -64,7 +64,10 @@ func TestFindWorstCasePatternAnswersWithinTheBound(t *testing.T) {
 	if len(q) != ops.MaxMatchBytes {
 		t.Fatalf("pattern of %d bytes, want %d", len(q), ops.MaxMatchBytes)
 	}
-	r.want(http.StatusOK, "viewer", "GET", "/api/v1/find?match=a", "") // list once: Redis and the pools are warm
+	// List once so that Redis and the pools are warm; on a loaded machine
+	// this listing may itself run past the bound (503): only the second
+	// call is judged.
+	r.call("viewer", "GET", "/api/v1/find?match=a", "")
 	before, start := cpuTime(t), time.Now()
 	status, body := r.call("viewer", "GET", "/api/v1/find?match="+url.QueryEscape(q), "")
 	cpu, wall := cpuTime(t)-before, time.Since(start)
