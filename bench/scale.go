@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -135,13 +138,16 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	t0 := time.Now()
 	c0 := f.counts()
 	ops0 := f.opCounts()
+	endProfile := profileEvent(r, "start")
 	if err := fanOut(ctx, r.Members, 16, func(i int) error {
 		_, err := f.start(ctx, fmt.Sprintf("m%03d", i))
 		return err
 	}); err != nil {
+		endProfile()
 		return fmt.Errorf("start members: %w", err)
 	}
 	r.Start, err = f.waitConverged(ctx, t0, within(limit))
+	endProfile()
 	if at := f.assignedAt.Load(); at != nil {
 		r.AssignedAt = at.Sub(t0)
 	}
@@ -172,11 +178,14 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	moved0 := f.moved.Load()
 	t0 = time.Now()
 	debugEvent("join")
+	endProfile = profileEvent(r, "join")
 	if _, err := f.start(ctx, "m-joined"); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	debugEvent("joined member node created")
-	if r.Join, err = f.waitConverged(ctx, t0, within(2*time.Minute)); err != nil {
+	r.Join, err = f.waitConverged(ctx, t0, within(2*time.Minute))
+	endProfile()
+	if err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	settle(f)
@@ -217,8 +226,11 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		moved0 = f.moved.Load()
 		t0 = time.Now()
 		debugEvent("leave")
+		endProfile = profileEvent(r, "leave")
 		f.leave(ctx, leaving)
-		if r.Leave, err = f.waitConverged(ctx, t0, within(2*time.Minute)); err != nil {
+		r.Leave, err = f.waitConverged(ctx, t0, within(2*time.Minute))
+		endProfile()
+		if err != nil {
 			return fmt.Errorf("leave: %w", err)
 		}
 		settle(f)
@@ -249,8 +261,11 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	moved0 = f.moved.Load()
 	t0 = time.Now()
 	debugEvent("crash")
+	endProfile = profileEvent(r, "crash")
 	f.crash(victim)
-	if r.Crash, err = f.waitConverged(ctx, t0, within(r.SessionTimeout+2*time.Minute)); err != nil {
+	r.Crash, err = f.waitConverged(ctx, t0, within(r.SessionTimeout+2*time.Minute))
+	endProfile()
+	if err != nil {
 		return fmt.Errorf("crash: %w", err)
 	}
 	settle(f)
@@ -263,6 +278,35 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	r.Violations = f.log.violations
 	f.log.mu.Unlock()
 	return nil
+}
+
+// profileEvent starts, with BENCH_SCALE_PROFILE=<dir>, a CPU profile of
+// this process (every member, the observer and the bench's polling) for
+// one event of a size, written to <dir>/<members>x<queues>-<event>.prof by
+// the function it returns; without it, it does nothing.
+func profileEvent(r *scaleResult, event string) func() {
+	dir := os.Getenv("BENCH_SCALE_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "BENCH_SCALE_PROFILE: %v\n", err)
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%dx%d-%s.prof", r.Members, r.Queues, event)))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "BENCH_SCALE_PROFILE: %v\n", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		fmt.Fprintf(os.Stderr, "BENCH_SCALE_PROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // settle waits until ownership has not changed for a second, so that the
