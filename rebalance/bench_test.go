@@ -66,7 +66,7 @@ func benchStrategy(b *testing.B, s Strategy, mixed bool) {
 	}
 }
 
-func BenchmarkSticky100x10000(b *testing.B)     { benchStrategy(b, Sticky{}, false) }
+func BenchmarkSticky100x10000(b *testing.B) { benchStrategy(b, Sticky{}, false) }
 
 // BenchmarkSticky100x1000000 is the strategy at the cost model's horizon
 // (DESIGN.md §10): the leader computes this at every join, leave and crash
