@@ -114,10 +114,19 @@ func (r *fleetRunner) Start(qc drover.QueueConfig, c drover.Claim) error {
 	return nil
 }
 
-// StopQueues stops each queue in turn: an idle runner's stops do not wait.
+// StopQueues stops every queue at once and reports each in turn, as a
+// worker does (worker.StopQueues: every queue's loop releases its own
+// claim, so the releases coalesce into multis): an idle runner's stops do
+// not wait. Releasing one queue after another made a member giving 100
+// queues up take 100 round trips, which a worker never does.
 func (r *fleetRunner) StopQueues(ctx context.Context, qs []string, _ drover.StopKind, stopped func(string, error)) {
-	for _, q := range qs {
-		stopped(q, r.stop(ctx, q))
+	errs := make([]chan error, len(qs))
+	for i, q := range qs {
+		errs[i] = make(chan error, 1)
+		go func() { errs[i] <- r.stop(ctx, q) }()
+	}
+	for i, q := range qs {
+		stopped(q, <-errs[i])
 	}
 }
 

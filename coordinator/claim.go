@@ -67,6 +67,11 @@ type pendingWrite struct {
 // flowing (the server, not the pipeline, bounds their rate).
 const maxClaimsInFlight = 64
 
+// errPlacedNew stands for the offset read a claim of a queue placed as new
+// skips: built once, not per claim (formatting it took 3% of a member's CPU
+// while claiming a fleet's first assignment).
+var errPlacedNew = fmt.Errorf("placed as new: %w", drover.ErrNotFound)
+
 // Claim takes ownership of queue for owner, as one multi:
 // create(/owners/<queue>, ephemeral) + setData(/offsets/<queue>, same data,
 // read version). The claim bumps the offset's version, which fences every
@@ -126,7 +131,7 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		var cur OffsetNode
-		err := fmt.Errorf("claim %s: placed as new: %w", queue, drover.ErrNotFound)
+		err := errPlacedNew // only tested with errors.Is: never returned
 		if err := acquire(); err != nil {
 			return nil, err
 		}
