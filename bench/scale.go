@@ -25,6 +25,9 @@ type scaleConfig struct {
 	// or where and why it stops.
 	Far       [2]int
 	FarBudget time.Duration
+	// StartLimit bounds the wait for a start to converge (within the far
+	// size's budget). Default 5 minutes.
+	StartLimit time.Duration
 }
 
 // scaleResult is one fleet size's figures.
@@ -86,7 +89,7 @@ func runScale(ctx context.Context, srv *servers, cfg scaleConfig, progress io.Wr
 	for i, size := range cfg.Sizes {
 		r := &scaleResult{Members: size[0], Queues: size[1], SessionTimeout: cfg.SessionTimeout}
 		root := fmt.Sprintf("/bench/scale-%d-%dx%d", i, size[0], size[1])
-		if err := runScaleSize(ctx, srv, root, r, progress); err != nil {
+		if err := runScaleSize(ctx, srv, root, r, cfg.StartLimit, progress); err != nil {
 			r.Error = err.Error()
 			fmt.Fprintf(progress, "  scale %d×%d: %v\n", size[0], size[1], err)
 		}
@@ -99,7 +102,7 @@ func runScale(ctx context.Context, srv *servers, cfg scaleConfig, progress io.Wr
 	far := &scaleResult{Members: cfg.Far[0], Queues: cfg.Far[1], SessionTimeout: cfg.SessionTimeout, Budget: cfg.FarBudget}
 	root := fmt.Sprintf("/bench/scale-far-%dx%d", far.Members, far.Queues)
 	fmt.Fprintf(progress, "  scale %d×%d (how far it goes, budget %s)…\n", far.Members, far.Queues, far.Budget)
-	if err := runScaleSize(ctx, srv, root, far, progress); err != nil {
+	if err := runScaleSize(ctx, srv, root, far, cfg.StartLimit, progress); err != nil {
 		far.Error = err.Error()
 		fmt.Fprintf(progress, "  scale %d×%d stopped: %v\n", far.Members, far.Queues, err)
 	}
@@ -115,7 +118,10 @@ func firstSize(s string) [2]int {
 	return [2]int{}
 }
 
-func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult, progress io.Writer) error {
+func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult, limit time.Duration, progress io.Writer) error {
+	if limit <= 0 {
+		limit = 5 * time.Minute
+	}
 	t := time.Now()
 	// within bounds a wait by the size's budget, if it has one.
 	within := func(d time.Duration) time.Duration { return d }
@@ -139,7 +145,6 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		r.MaxRequest, r.MaxResponse = c.MaxRequest, c.MaxResponse
 	}()
 	r.CreateQueues = time.Since(t)
-	const limit = 5 * time.Minute
 
 	// Start: every member at once (16 connecting at a time).
 	t0 := time.Now()
