@@ -36,7 +36,7 @@ type options struct {
 	quick                                bool
 	throughput                           throughputConfig
 	peers, scaleSizes, zkHeap, scaleFar  string
-	scaleFarBudget                       time.Duration
+	scaleFarBudget, scaleStartLimit      time.Duration
 	sessionTimeout                       time.Duration
 	memoryQueues, schedEntries, schedDue int
 }
@@ -81,6 +81,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.scaleFar, "scale-far", "100x1000000", "how far it goes: one more fleet size run under -scale-far-budget (empty: none)")
 	fs.DurationVar(&o.scaleFarBudget, "scale-far-budget", 6*time.Minute, "time budget of the -scale-far size, queue creation included")
 	fs.StringVar(&o.zkHeap, "zk-heap", "4g", "maximum heap of the private ZooKeeper's JVM (a million queues need several GB)")
+	fs.DurationVar(&o.scaleStartLimit, "scale-start-limit", 5*time.Minute, "how long a scale start may take to converge before the size is given up")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the scale members")
 	fs.IntVar(&o.memoryQueues, "memory-queues", 1000, "idle queues owned by the worker of the memory section")
 	fs.IntVar(&o.schedEntries, "sched-entries", 100_000, "schedule entries")
@@ -158,7 +159,7 @@ func runAll(ctx context.Context, o *options, progress io.Writer) (*results, erro
 	res := &results{
 		Machine: describeMachine(), Command: commandLine(), Started: time.Now().UTC(),
 		Errors: map[string]string{}, SectionsNs: map[string]int64{}, sections: sections, throughCfg: o.throughput,
-		scaleCfg: scaleConfig{Sizes: parseSizes(o.scaleSizes), SessionTimeout: o.sessionTimeout, Far: firstSize(o.scaleFar), FarBudget: o.scaleFarBudget},
+		scaleCfg: scaleConfig{Sizes: parseSizes(o.scaleSizes), SessionTimeout: o.sessionTimeout, Far: firstSize(o.scaleFar), FarBudget: o.scaleFarBudget, StartLimit: o.scaleStartLimit},
 		Options: map[string]any{
 			"runs": o.throughput.Runs, "enqueue_n": o.throughput.EnqueueN, "noop_n": o.throughput.NoopN,
 			"true_n": o.throughput.TrueN, "concurrency": o.throughput.Concurrency, "peers": o.throughput.Peers,

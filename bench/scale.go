@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +25,9 @@ type scaleConfig struct {
 	// or where and why it stops.
 	Far       [2]int
 	FarBudget time.Duration
+	// StartLimit bounds the wait for a start to converge (within the far
+	// size's budget). Default 5 minutes.
+	StartLimit time.Duration
 }
 
 // scaleResult is one fleet size's figures.
@@ -48,18 +54,25 @@ type scaleResult struct {
 	JoinRequests  proxy.Counts `json:"join_requests"`
 	CrashRequests proxy.Counts `json:"crash_requests"`
 	// Queues moved by the assignments of each event (handovers).
-	JoinMoved      int64    `json:"join_moved"`
-	LeaveMoved     int64    `json:"leave_moved"`
-	CrashMoved     int64    `json:"crash_moved"`
-	JoinRebalances int64    `json:"join_rebalances"`
-	CrashRebals    int64    `json:"crash_rebalances"`
-	Violations     int      `json:"ownership_violations"`
-	LostSessions   []string `json:"lost_sessions,omitempty"` // members whose session ended by itself
-	Goroutines     int      `json:"goroutines_after_start"`
-	HeapInuse      uint64   `json:"heap_inuse_after_start"`
-	ZKWatches      int64    `json:"zk_watch_count"`
-	ZKZnodes       int64    `json:"zk_znode_count"`
-	Error          string   `json:"error,omitempty"`
+	JoinMoved      int64 `json:"join_moved"`
+	LeaveMoved     int64 `json:"leave_moved"`
+	CrashMoved     int64 `json:"crash_moved"`
+	JoinRebalances int64 `json:"join_rebalances"`
+	CrashRebals    int64 `json:"crash_rebalances"`
+	// CPU each event took, of this process (the members, the observer,
+	// the proxies) and of the ZooKeeper server: on a shared machine the
+	// robust figure where wall times are not.
+	StartCPU     eventCPU `json:"start_cpu"`
+	JoinCPU      eventCPU `json:"join_cpu"`
+	LeaveCPU     eventCPU `json:"leave_cpu"`
+	CrashCPU     eventCPU `json:"crash_cpu"`
+	Violations   int      `json:"ownership_violations"`
+	LostSessions []string `json:"lost_sessions,omitempty"` // members whose session ended by itself
+	Goroutines   int      `json:"goroutines_after_start"`
+	HeapInuse    uint64   `json:"heap_inuse_after_start"`
+	ZKWatches    int64    `json:"zk_watch_count"`
+	ZKZnodes     int64    `json:"zk_znode_count"`
+	Error        string   `json:"error,omitempty"`
 	// Budget bounds the whole size (the far size only); AssignedAt is when
 	// the observer first saw every queue assigned, from the start of the
 	// members.
@@ -76,7 +89,7 @@ func runScale(ctx context.Context, srv *servers, cfg scaleConfig, progress io.Wr
 	for i, size := range cfg.Sizes {
 		r := &scaleResult{Members: size[0], Queues: size[1], SessionTimeout: cfg.SessionTimeout}
 		root := fmt.Sprintf("/bench/scale-%d-%dx%d", i, size[0], size[1])
-		if err := runScaleSize(ctx, srv, root, r, progress); err != nil {
+		if err := runScaleSize(ctx, srv, root, r, cfg.StartLimit, progress); err != nil {
 			r.Error = err.Error()
 			fmt.Fprintf(progress, "  scale %d×%d: %v\n", size[0], size[1], err)
 		}
@@ -89,7 +102,7 @@ func runScale(ctx context.Context, srv *servers, cfg scaleConfig, progress io.Wr
 	far := &scaleResult{Members: cfg.Far[0], Queues: cfg.Far[1], SessionTimeout: cfg.SessionTimeout, Budget: cfg.FarBudget}
 	root := fmt.Sprintf("/bench/scale-far-%dx%d", far.Members, far.Queues)
 	fmt.Fprintf(progress, "  scale %d×%d (how far it goes, budget %s)…\n", far.Members, far.Queues, far.Budget)
-	if err := runScaleSize(ctx, srv, root, far, progress); err != nil {
+	if err := runScaleSize(ctx, srv, root, far, cfg.StartLimit, progress); err != nil {
 		far.Error = err.Error()
 		fmt.Fprintf(progress, "  scale %d×%d stopped: %v\n", far.Members, far.Queues, err)
 	}
@@ -105,7 +118,10 @@ func firstSize(s string) [2]int {
 	return [2]int{}
 }
 
-func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult, progress io.Writer) error {
+func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult, limit time.Duration, progress io.Writer) error {
+	if limit <= 0 {
+		limit = 5 * time.Minute
+	}
 	t := time.Now()
 	// within bounds a wait by the size's budget, if it has one.
 	within := func(d time.Duration) time.Duration { return d }
@@ -129,19 +145,21 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		r.MaxRequest, r.MaxResponse = c.MaxRequest, c.MaxResponse
 	}()
 	r.CreateQueues = time.Since(t)
-	const limit = 5 * time.Minute
 
 	// Start: every member at once (16 connecting at a time).
 	t0 := time.Now()
 	c0 := f.counts()
 	ops0 := f.opCounts()
+	endProfile := profileEvent(r, "start", srv, &r.StartCPU)
 	if err := fanOut(ctx, r.Members, 16, func(i int) error {
 		_, err := f.start(ctx, fmt.Sprintf("m%03d", i))
 		return err
 	}); err != nil {
+		endProfile()
 		return fmt.Errorf("start members: %w", err)
 	}
 	r.Start, err = f.waitConverged(ctx, t0, within(limit))
+	endProfile()
 	if at := f.assignedAt.Load(); at != nil {
 		r.AssignedAt = at.Sub(t0)
 	}
@@ -161,7 +179,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	if st, err := mntr(srv.zk.Addr); err == nil {
 		r.ZKWatches, r.ZKZnodes = st["zk_watch_count"], st["zk_znode_count"]
 	}
-	fmt.Fprintf(progress, "  scale %d×%d: start converged in %s\n", r.Members, r.Queues, r.Start.Round(time.Millisecond))
+	fmt.Fprintf(progress, "  scale %d×%d: start converged in %s (%s)\n", r.Members, r.Queues, r.Start.Round(time.Millisecond), r.StartCPU)
 
 	// Join: one more member.
 	settle(f)
@@ -172,11 +190,14 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	moved0 := f.moved.Load()
 	t0 = time.Now()
 	debugEvent("join")
+	endProfile = profileEvent(r, "join", srv, &r.JoinCPU)
 	if _, err := f.start(ctx, "m-joined"); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	debugEvent("joined member node created")
-	if r.Join, err = f.waitConverged(ctx, t0, within(2*time.Minute)); err != nil {
+	r.Join, err = f.waitConverged(ctx, t0, within(2*time.Minute))
+	endProfile()
+	if err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
 	settle(f)
@@ -196,7 +217,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 			r.JoinedReadRatio = ratio
 		}
 	}
-	fmt.Fprintf(progress, "  scale %d×%d: join converged in %s\n", r.Members, r.Queues, r.Join.Round(time.Millisecond))
+	fmt.Fprintf(progress, "  scale %d×%d: join converged in %s (%s)\n", r.Members, r.Queues, r.Join.Round(time.Millisecond), r.JoinCPU)
 
 	// Planned leave: a member that is not the rebalance leader shuts down.
 	leader, err := f.leader(ctx)
@@ -217,15 +238,18 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		moved0 = f.moved.Load()
 		t0 = time.Now()
 		debugEvent("leave")
+		endProfile = profileEvent(r, "leave", srv, &r.LeaveCPU)
 		f.leave(ctx, leaving)
-		if r.Leave, err = f.waitConverged(ctx, t0, within(2*time.Minute)); err != nil {
+		r.Leave, err = f.waitConverged(ctx, t0, within(2*time.Minute))
+		endProfile()
+		if err != nil {
 			return fmt.Errorf("leave: %w", err)
 		}
 		settle(f)
 		r.LeaveRequests = f.counts().Sub(c0)
 		r.LeaveMoved = f.moved.Load() - moved0
 		debugOps("leave", ops0, f.opCounts())
-		fmt.Fprintf(progress, "  scale %d×%d: leave converged in %s\n", r.Members, r.Queues, r.Leave.Round(time.Millisecond))
+		fmt.Fprintf(progress, "  scale %d×%d: leave converged in %s (%s)\n", r.Members, r.Queues, r.Leave.Round(time.Millisecond), r.LeaveCPU)
 	}
 
 	// Crash: a member that is not the rebalance leader is cut off.
@@ -249,8 +273,11 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	moved0 = f.moved.Load()
 	t0 = time.Now()
 	debugEvent("crash")
+	endProfile = profileEvent(r, "crash", srv, &r.CrashCPU)
 	f.crash(victim)
-	if r.Crash, err = f.waitConverged(ctx, t0, within(r.SessionTimeout+2*time.Minute)); err != nil {
+	r.Crash, err = f.waitConverged(ctx, t0, within(r.SessionTimeout+2*time.Minute))
+	endProfile()
+	if err != nil {
 		return fmt.Errorf("crash: %w", err)
 	}
 	settle(f)
@@ -258,11 +285,81 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	r.CrashMoved = f.moved.Load() - moved0
 	debugOps("crash", ops0, f.opCounts())
 	r.CrashRebals = f.generation() - gen
-	fmt.Fprintf(progress, "  scale %d×%d: crash converged in %s\n", r.Members, r.Queues, r.Crash.Round(time.Millisecond))
+	fmt.Fprintf(progress, "  scale %d×%d: crash converged in %s (%s)\n", r.Members, r.Queues, r.Crash.Round(time.Millisecond), r.CrashCPU)
 	f.log.mu.Lock()
 	r.Violations = f.log.violations
 	f.log.mu.Unlock()
 	return nil
+}
+
+// profileEvent starts, with BENCH_SCALE_PROFILE=<dir>, a CPU profile of
+// this process (every member, the observer and the bench's polling) for
+// one event of a size, written to <dir>/<members>x<queues>-<event>.prof by
+// the function it returns; without it, it does nothing.
+func profileEvent(r *scaleResult, event string, srv *servers, into *eventCPU) func() {
+	c0, z0 := readCPU().self, procCPU(srv.zk.PID())
+	measured := func() {
+		into.Members = readCPU().self - c0
+		into.ZooKeeper = procCPU(srv.zk.PID()) - z0
+	}
+	dir := os.Getenv("BENCH_SCALE_PROFILE")
+	if dir == "" {
+		return measured
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "BENCH_SCALE_PROFILE: %v\n", err)
+		return measured
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%dx%d-%s.prof", r.Members, r.Queues, event)))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "BENCH_SCALE_PROFILE: %v\n", err)
+		return measured
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		fmt.Fprintf(os.Stderr, "BENCH_SCALE_PROFILE: %v\n", err)
+		return measured
+	}
+	return func() {
+		measured()
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+// eventCPU is the CPU time one event took.
+type eventCPU struct {
+	Members   time.Duration `json:"members_ns"`   // this process
+	ZooKeeper time.Duration `json:"zookeeper_ns"` // the server
+}
+
+func (c eventCPU) String() string {
+	return fmt.Sprintf("CPU: members %.1f s, ZooKeeper %.1f s", c.Members.Seconds(), c.ZooKeeper.Seconds())
+}
+
+// procCPU is process pid's CPU time (user + system) from /proc, 0 when it
+// cannot be read.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (in parentheses, which may hold spaces):
+	// utime and stime are the 14th and 15th of the whole line.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	if !ok {
+		return 0
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(u+st) * time.Second / 100 // clock ticks (USER_HZ 100)
 }
 
 // settle waits until ownership has not changed for a second, so that the

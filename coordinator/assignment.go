@@ -66,7 +66,9 @@ type shareHeader struct {
 type ShareChunk struct {
 	Generation int64    `json:"generation"`
 	Queues     []string `json:"queues"`
-	// New marks a chunk Append wrote: queues placed as new to the fleet.
+	// New marks a chunk of queues placed as new to the fleet: one Append
+	// wrote, or one Write wrote with none of its queues in the assignment
+	// before (a fleet's first).
 	New bool `json:"new,omitempty"`
 }
 
@@ -85,8 +87,9 @@ type AssignmentNode struct {
 	Err        error // set when the data could not be decoded
 	// Share (WatchShare only; never nil there) is the member's share as
 	// the chunks it is written in, by index. Chunks that say New hold
-	// queues the leader placed as new to the fleet (AssignmentWriter.Append)
-	// and no whole write has rewritten since: most were never claimed
+	// queues the leader placed as new to the fleet (AssignmentWriter.Append,
+	// or a Write of queues no earlier assignment held) and no whole write
+	// has rewritten since: most were never claimed
 	// (Owner.New). A member with 25,000 queues gains a chunk's worth a
 	// generation while a family's queues appear, dozens of generations a
 	// second: building a map of its whole share each time took a sixth of

@@ -222,7 +222,7 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 			changed = true
 			ns.gens[i] = gen
 			p := s.chunkPath(m, i)
-			data := mustJSON(ShareChunk{Generation: gen, Queues: nonNil(part)})
+			data := mustJSON(ShareChunk{Generation: gen, Queues: nonNil(part), New: w.allNew(part)})
 			if old != nil && old.nodes[i] {
 				add(&chunkOps, &zk.SetDataRequest{Path: p, Data: data, Version: -1}, p, data)
 			} else {
@@ -279,6 +279,23 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 	w.last = next
 	w.lastStats = stats
 	return next, nil
+}
+
+// allNew reports whether no queue of a chunk was in the assignment this
+// writer last wrote or read: a chunk of a fleet's first assignment, where
+// no queue was ever claimed. It is then marked New, as an appended chunk
+// is, so that its member claims without reading each offset first
+// (Owner.New): at a million queues that read was a third of the start's
+// requests (docs/decisions.md, "Issue 43: a million keys"). A queue that
+// has an offset after all (an assignment deleted by hand) costs one failed
+// multi and then the usual claim.
+func (w *AssignmentWriter) allNew(chunk []string) bool {
+	for _, q := range chunk {
+		if _, ok := w.last.Queues[q]; ok {
+			return false
+		}
+	}
+	return len(chunk) > 0
 }
 
 // send writes generation gen's ops, which end with the conditional write

@@ -67,6 +67,18 @@ type pendingWrite struct {
 // flowing (the server, not the pipeline, bounds their rate).
 const maxClaimsInFlight = 64
 
+// ownerCheck is the answer to whether a queue's owner node exists: the
+// session holding it (0: none).
+type ownerCheck struct {
+	holder int64
+	err    error
+}
+
+// errPlacedNew stands for the offset read a claim of a queue placed as new
+// skips: built once, not per claim (formatting it took 3% of a member's CPU
+// while claiming a fleet's first assignment).
+var errPlacedNew = fmt.Errorf("placed as new: %w", drover.ErrNotFound)
+
 // Claim takes ownership of queue for owner, as one multi:
 // create(/owners/<queue>, ephemeral) + setData(/offsets/<queue>, same data,
 // read version). The claim bumps the offset's version, which fences every
@@ -99,7 +111,10 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 	// limit, which then stops reading the connection, pings included, and
 	// the session is lost.
 	// A claim of a queue placed as new sends no read at first, only its
-	// share of a coalesced multi: it takes a place only when it must read.
+	// share of a coalesced multi, but it takes a place all the same: a
+	// fleet's first assignment marks every queue new, and 100 members
+	// claiming 3,000 queues each without a bound lost 10 sessions at
+	// 300,000 queues (docs/decisions.md, "Issue 43: a million keys").
 	held := false
 	acquire := func() error {
 		if held {
@@ -120,14 +135,40 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 			<-s.claims
 		}
 	}()
+	// A queue still owned (its previous owner has not released it, or its
+	// session has not expired) is answered by a read: in a coalesced multi
+	// its failing create would make every other claim of the batch be sent
+	// again. The owner check goes out with the offset read, not after its
+	// reply: a joining member claims its share 64 at a time, and a round
+	// trip less per claim is a third less of its wait (docs/decisions.md,
+	// "Issue 43: a million keys"). The session applies both in the order
+	// sent, as before; the multi checks what they read either way.
+	checkOwner := func() <-chan ownerCheck {
+		ch := make(chan ownerCheck, 1)
+		go func() {
+			holder, err := bounded(ctx, s, func(c zkConn) (int64, error) {
+				exists, st, err := c.Exists(ownerPath)
+				if err != nil || !exists {
+					return 0, err
+				}
+				return st.EphemeralOwner, nil
+			})
+			ch <- ownerCheck{holder, err}
+		}()
+		return ch
+	}
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
-		var cur OffsetNode
-		err := fmt.Errorf("claim %s: placed as new: %w", queue, drover.ErrNotFound)
+		var (
+			cur   OffsetNode
+			owned <-chan ownerCheck
+		)
+		err := errPlacedNew // only tested with errors.Is: never returned
+		if err := acquire(); err != nil {
+			return nil, err
+		}
 		if !owner.New || attempt > 1 {
-			if err := acquire(); err != nil {
-				return nil, err
-			}
+			owned = checkOwner()
 			cur, err = s.Claims().Offset(ctx, queue)
 		}
 		if errors.Is(err, drover.ErrNotFound) {
@@ -152,9 +193,7 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 				// An unknown outcome may have left our owner node: the
 				// usual path finds it (owned by this session) and the
 				// caller drops it as an orphan.
-				if err := acquire(); err != nil {
-					return nil, err
-				}
+				owned = checkOwner()
 				cur, err = s.Claims().Offset(ctx, queue)
 			default:
 				return nil, fmt.Errorf("claim %s: create %s: %w", queue, offsetPath, cerr)
@@ -164,22 +203,15 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 			return nil, fmt.Errorf("claim %s: %w", queue, err)
 		}
 		curData, _ := json.Marshal(cur.Offset)
-		// A queue still owned (its previous owner has not released it, or
-		// its session has not expired) is answered by a read: in a
-		// coalesced multi its failing create would make every other claim
-		// of the batch be sent again.
-		holder, err := bounded(ctx, s, func(c zkConn) (int64, error) {
-			exists, st, err := c.Exists(ownerPath)
-			if err != nil || !exists {
-				return 0, err
-			}
-			return st.EphemeralOwner, nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("claim %s: %w", queue, err)
+		if owned == nil { // every path here read the offset and sent the check with it; kept for safety
+			owned = checkOwner()
 		}
-		if holder != 0 {
-			return nil, ownedBy(queue, holder)
+		oc := <-owned
+		if oc.err != nil {
+			return nil, fmt.Errorf("claim %s: %w", queue, oc.err)
+		}
+		if oc.holder != 0 {
+			return nil, ownedBy(queue, oc.holder)
 		}
 		// The multi waits for its real outcome even when ctx ends meanwhile
 		// (bounded by the request timeout): an abandoned claim that still

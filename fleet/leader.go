@@ -392,15 +392,23 @@ func writeTarget(ctx context.Context, lead Leadership, w AssignmentWriter, cfg R
 	}
 	write := time.Since(wstart)
 	place.learn(cfg.Strategy, live, queues, next.Queues)
-	moved := 0
-	for _, mv := range rebalance.Moves(cur.Queues, res.Queues) {
-		if mv.Handover() {
-			moved++
-		}
-	}
+	moved := handovers(cur.Queues, res.Queues)
 	log.Info("assignment written", "generation", next.Generation, "members", len(in.Members), "queues", len(res.Queues), "moved", moved, "compute", compute, "write", write)
 	if cfg.OnRebalance != nil {
 		cfg.OnRebalance(next, moved, compute)
 	}
 	return nil
+}
+
+// handovers counts the queues next takes from one member to another:
+// rebalance.Moves's handovers, without listing and sorting every move (a
+// tenth of a join's computation at 300,000 queues).
+func handovers(prev, next map[string]string) int {
+	n := 0
+	for q, to := range next {
+		if from := prev[q]; from != "" && to != "" && from != to {
+			n++
+		}
+	}
+	return n
 }

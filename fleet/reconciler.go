@@ -57,6 +57,10 @@ type ReconcilerConfig struct {
 // so the session always has claims ready to send.
 const maxClaimGoroutines = 256
 
+// maxEarlyReads is how many claims may run for a queue's config to be
+// read beside its claim rather than after it (claimAs).
+const maxEarlyReads = 16
+
 // claimRetry bounds the pause between claim attempts that failed for a
 // reason other than "still owned".
 const claimRetry = 500 * time.Millisecond
@@ -617,6 +621,13 @@ func (r *reconciler) claimAs(ctx context.Context, q string, fresh bool) {
 	cctx, cancel := context.WithCancel(ctx)
 	r.claiming[q] = cancel
 	stopped := r.stopping[q]
+	// A queue new to the fleet is almost always claimed at the first try:
+	// its config is read beside the claim, not after it, a round trip less
+	// before its first task. Only while few claims run: among a fleet's
+	// first thousands the reads beside every claim were requests the
+	// session's bound on claims did not hold back (docs/decisions.md,
+	// "Issue 43: a million keys").
+	earlyRead := r.claimsRunning <= maxEarlyReads
 	owner := coordinator.Owner{Member: r.cfg.Member, MemberPath: r.cfg.MemberPath, Generation: r.gen, New: fresh}
 	r.pending++
 	go func() {
@@ -624,12 +635,10 @@ func (r *reconciler) claimAs(ctx context.Context, q string, fresh bool) {
 			got       Claim
 			cfg       *drover.QueueConfig
 			attempted bool // past any stop of q here: no other Claim of q exists
-			// A queue new to the fleet is almost always claimed at the
-			// first try: its config is read beside the claim, not after
-			// it, a round trip less before its first task.
+			// The config read beside the claim (earlyRead).
 			early chan *drover.QueueConfig
 		)
-		if fresh {
+		if fresh && earlyRead {
 			early = make(chan *drover.QueueConfig, 1)
 			go func() { early <- r.readConfig(cctx, q) }()
 		}

@@ -66,7 +66,36 @@ func benchStrategy(b *testing.B, s Strategy, mixed bool) {
 	}
 }
 
-func BenchmarkSticky100x10000(b *testing.B)     { benchStrategy(b, Sticky{}, false) }
+func BenchmarkSticky100x10000(b *testing.B) { benchStrategy(b, Sticky{}, false) }
+
+// BenchmarkSticky100x1000000 is the strategy at the cost model's horizon
+// (DESIGN.md §10): the leader computes this at every join, leave and crash
+// of a fleet of a million queues (docs/decisions.md, "Issue 43: a million
+// keys"). Run with -benchtime 3x.
+func BenchmarkSticky100x1000000(b *testing.B) {
+	ms, qs := benchFleet(100, 1000000, false)
+	base, err := Sticky{}.Assign(Input{Members: ms, Queues: qs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	joined := append(append([]Member(nil), ms...), Member{Name: "worker-new", Capacity: 1})
+	for _, c := range []struct {
+		name string
+		in   Input
+	}{
+		{"fresh", Input{Members: ms, Queues: qs}},
+		{"join", Input{Previous: base.Queues, Members: joined, Queues: qs}},
+		{"leave", Input{Previous: base.Queues, Members: ms[1:], Queues: qs}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := (Sticky{}).Assign(c.in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
 func BenchmarkRange100x10000(b *testing.B)      { benchStrategy(b, Range{}, false) }
 func BenchmarkRoundRobin100x10000(b *testing.B) { benchStrategy(b, RoundRobin{}, false) }
 
