@@ -50,6 +50,14 @@ type churnRun struct {
 
 const churnSettle = 100 * time.Millisecond
 
+// churnBalanceEvery is the pacing of corrections in these tests: a day,
+// so that the settle windows written() advances the clock by (once per
+// poll until the write appears, more often on a loaded machine) never add
+// up to it; a test reaches a correction only by advancing the clock by it.
+// With the default 10 s, 30 windows polled a few times each on a machine
+// at load 50 passed the interval and a correction came early.
+const churnBalanceEvery = 24 * time.Hour
+
 func startChurn(t *testing.T, busy map[string]bool, activity bool) *churnRun {
 	t.Helper()
 	cr := &churnRun{s: newFakeLeaderSession(), clock: testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), act: &fakeActivity{busy: busy}}
@@ -57,7 +65,7 @@ func startChurn(t *testing.T, busy map[string]bool, activity bool) *churnRun {
 	// sends the leader has received the first.
 	cr.s.queues = make(chan coordinator.Registry)
 	cfg := RebalancerConfig{
-		Session: cr.s, Elector: &fakeElector{s: cr.s.fakeSession}, Candidate: "me", Settle: churnSettle, Clock: cr.clock,
+		Session: cr.s, Elector: &fakeElector{s: cr.s.fakeSession}, Candidate: "me", Settle: churnSettle, BalanceEvery: churnBalanceEvery, Clock: cr.clock,
 		Logger:      testkit.Logger(t, hclog.Warn),
 		OnRebalance: func(drover.Assignment, int, time.Duration) { cr.mu.Lock(); cr.whole++; cr.mu.Unlock() },
 		OnCorrection: func(n int) {
@@ -183,7 +191,7 @@ func TestRetiringIdleQueuesLeavesBusyOnesAlone(t *testing.T) {
 	before := writes[len(writes)-1]
 	// a owns about 1,000 queues and b 5: out of balance. The correction
 	// comes once the pacing interval has passed on the clock.
-	cr.clock.Advance(DefaultBalanceEvery)
+	cr.clock.Advance(churnBalanceEvery)
 	after := cr.written(t, len(writes)+1)
 	cr.await(t, 1, 3000)
 	whole, corrections, _ = cr.counts()
@@ -295,13 +303,13 @@ func TestCorrectionsArePaced(t *testing.T) {
 	}
 	retireFrom(first, "b", 60)
 	second := cr.written(t, 2) // the removal
-	cr.clock.Advance(DefaultBalanceEvery)
+	cr.clock.Advance(churnBalanceEvery)
 	third := cr.written(t, 3) // the first correction
 	cr.await(t, 1, 60)
 	checkIdleMoves(t, busy, second, third)
 	retireFrom(third, "b", 40)
 	cr.written(t, 4)
-	cr.clock.Advance(DefaultBalanceEvery / 2)
+	cr.clock.Advance(churnBalanceEvery / 2)
 	retireFrom(cr.s.writes()[3], "b", 40)
 	fifth := cr.written(t, 5)
 	if n4, n5 := len(cr.s.writes()[3].Queues), len(fifth.Queues); n4 != 300 || n5 != 260 {
@@ -310,7 +318,7 @@ func TestCorrectionsArePaced(t *testing.T) {
 	if _, corr, _ := cr.counts(); len(corr) != 1 {
 		t.Fatalf("a correction before the pacing interval: corrections %v", corr)
 	}
-	cr.clock.Advance(DefaultBalanceEvery / 2)
+	cr.clock.Advance(churnBalanceEvery / 2)
 	sixth := cr.written(t, 6)
 	cr.await(t, 2, 140)
 	whole, corr, _ := cr.counts()
@@ -357,7 +365,7 @@ func TestCorrectionWithoutIdleQueues(t *testing.T) {
 			}
 			cr.registry(registryOf(without(names, gone)))
 			cr.written(t, 2)
-			cr.clock.Advance(DefaultBalanceEvery)
+			cr.clock.Advance(churnBalanceEvery)
 			if !activity {
 				third := cr.written(t, 3)
 				if n := len(rebalance.Moves(cr.s.writes()[1].Queues, third.Queues)); n != 5 {
