@@ -363,8 +363,9 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 
 // enqueueAlone sends the common lone call, one message with a generated id
 // due now to a queue this Store has registered, with enqueueOneSource: one
-// command carrying only what it uses. It reports false, sending nothing,
-// for any other request.
+// command carrying only what it uses, with the Store's estimate of Redis's
+// clock (redisClock: a TIME round trip of its own once every few seconds).
+// It reports false, sending nothing, for any other request.
 func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 	if r.keyed || r.due != 0 {
 		return false
@@ -376,7 +377,8 @@ func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 	if s.wakeups {
 		wake = s.unownedChannel
 	}
-	pos, err := enqueueOneScript.Run(ctx, s.rdb, s.keys.queue(r.queue).enqueueOne, wake, r.queue, r.id, r.env).Int64()
+	now := s.redisNow.now(ctx, s.rdb)
+	pos, err := enqueueOneScript.Run(ctx, s.rdb, s.keys.queue(r.queue).enqueueOne, wake, r.queue, r.id, r.env, now).Int64()
 	switch {
 	case err != nil:
 		r.err = fmt.Errorf("enqueue to %s: %w", r.queue, err)

@@ -117,26 +117,57 @@ return out
 // enqueueOneSource is enqueueSource's common call as a script of its own:
 // one message with a generated id (not remembered for a dedupe window), due
 // now, the call a lone Producer.Enqueue makes. Same effect as enqueueSource
-// with that one message; it carries only what that call uses (4 keys, 4
+// with that one message; it carries only what that call uses (4 keys, 5
 // arguments, no checks of unused ones) and returns a plain integer, so a
 // round trip moves fewer bytes and the server runs less Lua
 // (docs/decisions.md, "Worker path and enqueue cost").
+//
+// It runs fewer commands than the general script's shortcut (docs/decisions.md,
+// "Issue 43: enqueue at asynq's cost"): the producer sends its estimate of
+// Redis's clock (Store keeps one from a TIME every few seconds), so that the
+// common call needs no TIME; one SET … GET writes that estimate as the new
+// :seq and returns the last position in the same command; the :owner key is
+// read only when a wake-up is sent. The position is the same rule as
+// everywhere, max(now, last + 1), with the estimate as now: it is taken as
+// the position when it lies after the last position and at most an hour
+// past it; when it is not after the last one the position is last + 1; when
+// there is no estimate ("0"), no last position (a new queue) or the estimate
+// is more than an hour past the last position, the script reads TIME as
+// before. So positions strictly increase and never go back whatever the
+// estimate says, and a wrong estimate can move them at most an hour ahead.
 //
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] seq  KEYS[4] owner
 //	ARGV[1] the channel for a queue without an owner ("": no wake-up)
 //	ARGV[2] the queue name (the wake-up payload)
 //	ARGV[3] id  ARGV[4] envelope JSON
+//	ARGV[5] Redis's clock in µs as the producer estimates it, in decimal
+//	        digits ("0", or anything else: none)
 //
 // Returns the message's position (> 0), or -1 when the id was already in
 // :msg and nothing was written.
-const enqueueOneSource = `-- drover enqueue-one v1 (docs/redis-schema.md)
-local t = redis.call('TIME')
-local state = redis.call('MGET', KEYS[3], KEYS[4]) -- the last position and the owner's channel
+const enqueueOneSource = `-- drover enqueue-one v2 (docs/redis-schema.md)
 if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
-local pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), tonumber(state[1] or '0') + 1)
+local hint = (ARGV[5] or ''):match('^%d+$') and tonumber(ARGV[5]) or 0 -- digits only: it may become :seq as sent
+local last
+if hint > 0 then
+  last = redis.call('SET', KEYS[3], ARGV[5], 'GET') -- the estimate as :seq; the last position
+else
+  last = redis.call('GET', KEYS[3])
+end
+last = last and tonumber(last)
+local pos
+if last and hint > last and hint - last <= 3600000000 then
+  pos = hint
+elseif last and hint > 0 and hint <= last then
+  pos = last + 1
+  redis.call('SET', KEYS[3], pos)
+else
+  local t = redis.call('TIME')
+  pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
+  redis.call('SET', KEYS[3], pos)
+end
 redis.call('ZADD', KEYS[1], pos, ARGV[3])
-redis.call('SET', KEYS[3], pos)
-if ARGV[1] ~= '' then redis.call('PUBLISH', state[2] or ARGV[1], ARGV[2]) end
+if ARGV[1] ~= '' then redis.call('PUBLISH', redis.call('GET', KEYS[4]) or ARGV[1], ARGV[2]) end
 return pos
 `
 
