@@ -1,0 +1,232 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
+)
+
+// setClock is a drover.Clock the test sets.
+type setClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *setClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *setClock) set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// tickClock moves 1 ms each time it is read.
+type tickClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *tickClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Millisecond)
+	return c.now
+}
+
+// fakeTime answers TIME with redisNow, or err, and counts the calls.
+type fakeTime struct {
+	redisNow time.Time
+	err      error
+	calls    int
+}
+
+func (f *fakeTime) Time(ctx context.Context) *redis.TimeCmd {
+	f.calls++
+	cmd := redis.NewTimeCmd(ctx, "time")
+	if f.err != nil {
+		cmd.SetErr(f.err)
+	} else {
+		cmd.SetVal(f.redisNow)
+	}
+	return cmd
+}
+
+// The estimate of Redis's clock is one TIME reading plus the local time
+// since; it is read again once it is redisClockTTL old, and is 0 ("no
+// estimate", the script reads TIME) when TIME fails or the local clock is
+// before the reading.
+func TestRedisClockEstimate(t *testing.T) {
+	ctx := context.Background()
+	local := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	redisAt := local.Add(-3 * time.Second) // Redis's clock is 3 s behind ours
+	clk := &setClock{now: local}
+	rt := &fakeTime{redisNow: redisAt}
+	c := redisClock{clock: clk}
+
+	if have, want := c.now(ctx, rt), redisAt.UnixMicro(); have != want || rt.calls != 1 {
+		t.Fatalf("first estimate: want %d after one TIME, have %d after %d", want, have, rt.calls)
+	}
+	clk.set(local.Add(1500 * time.Millisecond))
+	if have, want := c.now(ctx, rt), redisAt.Add(1500*time.Millisecond).UnixMicro(); have != want || rt.calls != 1 {
+		t.Fatalf("1.5 s later: want %d with no TIME, have %d after %d TIMEs", want, have, rt.calls)
+	}
+	rt.redisNow = redisAt.Add(redisClockTTL + time.Second) // Redis's clock moved on faster
+	clk.set(local.Add(redisClockTTL))
+	if have, want := c.now(ctx, rt), rt.redisNow.UnixMicro(); have != want || rt.calls != 2 {
+		t.Fatalf("after the TTL: want the new reading %d, have %d after %d TIMEs", want, have, rt.calls)
+	}
+	clk.set(local) // before the reading
+	rt.err = errors.New("connection refused")
+	if have := c.now(ctx, rt); have != 0 || rt.calls != 3 {
+		t.Fatalf("local clock before the reading and TIME failing: want 0 after a third TIME, have %d after %d", have, rt.calls)
+	}
+}
+
+// The lone enqueue script's position rule, for each kind of estimate:
+// taken when after the last position and at most an hour past it; last+1
+// when not after it; Redis's TIME when there is none, no last position, or
+// it is over an hour ahead. Positions strictly increase throughout, and
+// :seq is the last position.
+func TestEnqueueOnePositionRule(t *testing.T) {
+	ctx := context.Background()
+	rdb := testClient(t, ClientOptions{Addrs: []string{testenv.Redis(t).Addr}})
+	s := newTestStore(t, rdb, nil)
+	qk := s.keys.queue("hint")
+	redisNow := func() int64 {
+		t.Helper()
+		tm, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatalf("TIME: %v", err)
+		}
+		return tm.UnixMicro()
+	}
+	n := 0
+	enqueue := func(hint string) int64 {
+		t.Helper()
+		n++
+		id := fmt.Sprintf("m%d", n)
+		pos, err := rdb.Eval(ctx, enqueueOneSource, qk.enqueueOne, "", "hint", id, `{}`, hint).Int64()
+		if err != nil {
+			t.Fatalf("enqueue with estimate %q: %v", hint, err)
+		}
+		if seq, err := rdb.Get(ctx, qk.seq).Int64(); err != nil || seq != pos {
+			t.Fatalf("estimate %q: want :seq %d, have %d, %v", hint, pos, seq, err)
+		}
+		return pos
+	}
+	const hour = int64(3_600_000_000)
+
+	before := redisNow()
+	far := before + 10*hour
+	first := enqueue(strconv.FormatInt(far, 10)) // a new queue: TIME, not the estimate
+	if first < before || first >= far {
+		t.Fatalf("new queue: want Redis's time (≥ %d, not the estimate %d), have %d", before, far, first)
+	}
+	if have := enqueue(strconv.FormatInt(first+1000, 10)); have != first+1000 {
+		t.Fatalf("estimate 1 ms after the last: want it as the position %d, have %d", first+1000, have)
+	}
+	last := first + 1000
+	if have := enqueue(strconv.FormatInt(last-5000, 10)); have != last+1 {
+		t.Fatalf("estimate behind the last position: want last+1 = %d, have %d", last+1, have)
+	}
+	last++
+	if have := enqueue(strconv.FormatInt(last+hour, 10)); have != last+hour {
+		t.Fatalf("estimate an hour ahead: want it as the position %d, have %d", last+hour, have)
+	}
+	last += hour
+	for _, bad := range []string{strconv.FormatInt(last+hour+1, 10), "0", "", "1e20", "-5"} {
+		have := enqueue(bad)
+		if have != last+1 { // Redis's clock is behind the last position now
+			t.Fatalf("estimate %q: want max(TIME, last+1) = %d, have %d", bad, last+1, have)
+		}
+		last = have
+	}
+	if dup, err := rdb.Eval(ctx, enqueueOneSource, qk.enqueueOne, "", "hint", "m1", `{}`, strconv.FormatInt(last+10, 10)).Int64(); err != nil || dup != -1 {
+		t.Fatalf("a known id: want -1, have %d, %v", dup, err)
+	}
+	if seq, err := rdb.Get(ctx, qk.seq).Int64(); err != nil || seq != last {
+		t.Fatalf("after a duplicate: want :seq unchanged at %d, have %d, %v", last, seq, err)
+	}
+}
+
+// A lone enqueue, the commonest call, costs Redis its script call and four
+// commands (HSETNX, SET … GET, ZADD, and the :owner GET with the PUBLISH of
+// the wake-up), two fewer without wake-ups, and no TIME but the Store's
+// one reading; the figures are those of docs/decisions.md ("Issue 43:
+// enqueue at asynq's cost"). Counted on a private server by INFO
+// commandstats, which counts the commands scripts call.
+func TestLoneEnqueueCommands(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		wakeups bool
+		want    map[string]int // per message
+	}{
+		{"wake-ups", true, map[string]int{"evalsha": 1, "hsetnx": 1, "set": 1, "zadd": 1, "get": 1, "publish": 1}},
+		{"no wake-ups", false, map[string]int{"evalsha": 1, "hsetnx": 1, "set": 1, "zadd": 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := testenv.NewRedis(t, testenv.RedisOptions{})
+			rdb := testClient(t, ClientOptions{Addrs: []string{srv.Addr}})
+			// A clock that moves 1 ms a reading, whatever the test's pace:
+			// the estimate moves on with it, and the one TIME reading is
+			// not redisClockTTL old before the test ends.
+			clk := &tickClock{now: time.Now()}
+			s := newTestStore(t, rdb, func(cfg *Config) { cfg.DisableWakeups = !c.wakeups; cfg.Clock = clk })
+			mustEnqueue(t, s, msg("lone", "")) // registers the queue (the general script)
+			mustEnqueue(t, s, msg("lone", "")) // loads enqueue-one (NOSCRIPT, then EVAL) and reads TIME
+			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			const n = 50
+			for range n {
+				mustEnqueue(t, s, msg("lone", ""))
+			}
+			info, err := rdb.Info(ctx, "commandstats").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			have := map[string]int{}
+			for _, line := range strings.Split(info, "\n") {
+				name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+				if !ok || !strings.HasPrefix(name, "cmdstat_") {
+					continue
+				}
+				name = strings.TrimPrefix(name, "cmdstat_")
+				var calls int
+				if _, err := fmt.Sscanf(rest, "calls=%d", &calls); err != nil || name == "info" || strings.HasPrefix(name, "config") {
+					continue
+				}
+				have[name] = calls
+			}
+			for name, per := range c.want {
+				if have[name] != per*n {
+					t.Errorf("%s: want %d calls for %d lone enqueues, have %d (all: %v)", name, per*n, n, have[name], have)
+				}
+				delete(have, name)
+			}
+			if len(have) > 0 {
+				t.Errorf("want no other commands, have %v", have)
+			}
+		})
+	}
+}
+
+var (
+	_ drover.Clock = (*setClock)(nil)
+	_ drover.Clock = (*tickClock)(nil)
+)
