@@ -138,11 +138,21 @@ func redisCPU(b *testing.B, s *Store) float64 {
 
 // BenchmarkEnqueue: single Enqueue calls, from 1 and 8 goroutines (the
 // coalescer batches concurrent calls into one pipeline; msgs/flush is how
-// many a round trip carried on average).
+// many a round trip carried on average); ",nowake" with
+// Config.DisableWakeups, the one guarantee a lone call can drop.
 func BenchmarkEnqueue(b *testing.B) {
-	for _, goroutines := range []int{1, 8} {
-		b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
+	for _, c := range []struct {
+		goroutines int
+		nowake     bool
+	}{{1, false}, {8, false}, {1, true}, {8, true}} {
+		goroutines := c.goroutines
+		name := fmt.Sprintf("goroutines=%d", goroutines)
+		if c.nowake {
+			name += ",nowake"
+		}
+		b.Run(name, func(b *testing.B) {
 			s := benchStore(b)
+			s.wakeups = !c.nowake
 			var flushes atomic.Int64
 			flush := s.batcher.flush
 			s.batcher.flush = func(ctx context.Context, batch []*enqueueRequest) {
