@@ -230,3 +230,65 @@ var (
 	_ drover.Clock = (*setClock)(nil)
 	_ drover.Clock = (*tickClock)(nil)
 )
+
+// Lone enqueues from Stores whose estimates of Redis's clock disagree (one
+// runs ahead 1 ms a reading of its clock, one stands still, one is the
+// system clock), all at once into one queue: every call gets its own
+// position, each Store's positions increase in its call order, and the log
+// holds each message at the position its call returned, with :seq the
+// highest.
+func TestLoneEnqueuesWithDisagreeingEstimates(t *testing.T) {
+	ctx := context.Background()
+	rdb := testClient(t, ClientOptions{Addrs: []string{testenv.Redis(t).Addr}})
+	prefix := testenv.Prefix(t)
+	clocks := []drover.Clock{&tickClock{now: time.Now()}, &setClock{now: time.Now()}, drover.SystemClock{}}
+	stores := make([]*Store, len(clocks))
+	for i, clk := range clocks {
+		s, err := New(Config{Client: rdb, Prefix: prefix, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i] = s
+	}
+	const q, each = "skew", 300
+	mustEnqueue(t, stores[0], msg(q, "")) // a last position, so the estimates count
+	positions := make([][]EnqueueResult, len(stores))
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		mustEnqueue(t, s, msg(q, "")) // registers the queue in this Store: the next calls go alone
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				res, err := s.Producer().Enqueue(ctx, msg(q, ""))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				positions[i] = append(positions[i], res)
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[drover.Position]string{}
+	var highest drover.Position
+	for i, rs := range positions {
+		for j, r := range rs {
+			if j > 0 && r.Position <= rs[j-1].Position {
+				t.Fatalf("store %d: call %d got position %d after %d", i, j, r.Position, rs[j-1].Position)
+			}
+			if other, dup := seen[r.Position]; dup {
+				t.Fatalf("position %d given to %s and %s", r.Position, other, r.ID)
+			}
+			seen[r.Position] = r.ID
+			highest = max(highest, r.Position)
+			score, err := rdb.ZScore(ctx, stores[0].keys.queue(q).log, r.ID).Result()
+			if err != nil || drover.Position(score) != r.Position {
+				t.Fatalf("store %d: %s: want log position %d, have %v, %v", i, r.ID, r.Position, score, err)
+			}
+		}
+	}
+	if seq, err := rdb.Get(ctx, stores[0].keys.queue(q).seq).Int64(); err != nil || drover.Position(seq) != highest {
+		t.Fatalf("want :seq at the highest position %d, have %d, %v", highest, seq, err)
+	}
+}
