@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -290,5 +292,129 @@ func TestLoneEnqueuesWithDisagreeingEstimates(t *testing.T) {
 	}
 	if seq, err := rdb.Get(ctx, stores[0].keys.queue(q).seq).Int64(); err != nil || drover.Position(seq) != highest {
 		t.Fatalf("want :seq at the highest position %d, have %d, %v", highest, seq, err)
+	}
+}
+
+// The many-message script: consecutive positions from max(estimate, last
+// + 1) under the lone script's rule, -1 for an id :msg holds (its envelope
+// untouched) and for an id's second copy in one call, :seq at the last
+// position, nothing written when every id is known.
+func TestEnqueueManyScript(t *testing.T) {
+	ctx := context.Background()
+	rdb := testClient(t, ClientOptions{Addrs: []string{testenv.Redis(t).Addr}})
+	s := newTestStore(t, rdb, nil)
+	qk := s.keys.queue("many")
+	enqueue := func(hint int64, ids ...string) []int64 {
+		t.Helper()
+		args := []any{"", "many", hint}
+		for _, id := range ids {
+			args = append(args, id, `{"id":"`+id+`","n":2}`)
+		}
+		res, err := rdb.Eval(ctx, enqueueManySource, qk.enqueueOne, args...).Int64Slice()
+		if err != nil || len(res) != len(ids) {
+			t.Fatalf("enqueue %v: want %d results, have %v, %v", ids, len(ids), res, err)
+		}
+		return res
+	}
+	seq := func() int64 {
+		t.Helper()
+		v, err := rdb.Get(ctx, qk.seq).Int64()
+		if err != nil {
+			t.Fatalf("GET seq: %v", err)
+		}
+		return v
+	}
+	const hour = int64(3_600_000_000)
+	tm, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := tm.UnixMicro()
+
+	first := enqueue(before+10*hour, "a", "b", "c") // new queue: TIME
+	if first[0] < before || first[0] >= before+hour || first[1] != first[0]+1 || first[2] != first[0]+2 || seq() != first[2] {
+		t.Fatalf("new queue: want 3 consecutive positions from Redis's time (≥ %d), :seq at the last; have %v, :seq %d", before, first, seq())
+	}
+	if err := rdb.HSet(ctx, qk.msg, "known", "kept").Err(); err != nil {
+		t.Fatal(err)
+	}
+	hint := first[2] + 500
+	got := enqueue(hint, "d", "known", "e", "d")
+	if want := []int64{hint, -1, hint + 1, -1}; !slices.Equal(got, want) {
+		t.Fatalf("estimate after the last: want %v, have %v", want, got)
+	}
+	if env, err := rdb.HGet(ctx, qk.msg, "known").Result(); err != nil || env != "kept" {
+		t.Fatalf("a known id's envelope: want it kept, have %q, %v", env, err)
+	}
+	if got := enqueue(hint-100, "f", "g"); got[0] != hint+2 || got[1] != hint+3 || seq() != hint+3 {
+		t.Fatalf("estimate behind the last: want %d, %d, have %v, :seq %d", hint+2, hint+3, got, seq())
+	}
+	last := seq()
+	if got := enqueue(last+1, "a", "known"); got[0] != -1 || got[1] != -1 || seq() != last {
+		t.Fatalf("every id known: want -1, -1 and :seq %d, have %v, :seq %d", last, got, seq())
+	}
+	log, err := rdb.ZRangeWithScores(ctx, qk.log, 0, -1).Result()
+	if err != nil || len(log) != 7 {
+		t.Fatalf("want 7 log entries (a b c d e f g), have %v, %v", log, err)
+	}
+	for i := 1; i < len(log); i++ {
+		if log[i].Score <= log[i-1].Score {
+			t.Fatalf("log not strictly increasing: %v", log)
+		}
+	}
+}
+
+// Concurrent callers' messages coalesced into one call cost Redis the
+// script call and six commands (HMGET, HSET, SET … GET, ZADD, and the
+// :owner GET with the PUBLISH), whatever their number: the general script
+// ran TIME, MGET, SET, ZADD, PUBLISH and an HSETNX per message.
+func TestEnqueueManyCommands(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.NewRedis(t, testenv.RedisOptions{})
+	rdb := testClient(t, ClientOptions{Addrs: []string{srv.Addr}})
+	s := newTestStore(t, rdb, func(cfg *Config) { cfg.Clock = &tickClock{now: time.Now()} })
+	mustEnqueue(t, s, msg("many", ""))                                                                             // registers the queue
+	if _, err := s.Producer().EnqueueBatch(ctx, []*drover.Message{msg("many", ""), msg("many", "")}); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const calls, per = 5, 20
+	for range calls {
+		batch := make([]*drover.Message, per)
+		for i := range batch {
+			batch[i] = msg("many", "")
+		}
+		res, err := s.Producer().EnqueueBatch(ctx, batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(res); i++ {
+			if res[i].Position != res[i-1].Position+1 {
+				t.Fatalf("want consecutive positions in batch order, have %v", res)
+			}
+		}
+	}
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]int{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		name = strings.TrimPrefix(name, "cmdstat_")
+		var n int
+		if _, err := fmt.Sscanf(rest, "calls=%d", &n); err != nil || name == "info" || strings.HasPrefix(name, "config") {
+			continue
+		}
+		have[name] = n
+	}
+	want := map[string]int{"evalsha": calls, "hmget": calls, "hset": calls, "set": calls, "zadd": calls, "get": calls, "publish": calls}
+	if !maps.Equal(have, want) {
+		t.Fatalf("for %d calls of %d messages: want commands %v, have %v", calls, per, want, have)
 	}
 }
