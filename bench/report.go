@@ -112,7 +112,8 @@ func renderTargets(b *strings.Builder, res *results) {
 	ratioRow("subprocess `/bin/true` tasks/s ≥ 90% of the bare spawn loop", sub, "drover", spawnLoopName, 0.9)
 	ratioRow("inline no-op tasks/s ≥ 3 × asynq's", noop, "drover", "asynq", 3)
 	ratioRow("single-goroutine enqueue ≥ asynq's", enq, "drover", "asynq", 1)
-	ratioRow("enqueue from 8 goroutines ≥ gocraft/work's", tr.workload("enqueue, 8 goroutines"), "drover", "gocraft/work", 1)
+	enq8 := tr.workload("enqueue, 8 goroutines")
+	ratioRow("enqueue from 8 goroutines ≥ asynq's", enq8, "drover", "asynq", 1)
 	// Issue 17: pooled Go children against asynq's in-process handler.
 	pool := tr.workload(poolWorkload)
 	ratioRow("no-op in pooled Go children (max_tasks_per_child 1000) ≥ 2 × asynq's in-process handler", pool, "drover", "asynq", 2)
@@ -174,6 +175,23 @@ func renderTargets(b *strings.Builder, res *results) {
 	for _, r := range rows {
 		p("| %s | %s | %s |\n", r.target, r.measured, verdict(r.ok, r.have))
 	}
+	// Not targets: the enqueue without the wake-up (queue.Config.
+	// DisableWakeups), and gocraft/work's bare LPUSH as a floor.
+	var refs []string
+	for _, w := range []*workloadResult{enq, enq8} {
+		if w == nil {
+			continue
+		}
+		if r := w.ratio(droverNoWakeName, "asynq"); !math.IsNaN(r) {
+			refs = append(refs, fmt.Sprintf("%s without wake-ups %.2f × asynq's", w.Workload, r))
+		}
+		if r := w.ratio("drover", "gocraft/work"); !math.IsNaN(r) {
+			refs = append(refs, fmt.Sprintf("%s %.2f × gocraft/work's bare `LPUSH`", w.Workload, r))
+		}
+	}
+	if len(refs) > 0 {
+		p("For reference, not targets: %s.\n\n", strings.Join(refs, "; "))
+	}
 	if sub != nil {
 		if r := sub.ratio(spawnLoopName, "asynq"); !math.IsNaN(r) && r < 1.4 {
 			p("The bare spawn loop itself — `/bin/true` with no queue at all — runs at %.2f × asynq's rate in this run: a subprocess target of 1.4 × asynq is above what the machine can spawn, for any job system.\n\n", r)
@@ -195,14 +213,17 @@ func renderThroughput(b *strings.Builder, res *results) {
 	p("In the pooled workload (issue 17) Drover runs the same no-op handler as a `go` route with `pool { max_tasks_per_child = 1000 }`: warm children of the bench binary, started when the run starts (not before), each task sent over the pool protocol; the peers run their in-process handlers, as in the no-op workload. The Go-child-per-task workload re-executes the binary for every task.\n\n")
 
 	systems := []string{"drover"}
-	names := map[string]string{"drover": "Drover", "asynq": "asynq", "gocraft/work": "gocraft/work", spawnLoopName: "bare spawn loop"}
+	names := map[string]string{"drover": "Drover", droverNoWakeName: "Drover, no wake-ups", "asynq": "asynq", "gocraft/work": "gocraft/work", spawnLoopName: "bare spawn loop"}
 	for _, peer := range cfg.Peers {
 		if peer == "gocraft" {
 			peer = "gocraft/work"
 		}
 		systems = append(systems, peer)
 	}
-	cols := append(append([]string{}, systems...), spawnLoopName)
+	// Drover without wake-ups has figures in the enqueue rows only; the
+	// ratio columns are Drover's over each peer's.
+	measured := append([]string{"drover", droverNoWakeName}, systems[1:]...)
+	cols := append(append([]string{}, measured...), spawnLoopName)
 	p("| workload | tasks |")
 	for _, s := range cols {
 		p(" %s |", names[s])
@@ -261,7 +282,7 @@ func renderThroughput(b *strings.Builder, res *results) {
 	p("\nCPU time of this process per task (µs; median of the runs): the client's cost for enqueues, the worker's own cost for processing (without Redis's, and without the `/bin/true` children's).\n\n")
 	cpuTable(cols, func(w *workloadResult) map[string]float64 { return w.CPU })
 	p("\nCPU time of the Redis server per task (µs; median of the runs):\n\n")
-	cpuTable(systems, func(w *workloadResult) map[string]float64 { return w.RedisCPU })
+	cpuTable(measured, func(w *workloadResult) map[string]float64 { return w.RedisCPU })
 	p("\nEvery run, in tasks/s:\n\n")
 	for _, w := range tr.Workloads {
 		p("- %s:", w.Workload)
@@ -337,9 +358,9 @@ func renderFindings(b *strings.Builder, res *results) {
 		w8 := tr.workload("enqueue, 8 goroutines")
 		p("- **Enqueue.** A single caller waits for one round trip per task, so its rate is the inverse of the round trip: the client's CPU, the kernel's loopback on both sides and the server's script time, one after the other. Per task Drover's client spends %.1f µs of CPU and Redis %.1f µs, asynq's %.1f µs and %.1f µs, gocraft/work's %.1f µs and %.1f µs. ",
 			w.CPU["drover"], w.RedisCPU["drover"], w.CPU["asynq"], w.RedisCPU["asynq"], w.CPU["gocraft/work"], w.RedisCPU["gocraft/work"])
-		p("What each does per call: asynq one EVALSHA (`EXISTS`, `HSET` of a new task hash, `LPUSH`), gocraft/work one `LPUSH`; Drover one EVALSHA of its one-message script (4 keys and 4 arguments, nothing the call does not use) running `TIME`, one `MGET` (the position sequence and the owner's wake-up channel), `HSETNX` (the envelope, at most once per id), `ZADD` (the log, position from Redis's clock), `SET` (the sequence) and `PUBLISH` (one wake-up, to the queue's owner only): twice asynq's calls inside the script, which is why a lone Drover caller trails it. Redis's own accounting (`INFO commandstats`) puts those six commands at about 5 µs of a 19 µs script call; the rest is the script's invocation and each `redis.call`'s conversion between Lua and Redis, which grows with the number of calls, not with the work. Each of the six is a property a producer gets: ordered positions from one clock that never go back (`TIME`, `:seq`), at-most-once ids (`HSETNX`), a wake-up for the owner alone (`:owner`, `PUBLISH`). The registry `SADD` is sent once per process and queue (Drover, asynq) or job name every 5 minutes (gocraft/work); tracing, outcome records and dedupe cost nothing unless asked for. All three write to the same Redis with the same durability (no persistence in this bench). ")
+		p("What each does per call: asynq one EVALSHA (`EXISTS`, `HSET` of a new task hash, `LPUSH`), gocraft/work one `LPUSH`; Drover one EVALSHA of its one-message script (4 keys and 5 arguments, nothing the call does not use) running `HSETNX` (the envelope, at most once per id), `SET … GET` (the position sequence: the producer's estimate of Redis's clock in, the last position out; the position is max(estimate, last + 1)), `ZADD` (the log), then for the wake-up a `GET` of the owner's channel and one `PUBLISH` (to the queue's owner only): five commands against asynq's three, three without the wake-up (the \"no wake-ups\" column, `queue.Config.DisableWakeups`). Each command a script calls costs Redis about 1–1.5 µs around its work (the call's set-up, its checks and the conversion of its reply to Lua), so the count is the cost. The estimate is one `TIME` per `Store` every 5 s and the local clock since, so positions keep to Redis's clock within a round trip and never go back (docs/decisions.md, \"Issue 43: enqueue at asynq's cost\"). The registry `SADD` is sent once per process and queue (Drover, asynq) or job name every 5 minutes (gocraft/work); tracing, outcome records and dedupe cost nothing unless asked for. All three write to the same Redis with the same durability (no persistence in this bench). ")
 		if w8 != nil {
-			p("With 8 callers the coalescer sends concurrent calls as one script call per round trip (about 8 messages each: the leader yields once before a shared flush so that the callers just answered join it), and Drover's cost falls to %.1f µs client and %.1f µs Redis per task (gocraft/work %.1f µs and %.1f µs over 8 connections at once): one flush is in flight at a time, so the client's work and Redis's take turns, but two in flight measured worse on this machine (each carried half the messages, so every message cost more on both sides: 3.9 against 7.5 per round trip). ",
+			p("With 8 callers the coalescer sends concurrent calls as one script call per round trip (about 8 messages each: the leader yields once before a shared flush so that the callers just answered join it; the enqueue-many script runs six commands a call whatever the number of messages), and Drover's cost falls to %.1f µs client and %.1f µs Redis per task (gocraft/work %.1f µs and %.1f µs over 8 connections at once): one flush is in flight at a time, so the client's work and Redis's take turns, but two in flight measured worse on this machine (each carried half the messages, so every message cost more on both sides: 3.9 against 7.5 per round trip). ",
 				w8.CPU["drover"], w8.RedisCPU["drover"], w8.CPU["gocraft/work"], w8.RedisCPU["gocraft/work"])
 		}
 		p("Throw-away builds measured how far a cheaper enqueue would go (docs/decisions.md, \"Enqueue: what a smaller script, no coalescer and no Lua would give\"): a script cut to asynq's three calls gave 0.94 × asynq from one goroutine and 0.59 × gocraft/work from eight; only an append without Lua (a Redis Stream's `XADD`) met the first target (1.24 ×), and none met the second (best 0.92 ×). A later pair (\"Enqueue: a wake-up the producer does not send, and none at all\") gave `XADD` with the wake-up sent by Redis itself (a keyspace notification) 0.93 ×, and `XADD` with no wake-up at all 1.01 ×: only an enqueue that wakes no one reaches gocraft/work's bare `LPUSH`. ")

@@ -66,6 +66,24 @@ func init() {
 
 func (d *droverSystem) name() string { return "drover" }
 
+// droverNoWakeName is the enqueue workloads' second Drover entrant: the
+// same Producer.Enqueue on a Store with queue.Config.DisableWakeups, so
+// that the cost of the wake-up (one :owner read and one PUBLISH per call)
+// is measured beside the full enqueue in the same run (issue 43).
+const droverNoWakeName = "drover-nowake"
+
+// newDroverNoWake returns that entrant: a droverSystem for enqueue only
+// (no ZooKeeper session, no executor).
+func newDroverNoWake(srv *servers) (*droverSystem, error) {
+	d := &droverSystem{rdb: srv.redisClient()}
+	var err error
+	if d.store, err = queue.New(queue.Config{Client: d.rdb, DisableWakeups: true}); err != nil {
+		d.rdb.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
 func (d *droverSystem) close() {
 	d.zk.Close()
 	d.rdb.Close()

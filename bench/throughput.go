@@ -53,6 +53,9 @@ type workload struct {
 	extra   func(ctx context.Context) (time.Duration, error) // the spawn loop, for /bin/true
 	// droverOnly: the peers have nothing to compare (a Go child per task).
 	droverOnly bool
+	// enqueue: an enqueue workload, which the enqueue-only entrants (Drover
+	// without wake-ups) run too.
+	enqueue bool
 }
 
 // The pool workloads (issue 17): Drover's no-op Go handler in pooled
@@ -91,16 +94,21 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 			return nil, fmt.Errorf("unknown peer %q (want asynq, gocraft)", p)
 		}
 	}
+	nowake, err := newDroverNoWake(srv)
+	if err != nil {
+		return nil, err
+	}
 	defer func() {
 		for _, s := range systems {
 			s.close()
 		}
+		nowake.rdb.Close()
 	}()
 	workloads := []workload{
-		{name: "enqueue, 1 goroutine", tasks: cfg.EnqueueN, run: func(ctx context.Context, s system) (time.Duration, error) {
+		{name: "enqueue, 1 goroutine", tasks: cfg.EnqueueN, enqueue: true, run: func(ctx context.Context, s system) (time.Duration, error) {
 			return s.enqueue(ctx, cfg.EnqueueN, 1)
 		}},
-		{name: "enqueue, 8 goroutines", tasks: cfg.EnqueueN, run: func(ctx context.Context, s system) (time.Duration, error) {
+		{name: "enqueue, 8 goroutines", tasks: cfg.EnqueueN, enqueue: true, run: func(ctx context.Context, s system) (time.Duration, error) {
 			return s.enqueue(ctx, cfg.EnqueueN, 8)
 		}},
 		{name: "process no-op", tasks: cfg.NoopN, prepare: func(ctx context.Context, s system) error {
@@ -149,6 +157,11 @@ func runThroughput(ctx context.Context, srv *servers, cfg throughputConfig, prog
 				e.prepare = func(ctx context.Context) error { return wl.prepare(ctx, s) }
 			}
 			entrants = append(entrants, e)
+		}
+		if wl.enqueue {
+			entrants = append(entrants, entrant{name: droverNoWakeName, run: func(ctx context.Context) (time.Duration, error) {
+				return wl.run(ctx, nowake)
+			}})
 		}
 		if wl.extra != nil {
 			entrants = append(entrants, entrant{name: spawnLoopName, run: wl.extra})

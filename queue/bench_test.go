@@ -49,33 +49,64 @@ func benchMessage() *drover.Message {
 
 // meter measures a benchmark's throughput and, because the machine may be
 // shared, the CPU time spent per message by this process (the client) and by
-// the Redis server: those do not depend on what else runs.
+// the Redis server, and the commands Redis ran per message: those do not
+// depend on what else runs.
 type meter struct {
 	s        *Store
 	start    time.Time
 	client   time.Duration
 	redisCPU float64
+	commands int64
 }
 
 func startMeter(b *testing.B, s *Store) *meter {
 	b.Helper()
+	m := &meter{s: s, commands: redisCommands(b, s), redisCPU: redisCPU(b, s)}
 	b.ResetTimer()
-	return &meter{s: s, start: time.Now(), client: processCPU(), redisCPU: redisCPU(b, s)}
+	m.start, m.client = time.Now(), processCPU()
+	return m
 }
 
-// stop reports msgs/s, client-µs/msg and redis-µs/msg for msgs messages.
+// stop reports msgs/s, client-µs/msg, redis-µs/msg and redis-cmds/msg for
+// msgs messages.
 func (m *meter) stop(b *testing.B, msgs int) {
 	b.Helper()
 	elapsed := time.Since(m.start)
 	client := processCPU() - m.client
-	server := redisCPU(b, m.s) - m.redisCPU
 	b.StopTimer()
+	server := redisCPU(b, m.s) - m.redisCPU
+	commands := redisCommands(b, m.s) - m.commands
 	if msgs == 0 {
 		return
 	}
 	b.ReportMetric(float64(msgs)/elapsed.Seconds(), "msgs/s")
 	b.ReportMetric(float64(client.Microseconds())/float64(msgs), "client-µs/msg")
 	b.ReportMetric(server*1e6/float64(msgs), "redis-µs/msg")
+	b.ReportMetric(float64(commands)/float64(msgs), "redis-cmds/msg")
+}
+
+// redisCommands is the count of commands the server has run (INFO
+// commandstats: script calls and the commands they call), but for INFO.
+func redisCommands(b *testing.B, s *Store) int64 {
+	b.Helper()
+	info, err := s.rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatalf("INFO commandstats: %v", err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		c, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			b.Fatalf("commandstats %q: %v", line, err)
+		}
+		n += c
+	}
+	return n
 }
 
 // processCPU is the user+system CPU time of this process so far.
@@ -107,11 +138,21 @@ func redisCPU(b *testing.B, s *Store) float64 {
 
 // BenchmarkEnqueue: single Enqueue calls, from 1 and 8 goroutines (the
 // coalescer batches concurrent calls into one pipeline; msgs/flush is how
-// many a round trip carried on average).
+// many a round trip carried on average); ",nowake" with
+// Config.DisableWakeups, the one guarantee a lone call can drop.
 func BenchmarkEnqueue(b *testing.B) {
-	for _, goroutines := range []int{1, 8} {
-		b.Run(fmt.Sprintf("goroutines=%d", goroutines), func(b *testing.B) {
+	for _, c := range []struct {
+		goroutines int
+		nowake     bool
+	}{{1, false}, {8, false}, {1, true}, {8, true}} {
+		goroutines := c.goroutines
+		name := fmt.Sprintf("goroutines=%d", goroutines)
+		if c.nowake {
+			name += ",nowake"
+		}
+		b.Run(name, func(b *testing.B) {
 			s := benchStore(b)
+			s.wakeups = !c.nowake
 			var flushes atomic.Int64
 			flush := s.batcher.flush
 			s.batcher.flush = func(ctx context.Context, batch []*enqueueRequest) {

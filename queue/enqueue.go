@@ -192,6 +192,9 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 	if s.durable == nil && len(reqs) == 1 && s.enqueueAlone(ctx, reqs[0]) {
 		return
 	}
+	if s.durable == nil && len(reqs) > 1 && s.enqueueMany(ctx, reqs) {
+		return
+	}
 	if s.durable != nil {
 		if err := s.durable.ready(ctx, s.rdb); err != nil {
 			for _, r := range reqs {
@@ -363,8 +366,9 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 
 // enqueueAlone sends the common lone call, one message with a generated id
 // due now to a queue this Store has registered, with enqueueOneSource: one
-// command carrying only what it uses. It reports false, sending nothing,
-// for any other request.
+// command carrying only what it uses, with the Store's estimate of Redis's
+// clock (redisClock: a TIME round trip of its own once every few seconds).
+// It reports false, sending nothing, for any other request.
 func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 	if r.keyed || r.due != 0 {
 		return false
@@ -376,7 +380,8 @@ func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 	if s.wakeups {
 		wake = s.unownedChannel
 	}
-	pos, err := enqueueOneScript.Run(ctx, s.rdb, s.keys.queue(r.queue).enqueueOne, wake, r.queue, r.id, r.env).Int64()
+	now := s.redisNow.now(ctx, s.rdb)
+	pos, err := enqueueOneScript.Run(ctx, s.rdb, s.keys.queue(r.queue).enqueueOne, wake, r.queue, r.id, r.env, now).Int64()
 	switch {
 	case err != nil:
 		r.err = fmt.Errorf("enqueue to %s: %w", r.queue, err)
@@ -384,6 +389,49 @@ func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 		r.res = EnqueueResult{ID: r.id, Position: drover.Position(pos)}
 	default:
 		r.res = EnqueueResult{ID: r.id, Duplicate: true}
+	}
+	return true
+}
+
+// enqueueMany sends, with enqueueManySource, a batch of up to
+// maxScriptBatch messages to one queue this Store has registered, all with
+// generated ids and due now: what the coalescer gathers from concurrent
+// Enqueue calls. It reports false, sending nothing, for any other batch.
+func (s *core) enqueueMany(ctx context.Context, reqs []*enqueueRequest) bool {
+	if len(reqs) > maxScriptBatch {
+		return false
+	}
+	q := reqs[0].queue
+	for _, r := range reqs {
+		if r.keyed || r.due != 0 || r.queue != q {
+			return false
+		}
+	}
+	if _, ok := s.known.Load(q); !ok {
+		return false
+	}
+	wake := "" // no wake-up
+	if s.wakeups {
+		wake = s.unownedChannel
+	}
+	args := make([]any, 0, 3+2*len(reqs))
+	args = append(args, wake, q, s.redisNow.now(ctx, s.rdb))
+	for _, r := range reqs {
+		args = append(args, r.id, r.env)
+	}
+	vals, err := enqueueManyScript.Run(ctx, s.rdb, s.keys.queue(q).enqueueOne, args...).Int64Slice()
+	if err == nil && len(vals) != len(reqs) {
+		err = fmt.Errorf("enqueue script returned %d results for %d messages", len(vals), len(reqs))
+	}
+	for i, r := range reqs {
+		switch {
+		case err != nil:
+			r.err = fmt.Errorf("enqueue to %s: %w", q, err)
+		case vals[i] > 0:
+			r.res = EnqueueResult{ID: r.id, Position: drover.Position(vals[i])}
+		default:
+			r.res = EnqueueResult{ID: r.id, Duplicate: true}
+		}
 	}
 	return true
 }

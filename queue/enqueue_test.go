@@ -399,7 +399,11 @@ func testEnqueueScriptShortcut(t *testing.T, rdb redis.UniversalClient) {
 		enqueue := func(id string) int64 {
 			t.Helper()
 			if due == "one" {
-				res, err := rdb.Eval(ctx, enqueueOneSource, qk.enqueueOne, s.keys.unownedChannel(), q, id, `{"id":"`+id+`"}`).Int64()
+				now, err := rdb.Time(ctx).Result() // the producer's estimate, as exact as it gets
+				if err != nil {
+					t.Fatalf("TIME: %v", err)
+				}
+				res, err := rdb.Eval(ctx, enqueueOneSource, qk.enqueueOne, s.keys.unownedChannel(), q, id, `{"id":"`+id+`"}`, now.UnixMicro()).Int64()
 				if err != nil {
 					t.Fatalf("one: enqueue %s: %v", id, err)
 				}

@@ -117,27 +117,130 @@ return out
 // enqueueOneSource is enqueueSource's common call as a script of its own:
 // one message with a generated id (not remembered for a dedupe window), due
 // now, the call a lone Producer.Enqueue makes. Same effect as enqueueSource
-// with that one message; it carries only what that call uses (4 keys, 4
+// with that one message; it carries only what that call uses (4 keys, 5
 // arguments, no checks of unused ones) and returns a plain integer, so a
 // round trip moves fewer bytes and the server runs less Lua
 // (docs/decisions.md, "Worker path and enqueue cost").
+//
+// It runs fewer commands than the general script's shortcut (docs/decisions.md,
+// "Issue 43: enqueue at asynq's cost"): the producer sends its estimate of
+// Redis's clock (Store keeps one from a TIME every few seconds), so that the
+// common call needs no TIME; one SET … GET writes that estimate as the new
+// :seq and returns the last position in the same command; the :owner key is
+// read only when a wake-up is sent. The position is the same rule as
+// everywhere, max(now, last + 1), with the estimate as now: it is taken as
+// the position when it lies after the last position and at most an hour
+// past it; when it is not after the last one the position is last + 1; when
+// there is no estimate ("0"), no last position (a new queue) or the estimate
+// is more than an hour past the last position, the script reads TIME as
+// before. So positions strictly increase and never go back whatever the
+// estimate says, and a wrong estimate can move them at most an hour ahead.
 //
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] seq  KEYS[4] owner
 //	ARGV[1] the channel for a queue without an owner ("": no wake-up)
 //	ARGV[2] the queue name (the wake-up payload)
 //	ARGV[3] id  ARGV[4] envelope JSON
+//	ARGV[5] Redis's clock in µs as the producer estimates it, in decimal
+//	        digits ("0", or anything else: none)
 //
 // Returns the message's position (> 0), or -1 when the id was already in
 // :msg and nothing was written.
-const enqueueOneSource = `-- drover enqueue-one v1 (docs/redis-schema.md)
-local t = redis.call('TIME')
-local state = redis.call('MGET', KEYS[3], KEYS[4]) -- the last position and the owner's channel
+const enqueueOneSource = `-- drover enqueue-one v2 (docs/redis-schema.md)
 if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
-local pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), tonumber(state[1] or '0') + 1)
+local hint = (ARGV[5] or ''):match('^%d+$') and tonumber(ARGV[5]) or 0 -- digits only: it may become :seq as sent
+local last
+if hint > 0 then
+  last = redis.call('SET', KEYS[3], ARGV[5], 'GET') -- the estimate as :seq; the last position
+else
+  last = redis.call('GET', KEYS[3])
+end
+last = last and tonumber(last)
+local pos
+if last and hint > last and hint - last <= 3600000000 then
+  pos = hint
+elseif last and hint > 0 and hint <= last then
+  pos = last + 1
+  redis.call('SET', KEYS[3], pos)
+else
+  local t = redis.call('TIME')
+  pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
+  redis.call('SET', KEYS[3], pos)
+end
 redis.call('ZADD', KEYS[1], pos, ARGV[3])
-redis.call('SET', KEYS[3], pos)
-if ARGV[1] ~= '' then redis.call('PUBLISH', state[2] or ARGV[1], ARGV[2]) end
+if ARGV[1] ~= '' then redis.call('PUBLISH', redis.call('GET', KEYS[4]) or ARGV[1], ARGV[2]) end
 return pos
+`
+
+// enqueueManySource is enqueueOneSource for several messages to one queue,
+// all with generated ids and due now: what the coalescer sends for
+// concurrent Producer.Enqueue calls, and EnqueueBatch for such a batch. Same
+// effect as enqueueSource with those messages, in a number of commands that
+// does not grow with the batch (docs/decisions.md, "Issue 43: enqueue at
+// asynq's cost"): one HMGET finds the ids :msg already holds, one HSET
+// writes the others' envelopes, one SET … GET moves :seq past the batch
+// (TIME only as in enqueueOneSource), one ZADD appends them, and one
+// wake-up. Positions are consecutive from max(now, last + 1), now being the
+// producer's estimate under enqueueOneSource's rule. An id that comes
+// twice in one call is written once (its later copies answer -1).
+//
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] seq  KEYS[4] owner
+//	ARGV[1] the channel for a queue without an owner ("": no wake-up)
+//	ARGV[2] the queue name (the wake-up payload)
+//	ARGV[3] Redis's clock in µs as the producer estimates it, in decimal
+//	        digits ("0", or anything else: none)
+//	then 2 per message: id, envelope JSON (at most 1000 messages)
+//
+// Returns one integer per message: its position (> 0), or -1 when the id
+// was already in :msg (or earlier in the call) and nothing was written for
+// it.
+const enqueueManySource = `-- drover enqueue-many v1 (docs/redis-schema.md)
+local n = (#ARGV - 3) / 2
+local ids = {}
+for i = 1, n do ids[i] = ARGV[2 + 2 * i] end
+local known = redis.call('HMGET', KEYS[2], unpack(ids))
+local out, fields, fresh, seen = {}, {}, {}, {}
+for i = 1, n do
+  out[i] = -1
+  local id = ids[i]
+  if not known[i] and not seen[id] then
+    seen[id] = true
+    fields[#fields + 1] = id
+    fields[#fields + 1] = ARGV[3 + 2 * i]
+    fresh[#fresh + 1] = i
+  end
+end
+local m = #fresh
+if m == 0 then return out end
+redis.call('HSET', KEYS[2], unpack(fields))
+local hint = (ARGV[3] or ''):match('^%d+$') and tonumber(ARGV[3]) or 0
+local last
+if hint > 0 then
+  last = redis.call('SET', KEYS[3], string.format('%d', hint + m - 1), 'GET') -- :seq past the batch; the last position
+else
+  last = redis.call('GET', KEYS[3])
+end
+last = last and tonumber(last)
+local first
+if last and hint > last and hint - last <= 3600000000 then
+  first = hint
+else
+  if last and hint > 0 and hint <= last then
+    first = last + 1
+  else
+    local t = redis.call('TIME')
+    first = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
+  end
+  redis.call('SET', KEYS[3], first + m - 1)
+end
+local entries = {}
+for j = 1, m do
+  entries[2 * j - 1] = first + j - 1
+  entries[2 * j] = ids[fresh[j]]
+  out[fresh[j]] = first + j - 1
+end
+redis.call('ZADD', KEYS[1], unpack(entries))
+if ARGV[1] ~= '' then redis.call('PUBLISH', redis.call('GET', KEYS[4]) or ARGV[1], ARGV[2]) end
+return out
 `
 
 // readAfterSource reads up to n messages after an offset, in position order.
@@ -618,20 +721,21 @@ return out
 
 // The compiled scripts; redis.Script carries the SHA1 for EVALSHA.
 var (
-	enqueueScript    = redis.NewScript(enqueueSource)
-	enqueueOneScript = redis.NewScript(enqueueOneSource)
-	readAfterScript  = redis.NewScript(readAfterSource)
-	readManyScript   = redis.NewScript(readManySource)
-	promoteScript    = redis.NewScript(promoteSource)
-	revokeScript     = redis.NewScript(revokeSource)
-	retryScript      = redis.NewScript(retrySource)
-	killScript       = redis.NewScript(killSource)
-	retryDeadScript  = redis.NewScript(retryDeadSource)
-	purgeDeadScript  = redis.NewScript(purgeDeadSource)
-	trimScript       = redis.NewScript(trimSource)
-	trimManyScript   = redis.NewScript(trimManySource)
-	backlogScript    = redis.NewScript(backlogSource)
-	checkScript      = redis.NewScript(checkSource)
+	enqueueScript     = redis.NewScript(enqueueSource)
+	enqueueOneScript  = redis.NewScript(enqueueOneSource)
+	enqueueManyScript = redis.NewScript(enqueueManySource)
+	readAfterScript   = redis.NewScript(readAfterSource)
+	readManyScript    = redis.NewScript(readManySource)
+	promoteScript     = redis.NewScript(promoteSource)
+	revokeScript      = redis.NewScript(revokeSource)
+	retryScript       = redis.NewScript(retrySource)
+	killScript        = redis.NewScript(killSource)
+	retryDeadScript   = redis.NewScript(retryDeadSource)
+	purgeDeadScript   = redis.NewScript(purgeDeadSource)
+	trimScript        = redis.NewScript(trimSource)
+	trimManyScript    = redis.NewScript(trimManySource)
+	backlogScript     = redis.NewScript(backlogSource)
+	checkScript       = redis.NewScript(checkSource)
 
 	recordOutcomesScript = redis.NewScript(recordOutcomesSource)
 	jobStatusScript      = redis.NewScript(jobStatusSource)

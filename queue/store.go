@@ -84,6 +84,7 @@ type core struct {
 	batcher      coalescer
 	tracer       *tracing.Tracer
 	durable      *durability // nil: acknowledged once the master has it
+	redisNow     redisClock  // the lone enqueue's estimate of Redis's clock
 
 	// Enqueue script arguments that never change: ARGV[1] and ARGV[2].
 	dedupeWindowArg string
@@ -136,6 +137,7 @@ func New(cfg Config) (*Store, error) {
 		tracer:       cfg.Tracer,
 	}
 	s.ids.now = cfg.Clock.Now
+	s.redisNow.clock = cfg.Clock
 	if cfg.Durable.Replicas > 0 {
 		s.durable = &durability{Durable: cfg.Durable, barrier: s.keys.durableBarrierChannel()}
 	}

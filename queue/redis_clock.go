@@ -1,0 +1,75 @@
+package queue
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/drover-dev/drover"
+)
+
+// redisClockTTL is how long one reading of Redis's TIME serves as the base
+// of the producer's estimate of Redis's clock. The local clock drifts from
+// Redis's by parts per million, so the estimate stays within a round trip
+// and some µs of Redis's clock; the estimate is a hint, and the enqueue
+// script keeps positions strictly increasing whatever it says.
+const redisClockTTL = 5 * time.Second
+
+// redisClock estimates Redis's clock (TIME, in µs since the epoch) from the
+// last reading and the local clock's time since, so that the lone enqueue
+// script need not call TIME (enqueueOneSource). It is safe for concurrent
+// use; at most one caller at a time reads TIME, the others use the reading
+// they have, or none.
+type redisClock struct {
+	clock   drover.Clock
+	reading atomic.Pointer[clockReading] // nil: none yet
+	busy    atomic.Bool                  // a caller is reading TIME
+}
+
+// timeReader is the part of the Redis client redisClock uses.
+type timeReader interface {
+	Time(ctx context.Context) *redis.TimeCmd
+}
+
+// clockReading is Redis's clock in µs at the local time at (taken halfway
+// through the TIME round trip).
+type clockReading struct {
+	at time.Time
+	us int64
+}
+
+// now returns the estimate of Redis's clock in µs, reading TIME first when
+// the last reading is older than redisClockTTL. While another caller reads
+// TIME it uses the older reading. It returns 0, "no estimate", when there
+// is no usable reading (none yet, TIME failed, or the local clock is before
+// the reading's): the script then reads TIME itself. It blocks for one
+// round trip when it reads TIME.
+func (c *redisClock) now(ctx context.Context, rdb timeReader) int64 {
+	r := c.reading.Load()
+	var age time.Duration
+	if r != nil {
+		age = c.clock.Now().Sub(r.at)
+		if age >= 0 && age < redisClockTTL {
+			return r.us + age.Microseconds()
+		}
+	}
+	if !c.busy.CompareAndSwap(false, true) {
+		if r != nil && age >= 0 {
+			return r.us + age.Microseconds() // being read again: still close
+		}
+		return 0
+	}
+	defer c.busy.Store(false)
+	sent := c.clock.Now()
+	t, err := rdb.Time(ctx).Result()
+	if err != nil {
+		return 0
+	}
+	received := c.clock.Now()
+	at := sent.Add(received.Sub(sent) / 2)
+	us := t.UnixMicro()
+	c.reading.Store(&clockReading{at: at, us: us})
+	return us + received.Sub(at).Microseconds()
+}

@@ -1,0 +1,98 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/drover-dev/drover"
+)
+
+// setClock is a drover.Clock the test sets.
+type setClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *setClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *setClock) set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// tickClock moves 1 ms each time it is read.
+type tickClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *tickClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Millisecond)
+	return c.now
+}
+
+// fakeTime answers TIME with redisNow, or err, and counts the calls.
+type fakeTime struct {
+	redisNow time.Time
+	err      error
+	calls    int
+}
+
+func (f *fakeTime) Time(ctx context.Context) *redis.TimeCmd {
+	f.calls++
+	cmd := redis.NewTimeCmd(ctx, "time")
+	if f.err != nil {
+		cmd.SetErr(f.err)
+	} else {
+		cmd.SetVal(f.redisNow)
+	}
+	return cmd
+}
+
+// The estimate of Redis's clock is one TIME reading plus the local time
+// since; it is read again once it is redisClockTTL old, and is 0 ("no
+// estimate", the script reads TIME) when TIME fails or the local clock is
+// before the reading.
+func TestRedisClockEstimate(t *testing.T) {
+	ctx := context.Background()
+	local := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	redisAt := local.Add(-3 * time.Second) // Redis's clock is 3 s behind ours
+	clk := &setClock{now: local}
+	rt := &fakeTime{redisNow: redisAt}
+	c := redisClock{clock: clk}
+
+	if have, want := c.now(ctx, rt), redisAt.UnixMicro(); have != want || rt.calls != 1 {
+		t.Fatalf("first estimate: want %d after one TIME, have %d after %d", want, have, rt.calls)
+	}
+	clk.set(local.Add(1500 * time.Millisecond))
+	if have, want := c.now(ctx, rt), redisAt.Add(1500*time.Millisecond).UnixMicro(); have != want || rt.calls != 1 {
+		t.Fatalf("1.5 s later: want %d with no TIME, have %d after %d TIMEs", want, have, rt.calls)
+	}
+	rt.redisNow = redisAt.Add(redisClockTTL + time.Second) // Redis's clock moved on faster
+	clk.set(local.Add(redisClockTTL))
+	if have, want := c.now(ctx, rt), rt.redisNow.UnixMicro(); have != want || rt.calls != 2 {
+		t.Fatalf("after the TTL: want the new reading %d, have %d after %d TIMEs", want, have, rt.calls)
+	}
+	clk.set(local) // before the reading
+	rt.err = errors.New("connection refused")
+	if have := c.now(ctx, rt); have != 0 || rt.calls != 3 {
+		t.Fatalf("local clock before the reading and TIME failing: want 0 after a third TIME, have %d after %d", have, rt.calls)
+	}
+}
+
+var (
+	_ drover.Clock = (*setClock)(nil)
+	_ drover.Clock = (*tickClock)(nil)
+)
