@@ -150,3 +150,42 @@ func StartRedisCluster(dir string) (*RedisCluster, error) {
 	}
 	return c, nil
 }
+
+// StartSentinel starts a Redis Sentinel (redis-server --sentinel, its
+// config file in dir, which it rewrites) monitoring the master at
+// masterAddr under name with the given quorum, and waits until it answers
+// PING. lines are more sentinel.conf lines, for example
+// "sentinel down-after-milliseconds NAME 2000".
+func StartSentinel(dir, name, masterAddr string, quorum int, lines ...string) (*Redis, error) {
+	bin, err := lookBinary("redis-server", "/usr/bin/redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("%w; %s", err, RedisHint)
+	}
+	host, mport, ok := strings.Cut(masterAddr, ":")
+	if !ok {
+		return nil, fmt.Errorf("sentinel: master address %q is not host:port", masterAddr)
+	}
+	var r *Redis
+	err = onFreePorts(1, func(ports []int) error {
+		conf := join(dir, "sentinel.conf")
+		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s %d\n", ports[0], dir, name, host, mport, quorum)
+		for _, l := range lines {
+			text += l + "\n"
+		}
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+		p := &Process{
+			name: "sentinel " + addr, argv: []string{bin, conf, "--sentinel"}, dir: dir, logPath: join(dir, "sentinel.log"),
+			ready: func() error { return PingRedis(addr) }, port: ports[0],
+		}
+		if err := p.Start(); err != nil {
+			return err
+		}
+		track(p)
+		r = &Redis{Addr: addr, Process: p}
+		return nil
+	})
+	return r, err
+}
