@@ -223,7 +223,8 @@ func TestDurableConfigValidation(t *testing.T) {
 		{"timeout without replicas", plain, Durable{Timeout: time.Second}, "without replicas"},
 		{"sub-millisecond", plain, Durable{Replicas: 1, Timeout: 1500 * time.Microsecond}, "whole milliseconds"},
 		{"above the read timeout", plain, Durable{Replicas: 1, Timeout: readTimeout}, "read timeout"},
-		{"cluster", cluster, Durable{Replicas: 1, Timeout: time.Second}, "Redis Cluster"},
+		{"cluster", cluster, Durable{Replicas: 1, Timeout: time.Second}, ""},
+		{"cluster, above the read timeout", cluster, Durable{Replicas: 1, Timeout: readTimeout}, "read timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(Config{Client: tc.rdb, Durable: tc.d})
@@ -399,4 +400,121 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling a condition, not a delay
 	}
+}
+
+// clusterShards maps each master of c to its replica's client, and names
+// for each master a queue whose slot it serves.
+type clusterShard struct {
+	master, replica string
+	queue           string
+}
+
+func clusterShards(t *testing.T, c *testenv.ReplicatedCluster, rdb redis.UniversalClient) []clusterShard {
+	t.Helper()
+	ctx := context.Background()
+	cc := rdb.(*redis.ClusterClient)
+	var shards []clusterShard
+	for _, n := range c.Nodes {
+		info, err := testClient(t, ClientOptions{Addrs: []string{n.Addr}}).Info(ctx, "replication").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(info, "role:slave") {
+			continue
+		}
+		var host, port string
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "master_host:"); ok {
+				host = v
+			}
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "master_port:"); ok {
+				port = v
+			}
+		}
+		sh := clusterShard{master: host + ":" + port, replica: n.Addr}
+		for i := 0; sh.queue == ""; i++ {
+			q := fmt.Sprintf("shard-%d", i)
+			m, err := cc.MasterForKey(ctx, "{"+q+"}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Options().Addr == sh.master {
+				sh.queue = q
+			}
+		}
+		shards = append(shards, sh)
+	}
+	if len(shards) != 3 {
+		t.Fatalf("want 3 shards with a replica each, have %+v", shards)
+	}
+	return shards
+}
+
+// On a Redis Cluster the durable mode waits on each shard's master the
+// enqueue went to: a batch over every shard is acknowledged once each
+// shard's replica holds its messages; with one shard's replica frozen, the
+// messages of that shard are "outcome unknown" (named) and the others, in
+// the same batch, are acknowledged, as a worker's retry on that shard is
+// not; once it thaws, the retry is.
+func TestDurableEnqueueOnACluster(t *testing.T) {
+	ctx := context.Background()
+	c := testenv.NewRedisClusterWithReplicas(t)
+	rdb := testClient(t, ClientOptions{Addrs: c.Addrs, Cluster: true})
+	s := newTestStore(t, rdb, func(cfg *Config) { cfg.Durable = Durable{Replicas: 1, Timeout: 200 * time.Millisecond} })
+	shards := clusterShards(t, c, rdb)
+
+	var batch []*drover.Message
+	for _, sh := range shards {
+		batch = append(batch, msg(sh.queue, "all-"+sh.queue))
+	}
+	if _, err := s.Producer().EnqueueBatch(ctx, batch); err != nil {
+		t.Fatalf("a batch over the three shards, replicas up: want acknowledged, have %v", err)
+	}
+	for _, sh := range shards {
+		if ok, err := replicaHas(t, sh.replica, s.keys.queue(sh.queue).msg, "all-"+sh.queue); err != nil || !ok {
+			t.Fatalf("acknowledged: want all-%s on the replica %s of its shard, have %v %v", sh.queue, sh.replica, ok, err)
+		}
+	}
+
+	frozen := shards[0]
+	var node *testenv.RedisServer
+	for _, n := range c.Nodes {
+		if n.Addr == frozen.replica {
+			node = n
+		}
+	}
+	node.Pause(t)
+	defer node.Resume(t)
+	batch = batch[:0]
+	for _, sh := range shards {
+		batch = append(batch, msg(sh.queue, "one-"+sh.queue))
+	}
+	_, err := s.Producer().EnqueueBatch(ctx, batch)
+	// A worker's retry is confirmed by the shard of its queue too.
+	m := msg(frozen.queue, "all-"+frozen.queue)
+	m.Attempt = 1
+	errRetry := s.Log().Retry(ctx, m, time.Now().Add(time.Hour))
+	node.Resume(t)
+	wantNotReplicated(t, "a batch with one shard's replica frozen", err, "one-"+frozen.queue)
+	wantNotReplicated(t, "a retry on the frozen shard", errRetry, "all-"+frozen.queue)
+	for _, sh := range shards[1:] {
+		if ok, err := replicaHas(t, sh.replica, s.keys.queue(sh.queue).msg, "one-"+sh.queue); err != nil || !ok {
+			t.Fatalf("the other shards' messages were confirmed: want one-%s on %s, have %v %v", sh.queue, sh.replica, ok, err)
+		}
+	}
+	waitFor(t, "the retry of the frozen shard's message is confirmed", func() bool {
+		r, err := s.Producer().Enqueue(ctx, msg(frozen.queue, "one-"+frozen.queue))
+		return err == nil && r.Duplicate
+	})
+}
+
+// replicaHas reads HEXISTS key field on the cluster replica at addr
+// (READONLY: a replica answers reads of its master's slots).
+func replicaHas(t *testing.T, addr, key, field string) (bool, error) {
+	t.Helper()
+	r := redis.NewClient(&redis.Options{Addr: addr, OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+		return cn.ReadOnly(ctx).Err()
+	}})
+	defer r.Close()
+	return r.HExists(context.Background(), key, field).Result()
 }

@@ -211,6 +211,68 @@ func (s *sentinelSet) role(ctx context.Context, addr string) (role, master strin
 	return field("role"), field("master_host") + ":" + field("master_port"), field("master_link_status") == "up", nil
 }
 
+// settle waits until the deployment is at rest: every Sentinel names the
+// same master and sees one replica of it with its link up, and that
+// replica says so too. A failover started before (right after the killed
+// master came back, say) races Sentinel's own reconfiguration: one Sentinel
+// still converting the old master to a replica undid the promotion of the
+// next failover, which then aborted (-failover-abort-slave-timeout).
+func (s *sentinelSet) settle(ctx context.Context, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		why := s.unsettled(ctx)
+		if why == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the sentinel deployment not at rest after %s: %s", bound, why)
+		}
+		if !clock.Sleep(ctx, 200*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
+}
+
+// unsettled says why the deployment is not at rest ("" when it is).
+func (s *sentinelSet) unsettled(ctx context.Context) string {
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	master := ""
+	for _, p := range s.probes {
+		a, err := p.GetMasterAddrByName(qctx, sentinelMaster).Result()
+		if err != nil || len(a) != 2 {
+			return fmt.Sprintf("sentinel %s: no master (%v)", p, err)
+		}
+		m := a[0] + ":" + a[1]
+		if master != "" && m != master {
+			return fmt.Sprintf("the sentinels name %s and %s", master, m)
+		}
+		master = m
+		rs, err := p.Replicas(qctx, sentinelMaster).Result()
+		if err != nil {
+			return fmt.Sprintf("sentinel %s: replicas: %v", p, err)
+		}
+		ok := 0
+		for _, r := range rs {
+			if r["flags"] == "slave" && r["master-link-status"] == "ok" && r["master-host"]+":"+r["master-port"] == master {
+				ok++
+			}
+		}
+		if ok != 1 {
+			return fmt.Sprintf("sentinel %s sees %d healthy replicas of %s: %v", p, ok, master, rs)
+		}
+	}
+	replica := s.other(master)
+	if replica == nil {
+		return "the master " + master + " is not one of the data servers"
+	}
+	role, of, up, err := s.role(ctx, replica.Addr)
+	if err != nil || role != "slave" || of != master || !up {
+		return fmt.Sprintf("the replica %s: role %s of %s, link up %v (%v)", replica.Addr, role, of, up, err)
+	}
+	return ""
+}
+
 // waitReplicated waits until the server at master is a master with a
 // replica online.
 func (s *sentinelSet) waitReplicated(ctx context.Context, master string, bound time.Duration) error {
@@ -315,6 +377,9 @@ func (in *injector) sentinelFailover(ctx context.Context) (check.Fault, error) {
 	}
 	in.failovers++
 	graceful := in.failovers%2 == 0
+	if err := s.settle(ctx, 2*time.Minute); err != nil {
+		return check.Fault{}, err
+	}
 	old, err := s.named(ctx)
 	if err != nil {
 		return check.Fault{}, err
@@ -324,16 +389,27 @@ func (in *injector) sentinelFailover(ctx context.Context) (check.Fault, error) {
 	var master string
 	if graceful {
 		f.Note = "SENTINEL FAILOVER"
-		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := s.probes[in.rng.IntN(len(s.probes))].Failover(fctx, sentinelMaster).Err()
-		cancel()
-		if err != nil {
-			f.End = time.Now()
-			return f, fmt.Errorf("SENTINEL FAILOVER: %w", err)
-		}
-		if master, err = s.waitNamed(ctx, old, time.Minute); err != nil {
-			f.End = time.Now()
-			return f, err
+		// A failover Sentinel aborts (a replica not promoted in time) is
+		// asked for again, up to three times.
+		for try := 1; ; try++ {
+			fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := s.probes[in.rng.IntN(len(s.probes))].Failover(fctx, sentinelMaster).Err()
+			cancel()
+			if err == nil {
+				if master, err = s.waitNamed(ctx, old, 30*time.Second); err == nil {
+					break
+				}
+			}
+			if try == 3 || ctx.Err() != nil {
+				f.End = time.Now()
+				return f, fmt.Errorf("SENTINEL FAILOVER (%d tries): %w", try, err)
+			}
+			in.prog.printf("warning: SENTINEL FAILOVER try %d: %v; asking again", try, err)
+			f.Note += fmt.Sprintf(" (try %d failed: %v)", try, err)
+			if err := s.settle(ctx, 2*time.Minute); err != nil {
+				f.End = time.Now()
+				return f, err
+			}
 		}
 		switched := time.Since(f.Start)
 		// The old master answers writes until Sentinel demotes it.
@@ -375,8 +451,9 @@ func (in *injector) sentinelFailover(ctx context.Context) (check.Fault, error) {
 		}
 	}
 	// Sentinel makes the old master a replica of the new one; until it has
-	// caught up, a durable enqueue is not acknowledged.
-	err = s.waitReplicated(ctx, master, 2*time.Minute)
+	// caught up, a durable enqueue is not acknowledged. The fault ends when
+	// the deployment is at rest again.
+	err = s.settle(ctx, 2*time.Minute)
 	f.End = time.Now()
 	return f, err
 }

@@ -302,10 +302,11 @@ func (c *checker) duplicate(k msgKey, es []Execution) {
 // failoverReenqueue reports (and counts) a message that ran at two
 // positions across a Sentinel failover, the first assigned by the old
 // master during the fault: a write the old master took after the replica
-// was promoted (or just before it died) and workers ran from it, which the
-// producer was not told was confirmed (durable mode: outcome unknown) and
-// enqueued again on the new master, where the first copy's dedupe record
-// never arrived. At least once, not a violation: measured
+// was promoted (or just before it died), which workers ran from it and
+// which was enqueued again on the new master, where the first copy's
+// dedupe record never arrived — by a producer told "outcome unknown"
+// (durable mode), or by a scheduler whose own state the failover lost
+// (durable mode off). At least once, not a violation: measured
 // (Report.FailoverReenqueues). Positions are Redis TIME in µs.
 func (c *checker) failoverReenqueue(es []Execution) bool {
 	var ps []int64

@@ -209,7 +209,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| distinct messages executed | %d |\n", r.Messages)
 	fmt.Fprintf(w, "| lost: never replicated (acknowledged by a master a failover replaced, not on the new one) / every other loss | %d / %d |\n", r.LostNeverReplicated, r.Lost-r.LostNeverReplicated)
 	fmt.Fprintf(w, "| %s: acknowledged messages looked for on the new master / not there (run or not) | %d / %d |\n", Sentinel, r.FailoverChecked, r.NeverReplicated)
-	fmt.Fprintf(w, "| %s: messages and slots run at two positions, the first taken by the old master during the failover, unconfirmed, and enqueued again on the new one (at least once, allowed) | %d |\n", Sentinel, r.FailoverReenqueues)
+	fmt.Fprintf(w, "| %s: messages and slots run at two positions, the first taken by the old master during the failover and absent from the new one, enqueued again there (at least once, allowed) | %d |\n", Sentinel, r.FailoverReenqueues)
 	fmt.Fprintf(w, "| not run, still queued when the drain gave up | %d |\n", r.Unfinished)
 	fmt.Fprintf(w, "| dead-lettered (the task never fails) | %d |\n", r.DeadLetters)
 	fmt.Fprintf(w, "| overlapping executions of an ordered queue | %d |\n", r.OrderedOverlaps)
