@@ -518,3 +518,99 @@ func replicaHas(t *testing.T, addr, key, field string) (bool, error) {
 	defer r.Close()
 	return r.HExists(context.Background(), key, field).Result()
 }
+
+// A shard failover on a Redis Cluster under load: CLUSTER FAILOVER
+// TAKEOVER on one shard's replica (promoted at once, without its master's
+// agreement: the old master goes on taking writes until the cluster bus
+// tells it, as a partitioned master does) while a plain and a durable
+// producer enqueue to queues of that shard. Afterwards every message each
+// was told is in is looked for: the durable producer's must all be there;
+// the plain producer's losses are logged (the window the mode closes; how
+// many depends on the machine's timing, so it is measured, not asserted).
+func TestDurableEnqueueSurvivesAClusterShardFailover(t *testing.T) {
+	ctx := context.Background()
+	c := testenv.NewRedisClusterWithReplicas(t)
+	rdb := testClient(t, ClientOptions{Addrs: c.Addrs, Cluster: true})
+	durable := newTestStore(t, rdb, func(cfg *Config) { cfg.Durable = Durable{Replicas: 1, Timeout: 200 * time.Millisecond} })
+	plain := newTestStore(t, rdb, func(cfg *Config) { cfg.Prefix = durable.Prefix() })
+	shard := clusterShards(t, c, rdb)[0]
+	q := shard.queue
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	acked := map[string]*[]string{"durable": new([]string), "plain": new([]string)}
+	var mu sync.Mutex
+	for name, s := range map[string]*Store{"durable": durable, "plain": plain} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("%s-%06d", name, i)
+				for { // the same id until acknowledged, as a producer told "outcome unknown" does
+					ectx, cancel := context.WithTimeout(ctx, 2*time.Second)
+					_, err := s.Producer().Enqueue(ectx, msg(q, id))
+					cancel()
+					if err == nil {
+						mu.Lock()
+						*acked[name] = append(*acked[name], id)
+						mu.Unlock()
+						break
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond): // a producer's retry pause, not synchronisation
+					}
+				}
+			}
+		}()
+	}
+	waitFor(t, "both producers acknowledged", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(*acked["durable"]) > 50 && len(*acked["plain"]) > 50
+	})
+	replica := testClient(t, ClientOptions{Addrs: []string{shard.replica}})
+	if err := replica.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		t.Fatalf("CLUSTER FAILOVER TAKEOVER on %s: %v", shard.replica, err)
+	}
+	old := testClient(t, ClientOptions{Addrs: []string{shard.master}})
+	waitFor(t, "the old master demoted", func() bool {
+		info, err := old.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "role:slave")
+	})
+	before := map[string]int{}
+	mu.Lock()
+	for name, ids := range acked {
+		before[name] = len(*ids)
+	}
+	mu.Unlock()
+	waitFor(t, "both producers acknowledged on the new master", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(*acked["durable"]) > before["durable"]+50 && len(*acked["plain"]) > before["plain"]+50
+	})
+	close(stop)
+	wg.Wait()
+
+	lost := map[string]int{}
+	for name, ids := range acked {
+		for _, id := range *ids {
+			if _, err := rdb.ZScore(ctx, durable.keys.queue(q).seen, id).Result(); errors.Is(err, redis.Nil) {
+				lost[name]++
+			} else if err != nil {
+				t.Fatalf("look for %s: %v", id, err)
+			}
+		}
+	}
+	t.Logf("shard failover (TAKEOVER): plain producer %d acknowledged, %d of them lost; durable producer %d acknowledged, %d lost",
+		len(*acked["plain"]), lost["plain"], len(*acked["durable"]), lost["durable"])
+	if lost["durable"] != 0 {
+		t.Fatalf("the durable mode: want no acknowledged message lost, have %d of %d", lost["durable"], len(*acked["durable"]))
+	}
+}
