@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testenv"
 )
 
 // nodeKeysInCI is how many family keys the Node suite enqueues to (three
@@ -92,6 +93,8 @@ func TestNodeClientAgainstAFleet(t *testing.T) {
 	f.start("scheduler-1", []string{"scheduler"})
 	url, token := f.startWeb()
 
+	durableMaster, durableReplica := replicatedPair(t)
+
 	keys := os.Getenv("DROVER_NODE_KEYS")
 	if keys == "" {
 		keys = nodeKeysInCI
@@ -101,7 +104,8 @@ func TestNodeClientAgainstAFleet(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "REDIS_URL=redis://"+f.redis+"/0", "DROVER_PREFIX="+f.prefix,
 		"DROVER_QUEUE=node", "DROVER_FAMILY_PREFIX=nk-", "NODE_FLEET_KEYS="+keys,
-		"DONE_FILE="+done, "DROVER_URL="+url, "DROVER_TOKEN="+token)
+		"DONE_FILE="+done, "DROVER_URL="+url, "DROVER_TOKEN="+token,
+		"DURABLE_MASTER_URL=redis://"+durableMaster+"/0", "DURABLE_REPLICA_URL=redis://"+durableReplica+"/0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the Node suite failed: %v\n%s", err, out)
@@ -116,5 +120,29 @@ func TestNodeClientAgainstAFleet(t *testing.T) {
 	ex.Env = append(os.Environ(), "REDIS_URL=redis://"+f.redis+"/0", "DROVER_PREFIX="+f.prefix)
 	if out, err := ex.CombinedOutput(); err != nil || !strings.HasSuffix(string(out), "succeeded\n") {
 		t.Fatalf("examples/enqueue.mjs with examples/handlers.mjs: want it to end succeeded, have %v:\n%s", err, out)
+	}
+}
+
+// replicatedPair starts a private master and a replica of it (for the
+// durable mode's tests: the fleet's Redis has no replica) and returns
+// their addresses once the master sees the replica online.
+func replicatedPair(t *testing.T) (master, replica string) {
+	t.Helper()
+	ctx := context.Background()
+	m, r := testenv.NewRedis(t, testenv.RedisOptions{}), testenv.NewRedis(t, testenv.RedisOptions{})
+	host, port, _ := strings.Cut(m.Addr, ":")
+	if err := testenv.NewRedisProbe(t, r.Addr).Client().SlaveOf(ctx, host, port).Err(); err != nil {
+		t.Fatalf("REPLICAOF %s: %v", m.Addr, err)
+	}
+	probe := testenv.NewRedisProbe(t, m.Addr)
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		info, err := probe.Info(ctx, "replication")
+		if err == nil && strings.Contains(info, "state=online") {
+			return m.Addr, r.Addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s not online at %s after 60s: %v", r.Addr, m.Addr, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, not a delay
 	}
 }

@@ -73,14 +73,15 @@ func (d Durable) validate(rdb redis.UniversalClient) error {
 	if d.Timeout%time.Millisecond != 0 {
 		return fmt.Errorf("%w: queue.Config.Durable.Timeout %s is not whole milliseconds", drover.ErrInvalidConfig, d.Timeout)
 	}
+	var rt time.Duration
 	switch c := rdb.(type) {
 	case *redis.ClusterClient:
-		return fmt.Errorf("%w: queue.Config.Durable: durable enqueue is not available on Redis Cluster yet (WAIT must go to each shard's master on the connection that wrote; docs/semantics.md)", drover.ErrInvalidConfig)
+		rt = c.Options().ReadTimeout
 	case *redis.Client:
-		rt := c.Options().ReadTimeout
-		if rt > 0 && d.Timeout > rt-durableMargin {
-			return fmt.Errorf("%w: queue.Config.Durable.Timeout %s must be at least %s below the client's read timeout %s", drover.ErrInvalidConfig, d.Timeout, durableMargin, rt)
-		}
+		rt = c.Options().ReadTimeout
+	}
+	if rt > 0 && d.Timeout > rt-durableMargin {
+		return fmt.Errorf("%w: queue.Config.Durable.Timeout %s must be at least %s below the client's read timeout %s", drover.ErrInvalidConfig, d.Timeout, durableMargin, rt)
 	}
 	return nil
 }
@@ -121,9 +122,17 @@ func (d *durability) ready(ctx context.Context, rdb redis.UniversalClient) error
 
 // confirm adds the barrier and the wait to pipe, after the writes it must
 // confirm, and returns what reads the answer once pipe has run: nil when
-// the writes are confirmed, else why not.
-func (d *durability) confirm(ctx context.Context, pipe redis.Pipeliner) func() error {
-	pipe.Publish(ctx, d.barrier, "")
+// the writes are confirmed, else why not. barrierKey is "" on a standalone
+// or Sentinel client (the barrier is a PUBLISH); on a Redis Cluster, where
+// a PUBLISH is not replicated (it travels the cluster bus), it is a key in
+// a slot of the shard the pipeline goes to, and the barrier a SET of it
+// that expires after a second (shard).
+func (d *durability) confirm(ctx context.Context, pipe redis.Pipeliner, barrierKey string) func() error {
+	if barrierKey == "" {
+		pipe.Publish(ctx, d.barrier, "")
+	} else {
+		pipe.Set(ctx, barrierKey, "", time.Second)
+	}
 	if d.AOF {
 		cmd := pipe.Do(ctx, "WAITAOF", 1, d.Replicas, d.Timeout.Milliseconds())
 		return func() error {
@@ -212,10 +221,14 @@ func (s *core) runConfirmed(ctx context.Context, sc *redis.Script, id string, ke
 	if s.durable == nil {
 		return s.run(ctx, sc, keys, args...).Err()
 	}
+	rdb, barrierKey, err := s.shard(ctx, keys[0])
+	if err != nil {
+		return err
+	}
 	send := func(eval func(pipe redis.Pipeliner) *redis.Cmd) (*redis.Cmd, error) {
-		pipe := s.rdb.Pipeline()
+		pipe := rdb.Pipeline()
 		cmd := eval(pipe)
-		confirmed := s.durable.confirm(ctx, pipe)
+		confirmed := s.durable.confirm(ctx, pipe, barrierKey)
 		_, _ = pipe.Exec(ctx) // read per command
 		if cmd.Err() != nil {
 			return cmd, cmd.Err()
@@ -230,4 +243,74 @@ func (s *core) runConfirmed(ctx context.Context, sc *redis.Script, id string, ke
 		_, err = send(func(pipe redis.Pipeliner) *redis.Cmd { return sc.Eval(ctx, pipe, keys, args...) })
 	}
 	return err
+}
+
+// runConfirmedCmd runs the command add puts on a pipeline to the master
+// holding key, confirmed by its replicas (the durable mode must be on): the
+// command's error, else why it is not confirmed (a NotReplicatedError
+// without ids), else nil.
+func (s *core) runConfirmedCmd(ctx context.Context, key string, add func(pipe redis.Pipeliner) redis.Cmder) error {
+	rdb, barrierKey, err := s.shard(ctx, key)
+	if err != nil {
+		return err
+	}
+	pipe := rdb.Pipeline()
+	cmd := add(pipe)
+	confirmed := s.durable.confirm(ctx, pipe, barrierKey)
+	_, _ = pipe.Exec(ctx) // read per command
+	if cmd.Err() != nil {
+		return cmd.Err()
+	}
+	if why := confirmed(); why != nil {
+		return &NotReplicatedError{Reason: why}
+	}
+	return nil
+}
+
+// On a Redis Cluster, WAIT counts the replicas of the node it runs on that
+// acknowledged the connection's writes: it must go to each shard's master
+// that a write went to, on the connection that wrote, after it. The durable
+// mode therefore sends a pipeline per shard master (the cluster client's
+// MasterForKey), each ending with its own barrier and wait; an enqueue is
+// confirmed when the shard that holds its queue confirmed it.
+
+// shard returns the client for the master holding key and the barrier key
+// in key's slot: the Store's own client and "" when it is not a Cluster
+// client.
+func (s *core) shard(ctx context.Context, key string) (redis.UniversalClient, string, error) {
+	cc, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		return s.rdb, "", nil
+	}
+	node, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, "", fmt.Errorf("find the cluster master of %s: %w", key, err)
+	}
+	return node, s.keys.prefix + ":durable-barrier:{" + hashTag(key) + "}", nil
+}
+
+// hashTag returns the part of key Redis Cluster hashes: the first {…}
+// holding something, else the whole key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
+
+// reloadOnMoved asks the cluster client to read the slot map again when err
+// says a slot moved or a node is gone (a failover): the pipelines sent
+// straight to a master do not do it themselves.
+func (s *core) reloadOnMoved(ctx context.Context, err error) {
+	cc, ok := s.rdb.(*redis.ClusterClient)
+	if !ok || err == nil {
+		return
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "MOVED") || strings.Contains(msg, "CLUSTERDOWN") || strings.Contains(msg, "READONLY") ||
+		strings.Contains(msg, "connection refused") || strings.Contains(msg, "EOF") || strings.Contains(msg, "i/o timeout") {
+		cc.ReloadState(ctx)
+	}
 }

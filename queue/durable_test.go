@@ -223,7 +223,8 @@ func TestDurableConfigValidation(t *testing.T) {
 		{"timeout without replicas", plain, Durable{Timeout: time.Second}, "without replicas"},
 		{"sub-millisecond", plain, Durable{Replicas: 1, Timeout: 1500 * time.Microsecond}, "whole milliseconds"},
 		{"above the read timeout", plain, Durable{Replicas: 1, Timeout: readTimeout}, "read timeout"},
-		{"cluster", cluster, Durable{Replicas: 1, Timeout: time.Second}, "Redis Cluster"},
+		{"cluster", cluster, Durable{Replicas: 1, Timeout: time.Second}, ""},
+		{"cluster, above the read timeout", cluster, Durable{Replicas: 1, Timeout: readTimeout}, "read timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(Config{Client: tc.rdb, Durable: tc.d})
@@ -398,5 +399,218 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting: %s", what)
 		}
 		time.Sleep(50 * time.Millisecond) // polling a condition, not a delay
+	}
+}
+
+// clusterShards maps each master of c to its replica's client, and names
+// for each master a queue whose slot it serves.
+type clusterShard struct {
+	master, replica string
+	queue           string
+}
+
+func clusterShards(t *testing.T, c *testenv.ReplicatedCluster, rdb redis.UniversalClient) []clusterShard {
+	t.Helper()
+	ctx := context.Background()
+	cc := rdb.(*redis.ClusterClient)
+	var shards []clusterShard
+	for _, n := range c.Nodes {
+		info, err := testClient(t, ClientOptions{Addrs: []string{n.Addr}}).Info(ctx, "replication").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(info, "role:slave") {
+			continue
+		}
+		var host, port string
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "master_host:"); ok {
+				host = v
+			}
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "master_port:"); ok {
+				port = v
+			}
+		}
+		sh := clusterShard{master: host + ":" + port, replica: n.Addr}
+		for i := 0; sh.queue == ""; i++ {
+			q := fmt.Sprintf("shard-%d", i)
+			m, err := cc.MasterForKey(ctx, "{"+q+"}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Options().Addr == sh.master {
+				sh.queue = q
+			}
+		}
+		shards = append(shards, sh)
+	}
+	if len(shards) != 3 {
+		t.Fatalf("want 3 shards with a replica each, have %+v", shards)
+	}
+	return shards
+}
+
+// On a Redis Cluster the durable mode waits on each shard's master the
+// enqueue went to: a batch over every shard is acknowledged once each
+// shard's replica holds its messages; with one shard's replica frozen, the
+// messages of that shard are "outcome unknown" (named) and the others, in
+// the same batch, are acknowledged, as a worker's retry on that shard is
+// not; once it thaws, the retry is.
+func TestDurableEnqueueOnACluster(t *testing.T) {
+	ctx := context.Background()
+	c := testenv.NewRedisClusterWithReplicas(t)
+	rdb := testClient(t, ClientOptions{Addrs: c.Addrs, Cluster: true})
+	s := newTestStore(t, rdb, func(cfg *Config) { cfg.Durable = Durable{Replicas: 1, Timeout: 200 * time.Millisecond} })
+	shards := clusterShards(t, c, rdb)
+
+	var batch []*drover.Message
+	for _, sh := range shards {
+		batch = append(batch, msg(sh.queue, "all-"+sh.queue))
+	}
+	if _, err := s.Producer().EnqueueBatch(ctx, batch); err != nil {
+		t.Fatalf("a batch over the three shards, replicas up: want acknowledged, have %v", err)
+	}
+	for _, sh := range shards {
+		if ok, err := replicaHas(t, sh.replica, s.keys.queue(sh.queue).msg, "all-"+sh.queue); err != nil || !ok {
+			t.Fatalf("acknowledged: want all-%s on the replica %s of its shard, have %v %v", sh.queue, sh.replica, ok, err)
+		}
+	}
+
+	frozen := shards[0]
+	var node *testenv.RedisServer
+	for _, n := range c.Nodes {
+		if n.Addr == frozen.replica {
+			node = n
+		}
+	}
+	node.Pause(t)
+	defer node.Resume(t)
+	batch = batch[:0]
+	for _, sh := range shards {
+		batch = append(batch, msg(sh.queue, "one-"+sh.queue))
+	}
+	_, err := s.Producer().EnqueueBatch(ctx, batch)
+	// A worker's retry is confirmed by the shard of its queue too.
+	m := msg(frozen.queue, "all-"+frozen.queue)
+	m.Attempt = 1
+	errRetry := s.Log().Retry(ctx, m, time.Now().Add(time.Hour))
+	node.Resume(t)
+	wantNotReplicated(t, "a batch with one shard's replica frozen", err, "one-"+frozen.queue)
+	wantNotReplicated(t, "a retry on the frozen shard", errRetry, "all-"+frozen.queue)
+	for _, sh := range shards[1:] {
+		if ok, err := replicaHas(t, sh.replica, s.keys.queue(sh.queue).msg, "one-"+sh.queue); err != nil || !ok {
+			t.Fatalf("the other shards' messages were confirmed: want one-%s on %s, have %v %v", sh.queue, sh.replica, ok, err)
+		}
+	}
+	waitFor(t, "the retry of the frozen shard's message is confirmed", func() bool {
+		r, err := s.Producer().Enqueue(ctx, msg(frozen.queue, "one-"+frozen.queue))
+		return err == nil && r.Duplicate
+	})
+}
+
+// replicaHas reads HEXISTS key field on the cluster replica at addr
+// (READONLY: a replica answers reads of its master's slots).
+func replicaHas(t *testing.T, addr, key, field string) (bool, error) {
+	t.Helper()
+	r := redis.NewClient(&redis.Options{Addr: addr, OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+		return cn.ReadOnly(ctx).Err()
+	}})
+	defer r.Close()
+	return r.HExists(context.Background(), key, field).Result()
+}
+
+// A shard failover on a Redis Cluster under load: CLUSTER FAILOVER
+// TAKEOVER on one shard's replica (promoted at once, without its master's
+// agreement: the old master goes on taking writes until the cluster bus
+// tells it, as a partitioned master does) while a plain and a durable
+// producer enqueue to queues of that shard. Afterwards every message each
+// was told is in is looked for: the durable producer's must all be there;
+// the plain producer's losses are logged (the window the mode closes; how
+// many depends on the machine's timing, so it is measured, not asserted).
+func TestDurableEnqueueSurvivesAClusterShardFailover(t *testing.T) {
+	ctx := context.Background()
+	c := testenv.NewRedisClusterWithReplicas(t)
+	rdb := testClient(t, ClientOptions{Addrs: c.Addrs, Cluster: true})
+	durable := newTestStore(t, rdb, func(cfg *Config) { cfg.Durable = Durable{Replicas: 1, Timeout: 200 * time.Millisecond} })
+	plain := newTestStore(t, rdb, func(cfg *Config) { cfg.Prefix = durable.Prefix() })
+	shard := clusterShards(t, c, rdb)[0]
+	q := shard.queue
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	acked := map[string]*[]string{"durable": new([]string), "plain": new([]string)}
+	var mu sync.Mutex
+	for name, s := range map[string]*Store{"durable": durable, "plain": plain} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("%s-%06d", name, i)
+				for { // the same id until acknowledged, as a producer told "outcome unknown" does
+					ectx, cancel := context.WithTimeout(ctx, 2*time.Second)
+					_, err := s.Producer().Enqueue(ectx, msg(q, id))
+					cancel()
+					if err == nil {
+						mu.Lock()
+						*acked[name] = append(*acked[name], id)
+						mu.Unlock()
+						break
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond): // a producer's retry pause, not synchronisation
+					}
+				}
+			}
+		}()
+	}
+	waitFor(t, "both producers acknowledged", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(*acked["durable"]) > 50 && len(*acked["plain"]) > 50
+	})
+	replica := testClient(t, ClientOptions{Addrs: []string{shard.replica}})
+	if err := replica.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		t.Fatalf("CLUSTER FAILOVER TAKEOVER on %s: %v", shard.replica, err)
+	}
+	old := testClient(t, ClientOptions{Addrs: []string{shard.master}})
+	waitFor(t, "the old master demoted", func() bool {
+		info, err := old.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "role:slave")
+	})
+	before := map[string]int{}
+	mu.Lock()
+	for name, ids := range acked {
+		before[name] = len(*ids)
+	}
+	mu.Unlock()
+	waitFor(t, "both producers acknowledged on the new master", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(*acked["durable"]) > before["durable"]+50 && len(*acked["plain"]) > before["plain"]+50
+	})
+	close(stop)
+	wg.Wait()
+
+	lost := map[string]int{}
+	for name, ids := range acked {
+		for _, id := range *ids {
+			if _, err := rdb.ZScore(ctx, durable.keys.queue(q).seen, id).Result(); errors.Is(err, redis.Nil) {
+				lost[name]++
+			} else if err != nil {
+				t.Fatalf("look for %s: %v", id, err)
+			}
+		}
+	}
+	t.Logf("shard failover (TAKEOVER): plain producer %d acknowledged, %d of them lost; durable producer %d acknowledged, %d lost",
+		len(*acked["plain"]), lost["plain"], len(*acked["durable"]), lost["durable"])
+	if lost["durable"] != 0 {
+		t.Fatalf("the durable mode: want no acknowledged message lost, have %d of %d", lost["durable"], len(*acked["durable"]))
 	}
 }

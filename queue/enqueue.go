@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -202,7 +204,87 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 			}
 			return
 		}
+		if _, ok := s.rdb.(*redis.ClusterClient); ok {
+			s.flushEnqueuesPerShard(ctx, reqs)
+			return
+		}
 	}
+	s.flushEnqueuesOn(ctx, s.rdb, "", reqs, true)
+}
+
+// flushEnqueuesPerShard is flushEnqueues on a Redis Cluster in the durable
+// mode (durable.go, shard): the requests go in one pipeline per shard
+// master, sent at once, each confirmed by that shard's replicas; the
+// queue registry's SADD goes to its own shard, confirmed the same way.
+func (s *core) flushEnqueuesPerShard(ctx context.Context, reqs []*enqueueRequest) {
+	type group struct {
+		rdb     redis.UniversalClient
+		barrier string
+		reqs    []*enqueueRequest
+	}
+	var groups []*group
+	byNode := map[redis.UniversalClient]*group{}
+	for _, r := range reqs {
+		node, barrier, err := s.shard(ctx, s.keys.queue(r.queue).log)
+		if err != nil {
+			r.err = err
+			continue
+		}
+		g := byNode[node]
+		if g == nil {
+			g = &group{rdb: node, barrier: barrier}
+			byNode[node] = g
+			groups = append(groups, g)
+		}
+		g.reqs = append(g.reqs, r)
+	}
+	var register []string
+	for _, r := range reqs {
+		if _, ok := s.known.Load(r.queue); !ok && !slices.Contains(register, r.queue) {
+			register = append(register, r.queue)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.flushEnqueuesOn(ctx, g.rdb, g.barrier, g.reqs, false)
+			for _, r := range g.reqs {
+				if r.err != nil {
+					s.reloadOnMoved(ctx, r.err)
+					break
+				}
+			}
+		}()
+	}
+	if len(register) > 0 {
+		// A registry entry the failover lost would hide the queue from
+		// discovery: confirmed like the messages; on failure the next
+		// enqueue to these queues sends it again.
+		members := make([]any, len(register))
+		for i, q := range register {
+			members[i] = q
+		}
+		err := s.runConfirmedCmd(ctx, s.keys.queues(), func(pipe redis.Pipeliner) redis.Cmder {
+			return pipe.SAdd(ctx, s.keys.queues(), members...)
+		})
+		if err != nil {
+			s.reloadOnMoved(ctx, err)
+			s.log.Warn("register queues", "key", s.keys.queues(), "queues", register, "error", err)
+		} else {
+			for _, q := range register {
+				s.known.Store(q, struct{}{})
+			}
+		}
+	}
+	wg.Wait()
+}
+
+// flushEnqueuesOn is flushEnqueues on rdb (the Store's client, or a
+// cluster shard's master with the barrier key of one of its slots);
+// withRegistry adds the queue registry's SADD to the pipeline.
+func (s *core) flushEnqueuesOn(ctx context.Context, rdb redis.UniversalClient, barrierKey string, reqs []*enqueueRequest, withRegistry bool) {
 	type call struct {
 		queue   string
 		reqs    []*enqueueRequest
@@ -256,7 +338,7 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 
 	var register []string
 	unknown := func(q string) {
-		if _, ok := s.known.Load(q); !ok {
+		if _, ok := s.known.Load(q); !ok && withRegistry {
 			register = append(register, q)
 		}
 	}
@@ -274,9 +356,9 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 	if s.durable == nil && len(calls) == 1 && len(register) == 0 {
 		// The common case of a lone caller: one command, no pipeline.
 		c := calls[0]
-		c.cmd = enqueueScript.Run(ctx, s.rdb, c.keys, c.args...)
+		c.cmd = enqueueScript.Run(ctx, rdb, c.keys, c.args...)
 	} else {
-		pipe := s.rdb.Pipeline()
+		pipe := rdb.Pipeline()
 		if len(register) > 0 {
 			members := make([]any, len(register))
 			for i, q := range register {
@@ -288,7 +370,7 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 			c.cmd = enqueueScript.EvalSha(ctx, pipe, c.keys, c.args...)
 		}
 		if s.durable != nil {
-			confirm = s.durable.confirm(ctx, pipe)
+			confirm = s.durable.confirm(ctx, pipe, barrierKey)
 		}
 		_, _ = pipe.Exec(ctx) // errors are read per command below
 
@@ -301,13 +383,13 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 			}
 		}
 		if len(retry) > 0 {
-			pipe := s.rdb.Pipeline()
+			pipe := rdb.Pipeline()
 			for _, c := range retry {
 				c.cmd = enqueueScript.Eval(ctx, pipe, c.keys, c.args...)
 				c.retried = true
 			}
 			if s.durable != nil {
-				confirmRetry = s.durable.confirm(ctx, pipe)
+				confirmRetry = s.durable.confirm(ctx, pipe, barrierKey)
 			}
 			_, _ = pipe.Exec(ctx)
 		}

@@ -24,7 +24,10 @@ const (
 // cluster is a run's servers and the harness's own clients.
 type cluster struct {
 	ensemble *localserver.Ensemble
+	// redis is the standalone server; in a run with the sentinel kind,
+	// sentinel is the deployment instead and redis is nil.
 	redis    *localserver.Redis
+	sentinel *sentinelSet
 	zk       *zkClient
 	store    *queue.Store
 	// churnStore is the key-churn producer: churnDedupeWindow, not 24 h.
@@ -34,9 +37,10 @@ type cluster struct {
 
 // startCluster starts a 3-node ZooKeeper ensemble and Redis (appendonly,
 // fsync always: a restart or kill -9 loses nothing) under dir and connects
-// to both. The servers die with this process (Pdeathsig); close stops them
-// at once.
-func startCluster(ctx context.Context, dir string) (*cluster, error) {
+// to both. With sentinel, Redis is a Sentinel deployment (sentinel.go) and
+// durable sets the producers' durable enqueue mode. The servers die with
+// this process (Pdeathsig); close stops them at once.
+func startCluster(ctx context.Context, dir string, sentinel, durable bool) (*cluster, error) {
 	c := &cluster{}
 	type started struct {
 		e   *localserver.Ensemble
@@ -48,7 +52,20 @@ func startCluster(ctx context.Context, dir string) (*cluster, error) {
 		e, err := localserver.StartEnsemble(filepath.Join(dir, "zookeeper"))
 		zkc <- started{e: e, err: err}
 	}()
+	var sc chan error
+	if sentinel {
+		sc = make(chan error, 1)
+		go func() {
+			var err error
+			c.sentinel, err = startSentinelSet(ctx, dir)
+			sc <- err
+		}()
+	}
 	go func() {
+		if sentinel {
+			rc <- started{}
+			return
+		}
 		rdir := filepath.Join(dir, "redis")
 		if err := os.MkdirAll(rdir, 0o755); err != nil {
 			rc <- started{err: err}
@@ -59,21 +76,33 @@ func startCluster(ctx context.Context, dir string) (*cluster, error) {
 	}()
 	z, r := <-zkc, <-rc
 	c.ensemble, c.redis = z.e, r.r
-	if err := errors.Join(z.err, r.err); err != nil {
+	err := errors.Join(z.err, r.err)
+	if sc != nil {
+		err = errors.Join(err, <-sc)
+	}
+	if err != nil {
 		c.close()
 		return nil, fmt.Errorf("start servers: %w", err)
 	}
-	rdb, err := queue.NewClient(queue.ClientOptions{Addrs: []string{c.redis.Addr}})
+	copts := queue.ClientOptions{Addrs: []string{c.redisAddr()}}
+	var dur queue.Durable
+	if sentinel {
+		copts = queue.ClientOptions{Addrs: c.sentinel.addrs(), MasterName: sentinelMaster}
+		if durable {
+			dur = queue.Durable{Replicas: durableReplicas, Timeout: durableTimeout}
+		}
+	}
+	rdb, err := queue.NewClient(copts)
 	if err != nil {
 		c.close()
 		return nil, fmt.Errorf("redis client: %w", err)
 	}
 	c.rdb = rdb
-	if c.store, err = queue.New(queue.Config{Client: rdb, Prefix: redisPrefix}); err != nil {
+	if c.store, err = queue.New(queue.Config{Client: rdb, Prefix: redisPrefix, Durable: dur}); err != nil {
 		c.close()
 		return nil, fmt.Errorf("queue store: %w", err)
 	}
-	if c.churnStore, err = queue.New(queue.Config{Client: rdb, Prefix: redisPrefix, DedupeWindow: churnDedupeWindow}); err != nil {
+	if c.churnStore, err = queue.New(queue.Config{Client: rdb, Prefix: redisPrefix, DedupeWindow: churnDedupeWindow, Durable: dur}); err != nil {
 		c.close()
 		return nil, fmt.Errorf("churn producer: %w", err)
 	}
@@ -85,7 +114,33 @@ func startCluster(ctx context.Context, dir string) (*cluster, error) {
 	return c, nil
 }
 
+// The durable mode of a Sentinel run (on): the defaults of redis.durable.
+const (
+	durableReplicas = 1
+	durableTimeout  = 500 * time.Millisecond
+)
+
+// redisAddr is where the workers' proxies point at the start: the
+// standalone server or the first master.
+func (c *cluster) redisAddr() string {
+	if c.sentinel != nil {
+		return c.sentinel.current()
+	}
+	return c.redis.Addr
+}
+
+// masterServer is the Redis server that is the master now.
+func (c *cluster) masterServer() *localserver.Redis {
+	if c.sentinel != nil {
+		return c.sentinel.server(c.sentinel.current())
+	}
+	return c.redis
+}
+
 func (c *cluster) close() {
+	if c.sentinel != nil {
+		c.sentinel.close()
+	}
 	if c.zk != nil {
 		c.zk.close()
 	}

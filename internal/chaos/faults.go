@@ -33,6 +33,9 @@ type injector struct {
 	long  []string // the queues of long tasks
 	cuts  int      // partitions so far: they alternate reset and blackhole
 	churn *churner // the key-churn family's keys (churn.go)
+	gen   *loadGen // the load: what it had acknowledged when (sentinel.go)
+
+	failovers int // sentinel faults so far: they alternate kill and graceful
 
 	mu     sync.Mutex
 	faults []check.Fault
@@ -123,6 +126,8 @@ func (in *injector) inject(ctx context.Context, kind check.Kind) (check.Fault, e
 		return in.workerFreeze(ctx, true)
 	case check.KeyChurn:
 		return in.keyChurn(ctx)
+	case check.Sentinel:
+		return in.sentinelFailover(ctx)
 	}
 	return check.Fault{}, fmt.Errorf("unknown fault kind %q", kind)
 }
@@ -553,11 +558,13 @@ func (in *injector) zkLeaderStop(ctx context.Context) (check.Fault, error) {
 }
 
 // redisRestart: SIGTERM of Redis (appendonly, fsync always), started again
-// on the same port and data.
+// on the same port and data; in a Sentinel run, of the master (quicker
+// than Sentinel's down-after-milliseconds, usually: no failover).
 func (in *injector) redisRestart() (check.Fault, error) {
-	f := check.Fault{Kind: check.RedisRestart, Target: "redis", Start: time.Now()}
-	in.c.redis.Stop()
-	err := in.c.redis.Start()
+	r := in.c.masterServer()
+	f := check.Fault{Kind: check.RedisRestart, Target: "redis " + r.Addr, Start: time.Now()}
+	r.Stop()
+	err := r.Start()
 	f.End = time.Now()
 	if err != nil {
 		return f, fmt.Errorf("restart redis: %w", err)

@@ -59,6 +59,11 @@ type fleetSettings struct {
 	zkServers      []string
 	redisAddr      string
 	sessionTimeout time.Duration
+	// sentinels: Redis is a Sentinel deployment (sentinel.go); the
+	// schedulers use them, the workers their proxy to the master. durable
+	// is redis.durable.mode ("on" or "off") for every process.
+	sentinels []string
+	durable   string
 }
 
 // newFleet prepares (does not start) workers and schedulers.
@@ -83,6 +88,9 @@ func newFleet(bin, dir string, o options, s fleetSettings) (*fleet, error) {
 		"DROVER_WORKER_REDIS_GIVEUP_AFTER="+max(s.sessionTimeout, time.Second).String(),
 		"DROVER_LOG_LEVEL=info",
 	)
+	if s.durable != "" {
+		base = append(base, "DROVER_REDIS_DURABLE_MODE="+s.durable)
+	}
 	for i := 1; i <= o.Workers; i++ {
 		p := &process{f: f, name: fmt.Sprintf("w%d", i), command: "worker"}
 		var addrs []string
@@ -118,9 +126,12 @@ func newFleet(bin, dir string, o options, s fleetSettings) (*fleet, error) {
 	}
 	for i := 1; i <= o.Schedulers; i++ {
 		p := &process{f: f, name: fmt.Sprintf("s%d", i), command: "scheduler"}
-		p.env = append(append([]string(nil), base...),
+		redisEnv := []string{"DROVER_REDIS_ADDRS=" + s.redisAddr}
+		if len(s.sentinels) > 0 {
+			redisEnv = []string{"DROVER_REDIS_ADDRS=" + strings.Join(s.sentinels, ","), "DROVER_REDIS_MASTER_NAME=" + sentinelMaster}
+		}
+		p.env = append(append(append([]string(nil), base...), redisEnv...),
 			"DROVER_ZOOKEEPER_SERVERS="+strings.Join(s.zkServers, ","),
-			"DROVER_REDIS_ADDRS="+s.redisAddr,
 			"DROVER_WORKER_NAME="+p.name,
 			"DROVER_SCHEDULER_ADMIN_ADDR=127.0.0.1:0", // its own port: the default 9091 would collide
 		)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,6 +75,7 @@ type loadGen struct {
 
 	mu        sync.Mutex
 	enqueued  []check.Enqueued
+	ackedAt   []time.Time    // when each of enqueued was acknowledged (nondecreasing)
 	perQueue  map[string]int // confirmed messages per queue
 	retries   int
 	throttled int // ticks skipped because of maxLag
@@ -202,9 +204,11 @@ func (l *loadGen) confirm(msgs []*drover.Message, res []queue.EnqueueResult) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var b []byte
+	now := time.Now()
 	for i, r := range res {
 		e := check.Enqueued{Queue: msgs[i].Queue, ID: r.ID, Position: int64(r.Position)}
 		l.enqueued = append(l.enqueued, e)
+		l.ackedAt = append(l.ackedAt, now)
 		if l.perQueue == nil {
 			l.perQueue = map[string]int{}
 		}
@@ -212,6 +216,14 @@ func (l *loadGen) confirm(msgs []*drover.Message, res []queue.EnqueueResult) {
 		b = fmt.Appendf(b, "%s %s %d\n", e.Queue, e.ID, e.Position)
 	}
 	l.out.Write(b)
+}
+
+// ackedSince returns the messages acknowledged at or after t.
+func (l *loadGen) ackedSince(t time.Time) []check.Enqueued {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(l.ackedAt, t, func(a, t time.Time) int { return a.Compare(t) })
+	return append([]check.Enqueued(nil), l.enqueued[i:]...)
 }
 
 // confirmed returns the confirmed messages so far, how many batch sends

@@ -105,6 +105,7 @@ type options struct {
 	JSON           string
 	CheckDir       string
 	Kinds          []check.Kind
+	Durable        bool
 	args           []string
 }
 
@@ -133,6 +134,7 @@ func parseOptions(args []string) (options, error) {
 	fs.BoolVar(&o.Keep, "keep", false, "keep the temporary run directory even when the run passes")
 	fs.StringVar(&o.JSON, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&o.CheckDir, "check", "", "do not run: check the kept run directory again")
+	fs.BoolVar(&o.Durable, "durable", true, "with the sentinel kind: the producers and workers use the durable enqueue mode (1 replica, 500ms; -durable=false measures what a failover loses without it)")
 	kinds := fs.String("faults", "", "comma-separated fault kinds to inject (default: all of them)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -179,6 +181,13 @@ func (o options) command() string {
 	return strings.TrimSpace("go run ./internal/chaos " + strings.Join(o.args, " "))
 }
 
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
 // loadDescription is the load line of the report.
 func (o options) loadDescription() string {
 	churn := ""
@@ -186,6 +195,10 @@ func (o options) loadDescription() string {
 		churn = fmt.Sprintf("; key churn: family %s (prefix %s, ordered, retire_after %s), %d keys cycling enqueue → run → idle → retired → enqueue, and a burst of %d new keys at each %s",
 			churnFamily, churnPrefix, churnRetireAfter, churnKeys, churnBurst, check.KeyChurn)
 	}
-	return fmt.Sprintf("up to %d msg/s over %d queues (%d ordered; held back while a queue lags by more than %d), %d schedules every 1s (catch-up all), tasks of up to %s; %d more ordered queues of long tasks (%s–%s, one pending at a time); %d workers, %d scheduler candidates, session timeout %s",
+	redis := "standalone Redis"
+	if slices.Contains(o.Kinds, check.Sentinel) {
+		redis = fmt.Sprintf("Redis Sentinel (a master, a replica, three Sentinels, down-after %s), durable enqueue %s", sentinelDownAfter, onOff(o.Durable))
+	}
+	return redis + "; " + fmt.Sprintf("up to %d msg/s over %d queues (%d ordered; held back while a queue lags by more than %d), %d schedules every 1s (catch-up all), tasks of up to %s; %d more ordered queues of long tasks (%s–%s, one pending at a time); %d workers, %d scheduler candidates, session timeout %s",
 		o.Rate, o.Queues, o.Ordered, o.MaxLag, o.Schedules, o.TaskSleep, o.LongQueues, o.SessionTimeout, 2*o.SessionTimeout, o.Workers, o.Schedulers, o.SessionTimeout) + churn
 }

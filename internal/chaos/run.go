@@ -115,8 +115,13 @@ func (h *harness) setup(ctx context.Context) error {
 	}
 	taskArgv := []string{task, filepath.Join(h.dir, tasksLogName)}
 
-	h.prog.printf("starting a 3-node ZooKeeper ensemble and Redis (appendonly, fsync always)")
-	if h.c, err = startCluster(ctx, h.dir); err != nil {
+	sentinel := slices.Contains(h.o.Kinds, check.Sentinel)
+	if sentinel {
+		h.prog.printf("starting a 3-node ZooKeeper ensemble and Redis as a Sentinel deployment (a master and a replica, appendonly, fsync always; three Sentinels; durable enqueue %s)", onOff(h.o.Durable))
+	} else {
+		h.prog.printf("starting a 3-node ZooKeeper ensemble and Redis (appendonly, fsync always)")
+	}
+	if h.c, err = startCluster(ctx, h.dir, sentinel, h.o.Durable); err != nil {
 		return err
 	}
 	h.queues, h.ordered = queueNames(h.o.Queues), map[string]bool{}
@@ -148,9 +153,22 @@ func (h *harness) setup(ctx context.Context) error {
 		}
 	}
 
-	h.f, err = newFleet(bin, h.dir, h.o, fleetSettings{zkServers: h.c.ensemble.Addrs, redisAddr: h.c.redis.Addr, sessionTimeout: h.o.SessionTimeout})
+	fs := fleetSettings{zkServers: h.c.ensemble.Addrs, redisAddr: h.c.redisAddr(), sessionTimeout: h.o.SessionTimeout}
+	if sentinel {
+		fs.sentinels, fs.durable = h.c.sentinel.addrs(), onOff(h.o.Durable)
+	}
+	h.f, err = newFleet(bin, h.dir, h.o, fs)
 	if err != nil {
 		return err
+	}
+	if sentinel {
+		// The workers' proxies follow the master (sentinel.go).
+		h.c.sentinel.watch(func(master string) {
+			h.prog.printf("sentinel: the master is now %s; the workers' proxies point at it", master)
+			for _, p := range h.f.workers {
+				p.redis.Retarget(master)
+			}
+		})
 	}
 	h.prog.printf("starting %d workers and %d scheduler candidates", len(h.f.workers), len(h.f.schedulers))
 	for _, p := range h.f.all() {
@@ -202,7 +220,7 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 	if slices.Contains(h.o.Kinds, check.KeyChurn) {
 		h.churn = newChurner(h.gen, h.c.churnStore, h.c.zk)
 	}
-	h.inj = &injector{o: h.o, rng: h.rng, c: h.c, f: h.f, prog: h.prog, long: h.queues[h.o.Queues:], churn: h.churn}
+	h.inj = &injector{o: h.o, rng: h.rng, c: h.c, f: h.f, prog: h.prog, long: h.queues[h.o.Queues:], churn: h.churn, gen: h.gen}
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()

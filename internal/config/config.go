@@ -147,7 +147,8 @@ type Redis struct {
 type Durable struct {
 	// Mode is "auto", "on" or "off" (redis.durable.mode). Default "auto":
 	// on with Sentinel (redis.master_name), off for a standalone server
-	// and for Cluster (not available there yet).
+	// and for Cluster (a cluster need not have replicas: "on" waits per
+	// shard, docs/semantics.md).
 	Mode string
 	// Replicas is how many replicas must confirm (redis.durable.replicas).
 	// Default 1.

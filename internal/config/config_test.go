@@ -215,6 +215,7 @@ func TestDurableFollowsTheDeployment(t *testing.T) {
 		{"standalone, on", []string{"DROVER_REDIS_DURABLE_MODE=on", "DROVER_REDIS_DURABLE_REPLICAS=2", "DROVER_REDIS_DURABLE_TIMEOUT=1s", "DROVER_REDIS_DURABLE_AOF=true"},
 			queue.Durable{Replicas: 2, Timeout: time.Second, AOF: true}},
 		{"cluster, auto", []string{"DROVER_REDIS_CLUSTER=true"}, queue.Durable{}},
+		{"cluster, on", []string{"DROVER_REDIS_CLUSTER=true", "DROVER_REDIS_DURABLE_MODE=on"}, on},
 	} {
 		c, err := Load("", tc.env, nil, "host")
 		if err != nil {
@@ -233,8 +234,5 @@ func TestDurableFollowsTheDeployment(t *testing.T) {
 		if _, err := Load("", []string{tc.env}, nil, "host"); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: want %q, have %v", tc.env, tc.want, err)
 		}
-	}
-	if _, err := Load("", []string{"DROVER_REDIS_CLUSTER=true", "DROVER_REDIS_DURABLE_MODE=on"}, nil, "host"); err == nil || !strings.Contains(err.Error(), "not available on Redis Cluster") {
-		t.Errorf("cluster with the mode on: want refused, have %v", err)
 	}
 }

@@ -94,8 +94,6 @@ func (c *Config) Validate() error {
 	switch d := r.Durable; {
 	case d.Mode != "auto" && d.Mode != "on" && d.Mode != "off":
 		bad("redis.durable.mode", `want "auto", "on" or "off", have %q`, d.Mode)
-	case d.Mode == "on" && r.Cluster:
-		bad("redis.durable.mode", "durable enqueue is not available on Redis Cluster yet (docs/semantics.md)")
 	case d.Replicas < 1:
 		bad("redis.durable.replicas", "must be ≥ 1 (turn the mode off with redis.durable.mode = \"off\"), have %d", d.Replicas)
 	case d.Timeout <= 0 || d.Timeout > maxDurableTimeout || d.Timeout%time.Millisecond != 0:

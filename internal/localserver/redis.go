@@ -80,7 +80,8 @@ func PingRedis(addr string) error {
 	return nil
 }
 
-// RedisCluster is a Redis Cluster of three masters without replicas.
+// RedisCluster is a Redis Cluster of three masters, without replicas or
+// with one each (StartRedisClusterWithReplicas).
 type RedisCluster struct {
 	Addrs []string
 	Nodes []*Redis
@@ -88,7 +89,16 @@ type RedisCluster struct {
 
 // StartRedisCluster starts three cluster-enabled masters under dir, joins
 // them with redis-cli --cluster create, and waits for cluster_state:ok.
-func StartRedisCluster(dir string) (*RedisCluster, error) {
+func StartRedisCluster(dir string) (*RedisCluster, error) { return startRedisCluster(dir, 0) }
+
+// StartRedisClusterWithReplicas starts three masters with one replica each
+// (six nodes; redis-cli --cluster create --cluster-replicas 1) and waits for
+// cluster_state:ok and every replica's link to its master up.
+func StartRedisClusterWithReplicas(dir string) (*RedisCluster, error) {
+	return startRedisCluster(dir, 1)
+}
+
+func startRedisCluster(dir string, replicas int) (*RedisCluster, error) {
 	bin, err := lookBinary("redis-server", "/usr/bin/redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("%w; %s", err, RedisHint)
@@ -97,14 +107,15 @@ func StartRedisCluster(dir string) (*RedisCluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w; %s", err, RedisHint)
 	}
-	// Three client ports and three cluster bus ports, all free. Left to
+	// A client port and a cluster bus port per node, all free. Left to
 	// itself a node listens for the bus on its port + 10,000, which
 	// nothing reserved: another process's listener or an outgoing
 	// connection's local port there made the start fail now and then.
+	nodes := 3 * (1 + replicas)
 	var c *RedisCluster
-	err = onFreePorts(6, func(ports []int) error {
+	err = onFreePorts(2*nodes, func(ports []int) error {
 		c = &RedisCluster{}
-		for i, port := range ports[:3] {
+		for i, port := range ports[:nodes] {
 			nodeDir := join(dir, strconv.Itoa(i))
 			os.RemoveAll(nodeDir) // an earlier attempt's nodes.conf
 			err := mkdir(nodeDir)
@@ -112,7 +123,7 @@ func StartRedisCluster(dir string) (*RedisCluster, error) {
 			if err == nil {
 				s, err = launchRedis(bin, nodeDir, port, RedisOptions{}, []string{
 					"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-					"--cluster-port", strconv.Itoa(ports[3+i]), "--cluster-node-timeout", "5000",
+					"--cluster-port", strconv.Itoa(ports[nodes+i]), "--cluster-node-timeout", "5000",
 				})
 			}
 			if err != nil {
@@ -130,7 +141,7 @@ func StartRedisCluster(dir string) (*RedisCluster, error) {
 		return nil, err
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("redis-cli --cluster create: %w: %s", err, out)
 	}
@@ -139,7 +150,9 @@ func StartRedisCluster(dir string) (*RedisCluster, error) {
 		host, port, _ := strings.Cut(a, ":")
 		for {
 			out, _ := exec.Command(cli, "-h", host, "-p", port, "cluster", "info").Output()
-			if strings.Contains(string(out), "cluster_state:ok") {
+			repl, _ := exec.Command(cli, "-h", host, "-p", port, "info", "replication").Output()
+			if strings.Contains(string(out), "cluster_state:ok") &&
+				(strings.Contains(string(repl), "role:master") || strings.Contains(string(repl), "master_link_status:up")) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -149,4 +162,43 @@ func StartRedisCluster(dir string) (*RedisCluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// StartSentinel starts a Redis Sentinel (redis-server --sentinel, its
+// config file in dir, which it rewrites) monitoring the master at
+// masterAddr under name with the given quorum, and waits until it answers
+// PING. lines are more sentinel.conf lines, for example
+// "sentinel down-after-milliseconds NAME 2000".
+func StartSentinel(dir, name, masterAddr string, quorum int, lines ...string) (*Redis, error) {
+	bin, err := lookBinary("redis-server", "/usr/bin/redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("%w; %s", err, RedisHint)
+	}
+	host, mport, ok := strings.Cut(masterAddr, ":")
+	if !ok {
+		return nil, fmt.Errorf("sentinel: master address %q is not host:port", masterAddr)
+	}
+	var r *Redis
+	err = onFreePorts(1, func(ports []int) error {
+		conf := join(dir, "sentinel.conf")
+		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor %s %s %s %d\n", ports[0], dir, name, host, mport, quorum)
+		for _, l := range lines {
+			text += l + "\n"
+		}
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+		p := &Process{
+			name: "sentinel " + addr, argv: []string{bin, conf, "--sentinel"}, dir: dir, logPath: join(dir, "sentinel.log"),
+			ready: func() error { return PingRedis(addr) }, port: ports[0],
+		}
+		if err := p.Start(); err != nil {
+			return err
+		}
+		track(p)
+		r = &Redis{Addr: addr, Process: p}
+		return nil
+	})
+	return r, err
 }

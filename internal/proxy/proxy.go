@@ -20,7 +20,7 @@ import (
 // at Addr. Cut and Blackhole start a partition; Restore ends it.
 type Proxy struct {
 	Addr   string
-	target string
+	target string // under mu: Retarget changes it
 	ln     net.Listener
 	// zk, when set, makes the proxy read the streams as ZooKeeper frames
 	// and count them; readPrefix and pending as in CountReadsUnder.
@@ -45,6 +45,7 @@ const (
 
 type proxyConn struct {
 	client, server net.Conn
+	target         string // the server's address
 }
 
 func (c *proxyConn) close() {
@@ -107,12 +108,15 @@ func (p *Proxy) accept() {
 			}
 			continue
 		}
-		s, err := net.Dial("tcp", p.target)
+		p.mu.Lock()
+		target := p.target
+		p.mu.Unlock()
+		s, err := net.Dial("tcp", target)
 		if err != nil {
 			c.Close()
 			continue
 		}
-		pc := &proxyConn{client: c, server: s}
+		pc := &proxyConn{client: c, server: s, target: target}
 		if !p.add(pc) {
 			continue
 		}
@@ -154,7 +158,7 @@ func (p *Proxy) pipe(pc *proxyConn, dst, src net.Conn) {
 func (p *Proxy) add(pc *proxyConn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if proxyMode(p.mode.Load()) == proxyCut {
+	if proxyMode(p.mode.Load()) == proxyCut || (pc.server != nil && pc.target != p.target) { // cut, or retargeted since the dial
 		pc.close()
 		return false
 	}
@@ -205,6 +209,17 @@ func (p *Proxy) Restore() {
 		p.closeAll()
 	}
 	p.mode.Store(int32(proxyOpen))
+	p.mu.Unlock()
+}
+
+// Retarget points the proxy at another server and closes every connection
+// to the old one, as a proxy in front of a Sentinel deployment does when
+// the master changes: the clients reconnect, to target. A partition in
+// force stays in force.
+func (p *Proxy) Retarget(target string) {
+	p.mu.Lock()
+	p.target = target
+	p.closeAll()
 	p.mu.Unlock()
 }
 

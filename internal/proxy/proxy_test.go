@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -93,4 +94,68 @@ func testCutBlackholeRestore(t *testing.T, opts ...Option) {
 	if err := roundTrip(p.Addr, 30*time.Second); err != nil {
 		t.Fatalf("restored: want a round trip, have %v", err)
 	}
+}
+
+// Retarget closes the connections to the old server and sends new ones to
+// the new server.
+func TestRetarget(t *testing.T) {
+	a, b := echoNamed(t, "a"), echoNamed(t, "b")
+	p, err := New(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := readName(t, c); got != "a" {
+		t.Fatalf("before Retarget: want server a, have %q", got)
+	}
+	p.Retarget(b)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("the connection to the old server: want closed by Retarget, read a byte")
+	}
+	c2, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got := readName(t, c2); got != "b" {
+		t.Fatalf("after Retarget: want server b, have %q", got)
+	}
+}
+
+// echoNamed is a server that writes name to every connection and keeps it
+// open.
+func echoNamed(t *testing.T, name string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(name))
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func readName(t *testing.T, c net.Conn) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(c, buf); err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return string(buf)
 }

@@ -75,3 +75,27 @@ func RedisCluster(t testing.TB) *Cluster {
 			return &Cluster{Addrs: c.Addrs}, nil
 		})
 }
+
+// ReplicatedCluster is a private Redis Cluster of three masters with one
+// replica each. Nodes are its six servers (fault helpers included); which
+// is a master changes with failovers: ask the cluster (CLUSTER NODES).
+type ReplicatedCluster struct {
+	Addrs []string
+	Nodes []*RedisServer
+}
+
+// NewRedisClusterWithReplicas starts a private Redis Cluster of three
+// masters with one replica each for this test, stopped when the test ends.
+func NewRedisClusterWithReplicas(t testing.TB) *ReplicatedCluster {
+	t.Helper()
+	c, err := localserver.StartRedisClusterWithReplicas(t.TempDir())
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	rc := &ReplicatedCluster{Addrs: c.Addrs}
+	for _, n := range c.Nodes {
+		t.Cleanup(n.Kill)
+		rc.Nodes = append(rc.Nodes, newRedisServer(n.Addr, n.Process))
+	}
+	return rc
+}

@@ -6,12 +6,12 @@
  */
 import { Redis } from "ioredis";
 import { hostname, userInfo } from "node:os";
-import { DroverError, InvalidArgument, LayoutError } from "./errors.js";
+import { DroverError, InvalidArgument, LayoutError, OutcomeUnknown } from "./errors.js";
 import { newId } from "./ids.js";
 import { LuaScript, runPipeline, type Call } from "./scripts.js";
 import { LAYOUT_VERSION } from "./generated.js";
 import { attempts, checkJob, checkQueue, encodeArgs } from "./validate.js";
-import type { EnqueueOptions, Enqueued, Job, JobStatus, Schedule, ScheduleDefinition } from "./types.js";
+import type { Durable, EnqueueOptions, Enqueued, Job, JobStatus, Schedule, ScheduleDefinition } from "./types.js";
 
 export const DEFAULT_DEDUPE_WINDOW_MS = 24 * 3600 * 1000;
 export const DEFAULT_OUTCOME_RETENTION_MS = 24 * 3600 * 1000;
@@ -37,6 +37,14 @@ export interface ClientOptions {
   wakeups?: boolean;
   /** Refuse a Redis whose <prefix>:layout names another version. Default true. */
   checkLayout?: boolean;
+  /**
+   * The durable enqueue mode, as the fleet's redis.durable is for the Go
+   * producers: an enqueue resolves only once the replicas confirm its
+   * write, and rejects with OutcomeUnknown (naming every id of the call)
+   * when they do not within the bound. Default: off (an enqueue is
+   * acknowledged once the master applied it).
+   */
+  durable?: Durable;
 }
 
 /** The W3C trace context of @opentelemetry/api, when the package can be imported. */
@@ -79,6 +87,9 @@ export class Client {
   private readonly owned: boolean;
   private readonly registered = new Set<string>();
   private inject: Inject | null = null;
+  /** The durable mode, checked; null when off. */
+  readonly durable: Required<Durable> | null;
+  private waitaofChecked = false;
 
   /** A client on r; prefer connect(), which also checks the layout version. */
   constructor(opts: ClientOptions = {}) {
@@ -87,6 +98,7 @@ export class Client {
     this.prefix = opts.prefix ?? "drover";
     this.dedupeWindowMs = Math.trunc(opts.dedupeWindowMs ?? DEFAULT_DEDUPE_WINDOW_MS);
     this.wakeChannel = opts.wakeups === false ? "" : this.prefix + ":wakeup-unowned";
+    this.durable = checkDurable(opts.durable);
   }
 
   /** A client, after checking the layout version (unless checkLayout is false). */
@@ -199,8 +211,9 @@ export class Client {
       }
     }
     const register = [...byQueue.keys()].filter((q) => !this.registered.has(q));
+    if (this.durable) await this.checkWaitAOF();
     let results: unknown[];
-    if (calls.length === 1 && register.length === 0) {
+    if (calls.length === 1 && register.length === 0 && !this.durable) {
       // The common case of a lone caller: one EVALSHA, no pipeline.
       results = [await enqueueScript.run(this.redis, calls[0]!.keys, calls[0]!.args)];
     } else {
@@ -208,8 +221,12 @@ export class Client {
         const key = this.prefix + ":queues";
         calls.push({ keys: [], args: [], other: (p) => p.sadd(key, ...register) });
       }
-      results = await runPipeline(this.redis, calls);
+      results = await runPipeline(this.redis, calls, this.durable ? this.confirmation() : []);
       for (const q of register) this.registered.add(q);
+      if (this.durable) {
+        const why = this.unconfirmed(results[results.length - 1]);
+        if (why) throw new OutcomeUnknown(order.flat().sort((a, b) => a.index - b.index).map((p) => p.id), why);
+      }
     }
     const out: Enqueued[] = new Array(list.length);
     order.forEach((chunk, c) => {
@@ -217,6 +234,50 @@ export class Client {
       chunk.forEach((p, k) => { out[p.index] = { id: p.id, result: Number(res[k]) }; });
     });
     return out;
+  }
+
+  // --- durable mode (queue/durable.go) -----------------------------------
+
+  /** With aof, refuses (before anything is written) a server without WAITAOF (before Redis 7.2). */
+  private async checkWaitAOF(): Promise<void> {
+    if (!this.durable!.aof || this.waitaofChecked) return;
+    const info = await this.redis.info("server");
+    const version = /redis_version:([0-9.]+)/.exec(info)?.[1] ?? "0";
+    const [major = 0, minor = 0] = version.split(".").map(Number);
+    if (major < 7 || (major === 7 && minor < 2)) {
+      throw new DroverError(`durable aof needs WAITAOF (Redis 7.2 or later) and this server does not have it ` +
+        `(version ${version}): upgrade, or use durable { aof: false }; nothing was enqueued`);
+    }
+    this.waitaofChecked = true;
+  }
+
+  /**
+   * The end of an enqueue pipeline in the durable mode, as the Go producer
+   * sends it: a barrier PUBLISH (replicated like a write, so that WAIT
+   * covers a duplicate's earlier write too), then WAIT or WAITAOF, on the
+   * connection that wrote.
+   */
+  private confirmation(): Call[] {
+    const d = this.durable!;
+    const barrier = this.prefix + ":durable-barrier";
+    const wait = d.aof ? ["WAITAOF", 1, d.replicas, d.timeoutMs] : ["WAIT", d.replicas, d.timeoutMs];
+    return [
+      { keys: [], args: [], other: (p) => p.publish(barrier, "") },
+      { keys: [], args: [], other: (p) => p.call(String(wait[0]), ...wait.slice(1)) },
+    ];
+  }
+
+  /** Why the confirmation's reply does not confirm ("" when it does). */
+  private unconfirmed(reply: unknown): string {
+    const d = this.durable!;
+    if (d.aof) {
+      const [local, replicas] = (reply as number[]).map(Number);
+      if (!(local! >= 1)) return `not in the master's append-only file within ${d.timeoutMs}ms (is appendonly on?)`;
+      if (!(replicas! >= d.replicas)) return `in the append-only file of ${replicas} of ${d.replicas} replicas within ${d.timeoutMs}ms`;
+      return "";
+    }
+    const n = Number(reply);
+    return n >= d.replicas ? "" : `confirmed by ${n} of ${d.replicas} replicas within ${d.timeoutMs}ms`;
   }
 
   // --- revoke --------------------------------------------------------------
@@ -359,6 +420,21 @@ export class Client {
     }
     return out;
   }
+}
+
+/** The durable option with its defaults, checked; null when not given. */
+function checkDurable(d: Durable | undefined): Required<Durable> | null {
+  if (d === undefined || d === null) return null;
+  if (typeof d !== "object") throw new InvalidArgument("durable", `want an object { replicas, timeoutMs, aof }, have ${d}`);
+  const out = { replicas: d.replicas ?? 1, timeoutMs: d.timeoutMs ?? 500, aof: d.aof ?? false };
+  if (!Number.isInteger(out.replicas) || out.replicas < 1) {
+    throw new InvalidArgument("durable.replicas", `want an integer >= 1, have ${out.replicas}`);
+  }
+  if (!Number.isInteger(out.timeoutMs) || out.timeoutMs < 1) {
+    throw new InvalidArgument("durable.timeoutMs", `want whole milliseconds > 0 (0 would wait forever), have ${out.timeoutMs}`);
+  }
+  if (typeof out.aof !== "boolean") throw new InvalidArgument("durable.aof", `want a boolean, have ${out.aof}`);
+  return out;
 }
 
 /** An RFC 3339 time in µs since the epoch; 0 when it is not one. */

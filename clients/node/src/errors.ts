@@ -40,3 +40,23 @@ export class HTTPError extends DroverError {
     this.status = status;
   }
 }
+
+/**
+ * An enqueue Redis may hold but did not confirm as replicated (the
+ * client's durable mode): its write reached the master, or its outcome is
+ * not known at all, and a failover now could lose it. `ids` are every job
+ * of the call, generated ids included; enqueueing them again is safe (a
+ * job already in is answered -1, duplicate, and not written twice), and
+ * the retry is acknowledged only once the replicas confirm it. `reason`
+ * says what the confirmation answered.
+ */
+export class OutcomeUnknown extends DroverError {
+  readonly ids: string[];
+  readonly reason: string;
+
+  constructor(ids: string[], reason: string) {
+    super(`outcome unknown: enqueue of ${ids.join(", ")} not confirmed by the replicas (${reason}): enqueue the same ids again`);
+    this.ids = [...ids];
+    this.reason = reason;
+  }
+}

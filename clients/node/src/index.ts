@@ -11,8 +11,8 @@
  */
 export { Client, DEFAULT_DEDUPE_WINDOW_MS, MAX_SCRIPT_BATCH, type ClientOptions } from "./client.js";
 export { HTTPClient } from "./http.js";
-export { DroverError, HTTPError, InvalidArgument, LayoutError } from "./errors.js";
+export { DroverError, HTTPError, InvalidArgument, LayoutError, OutcomeUnknown } from "./errors.js";
 export { LAYOUT_VERSION, VERSIONS } from "./generated.js";
 export { RULES, checkJob, checkQueue, encodeArgs } from "./validate.js";
 export { newId } from "./ids.js";
-export type { EnqueueOptions, Enqueued, Job, JobState, JobStatus, Schedule, ScheduleDefinition } from "./types.js";
+export type { Durable, EnqueueOptions, Enqueued, Job, JobState, JobStatus, Schedule, ScheduleDefinition } from "./types.js";

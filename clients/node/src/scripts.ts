@@ -51,18 +51,23 @@ export interface Call {
  * Sends calls in one pipeline (no transaction) and returns their replies
  * in order. A script call the server did not know (NOSCRIPT: it did
  * nothing) is sent again with EVAL; any other error is thrown.
+ *
+ * tail (the durable mode's barrier and wait) ends the pipeline and, when
+ * scripts are sent again, the second pipeline too, so that it always
+ * follows every write it must confirm on the same connection; its replies
+ * (those of the last pipeline sent) follow the calls' in the result.
  */
-export async function runPipeline(r: Redis, calls: Call[]): Promise<unknown[]> {
+export async function runPipeline(r: Redis, calls: Call[], tail: Call[] = []): Promise<unknown[]> {
   const p = r.pipeline();
-  for (const c of calls) {
+  for (const c of [...calls, ...tail]) {
     if (c.script) c.script.queue(p, c.keys, c.args);
     else c.other!(p);
   }
   const res = (await p.exec()) ?? [];
-  const out: unknown[] = new Array(calls.length);
+  const out: unknown[] = new Array(calls.length + tail.length);
   const again: number[] = [];
   res.forEach(([err, v], i) => {
-    if (err && calls[i]!.script && isNoScript(err)) again.push(i);
+    if (i < calls.length && err && calls[i]!.script && isNoScript(err)) again.push(i);
     else if (err) throw err;
     else out[i] = v;
   });
@@ -72,10 +77,12 @@ export async function runPipeline(r: Redis, calls: Call[]): Promise<unknown[]> {
       const c = calls[i]!;
       p2.eval(c.script!.source, c.keys.length, ...c.keys, ...c.args);
     }
+    for (const c of tail) c.other!(p2);
     const res2 = (await p2.exec()) ?? [];
     res2.forEach(([err, v], k) => {
       if (err) throw err;
-      out[again[k]!] = v;
+      if (k < again.length) out[again[k]!] = v;
+      else out[calls.length + k - again.length] = v;
     });
   }
   return out;

@@ -14,6 +14,22 @@ export interface EnqueueOptions {
   headers?: Record<string, string>;
 }
 
+/**
+ * The durable enqueue mode (the fleet's redis.durable): an enqueue is
+ * acknowledged only once `replicas` replicas confirm its write (WAIT; with
+ * aof, WAITAOF: the append-only file's fsync on the master and the
+ * replicas, Redis 7.2+) within `timeoutMs`; else it rejects with
+ * OutcomeUnknown.
+ */
+export interface Durable {
+  /** Replicas that must confirm. Default 1. */
+  replicas?: number;
+  /** Bound of the wait, in whole milliseconds (> 0: 0 would wait forever). Default 500. */
+  timeoutMs?: number;
+  /** Wait for the append-only file's fsync too (WAITAOF). Default false. */
+  aof?: boolean;
+}
+
 /** One message to enqueue (enqueueMany). What each field accepts: validate.ts (the Go producers' rules). */
 export interface Job extends EnqueueOptions {
   queue: string;

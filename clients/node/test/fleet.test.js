@@ -11,7 +11,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
-import { Client, HTTPClient, HTTPError, LAYOUT_VERSION, LayoutError } from "../dist/index.js";
+import { Client, DroverError, HTTPClient, HTTPError, InvalidArgument, LAYOUT_VERSION, LayoutError, OutcomeUnknown } from "../dist/index.js";
 import { env, keysUnder, randomSuffix, waitFor } from "./helpers.js";
 
 /** What ran: one { queue, id, seq } per line of DONE_FILE, in the order run. */
@@ -144,6 +144,71 @@ describe("the Redis client", () => {
       await Client.connect({ redis, prefix: other });
     } finally {
       await redis.del(other + ":layout");
+    }
+  });
+});
+
+describe("the durable mode", () => {
+  // The fleet's Redis has no replica: an enqueue needing one is never
+  // confirmed. DURABLE_MASTER_URL has one (DURABLE_REPLICA_URL).
+  let redis, master, replica, q, prefix;
+  before(() => {
+    redis = new Redis(env("REDIS_URL"));
+    master = new Redis(env("DURABLE_MASTER_URL"));
+    replica = new Redis(env("DURABLE_REPLICA_URL"));
+    q = env("DROVER_QUEUE") + "-durable"; // no task runs it
+    prefix = env("DROVER_PREFIX");
+  });
+  after(() => { redis.disconnect(); master.disconnect(); replica.disconnect(); });
+  const msgKey = (queue) => `${prefix}:{${queue}}:msg`;
+
+  it("rejects an unconfirmed enqueue with OutcomeUnknown naming every id; the retry is a duplicate", async () => {
+    const c = await Client.connect({ redis, prefix, durable: { replicas: 1, timeoutMs: 50 } });
+    await assert.rejects(c.enqueue(q, "record", { n: 1 }, { id: "node-durable-1" }), (e) => {
+      assert.ok(e instanceof OutcomeUnknown && e instanceof DroverError);
+      assert.deepEqual(e.ids, ["node-durable-1"]);
+      assert.match(e.reason, /confirmed by 0 of 1 replicas/);
+      return true;
+    });
+    let ids;
+    await assert.rejects(c.enqueueMany([{ queue: q, task: "record", id: "node-durable-2" }, { queue: q, task: "record" }]), (e) => {
+      assert.ok(e instanceof OutcomeUnknown);
+      ids = e.ids;
+      return true;
+    });
+    assert.equal(ids.length, 2);
+    assert.equal(ids[0], "node-durable-2");
+    // The writes reached the master: a retry finds them, it does not copy them.
+    const plain = await Client.connect({ redis, prefix });
+    assert.equal((await plain.enqueue(q, "record", null, { id: "node-durable-1" })).result, -1);
+    assert.equal(await redis.hexists(msgKey(q), ids[1]), 1);
+  });
+
+  it("resolves once the replica confirms, the message on the replica, even after the scripts were flushed", async () => {
+    const c = await Client.connect({ redis: master, prefix, durable: { replicas: 1, timeoutMs: 5000 } });
+    const one = await c.enqueue(q, "record", { n: 1 });
+    assert.ok(one.result > 0);
+    assert.equal(await replica.hexists(msgKey(q), one.id), 1, "acknowledged: the replica holds it");
+    // NOSCRIPT: the scripts are sent again in a second pipeline, which must end with the wait too.
+    await master.script("FLUSH");
+    const many = await c.enqueueMany([{ queue: q, task: "record" }, { queue: q + "-b", task: "record" }]);
+    assert.ok(many.every((r) => r.result > 0));
+    assert.equal(await replica.hexists(msgKey(q), many[0].id), 1);
+    assert.equal(await replica.hexists(msgKey(q + "-b"), many[1].id), 1);
+  });
+
+  it("refuses aof on a Redis without WAITAOF before writing anything", async (t) => {
+    const version = /redis_version:(\d+)\.(\d+)/.exec(await redis.info("server"));
+    if (Number(version[1]) > 7 || (Number(version[1]) === 7 && Number(version[2]) >= 2)) return t.skip("this Redis has WAITAOF (7.2+)");
+    const c = await Client.connect({ redis, prefix, durable: { aof: true } });
+    await assert.rejects(c.enqueue(q, "record", null, { id: "node-durable-aof" }), (e) => e instanceof DroverError && /WAITAOF/.test(e.message));
+    assert.equal(await redis.hexists(msgKey(q), "node-durable-aof"), 0);
+  });
+
+  it("checks the option", () => {
+    for (const [durable, field] of [[{ replicas: 0 }, "durable.replicas"], [{ timeoutMs: 0 }, "durable.timeoutMs"],
+      [{ timeoutMs: 1.5 }, "durable.timeoutMs"], [{ aof: "yes" }, "durable.aof"], [5, "durable"]]) {
+      assert.throws(() => new Client({ redis, prefix, durable }), (e) => e instanceof InvalidArgument && e.field === field, JSON.stringify(durable));
     }
   });
 });

@@ -472,3 +472,53 @@ func TestQueuesMovedWhileRedisIsUnreachableAreAViolation(t *testing.T) {
 		t.Fatalf("nothing moved: want no violation, have %v", r.ViolationCounts)
 	}
 }
+
+// A failover's new master missing acknowledged messages: each is a
+// never-replicated violation, whether it ran (before the failover) or not;
+// one that never ran is lost, counted as never replicated and not again
+// as another loss; a loss the failover does not explain stays a loss.
+func TestNeverReplicatedIsSplitFromOtherLosses(t *testing.T) {
+	in := clean()
+	in.Executions = in.Executions[2:] // m-0 and m-1 never ran
+	in.Faults = []Fault{{Kind: Sentinel, Target: "redis", Start: at(-5000), End: at(-4000),
+		NotReplicated: []string{"o/m-0", "o/m-2"}, Checked: 40}}
+	r := Check(in)
+	if r.NeverReplicated != 2 || r.LostNeverReplicated != 1 || r.Lost != 2 || r.FailoverChecked != 40 {
+		t.Fatalf("want 2 never replicated (m-0 lost, m-2 ran), 2 lost of which 1 never replicated, 40 looked for; have %d, %d, %d, %d",
+			r.NeverReplicated, r.LostNeverReplicated, r.Lost, r.FailoverChecked)
+	}
+	if r.ViolationCounts[NeverReplicated] != 2 || r.ViolationCounts[Lost] != 1 || len(r.ViolationCounts) != 2 {
+		t.Fatalf("want 2 never-replicated and 1 lost (m-1) violations, have %v", r.ViolationCounts)
+	}
+	var buf bytes.Buffer
+	r.Markdown(&buf, Run{})
+	if !strings.Contains(buf.String(), "| 1 / 1 |") || !strings.Contains(buf.String(), "| 40 / 2 |") {
+		t.Fatalf("want the report to split the losses (1 never replicated / 1 other) and show 40 looked for, 2 missing:\n%s", buf.String())
+	}
+}
+
+// A message run at two positions, the first assigned by the old master
+// during a Sentinel failover and the second after it began, is counted as
+// re-enqueued across the failover, not as a double enqueue; the same
+// outside any failover is still a violation.
+func TestReenqueueAcrossAFailoverIsCountedNotViolated(t *testing.T) {
+	in := clean()
+	start := t0.Add(10 * time.Second)
+	in.Faults = []Fault{{Kind: Sentinel, Target: "redis", Start: start, End: start.Add(15 * time.Second)}}
+	first, second := start.Add(500*time.Millisecond).UnixMicro(), start.Add(3*time.Second).UnixMicro()
+	m := in.Enqueued[3] // queue u
+	in.Executions = append(in.Executions,
+		Execution{Queue: m.Queue, ID: "again", Position: first, WorkerPID: 10, PID: 3000, Start: start.Add(time.Second), End: start.Add(time.Second + 10*time.Millisecond)},
+		Execution{Queue: m.Queue, ID: "again", Position: second, WorkerPID: 10, PID: 3001, Start: start.Add(4 * time.Second), End: start.Add(4*time.Second + 10*time.Millisecond)})
+	in.Enqueued = append(in.Enqueued, Enqueued{Queue: m.Queue, ID: "again", Position: second})
+	in.FinalOffsets["u"] = second
+	r := Check(in)
+	if !r.OK() || r.FailoverReenqueues != 1 {
+		t.Fatalf("want the re-enqueue counted (1) and no violation, have %d and %v", r.FailoverReenqueues, r.Violations)
+	}
+	in.Faults = nil
+	r = Check(in)
+	if r.ViolationCounts[DoubleEnqueue] != 1 || r.FailoverReenqueues != 0 {
+		t.Fatalf("without the failover: want a double-enqueue violation, have %v (re-enqueues %d)", r.ViolationCounts, r.FailoverReenqueues)
+	}
+}

@@ -39,6 +39,14 @@ const (
 	// It excuses nothing: a retirement or a new key must not lose, repeat
 	// or overlap any message, of its own keys or of the others.
 	KeyChurn Kind = "key-churn"
+	// Sentinel: a failover of the run's Redis, a master with one replica
+	// and three Sentinels (a run with this kind has that deployment):
+	// kill -9 of the master or a graceful SENTINEL FAILOVER, in turn, under
+	// load. The harness then looks on the new master for every message
+	// acknowledged from a little before the fault until the old master was
+	// gone or demoted (Fault.NotReplicated lists those absent). Every
+	// worker loses Redis for the failover, as in a redis-cut-all.
+	Sentinel Kind = "sentinel"
 
 	// SessionLost is not injected: a worker reported its ZooKeeper session
 	// lost (in its log). Most follow an injected fault; one that does not
@@ -49,7 +57,7 @@ const (
 )
 
 // Kinds lists every fault kind in report order.
-var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill, WorkerFreeze, HostFreeze, RedisCut, RedisCutAll, KeyChurn}
+var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill, WorkerFreeze, HostFreeze, RedisCut, RedisCutAll, KeyChurn, Sentinel}
 
 // Freezes are the kinds that stop a worker process; the report gives the
 // delay from each one's start to its worker's task lease firing.
@@ -91,6 +99,7 @@ var Effects = map[Kind]Effect{
 	RollingRestart: {},
 	SchedulerKill:  {},
 	KeyChurn:       {},
+	Sentinel:       {Excuses: true, After: 1},
 	SessionLost:    {Excuses: true, After: 0},
 }
 
@@ -116,6 +125,12 @@ type Fault struct {
 	// Moved (redis-cut-all) counts the queues whose owner in the
 	// assignment differs between the cut's start and its end.
 	Moved int `json:"moved,omitempty"`
+	// NotReplicated (sentinel) lists the messages ("queue/id") the
+	// producer had acknowledged that the new master does not hold: written
+	// on the old master and never replicated. Checked counts the
+	// acknowledged messages looked for.
+	NotReplicated []string `json:"not_replicated,omitempty"`
+	Checked       int      `json:"checked,omitempty"`
 }
 
 // hits reports whether the fault hit worker process pid.

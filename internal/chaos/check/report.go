@@ -14,7 +14,12 @@ type Invariant string
 
 // The invariants Check verifies.
 const (
-	Lost               Invariant = "lost"                 // an enqueued message or fired slot never ran
+	Lost Invariant = "lost" // an enqueued message or fired slot never ran
+	// NeverReplicated: a message acknowledged to the producer by a master
+	// that a Sentinel failover replaced is not on the new master (it may
+	// have run before the failover; one that never ran is counted here,
+	// not under Lost).
+	NeverReplicated    Invariant = "never-replicated"
 	OrderedOverlap     Invariant = "ordered-overlap"      // two executions of an ordered queue overlapped
 	CrossWorkerOverlap Invariant = "cross-worker-overlap" // two workers ran one queue at once, neither under a fault
 	DuplicateOutside   Invariant = "duplicate-outside-fault"
@@ -60,9 +65,21 @@ type Report struct {
 	Parks           int `json:"parks"`
 	ParksUnresolved int `json:"parks_unresolved"`
 
-	Lost        int `json:"lost"`
-	Unfinished  int `json:"unfinished"`   // never ran, still queued when the drain gave up
-	DeadLetters int `json:"dead_letters"` // messages in the dead letters after the run
+	Lost int `json:"lost"`
+	// LostNeverReplicated counts the lost messages that are never
+	// replicated (Fault.NotReplicated): Lost − LostNeverReplicated is every
+	// other loss. NeverReplicated counts every acknowledged message a
+	// failover's new master did not hold, run or not; FailoverChecked how
+	// many acknowledged messages the failovers looked for.
+	LostNeverReplicated int `json:"lost_never_replicated"`
+	NeverReplicated     int `json:"never_replicated"`
+	FailoverChecked     int `json:"failover_checked"`
+	// FailoverReenqueues counts messages and schedule slots that ran at
+	// two positions across a Sentinel failover (check.go,
+	// failoverReenqueue): not violations, at least once.
+	FailoverReenqueues int `json:"failover_reenqueues"`
+	Unfinished         int `json:"unfinished"`   // never ran, still queued when the drain gave up
+	DeadLetters        int `json:"dead_letters"` // messages in the dead letters after the run
 	// Duplicates counts executions beyond the first of each message.
 	Duplicates int `json:"duplicates"`
 	// DuplicatesAt counts excused duplicates by the kind of the fault
@@ -190,7 +207,9 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| schedule slots due | %d |\n", r.SlotsExpected)
 	fmt.Fprintf(w, "| executions logged | %d |\n", r.Executions)
 	fmt.Fprintf(w, "| distinct messages executed | %d |\n", r.Messages)
-	fmt.Fprintf(w, "| lost | %d |\n", r.Lost)
+	fmt.Fprintf(w, "| lost: never replicated (acknowledged by a master a failover replaced, not on the new one) / every other loss | %d / %d |\n", r.LostNeverReplicated, r.Lost-r.LostNeverReplicated)
+	fmt.Fprintf(w, "| %s: acknowledged messages looked for on the new master / not there (run or not) | %d / %d |\n", Sentinel, r.FailoverChecked, r.NeverReplicated)
+	fmt.Fprintf(w, "| %s: messages and slots run at two positions, the first taken by the old master during the failover and absent from the new one, enqueued again there (at least once, allowed) | %d |\n", Sentinel, r.FailoverReenqueues)
 	fmt.Fprintf(w, "| not run, still queued when the drain gave up | %d |\n", r.Unfinished)
 	fmt.Fprintf(w, "| dead-lettered (the task never fails) | %d |\n", r.DeadLetters)
 	fmt.Fprintf(w, "| overlapping executions of an ordered queue | %d |\n", r.OrderedOverlaps)
