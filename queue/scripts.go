@@ -140,17 +140,22 @@ if ARGV[1] ~= '' then redis.call('PUBLISH', state[2] or ARGV[1], ARGV[2]) end
 return pos
 `
 
-// readAfterSource reads up to n messages after an offset, in position order.
+// readAfterSource reads up to n messages after an offset, in position order,
+// each with its recorded starts (the :attempts field): the owner decides a
+// message's attempt from that count and its own starts since the read, with
+// no round trip of its own before a first start (docs/decisions.md, "Issue
+// 40: a first start is recorded without waiting").
 //
-//	KEYS[1] log  KEYS[2] msg
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] attempts
 //	ARGV[1] the exclusive lower bound, "(<offset>"
 //	ARGV[2] n, the most entries to return (> 0)
 //
-// Returns {} when nothing follows the offset, else {entries, envelopes…}:
-// entries is the flat ZRANGE WITHSCORES reply {id1, pos1, id2, pos2, …},
-// followed by one or more HMGET replies (1000 ids each) holding the
-// envelopes in the same order, nil where :msg has no entry.
-const readAfterSource = `-- drover read-after v1
+// Returns {} when nothing follows the offset, else {entries, envelopes,
+// starts, envelopes, starts…}: entries is the flat ZRANGE WITHSCORES reply
+// {id1, pos1, id2, pos2, …}, followed by one or more pairs of HMGET replies
+// (1000 ids each): the envelopes in the same order (nil where :msg has no
+// entry), then the recorded starts (nil where none is recorded).
+const readAfterSource = `-- drover read-after v2
 local r = redis.call('ZRANGE', KEYS[1], ARGV[1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2], 'WITHSCORES')
 if #r == 0 then return {} end
 local out = {r}
@@ -159,6 +164,7 @@ for i = 1, #r, 2 do
   ids[#ids + 1] = r[i]
   if #ids == 1000 or i + 1 == #r then
     out[#out + 1] = redis.call('HMGET', KEYS[2], unpack(ids))
+    out[#out + 1] = redis.call('HMGET', KEYS[3], unpack(ids))
     ids = {}
   end
 end
@@ -170,24 +176,27 @@ return out
 // trip together (DESIGN.md §10). The queues of one call share a slot on a
 // Cluster.
 //
-//	KEYS: 2 per queue: log, msg
+//	KEYS: 3 per queue: log, msg, attempts
 //	ARGV: 2 per queue: the exclusive lower bound "(<offset>", n (1..1000)
 //
-// Returns 2 values per queue: the flat ZRANGE WITHSCORES reply {id1, pos1,
-// …} (empty when nothing follows the offset) and the HMGET reply holding
-// the envelopes in the same order (nil where :msg has no entry; empty with
-// no ids).
-const readManySource = `-- drover read-many v1
+// Returns 3 values per queue: the flat ZRANGE WITHSCORES reply {id1, pos1,
+// …} (empty when nothing follows the offset), the HMGET reply holding the
+// envelopes in the same order (nil where :msg has no entry; empty with no
+// ids) and the HMGET reply holding their recorded starts (nil where none
+// is recorded; empty with no ids).
+const readManySource = `-- drover read-many v2
 local out = {}
 for i = 1, #ARGV / 2 do
-  local r = redis.call('ZRANGE', KEYS[2 * i - 1], ARGV[2 * i - 1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2 * i], 'WITHSCORES')
+  local r = redis.call('ZRANGE', KEYS[3 * i - 2], ARGV[2 * i - 1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2 * i], 'WITHSCORES')
   out[#out + 1] = r
   if #r == 0 then
+    out[#out + 1] = {}
     out[#out + 1] = {}
   else
     local ids = {}
     for j = 1, #r, 2 do ids[#ids + 1] = r[j] end
-    out[#out + 1] = redis.call('HMGET', KEYS[2 * i], unpack(ids))
+    out[#out + 1] = redis.call('HMGET', KEYS[3 * i - 1], unpack(ids))
+    out[#out + 1] = redis.call('HMGET', KEYS[3 * i], unpack(ids))
   end
 end
 return out

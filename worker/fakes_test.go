@@ -133,6 +133,7 @@ func (l *memLog) readLocked(queue string, after drover.Position, n int) []drover
 	var out []drover.LogEntry
 	for _, e := range l.log[queue] {
 		if e.Position > after && len(out) < n {
+			e.Starts = l.starts[queue+"\x00"+e.ID] // as the read scripts return them
 			out = append(out, e)
 		}
 	}

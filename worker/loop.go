@@ -69,13 +69,17 @@ type queueLoop struct {
 	lastPromote loopTime
 	lastRead    loopTime
 	lastBacklog loopTime
-	blockGen    uint64           // the worker's block generation last seen
-	iterations  uint8            // iterations of the current turn, counted up to 2: only "more than one" matters
-	caughtUp    bool             // the last read returned fewer than asked
-	wasBlocked  bool             // paused or suspended at the last iteration
-	ended       bool             // the loop has shut down; guarded by mu (kept here: the record's size)
-	extras      *loopExtras      // rate limit and park hold; nil while the queue uses neither
-	outcomes    []drover.Outcome // records of finished messages, for the next commit's trim
+	blockGen    uint64 // the worker's block generation last seen
+	iterations  uint8  // iterations of the current turn, counted up to 2: only "more than one" matters
+	caughtUp    bool   // the last read returned fewer than asked
+	wasBlocked  bool   // paused or suspended at the last iteration
+	ended       bool   // the loop has shut down; guarded by mu (kept here: the record's size)
+	// committedHere: a commit of this owner succeeded since its claim (set
+	// by the committer). Until then every start waits for its record
+	// (runMessage). Kept here, in the padding before extras: the record's size.
+	committedHere atomic.Bool
+	extras        *loopExtras      // rate limit and park hold; nil while the queue uses neither
+	outcomes      []drover.Outcome // records of finished messages, for the next commit's trim
 
 	mu       sync.Mutex // guards the fields below, read by State
 	inflight map[string]*TaskState
@@ -504,6 +508,11 @@ func (l *queueLoop) lose(why string, err error) {
 func (l *queueLoop) trim(pos drover.Position, outcomes []drover.Outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
+	// The starts of the messages it covers were recorded before now: the
+	// trim, which deletes their :attempts fields, waits for those records.
+	if err := l.w.starts.settled(ctx, l.w.starts.mark()); err != nil {
+		l.logger().Warn("trim queue: waiting for start records", "error", err)
+	}
 	if err := l.trimLog(ctx, pos, outcomes); err != nil {
 		l.logger().Warn("trim queue", "offset", pos, "error", err)
 	}

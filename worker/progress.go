@@ -33,6 +33,7 @@ type delivery struct {
 	Raw      []byte          // the envelope as stored
 	Message  *drover.Message // nil when Err is set
 	Err      error           // wraps drover.ErrPoison when the envelope is undecodable
+	Starts   int             // the message's starts recorded when it was read
 }
 
 // add decodes and appends fetched entries (positions must increase).
@@ -40,7 +41,7 @@ func (p *progress) add(es []drover.LogEntry) {
 	for i := range es {
 		e := &es[i]
 		m, err := e.Decode()
-		p.pending = append(p.pending, &slot{d: delivery{Position: e.Position, ID: e.ID, Raw: e.Raw, Message: m, Err: err}})
+		p.pending = append(p.pending, &slot{d: delivery{Position: e.Position, ID: e.ID, Raw: e.Raw, Message: m, Err: err, Starts: e.Starts}})
 	}
 }
 
