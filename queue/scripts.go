@@ -273,7 +273,11 @@ return 1
 // bucket. A raised bound takes effect at the next rotation; a lowered one
 // at once if the current bucket holds the new per, else within per new
 // records. So a record costs ZRANGE, HLEN and HSET (and TIME per call),
-// expiry is Redis's own, and a lookup reads at most a few buckets. The
+// expiry is Redis's own, and a lookup reads at most a few buckets. A
+// queue with no index (its first record, or none kept for the retention:
+// the index expires with its newest bucket) has nothing to rotate or lower:
+// its record skips that bookkeeping and costs ZRANGE, HSET, two PEXPIREATs
+// and a ZADD — the record of a key that gets a message now and then. The
 // bucket keys are not in KEYS: they are derived from the index key and
 // carry its hash tag, so they live in the same Cluster slot.
 //
@@ -297,12 +301,14 @@ const recordFunction = `local function rotate(done, now_ms, max, per)
     j = j + 1
   end
 end
-local function index(done, key, made, expiry)
+local function index(done, key, made, expiry, empty)
   redis.call('PEXPIREAT', key, expiry)
-  local later = redis.call('ZRANGE', done, '(' .. expiry, '+inf', 'BYSCORE')
-  for j = 1, #later do
-    redis.call('PEXPIREAT', done .. ':' .. later[j], expiry)
-    redis.call('ZADD', done, expiry, later[j])
+  if not empty then
+    local later = redis.call('ZRANGE', done, '(' .. expiry, '+inf', 'BYSCORE')
+    for j = 1, #later do
+      redis.call('PEXPIREAT', done .. ':' .. later[j], expiry)
+      redis.call('ZADD', done, expiry, later[j])
+    end
   end
   redis.call('ZADD', done, expiry, made)
   redis.call('PEXPIREAT', done, expiry)
@@ -312,6 +318,7 @@ local function record(done, now_ms, max, keep, from, to)
   local per = math.max(1, math.floor(max / 8))
   local n, held, key = 0, per, nil
   local cur = redis.call('ZRANGE', done, -1, -1, 'WITHSCORES')
+  local empty = #cur == 0
   if #cur > 0 then
     n = tonumber(string.match(cur[1], '^(%d+):'))
     local expiry = tonumber(cur[2])
@@ -325,14 +332,17 @@ local function record(done, now_ms, max, keep, from, to)
   while i <= to do
     local made = nil
     if held >= per then
-      rotate(done, now_ms, max, per)
+      if not empty then rotate(done, now_ms, max, per) end
       n, held = n + 1, 0
       made = string.format('%012d:%d', n, now_ms)
       key = done .. ':' .. made
     end
     local room = math.min(per - held, (to - i + 1) / 2, 1000)
     redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
-    if made then index(done, key, made, now_ms + width + keep) end
+    if made then
+      index(done, key, made, now_ms + width + keep, empty)
+      empty = false
+    end
     held = held + room
     i = i + 2 * room
   end
@@ -347,7 +357,7 @@ end
 //	then 2 per record: id, record JSON
 //
 // Returns the number of records written.
-const recordOutcomesSource = "-- drover record-outcomes v2\n" + recordFunction + `local t = redis.call('TIME')
+const recordOutcomesSource = "-- drover record-outcomes v3\n" + recordFunction + `local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 record(KEYS[1], now_ms, tonumber(ARGV[1]), tonumber(ARGV[2]), 3, #ARGV)
 return (#ARGV - 2) / 2
@@ -546,7 +556,7 @@ end
 //
 // Returns per queue the number of log entries removed (a queue that
 // reaches its chunk is trimmed further by the caller).
-const trimManySource = `-- drover trim-many v5
+const trimManySource = `-- drover trim-many v6
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
