@@ -16,7 +16,8 @@ const readGroup = 256
 const maxManyRead = 1000
 
 // ReadMany reads many queues in one round trip: for each request, up to N
-// entries after After, as ReadAfter returns them. It is the owner's reader
+// entries after After, as ReadAfter returns them (their recorded starts only
+// when the request asks: Starts). It is the owner's reader
 // (DESIGN.md §10): the queues woken since its last read are read together,
 // one script call per 256 queues on a standalone server (one per slot on a
 // Cluster), all in one pipeline — not a round trip, a script call and a
@@ -87,7 +88,11 @@ func (s Log) readMany(ctx context.Context, reqs []drover.ReadRequest, idx []int,
 	calls, err := s.slotCalls(names, readGroup, func(c *scriptCall, q string) {
 		r, qk := reqs[at[q]], s.keys.queue(q)
 		c.keys = append(c.keys, qk.log, qk.msg, qk.attempts)
-		c.args = append(c.args, "("+formatInt(int64(r.After)), r.N)
+		starts := "0"
+		if r.Starts {
+			starts = "1"
+		}
+		c.args = append(c.args, "("+formatInt(int64(r.After)), r.N, starts)
 	})
 	if err != nil { // names were checked: cannot happen
 		for _, i := range idx {
@@ -118,7 +123,7 @@ func manyEntries(r drover.ReadRequest, ids, envs, starts any) ([]Entry, error) {
 	pairs, ok1 := ids.([]any)
 	vals, ok2 := envs.([]any)
 	counts, ok3 := starts.([]any)
-	if !ok1 || !ok2 || !ok3 || len(pairs)%2 != 0 || len(vals) != len(pairs)/2 || len(counts) != len(vals) {
+	if !ok1 || !ok2 || !ok3 || len(pairs)%2 != 0 || len(vals) != len(pairs)/2 || (len(counts) != len(vals) && len(counts) != 0) {
 		return nil, fmt.Errorf("read %s after %d: malformed reply from the read-many script", r.Queue, r.After)
 	}
 	if len(vals) == 0 {
@@ -126,7 +131,11 @@ func manyEntries(r drover.ReadRequest, ids, envs, starts any) ([]Entry, error) {
 	}
 	out := make([]Entry, len(vals))
 	for j := range vals {
-		e, err := entryOf(r.Queue, pairs[2*j], pairs[2*j+1], vals[j], counts[j])
+		var n any // not asked: no starts
+		if len(counts) > 0 {
+			n = counts[j]
+		}
+		e, err := entryOf(r.Queue, pairs[2*j], pairs[2*j+1], vals[j], n)
 		if err != nil {
 			return nil, fmt.Errorf("read %s after %d: %w", r.Queue, r.After, err)
 		}

@@ -177,17 +177,19 @@ return out
 // Cluster.
 //
 //	KEYS: 3 per queue: log, msg, attempts
-//	ARGV: 2 per queue: the exclusive lower bound "(<offset>", n (1..1000)
+//	ARGV: 3 per queue: the exclusive lower bound "(<offset>", n (1..1000),
+//	      "1" to read the recorded starts too, else "0"
 //
 // Returns 3 values per queue: the flat ZRANGE WITHSCORES reply {id1, pos1,
 // …} (empty when nothing follows the offset), the HMGET reply holding the
 // envelopes in the same order (nil where :msg has no entry; empty with no
-// ids) and the HMGET reply holding their recorded starts (nil where none
-// is recorded; empty with no ids).
+// ids) and, when asked, the HMGET reply holding their recorded starts (nil
+// where none is recorded; empty with no ids or when not asked: an owner
+// asks until it has caught up once since its claim, worker/loop.go).
 const readManySource = `-- drover read-many v2
 local out = {}
-for i = 1, #ARGV / 2 do
-  local r = redis.call('ZRANGE', KEYS[3 * i - 2], ARGV[2 * i - 1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2 * i], 'WITHSCORES')
+for i = 1, #ARGV / 3 do
+  local r = redis.call('ZRANGE', KEYS[3 * i - 2], ARGV[3 * i - 2], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[3 * i - 1], 'WITHSCORES')
   out[#out + 1] = r
   if #r == 0 then
     out[#out + 1] = {}
@@ -196,7 +198,11 @@ for i = 1, #ARGV / 2 do
     local ids = {}
     for j = 1, #r, 2 do ids[#ids + 1] = r[j] end
     out[#out + 1] = redis.call('HMGET', KEYS[3 * i - 1], unpack(ids))
-    out[#out + 1] = redis.call('HMGET', KEYS[3 * i], unpack(ids))
+    if ARGV[3 * i] == '1' then
+      out[#out + 1] = redis.call('HMGET', KEYS[3 * i], unpack(ids))
+    else
+      out[#out + 1] = {}
+    end
   end
 end
 return out

@@ -441,7 +441,7 @@ func (c *committer) settle(l *queueLoop, r *commitReq, err error) bool {
 	}
 	c.w.cfg.Metrics.IncrCounter(metrics.CommitsTotal, 1, metrics.L("queue", l.name))
 	l.committed.Store(int64(r.off.Position))
-	l.committedHere.Store(true)
+	l.flags.Or(loopCommitted)
 	l.mu.Lock()
 	l.snap.Committed = r.off.Position
 	l.mu.Unlock()

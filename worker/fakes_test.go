@@ -123,6 +123,11 @@ func (l *memLog) ReadMany(_ context.Context, reqs []drover.ReadRequest) []drover
 	out := make([]drover.ReadResult, len(reqs))
 	for i, r := range reqs {
 		out[i].Entries = l.readLocked(r.Queue, r.After, r.N)
+		if !r.Starts { // as the read-many script: asked for, or 0
+			for j := range out[i].Entries {
+				out[i].Entries[j].Starts = 0
+			}
+		}
 	}
 	return out
 }

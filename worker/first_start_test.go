@@ -123,7 +123,7 @@ func TestFirstStartAfterACommitDoesNotWaitForItsRecord(t *testing.T) {
 	}
 	l := w.loop("q")
 	waitFor(t, "a to run and be committed", func() bool {
-		return slices.Contains(ex.runList(), "a#0") && l.committedHere.Load()
+		return slices.Contains(ex.runList(), "a#0") && l.flags.Load()&loopCommitted != 0
 	})
 
 	// b's record is held: b runs all the same, as attempt 0, and is
@@ -247,5 +247,72 @@ func TestStarterSettledWaitsForRecordsBeforeItsMark(t *testing.T) {
 	}
 	if n, err := r.wait(context.Background()); err != nil || n != 1 {
 		t.Fatalf("the record sent: want 1, have %d, %v", n, err)
+	}
+}
+
+// startsAsked counts the queue reads that asked for the recorded starts.
+type startsAsked struct {
+	*gatedStarts
+	mu    sync.Mutex
+	asked int
+}
+
+func (s *startsAsked) ReadMany(ctx context.Context, reqs []drover.ReadRequest) []drover.ReadResult {
+	s.mu.Lock()
+	for _, r := range reqs {
+		if r.Starts {
+			s.asked++
+		}
+	}
+	s.mu.Unlock()
+	return s.gatedStarts.ReadMany(ctx, reqs)
+}
+
+func (s *startsAsked) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.asked
+}
+
+// An owner reads the recorded starts until a read catches up with the
+// queue after its claim: only the messages at or below the head it
+// claimed can have starts it does not know of (a previous owner's). Later
+// reads skip the HMGET of :attempts (issue 43: one command a message). A
+// retry promoted from :delayed, read then without its starts, says in its
+// envelope that it ran before: its start waits for the exact count, so it
+// runs as attempt 1, not as a first start again.
+func TestReadsSkipStartsAfterCatchingUpAndRetriesStillCount(t *testing.T) {
+	s := &startsAsked{gatedStarts: &gatedStarts{memLog: newMemLog()}}
+	s.add("q", msg("a"))
+	ex := &scriptedExecutor{outcome: func(m *drover.Message) executor.Outcome {
+		if m.ID == "x" && m.Attempt == 0 {
+			return executor.OutcomeFailure
+		}
+		return executor.OutcomeSuccess
+	}}
+	w := newTestWorker(t, s.memLog, ex, func(c *Config) { c.Store = s })
+	claim := &memClaim{}
+	if err := w.Start(queueConfig("q", nil), claim); err != nil {
+		t.Fatal(err)
+	}
+	l := w.loop("q")
+	waitFor(t, "a to run and be committed, the queue caught up", func() bool {
+		return slices.Contains(ex.runList(), "a#0") && l.flags.Load()&(loopCommitted|loopStartsRead) == loopCommitted|loopStartsRead
+	})
+	asked := s.count()
+	if asked == 0 {
+		t.Fatal("no read asked for the recorded starts after the claim")
+	}
+	s.add("q", msg("x"))
+	w.Wake("q")
+	waitFor(t, "x's retry to run", func() bool { return len(ex.runList()) == 3 })
+	if want, have := []string{"a#0", "x#0", "x#1"}, ex.runList(); !slices.Equal(have, want) {
+		t.Fatalf("runs: want %v, have %v", want, have)
+	}
+	if n := s.recorded("q", "x"); n != 2 {
+		t.Fatalf("x's starts: want 2, have %d", n)
+	}
+	if n := s.count(); n != asked {
+		t.Fatalf("reads asking for starts after the queue caught up: want none, have %d", n-asked)
 	}
 }

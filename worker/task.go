@@ -61,6 +61,16 @@ func (l *queueLoop) runMessage(s *slot) bool {
 	// every later write about the message, and its next start, waits for
 	// it first (settleStart), so the record is never overtaken.
 	known := d.Starts
+	if known < 0 {
+		// Read without its starts: only this owner can have started it
+		// (loopStartsRead), so none is recorded — unless its envelope
+		// says it was retried (promoted from :delayed): then its count is
+		// not known here and its start waits for it.
+		known = 0
+		if m.Attempt > 0 {
+			known = -1
+		}
+	}
 	var sent startRecord
 	for {
 		if !l.awaitConfirmed() {
@@ -100,7 +110,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 			// counted however quickly it kills (docs/decisions.md, "Issue
 			// 40: a first start is recorded without waiting").
 			var starts int
-			if known == 0 && l.committedHere.Load() {
+			if known == 0 && l.flags.Load()&loopCommitted != 0 {
 				sent = l.w.starts.send(l.name, m.ID)
 				starts = 1
 			} else {
