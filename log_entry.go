@@ -13,6 +13,11 @@ type LogEntry struct {
 	// Raw is the envelope JSON from :msg; nil when the id has no envelope
 	// (which makes the entry poison).
 	Raw []byte
+	// Starts is how many times the message was started when it was read
+	// (its field in the queue's :attempts hash; 0 when none is recorded):
+	// its owner counts its attempts from it (docs/redis-schema.md,
+	// "Attempts").
+	Starts int
 }
 
 // PoisonError says why an entry cannot be processed: its envelope is

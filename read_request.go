@@ -7,6 +7,11 @@ type ReadRequest struct {
 	Queue string
 	After Position
 	N     int
+	// Starts asks for each entry's recorded starts (LogEntry.Starts); an
+	// entry read without it says 0. An owner asks until it has caught up
+	// once since its claim: only messages a previous owner may have
+	// started can have any it does not know of.
+	Starts bool
 }
 
 // ReadResult is what a ReadRequest of a batch returned: the entries in

@@ -38,7 +38,7 @@ func (s Log) ReadAfter(ctx context.Context, queue string, offset drover.Position
 		return nil, nil
 	}
 	n = min(n, MaxReadBatch)
-	reply, err := s.run(ctx, readAfterScript, []string{qk.log, qk.msg}, "("+formatInt(int64(offset)), n).Slice()
+	reply, err := s.run(ctx, readAfterScript, []string{qk.log, qk.msg, qk.attempts}, "("+formatInt(int64(offset)), n).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("read %s after %d: %w", queue, offset, err)
 	}
@@ -46,29 +46,24 @@ func (s Log) ReadAfter(ctx context.Context, queue string, offset drover.Position
 		return nil, nil
 	}
 	pairs, ok := reply[0].([]any)
-	if !ok || len(pairs)%2 != 0 {
+	if !ok || len(pairs)%2 != 0 || len(reply)%2 != 1 {
 		return nil, fmt.Errorf("read %s after %d: malformed reply from the read script", queue, offset)
 	}
 	out := make([]Entry, 0, len(pairs)/2)
-	for _, part := range reply[1:] {
-		envs, ok := part.([]any)
-		if !ok {
+	for k := 1; k < len(reply); k += 2 {
+		envs, ok1 := reply[k].([]any)
+		starts, ok2 := reply[k+1].([]any)
+		if !ok1 || !ok2 || len(starts) != len(envs) {
 			return nil, fmt.Errorf("read %s after %d: malformed reply from the read script", queue, offset)
 		}
-		for _, env := range envs {
+		for j, env := range envs {
 			i := 2 * len(out)
 			if i+1 >= len(pairs) {
 				return nil, fmt.Errorf("read %s after %d: the read script returned more envelopes than ids", queue, offset)
 			}
-			id, _ := pairs[i].(string)
-			score, _ := pairs[i+1].(string)
-			pos, err := parseScore(score)
+			e, err := entryOf(queue, pairs[i], pairs[i+1], env, starts[j])
 			if err != nil {
-				return nil, fmt.Errorf("read %s after %d: position of %s: %w", queue, offset, id, err)
-			}
-			e := Entry{Queue: queue, Position: pos, ID: id}
-			if s, ok := env.(string); ok {
-				e.Raw = []byte(s)
+				return nil, fmt.Errorf("read %s after %d: %w", queue, offset, err)
 			}
 			out = append(out, e)
 		}
@@ -77,6 +72,30 @@ func (s Log) ReadAfter(ctx context.Context, queue string, offset drover.Position
 		return nil, fmt.Errorf("read %s after %d: the read script returned %d envelopes for %d ids", queue, offset, len(out), len(pairs)/2)
 	}
 	return out, nil
+}
+
+// entryOf makes an entry of queue from the read scripts' values for it: its
+// id and score (from ZRANGE WITHSCORES), its envelope and its recorded
+// starts (from the HMGETs; nil when absent).
+func entryOf(queue string, id, score, env, starts any) (Entry, error) {
+	sid, _ := id.(string)
+	sc, _ := score.(string)
+	pos, err := parseScore(sc)
+	if err != nil {
+		return Entry{}, fmt.Errorf("position of %s: %w", sid, err)
+	}
+	e := Entry{Queue: queue, Position: pos, ID: sid}
+	if s, ok := env.(string); ok {
+		e.Raw = []byte(s)
+	}
+	if s, ok := starts.(string); ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return Entry{}, fmt.Errorf("recorded starts of %s: %q is not a count", sid, s)
+		}
+		e.Starts = n
+	}
+	return e, nil
 }
 
 // parseScore parses a sorted-set score that holds a position. Redis writes

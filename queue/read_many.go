@@ -16,7 +16,8 @@ const readGroup = 256
 const maxManyRead = 1000
 
 // ReadMany reads many queues in one round trip: for each request, up to N
-// entries after After, as ReadAfter returns them. It is the owner's reader
+// entries after After, as ReadAfter returns them (their recorded starts only
+// when the request asks: Starts). It is the owner's reader
 // (DESIGN.md §10): the queues woken since its last read are read together,
 // one script call per 256 queues on a standalone server (one per slot on a
 // Cluster), all in one pipeline — not a round trip, a script call and a
@@ -86,8 +87,12 @@ func (s Log) readMany(ctx context.Context, reqs []drover.ReadRequest, idx []int,
 	}
 	calls, err := s.slotCalls(names, readGroup, func(c *scriptCall, q string) {
 		r, qk := reqs[at[q]], s.keys.queue(q)
-		c.keys = append(c.keys, qk.log, qk.msg)
-		c.args = append(c.args, "("+formatInt(int64(r.After)), r.N)
+		c.keys = append(c.keys, qk.log, qk.msg, qk.attempts)
+		starts := "0"
+		if r.Starts {
+			starts = "1"
+		}
+		c.args = append(c.args, "("+formatInt(int64(r.After)), r.N, starts)
 	})
 	if err != nil { // names were checked: cannot happen
 		for _, i := range idx {
@@ -98,7 +103,7 @@ func (s Log) readMany(ctx context.Context, reqs []drover.ReadRequest, idx []int,
 	s.evalPipelined(ctx, readManyScript, calls)
 	for _, c := range calls {
 		reply, err := c.cmd.Slice()
-		if err == nil && len(reply) != 2*len(c.queues) {
+		if err == nil && len(reply) != 3*len(c.queues) {
 			err = fmt.Errorf("the read-many script returned %d values for %d queues", len(reply), len(c.queues))
 		}
 		for k, q := range c.queues {
@@ -108,16 +113,17 @@ func (s Log) readMany(ctx context.Context, reqs []drover.ReadRequest, idx []int,
 				out[i].Err = fmt.Errorf("read %s after %d: %w", r.Queue, r.After, err)
 				continue
 			}
-			out[i].Entries, out[i].Err = manyEntries(r, reply[2*k], reply[2*k+1])
+			out[i].Entries, out[i].Err = manyEntries(r, reply[3*k], reply[3*k+1], reply[3*k+2])
 		}
 	}
 }
 
 // manyEntries decodes one queue's part of a read-many reply.
-func manyEntries(r drover.ReadRequest, ids, envs any) ([]Entry, error) {
+func manyEntries(r drover.ReadRequest, ids, envs, starts any) ([]Entry, error) {
 	pairs, ok1 := ids.([]any)
 	vals, ok2 := envs.([]any)
-	if !ok1 || !ok2 || len(pairs)%2 != 0 || len(vals) != len(pairs)/2 {
+	counts, ok3 := starts.([]any)
+	if !ok1 || !ok2 || !ok3 || len(pairs)%2 != 0 || len(vals) != len(pairs)/2 || (len(counts) != len(vals) && len(counts) != 0) {
 		return nil, fmt.Errorf("read %s after %d: malformed reply from the read-many script", r.Queue, r.After)
 	}
 	if len(vals) == 0 {
@@ -125,16 +131,15 @@ func manyEntries(r drover.ReadRequest, ids, envs any) ([]Entry, error) {
 	}
 	out := make([]Entry, len(vals))
 	for j := range vals {
-		id, _ := pairs[2*j].(string)
-		score, _ := pairs[2*j+1].(string)
-		pos, err := parseScore(score)
+		var n any // not asked: no starts
+		if len(counts) > 0 {
+			n = counts[j]
+		}
+		e, err := entryOf(r.Queue, pairs[2*j], pairs[2*j+1], vals[j], n)
 		if err != nil {
-			return nil, fmt.Errorf("read %s after %d: position of %s: %w", r.Queue, r.After, id, err)
+			return nil, fmt.Errorf("read %s after %d: %w", r.Queue, r.After, err)
 		}
-		out[j] = Entry{Queue: r.Queue, Position: pos, ID: id}
-		if env, ok := vals[j].(string); ok {
-			out[j].Raw = []byte(env)
-		}
+		out[j] = e
 	}
 	return out, nil
 }

@@ -87,3 +87,51 @@ func testReadManyMatchesReadAfter(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("many-003: want 3 messages and the poison entry last, have %+v", ghost)
 	}
 }
+
+var _ = addContractCases(
+	contractCase{"ReadsReturnRecordedStartsWhenAsked", testReadsReturnRecordedStartsWhenAsked},
+)
+
+// The reads return each message's recorded starts (its :attempts field) —
+// ReadAfter always, ReadMany when the request asks (Starts) — so that an
+// owner knows a message's count without a round trip of its own; a message
+// never started says 0, and so does every entry of a read that did not ask.
+func testReadsReturnRecordedStartsWhenAsked(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	a := mustEnqueue(t, s, msg("starts", "a"))
+	mustEnqueue(t, s, msg("starts", "b"))
+	for range 2 {
+		if _, err := s.Log().RecordStarts(ctx, []string{"starts"}, []string{a.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts := func(es []Entry) []int {
+		var out []int
+		for _, e := range es {
+			out = append(out, e.Starts)
+		}
+		return out
+	}
+	es, err := s.Log().ReadAfter(ctx, "starts", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have := counts(es); fmt.Sprint(have) != "[2 0]" {
+		t.Fatalf("ReadAfter's starts: want [2 0], have %v", have)
+	}
+	res := s.Log().ReadMany(ctx, []drover.ReadRequest{{Queue: "starts", N: 10, Starts: true}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	if have := counts(res[0].Entries); fmt.Sprint(have) != "[2 0]" {
+		t.Fatalf("ReadMany's starts, asked: want [2 0], have %v", have)
+	}
+	res = s.Log().ReadMany(ctx, []drover.ReadRequest{{Queue: "starts", N: 10}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	if have := counts(res[0].Entries); fmt.Sprint(have) != "[0 0]" || len(res[0].Entries) != 2 {
+		t.Fatalf("ReadMany's starts, not asked: want [0 0], have %v", have)
+	}
+}

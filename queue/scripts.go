@@ -243,17 +243,22 @@ if ARGV[1] ~= '' then redis.call('PUBLISH', redis.call('GET', KEYS[4]) or ARGV[1
 return out
 `
 
-// readAfterSource reads up to n messages after an offset, in position order.
+// readAfterSource reads up to n messages after an offset, in position order,
+// each with its recorded starts (the :attempts field): the owner decides a
+// message's attempt from that count and its own starts since the read, with
+// no round trip of its own before a first start (docs/decisions.md, "Issue
+// 40: a first start is recorded without waiting").
 //
-//	KEYS[1] log  KEYS[2] msg
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] attempts
 //	ARGV[1] the exclusive lower bound, "(<offset>"
 //	ARGV[2] n, the most entries to return (> 0)
 //
-// Returns {} when nothing follows the offset, else {entries, envelopes…}:
-// entries is the flat ZRANGE WITHSCORES reply {id1, pos1, id2, pos2, …},
-// followed by one or more HMGET replies (1000 ids each) holding the
-// envelopes in the same order, nil where :msg has no entry.
-const readAfterSource = `-- drover read-after v1
+// Returns {} when nothing follows the offset, else {entries, envelopes,
+// starts, envelopes, starts…}: entries is the flat ZRANGE WITHSCORES reply
+// {id1, pos1, id2, pos2, …}, followed by one or more pairs of HMGET replies
+// (1000 ids each): the envelopes in the same order (nil where :msg has no
+// entry), then the recorded starts (nil where none is recorded).
+const readAfterSource = `-- drover read-after v2
 local r = redis.call('ZRANGE', KEYS[1], ARGV[1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2], 'WITHSCORES')
 if #r == 0 then return {} end
 local out = {r}
@@ -262,6 +267,7 @@ for i = 1, #r, 2 do
   ids[#ids + 1] = r[i]
   if #ids == 1000 or i + 1 == #r then
     out[#out + 1] = redis.call('HMGET', KEYS[2], unpack(ids))
+    out[#out + 1] = redis.call('HMGET', KEYS[3], unpack(ids))
     ids = {}
   end
 end
@@ -273,24 +279,33 @@ return out
 // trip together (DESIGN.md §10). The queues of one call share a slot on a
 // Cluster.
 //
-//	KEYS: 2 per queue: log, msg
-//	ARGV: 2 per queue: the exclusive lower bound "(<offset>", n (1..1000)
+//	KEYS: 3 per queue: log, msg, attempts
+//	ARGV: 3 per queue: the exclusive lower bound "(<offset>", n (1..1000),
+//	      "1" to read the recorded starts too, else "0"
 //
-// Returns 2 values per queue: the flat ZRANGE WITHSCORES reply {id1, pos1,
-// …} (empty when nothing follows the offset) and the HMGET reply holding
-// the envelopes in the same order (nil where :msg has no entry; empty with
-// no ids).
-const readManySource = `-- drover read-many v1
+// Returns 3 values per queue: the flat ZRANGE WITHSCORES reply {id1, pos1,
+// …} (empty when nothing follows the offset), the HMGET reply holding the
+// envelopes in the same order (nil where :msg has no entry; empty with no
+// ids) and, when asked, the HMGET reply holding their recorded starts (nil
+// where none is recorded; empty with no ids or when not asked: an owner
+// asks until it has caught up once since its claim, worker/loop.go).
+const readManySource = `-- drover read-many v2
 local out = {}
-for i = 1, #ARGV / 2 do
-  local r = redis.call('ZRANGE', KEYS[2 * i - 1], ARGV[2 * i - 1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2 * i], 'WITHSCORES')
+for i = 1, #ARGV / 3 do
+  local r = redis.call('ZRANGE', KEYS[3 * i - 2], ARGV[3 * i - 2], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[3 * i - 1], 'WITHSCORES')
   out[#out + 1] = r
   if #r == 0 then
+    out[#out + 1] = {}
     out[#out + 1] = {}
   else
     local ids = {}
     for j = 1, #r, 2 do ids[#ids + 1] = r[j] end
-    out[#out + 1] = redis.call('HMGET', KEYS[2 * i], unpack(ids))
+    out[#out + 1] = redis.call('HMGET', KEYS[3 * i - 1], unpack(ids))
+    if ARGV[3 * i] == '1' then
+      out[#out + 1] = redis.call('HMGET', KEYS[3 * i], unpack(ids))
+    else
+      out[#out + 1] = {}
+    end
   end
 end
 return out
@@ -367,7 +382,11 @@ return 1
 // bucket. A raised bound takes effect at the next rotation; a lowered one
 // at once if the current bucket holds the new per, else within per new
 // records. So a record costs ZRANGE, HLEN and HSET (and TIME per call),
-// expiry is Redis's own, and a lookup reads at most a few buckets. The
+// expiry is Redis's own, and a lookup reads at most a few buckets. A
+// queue with no index (its first record, or none kept for the retention:
+// the index expires with its newest bucket) has nothing to rotate or lower:
+// its record skips that bookkeeping and costs ZRANGE, HSET, two PEXPIREATs
+// and a ZADD — the record of a key that gets a message now and then. The
 // bucket keys are not in KEYS: they are derived from the index key and
 // carry its hash tag, so they live in the same Cluster slot.
 //
@@ -391,12 +410,14 @@ const recordFunction = `local function rotate(done, now_ms, max, per)
     j = j + 1
   end
 end
-local function index(done, key, made, expiry)
+local function index(done, key, made, expiry, empty)
   redis.call('PEXPIREAT', key, expiry)
-  local later = redis.call('ZRANGE', done, '(' .. expiry, '+inf', 'BYSCORE')
-  for j = 1, #later do
-    redis.call('PEXPIREAT', done .. ':' .. later[j], expiry)
-    redis.call('ZADD', done, expiry, later[j])
+  if not empty then
+    local later = redis.call('ZRANGE', done, '(' .. expiry, '+inf', 'BYSCORE')
+    for j = 1, #later do
+      redis.call('PEXPIREAT', done .. ':' .. later[j], expiry)
+      redis.call('ZADD', done, expiry, later[j])
+    end
   end
   redis.call('ZADD', done, expiry, made)
   redis.call('PEXPIREAT', done, expiry)
@@ -406,6 +427,7 @@ local function record(done, now_ms, max, keep, from, to)
   local per = math.max(1, math.floor(max / 8))
   local n, held, key = 0, per, nil
   local cur = redis.call('ZRANGE', done, -1, -1, 'WITHSCORES')
+  local empty = #cur == 0
   if #cur > 0 then
     n = tonumber(string.match(cur[1], '^(%d+):'))
     local expiry = tonumber(cur[2])
@@ -419,14 +441,17 @@ local function record(done, now_ms, max, keep, from, to)
   while i <= to do
     local made = nil
     if held >= per then
-      rotate(done, now_ms, max, per)
+      if not empty then rotate(done, now_ms, max, per) end
       n, held = n + 1, 0
       made = string.format('%012d:%d', n, now_ms)
       key = done .. ':' .. made
     end
     local room = math.min(per - held, (to - i + 1) / 2, 1000)
     redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
-    if made then index(done, key, made, now_ms + width + keep) end
+    if made then
+      index(done, key, made, now_ms + width + keep, empty)
+      empty = false
+    end
     held = held + room
     i = i + 2 * room
   end
@@ -441,7 +466,7 @@ end
 //	then 2 per record: id, record JSON
 //
 // Returns the number of records written.
-const recordOutcomesSource = "-- drover record-outcomes v2\n" + recordFunction + `local t = redis.call('TIME')
+const recordOutcomesSource = "-- drover record-outcomes v3\n" + recordFunction + `local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 record(KEYS[1], now_ms, tonumber(ARGV[1]), tonumber(ARGV[2]), 3, #ARGV)
 return (#ARGV - 2) / 2
@@ -640,7 +665,7 @@ end
 //
 // Returns per queue the number of log entries removed (a queue that
 // reaches its chunk is trimmed further by the caller).
-const trimManySource = `-- drover trim-many v5
+const trimManySource = `-- drover trim-many v6
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)

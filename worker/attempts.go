@@ -7,20 +7,30 @@ import (
 )
 
 // Attempts live with the message (docs/decisions.md, "Issue 40: attempts
-// live with the message"). Before each start of a message, its runner
-// records the start in Redis (Store.RecordStarts: HINCRBY of the message's
-// field in the queue's :attempts hash) and waits for the record: the count
-// it gets back is the message's starts so far, whichever workers ran it,
-// so a move, a graceful stop or a kill -9 of the owner loses none. The
-// attempt number a task sees (DROVER_ATTEMPT, m.Attempt) is that count
-// minus one; a message whose count exceeds its max_attempts is not run
-// (a worker stopped or crashed during its last attempt): it is parked or
-// dead-lettered as if its last attempt had failed.
+// live with the message" and "Issue 40: a first start is recorded without
+// waiting"). Every start of a message is recorded in Redis
+// (Store.RecordStarts: HINCRBY of the message's field in the queue's
+// :attempts hash), so a move, a graceful stop or a kill -9 of the owner
+// loses none; the attempt number a task sees (DROVER_ATTEMPT, m.Attempt) is
+// the message's starts minus one, and a message whose starts exceed its
+// max_attempts is not run (a worker stopped or crashed during its last
+// attempt): it is parked or dead-lettered as if its last attempt had failed.
+//
+// The read returns each message's recorded starts with it
+// (drover.LogEntry.Starts), and the queue is owned exclusively, so the
+// owner knows a message's count without asking: what was recorded when it
+// read, plus its own starts since. A start the owner knows to be the
+// message's first — nothing recorded, none of its own, and the queue has
+// committed since this owner claimed it — is sent without waiting (send):
+// the task starts at once. Any other start (a retry, a message a previous
+// owner started, any start before the owner's first commit) waits for its
+// record (record), whose reply is the exact count: a poison message that
+// kills its worker is counted whichever start killed it (runMessage).
 //
 // The records of every queue's starts go together, as the reads do
-// (read.go): a start that finds fewer than startsInFlight round trips in
-// flight sends at once, so a lone start waits for one round trip; the
-// starts that arrive meanwhile go in the next, all together.
+// (read.go): a record that finds fewer than startsInFlight round trips in
+// flight is sent at once; the records that arrive meanwhile go in the next
+// round trip, all together.
 
 // maxStartBatch is the most start records one round trip carries.
 const maxStartBatch = 1024
@@ -35,23 +45,69 @@ type starter struct {
 	store Store
 
 	mu      sync.Mutex
-	pending []*startCall
+	pending []*startBatch // not sent yet, in order; only the last one grows
+	live    []*startBatch // pending or in flight, in order (settled)
+	seq     uint64        // the last batch's number
 	senders int
 
 	rounds, records int // round trips and records sent, for tests
 }
 
-// startCall is one start to record and, once done is closed, its result.
-type startCall struct {
-	ctx    context.Context
-	queue  string
-	id     string
-	starts int
-	err    error
-	done   chan struct{}
+// startBatch is the start records one round trip sends and, once done is
+// closed, their results.
+type startBatch struct {
+	seq    uint64
+	queues []string
+	ids    []string
+	// ctxs[i] is the context of a record its runner waits for: ended
+	// before the batch is sent, the record is not sent. nil: a record sent
+	// whatever happens (its task started).
+	ctxs    []context.Context
+	taken   bool   // the sender took it: every record in it gets a definite result
+	skipped []bool // set by the sender: not sent (its context had ended)
+	starts  []int  // each record's count (when err is nil and not skipped)
+	err     error
+	done    chan struct{}
+}
+
+// startRecord is one record in its batch; the zero value is no record.
+type startRecord struct {
+	b *startBatch
+	i int
 }
 
 func newStarter(s Store) *starter { return &starter{store: s} }
+
+// add puts a record in the batch that waits to be sent (a new one when none
+// waits or the last is full) and makes sure a sender runs. s.mu is held.
+func (s *starter) addLocked(ctx context.Context, queue, id string) startRecord {
+	var b *startBatch
+	if n := len(s.pending); n > 0 && len(s.pending[n-1].ids) < maxStartBatch {
+		b = s.pending[n-1]
+	} else {
+		s.seq++
+		b = &startBatch{seq: s.seq, done: make(chan struct{})}
+		s.pending = append(s.pending, b)
+		s.live = append(s.live, b)
+	}
+	b.queues = append(b.queues, queue)
+	b.ids = append(b.ids, id)
+	b.ctxs = append(b.ctxs, ctx)
+	if s.senders < startsInFlight {
+		s.senders++
+		go s.run()
+	}
+	return startRecord{b: b, i: len(b.ids) - 1}
+}
+
+// send records one start of message id of queue and returns at once: the
+// record is sent with the other runners' records, whatever happens to the
+// task meanwhile (it started). wait tells its outcome.
+func (s *starter) send(queue, id string) startRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addLocked(nil, queue, id)
+}
 
 // record records one start of message id of queue with the other runners'
 // and returns the message's starts so far, this one included. A record
@@ -62,31 +118,82 @@ func (s *starter) record(ctx context.Context, queue, id string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	c := &startCall{ctx: ctx, queue: queue, id: id, done: make(chan struct{})}
 	s.mu.Lock()
-	s.pending = append(s.pending, c)
-	if s.senders < startsInFlight {
-		s.senders++
-		go s.run()
-	}
+	r := s.addLocked(ctx, queue, id)
 	s.mu.Unlock()
 	select {
-	case <-c.done:
-		return c.starts, c.err
+	case <-r.b.done:
+		return r.result()
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
-	if i := slices.Index(s.pending, c); i >= 0 {
-		s.pending = slices.Delete(s.pending, i, i+1)
-		s.mu.Unlock()
-		return 0, ctx.Err()
-	}
+	taken := r.b.taken
 	s.mu.Unlock()
-	<-c.done // in flight: its result is definite
-	return c.starts, c.err
+	if !taken {
+		return 0, ctx.Err() // its sender sees ctx ended and skips it
+	}
+	<-r.b.done // in flight: its result is definite
+	return r.result()
 }
 
-// run sends the waiting records, a round trip at a time, until none waits.
+// wait waits for r's round trip (or for ctx to end) and returns the count
+// the record returned. A zero r returns at once with no error.
+func (r startRecord) wait(ctx context.Context) (int, error) {
+	if r.b == nil {
+		return 0, nil
+	}
+	select {
+	case <-r.b.done:
+		return r.result()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// result is r's outcome; r's batch is done.
+func (r startRecord) result() (int, error) {
+	b := r.b
+	switch {
+	case b.skipped != nil && b.skipped[r.i]:
+		return 0, b.ctxs[r.i].Err()
+	case b.err != nil:
+		return 0, b.err
+	}
+	return b.starts[r.i], nil
+}
+
+// mark returns a mark of the records handed in so far, for settled.
+func (s *starter) mark() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seq
+}
+
+// settled waits until every record handed in before mark was taken has
+// been sent and answered (or ctx ends): a trim, which deletes the fields
+// of the messages it covers, then never runs ahead of a record of one of
+// them, which would leave the field behind with no message. It costs
+// nothing when those records are done, as they almost always are by then.
+func (s *starter) settled(ctx context.Context, mark uint64) error {
+	for {
+		s.mu.Lock()
+		var b *startBatch
+		if len(s.live) > 0 && s.live[0].seq <= mark {
+			b = s.live[0]
+		}
+		s.mu.Unlock()
+		if b == nil {
+			return nil
+		}
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// run sends the waiting batches, a round trip at a time, until none waits.
 func (s *starter) run() {
 	for {
 		s.mu.Lock()
@@ -95,48 +202,69 @@ func (s *starter) run() {
 			s.mu.Unlock()
 			return
 		}
-		n := min(len(s.pending), maxStartBatch)
-		batch := slices.Clone(s.pending[:n])
-		s.pending = slices.Delete(s.pending, 0, n)
+		b := s.pending[0]
+		s.pending = slices.Delete(s.pending, 0, 1)
+		b.taken = true
 		s.rounds++
-		s.records += n
+		s.records += len(b.ids)
 		s.mu.Unlock()
-		s.send(batch)
+		s.sendBatch(b)
+		s.mu.Lock()
+		if i := slices.Index(s.live, b); i >= 0 {
+			s.live = slices.Delete(s.live, i, i+1)
+		}
+		s.mu.Unlock()
+		close(b.done)
 	}
 }
 
-// send records batch in one call; a record whose runner stopped meanwhile
-// is answered with its context's error and not sent.
-func (s *starter) send(batch []*startCall) {
-	queues := make([]string, 0, len(batch))
-	ids := make([]string, 0, len(batch))
-	live := batch[:0:0]
-	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
-			c.err = err
-			close(c.done)
+// sendBatch records b in one call; a record whose runner stopped waiting
+// meanwhile is skipped, not sent.
+func (s *starter) sendBatch(b *startBatch) {
+	queues, ids := b.queues, b.ids
+	var live []int // indexes sent, when some are skipped
+	for i, ctx := range b.ctxs {
+		if ctx != nil && ctx.Err() != nil {
+			if b.skipped == nil {
+				b.skipped = make([]bool, len(b.ids))
+				live = make([]int, 0, len(b.ids))
+				for j := range i {
+					live = append(live, j)
+				}
+			}
+			b.skipped[i] = true
 			continue
 		}
-		queues = append(queues, c.queue)
-		ids = append(ids, c.id)
-		live = append(live, c)
+		if live != nil {
+			live = append(live, i)
+		}
 	}
-	if len(live) == 0 {
-		return
+	if live != nil {
+		queues, ids = make([]string, len(live)), make([]string, len(live))
+		for k, i := range live {
+			queues[k], ids[k] = b.queues[i], b.ids[i]
+		}
+		if len(live) == 0 {
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	starts, err := s.store.RecordStarts(ctx, queues, ids)
 	cancel()
-	if err == nil && len(starts) != len(live) {
+	if err == nil && len(starts) != len(ids) {
 		err = errShortRecordStarts
 	}
-	for i, c := range live {
-		if err != nil {
-			c.err = err
-		} else {
-			c.starts = starts[i]
-		}
-		close(c.done)
+	if err != nil {
+		b.err = err
+		return
+	}
+	if live == nil {
+		b.starts = starts
+		return
+	}
+	b.starts = make([]int, len(b.ids))
+	for k, i := range live {
+		b.starts[i] = starts[k]
 	}
 }
 

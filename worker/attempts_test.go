@@ -28,7 +28,7 @@ type redisStore struct {
 	prefix string
 }
 
-func newRedisStore(t *testing.T, addr string) redisStore {
+func newRedisStore(t testing.TB, addr string) redisStore {
 	t.Helper()
 	rdb := testenv.NewRedisProbe(t, addr)
 	prefix := testenv.Prefix(t)
@@ -52,7 +52,7 @@ func (r redisStore) starts(t *testing.T, q, id string) (int, bool) {
 	return n, ok
 }
 
-func (r redisStore) enqueue(t *testing.T, q string, args string) string {
+func (r redisStore) enqueue(t testing.TB, q string, args string) string {
 	t.Helper()
 	res, err := r.store.Producer().Enqueue(context.Background(), &drover.Message{Queue: q, Task: "t", Args: []byte(args)})
 	if err != nil {
@@ -62,7 +62,7 @@ func (r redisStore) enqueue(t *testing.T, q string, args string) string {
 }
 
 // redisWorker is a worker on the store's Log, with the given executor.
-func redisWorker(t *testing.T, member string, r redisStore, ex Executor, mod func(*Config)) *Worker {
+func redisWorker(t testing.TB, member string, r redisStore, ex Executor, mod func(*Config)) *Worker {
 	t.Helper()
 	cfg := Config{
 		Member: member, Capacity: 4, BatchSize: 7, Store: r.store.Log(), Executor: ex,

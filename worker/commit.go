@@ -219,11 +219,14 @@ func (c *committer) run() {
 			}
 			c.mu.Unlock()
 			if !c.w.suspended.Load() {
-				c.trimOwed(nil, nil) // nothing to commit: the trims that wait
+				c.trimOwed(nil, nil, c.w.starts.mark()) // nothing to commit: the trims that wait
 			}
 			t.Reset(interval)
 			continue
 		}
+		// Every start of the messages these offsets cover was handed to
+		// the starter before now: their trims wait for those records.
+		mark := c.w.starts.mark()
 		batch := c.pending
 		c.pending = map[*queueLoop]*commitReq{}
 		for l := range batch {
@@ -231,7 +234,7 @@ func (c *committer) run() {
 		}
 		c.mu.Unlock()
 
-		c.flush(batch)
+		c.flush(batch, mark)
 
 		c.mu.Lock()
 		for l := range batch {
@@ -259,7 +262,7 @@ const maxFallbackCommits = 16
 // flush of 500 queues does not take every connection of the Redis client
 // (the queues' reads waited behind the trims: 213 of 233 goroutines at the
 // client's pool were trims with 10,000 busy queues).
-func (c *committer) flush(batch map[*queueLoop]*commitReq) {
+func (c *committer) flush(batch map[*queueLoop]*commitReq, mark uint64) {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -297,7 +300,7 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 		mu.Unlock()
 	}
 	wg.Wait()
-	c.trimOwed(done, batch)
+	c.trimOwed(done, batch, mark)
 }
 
 // trimOwed sends, in TrimMany calls, the outcome records of the queues
@@ -306,7 +309,10 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq) {
 // commit while no queue loop runs: an interval after a run's last
 // commit), else those owed for trimEvery. A queue just committed whose
 // trim is not due yet gets a records-only request, when it has records.
-func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq) {
+// A trim deletes the :attempts fields of the messages it covers, so it
+// waits first for the start records handed in before mark (taken when the
+// offsets it trims to had all been offered: starter.settled).
+func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq, mark uint64) {
 	now := c.w.cfg.Clock.Now()
 	// The member is idle: nothing to commit and no queue running. (A
 	// member of the busy run has no queue running at about half its
@@ -349,6 +355,17 @@ func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq)
 	c.mu.Unlock()
 	if len(reqs) == 0 {
 		return
+	}
+	for _, r := range reqs {
+		if r.RecordsOnly {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		if err := c.w.starts.settled(ctx, mark); err != nil {
+			c.w.cfg.Logger.Warn("trim: waiting for start records", "error", err)
+		}
+		cancel()
+		break
 	}
 	bt := c.w.cfg.Store
 	// Each part has its own deadline: a flush of thousands of queues is
@@ -424,6 +441,7 @@ func (c *committer) settle(l *queueLoop, r *commitReq, err error) bool {
 	}
 	c.w.cfg.Metrics.IncrCounter(metrics.CommitsTotal, 1, metrics.L("queue", l.name))
 	l.committed.Store(int64(r.off.Position))
+	l.flags.Or(loopCommitted)
 	l.mu.Lock()
 	l.snap.Committed = r.off.Position
 	l.mu.Unlock()

@@ -123,6 +123,11 @@ func (l *memLog) ReadMany(_ context.Context, reqs []drover.ReadRequest) []drover
 	out := make([]drover.ReadResult, len(reqs))
 	for i, r := range reqs {
 		out[i].Entries = l.readLocked(r.Queue, r.After, r.N)
+		if !r.Starts { // as the read-many script: asked for, or 0
+			for j := range out[i].Entries {
+				out[i].Entries[j].Starts = 0
+			}
+		}
 	}
 	return out
 }
@@ -133,6 +138,7 @@ func (l *memLog) readLocked(queue string, after drover.Position, n int) []drover
 	var out []drover.LogEntry
 	for _, e := range l.log[queue] {
 		if e.Position > after && len(out) < n {
+			e.Starts = l.starts[queue+"\x00"+e.ID] // as the read scripts return them
 			out = append(out, e)
 		}
 	}

@@ -34,7 +34,7 @@ func newIdleWorker(t *testing.T, log *memLog, ex Executor) (*Worker, *testkit.Cl
 }
 
 // allParked waits until no queue loop of w has a goroutine.
-func allParked(t *testing.T, w *Worker) {
+func allParked(t testing.TB, w *Worker) {
 	t.Helper()
 	waitFor(t, "every queue loop parked", func() bool { return w.loopGoroutines.Load() == 0 })
 }
@@ -44,7 +44,7 @@ func allParked(t *testing.T, w *Worker) {
 // it counts a pass as it starts, and queues started one by one may be
 // checked in several passes, so a test that counts the Log's checks from
 // there could count a late first check as one of its own.
-func allChecked(t *testing.T, w *Worker) {
+func allChecked(t testing.TB, w *Worker) {
 	t.Helper()
 	waitFor(t, "the started queues checked", func() bool { return everyQueueChecked(w) })
 	settleScheduler(t, w) // and checked again once routed here

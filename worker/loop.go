@@ -69,19 +69,38 @@ type queueLoop struct {
 	lastPromote loopTime
 	lastRead    loopTime
 	lastBacklog loopTime
-	blockGen    uint64           // the worker's block generation last seen
-	iterations  uint8            // iterations of the current turn, counted up to 2: only "more than one" matters
-	caughtUp    bool             // the last read returned fewer than asked
-	wasBlocked  bool             // paused or suspended at the last iteration
-	ended       bool             // the loop has shut down; guarded by mu (kept here: the record's size)
-	extras      *loopExtras      // rate limit and park hold; nil while the queue uses neither
-	outcomes    []drover.Outcome // records of finished messages, for the next commit's trim
+	blockGen    uint64 // the worker's block generation last seen
+	iterations  uint8  // iterations of the current turn, counted up to 2: only "more than one" matters
+	caughtUp    bool   // the last read returned fewer than asked
+	wasBlocked  bool   // paused or suspended at the last iteration
+	ended       bool   // the loop has shut down; guarded by mu (kept here: the record's size)
+	// flags: loopCommitted, loopStartsRead. Kept here, in the padding
+	// before extras: the record's size.
+	flags    atomic.Uint32
+	extras   *loopExtras      // rate limit and park hold; nil while the queue uses neither
+	outcomes []drover.Outcome // records of finished messages, for the next commit's trim
 
 	mu       sync.Mutex // guards the fields below, read by State
 	inflight map[string]*TaskState
 	snap     loopSnap
 	done     chan struct{} // made by doneCh, closed when the loop has shut down
 }
+
+// Bits of queueLoop.flags.
+const (
+	// loopCommitted: a commit of this owner succeeded since its claim (set
+	// by the committer). Until then every start waits for its record
+	// (runMessage).
+	loopCommitted = 1 << iota
+	// loopStartsRead: a read that asked for the recorded starts caught up
+	// with the queue since the claim (set by the run goroutine). Every
+	// message a previous owner could have started was read with its
+	// starts by then (its position is at or below the head when this owner
+	// claimed the queue), so later reads do not ask: what was written after
+	// that was started by this owner alone, or is a retry whose envelope
+	// says so (its start then waits for the exact count).
+	loopStartsRead
+)
 
 // taskDone is a task goroutine's report: whether the message is finished
 // (succeeded, retried later or dead-lettered) or must run again elsewhere.
@@ -383,7 +402,8 @@ func (l *queueLoop) fetch(now time.Time) {
 		ds  []drover.LogEntry
 		err error
 	)
-	ds, err = l.w.reads.read(ctx, l.name, l.fetched, n) // the reader samples its round trips
+	starts := l.flags.Load()&loopStartsRead == 0
+	ds, err = l.w.reads.read(ctx, l.name, l.fetched, n, starts) // the reader samples its round trips
 	if err != nil {
 		if l.stopCtx.Err() == nil {
 			l.logger().Warn("read queue", "after", l.fetched, "error", err)
@@ -395,10 +415,13 @@ func (l *queueLoop) fetch(now time.Time) {
 		return // stopped or lost meanwhile: what was read is not run here
 	}
 	l.caughtUp = len(ds) < n
+	if starts && l.caughtUp {
+		l.flags.Or(loopStartsRead)
+	}
 	if len(ds) == 0 {
 		return
 	}
-	l.prog.add(ds)
+	l.prog.add(ds, starts)
 	l.fetched = ds[len(ds)-1].Position
 }
 
@@ -516,6 +539,11 @@ func (l *queueLoop) lose(why string, err error) {
 func (l *queueLoop) trim(pos drover.Position, outcomes []drover.Outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
+	// The starts of the messages it covers were recorded before now: the
+	// trim, which deletes their :attempts fields, waits for those records.
+	if err := l.w.starts.settled(ctx, l.w.starts.mark()); err != nil {
+		l.logger().Warn("trim queue: waiting for start records", "error", err)
+	}
 	if err := l.trimLog(ctx, pos, outcomes); err != nil {
 		l.logger().Warn("trim queue", "offset", pos, "error", err)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // waitFor polls cond until it holds (testkit.Eventually).
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	testkit.Eventually(t, what, cond)
 }

@@ -33,14 +33,20 @@ type delivery struct {
 	Raw      []byte          // the envelope as stored
 	Message  *drover.Message // nil when Err is set
 	Err      error           // wraps drover.ErrPoison when the envelope is undecodable
+	Starts   int             // the message's starts recorded when it was read; -1: not read
 }
 
-// add decodes and appends fetched entries (positions must increase).
-func (p *progress) add(es []drover.LogEntry) {
+// add decodes and appends fetched entries (positions must increase);
+// starts says whether they were read with their recorded starts.
+func (p *progress) add(es []drover.LogEntry, starts bool) {
 	for i := range es {
 		e := &es[i]
 		m, err := e.Decode()
-		p.pending = append(p.pending, &slot{d: delivery{Position: e.Position, ID: e.ID, Raw: e.Raw, Message: m, Err: err}})
+		n := e.Starts
+		if !starts {
+			n = -1
+		}
+		p.pending = append(p.pending, &slot{d: delivery{Position: e.Position, ID: e.ID, Raw: e.Raw, Message: m, Err: err, Starts: n}})
 	}
 }
 

@@ -54,14 +54,15 @@ func newReader(br Store, m metrics.Recorder, st *stages) *reader {
 }
 
 // read returns what ReadAfter(queue, after, n) returns, read together with
-// the other loops' reads. A read whose ctx ends before it is sent is not
+// the other loops' reads; starts asks for the entries' recorded starts
+// (drover.ReadRequest.Starts). A read whose ctx ends before it is sent is not
 // sent: a queue lost (stopped) meanwhile reads nothing. Once sent, the call
 // waits for the round trip, which is bounded by writeTimeout.
-func (r *reader) read(ctx context.Context, queue string, after drover.Position, n int) ([]drover.LogEntry, error) {
+func (r *reader) read(ctx context.Context, queue string, after drover.Position, n int, starts bool) ([]drover.LogEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c := &readCall{ctx: ctx, req: drover.ReadRequest{Queue: queue, After: after, N: n}, done: make(chan struct{}), at: time.Now()}
+	c := &readCall{ctx: ctx, req: drover.ReadRequest{Queue: queue, After: after, N: n, Starts: starts}, done: make(chan struct{}), at: time.Now()}
 	r.mu.Lock()
 	r.pending = append(r.pending, c)
 	if r.senders < max(r.inFlight, 1) {

@@ -81,7 +81,7 @@ func TestReadsArrivingDuringARoundTripGoTogether(t *testing.T) {
 		ch := make(chan got, 1)
 		results[q] = ch
 		go func() {
-			es, err := r.read(context.Background(), q, after, n)
+			es, err := r.read(context.Background(), q, after, n, false)
 			var ids []string
 			for _, e := range es {
 				ids = append(ids, e.ID)
@@ -127,17 +127,17 @@ func TestReadOfAStoppedQueueIsNotSent(t *testing.T) {
 	r.inFlight = 1 // one round trip at a time: the next gathers what waits
 	release := log.holdReads()
 	defer release()
-	go func() { _, _ = r.read(context.Background(), "a", 0, 10) }()
+	go func() { _, _ = r.read(context.Background(), "a", 0, 10, false) }()
 	<-log.entered
 	ctx, cancel := context.WithCancel(context.Background())
 	bErr := make(chan error, 1)
 	go func() {
-		_, err := r.read(ctx, "b", 0, 10)
+		_, err := r.read(ctx, "b", 0, 10, false)
 		bErr <- err
 	}()
 	cDone := make(chan []drover.LogEntry, 1)
 	go func() {
-		es, _ := r.read(context.Background(), "c", 0, 10)
+		es, _ := r.read(context.Background(), "c", 0, 10, false)
 		cDone <- es
 	}()
 	waitFor(t, "b and c waiting", func() bool { return pendingReads(r) == 2 })
@@ -333,7 +333,7 @@ func TestReaderKeepsTwoRoundTripsInFlight(t *testing.T) {
 	got := make(chan string, 4)
 	read := func(q string) {
 		go func() {
-			es, err := r.read(context.Background(), q, 0, 10)
+			es, err := r.read(context.Background(), q, 0, 10, false)
 			if err != nil || len(es) != 1 {
 				got <- fmt.Sprintf("%s: %v %v", q, es, err)
 				return

@@ -55,9 +55,29 @@ func (l *queueLoop) runMessage(s *slot) bool {
 	// executor aborted the attempt by itself), so the next attempt here
 	// takes it rather than recording another.
 	reserved := false
+	// known is the message's starts as this owner knows them: recorded
+	// when it was read, plus its own since (the queue is owned
+	// exclusively). sent is the record of a start sent without waiting;
+	// every later write about the message, and its next start, waits for
+	// it first (settleStart), so the record is never overtaken.
+	known := d.Starts
+	if known < 0 {
+		// Read without its starts: only this owner can have started it
+		// (loopStartsRead), so none is recorded — unless its envelope
+		// says it was retried (promoted from :delayed): then its count is
+		// not known here and its start waits for it.
+		known = 0
+		if m.Attempt > 0 {
+			known = -1
+		}
+	}
+	var sent startRecord
 	for {
 		if !l.awaitConfirmed() {
 			return false // the session was lost while the worker was frozen
+		}
+		if !l.settleStart(&sent, m.ID) {
+			return false
 		}
 		cfg := l.config()
 		route, ok := cfg.Route(m.Task)
@@ -79,13 +99,28 @@ func (l *queueLoop) runMessage(s *slot) bool {
 			maxAttempts = m.MaxAttempts
 		}
 		if !reserved {
-			// The start is recorded with the message before the task
-			// runs, and the count it returns is the attempt's number:
-			// attempts survive a move, a stop or a crash (attempts.go).
-			starts, ok := l.recordStart(m.ID)
-			if !ok {
-				return false // aborted or lost: the next owner runs it
+			// Every start is recorded with the message, so attempts
+			// survive a move, a stop or a crash (attempts.go). A start
+			// known to be the message's first, on a queue this owner has
+			// committed since its claim, is sent without waiting: its
+			// count is 1. Any other waits for its record, whose reply is
+			// the attempt's number: a retry, a message another owner
+			// started, and every start before this owner's first commit,
+			// so that a message that kills its worker as it starts is
+			// counted however quickly it kills (docs/decisions.md, "Issue
+			// 40: a first start is recorded without waiting").
+			var starts int
+			if known == 0 && l.flags.Load()&loopCommitted != 0 {
+				sent = l.w.starts.send(l.name, m.ID)
+				starts = 1
+			} else {
+				n, ok := l.recordStart(m.ID)
+				if !ok {
+					return false // aborted or lost: the next owner runs it
+				}
+				starts = n
 			}
+			known = starts
 			if starts > maxAttempts {
 				return l.startsUsed(s, &m, starts-1, maxAttempts, cfg, span)
 			}
@@ -99,6 +134,8 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		span.Attempt(m.Attempt, string(res.Outcome), res.ExitCode, res.Reason)
 		switch res.Outcome {
 		case executor.OutcomeSuccess:
+			// Not waiting for a record sent: the trim that deletes the
+			// message's field waits for it (starter.settled).
 			s.finished = l.finishedOf(&m, res, cfg)
 			return true
 		case executor.OutcomeAborted:
@@ -125,6 +162,12 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		}
 		if l.lost.Load() {
 			return false // another member owns the queue: write nothing
+		}
+		// A retry, a dead letter or a park must not overtake the start's
+		// record: the next read would see fewer starts than were made, and
+		// a record landing after a dead letter would leave a field behind.
+		if !l.settleStart(&sent, m.ID) {
+			return false
 		}
 		if res.Outcome == executor.OutcomeCancelled {
 			then := cancel.resolve(cfg, l.w.cfg.Pauser != nil)
@@ -202,6 +245,28 @@ func (l *queueLoop) recordStart(id string) (int, bool) {
 		return err
 	})
 	return starts, ok
+}
+
+// settleStart waits for *sent, a start of message id recorded without
+// waiting, and clears it. A record that failed is recorded again, waited
+// for (the start happened: a count that misses it would allow one more).
+// It returns false when the tasks were aborted or the queue was lost first:
+// the message must not be written or started here.
+func (l *queueLoop) settleStart(sent *startRecord, id string) bool {
+	if sent.b == nil {
+		return true
+	}
+	_, err := sent.wait(l.taskCtx)
+	if err != nil && l.taskCtx.Err() != nil {
+		return false
+	}
+	*sent = startRecord{}
+	if err == nil {
+		return true
+	}
+	l.logger().Warn("record the start of a task failed; recording it again", "id", id, "error", err)
+	_, ok := l.recordStart(id)
+	return ok
 }
 
 // startsUsed parks or dead-letters m, which was started `started` times,

@@ -1,4 +1,4 @@
--- drover record-outcomes v2
+-- drover record-outcomes v3
 local function rotate(done, now_ms, max, per)
   redis.call('ZREMRANGEBYSCORE', done, '-inf', now_ms)
   local buckets = redis.call('ZRANGE', done, 0, -1)
@@ -15,12 +15,14 @@ local function rotate(done, now_ms, max, per)
     j = j + 1
   end
 end
-local function index(done, key, made, expiry)
+local function index(done, key, made, expiry, empty)
   redis.call('PEXPIREAT', key, expiry)
-  local later = redis.call('ZRANGE', done, '(' .. expiry, '+inf', 'BYSCORE')
-  for j = 1, #later do
-    redis.call('PEXPIREAT', done .. ':' .. later[j], expiry)
-    redis.call('ZADD', done, expiry, later[j])
+  if not empty then
+    local later = redis.call('ZRANGE', done, '(' .. expiry, '+inf', 'BYSCORE')
+    for j = 1, #later do
+      redis.call('PEXPIREAT', done .. ':' .. later[j], expiry)
+      redis.call('ZADD', done, expiry, later[j])
+    end
   end
   redis.call('ZADD', done, expiry, made)
   redis.call('PEXPIREAT', done, expiry)
@@ -30,6 +32,7 @@ local function record(done, now_ms, max, keep, from, to)
   local per = math.max(1, math.floor(max / 8))
   local n, held, key = 0, per, nil
   local cur = redis.call('ZRANGE', done, -1, -1, 'WITHSCORES')
+  local empty = #cur == 0
   if #cur > 0 then
     n = tonumber(string.match(cur[1], '^(%d+):'))
     local expiry = tonumber(cur[2])
@@ -43,14 +46,17 @@ local function record(done, now_ms, max, keep, from, to)
   while i <= to do
     local made = nil
     if held >= per then
-      rotate(done, now_ms, max, per)
+      if not empty then rotate(done, now_ms, max, per) end
       n, held = n + 1, 0
       made = string.format('%012d:%d', n, now_ms)
       key = done .. ':' .. made
     end
     local room = math.min(per - held, (to - i + 1) / 2, 1000)
     redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
-    if made then index(done, key, made, now_ms + width + keep) end
+    if made then
+      index(done, key, made, now_ms + width + keep, empty)
+      empty = false
+    end
     held = held + room
     i = i + 2 * room
   end
