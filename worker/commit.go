@@ -82,6 +82,9 @@ func (c *committer) busy() { c.busySince.Store(c.w.cfg.Clock.Now().UnixNano()) }
 type commitReq struct {
 	off      drover.Offset
 	outcomes []drover.Outcome
+	// recordsOnly: nothing to commit, only records to write (offerRecords):
+	// the offset has not moved since the last offer.
+	recordsOnly bool
 }
 
 func newCommitter(w *Worker) *committer {
@@ -108,6 +111,30 @@ func (c *committer) offer(l *queueLoop, off drover.Offset, outcomes []drover.Out
 	}
 }
 
+// offerRecords queues the records of messages that finished while the
+// queue's offset could not move (an older message still runs) for the
+// next flush, which writes them without a commit: a finished job reads
+// finished at once, not when the older message ends (issue 41: a job read
+// "pending" for three minutes behind a long retry). A later offer of an
+// offset takes them along as usual. It copies outcomes and never blocks on
+// I/O.
+func (c *committer) offerRecords(l *queueLoop, outcomes []drover.Outcome) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending[l] == nil {
+		c.pending[l] = &commitReq{recordsOnly: true}
+	}
+	p := c.pending[l]
+	p.outcomes = append(p.outcomes, outcomes...)
+	if max := l.config().Outcomes.MaxRecords(); len(p.outcomes) > max {
+		p.outcomes = p.outcomes[len(p.outcomes)-max:]
+	}
+	if !c.running {
+		c.running = true
+		go c.run()
+	}
+}
+
 // mergeLocked adds r to what waits for l; the records stay bounded by the
 // queue's record bound (the oldest go first, as they would in Redis).
 func (c *committer) mergeLocked(l *queueLoop, r *commitReq) {
@@ -116,8 +143,8 @@ func (c *committer) mergeLocked(l *queueLoop, r *commitReq) {
 		c.pending[l] = r
 		return
 	}
-	if r.off.Position > p.off.Position {
-		p.off = r.off
+	if !r.recordsOnly && (p.recordsOnly || r.off.Position > p.off.Position) {
+		p.off, p.recordsOnly = r.off, false
 	}
 	p.outcomes = append(p.outcomes, r.outcomes...)
 	if max := l.config().Outcomes.MaxRecords(); len(p.outcomes) > max {
@@ -219,7 +246,7 @@ func (c *committer) run() {
 			}
 			c.mu.Unlock()
 			if !c.w.suspended.Load() {
-				c.trimOwed(nil, nil, c.w.starts.mark()) // nothing to commit: the trims that wait
+				c.trimOwed(nil, nil, nil, c.w.starts.mark()) // nothing to commit: the trims that wait
 			}
 			t.Reset(interval)
 			continue
@@ -272,9 +299,14 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq, mark uint64) {
 		// never a goroutine per queue (DESIGN.md §10).
 		fallback = make(chan struct{}, maxFallbackCommits)
 	)
+	var records []*queueLoop // records-only requests: nothing to commit
 	for l, r := range batch {
 		if l.lost.Load() {
 			continue // another member owns it: write nothing
+		}
+		if r.recordsOnly {
+			records = append(records, l)
+			continue
 		}
 		if bc, ok := l.claim.(drover.BatchClaim); ok {
 			if k := bc.Committer(); k != nil { // nil: a wrapper whose claim cannot
@@ -300,7 +332,7 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq, mark uint64) {
 		mu.Unlock()
 	}
 	wg.Wait()
-	c.trimOwed(done, batch, mark)
+	c.trimOwed(done, records, batch, mark)
 }
 
 // trimOwed sends, in TrimMany calls, the outcome records of the queues
@@ -312,7 +344,10 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq, mark uint64) {
 // A trim deletes the :attempts fields of the messages it covers, so it
 // waits first for the start records handed in before mark (taken when the
 // offsets it trims to had all been offered: starter.settled).
-func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq, mark uint64) {
+//
+// records are the queues of batch that only have records to write (their
+// offset did not move): each gets a records-only request.
+func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*commitReq, mark uint64) {
 	now := c.w.cfg.Clock.Now()
 	// The member is idle: nothing to commit and no queue running. (A
 	// member of the busy run has no queue running at about half its
@@ -342,6 +377,9 @@ func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq,
 		if len(r.outcomes) > 0 {
 			add(l, drover.TrimRequest{Offset: r.off.Position, Outcomes: r.outcomes, RecordsOnly: true})
 		}
+	}
+	for _, l := range records {
+		add(l, drover.TrimRequest{Offset: drover.Position(l.committed.Load()), Outcomes: batch[l].outcomes, RecordsOnly: true})
 	}
 	for l, o := range c.owed { // the queues not trimmed when they committed
 		switch {

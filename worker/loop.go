@@ -498,7 +498,14 @@ func (l *queueLoop) finish(r taskDone) {
 // one coalesced write per CommitInterval (commit.go). The outcome records
 // go along, for the trim that follows the commit.
 func (l *queueLoop) offerCommit(now time.Time) {
-	if l.prog.offset == l.offered || l.lost.Load() {
+	if l.lost.Load() {
+		return
+	}
+	if l.prog.offset == l.offered {
+		if len(l.outcomes) > 0 { // finished behind an older running message
+			l.w.commits.offerRecords(l, l.outcomes) // copies them
+			l.outcomes = l.outcomes[:0]
+		}
 		return
 	}
 	off := drover.Offset{Position: l.prog.offset, ID: l.prog.offID, CommittedAt: now, Member: l.w.cfg.Member}
