@@ -185,7 +185,7 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 	// From here on every 5xx carries the ids: the client's retry with them
 	// is safe whatever happened.
 	if err := enqueueable(r.Context(), cfg, q); err != nil {
-		return nil, unknownOutcome(s.explain(err), msgs, batch)
+		return nil, unknownOutcome(s.explain(r.Request, err), msgs, batch)
 	}
 	res, err := cfg.Store.Producer().EnqueueBatchAt(r.Context(), msgs, at)
 	if errors.Is(err, drover.ErrOutcomeUnknown) {
@@ -194,7 +194,7 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 		err = &httpError{status: http.StatusServiceUnavailable, msg: err.Error()}
 	}
 	if err != nil {
-		return nil, unknownOutcome(s.explain(err), msgs, batch)
+		return nil, unknownOutcome(s.explain(r.Request, err), msgs, batch)
 	}
 	out := make([]JobResult, len(res))
 	created := false

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -313,7 +314,14 @@ func (s *Server) routePages() {
 	s.mux.HandleFunc("POST /login", s.login)
 	s.mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
 		p, _ := s.auth.Authenticate(r) // a bad or missing session: nothing to end
-		http.SetCookie(w, s.auth.Logout(p))
+		c, err := s.auth.Logout(r.Context(), p)
+		http.SetCookie(w, c) // cleared in the browser whatever happened to the revocation
+		if err != nil {      // the cookie's copies stay valid: say so rather than pretend
+			s.log.Error("logout: the session's revocation was not stored", "who", p.Name, "error", err)
+			r.Header.Set(formHeader, "1")
+			s.fail(w, r, fmt.Errorf("logout: the session could not be ended for every console server (log out again): %w", err))
+			return
+		}
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 	})
 	s.page("/{$}", "overview", auth.Viewer, func(r *Request) (any, error) {
@@ -484,8 +492,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	c, p, err := s.auth.Login(r.PostFormValue("token"))
+	c, p, err := s.auth.Login(r.Context(), r.PostFormValue("token"))
 	rec := ops.AuditRecord{At: s.cfg.Now().UTC(), Who: p.Name, Role: p.Role.String(), Via: "session", Remote: r.RemoteAddr, Action: "login", Result: "ok", Status: http.StatusSeeOther}
+	if err != nil && !errors.Is(err, auth.ErrBadCredentials) { // the revocation store: not the client's fault
+		if errors.Is(err, auth.ErrTooManyRevoked) {
+			err = &httpError{status: http.StatusServiceUnavailable, msg: err.Error()}
+		}
+		r.Header.Set(formHeader, "1")
+		s.fail(w, r, err)
+		return
+	}
 	if err != nil {
 		rec.Who, rec.Role, rec.Via, rec.Result, rec.Status = "anonymous", "none", "none", "unknown token", http.StatusUnauthorized
 		s.recordRefusal(r, rec) // anyone can fail a login: the refusal stream

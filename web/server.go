@@ -174,7 +174,7 @@ func (s *Server) Handler() http.Handler {
 		s.auditRefusal(r, "", auth.Principal{}, he)
 		s.fail(w, r, he)
 	}))
-	return securityHeaders(s.limitSize(s.checkHost(cop.Handler(s.refuseCrossSite(s.bounded(s.mux))))))
+	return securityHeaders(s.bounded(s.limitSize(s.checkHost(cop.Handler(s.refuseCrossSite(s.mux))))))
 }
 
 // checkHost refuses a request whose Host the authenticator does not
@@ -360,7 +360,7 @@ func wantsHTML(r *http.Request) bool {
 
 // fail answers an error: JSON for the API, an error page for pages.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	err = s.explain(err)
+	err = s.explain(r, err)
 	status := statusOf(err)
 	switch {
 	case status == http.StatusServiceUnavailable: // a backing service is away: expected, and maybe many
@@ -402,6 +402,12 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, action str
 	p, err := s.auth.Authenticate(r)
 	if err == nil {
 		return p, true
+	}
+	if !errors.Is(err, auth.ErrNoCredentials) && !errors.Is(err, auth.ErrBadCredentials) && !errors.Is(err, auth.ErrForeignHost) {
+		// The session store did not say whether the session was ended
+		// (Redis away): not the client's fault, and no refusal.
+		s.fail(w, r, fmt.Errorf("check the session: %w", err))
+		return auth.Principal{}, false
 	}
 	if wantsHTML(r) && r.Method == http.MethodGet && !s.auth.Open() && errors.Is(err, auth.ErrNoCredentials) {
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)

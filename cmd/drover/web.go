@@ -94,8 +94,9 @@ shown again.`,
 func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready func(url string)) error {
 	log := cfg.Logger("drover", os.Stderr).Named("web")
 	tls := cfg.Web.TLSCert != "" && cfg.Web.TLSKey != ""
-	authn, err := auth.New(auth.Config{Tokens: cfg.Auth.Tokens, SessionKey: cfg.Auth.SessionKey, SessionTTL: cfg.Web.SessionTTL, SecureCookies: tls,
-		Hosts: []string{cfg.Web.Addr, cfg.Web.PublicName}})
+	authCfg := auth.Config{Tokens: cfg.Auth.Tokens, SessionKey: cfg.Auth.SessionKey, SessionTTL: cfg.Web.SessionTTL, SecureCookies: tls,
+		Hosts: []string{cfg.Web.Addr, cfg.Web.PublicName}}
+	authn, err := auth.New(authCfg) // the configuration's errors before any connection
 	if err != nil {
 		return usageError{err}
 	}
@@ -107,6 +108,12 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 		return err
 	}
 	defer closeStore()
+	// Logged-out sessions are ended in Redis, for every console server
+	// and across restarts.
+	authCfg.Revocations = store.Sessions()
+	if authn, err = auth.New(authCfg); err != nil {
+		return usageError{err}
+	}
 	cc, err := cfg.Coordinator(log.Named("zk"))
 	if err != nil {
 		return err
