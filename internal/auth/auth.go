@@ -299,7 +299,9 @@ func (m *memoryRevocations) Revoked(_ context.Context, id string, now time.Time)
 	return ok && now.Before(exp), nil
 }
 
-func (m *memoryRevocations) RevokedSessionsFull(context.Context, time.Time) (bool, error) { return false, nil }
+func (m *memoryRevocations) RevokedSessionsFull(context.Context, time.Time) (bool, error) {
+	return false, nil
+}
 
 func (a *Authenticator) verifySession(ctx context.Context, value string) (Principal, error) {
 	p64, m64, ok := strings.Cut(value, ".")
