@@ -45,17 +45,19 @@ func (s *Server) RouteJobs(cfg JobsConfig) error {
 	}
 	cfg.MaxBatch = defaults.Positive(cfg.MaxBatch, DefaultMaxBatch)
 	s.jobs = &cfg
-	s.HandleAPI("GET", "/queues/{queue}/jobs/{id}", auth.RoleNone, func(r *Request) (any, error) {
+	// These answer from Redis (and ZooKeeper when there is a session):
+	// served before the console's first session too (Config.Ops).
+	s.handleAPI("GET", "/queues/{queue}/jobs/{id}", auth.RoleNone, func(r *Request) (any, error) {
 		q := r.PathValue("queue")
 		if err := drover.ValidateQueueName(q); err != nil {
 			return nil, Errorf(http.StatusBadRequest, "queue name: %v", err)
 		}
 		return cfg.Lookup.Job(r.Context(), q, r.PathValue("id"))
-	})
-	s.HandleMutation("POST", "/queues/{queue}/jobs", auth.Producer, "job.enqueue", func(r *Request) (any, error) {
+	}, true)
+	s.handleMutation("POST", "/queues/{queue}/jobs", auth.Producer, "job.enqueue", func(r *Request) (any, error) {
 		return s.enqueueJobs(r, &cfg)
-	})
-	s.HandleMutation("DELETE", "/queues/{queue}/jobs/{id}", auth.Producer, "job.revoke", func(r *Request) (any, error) {
+	}, true)
+	s.handleMutation("DELETE", "/queues/{queue}/jobs/{id}", auth.Producer, "job.revoke", func(r *Request) (any, error) {
 		q, id := r.PathValue("queue"), r.PathValue("id")
 		qc, err := knownQueue(r.Context(), &cfg, q)
 		if err != nil {
@@ -69,7 +71,7 @@ func (s *Server) RouteJobs(cfg JobsConfig) error {
 			return nil, Errorf(http.StatusNotFound, "job %s of %s is not delayed (unknown, already due, or revoked)", id, q)
 		}
 		return map[string]any{"queue": q, "id": id, "revoked": true}, nil
-	})
+	}, true)
 	return nil
 }
 

@@ -220,6 +220,9 @@ func (s *Server) page(pattern, name string, need auth.Role, data func(r *Request
 			s.fail(w, r, err)
 			return
 		}
+		if s.needsZooKeeper(w, r) {
+			return
+		}
 		d, err := data(&Request{Request: r, Principal: p})
 		if err != nil {
 			s.fail(w, r, err)

@@ -44,7 +44,7 @@ const auditTimeout = 2 * time.Second
 func (s *Server) recordAudit(r *http.Request, rec ops.AuditRecord, what string) {
 	ctx, cancel := s.answerContext(r)
 	defer cancel()
-	if err := s.fleetOps().RecordAudit(ctx, rec); err != nil {
+	if err := ops.WriteAudit(ctx, s.cfg.Store.Operator(), rec, s.cfg.Now); err != nil {
 		s.log.Error(what+" not written", "action", rec.Action, "who", rec.Who, "error", err)
 	}
 }
@@ -192,7 +192,7 @@ func (s *Server) writeRefusals(ctx context.Context, recs []ops.AuditRecord) {
 			s.log.Warn("refusals", "detail", rec.Detail)
 		}
 	}
-	if err := s.fleetOps().RecordRefusals(ctx, recs...); err != nil {
+	if err := ops.WriteRefusals(ctx, s.cfg.Store.Operator(), s.cfg.Now, recs...); err != nil {
 		s.log.Error("refusal records not written", "records", len(recs), "error", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/defaults"
 	"github.com/drover-dev/drover/internal/ops"
+	"github.com/drover-dev/drover/queue"
 )
 
 //go:embed templates/*.html
@@ -44,8 +45,14 @@ const (
 
 // Config configures a Server.
 type Config struct {
-	// Ops reads and steers the fleet. Required.
+	// Ops reads and steers the fleet. Nil when the console starts before
+	// ZooKeeper answers (drover web): then Store is required, and until
+	// SetOps gives one, what needs ZooKeeper answers 503
+	// (ErrZooKeeperDown) while the job endpoints (RouteJobs: the producer
+	// API, job status) and the audit writes go on through Store.
 	Ops *ops.Ops
+	// Store is the fleet's queue store. Default: Ops's.
+	Store *queue.Store
 	// Auth authenticates requests. Required.
 	Auth *auth.Authenticator
 	// Logger logs mutations and errors. Default: a null logger.
@@ -113,8 +120,11 @@ type Server struct {
 
 // New validates cfg and builds the server with every built-in route.
 func New(cfg Config) (*Server, error) {
-	if cfg.Ops == nil || cfg.Auth == nil {
-		return nil, fmt.Errorf("%w: web: Ops and Auth are required", drover.ErrInvalidConfig)
+	if cfg.Store == nil && cfg.Ops != nil {
+		cfg.Store = cfg.Ops.Store()
+	}
+	if cfg.Store == nil || cfg.Auth == nil {
+		return nil, fmt.Errorf("%w: web: Auth, and Ops or Store, are required", drover.ErrInvalidConfig)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -128,7 +138,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux(), refreshNow: make(chan struct{}, 1)}
-	s.opsNow.Store(cfg.Ops)
+	if cfg.Ops != nil {
+		s.opsNow.Store(cfg.Ops)
+	}
 	s.lastUse.Store(cfg.Now().UnixNano())
 	if err := s.parseTemplates(); err != nil {
 		return nil, err
@@ -156,8 +168,20 @@ func (s *Server) SetOps(o *ops.Ops) {
 	s.invalidate()
 }
 
-// fleetOps returns the Ops requests use now.
+// fleetOps returns the Ops requests use now: nil before the first
+// ZooKeeper session (Config.Ops), which only routes that need no
+// ZooKeeper see (withoutZooKeeper).
 func (s *Server) fleetOps() *ops.Ops { return s.opsNow.Load() }
+
+// needsZooKeeper answers 503 (ErrZooKeeperDown) and reports true when the
+// console has had no ZooKeeper session yet.
+func (s *Server) needsZooKeeper(w http.ResponseWriter, r *http.Request) bool {
+	if s.fleetOps() != nil {
+		return false
+	}
+	s.fail(w, r, ErrZooKeeperDown)
+	return true
+}
 
 // Handler returns the server's handler: every route behind size limits
 // (a path, query or header past its bound is answered 414 or 431: limits.go), a Host check
