@@ -183,7 +183,7 @@ func (s *Server) parseTemplates() error {
 // render executes the page template name inside the layout.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p auth.Principal, data any) {
 	d := pageData{Title: name, Nav: name, P: p, CSRF: s.auth.CSRFToken(p), CSRFField: auth.CSRFField, Open: s.auth.Open(),
-		Flash: r.URL.Query().Get("flash"), Path: r.URL.RequestURI(), Data: data}
+		Flash: s.flashQuery(r), Path: withoutFlash(r.URL), Data: data}
 	if ps, ok := data.(interface{ refresh() int }); ok {
 		d.Refresh = ps.refresh()
 	}
@@ -312,7 +312,9 @@ type resetPage struct {
 
 func (s *Server) routePages() {
 	s.mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
-		s.render(w, r, "login", auth.Principal{}, map[string]string{"Next": localPath(r.URL.Query().Get("next")), "Error": r.URL.Query().Get("error")})
+		// The message is chosen by a code, never taken from the query: a
+		// link must not put words on the login page (issue 41).
+		s.render(w, r, "login", auth.Principal{}, map[string]string{"Next": localPath(r.URL.Query().Get("next")), "Error": loginNotes[r.URL.Query().Get("why")]})
 	})
 	s.mux.HandleFunc("POST /login", s.login)
 	s.mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
@@ -341,7 +343,7 @@ func (s *Server) routePages() {
 		}
 		params := url.Values{}
 		for k, v := range r.URL.Query() {
-			if k != "flash" {
+			if k != "flash" && k != flashSigParam {
 				params[k] = v
 			}
 		}
@@ -515,6 +517,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	s.recordAudit(r, rec, "audit record of a login")
 	http.SetCookie(w, c)
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// loginNotes are the login page's messages, by the code of ?why=.
+var loginNotes = map[string]string{
+	"ended": "Your session has ended (it expired, was logged out, or its token changed): log in again.",
 }
 
 // knownSeries is the points of h where rate (a per-second figure, -1 when

@@ -132,7 +132,7 @@ func (s *Server) handleMutation(method, path string, need auth.Role, action stri
 		s.recordAudit(r, rec, "audit record")
 		s.log.Info("mutation", "action", action, "target", rec.Target, "who", p.Name, "role", p.Role.String(), "status", rec.Status, "result", rec.Result)
 		if ret := localPath(in.Get("return")); ret != "" && err == nil {
-			http.Redirect(w, r, withFlash(ret, flashOf(action, r, v)), http.StatusSeeOther)
+			http.Redirect(w, r, s.withFlash(ret, flashOf(action, r, v)), http.StatusSeeOther)
 			return
 		}
 		if in.Get("return") != "" {
@@ -223,13 +223,18 @@ func localPath(p string) string {
 	return ""
 }
 
-func withFlash(path, msg string) string {
+// withFlash adds msg to path as the flash message the page shows, signed
+// (flashQuery): a page shows only the messages its server wrote, so a link
+// cannot put words in the console's message box (issue 41: "Session
+// expired: paste your admin token at https://evil.example/relogin").
+func (s *Server) withFlash(path, msg string) string {
 	u, err := url.Parse(path)
 	if err != nil {
 		return path
 	}
 	q := u.Query()
 	q.Set("flash", msg)
+	q.Set(flashSigParam, s.auth.Sign("flash", msg))
 	u.RawQuery = q.Encode()
 	return u.String()
 }

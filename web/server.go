@@ -437,6 +437,16 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, action str
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return auth.Principal{}, false
 	}
+	if wantsHTML(r) && r.Method == http.MethodGet && !s.auth.Open() && errors.Is(err, auth.ErrBadCredentials) && r.Header.Get("Authorization") == "" {
+		// A stale session cookie (expired, logged out, its token changed):
+		// recorded, since a replayed cookie is worth seeing, then cleared
+		// and sent to log in again rather than to a 401 page with no way
+		// out (issue 41).
+		s.auditRefusal(r, action, auth.Principal{}, &httpError{status: http.StatusUnauthorized, msg: "unauthorized: " + err.Error()})
+		http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		http.Redirect(w, r, "/login?why=ended&next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return auth.Principal{}, false
+	}
 	var he *httpError
 	switch {
 	case s.auth.Open(), errors.Is(err, auth.ErrForeignHost):

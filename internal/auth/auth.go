@@ -337,6 +337,19 @@ func (a *Authenticator) verifySession(ctx context.Context, value string) (Princi
 	return Principal{}, fmt.Errorf("%w: the session's token is no longer configured", ErrBadCredentials)
 }
 
+// Sign returns a signature of text for purpose with the session key, for
+// what the server hands a browser and must recognise as its own when it
+// comes back (the console's flash messages).
+func (a *Authenticator) Sign(purpose, text string) string {
+	return base64.RawURLEncoding.EncodeToString(a.mac(purpose, []byte(text)))
+}
+
+// Verify reports whether sig is Sign(purpose, text).
+func (a *Authenticator) Verify(purpose, text, sig string) bool {
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	return err == nil && hmac.Equal(got, a.mac(purpose, []byte(text)))
+}
+
 func (a *Authenticator) mac(purpose string, data []byte) []byte {
 	m := hmac.New(sha256.New, a.key)
 	m.Write([]byte(purpose))
