@@ -59,7 +59,7 @@ def check_queue(name: Any, field: str = "queue", index: Optional[int] = None) ->
         if _forbidden(ord(ch)):
             raise InvalidArgument(
                 field, f"{name!r} holds {ch!r} (U+{ord(ch):04X}) at byte {at}: a queue name holds no "
-                       "'/', ':', '{', '}', white space or control characters", index)
+                       "'/', ':', '{', '}', white space, control characters or bidirectional controls", index)
         at += len(ch.encode("utf-8"))
 
 
