@@ -66,7 +66,7 @@ func newRigOn(t *testing.T, zkAddrs []string, ro queue.ClientOptions, cfg Config
 		r.tokens[role.String()] = tok
 		specs = append(specs, spec)
 	}
-	a, err := auth.New(auth.Config{Tokens: specs})
+	a, err := auth.New(auth.Config{Tokens: specs, Revocations: st.Sessions()}) // as drover web: logouts in Redis
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,8 +33,25 @@ func TestFrozenRedisIsOneDeadlinePerRequest(t *testing.T) {
 	if a := r.enqueue("fz", `{"task":"warm","id":"warm"}`); a.status != http.StatusCreated {
 		t.Fatalf("warm-up enqueue: want 201, have %d %s", a.status, a.body)
 	}
+	viewer := r.login("viewer") // a browser session: its check reads Redis
 	redis.Pause(t)
 	defer redis.Resume(t)
+	start := time.Now()
+	req, _ := http.NewRequest("GET", r.http.URL+"/api/v1/whoami", nil)
+	resp, err := viewer.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	took := time.Since(start)
+	t.Logf("GET /api/v1/whoami with a session: %d in %v", resp.StatusCode, took.Round(time.Millisecond))
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "Redis") {
+		t.Errorf("a session request: want 503 naming Redis (not 401), have %d %.300s", resp.StatusCode, b)
+	}
+	if took > bound+bound/2 {
+		t.Errorf("a session request: answered after %v, want within the request bound %v", took.Round(time.Millisecond), bound)
+	}
 	for _, c := range []struct{ role, method, path, body string }{
 		{"producer", "POST", "/api/v1/queues/fz/jobs", `{"task":"t"}`},
 		{"producer", "DELETE", "/api/v1/queues/fz/jobs/warm", ""},
