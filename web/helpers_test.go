@@ -74,7 +74,7 @@ func newRigOn(t *testing.T, zkAddrs []string, ro queue.ClientOptions, cfg Config
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Ops, cfg.Auth = o, a
+	cfg.Ops, cfg.Store, cfg.Auth = o, st, a
 	if cfg.SnapshotTTL == 0 {
 		cfg.SnapshotTTL = time.Nanosecond
 	}

@@ -51,7 +51,8 @@ type Config struct {
 	// (ErrZooKeeperDown) while the job endpoints (RouteJobs: the producer
 	// API, job status) and the audit writes go on through Store.
 	Ops *ops.Ops
-	// Store is the fleet's queue store. Default: Ops's.
+	// Store is the fleet's queue store (the one Ops has). Required: the
+	// job endpoints and the audit write through it, with or without Ops.
 	Store *queue.Store
 	// Auth authenticates requests. Required.
 	Auth *auth.Authenticator
@@ -120,11 +121,8 @@ type Server struct {
 
 // New validates cfg and builds the server with every built-in route.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil && cfg.Ops != nil {
-		cfg.Store = cfg.Ops.Store()
-	}
 	if cfg.Store == nil || cfg.Auth == nil {
-		return nil, fmt.Errorf("%w: web: Auth, and Ops or Store, are required", drover.ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: web: Store and Auth are required", drover.ErrInvalidConfig)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
