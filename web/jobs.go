@@ -227,8 +227,8 @@ func (jr JobRequest) message(q string, now time.Time) (*drover.Message, time.Tim
 	switch {
 	case jr.Task == "":
 		return nil, due, errors.New("task is required")
-	case len(jr.ID) > queue.MaxIDLen:
-		return nil, due, fmt.Errorf("id of %d bytes, at most %d", len(jr.ID), queue.MaxIDLen)
+	case queue.CheckID(jr.ID) != nil:
+		return nil, due, fmt.Errorf("id %w", queue.CheckID(jr.ID))
 	case jr.MaxAttempts < 0:
 		return nil, due, fmt.Errorf("max_attempts %d: want ≥ 0", jr.MaxAttempts)
 	case jr.In != "" && jr.At != "":
