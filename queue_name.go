@@ -19,8 +19,9 @@ var reservedQueueNames = []string{".", ".."}
 func ReservedQueueNames() []string { return slices.Clone(reservedQueueNames) }
 
 // ValidateQueueName reports whether name may be used as a queue name: 1 to
-// MaxQueueNameLen bytes, no '/', ':', '{', '}', white space or control
-// characters (names appear in ZooKeeper paths and in Redis hash tags).
+// MaxQueueNameLen bytes, no '/', ':', '{', '}', white space, control
+// characters or bidirectional controls (IsBidiControl) (names appear in
+// ZooKeeper paths and in Redis hash tags, and are shown to people).
 // The error wraps ErrInvalidQueueName and says what is wrong.
 func ValidateQueueName(name string) error {
 	if name == "" {
@@ -38,6 +39,10 @@ func ValidateQueueName(name string) error {
 			return fmt.Errorf("%w: %q holds %q at byte %d", ErrInvalidQueueName, name, r, i)
 		case unicode.IsControl(r) || unicode.IsSpace(r) || r == unicode.ReplacementChar:
 			return fmt.Errorf("%w: %q holds a control or space character at byte %d", ErrInvalidQueueName, name, i)
+		case IsBidiControl(r):
+			// Shown raw, "xss-\u202egnp.exe" reads as "xss-exe.png" in
+			// the console and in a terminal (issue 41).
+			return fmt.Errorf("%w: %+q holds the bidirectional control %U at byte %d", ErrInvalidQueueName, name, r, i)
 		}
 	}
 	return nil

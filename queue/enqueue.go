@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/drover-dev/drover"
 	"github.com/redis/go-redis/v9"
@@ -15,6 +16,25 @@ import (
 
 // MaxIDLen is the longest caller-chosen message id accepted, in bytes.
 const MaxIDLen = 512
+
+// CheckID refuses a caller-chosen message id (an idempotency key) that
+// every producer refuses: over MaxIDLen bytes, or holding a control
+// character (NUL, a newline) or a bidirectional control
+// (drover.IsBidiControl), which would be shown raw by ctl and the console
+// and could make one id read as another (issue 41). "" is valid: it means
+// a generated id. The error says what is wrong (the id escaped), for the
+// caller to prefix with the field's name.
+func CheckID(id string) error {
+	if len(id) > MaxIDLen {
+		return fmt.Errorf("%d bytes, at most %d", len(id), MaxIDLen)
+	}
+	for i, r := range id {
+		if unicode.IsControl(r) || drover.IsBidiControl(r) {
+			return fmt.Errorf("%+q holds the control character %U at byte %d (control and bidirectional characters are refused)", drover.ClipText(id, 64), r, i)
+		}
+	}
+	return nil
+}
 
 // maxScriptBatch is the most messages sent in one enqueue script call;
 // bigger batches are split into several calls in the same pipeline, so that
@@ -160,8 +180,8 @@ func (s *core) newRequest(ctx context.Context, m *drover.Message, due int64) (*e
 	if m.Attempt < 0 || m.MaxAttempts < 0 {
 		return nil, fmt.Errorf("enqueue to %s: negative attempt or max_attempts", m.Queue)
 	}
-	if len(m.ID) > MaxIDLen {
-		return nil, fmt.Errorf("enqueue to %s: id of %d bytes, at most %d", m.Queue, len(m.ID), MaxIDLen)
+	if err := CheckID(m.ID); err != nil {
+		return nil, fmt.Errorf("enqueue to %s: id %w", m.Queue, err)
 	}
 	c := *m
 	keyed := c.ID != ""

@@ -125,3 +125,7 @@ func (k *keyspace) audit() string { return k.prefix + ":audit" }
 // counts (audit_refusals.go), newest first: apart from audit, so that a
 // flood of refused requests cannot push a mutation out of it.
 func (k *keyspace) auditRefusals() string { return k.prefix + ":audit:refusals" }
+
+// revokedSessions is the ZSET of console sessions ended by a logout, scored
+// by the unix second each would have expired (sessions.go).
+func (k *keyspace) revokedSessions() string { return k.prefix + ":sessions:revoked" }

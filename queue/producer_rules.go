@@ -36,10 +36,12 @@ type QueueNameRules struct {
 	Forbidden [][2]rune `json:"forbidden"`
 }
 
-// IDRules: a caller-chosen id is at most MaxBytes bytes of UTF-8; an
-// empty id means "generate one".
+// IDRules: a caller-chosen id is at most MaxBytes bytes of UTF-8 without
+// the Forbidden code points (control characters and bidirectional
+// controls: CheckID); an empty id means "generate one".
 type IDRules struct {
-	MaxBytes int `json:"max_bytes"`
+	MaxBytes  int       `json:"max_bytes"`
+	Forbidden [][2]rune `json:"forbidden"` // inclusive ranges, ascending
 }
 
 // TaskRules: the task name is required.
@@ -72,7 +74,7 @@ func Rules() ProducerRules {
 			Reserved:  drover.ReservedQueueNames(),
 			Forbidden: forbiddenQueueNameRunes(),
 		},
-		ID:          IDRules{MaxBytes: MaxIDLen},
+		ID:          IDRules{MaxBytes: MaxIDLen, Forbidden: forbiddenRunes(func(r rune) bool { return CheckID("a"+string(r)) == nil })},
 		Task:        TaskRules{MinBytes: 1},
 		MaxAttempts: MaxAttemptsRules{Min: 0, Max: math.MaxInt},
 		Delay:       DelayRules{MinSeconds: 0, MaxSeconds: time.Duration(math.MaxInt64).Seconds()},
@@ -84,12 +86,18 @@ func Rules() ProducerRules {
 // inside an otherwise valid name, as ranges. Surrogates are left out: no
 // UTF-8 string holds them (a producer refuses them as invalid text).
 func forbiddenQueueNameRunes() [][2]rune {
+	return forbiddenRunes(func(r rune) bool { return drover.ValidateQueueName("a"+string(r)) == nil })
+}
+
+// forbiddenRunes are the code points that allowed does not allow, as
+// ranges; surrogates are left out.
+func forbiddenRunes(allowed func(rune) bool) [][2]rune {
 	var out [][2]rune
 	for r := rune(0); r <= utf8.MaxRune; r++ {
 		if r >= 0xD800 && r <= 0xDFFF {
 			continue
 		}
-		if drover.ValidateQueueName("a"+string(r)) == nil {
+		if allowed(r) {
 			continue
 		}
 		if n := len(out); n > 0 && out[n-1][1] == r-1 {

@@ -35,7 +35,10 @@ type Figures struct {
 
 // Measure reads the backlog of every queue the selection matches. A
 // selection naming a queue that is not known is ErrUnknownQueue (with the
-// names); one that matches no queue is ErrNoQueues.
+// names); one with a pattern (a glob or a prefix) that matches no queue is
+// ErrNoQueues naming the pattern, even beside patterns that match: a
+// misspelt prefix next to a good one would otherwise be measured as
+// nothing, silently (issue 41).
 func Measure(ctx context.Context, f Fleet, sel Selection) (Figures, error) {
 	all, err := f.Queues(ctx)
 	if err != nil {
@@ -65,8 +68,9 @@ func Measure(ctx context.Context, f Fleet, sel Selection) (Figures, error) {
 		batch = batch[:0]
 		return nil
 	}
+	seen := make([]bool, len(sel.patterns))
 	for _, q := range all {
-		if !sel.Match(q) {
+		if !sel.matchEach(q, seen) {
 			continue
 		}
 		if batch = append(batch, q); len(batch) == MeasureBatch {
@@ -82,6 +86,15 @@ func Measure(ctx context.Context, f Fleet, sel Selection) (Figures, error) {
 	}
 	if fig.Queues == 0 {
 		return Figures{}, fmt.Errorf("%w: %s", ErrNoQueues, sel)
+	}
+	var unmatched []string
+	for i, ok := range seen {
+		if !ok {
+			unmatched = append(unmatched, sel.patterns[i])
+		}
+	}
+	if len(unmatched) > 0 {
+		return Figures{}, fmt.Errorf("%w: %s (selection %s: check for a misspelt prefix or glob)", ErrNoQueues, strings.Join(unmatched, ", "), sel)
 	}
 	return fig, nil
 }

@@ -113,9 +113,24 @@ func TestMeasureRefusesAnUnknownQueueName(t *testing.T) {
 	if _, err := Measure(context.Background(), f, sel); !errors.Is(err, ErrUnknownQueue) || !strings.Contains(err.Error(), "nosuch") {
 		t.Fatalf("selection emails,nosuch: want ErrUnknownQueue naming nosuch, have %v", err)
 	}
-	ok, _ := NewSelection("emails", "x-*")
-	if fig, err := Measure(context.Background(), f, ok); err != nil || fig.Lag != 3 {
-		t.Fatalf("selection emails,x-*: want lag 3, have %+v %v", fig, err)
+	ok, _ := NewSelection("emails", "b*")
+	if fig, err := Measure(context.Background(), f, ok); err != nil || fig.Lag != 3 || fig.Queues != 2 {
+		t.Fatalf("selection emails,b*: want 2 queues, lag 3, have %+v %v", fig, err)
+	}
+}
+
+// A prefix or glob that matches no queue is refused, naming it, even
+// beside patterns that match (issue 41: a misspelt prefix next to a good
+// one was measured as nothing, silently), as a lone one is.
+func TestMeasureRefusesAPatternThatMatchesNothing(t *testing.T) {
+	f := fakeFleet{"emails-1": {Lag: 3}, "emails-2": {Lag: 1}, "b": {}}
+	sp, err := ParseSpec(map[string]string{KeyPrefix: "emails-,emials-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Measure(context.Background(), f, sp.Selection)
+	if want := "scaler: the selection matches no queue: emials-* (selection emails-*,emials-*: check for a misspelt prefix or glob)"; !errors.Is(err, ErrNoQueues) || err.Error() != want {
+		t.Fatalf("prefixes emails-,emials-: want ErrNoQueues %q, have %v", want, err)
 	}
 }
 

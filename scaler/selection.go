@@ -59,6 +59,18 @@ func (s Selection) Match(queue string) bool {
 	return false
 }
 
+// matchEach reports whether the queue is selected, and marks in seen
+// (one flag per pattern, in order) every pattern that matches it.
+func (s Selection) matchEach(queue string, seen []bool) bool {
+	any := false
+	for i, p := range s.patterns {
+		if ok, _ := path.Match(p, queue); ok {
+			seen[i], any = true, true
+		}
+	}
+	return any
+}
+
 // names returns the patterns that are plain queue names (no glob
 // characters).
 func (s Selection) names() []string {

@@ -54,7 +54,7 @@ func TestAPICancelOfAMessageNotRunningSaysWhereItIs(t *testing.T) {
 }
 
 // A running task (as its owner's admin server says) shows a Cancel button
-// on the queue page; the API's cancel reaches the owner with who cancelled
+// on the queue page to an operator, not to a viewer (issue 41); the API's cancel reaches the owner with who cancelled
 // and what follows, answers with the task being stopped, and is audited.
 func TestAPICancelReachesTheOwnerAndThePageOffersIt(t *testing.T) {
 	r := newRig(t)
@@ -92,6 +92,10 @@ func TestAPICancelReachesTheOwnerAndThePageOffersIt(t *testing.T) {
 	page := r.want(200, "operator", "GET", "/queues/cq?job="+id, "")
 	if !strings.Contains(page, `id="cancel-job"`) || !strings.Contains(page, "/api/v1/queues/cq/running/"+id+"/cancel") {
 		t.Fatalf("queue page of a running job: want a Cancel button posting to its cancel, have:\n%s", page)
+	}
+	// A viewer may not cancel (403): the page offers no button it could not use.
+	if page := r.want(200, "viewer", "GET", "/queues/cq?job="+id, ""); strings.Contains(page, `id="cancel-job"`) || !strings.Contains(page, "<b>running</b>") {
+		t.Fatalf("queue page of a running job for a viewer: want it running and no Cancel button, have:\n%s", page)
 	}
 	c := decode[jobs.Cancelled](t, r.want(200, "operator", "POST", "/api/v1/queues/cq/running/"+id+"/cancel", `{"then":"retry"}`))
 	if c.Member != "fake-1" || c.PID != 4242 || c.CancelledBy != "operator-user" || c.Then != "retry" {

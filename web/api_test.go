@@ -166,7 +166,7 @@ func TestOpenConsoleAdmitsLoopbackAsAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Ops: r.srv.fleetOps(), Auth: open})
+	srv, err := New(Config{Ops: r.srv.fleetOps(), Store: r.store, Auth: open})
 	if err != nil {
 		t.Fatal(err)
 	}

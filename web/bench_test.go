@@ -135,7 +135,7 @@ func buildBenchFleet(zkAddrs []string, redisAddr, root, prefix string) (*benchFl
 	}
 	// A TTL of 1 ns: every request reads the fleet afresh, as the first
 	// request after the cache expires does.
-	srv, err := New(Config{Ops: o, Auth: a, SnapshotTTL: time.Nanosecond})
+	srv, err := New(Config{Ops: o, Store: st, Auth: a, SnapshotTTL: time.Nanosecond})
 	if err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func BenchmarkConsoleManyQueues(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(Config{Ops: o, Auth: a, SnapshotTTL: time.Hour}) // the background read is timed on its own
+	srv, err := New(Config{Ops: o, Store: st, Auth: a, SnapshotTTL: time.Hour}) // the background read is timed on its own
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 )
 
 // flashes are the sentences shown after a console form's action: %s is the
@@ -31,6 +32,34 @@ var flashes = map[string]string{
 	"job.cancel":       "Cancelled job %s: its process group is stopped.",
 	"parked.retry":     "Retried the parked head of %s.",
 	"parked.skip":      "Moved the parked head of %s to the dead letters.",
+}
+
+// flashSigParam is the query parameter of a flash message's signature.
+const flashSigParam = "flash_sig"
+
+// flashQuery returns r's flash message when the server signed it
+// (withFlash), else "".
+func (s *Server) flashQuery(r *http.Request) string {
+	q := r.URL.Query()
+	msg := q.Get("flash")
+	if msg == "" || !s.auth.Verify("flash", msg, q.Get(flashSigParam)) {
+		return ""
+	}
+	return msg
+}
+
+// withoutFlash is u's path and query without the flash message: where
+// the page's forms return to.
+func withoutFlash(u *url.URL) string {
+	q := u.Query()
+	if !q.Has("flash") && !q.Has(flashSigParam) {
+		return u.RequestURI()
+	}
+	q.Del("flash")
+	q.Del(flashSigParam)
+	v := *u
+	v.RawQuery = q.Encode()
+	return v.RequestURI()
 }
 
 // flashOf is the sentence shown after action succeeded: the answer's own

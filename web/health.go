@@ -15,7 +15,8 @@ import (
 // DefaultRequestTimeout bounds one request's work (Config.RequestTimeout).
 const DefaultRequestTimeout = 5 * time.Second
 
-// pingTimeout bounds the Redis ping that explains a failed request.
+// pingTimeout bounds the Redis ping that explains a failed request (and
+// the request's own bound bounds it too: answerContext).
 const pingTimeout = time.Second
 
 // unavailable reports whether err says a backing service did not answer
@@ -36,7 +37,10 @@ var ErrZooKeeperDown = errors.New("ZooKeeper is not reachable (the console is re
 // any error answered 5xx) into a 503 that names the service: Redis when it
 // does not answer a ping, else ZooKeeper when the session is not
 // connected. Other errors are returned as they are.
-func (s *Server) explain(err error) error {
+//
+// The ping runs within what is left of r's bound (answerContext), so that
+// explaining never makes the answer later than the bound.
+func (s *Server) explain(r *http.Request, err error) error {
 	if he := matchDeadline(err); he != nil {
 		return he
 	}
@@ -45,8 +49,10 @@ func (s *Server) explain(err error) error {
 		return err
 	}
 	if s.cfg.RedisPing != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+		actx, acancel := s.answerContext(r)
+		ctx, cancel := context.WithTimeout(actx, pingTimeout)
 		perr := s.cfg.RedisPing(ctx)
+		acancel()
 		cancel()
 		if perr != nil {
 			return &httpError{status: http.StatusServiceUnavailable, msg: "Redis does not answer (" + perr.Error() + "): " + err.Error()}
@@ -70,13 +76,41 @@ func (s *Server) explain(err error) error {
 	return &httpError{status: http.StatusServiceUnavailable, msg: "a backing service did not answer in time: " + err.Error()}
 }
 
-// bounded gives every request a deadline of Config.RequestTimeout, so that
-// a Redis that does not answer is a 503 within that bound rather than a
-// wait for every command's own timeout in turn.
+// bounded gives every request one deadline, Config.RequestTimeout from
+// its arrival, by which it is answered whatever does not answer (issue
+// 41: a frozen Redis was the bound, then a 1 s ping to name it, then a 2 s
+// audit write). The handler's work (every Redis and ZooKeeper call of the
+// request) gets the bound less answerReserve of it; what follows the work
+// (the ping that names the service that did not answer, the audit record
+// of a mutation or a refusal, the render) runs in what is left
+// (answerContext). It wraps every other layer, refusals included.
 func (s *Server) bounded(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		answerBy := time.Now().Add(s.cfg.RequestTimeout)
+		ctx := context.WithValue(r.Context(), answerByKey{}, answerBy)
+		ctx, cancel := context.WithDeadline(ctx, answerBy.Add(-s.cfg.RequestTimeout/answerReserve))
 		defer cancel()
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// answerReserve: the last 1/answerReserve of a request's bound is kept
+// from its work for what follows it (bounded): 250 ms of the default 5 s,
+// where a ping and an audit write to a Redis that answers take a few ms
+// (and the work keeps 95% of the documented bound).
+const answerReserve = 20
+
+// answerByKey is the context key of a request's answer deadline (bounded).
+type answerByKey struct{}
+
+// answerContext returns a context that ends at r's answer deadline and
+// not before, even when r's client has gone or r's work deadline passed:
+// for what must follow the work (explaining a failure, writing an audit
+// record). A request outside bounded (none in Handler) gets auditTimeout.
+func (s *Server) answerContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(r.Context())
+	if by, ok := r.Context().Value(answerByKey{}).(time.Time); ok {
+		return context.WithDeadline(ctx, by)
+	}
+	return context.WithTimeout(ctx, auditTimeout)
 }

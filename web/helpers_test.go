@@ -66,7 +66,7 @@ func newRigOn(t *testing.T, zkAddrs []string, ro queue.ClientOptions, cfg Config
 		r.tokens[role.String()] = tok
 		specs = append(specs, spec)
 	}
-	a, err := auth.New(auth.Config{Tokens: specs})
+	a, err := auth.New(auth.Config{Tokens: specs, Revocations: st.Sessions()}) // as drover web: logouts in Redis
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func newRigOn(t *testing.T, zkAddrs []string, ro queue.ClientOptions, cfg Config
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Ops, cfg.Auth = o, a
+	cfg.Ops, cfg.Store, cfg.Auth = o, st, a
 	if cfg.SnapshotTTL == 0 {
 		cfg.SnapshotTTL = time.Nanosecond
 	}

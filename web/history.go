@@ -36,6 +36,9 @@ func (s *Server) sample(ctx context.Context) {
 	if s.cfg.Now().Sub(time.Unix(0, s.lastUse.Load())) > idleAfter {
 		return
 	}
+	if s.fleetOps() == nil { // no ZooKeeper session yet
+		return
+	}
 	s.reading.Store(true)
 	snap, err := s.fleetOps().Members().Snapshot(ctx)
 	s.reading.Store(false)

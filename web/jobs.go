@@ -47,17 +47,19 @@ func (s *Server) RouteJobs(cfg JobsConfig) error {
 	}
 	cfg.MaxBatch = defaults.Positive(cfg.MaxBatch, DefaultMaxBatch)
 	s.jobs = &cfg
-	s.HandleAPI("GET", "/queues/{queue}/jobs/{id}", auth.RoleNone, func(r *Request) (any, error) {
+	// These answer from Redis (and ZooKeeper when there is a session):
+	// served before the console's first session too (Config.Ops).
+	s.handleAPI("GET", "/queues/{queue}/jobs/{id}", auth.RoleNone, func(r *Request) (any, error) {
 		q := r.PathValue("queue")
 		if err := drover.ValidateQueueName(q); err != nil {
 			return nil, Errorf(http.StatusBadRequest, "queue name: %v", err)
 		}
 		return cfg.Lookup.Job(r.Context(), q, r.PathValue("id"))
-	})
-	s.HandleMutation("POST", "/queues/{queue}/jobs", auth.Producer, "job.enqueue", func(r *Request) (any, error) {
+	}, true)
+	s.handleMutation("POST", "/queues/{queue}/jobs", auth.Producer, "job.enqueue", func(r *Request) (any, error) {
 		return s.enqueueJobs(r, &cfg)
-	})
-	s.HandleMutation("DELETE", "/queues/{queue}/jobs/{id}", auth.Producer, "job.revoke", func(r *Request) (any, error) {
+	}, true)
+	s.handleMutation("DELETE", "/queues/{queue}/jobs/{id}", auth.Producer, "job.revoke", func(r *Request) (any, error) {
 		q, id := r.PathValue("queue"), r.PathValue("id")
 		qc, err := queueConfig(r.Context(), &cfg, q)
 		if err != nil {
@@ -71,7 +73,7 @@ func (s *Server) RouteJobs(cfg JobsConfig) error {
 			return nil, Errorf(http.StatusNotFound, "job %s of %s is not delayed (unknown, already due, or revoked)", id, q)
 		}
 		return map[string]any{"queue": q, "id": id, "revoked": true}, nil
-	})
+	}, true)
 	return nil
 }
 
@@ -177,7 +179,7 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 		if statusOf(err) < 500 { // an unknown queue (404): nothing was written
 			return nil, err
 		}
-		return nil, unknownOutcome(s.explain(err), msgs, batch)
+		return nil, unknownOutcome(s.explain(r.Request, err), msgs, batch)
 	}
 	res, err := cfg.Store.Producer().EnqueueBatchAt(r.Context(), msgs, at)
 	if errors.Is(err, drover.ErrOutcomeUnknown) {
@@ -186,7 +188,7 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 		err = &httpError{status: http.StatusServiceUnavailable, msg: err.Error()}
 	}
 	if err != nil {
-		return nil, unknownOutcome(s.explain(err), msgs, batch)
+		return nil, unknownOutcome(s.explain(r.Request, err), msgs, batch)
 	}
 	out := make([]JobResult, len(res))
 	created := false
@@ -217,8 +219,8 @@ func (jr JobRequest) message(q string, now time.Time) (*drover.Message, time.Tim
 	switch {
 	case jr.Task == "":
 		return nil, due, errors.New("task is required")
-	case len(jr.ID) > queue.MaxIDLen:
-		return nil, due, fmt.Errorf("id of %d bytes, at most %d", len(jr.ID), queue.MaxIDLen)
+	case queue.CheckID(jr.ID) != nil:
+		return nil, due, fmt.Errorf("id %w", queue.CheckID(jr.ID))
 	case jr.MaxAttempts < 0:
 		return nil, due, fmt.Errorf("max_attempts %d: want ≥ 0", jr.MaxAttempts)
 	case jr.In != "" && jr.At != "":

@@ -48,7 +48,7 @@ func BenchmarkHTTPEnqueueBatch100(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := New(Config{Ops: o, Auth: a})
+	srv, err := New(Config{Ops: o, Store: st, Auth: a})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -182,7 +183,7 @@ func (s *Server) parseTemplates() error {
 // render executes the page template name inside the layout.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, name string, p auth.Principal, data any) {
 	d := pageData{Title: name, Nav: name, P: p, CSRF: s.auth.CSRFToken(p), CSRFField: auth.CSRFField, Open: s.auth.Open(),
-		Flash: r.URL.Query().Get("flash"), Path: r.URL.RequestURI(), Data: data}
+		Flash: s.flashQuery(r), Path: withoutFlash(r.URL), Data: data}
 	if ps, ok := data.(interface{ refresh() int }); ok {
 		d.Refresh = ps.refresh()
 	}
@@ -217,6 +218,9 @@ func (s *Server) page(pattern, name string, need auth.Role, data func(r *Request
 		if err := authorize(p, need); err != nil {
 			s.auditRefusal(r, "", p, err)
 			s.fail(w, r, err)
+			return
+		}
+		if s.needsZooKeeper(w, r) {
 			return
 		}
 		d, err := data(&Request{Request: r, Principal: p})
@@ -308,12 +312,21 @@ type resetPage struct {
 
 func (s *Server) routePages() {
 	s.mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
-		s.render(w, r, "login", auth.Principal{}, map[string]string{"Next": localPath(r.URL.Query().Get("next")), "Error": r.URL.Query().Get("error")})
+		// The message is chosen by a code, never taken from the query: a
+		// link must not put words on the login page (issue 41).
+		s.render(w, r, "login", auth.Principal{}, map[string]string{"Next": localPath(r.URL.Query().Get("next")), "Error": loginNotes[r.URL.Query().Get("why")]})
 	})
 	s.mux.HandleFunc("POST /login", s.login)
 	s.mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
 		p, _ := s.auth.Authenticate(r) // a bad or missing session: nothing to end
-		http.SetCookie(w, s.auth.Logout(p))
+		c, err := s.auth.Logout(r.Context(), p)
+		http.SetCookie(w, c) // cleared in the browser whatever happened to the revocation
+		if err != nil {      // the cookie's copies stay valid: say so rather than pretend
+			s.log.Error("logout: the session's revocation was not stored", "who", p.Name, "error", err)
+			r.Header.Set(formHeader, "1")
+			s.fail(w, r, fmt.Errorf("logout: the session could not be ended for every console server (log out again): %w", err))
+			return
+		}
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 	})
 	s.page("/{$}", "overview", auth.Viewer, func(r *Request) (any, error) {
@@ -330,7 +343,7 @@ func (s *Server) routePages() {
 		}
 		params := url.Values{}
 		for k, v := range r.URL.Query() {
-			if k != "flash" {
+			if k != "flash" && k != flashSigParam {
 				params[k] = v
 			}
 		}
@@ -484,8 +497,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	c, p, err := s.auth.Login(r.PostFormValue("token"))
+	c, p, err := s.auth.Login(r.Context(), r.PostFormValue("token"))
 	rec := ops.AuditRecord{At: s.cfg.Now().UTC(), Who: p.Name, Role: p.Role.String(), Via: "session", Remote: r.RemoteAddr, Action: "login", Result: "ok", Status: http.StatusSeeOther}
+	if err != nil && !errors.Is(err, auth.ErrBadCredentials) { // the revocation store: not the client's fault
+		if errors.Is(err, auth.ErrTooManyRevoked) {
+			err = &httpError{status: http.StatusServiceUnavailable, msg: err.Error()}
+		}
+		r.Header.Set(formHeader, "1")
+		s.fail(w, r, err)
+		return
+	}
 	if err != nil {
 		rec.Who, rec.Role, rec.Via, rec.Result, rec.Status = "anonymous", "none", "none", "unknown token", http.StatusUnauthorized
 		s.recordRefusal(r, rec) // anyone can fail a login: the refusal stream
@@ -496,6 +517,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	s.recordAudit(r, rec, "audit record of a login")
 	http.SetCookie(w, c)
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// loginNotes are the login page's messages, by the code of ?why=.
+var loginNotes = map[string]string{
+	"ended": "Your session has ended (it expired, was logged out, or its token changed): log in again.",
 }
 
 // knownSeries is the points of h where rate (a per-second figure, -1 when

@@ -27,7 +27,7 @@ func openRig(t *testing.T) (*rig, *Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Ops: r.srv.fleetOps(), Auth: open})
+	srv, err := New(Config{Ops: r.srv.fleetOps(), Store: r.store, Auth: open})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,18 +33,18 @@ const (
 	refusalResultBytes = 512
 )
 
-// auditTimeout bounds the write of one audit record, which runs after the
-// request's own deadline may have passed.
+// auditTimeout bounds the write of audit records made outside a request
+// (Run's flush of refusal counts).
 const auditTimeout = 2 * time.Second
 
 // recordAudit writes rec to the fleet's audit log for request r, within
-// auditTimeout whether or not r's client is still there. A record that
-// cannot be written is logged with what, not answered: the request's own
-// outcome stands.
+// what is left of r's bound whether or not r's client is still there
+// (answerContext). A record that cannot be written is logged with what,
+// not answered: the request's own outcome stands.
 func (s *Server) recordAudit(r *http.Request, rec ops.AuditRecord, what string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditTimeout)
+	ctx, cancel := s.answerContext(r)
 	defer cancel()
-	if err := s.fleetOps().Audit().Record(ctx, rec); err != nil {
+	if err := ops.WriteAudit(ctx, s.cfg.Store.Operator(), rec, s.cfg.Now); err != nil {
 		s.log.Error(what+" not written", "action", rec.Action, "who", rec.Who, "error", err)
 	}
 }
@@ -165,26 +165,34 @@ func (s *Server) recordRefusal(r *http.Request, rec ops.AuditRecord) {
 		due = append(due, rec)
 		s.log.Warn("refused", "action", rec.Action, "target", rec.Target, "status", rec.Status, "remote", rec.Remote, "result", rec.Result)
 	}
-	s.writeRefusals(context.WithoutCancel(r.Context()), due)
+	if len(due) == 0 {
+		return
+	}
+	ctx, cancel := s.answerContext(r)
+	defer cancel()
+	s.writeRefusals(ctx, due)
 }
 
 // flushRefusals writes the count records of a minute that ended (Run).
 func (s *Server) flushRefusals(ctx context.Context) {
-	s.writeRefusals(ctx, s.refusals.flush(s.cfg.Now()))
-}
-
-func (s *Server) writeRefusals(ctx context.Context, recs []ops.AuditRecord) {
+	recs := s.refusals.flush(s.cfg.Now())
 	if len(recs) == 0 {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, auditTimeout)
+	defer cancel()
+	s.writeRefusals(ctx, recs)
+}
+
+// writeRefusals writes recs within ctx (a request's answerContext, or
+// auditTimeout from Run).
+func (s *Server) writeRefusals(ctx context.Context, recs []ops.AuditRecord) {
 	for _, rec := range recs {
 		if rec.Action == "refusals" {
 			s.log.Warn("refusals", "detail", rec.Detail)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, auditTimeout)
-	defer cancel()
-	if err := s.fleetOps().Audit().RecordRefusals(ctx, recs...); err != nil {
+	if err := ops.WriteRefusals(ctx, s.cfg.Store.Operator(), s.cfg.Now, recs...); err != nil {
 		s.log.Error("refusal records not written", "records", len(recs), "error", err)
 	}
 }

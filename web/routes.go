@@ -46,6 +46,12 @@ type Created struct{ Value any }
 // Other features (job status, HTTP producers) add their endpoints with
 // HandleAPI and HandleMutation after New and before serving.
 func (s *Server) HandleAPI(method, path string, need auth.Role, h Handler) {
+	s.handleAPI(method, path, need, h, false)
+}
+
+// handleAPI is HandleAPI; withoutZooKeeper marks a route served before
+// the console's first ZooKeeper session (RouteJobs's: Config.Ops).
+func (s *Server) handleAPI(method, path string, need auth.Role, h Handler, withoutZooKeeper bool) {
 	s.mux.HandleFunc(method+" "+APIPrefix+path, func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.authenticate(w, r, "")
 		if !ok {
@@ -57,6 +63,9 @@ func (s *Server) HandleAPI(method, path string, need auth.Role, h Handler) {
 			return
 		}
 		r = r.WithContext(auth.WithPrincipal(r.Context(), p))
+		if !withoutZooKeeper && s.needsZooKeeper(w, r) {
+			return
+		}
 		v, err := h(&Request{Request: r, Principal: p})
 		if err != nil {
 			s.fail(w, r, err)
@@ -82,6 +91,14 @@ func respond(w http.ResponseWriter, v any) {
 // A browser form that posts to it with a "return" field (a local path) is
 // redirected there with a flash message instead of receiving JSON.
 func (s *Server) HandleMutation(method, path string, need auth.Role, action string, h Handler) {
+	s.handleMutation(method, path, need, action, h, false)
+}
+
+// handleMutation is HandleMutation; withoutZooKeeper as in handleAPI.
+func (s *Server) handleMutation(method, path string, need auth.Role, action string, h Handler, withoutZooKeeper bool) {
+	if !withoutZooKeeper {
+		h = s.withZooKeeper(h)
+	}
 	s.mutations = append(s.mutations, method+" "+APIPrefix+path)
 	s.mux.HandleFunc(method+" "+APIPrefix+path, func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.authenticate(w, r, action)
@@ -115,7 +132,7 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 		s.recordAudit(r, rec, "audit record")
 		s.log.Info("mutation", "action", action, "target", rec.Target, "who", p.Name, "role", p.Role.String(), "status", rec.Status, "result", rec.Result)
 		if ret := localPath(in.Get("return")); ret != "" && err == nil {
-			http.Redirect(w, r, withFlash(ret, flashOf(action, r, v)), http.StatusSeeOther)
+			http.Redirect(w, r, s.withFlash(ret, flashOf(action, r, v)), http.StatusSeeOther)
 			return
 		}
 		if in.Get("return") != "" {
@@ -127,6 +144,17 @@ func (s *Server) HandleMutation(method, path string, need auth.Role, action stri
 		}
 		respond(w, v)
 	})
+}
+
+// withZooKeeper is h answering ErrZooKeeperDown (503, audited as the
+// mutation's outcome) while the console has had no ZooKeeper session.
+func (s *Server) withZooKeeper(h Handler) Handler {
+	return func(r *Request) (any, error) {
+		if s.fleetOps() == nil {
+			return nil, ErrZooKeeperDown
+		}
+		return h(r)
+	}
 }
 
 func (s *Server) mutate(w http.ResponseWriter, r *http.Request, p auth.Principal, need auth.Role, h Handler) (any, Input, error) {
@@ -195,13 +223,18 @@ func localPath(p string) string {
 	return ""
 }
 
-func withFlash(path, msg string) string {
+// withFlash adds msg to path as the flash message the page shows, signed
+// (flashQuery): a page shows only the messages its server wrote, so a link
+// cannot put words in the console's message box (issue 41: "Session
+// expired: paste your admin token at https://evil.example/relogin").
+func (s *Server) withFlash(path, msg string) string {
 	u, err := url.Parse(path)
 	if err != nil {
 		return path
 	}
 	q := u.Query()
 	q.Set("flash", msg)
+	q.Set(flashSigParam, s.auth.Sign("flash", msg))
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -243,6 +276,9 @@ func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 // refreshSnapshot reads the fleet and replaces the cached snapshot (Run,
 // when a request found it stale).
 func (s *Server) refreshSnapshot(ctx context.Context) {
+	if s.fleetOps() == nil {
+		return
+	}
 	s.reading.Store(true)
 	defer s.reading.Store(false)
 	start := time.Now()

@@ -25,6 +25,7 @@ import (
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/defaults"
 	"github.com/drover-dev/drover/internal/ops"
+	"github.com/drover-dev/drover/queue"
 )
 
 //go:embed templates/*.html
@@ -44,8 +45,15 @@ const (
 
 // Config configures a Server.
 type Config struct {
-	// Ops reads and steers the fleet. Required.
+	// Ops reads and steers the fleet. Nil when the console starts before
+	// ZooKeeper answers (drover web): then Store is required, and until
+	// SetOps gives one, what needs ZooKeeper answers 503
+	// (ErrZooKeeperDown) while the job endpoints (RouteJobs: the producer
+	// API, job status) and the audit writes go on through Store.
 	Ops *ops.Ops
+	// Store is the fleet's queue store (the one Ops has). Required: the
+	// job endpoints and the audit write through it, with or without Ops.
+	Store *queue.Store
 	// Auth authenticates requests. Required.
 	Auth *auth.Authenticator
 	// Logger logs mutations and errors. Default: a null logger.
@@ -113,8 +121,8 @@ type Server struct {
 
 // New validates cfg and builds the server with every built-in route.
 func New(cfg Config) (*Server, error) {
-	if cfg.Ops == nil || cfg.Auth == nil {
-		return nil, fmt.Errorf("%w: web: Ops and Auth are required", drover.ErrInvalidConfig)
+	if cfg.Store == nil || cfg.Auth == nil {
+		return nil, fmt.Errorf("%w: web: Store and Auth are required", drover.ErrInvalidConfig)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -128,7 +136,9 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, auth: cfg.Auth, log: cfg.Logger, mux: http.NewServeMux(), refreshNow: make(chan struct{}, 1)}
-	s.opsNow.Store(cfg.Ops)
+	if cfg.Ops != nil {
+		s.opsNow.Store(cfg.Ops)
+	}
 	s.lastUse.Store(cfg.Now().UnixNano())
 	if err := s.parseTemplates(); err != nil {
 		return nil, err
@@ -156,8 +166,20 @@ func (s *Server) SetOps(o *ops.Ops) {
 	s.invalidate()
 }
 
-// fleetOps returns the Ops requests use now.
+// fleetOps returns the Ops requests use now: nil before the first
+// ZooKeeper session (Config.Ops), which only routes that need no
+// ZooKeeper see (withoutZooKeeper).
 func (s *Server) fleetOps() *ops.Ops { return s.opsNow.Load() }
+
+// needsZooKeeper answers 503 (ErrZooKeeperDown) and reports true when the
+// console has had no ZooKeeper session yet.
+func (s *Server) needsZooKeeper(w http.ResponseWriter, r *http.Request) bool {
+	if s.fleetOps() != nil {
+		return false
+	}
+	s.fail(w, r, ErrZooKeeperDown)
+	return true
+}
 
 // Handler returns the server's handler: every route behind size limits
 // (a path, query or header past its bound is answered 414 or 431: limits.go), a Host check
@@ -174,7 +196,7 @@ func (s *Server) Handler() http.Handler {
 		s.auditRefusal(r, "", auth.Principal{}, he)
 		s.fail(w, r, he)
 	}))
-	return securityHeaders(s.limitSize(s.checkHost(cop.Handler(s.refuseCrossSite(s.bounded(s.mux))))))
+	return securityHeaders(s.bounded(s.limitSize(s.checkHost(cop.Handler(s.refuseCrossSite(s.mux))))))
 }
 
 // checkHost refuses a request whose Host the authenticator does not
@@ -360,7 +382,7 @@ func wantsHTML(r *http.Request) bool {
 
 // fail answers an error: JSON for the API, an error page for pages.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	err = s.explain(err)
+	err = s.explain(r, err)
 	status := statusOf(err)
 	switch {
 	case status == http.StatusServiceUnavailable: // a backing service is away: expected, and maybe many
@@ -403,8 +425,24 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request, action str
 	if err == nil {
 		return p, true
 	}
+	if !errors.Is(err, auth.ErrNoCredentials) && !errors.Is(err, auth.ErrBadCredentials) && !errors.Is(err, auth.ErrForeignHost) {
+		// The session store did not say whether the session was ended
+		// (Redis away): not the client's fault, and no refusal.
+		s.fail(w, r, fmt.Errorf("check the session: %w", err))
+		return auth.Principal{}, false
+	}
 	if wantsHTML(r) && r.Method == http.MethodGet && !s.auth.Open() && errors.Is(err, auth.ErrNoCredentials) {
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return auth.Principal{}, false
+	}
+	if wantsHTML(r) && r.Method == http.MethodGet && !s.auth.Open() && errors.Is(err, auth.ErrBadCredentials) && r.Header.Get("Authorization") == "" {
+		// A stale session cookie (expired, logged out, its token changed):
+		// recorded, since a replayed cookie is worth seeing, then cleared
+		// and sent to log in again rather than to a 401 page with no way
+		// out (issue 41).
+		s.auditRefusal(r, action, auth.Principal{}, &httpError{status: http.StatusUnauthorized, msg: "unauthorized: " + err.Error()})
+		http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		http.Redirect(w, r, "/login?why=ended&next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return auth.Principal{}, false
 	}
 	var he *httpError

@@ -60,8 +60,8 @@ enqueues to a new queue (it is then created with defaults on first sight).`,
 			if task == "" {
 				return usagef("<task>: must not be empty")
 			}
-			if len(id) > queue.MaxIDLen {
-				return usagef("--id: %d bytes, at most %d", len(id), queue.MaxIDLen)
+			if err := queue.CheckID(id); err != nil {
+				return usagef("--id: %v", err)
 			}
 			var due time.Time
 			switch {

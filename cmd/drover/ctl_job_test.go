@@ -47,7 +47,7 @@ func newJobViews(c *cluster) *jobViews {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	srv, err := web.New(web.Config{Ops: o, Auth: authn})
+	srv, err := web.New(web.Config{Ops: o, Store: store, Auth: authn})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -93,8 +93,9 @@ shown again.`,
 func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready func(url string)) error {
 	log := cfg.Logger("drover", os.Stderr).Named("web")
 	tls := cfg.Web.TLSCert != "" && cfg.Web.TLSKey != ""
-	authn, err := auth.New(auth.Config{Tokens: cfg.Auth.Tokens, SessionKey: cfg.Auth.SessionKey, SessionTTL: cfg.Web.SessionTTL, SecureCookies: tls,
-		Hosts: []string{cfg.Web.Addr, cfg.Web.PublicName}})
+	authCfg := auth.Config{Tokens: cfg.Auth.Tokens, SessionKey: cfg.Auth.SessionKey, SessionTTL: cfg.Web.SessionTTL, SecureCookies: tls,
+		Hosts: []string{cfg.Web.Addr, cfg.Web.PublicName}}
+	authn, err := auth.New(authCfg) // the configuration's errors before any connection
 	if err != nil {
 		return usageError{err}
 	}
@@ -106,35 +107,39 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 		return err
 	}
 	defer closeStore()
+	// Logged-out sessions are ended in Redis, for every console server
+	// and across restarts.
+	authCfg.Revocations = store.Sessions()
+	if authn, err = auth.New(authCfg); err != nil {
+		return usageError{err}
+	}
 	cc, err := cfg.Coordinator(log.Named("zk"))
 	if err != nil {
 		return err
 	}
-	var srv *web.Server // set before a session is renewed (by Keep, below)
 	opsOn := func(s *coordinator.Session) (*ops.Ops, error) {
 		return ops.New(ops.Config{ZK: s, Store: store, Cluster: cfg.Cluster, MemberToken: cfg.Ctl.Token})
 	}
-	keeper, err := zksession.Dial(cc, zksession.Config{Logger: log.Named("zk"), Renewed: func(s *coordinator.Session) {
-		if o, err := opsOn(s); err == nil { // the config was checked with the first session
-			srv.SetOps(o)
-		}
-	}})
+	keeper, err := zksession.Dial(cc, zksession.Config{Logger: log.Named("zk")})
 	if err != nil {
 		return err
 	}
 	defer keeper.Close()
 	zs := webSession{keeper}
+	// The producer API and job status need only Redis: when ZooKeeper does
+	// not answer at start the console serves them anyway, and the rest
+	// answers 503 naming ZooKeeper until Keep connects (followSessions).
 	cctx, cancel := context.WithTimeout(ctx, cfg.ZooKeeper.ConnectTimeout)
 	sess, err := zs.Session(cctx)
 	cancel()
+	var o *ops.Ops
 	if err != nil {
-		return unreachableError{fmt.Errorf("connect to ZooKeeper: %w", err)}
-	}
-	o, err := opsOn(sess)
-	if err != nil {
+		log.Warn("ZooKeeper does not answer: serving the producer API and job status from Redis; the rest answers 503 until the session is up", "error", err)
+		fmt.Fprintf(stderr, "drover web: ZooKeeper does not answer (%v): HTTP enqueues to known queues and job status are served; the rest answers 503 until it connects\n", err)
+	} else if o, err = opsOn(sess); err != nil {
 		return err
 	}
-	srv, err = web.New(web.Config{Ops: o, Auth: authn, Logger: log, RedisPing: store.Ping, ZooKeeper: zs.ready})
+	srv, err := web.New(web.Config{Ops: o, Store: store, Auth: authn, Logger: log, RedisPing: store.Ping, ZooKeeper: zs.ready})
 	if err != nil {
 		return err
 	}
@@ -153,8 +158,8 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if st := zs.session().State(); st != coordinator.Connected {
-			http.Error(w, "not ready: ZooKeeper session "+st.String(), http.StatusServiceUnavailable)
+		if err := zs.ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
@@ -197,7 +202,24 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 	g.Add(func() error { return srv.Run(rctx) }, func(error) { rcancel() })
 	zctx, zcancel := context.WithCancel(ctx)
 	g.Add(func() error { return zs.Keep(zctx) }, func(error) { zcancel() })
+	g.Add(func() error { return followSessions(zctx, keeper, sess, srv, opsOn) }, func(error) { zcancel() })
 	return g.Run()
+}
+
+// followSessions gives srv an Ops on every session the keeper connects
+// after cur (nil: none yet, drover web started while ZooKeeper was away),
+// until ctx ends.
+func followSessions(ctx context.Context, keeper *zksession.Keeper, cur *coordinator.Session, srv *web.Server, opsOn func(*coordinator.Session) (*ops.Ops, error)) error {
+	for {
+		s, err := keeper.Next(ctx, cur)
+		if err != nil {
+			return nil // ctx ended or the keeper closed: the console is stopping
+		}
+		if o, err := opsOn(s); err == nil { // the configuration is checked at start
+			srv.SetOps(o)
+		}
+		cur = s
+	}
 }
 
 // liveJobsConfig is jobsConfig through the session of the moment: job

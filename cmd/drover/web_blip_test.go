@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +19,16 @@ import (
 // and returns the console's URL.
 func startWeb(t *testing.T, c *cluster) string {
 	t.Helper()
-	env := append(append([]string(nil), c.env...), "DROVER_WEB_ADDR=127.0.0.1:0", "DROVER_LOG_LEVEL=warn")
+	u, _ := startWebWith(t, c)
+	return u
+}
+
+// startWebWith runs runWeb in this process on c's servers, with the extra
+// environment entries env, and returns the console's URL and a function
+// that stops it (called when the test ends, if not before).
+func startWebWith(t *testing.T, c *cluster, env ...string) (string, func()) {
+	t.Helper()
+	env = append(append(append([]string(nil), c.env...), "DROVER_WEB_ADDR=127.0.0.1:0", "DROVER_LOG_LEVEL=warn"), env...)
 	cfg, err := config.Load("", env, nil, "web-test")
 	if err != nil {
 		t.Fatal(err)
@@ -27,19 +37,24 @@ func startWeb(t *testing.T, c *cluster) string {
 	urls := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() { done <- runWeb(ctx, cfg, io.Discard, func(u string) { urls <- u }) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("runWeb: %v", err)
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("runWeb: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case u := <-urls:
-		return strings.TrimSuffix(u, "/")
+		return strings.TrimSuffix(u, "/"), stop
 	case err := <-done:
+		done <- err
 		t.Fatalf("runWeb ended before listening: %v", err)
 	}
-	return ""
+	return "", stop
 }
 
 // webCall sends method url (body "" for none) and returns the status and

@@ -23,9 +23,14 @@ type webSession struct{ *zksession.Keeper }
 func (w webSession) session() *coordinator.Session { return w.Current() }
 
 // ready returns nil while the session is connected, else
-// web.ErrZooKeeperDown with the session's state.
+// web.ErrZooKeeperDown with the session's state (or saying there has
+// been none yet).
 func (w webSession) ready() error {
-	if st := w.session().State(); st != coordinator.Connected {
+	s := w.session()
+	if s == nil {
+		return fmt.Errorf("%w (no session yet)", web.ErrZooKeeperDown)
+	}
+	if st := s.State(); st != coordinator.Connected {
 		return fmt.Errorf("%w (session %s)", web.ErrZooKeeperDown, st)
 	}
 	return nil

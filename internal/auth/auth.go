@@ -59,9 +59,34 @@ type Config struct {
 	// that a page whose name is rebound to 127.0.0.1 cannot act as the
 	// local admin.
 	Hosts []string
+	// Revocations stores the sessions ended by Logout. drover web gives
+	// the fleet's Redis (queue.Sessions), so that a logged-out cookie is
+	// refused by every console server and after a restart. Default: this
+	// process's memory (a revocation ends with the process).
+	Revocations Revocations
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
+
+// Revocations stores the ids of sessions ended by Logout, each until the
+// session would have expired. Its errors (a store that does not answer)
+// are returned by Authenticate, Login and Logout as they are, not as
+// ErrBadCredentials: the caller answers 503, not 401.
+type Revocations interface {
+	// Revoke records that session id is ended until until.
+	Revoke(ctx context.Context, id string, until, now time.Time) error
+	// Revoked reports whether session id is ended at now.
+	Revoked(ctx context.Context, id string, now time.Time) (bool, error)
+	// RevokedSessionsFull reports whether the store holds as many live
+	// revocations as it may: Login then refuses new sessions
+	// (ErrTooManyRevoked) rather than the store forgetting one.
+	RevokedSessionsFull(ctx context.Context, now time.Time) (bool, error)
+}
+
+// ErrTooManyRevoked: Login refused a new session because the revocation
+// store is full (Revocations.RevokedSessionsFull); bearer tokens still
+// work, and logins again as revocations expire.
+var ErrTooManyRevoked = errors.New("auth: too many logged-out sessions are still live; log in again later or use a bearer token")
 
 // Authenticator checks requests' credentials. It is safe for concurrent use.
 type Authenticator struct {
@@ -72,10 +97,7 @@ type Authenticator struct {
 	hosts  []string
 	now    func() time.Time
 
-	// revoked holds the ids of sessions ended by Logout, until they
-	// expire.
-	revokedMu sync.Mutex
-	revoked   map[string]time.Time
+	revoked Revocations // the ids of sessions ended by Logout, until they expire
 }
 
 // New validates cfg and returns an Authenticator.
@@ -85,7 +107,10 @@ func New(cfg Config) (*Authenticator, error) {
 		return nil, fmt.Errorf("auth.tokens: %w", err)
 	}
 	a := &Authenticator{tokens: tokens, ttl: cfg.SessionTTL, secure: cfg.SecureCookies, hosts: cfg.Hosts, now: cfg.Now,
-		revoked: map[string]time.Time{}}
+		revoked: cfg.Revocations}
+	if a.revoked == nil {
+		a.revoked = &memoryRevocations{until: map[string]time.Time{}}
+	}
 	a.ttl = defaults.Positive(a.ttl, DefaultSessionTTL)
 	if a.now == nil {
 		a.now = time.Now
@@ -146,7 +171,8 @@ func IsLoopback(r *http.Request) bool {
 // Authenticate returns who made the request: a bearer token
 // (Authorization: Bearer <token>) wins over a session cookie. An open
 // authenticator admits loopback clients as the admin "local" and nobody
-// else. It fails with ErrNoCredentials or ErrBadCredentials.
+// else. It fails with ErrNoCredentials or ErrBadCredentials, or with the
+// revocation store's error when it cannot say whether a session was ended.
 func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 	if a.Open() {
 		if !LocalHost(r, a.hosts...) {
@@ -172,7 +198,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 	if err != nil || c.Value == "" {
 		return Principal{}, ErrNoCredentials
 	}
-	return a.verifySession(c.Value)
+	return a.verifySession(r.Context(), c.Value)
 }
 
 // CheckToken returns the principal holding token.
@@ -195,11 +221,20 @@ type session struct {
 	Token string `json:"t"`
 }
 
-// Login checks token and returns the session cookie to set.
-func (a *Authenticator) Login(token string) (*http.Cookie, Principal, error) {
+// Login checks token and returns the session cookie to set. It fails with
+// ErrBadCredentials for an unknown token, ErrTooManyRevoked, or the
+// revocation store's error.
+func (a *Authenticator) Login(ctx context.Context, token string) (*http.Cookie, Principal, error) {
 	t, ok := match(a.tokens, strings.TrimSpace(token))
 	if !ok {
 		return nil, Principal{}, fmt.Errorf("%w: unknown token", ErrBadCredentials)
+	}
+	full, err := a.revoked.RevokedSessionsFull(ctx, a.now())
+	if err != nil {
+		return nil, Principal{}, err
+	}
+	if full {
+		return nil, Principal{}, ErrTooManyRevoked
 	}
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
@@ -225,24 +260,50 @@ func (a *Authenticator) CheckHost(r *http.Request) error {
 	return nil
 }
 
-// Logout ends p's session on this server (a copy of its cookie is refused
-// from now on) and returns a cookie that clears it in the browser.
-func (a *Authenticator) Logout(p Principal) *http.Cookie {
+// Logout ends p's session (a copy of its cookie is refused from now on,
+// by every Authenticator on the same Revocations) and returns a cookie
+// that clears it in the browser. The cookie is returned even when the
+// revocation could not be stored (err): clearing the browser's copy is
+// still right.
+func (a *Authenticator) Logout(ctx context.Context, p Principal) (*http.Cookie, error) {
+	var err error
 	if p.Via == "session" && p.Session != "" {
 		now := a.now()
-		a.revokedMu.Lock()
-		for id, exp := range a.revoked {
-			if !now.Before(exp) {
-				delete(a.revoked, id)
-			}
-		}
-		a.revoked[p.Session] = now.Add(a.ttl)
-		a.revokedMu.Unlock()
+		err = a.revoked.Revoke(ctx, p.Session, now.Add(a.ttl), now)
 	}
-	return &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: a.secure}
+	return &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: a.secure}, err
 }
 
-func (a *Authenticator) verifySession(value string) (Principal, error) {
+// memoryRevocations is the default Revocations: this process's memory.
+type memoryRevocations struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+func (m *memoryRevocations) Revoke(_ context.Context, id string, until, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, exp := range m.until {
+		if !now.Before(exp) {
+			delete(m.until, id)
+		}
+	}
+	m.until[id] = until
+	return nil
+}
+
+func (m *memoryRevocations) Revoked(_ context.Context, id string, now time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	exp, ok := m.until[id]
+	return ok && now.Before(exp), nil
+}
+
+func (m *memoryRevocations) RevokedSessionsFull(context.Context, time.Time) (bool, error) {
+	return false, nil
+}
+
+func (a *Authenticator) verifySession(ctx context.Context, value string) (Principal, error) {
 	p64, m64, ok := strings.Cut(value, ".")
 	if !ok {
 		return Principal{}, fmt.Errorf("%w: malformed session", ErrBadCredentials)
@@ -259,18 +320,34 @@ func (a *Authenticator) verifySession(value string) (Principal, error) {
 	if a.now().Unix() >= s.Expires {
 		return Principal{}, fmt.Errorf("%w: session expired", ErrBadCredentials)
 	}
-	a.revokedMu.Lock()
-	_, revoked := a.revoked[s.ID]
-	a.revokedMu.Unlock()
-	if revoked {
-		return Principal{}, fmt.Errorf("%w: session ended by logout", ErrBadCredentials)
-	}
 	for _, t := range a.tokens {
 		if t.Name == s.Name && t.Role.String() == s.Role && hex.EncodeToString(t.Hash[:8]) == s.Token {
+			// Last, so that only a signed, live cookie of a configured
+			// token costs a read of the store.
+			revoked, err := a.revoked.Revoked(ctx, s.ID, a.now())
+			if err != nil {
+				return Principal{}, err
+			}
+			if revoked {
+				return Principal{}, fmt.Errorf("%w: session ended by logout", ErrBadCredentials)
+			}
 			return Principal{Name: t.Name, Role: t.Role, Via: "session", Session: s.ID}, nil
 		}
 	}
 	return Principal{}, fmt.Errorf("%w: the session's token is no longer configured", ErrBadCredentials)
+}
+
+// Sign returns a signature of text for purpose with the session key, for
+// what the server hands a browser and must recognise as its own when it
+// comes back (the console's flash messages).
+func (a *Authenticator) Sign(purpose, text string) string {
+	return base64.RawURLEncoding.EncodeToString(a.mac(purpose, []byte(text)))
+}
+
+// Verify reports whether sig is Sign(purpose, text).
+func (a *Authenticator) Verify(purpose, text, sig string) bool {
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	return err == nil && hmac.Equal(got, a.mac(purpose, []byte(text)))
 }
 
 func (a *Authenticator) mac(purpose string, data []byte) []byte {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -94,10 +95,10 @@ func TestSessionsAndCSRF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := a.Login("nope"); err == nil {
+	if _, _, err := a.Login(context.Background(), "nope"); err == nil {
 		t.Fatal("login with a wrong token: want an error")
 	}
-	c, p, err := a.Login(tok)
+	c, p, err := a.Login(context.Background(), tok)
 	if err != nil {
 		t.Fatal(err)
 	}

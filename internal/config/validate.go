@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -158,12 +159,17 @@ func (c *Config) Validate() error {
 	if (c.Web.TLSCert == "") != (c.Web.TLSKey == "") {
 		bad("web.tls_cert", "tls_cert and tls_key go together")
 	}
+	statOK := true
 	for _, f := range []struct{ key, file string }{{"web.tls_cert", c.Web.TLSCert}, {"web.tls_key", c.Web.TLSKey}} {
 		if f.file != "" {
 			if _, err := os.Stat(f.file); err != nil {
 				bad(f.key, "%v", err)
+				statOK = false
 			}
 		}
+	}
+	if statOK && c.Web.TLSCert != "" && c.Web.TLSKey != "" {
+		checkKeyPair("web.tls_key", c.Web.TLSCert, c.Web.TLSKey, bad)
 	}
 	positive("web.session_ttl", c.Web.SessionTTL)
 	return errs.err()
@@ -187,6 +193,24 @@ func (c *Config) validateTLS(prefix string, t TLS, bad func(key, format string, 
 	if (t.CertFile == "") != (t.KeyFile == "") {
 		bad(prefix+"cert_file", "cert_file and key_file go together")
 	}
+	if t.Enabled && t.CertFile != "" && t.KeyFile != "" && fileExists(t.CertFile) && fileExists(t.KeyFile) {
+		checkKeyPair(prefix+"key_file", t.CertFile, t.KeyFile, bad)
+	}
+}
+
+// checkKeyPair reports, against key, a certificate and key that do not
+// load as a pair (unreadable PEM, or a key that is not the certificate's):
+// drover config check says so, rather than the server failing at listen
+// or at its first handshake (issue 41).
+func checkKeyPair(key, certFile, keyFile string, bad func(key, format string, a ...any)) {
+	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+		bad(key, "the certificate %s and the key %s are not a pair: %v", certFile, keyFile, err)
+	}
+}
+
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
 }
 
 // validateScaler checks block scaler. The gRPC scaler reveals queue names

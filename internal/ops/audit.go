@@ -71,15 +71,25 @@ func WriteAudit(ctx context.Context, op queue.Operator, rec AuditRecord, now fun
 // capped list apart from the audit log: a flood of refusals cannot evict a
 // mutation), their fields capped, in one round trip.
 func (o AuditLog) RecordRefusals(ctx context.Context, recs ...AuditRecord) error {
+	return WriteRefusals(ctx, o.store.Operator(), o.now, recs...)
+}
+
+// WriteRefusals is RecordRefusals for a process that has a queue store
+// but no Ops (a console before its first ZooKeeper session). now stamps a
+// record without a time (nil: time.Now).
+func WriteRefusals(ctx context.Context, op queue.Operator, now func() time.Time, recs ...AuditRecord) error {
+	if now == nil {
+		now = time.Now
+	}
 	raw := make([][]byte, 0, len(recs))
 	for _, rec := range recs {
-		b, err := rec.encode(o.now)
+		b, err := rec.encode(now)
 		if err != nil {
 			return err
 		}
 		raw = append(raw, b)
 	}
-	return o.store.Operator().AppendRefusals(ctx, raw...)
+	return op.AppendRefusals(ctx, raw...)
 }
 
 // Records returns up to limit records, newest first, after skipping offset.

@@ -62,6 +62,8 @@ type Keeper struct {
 	retryAt time.Time            // no connect before this (after a failure)
 	wait    time.Duration        // the backoff after the next failure
 	closed  bool
+	// connected is closed, and replaced, each time cur changes (Next).
+	connected chan struct{}
 }
 
 // New returns a Keeper that has not connected yet.
@@ -85,7 +87,7 @@ func New(cfg Config) (*Keeper, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	return &Keeper{cfg: cfg, wait: cfg.MinBackoff}, nil
+	return &Keeper{cfg: cfg, wait: cfg.MinBackoff, connected: make(chan struct{})}, nil
 }
 
 // Dial is New with Connect = coordinator.Connect(ctx, cc).
@@ -131,6 +133,8 @@ func (k *Keeper) Session(ctx context.Context) (*coordinator.Session, error) {
 	}
 	old := k.cur
 	k.cur, k.lastErr, k.wait = s, nil, k.cfg.MinBackoff
+	close(k.connected)
+	k.connected = make(chan struct{})
 	k.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -160,6 +164,31 @@ func (k *Keeper) live() (s *coordinator.Session, done bool, err error) {
 		}
 	}
 	return nil, false, nil
+}
+
+// Next returns the first session the Keeper connected other than prev
+// (prev nil: its first session), at once when it has one, else when a
+// connect (Keep's or a caller's of Session) makes one. It never connects
+// itself. It fails with ctx's error when ctx ends first, and with an error
+// wrapping drover.ErrSessionLost after Close. For a process that builds on
+// each new session (drover web, which may start before ZooKeeper answers).
+func (k *Keeper) Next(ctx context.Context, prev *coordinator.Session) (*coordinator.Session, error) {
+	for {
+		k.mu.Lock()
+		cur, changed, closed := k.cur, k.connected, k.closed
+		k.mu.Unlock()
+		switch {
+		case closed:
+			return nil, errClosed
+		case cur != nil && cur != prev:
+			return cur, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+		}
+	}
 }
 
 // Current returns the last session connected, lost or not, or nil before
@@ -219,6 +248,10 @@ func (k *Keeper) isClosed() bool {
 func (k *Keeper) Close() {
 	k.mu.Lock()
 	s := k.cur
+	if !k.closed {
+		close(k.connected) // wakes Next
+		k.connected = make(chan struct{})
+	}
 	k.closed = true
 	k.mu.Unlock()
 	if s != nil {

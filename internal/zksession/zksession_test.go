@@ -206,3 +206,48 @@ func TestNewRequiresConnect(t *testing.T) {
 		t.Fatalf("want ErrInvalidConfig, have %v", err)
 	}
 }
+
+// Next waits for a session other than the one given: the first one Keep
+// connects once ZooKeeper is reachable (the proxy cut before any connect),
+// then the renewed one after a loss; Close ends a waiting Next.
+func TestNextFollowsEverySessionFromTheFirst(t *testing.T) {
+	p, connect := proxied(t)
+	k, err := zksession.New(zksession.Config{Connect: connect, MinBackoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	p.Cut()
+	kept := make(chan error, 1)
+	go func() { kept <- k.Keep(ctx) }()
+	first := make(chan *coordinator.Session, 1)
+	go func() {
+		s, err := k.Next(ctx, nil)
+		if err != nil {
+			t.Errorf("Next(nil): %v", err)
+		}
+		first <- s
+	}()
+	p.Restore()
+	s1 := <-first
+	if s1 == nil || s1.Err() != nil || k.Current() != s1 {
+		t.Fatalf("Next(nil): want the first live session, have %p (Current %p)", s1, k.Current())
+	}
+	p.Cut()
+	waitDone(t, s1)
+	p.Restore()
+	s2, err := k.Next(ctx, s1)
+	if err != nil || s2 == s1 || s2 == nil {
+		t.Fatalf("Next(first): want the renewed session, have %p %v", s2, err)
+	}
+	ended := make(chan error, 1)
+	go func() { _, err := k.Next(ctx, s2); ended <- err }()
+	k.Close()
+	if err := <-ended; !errors.Is(err, drover.ErrSessionLost) {
+		t.Fatalf("Next during Close: want ErrSessionLost, have %v", err)
+	}
+	cancel()
+	<-kept
+}

@@ -24,6 +24,8 @@ RULES: Dict[str, Any] = json.loads(
 _QUEUE = RULES["queue"]
 _FORBIDDEN: List[Tuple[int, int]] = [(lo, hi) for lo, hi in _QUEUE["forbidden"]]
 _FORBIDDEN_LO = [lo for lo, _ in _FORBIDDEN]
+_ID_FORBIDDEN: List[Tuple[int, int]] = [(lo, hi) for lo, hi in RULES["id"]["forbidden"]]
+_ID_FORBIDDEN_LO = [lo for lo, _ in _ID_FORBIDDEN]
 _EXCLUSIVE = [tuple(p) for p in RULES["exclusive"]]
 
 
@@ -38,9 +40,9 @@ def _text(field: str, v: Any, index: Optional[int]) -> bytes:
         raise InvalidArgument(field, f"not valid UTF-8 text (a lone surrogate at index {e.start})", index) from None
 
 
-def _forbidden(cp: int) -> bool:
-    i = bisect.bisect_right(_FORBIDDEN_LO, cp) - 1
-    return i >= 0 and _FORBIDDEN[i][1] >= cp
+def _forbidden(cp: int, ranges: List[Tuple[int, int]] = _FORBIDDEN, los: List[int] = _FORBIDDEN_LO) -> bool:
+    i = bisect.bisect_right(los, cp) - 1
+    return i >= 0 and ranges[i][1] >= cp
 
 
 def check_queue(name: Any, field: str = "queue", index: Optional[int] = None) -> None:
@@ -59,7 +61,7 @@ def check_queue(name: Any, field: str = "queue", index: Optional[int] = None) ->
         if _forbidden(ord(ch)):
             raise InvalidArgument(
                 field, f"{name!r} holds {ch!r} (U+{ord(ch):04X}) at byte {at}: a queue name holds no "
-                       "'/', ':', '{', '}', white space or control characters", index)
+                       "'/', ':', '{', '}', white space, control characters or bidirectional controls", index)
         at += len(ch.encode("utf-8"))
 
 
@@ -76,6 +78,12 @@ def check_job(queue: Any, task: Any, id: Any = None, delay: Any = None, due: Any
             raise InvalidArgument("id", "empty: pass None for a generated id", index)
         if len(b) > RULES["id"]["max_bytes"]:
             raise InvalidArgument("id", f"{len(b)} bytes, at most {RULES['id']['max_bytes']}", index)
+        at = 0
+        for ch in id:
+            if _forbidden(ord(ch), _ID_FORBIDDEN, _ID_FORBIDDEN_LO):
+                raise InvalidArgument("id", f"holds U+{ord(ch):04X} at byte {at}: an id holds no control "
+                                            "or bidirectional characters", index)
+            at += len(ch.encode("utf-8"))
     ma = RULES["max_attempts"]
     if max_attempts is None:  # as JSON null in Go: the default, 0
         max_attempts = 0

@@ -14,7 +14,7 @@ import { generated } from "./generated.js";
 
 interface Rules {
   queue: { max_bytes: number; reserved: string[]; forbidden: [number, number][] };
-  id: { max_bytes: number };
+  id: { max_bytes: number; forbidden: [number, number][] };
   task: { min_bytes: number };
   max_attempts: { min: number; max: number };
   delay: { min_seconds: number; max_seconds: number };
@@ -54,12 +54,12 @@ function text(field: string, v: unknown, index?: number): number {
   return Buffer.byteLength(v, "utf8");
 }
 
-function forbidden(cp: number): boolean {
+function forbidden(cp: number, ranges: [number, number][] = FORBIDDEN): boolean {
   let lo = 0;
-  let hi = FORBIDDEN.length - 1;
+  let hi = ranges.length - 1;
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
-    const [a, b] = FORBIDDEN[mid]!;
+    const [a, b] = ranges[mid]!;
     if (cp < a) hi = mid - 1;
     else if (cp > b) lo = mid + 1;
     else return true;
@@ -112,6 +112,14 @@ export function checkJob(j: JobFields, index?: number): void {
     const n = text("id", j.id, index);
     if (n === 0) throw new InvalidArgument("id", "empty: leave it undefined for a generated id", index);
     if (n > RULES.id.max_bytes) throw new InvalidArgument("id", `${n} bytes, at most ${RULES.id.max_bytes}`, index);
+    let at = 0;
+    for (const ch of j.id as string) {
+      const cp = ch.codePointAt(0)!;
+      if (forbidden(cp, RULES.id.forbidden)) {
+        throw new InvalidArgument("id", `holds U+${cp.toString(16).toUpperCase().padStart(4, "0")} at byte ${at}: an id holds no control or bidirectional characters`, index);
+      }
+      at += Buffer.byteLength(ch, "utf8");
+    }
   }
   attempts(j.maxAttempts, index);
   if (j.headers !== undefined && j.headers !== null) {
