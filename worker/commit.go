@@ -65,7 +65,19 @@ const trimEvery = 5 * time.Second
 type owedTrim struct {
 	pos   drover.Position
 	since time.Time
+	// notBefore: the trim failed (Redis away); it is sent again no
+	// sooner (trimRetry), with the queue's next commit or on its own.
+	notBefore time.Time
 }
+
+// trimRetry is how long a failed trim waits before it is sent again. A
+// failed trim used to be dropped: a queue that then stayed idle kept its
+// committed messages in its log for good, so it never counted as empty
+// and its family never retired it (the chaos run's Redis cuts). It is owed
+// again instead, and the committer's goroutine, which runs while a trim
+// is owed, retries it a second apart until it succeeds or the queue is
+// lost (its new owner trims it) or stops (its release trims it).
+const trimRetry = time.Second
 
 // minBusy is the share of a CommitInterval a member must have been busy
 // for before its drain flushes early: a member that drains between
@@ -326,7 +338,7 @@ func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq)
 		if !ok {
 			o.since = now
 		}
-		if all || now.Sub(o.since) >= trimEvery {
+		if (all || now.Sub(o.since) >= trimEvery) && !now.Before(o.notBefore) {
 			delete(c.owed, l)
 			add(l, drover.TrimRequest{Offset: r.off.Position, Outcomes: r.outcomes})
 			continue
@@ -341,6 +353,8 @@ func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq)
 		switch {
 		case l.lost.Load():
 			delete(c.owed, l) // its new owner trims it
+		case now.Before(o.notBefore):
+			// failed lately: sent again at notBefore
 		case all || now.Sub(o.since) >= trimEvery:
 			delete(c.owed, l)
 			add(l, drover.TrimRequest{Offset: o.pos})
@@ -351,6 +365,7 @@ func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq)
 		return
 	}
 	bt := c.w.cfg.Store
+	var failed []int // indices into reqs of the trims to send again
 	// Each part has its own deadline: a flush of thousands of queues is
 	// several round trips, and one deadline for all failed the last ones.
 	for start := 0; start < len(reqs); start += trimPart {
@@ -359,9 +374,38 @@ func (c *committer) trimOwed(done []*queueLoop, batch map[*queueLoop]*commitReq)
 		for i, err := range bt.TrimMany(ctx, part) {
 			if err != nil {
 				whose[start+i].logger().Warn("trim queue", "offset", part[i].Offset, "records only", part[i].RecordsOnly, "error", err)
+				if !part[i].RecordsOnly {
+					failed = append(failed, start+i)
+				}
 			}
 		}
 		cancel()
+	}
+	c.oweAgain(reqs, whose, failed)
+}
+
+// oweAgain owes again the trims at failed (their outcome records are not
+// sent again: records are kept at best, a trim must happen), no sooner
+// than trimRetry from now (see trimRetry).
+func (c *committer) oweAgain(reqs []drover.TrimRequest, whose []*queueLoop, failed []int) {
+	if len(failed) == 0 {
+		return
+	}
+	now := c.w.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, i := range failed {
+		l := whose[i]
+		if l.lost.Load() {
+			continue // its new owner trims it
+		}
+		o, ok := c.owed[l]
+		if !ok {
+			o.since = now
+		}
+		o.pos = max(o.pos, reqs[i].Offset)
+		o.notBefore = now.Add(trimRetry)
+		c.owed[l] = o
 	}
 }
 
