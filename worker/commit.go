@@ -76,7 +76,8 @@ type owedTrim struct {
 // and its family never retired it (the chaos run's Redis cuts). It is owed
 // again instead, and the committer's goroutine, which runs while a trim
 // is owed, retries it a second apart until it succeeds or the queue is
-// lost (its new owner trims it) or stops (its release trims it).
+// lost (its new owner trims it). A release whose own trim fails hands it
+// over the same way (oweTrim).
 const trimRetry = time.Second
 
 // minBusy is the share of a CommitInterval a member must have been busy
@@ -395,18 +396,36 @@ func (c *committer) oweAgain(reqs []drover.TrimRequest, whose []*queueLoop, fail
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, i := range failed {
-		l := whose[i]
-		if l.lost.Load() {
-			continue // its new owner trims it
+		if l := whose[i]; !l.lost.Load() { // else its new owner trims it
+			c.oweLocked(l, reqs[i].Offset, now)
 		}
-		o, ok := c.owed[l]
-		if !ok {
-			o.since = now
-		}
-		o.pos = max(o.pos, reqs[i].Offset)
-		o.notBefore = now.Add(trimRetry)
-		c.owed[l] = o
 	}
+}
+
+// oweTrim owes the trim of l, whose release could not trim its log, to
+// pos, the offset it released (see trimRetry): the loop is gone, and a trim
+// at an offset committed is right whoever owns the queue next. It starts
+// the flush goroutine when none runs. It never blocks on I/O.
+func (c *committer) oweTrim(l *queueLoop, pos drover.Position) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.oweLocked(l, pos, c.w.cfg.Clock.Now())
+	if !c.running {
+		c.running = true
+		go c.run()
+	}
+}
+
+// oweLocked owes l's trim to pos, no sooner than trimRetry after now; c.mu
+// is held.
+func (c *committer) oweLocked(l *queueLoop, pos drover.Position, now time.Time) {
+	o, ok := c.owed[l]
+	if !ok {
+		o.since = now
+	}
+	o.pos = max(o.pos, pos)
+	o.notBefore = now.Add(trimRetry)
+	c.owed[l] = o
 }
 
 // trimPart is the most queues trimmed under one deadline.

@@ -228,6 +228,10 @@ func (l *memLog) promoteCount() int {
 func (l *memLog) Trim(_ context.Context, queue string, offset drover.Position, _ time.Duration) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failTrims[queue] > 0 {
+		l.failTrims[queue]--
+		return 0, errors.New("fake: redis cut")
+	}
 	l.trims[queue] = append(l.trims[queue], offset)
 	return 0, nil
 }

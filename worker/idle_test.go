@@ -332,6 +332,42 @@ func TestAFailedTrimIsRetriedWhileTheQueueStaysIdle(t *testing.T) {
 	})
 }
 
+// The same for the trim of a release (the queue stops here: a member that
+// gives its queues up while Redis is cut): the committer sends it again.
+func TestAReleasesFailedTrimIsRetried(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{gate: make(chan struct{})}
+	w, clock := newIdleWorker(t, log, ex)
+	a := &memClaim{}
+	log.add("a", msg("one"))
+	if err := w.Start(queueConfig("a", nil), a); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message runs", func() bool { return len(ex.runList()) == 1 })
+	ex.gate <- struct{}{}
+	waitFor(t, "the run's offset offered", func() bool {
+		w.commits.mu.Lock()
+		defer w.commits.mu.Unlock()
+		return len(w.commits.pending) == 1
+	})
+	log.mu.Lock()
+	log.failTrims = map[string]int{"a": 1}
+	log.mu.Unlock()
+	if err := w.Stop(context.Background(), "a", drover.StopLeave); err != nil {
+		t.Fatal(err)
+	}
+	if trims := log.trimList("a"); len(trims) != 0 {
+		t.Fatalf("after the release's failed trim: want a not trimmed, have trims at %v", trims)
+	}
+	waitFor(t, "the release's trim sent again by the committer", func() bool {
+		clock.Advance(DefaultCommitInterval)
+		return len(log.trimList("a")) == 1
+	})
+	if trims := log.trimList("a"); trims[0] != 1 {
+		t.Fatalf("want a trimmed at its released offset 1, have %v", trims)
+	}
+}
+
 // When the whole member drains (no queue loop runs: nothing in flight,
 // nothing waiting to run) after being busy for a while, its offsets are
 // committed at once, not at the interval's end (the commit tail of a run

@@ -505,7 +505,8 @@ func (l *queueLoop) trim(pos drover.Position, outcomes []drover.Outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	if err := l.trimLog(ctx, pos, outcomes); err != nil {
-		l.logger().Warn("trim queue", "offset", pos, "error", err)
+		l.logger().Warn("trim queue; the committer will try again", "offset", pos, "error", err)
+		l.w.commits.oweTrim(l, pos)
 	}
 }
 
