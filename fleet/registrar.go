@@ -244,9 +244,10 @@ type term struct {
 	retiring map[string]bool
 	woken    map[string]bool
 	scan     uint64 // the backstop scan's cursor
-	// catchingUp: a wake-up was lost; the scan runs a pass at the batch
-	// pace.
-	catchingUp bool
+	// catchingUp: a wake-up was lost; the scan runs a whole pass, from
+	// its start, at the batch pace. missedAgain: another was lost during
+	// that pass; a second whole pass follows it.
+	catchingUp, missedAgain bool
 	sweep      int // the retire sweep's next bucket
 }
 
@@ -355,10 +356,15 @@ func (r *Registrar) Run(ctx context.Context) error {
 			}
 			if w.Missed {
 				// The lost ones may be new queues: scan a whole pass at the
-				// batch pace, not at the backstop's.
+				// batch pace, not at the backstop's. From the start: the
+				// backstop's pass may have walked their keys already (a
+				// pass from its cursor on missed them until the next slow
+				// pass, ~20 s at a smoke bench's keyspace).
 				if !t.catchingUp {
-					t.catchingUp = true
+					t.catchingUp, t.scan = true, 0
 					catchUp.Reset(r.cfg.Batch)
+				} else {
+					t.missedAgain = true
 				}
 			} else {
 				t.consider(w.Queue)
@@ -384,9 +390,12 @@ func (r *Registrar) Run(ctx context.Context) error {
 			t.scanStep(ctx)
 			queued()
 		case <-catchUp.C():
-			if t.scanStep(ctx) && t.scan == 0 {
+			if t.scanStep(ctx) && t.scan == 0 && !t.missedAgain {
 				t.catchingUp = false
 			} else {
+				if t.scan == 0 {
+					t.missedAgain = false // a whole pass from here covers it
+				}
 				catchUp.Reset(r.cfg.Batch)
 			}
 			queued()
