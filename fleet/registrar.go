@@ -248,7 +248,7 @@ type term struct {
 	// its start, at the batch pace. missedAgain: another was lost during
 	// that pass; a second whole pass follows it.
 	catchingUp, missedAgain bool
-	sweep      int // the retire sweep's next bucket
+	sweep                   int // the retire sweep's next bucket
 }
 
 // Run registers and retires family queues until ctx ends (the leadership
