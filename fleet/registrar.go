@@ -30,9 +30,15 @@ import (
 //   - Pub/Sub is lossy, so a slow SCAN of the queues holding messages
 //     (ScanCount keys every ScanEvery) finds a queue whose wake-up was
 //     lost;
-//   - a sweep walks the registry (SweepCount queues every SweepEvery) and
-//     retires the queues of families with retire_after that are empty and
-//     idle, up to maxRetiresPerStep a step, on a goroutine of its own
+//   - a sweep retires the queues of families with retire_after that are
+//     empty and idle, up to maxRetiresPerStep a step (every SweepEvery),
+//     on a goroutine of its own. It checks the queues of the retire index
+//     whose time is retire_after old (the trims note each queue whose log
+//     they empty: queue.Families.RetireCandidates), and, as a backstop
+//     for queues the index does not hold (emptied before it existed, on a
+//     Redis Cluster, a delayed message revoked), SweepCount registered
+//     queues in turn (docs/decisions.md, "Issue 40: the retire sweep
+//     visits the emptied queues")
 //     (registrar_retire.go): their Redis keys and queue registry SET
 //     entries are deleted only if each queue is still empty (one script
 //     each, all in one pipeline; see queue.Families.RetireMany for a Redis
@@ -50,12 +56,14 @@ const (
 	DefaultScanEvery      = time.Second
 	DefaultScanCount      = 1000
 	DefaultSweepEvery     = time.Second
-	// DefaultSweepCount: a churning family retires about 1,000 keys a
-	// second, and the sweep finds them only among what it looks at; at
-	// 2,000 a second an idle key waits half a pass (about 30 s at
-	// 100,000 keys) past its retire_after. One check pipeline of 2,000
-	// cheap scripts a second (about 25 ms of Redis).
-	DefaultSweepCount = 2000
+	// DefaultSweepCount is the backstop's pace: the sweep finds the queues
+	// trims emptied in the retire index, and walks the registry only for
+	// those the index does not hold (queues emptied before the index
+	// existed, every queue on a Redis Cluster, a delayed message revoked);
+	// 500 a second is a pass over 100,000 keys in under 4 minutes, for one
+	// check pipeline of 500 small scripts a second (the walk of 2,000 a
+	// second, before the index, bounded retirement to 334 a second).
+	DefaultSweepCount = 500
 	// maxRetiresPerStep bounds the queues one sweep step retires; the
 	// others are found idle again by the next pass. A step's retirement is
 	// batched (a pipeline of scripts, a few packed multis, a pipeline of
@@ -97,6 +105,12 @@ type FamilyRedis interface {
 	UnownedWakeups(ctx context.Context) (<-chan queue.Wakeup, error)
 	ScanQueuesWithMessages(ctx context.Context, cursor uint64, count int64) (queue.ScanStep, error)
 	CheckIdle(ctx context.Context, queues []string, cutoff time.Time) ([]queue.QueueIdleness, error)
+	// RetireCandidates returns up to n queues of the retire index emptied
+	// at or before before, oldest first (none on a Redis Cluster).
+	RetireCandidates(ctx context.Context, before time.Time, n int) ([]queue.EmptiedQueue, error)
+	// TidyRetireIndex drops entries of the retire index and postpones
+	// others (see queue.Families.TidyRetireIndex).
+	TidyRetireIndex(ctx context.Context, drop []string, later []queue.EmptiedQueue) error
 	// RetireMany retires the queues still empty and idle since cutoff, in
 	// one pipeline (see queue.Families.RetireMany).
 	RetireMany(ctx context.Context, queues []string, cutoff time.Time) ([]queue.QueueIdleness, error)
@@ -125,9 +139,10 @@ type RegistrarConfig struct {
 	// Redis keys examined every ScanEvery. Defaults 1s and 1000.
 	ScanEvery time.Duration
 	ScanCount int64
-	// SweepEvery and SweepCount pace the retire sweep: about SweepCount
-	// registered queues looked at every SweepEvery (and at most
-	// maxRetiresPerStep, 2,000, retired a step). Defaults 1s and 2000.
+	// SweepEvery and SweepCount pace the retire sweep: a step every
+	// SweepEvery checks the retire index's due queues and, as a backstop,
+	// SweepCount registered queues in turn (at most maxRetiresPerStep,
+	// 2,000, retired a step). Defaults 1s and 500.
 	SweepEvery time.Duration
 	SweepCount int
 	// Clock is the registrar's time: idle times are measured by it, and
@@ -229,10 +244,11 @@ type term struct {
 	retiring map[string]bool
 	woken    map[string]bool
 	scan     uint64 // the backstop scan's cursor
-	// catchingUp: a wake-up was lost; the scan runs a pass at the batch
-	// pace.
-	catchingUp bool
-	sweep      int // the retire sweep's next bucket
+	// catchingUp: a wake-up was lost; the scan runs a whole pass, from
+	// its start, at the batch pace. missedAgain: another was lost during
+	// that pass; a second whole pass follows it.
+	catchingUp, missedAgain bool
+	sweep                   int // the retire sweep's next bucket
 }
 
 // Run registers and retires family queues until ctx ends (the leadership
@@ -340,10 +356,15 @@ func (r *Registrar) Run(ctx context.Context) error {
 			}
 			if w.Missed {
 				// The lost ones may be new queues: scan a whole pass at the
-				// batch pace, not at the backstop's.
+				// batch pace, not at the backstop's. From the start: the
+				// backstop's pass may have walked their keys already (a
+				// pass from its cursor on missed them until the next slow
+				// pass, ~20 s at a smoke bench's keyspace).
 				if !t.catchingUp {
-					t.catchingUp = true
+					t.catchingUp, t.scan = true, 0
 					catchUp.Reset(r.cfg.Batch)
+				} else {
+					t.missedAgain = true
 				}
 			} else {
 				t.consider(w.Queue)
@@ -369,9 +390,12 @@ func (r *Registrar) Run(ctx context.Context) error {
 			t.scanStep(ctx)
 			queued()
 		case <-catchUp.C():
-			if t.scanStep(ctx) && t.scan == 0 {
+			if t.scanStep(ctx) && t.scan == 0 && !t.missedAgain {
 				t.catchingUp = false
 			} else {
+				if t.scan == 0 {
+					t.missedAgain = false // a whole pass from here covers it
+				}
 				catchUp.Reset(r.cfg.Batch)
 			}
 			queued()
@@ -380,7 +404,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 			if sweeping {
 				continue // one step at a time: the next tick after it ends
 			}
-			if job, ok := t.sweepStep(); ok {
+			if job, ok := t.sweepStep(ctx); ok {
 				sweeping = true
 				go func() { swept <- t.runSweep(ctx, job) }()
 			}

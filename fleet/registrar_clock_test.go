@@ -55,6 +55,12 @@ func (r *clockRedis) RetireMany(context.Context, []string, time.Time) ([]queue.Q
 }
 func (r *clockRedis) HasMessagesMany(context.Context, []string) ([]bool, error) { return nil, nil }
 func (r *clockRedis) AddQueueNames(context.Context, []string) error             { return nil }
+func (r *clockRedis) RetireCandidates(context.Context, time.Time, int) ([]queue.EmptiedQueue, error) {
+	return nil, nil
+}
+func (r *clockRedis) TidyRetireIndex(context.Context, []string, []queue.EmptiedQueue) error {
+	return nil
+}
 
 func (r *clockRedis) counts() (subscribes, scans int) {
 	r.mu.Lock()

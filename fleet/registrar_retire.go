@@ -31,21 +31,34 @@ type sweepJob struct {
 	fams     map[string]drover.FamilyConfig
 	now      time.Time
 	offsets  []string // retired queues whose offset node is to go
+	// The retire index's entries to drop (no family of theirs retires,
+	// or they are not registered) and to postpone (their family's
+	// retire_after has not passed).
+	drop  []string
+	later []queue.EmptiedQueue
+	// fromIndex and walked count the candidates the index gave and the
+	// registered queues the backstop walked (the step's debug line).
+	fromIndex, walked int
 }
 
 // retirement is the outcome of a sweep step's goroutine.
 type retirement struct {
-	gone    []coordinator.RetireCandidate // their config deleted
-	busy    map[string]bool               // of gone: holding a message (or not known): register again
-	fams    map[string]drover.FamilyConfig
-	offsets []string // offset nodes still to drop
-	took    time.Duration
+	gone      []coordinator.RetireCandidate // their config deleted
+	busy      map[string]bool               // of gone: holding a message (or not known): register again
+	fams      map[string]drover.FamilyConfig
+	offsets   []string // offset nodes still to drop
+	took      time.Duration
+	fromIndex int
+	walked    int
 }
 
-// sweepStep looks at the next SweepCount registered queues of families
-// that retire and returns the job of checking and retiring them, marking
-// them retiring; false: nothing to do.
-func (t *term) sweepStep() (sweepJob, bool) {
+// sweepStep picks the candidates of a sweep step and returns the job of
+// checking and retiring them, marking them retiring; false: nothing to do.
+// The candidates are the retire index's queues whose family's retire_after
+// has passed since a trim emptied them (one read of the index, on the
+// loop, as the backstop scan's), and, as the backstop, the next
+// SweepCount registered queues of families that retire.
+func (t *term) sweepStep(ctx context.Context) (sweepJob, bool) {
 	job := sweepJob{byFamily: map[string][]string{}, fams: map[string]drover.FamilyConfig{}, now: t.cfg.Clock.Now()}
 	// Offsets of queues registered again are their own.
 	for _, q := range t.offsets {
@@ -54,51 +67,100 @@ func (t *term) sweepStep() (sweepJob, bool) {
 		}
 	}
 	t.offsets = nil
-	if !t.haveReg || t.reg.Buckets() == 0 {
-		return job, len(job.offsets) > 0
-	}
-	retiring := false
+	var wait time.Duration // the shortest retire_after
 	for _, f := range t.fams {
-		retiring = retiring || f.RetireAfter > 0
+		if ra := f.RetireAfter.Std(); ra > 0 && (wait == 0 || ra < wait) {
+			wait = ra
+		}
 	}
-	if !retiring {
+	if !t.haveReg || wait == 0 {
 		return job, len(job.offsets) > 0
 	}
 	t.settlePending() // pending ones no snapshot settles: see pendingFor
+	t.indexCandidates(ctx, &job, wait)
+	t.walkCandidates(&job)
+	return job, len(job.byFamily) > 0 || len(job.offsets) > 0 || len(job.drop) > 0 || len(job.later) > 0
+}
+
+// registering reports whether q is on its way to the registry: in the
+// batch, in the CreateQueues running now, or sent and not listed yet.
+func (t *term) registering(q string) bool {
+	_, batched := t.batch[q]
+	_, pending := t.pending[q]
+	return batched || pending || t.sending[q]
+}
+
+// candidate adds q, of family f, to job's candidates.
+func (t *term) candidate(job *sweepJob, f drover.FamilyConfig, q string) {
+	job.byFamily[f.Name] = append(job.byFamily[f.Name], q)
+	job.fams[f.Name] = f
+	t.retiring[q] = true
+}
+
+// indexCandidates adds to job the retire index's queues emptied at least
+// wait (the shortest retire_after) ago whose own family's retire_after has
+// passed; the entries of others are postponed to when it will have, and
+// those the sweep will never retire are dropped. A failed read is logged:
+// the next step reads again.
+func (t *term) indexCandidates(ctx context.Context, job *sweepJob, wait time.Duration) {
+	due, err := t.cfg.Redis.RetireCandidates(ctx, job.now.Add(-wait), maxRetiresPerStep)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.log.Warn("retire sweep: reading the retire index failed", "error", err)
+		}
+		return
+	}
+	for _, e := range due {
+		q := e.Queue
+		f, ok := t.fams.Match(q)
+		switch {
+		case !ok || f.RetireAfter <= 0 || t.retired[q]:
+			job.drop = append(job.drop, q)
+		case t.retiring[q]:
+			// Already a candidate of this step.
+		case t.registering(q):
+			// Not registered yet: its trims note it again once it runs.
+		case !t.reg.Has(q):
+			job.drop = append(job.drop, q)
+		case e.At.Add(f.RetireAfter.Std()).After(job.now):
+			job.later = append(job.later, queue.EmptiedQueue{Queue: q, At: e.At.Add(f.RetireAfter.Std() - wait)})
+		default:
+			t.candidate(job, f, q)
+			job.fromIndex++
+		}
+	}
+}
+
+// walkCandidates is the backstop: it adds to job the next SweepCount
+// registered queues of families that retire, in turn, bucket by bucket.
+func (t *term) walkCandidates(job *sweepJob) {
 	var names []string
-	seen := 0
-	for visited := 0; visited < t.reg.Buckets() && seen < t.cfg.SweepCount; visited++ {
+	for visited := 0; visited < t.reg.Buckets() && job.walked < t.cfg.SweepCount; visited++ {
 		if t.sweep >= t.reg.Buckets() {
 			t.sweep = 0
 		}
 		names = t.reg.BucketQueues(names[:0], t.sweep)
 		t.sweep++
-		seen += len(names)
+		job.walked += len(names)
 		for _, q := range names {
 			f, ok := t.fams.Match(q)
-			if !ok || f.RetireAfter <= 0 || t.retired[q] || t.sending[q] {
+			if !ok || f.RetireAfter <= 0 || t.retired[q] || t.retiring[q] || t.registering(q) {
 				continue
 			}
-			if _, ok := t.pending[q]; ok {
-				continue
-			}
-			if _, ok := t.batch[q]; ok {
-				continue
-			}
-			job.byFamily[f.Name] = append(job.byFamily[f.Name], q)
-			job.fams[f.Name] = f
-			t.retiring[q] = true
+			t.candidate(job, f, q)
 		}
 	}
-	return job, len(job.byFamily) > 0 || len(job.offsets) > 0
 }
 
 // runSweep runs job (on its own goroutine: it touches none of the term's
 // state) and returns what it retired.
 func (t *term) runSweep(ctx context.Context, job sweepJob) retirement {
 	start := t.cfg.Clock.Now()
+	if err := t.cfg.Redis.TidyRetireIndex(ctx, job.drop, job.later); err != nil && ctx.Err() == nil {
+		t.log.Warn("retire sweep: tidying the retire index failed", "error", err)
+	}
 	cands := t.idleCandidates(ctx, job)
-	res := retirement{busy: map[string]bool{}, fams: job.fams}
+	res := retirement{busy: map[string]bool{}, fams: job.fams, fromIndex: job.fromIndex, walked: job.walked}
 	if len(cands) > 0 {
 		res.gone, res.busy = t.retireBatch(ctx, cands, job)
 	}
@@ -136,7 +198,11 @@ func (t *term) idleCandidates(ctx context.Context, job sweepJob) []coordinator.R
 // queue busy: registered again.
 func (t *term) retireBatch(ctx context.Context, cands []coordinator.RetireCandidate, job sweepJob) (gone []coordinator.RetireCandidate, busy map[string]bool) {
 	redisRetired := map[string]bool{}
+	passedOn := map[string]bool{}
 	done, err := t.cfg.Registry.RetireQueues(ctx, cands, func(ctx context.Context, passed []coordinator.RetireCandidate) ([]bool, error) {
+		for _, c := range passed {
+			passedOn[c.Queue] = true
+		}
 		byFamily := map[string][]int{}
 		for i, c := range passed {
 			byFamily[c.Family] = append(byFamily[c.Family], i)
@@ -161,6 +227,19 @@ func (t *term) retireBatch(ctx context.Context, cands []coordinator.RetireCandid
 	})
 	if err != nil && ctx.Err() == nil {
 		t.log.Warn("retiring family queues failed for some", "queues", len(cands), "error", err)
+	}
+	if err == nil {
+		// Those whose config does not name their family (configured on
+		// their own, or gone) are not the sweep's: out of the index.
+		var foreign []string
+		for _, c := range cands {
+			if !passedOn[c.Queue] {
+				foreign = append(foreign, c.Queue)
+			}
+		}
+		if err := t.cfg.Redis.TidyRetireIndex(ctx, foreign, nil); err != nil && ctx.Err() == nil {
+			t.log.Warn("retire sweep: dropping queues of no family from the retire index failed", "error", err)
+		}
 	}
 	var kept, names []string
 	for i, c := range cands {
@@ -252,7 +331,8 @@ func (t *term) afterSweep(res retirement) {
 		}
 	}
 	t.offsets = append(t.offsets, res.offsets...)
-	if len(res.gone) > 0 {
-		t.log.Debug("retired idle family queues", "queues", len(res.gone), "registered-again", len(res.busy), "took", res.took)
+	if len(res.gone) > 0 || res.fromIndex > 0 {
+		t.log.Debug("retired idle family queues", "queues", len(res.gone), "registered-again", len(res.busy),
+			"from-index", res.fromIndex, "walked", res.walked, "took", res.took)
 	}
 }

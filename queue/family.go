@@ -119,6 +119,67 @@ func clusterMasters(ctx context.Context, cc *redis.ClusterClient) ([]*redis.Clie
 	return out, nil
 }
 
+// EmptiedQueue is an entry of the retire index: a queue whose log a trim
+// emptied at At (or, after a retire script kept it, the time from which
+// its idleness is counted again).
+type EmptiedQueue struct {
+	Queue string
+	At    time.Time
+}
+
+// RetireCandidates returns up to n entries of the retire index whose time
+// is at or before before, oldest first: the queues a trim emptied (and no
+// retire script has found busy since), which the family retire sweep
+// checks instead of walking every registered queue (docs/decisions.md,
+// "Issue 40: the retire sweep visits the emptied queues"). On a Redis
+// Cluster there is no index (it would be in another slot than the
+// queues): it returns none, and the sweep's backstop finds the idle
+// queues. One ZRANGE.
+func (s Families) RetireCandidates(ctx context.Context, before time.Time, n int) ([]EmptiedQueue, error) {
+	if s.cluster() || n <= 0 {
+		return nil, nil
+	}
+	zs, err := s.rdb.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
+		Key: s.keys.retireIndex(), Start: "-inf", Stop: formatInt(before.UnixMilli()), ByScore: true, Count: int64(n),
+	}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the retire index: %w", err)
+	}
+	out := make([]EmptiedQueue, len(zs))
+	for i, z := range zs {
+		q, _ := z.Member.(string)
+		out[i] = EmptiedQueue{Queue: q, At: time.UnixMilli(int64(z.Score))}
+	}
+	return out, nil
+}
+
+// TidyRetireIndex removes the entries of drop from the retire index (the
+// sweep will not retire them: no family that retires matches them, or
+// they are not registered) and moves those of later to their new time,
+// only later than the entry's (a trim that emptied the queue meanwhile
+// keeps its newer time) and only if the entry is still there. One
+// pipeline; nothing on a Redis Cluster.
+func (s Families) TidyRetireIndex(ctx context.Context, drop []string, later []EmptiedQueue) error {
+	if s.cluster() || len(drop)+len(later) == 0 {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	if len(drop) > 0 {
+		members := make([]any, len(drop))
+		for i, q := range drop {
+			members[i] = q
+		}
+		pipe.ZRem(ctx, s.keys.retireIndex(), members...)
+	}
+	for _, e := range later {
+		pipe.ZAddArgs(ctx, s.keys.retireIndex(), redis.ZAddArgs{XX: true, GT: true, Members: []redis.Z{{Score: float64(e.At.UnixMilli()), Member: e.Queue}}})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("tidy the retire index (%d dropped, %d postponed): %w", len(drop), len(later), err)
+	}
+	return nil
+}
+
 // QueueIdleness is what the retire script found of one queue.
 type QueueIdleness int
 
@@ -139,7 +200,7 @@ const (
 // CheckIdle reports, for each queue, whether it is busy, kept or idle
 // since before cutoff (its last enqueue, from its :seq key, is older),
 // in one pipeline. It changes nothing but the :seq of a queue that has
-// none (see retireSource).
+// none and the queue's entry in the retire index (see retireSource).
 func (s Families) CheckIdle(ctx context.Context, queues []string, cutoff time.Time) ([]QueueIdleness, error) {
 	if len(queues) == 0 {
 		return nil, nil
@@ -150,7 +211,7 @@ func (s Families) CheckIdle(ctx context.Context, queues []string, cutoff time.Ti
 		if err != nil {
 			return nil, fmt.Errorf("check idle: %w", err)
 		}
-		calls[i] = &scriptCall{queues: []string{q}, keys: retireKeys(qk), args: []any{cutoff.UnixMicro(), "check", q}}
+		calls[i] = &scriptCall{queues: []string{q}, keys: s.retireKeys(qk), args: []any{cutoff.UnixMicro(), "check", q}}
 	}
 	s.evalPipelined(ctx, retireScript, calls)
 	out := make([]QueueIdleness, len(queues))
@@ -343,24 +404,19 @@ func (s Families) HasMessagesMany(ctx context.Context, queues []string) ([]bool,
 	return out, errors.Join(errs...)
 }
 
-// cluster reports whether the store runs on a Redis Cluster, where a
-// script touches one slot only.
-func (s Families) cluster() bool {
-	_, ok := s.rdb.(*redis.ClusterClient)
-	return ok
-}
-
-// retireKeys are the KEYS of retireSource without the registry SET.
+// retireKeys are the KEYS of retireSource without the registry SET and
+// the retire index.
 func retireKeys(qk *queueKeys) []string {
 	return []string{qk.log, qk.delayed, qk.dead, qk.seq, qk.owner, qk.msg, qk.deadmsg, qk.seen, qk.done, qk.attempts}
 }
 
-// retireKeys are the KEYS of a retire: with the registry SET, except on a
-// Redis Cluster (another slot: Retire removes the entry after the script).
+// retireKeys are the KEYS of a check or a retire: with the registry SET and
+// the retire index, except on a Redis Cluster (another slot: RetireMany
+// removes the SET entry after the script, and the index is not kept).
 func (s Families) retireKeys(qk *queueKeys) []string {
 	keys := retireKeys(qk)
 	if !s.cluster() {
-		keys = append(keys, s.keys.queues())
+		keys = append(keys, s.keys.queues(), s.keys.retireIndex())
 	}
 	return keys
 }
@@ -368,6 +424,12 @@ func (s Families) retireKeys(qk *queueKeys) []string {
 // retireSource checks whether one queue is empty and idle and, asked to,
 // retires it: deletes every key of the queue (docs/redis-schema.md,
 // "Retiring a queue of a family"), so that a retired queue leaves nothing.
+// With the retire index it also keeps the queue's entry there true
+// (docs/decisions.md, "Issue 40: the retire sweep visits the emptied
+// queues"): a busy queue leaves it (the trim that empties its log adds it
+// again), a kept one is scored so that the sweep, which takes the entries
+// whose score is retire_after old, looks again when it may retire, and a
+// retired one leaves it.
 //
 //	KEYS[1] log  KEYS[2] delayed  KEYS[3] dead  KEYS[4] seq  KEYS[5] owner
 //	KEYS[6] msg  KEYS[7] deadmsg  KEYS[8] seen  KEYS[9] done (the outcome
@@ -375,39 +437,56 @@ func (s Families) retireKeys(qk *queueKeys) []string {
 //	KEYS[10] attempts (the starts recorded of its messages)
 //	KEYS[11] the queue registry SET (drover:queues), only where one script
 //	         may touch it beside the queue's keys (not on a Redis Cluster)
+//	KEYS[12] the retire index (drover:retire-index), likewise (optional)
 //	ARGV[1] the cutoff, unix µs: idle when the last position (:seq) is at
 //	        or before it; a queue without :seq (registered, never given a
 //	        position) gets one now, as an enqueue would, and is idle from
 //	        now on
 //	ARGV[2] "peek" (only whether the queue holds messages: 0 or 1),
-//	        "check" (change nothing but a missing :seq) or "retire" (delete
-//	        the keys of an idle queue and, with KEYS[11], its entry there)
-//	ARGV[3] the queue's name (its member of KEYS[11])
+//	        "check" (change nothing but a missing :seq and the queue's
+//	        index entry) or "retire" (delete the keys of an idle queue and,
+//	        with KEYS[11] and KEYS[12], its entries there)
+//	ARGV[3] the queue's name (its member of KEYS[11] and KEYS[12])
 //
 // Returns 0 when the queue holds pending or delayed messages, 1 when it is
 // empty but enqueued to after the cutoff, holds dead letters or holds
 // caller-chosen ids inside their dedupe window, 2 when it is empty and
 // idle (and, with "retire", its keys are gone).
-const retireSource = `-- drover retire v2
-if redis.call('ZCARD', KEYS[1]) > 0 or redis.call('ZCARD', KEYS[2]) > 0 then return 0 end
+const retireSource = `-- drover retire v3
+local index = KEYS[12]
+if redis.call('ZCARD', KEYS[1]) > 0 or redis.call('ZCARD', KEYS[2]) > 0 then
+  -- busy: the trim that empties its log adds it to the index again
+  if index and ARGV[2] ~= 'peek' then redis.call('ZREM', index, ARGV[3]) end
+  return 0
+end
 if ARGV[2] == 'peek' then return 1 end
-if redis.call('ZCARD', KEYS[3]) > 0 then return 1 end
 local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- kept: the index entry is scored so that the sweep, which takes entries
+-- retire_after old (retire_after is now - cutoff), looks again when the queue
+-- may retire (the queue is empty now: a later trim that empties it scores it anew)
+local cutoff_ms = math.floor(tonumber(ARGV[1]) / 1000)
+local function kept(score)
+  if index then redis.call('ZADD', index, math.max(score, 0), ARGV[3]) end
+  return 1
+end
+if redis.call('ZCARD', KEYS[3]) > 0 then return kept(now_ms) end
 local last = redis.call('GET', KEYS[4])
 if not last then
   -- never enqueued to with a position: its idle time starts now
   redis.call('SET', KEYS[4], tonumber(t[1]) * 1000000 + tonumber(t[2]))
-  return 1
+  return kept(now_ms)
 end
-if tonumber(last) > tonumber(ARGV[1]) then return 1 end
+if tonumber(last) > tonumber(ARGV[1]) then return kept(math.floor(tonumber(last) / 1000)) end
 -- an id inside its dedupe window keeps the queue: enqueueing it again must stay a no-op
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if redis.call('ZCOUNT', KEYS[8], '(' .. string.format('%d', now_ms), '+inf') > 0 then return 1 end
+local seen = redis.call('ZRANGE', KEYS[8], -1, -1, 'WITHSCORES')
+if #seen > 0 and tonumber(seen[2]) > now_ms then return kept(tonumber(seen[2]) - (now_ms - cutoff_ms)) end
 if ARGV[2] == 'retire' then
   local buckets = redis.call('ZRANGE', KEYS[9], 0, -1)
   for i = 1, #buckets do redis.call('UNLINK', KEYS[9] .. ':' .. buckets[i]) end
   redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
   if KEYS[11] then redis.call('SREM', KEYS[11], ARGV[3]) end
+  if index then redis.call('ZREM', index, ARGV[3]) end
 end
 return 2
 `

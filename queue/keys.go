@@ -104,6 +104,14 @@ func (k *keyspace) queueKeyLen(q, suffix string) int {
 // retires (Families.Retire removes its entry).
 func (k *keyspace) queues() string { return k.prefix + ":queues" }
 
+// retireIndex is the ZSET of queues whose log a trim emptied, scored by
+// when (unix ms): the family retire sweep's candidates (trim and
+// trim-many note them, the retire script drops or postpones them;
+// docs/decisions.md, "Issue 40: the retire sweep visits the emptied
+// queues"). Not kept on a Redis Cluster: it is in another slot than the
+// queues.
+func (k *keyspace) retireIndex() string { return k.prefix + ":retire-index" }
+
 // memberChannel is the Pub/Sub channel of one member: enqueues to the queues
 // it owns publish their wake-ups there (the queue's :owner key names it), so
 // a wake-up reaches the owner only.

@@ -594,17 +594,20 @@ return n
 // dedupe ids.
 //
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen  KEYS[5] attempts
+//	KEYS[6] the retire index (optional; see retireIndexFunction)
 //	ARGV[1] offset: only positions at or below it are removed
 //	ARGV[2] retention in µs ("0": none); when set, only positions older
 //	        than now - retention are removed as well
 //	ARGV[3] the most entries to remove in this call (> 0)
 //
 // Returns the number of log entries removed.
-const trimSource = `-- drover trim v2
+const trimSource = `-- drover trim v3
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
-` + chunkedFunction + trimFunction + `return trim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
+` + chunkedFunction + trimFunction + retireIndexFunction + `local n = trim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
+if KEYS[6] and n > 0 then note_emptied(KEYS[6], KEYS[1]) end
+return n
 `
 
 // trimFunction is the trim of one queue, shared by trim and trim-many so
@@ -632,6 +635,22 @@ const trimFunction = `local function trim(log, msg, delayed, seen, attempts, bou
 end
 `
 
+// retireIndexFunction is note_emptied(index, log): the one addition of the
+// retire index to the trims (docs/decisions.md, "Issue 40: the retire
+// sweep visits the emptied queues"), kept apart from trimFunction. Called
+// after a trim that removed entries, it adds the queue to the index,
+// scored by now (unix ms), when its log is now empty: the family retire
+// sweep then visits only such queues instead of every registered one.
+// Cost: one ZCARD per trim that removed entries, one ZADD per trim that
+// emptied the log; nothing per enqueue. It reads now_ms. The queue's name
+// is the log key's hash tag (a queue name holds no braces).
+const retireIndexFunction = `local function note_emptied(index, log)
+  if redis.call('ZCARD', log) == 0 then
+    redis.call('ZADD', index, now_ms, string.match(log, '{([^{}]*)}:log$'))
+  end
+end
+`
+
 // chunkedFunction is chunked(cmd, key, list, n): the command cmd on key
 // with the items of list as its arguments, n at a time (Lua's unpack and
 // Redis's argument count bound one call).
@@ -656,7 +675,8 @@ end
 // the current one is full: rotation, expiry and index alike. A staged key
 // that is gone (its minute-long expiry passed) is skipped.
 //
-//	KEYS: 6 per queue: log, msg, delayed, seen, done, attempts
+//	KEYS: 6 per queue: log, msg, delayed, seen, done, attempts; then,
+//	      optionally, the retire index (see retireIndexFunction)
 //	ARGV: per queue: offset, retention in µs, chunk (0: write the records
 //	      and leave the log), the most records kept, how long to keep them
 //	      in ms, k (the number of records), s (the number of staged
@@ -687,7 +707,8 @@ local now_ms = math.floor(now_us / 1000)
     end
   end
 end
-` + chunkedFunction + trimFunction + `local out = {}
+` + chunkedFunction + trimFunction + retireIndexFunction + `local index = (#KEYS % 6 == 1) and KEYS[#KEYS] or nil
+local out = {}
 local a, q = 1, 0
 while a <= #ARGV do
   local k = 6 * q
@@ -698,6 +719,7 @@ while a <= #ARGV do
   out[q] = 0
   if tonumber(ARGV[a + 2]) > 0 then
     out[q] = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 6], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2])
+    if index and out[q] > 0 then note_emptied(index, KEYS[k + 1]) end
   end
   a = a + 7 + s + 2 * n
 end

@@ -238,3 +238,20 @@ func isNoScript(err error) bool {
 
 // errNil reports whether err is Redis's "no such key/value" reply.
 func errNil(err error) bool { return errors.Is(err, redis.Nil) }
+
+// cluster reports whether the store runs on a Redis Cluster, where a
+// script touches one slot only.
+func (c *core) cluster() bool {
+	_, ok := c.rdb.(*redis.ClusterClient)
+	return ok
+}
+
+// withRetireIndex appends the retire index to a trim's KEYS, except on a
+// Redis Cluster (another slot: the sweep's backstop finds the emptied
+// queues there).
+func (c *core) withRetireIndex(keys []string) []string {
+	if c.cluster() {
+		return keys
+	}
+	return append(keys, c.keys.retireIndex())
+}

@@ -132,6 +132,9 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 		}
 		return
 	}
+	for _, c := range calls {
+		c.keys = s.withRetireIndex(c.keys) // after the 6 per queue
+	}
 	s.evalPipelined(ctx, trimManyScript, append(ahead, calls...))
 	for _, c := range calls {
 		ns, err := c.cmd.Int64Slice()

@@ -65,7 +65,20 @@ const trimEvery = 5 * time.Second
 type owedTrim struct {
 	pos   drover.Position
 	since time.Time
+	// notBefore: the trim failed (Redis away); it is sent again no
+	// sooner (trimRetry), with the queue's next commit or on its own.
+	notBefore time.Time
 }
+
+// trimRetry is how long a failed trim waits before it is sent again. A
+// failed trim used to be dropped: a queue that then stayed idle kept its
+// committed messages in its log for good, so it never counted as empty
+// and its family never retired it (the chaos run's Redis cuts). It is owed
+// again instead, and the committer's goroutine, which runs while a trim
+// is owed, retries it a second apart until it succeeds or the queue is
+// lost (its new owner trims it). A release whose own trim fails hands it
+// over the same way (oweTrim).
+const trimRetry = time.Second
 
 // minBusy is the share of a CommitInterval a member must have been busy
 // for before its drain flushes early: a member that drains between
@@ -367,7 +380,7 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 		if !ok {
 			o.since = now
 		}
-		if all || now.Sub(o.since) >= trimEvery {
+		if (all || now.Sub(o.since) >= trimEvery) && !now.Before(o.notBefore) {
 			delete(c.owed, l)
 			add(l, drover.TrimRequest{Offset: r.off.Position, Outcomes: r.outcomes})
 			continue
@@ -385,6 +398,8 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 		switch {
 		case l.lost.Load():
 			delete(c.owed, l) // its new owner trims it
+		case now.Before(o.notBefore):
+			// failed lately: sent again at notBefore
 		case all || now.Sub(o.since) >= trimEvery:
 			delete(c.owed, l)
 			add(l, drover.TrimRequest{Offset: o.pos})
@@ -406,6 +421,7 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 		break
 	}
 	bt := c.w.cfg.Store
+	var failed []int // indices into reqs of the trims to send again
 	// Each part has its own deadline: a flush of thousands of queues is
 	// several round trips, and one deadline for all failed the last ones.
 	for start := 0; start < len(reqs); start += trimPart {
@@ -414,10 +430,57 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 		for i, err := range bt.TrimMany(ctx, part) {
 			if err != nil {
 				whose[start+i].logger().Warn("trim queue", "offset", part[i].Offset, "records only", part[i].RecordsOnly, "error", err)
+				if !part[i].RecordsOnly {
+					failed = append(failed, start+i)
+				}
 			}
 		}
 		cancel()
 	}
+	c.oweAgain(reqs, whose, failed)
+}
+
+// oweAgain owes again the trims at failed (their outcome records are not
+// sent again: records are kept at best, a trim must happen), no sooner
+// than trimRetry from now (see trimRetry).
+func (c *committer) oweAgain(reqs []drover.TrimRequest, whose []*queueLoop, failed []int) {
+	if len(failed) == 0 {
+		return
+	}
+	now := c.w.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, i := range failed {
+		if l := whose[i]; !l.lost.Load() { // else its new owner trims it
+			c.oweLocked(l, reqs[i].Offset, now)
+		}
+	}
+}
+
+// oweTrim owes the trim of l, whose release could not trim its log, to
+// pos, the offset it released (see trimRetry): the loop is gone, and a trim
+// at an offset committed is right whoever owns the queue next. It starts
+// the flush goroutine when none runs. It never blocks on I/O.
+func (c *committer) oweTrim(l *queueLoop, pos drover.Position) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.oweLocked(l, pos, c.w.cfg.Clock.Now())
+	if !c.running {
+		c.running = true
+		go c.run()
+	}
+}
+
+// oweLocked owes l's trim to pos, no sooner than trimRetry after now; c.mu
+// is held.
+func (c *committer) oweLocked(l *queueLoop, pos drover.Position, now time.Time) {
+	o, ok := c.owed[l]
+	if !ok {
+		o.since = now
+	}
+	o.pos = max(o.pos, pos)
+	o.notBefore = now.Add(trimRetry)
+	c.owed[l] = o
 }
 
 // trimPart is the most queues trimmed under one deadline.

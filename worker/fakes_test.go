@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -45,6 +46,9 @@ type memLog struct {
 	starts      map[string]int         // "queue\x00id" → starts recorded (the :attempts hash)
 	startRounds int                    // RecordStarts calls
 	parkedHeads []string               // ParkHead calls: "queue/id"
+	// failTrims: how many of a queue's next TrimMany trims (not
+	// records-only requests) fail (Redis cut), trimming nothing.
+	failTrims map[string]int
 }
 
 var _ Store = (*memLog)(nil)
@@ -230,6 +234,10 @@ func (l *memLog) promoteCount() int {
 func (l *memLog) Trim(_ context.Context, queue string, offset drover.Position, _ time.Duration) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failTrims[queue] > 0 {
+		l.failTrims[queue]--
+		return 0, errors.New("fake: redis cut")
+	}
 	l.trims[queue] = append(l.trims[queue], offset)
 	return 0, nil
 }
@@ -250,6 +258,16 @@ func (l *memLog) TrimRecording(ctx context.Context, queue string, offset drover.
 func (l *memLog) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []error {
 	errs := make([]error, len(reqs))
 	for i, r := range reqs {
+		l.mu.Lock()
+		fail := l.failTrims[r.Queue] > 0 && !r.RecordsOnly
+		if fail {
+			l.failTrims[r.Queue]--
+		}
+		l.mu.Unlock()
+		if fail {
+			errs[i] = errors.New("fake: redis cut")
+			continue
+		}
 		if r.RecordsOnly {
 			l.mu.Lock()
 			if l.outcomes == nil {

@@ -287,6 +287,87 @@ func TestBatchCommitFailureIsRetriedNextFlush(t *testing.T) {
 	}
 }
 
+// A trim that fails (a Redis cut) is sent again once trimRetry has
+// passed, though the queue stays idle: it used to be dropped, so a queue
+// that went quiet kept its committed message in its log for good, never
+// counted as empty, and its family never retired it.
+func TestAFailedTrimIsRetriedWhileTheQueueStaysIdle(t *testing.T) {
+	log := newMemLog()
+	log.failTrims = map[string]int{"a": 1}
+	ex := &scriptedExecutor{gate: make(chan struct{})}
+	w, clock := newIdleWorker(t, log, ex)
+	bc := &batchCommitter{clock: clock}
+	a := &batchClaim{queue: "a", b: bc}
+	log.add("a", msg("one"))
+	if err := w.Start(queueConfig("a", nil), a); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message runs", func() bool { return len(ex.runList()) == 1 })
+	clock.Advance(DefaultCommitInterval / minBusy)
+	ex.gate <- struct{}{}
+	waitFor(t, "a committed", func() bool { return a.committed() == 1 })
+	// The idle flushes send the owed trim, which fails.
+	waitFor(t, "the trim sent and failed", func() bool {
+		clock.Advance(DefaultCommitInterval)
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		return log.failTrims["a"] == 0
+	})
+	if trims := log.trimList("a"); len(trims) != 0 {
+		t.Fatalf("after the failed trim: want a not trimmed, have trims at %v", trims)
+	}
+	// Nothing runs or commits any more: only a retry can trim it.
+	waitFor(t, "the trim sent again and done", func() bool {
+		clock.Advance(DefaultCommitInterval)
+		return len(log.trimList("a")) == 1
+	})
+	if trims := log.trimList("a"); trims[0] != 1 {
+		t.Fatalf("want a trimmed at its committed offset 1, have %v", trims)
+	}
+	waitFor(t, "the flush goroutine ends once nothing is owed", func() bool {
+		clock.Advance(DefaultCommitInterval)
+		w.commits.mu.Lock()
+		defer w.commits.mu.Unlock()
+		return !w.commits.running
+	})
+}
+
+// The same for the trim of a release (the queue stops here: a member that
+// gives its queues up while Redis is cut): the committer sends it again.
+func TestAReleasesFailedTrimIsRetried(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{gate: make(chan struct{})}
+	w, clock := newIdleWorker(t, log, ex)
+	a := &memClaim{}
+	log.add("a", msg("one"))
+	if err := w.Start(queueConfig("a", nil), a); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the message runs", func() bool { return len(ex.runList()) == 1 })
+	ex.gate <- struct{}{}
+	waitFor(t, "the run's offset offered", func() bool {
+		w.commits.mu.Lock()
+		defer w.commits.mu.Unlock()
+		return len(w.commits.pending) == 1
+	})
+	log.mu.Lock()
+	log.failTrims = map[string]int{"a": 1}
+	log.mu.Unlock()
+	if err := w.Stop(context.Background(), "a", drover.StopLeave); err != nil {
+		t.Fatal(err)
+	}
+	if trims := log.trimList("a"); len(trims) != 0 {
+		t.Fatalf("after the release's failed trim: want a not trimmed, have trims at %v", trims)
+	}
+	waitFor(t, "the release's trim sent again by the committer", func() bool {
+		clock.Advance(DefaultCommitInterval)
+		return len(log.trimList("a")) == 1
+	})
+	if trims := log.trimList("a"); trims[0] != 1 {
+		t.Fatalf("want a trimmed at its released offset 1, have %v", trims)
+	}
+}
+
 // When the whole member drains (no queue loop runs: nothing in flight,
 // nothing waiting to run) after being busy for a while, its offsets are
 // committed at once, not at the interval's end (the commit tail of a run

@@ -552,7 +552,8 @@ func (l *queueLoop) trim(pos drover.Position, outcomes []drover.Outcome) {
 		l.logger().Warn("trim queue: waiting for start records", "error", err)
 	}
 	if err := l.trimLog(ctx, pos, outcomes); err != nil {
-		l.logger().Warn("trim queue", "offset", pos, "error", err)
+		l.logger().Warn("trim queue; the committer will try again", "offset", pos, "error", err)
+		l.w.commits.oweTrim(l, pos)
 	}
 }
 

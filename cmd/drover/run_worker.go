@@ -128,6 +128,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	host, _ := os.Hostname()
 	mcfg := fleet.MemberConfig{
 		Name: cfg.Worker.Name, Coordinator: ccfg, Worker: w, Current: session, Strategy: strategy, Settle: cfg.Worker.Settle,
+		BalanceEvery: cfg.Worker.BalanceEvery,
 		Member: drover.Member{Host: host, PID: os.Getpid(), Version: version, AdminAddr: adminAddr,
 			Capacity: cfg.Worker.Capacity, Tags: cfg.Worker.Tags},
 		Logger: log, Metrics: reg, RedisHealth: redisHealth, Families: store.Families(),

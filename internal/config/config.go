@@ -42,6 +42,7 @@ const (
 	DefaultBatchSize          = worker.DefaultBatchSize
 	DefaultStrategy           = rebalance.DefaultName
 	DefaultSettle             = fleet.DefaultSettle
+	DefaultBalanceEvery       = fleet.DefaultBalanceEvery
 	DefaultRedisGiveUpAfter   = fleet.DefaultRedisGiveUpAfter
 	DefaultPollInterval       = scheduler.DefaultPollInterval
 	DefaultMisfireGrace       = scheduler.DefaultMisfireGrace
@@ -212,6 +213,13 @@ type Worker struct {
 	// Settle is how long the rebalance leader waits for membership to settle
 	// before computing a new assignment (worker.settle). Default 250ms.
 	Settle time.Duration
+	// BalanceEvery paces the rebalance leader's corrections of balance
+	// after queues were removed (retired keys, `queue rm`): at most one
+	// bounded correction, moving idle queues, per BalanceEvery
+	// (worker.balance_every). Shorter restores balance sooner after a
+	// burst of retirements; each correction asks Redis about a few
+	// batches of queues and may move some. Default 10s.
+	BalanceEvery time.Duration
 	// RedisGiveUpAfter is how long this member's Redis may go unanswered
 	// before the member gives its queues up to the members that can reach
 	// Redis (worker.redis_giveup_after); when no member can, nothing moves.
@@ -388,6 +396,7 @@ func Default(hostname string) *Config {
 			BatchSize:    DefaultBatchSize,
 			Strategy:     DefaultStrategy,
 			Settle:       DefaultSettle,
+			BalanceEvery: DefaultBalanceEvery,
 
 			RedisGiveUpAfter: DefaultRedisGiveUpAfter,
 		},

@@ -199,6 +199,30 @@ func TestRedisGiveUpAfterIsValidated(t *testing.T) {
 	}
 }
 
+// TestBalanceEveryIsReadAndValidated: worker.balance_every comes from the
+// file (and the environment over it), and below 1s it is refused naming the
+// key and where it came from.
+func TestBalanceEveryIsReadAndValidated(t *testing.T) {
+	path := writeFile(t, "drover.hcl", "worker {\n  balance_every = \"30s\"\n}\n")
+	c, err := Load(path, nil, nil, "host")
+	if err != nil || c.Worker.BalanceEvery != 30*time.Second {
+		t.Fatalf("want 30s from the file, have %v, %v", c, err)
+	}
+	if c.Origin("worker.balance_every") != path+":2:19" {
+		t.Errorf("want the origin %s:2:19, have %q", path, c.Origin("worker.balance_every"))
+	}
+	c, err = Load(path, []string{"DROVER_WORKER_BALANCE_EVERY=2m"}, nil, "host")
+	if err != nil || c.Worker.BalanceEvery != 2*time.Minute {
+		t.Fatalf("want 2m from the environment, have %v, %v", c, err)
+	}
+	for _, v := range []string{"500ms", "0s", "-1s"} {
+		_, err := Load("", []string{"DROVER_WORKER_BALANCE_EVERY=" + v}, nil, "host")
+		if err == nil || !strings.Contains(err.Error(), "worker.balance_every: must be ≥ 1s") || !strings.Contains(err.Error(), "DROVER_WORKER_BALANCE_EVERY") {
+			t.Errorf("want %s refused naming worker.balance_every and its source, have %v", v, err)
+		}
+	}
+}
+
 // TestDurableFollowsTheDeployment: redis.durable.mode "auto" (the default)
 // turns durable enqueue on with Sentinel only; "on" and "off" are obeyed;
 // what cannot work is refused naming the key.

@@ -31,6 +31,7 @@ func TestDefaultsAreTheComponentsDefaults(t *testing.T) {
 		{"worker.drain_timeout", c.Worker.DrainTimeout, worker.DefaultDrainTimeout},
 		{"worker.strategy", c.Worker.Strategy, rebalance.DefaultName},
 		{"worker.settle", c.Worker.Settle, fleet.DefaultSettle},
+		{"worker.balance_every", c.Worker.BalanceEvery, fleet.DefaultBalanceEvery},
 		{"worker.redis_giveup_after", c.Worker.RedisGiveUpAfter, fleet.DefaultRedisGiveUpAfter},
 		{"scheduler.poll_interval", c.Scheduler.PollInterval, scheduler.DefaultPollInterval},
 		{"scheduler.misfire_grace", c.Scheduler.MisfireGrace, scheduler.DefaultMisfireGrace},

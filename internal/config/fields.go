@@ -76,6 +76,7 @@ var fields = []field{
 	{key: "worker.batch_size", kind: kindInt, ref: func(c *Config) any { return &c.Worker.BatchSize }},
 	{key: "worker.strategy", kind: kindString, ref: func(c *Config) any { return &c.Worker.Strategy }},
 	{key: "worker.settle", kind: kindDuration, ref: func(c *Config) any { return &c.Worker.Settle }},
+	{key: "worker.balance_every", kind: kindDuration, ref: func(c *Config) any { return &c.Worker.BalanceEvery }},
 	{key: "worker.redis_giveup_after", kind: kindDuration, ref: func(c *Config) any { return &c.Worker.RedisGiveUpAfter }},
 
 	{key: "scheduler.admin_addr", kind: kindString, ref: func(c *Config) any { return &c.Scheduler.AdminAddr }},

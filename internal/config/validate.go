@@ -122,6 +122,12 @@ func (c *Config) Validate() error {
 		bad("worker.strategy", "want one of %s, have %q", strings.Join(Strategies, ", "), w.Strategy)
 	}
 	notNegative("worker.settle", w.Settle)
+	if w.BalanceEvery < time.Second {
+		// Each correction asks Redis about batches of queues and may move
+		// some: more often than a second would correct the churn of one
+		// settle window after another, which is what pacing prevents.
+		bad("worker.balance_every", "must be ≥ 1s (at most one balance correction per period), have %s", w.BalanceEvery)
+	}
 	if w.RedisGiveUpAfter < time.Second {
 		bad("worker.redis_giveup_after", "must be ≥ 1s (one ping per fifth of it), have %s", w.RedisGiveUpAfter)
 	}

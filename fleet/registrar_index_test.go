@@ -1,0 +1,147 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/queue"
+)
+
+// visitCounter is a FamilyRedis that records the queues each CheckIdle
+// call of the sweep visits, and the number of calls made when each queue
+// retired.
+type visitCounter struct {
+	FamilyRedis
+	mu      sync.Mutex
+	checks  [][]string
+	retired map[string]int // queue → CheckIdle calls made when it retired
+}
+
+func (r *visitCounter) CheckIdle(ctx context.Context, qs []string, cutoff time.Time) ([]queue.QueueIdleness, error) {
+	r.mu.Lock()
+	r.checks = append(r.checks, slices.Clone(qs))
+	r.mu.Unlock()
+	return r.FamilyRedis.CheckIdle(ctx, qs, cutoff)
+}
+
+func (r *visitCounter) calls() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.checks) }
+
+func (r *visitCounter) onRetired(q, _ string) {
+	r.mu.Lock()
+	r.retired[q] = len(r.checks)
+	r.mu.Unlock()
+}
+
+// registerIdle registers n queues of the family, never enqueued to (so in
+// no retire index), and returns their names.
+func (e *registrarEnv) registerIdle(n int) []string {
+	e.t.Helper()
+	names := make([]string, n)
+	cfgs := make([]drover.QueueConfig, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("cust-%05d", i)
+		cfgs[i] = e.fam.QueueFor(names[i])
+	}
+	if _, err := e.zk.Queues().CreateMany(context.Background(), cfgs); err != nil {
+		e.t.Fatal(err)
+	}
+	return names
+}
+
+// runThrough enqueues one message to q and trims it as its owner does
+// after committing it (Log.TrimMany): the queue is empty again.
+func (e *registrarEnv) runThrough(q string) {
+	e.t.Helper()
+	r, err := e.quiet.Producer().Enqueue(context.Background(), &drover.Message{Queue: q, Task: "t"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, err := range e.quiet.Log().TrimMany(context.Background(), []drover.TrimRequest{{Queue: q, Offset: r.Position}}) {
+		if err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// Issue 40: the retire sweep found idle keys only by walking the registry
+// (2,000 a second), so a churning family of 100,000 keys retired 334 a
+// second against 1,000 going idle. A trim that empties a queue now notes
+// it in the retire index, and the sweep checks those: one step retires
+// the emptied key among 3,000 registered ones, having checked it and the
+// backstop's one bucket (SweepCount 1), not the rest. On the walk alone
+// the step checks that bucket only, and the key waits for its turn.
+func TestTheRetireSweepFindsAnEmptiedKeyWithoutVisitingTheRest(t *testing.T) {
+	e := newRegistrarEnv(t)
+	names := e.registerIdle(3000)
+	emptied := names[len(names)/2]
+	e.runThrough(emptied)
+	clock := testkit.NewClock(time.Now().Add(2 * time.Hour)) // past retire_after
+	counter := &visitCounter{FamilyRedis: e.store.Families(), retired: map[string]int{}}
+	e.run(counter, func(c *RegistrarConfig) {
+		c.Clock, c.SweepEvery, c.SweepCount, c.OnRetired = clock, time.Second, 1, counter.onRetired
+	})
+	testkit.Eventually(t, "the scan and sweep armed on the clock", func() bool { return clock.Timers() == 2 })
+	// A tick while a step runs is skipped: a second CheckIdle means the
+	// first step has ended.
+	testkit.Eventually(t, "two sweep steps", func() bool {
+		clock.Advance(time.Second)
+		return counter.calls() >= 2
+	})
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	first := counter.checks[0]
+	if at, ok := counter.retired[emptied]; !ok || at != 1 {
+		t.Fatalf("want %s retired by the first step (after 1 check), have retired=%v after %d checks; the first step checked %d queues",
+			emptied, ok, at, len(first))
+	}
+	if !slices.Contains(first, emptied) || len(first) > 16 {
+		t.Fatalf("the first step: want it to check %s and the backstop's one bucket (a few queues) of 3,000, have %d queues checked: %v",
+			emptied, len(first), first)
+	}
+}
+
+// Keys that went idle before the retire index existed (or whose entry is
+// gone) still retire: the backstop walk checks every registered queue in
+// turn.
+func TestTheRetireSweepBackstopRetiresKeysTheIndexDoesNotHold(t *testing.T) {
+	e := newRegistrarEnv(t)
+	names := e.registerIdle(40)
+	for _, q := range names {
+		e.runThrough(q)
+	}
+	// As before the index: no entry.
+	if err := e.store.Families().TidyRetireIndex(context.Background(), names, nil); err != nil {
+		t.Fatal(err)
+	}
+	if due, err := e.store.Families().RetireCandidates(context.Background(), time.Now().Add(time.Hour), 100); err != nil || len(due) != 0 {
+		t.Fatalf("want an empty retire index, have %v (%v)", due, err)
+	}
+	clock := testkit.NewClock(time.Now().Add(2 * time.Hour))
+	retired := make(chan string, len(names))
+	e.run(e.store.Families(), func(c *RegistrarConfig) {
+		c.Clock, c.SweepEvery = clock, time.Second
+		c.OnRetired = func(q, _ string) { retired <- q }
+	})
+	testkit.Eventually(t, "the scan and sweep armed on the clock", func() bool { return clock.Timers() == 2 })
+	clock.Advance(time.Second) // one step: the walk of 500 covers the 40
+	left := map[string]bool{}
+	for _, q := range names {
+		left[q] = true
+	}
+	testkit.Eventually(t, "every key retired by the backstop", func() bool {
+		for {
+			select {
+			case q := <-retired:
+				delete(left, q)
+			default:
+				return len(left) == 0
+			}
+		}
+	})
+}
