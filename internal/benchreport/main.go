@@ -94,6 +94,12 @@ func sections() []section {
 			Notes: "Why the targets are missed here: Redis's own CPU per message (`redis-µs/msg`) bounds each path on one Redis core — about 4 µs per message in a batch enqueue caps it near 250,000 msgs/s, about 1.9 µs per message read caps ReadAfter near 500,000 — and a lone caller pays a full round trip per message (one EVALSHA: tens of µs of Redis and client CPU per call on this machine). Concurrent callers are coalesced into one pipeline (8 goroutines: 3×). The enqueue script does more than a bare ZADD (dedupe of caller ids, TIME, the position sequence, the wake-up PUBLISH); the ceiling below is bare pipelined ZADDs.",
 		},
 		{
+			Title: "Durable enqueue (master and replica)", Pkg: "./queue",
+			Intro: "Issue 45. `Producer.Enqueue` on a private Redis master with one replica (both private servers on this machine, the replica linked through a loopback proxy as in the durable tests), with the durable mode off and on (`WAIT 1` after the script, 1 s bound), from 1 and 8 goroutines in one run. `µs/enqueue` is the mean time of one call. The replica is on loopback: on a network the mode costs a round trip to the nearest replica more.",
+			Bench: "^BenchmarkDurableEnqueue$", Units: []string{"msgs/s", "µs/enqueue"},
+			Notes: "What an acknowledged enqueue means in each mode, on standalone Redis, Sentinel and Cluster: docs/semantics.md.",
+		},
+		{
 			Title: "Coordinator (ZooKeeper)", Pkg: "./coordinator",
 			Intro: "Fenced commits (one multi: check owner + set offset), claim+release pairs, time from a cut connection to the session being reported lost, and the write pause when a 3-node ensemble's leader is killed.",
 			Bench: "^Benchmark(Commit|ClaimRelease|LostReport|LeaderKillWritePause)$",
