@@ -33,8 +33,8 @@ type timeReader interface {
 	Time(ctx context.Context) *redis.TimeCmd
 }
 
-// clockReading is Redis's clock in µs at the local time at (taken halfway
-// through the TIME round trip).
+// clockReading is Redis's clock in µs no later than the local time at (the
+// end of the TIME round trip).
 type clockReading struct {
 	at time.Time
 	us int64
@@ -62,14 +62,18 @@ func (c *redisClock) now(ctx context.Context, rdb timeReader) int64 {
 		return 0
 	}
 	defer c.busy.Store(false)
-	sent := c.clock.Now()
 	t, err := rdb.Time(ctx).Result()
 	if err != nil {
 		return 0
 	}
+	// Redis read its clock somewhere between sent and received: taking
+	// received as the reading's local time makes the estimate never run
+	// ahead of Redis's clock (it lags by up to the round trip). Halfway
+	// ran ahead by half a skewed round trip on a loaded machine (a request
+	// that waited to be written): positions then lay in Redis's future, and
+	// a backlog measured at once gave a negative oldest age.
 	received := c.clock.Now()
-	at := sent.Add(received.Sub(sent) / 2)
 	us := t.UnixMicro()
-	c.reading.Store(&clockReading{at: at, us: us})
-	return us + received.Sub(at).Microseconds()
+	c.reading.Store(&clockReading{at: received, us: us})
+	return us
 }
