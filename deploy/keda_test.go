@@ -2,14 +2,22 @@ package deploy_test
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v2"
 
@@ -134,6 +142,7 @@ func TestKedaOverlayScalesTheWorkersThroughTheScaler(t *testing.T) {
 	c := dep.Spec.Template.Spec.Containers[0]
 	var env []string
 	dir := t.TempDir()
+	certPEM, keyPEM := selfSigned(t)
 	for _, e := range c.Env {
 		v := e.Value
 		if strings.HasSuffix(e.Name, "_FILE") { // the Secret's files, stood in for
@@ -145,7 +154,15 @@ func TestKedaOverlayScalesTheWorkersThroughTheScaler(t *testing.T) {
 				t.Errorf("%s=%s is not under a volume mount", e.Name, v)
 			}
 			v = filepath.Join(dir, filepath.Base(v))
-			os.WriteFile(v, nil, 0o600)
+			// A real pair: the settings refuse a certificate and key
+			// that do not match (the CA file gets the certificate too).
+			content := certPEM
+			if strings.HasSuffix(v, ".key") {
+				content = keyPEM
+			}
+			if err := os.WriteFile(v, content, 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 		env = append(env, e.Name+"="+v)
 	}
@@ -159,4 +176,25 @@ func TestKedaOverlayScalesTheWorkersThroughTheScaler(t *testing.T) {
 	if !cfg.Scaler.TLS.Enabled || cfg.Scaler.TLS.CAFile == "" {
 		t.Errorf("want mutual TLS on the scaler, have %+v", cfg.Scaler.TLS)
 	}
+}
+
+// selfSigned returns a self-signed certificate and its key, PEM-encoded:
+// what the Secret's files hold.
+func selfSigned(t *testing.T) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "drover-scaler"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }
