@@ -60,10 +60,13 @@ const (
 	// trims emptied in the retire index, and walks the registry only for
 	// those the index does not hold (queues emptied before the index
 	// existed, every queue on a Redis Cluster, a delayed message revoked);
-	// 500 a second is a pass over 100,000 keys in under 4 minutes, for one
-	// check pipeline of 500 small scripts a second (the walk of 2,000 a
-	// second, before the index, bounded retirement to 334 a second).
-	DefaultSweepCount = 500
+	// 2,000 a second, the walk's pace before the index: the index alone
+	// retired 32 keys a second in the full churn bench (2026-11-29, 3% of
+	// the retirable ones; cause not found, docs/decisions.md "Issue 40:
+	// the retire index at full size"), so the walk keeps its old pace
+	// until the index is shown to carry retirement (500 a second was the
+	// index's helper's choice, measured only at smoke size).
+	DefaultSweepCount = 2000
 	// maxRetiresPerStep bounds the queues one sweep step retires; the
 	// others are found idle again by the next pass. A step's retirement is
 	// batched (a pipeline of scripts, a few packed multis, a pipeline of
