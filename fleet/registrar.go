@@ -595,7 +595,7 @@ func (t *term) catchUpFamilies(ctx context.Context, cfgs []drover.QueueConfig) {
 // SET, where a queue retired before is no longer (queue.Families.Retire):
 // its producer adds it only on its first enqueue to it, and may have made
 // that one before the retire. A failure is logged: the queue is listed
-// anyway, being registered (ops.QueueNames).
+// anyway, being registered (ops.ListQueueNames).
 func (t *term) addQueueNames(ctx context.Context, cfgs []drover.QueueConfig) {
 	names := make([]string, len(cfgs))
 	for i, c := range cfgs {

@@ -17,7 +17,7 @@
 // endpoints on a Server after New and before serving:
 //
 //	srv.HandleAPI("GET", "/jobs/{id}", auth.Viewer, func(r *web.Request) (any, error) { … })
-//	srv.HandleMutation("POST", "/queues/{queue}/messages", auth.Producer, "queue.enqueue",
+//	srv.HandleMutation("POST", "/queues/{queue}/jobs", auth.Producer, "job.enqueue",
 //		func(r *web.Request) (any, error) { … r.Body … return web.Created{Value: res}, nil })
 //
 // Paths are net/http patterns below APIPrefix (/api/v1). A handler returns
