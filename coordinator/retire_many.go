@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -90,13 +91,45 @@ func (q Queues) RetireMany(ctx context.Context, cands []RetireCandidate, empty f
 			perBucket[path.Dir(p)] = append(perBucket[path.Dir(p)], retiree{index: at[k], queue: c.Queue, path: p, version: reads[at[k]].version})
 		}
 	}
+	s.registryWrites.Lock()
+	defer s.registryWrites.Unlock()
 	left := s.retirePacked(ctx, perBucket, done)
-	for _, r := range left {
-		ok, err := s.retireAlone(ctx, r)
-		done[r.index] = ok
-		errs = append(errs, err)
-	}
+	errs = append(errs, s.retireLeft(ctx, left, done))
 	return done, errors.Join(append(errs, ctx.Err())...)
+}
+
+// retireLeftInFlight bounds the buckets whose left retirees are settled
+// at once (a read and a multi per queue, on the session's connection).
+const retireLeftInFlight = 16
+
+// retireLeft settles the retirees the packed rounds left, queue by queue
+// (retireAlone), marking each deleted one in done: the buckets in
+// parallel, a bucket's queues one after another (they rewrite the same
+// bucket node). Settled one after another they took a sweep step minutes
+// when a registration kept changing the buckets under the packed multis.
+func (s *Session) retireLeft(ctx context.Context, left []retiree, done []bool) error {
+	byBucket := map[string][]retiree{}
+	var buckets []string
+	for _, r := range left {
+		b := path.Dir(r.path)
+		if byBucket[b] == nil {
+			buckets = append(buckets, b)
+		}
+		byBucket[b] = append(byBucket[b], r)
+	}
+	var mu sync.Mutex
+	var errs []error
+	parallelMapN(ctx, retireLeftInFlight, buckets, func(b string) struct{} {
+		for _, r := range byBucket[b] {
+			ok, err := s.retireAlone(ctx, r)
+			mu.Lock()
+			done[r.index] = ok
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+		return struct{}{}
+	})
+	return errors.Join(errs...)
 }
 
 // retiree is a queue whose config RetireMany deletes: at version, unless

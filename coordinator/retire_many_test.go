@@ -182,3 +182,78 @@ func TestRetireManyKeepsAQueueChangedMeanwhile(t *testing.T) {
 		t.Fatalf("registry buckets: want %s alone, have %d queues", changed, reg.Len())
 	}
 }
+
+// The family registrar registers new queues while its retire sweep
+// retires idle ones, both through the leader's session and into most of
+// the same buckets. Their packed multis must not fail each other's
+// version checks: in a churning fleet every packed retire round did, and
+// the whole sweep step then went queue by queue (a step of 2,000 took
+// minutes). The session's writers take turns, so a retire with
+// registrations running beside it reads each config once (for its
+// checks) and settles none on its own.
+func TestRetireManyBesideCreateManyOfTheSameSessionPacks(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	s, cc := connectCounting(t, server.Addrs, testenv.Chroot(t))
+	ctx := ctxT(t)
+	f := drover.FamilyConfig{Name: "cust", Prefix: "cust-"}
+	const n = 2000
+	var cfgs []drover.QueueConfig
+	var cands []RetireCandidate
+	for i := range n {
+		q := fmt.Sprintf("cust-%05d", i)
+		cfgs = append(cfgs, f.QueueFor(q))
+		cands = append(cands, RetireCandidate{Queue: q, Family: "cust"})
+	}
+	if _, err := s.Queues().CreateMany(ctx, cfgs); err != nil {
+		t.Fatal(err)
+	}
+	// Registrations beside the retire, each touching hundreds of buckets.
+	stop := make(chan struct{})
+	registering := make(chan error, 1)
+	go func() {
+		for round := 0; ; round++ {
+			select {
+			case <-stop:
+				registering <- nil
+				return
+			default:
+			}
+			var fresh []drover.QueueConfig
+			for i := range 500 {
+				fresh = append(fresh, f.QueueFor(fmt.Sprintf("cust-new-%03d-%03d", round, i)))
+			}
+			if _, err := s.Queues().CreateMany(ctx, fresh); err != nil {
+				registering <- err
+				return
+			}
+		}
+	}()
+	before := cc.counts().configReads
+	var settled []bool
+	done, err := s.Queues().RetireMany(ctx, cands, func(_ context.Context, passed []RetireCandidate) ([]bool, error) {
+		settled = make([]bool, len(passed))
+		for i := range settled {
+			settled[i] = true
+		}
+		return settled, nil
+	})
+	reads := cc.counts().configReads - before
+	close(stop)
+	if err := <-registering; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range done {
+		if !d {
+			t.Fatalf("%s: want retired, have kept", cands[i].Queue)
+		}
+	}
+	// One read per candidate (RetireMany's checks); a queue settled on its
+	// own reads its config again.
+	if reads != n {
+		t.Fatalf("retire of %d queues beside registrations: want %d config reads (none settled alone), have %d", n, n, reads)
+	}
+}
