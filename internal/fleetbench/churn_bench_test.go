@@ -311,8 +311,16 @@ func runChurn(b *testing.B, sz churnSizes) {
 		mon := redis.NewClient(&redis.Options{Addr: redisServer.Addr, PoolSize: 1})
 		defer mon.Close()
 		rm := &redisMeter{c: mon}
-		settled := settle(ws, 10*time.Second, 60*time.Second, 2*idleCPUTarget)
+		// Afterwards: once the keys of the churn's last seconds had their
+		// retire_after and the sweep its minute to retire them, as a fleet
+		// is idle once its work ended (retirement is work: measured while
+		// it ran, the window counted the sweep's scripts, not the idle
+		// fleet's cost).
+		settled := settle(ws, 10*time.Second, sz.RetireAfter+60*time.Second, 2*idleCPUTarget)
 		b.ReportMetric(settled.Seconds(), "settle-s")
+		if n, err := registryCount(conn, root); err == nil {
+			b.ReportMetric(float64(n), "idle-registered")
+		}
 		idle, _ := measure(b, rm, ws, sz.IdleWindow, nil, sample(b, rm, ws, nil))
 		idle.figures("idle-").report(b)
 		b.Logf("idle after %s quiet: %.0f Redis commands/s, %.2f%% CPU (busiest worker), %.1f MB RSS (largest worker)",
