@@ -168,24 +168,28 @@ func (c Claims) DropOffset(ctx context.Context, queue string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
 	}
-	owned, err := bounded(ctx, s, func(c zkConn) (bool, error) {
-		ok, _, err := c.Exists(s.path(ownersDir, queue))
-		return ok, err
+	// The two checks go out together, after the offset read: a claim
+	// after that read bumps the version the delete names, whichever
+	// order the checks come back in.
+	exists := parallelMap(ctx, []string{s.path(ownersDir, queue), s.queueNodePath(queue)}, func(p string) existsReply {
+		ok, err := bounded(ctx, s, func(c zkConn) (bool, error) {
+			ok, _, err := c.Exists(p)
+			return ok, err
+		})
+		return existsReply{ok, err}
 	})
-	if err != nil {
-		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("drop offset of %s: %w", queue, err) // a check may not have run
 	}
-	if owned {
-		return false, nil
+	for _, e := range exists {
+		if e.err != nil {
+			return false, fmt.Errorf("drop offset of %s: %w", queue, e.err)
+		}
 	}
-	configured, err := bounded(ctx, s, func(c zkConn) (bool, error) {
-		ok, _, err := c.Exists(s.queueNodePath(queue))
-		return ok, err
-	})
-	if err != nil {
-		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
+	if exists[0].ok {
+		return false, nil // owned
 	}
-	if configured {
+	if exists[1].ok {
 		return true, nil // registered again: its offset is its own
 	}
 	err = deleteNode(ctx, s, offPath, off.stat.Version)
@@ -193,6 +197,12 @@ func (c Claims) DropOffset(ctx context.Context, queue string) (bool, error) {
 		return false, fmt.Errorf("drop offset of %s: %w", queue, err)
 	}
 	return true, nil
+}
+
+// existsReply is the reply of one Exists.
+type existsReply struct {
+	ok  bool
+	err error
 }
 
 // zeroOffset is the data of a new offset node: nothing processed.

@@ -328,6 +328,15 @@ func (r *Registrar) Run(ctx context.Context) error {
 			<-swept
 		}
 	}()
+	// The offset nodes of retired queues go on a goroutine of their own,
+	// one batch at a time, beside the sweep steps.
+	dropping := false
+	dropped := make(chan []string, 1)
+	defer func() {
+		if dropping {
+			<-dropped
+		}
+	}()
 	// Timers, reset after each firing: the clock has no tickers.
 	scan := clock.NewTimer(r.cfg.ScanEvery)
 	defer scan.Stop()
@@ -404,6 +413,12 @@ func (r *Registrar) Run(ctx context.Context) error {
 			queued()
 		case <-sweep.C():
 			sweep.Reset(r.cfg.SweepEvery)
+			if !dropping && len(t.offsets) > 0 {
+				if offs := t.takeOffsets(); len(offs) > 0 {
+					dropping = true
+					go func() { dropped <- t.dropOffsets(ctx, offs) }()
+				}
+			}
 			if sweeping {
 				continue // one step at a time: the next tick after it ends
 			}
@@ -415,6 +430,9 @@ func (r *Registrar) Run(ctx context.Context) error {
 			sweeping = false
 			t.afterSweep(res)
 			queued()
+		case rest := <-dropped:
+			dropping = false
+			t.offsets = append(t.offsets, rest...)
 		}
 	}
 }

@@ -145,3 +145,81 @@ func TestTheRetireSweepBackstopRetiresKeysTheIndexDoesNotHold(t *testing.T) {
 		}
 	})
 }
+
+// heldDrops is a FamilyRegistry whose DropOffset waits until release is
+// closed (a ZooKeeper slow to answer), counting the calls that began.
+type heldDrops struct {
+	FamilyRegistry
+	release chan struct{}
+	began   chan string
+}
+
+func (r heldDrops) DropOffset(ctx context.Context, q string) (bool, error) {
+	select {
+	case r.began <- q:
+	default:
+	}
+	select {
+	case <-r.release:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return r.FamilyRegistry.DropOffset(ctx, q)
+}
+
+// Issue 40: a sweep step ended with the offset nodes of the queues the
+// step before retired, two thousand at a time in the churn bench, and
+// the next step waited for them (most of a step's time). The drops run on
+// a goroutine of their own: with every drop held, a key emptied after the
+// first step still retires in the next one.
+func TestTheRetireSweepDoesNotWaitForOffsetDrops(t *testing.T) {
+	e := newRegistrarEnv(t)
+	names := e.registerIdle(20)
+	first, second := names[:10], names[10:]
+	for _, q := range first {
+		e.runThrough(q)
+	}
+	clock := testkit.NewClock(time.Now().Add(2 * time.Hour)) // past retire_after
+	drops := heldDrops{release: make(chan struct{}), began: make(chan string, 1)}
+	t.Cleanup(func() { close(drops.release) })
+	retired := make(chan string, len(names))
+	e.run(e.store.Families(), func(c *RegistrarConfig) {
+		drops.FamilyRegistry = c.Registry
+		c.Registry = drops
+		c.Clock, c.SweepEvery, c.SweepCount = clock, time.Second, 1
+		c.OnRetired = func(q, _ string) { retired <- q }
+	})
+	testkit.Eventually(t, "the scan and sweep armed on the clock", func() bool { return clock.Timers() == 2 })
+	waitRetired := func(qs []string) {
+		t.Helper()
+		left := map[string]bool{}
+		for _, q := range qs {
+			left[q] = true
+		}
+		testkit.Eventually(t, fmt.Sprintf("%d keys retired", len(qs)), func() bool {
+			clock.Advance(time.Second)
+			for {
+				select {
+				case q := <-retired:
+					delete(left, q)
+				default:
+					return len(left) == 0
+				}
+			}
+		})
+	}
+	waitRetired(first)
+	testkit.Eventually(t, "the first keys' offset drops begun (and held)", func() bool {
+		clock.Advance(time.Second)
+		select {
+		case <-drops.began:
+			return true
+		default:
+			return false
+		}
+	})
+	for _, q := range second {
+		e.runThrough(q)
+	}
+	waitRetired(second)
+}

@@ -30,7 +30,6 @@ type sweepJob struct {
 	byFamily map[string][]string // candidates to check, by family
 	fams     map[string]drover.FamilyConfig
 	now      time.Time
-	offsets  []string // retired queues whose offset node is to go
 	// The retire index's entries to drop (no family of theirs retires,
 	// or they are not registered) and to postpone (their family's
 	// retire_after has not passed).
@@ -46,7 +45,6 @@ type retirement struct {
 	gone      []coordinator.RetireCandidate // their config deleted
 	busy      map[string]bool               // of gone: holding a message (or not known): register again
 	fams      map[string]drover.FamilyConfig
-	offsets   []string // offset nodes still to drop
 	took      time.Duration
 	fromIndex int
 	walked    int
@@ -60,13 +58,6 @@ type retirement struct {
 // SweepCount registered queues of families that retire.
 func (t *term) sweepStep(ctx context.Context) (sweepJob, bool) {
 	job := sweepJob{byFamily: map[string][]string{}, fams: map[string]drover.FamilyConfig{}, now: t.cfg.Clock.Now()}
-	// Offsets of queues registered again are their own.
-	for _, q := range t.offsets {
-		if _, again := t.batch[q]; !again {
-			job.offsets = append(job.offsets, q)
-		}
-	}
-	t.offsets = nil
 	var wait time.Duration // the shortest retire_after
 	for _, f := range t.fams {
 		if ra := f.RetireAfter.Std(); ra > 0 && (wait == 0 || ra < wait) {
@@ -74,12 +65,12 @@ func (t *term) sweepStep(ctx context.Context) (sweepJob, bool) {
 		}
 	}
 	if !t.haveReg || wait == 0 {
-		return job, len(job.offsets) > 0
+		return job, false
 	}
 	t.settlePending() // pending ones no snapshot settles: see pendingFor
 	t.indexCandidates(ctx, &job, wait)
 	t.walkCandidates(&job)
-	return job, len(job.byFamily) > 0 || len(job.offsets) > 0 || len(job.drop) > 0 || len(job.later) > 0
+	return job, len(job.byFamily) > 0 || len(job.drop) > 0 || len(job.later) > 0
 }
 
 // registering reports whether q is on its way to the registry: in the
@@ -164,7 +155,6 @@ func (t *term) runSweep(ctx context.Context, job sweepJob) retirement {
 	if len(cands) > 0 {
 		res.gone, res.busy = t.retireBatch(ctx, cands, job)
 	}
-	res.offsets = t.dropOffsets(ctx, job.offsets)
 	res.took = t.cfg.Clock.Now().Sub(start)
 	return res
 }
@@ -277,14 +267,30 @@ func (t *term) retireBatch(ctx context.Context, cands []coordinator.RetireCandid
 	return gone, busy
 }
 
-// dropOffsetsInFlight bounds the DropOffset calls of a sweep step in
-// flight at once (each a few reads and a delete on the session's
-// connection).
-const dropOffsetsInFlight = 16
+// dropOffsetsInFlight bounds the DropOffset calls in flight at once (each
+// three round trips on the session's connection), as the claims of a
+// member are bounded.
+const dropOffsetsInFlight = 64
+
+// takeOffsets returns the offset nodes of retired queues to drop now,
+// leaving none: those of queues registered again are their own.
+func (t *term) takeOffsets() []string {
+	var out []string
+	for _, q := range t.offsets {
+		if _, again := t.batch[q]; !again {
+			out = append(out, q)
+		}
+	}
+	t.offsets = nil
+	return out
+}
 
 // dropOffsets deletes the offset nodes of retired queues (at most
 // SweepCount of offsets) that no member owns any more (the owner writes it
-// when it releases the queue), and returns those to try again.
+// when it releases the queue), and returns those to try again. It runs on
+// a goroutine of its own, beside the sweep steps: run as a sweep step's
+// last part, its round trips (two thousand queues' at a time) held the next
+// step back for most of the step's time in the churn bench.
 func (t *term) dropOffsets(ctx context.Context, offsets []string) []string {
 	n := min(len(offsets), t.cfg.SweepCount)
 	dropped := make([]bool, n)
@@ -330,7 +336,6 @@ func (t *term) afterSweep(res retirement) {
 			t.cfg.OnRetired(c.Queue, c.Family)
 		}
 	}
-	t.offsets = append(t.offsets, res.offsets...)
 	if len(res.gone) > 0 || res.fromIndex > 0 {
 		t.log.Debug("retired idle family queues", "queues", len(res.gone), "registered-again", len(res.busy),
 			"from-index", res.fromIndex, "walked", res.walked, "took", res.took)
