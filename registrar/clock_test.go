@@ -1,4 +1,4 @@
-package fleet
+package registrar
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func (r *clockRedis) counts() (subscribes, scans int) {
 func TestTheRegistrarWaitsOnItsClock(t *testing.T) {
 	clock := testkit.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	redis := &clockRedis{failSubscribe: 1}
-	r, err := NewRegistrar(RegistrarConfig{Registry: clockRegistry{&fakeMemberSession{}}, Redis: redis, Clock: clock, ScanEvery: time.Second, SweepEvery: time.Hour})
+	r, err := New(Config{Registry: clockRegistry{&fakeMemberSession{}}, Redis: redis, Clock: clock, ScanEvery: time.Second, SweepEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

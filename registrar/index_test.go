@@ -1,4 +1,4 @@
-package fleet
+package registrar
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func TestTheRetireSweepFindsAnEmptiedKeyWithoutVisitingTheRest(t *testing.T) {
 	e.runThrough(emptied)
 	clock := testkit.NewClock(time.Now().Add(2 * time.Hour)) // past retire_after
 	counter := &visitCounter{FamilyRedis: e.store.Families(), retired: map[string]int{}}
-	e.run(counter, func(c *RegistrarConfig) {
+	e.run(counter, func(c *Config) {
 		c.Clock, c.SweepEvery, c.SweepCount, c.OnRetired = clock, time.Second, 1, counter.onRetired
 	})
 	testkit.Eventually(t, "the scan and sweep armed on the clock", func() bool { return clock.Timers() == 2 })
@@ -124,7 +124,7 @@ func TestTheRetireSweepBackstopRetiresKeysTheIndexDoesNotHold(t *testing.T) {
 	}
 	clock := testkit.NewClock(time.Now().Add(2 * time.Hour))
 	retired := make(chan string, len(names))
-	e.run(e.store.Families(), func(c *RegistrarConfig) {
+	e.run(e.store.Families(), func(c *Config) {
 		c.Clock, c.SweepEvery = clock, time.Second
 		c.OnRetired = func(q, _ string) { retired <- q }
 	})

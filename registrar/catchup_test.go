@@ -1,4 +1,4 @@
-package fleet
+package registrar
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func TestAfterALostWakeupTheCatchUpScansAWholePass(t *testing.T) {
 	clock := testkit.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	redis := &pagedRedis{wakeups: make(chan queue.Wakeup, 4)}
 	reg := &catchUpRegistry{clockRegistry: clockRegistry{&fakeMemberSession{}}}
-	r, err := NewRegistrar(RegistrarConfig{Registry: reg, Redis: redis, Clock: clock,
+	r, err := New(Config{Registry: reg, Redis: redis, Clock: clock,
 		Batch: 50 * time.Millisecond, ScanEvery: time.Second, SweepEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package fleet
+package registrar
 
 import (
 	"bytes"
@@ -52,10 +52,10 @@ import (
 
 // Registrar defaults.
 const (
-	DefaultRegistrarBatch = 50 * time.Millisecond
-	DefaultScanEvery      = time.Second
-	DefaultScanCount      = 1000
-	DefaultSweepEvery     = time.Second
+	DefaultBatch      = 50 * time.Millisecond
+	DefaultScanEvery  = time.Second
+	DefaultScanCount  = 1000
+	DefaultSweepEvery = time.Second
 	// DefaultSweepCount is the backstop's pace: the sweep finds the queues
 	// trims emptied in the retire index, and walks the registry only for
 	// those the index does not hold (queues emptied before the index
@@ -125,14 +125,11 @@ type FamilyRedis interface {
 	AddQueueNames(ctx context.Context, queues []string) error
 }
 
-var (
-	_ FamilyRegistry = ZooKeeper{}
-	_ FamilyRedis    = queue.Families{}
-)
+var _ FamilyRedis = queue.Families{}
 
-// RegistrarConfig configures a Registrar. Zero values mean the documented
+// Config configures a Registrar. Zero values mean the documented
 // defaults.
-type RegistrarConfig struct {
+type Config struct {
 	Registry FamilyRegistry // required
 	Redis    FamilyRedis    // required
 	// Batch is how long new names are gathered before one CreateQueues.
@@ -168,7 +165,7 @@ type RegistrarConfig struct {
 // leads the rebalance. Observe feeds it the registry snapshots the leader
 // reads; Run runs one term.
 type Registrar struct {
-	cfg RegistrarConfig
+	cfg Config
 	log hclog.Logger
 
 	mu     sync.Mutex
@@ -180,12 +177,12 @@ type Registrar struct {
 	createdReady chan struct{}
 }
 
-// NewRegistrar validates cfg.
-func NewRegistrar(cfg RegistrarConfig) (*Registrar, error) {
+// New validates cfg.
+func New(cfg Config) (*Registrar, error) {
 	if cfg.Registry == nil || cfg.Redis == nil {
 		return nil, fmt.Errorf("registrar: %w: Registry and Redis are required", drover.ErrInvalidConfig)
 	}
-	cfg.Batch = defaults.Positive(cfg.Batch, DefaultRegistrarBatch)
+	cfg.Batch = defaults.Positive(cfg.Batch, DefaultBatch)
 	cfg.ScanEvery = defaults.Positive(cfg.ScanEvery, DefaultScanEvery)
 	cfg.ScanCount = defaults.Positive(cfg.ScanCount, DefaultScanCount)
 	cfg.SweepEvery = defaults.Positive(cfg.SweepEvery, DefaultSweepEvery)
@@ -222,8 +219,8 @@ func (r *Registrar) handOver(cfgs []drover.QueueConfig) {
 	}
 }
 
-// takeCreated returns the queues created since the last call.
-func (r *Registrar) takeCreated() []drover.QueueConfig {
+// TakeCreated returns the queues created since the last call.
+func (r *Registrar) TakeCreated() []drover.QueueConfig {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.created
