@@ -142,7 +142,7 @@ func TestRegistrarWakeupDuringARetireStepRegistersTheQueueAgain(t *testing.T) {
 	retired := make(chan string, 1)
 	e.run(late, func(c *Config) {
 		c.SweepEvery = 20 * time.Millisecond
-		c.Registry = watchedRegistry{c.Registry, retired}
+		c.Registry.Queues = watchedRegistry{c.Registry.Queues, retired}
 	})
 	select {
 	case <-retired:
@@ -196,7 +196,7 @@ func TestRegistrarKeepsAQueueReconfiguredDuringItsRetire(t *testing.T) {
 	retired := make(chan string, 3)
 	e.run(&reconfigureAfterScripts{FamilyRedis: e.store.Families(), e: e, victim: "cust-kept"}, func(c *Config) {
 		c.SweepEvery = 20 * time.Millisecond
-		c.Registry = watchedRegistry{c.Registry, retired}
+		c.Registry.Queues = watchedRegistry{c.Registry.Queues, retired}
 	})
 	for range 2 {
 		select {

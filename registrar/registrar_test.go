@@ -82,7 +82,7 @@ func newRegistrarEnv(t *testing.T) *registrarEnv {
 // run runs a registrar on redis until the test ends.
 func (e *registrarEnv) run(redis FamilyRedis, tune func(*Config)) {
 	e.t.Helper()
-	cfg := Config{Registry: ZooKeeper{e.zk}, Redis: redis, Clock: e.clock,
+	cfg := Config{Registry: ZooKeeper(e.zk), Redis: redis, Clock: e.clock,
 		ScanEvery: time.Hour, SweepEvery: time.Hour, Logger: testkit.Logger(e.t, hclog.Warn)}
 	ready := make(chan struct{})
 	cfg.OnReady = func() { close(ready) }
@@ -257,14 +257,14 @@ func TestRegistrarRetiresEmptyIdleQueue(t *testing.T) {
 	}
 }
 
-// watchedRegistry reports each queue RetireQueues removed.
+// watchedRegistry reports each queue RetireMany removed.
 type watchedRegistry struct {
-	FamilyRegistry
+	QueueRegistry
 	retired chan string
 }
 
-func (r watchedRegistry) RetireQueues(ctx context.Context, cands []coordinator.RetireCandidate, empty func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error) {
-	done, err := r.FamilyRegistry.RetireQueues(ctx, cands, empty)
+func (r watchedRegistry) RetireMany(ctx context.Context, cands []coordinator.RetireCandidate, empty func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error) {
+	done, err := r.QueueRegistry.RetireMany(ctx, cands, empty)
 	for i, ok := range done {
 		if ok {
 			r.retired <- cands[i].Queue
@@ -295,7 +295,7 @@ func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
 	retired := make(chan string, len(names))
 	e.run(racing, func(c *Config) {
 		c.SweepEvery = 20 * time.Millisecond
-		c.Registry = watchedRegistry{c.Registry, retired}
+		c.Registry.Queues = watchedRegistry{c.Registry.Queues, retired}
 	})
 	gone := map[string]bool{}
 	for len(gone) < len(names) {
@@ -322,11 +322,11 @@ func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
 // staleFamilies delivers the families as they were when the registrar
 // started and never their changes: a family watch that lags.
 type staleFamilies struct {
-	FamilyRegistry
+	FamilySource
 	fams drover.Families
 }
 
-func (r staleFamilies) WatchFamilies(ctx context.Context) <-chan drover.Families {
+func (r staleFamilies) Watch(ctx context.Context) <-chan drover.Families {
 	ch := make(chan drover.Families, 1)
 	ch <- r.fams
 	context.AfterFunc(ctx, func() { close(ch) })
@@ -340,7 +340,7 @@ func TestRegistrarCatchesUpWithFamilyChangeItHasNotSeen(t *testing.T) {
 	e := newRegistrarEnv(t)
 	ctx := context.Background()
 	e.run(e.store.Families(), func(c *Config) {
-		c.Registry = staleFamilies{FamilyRegistry: c.Registry, fams: drover.Families{e.fam}}
+		c.Registry.Families = staleFamilies{FamilySource: c.Registry.Families, fams: drover.Families{e.fam}}
 	})
 	next := e.fam
 	next.Queue.RateLimit.PerSecond = 7

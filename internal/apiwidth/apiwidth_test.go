@@ -25,6 +25,7 @@ var (
 		"github.com/drover-dev/drover/coordinator",
 		"github.com/drover-dev/drover/queue",
 		"github.com/drover-dev/drover/fleet",
+		"github.com/drover-dev/drover/registrar",
 	}
 )
 
@@ -51,6 +52,26 @@ func TestNoTypeOrPortTooWide(t *testing.T) {
 	// The counter sees what it must: a package's known types are there.
 	if n := methodCount(pkgs["github.com/drover-dev/drover/coordinator"], "Session"); n < 10 {
 		t.Errorf("coordinator.Session: counted %d methods, want about 15: the counter is broken", n)
+	}
+}
+
+// TestFleetDoesNotDependOnQueue: the fleet layer coordinates members and
+// queues through ZooKeeper; Redis is the worker's and the registrar's
+// (package registrar, wired from cmd/drover), so fleet builds without
+// package queue, directly or not.
+func TestFleetDoesNotDependOnQueue(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/drover-dev/drover/fleet").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 5 {
+		t.Fatalf("go list -deps fleet: want its dependencies, have %q", deps)
+	}
+	for _, d := range deps {
+		if d == "github.com/drover-dev/drover/queue" {
+			t.Errorf("fleet depends on queue: want it out of fleet's dependencies (go list -deps ./fleet)")
+		}
 	}
 }
 
