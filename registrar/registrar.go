@@ -39,7 +39,7 @@ import (
 //     Redis Cluster, a delayed message revoked), SweepCount registered
 //     queues in turn (docs/decisions.md, "Issue 40: the retire sweep
 //     visits the emptied queues")
-//     (registrar_retire.go): their Redis keys and queue registry SET
+//     (retire.go): their Redis keys and queue registry SET
 //     entries are deleted only if each queue is still empty (one script
 //     each, all in one pipeline; see queue.Families.RetireMany for a Redis
 //     Cluster), then their registry entries (a few packed multis), then
@@ -349,7 +349,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 		}
 	}()
 	// One sweep step at a time runs on its own goroutine, for the same
-	// reason (registrar_retire.go).
+	// reason (retire.go).
 	sweeping := false
 	swept := make(chan retirement, 1)
 	defer func() {

@@ -49,6 +49,10 @@ func TestNoTypeOrPortTooWide(t *testing.T) {
 	for _, w := range wide {
 		t.Error(w)
 	}
+	for _, path := range checked {
+		typ, port := widest(pkgs[path])
+		t.Logf("%s: widest type %s, widest port %s", path, typ, port)
+	}
 	// The counter sees what it must: a package's known types are there.
 	if n := methodCount(pkgs["github.com/drover-dev/drover/coordinator"], "Session"); n < 10 {
 		t.Errorf("coordinator.Session: counted %d methods, want about 15: the counter is broken", n)
@@ -120,6 +124,28 @@ func tooWide(pkg *types.Package) []string {
 		}
 	}
 	return out
+}
+
+// widest names pkg's exported type and interface with the most methods,
+// with their counts ("-" when it has none).
+func widest(pkg *types.Package) (typ, port string) {
+	typ, port = "-", "-"
+	var nt, np int
+	for _, name := range pkg.Scope().Names() {
+		tn, ok := pkg.Scope().Lookup(name).(*types.TypeName)
+		if !ok || !tn.Exported() || tn.IsAlias() {
+			continue
+		}
+		n := len(exportedMethods(tn.Type()))
+		if types.IsInterface(tn.Type()) {
+			if n > np {
+				np, port = n, fmt.Sprintf("%s (%d)", name, n)
+			}
+		} else if n > nt {
+			nt, typ = n, fmt.Sprintf("%s (%d)", name, n)
+		}
+	}
+	return typ, port
 }
 
 func methodCount(pkg *types.Package, name string) int {
