@@ -17,7 +17,7 @@ import (
 // Queue families live in /families/<name>, one node each holding the
 // family's JSON (drover.FamilyConfig). They are few (drover.MaxFamilies):
 // the rebalance leader watches them all, so that it can register a queue
-// of a family at its first enqueue (fleet.Registrar).
+// of a family at its first enqueue (registrar.Registrar).
 
 // ErrFamilyExists: Families.Create found the family already stored.
 var ErrFamilyExists = errors.New("coordinator: queue family already exists")

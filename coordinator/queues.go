@@ -176,7 +176,7 @@ func (q Queues) Delete(ctx context.Context, name string) error {
 // (its config names the family) and empty says so, and reports whether it
 // did. empty runs between the read of the config and its delete (it
 // retires the queue's Redis keys when the queue is still empty: see
-// fleet.Registrar); the config and its bucket entry then go in one multi
+// registrar.Registrar); the config and its bucket entry then go in one multi
 // checked against the config's version as read, so a queue an operator
 // reconfigured meanwhile is kept. The queue's offset node stays until
 // DropOffset, once no member owns the queue. It is RetireMany of one.

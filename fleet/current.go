@@ -70,5 +70,5 @@ func (c *Current) SetPause(ctx context.Context, scope drover.PauseScope, name st
 	if s == nil {
 		return errNoSession
 	}
-	return s.SetPause(ctx, scope, name, p)
+	return s.Pauses().Set(ctx, scope, name, p)
 }

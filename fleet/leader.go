@@ -77,8 +77,8 @@ type RebalancerConfig struct {
 	OnLeading func(leading bool)
 	// Registrar, if set, runs beside every leadership term and is handed
 	// each registry snapshot the term reads: it registers and retires the
-	// queues of queue families (registrar.go).
-	Registrar *Registrar
+	// queues of queue families (package registrar).
+	Registrar FamilyRegistrar
 	// CampaignRetry is the pause after a failed campaign. Default
 	// DefaultCampaignRetry.
 	CampaignRetry time.Duration
@@ -184,7 +184,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 		created <-chan struct{}
 	)
 	if cfg.Registrar != nil {
-		created = cfg.Registrar.createdReady
+		created = cfg.Registrar.Created()
 	}
 	clock := cfg.Clock
 	settle := clock.NewTimer(time.Hour)
@@ -293,7 +293,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			}
 			checkBalance()
 		case <-created:
-			cfgs := cfg.Registrar.takeCreated()
+			cfgs := cfg.Registrar.TakeCreated()
 			if !haveM || !haveQ {
 				continue // the registry watch will list them
 			}

@@ -74,12 +74,12 @@ type MemberConfig struct {
 	// RedisHealth, if set, is published in the member node, so that the
 	// leader gives no queues to a member that cannot reach Redis.
 	RedisHealth *RedisHealth
-	// Families, if set, lets the member, while it leads the rebalance,
+	// Registrar, if set, lets the member, while it leads the rebalance,
 	// register the queues of queue families at their first enqueue and
-	// retire idle ones (Registrar); Registrar tunes it (its Registry and
-	// Redis are filled in per session).
-	Families  FamilyRedis
-	Registrar RegistrarConfig
+	// retire idle ones: it makes the registrar of each session
+	// (registrar.New on the session's roles), which needs a ZooKeeper
+	// session (the default Connect).
+	Registrar func(s *coordinator.Session) (FamilyRegistrar, error)
 	// Scheduler, if set, runs a scheduler candidate on every session.
 	Scheduler SchedulerFunc
 	// Current, if set, is where the member puts each session it serves
@@ -211,7 +211,7 @@ func (m *Member) serve(ctx context.Context, s MemberSession) error {
 	leadCtx, stopLeading := context.WithCancel(context.Background())
 	defer stopLeading()
 	if m.cfg.Scheduler != nil {
-		el, err := s.Elector(coordinator.ElectionScheduler)
+		el, err := s.Group().Elector(coordinator.ElectionScheduler)
 		if err != nil {
 			return err
 		}
@@ -245,7 +245,7 @@ func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading f
 	info := m.cfg.Member
 	info.StartedAt = time.Now().UTC()
 	info.RedisUnreachable = m.cfg.RedisHealth.Unreachable()
-	mb, err := s.Join(ctx, info)
+	mb, err := s.Group().Join(ctx, info)
 	if err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
@@ -256,28 +256,24 @@ func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading f
 	reconCtx, stopRecon := context.WithCancel(context.Background())
 	defer stopRecon()
 	reconDone := make(chan error, 1)
-	el, err := s.Elector(coordinator.ElectionRebalance)
+	el, err := s.Group().Elector(coordinator.ElectionRebalance)
 	if err != nil {
 		return err
 	}
-	var registrar *Registrar
-	if m.cfg.Families != nil {
-		rc := m.cfg.Registrar
-		rc.Registry, rc.Redis = s, m.cfg.Families
-		if rc.Logger == nil {
-			rc.Logger = m.log.Named("families")
+	var registrar FamilyRegistrar
+	if m.cfg.Registrar != nil {
+		zk, ok := s.(zkSession)
+		if !ok {
+			return fmt.Errorf("family registrar: %w: it needs a ZooKeeper session (Connect)", drover.ErrInvalidConfig)
 		}
-		if rc.Clock == nil {
-			rc.Clock = m.cfg.Clock
-		}
-		if registrar, err = NewRegistrar(rc); err != nil {
+		if registrar, err = m.cfg.Registrar(zk.Session); err != nil {
 			return err
 		}
 	}
 	spawn(func() {
 		err := RunRebalancer(leadCtx, RebalancerConfig{
 			Registrar: registrar,
-			Session:   s, Elector: el, Candidate: m.cfg.Name, Strategy: m.cfg.Strategy, Settle: m.cfg.Settle,
+			Session:   s.Leader(), Elector: el, Candidate: m.cfg.Name, Strategy: m.cfg.Strategy, Settle: m.cfg.Settle,
 			RedisGrace: m.cfg.RedisHealth.Grace(), Clock: m.cfg.Clock,
 			BalanceEvery: m.cfg.BalanceEvery, Activity: m.cfg.Activity,
 			OnRemoved: func(n int) { m.cfg.Metrics.IncrCounter(metrics.QueuesRemovedTotal, float32(n)) },
@@ -298,13 +294,13 @@ func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading f
 	})
 	spawn(func() { publishRedisHealth(reconCtx, m.cfg.RedisHealth, mb, info, m.log) })
 	spawn(func() {
-		for ps := range s.WatchPauses(reconCtx) {
+		for ps := range s.Pauses().Watch(reconCtx) {
 			m.cfg.Worker.SetPause(PauseState(ps, m.cfg.Name))
 		}
 	})
 	spawn(func() {
 		reconDone <- RunReconciler(reconCtx, ReconcilerConfig{
-			Session: s, Member: m.cfg.Name, MemberPath: p, Runner: m.cfg.Worker,
+			Session: s.Reconciler(), Member: m.cfg.Name, MemberPath: p, Runner: m.cfg.Worker,
 			OnGeneration: m.generation.Store, Logger: m.log.Named("reconcile"),
 			// A move while this member leaves (ctx ended: the leader may
 			// move its queues before the reconciler stops) or is cut off
@@ -344,7 +340,7 @@ func (m *Member) current() MemberSession { return m.cur.session() }
 // through it. What the worker needs of the session goes through Current,
 // which works on any Connect.
 func (m *Member) Session() *coordinator.Session {
-	if z, ok := m.current().(ZooKeeper); ok {
+	if z, ok := m.current().(zkSession); ok {
 		return z.Session
 	}
 	return nil

@@ -52,7 +52,7 @@ type fakeMemberSession struct {
 	joined []*fakeMembership
 	closed bool
 	heard  time.Time // LastHeard: set by the test (hear)
-	paused []string  // SetPause calls: "scope/name"
+	paused []string  // Pauses().Set calls: "scope/name"
 }
 
 // fakeSessionTimeout is every fakeMemberSession's SessionTimeout.
@@ -68,7 +68,10 @@ func (s *fakeMemberSession) SessionTimeout() time.Duration { return fakeSessionT
 // hear makes at the session's LastHeard.
 func (s *fakeMemberSession) hear(at time.Time) { s.memMu.Lock(); s.heard = at; s.memMu.Unlock() }
 
-func (s *fakeMemberSession) SetPause(_ context.Context, scope drover.PauseScope, name string, _ drover.Pause) error {
+// fakePauses is a fakeMemberSession's pause flags.
+type fakePauses struct{ *fakeMemberSession }
+
+func (s fakePauses) Set(_ context.Context, scope drover.PauseScope, name string, _ drover.Pause) error {
 	if err := s.Err(); err != nil {
 		return err
 	}
@@ -85,6 +88,13 @@ func (s *fakeMemberSession) pauseWrites() []string {
 }
 
 var _ MemberSession = (*fakeMemberSession)(nil)
+
+// The ports the member hands on: the fake implements the group's and the
+// consumers' itself.
+func (s *fakeMemberSession) Group() Group                  { return s }
+func (s *fakeMemberSession) Pauses() PauseFlags            { return fakePauses{s} }
+func (s *fakeMemberSession) Reconciler() ReconcilerSession { return s }
+func (s *fakeMemberSession) Leader() LeaderSession         { return s }
 
 func (s *fakeMemberSession) Join(_ context.Context, info drover.Member) (Membership, error) {
 	if err := s.Err(); err != nil {
@@ -116,7 +126,7 @@ func (s *fakeMemberSession) Elector(name string) (Elector, error) {
 	return el, nil
 }
 
-func (s *fakeMemberSession) WatchPauses(ctx context.Context) <-chan coordinator.PauseSet {
+func (s fakePauses) Watch(ctx context.Context) <-chan coordinator.PauseSet {
 	return relay(ctx, s.pauses)
 }
 
@@ -129,24 +139,6 @@ func (s *fakeMemberSession) State() coordinator.SessionState {
 
 func (s *fakeMemberSession) Confirm(context.Context) error { return s.Err() }
 
-// The family registry: a member without MemberConfig.Families (these
-// tests) runs no registrar, so none of it is called.
-func (s *fakeMemberSession) WatchFamilies(context.Context) <-chan drover.Families { return nil }
-func (s *fakeMemberSession) CreateQueues(context.Context, []drover.QueueConfig) (int, error) {
-	return 0, errors.New("fake member session: no registry")
-}
-func (s *fakeMemberSession) RetireQueues(context.Context, []coordinator.RetireCandidate, func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error) {
-	return nil, errors.New("fake member session: no registry")
-}
-func (s *fakeMemberSession) DropOffset(context.Context, string) (bool, error) {
-	return false, errors.New("fake member session: no registry")
-}
-func (s *fakeMemberSession) Family(context.Context, string) (coordinator.FamilyEntry, error) {
-	return coordinator.FamilyEntry{}, errors.New("fake member session: no registry")
-}
-func (s *fakeMemberSession) ReapplyFamily(context.Context, drover.FamilyConfig, []drover.QueueConfig) (int, int, error) {
-	return 0, 0, errors.New("fake member session: no registry")
-}
 func (s *fakeMemberSession) SessionID() int64 { return s.id }
 
 func (s *fakeMemberSession) Close() error {

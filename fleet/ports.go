@@ -167,22 +167,12 @@ type Membership interface {
 	Leave(ctx context.Context) error
 }
 
-// MemberSession is one session as a Member lives it: the reconciler's and
-// the leader's session, plus joining, the elections, the pause flags and
-// the session's own state.
+// MemberSession is one session as a Member lives it: the session's own
+// lifetime and state, and one port for each consumer the member hands it
+// to (the reconciler, the rebalance leader, the group it joins, the pause
+// flags). zookeeper.go takes each from a *coordinator.Session.
 type MemberSession interface {
-	ReconcilerSession
-	LeaderSession
-	// FamilyRegistry is what the rebalance leader's registrar writes
-	// (queue families, registrar.go).
-	FamilyRegistry
-	// Join registers info as a member for the life of the session.
-	Join(ctx context.Context, info drover.Member) (Membership, error)
-	// Elector returns the election called name (coordinator.Election*).
-	Elector(name string) (Elector, error)
-	// WatchPauses delivers the pause flags now and after each change,
-	// until ctx ends or the session is lost.
-	WatchPauses(ctx context.Context) <-chan coordinator.PauseSet
+	Lifetime
 	// State is the session's state now; Confirm proves it alive with a
 	// fresh round trip.
 	State() coordinator.SessionState
@@ -191,14 +181,57 @@ type MemberSession interface {
 	// (Contact, MayRenewLease).
 	LastHeard() time.Time
 	SessionTimeout() time.Duration
-	// SetPause writes one pause flag (an ordered queue parking itself at
-	// a failed head).
-	SetPause(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error
 	// SessionID names the session in logs.
 	SessionID() int64
 	// Close ends the session (its ephemeral nodes go with it).
 	Close() error
+	// Group joins the fleet and enters its elections.
+	Group() Group
+	// Pauses reads and writes the pause flags.
+	Pauses() PauseFlags
+	// Reconciler is the session as the reconciler uses it.
+	Reconciler() ReconcilerSession
+	// Leader is the session as the rebalance leader uses it.
+	Leader() LeaderSession
 }
+
+// Group is a session's part in the fleet: its member node and elections.
+type Group interface {
+	// Join registers info as a member for the life of the session.
+	Join(ctx context.Context, info drover.Member) (Membership, error)
+	// Elector returns the election called name (coordinator.Election*).
+	Elector(name string) (Elector, error)
+}
+
+// PauseFlags are the pause flags (coordinator.Pauses).
+type PauseFlags interface {
+	// Watch delivers the pause flags now and after each change, until ctx
+	// ends or the session is lost.
+	Watch(ctx context.Context) <-chan coordinator.PauseSet
+	// Set writes one pause flag (an ordered queue parking itself at a
+	// failed head).
+	Set(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error
+}
+
+// FamilyRegistrar registers and retires the queues of queue families
+// beside each rebalance leadership term (*registrar.Registrar): the leader
+// hands it each registry snapshot and places the queues it created at
+// once.
+type FamilyRegistrar interface {
+	// Run runs beside one leadership term until ctx ends.
+	Run(ctx context.Context) error
+	// Observe hands over a registry snapshot the leader read.
+	Observe(reg coordinator.Registry)
+	// Created receives a notice when queues were created; TakeCreated
+	// returns them (those created since its last call).
+	Created() <-chan struct{}
+	TakeCreated() []drover.QueueConfig
+}
+
+// pendingFor is how long a queue placed from the registrar counts as
+// registered while no registry snapshot lists it (placement.go): the
+// registrar's own bound for a name it sent (registrar.pendingFor).
+const pendingFor = time.Minute
 
 // Connect opens one session. cfg.OnStateChange is the member's: a session
 // calls it with each change of its state, Lost last. A Member calls

@@ -8,15 +8,21 @@ import (
 	"github.com/drover-dev/drover/coordinator"
 )
 
-// ZooKeeper adapts a coordinator session to the fleet's interfaces. The
-// only translation is of concrete result types (*coordinator.Claim,
-// *coordinator.Leadership) into the interfaces.
-type ZooKeeper struct{ *coordinator.Session }
+// A *coordinator.Session as the fleet's ports. Each port is one or two of
+// the session's roles (coordinator/roles.go) taken as they are: a port
+// method whose signature is the role's is the role's own method, promoted
+// by embedding, so adding one the member uses is the port's line only. The
+// methods below exist only where a port returns one of its interfaces for
+// a concrete coordinator type (a claim, a member node, a leadership, a
+// config watch), which Go does not convert by itself (docs/decisions.md,
+// "Issue 42: ports sized by their consumer").
 
 var (
-	_ ReconcilerSession = ZooKeeper{}
-	_ LeaderSession     = ZooKeeper{}
-	_ MemberSession     = ZooKeeper{}
+	_ MemberSession     = zkSession{}
+	_ ReconcilerSession = zkReconciler{}
+	_ LeaderSession     = zkLeader{}
+	_ Group             = zkGroup{}
+	_ PauseFlags        = coordinator.Pauses{}
 	_ Connect           = ConnectZooKeeper
 	_ Membership        = (*coordinator.Membership)(nil)
 	_ Claim             = (*coordinator.Claim)(nil)
@@ -31,21 +37,36 @@ func ConnectZooKeeper(ctx context.Context, cfg coordinator.Config) (MemberSessio
 	if err != nil {
 		return nil, err
 	}
-	return ZooKeeper{s}, nil
+	return zkSession{s}, nil
 }
 
-// Join registers info as a member.
-func (z ZooKeeper) Join(ctx context.Context, info drover.Member) (Membership, error) {
-	mb, err := z.Session.Group().Join(ctx, info)
-	if err != nil {
-		return nil, err
-	}
-	return mb, nil
+// zkSession is a MemberSession: the session's lifetime and state are its
+// own; each consumer's port is built from its roles.
+type zkSession struct{ *coordinator.Session }
+
+func (z zkSession) Group() Group       { return zkGroup{z.Session.Group()} }
+func (z zkSession) Pauses() PauseFlags { return z.Session.Pauses() }
+
+func (z zkSession) Reconciler() ReconcilerSession {
+	return zkReconciler{Session: z.Session, Claims: z.Session.Claims(), Assignments: z.Session.Assignments()}
+}
+
+func (z zkSession) Leader() LeaderSession {
+	return zkLeader{Session: z.Session, Group: z.Session.Group(), Queues: z.Session.Queues()}
+}
+
+// zkReconciler is a ReconcilerSession: Done and Err are the session's,
+// WaitReleased and DropOwnOrphan the claims role's, WatchShare the
+// assignment role's.
+type zkReconciler struct {
+	*coordinator.Session
+	coordinator.Claims
+	coordinator.Assignments
 }
 
 // Claim claims queue.
-func (z ZooKeeper) Claim(ctx context.Context, queue string, owner coordinator.Owner) (Claim, error) {
-	c, err := z.Session.Claims().Claim(ctx, queue, owner)
+func (r zkReconciler) Claim(ctx context.Context, queue string, owner coordinator.Owner) (Claim, error) {
+	c, err := r.Claims.Claim(ctx, queue, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -53,27 +74,47 @@ func (z ZooKeeper) Claim(ctx context.Context, queue string, owner coordinator.Ow
 }
 
 // WatchQueueConfigs starts a watch of the owned queues' configurations.
-func (z ZooKeeper) WatchQueueConfigs(ctx context.Context) ConfigWatch {
-	return z.Session.Queues().WatchConfigs(ctx)
+func (r zkReconciler) WatchQueueConfigs(ctx context.Context) ConfigWatch {
+	return r.Session.Queues().WatchConfigs(ctx)
+}
+
+// zkLeader is a LeaderSession: Done and Err are the session's,
+// WatchMembers the group role's, WatchRegistry the queues role's.
+type zkLeader struct {
+	*coordinator.Session
+	coordinator.Group
+	coordinator.Queues
 }
 
 // NewAssignmentWriter takes over /assignment for lead, a leadership won
 // through Elector.
-func (z ZooKeeper) NewAssignmentWriter(ctx context.Context, lead Leadership) (AssignmentWriter, error) {
-	l, ok := lead.(*coordinator.Leadership)
+func (l zkLeader) NewAssignmentWriter(ctx context.Context, lead Leadership) (AssignmentWriter, error) {
+	zl, ok := lead.(*coordinator.Leadership)
 	if !ok {
 		return nil, fmt.Errorf("take over assignment: %w: not a ZooKeeper leadership", drover.ErrNotLeader)
 	}
-	w, err := z.Session.Assignments().NewWriter(ctx, l)
+	w, err := l.Session.Assignments().NewWriter(ctx, zl)
 	if err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
+// zkGroup is the group role as a Group.
+type zkGroup struct{ coordinator.Group }
+
+// Join registers info as a member.
+func (g zkGroup) Join(ctx context.Context, info drover.Member) (Membership, error) {
+	mb, err := g.Group.Join(ctx, info)
+	if err != nil {
+		return nil, err
+	}
+	return mb, nil
+}
+
 // Elector returns the election called name as an Elector.
-func (z ZooKeeper) Elector(name string) (Elector, error) {
-	el, err := z.Session.Group().Election(name)
+func (g zkGroup) Elector(name string) (Elector, error) {
+	el, err := g.Group.Election(name)
 	if err != nil {
 		return nil, err
 	}
@@ -88,74 +129,4 @@ func (e zkElection) Campaign(ctx context.Context, candidate string) (Leadership,
 		return nil, err
 	}
 	return l, nil
-}
-
-// The rest delegates to the session's roles (coordinator.Session keeps
-// only its lifetime; see docs/decisions.md, "coordinator by role").
-
-// WaitReleased blocks until queue has no owner node.
-func (z ZooKeeper) WaitReleased(ctx context.Context, queue string) error {
-	return z.Session.Claims().WaitReleased(ctx, queue)
-}
-
-// DropOwnOrphan deletes an owner node of this session without a Claim.
-func (z ZooKeeper) DropOwnOrphan(ctx context.Context, queue string) (bool, error) {
-	return z.Session.Claims().DropOwnOrphan(ctx, queue)
-}
-
-// DropOffset deletes a retired queue's offset node once unowned.
-func (z ZooKeeper) DropOffset(ctx context.Context, queue string) (bool, error) {
-	return z.Session.Claims().DropOffset(ctx, queue)
-}
-
-// WatchShare delivers member's share of the assignment.
-func (z ZooKeeper) WatchShare(ctx context.Context, member string) <-chan coordinator.AssignmentNode {
-	return z.Session.Assignments().WatchShare(ctx, member)
-}
-
-// WatchMembers delivers the member list now and after each change.
-func (z ZooKeeper) WatchMembers(ctx context.Context) <-chan []coordinator.MemberNode {
-	return z.Session.Group().WatchMembers(ctx)
-}
-
-// WatchRegistry delivers the queue registry now and after each change.
-func (z ZooKeeper) WatchRegistry(ctx context.Context) <-chan coordinator.Registry {
-	return z.Session.Queues().WatchRegistry(ctx)
-}
-
-// CreateQueues registers queues in batches; existing ones are kept.
-func (z ZooKeeper) CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error) {
-	return z.Session.Queues().CreateMany(ctx, cfgs)
-}
-
-// RetireQueues removes queues of families from the registry where empty
-// says so.
-func (z ZooKeeper) RetireQueues(ctx context.Context, cands []coordinator.RetireCandidate, empty func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error) {
-	return z.Session.Queues().RetireMany(ctx, cands, empty)
-}
-
-// Family reads one family.
-func (z ZooKeeper) Family(ctx context.Context, name string) (coordinator.FamilyEntry, error) {
-	return z.Session.Families().Get(ctx, name)
-}
-
-// ReapplyFamily gives queues registered with cfgs the family's current
-// configuration where they still hold cfgs.
-func (z ZooKeeper) ReapplyFamily(ctx context.Context, f drover.FamilyConfig, cfgs []drover.QueueConfig) (updated, kept int, err error) {
-	return z.Session.Families().Reapply(ctx, f, cfgs)
-}
-
-// WatchFamilies delivers every family now and after each change.
-func (z ZooKeeper) WatchFamilies(ctx context.Context) <-chan drover.Families {
-	return z.Session.Families().Watch(ctx)
-}
-
-// WatchPauses delivers the pause flags now and after each change.
-func (z ZooKeeper) WatchPauses(ctx context.Context) <-chan coordinator.PauseSet {
-	return z.Session.Pauses().Watch(ctx)
-}
-
-// SetPause writes one pause flag.
-func (z ZooKeeper) SetPause(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error {
-	return z.Session.Pauses().Set(ctx, scope, name, p)
 }

@@ -539,9 +539,10 @@ func TestOrphanOwnerNodeOfOwnSessionIsDropped(t *testing.T) {
 	if _, err := s.Claims().Claim(ctx, "q", coordinator.Owner{Member: "m"}); err != nil {
 		t.Fatal(err)
 	} // the Claim is forgotten, as when its reply was lost: an orphan
-	r := &reconciler{s: ZooKeeper{s}, cfg: ReconcilerConfig{Member: "m"}, log: testkit.Logger(t, hclog.Warn), owned: map[string]Claim{},
+	zk := zkSession{s}.Reconciler()
+	r := &reconciler{s: zk, cfg: ReconcilerConfig{Member: "m"}, log: testkit.Logger(t, hclog.Warn), owned: map[string]Claim{},
 		claiming: map[string]context.CancelFunc{}, stopping: map[string]chan struct{}{}, events: make(chan reconcileEvent),
-		cfgWatch: ZooKeeper{s}.WatchQueueConfigs(ctx)}
+		cfgWatch: zk.WatchQueueConfigs(ctx)}
 	r.target = map[string]bool{"q": true}
 	r.claim(ctx, "q")
 	select {

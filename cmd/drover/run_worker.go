@@ -11,12 +11,14 @@ import (
 	rungroup "github.com/oklog/run"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/fleet"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/jobs"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/rebalance"
+	"github.com/drover-dev/drover/registrar"
 	"github.com/drover-dev/drover/scheduler"
 	"github.com/drover-dev/drover/worker"
 	"github.com/drover-dev/drover/worker/executor"
@@ -131,7 +133,12 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		BalanceEvery: cfg.Worker.BalanceEvery,
 		Member: drover.Member{Host: host, PID: os.Getpid(), Version: version, AdminAddr: adminAddr,
 			Capacity: cfg.Worker.Capacity, Tags: cfg.Worker.Tags},
-		Logger: log, Metrics: reg, RedisHealth: redisHealth, Families: store.Families(),
+		Logger: log, Metrics: reg, RedisHealth: redisHealth,
+		// while it leads the rebalance, the member registers and retires
+		// the queues of queue families
+		Registrar: func(s *coordinator.Session) (fleet.FamilyRegistrar, error) {
+			return familyRegistrar(s, store, log.Named("families"))
+		},
 		// a balance correction moves only queues whose log is empty
 		Activity: store.Inspector(),
 	}
@@ -233,4 +240,14 @@ func openStore(cfg *config.Config, clientName string, log hclog.Logger) (*queue.
 	}
 	cancel()
 	return store, func() { rdb.Close(); stopTracing() }, nil
+}
+
+// familyRegistrar is the registrar of one session of a fleet member:
+// ZooKeeper's queue registry, families and offsets, and store's Redis.
+func familyRegistrar(s *coordinator.Session, store *queue.Store, log hclog.Logger) (fleet.FamilyRegistrar, error) {
+	r, err := registrar.New(registrar.Config{Registry: registrar.ZooKeeper(s), Redis: store.Families(), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }

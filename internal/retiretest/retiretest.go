@@ -13,12 +13,12 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
-	"github.com/drover-dev/drover/fleet"
 	"github.com/drover-dev/drover/internal/testkit"
 	"github.com/drover-dev/drover/queue"
+	"github.com/drover-dev/drover/registrar"
 )
 
-// Registrar is a fleet.Registrar run as a rebalance leader's term runs
+// Registrar is a registrar.Registrar run as a rebalance leader's term runs
 // it, on a registry watch of its own and a fake clock.
 type Registrar struct {
 	// Clock is what the registrar measures idle times by: advance it past
@@ -38,8 +38,8 @@ func Start(t testing.TB, zk *coordinator.Session, store *queue.Store) *Registrar
 	retired := make(chan string, 1024)
 	r := &Registrar{Clock: testkit.NewClock(time.Now()), Retired: retired}
 	ready := make(chan struct{})
-	reg, err := fleet.NewRegistrar(fleet.RegistrarConfig{
-		Registry: fleet.ZooKeeper{Session: zk}, Redis: store.Families(), Clock: handAdvanced{r.Clock},
+	reg, err := registrar.New(registrar.Config{
+		Registry: registrar.ZooKeeper(zk), Redis: store.Families(), Clock: handAdvanced{r.Clock},
 		SweepEvery: 10 * time.Millisecond, ScanEvery: time.Hour,
 		OnReady:   func() { close(ready) },
 		OnRetired: func(q, _ string) { retired <- q },

@@ -1,4 +1,4 @@
-package fleet
+package registrar
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func TestTheRetireSweepFindsAnEmptiedKeyWithoutVisitingTheRest(t *testing.T) {
 	e.runThrough(emptied)
 	clock := testkit.NewClock(time.Now().Add(2 * time.Hour)) // past retire_after
 	counter := &visitCounter{FamilyRedis: e.store.Families(), retired: map[string]int{}}
-	e.run(counter, func(c *RegistrarConfig) {
+	e.run(counter, func(c *Config) {
 		c.Clock, c.SweepEvery, c.SweepCount, c.OnRetired = clock, time.Second, 1, counter.onRetired
 	})
 	testkit.Eventually(t, "the scan and sweep armed on the clock", func() bool { return clock.Timers() == 2 })
@@ -124,7 +124,7 @@ func TestTheRetireSweepBackstopRetiresKeysTheIndexDoesNotHold(t *testing.T) {
 	}
 	clock := testkit.NewClock(time.Now().Add(2 * time.Hour))
 	retired := make(chan string, len(names))
-	e.run(e.store.Families(), func(c *RegistrarConfig) {
+	e.run(e.store.Families(), func(c *Config) {
 		c.Clock, c.SweepEvery = clock, time.Second
 		c.OnRetired = func(q, _ string) { retired <- q }
 	})
@@ -146,10 +146,10 @@ func TestTheRetireSweepBackstopRetiresKeysTheIndexDoesNotHold(t *testing.T) {
 	})
 }
 
-// heldDrops is a FamilyRegistry whose DropOffset waits until release is
-// closed (a ZooKeeper slow to answer), counting the calls that began.
+// heldDrops is an OffsetDropper whose DropOffset waits until release is
+// closed (a ZooKeeper slow to answer), noting the calls that began.
 type heldDrops struct {
-	FamilyRegistry
+	OffsetDropper
 	release chan struct{}
 	began   chan string
 }
@@ -164,7 +164,7 @@ func (r heldDrops) DropOffset(ctx context.Context, q string) (bool, error) {
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-	return r.FamilyRegistry.DropOffset(ctx, q)
+	return r.OffsetDropper.DropOffset(ctx, q)
 }
 
 // Issue 40: a sweep step ended with the offset nodes of the queues the
@@ -183,9 +183,9 @@ func TestTheRetireSweepDoesNotWaitForOffsetDrops(t *testing.T) {
 	drops := heldDrops{release: make(chan struct{}), began: make(chan string, 1)}
 	t.Cleanup(func() { close(drops.release) })
 	retired := make(chan string, len(names))
-	e.run(e.store.Families(), func(c *RegistrarConfig) {
-		drops.FamilyRegistry = c.Registry
-		c.Registry = drops
+	e.run(e.store.Families(), func(c *Config) {
+		drops.OffsetDropper = c.Registry.Offsets
+		c.Registry.Offsets = drops
 		c.Clock, c.SweepEvery, c.SweepCount = clock, time.Second, 1
 		c.OnRetired = func(q, _ string) { retired <- q }
 	})

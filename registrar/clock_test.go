@@ -1,4 +1,4 @@
-package fleet
+package registrar
 
 import (
 	"context"
@@ -13,14 +13,36 @@ import (
 	"github.com/drover-dev/drover/queue"
 )
 
-// clockRegistry is a FamilyRegistry with one family and nothing else.
-type clockRegistry struct{ *fakeMemberSession }
+// oneFamily is a FamilySource with one family and nothing else.
+type oneFamily struct{}
 
-func (clockRegistry) WatchFamilies(ctx context.Context) <-chan drover.Families {
+func (oneFamily) Watch(ctx context.Context) <-chan drover.Families {
 	ch := make(chan drover.Families, 1)
 	ch <- drover.Families{{Name: "cust"}}
 	return ch
 }
+func (oneFamily) Get(context.Context, string) (coordinator.FamilyEntry, error) {
+	return coordinator.FamilyEntry{}, errors.New("fake: no family read")
+}
+func (oneFamily) Reapply(context.Context, drover.FamilyConfig, []drover.QueueConfig) (int, int, error) {
+	return 0, 0, errors.New("fake: no family reapplied")
+}
+
+// noRegistry is a QueueRegistry and OffsetDropper that writes nothing.
+type noRegistry struct{}
+
+func (noRegistry) CreateMany(context.Context, []drover.QueueConfig) (int, error) {
+	return 0, errors.New("fake: no registry")
+}
+func (noRegistry) RetireMany(context.Context, []coordinator.RetireCandidate, func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error) {
+	return nil, errors.New("fake: no registry")
+}
+func (noRegistry) DropOffset(context.Context, string) (bool, error) {
+	return false, errors.New("fake: no registry")
+}
+
+// clockRegistry is a Registry with one family and nothing else.
+var clockRegistry = Registry{Queues: noRegistry{}, Families: oneFamily{}, Offsets: noRegistry{}}
 
 // clockRedis is a FamilyRedis that counts subscriptions and scans; the
 // first failSubscribe subscriptions fail.
@@ -76,7 +98,7 @@ func (r *clockRedis) counts() (subscribes, scans int) {
 func TestTheRegistrarWaitsOnItsClock(t *testing.T) {
 	clock := testkit.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	redis := &clockRedis{failSubscribe: 1}
-	r, err := NewRegistrar(RegistrarConfig{Registry: clockRegistry{&fakeMemberSession{}}, Redis: redis, Clock: clock, ScanEvery: time.Second, SweepEvery: time.Hour})
+	r, err := New(Config{Registry: clockRegistry, Redis: redis, Clock: clock, ScanEvery: time.Second, SweepEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

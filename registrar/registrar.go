@@ -1,4 +1,4 @@
-package fleet
+package registrar
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 //   - every enqueue to a queue without an owner route publishes the
 //     queue's name on the unowned channel; the registrar listens there,
 //     keeps the names that match a family and are not registered, and
-//     registers them with one batched CreateQueues per Batch window: the
+//     registers them with one batched CreateMany per Batch window: the
 //     cost grows with new queues, never with idle ones;
 //   - Pub/Sub is lossy, so a slow SCAN of the queues holding messages
 //     (ScanCount keys every ScanEvery) finds a queue whose wake-up was
@@ -39,7 +39,7 @@ import (
 //     Redis Cluster, a delayed message revoked), SweepCount registered
 //     queues in turn (docs/decisions.md, "Issue 40: the retire sweep
 //     visits the emptied queues")
-//     (registrar_retire.go): their Redis keys and queue registry SET
+//     (retire.go): their Redis keys and queue registry SET
 //     entries are deleted only if each queue is still empty (one script
 //     each, all in one pipeline; see queue.Families.RetireMany for a Redis
 //     Cluster), then their registry entries (a few packed multis), then
@@ -52,10 +52,10 @@ import (
 
 // Registrar defaults.
 const (
-	DefaultRegistrarBatch = 50 * time.Millisecond
-	DefaultScanEvery      = time.Second
-	DefaultScanCount      = 1000
-	DefaultSweepEvery     = time.Second
+	DefaultBatch      = 50 * time.Millisecond
+	DefaultScanEvery  = time.Second
+	DefaultScanCount  = 1000
+	DefaultSweepEvery = time.Second
 	// DefaultSweepCount is the backstop's pace: the sweep finds the queues
 	// trims emptied in the retire index, and walks the registry only for
 	// those the index does not hold (queues emptied before the index
@@ -77,30 +77,52 @@ const (
 	// finds a backlog catches up, and one step's multis stay a few (a
 	// step's queues are at most what it looks at, SweepCount).
 	maxRetiresPerStep = 2000
-	// pendingFor is how long a name sent to CreateQueues counts as
+	// pendingFor is how long a name sent to CreateMany counts as
 	// registered while the registry snapshot does not list it yet.
 	pendingFor = time.Minute
 )
 
-// FamilyRegistry is what the registrar needs of the coordination service
-// (*coordinator.Session).
-type FamilyRegistry interface {
-	// WatchFamilies delivers every family now and after each change.
-	WatchFamilies(ctx context.Context) <-chan drover.Families
-	// CreateQueues registers queues in batches; existing ones are kept.
-	CreateQueues(ctx context.Context, cfgs []drover.QueueConfig) (int, error)
-	// RetireQueues removes queues of families from the registry where
+// Registry is what the registrar needs of the coordination service: three
+// roles of a *coordinator.Session, each taken as the session has it
+// (ZooKeeper), so that no type forwards to them and a test fakes only the
+// role it needs.
+type Registry struct {
+	Queues   QueueRegistry // coordinator.Queues
+	Families FamilySource  // coordinator.Families
+	Offsets  OffsetDropper // coordinator.Claims
+}
+
+// ZooKeeper is the Registry of a coordinator session.
+func ZooKeeper(s *coordinator.Session) Registry {
+	return Registry{Queues: s.Queues(), Families: s.Families(), Offsets: s.Claims()}
+}
+
+// QueueRegistry registers and retires queues (coordinator.Queues).
+type QueueRegistry interface {
+	// CreateMany registers queues in batches; existing ones are kept.
+	CreateMany(ctx context.Context, cfgs []drover.QueueConfig) (int, error)
+	// RetireMany removes queues of families from the registry where
 	// empty says so, in a few multis (see coordinator.Queues.RetireMany).
-	RetireQueues(ctx context.Context, cands []coordinator.RetireCandidate, empty func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error)
+	RetireMany(ctx context.Context, cands []coordinator.RetireCandidate, empty func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error)
+}
+
+// FamilySource reads the families (coordinator.Families).
+type FamilySource interface {
+	// Watch delivers every family now and after each change.
+	Watch(ctx context.Context) <-chan drover.Families
+	// Get reads one family (drover.ErrFamilyNotFound when gone).
+	Get(ctx context.Context, name string) (coordinator.FamilyEntry, error)
+	// Reapply gives queues registered with cfgs the family's
+	// configuration where they still hold the one registered (see
+	// coordinator.Families.Reapply).
+	Reapply(ctx context.Context, f drover.FamilyConfig, cfgs []drover.QueueConfig) (updated, kept int, err error)
+}
+
+// OffsetDropper deletes the offsets of retired queues (coordinator.Claims).
+type OffsetDropper interface {
 	// DropOffset deletes a retired queue's offset node once unowned;
 	// false: still owned, try later.
 	DropOffset(ctx context.Context, queue string) (bool, error)
-	// Family reads one family (drover.ErrFamilyNotFound when gone).
-	Family(ctx context.Context, name string) (coordinator.FamilyEntry, error)
-	// ReapplyFamily gives queues registered with cfgs the family's
-	// configuration where they still hold the one registered (see
-	// coordinator.Families.Reapply).
-	ReapplyFamily(ctx context.Context, f drover.FamilyConfig, cfgs []drover.QueueConfig) (updated, kept int, err error)
 }
 
 // FamilyRedis is what the registrar needs of Redis (*queue.Store).
@@ -126,16 +148,18 @@ type FamilyRedis interface {
 }
 
 var (
-	_ FamilyRegistry = ZooKeeper{}
-	_ FamilyRedis    = queue.Families{}
+	_ FamilyRedis   = queue.Families{}
+	_ QueueRegistry = coordinator.Queues{}
+	_ FamilySource  = coordinator.Families{}
+	_ OffsetDropper = coordinator.Claims{}
 )
 
-// RegistrarConfig configures a Registrar. Zero values mean the documented
+// Config configures a Registrar. Zero values mean the documented
 // defaults.
-type RegistrarConfig struct {
-	Registry FamilyRegistry // required
-	Redis    FamilyRedis    // required
-	// Batch is how long new names are gathered before one CreateQueues.
+type Config struct {
+	Registry Registry    // required: every role
+	Redis    FamilyRedis // required
+	// Batch is how long new names are gathered before one CreateMany.
 	// Default 50ms.
 	Batch time.Duration
 	// ScanEvery and ScanCount pace the backstop scan: about ScanCount
@@ -152,7 +176,7 @@ type RegistrarConfig struct {
 	// every wait runs on it (the flush, the scan, the sweep, the backoff of
 	// the wake-ups' subscription). Default drover.SystemClock.
 	Clock drover.TimerClock
-	// OnRegistered, if set, is called after each CreateQueues with the
+	// OnRegistered, if set, is called after each CreateMany with the
 	// queues sent and how many were created.
 	OnRegistered func(sent, created int)
 	// OnReady, if set, is called when a term has subscribed to the
@@ -168,24 +192,24 @@ type RegistrarConfig struct {
 // leads the rebalance. Observe feeds it the registry snapshots the leader
 // reads; Run runs one term.
 type Registrar struct {
-	cfg RegistrarConfig
+	cfg Config
 	log hclog.Logger
 
 	mu     sync.Mutex
 	latest *coordinator.Registry
 	notify chan struct{}
-	// The queues this term's CreateQueues created, for the leader to
-	// place at once (placement.go), ahead of the registry watch.
+	// The queues this term's CreateMany created, for the leader to
+	// place at once (fleet/placement.go), ahead of the registry watch.
 	created      []drover.QueueConfig
 	createdReady chan struct{}
 }
 
-// NewRegistrar validates cfg.
-func NewRegistrar(cfg RegistrarConfig) (*Registrar, error) {
-	if cfg.Registry == nil || cfg.Redis == nil {
-		return nil, fmt.Errorf("registrar: %w: Registry and Redis are required", drover.ErrInvalidConfig)
+// New validates cfg.
+func New(cfg Config) (*Registrar, error) {
+	if r := cfg.Registry; r.Queues == nil || r.Families == nil || r.Offsets == nil || cfg.Redis == nil {
+		return nil, fmt.Errorf("registrar: %w: Registry (Queues, Families, Offsets) and Redis are required", drover.ErrInvalidConfig)
 	}
-	cfg.Batch = defaults.Positive(cfg.Batch, DefaultRegistrarBatch)
+	cfg.Batch = defaults.Positive(cfg.Batch, DefaultBatch)
 	cfg.ScanEvery = defaults.Positive(cfg.ScanEvery, DefaultScanEvery)
 	cfg.ScanCount = defaults.Positive(cfg.ScanCount, DefaultScanCount)
 	cfg.SweepEvery = defaults.Positive(cfg.SweepEvery, DefaultSweepEvery)
@@ -222,8 +246,13 @@ func (r *Registrar) handOver(cfgs []drover.QueueConfig) {
 	}
 }
 
-// takeCreated returns the queues created since the last call.
-func (r *Registrar) takeCreated() []drover.QueueConfig {
+// Created receives a notice when queues were created: TakeCreated has
+// them, for the rebalance leader to place at once (fleet's placement),
+// ahead of the registry watch.
+func (r *Registrar) Created() <-chan struct{} { return r.createdReady }
+
+// TakeCreated returns the queues created since the last call.
+func (r *Registrar) TakeCreated() []drover.QueueConfig {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.created
@@ -238,8 +267,8 @@ type term struct {
 	reg     coordinator.Registry
 	haveReg bool
 	batch   map[string]drover.QueueConfig // to register at the next flush
-	sending map[string]bool               // in the CreateQueues running now
-	pending map[string]time.Time          // sent to CreateQueues, not listed yet
+	sending map[string]bool               // in the CreateMany running now
+	pending map[string]time.Time          // sent to CreateMany, not listed yet
 	retired map[string]bool               // retired; listed by a stale snapshot
 	offsets []string                      // retired, offset node to drop
 	// retiring: the candidates of the sweep step running now; woken:
@@ -284,7 +313,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 	}
 	t := &term{Registrar: r, batch: map[string]drover.QueueConfig{}, sending: map[string]bool{}, pending: map[string]time.Time{},
 		retired: map[string]bool{}, retiring: map[string]bool{}, woken: map[string]bool{}}
-	fams := r.cfg.Registry.WatchFamilies(ctx)
+	fams := r.cfg.Registry.Families.Watch(ctx)
 	// Wake-ups wait (in the subscription's buffer) until the families are
 	// known: matched against none, they would be dropped.
 	select {
@@ -304,12 +333,12 @@ func (r *Registrar) Run(ctx context.Context) error {
 	flush := clock.NewTimer(time.Hour)
 	flush.Stop()
 	defer flush.Stop()
-	// One CreateQueues at a time runs on its own goroutine, so that the
+	// One CreateMany at a time runs on its own goroutine, so that the
 	// loop keeps draining the wake-ups meanwhile (a registration of a
 	// thousand queues takes a second or more, and the subscription's
 	// buffer holds 1,024): names that come in the meantime make the next
 	// batch bigger.
-	flushing := false // the timer runs, or a CreateQueues does
+	flushing := false // the timer runs, or a CreateMany does
 	registered := make(chan registration, 1)
 	defer func() {
 		if flushing {
@@ -320,7 +349,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 		}
 	}()
 	// One sweep step at a time runs on its own goroutine, for the same
-	// reason (registrar_retire.go).
+	// reason (retire.go).
 	sweeping := false
 	swept := make(chan retirement, 1)
 	defer func() {
@@ -386,7 +415,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 			cfgs := t.takeBatch()
 			go func() {
 				start := clock.Now()
-				created, err := t.cfg.Registry.CreateQueues(ctx, cfgs)
+				created, err := t.cfg.Registry.Queues.CreateMany(ctx, cfgs)
 				if err == nil {
 					t.catchUpFamilies(ctx, cfgs)
 					t.addQueueNames(ctx, cfgs)
@@ -452,7 +481,7 @@ func (t *term) takeSnapshot() {
 	}
 }
 
-// settlePending forgets the names sent to CreateQueues that the registry
+// settlePending forgets the names sent to CreateMany that the registry
 // snapshot lists, or that were sent more than pendingFor ago.
 func (t *term) settlePending() {
 	now := t.cfg.Clock.Now()
@@ -473,7 +502,7 @@ func (t *term) registered(q string) bool {
 
 // consider adds q to the batch when it matches a family and is not
 // registered. Before the first registry snapshot every match is sent
-// (CreateQueues keeps existing queues).
+// (CreateMany keeps existing queues).
 func (t *term) consider(q string) {
 	if _, ok := t.batch[q]; ok || t.sending[q] || drover.ValidateQueueName(q) != nil {
 		return
@@ -489,7 +518,7 @@ func (t *term) consider(q string) {
 	t.batch[q] = f.QueueFor(q)
 }
 
-// registration is the outcome of one CreateQueues.
+// registration is the outcome of one CreateMany.
 type registration struct {
 	cfgs    []drover.QueueConfig
 	created int
@@ -497,7 +526,7 @@ type registration struct {
 	took    time.Duration
 }
 
-// takeBatch empties the batch into a slice for CreateQueues.
+// takeBatch empties the batch into a slice for CreateMany.
 func (t *term) takeBatch() []drover.QueueConfig {
 	cfgs := make([]drover.QueueConfig, 0, len(t.batch))
 	for _, c := range t.batch {
@@ -508,7 +537,7 @@ func (t *term) takeBatch() []drover.QueueConfig {
 	return cfgs
 }
 
-// afterRegister takes the outcome of a CreateQueues: the names count as
+// afterRegister takes the outcome of a CreateMany: the names count as
 // registered until the registry snapshot lists them; on failure they go
 // back into the batch for the next one.
 func (t *term) afterRegister(ctx context.Context, reg registration) {
@@ -584,7 +613,7 @@ func (t *term) catchUpFamilies(ctx context.Context, cfgs []drover.QueueConfig) {
 		byFamily[c.Family] = append(byFamily[c.Family], c)
 	}
 	for name, cs := range byFamily {
-		e, err := t.cfg.Registry.Family(ctx, name)
+		e, err := t.cfg.Registry.Families.Get(ctx, name)
 		if err != nil {
 			if !errors.Is(err, drover.ErrFamilyNotFound) && ctx.Err() == nil {
 				t.log.Warn("reading a family after registering its queues failed", "family", name, "error", err)
@@ -600,7 +629,7 @@ func (t *term) catchUpFamilies(ctx context.Context, cfgs []drover.QueueConfig) {
 		if len(stale) == 0 {
 			continue
 		}
-		updated, kept, err := t.cfg.Registry.ReapplyFamily(ctx, e.Config, stale)
+		updated, kept, err := t.cfg.Registry.Families.Reapply(ctx, e.Config, stale)
 		if err != nil && ctx.Err() == nil {
 			t.log.Warn("bringing queues registered from a family's previous configuration up to date failed", "family", name, "queues", len(stale), "error", err)
 			continue

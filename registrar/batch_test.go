@@ -1,4 +1,4 @@
-package fleet
+package registrar
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func TestRegistrarRetiresAThousandIdleQueuesInOneStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	var retired atomic.Int64
-	e.runOn(store.Families(), RegistrarConfig{Clock: clock, SweepEvery: time.Second, ScanEvery: time.Hour,
+	e.runOn(store.Families(), Config{Clock: clock, SweepEvery: time.Second, ScanEvery: time.Hour,
 		OnRetired: func(string, string) { retired.Add(1) }})
 	testkit.Eventually(t, "the scan and sweep armed on the clock", func() bool { return clock.Timers() == 2 })
 	before := trips.n.Load()
@@ -95,9 +95,9 @@ func TestRegistrarRetiresAThousandIdleQueuesInOneStep(t *testing.T) {
 
 // runOn runs a registrar on redis with cfg (Registry and Logger set
 // here) until the test ends.
-func (e *registrarEnv) runOn(redis FamilyRedis, cfg RegistrarConfig) {
+func (e *registrarEnv) runOn(redis FamilyRedis, cfg Config) {
 	e.t.Helper()
-	e.run(redis, func(c *RegistrarConfig) {
+	e.run(redis, func(c *Config) {
 		c.Clock, c.SweepEvery, c.ScanEvery, c.OnRetired = cfg.Clock, cfg.SweepEvery, cfg.ScanEvery, cfg.OnRetired
 		c.Logger = testkit.Logger(e.t, hclog.Warn)
 	})
@@ -140,9 +140,9 @@ func TestRegistrarWakeupDuringARetireStepRegistersTheQueueAgain(t *testing.T) {
 	e.clock.Add(2 * time.Hour)
 	late := &lateEnqueue{FamilyRedis: e.store.Families(), e: e, victim: "cust-late"}
 	retired := make(chan string, 1)
-	e.run(late, func(c *RegistrarConfig) {
+	e.run(late, func(c *Config) {
 		c.SweepEvery = 20 * time.Millisecond
-		c.Registry = watchedRegistry{c.Registry, retired}
+		c.Registry.Queues = watchedRegistry{c.Registry.Queues, retired}
 	})
 	select {
 	case <-retired:
@@ -194,9 +194,9 @@ func TestRegistrarKeepsAQueueReconfiguredDuringItsRetire(t *testing.T) {
 	}
 	e.clock.Add(2 * time.Hour)
 	retired := make(chan string, 3)
-	e.run(&reconfigureAfterScripts{FamilyRedis: e.store.Families(), e: e, victim: "cust-kept"}, func(c *RegistrarConfig) {
+	e.run(&reconfigureAfterScripts{FamilyRedis: e.store.Families(), e: e, victim: "cust-kept"}, func(c *Config) {
 		c.SweepEvery = 20 * time.Millisecond
-		c.Registry = watchedRegistry{c.Registry, retired}
+		c.Registry.Queues = watchedRegistry{c.Registry.Queues, retired}
 	})
 	for range 2 {
 		select {

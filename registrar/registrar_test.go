@@ -1,4 +1,4 @@
-package fleet
+package registrar
 
 import (
 	"context"
@@ -80,16 +80,16 @@ func newRegistrarEnv(t *testing.T) *registrarEnv {
 }
 
 // run runs a registrar on redis until the test ends.
-func (e *registrarEnv) run(redis FamilyRedis, tune func(*RegistrarConfig)) {
+func (e *registrarEnv) run(redis FamilyRedis, tune func(*Config)) {
 	e.t.Helper()
-	cfg := RegistrarConfig{Registry: ZooKeeper{e.zk}, Redis: redis, Clock: e.clock,
+	cfg := Config{Registry: ZooKeeper(e.zk), Redis: redis, Clock: e.clock,
 		ScanEvery: time.Hour, SweepEvery: time.Hour, Logger: testkit.Logger(e.t, hclog.Warn)}
 	ready := make(chan struct{})
 	cfg.OnReady = func() { close(ready) }
 	if tune != nil {
 		tune(&cfg)
 	}
-	r, err := NewRegistrar(cfg)
+	r, err := New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestRegistrarRegistersFamilyQueueAtFirstEnqueue(t *testing.T) {
 func TestRegistrarBackstopFindsQueueWhoseWakeupWasLost(t *testing.T) {
 	e := newRegistrarEnv(t)
 	e.enqueue(e.quiet, "cust-lost")
-	e.run(e.store.Families(), func(c *RegistrarConfig) { c.ScanEvery = 20 * time.Millisecond })
+	e.run(e.store.Families(), func(c *Config) { c.ScanEvery = 20 * time.Millisecond })
 	if cfg := e.waitRegistered("cust-lost"); cfg.Family != "customers" {
 		t.Fatalf("want cust-lost from family customers, have %+v", cfg)
 	}
@@ -240,7 +240,7 @@ func TestRegistrarRetiresEmptyIdleQueue(t *testing.T) {
 	if err := e.zk.Queues().Create(ctx, drover.QueueConfig{Name: "cust-own"}); err != nil {
 		t.Fatal(err)
 	}
-	e.run(e.store.Families(), func(c *RegistrarConfig) { c.SweepEvery = 20 * time.Millisecond })
+	e.run(e.store.Families(), func(c *Config) { c.SweepEvery = 20 * time.Millisecond })
 	e.clock.Add(30 * time.Minute)
 	e.enqueue(e.store, "cust-probe") // registered: the registrar has run sweeps with the clock at +30m
 	e.waitRegistered("cust-probe")
@@ -257,14 +257,14 @@ func TestRegistrarRetiresEmptyIdleQueue(t *testing.T) {
 	}
 }
 
-// watchedRegistry reports each queue RetireQueues removed.
+// watchedRegistry reports each queue RetireMany removed.
 type watchedRegistry struct {
-	FamilyRegistry
+	QueueRegistry
 	retired chan string
 }
 
-func (r watchedRegistry) RetireQueues(ctx context.Context, cands []coordinator.RetireCandidate, empty func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error) {
-	done, err := r.FamilyRegistry.RetireQueues(ctx, cands, empty)
+func (r watchedRegistry) RetireMany(ctx context.Context, cands []coordinator.RetireCandidate, empty func(context.Context, []coordinator.RetireCandidate) ([]bool, error)) ([]bool, error) {
+	done, err := r.QueueRegistry.RetireMany(ctx, cands, empty)
 	for i, ok := range done {
 		if ok {
 			r.retired <- cands[i].Queue
@@ -293,9 +293,9 @@ func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
 	e.clock.Add(2 * time.Hour)
 	racing := &racingRedis{FamilyRedis: e.store.Families(), e: e, victim: "cust-race", raced: make(chan struct{})}
 	retired := make(chan string, len(names))
-	e.run(racing, func(c *RegistrarConfig) {
+	e.run(racing, func(c *Config) {
 		c.SweepEvery = 20 * time.Millisecond
-		c.Registry = watchedRegistry{c.Registry, retired}
+		c.Registry.Queues = watchedRegistry{c.Registry.Queues, retired}
 	})
 	gone := map[string]bool{}
 	for len(gone) < len(names) {
@@ -322,11 +322,11 @@ func TestRegistrarRetireNeverLosesConcurrentEnqueue(t *testing.T) {
 // staleFamilies delivers the families as they were when the registrar
 // started and never their changes: a family watch that lags.
 type staleFamilies struct {
-	FamilyRegistry
+	FamilySource
 	fams drover.Families
 }
 
-func (r staleFamilies) WatchFamilies(ctx context.Context) <-chan drover.Families {
+func (r staleFamilies) Watch(ctx context.Context) <-chan drover.Families {
 	ch := make(chan drover.Families, 1)
 	ch <- r.fams
 	context.AfterFunc(ctx, func() { close(ch) })
@@ -339,8 +339,8 @@ func (r staleFamilies) WatchFamilies(ctx context.Context) <-chan drover.Families
 func TestRegistrarCatchesUpWithFamilyChangeItHasNotSeen(t *testing.T) {
 	e := newRegistrarEnv(t)
 	ctx := context.Background()
-	e.run(e.store.Families(), func(c *RegistrarConfig) {
-		c.Registry = staleFamilies{FamilyRegistry: c.Registry, fams: drover.Families{e.fam}}
+	e.run(e.store.Families(), func(c *Config) {
+		c.Registry.Families = staleFamilies{FamilySource: c.Registry.Families, fams: drover.Families{e.fam}}
 	})
 	next := e.fam
 	next.Queue.RateLimit.PerSecond = 7
@@ -383,7 +383,7 @@ func (e *registrarEnv) listed(q string) bool {
 func TestRegistrarRetiredQueueLeavesNothingAndComesBack(t *testing.T) {
 	e := newRegistrarEnv(t)
 	ctx := context.Background()
-	e.run(e.store.Families(), func(c *RegistrarConfig) { c.SweepEvery = 20 * time.Millisecond })
+	e.run(e.store.Families(), func(c *Config) { c.SweepEvery = 20 * time.Millisecond })
 	e.enqueue(e.store, "cust-gone")
 	e.waitRegistered("cust-gone")
 	// As its owner would: run the message, trim it with its outcome

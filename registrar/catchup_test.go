@@ -1,4 +1,4 @@
-package fleet
+package registrar
 
 import (
 	"context"
@@ -41,21 +41,22 @@ func (r *pagedRedis) scanCursors() []uint64 {
 	return slices.Clone(r.cursors)
 }
 
-// catchUpRegistry is a FamilyRegistry with the family cust- that records
-// the queues it is asked to create.
+// catchUpRegistry is a QueueRegistry and FamilySource with the family
+// cust- that records the queues it is asked to create.
 type catchUpRegistry struct {
-	clockRegistry
+	noRegistry
+	oneFamily
 	mu      sync.Mutex
 	created []string
 }
 
-func (r *catchUpRegistry) WatchFamilies(context.Context) <-chan drover.Families {
+func (r *catchUpRegistry) Watch(context.Context) <-chan drover.Families {
 	ch := make(chan drover.Families, 1)
 	ch <- drover.Families{{Name: "cust", Prefix: "cust-"}}
 	return ch
 }
 
-func (r *catchUpRegistry) CreateQueues(_ context.Context, cfgs []drover.QueueConfig) (int, error) {
+func (r *catchUpRegistry) CreateMany(_ context.Context, cfgs []drover.QueueConfig) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range cfgs {
@@ -64,7 +65,7 @@ func (r *catchUpRegistry) CreateQueues(_ context.Context, cfgs []drover.QueueCon
 	return len(cfgs), nil
 }
 
-func (r *catchUpRegistry) Family(context.Context, string) (coordinator.FamilyEntry, error) {
+func (r *catchUpRegistry) Get(context.Context, string) (coordinator.FamilyEntry, error) {
 	return coordinator.FamilyEntry{}, drover.ErrFamilyNotFound
 }
 
@@ -82,8 +83,8 @@ func (r *catchUpRegistry) has(q string) bool {
 func TestAfterALostWakeupTheCatchUpScansAWholePass(t *testing.T) {
 	clock := testkit.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	redis := &pagedRedis{wakeups: make(chan queue.Wakeup, 4)}
-	reg := &catchUpRegistry{clockRegistry: clockRegistry{&fakeMemberSession{}}}
-	r, err := NewRegistrar(RegistrarConfig{Registry: reg, Redis: redis, Clock: clock,
+	reg := &catchUpRegistry{}
+	r, err := New(Config{Registry: Registry{Queues: reg, Families: reg, Offsets: reg}, Redis: redis, Clock: clock,
 		Batch: 50 * time.Millisecond, ScanEvery: time.Second, SweepEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)

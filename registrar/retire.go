@@ -1,4 +1,4 @@
-package fleet
+package registrar
 
 import (
 	"context"
@@ -74,7 +74,7 @@ func (t *term) sweepStep(ctx context.Context) (sweepJob, bool) {
 }
 
 // registering reports whether q is on its way to the registry: in the
-// batch, in the CreateQueues running now, or sent and not listed yet.
+// batch, in the CreateMany running now, or sent and not listed yet.
 func (t *term) registering(q string) bool {
 	_, batched := t.batch[q]
 	_, pending := t.pending[q]
@@ -189,7 +189,7 @@ func (t *term) idleCandidates(ctx context.Context, job sweepJob) []coordinator.R
 func (t *term) retireBatch(ctx context.Context, cands []coordinator.RetireCandidate, job sweepJob) (gone []coordinator.RetireCandidate, busy map[string]bool) {
 	redisRetired := map[string]bool{}
 	passedOn := map[string]bool{}
-	done, err := t.cfg.Registry.RetireQueues(ctx, cands, func(ctx context.Context, passed []coordinator.RetireCandidate) ([]bool, error) {
+	done, err := t.cfg.Registry.Queues.RetireMany(ctx, cands, func(ctx context.Context, passed []coordinator.RetireCandidate) ([]bool, error) {
 		for _, c := range passed {
 			passedOn[c.Queue] = true
 		}
@@ -302,7 +302,7 @@ func (t *term) dropOffsets(ctx context.Context, offsets []string) []string {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			done, err := t.cfg.Registry.DropOffset(ctx, q)
+			done, err := t.cfg.Registry.Offsets.DropOffset(ctx, q)
 			dropped[i] = err == nil && done
 		}()
 	}
