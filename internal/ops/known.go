@@ -6,6 +6,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/queue"
 )
 
 // QueueRegistry is Redis's registry of the queues enqueued to
@@ -64,6 +65,37 @@ func KnownQueue(ctx context.Context, reg QueueRegistry, confs QueueConfigs, q st
 		return regErr
 	}
 	return queueNotFound(q)
+}
+
+// ProducerAdmission is KnownQueue's rule as the HTTP producer applies it
+// inside its enqueue (queue.Producer.EnqueueAdmitted: one command for a
+// queue Redis's registry lists, the enqueue refused with
+// queue.ErrNotRegistered otherwise): for a queue the registry does not
+// list, the admission to enqueue with, from ZooKeeper as KnownQueue reads
+// it. A queue configured on its own (a corrupt configuration counts) is
+// registered; a key of a family not registered yet is admitted under its
+// family's bound (drover.FamilyConfig.MaxQueues); any other name fails as
+// KnownQueue fails (an error wrapping drover.ErrQueueNotFound, or
+// ZooKeeper's). So the producer accepts exactly the queues KnownQueue
+// knows, and nothing but the family's bound refuses one of them.
+func ProducerAdmission(ctx context.Context, confs QueueConfigs, q string) (queue.Admission, error) {
+	if err := drover.ValidateQueueName(q); err != nil {
+		return queue.Admission{}, badInput("queue name: %v", err)
+	}
+	e, err := confs.GetOrFamily(ctx, q)
+	switch {
+	case err == nil && e.Version < 0 && e.Config.Family != "":
+		bound := e.MaxQueues
+		if bound <= 0 {
+			bound = drover.DefaultFamilyMaxQueues
+		}
+		return queue.Admission{Family: e.Config.Family, MaxQueues: bound}, nil
+	case err == nil, e.Name != "":
+		return queue.Admission{Register: true}, nil
+	case !errors.Is(err, drover.ErrQueueNotFound):
+		return queue.Admission{}, err
+	}
+	return queue.Admission{}, queueNotFound(q)
 }
 
 // knownQueue is KnownQueue on the fleet's store and session.
