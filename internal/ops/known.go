@@ -34,7 +34,8 @@ func (f ConfigsFunc) GetOrFamily(ctx context.Context, q string) (coordinator.Que
 
 // KnownQueue is the one answer to "does queue q exist" that every surface
 // gives before acting on a queue (the console and its API, `drover ctl`,
-// the HTTP producer, through Queues.Known or directly): q exists when it
+// through Queues.Known or directly; the HTTP producer applies it inside its
+// enqueue, through ProducerAdmission): q exists when it
 // is in Redis's registry of queues enqueued to, or has a configuration in
 // ZooKeeper, its own (a corrupt one still counts) or its family's (a
 // family's key is known before its first enqueue). Redis is asked first,
@@ -55,16 +56,27 @@ func KnownQueue(ctx context.Context, reg QueueRegistry, confs QueueConfigs, q st
 	if regErr == nil && listed {
 		return nil
 	}
+	_, err := configured(ctx, confs, q)
+	if regErr != nil && errors.Is(err, drover.ErrQueueNotFound) {
+		return regErr
+	}
+	return err
+}
+
+// configured is the ZooKeeper half of KnownQueue's rule, for a queue
+// Redis's registry does not list: q's configuration, its own (a corrupt
+// one counts: the entry is returned with a nil error) or its family's
+// (Version -1); an error wrapping drover.ErrQueueNotFound for neither, or
+// ZooKeeper's error.
+func configured(ctx context.Context, confs QueueConfigs, q string) (coordinator.QueueEntry, error) {
 	e, err := confs.GetOrFamily(ctx, q)
 	switch {
 	case err == nil, e.Name != "": // configured, under a family, or configured but corrupt
-		return nil
+		return e, nil
 	case !errors.Is(err, drover.ErrQueueNotFound):
-		return err
-	case regErr != nil:
-		return regErr
+		return e, err
 	}
-	return queueNotFound(q)
+	return e, queueNotFound(q)
 }
 
 // ProducerAdmission is KnownQueue's rule as the HTTP producer applies it
@@ -82,20 +94,18 @@ func ProducerAdmission(ctx context.Context, confs QueueConfigs, q string) (queue
 	if err := drover.ValidateQueueName(q); err != nil {
 		return queue.Admission{}, badInput("queue name: %v", err)
 	}
-	e, err := confs.GetOrFamily(ctx, q)
+	e, err := configured(ctx, confs, q)
 	switch {
-	case err == nil && e.Version < 0 && e.Config.Family != "":
+	case err != nil:
+		return queue.Admission{}, err
+	case e.Version < 0 && e.Config.Family != "" && e.Err == nil: // a family's key not registered yet
 		bound := e.MaxQueues
 		if bound <= 0 {
 			bound = drover.DefaultFamilyMaxQueues
 		}
 		return queue.Admission{Family: e.Config.Family, MaxQueues: bound}, nil
-	case err == nil, e.Name != "":
-		return queue.Admission{Register: true}, nil
-	case !errors.Is(err, drover.ErrQueueNotFound):
-		return queue.Admission{}, err
 	}
-	return queue.Admission{}, queueNotFound(q)
+	return queue.Admission{Register: true}, nil
 }
 
 // knownQueue is KnownQueue on the fleet's store and session.
