@@ -1,6 +1,7 @@
 package drover
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +15,34 @@ var ErrFamilyNotFound = fmt.Errorf("queue family: %w", ErrNotFound)
 // MaxFamilies bounds the families of one cluster: the rebalance leader
 // matches every new queue name against all of them.
 const MaxFamilies = 1000
+
+// DefaultFamilyMaxQueues is a family's MaxQueues when it sets none: the
+// number of queues the fleet's cost model is met at (DESIGN.md §10), so
+// that producers cannot take one family past what the fleet is built for
+// unless an operator says so (docs/decisions.md, "Issue 41: a family's
+// bound on its queues").
+const DefaultFamilyMaxQueues = 100_000
+
+// ErrFamilyFull: an enqueue would have brought a new queue into a family
+// that holds its MaxQueues already; nothing was written. A
+// *FamilyFullError carries the family and its bound.
+var ErrFamilyFull = errors.New("drover: queue family full")
+
+// FamilyFullError is the error of an enqueue refused by a family's
+// MaxQueues: the queue is not registered and the family may not hold
+// another. Nothing was written. It wraps ErrFamilyFull.
+type FamilyFullError struct {
+	Queue     string
+	Family    string
+	MaxQueues int
+}
+
+func (e *FamilyFullError) Error() string {
+	return fmt.Sprintf("queue %s: family %s holds its max_queues (%d queues) already: retire a queue of it or raise max_queues", e.Queue, e.Family, e.MaxQueues)
+}
+
+// Unwrap returns ErrFamilyFull.
+func (e *FamilyFullError) Unwrap() error { return ErrFamilyFull }
 
 // FamilyConfig is a queue family: a queue configuration that applies to
 // every queue whose name starts with Prefix, so that such a queue runs from
@@ -36,6 +65,22 @@ type FamilyConfig struct {
 	// message) and idle (no enqueue) for this long. Its next enqueue
 	// registers it again. 0: never.
 	RetireAfter Duration `json:"retire_after,omitempty"`
+	// MaxQueues bounds the queues HTTP producers (POST
+	// /api/v1/queues/{queue}/jobs) may bring into existence in the family:
+	// a first enqueue to a key the family does not hold yet is refused
+	// (HTTP 409 naming the bound, nothing written) while it holds MaxQueues
+	// of them; retiring one frees room. Keys enqueued to by library
+	// producers (Go, Python, Node: they hold Redis credentials and could
+	// write any key) are not counted. 0: DefaultFamilyMaxQueues.
+	MaxQueues int `json:"max_queues,omitempty"`
+}
+
+// QueueBound is the family's MaxQueues with its default applied.
+func (f FamilyConfig) QueueBound() int {
+	if f.MaxQueues > 0 {
+		return f.MaxQueues
+	}
+	return DefaultFamilyMaxQueues
 }
 
 // QueueFor returns the configuration of queue, a queue of the family.
@@ -61,6 +106,9 @@ func (f FamilyConfig) Validate() error {
 	}
 	if f.RetireAfter < 0 {
 		return fmt.Errorf("%w: family %s: retire_after: must be ≥ 0, have %s", ErrInvalidConfig, f.Name, f.RetireAfter.Std())
+	}
+	if f.MaxQueues < 0 {
+		return fmt.Errorf("%w: family %s: max_queues: must be ≥ 0 (0: the default, %d), have %d", ErrInvalidConfig, f.Name, DefaultFamilyMaxQueues, f.MaxQueues)
 	}
 	if f.Queue.Family != "" && f.Queue.Family != f.Name {
 		return fmt.Errorf("%w: family %s: queue.family: names family %q", ErrInvalidConfig, f.Name, f.Queue.Family)

@@ -27,6 +27,10 @@ type QueueEntry struct {
 	Config  drover.QueueConfig // as stored (defaults not applied)
 	Version int32              // znode version, for Queues.Update
 	Err     error              // set when the data could not be decoded or names another queue
+	// MaxQueues is, for a key of a family not registered yet (GetOrFamily:
+	// Version -1), its family's bound on the queues HTTP producers bring
+	// into it (drover.FamilyConfig.QueueBound); 0 otherwise.
+	MaxQueues int
 }
 
 // Create stores cfg (validated) as /queues/<bucket>/<cfg.Name> and
@@ -229,7 +233,7 @@ func (q Queues) GetOrFamily(ctx context.Context, queue string) (QueueEntry, erro
 		}
 	}
 	if f, ok := fs.Match(queue); ok {
-		return QueueEntry{Name: queue, Config: f.QueueFor(queue), Version: -1}, nil
+		return QueueEntry{Name: queue, Config: f.QueueFor(queue), Version: -1, MaxQueues: f.QueueBound()}, nil
 	}
 	return e, err
 }

@@ -14,6 +14,9 @@ const (
 	CommitsTotal  = "commits_total"      // labels: queue → group
 	FencedTotal   = "fenced_total"       // labels: queue → group
 	EnqueuedTotal = "enqueued_total"     // labels: queue → group
+	// Counter of the console's producer API (POST and DELETE
+	// /api/v1/queues/{queue}/jobs), which is not audited.
+	ProducerRequests = "producer_requests_total" // labels: action, status
 	// Counters of the membership.
 	RebalancesTotal  = "rebalances_total"
 	QueuesMovedTotal = "queues_moved_total"
@@ -122,7 +125,8 @@ var catalog = []Def{
 	{Name: DeadTotal, Kind: Counter, Labels: []string{"group", "reason"}, Help: "Messages moved to the dead-letter list, by reason (failure, retry, timeout, poison, no_route)."},
 	{Name: CommitsTotal, Kind: Counter, Labels: []string{"group"}, Help: "Offset commits accepted by ZooKeeper."},
 	{Name: FencedTotal, Kind: Counter, Labels: []string{"group"}, Help: "Offset commits refused because another member owns the queue now."},
-	{Name: EnqueuedTotal, Kind: Counter, Labels: []string{"group"}, Help: "Messages enqueued by this process (its scheduler's fires)."},
+	{Name: EnqueuedTotal, Kind: Counter, Labels: []string{"group"}, Help: "Messages enqueued by this process (its scheduler's fires, its HTTP producer API)."},
+	{Name: ProducerRequests, Kind: Counter, Labels: []string{"action", "status"}, Help: "Requests to the console's producer API (job.enqueue, job.revoke), by HTTP status."},
 	{Name: RebalancesTotal, Kind: Counter, Help: "Assignments written by this process while it led the rebalance."},
 	{Name: QueuesMovedTotal, Kind: Counter, Help: "Queues given to a different member by those assignments."},
 	{Name: QueuesRemovedTotal, Kind: Counter, Help: "Queues taken out of the assignment without a whole computation (retired or deleted)."},

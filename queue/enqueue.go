@@ -229,7 +229,7 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 			return
 		}
 	}
-	s.flushEnqueuesOn(ctx, s.rdb, "", reqs, true)
+	s.flushEnqueuesOn(ctx, s.rdb, "", reqs, true, nil)
 }
 
 // flushEnqueuesPerShard is flushEnqueues on a Redis Cluster in the durable
@@ -269,7 +269,7 @@ func (s *core) flushEnqueuesPerShard(ctx context.Context, reqs []*enqueueRequest
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.flushEnqueuesOn(ctx, g.rdb, g.barrier, g.reqs, false)
+			s.flushEnqueuesOn(ctx, g.rdb, g.barrier, g.reqs, false, nil)
 			for _, r := range g.reqs {
 				if r.err != nil {
 					s.reloadOnMoved(ctx, r.err)
@@ -303,8 +303,10 @@ func (s *core) flushEnqueuesPerShard(ctx context.Context, reqs []*enqueueRequest
 
 // flushEnqueuesOn is flushEnqueues on rdb (the Store's client, or a
 // cluster shard's master with the barrier key of one of its slots);
-// withRegistry adds the queue registry's SADD to the pipeline.
-func (s *core) flushEnqueuesOn(ctx context.Context, rdb redis.UniversalClient, barrierKey string, reqs []*enqueueRequest, withRegistry bool) {
+// withRegistry adds the queue registry's SADD to the pipeline. A non-nil
+// adm sends every call with enqueueAdmittedSource under that admission
+// (admit.go; not on a Redis Cluster) instead of enqueueSource.
+func (s *core) flushEnqueuesOn(ctx context.Context, rdb redis.UniversalClient, barrierKey string, reqs []*enqueueRequest, withRegistry bool, adm *Admission) {
 	type call struct {
 		queue   string
 		reqs    []*enqueueRequest
@@ -369,6 +371,16 @@ func (s *core) flushEnqueuesOn(ctx context.Context, rdb redis.UniversalClient, b
 		unknown(q)
 	}
 
+	script := enqueueScript
+	if adm != nil {
+		script = enqueueAdmittedScript
+		for _, c := range calls {
+			qk := s.keys.queue(c.queue)
+			c.keys = append(c.keys, s.keys.queues(), s.keys.familyQueues(), qk.family)
+			c.args = append(c.args, adm.mode(), adm.Family, adm.MaxQueues)
+		}
+	}
+
 	var sadd *redis.IntCmd
 	// The replicas' confirmation of each pipeline's writes (durable mode):
 	// a call is confirmed by the pipeline it last ran in.
@@ -376,7 +388,7 @@ func (s *core) flushEnqueuesOn(ctx context.Context, rdb redis.UniversalClient, b
 	if s.durable == nil && len(calls) == 1 && len(register) == 0 {
 		// The common case of a lone caller: one command, no pipeline.
 		c := calls[0]
-		c.cmd = enqueueScript.Run(ctx, rdb, c.keys, c.args...)
+		c.cmd = script.Run(ctx, rdb, c.keys, c.args...)
 	} else {
 		pipe := rdb.Pipeline()
 		if len(register) > 0 {
@@ -387,7 +399,7 @@ func (s *core) flushEnqueuesOn(ctx context.Context, rdb redis.UniversalClient, b
 			sadd = pipe.SAdd(ctx, s.keys.queues(), members...)
 		}
 		for _, c := range calls {
-			c.cmd = enqueueScript.EvalSha(ctx, pipe, c.keys, c.args...)
+			c.cmd = script.EvalSha(ctx, pipe, c.keys, c.args...)
 		}
 		if s.durable != nil {
 			confirm = s.durable.confirm(ctx, pipe, barrierKey)
@@ -405,7 +417,7 @@ func (s *core) flushEnqueuesOn(ctx context.Context, rdb redis.UniversalClient, b
 		if len(retry) > 0 {
 			pipe := rdb.Pipeline()
 			for _, c := range retry {
-				c.cmd = enqueueScript.Eval(ctx, pipe, c.keys, c.args...)
+				c.cmd = script.Eval(ctx, pipe, c.keys, c.args...)
 				c.retried = true
 			}
 			if s.durable != nil {
@@ -443,11 +455,21 @@ func (s *core) flushEnqueuesOn(ctx context.Context, rdb redis.UniversalClient, b
 		if c.retried {
 			why = unconfirmedRetry
 		}
+		if adm != nil && len(vals) > 0 && vals[0] < -1 {
+			err := adm.refusal(c.queue, vals[0]) // nothing was written
+			for _, r := range c.reqs {
+				r.err = err
+			}
+			continue
+		}
 		if why != nil {
 			for _, r := range c.reqs {
 				r.err = &NotReplicatedError{IDs: []string{r.id}, Reason: why}
 			}
 			continue
+		}
+		if adm != nil {
+			s.known.Store(c.queue, struct{}{}) // the script listed it
 		}
 		for i, r := range c.reqs {
 			r.res = EnqueueResult{ID: r.id}

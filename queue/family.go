@@ -407,16 +407,17 @@ func (s Families) HasMessagesMany(ctx context.Context, queues []string) ([]bool,
 // retireKeys are the KEYS of retireSource without the registry SET and
 // the retire index.
 func retireKeys(qk *queueKeys) []string {
-	return []string{qk.log, qk.delayed, qk.dead, qk.seq, qk.owner, qk.msg, qk.deadmsg, qk.seen, qk.done, qk.attempts}
+	return []string{qk.log, qk.delayed, qk.dead, qk.seq, qk.owner, qk.msg, qk.deadmsg, qk.seen, qk.done, qk.attempts, qk.family}
 }
 
-// retireKeys are the KEYS of a check or a retire: with the registry SET and
-// the retire index, except on a Redis Cluster (another slot: RetireMany
-// removes the SET entry after the script, and the index is not kept).
+// retireKeys are the KEYS of a check or a retire: with the registry SET,
+// the retire index and the family counts, except on a Redis Cluster
+// (another slot: RetireMany removes the SET entry after the script, and
+// neither the index nor the counts are kept).
 func (s Families) retireKeys(qk *queueKeys) []string {
 	keys := retireKeys(qk)
 	if !s.cluster() {
-		keys = append(keys, s.keys.queues(), s.keys.retireIndex())
+		keys = append(keys, s.keys.queues(), s.keys.retireIndex(), s.keys.familyQueues())
 	}
 	return keys
 }
@@ -435,9 +436,13 @@ func (s Families) retireKeys(qk *queueKeys) []string {
 //	KEYS[6] msg  KEYS[7] deadmsg  KEYS[8] seen  KEYS[9] done (the outcome
 //	record buckets' index; the buckets are <done>:<bucket>)
 //	KEYS[10] attempts (the starts recorded of its messages)
-//	KEYS[11] the queue registry SET (drover:queues), only where one script
+//	KEYS[11] family (the family whose bound admitted the queue, if any:
+//	         enqueueAdmittedSource)
+//	KEYS[12] the queue registry SET (drover:queues), only where one script
 //	         may touch it beside the queue's keys (not on a Redis Cluster)
-//	KEYS[12] the retire index (drover:retire-index), likewise (optional)
+//	KEYS[13] the retire index (drover:retire-index), likewise (optional)
+//	KEYS[14] the family counts HASH (drover:family-queues), likewise: a
+//	         retired queue admitted by a family's bound gives its room back
 //	ARGV[1] the cutoff, unix µs: idle when the last position (:seq) is at
 //	        or before it; a queue without :seq (registered, never given a
 //	        position) gets one now, as an enqueue would, and is idle from
@@ -445,15 +450,15 @@ func (s Families) retireKeys(qk *queueKeys) []string {
 //	ARGV[2] "peek" (only whether the queue holds messages: 0 or 1),
 //	        "check" (change nothing but a missing :seq and the queue's
 //	        index entry) or "retire" (delete the keys of an idle queue and,
-//	        with KEYS[11] and KEYS[12], its entries there)
-//	ARGV[3] the queue's name (its member of KEYS[11] and KEYS[12])
+//	        with KEYS[12] to KEYS[14], its entries there)
+//	ARGV[3] the queue's name (its member of KEYS[12] and KEYS[13])
 //
 // Returns 0 when the queue holds pending or delayed messages, 1 when it is
 // empty but enqueued to after the cutoff, holds dead letters or holds
 // caller-chosen ids inside their dedupe window, 2 when it is empty and
 // idle (and, with "retire", its keys are gone).
-const retireSource = `-- drover retire v3
-local index = KEYS[12]
+const retireSource = `-- drover retire v4
+local index = KEYS[13]
 if redis.call('ZCARD', KEYS[1]) > 0 or redis.call('ZCARD', KEYS[2]) > 0 then
   -- busy: the trim that empties its log adds it to the index again
   if index and ARGV[2] ~= 'peek' then redis.call('ZREM', index, ARGV[3]) end
@@ -484,9 +489,11 @@ if #seen > 0 and tonumber(seen[2]) > now_ms then return kept(tonumber(seen[2]) -
 if ARGV[2] == 'retire' then
   local buckets = redis.call('ZRANGE', KEYS[9], 0, -1)
   for i = 1, #buckets do redis.call('UNLINK', KEYS[9] .. ':' .. buckets[i]) end
-  redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
-  if KEYS[11] then redis.call('SREM', KEYS[11], ARGV[3]) end
+  local family = redis.call('GET', KEYS[11])
+  redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11])
+  if KEYS[12] then redis.call('SREM', KEYS[12], ARGV[3]) end
   if index then redis.call('ZREM', index, ARGV[3]) end
+  if family and KEYS[14] and redis.call('HINCRBY', KEYS[14], family, -1) <= 0 then redis.call('HDEL', KEYS[14], family) end
 end
 return 2
 `

@@ -45,6 +45,9 @@ type queueKeys struct {
 	// before each start): a message's attempt count lives with it, so it
 	// survives a move or a crash of its owner (docs/redis-schema.md).
 	attempts string
+	// family is a STRING: the family whose bound admitted the queue
+	// (enqueue-admitted), so that its retire gives the room back.
+	family string
 
 	enqueueOne []string // the KEYS of enqueueOneSource: log, msg, seq, owner
 }
@@ -67,6 +70,7 @@ func (k *keyspace) queue(q string) *queueKeys {
 		done:    base + "done",
 
 		attempts: base + "attempts",
+		family:   base + "family",
 	}
 	qk.enqueueOne = []string{qk.log, qk.msg, qk.seq, qk.owner}
 	v, loaded := k.cache.LoadOrStore(q, qk)
@@ -103,6 +107,13 @@ func (k *keyspace) queueKeyLen(q, suffix string) int {
 // queues is the SET of every queue name enqueued to, until the queue
 // retires (Families.Retire removes its entry).
 func (k *keyspace) queues() string { return k.prefix + ":queues" }
+
+// familyQueues is the HASH family → how many queues the admission of HTTP
+// producers brought into the family and no retire has removed since
+// (enqueue-admitted adds one, retire takes it off): what a family's
+// max_queues is checked against. Not kept on a Redis Cluster: it is in
+// another slot than the queues.
+func (k *keyspace) familyQueues() string { return k.prefix + ":family-queues" }
 
 // retireIndex is the ZSET of queues whose log a trim emptied, scored by
 // when (unix ms): the family retire sweep's candidates (trim and

@@ -114,6 +114,51 @@ end
 return out
 `
 
+// enqueueAdmittedSource is enqueueSource with an admission first: the HTTP
+// producer's enqueue, one command for a queue the registry lists
+// (docs/decisions.md, "Issue 42: one round trip per HTTP enqueue"). It
+// enqueues exactly as enqueueSource (whose text it runs, unchanged, as a
+// function) when the queue is in the queue registry SET; otherwise, by
+// mode, it refuses and writes nothing ("known"), or enqueues and registers
+// the queue ("register": a queue configured on its own), or admits the
+// queue into a family while the family holds fewer queues than its bound
+// ("family": registered, counted in the family's entry of the family
+// counts HASH and named in the queue's :family key, which the retire
+// script reads to give the room back). The registry and the counts live
+// in other slots than the queue: not for a Redis Cluster.
+//
+//	KEYS[1..6] as enqueueSource  KEYS[7] the queue registry SET
+//	KEYS[8] the family counts HASH  KEYS[9] the queue's :family
+//	ARGV as enqueueSource, then 3 more: the mode ("known", "register" or
+//	"family"), the family's name, the family's bound (> 0; "family" only)
+//
+// Returns enqueueSource's reply, or, having written nothing, one -2 per
+// message when the queue is not registered and the mode is "known", one
+// -3 per message when the family holds its bound already.
+const enqueueAdmittedSource = "-- drover enqueue-admitted v1 (docs/redis-schema.md)\n" + `local bound = tonumber(table.remove(ARGV))
+local family = table.remove(ARGV)
+local mode = table.remove(ARGV)
+local admit = redis.call('SISMEMBER', KEYS[7], ARGV[3]) == 0
+local function refuse(code)
+  local out = {}
+  for i = 4, #ARGV, 4 do out[#out + 1] = code end
+  return out
+end
+if admit then
+  if mode == 'known' then return refuse(-2) end
+  if mode == 'family' and tonumber(redis.call('HGET', KEYS[8], family) or '0') >= bound then return refuse(-3) end
+end
+local function enqueue()
+` + enqueueSource + `
+end
+local out = enqueue()
+if admit and not out.err then
+  redis.call('SADD', KEYS[7], ARGV[3])
+  if mode == 'family' and redis.call('SET', KEYS[9], family, 'NX') then redis.call('HINCRBY', KEYS[8], family, 1) end
+end
+return out
+`
+
 // enqueueOneSource is enqueueSource's common call as a script of its own:
 // one message with a generated id (not remembered for a dedupe window), due
 // now, the call a lone Producer.Enqueue makes. Same effect as enqueueSource
@@ -768,21 +813,22 @@ return out
 
 // The compiled scripts; redis.Script carries the SHA1 for EVALSHA.
 var (
-	enqueueScript     = redis.NewScript(enqueueSource)
-	enqueueOneScript  = redis.NewScript(enqueueOneSource)
-	enqueueManyScript = redis.NewScript(enqueueManySource)
-	readAfterScript   = redis.NewScript(readAfterSource)
-	readManyScript    = redis.NewScript(readManySource)
-	promoteScript     = redis.NewScript(promoteSource)
-	revokeScript      = redis.NewScript(revokeSource)
-	retryScript       = redis.NewScript(retrySource)
-	killScript        = redis.NewScript(killSource)
-	retryDeadScript   = redis.NewScript(retryDeadSource)
-	purgeDeadScript   = redis.NewScript(purgeDeadSource)
-	trimScript        = redis.NewScript(trimSource)
-	trimManyScript    = redis.NewScript(trimManySource)
-	backlogScript     = redis.NewScript(backlogSource)
-	checkScript       = redis.NewScript(checkSource)
+	enqueueScript         = redis.NewScript(enqueueSource)
+	enqueueAdmittedScript = redis.NewScript(enqueueAdmittedSource)
+	enqueueOneScript      = redis.NewScript(enqueueOneSource)
+	enqueueManyScript     = redis.NewScript(enqueueManySource)
+	readAfterScript       = redis.NewScript(readAfterSource)
+	readManyScript        = redis.NewScript(readManySource)
+	promoteScript         = redis.NewScript(promoteSource)
+	revokeScript          = redis.NewScript(revokeSource)
+	retryScript           = redis.NewScript(retrySource)
+	killScript            = redis.NewScript(killSource)
+	retryDeadScript       = redis.NewScript(retryDeadSource)
+	purgeDeadScript       = redis.NewScript(purgeDeadSource)
+	trimScript            = redis.NewScript(trimSource)
+	trimManyScript        = redis.NewScript(trimManySource)
+	backlogScript         = redis.NewScript(backlogSource)
+	checkScript           = redis.NewScript(checkSource)
 
 	recordOutcomesScript = redis.NewScript(recordOutcomesSource)
 	jobStatusScript      = redis.NewScript(jobStatusSource)

@@ -17,8 +17,12 @@
 // endpoints on a Server after New and before serving:
 //
 //	srv.HandleAPI("GET", "/jobs/{id}", auth.Viewer, func(r *web.Request) (any, error) { … })
-//	srv.HandleMutation("POST", "/queues/{queue}/jobs", auth.Producer, "job.enqueue",
-//		func(r *web.Request) (any, error) { … r.Body … return web.Created{Value: res}, nil })
+//	srv.HandleMutation("POST", "/queues/{queue}/pause", auth.Operator, "queue.pause",
+//		func(r *web.Request) (any, error) { … r.In.Get("reason") … })
+//
+// (The producer API's enqueue and revoke, RouteJobs, are registered by
+// handleProducer: counted in Config.Metrics and logged at debug, not
+// audited.)
 //
 // Paths are net/http patterns below APIPrefix (/api/v1). A handler returns
 // a value to encode as JSON, or an error: web.Errorf(status, …) for a

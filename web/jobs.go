@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/defaults"
 	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/jobs"
+	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
 )
 
@@ -56,10 +57,10 @@ func (s *Server) RouteJobs(cfg JobsConfig) error {
 		}
 		return cfg.Lookup.Job(r.Context(), q, r.PathValue("id"))
 	}, true)
-	s.handleMutation("POST", "/queues/{queue}/jobs", auth.Producer, "job.enqueue", func(r *Request) (any, error) {
+	s.handleProducer("POST", "/queues/{queue}/jobs", auth.Producer, "job.enqueue", func(r *Request) (any, error) {
 		return s.enqueueJobs(r, &cfg)
-	}, true)
-	s.handleMutation("DELETE", "/queues/{queue}/jobs/{id}", auth.Producer, "job.revoke", func(r *Request) (any, error) {
+	})
+	s.handleProducer("DELETE", "/queues/{queue}/jobs/{id}", auth.Producer, "job.revoke", func(r *Request) (any, error) {
 		q, id := r.PathValue("queue"), r.PathValue("id")
 		qc, err := queueConfig(r.Context(), &cfg, q)
 		if err != nil {
@@ -73,7 +74,7 @@ func (s *Server) RouteJobs(cfg JobsConfig) error {
 			return nil, Errorf(http.StatusNotFound, "job %s of %s is not delayed (unknown, already due, or revoked)", id, q)
 		}
 		return map[string]any{"queue": q, "id": id, "revoked": true}, nil
-	}, true)
+	})
 	return nil
 }
 
@@ -175,13 +176,13 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 	}
 	// From here on every 5xx carries the ids: the client's retry with them
 	// is safe whatever happened.
-	if err := enqueueable(r.Context(), cfg, q); err != nil {
-		if statusOf(err) < 500 { // an unknown queue (404): nothing was written
-			return nil, err
+	res, err := s.enqueueAdmitted(r, cfg, q, msgs, at)
+	if err != nil && statusOf(err) < 500 { // an unknown queue (404), a full family (409): nothing was written
+		if errors.Is(err, drover.ErrFamilyFull) {
+			err = &httpError{status: http.StatusConflict, msg: err.Error()}
 		}
-		return nil, unknownOutcome(s.explain(r.Request, err), msgs, batch)
+		return nil, err
 	}
-	res, err := cfg.Store.Producer().EnqueueBatchAt(r.Context(), msgs, at)
 	if errors.Is(err, drover.ErrOutcomeUnknown) {
 		// Redis answered, but did not confirm the write as replicated
 		// (redis.durable): a failover now could lose it. 503: retry.
@@ -191,11 +192,11 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 		return nil, unknownOutcome(s.explain(r.Request, err), msgs, batch)
 	}
 	out := make([]JobResult, len(res))
-	created := false
+	created := 0
 	for i, er := range res {
 		out[i] = JobResult{ID: er.ID, Queue: q, Position: er.Position, Duplicate: er.Duplicate}
 		if !er.Duplicate {
-			created = true
+			created++
 			if er.Position == 0 {
 				d := at[i].UTC()
 				out[i].Delayed, out[i].DueAt = true, &d
@@ -206,10 +207,33 @@ func (s *Server) enqueueJobs(r *Request, cfg *JobsConfig) (any, error) {
 	if batch {
 		v = map[string]any{"jobs": out}
 	}
-	if created {
+	if created > 0 {
+		s.cfg.Metrics.IncrCounter(metrics.EnqueuedTotal, float32(created), metrics.L("queue", q))
 		return Created{Value: v}, nil
 	}
 	return v, nil
+}
+
+// enqueueAdmitted enqueues msgs to q if q exists by the fleet's one rule
+// (ops.KnownQueue), in one command for a queue Redis's registry lists: the
+// registry's check is inside the enqueue script (queue.EnqueueAdmitted),
+// with no ZooKeeper read, so enqueues go on while ZooKeeper is away. Only
+// for a queue the registry does not list is ZooKeeper asked
+// (ops.ProducerAdmission: its configuration, or its family's, whose
+// max_queues may refuse it), and the enqueue sent again under that
+// admission. An unknown queue is a 404 and a full family a
+// drover.FamilyFullError; nothing was written for either.
+func (s *Server) enqueueAdmitted(r *Request, cfg *JobsConfig, q string, msgs []*drover.Message, at []time.Time) ([]queue.EnqueueResult, error) {
+	p := cfg.Store.Producer()
+	res, err := p.EnqueueAdmitted(r.Context(), msgs, at, queue.Admission{})
+	if !errors.Is(err, queue.ErrNotRegistered) {
+		return res, err
+	}
+	adm, err := ops.ProducerAdmission(r.Context(), cfg.Queues, q)
+	if err != nil {
+		return nil, err
+	}
+	return p.EnqueueAdmitted(r.Context(), msgs, at, adm)
 }
 
 // message checks one job against the envelope rules (docs/redis-schema.md)

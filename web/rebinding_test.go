@@ -249,7 +249,8 @@ func TestLogoutEndsTheSessionOnTheServer(t *testing.T) {
 }
 
 // TestSmallHardening: HSTS under TLS, no directory listing under /static/,
-// invalid UTF-8 in a JSON body refused, and an enqueue audited as 201.
+// invalid UTF-8 in a JSON body refused, a mutation answered 201 audited as
+// 201, and an enqueue (a producer's request) not audited (issue 42).
 func TestSmallHardening(t *testing.T) {
 	r := newRig(t)
 	r.queueWith("h", 0)
@@ -261,8 +262,12 @@ func TestSmallHardening(t *testing.T) {
 		t.Errorf("a JSON string with invalid UTF-8: want 400 naming UTF-8, have %d: %s", st, b)
 	}
 	r.want(http.StatusCreated, "producer", "POST", "/api/v1/queues/h/jobs", `{"task":"t"}`)
-	if !audited(t, r.srv.fleetOps(), "/queues/h/jobs", http.StatusCreated) {
-		t.Error("an enqueue answered 201 is not audited as 201")
+	if audited(t, r.srv.fleetOps(), "/queues/h/jobs", http.StatusCreated) {
+		t.Error("an enqueue (a producer's request) is audited")
+	}
+	r.want(http.StatusCreated, "admin", "PUT", "/api/v1/families/hf", `{"prefix":"hf-","queue":{"tasks":{"*":{"command":["/bin/true"]}}}}`)
+	if !audited(t, r.srv.fleetOps(), "/families/hf", http.StatusCreated) {
+		t.Error("a mutation answered 201 is not audited as 201")
 	}
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "https://127.0.0.1/login", nil)

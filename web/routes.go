@@ -158,6 +158,16 @@ func (s *Server) withZooKeeper(h Handler) Handler {
 }
 
 func (s *Server) mutate(w http.ResponseWriter, r *http.Request, p auth.Principal, need auth.Role, h Handler) (any, Input, error) {
+	v, in, err := s.call(w, r, p, need, h)
+	if err == nil {
+		s.invalidate()
+	}
+	return v, in, err
+}
+
+// call checks p's role, reads the body (bounded by MaxBody) and its
+// parameters, checks a browser session's CSRF token, and calls h.
+func (s *Server) call(w http.ResponseWriter, r *http.Request, p auth.Principal, need auth.Role, h Handler) (any, Input, error) {
 	if err := authorize(p, need); err != nil { // before the body: a refusal costs no read
 		return nil, Input{}, err
 	}
@@ -175,9 +185,6 @@ func (s *Server) mutate(w http.ResponseWriter, r *http.Request, p auth.Principal
 		return nil, in, err
 	}
 	v, err := h(&Request{Request: r, Principal: p, Body: body, In: in})
-	if err == nil {
-		s.invalidate()
-	}
 	return v, in, err
 }
 

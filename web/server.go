@@ -25,6 +25,7 @@ import (
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/defaults"
 	"github.com/drover-dev/drover/internal/ops"
+	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
 )
 
@@ -56,8 +57,12 @@ type Config struct {
 	Store *queue.Store
 	// Auth authenticates requests. Required.
 	Auth *auth.Authenticator
-	// Logger logs mutations and errors. Default: a null logger.
+	// Logger logs mutations and errors, and producer requests at debug.
+	// Default: a null logger.
 	Logger hclog.Logger
+	// Metrics counts producer requests (producer_requests_total) and the
+	// messages they enqueue (enqueued_total). Default: metrics.Discard.
+	Metrics metrics.Recorder
 	// SnapshotTTL is how long one read of the whole fleet serves the
 	// overview, queues and members pages and their API: concurrent
 	// requests within it share one read. Default 2s.
@@ -126,6 +131,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.Discard
 	}
 	cfg.SnapshotTTL = defaults.Positive(cfg.SnapshotTTL, DefaultSnapshotTTL)
 	cfg.MaxBody = defaults.Positive(cfg.MaxBody, DefaultMaxBody)

@@ -20,7 +20,9 @@ with its prefix: such a queue runs from its first enqueue (from any
 producer), with no 'queue create'. The rebalance leader registers it with
 the family's configuration; a queue created on its own keeps its own. With
 --retire-after, a queue of the family that stays empty and idle that long
-is removed from the registry (its next enqueue registers it again).
+is removed from the registry (its next enqueue registers it again). With
+--max-queues, the console's producer API refuses (409) a new key of a
+family that holds that many keys it admitted (default 100000).
 Families live in ZooKeeper at /families/<name>; every change is audited.`
 	cmd.Example = `  drover ctl family create customers --prefix customer- --ordered --on-failure park \
       --rate-limit 5 --retire-after 24h --task '*=/usr/local/bin/handle-customer'
@@ -32,6 +34,7 @@ Families live in ZooKeeper at /families/<name>; every change is audited.`
 	var (
 		prefix      string
 		retireAfter *durationValue
+		maxQueues   int
 	)
 	var replace bool
 	create := &cobra.Command{
@@ -60,11 +63,15 @@ both.`,
 				if !e.cmdFlags.Changed("prefix") {
 					f.Prefix = cur.Config.Prefix
 				}
+				if !e.cmdFlags.Changed("max-queues") {
+					maxQueues = cur.Config.MaxQueues
+				}
 			}
 			if f.Prefix == "" {
 				return usagef("--prefix is required: the start of the names of the family's queues")
 			}
 			f.RetireAfter = drover.Duration(retireAfter.d)
+			f.MaxQueues = maxQueues
 			f.Queue.Name = f.Prefix
 			if err := cf.apply(e.cmdFlags, e.a.stdin, &f.Queue); err != nil {
 				return err
@@ -108,6 +115,7 @@ both.`,
 	cf.register(create, false)
 	create.Flags().StringVar(&prefix, "prefix", "", "the start of the names of the family's queues (required)")
 	retireAfter = durationFlag(create.Flags(), "retire-after", 0, "24h", "retire a queue of the family after it has been empty and idle this long, e.g. 24h (default: never)")
+	create.Flags().IntVar(&maxQueues, "max-queues", 0, fmt.Sprintf("the most keys HTTP producers may bring into the family; a new key beyond it is refused with 409 (default %d; --replace keeps the family's)", drover.DefaultFamilyMaxQueues))
 	create.Flags().BoolVar(&replace, "replace", false, "replace an existing family")
 
 	ls := &cobra.Command{

@@ -83,9 +83,16 @@ func TestFamilyCreateRefusalsAndUpdateBeforeFirstEnqueue(t *testing.T) {
 	c.fails(exitUsage, []string{`family cust has the prefix "cust-" already`}, "ctl", "family", "create", "other", "--prefix", "cust-", "--task", "*=/bin/true")
 	c.fails(exitUsage, []string{"queue.tasks", "no task route"}, "ctl", "family", "create", "bare", "--prefix", "bare-")
 	c.fails(exitRefused, []string{"exists"}, "ctl", "family", "create", "cust", "--prefix", "cust-", "--task", "*=/bin/true")
+	c.fails(exitUsage, []string{"family neg: max_queues: must be ≥ 0"}, "ctl", "family", "create", "neg", "--prefix", "neg-", "--max-queues", "-1", "--task", "*=/bin/true")
 	var fams []drover.FamilyConfig
 	if c.okJSON(&fams, "ctl", "family", "ls"); len(fams) != 1 {
 		t.Fatalf("want only cust stored, have %+v", fams)
+	}
+	// --max-queues is stored, and kept by a --replace that does not give it.
+	c.ok("ctl", "family", "create", "cust", "--prefix", "cust-", "--concurrency", "2", "--rate-limit", "5", "--task", "*=/bin/true", "--max-queues", "7", "--replace")
+	c.ok("ctl", "family", "create", "cust", "--prefix", "cust-", "--concurrency", "2", "--rate-limit", "5", "--task", "*=/bin/true", "--replace")
+	if c.okJSON(&fams, "ctl", "family", "ls"); len(fams) != 1 || fams[0].MaxQueues != 7 {
+		t.Fatalf("want cust with max_queues 7 after two replaces, have %+v", fams)
 	}
 
 	var cfg drover.QueueConfig

@@ -139,7 +139,12 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 	} else if o, err = opsOn(sess); err != nil {
 		return err
 	}
-	srv, err := web.New(web.Config{Ops: o, Store: store, Auth: authn, Logger: log, RedisPing: store.Ping, ZooKeeper: zs.ready})
+	reg, err := setupMetrics(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer reg.Close()
+	srv, err := web.New(web.Config{Ops: o, Store: store, Auth: authn, Logger: log, Metrics: reg, RedisPing: store.Ping, ZooKeeper: zs.ready})
 	if err != nil {
 		return err
 	}
@@ -157,6 +162,9 @@ func runWeb(ctx context.Context, cfg *config.Config, stderr io.Writer, ready fun
 	url := scheme + "://" + ln.Addr().String() + "/"
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	if h := reg.Handler(); h != nil {
+		mux.Handle("GET /metrics", h) // the producer API's counters (docs/web.md)
+	}
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := zs.ready(); err != nil {
 			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)

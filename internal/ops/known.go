@@ -6,6 +6,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/queue"
 )
 
 // QueueRegistry is Redis's registry of the queues enqueued to
@@ -33,7 +34,8 @@ func (f ConfigsFunc) GetOrFamily(ctx context.Context, q string) (coordinator.Que
 
 // KnownQueue is the one answer to "does queue q exist" that every surface
 // gives before acting on a queue (the console and its API, `drover ctl`,
-// the HTTP producer, through Queues.Known or directly): q exists when it
+// through Queues.Known or directly; the HTTP producer applies it inside its
+// enqueue, through ProducerAdmission): q exists when it
 // is in Redis's registry of queues enqueued to, or has a configuration in
 // ZooKeeper, its own (a corrupt one still counts) or its family's (a
 // family's key is known before its first enqueue). Redis is asked first,
@@ -54,16 +56,56 @@ func KnownQueue(ctx context.Context, reg QueueRegistry, confs QueueConfigs, q st
 	if regErr == nil && listed {
 		return nil
 	}
+	_, err := configured(ctx, confs, q)
+	if regErr != nil && errors.Is(err, drover.ErrQueueNotFound) {
+		return regErr
+	}
+	return err
+}
+
+// configured is the ZooKeeper half of KnownQueue's rule, for a queue
+// Redis's registry does not list: q's configuration, its own (a corrupt
+// one counts: the entry is returned with a nil error) or its family's
+// (Version -1); an error wrapping drover.ErrQueueNotFound for neither, or
+// ZooKeeper's error.
+func configured(ctx context.Context, confs QueueConfigs, q string) (coordinator.QueueEntry, error) {
 	e, err := confs.GetOrFamily(ctx, q)
 	switch {
 	case err == nil, e.Name != "": // configured, under a family, or configured but corrupt
-		return nil
+		return e, nil
 	case !errors.Is(err, drover.ErrQueueNotFound):
-		return err
-	case regErr != nil:
-		return regErr
+		return e, err
 	}
-	return queueNotFound(q)
+	return e, queueNotFound(q)
+}
+
+// ProducerAdmission is KnownQueue's rule as the HTTP producer applies it
+// inside its enqueue (queue.Producer.EnqueueAdmitted: one command for a
+// queue Redis's registry lists, the enqueue refused with
+// queue.ErrNotRegistered otherwise): for a queue the registry does not
+// list, the admission to enqueue with, from ZooKeeper as KnownQueue reads
+// it. A queue configured on its own (a corrupt configuration counts) is
+// registered; a key of a family not registered yet is admitted under its
+// family's bound (drover.FamilyConfig.MaxQueues); any other name fails as
+// KnownQueue fails (an error wrapping drover.ErrQueueNotFound, or
+// ZooKeeper's). So the producer accepts exactly the queues KnownQueue
+// knows, and nothing but the family's bound refuses one of them.
+func ProducerAdmission(ctx context.Context, confs QueueConfigs, q string) (queue.Admission, error) {
+	if err := drover.ValidateQueueName(q); err != nil {
+		return queue.Admission{}, badInput("queue name: %v", err)
+	}
+	e, err := configured(ctx, confs, q)
+	switch {
+	case err != nil:
+		return queue.Admission{}, err
+	case e.Version < 0 && e.Config.Family != "" && e.Err == nil: // a family's key not registered yet
+		bound := e.MaxQueues
+		if bound <= 0 {
+			bound = drover.DefaultFamilyMaxQueues
+		}
+		return queue.Admission{Family: e.Config.Family, MaxQueues: bound}, nil
+	}
+	return queue.Admission{Register: true}, nil
 }
 
 // knownQueue is KnownQueue on the fleet's store and session.

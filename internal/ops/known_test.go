@@ -7,6 +7,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/queue"
 )
 
 // fakeRegistry is Redis's registry of queues enqueued to, counting its
@@ -93,5 +94,43 @@ func TestKnownQueueRule(t *testing.T) {
 				t.Errorf("Redis asked: want %d times, have %d", wantRedisAsk, reg.asked)
 			}
 		})
+	}
+}
+
+// ProducerAdmission is KnownQueue's ZooKeeper half as an admission: a
+// family's key not registered yet under its family's bound (the default
+// when none is given), a configured (or corrupt) queue registered,
+// anything else KnownQueue's error.
+func TestProducerAdmission(t *testing.T) {
+	zkDown := errors.New("zk: connection closed")
+	configs := map[string]coordinator.QueueEntry{
+		"conf":    {Name: "conf", Version: 0},
+		"fam-1":   {Name: "fam-1", Version: -1, Config: drover.QueueConfig{Name: "fam-1", Family: "fam"}, MaxQueues: 7},
+		"fam-2":   {Name: "fam-2", Version: -1, Config: drover.QueueConfig{Name: "fam-2", Family: "fam"}},
+		"fam-3":   {Name: "fam-3", Version: 4, Config: drover.QueueConfig{Name: "fam-3", Family: "fam"}}, // registered by the family already
+		"corrupt": {Name: "corrupt", Err: errors.New("decode queue config: bad json")},
+	}
+	for _, c := range []struct {
+		queue   string
+		zkErr   error
+		want    queue.Admission
+		wantErr error
+	}{
+		{"conf", nil, queue.Admission{Register: true}, nil},
+		{"fam-1", nil, queue.Admission{Family: "fam", MaxQueues: 7}, nil},
+		{"fam-2", nil, queue.Admission{Family: "fam", MaxQueues: drover.DefaultFamilyMaxQueues}, nil},
+		{"fam-3", nil, queue.Admission{Register: true}, nil},
+		{"corrupt", nil, queue.Admission{Register: true}, nil},
+		{"nosuch", nil, queue.Admission{}, drover.ErrQueueNotFound},
+		{"conf", zkDown, queue.Admission{}, zkDown},
+		{"a b", nil, queue.Admission{}, ErrBadInput},
+	} {
+		adm, err := ProducerAdmission(context.Background(), &fakeConfigs{entries: configs, err: c.zkErr}, c.queue)
+		if c.wantErr != nil && !errors.Is(err, c.wantErr) || c.wantErr == nil && err != nil {
+			t.Errorf("%s (ZooKeeper error %v): want error %v, have %v", c.queue, c.zkErr, c.wantErr, err)
+		}
+		if adm != c.want {
+			t.Errorf("%s: want admission %+v, have %+v", c.queue, c.want, adm)
+		}
 	}
 }

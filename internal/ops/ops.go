@@ -158,7 +158,7 @@ func IsBadInput(err error) bool {
 
 // IsRefused reports whether the fleet's state refused the operation.
 func IsRefused(err error) bool {
-	return errors.Is(err, ErrRefused) || errors.Is(err, coordinator.ErrQueueOwned) || errors.Is(err, coordinator.ErrConflict) || errors.Is(err, coordinator.ErrQueueExists)
+	return errors.Is(err, ErrRefused) || errors.Is(err, drover.ErrFamilyFull) || errors.Is(err, coordinator.ErrQueueOwned) || errors.Is(err, coordinator.ErrConflict) || errors.Is(err, coordinator.ErrQueueExists)
 }
 
 // StatusOf is the HTTP status that answers an operation ending in err:
