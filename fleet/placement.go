@@ -28,10 +28,13 @@ import (
 // registered (at 100,000 queues, up to 1.5 s and 1.2 MB a generation), and
 // a removal moves nothing. Removals can leave a member outside Sticky's
 // balance bound; balance.go corrects that later, paced, by moving idle
-// queues. Anything else — a member that comes or goes or changes, a queue
-// re-weighted, a queue that requires tags, another strategy than sticky —
-// goes through the whole computation, which is also what folds the
-// appended chunks back.
+// queues. A member that comes or goes or changes, with the registry
+// unchanged, is written as the queues that move (placeMembers: Sticky's
+// passes over the queues of the members gone and each donor's surplus,
+// rebalance.Placer.Reassign). Anything else — a queue re-weighted, a queue
+// that requires tags, a member that offers tags, another strategy than
+// sticky, a new leadership term — goes through the whole computation,
+// which is also what folds the appended and moved chunks back.
 
 // placement is what the leader places new queues by: the registry the
 // assignment reflects, the members it was computed for, and the members'
