@@ -2,6 +2,7 @@ package rebalance
 
 import (
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"math/rand"
 	"testing"
@@ -120,5 +121,17 @@ func TestReassignExaminesWhatMoves(t *testing.T) {
 	}
 	if limit := len(moved) + 3*len(after); stats.Examined > limit {
 		t.Fatalf("the computation held %d queues to move %d: want at most %d", stats.Examined, len(moved), limit)
+	}
+}
+
+// moveRank is FNV-1a 64 of the name: the ranks, and so every assignment
+// Sticky computed before, stay as they were.
+func TestMoveRankIsFNV1a64(t *testing.T) {
+	for _, name := range []string{"", "a", "queue-000001", "tenant/über-42"} {
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		if got, want := moveRank(name), h.Sum64(); got != want {
+			t.Fatalf("moveRank(%q) = %x, want %x", name, got, want)
+		}
 	}
 }
