@@ -49,6 +49,7 @@ func (p *Placer) Reassign(members []Member, assigned map[string]string, lookup f
 	pr := &problem{allEligible: true, maxWeight: max(maxWeight, 1), totalWeight: p.weight}
 	index := make(map[string]int, len(sorted))
 	base := make([]int64, len(sorted)) // loads before the candidates are added back
+	known := make([]bool, len(sorted)) // the Placer tracks the member's load
 	for i, m := range sorted {
 		if len(m.Tags) > 0 || (i > 0 && sorted[i-1].Name == m.Name) || m.Name == "" {
 			return nil, stats, false
@@ -58,7 +59,7 @@ func (p *Placer) Reassign(members []Member, assigned map[string]string, lookup f
 		pr.totalCapacity += c
 		index[m.Name] = i
 		if old := p.index(m.Name); old >= 0 {
-			base[i] = p.load[old]
+			base[i], known[i] = p.load[old], true
 		}
 	}
 	if len(sorted) == 0 {
@@ -105,6 +106,9 @@ func (p *Placer) Reassign(members []Member, assigned map[string]string, lookup f
 			}
 			orphans = append(orphans, q)
 			continue
+		}
+		if !known[i] {
+			return nil, stats, false // queues the loads do not count
 		}
 		if want[i] == 0 {
 			continue

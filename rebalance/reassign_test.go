@@ -135,3 +135,24 @@ func TestMoveRankIsFNV1a64(t *testing.T) {
 		}
 	}
 }
+
+// Reassign refuses an assignment its loads do not describe: a queue held
+// by a member the Placer does not know, or a queue of a member gone that
+// the registry does not list.
+func TestReassignRefusesWhatItCannotStandFor(t *testing.T) {
+	lookup := func(name string) (Queue, bool) { return Queue{Name: name}, name != "unlisted" }
+	p := NewPlacer([]Member{{Name: "a"}, {Name: "b"}}, map[string]int64{"a": 1, "b": 1})
+	if _, _, ok := p.Reassign([]Member{{Name: "a"}, {Name: "b"}, {Name: "c"}}, map[string]string{"q1": "a", "q2": "b", "q3": "c"}, lookup, 1); ok {
+		t.Fatal("reassigned a queue held by a member whose load the placer does not track")
+	}
+	if _, _, ok := p.Reassign([]Member{{Name: "a"}}, map[string]string{"q1": "a", "unlisted": "b"}, lookup, 1); ok {
+		t.Fatal("placed a queue the registry does not list")
+	}
+	if _, _, ok := p.Reassign([]Member{{Name: "a", Tags: []string{"gpu"}}}, map[string]string{"q1": "a", "q2": "b"}, lookup, 1); ok {
+		t.Fatal("reassigned onto a member offering tags")
+	}
+	moved, _, ok := p.Reassign([]Member{{Name: "a"}}, map[string]string{"q1": "a", "q2": "b"}, lookup, 1)
+	if !ok || moved["q2"] != "a" || len(moved) != 1 {
+		t.Fatalf("b left: want q2 on a, have %v (ok %v)", moved, ok)
+	}
+}
