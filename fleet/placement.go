@@ -245,6 +245,10 @@ type mover interface {
 	Move(ctx context.Context, moved map[string]string) (drover.Assignment, error)
 }
 
+// The ZooKeeper writer moves: without it every change of members would
+// silently go back to the whole computation.
+var _ mover = (*coordinator.AssignmentWriter)(nil)
+
 // placeMembers writes a change of members (a member joins, leaves, crashes
 // or is cut off from Redis) as the queues that move, computed by
 // Placer.Reassign from the loads the placement keeps, when nothing else
