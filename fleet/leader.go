@@ -265,7 +265,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 				checkBalance()
 				continue
 			}
-			placed, err = place.placeMembers(lctx, lead, w, cfg, live, curQueues, log)
+			placed, err = place.placeMembers(lctx, lead, w, cfg, live, cutOffNames, curQueues, log)
 			if placed {
 				if err != nil {
 					if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {

@@ -259,8 +259,9 @@ var _ mover = (*coordinator.AssignmentWriter)(nil)
 // ahead of the registry watch are pending, or Reassign cannot stand for
 // Sticky. It reports true when it handled the change; err is then the
 // write's failure, after which the next change goes through a whole
-// computation.
-func (p *placement) placeMembers(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, live []rebalance.Member, reg coordinator.Registry, log hclog.Logger) (bool, error) {
+// computation. Members in cutOff (unreachable from Redis) are not in
+// live: their queues move as a leaver's do.
+func (p *placement) placeMembers(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, live []rebalance.Member, cutOff []string, reg coordinator.Registry, log hclog.Logger) (bool, error) {
 	mw, ok := w.(mover)
 	if !ok || p.placer == nil || len(live) == 0 || len(p.unlisted) > 0 || cfg.Strategy.Name() != rebalance.StickyName {
 		return false, nil
@@ -280,6 +281,9 @@ func (p *placement) placeMembers(ctx context.Context, lead Leadership, w Assignm
 	}
 	p.members = membersKey(live)
 	compute := time.Since(start)
+	if len(cutOff) > 0 {
+		log.Warn("members that cannot reach Redis get no queues", "members", cutOff)
+	}
 	if p.onReassign != nil {
 		p.onReassign(stats)
 	}
