@@ -62,6 +62,33 @@ func (w *AssignmentWriter) Remove(ctx context.Context, queues []string) (drover.
 //
 // The assignment Current returns is updated in place.
 func (w *AssignmentWriter) Update(ctx context.Context, placed map[string]string, removed []string) (drover.Assignment, error) {
+	return w.change(ctx, placed, nil, removed)
+}
+
+// Move hands assigned queues to other members (queue → its new member)
+// as one new generation, writing what those queues need: in each share
+// that loses queues, the chunks that held them (a share left empty gets an
+// empty header and loses its chunks, as in Write); in each share that
+// gains queues, new chunks of them (not marked New: the queues were
+// claimed before); the headers of those shares; then /assignment. A share
+// that does not exist yet (a member that just joined) is created. It is
+// how the leader writes a change of members without a whole computation
+// (docs/decisions.md, "Issue 43: a join moves what it needs"); Write
+// folds the chunks back. Queues moved to the member that holds them are
+// ignored; a queue not assigned fails with drover.ErrInvalidConfig before
+// anything is sent. Errors are those of Write.
+func (w *AssignmentWriter) Move(ctx context.Context, moved map[string]string) (drover.Assignment, error) {
+	return w.change(ctx, nil, moved, nil)
+}
+
+// maxShareChunks bounds a share's chunks: past it, Move rewrites the
+// assignment with Write.
+const maxShareChunks = 64
+
+// change is Update and Move: placed queues go to appended chunks marked
+// New, moved queues to new chunks of their new members, removed queues
+// out of their owners' shares.
+func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]string, removed []string) (drover.Assignment, error) {
 	if err := w.lead.Err(); err != nil {
 		return drover.Assignment{}, fmt.Errorf("update assignment: %w", err)
 	}
@@ -90,15 +117,29 @@ func (w *AssignmentWriter) Update(ctx context.Context, placed map[string]string,
 		dropBy[m] = append(dropBy[m], q)
 		dropped++
 	}
+	movedIn := map[string][]string{}
+	for q, to := range moved {
+		from, ok := w.last.Queues[q]
+		if !ok {
+			return drover.Assignment{}, fmt.Errorf("move assignment: %w: queue %q is not assigned", drover.ErrInvalidConfig, q)
+		}
+		if from == to {
+			continue
+		}
+		dropBy[from] = append(dropBy[from], q)
+		movedIn[to] = append(movedIn[to], q)
+	}
 	if len(byMember) == 0 && len(dropBy) == 0 {
 		return w.last, nil
 	}
 	changed := map[string]bool{}
-	for m := range byMember {
-		if err := validateNodeName(m); err != nil {
-			return drover.Assignment{}, fmt.Errorf("update assignment: member %q: %w", m, err)
+	for _, by := range []map[string][]string{byMember, movedIn} {
+		for m := range by {
+			if err := validateNodeName(m); err != nil {
+				return drover.Assignment{}, fmt.Errorf("update assignment: member %q: %w", m, err)
+			}
+			changed[m] = true
 		}
-		changed[m] = true
 	}
 	for m := range dropBy {
 		changed[m] = true
@@ -106,13 +147,19 @@ func (w *AssignmentWriter) Update(ctx context.Context, placed map[string]string,
 	members := slices.Sorted(maps.Keys(changed))
 	for _, m := range members {
 		old := w.shares[m]
-		whole := old == nil || !old.exists || !old.complete
-		if len(byMember[m]) > 0 && !whole && len(old.chunks)-old.hashed >= maxAppendedChunks {
+		exists := old != nil && old.exists
+		// A share that does not exist is created only for queues moved
+		// in (a member that just joined).
+		whole := (exists && !old.complete) || (!exists && (len(byMember[m]) > 0 || len(dropBy[m]) > 0))
+		if exists && len(byMember[m]) > 0 && countTrue(old.fresh) >= maxAppendedChunks {
+			whole = true
+		}
+		if exists && len(movedIn[m]) > 0 && len(old.chunks)+chunkBytes(movedIn[m])/shareChunkBytes+1 > maxShareChunks {
 			whole = true
 		}
 		if whole {
-			// No share to change in place, or too many appended chunks: a
-			// whole write (which folds the appended chunks).
+			// No share to change in place, or too many chunks: a whole
+			// write (which folds the appended and moved chunks).
 			next := w.last
 			next.Queues = maps.Clone(w.last.Queues)
 			maps.Copy(next.Queues, placed)
@@ -121,17 +168,29 @@ func (w *AssignmentWriter) Update(ctx context.Context, placed map[string]string,
 					delete(next.Queues, q)
 				}
 			}
+			for q, to := range moved {
+				next.Queues[q] = to
+			}
 			return w.Write(ctx, next)
 		}
 	}
 	s := w.s
 	gen := w.maxGen + 1
-	var chunkOps, headerOps []zkOp
+	var firstOps, chunkOps, headerOps, deleteOps []zkOp
 	newShares := map[string]*writerShare{}
 	for _, m := range members {
 		old := w.shares[m]
+		if old == nil || !old.exists {
+			// A member's first share (Move to a member that just joined):
+			// its header first, as an empty share of generation 0, as
+			// Write creates one.
+			old = &writerShare{nodes: map[int]bool{}, complete: true}
+			p := s.sharePath(m)
+			data := mustJSON(shareHeader{})
+			firstOps = append(firstOps, zkOp{&zk.CreateRequest{Path: p, Data: data, Acl: s.acl, Flags: zk.FlagPersistent}, requestSize(p, data)})
+		}
 		ns := &writerShare{exists: true, chunks: slices.Clone(old.chunks), gens: slices.Clone(old.gens),
-			nodes: maps.Clone(old.nodes), complete: true, hashed: old.hashed}
+			nodes: maps.Clone(old.nodes), complete: true, fresh: slices.Clone(old.fresh)}
 		touched := map[int]bool{}
 		// Removals: each queue out of the chunk that holds it (chunks
 		// are sorted; a share has a few dozen at most).
@@ -153,21 +212,51 @@ func (w *AssignmentWriter) Update(ctx context.Context, placed map[string]string,
 		// else a new one.
 		if qs := byMember[m]; len(qs) > 0 {
 			i := len(ns.chunks)
-			if last := i - 1; last >= ns.hashed && chunkBytes(ns.chunks[last])+chunkBytes(qs) <= appendChunkBytes {
+			if last := i - 1; last >= 0 && ns.fresh[last] && chunkBytes(ns.chunks[last])+chunkBytes(qs) <= appendChunkBytes {
 				i = last
 				qs = append(slices.Clone(ns.chunks[last]), qs...)
 			} else {
 				ns.chunks = append(ns.chunks, nil)
 				ns.gens = append(ns.gens, 0)
+				ns.fresh = append(ns.fresh, true)
 			}
 			sort.Strings(qs)
 			ns.chunks[i] = qs
 			touched[i] = true
 		}
+		// Queues moved in: new chunks of at most shareChunkBytes.
+		if qs := movedIn[m]; len(qs) > 0 {
+			sort.Strings(qs)
+			for len(qs) > 0 {
+				n, size := 0, 0
+				for n < len(qs) && (n == 0 || size+len(qs[n])+3 <= shareChunkBytes) {
+					size += len(qs[n]) + 3
+					n++
+				}
+				touched[len(ns.chunks)] = true
+				ns.chunks = append(ns.chunks, qs[:n:n])
+				ns.gens = append(ns.gens, 0)
+				ns.fresh = append(ns.fresh, false)
+				qs = qs[n:]
+			}
+		}
+		hp := s.sharePath(m)
+		if ns.count() == 0 {
+			// Emptied (its member left): an empty header, its chunks
+			// gone, as Write leaves an emptied share.
+			for i := range ns.nodes {
+				cp := s.chunkPath(m, i)
+				deleteOps = append(deleteOps, zkOp{&zk.DeleteRequest{Path: cp, Version: -1}, requestSize(cp, nil)})
+			}
+			hdata := mustJSON(shareHeader{Generation: gen, Chunks: []int64{}})
+			headerOps = append(headerOps, zkOp{&zk.SetDataRequest{Path: hp, Data: hdata, Version: -1}, requestSize(hp, hdata)})
+			newShares[m] = &writerShare{exists: true, nodes: map[int]bool{}, complete: true}
+			continue
+		}
 		for _, i := range slices.Sorted(maps.Keys(touched)) {
 			ns.gens[i] = gen
 			p := s.chunkPath(m, i)
-			data := mustJSON(ShareChunk{Generation: gen, Queues: nonNil(ns.chunks[i]), New: i >= ns.hashed})
+			data := mustJSON(ShareChunk{Generation: gen, Queues: nonNil(ns.chunks[i]), New: ns.fresh[i]})
 			if ns.nodes[i] {
 				chunkOps = append(chunkOps, zkOp{&zk.SetDataRequest{Path: p, Data: data, Version: -1}, requestSize(p, data)})
 			} else {
@@ -175,7 +264,6 @@ func (w *AssignmentWriter) Update(ctx context.Context, placed map[string]string,
 			}
 			ns.nodes[i] = true
 		}
-		hp := s.sharePath(m)
 		hdata := mustJSON(shareHeader{Generation: gen, Chunks: ns.gens, Queues: ns.count()})
 		headerOps = append(headerOps, zkOp{&zk.SetDataRequest{Path: hp, Data: hdata, Version: -1}, requestSize(hp, hdata)})
 		newShares[m] = ns
@@ -189,13 +277,21 @@ func (w *AssignmentWriter) Update(ctx context.Context, placed map[string]string,
 			shares++
 		}
 	}
+	for m, ns := range newShares {
+		if w.shares[m] == nil && ns.count() > 0 {
+			shares++
+		}
+	}
 	total := len(w.last.Queues) + len(placed) - dropped
 	ap := s.path(assignmentNode)
 	adata := mustJSON(assignmentHeader{Generation: gen, Strategy: w.last.Strategy, Leader: w.last.Leader, Members: shares, Queues: total})
-	ops := slices.Concat(chunkOps, headerOps, []zkOp{{&zk.SetDataRequest{Path: ap, Data: adata, Version: w.headerVersion}, requestSize(ap, adata)}})
+	ops := slices.Concat(firstOps, chunkOps, headerOps, deleteOps, []zkOp{{&zk.SetDataRequest{Path: ap, Data: adata, Version: w.headerVersion}, requestSize(ap, adata)}})
 	stats, err := w.send(ctx, gen, ops)
 	if err != nil {
 		return drover.Assignment{}, err
+	}
+	if w.shares == nil {
+		w.shares = map[string]*writerShare{}
 	}
 	maps.Copy(w.shares, newShares)
 	if w.last.Queues == nil {
@@ -207,10 +303,24 @@ func (w *AssignmentWriter) Update(ctx context.Context, placed map[string]string,
 			delete(w.last.Queues, q)
 		}
 	}
+	for q, to := range moved {
+		w.last.Queues[q] = to
+	}
 	w.last.Generation = gen
 	w.maxGen = gen
 	w.lastStats = stats
 	return w.last, nil
+}
+
+// countTrue counts the true values of bs.
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // count returns the queues of the share.

@@ -50,9 +50,10 @@ type writerShare struct {
 	gens     []int64      // the generation each chunk was written at
 	nodes    map[int]bool // chunk nodes that exist
 	complete bool         // the nodes hold what chunks/gens say
-	// hashed is how many of the chunks Write partitioned by hash; the
-	// chunks after them were appended by Append (assignment_append.go).
-	hashed int
+	// fresh marks, by index, the chunks Append added (assignment_append.go):
+	// queues placed as new, which the member claims as new. Write's
+	// chunks (partitioned by hash) and Move's are not.
+	fresh []bool
 }
 
 // NewWriter takes over the assignment for lead (a leadership of
@@ -116,7 +117,7 @@ func (w *AssignmentWriter) reload(ctx context.Context) error {
 		if st.complete {
 			ws.gens = slices.Clone(st.header.Chunks)
 			ws.chunks = make([][]string, len(st.header.Chunks))
-			ws.hashed = len(ws.chunks) // appended chunks are not told apart: the next Append adds one
+			ws.fresh = make([]bool, len(ws.chunks)) // appended chunks are not told apart: the next Append adds one
 			for i := range ws.chunks {
 				ws.chunks[i] = st.chunks[i].Queues
 			}
@@ -204,7 +205,7 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 		old := w.shares[m]
 		n := chunkCount(qs)
 		parts := partition(qs, n)
-		ns := &writerShare{exists: true, chunks: parts, gens: make([]int64, n), nodes: map[int]bool{}, complete: true, hashed: n}
+		ns := &writerShare{exists: true, chunks: parts, gens: make([]int64, n), nodes: map[int]bool{}, complete: true, fresh: make([]bool, n)}
 		changed := old == nil || !old.exists || !old.complete || len(old.chunks) != n
 		if old == nil || !old.exists {
 			// Chunks are children of the share header: create it first,

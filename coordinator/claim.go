@@ -211,7 +211,7 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 			return nil, fmt.Errorf("claim %s: %w", queue, oc.err)
 		}
 		if oc.holder != 0 {
-			return nil, ownedBy(queue, oc.holder)
+			return nil, ownedBy(queue, oc.holder, s.id)
 		}
 		// The multi waits for its real outcome even when ctx ends meanwhile
 		// (bounded by the request timeout): an abandoned claim that still
@@ -232,7 +232,7 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 		switch {
 		case applied:
 		case errors.Is(err, zk.ErrNodeExists):
-			return nil, ownedBy(queue, 0)
+			return nil, ownedBy(queue, 0, s.id)
 		case errors.Is(err, zk.ErrBadVersion) && attempt < attempts:
 			continue // the offset moved between our read and the claim
 		case isUnknownOutcome(err) && ctx.Err() == nil && s.Err() == nil:
@@ -247,7 +247,7 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 			case rerr == nil && on.Session == s.id && bytes.Equal(mustJSON(on.Owner), ownerData):
 				applied, offsetVersion = true, cur.Version+1
 			case rerr == nil:
-				return nil, ownedBy(queue, on.Session)
+				return nil, ownedBy(queue, on.Session, s.id)
 			default:
 				return nil, fmt.Errorf("claim %s: %w: %w (re-read: %w)", queue, ErrOutcomeUnknown, err, rerr)
 			}
@@ -265,16 +265,26 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 	}
 }
 
+// ErrOwnedElsewhere marks a claim refused because the owner node of the
+// queue belongs to another session, as the claim's own owner check saw:
+// there is no orphan of this session to drop (Claims.DropOwnOrphan), only
+// a release to wait for. A claim that cannot tell whose node it met wraps
+// drover.ErrNotOwner alone.
+var ErrOwnedElsewhere = errors.New("coordinator: owned by another session")
+
 // ownedBy builds the error for a queue whose owner node session holds (0:
-// not known). It names the session only: reading the owner node for the
-// member's name would cost a read per contended claim, thousands when a
-// member joins a large fleet.
-func ownedBy(queue string, session int64) error {
-	who := "another session"
-	if session != 0 {
-		who = fmt.Sprintf("session %#x", session)
+// not known), self being this session. It names the session only: reading
+// the owner node for the member's name would cost a read per contended
+// claim, thousands when a member joins a large fleet.
+func ownedBy(queue string, session, self int64) error {
+	switch {
+	case session == 0:
+		return fmt.Errorf("claim %s: %w: owned by another session", queue, drover.ErrNotOwner)
+	case session == self:
+		return fmt.Errorf("claim %s: %w: owned by this session %#x", queue, drover.ErrNotOwner, session)
+	default:
+		return fmt.Errorf("claim %s: %w: %w: session %#x", queue, drover.ErrNotOwner, ErrOwnedElsewhere, session)
 	}
-	return fmt.Errorf("claim %s: %w: owned by %s", queue, drover.ErrNotOwner, who)
 }
 
 // Queue returns the claimed queue's name.

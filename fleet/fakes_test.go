@@ -26,6 +26,7 @@ type fakeSession struct {
 	blocked  map[string]bool            // queues another session owns
 	// WaitReleased calls in progress, and the most at once.
 	waiters, maxWaiters int
+	orphanChecks        int              // DropOwnOrphan calls
 	cfgWatch            *fakeConfigWatch // the reconciler's, once it asked
 }
 
@@ -111,7 +112,10 @@ func (s *fakeSession) Claim(ctx context.Context, q string, o coordinator.Owner) 
 		s.fresh = map[string]bool{}
 	}
 	s.fresh[q] = o.New
-	if s.owners[q] != nil || s.blocked[q] {
+	if s.blocked[q] {
+		return nil, fmt.Errorf("claim %s: %w: %w", q, drover.ErrNotOwner, coordinator.ErrOwnedElsewhere)
+	}
+	if s.owners[q] != nil {
 		return nil, fmt.Errorf("claim %s: %w", q, drover.ErrNotOwner)
 	}
 	c := &fakeClaim{s: s, queue: q, done: make(chan struct{})}
@@ -159,7 +163,12 @@ func (s *fakeSession) WaitReleased(ctx context.Context, q string) error {
 	}
 }
 
-func (s *fakeSession) DropOwnOrphan(context.Context, string) (bool, error) { return false, nil }
+func (s *fakeSession) DropOwnOrphan(context.Context, string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.orphanChecks++
+	return false, nil
+}
 
 // unblock releases a queue another session owned.
 func (s *fakeSession) unblock(q string) {

@@ -63,7 +63,8 @@ type RebalancerConfig struct {
 	// queues in an order seeded by the generation, busy or not.
 	Activity Activity
 	// OnRebalance, if set, is called after each assignment written by a
-	// whole computation, with the number of queues that moved and how long
+	// whole computation or for a change of members (placement.go's
+	// placeMembers), with the number of queues that moved and how long
 	// the computation took.
 	OnRebalance func(a drover.Assignment, moved int, compute time.Duration)
 	// OnRemoved, if set, is called with the number of queues each write
@@ -259,6 +260,18 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 					if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
 						return err
 					}
+					dirty()
+				}
+				checkBalance()
+				continue
+			}
+			placed, err = place.placeMembers(lctx, lead, w, cfg, live, cutOffNames, curQueues, log)
+			if placed {
+				if err != nil {
+					if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
+						return err
+					}
+					log.Warn("moving queues for a change of members failed; retrying after the settle window", "error", err)
 					dirty()
 				}
 				checkBalance()

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/rebalance"
 )
 
 // fakeLeadership is a term of a fakeElector.
@@ -119,6 +120,8 @@ type fakeLeaderSession struct {
 	fenced  bool // the next write is refused as fenced
 	appends int  // how many of written came from Update placing queues
 	removes int  // how many of written came from Update removing queues
+	moves   int  // how many of written came from Move
+	movedQs int  // queues those Moves handed to another member
 }
 
 func newFakeLeaderSession() *fakeLeaderSession {
@@ -213,6 +216,39 @@ func (w *fakeWriter) Update(_ context.Context, placed map[string]string, removed
 	if gone > 0 {
 		w.s.removes++
 	}
+	return next, nil
+}
+
+// Move is coordinator.AssignmentWriter.Move's: the leader's write of a
+// change of members.
+func (w *fakeWriter) Move(_ context.Context, moved map[string]string) (drover.Assignment, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	if w.s.fenced {
+		w.s.fenced = false
+		return drover.Assignment{}, fmt.Errorf("move: %w", drover.ErrFenced)
+	}
+	next := w.s.current
+	next.Queues = maps.Clone(next.Queues)
+	n := 0
+	for q, m := range moved {
+		from, ok := next.Queues[q]
+		if !ok {
+			return drover.Assignment{}, fmt.Errorf("move: %s is not assigned", q)
+		}
+		if from != m {
+			n++
+		}
+		next.Queues[q] = m
+	}
+	if n == 0 {
+		return w.s.current, nil
+	}
+	next.Generation++
+	w.s.current = next
+	w.s.written = append(w.s.written, next)
+	w.s.moves++
+	w.s.movedQs += n
 	return next, nil
 }
 
@@ -512,4 +548,60 @@ func rebalanceMoves(from, to map[string]string) []string {
 		}
 	}
 	return out
+}
+
+// A change of members is written as the queues that move, with no whole
+// computation (issue 43: at 100 × 1,000,000 a join's computation and whole
+// write took seconds of the leader's CPU to move one queue in a hundred):
+// a join, a leave and a crash each cost the leader one Move of exactly the
+// queues Sticky's whole computation would move, and the strategy is run
+// once, for the first target.
+func TestAChangeOfMembersMovesWithoutRecomputing(t *testing.T) {
+	s := newFakeLeaderSession()
+	strategy := &countingStrategy{Strategy: rebalance.Sticky{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunRebalancer(ctx, RebalancerConfig{Session: s, Elector: &fakeElector{s: s.fakeSession}, Candidate: "me",
+			Strategy: strategy, Settle: time.Millisecond, Logger: testkit.Logger(t, hclog.Warn)})
+	}()
+	defer func() { cancel(); <-done }()
+	lr := &leaderRun{s: s}
+	names := make([]string, 4000)
+	for i := range names {
+		names[i] = fmt.Sprintf("queue-%05d", i)
+	}
+	reg := queues(names...)
+	s.members <- members("a", "b", "c", "d")
+	s.queues <- reg
+	prev := lr.written(t, 1)
+	for i, change := range [][]coordinator.MemberNode{
+		members("a", "b", "c", "d", "e"), // a join
+		members("b", "c", "d", "e"),      // a leave (or a crash: the same to the leader)
+		members("b", "c", "d", "e", "f", "g"),
+	} {
+		s.members <- change
+		next := lr.written(t, 2+i)
+		var live []rebalance.Member
+		for _, m := range change {
+			live = append(live, rebalance.FromMember(m.Member))
+		}
+		want, err := rebalance.Sticky{}.Assign(rebalance.Input{Previous: prev.Queues, Members: live, Source: registryQueues{reg}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(next.Queues, want.Queues) {
+			t.Fatalf("change %d: the leader's assignment differs from Sticky's whole computation", i)
+		}
+		s.mu.Lock()
+		moves, movedQs := s.moves, s.movedQs
+		s.mu.Unlock()
+		if calls := strategy.calls.Load(); calls != 1 || moves != i+1 {
+			t.Fatalf("change %d of members: want no whole computation (1 in all, the first target) and a Move each, have %d computations and %d moves", i, calls, moves)
+		}
+		if i == 0 && movedQs != 800 {
+			t.Fatalf("a fifth member: want the 800 queues of its share moved, have %d", movedQs)
+		}
+		prev = next
+	}
 }

@@ -28,10 +28,13 @@ import (
 // registered (at 100,000 queues, up to 1.5 s and 1.2 MB a generation), and
 // a removal moves nothing. Removals can leave a member outside Sticky's
 // balance bound; balance.go corrects that later, paced, by moving idle
-// queues. Anything else — a member that comes or goes or changes, a queue
-// re-weighted, a queue that requires tags, another strategy than sticky —
-// goes through the whole computation, which is also what folds the
-// appended chunks back.
+// queues. A member that comes or goes or changes, with the registry
+// unchanged, is written as the queues that move (placeMembers: Sticky's
+// passes over the queues of the members gone and each donor's surplus,
+// rebalance.Placer.Reassign). Anything else — a queue re-weighted, a queue
+// that requires tags, a member that offers tags, another strategy than
+// sticky, a new leadership term — goes through the whole computation,
+// which is also what folds the appended and moved chunks back.
 
 // placement is what the leader places new queues by: the registry the
 // assignment reflects, the members it was computed for, and the members'
@@ -48,6 +51,9 @@ type placement struct {
 	weights map[int64]int
 	// onRemoved, if set, is told how many queues each write removed.
 	onRemoved func(n int)
+	// onReassign, if set, is told what each change of members computed
+	// without a whole computation (tests).
+	onReassign func(rebalance.ReassignStats)
 }
 
 // forget makes the next change go through a whole computation.
@@ -229,6 +235,83 @@ func (p *placement) update(ctx context.Context, lead Leadership, w AssignmentWri
 		"queues", len(next.Queues), "compute", compute, "write", time.Since(wstart))
 	if p.onRemoved != nil && len(gone) > 0 {
 		p.onRemoved(len(gone))
+	}
+	return true, nil
+}
+
+// mover is an AssignmentWriter that writes a change of members as the
+// queues that move (coordinator.AssignmentWriter.Move).
+type mover interface {
+	Move(ctx context.Context, moved map[string]string) (drover.Assignment, error)
+}
+
+// The ZooKeeper writer moves: without it every change of members would
+// silently go back to the whole computation.
+var _ mover = (*coordinator.AssignmentWriter)(nil)
+
+// placeMembers writes a change of members (a member joins, leaves, crashes
+// or is cut off from Redis) as the queues that move, computed by
+// Placer.Reassign from the loads the placement keeps, when nothing else
+// changed: the leader's work grows with the queues moved, not with the
+// queues registered (docs/decisions.md, "Issue 43: a join moves what it
+// needs"). It reports false when the change needs a whole computation
+// (nothing was done): no placer, the registry changed too, queues placed
+// ahead of the registry watch are pending, or Reassign cannot stand for
+// Sticky. It reports true when it handled the change; err is then the
+// write's failure, after which the next change goes through a whole
+// computation. Members in cutOff (unreachable from Redis) are not in
+// live: their queues move as a leaver's do.
+func (p *placement) placeMembers(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, live []rebalance.Member, cutOff []string, reg coordinator.Registry, log hclog.Logger) (bool, error) {
+	mw, ok := w.(mover)
+	if !ok || p.placer == nil || len(live) == 0 || len(p.unlisted) > 0 || cfg.Strategy.Name() != rebalance.StickyName {
+		return false, nil
+	}
+	if d := reg.Diff(p.reg); len(d.Added) > 0 || len(d.Removed) > 0 || len(d.Changed) > 0 {
+		return false, nil
+	}
+	cur := w.Current()
+	start := time.Now()
+	lookup := func(name string) (rebalance.Queue, bool) {
+		q, ok := p.reg.Lookup(name)
+		return balancing(q), ok
+	}
+	moved, stats, ok := p.placer.Reassign(live, cur.Queues, lookup, p.maxWeight())
+	if !ok {
+		return false, nil
+	}
+	p.members = membersKey(live)
+	compute := time.Since(start)
+	if len(cutOff) > 0 {
+		log.Warn("members that cannot reach Redis get no queues", "members", cutOff)
+	}
+	if p.onReassign != nil {
+		p.onReassign(stats)
+	}
+	if len(moved) == 0 {
+		return true, nil
+	}
+	handed := 0
+	for q, to := range moved {
+		if from := cur.Queues[q]; from != to {
+			handed++
+		}
+	}
+	actx, cancel, err := lead.Act(ctx)
+	if err != nil {
+		p.forget()
+		return true, err
+	}
+	defer cancel()
+	wstart := time.Now()
+	next, err := mw.Move(actx, moved)
+	if err != nil {
+		p.forget()
+		return true, fmt.Errorf("move %d queues for a change of members: %w", len(moved), err)
+	}
+	log.Info("assignment written for a change of members", "generation", next.Generation, "members", len(live),
+		"queues", len(next.Queues), "moved", handed, "examined", stats.Examined, "compute", compute, "write", time.Since(wstart))
+	if cfg.OnRebalance != nil {
+		cfg.OnRebalance(next, handed, compute)
 	}
 	return true, nil
 }

@@ -170,6 +170,14 @@ func TestReconcilerFollowsTheAssignment(t *testing.T) {
 			rr.owning(t, "b")
 			rr.s.unblock("a")
 			rr.owning(t, "a", "b")
+			rr.s.mu.Lock()
+			checks := rr.s.orphanChecks
+			rr.s.mu.Unlock()
+			if checks != 0 {
+				// Issue 43: the claim saw another session's node; no
+				// orphan of ours to look for.
+				t.Fatalf("a held by another session: want no orphan check, have %d", checks)
+			}
 		}},
 		{"a claim abandoned by a newer target is not started", func(t *testing.T, rr *reconcilerRun) {
 			rr.s.mu.Lock()

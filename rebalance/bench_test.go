@@ -155,3 +155,42 @@ func BenchmarkSticky100x10000Skewed(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(Moves(prev, res.Queues))), "moved")
 }
+
+// BenchmarkReassign100x1000000 is what the leader computes at a join and
+// a leave of a fleet of a million queues since a change of members is
+// computed from what moves (docs/decisions.md, "Issue 43: a join moves
+// what it needs"): BenchmarkSticky100x1000000's join and leave, by
+// Placer.Reassign. Each op builds its Placer from the loads (as the
+// leader holds them), outside the timer.
+func BenchmarkReassign100x1000000(b *testing.B) {
+	ms, qs := benchFleet(100, 1000000, false)
+	base, err := Sticky{}.Assign(Input{Members: ms, Queues: qs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	load := map[string]int64{}
+	for _, m := range base.Queues {
+		load[m]++
+	}
+	lookup := func(name string) (Queue, bool) { return Queue{Name: name}, true }
+	joined := append(append([]Member(nil), ms...), Member{Name: "worker-new", Capacity: 1})
+	for _, c := range []struct {
+		name    string
+		members []Member
+	}{{"join", joined}, {"leave", ms[1:]}} {
+		b.Run(c.name, func(b *testing.B) {
+			moved := 0
+			for b.Loop() {
+				b.StopTimer()
+				p := NewPlacer(ms, load)
+				b.StartTimer()
+				out, _, ok := p.Reassign(c.members, base.Queues, lookup, 1)
+				if !ok {
+					b.Fatal("refused")
+				}
+				moved = len(out)
+			}
+			b.ReportMetric(float64(moved), "moved")
+		})
+	}
+}

@@ -96,6 +96,14 @@
 // move; 100 members × 10,000 queues take a few milliseconds (see the
 // benchmarks).
 //
+// Without tags, the same result is reached from less: a Placer (the loads
+// of an assignment Sticky computed) places new queues as pass 2 would
+// (Placer.Place), and Placer.Reassign computes a change of members by the
+// three passes over only the queues of the members gone and, of each
+// member above its new target, the surplus + 2 queues it would give first:
+// one hash per assigned queue and a computation that grows with the queues
+// moved (the rebalance leader's join, leave and crash).
+//
 // # range
 //
 // Range is Kafka's classic assignor: queues are grouped by the set of members

@@ -3,7 +3,6 @@ package rebalance
 import (
 	"cmp"
 	"fmt"
-	"hash/fnv"
 	"slices"
 )
 
@@ -421,8 +420,16 @@ func indexes(n int) []int {
 // lowest rank moves first. It is the FNV-1a 64 hash of the name: stable
 // (the same fleet always yields the same assignment) and unrelated to name
 // order, so the queues that sort first are not the ones that always move.
+//
+// It is computed in place, without hash/fnv's allocations: a change of
+// members ranks every queue of the donors (Placer.Reassign), a million at
+// 100 × 1,000,000.
 func moveRank(name string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return h.Sum64()
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
+		h *= prime64
+	}
+	return h
 }
