@@ -61,6 +61,28 @@ type committer struct {
 // committed offset covers a few seconds longer; retention is a minimum.
 const trimEvery = 5 * time.Second
 
+// seenSweepEvery and seenSweepFor say when a trim forgets its queue's
+// expired dedupe ids (drover.TrimRequest.SweepSeen): the trims a committer
+// sends in the first seenSweepFor of every seenSweepEvery of its clock,
+// not every trim, which swept :seen at a command each even on the queues
+// that never had a caller-chosen id (docs/decisions.md, "Issue 43: a
+// message's starts beside its envelope, the dedupe sweep on a timer"). A
+// queue that keeps committing is trimmed at least every trimEvery, so
+// seenSweepFor > trimEvery puts one of its trims in each window: at least
+// 1,000 expired ids a minute, about what the 100 of a trim every 5 s
+// removed. The enqueues that add keyed ids remove up to 100 expired ones
+// each (enqueue v3). Only memory depends on it: an enqueue compares an
+// id's window with the time, not with its presence.
+const (
+	seenSweepEvery = time.Minute
+	seenSweepFor   = trimEvery + time.Second
+)
+
+// sweepsSeen says whether a trim sent at now forgets expired dedupe ids.
+func sweepsSeen(now time.Time) bool {
+	return time.Duration(now.UnixNano()%int64(seenSweepEvery)) < seenSweepFor
+}
+
 // owedTrim is a queue's trim that waits: up to pos, owed since since.
 type owedTrim struct {
 	pos   drover.Position
@@ -354,7 +376,7 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq, mark uint64) {
 // commit while no queue loop runs: an interval after a run's last
 // commit), else those owed for trimEvery. A queue just committed whose
 // trim is not due yet gets a records-only request, when it has records.
-// A trim deletes the :attempts fields of the messages it covers, so it
+// A trim deletes the starts fields of the messages it covers, so it
 // waits first for the start records handed in before mark (taken when the
 // offsets it trims to had all been offered: starter.settled).
 //
@@ -368,9 +390,11 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 	all := len(done) == 0 && c.w.loopGoroutines.Load() == 0
 	var reqs []drover.TrimRequest
 	var whose []*queueLoop
+	sweep := sweepsSeen(now)
 	add := func(l *queueLoop, r drover.TrimRequest) {
 		cfg := l.config()
 		r.Queue, r.Retention, r.Policy = l.name, cfg.Retention.Std(), cfg.Outcomes
+		r.SweepSeen = sweep && !r.RecordsOnly
 		reqs, whose = append(reqs, r), append(whose, l)
 	}
 	c.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testkit"
@@ -163,4 +164,55 @@ func (b *busyMember) run(id string) {
 		}
 		return false
 	})
+}
+
+// A committer's trims forget their queues' expired dedupe ids only when
+// sent in the first seenSweepFor of every seenSweepEvery of its clock
+// (drover.TrimRequest.SweepSeen), not at every trim, which cost a command
+// a trim on every queue (issue 43); a records-only request never does.
+func TestTrimsSweepTheDedupeIdsOnlyInTheirWindow(t *testing.T) {
+	minute := time.Unix(1_800_000_000/60*60, 0)
+	for _, c := range []struct {
+		at   time.Duration
+		want bool
+	}{{0, true}, {seenSweepFor - time.Millisecond, true}, {seenSweepFor, false}, {seenSweepEvery - time.Millisecond, false}} {
+		if have := sweepsSeen(minute.Add(c.at)); have != c.want {
+			t.Errorf("sweepsSeen %s into a minute: want %v, have %v", c.at, c.want, have)
+		}
+	}
+
+	b := newBusyMember(t)
+	log, clock := b.log, b.clock
+	// toPhase moves the clock on to the next time that is at into a minute.
+	toPhase := func(at time.Duration) {
+		into := time.Duration(clock.Now().UnixNano() % int64(seenSweepEvery))
+		clock.Advance((at - into + seenSweepEvery) % seenSweepEvery)
+	}
+	lastTrim := func(after int) func() bool {
+		return func() bool {
+			ts := trimsOf(log, "q")
+			return len(ts) > after && !ts[len(ts)-1].RecordsOnly
+		}
+	}
+	toPhase(seenSweepFor + time.Second)
+	b.run("m1")
+	clock.Advance(trimEvery) // still outside the window
+	waitFor(t, "q trimmed outside the window", lastTrim(0))
+	ts := trimsOf(log, "q")
+	if ts[len(ts)-1].SweepSeen {
+		t.Fatalf("a trim %s into a minute: want no sweep, have %+v", time.Duration(clock.Now().UnixNano()%int64(seenSweepEvery)), ts[len(ts)-1])
+	}
+	n := len(ts)
+	b.run("m2")
+	toPhase(0) // more than trimEvery after m2's commit
+	waitFor(t, "q trimmed inside the window", lastTrim(n))
+	ts = trimsOf(log, "q")
+	if !ts[len(ts)-1].SweepSeen {
+		t.Fatalf("a trim at the start of a minute: want the sweep, have %+v", ts[len(ts)-1])
+	}
+	for _, r := range ts {
+		if r.RecordsOnly && r.SweepSeen {
+			t.Fatalf("a records-only request asks for the sweep: %+v", r)
+		}
+	}
 }
