@@ -634,19 +634,23 @@ const trimSource = `-- drover trim v4
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
-` + chunkedFunction + trimFunction + retireIndexFunction + `local n = trim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], true)
-if KEYS[5] and n > 0 then note_emptied(KEYS[5], KEYS[1]) end
+` + chunkedFunction + trimFunction + retireIndexFunction + `local n, emptied = trim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), true)
+if KEYS[5] and emptied then note_emptied(KEYS[5], KEYS[1]) end
 return n
 `
 
 // trimFunction is the trim of one queue, shared by trim and trim-many so
 // that the two cannot drift: trim(log, msg, delayed, seen, bound,
 // retention, chunk, sweep) does what trimSource's doc says with those keys
-// and arguments, and returns the number of log entries removed; it forgets
-// expired dedupe ids of seen only when sweep is true (docs/decisions.md,
-// "Issue 43: a message's starts beside its envelope, the dedupe sweep on a
-// timer": the owner asks for it a few seconds a minute, not at every trim).
-// A message's envelope and its recorded starts go in one HDEL. It reads
+// and arguments, and returns the number of log entries removed and whether
+// that emptied the log; it forgets expired dedupe ids of seen only when
+// sweep is true (docs/decisions.md, "Issue 43: a message's starts beside
+// its envelope, the dedupe sweep on a timer": the owner asks for it a few
+// seconds a minute, not at every trim). It reads the chunk + 1 oldest
+// entries with their positions (by rank) and takes those at or below the
+// bound, so that it knows without a ZCARD whether it left the log empty
+// (a busy queue's trim reads up to chunk entries more than it removes). A
+// message's envelope and its recorded starts go in one HDEL. It reads
 // now_us and now_ms, which the script sets first, and calls chunked.
 const trimFunction = `local function trim(log, msg, delayed, seen, bound, retention, chunk, sweep)
   if retention > 0 then bound = math.min(bound, now_us - retention - 1) end
@@ -654,8 +658,13 @@ const trimFunction = `local function trim(log, msg, delayed, seen, bound, retent
     local old = redis.call('ZRANGE', seen, '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 1000)
     if #old > 0 then redis.call('ZREM', seen, unpack(old)) end
   end
-  local ids = redis.call('ZRANGE', log, '-inf', bound, 'BYSCORE', 'LIMIT', 0, chunk)
-  if #ids == 0 then return 0 end
+  local r = redis.call('ZRANGE', log, 0, chunk, 'WITHSCORES')
+  local ids = {}
+  for i = 1, math.min(#r, 2 * chunk), 2 do
+    if tonumber(r[i + 1]) > bound then break end
+    ids[#ids + 1] = r[i]
+  end
+  if #ids == 0 then return 0, false end
   local check = redis.call('ZCARD', delayed) > 0
   local gone = {}
   for i = 1, #ids do
@@ -666,23 +675,21 @@ const trimFunction = `local function trim(log, msg, delayed, seen, bound, retent
   end
   chunked('ZREM', log, ids, 1000)
   chunked('HDEL', msg, gone, 2000)
-  return #ids
+  return #ids, 2 * #ids == #r
 end
 `
 
 // retireIndexFunction is note_emptied(index, log): the one addition of the
 // retire index to the trims (docs/decisions.md, "Issue 40: the retire
 // sweep visits the emptied queues"), kept apart from trimFunction. Called
-// after a trim that removed entries, it adds the queue to the index,
-// scored by now (unix ms), when its log is now empty: the family retire
-// sweep then visits only such queues instead of every registered one.
-// Cost: one ZCARD per trim that removed entries, one ZADD per trim that
-// emptied the log; nothing per enqueue. It reads now_ms. The queue's name
-// is the log key's hash tag (a queue name holds no braces).
+// after a trim that removed entries and left the log empty (trim says
+// so), it adds the queue to the index, scored by now (unix ms): the family
+// retire sweep then visits only such queues instead of every registered
+// one. Cost: one ZADD per trim that emptied the log; nothing per enqueue.
+// It reads now_ms. The queue's name is the log key's hash tag (a queue
+// name holds no braces).
 const retireIndexFunction = `local function note_emptied(index, log)
-  if redis.call('ZCARD', log) == 0 then
-    redis.call('ZADD', index, now_ms, string.match(log, '{([^{}]*)}:log$'))
-  end
+  redis.call('ZADD', index, now_ms, string.match(log, '{([^{}]*)}:log$'))
 end
 `
 
@@ -753,8 +760,9 @@ while a <= #ARGV do
   if n > 0 then record(KEYS[k + 5], now_ms, tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 8 + s, a + 7 + s + 2 * n) end
   out[q] = 0
   if tonumber(ARGV[a + 2]) > 0 then
-    out[q] = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2], ARGV[a + 5] == '1')
-    if index and out[q] > 0 then note_emptied(index, KEYS[k + 1]) end
+    local emptied
+    out[q], emptied = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 5] == '1')
+    if index and emptied then note_emptied(index, KEYS[k + 1]) end
   end
   a = a + 8 + s + 2 * n
 end
