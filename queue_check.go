@@ -21,8 +21,8 @@ type QueueCheck struct {
 // RecordsOnly the records are kept and the log is left as it is (the
 // owner trims it later). With SweepSeen the trim also forgets the queue's
 // caller-chosen ids whose dedupe window has ended (up to 1,000): an owner
-// asks for it a few seconds a minute, not at every trim (worker/commit.go,
-// sweepSeen).
+// asks for it in about one trim in ten, not at every trim (worker/commit.go,
+// sweepsSeen).
 type TrimRequest struct {
 	Queue       string
 	Offset      Position

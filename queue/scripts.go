@@ -317,7 +317,7 @@ return out
 // migrateStartsFunction is migrate(msg, attempts): a fleet upgraded in place
 // from the layout that kept a message's recorded starts in the queue's
 // :attempts hash (id → starts; docs/decisions.md, "Issue 43: a message's
-// starts beside its envelope") moves them into :msg, adding each to the
+// starts beside its envelope, the dedupe sweep one trim in ten") moves them into :msg, adding each to the
 // message's field <id>\0a (a start recorded since under the new layout is
 // kept: the sum is the message's starts), drops those of messages :msg no
 // longer holds (left behind), and deletes :attempts. The reads that ask
@@ -645,8 +645,8 @@ return n
 // and arguments, and returns the number of log entries removed and whether
 // that emptied the log; it forgets expired dedupe ids of seen only when
 // sweep is true (docs/decisions.md, "Issue 43: a message's starts beside
-// its envelope, the dedupe sweep on a timer": the owner asks for it a few
-// seconds a minute, not at every trim). It reads the chunk + 1 oldest
+// its envelope, the dedupe sweep one trim in ten": the owner asks for it
+// in about one trim in ten, not at every trim). It reads the chunk + 1 oldest
 // entries with their positions (by rank) and takes those at or below the
 // bound, so that it knows without a ZCARD whether it left the log empty
 // (a busy queue's trim reads up to chunk entries more than it removes). A

@@ -61,26 +61,39 @@ type committer struct {
 // committed offset covers a few seconds longer; retention is a minimum.
 const trimEvery = 5 * time.Second
 
-// seenSweepEvery and seenSweepFor say when a trim forgets its queue's
-// expired dedupe ids (drover.TrimRequest.SweepSeen): the trims a committer
-// sends in the first seenSweepFor of every seenSweepEvery of its clock,
-// not every trim, which swept :seen at a command each even on the queues
-// that never had a caller-chosen id (docs/decisions.md, "Issue 43: a
-// message's starts beside its envelope, the dedupe sweep on a timer"). A
-// queue that keeps committing is trimmed at least every trimEvery, so
-// seenSweepFor > trimEvery puts one of its trims in each window: at least
-// 1,000 expired ids a minute, about what the 100 of a trim every 5 s
-// removed. The enqueues that add keyed ids remove up to 100 expired ones
-// each (enqueue v3). Only memory depends on it: an enqueue compares an
-// id's window with the time, not with its presence.
-const (
-	seenSweepEvery = time.Minute
-	seenSweepFor   = trimEvery + time.Second
-)
+// seenSweepOdds: about one trim in seenSweepOdds forgets its queue's
+// expired dedupe ids (drover.TrimRequest.SweepSeen, up to 1,000), not
+// every trim, which swept :seen at a command each even on the queues that
+// never had a caller-chosen id (docs/decisions.md, "Issue 43: a message's
+// starts beside its envelope, the dedupe sweep one trim in ten"). A queue
+// trimmed every trimEvery sweeps about every 50 s, some 1,200 ids a
+// minute, as the 100 of a trim every 5 s did. The enqueues that add keyed
+// ids remove up to 100 expired ones each (enqueue v3). Only memory depends
+// on it: an enqueue compares an id's window with the time, not with its
+// presence.
+const seenSweepOdds = 10
 
-// sweepsSeen says whether a trim sent at now forgets expired dedupe ids.
-func sweepsSeen(now time.Time) bool {
-	return time.Duration(now.UnixNano()%int64(seenSweepEvery)) < seenSweepFor
+// sweepsSeen says whether the trim of queue sent at now forgets expired
+// dedupe ids: a hash (FNV-1a, finalised) of the queue's name and of the trimEvery
+// slot now falls in, one in seenSweepOdds. No state per queue, the tests'
+// clock decides, and no rhythm of commits is locked out: two trims of a
+// queue are at least trimEvery apart, so they fall in different slots and
+// each sweeps with odds of 1 in seenSweepOdds (a window of a few seconds a
+// minute, tried first, never met a queue trimmed every 10 s at :07, :17…).
+func sweepsSeen(queue string, now time.Time) bool {
+	h := uint32(2166136261)
+	for i := 0; i < len(queue); i++ {
+		h = (h ^ uint32(queue[i])) * 16777619
+	}
+	for slot := uint64(now.UnixNano() / int64(trimEvery)); slot > 0; slot >>= 8 {
+		h = (h ^ uint32(slot&0xff)) * 16777619
+	}
+	h ^= h >> 16 // murmur3's finaliser: FNV leaves consecutive slots' hashes close
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h%seenSweepOdds == 0
 }
 
 // owedTrim is a queue's trim that waits: up to pos, owed since since.
@@ -390,11 +403,10 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 	all := len(done) == 0 && c.w.loopGoroutines.Load() == 0
 	var reqs []drover.TrimRequest
 	var whose []*queueLoop
-	sweep := sweepsSeen(now)
 	add := func(l *queueLoop, r drover.TrimRequest) {
 		cfg := l.config()
 		r.Queue, r.Retention, r.Policy = l.name, cfg.Retention.Std(), cfg.Outcomes
-		r.SweepSeen = sweep && !r.RecordsOnly
+		r.SweepSeen = !r.RecordsOnly && sweepsSeen(l.name, now)
 		reqs, whose = append(reqs, r), append(whose, l)
 	}
 	c.mu.Lock()

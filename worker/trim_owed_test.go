@@ -166,27 +166,40 @@ func (b *busyMember) run(id string) {
 	})
 }
 
-// A committer's trims forget their queues' expired dedupe ids only when
-// sent in the first seenSweepFor of every seenSweepEvery of its clock
-// (drover.TrimRequest.SweepSeen), not at every trim, which cost a command
-// a trim on every queue (issue 43); a records-only request never does.
-func TestTrimsSweepTheDedupeIdsOnlyInTheirWindow(t *testing.T) {
-	minute := time.Unix(1_800_000_000/60*60, 0)
-	for _, c := range []struct {
-		at   time.Duration
-		want bool
-	}{{0, true}, {seenSweepFor - time.Millisecond, true}, {seenSweepFor, false}, {seenSweepEvery - time.Millisecond, false}} {
-		if have := sweepsSeen(minute.Add(c.at)); have != c.want {
-			t.Errorf("sweepsSeen %s into a minute: want %v, have %v", c.at, c.want, have)
+// About one trim in seenSweepOdds of a queue forgets its expired dedupe
+// ids (drover.TrimRequest.SweepSeen), decided by the queue's name and the
+// trimEvery slot of the committer's clock, not every trim, which cost a
+// command a trim on every queue (issue 43); a records-only request never
+// does. A queue trimmed at any steady rhythm of at least trimEvery is not
+// locked out.
+func TestTrimsSweepTheDedupeIdsAboutOneInTen(t *testing.T) {
+	for _, period := range []time.Duration{trimEvery, 10 * time.Second, time.Minute} {
+		sweeps, gap, longest := 0, 0, 0
+		at := time.Unix(1_800_000_007, 0)
+		const trims = 10000
+		for range trims {
+			if sweepsSeen("q", at) {
+				sweeps++
+				gap = 0
+			} else if gap++; gap > longest {
+				longest = gap
+			}
+			at = at.Add(period)
+		}
+		if sweeps < trims/seenSweepOdds*8/10 || sweeps > trims/seenSweepOdds*12/10 || longest > 150 {
+			t.Errorf("trims every %s: want about 1 in %d to sweep, none 150 in a row without, have %d of %d, %d in a row without",
+				period, seenSweepOdds, sweeps, trims, longest)
 		}
 	}
 
 	b := newBusyMember(t)
 	log, clock := b.log, b.clock
-	// toPhase moves the clock on to the next time that is at into a minute.
-	toPhase := func(at time.Duration) {
-		into := time.Duration(clock.Now().UnixNano() % int64(seenSweepEvery))
-		clock.Advance((at - into + seenSweepEvery) % seenSweepEvery)
+	// toSlot moves the clock on, a trimEvery at a time (so that a trim
+	// owed is due), until a trim of q sent then sweeps as want says.
+	toSlot := func(want bool) {
+		for clock.Advance(trimEvery); sweepsSeen("q", clock.Now()) != want; {
+			clock.Advance(trimEvery)
+		}
 	}
 	lastTrim := func(after int) func() bool {
 		return func() bool {
@@ -194,21 +207,20 @@ func TestTrimsSweepTheDedupeIdsOnlyInTheirWindow(t *testing.T) {
 			return len(ts) > after && !ts[len(ts)-1].RecordsOnly
 		}
 	}
-	toPhase(seenSweepFor + time.Second)
 	b.run("m1")
-	clock.Advance(trimEvery) // still outside the window
-	waitFor(t, "q trimmed outside the window", lastTrim(0))
+	toSlot(false)
+	waitFor(t, "q trimmed in a slot without the sweep", lastTrim(0))
 	ts := trimsOf(log, "q")
 	if ts[len(ts)-1].SweepSeen {
-		t.Fatalf("a trim %s into a minute: want no sweep, have %+v", time.Duration(clock.Now().UnixNano()%int64(seenSweepEvery)), ts[len(ts)-1])
+		t.Fatalf("a trim in a slot without the sweep: have %+v", ts[len(ts)-1])
 	}
 	n := len(ts)
 	b.run("m2")
-	toPhase(0) // more than trimEvery after m2's commit
-	waitFor(t, "q trimmed inside the window", lastTrim(n))
+	toSlot(true)
+	waitFor(t, "q trimmed in a slot with the sweep", lastTrim(n))
 	ts = trimsOf(log, "q")
 	if !ts[len(ts)-1].SweepSeen {
-		t.Fatalf("a trim at the start of a minute: want the sweep, have %+v", ts[len(ts)-1])
+		t.Fatalf("a trim in a slot with the sweep: want it asked, have %+v", ts[len(ts)-1])
 	}
 	for _, r := range ts {
 		if r.RecordsOnly && r.SweepSeen {
