@@ -19,7 +19,10 @@ type QueueCheck struct {
 // is removed, Outcomes (records of the messages it covers) are kept first
 // under Policy, and Retention keeps entries younger than it. With
 // RecordsOnly the records are kept and the log is left as it is (the
-// owner trims it later).
+// owner trims it later). With SweepSeen the trim also forgets the queue's
+// caller-chosen ids whose dedupe window has ended (up to 1,000): an owner
+// asks for it in about one trim in ten, not at every trim (worker/commit.go,
+// sweepsSeen).
 type TrimRequest struct {
 	Queue       string
 	Offset      Position
@@ -27,4 +30,5 @@ type TrimRequest struct {
 	Outcomes    []Outcome
 	Policy      Outcomes
 	RecordsOnly bool
+	SweepSeen   bool
 }

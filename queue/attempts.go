@@ -9,11 +9,14 @@ import (
 
 // A message's attempt count lives with the message (docs/redis-schema.md,
 // "Attempts"): before each start of a message its owner adds one to the
-// message's field in the queue's :attempts hash, and the count the
-// increment returns is the message's starts so far, whichever workers ran
-// it. The field goes where the message's other keys go (trim, dead letter,
-// revoke) and is forgotten when an ordered queue parks at the message
-// (ParkHead), whose attempts start again when it is resumed.
+// message's starts field in the queue's :msg hash (startsField: beside its
+// envelope), and the count the increment returns is the message's starts
+// so far, whichever workers ran it. The field goes where the envelope goes
+// (trim, dead letter, revoke: the same HDEL) and is forgotten when an
+// ordered queue parks at the message (ParkHead), whose attempts start
+// again when it is resumed. The old layout kept it in the queue's :attempts
+// hash; a read that asks for starts moves those first
+// (migrateStartsFunction).
 
 // RecordStarts records one start of each message ids[i] of queues[i] and
 // returns each message's starts so far, this one included, in order: one
@@ -36,7 +39,7 @@ func (s Log) RecordStarts(ctx context.Context, queues, ids []string) ([]int, err
 		if ids[i] == "" {
 			return nil, fmt.Errorf("record starts in %s: empty id", q)
 		}
-		cmds[i] = pipe.HIncrBy(ctx, qk.attempts, ids[i], 1)
+		cmds[i] = pipe.HIncrBy(ctx, qk.msg, startsField(ids[i]), 1)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("record the starts of %d messages: %w", len(ids), err)

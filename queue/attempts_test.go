@@ -66,12 +66,17 @@ func TestAttemptsFieldLeavesWithTheMessage(t *testing.T) {
 			if n[0] != 1 || n[1] != 1 || n[2] != 2 {
 				t.Fatalf("starts: want [1 1 2], have %v", n)
 			}
+			// The starts are beside the envelopes in :msg; the old
+			// layout's :attempts is not written (issue 43).
+			if n, err := rdb.Exists(ctx, s.keys.queue("q").attempts).Result(); err != nil || n != 0 {
+				t.Fatalf("want no :attempts key (the starts live in :msg), have %d (err %v)", n, err)
+			}
 			tc.leave(t, s, "q", ids[0], pos[0])
-			key := s.keys.queue("q").attempts
-			if ok, err := rdb.HExists(ctx, key, ids[0]).Result(); err != nil || ok {
+			key := s.keys.queue("q").msg
+			if ok, err := rdb.HExists(ctx, key, startsField(ids[0])).Result(); err != nil || ok {
 				t.Fatalf("%s: want the field of %s gone, have it (err %v)", tc.name, ids[0], err)
 			}
-			if v, err := rdb.HGet(ctx, key, ids[1]).Int(); err != nil || v != 1 {
+			if v, err := rdb.HGet(ctx, key, startsField(ids[1])).Int(); err != nil || v != 1 {
 				t.Fatalf("%s: want the other message's field kept at 1, have %d (err %v)", tc.name, v, err)
 			}
 		})
@@ -104,5 +109,78 @@ func TestParkHeadKeepsAnEditedEnvelope(t *testing.T) {
 	}
 	if have, _ := rdb.HGet(ctx, key, "head").Result(); have != `{"parked":1}` {
 		t.Fatalf("envelope changed since it was read: want it kept, have %s", have)
+	}
+}
+
+// A fleet upgraded in place: starts the old layout recorded in :attempts
+// still count. The first read that asks for starts moves them beside the
+// envelopes (a pending message's and a delayed retry's, added to a start
+// recorded since under the new layout), drops those of messages no longer
+// in :msg, and deletes :attempts; a read that does not ask leaves it.
+func TestStartsOfTheOldLayoutStillCount(t *testing.T) {
+	rdb := testClient(t, ClientOptions{Addrs: []string{testenv.Redis(t).Addr}})
+	ctx := context.Background()
+	for _, read := range []struct {
+		name string
+		run  func(t *testing.T, s *Store, starts bool) []Entry
+	}{
+		{"read-many", func(t *testing.T, s *Store, starts bool) []Entry {
+			res := s.Log().ReadMany(ctx, []drover.ReadRequest{{Queue: "q", N: 10, Starts: starts}})
+			if res[0].Err != nil {
+				t.Fatal(res[0].Err)
+			}
+			return res[0].Entries
+		}},
+		{"read-after", func(t *testing.T, s *Store, starts bool) []Entry {
+			if !starts {
+				return nil // it always reads the starts
+			}
+			es, err := s.Log().ReadAfter(ctx, "q", 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return es
+		}},
+	} {
+		t.Run(read.name, func(t *testing.T) {
+			s := newTestStore(t, rdb, nil)
+			qk := s.keys.queue("q")
+			pending := mustEnqueue(t, s, msg("q", "pending"))
+			mustEnqueue(t, s, msg("q", "retry"))
+			retry := msg("q", "retry")
+			retry.Attempt = 1
+			if err := s.Log().Retry(ctx, retry, time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			// As a worker of the old layout left them: the retry's start
+			// recorded since by a worker of the new one counts as well.
+			if err := rdb.HSet(ctx, qk.attempts, "pending", 2, "retry", 1, "gone", 5).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Log().RecordStarts(ctx, []string{"q"}, []string{"retry"}); err != nil {
+				t.Fatal(err)
+			}
+			read.run(t, s, false)
+			if n, _ := rdb.Exists(ctx, qk.attempts).Result(); read.name == "read-many" && n != 1 {
+				t.Fatalf("a read without starts: want :attempts left, have %d keys", n)
+			}
+			es := read.run(t, s, true)
+			if len(es) != 1 || es[0].ID != "pending" || es[0].Position != pending.Position || es[0].Starts != 2 {
+				t.Fatalf("want the pending message with its 2 starts of the old layout, have %+v", es)
+			}
+			if n, err := rdb.Exists(ctx, qk.attempts).Result(); err != nil || n != 0 {
+				t.Fatalf("want :attempts gone after the move, have %d (err %v)", n, err)
+			}
+			if ok, _ := rdb.HExists(ctx, qk.msg, startsField("gone")).Result(); ok {
+				t.Fatal("want no starts field for a message :msg does not hold")
+			}
+			n, err := s.Log().RecordStarts(ctx, []string{"q", "q"}, []string{"pending", "retry"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n[0] != 3 || n[1] != 3 {
+				t.Fatalf("next starts: want [3 3] (2 + 1; 1 old + 1 new + 1), have %v", n)
+			}
+		})
 	}
 }

@@ -41,9 +41,10 @@ type queueKeys struct {
 	seen    string // ZSET caller-chosen id → end of its dedupe window (unix ms)
 	owner   string // STRING the wake-up channel of the queue's owner
 	done    string // ZSET outcome record buckets "<n>:<start ms>" → expiry (unix ms); bucket <done>:<n>:<start> is a HASH id → record JSON
-	// attempts is a HASH id → the starts recorded of the message (HINCRBY
-	// before each start): a message's attempt count lives with it, so it
-	// survives a move or a crash of its owner (docs/redis-schema.md).
+	// attempts is the old layout's HASH id → the starts recorded of the
+	// message: they now live in :msg beside the envelope (startsField).
+	// Only read to move them there (migrateStartsFunction) and deleted with
+	// the message's other keys, for a fleet upgraded in place.
 	attempts string
 	// family is a STRING: the family whose bound admitted the queue
 	// (enqueue-admitted), so that its retire gives the room back.
@@ -51,6 +52,18 @@ type queueKeys struct {
 
 	enqueueOne []string // the KEYS of enqueueOneSource: log, msg, seq, owner
 }
+
+// startsSuffix ends the :msg field that holds a message's recorded starts
+// (HINCRBY before each start): a message's attempt count lives beside its
+// envelope, so it survives a move or a crash of its owner, a read gets both
+// in one HMGET and a trim deletes both in one HDEL (docs/redis-schema.md,
+// "Attempts"). A NUL byte: no id holds one (CheckID refuses control
+// characters), so the field never names another message's envelope. The
+// scripts write it as '\0a'.
+const startsSuffix = "\x00a"
+
+// startsField is the :msg field of message id's recorded starts.
+func startsField(id string) string { return id + startsSuffix }
 
 // queue returns the keys of queue q. q must be a valid queue name.
 func (k *keyspace) queue(q string) *queueKeys {

@@ -124,20 +124,24 @@ func (s Operator) RevokeRecording(ctx context.Context, queue, id string, policy 
 	return true, nil
 }
 
-// forgetStartsSource deletes the recorded starts (the :attempts field) of
-// every message in the log with a position in (ARGV[1], ARGV[2]], a chunk
-// of ids at a time: an operator's replay (an offset reset backwards) runs
-// those messages as new, with every attempt of max_attempts.
+// forgetStartsSource deletes the recorded starts (the field <id>\0a of
+// :msg; also in the old layout's :attempts) of every message in the log
+// with a position in (ARGV[1], ARGV[2]], a chunk of ids at a time: an
+// operator's replay (an offset reset backwards) runs those messages as new,
+// with every attempt of max_attempts.
 //
-//	KEYS[1] log  KEYS[2] attempts
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] attempts (the old layout's starts)
 //	ARGV[1] after (exclusive)  ARGV[2] up to (inclusive)  ARGV[3] chunk
 //
 // Returns the number of fields deleted.
-const forgetStartsSource = `-- drover forget-starts v1
+const forgetStartsSource = `-- drover forget-starts v2
 local ids = redis.call('ZRANGE', KEYS[1], '(' .. ARGV[1], ARGV[2], 'BYSCORE')
 local n, chunk = 0, tonumber(ARGV[3])
 for i = 1, #ids, chunk do
-  n = n + redis.call('HDEL', KEYS[2], unpack(ids, i, math.min(i + chunk - 1, #ids)))
+  local part = {}
+  for j = i, math.min(i + chunk - 1, #ids) do part[#part + 1] = ids[j] .. '\0a' end
+  n = n + redis.call('HDEL', KEYS[2], unpack(part))
+  n = n + redis.call('HDEL', KEYS[3], unpack(ids, i, math.min(i + chunk - 1, #ids)))
 end
 return n
 `
@@ -156,7 +160,7 @@ func (s Operator) ForgetStarts(ctx context.Context, queue string, after, upTo dr
 	if upTo <= after {
 		return 0, nil
 	}
-	n, err := s.run(ctx, forgetStartsScript, []string{qk.log, qk.attempts}, int64(after), int64(upTo), trimChunk).Int64()
+	n, err := s.run(ctx, forgetStartsScript, []string{qk.log, qk.msg, qk.attempts}, int64(after), int64(upTo), trimChunk).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("forget the starts of %s in (%d, %d]: %w", queue, after, upTo, err)
 	}

@@ -43,7 +43,7 @@ func (s Log) TrimRecording(ctx context.Context, queue string, offset drover.Posi
 	if retention < 0 {
 		retention = 0
 	}
-	trimKeys := []string{qk.log, qk.msg, qk.delayed, qk.seen, qk.attempts}
+	trimKeys := []string{qk.log, qk.msg, qk.delayed, qk.seen}
 	trimArgs := []any{int64(offset), retention.Microseconds(), trimChunk}
 	recKeys := []string{qk.done}
 

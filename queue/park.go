@@ -43,20 +43,21 @@ func (s Operator) ReplaceEnvelope(ctx context.Context, queue, id string, raw []b
 	return nil
 }
 
-// parkHeadSource records a parked head: its starts recorded in :attempts
-// are forgotten (the head's attempts start again when an operator resumes
+// parkHeadSource records a parked head: its recorded starts (the field
+// <id>\0a of :msg; also in the old layout's :attempts) are forgotten (the head's attempts start again when an operator resumes
 // the queue or retries it) and its envelope is replaced by one that carries
 // the attempts it made (attempt, last_error, attempt_errors), so that the
 // job status, `ctl messages` and the dead letter of a skip show them.
 // The envelope is replaced only while it is still the one the worker read:
 // an operator who edited the head's args meanwhile keeps the edit.
 //
-//	KEYS[1] log  KEYS[2] msg  KEYS[3] attempts
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] attempts (the old layout's starts)
 //	ARGV[1] id  ARGV[2] the envelope as read  ARGV[3] the parked envelope
 //
 // Returns 1, or 0 when the id is not in the log (nothing is changed then).
-const parkHeadSource = `-- drover park-head v1
+const parkHeadSource = `-- drover park-head v2
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+redis.call('HDEL', KEYS[2], ARGV[1] .. '\0a')
 redis.call('HDEL', KEYS[3], ARGV[1])
 if redis.call('HGET', KEYS[2], ARGV[1]) == ARGV[2] then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
 return 1

@@ -46,22 +46,21 @@ func (s Log) ReadAfter(ctx context.Context, queue string, offset drover.Position
 		return nil, nil
 	}
 	pairs, ok := reply[0].([]any)
-	if !ok || len(pairs)%2 != 0 || len(reply)%2 != 1 {
+	if !ok || len(pairs)%2 != 0 {
 		return nil, fmt.Errorf("read %s after %d: malformed reply from the read script", queue, offset)
 	}
 	out := make([]Entry, 0, len(pairs)/2)
-	for k := 1; k < len(reply); k += 2 {
-		envs, ok1 := reply[k].([]any)
-		starts, ok2 := reply[k+1].([]any)
-		if !ok1 || !ok2 || len(starts) != len(envs) {
+	for _, part := range reply[1:] {
+		fields, ok := part.([]any) // per id: envelope, starts
+		if !ok || len(fields)%2 != 0 {
 			return nil, fmt.Errorf("read %s after %d: malformed reply from the read script", queue, offset)
 		}
-		for j, env := range envs {
+		for j := 0; j < len(fields); j += 2 {
 			i := 2 * len(out)
 			if i+1 >= len(pairs) {
 				return nil, fmt.Errorf("read %s after %d: the read script returned more envelopes than ids", queue, offset)
 			}
-			e, err := entryOf(queue, pairs[i], pairs[i+1], env, starts[j])
+			e, err := entryOf(queue, pairs[i], pairs[i+1], fields[j], fields[j+1])
 			if err != nil {
 				return nil, fmt.Errorf("read %s after %d: %w", queue, offset, err)
 			}

@@ -103,7 +103,7 @@ func (s Log) readMany(ctx context.Context, reqs []drover.ReadRequest, idx []int,
 	s.evalPipelined(ctx, readManyScript, calls)
 	for _, c := range calls {
 		reply, err := c.cmd.Slice()
-		if err == nil && len(reply) != 3*len(c.queues) {
+		if err == nil && len(reply) != 2*len(c.queues) {
 			err = fmt.Errorf("the read-many script returned %d values for %d queues", len(reply), len(c.queues))
 		}
 		for k, q := range c.queues {
@@ -113,29 +113,34 @@ func (s Log) readMany(ctx context.Context, reqs []drover.ReadRequest, idx []int,
 				out[i].Err = fmt.Errorf("read %s after %d: %w", r.Queue, r.After, err)
 				continue
 			}
-			out[i].Entries, out[i].Err = manyEntries(r, reply[3*k], reply[3*k+1], reply[3*k+2])
+			out[i].Entries, out[i].Err = manyEntries(r, reply[2*k], reply[2*k+1])
 		}
 	}
 }
 
-// manyEntries decodes one queue's part of a read-many reply.
-func manyEntries(r drover.ReadRequest, ids, envs, starts any) ([]Entry, error) {
+// manyEntries decodes one queue's part of a read-many reply: the ids with
+// their positions and the HMGET of their fields (per id its envelope, then
+// its starts when r asked for them).
+func manyEntries(r drover.ReadRequest, ids, fields any) ([]Entry, error) {
 	pairs, ok1 := ids.([]any)
-	vals, ok2 := envs.([]any)
-	counts, ok3 := starts.([]any)
-	if !ok1 || !ok2 || !ok3 || len(pairs)%2 != 0 || len(vals) != len(pairs)/2 || (len(counts) != len(vals) && len(counts) != 0) {
+	vals, ok2 := fields.([]any)
+	per := 1 // fields per id
+	if r.Starts {
+		per = 2
+	}
+	if !ok1 || !ok2 || len(pairs)%2 != 0 || len(vals) != per*len(pairs)/2 {
 		return nil, fmt.Errorf("read %s after %d: malformed reply from the read-many script", r.Queue, r.After)
 	}
 	if len(vals) == 0 {
 		return nil, nil
 	}
-	out := make([]Entry, len(vals))
-	for j := range vals {
+	out := make([]Entry, len(pairs)/2)
+	for j := range out {
 		var n any // not asked: no starts
-		if len(counts) > 0 {
-			n = counts[j]
+		if per == 2 {
+			n = vals[2*j+1]
 		}
-		e, err := entryOf(r.Queue, pairs[2*j], pairs[2*j+1], vals[j], n)
+		e, err := entryOf(r.Queue, pairs[2*j], pairs[2*j+1], vals[per*j], n)
 		if err != nil {
 			return nil, fmt.Errorf("read %s after %d: %w", r.Queue, r.After, err)
 		}

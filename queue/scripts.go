@@ -289,31 +289,33 @@ return out
 `
 
 // readAfterSource reads up to n messages after an offset, in position order,
-// each with its recorded starts (the :attempts field): the owner decides a
-// message's attempt from that count and its own starts since the read, with
-// no round trip of its own before a first start (docs/decisions.md, "Issue
-// 40: a first start is recorded without waiting").
+// each with its recorded starts (its field <id>\0a in :msg, beside the
+// envelope): the owner decides a message's attempt from that count and its
+// own starts since the read, with no round trip of its own before a first
+// start (docs/decisions.md, "Issue 40: a first start is recorded without
+// waiting"). It first moves the starts the old layout kept in :attempts
+// into :msg (migrateStartsFunction).
 //
-//	KEYS[1] log  KEYS[2] msg  KEYS[3] attempts
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] attempts (the old layout's starts)
 //	ARGV[1] the exclusive lower bound, "(<offset>"
 //	ARGV[2] n, the most entries to return (> 0)
 //
-// Returns {} when nothing follows the offset, else {entries, envelopes,
-// starts, envelopes, starts…}: entries is the flat ZRANGE WITHSCORES reply
-// {id1, pos1, id2, pos2, …}, followed by one or more pairs of HMGET replies
-// (1000 ids each): the envelopes in the same order (nil where :msg has no
-// entry), then the recorded starts (nil where none is recorded).
-const readAfterSource = `-- drover read-after v2
+// Returns {} when nothing follows the offset, else {entries, values,
+// values…}: entries is the flat ZRANGE WITHSCORES reply {id1, pos1, id2,
+// pos2, …}, followed by one or more HMGET replies (1000 ids each), each
+// holding per id its envelope then its recorded starts (nil where :msg has
+// no such field).
+const readAfterSource = "-- drover read-after v3\n" + migrateStartsFunction + `migrate(KEYS[2], KEYS[3])
 local r = redis.call('ZRANGE', KEYS[1], ARGV[1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[2], 'WITHSCORES')
 if #r == 0 then return {} end
 local out = {r}
-local ids = {}
+local fields = {}
 for i = 1, #r, 2 do
-  ids[#ids + 1] = r[i]
-  if #ids == 1000 or i + 1 == #r then
-    out[#out + 1] = redis.call('HMGET', KEYS[2], unpack(ids))
-    out[#out + 1] = redis.call('HMGET', KEYS[3], unpack(ids))
-    ids = {}
+  fields[#fields + 1] = r[i]
+  fields[#fields + 1] = r[i] .. '\0a'
+  if #fields == 2000 or i + 1 == #r then
+    out[#out + 1] = redis.call('HMGET', KEYS[2], unpack(fields))
+    fields = {}
   end
 end
 return out
@@ -322,38 +324,62 @@ return out
 // readManySource is readAfterSource for many queues in one call: the
 // owner's reader sends the reads of the queues woken since its last round
 // trip together (DESIGN.md §10). The queues of one call share a slot on a
-// Cluster.
+// Cluster. A read that asks for the recorded starts gets them from the same
+// HMGET as the envelopes (the field <id>\0a of :msg), after the starts the
+// old layout kept in :attempts have been moved there
+// (migrateStartsFunction).
 //
-//	KEYS: 3 per queue: log, msg, attempts
+//	KEYS: 3 per queue: log, msg, attempts (the old layout's starts)
 //	ARGV: 3 per queue: the exclusive lower bound "(<offset>", n (1..1000),
 //	      "1" to read the recorded starts too, else "0"
 //
-// Returns 3 values per queue: the flat ZRANGE WITHSCORES reply {id1, pos1,
-// …} (empty when nothing follows the offset), the HMGET reply holding the
-// envelopes in the same order (nil where :msg has no entry; empty with no
-// ids) and, when asked, the HMGET reply holding their recorded starts (nil
-// where none is recorded; empty with no ids or when not asked: an owner
-// asks until it has caught up once since its claim, worker/loop.go).
-const readManySource = `-- drover read-many v2
-local out = {}
+// Returns 2 values per queue: the flat ZRANGE WITHSCORES reply {id1, pos1,
+// …} (empty when nothing follows the offset) and the HMGET reply (empty with
+// no ids): the envelopes in the same order (nil where :msg has no entry)
+// or, when asked for the starts, per id its envelope then its recorded
+// starts (nil where none is recorded). An owner asks until it has caught up
+// once since its claim (worker/loop.go).
+const readManySource = "-- drover read-many v3\n" + migrateStartsFunction + `local out = {}
 for i = 1, #ARGV / 3 do
+  local starts = ARGV[3 * i] == '1'
+  if starts then migrate(KEYS[3 * i - 1], KEYS[3 * i]) end
   local r = redis.call('ZRANGE', KEYS[3 * i - 2], ARGV[3 * i - 2], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[3 * i - 1], 'WITHSCORES')
   out[#out + 1] = r
   if #r == 0 then
     out[#out + 1] = {}
-    out[#out + 1] = {}
   else
-    local ids = {}
-    for j = 1, #r, 2 do ids[#ids + 1] = r[j] end
-    out[#out + 1] = redis.call('HMGET', KEYS[3 * i - 1], unpack(ids))
-    if ARGV[3 * i] == '1' then
-      out[#out + 1] = redis.call('HMGET', KEYS[3 * i], unpack(ids))
-    else
-      out[#out + 1] = {}
+    local fields = {}
+    for j = 1, #r, 2 do
+      fields[#fields + 1] = r[j]
+      if starts then fields[#fields + 1] = r[j] .. '\0a' end
     end
+    out[#out + 1] = redis.call('HMGET', KEYS[3 * i - 1], unpack(fields))
   end
 end
 return out
+`
+
+// migrateStartsFunction is migrate(msg, attempts): a fleet upgraded in place
+// from the layout that kept a message's recorded starts in the queue's
+// :attempts hash (id → starts; docs/decisions.md, "Issue 43: a message's
+// starts beside its envelope, the dedupe sweep one trim in ten") moves them into :msg, adding each to the
+// message's field <id>\0a (a start recorded since under the new layout is
+// kept: the sum is the message's starts), drops those of messages :msg no
+// longer holds (left behind), and deletes :attempts. The reads that ask
+// for starts run it first, and an owner asks for them from its claim until
+// it has caught up, before any start: every message another owner could
+// have started is in :msg (pending or delayed) by then, so its count moves
+// before this owner reads or records it. Cost: one EXISTS while :attempts
+// does not exist; the whole hash once when it does (it holds only the
+// messages started and not trimmed yet).
+const migrateStartsFunction = `local function migrate(msg, attempts)
+  if redis.call('EXISTS', attempts) == 0 then return end
+  local old = redis.call('HGETALL', attempts)
+  for i = 1, #old, 2 do
+    if redis.call('HEXISTS', msg, old[i]) == 1 then redis.call('HINCRBY', msg, old[i] .. '\0a', old[i + 1]) end
+  end
+  redis.call('DEL', attempts)
+end
 `
 
 // promoteSource moves due ids from the delayed set into the log, with
@@ -387,19 +413,20 @@ return {#ids, (#nxt > 0) and tonumber(nxt[2]) or 0}
 `
 
 // revokeSource deletes a delayed message, leaving nothing of it in the
-// queue (its id may be enqueued again). The "revoked" outcome record is
-// written afterwards with record-outcomes. KEYS[5] is optional, so that a
-// caller of v1 (4 keys) still works; without it a retried message's
-// recorded starts stay behind and count for the id if it is enqueued again.
+// queue (its id may be enqueued again): its envelope and its recorded
+// starts (the field <id>\0a of :msg) go. The "revoked" outcome record is
+// written afterwards with record-outcomes. KEYS[5], the old layout's
+// :attempts, is optional (v1 took four keys): given, the message's starts
+// are deleted there too, for a message whose starts the old layout kept.
 //
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen  KEYS[5] attempts
 //	ARGV[1] id
 //
 // Returns 1 if the id was delayed (and is now gone), 0 if it was unknown or
 // already promoted (nothing is changed then).
-const revokeSource = `-- drover revoke v2
+const revokeSource = `-- drover revoke v3
 if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return 0 end
-redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1], ARGV[1] .. '\0a')
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 if KEYS[5] then redis.call('HDEL', KEYS[5], ARGV[1]) end
@@ -566,19 +593,20 @@ return 1
 `
 
 // killSource moves a message to the dead letters: the record goes to
-// :deadmsg, the id to :dead, and the id leaves the log, :msg, the delayed
-// set and :attempts (a dead letter retried starts its attempts again).
+// :deadmsg, the id to :dead, and the id leaves the log, the delayed set and
+// :msg, with its recorded starts (the field <id>\0a; also in the old
+// layout's :attempts): a dead letter retried starts its attempts again.
 // Its :seen entry stays (the dedupe window still holds).
 //
 //	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] dead  KEYS[5] deadmsg
-//	KEYS[6] attempts
+//	KEYS[6] attempts (the old layout's starts)
 //	ARGV[1] id  ARGV[2] dead-letter record JSON  ARGV[3] failed at, unix ms
 //
 // Returns 1.
-const killSource = `-- drover kill v2
+const killSource = `-- drover kill v3
 redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[2])
-redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1], ARGV[1] .. '\0a')
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[6], ARGV[1])
@@ -633,66 +661,80 @@ return n
 `
 
 // trimSource removes done messages: log entries at or below a bound, their
-// envelopes and their recorded starts, except those of ids in the delayed
-// set (a retry waiting for its turn). An id that was promoted again sits
-// above the bound and is not touched. It also forgets up to 100 expired
-// dedupe ids.
+// envelopes and their recorded starts (the fields <id> and <id>\0a of :msg),
+// except those of ids in the delayed set (a retry waiting for its turn). An
+// id that was promoted again sits above the bound and is not touched. It
+// also forgets up to 1000 expired dedupe ids (a trim-many does only when
+// asked: see trimFunction).
 //
-//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen  KEYS[5] attempts
-//	KEYS[6] the retire index (optional; see retireIndexFunction)
+//	KEYS[1] log  KEYS[2] msg  KEYS[3] delayed  KEYS[4] seen
+//	KEYS[5] the retire index (optional; see retireIndexFunction)
 //	ARGV[1] offset: only positions at or below it are removed
 //	ARGV[2] retention in µs ("0": none); when set, only positions older
 //	        than now - retention are removed as well
 //	ARGV[3] the most entries to remove in this call (> 0)
 //
 // Returns the number of log entries removed.
-const trimSource = `-- drover trim v3
+const trimSource = `-- drover trim v4
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
-` + chunkedFunction + trimFunction + retireIndexFunction + `local n = trim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3])
-if KEYS[6] and n > 0 then note_emptied(KEYS[6], KEYS[1]) end
+` + chunkedFunction + trimFunction + retireIndexFunction + `local n, emptied = trim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), true)
+if KEYS[5] and emptied then note_emptied(KEYS[5], KEYS[1]) end
 return n
 `
 
 // trimFunction is the trim of one queue, shared by trim and trim-many so
-// that the two cannot drift: trim(log, msg, delayed, seen, attempts, bound,
-// retention, chunk) does what trimSource's doc says with those keys and
-// arguments, and returns the number of log entries removed. It reads
+// that the two cannot drift: trim(log, msg, delayed, seen, bound,
+// retention, chunk, sweep) does what trimSource's doc says with those keys
+// and arguments, and returns the number of log entries removed and whether
+// that emptied the log; it forgets expired dedupe ids of seen only when
+// sweep is true (docs/decisions.md, "Issue 43: a message's starts beside
+// its envelope, the dedupe sweep one trim in ten": the owner asks for it
+// in about one trim in ten, not at every trim). It reads the chunk + 1 oldest
+// entries with their positions (by rank) and takes those at or below the
+// bound, so that it knows without a ZCARD whether it left the log empty
+// (a busy queue's trim reads up to chunk entries more than it removes). A
+// message's envelope and its recorded starts go in one HDEL. It reads
 // now_us and now_ms, which the script sets first, and calls chunked.
-const trimFunction = `local function trim(log, msg, delayed, seen, attempts, bound, retention, chunk)
+const trimFunction = `local function trim(log, msg, delayed, seen, bound, retention, chunk, sweep)
   if retention > 0 then bound = math.min(bound, now_us - retention - 1) end
-  local old = redis.call('ZRANGE', seen, '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 100)
-  if #old > 0 then redis.call('ZREM', seen, unpack(old)) end
-  local ids = redis.call('ZRANGE', log, '-inf', bound, 'BYSCORE', 'LIMIT', 0, chunk)
-  if #ids == 0 then return 0 end
-  local gone = ids
-  if redis.call('ZCARD', delayed) > 0 then
-    gone = {}
-    for i = 1, #ids do
-      if not redis.call('ZSCORE', delayed, ids[i]) then gone[#gone + 1] = ids[i] end
+  if sweep then
+    local old = redis.call('ZRANGE', seen, '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 1000)
+    if #old > 0 then redis.call('ZREM', seen, unpack(old)) end
+  end
+  local r = redis.call('ZRANGE', log, 0, chunk, 'WITHSCORES')
+  local ids = {}
+  for i = 1, math.min(#r, 2 * chunk), 2 do
+    if tonumber(r[i + 1]) > bound then break end
+    ids[#ids + 1] = r[i]
+  end
+  if #ids == 0 then return 0, false end
+  local check = redis.call('ZCARD', delayed) > 0
+  local gone = {}
+  for i = 1, #ids do
+    if not check or not redis.call('ZSCORE', delayed, ids[i]) then
+      gone[#gone + 1] = ids[i]
+      gone[#gone + 1] = ids[i] .. '\0a'
     end
   end
   chunked('ZREM', log, ids, 1000)
-  chunked('HDEL', msg, gone, 1000)
-  chunked('HDEL', attempts, gone, 1000)
-  return #ids
+  chunked('HDEL', msg, gone, 2000)
+  return #ids, 2 * #ids == #r
 end
 `
 
 // retireIndexFunction is note_emptied(index, log): the one addition of the
 // retire index to the trims (docs/decisions.md, "Issue 40: the retire
 // sweep visits the emptied queues"), kept apart from trimFunction. Called
-// after a trim that removed entries, it adds the queue to the index,
-// scored by now (unix ms), when its log is now empty: the family retire
-// sweep then visits only such queues instead of every registered one.
-// Cost: one ZCARD per trim that removed entries, one ZADD per trim that
-// emptied the log; nothing per enqueue. It reads now_ms. The queue's name
-// is the log key's hash tag (a queue name holds no braces).
+// after a trim that removed entries and left the log empty (trim says
+// so), it adds the queue to the index, scored by now (unix ms): the family
+// retire sweep then visits only such queues instead of every registered
+// one. Cost: one ZADD per trim that emptied the log; nothing per enqueue.
+// It reads now_ms. The queue's name is the log key's hash tag (a queue
+// name holds no braces).
 const retireIndexFunction = `local function note_emptied(index, log)
-  if redis.call('ZCARD', log) == 0 then
-    redis.call('ZADD', index, now_ms, string.match(log, '{([^{}]*)}:log$'))
-  end
+  redis.call('ZADD', index, now_ms, string.match(log, '{([^{}]*)}:log$'))
 end
 `
 
@@ -720,17 +762,17 @@ end
 // the current one is full: rotation, expiry and index alike. A staged key
 // that is gone (its minute-long expiry passed) is skipped.
 //
-//	KEYS: 6 per queue: log, msg, delayed, seen, done, attempts; then,
-//	      optionally, the retire index (see retireIndexFunction)
+//	KEYS: 5 per queue: log, msg, delayed, seen, done; then, optionally,
+//	      the retire index (see retireIndexFunction)
 //	ARGV: per queue: offset, retention in µs, chunk (0: write the records
 //	      and leave the log), the most records kept, how long to keep them
-//	      in ms, k (the number of records), s (the number of staged
-//	      buckets), then s staging tokens (oldest first), then 2k values:
-//	      id, record JSON
+//	      in ms, "1" to forget expired dedupe ids (else "0"), k (the number
+//	      of records), s (the number of staged buckets), then s staging
+//	      tokens (oldest first), then 2k values: id, record JSON
 //
 // Returns per queue the number of log entries removed (a queue that
 // reaches its chunk is trimmed further by the caller).
-const trimManySource = `-- drover trim-many v6
+const trimManySource = `-- drover trim-many v7
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
@@ -752,21 +794,22 @@ local now_ms = math.floor(now_us / 1000)
     end
   end
 end
-` + chunkedFunction + trimFunction + retireIndexFunction + `local index = (#KEYS % 6 == 1) and KEYS[#KEYS] or nil
+` + chunkedFunction + trimFunction + retireIndexFunction + `local index = (#KEYS % 5 == 1) and KEYS[#KEYS] or nil
 local out = {}
 local a, q = 1, 0
 while a <= #ARGV do
-  local k = 6 * q
+  local k = 5 * q
   q = q + 1
-  local n, s = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-  if s > 0 then adopt(KEYS[k + 5], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 7, a + 6 + s) end
-  if n > 0 then record(KEYS[k + 5], now_ms, tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 7 + s, a + 6 + s + 2 * n) end
+  local n, s = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
+  if s > 0 then adopt(KEYS[k + 5], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 8, a + 7 + s) end
+  if n > 0 then record(KEYS[k + 5], now_ms, tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 8 + s, a + 7 + s + 2 * n) end
   out[q] = 0
   if tonumber(ARGV[a + 2]) > 0 then
-    out[q] = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 6], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), ARGV[a + 2])
-    if index and out[q] > 0 then note_emptied(index, KEYS[k + 1]) end
+    local emptied
+    out[q], emptied = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 5] == '1')
+    if index and emptied then note_emptied(index, KEYS[k + 1]) end
   end
-  a = a + 7 + s + 2 * n
+  a = a + 8 + s + 2 * n
 end
 return out
 `

@@ -27,7 +27,7 @@ func (s Log) Trim(ctx context.Context, queue string, offset drover.Position, ret
 	if retention < 0 {
 		retention = 0
 	}
-	keys := s.withRetireIndex([]string{qk.log, qk.msg, qk.delayed, qk.seen, qk.attempts})
+	keys := s.withRetireIndex([]string{qk.log, qk.msg, qk.delayed, qk.seen})
 	total := 0
 	for {
 		n, err := s.run(ctx, trimScript, keys, int64(offset), retention.Microseconds(), trimChunk).Int()

@@ -81,7 +81,11 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 		if r.RecordsOnly {
 			chunk = 0 // the script writes the records and leaves the log
 		}
-		a := []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), chunk, 0, 0, 0, 0}
+		sweep := 0
+		if r.SweepSeen {
+			sweep = 1
+		}
+		a := []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), chunk, 0, 0, sweep, 0, 0}
 		if keep := r.Policy.Keep(); len(r.Outcomes) > 0 && keep > 0 {
 			// The oldest records went staged, whole buckets of them; past
 			// recordsPerCall, the oldest of the rest go first, in
@@ -90,8 +94,8 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 			tokens := staged[i]
 			outcomes := r.Outcomes[len(tokens)*bucketRecords(r.Policy):]
 			head := func(retention int64, chunk, k int) []any {
-				h := make([]any, 0, 7+len(tokens)+2*k)
-				h = append(h, int64(r.Offset), retention, chunk, r.Policy.MaxRecords(), keep.Milliseconds(), k, len(tokens))
+				h := make([]any, 0, 8+len(tokens)+2*k)
+				h = append(h, int64(r.Offset), retention, chunk, r.Policy.MaxRecords(), keep.Milliseconds(), sweep, k, len(tokens))
 				for _, t := range tokens {
 					h = append(h, t)
 				}
@@ -105,7 +109,7 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 					break
 				}
 				qk := s.keys.queue(r.Queue)
-				ahead = append(ahead, &scriptCall{queues: []string{r.Queue}, keys: []string{qk.log, qk.msg, qk.delayed, qk.seen, qk.done, qk.attempts}, args: pa})
+				ahead = append(ahead, &scriptCall{queues: []string{r.Queue}, keys: []string{qk.log, qk.msg, qk.delayed, qk.seen, qk.done}, args: pa})
 				outcomes = outcomes[recordsPerCall:]
 			}
 			if errs[i] != nil {
@@ -123,7 +127,7 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 	}
 	calls, err := s.slotCalls(names, trimGroup, func(c *scriptCall, q string) {
 		qk := s.keys.queue(q)
-		c.keys = append(c.keys, qk.log, qk.msg, qk.delayed, qk.seen, qk.done, qk.attempts)
+		c.keys = append(c.keys, qk.log, qk.msg, qk.delayed, qk.seen, qk.done)
 		c.args = append(c.args, args[at[q]]...)
 	})
 	if err != nil { // names were checked: cannot happen
@@ -133,7 +137,7 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 		return
 	}
 	for _, c := range calls {
-		c.keys = s.withRetireIndex(c.keys) // after the 6 per queue
+		c.keys = s.withRetireIndex(c.keys) // after the 5 per queue
 	}
 	s.evalPipelined(ctx, trimManyScript, append(ahead, calls...))
 	for _, c := range calls {

@@ -9,8 +9,8 @@ import (
 // Attempts live with the message (docs/decisions.md, "Issue 40: attempts
 // live with the message" and "Issue 40: a first start is recorded without
 // waiting"). Every start of a message is recorded in Redis
-// (Store.RecordStarts: HINCRBY of the message's field in the queue's
-// :attempts hash), so a move, a graceful stop or a kill -9 of the owner
+// (Store.RecordStarts: HINCRBY of the message's starts field, beside its
+// envelope in the queue's :msg hash), so a move, a graceful stop or a kill -9 of the owner
 // loses none; the attempt number a task sees (DROVER_ATTEMPT, m.Attempt) is
 // the message's starts minus one, and a message whose starts exceed its
 // max_attempts is not run (a worker stopped or crashed during its last

@@ -45,7 +45,7 @@ func (r redisStore) key(q, suffix string) string { return r.prefix + ":{" + q + 
 // starts returns the starts recorded of message id of q, and whether any are.
 func (r redisStore) starts(t *testing.T, q, id string) (int, bool) {
 	t.Helper()
-	n, ok, err := r.rdb.HGetInt(context.Background(), r.key(q, "attempts"), id)
+	n, ok, err := r.rdb.HGetInt(context.Background(), r.key(q, "msg"), id+"\x00a") // beside the envelope (docs/redis-schema.md, "Attempts")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,8 +249,8 @@ func TestParkedHeadResumedRunsWithFreshAttemptsAndTrimForgetsStarts(t *testing.T
 	if have := ex.runList(); !slices.Equal(have, want) {
 		t.Fatalf("runs: want %v, have %v", want, have)
 	}
-	waitFor(t, "the trim of both", func() bool {
-		n, err := r.rdb.HLen(context.Background(), r.key("q", "attempts"))
+	waitFor(t, "the trim of both", func() bool { // envelopes and starts
+		n, err := r.rdb.HLen(context.Background(), r.key("q", "msg"))
 		return err == nil && n == 0
 	})
 }

@@ -61,6 +61,41 @@ type committer struct {
 // committed offset covers a few seconds longer; retention is a minimum.
 const trimEvery = 5 * time.Second
 
+// seenSweepOdds: about one trim in seenSweepOdds forgets its queue's
+// expired dedupe ids (drover.TrimRequest.SweepSeen, up to 1,000), not
+// every trim, which swept :seen at a command each even on the queues that
+// never had a caller-chosen id (docs/decisions.md, "Issue 43: a message's
+// starts beside its envelope, the dedupe sweep one trim in ten"). A queue
+// trimmed every trimEvery sweeps about every 50 s, some 1,200 ids a
+// minute, as the 100 of a trim every 5 s did. The enqueues that add keyed
+// ids remove up to 100 expired ones each (enqueue v3). Only memory depends
+// on it: an enqueue compares an id's window with the time, not with its
+// presence.
+const seenSweepOdds = 10
+
+// sweepsSeen says whether the trim of queue sent at now forgets expired
+// dedupe ids: a hash (FNV-1a, finalised) of the queue's name and of the trimEvery
+// slot now falls in, one in seenSweepOdds. No state per queue, the tests'
+// clock decides, and no rhythm of commits is locked out: two trims of a
+// queue are at least trimEvery apart, so they fall in different slots and
+// each sweeps with odds of 1 in seenSweepOdds (a window of a few seconds a
+// minute, tried first, never met a queue trimmed every 10 s at :07, :17…).
+func sweepsSeen(queue string, now time.Time) bool {
+	h := uint32(2166136261)
+	for i := 0; i < len(queue); i++ {
+		h = (h ^ uint32(queue[i])) * 16777619
+	}
+	for slot := uint64(now.UnixNano() / int64(trimEvery)); slot > 0; slot >>= 8 {
+		h = (h ^ uint32(slot&0xff)) * 16777619
+	}
+	h ^= h >> 16 // murmur3's finaliser: FNV leaves consecutive slots' hashes close
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h%seenSweepOdds == 0
+}
+
 // owedTrim is a queue's trim that waits: up to pos, owed since since.
 type owedTrim struct {
 	pos   drover.Position
@@ -354,7 +389,7 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq, mark uint64) {
 // commit while no queue loop runs: an interval after a run's last
 // commit), else those owed for trimEvery. A queue just committed whose
 // trim is not due yet gets a records-only request, when it has records.
-// A trim deletes the :attempts fields of the messages it covers, so it
+// A trim deletes the starts fields of the messages it covers, so it
 // waits first for the start records handed in before mark (taken when the
 // offsets it trims to had all been offered: starter.settled).
 //
@@ -371,6 +406,7 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 	add := func(l *queueLoop, r drover.TrimRequest) {
 		cfg := l.config()
 		r.Queue, r.Retention, r.Policy = l.name, cfg.Retention.Std(), cfg.Outcomes
+		r.SweepSeen = !r.RecordsOnly && sweepsSeen(l.name, now)
 		reqs, whose = append(reqs, r), append(whose, l)
 	}
 	c.mu.Lock()

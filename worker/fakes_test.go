@@ -43,7 +43,7 @@ type memLog struct {
 	trimCalls   [][]drover.TrimRequest // TrimMany calls
 	readRounds  int                    // ReadMany calls
 	routed      map[string]string      // queue → member its wake-ups go to
-	starts      map[string]int         // "queue\x00id" → starts recorded (the :attempts hash)
+	starts      map[string]int         // "queue\x00id" → starts recorded (their fields in :msg)
 	startRounds int                    // RecordStarts calls
 	parkedHeads []string               // ParkHead calls: "queue/id"
 	// failTrims: how many of a queue's next TrimMany trims (not
@@ -344,7 +344,7 @@ func (l *memLog) DeadLetter(_ context.Context, queue string, d drover.DeadLetter
 	return nil
 }
 
-// RecordStarts counts a start of each message, as the :attempts hash does.
+// RecordStarts counts a start of each message, as the starts fields of :msg do.
 func (l *memLog) RecordStarts(_ context.Context, queues, ids []string) ([]int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

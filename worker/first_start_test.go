@@ -277,7 +277,7 @@ func (s *startsAsked) count() int {
 // An owner reads the recorded starts until a read catches up with the
 // queue after its claim: only the messages at or below the head it
 // claimed can have starts it does not know of (a previous owner's). Later
-// reads skip the HMGET of :attempts (issue 43: one command a message). A
+// reads skip the starts fields of :msg (issue 43). A
 // retry promoted from :delayed, read then without its starts, says in its
 // envelope that it ran before: its start waits for the exact count, so it
 // runs as attempt 1, not as a first start again.

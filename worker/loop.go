@@ -547,7 +547,7 @@ func (l *queueLoop) trim(pos drover.Position, outcomes []drover.Outcome) {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	// The starts of the messages it covers were recorded before now: the
-	// trim, which deletes their :attempts fields, waits for those records.
+	// trim, which deletes their starts fields, waits for those records.
 	if err := l.w.starts.settled(ctx, l.w.starts.mark()); err != nil {
 		l.logger().Warn("trim queue: waiting for start records", "error", err)
 	}

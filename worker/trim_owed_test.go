@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testkit"
@@ -163,4 +164,67 @@ func (b *busyMember) run(id string) {
 		}
 		return false
 	})
+}
+
+// About one trim in seenSweepOdds of a queue forgets its expired dedupe
+// ids (drover.TrimRequest.SweepSeen), decided by the queue's name and the
+// trimEvery slot of the committer's clock, not every trim, which cost a
+// command a trim on every queue (issue 43); a records-only request never
+// does. A queue trimmed at any steady rhythm of at least trimEvery is not
+// locked out.
+func TestTrimsSweepTheDedupeIdsAboutOneInTen(t *testing.T) {
+	for _, period := range []time.Duration{trimEvery, 10 * time.Second, time.Minute} {
+		sweeps, gap, longest := 0, 0, 0
+		at := time.Unix(1_800_000_007, 0)
+		const trims = 10000
+		for range trims {
+			if sweepsSeen("q", at) {
+				sweeps++
+				gap = 0
+			} else if gap++; gap > longest {
+				longest = gap
+			}
+			at = at.Add(period)
+		}
+		if sweeps < trims/seenSweepOdds*8/10 || sweeps > trims/seenSweepOdds*12/10 || longest > 150 {
+			t.Errorf("trims every %s: want about 1 in %d to sweep, none 150 in a row without, have %d of %d, %d in a row without",
+				period, seenSweepOdds, sweeps, trims, longest)
+		}
+	}
+
+	b := newBusyMember(t)
+	log, clock := b.log, b.clock
+	// toSlot moves the clock on, a trimEvery at a time (so that a trim
+	// owed is due), until a trim of q sent then sweeps as want says.
+	toSlot := func(want bool) {
+		for clock.Advance(trimEvery); sweepsSeen("q", clock.Now()) != want; {
+			clock.Advance(trimEvery)
+		}
+	}
+	lastTrim := func(after int) func() bool {
+		return func() bool {
+			ts := trimsOf(log, "q")
+			return len(ts) > after && !ts[len(ts)-1].RecordsOnly
+		}
+	}
+	b.run("m1")
+	toSlot(false)
+	waitFor(t, "q trimmed in a slot without the sweep", lastTrim(0))
+	ts := trimsOf(log, "q")
+	if ts[len(ts)-1].SweepSeen {
+		t.Fatalf("a trim in a slot without the sweep: have %+v", ts[len(ts)-1])
+	}
+	n := len(ts)
+	b.run("m2")
+	toSlot(true)
+	waitFor(t, "q trimmed in a slot with the sweep", lastTrim(n))
+	ts = trimsOf(log, "q")
+	if !ts[len(ts)-1].SweepSeen {
+		t.Fatalf("a trim in a slot with the sweep: want it asked, have %+v", ts[len(ts)-1])
+	}
+	for _, r := range ts {
+		if r.RecordsOnly && r.SweepSeen {
+			t.Fatalf("a records-only request asks for the sweep: %+v", r)
+		}
+	}
 }

@@ -85,13 +85,17 @@ class RedisClientTests(unittest.TestCase):
         st = self.c.status(self.q, job_id)
         self.assertEqual(st.state, "delayed")
         self.assertIsNotNone(st.due_at)
-        # A retry waiting in the delayed set has its starts recorded in the
-        # queue's attempts hash; a revoke forgets them with the message, so a
-        # later enqueue of the same id starts from attempt 0.
-        attempts = self.c._keys(self.q)["attempts"]
-        self.r.hset(attempts, job_id, 2)
+        # A retry waiting in the delayed set has its starts recorded beside
+        # its envelope in :msg (field <id>\0a), or in the previous layout's
+        # attempts hash; a revoke forgets them with the message, so a later
+        # enqueue of the same id starts from attempt 0.
+        k = self.c._keys(self.q)
+        starts = job_id + "\x00a"
+        self.r.hset(k["msg"], starts, 2)
+        self.r.hset(k["attempts"], job_id, 2)
         self.assertTrue(self.c.revoke(self.q, job_id, by="python-suite"))
-        self.assertFalse(self.r.hexists(attempts, job_id))
+        self.assertFalse(self.r.hexists(k["msg"], starts))
+        self.assertFalse(self.r.hexists(k["attempts"], job_id))
         self.assertFalse(self.c.revoke(self.q, job_id))
         st = self.c.status(self.q, job_id)
         self.assertEqual((st.state, st.by), ("revoked", "python-suite"))
