@@ -16,7 +16,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	membership "github.com/drover-dev/drover/fleet" // this file has a type fleet
-	"github.com/drover-dev/drover/internal/proxy"
+	"github.com/drover-dev/drover/internal/testing/proxy"
 )
 
 // A fleet is a set of members, each a separate ZooKeeper session in this

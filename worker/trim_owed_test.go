@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 // posOf is the position of message id in queue q's log.
