@@ -7,7 +7,8 @@
 // The benchmark itself is BenchmarkFleetRuntime (fleet_bench_test.go). This
 // package holds the instruments it needs that a worker or the harness runs:
 // a latency histogram that the bench-only handlers of the drover binary
-// (cmd/drover, build tag droverbench) fill and publish to a file, a
-// ZooKeeper proxy that counts one member's requests by kind, and readers of
-// a process's CPU time and resident memory from /proc.
+// (cmd/drover, build tag droverbench) fill and publish to a file, and
+// readers of a process's CPU time and resident memory from /proc. The
+// ZooKeeper proxy that counts one member's requests by kind is
+// internal/testing/proxy's (proxy.CountZooKeeper).
 package fleetbench

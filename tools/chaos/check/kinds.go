@@ -74,7 +74,7 @@ type Effect struct {
 	After float64
 	// Leased: the worker's tasks are under its task lease, which kills
 	// them before another member can claim the queue; an execution that
-	// really ran (see Fault.Stopped) beside another worker's execution of
+	// really ran (see Effect.Stopped) beside another worker's execution of
 	// the queue is a violation, not an excused zombie.
 	Leased bool
 	// Stopped: the fault stopped the worker's tasks too (SIGSTOP of their
