@@ -66,11 +66,11 @@ proto: ## regenerate scaler/externalscaler from its .proto (installs protoc and 
 
 .PHONY: bench
 bench: deps ## run the benchmarks (medians of 5) and rewrite BENCHMARKS.md
-	$(GO) run ./internal/benchreport -out BENCHMARKS.md
+	$(GO) run ./tools/benchreport -out BENCHMARKS.md
 
 .PHONY: ab
 ab: deps ## A/B one benchmark between two revisions, alternated on this machine: make ab BENCH=REGEXP PKG=./queue [A=HEAD~1 B=HEAD ROUNDS=5 ARGS='-benchtime 2s'] (docs/benchmarks.md)
-	$(GO) run ./internal/abtool -a '$(or $(A),HEAD~1)' -b '$(or $(B),HEAD)' -bench '$(value BENCH)' -pkg '$(PKG)' -rounds $(or $(ROUNDS),5) $(ARGS)
+	$(GO) run ./tools/abtool -a '$(or $(A),HEAD~1)' -b '$(or $(B),HEAD)' -bench '$(value BENCH)' -pkg '$(PKG)' -rounds $(or $(ROUNDS),5) $(ARGS)
 
 .PHONY: demo
 demo: deps build ## a local fleet with example tasks and a live status view (Ctrl-C or DEMO_SECONDS to stop)
@@ -78,4 +78,4 @@ demo: deps build ## a local fleet with example tasks and a live status view (Ctr
 
 .PHONY: chaos
 chaos: deps build ## the fault-injection run (CHAOS_DURATION, default 10m)
-	$(GO) run ./internal/chaos -duration $(or $(CHAOS_DURATION),10m)
+	$(GO) run ./tools/chaos -duration $(or $(CHAOS_DURATION),10m)

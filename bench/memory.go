@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/fleetbench"
+	"github.com/drover-dev/drover/tools/fleetbench"
 )
 
 // memoryResult is one `drover worker` process owning many idle queues.

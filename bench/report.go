@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/internal/proxy"
+	"github.com/drover-dev/drover/internal/testing/proxy"
 )
 
 // renderMarkdown writes the section of BENCHMARKS.md for res.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/internal/proxy"
+	"github.com/drover-dev/drover/internal/testing/proxy"
 )
 
 // scaleConfig sizes the scale section.

@@ -16,7 +16,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	membership "github.com/drover-dev/drover/fleet" // this file has a type fleet
-	"github.com/drover-dev/drover/internal/proxy"
+	"github.com/drover-dev/drover/internal/testing/proxy"
 )
 
 // A fleet is a set of members, each a separate ZooKeeper session in this
@@ -250,8 +250,8 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	mctx, cancel := context.WithCancel(context.Background())
 	m := &fleetMember{name: name, mb: mb, proxy: px, s: s, cancel: cancel, done: make(chan struct{})}
 	runner := &fleetRunner{member: name, log: f.log, claims: map[string]drover.Claim{}}
-	zs := membership.ZooKeeper{Session: s}
-	el, err := zs.Elector(coordinator.ElectionRebalance)
+	zs := membership.SessionPorts(s)
+	el, err := zs.Group().Elector(coordinator.ElectionRebalance)
 	if err != nil {
 		cancel()
 		s.Close()
@@ -262,12 +262,12 @@ func (f *fleet) start(ctx context.Context, name string) (*fleetMember, error) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		membership.RunRebalancer(mctx, membership.RebalancerConfig{Session: zs, Elector: el, Candidate: name, Logger: benchLogger.Named(name),
+		membership.RunRebalancer(mctx, membership.RebalancerConfig{Session: zs.Leader(), Elector: el, Candidate: name, Logger: benchLogger.Named(name),
 			OnRebalance: func(_ drover.Assignment, moved int, _ time.Duration) { f.moved.Add(int64(moved)) }})
 	}()
 	go func() {
 		defer wg.Done()
-		membership.RunReconciler(mctx, membership.ReconcilerConfig{Session: zs, Member: name, MemberPath: mb.Path(), Runner: runner, Logger: benchLogger.Named(name)})
+		membership.RunReconciler(mctx, membership.ReconcilerConfig{Session: zs.Reconciler(), Member: name, MemberPath: mb.Path(), Runner: runner, Logger: benchLogger.Named(name)})
 	}()
 	go func() { wg.Wait(); close(m.done) }()
 	f.mu.Lock()

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // Issue 40: Remove takes retired queues out of their owners' shares by

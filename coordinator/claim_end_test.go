@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testenv"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 // A claim reports its end to one callback, once, however many writes see

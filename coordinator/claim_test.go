@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 func TestClaimCommitRelease(t *testing.T) {

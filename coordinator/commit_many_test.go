@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // claimN claims queues q00… for member m on s.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // commitUntilOK commits to every claim, retrying (bounded by a minute) while

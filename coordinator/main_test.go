@@ -10,8 +10,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testenv"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Run(m)) }

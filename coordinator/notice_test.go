@@ -9,7 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // A bucket's config notice moves with every write a queue's owner must hear

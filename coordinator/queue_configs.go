@@ -161,7 +161,7 @@ func (q Queues) WatchConfigs(ctx context.Context) *ConfigWatch {
 // comes with Err wrapping drover.ErrQueueNotFound (its creation is
 // followed), a corrupt one with Err naming the node; the error return is
 // for a read that failed (the queue is then not followed). Entries with
-// equal task routes share one Config.Tasks map: read it, never modify it.
+// equal task routes share one QueueConfig.Tasks map: read it, never modify it.
 func (w *ConfigWatch) Read(ctx context.Context, queue string) (QueueEntry, error) {
 	if err := drover.ValidateQueueName(queue); err != nil {
 		return QueueEntry{}, fmt.Errorf("read queue config: %w", err)

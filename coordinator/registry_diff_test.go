@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // Diff names the queues added, removed and re-weighted between two

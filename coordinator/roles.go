@@ -16,7 +16,7 @@ import "github.com/drover-dev/drover"
 // A role is a value as cheap as the pointer it holds: take it once or per
 // call, as reads best. Each role's methods behave as documented on them;
 // none outlives the session (after Done, each returns an error wrapping
-// drover.ErrSessionLost or drover.ErrClosed).
+// drover.ErrSessionLost, Close included).
 
 // Group is the session's role among the members: joining, listing and
 // watching members, electing leaders, counting the cluster.

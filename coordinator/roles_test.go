@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 // maxMethods is the most methods an exported type of this package may

@@ -9,8 +9,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testenv"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 // stateLog records a session's state changes in order, and when each was

@@ -16,13 +16,13 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 	"github.com/drover-dev/drover/worker"
 	"github.com/drover-dev/drover/worker/executor"
 	"github.com/redis/go-redis/v9"
 )
 
-// The Node client against BullMQ (issue 44; internal/benchreport, "Node
+// The Node client against BullMQ (issue 44; tools/benchreport, "Node
 // client against BullMQ"): clients/node/bench/bench.mjs times Drover's
 // Client.enqueue and BullMQ's Queue.add, and a BullMQ Worker, inside one
 // Node process each; the pooled Node children are timed here, run by an

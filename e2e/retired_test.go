@@ -11,7 +11,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/ops"
-	"github.com/drover-dev/drover/internal/retiretest"
+	"github.com/drover-dev/drover/internal/testing/retiretest"
 )
 
 // statusQueues returns the queues `drover ctl status -o json` lists.

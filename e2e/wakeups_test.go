@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testenv"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/worker"
 	"github.com/drover-dev/drover/worker/executor"

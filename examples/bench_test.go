@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // BenchmarkPythonEnqueue measures the Python client's enqueue from one
 // thread against a private Redis: one message per call, batches of 100,
-// and a bare redis-py LPUSH loop in the same run (internal/benchreport,
+// and a bare redis-py LPUSH loop in the same run (tools/benchreport,
 // "Python client"). Each iteration is one Python process enqueueing n
 // messages; msgs/s is measured inside it (start-up excluded).
 func BenchmarkPythonEnqueue(b *testing.B) {

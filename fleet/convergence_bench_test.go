@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // BenchmarkConvergence10x1000 measures, on a real ZooKeeper, how long the

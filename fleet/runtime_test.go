@@ -11,8 +11,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testenv"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 // fakeContact is a session as the lease's renewal rule sees it.

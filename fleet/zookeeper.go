@@ -40,6 +40,11 @@ func ConnectZooKeeper(ctx context.Context, cfg coordinator.Config) (MemberSessio
 	return zkSession{s}, nil
 }
 
+// SessionPorts is an open session as the fleet's ports: for callers that
+// connect their own session (the scale bench, through a proxy) and run the
+// rebalancer and reconciler on it.
+func SessionPorts(s *coordinator.Session) MemberSession { return zkSession{s} }
+
 // zkSession is a MemberSession: the session's lifetime and state are its
 // own; each consumer's port is built from its roles.
 type zkSession struct{ *coordinator.Session }

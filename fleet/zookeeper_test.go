@@ -17,8 +17,8 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
-	"github.com/drover-dev/drover/internal/testenv"
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testenv"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 	"github.com/drover-dev/drover/worker"
 )
 

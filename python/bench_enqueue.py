@@ -1,4 +1,4 @@
-"""Python enqueue throughput from one thread (internal/benchreport,
+"""Python enqueue throughput from one thread (tools/benchreport,
 "Python client"): prints msgs/s for one mode.
 
     bench_enqueue.py REDIS_URL PREFIX MODE N

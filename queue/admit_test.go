@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // The HTTP producer's admission (docs/decisions.md, "Issue 42: one round

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // NewClient authenticates with a password and with an ACL user.

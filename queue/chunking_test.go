@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // The many-queue calls a worker makes while busy are cut into bounded

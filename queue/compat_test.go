@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // enqueueV2 is the enqueue script of layout v2 as docs/redis-schema.md

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 	"github.com/redis/go-redis/v9"
 )
 

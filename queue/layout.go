@@ -11,7 +11,7 @@ import (
 // <prefix>:layout (MarkLayout); a producer that speaks another version
 // refuses to enqueue (the Python client raises LayoutError) rather than
 // enqueue in a way the fleet no longer serves at full speed.
-// internal/pyscripts checks that it matches the enqueue script's header.
+// tools/pyscripts checks that it matches the enqueue script's header.
 const LayoutVersion = 3
 
 // MarkLayout writes LayoutVersion to <prefix>:layout. Workers call it at

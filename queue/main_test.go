@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // TestMain is the package's only TestMain (the schedule store's tests share

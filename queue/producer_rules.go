@@ -9,7 +9,7 @@ import (
 )
 
 // ProducerRules is what an enqueue accepts, written out as data for
-// producers in other languages: internal/pyscripts serialises it into the
+// producers in other languages: tools/pyscripts serialises it into the
 // Python client (python/drover/scripts/rules.json), which checks every
 // message against it before writing anything. The Go producers enforce
 // the same rules in code (drover.ValidateQueueName, Producer.Enqueue, the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // A queue with no outcome index (its first record, or none kept for the

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 // maxRoleMethods is the most exported methods an exported type of this

@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/drover-dev/drover/coordinator"
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 // connect opens a session under root and closes it at cleanup.

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/scaler"
 	pb "github.com/drover-dev/drover/scaler/externalscaler"

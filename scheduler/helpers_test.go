@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 	"github.com/drover-dev/drover/scheduler"
 	"github.com/drover-dev/drover/scheduler/schedulertest"
 	"github.com/hashicorp/go-hclog"

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/tracing"
 	"github.com/drover-dev/drover/worker"

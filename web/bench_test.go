@@ -17,7 +17,7 @@ import (
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/ops"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 	"github.com/drover-dev/drover/queue"
 )
 

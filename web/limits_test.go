@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/ops"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 	"github.com/drover-dev/drover/queue"
 )
 

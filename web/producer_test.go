@@ -12,7 +12,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/ops"
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 	"github.com/drover-dev/drover/metrics"
 	"github.com/drover-dev/drover/queue"
 	"github.com/redis/go-redis/v9"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/ops"
-	"github.com/drover-dev/drover/internal/retiretest"
+	"github.com/drover-dev/drover/internal/testing/retiretest"
 )
 
 // A family key that retired is gone from the console: the overview's

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // BenchmarkLoneMessageRedisCommands: what a message alone on its queue

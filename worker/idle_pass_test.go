@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 // reusingCheckLog is a memLog whose CheckQueues answers in a buffer it

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/testkit"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 // frozenRouter is a memLog whose RouteWakeups blocks until thawed (Redis

@@ -2,7 +2,7 @@
 
 package main
 
-// Handlers for the fleet runtime benchmark (internal/fleetbench), compiled
+// Handlers for the fleet runtime benchmark (tools/fleetbench), compiled
 // only into a binary built with `-tags droverbench`; the drover binary that
 // `make build` ships has no handlers of its own. Queues of the benchmark
 // route these task names inline:
@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
-	"github.com/drover-dev/drover/internal/fleetbench"
+	"github.com/drover-dev/drover/tools/fleetbench"
 )
 
 var benchLatency, benchStored fleetbench.Histogram

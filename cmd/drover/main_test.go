@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/testenv"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
 // droverBin is the drover binary built by TestMain: the end-to-end tests

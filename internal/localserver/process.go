@@ -1,7 +1,7 @@
 // Package localserver starts private Redis and ZooKeeper servers from the
 // binaries installed on the machine (Debian's redis-server and zookeeper
 // packages), on free loopback ports in a directory of the caller's. It serves
-// the tests (internal/testenv) and `drover dev`.
+// the tests (internal/testing/testenv) and `drover dev`.
 package localserver
 
 import (

@@ -1,7 +1,7 @@
 """What an enqueue accepts, checked before anything is written.
 
 The limits are the Go code's (queue.Rules in the Go module, generated into
-drover/scripts/rules.json by `go run ./internal/pyscripts`; a Go test fails
+drover/scripts/rules.json by `go run ./tools/pyscripts`; a Go test fails
 while the committed file differs): queue names as drover.ValidateQueueName,
 ids, task and max_attempts as Producer.Enqueue, args as JSON without NaN or
 Infinity, delay and due as the HTTP API's in and at. This module only

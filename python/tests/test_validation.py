@@ -1,10 +1,10 @@
 """The client refuses what the Go producers refuse, names the field, and
-writes nothing. Run by the Go test internal/pyscripts
+writes nothing. Run by the Go test tools/pyscripts
 TestPythonRefusesWhatGoRefuses (a real Redis; REDIS_URL set) and by
 examples.TestPythonClientAgainstAFleet.
 
 The shared table, validation_cases.json, is checked against the Go
-producer by internal/pyscripts TestCorpusMatchesGoProducer."""
+producer by tools/pyscripts TestCorpusMatchesGoProducer."""
 
 import datetime
 import json
@@ -115,7 +115,7 @@ BAD = [
 def env(name):
     v = os.environ.get(name)
     if not v:
-        raise RuntimeError(f"{name} not set: run through go test ./internal/pyscripts -run TestPythonRefuses")
+        raise RuntimeError(f"{name} not set: run through go test ./tools/pyscripts -run TestPythonRefuses")
     return v
 
 

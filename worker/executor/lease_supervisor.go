@@ -105,7 +105,7 @@ type leaseFire struct {
 // killed and why. A lease that lapses with no task running (a worker that
 // has not reached ZooKeeper yet, say) says that it stopped nothing: the
 // worker's own log says why it is not renewing. The chaos run reads the
-// firings from these lines (internal/chaos/observe.go).
+// firings from these lines (tools/chaos/observe.go).
 func (f leaseFire) line(now time.Time, bound, grace time.Duration) string {
 	what := fmt.Sprintf("SIGTERM to %d process groups, SIGKILL after %s", f.groups, grace)
 	if f.groups == 0 {

@@ -1,4 +1,4 @@
-// The Node client against BullMQ on the same Redis (internal/benchreport,
+// The Node client against BullMQ on the same Redis (tools/benchreport,
 // "Node client against BullMQ"; e2e.BenchmarkNodeVsBullMQ runs it). Each
 // call measures one thing inside this process (start-up, connecting and a
 // worker's first BENCH_WARM jobs excluded) and prints one JSON line: n,

@@ -1,5 +1,5 @@
 /**
- * The files `go run ./internal/pyscripts` writes into scripts/ (the Lua
+ * The files `go run ./tools/pyscripts` writes into scripts/ (the Lua
  * the Go code runs, versions.json and rules.json, from queue/): read once
  * at import, from the package's own scripts/ folder.
  */

@@ -2,7 +2,7 @@
  * What an enqueue accepts, checked before anything is written.
  *
  * The limits are the Go code's (queue.Rules, generated into
- * scripts/rules.json by `go run ./internal/pyscripts`, the same file the
+ * scripts/rules.json by `go run ./tools/pyscripts`, the same file the
  * Python client reads; a Go test fails while a committed copy differs):
  * queue names as drover.ValidateQueueName, ids, task and maxAttempts as
  * Producer.Enqueue, args as JSON without NaN or Infinity, delay and due

@@ -3,7 +3,7 @@
 // (set by the Go tests: examples.TestNodeClientAgainstAFleet).
 //
 // The shared table, python/tests/validation_cases.json, is checked
-// against the Go producer by internal/pyscripts TestCorpusMatchesGoProducer
+// against the Go producer by tools/pyscripts TestCorpusMatchesGoProducer
 // and against the Python client by python/tests/test_validation.py.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";

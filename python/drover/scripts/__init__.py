@@ -1,1 +1,1 @@
-"""Generated from queue/scripts.go by `go run ./internal/pyscripts`: do not edit."""
+"""Generated from queue/scripts.go by `go run ./tools/pyscripts`: do not edit."""
