@@ -23,7 +23,7 @@
 // store.Jobs(), store.Inspector() and store.Operator(); the family
 // registrar uses store.Families(); schedules live in store.Schedules().
 //
-// Envelopes are decoded lazily (Entry.Decode), so reading stays cheap; a
+// Envelopes are decoded lazily (drover.LogEntry.Decode), so reading stays cheap; a
 // missing or undecodable envelope is a *PoisonError, never a panic and never
 // a reason to stop the queue.
 package queue

@@ -15,7 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/ops"
 )
 
-// Refused requests go to the refusal stream (ops.RecordRefusals), apart
+// Refused requests go to the refusal stream (ops.AuditLog.RecordRefusals), apart
 // from the audit log of mutations: anyone can be refused, so a flood of
 // refusals must neither evict a mutation nor grow Redis. Per source (who
 // was refused and from which address) and per minute, a server records

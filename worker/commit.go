@@ -15,7 +15,7 @@ import (
 // one per queue (DESIGN.md §10). Queue loops hand it their done offsets
 // (offer); every CommitInterval, and at once when the member drains after
 // a while of work (drained), it commits every queue that progressed in one
-// call (drover.ClaimCommitter: the coordinator's Session.CommitMany sends
+// call (drover.ClaimCommitter: coordinator.Claims.CommitMany sends
 // them to ZooKeeper as one multi per request bound), each operation still
 // checking its own claim's fencing version. A fenced-out queue is dropped
 // alone: its loop is lost, the others commit. After a successful commit

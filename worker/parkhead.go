@@ -25,7 +25,7 @@ import (
 // its watch; a hold lifted early runs the head once more, never a later
 // message.
 
-// Pauser writes a queue's pause flag (coordinator.Session.SetPause).
+// Pauser writes a queue's pause flag (fleet.Current.SetPause).
 type Pauser interface {
 	SetPause(ctx context.Context, scope drover.PauseScope, name string, p drover.Pause) error
 }

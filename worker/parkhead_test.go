@@ -117,7 +117,7 @@ func TestParkedHeadSkippedRunsTheNextMessage(t *testing.T) {
 	w, log, ex, _, _, _ := parkingQueue(t)
 	w.SetPause(PauseState{Queues: map[string]bool{"q": true}})
 	log.mu.Lock()
-	log.log["q"] = log.log["q"][1:] // what Store.Kill does to the log
+	log.log["q"] = log.log["q"][1:] // what queue.Dead.Kill does to the log
 	log.mu.Unlock()
 	w.SetPause(PauseState{})
 	waitFor(t, "b and c to run", func() bool { return len(ex.runList()) == 4 })

@@ -7,7 +7,7 @@ import (
 )
 
 // WakeupSource subscribes to a member's wake-up channel
-// (queue.Store.Wakeups). The channel closes when ctx ends.
+// (queue.Listener.Wakeups). The channel closes when ctx ends.
 type WakeupSource interface {
 	Wakeups(ctx context.Context, member string) (<-chan drover.Wakeup, error)
 }
