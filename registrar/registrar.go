@@ -60,12 +60,12 @@ const (
 	// trims emptied in the retire index, and walks the registry only for
 	// those the index does not hold (queues emptied before the index
 	// existed, every queue on a Redis Cluster, a delayed message revoked);
-	// 2,000 a second, the walk's pace before the index: the index alone
-	// retired 32 keys a second in the full churn bench (2026-11-29, 3% of
-	// the retirable ones; cause not found, docs/decisions.md "Issue 40:
-	// the retire index at full size"), so the walk keeps its old pace
-	// until the index is shown to carry retirement (500 a second was the
-	// index's helper's choice, measured only at smoke size).
+	// 2,000 a second, the walk's pace before the index. The index alone
+	// once retired 32 keys a second in the full churn bench: the cause was
+	// not the index but the registrations failing the sweep's packed
+	// multis, and the offset drops at each step's end (docs/decisions.md,
+	// "Issue 40: the registry's writers take turns"). The walk keeps its
+	// pace until a run shows the index carrying retirement alone.
 	DefaultSweepCount = 2000
 	// maxRetiresPerStep bounds the queues one sweep step retires; the
 	// others are found idle again by the next pass. A step's retirement is
