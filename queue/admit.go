@@ -90,17 +90,9 @@ func (s Producer) EnqueueAdmitted(ctx context.Context, msgs []*drover.Message, a
 	if s.cluster() {
 		return s.enqueueAdmittedOnCluster(ctx, msgs, at, adm)
 	}
-	reqs := make([]*enqueueRequest, len(msgs))
-	for i, m := range msgs {
-		var due int64 // 0: now
-		if at != nil && !at[i].IsZero() {
-			due = dueMillis(at[i])
-		}
-		r, err := s.newRequest(ctx, m, due)
-		if err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
-		}
-		reqs[i] = r
+	reqs, err := s.newRequests(ctx, msgs, at)
+	if err != nil {
+		return nil, err
 	}
 	if s.durable != nil {
 		if err := s.durable.ready(ctx, s.rdb); err != nil {

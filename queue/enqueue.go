@@ -140,8 +140,9 @@ func (s Producer) EnqueueBatchAt(ctx context.Context, msgs []*drover.Message, at
 	return s.enqueueBatch(ctx, msgs, at)
 }
 
-// enqueueBatch is EnqueueBatchAt; a nil at means every message is due now.
-func (s *core) enqueueBatch(ctx context.Context, msgs []*drover.Message, at []time.Time) ([]EnqueueResult, error) {
+// newRequests builds the requests of msgs, due at at (nil: every one
+// now; a zero time: now).
+func (s *core) newRequests(ctx context.Context, msgs []*drover.Message, at []time.Time) ([]*enqueueRequest, error) {
 	reqs := make([]*enqueueRequest, len(msgs))
 	for i, m := range msgs {
 		var due int64 // 0: now
@@ -153,6 +154,15 @@ func (s *core) enqueueBatch(ctx context.Context, msgs []*drover.Message, at []ti
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 		reqs[i] = r
+	}
+	return reqs, nil
+}
+
+// enqueueBatch is EnqueueBatchAt; a nil at means every message is due now.
+func (s *core) enqueueBatch(ctx context.Context, msgs []*drover.Message, at []time.Time) ([]EnqueueResult, error) {
+	reqs, err := s.newRequests(ctx, msgs, at)
+	if err != nil {
+		return nil, err
 	}
 	s.flushEnqueues(ctx, reqs)
 	if err := mergeNotReplicated(reqs); err != nil {

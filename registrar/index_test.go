@@ -223,3 +223,40 @@ func TestTheRetireSweepDoesNotWaitForOffsetDrops(t *testing.T) {
 	}
 	waitRetired(second)
 }
+
+// Issue 40: once a churn had retired, the backstop's walk checked every
+// one of the 200 registered (busy, kept) keys every second: 1,600 Redis
+// commands a second of an idle fleet, though each kept key is scored in
+// the retire index at the time it may retire. A pass over a small
+// registry now starts no sooner than minWalkPass after the last one: 40
+// kept keys and a step a second for ten seconds cost one pass of checks.
+func TestTheBackstopWalkDoesNotCircleASmallRegistryEveryStep(t *testing.T) {
+	e := newRegistrarEnv(t)
+	names := e.registerIdle(40) // never enqueued to: kept, their idle time starts at the first check
+	clock := testkit.NewClock(time.Now())
+	counter := &visitCounter{FamilyRedis: e.store.Families(), retired: map[string]int{}}
+	e.run(counter, func(c *Config) {
+		c.Clock, c.SweepEvery, c.OnRetired = clock, time.Second, counter.onRetired
+	})
+	testkit.Eventually(t, "the scan and sweep armed on the clock", func() bool { return clock.Timers() == 2 })
+	for step := 1; step <= 10; step++ {
+		clock.Advance(time.Second)
+		// A step's CheckIdle, or none once the pass is done: wait until
+		// the sweep timer is armed again (the step ended) before the next.
+		testkit.Eventually(t, "the sweep armed again", func() bool { return clock.Timers() == 2 })
+	}
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	checked := map[string]int{}
+	for _, qs := range counter.checks {
+		for _, q := range qs {
+			checked[q]++
+		}
+	}
+	for _, q := range names {
+		if checked[q] != 1 {
+			t.Fatalf("ten steps within a minute: want each of the 40 kept keys checked once, have %s checked %d times (%d checks in all)",
+				q, checked[q], len(counter.checks))
+		}
+	}
+}

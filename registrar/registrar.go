@@ -280,7 +280,8 @@ type term struct {
 	// its start, at the batch pace. missedAgain: another was lost during
 	// that pass; a second whole pass follows it.
 	catchingUp, missedAgain bool
-	sweep                   int // the retire sweep's next bucket
+	sweep                   int       // the retire sweep's next bucket
+	passStart               time.Time // when the backstop's walk last started a pass
 }
 
 // Run registers and retires family queues until ctx ends (the leadership
