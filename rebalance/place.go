@@ -135,6 +135,14 @@ func (p *Placer) Balanced(maxWeight int64) bool {
 	return true
 }
 
+// Clone returns a Placer with the same members and loads, for a
+// computation that must not change this one's (a plan).
+func (p *Placer) Clone() *Placer {
+	c := *p
+	c.members, c.load = slices.Clone(p.members), slices.Clone(p.load)
+	return &c
+}
+
 // Loads returns each member's load, by name.
 func (p *Placer) Loads() map[string]int64 {
 	out := make(map[string]int64, len(p.members))
