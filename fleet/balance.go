@@ -71,21 +71,18 @@ func (p *placement) correct(ctx context.Context, lead Leadership, w AssignmentWr
 // queues moved: the whole computation it replaces, two Sticky runs and a
 // whole write, held the leader's loop about 1.5 s at 110,000 queues, every
 // BalanceEvery while a family churned, and new keys waited for it. false:
-// it cannot stand for Sticky here (no placer, queues placed ahead of the
-// registry, tags, a writer that cannot move); the whole computation then
-// corrects.
+// it cannot stand for Sticky here (no placer, tags, a writer that cannot
+// move); the whole computation then corrects. Queues placed ahead of the
+// registry watch (a churning family's newest keys) count as placed: they
+// are in the loads and the assignment, and are not candidates to move.
 func (p *placement) correctMoves(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, live []rebalance.Member, log hclog.Logger) (int, bool, error) {
 	mw, ok := w.(mover)
-	if !ok || p.placer == nil || len(p.unlisted) > 0 || membersKey(live) != p.members {
+	if !ok || p.placer == nil || membersKey(live) != p.members {
 		return 0, false, nil
 	}
 	cur := w.Current()
 	start := time.Now()
-	lookup := func(name string) (rebalance.Queue, bool) {
-		q, ok := p.reg.Lookup(name)
-		return balancing(q), ok
-	}
-	plan, _, ok := p.placer.Clone().Reassign(live, cur.Queues, lookup, p.maxWeight())
+	plan, _, ok := p.placer.Clone().Reassign(live, cur.Queues, p.lookup, p.maxWeight())
 	if !ok {
 		return 0, false, nil
 	}
@@ -94,11 +91,11 @@ func (p *placement) correctMoves(ctx context.Context, lead Leadership, w Assignm
 	receivers := map[donorWeight][]string{}
 	for _, q := range slices.Sorted(maps.Keys(plan)) {
 		from, to := cur.Queues[q], plan[q]
-		rq, ok := p.reg.Lookup(q)
+		rq, ok := p.lookup(q)
 		if !ok || from == "" || from == to {
 			continue
 		}
-		k := donorWeight{from, rebalance.Weight(balancing(rq))}
+		k := donorWeight{from, rebalance.Weight(rq)}
 		receivers[k] = append(receivers[k], to)
 	}
 	if len(receivers) == 0 {

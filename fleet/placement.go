@@ -44,8 +44,8 @@ type placement struct {
 	members string            // membersKey of the members
 	placer  *rebalance.Placer // nil: the next change needs a whole computation
 	// unlisted are the queues placed from the registrar that no registry
-	// snapshot has listed yet, with when.
-	unlisted map[string]time.Time
+	// snapshot has listed yet, with when and as placed.
+	unlisted map[string]unlistedQueue
 	// weights counts the assigned queues by weight (rebalance.Weight):
 	// the largest is Sticky's balance bound.
 	weights map[int64]int
@@ -54,6 +54,23 @@ type placement struct {
 	// onReassign, if set, is told what each change of members computed
 	// without a whole computation (tests).
 	onReassign func(rebalance.ReassignStats)
+}
+
+// unlistedQueue is a queue placed ahead of the registry watch: when, and
+// as the placer counted it.
+type unlistedQueue struct {
+	at time.Time
+	q  rebalance.Queue
+}
+
+// lookup is a queue as the strategies see it: as the registry the
+// assignment reflects lists it, or as placed ahead of it.
+func (p *placement) lookup(name string) (rebalance.Queue, bool) {
+	if q, ok := p.reg.Lookup(name); ok {
+		return balancing(q), true
+	}
+	u, ok := p.unlisted[name]
+	return u.q, ok
 }
 
 // forget makes the next change go through a whole computation.
@@ -127,8 +144,8 @@ func (p *placement) placeNew(ctx context.Context, now time.Time, lead Leadership
 	for _, q := range d.Added {
 		delete(p.unlisted, q.Name)
 	}
-	for _, at := range p.unlisted {
-		if now.Sub(at) > pendingFor {
+	for _, u := range p.unlisted {
+		if now.Sub(u.at) > pendingFor {
 			// Placed from the registrar, never listed: retired since, or
 			// never registered. A whole computation drops it.
 			return false, nil
@@ -172,11 +189,11 @@ func (p *placement) placeCreated(ctx context.Context, now time.Time, lead Leader
 	}
 	if p.placer != nil {
 		if p.unlisted == nil {
-			p.unlisted = map[string]time.Time{}
+			p.unlisted = map[string]unlistedQueue{}
 		}
 		for _, q := range added {
 			if _, ok := w.Current().Queues[q.Name]; ok {
-				p.unlisted[q.Name] = now
+				p.unlisted[q.Name] = unlistedQueue{at: now, q: q}
 			}
 		}
 	}
