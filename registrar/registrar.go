@@ -460,6 +460,17 @@ func (r *Registrar) Run(ctx context.Context) error {
 			sweeping = false
 			t.afterSweep(res)
 			queued()
+			// A full page of the retire index: more queues are due now.
+			// The next step starts at once rather than at the next tick
+			// (a step of 2,000 taking a little over a second waited for
+			// the tick after it, so retirement could not pass 1,000 a
+			// second, what a churning family asks).
+			if res.fromIndex >= maxRetiresPerStep {
+				if job, ok := t.sweepStep(ctx); ok {
+					sweeping = true
+					go func() { swept <- t.runSweep(ctx, job) }()
+				}
+			}
 		case rest := <-dropped:
 			dropping = false
 			t.offsets = append(t.offsets, rest...)
