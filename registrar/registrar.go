@@ -358,6 +358,12 @@ func (r *Registrar) Run(ctx context.Context) error {
 			<-swept
 		}
 	}()
+	startSweep := func() {
+		if job, ok := t.sweepStep(ctx); ok {
+			sweeping = true
+			go func() { swept <- t.runSweep(ctx, job) }()
+		}
+	}
 	// The offset nodes of retired queues go on a goroutine of their own,
 	// one batch at a time, beside the sweep steps.
 	dropping := false
@@ -449,12 +455,8 @@ func (r *Registrar) Run(ctx context.Context) error {
 					go func() { dropped <- t.dropOffsets(ctx, offs) }()
 				}
 			}
-			if sweeping {
-				continue // one step at a time: the next tick after it ends
-			}
-			if job, ok := t.sweepStep(ctx); ok {
-				sweeping = true
-				go func() { swept <- t.runSweep(ctx, job) }()
+			if !sweeping { // one step at a time: the next tick after it ends
+				startSweep()
 			}
 		case res := <-swept:
 			sweeping = false
@@ -466,10 +468,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 			// the tick after it, so retirement could not pass 1,000 a
 			// second, what a churning family asks).
 			if res.fromIndex >= maxRetiresPerStep {
-				if job, ok := t.sweepStep(ctx); ok {
-					sweeping = true
-					go func() { swept <- t.runSweep(ctx, job) }()
-				}
+				startSweep()
 			}
 		case rest := <-dropped:
 			dropping = false
