@@ -119,6 +119,9 @@ func runChurn(b *testing.B, sz churnSizes) {
 		ws[i] = startWorker(b, bin, dir, fmt.Sprintf("w%d", i+1), zkServer.Addrs[0], env)
 	}
 	if keep := os.Getenv("DROVER_CHURNBENCH_KEEP_LOGS"); keep != "" {
+		if err := os.MkdirAll(keep, 0o755); err != nil {
+			b.Fatalf("DROVER_CHURNBENCH_KEEP_LOGS: %v", err)
+		}
 		b.Cleanup(func() { // registered after the workers': runs before they stop
 			for _, w := range ws {
 				data, err := os.ReadFile(w.logPath)
