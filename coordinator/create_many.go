@@ -49,8 +49,8 @@ func (q Queues) CreateMany(ctx context.Context, cfgs []drover.QueueConfig) (int,
 		}
 		perBucket[path.Dir(p)] = append(perBucket[path.Dir(p)], item{p, data, cfg})
 	}
-	s.registryWrites.Lock()
-	defer s.registryWrites.Unlock()
+	s.registryWrites.lockRegister()
+	defer s.registryWrites.unlock()
 	packed, maybes := s.createPacked(ctx, perBucket)
 	buckets := make([]string, 0, len(perBucket))
 	for b := range perBucket {

@@ -30,6 +30,10 @@ type RetireCandidate struct {
 // is left then goes queue by queue.
 const retireRounds = 3
 
+// maxRetireYields bounds the times one RetireMany hands its turn to
+// registrations (a round cut by one is not counted).
+const maxRetireYields = 16
+
 // RetireMany is Retire for many queues, with the same checks and the same
 // guarantees for each: a candidate's config is read first (one read per
 // queue, in parallel), and only one that names the candidate's family
@@ -91,8 +95,8 @@ func (q Queues) RetireMany(ctx context.Context, cands []RetireCandidate, empty f
 			perBucket[path.Dir(p)] = append(perBucket[path.Dir(p)], retiree{index: at[k], queue: c.Queue, path: p, version: reads[at[k]].version})
 		}
 	}
-	s.registryWrites.Lock()
-	defer s.registryWrites.Unlock()
+	s.registryWrites.lockRetire()
+	defer s.registryWrites.unlock()
 	left := s.retirePacked(ctx, perBucket, done)
 	errs = append(errs, s.retireLeft(ctx, left, done))
 	return done, errors.Join(append(errs, ctx.Err())...)
@@ -159,6 +163,7 @@ type retireGroup struct {
 // and returns those left for retireAlone.
 func (s *Session) retirePacked(ctx context.Context, perBucket map[string][]retiree, done []bool) []retiree {
 	var left []retiree
+	yields := 0
 	for round := 0; round < retireRounds && len(perBucket) > 0 && ctx.Err() == nil; round++ {
 		buckets := make([]string, 0, len(perBucket))
 		for b := range perBucket {
@@ -166,64 +171,18 @@ func (s *Session) retirePacked(ctx context.Context, perBucket map[string][]retir
 		}
 		sort.Strings(buckets)
 		multis := s.packRetires(ctx, buckets, perBucket, &left)
-		outs := parallelMapN(ctx, createPackedInFlight, multis, func(gs []retireGroup) multiOutcome {
-			var ops []any
-			for _, g := range gs {
-				ops = append(ops, g.ops...)
-			}
-			res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) })
-			return multiOutcome{res, err}
-		})
-		for i, gs := range multis {
-			res, err := outs[i].res, outs[i].err
-			failed := failedOp(res)
-			first := 0
-			for _, g := range gs {
-				bi := len(g.queues) // the bucket's rewrite, then its notice
-				switch {
-				case err == nil:
-					for _, r := range g.queues {
-						done[r.index] = true
-					}
-					delete(perBucket, g.bucket)
-					if st := res[first+bi].Stat; st != nil {
-						// As written: CreateMany's next registration need not
-						// read it (and must not list these queues).
-						s.written.put(g.bucket, bucketRead{data: g.next, version: st.Version})
-					} else {
-						s.written.drop(g.bucket)
-					}
-				case failed < 0:
-					// The whole request failed; its outcome is unknown when
-					// the reply was lost. Settled queue by queue.
-					s.written.drop(g.bucket)
-					for _, r := range g.queues {
-						r.unknown = r.unknown || isUnknownOutcome(err)
-						left = append(left, r)
-					}
-					delete(perBucket, g.bucket)
-				case failed >= first && failed < first+bi:
-					// An operator reconfigured or deleted this queue: kept.
-					// The bucket's others go again.
-					k := failed - first
-					if !isVersionConflict(res[failed].Error) {
-						left = append(left, g.queues[k])
-					}
-					perBucket[g.bucket] = append(g.queues[:k:k], g.queues[k+1:]...)
-					if len(perBucket[g.bucket]) == 0 {
-						delete(perBucket, g.bucket)
-					}
-				case failed == first+bi:
-					s.written.drop(g.bucket) // changed by another writer: read it again
-				case failed == first+bi+1 && errors.Is(res[failed].Error, zk.ErrNoNode):
-					// A bucket's first notice: a multi's buckets have theirs
-					// created together (a registry of new buckets has
-					// none), then the multi goes again.
-					s.createNotices(ctx, gs, perBucket, &left)
-				}
-				// Otherwise another group failed the multi: this one goes
-				// again as it is.
-				first += len(g.ops)
+		// A wave of multis at a time; between waves a registration
+		// waiting takes the turn, and the rest is packed again from the
+		// buckets as they are then (a round not counted: the waves sent
+		// made progress).
+		for len(multis) > 0 {
+			wave := multis[:min(createPackedInFlight, len(multis))]
+			multis = multis[len(wave):]
+			s.retireWave(ctx, wave, perBucket, done, &left)
+			if len(multis) > 0 && yields < maxRetireYields && s.registryWrites.yield() {
+				yields++
+				round--
+				break
 			}
 		}
 	}
@@ -231,6 +190,71 @@ func (s *Session) retirePacked(ctx context.Context, perBucket map[string][]retir
 		left = append(left, rs...)
 	}
 	return left
+}
+
+// retireWave sends multis at once and settles each group by its reply:
+// marked done, sent again (left in perBucket), or left for retireAlone.
+func (s *Session) retireWave(ctx context.Context, multis [][]retireGroup, perBucket map[string][]retiree, done []bool, left *[]retiree) {
+	outs := parallelMapN(ctx, createPackedInFlight, multis, func(gs []retireGroup) multiOutcome {
+		var ops []any
+		for _, g := range gs {
+			ops = append(ops, g.ops...)
+		}
+		res, err := bounded(ctx, s, func(c zkConn) ([]zk.MultiResponse, error) { return c.Multi(ops...) })
+		return multiOutcome{res, err}
+	})
+	for i, gs := range multis {
+		res, err := outs[i].res, outs[i].err
+		failed := failedOp(res)
+		first := 0
+		for _, g := range gs {
+			bi := len(g.queues) // the bucket's rewrite, then its notice
+			switch {
+			case err == nil:
+				for _, r := range g.queues {
+					done[r.index] = true
+				}
+				delete(perBucket, g.bucket)
+				if st := res[first+bi].Stat; st != nil {
+					// As written: CreateMany's next registration need not
+					// read it (and must not list these queues).
+					s.written.put(g.bucket, bucketRead{data: g.next, version: st.Version})
+				} else {
+					s.written.drop(g.bucket)
+				}
+			case failed < 0:
+				// The whole request failed; its outcome is unknown when
+				// the reply was lost. Settled queue by queue.
+				s.written.drop(g.bucket)
+				for _, r := range g.queues {
+					r.unknown = r.unknown || isUnknownOutcome(err)
+					*left = append(*left, r)
+				}
+				delete(perBucket, g.bucket)
+			case failed >= first && failed < first+bi:
+				// An operator reconfigured or deleted this queue: kept.
+				// The bucket's others go again.
+				k := failed - first
+				if !isVersionConflict(res[failed].Error) {
+					*left = append(*left, g.queues[k])
+				}
+				perBucket[g.bucket] = append(g.queues[:k:k], g.queues[k+1:]...)
+				if len(perBucket[g.bucket]) == 0 {
+					delete(perBucket, g.bucket)
+				}
+			case failed == first+bi:
+				s.written.drop(g.bucket) // changed by another writer: read it again
+			case failed == first+bi+1 && errors.Is(res[failed].Error, zk.ErrNoNode):
+				// A bucket's first notice: a multi's buckets have theirs
+				// created together (a registry of new buckets has
+				// none), then the multi goes again.
+				s.createNotices(ctx, gs, perBucket, left)
+			}
+			// Otherwise another group failed the multi: this one goes
+			// again as it is.
+			first += len(g.ops)
+		}
+	}
 }
 
 // createNotices creates the notices of gs's buckets (those that exist

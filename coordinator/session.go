@@ -33,13 +33,8 @@ type Session struct {
 	routes  routeInterner // shares task-route tables among watched configs (route_intern.go)
 	stats   statsCache    // queue counts Group.Stats reuses (stats.go)
 	written bucketCache   // the buckets CreateMany wrote last (create_many.go)
-	// registryWrites is held by the session's packed registry writers
-	// (CreateMany, RetireMany's writes) from their bucket reads to their
-	// multis' replies, so that the family registrar's registrations and
-	// its retire sweep, which run at once and touch most of the same
-	// buckets, never fail each other's multis on a bucket version
-	// (docs/decisions.md, "Issue 40: the registry's writers take turns").
-	registryWrites sync.Mutex
+	// registryWrites: the packed registry writers take turns (registry_turn.go).
+	registryWrites registryTurn
 
 	// notifyMu is held from a state change to the end of its callback, so
 	// OnStateChange sees the changes in the order they were made, even when
