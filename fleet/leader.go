@@ -197,6 +197,16 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 	balance.Stop()
 	defer balance.Stop()
 	lastCorrection, balanceArmed := clock.Now(), false
+	// The removals waiting while new queues are placed (removals.go): a
+	// settle when they are due, should nothing else come.
+	removals := clock.NewTimer(time.Hour)
+	removals.Stop()
+	defer removals.Stop()
+	armRemovals := func() {
+		if at, ok := place.removalsDue(); ok {
+			removals.Reset(max(at.Sub(clock.Now()), 0))
+		}
+	}
 	checkBalance := func() {
 		if balanceArmed || place.balanced() {
 			return
@@ -254,6 +264,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			}
 			live, cutOffNames := liveMembers(curMembers, cutOff)
 			placed, err := place.placeNew(lctx, clock.Now(), lead, w, live, curQueues, log)
+			armRemovals()
 			if placed {
 				if err != nil {
 					log.Warn("placing new queues failed; retrying after the settle window", "error", err)
@@ -291,6 +302,15 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 				continue // balanced, or a whole computation is due
 			}
 			lastCorrection = clock.Now()
+			if err := place.flushRemovals(lctx, clock.Now(), lead, w, log); err != nil {
+				if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
+					return err
+				}
+				log.Warn("writing the removals before a correction failed; a whole computation follows", "error", err)
+				dirty()
+				checkBalance()
+				continue
+			}
 			moved, err := place.correct(lctx, lead, w, cfg, live, log)
 			if err != nil {
 				if errors.Is(err, drover.ErrFenced) || errors.Is(err, drover.ErrNotLeader) || errors.Is(err, drover.ErrSessionLost) {
@@ -305,6 +325,8 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 				cfg.OnCorrection(moved)
 			}
 			checkBalance()
+		case <-removals.C():
+			dirty() // the settle writes the removals now due
 		case <-created:
 			cfgs := cfg.Registrar.TakeCreated()
 			if !haveM || !haveQ {

@@ -49,6 +49,11 @@ type placement struct {
 	// weights counts the assigned queues by weight (rebalance.Weight):
 	// the largest is Sticky's balance bound.
 	weights map[int64]int
+	// deferred are queues removed from the registry while new ones were
+	// being placed, not yet taken out of the assignment (removals.go), as
+	// the registry listed them; deferredSince is when the first came.
+	deferred      map[string]rebalance.Queue
+	deferredSince time.Time
 	// onRemoved, if set, is told how many queues each write removed.
 	onRemoved func(n int)
 	// onReassign, if set, is told what each change of members computed
@@ -74,7 +79,7 @@ func (p *placement) lookup(name string) (rebalance.Queue, bool) {
 }
 
 // forget makes the next change go through a whole computation.
-func (p *placement) forget() { p.placer, p.unlisted = nil, nil }
+func (p *placement) forget() { p.placer, p.unlisted, p.deferred = nil, nil, nil }
 
 // learn records that assigned (queue → member), computed by strategy over
 // members and reg, is the assignment in force.
@@ -152,18 +157,26 @@ func (p *placement) placeNew(ctx context.Context, now time.Time, lead Leadership
 		}
 	}
 	added := make([]rebalance.Queue, 0, len(d.Added))
+	placing := false // a queue added is not assigned yet
+	cur := w.Current().Queues
 	for _, q := range d.Added {
 		added = append(added, balancing(q))
+		if _, ok := cur[q.Name]; !ok {
+			placing = true
+		}
+		// Registered again before its removal was written: it stays
+		// where it is (and in the loads).
+		delete(p.deferred, q.Name)
 	}
 	// The removed queues, as the snapshot the assignment reflects lists
-	// them (their weights are in the loads).
-	removed := make([]rebalance.Queue, 0, len(d.Removed))
+	// them (their weights are in the loads), wait for the next removals'
+	// write.
 	for _, name := range d.Removed {
 		if q, ok := p.reg.Lookup(name); ok {
-			removed = append(removed, balancing(q))
+			p.deferRemoval(now, balancing(q))
 		}
 	}
-	handled, err := p.update(ctx, lead, w, added, removed, log)
+	handled, err := p.update(ctx, lead, w, added, p.dueRemovals(now, placing), log)
 	if handled {
 		p.reg = reg
 	}
@@ -280,7 +293,7 @@ var _ mover = (*coordinator.AssignmentWriter)(nil)
 // live: their queues move as a leaver's do.
 func (p *placement) placeMembers(ctx context.Context, lead Leadership, w AssignmentWriter, cfg RebalancerConfig, live []rebalance.Member, cutOff []string, reg coordinator.Registry, log hclog.Logger) (bool, error) {
 	mw, ok := w.(mover)
-	if !ok || p.placer == nil || len(live) == 0 || len(p.unlisted) > 0 || cfg.Strategy.Name() != rebalance.StickyName {
+	if !ok || p.placer == nil || len(live) == 0 || len(p.unlisted) > 0 || len(p.deferred) > 0 || cfg.Strategy.Name() != rebalance.StickyName {
 		return false, nil
 	}
 	if d := reg.Diff(p.reg); len(d.Added) > 0 || len(d.Removed) > 0 || len(d.Changed) > 0 {
