@@ -16,8 +16,8 @@ import "sync"
 // for a sweep step of 2,000 queues (docs/decisions.md, "Issue 40: a
 // registration does not wait for a retire step").
 type registryTurn struct {
-	mu      sync.Mutex
-	changed sync.Cond // held or waiting changed
+	mu       sync.Mutex
+	changed  sync.Cond // held or waiting changed
 	held     bool
 	waiting  int // registrations waiting for the turn
 	retiring int // retirements waiting for the turn
