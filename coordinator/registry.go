@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -124,7 +123,8 @@ func decodeBucket(p string, data []byte) (bucketData, error) {
 	if len(data) == 0 {
 		return b, nil
 	}
-	if err := json.Unmarshal(data, &b); err != nil {
+	b, err := decodeBucketData(data)
+	if err != nil {
 		return bucketData{}, fmt.Errorf("decode registry bucket %s: %w", p, err)
 	}
 	if !slices.IsSorted(b.Queues) {
@@ -394,7 +394,7 @@ func (s *Session) writeBucket(ctx context.Context, p string, notify bool, change
 		if err != nil || ops == nil {
 			return nil, err
 		}
-		data, err := json.Marshal(next)
+		data, err := next.encode()
 		if err != nil {
 			return nil, fmt.Errorf("encode registry bucket %s: %w", p, err)
 		}
