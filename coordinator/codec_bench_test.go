@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -92,5 +93,37 @@ func BenchmarkShareChunkDecode(b *testing.B) {
 		if _, err := decodeShareChunk(data); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRegistryHas is the registrar's question, per created or retired
+// queue, of a registry of 1,024 buckets of 100 queues.
+func BenchmarkRegistryHas(b *testing.B) {
+	reg := Registry{}
+	per := map[string]*bucketData{}
+	var qs []string
+	for i := range 102_400 {
+		q := fmt.Sprintf("cust-%08d", i)
+		qs = append(qs, q)
+		bn := registryBucket(q)
+		if per[bn] == nil {
+			per[bn] = &bucketData{}
+		}
+		per[bn].Queues = append(per[bn].Queues, q)
+	}
+	for bn := range per {
+		reg.names = append(reg.names, bn)
+	}
+	slices.Sort(reg.names)
+	for _, bn := range reg.names {
+		reg.buckets = append(reg.buckets, per[bn].pack(map[string][]string{}))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if !reg.Has(qs[i%len(qs)]) {
+			b.Fatal("want every queue listed")
+		}
+		i += 7919
 	}
 }

@@ -181,9 +181,16 @@ func (p *packedBucket) nameAt(i int) string {
 
 // has reports whether the bucket, sorted by name as decoded, holds q.
 func (p *packedBucket) has(q string) bool {
-	n := p.len()
-	i, ok := sort.Find(n, func(i int) int { return strings.Compare(q, p.nameAt(i)) })
-	return ok && i < n
+	lo, hi := 0, p.len()
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.nameAt(m) < q {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < p.len() && p.nameAt(lo) == q
 }
 
 // equal reports whether p and o hold the same queues with the same
