@@ -261,8 +261,9 @@ func (s *Session) readShareTree(ctx context.Context, member string) (*storedShar
 		return nil, err
 	}
 	st.exists = true
-	if err := json.Unmarshal(nd.data, &st.header); err != nil && len(bytes.TrimSpace(nd.data)) > 0 {
-		st.err = fmt.Errorf("decode share %s: %w", p, err)
+	var herr error
+	if st.header, herr = decodeShareHeader(nd.data); herr != nil && len(bytes.TrimSpace(nd.data)) > 0 {
+		st.err = fmt.Errorf("decode share %s: %w", p, herr)
 	}
 	names, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
 		names, _, err := c.Children(p)
@@ -283,8 +284,8 @@ func (s *Session) readShareTree(ctx context.Context, member string) (*storedShar
 		if err != nil {
 			return nil, err
 		}
-		var c ShareChunk
-		if err := json.Unmarshal(cnd.data, &c); err != nil {
+		c, err := decodeShareChunk(cnd.data)
+		if err != nil {
 			st.err = fmt.Errorf("decode share chunk %s/%s: %w", p, n, err)
 			c = ShareChunk{Generation: -1}
 		}
@@ -381,7 +382,7 @@ func (r *shareReader) refresh(ctx context.Context, ws *watchSet) (AssignmentNode
 	}
 	var h shareHeader
 	if len(bytes.TrimSpace(nd.data)) > 0 {
-		if err := json.Unmarshal(nd.data, &h); err != nil {
+		if h, err = decodeShareHeader(nd.data); err != nil {
 			return AssignmentNode{Version: nd.stat.Version, Err: fmt.Errorf("decode share %s: %w", p, err)}, nil
 		}
 	}
@@ -405,8 +406,8 @@ func (r *shareReader) refresh(ctx context.Context, ws *watchSet) (AssignmentNode
 		if err != nil {
 			return read{err: err}
 		}
-		var c ShareChunk
-		if err := json.Unmarshal(cnd.data, &c); err != nil {
+		c, err := decodeShareChunk(cnd.data)
+		if err != nil {
 			return read{err: fmt.Errorf("decode share chunk %s/%d: %w", p, i, err)}
 		}
 		return read{c: c}

@@ -186,7 +186,7 @@ func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]
 			// Write creates one.
 			old = &writerShare{nodes: map[int]bool{}, complete: true}
 			p := s.sharePath(m)
-			data := mustJSON(shareHeader{})
+			data := shareHeader{}.encode()
 			firstOps = append(firstOps, zkOp{&zk.CreateRequest{Path: p, Data: data, Acl: s.acl, Flags: zk.FlagPersistent}, requestSize(p, data)})
 		}
 		ns := &writerShare{exists: true, chunks: slices.Clone(old.chunks), gens: slices.Clone(old.gens),
@@ -248,7 +248,7 @@ func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]
 				cp := s.chunkPath(m, i)
 				deleteOps = append(deleteOps, zkOp{&zk.DeleteRequest{Path: cp, Version: -1}, requestSize(cp, nil)})
 			}
-			hdata := mustJSON(shareHeader{Generation: gen, Chunks: []int64{}})
+			hdata := shareHeader{Generation: gen, Chunks: []int64{}}.encode()
 			headerOps = append(headerOps, zkOp{&zk.SetDataRequest{Path: hp, Data: hdata, Version: -1}, requestSize(hp, hdata)})
 			newShares[m] = &writerShare{exists: true, nodes: map[int]bool{}, complete: true}
 			continue
@@ -256,7 +256,7 @@ func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]
 		for _, i := range slices.Sorted(maps.Keys(touched)) {
 			ns.gens[i] = gen
 			p := s.chunkPath(m, i)
-			data := mustJSON(ShareChunk{Generation: gen, Queues: nonNil(ns.chunks[i]), New: ns.fresh[i]})
+			data := ShareChunk{Generation: gen, Queues: nonNil(ns.chunks[i]), New: ns.fresh[i]}.encode()
 			if ns.nodes[i] {
 				chunkOps = append(chunkOps, zkOp{&zk.SetDataRequest{Path: p, Data: data, Version: -1}, requestSize(p, data)})
 			} else {
@@ -264,7 +264,7 @@ func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]
 			}
 			ns.nodes[i] = true
 		}
-		hdata := mustJSON(shareHeader{Generation: gen, Chunks: ns.gens, Queues: ns.count()})
+		hdata := shareHeader{Generation: gen, Chunks: ns.gens, Queues: ns.count()}.encode()
 		headerOps = append(headerOps, zkOp{&zk.SetDataRequest{Path: hp, Data: hdata, Version: -1}, requestSize(hp, hdata)})
 		newShares[m] = ns
 	}

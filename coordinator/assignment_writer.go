@@ -211,7 +211,7 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 			// Chunks are children of the share header: create it first,
 			// as an empty share of generation 0 (nothing yet).
 			p := s.sharePath(m)
-			data := mustJSON(shareHeader{})
+			data := shareHeader{}.encode()
 			add(&first, &zk.CreateRequest{Path: p, Data: data, Acl: s.acl, Flags: zk.FlagPersistent}, p, data)
 		}
 		for i, part := range parts {
@@ -223,7 +223,7 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 			changed = true
 			ns.gens[i] = gen
 			p := s.chunkPath(m, i)
-			data := mustJSON(ShareChunk{Generation: gen, Queues: nonNil(part), New: w.allNew(part)})
+			data := ShareChunk{Generation: gen, Queues: nonNil(part), New: w.allNew(part)}.encode()
 			if old != nil && old.nodes[i] {
 				add(&chunkOps, &zk.SetDataRequest{Path: p, Data: data, Version: -1}, p, data)
 			} else {
@@ -241,7 +241,7 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 		}
 		if changed {
 			p := s.sharePath(m)
-			data := mustJSON(shareHeader{Generation: gen, Chunks: ns.gens, Queues: len(qs)})
+			data := shareHeader{Generation: gen, Chunks: ns.gens, Queues: len(qs)}.encode()
 			add(&headerOps, &zk.SetDataRequest{Path: p, Data: data, Version: -1}, p, data)
 		}
 		newShares[m] = ns
@@ -262,7 +262,7 @@ func (w *AssignmentWriter) Write(ctx context.Context, next drover.Assignment) (d
 			add(&deleteOps, &zk.DeleteRequest{Path: p, Version: -1}, p, nil)
 			continue
 		}
-		data := mustJSON(shareHeader{Generation: gen, Chunks: []int64{}})
+		data := shareHeader{Generation: gen, Chunks: []int64{}}.encode()
 		add(&headerOps, &zk.SetDataRequest{Path: p, Data: data, Version: -1}, p, data)
 		newShares[m] = &writerShare{exists: true, nodes: map[int]bool{}, complete: true}
 	}

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -76,7 +75,7 @@ func (q Queues) CreateMany(ctx context.Context, cfgs []drover.QueueConfig) (int,
 			_, err := s.updateBucket(ctx, bp, func(b *bucketData) ([]any, error) {
 				sent, present = sent[:0], map[string]bool{}
 				// Room for the configs: what the bucket's own data leaves.
-				base, _ := json.Marshal(b)
+				base, _ := b.encode()
 				size := len(base)
 				var ops []any
 				for _, it := range todo {
@@ -347,7 +346,7 @@ func (s *Session) packBuckets(ctx context.Context, buckets []string, perBucket m
 			continue
 		}
 		g.next = next
-		data, err := json.Marshal(next)
+		data, err := next.encode()
 		if err != nil || len(data) > maxBucketBytes || len(next.Queues) > maxBucketQueues {
 			alone[bp] = true // the bucket-by-bucket pass reports it
 			continue

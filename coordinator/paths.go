@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"fmt"
-	"hash/fnv"
 	"strings"
 
 	"github.com/drover-dev/drover"
@@ -69,10 +68,21 @@ var ErrTooLarge = fmt.Errorf("coordinator: request larger than %d bytes", maxReq
 // registryBucket returns the bucket node name of queue in the registry:
 // three hex digits of its FNV-1a hash, modulo registryBuckets.
 func registryBucket(queue string) string {
-	h := fnv.New32a()
-	h.Write([]byte(queue))
-	return fmt.Sprintf("%03x", h.Sum32()%registryBuckets)
+	h := uint32(2166136261) // FNV-1a (hash/fnv's New32a), without its allocations: Registry.Has runs it per event
+	for i := 0; i < len(queue); i++ {
+		h ^= uint32(queue[i])
+		h *= 16777619
+	}
+	return registryBucketNames[h%registryBuckets]
 }
+
+// registryBucketNames holds every bucket's name, by number.
+var registryBucketNames = func() (names [registryBuckets]string) {
+	for i := range names {
+		names[i] = fmt.Sprintf("%03x", i)
+	}
+	return names
+}()
 
 // queueConfigPath returns /queues/<bucket>/<queue> after validating the name.
 func (s *Session) queueConfigPath(queue string) (string, error) {

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -124,7 +123,8 @@ func decodeBucket(p string, data []byte) (bucketData, error) {
 	if len(data) == 0 {
 		return b, nil
 	}
-	if err := json.Unmarshal(data, &b); err != nil {
+	b, err := decodeBucketData(data)
+	if err != nil {
 		return bucketData{}, fmt.Errorf("decode registry bucket %s: %w", p, err)
 	}
 	if !slices.IsSorted(b.Queues) {
@@ -181,9 +181,16 @@ func (p *packedBucket) nameAt(i int) string {
 
 // has reports whether the bucket, sorted by name as decoded, holds q.
 func (p *packedBucket) has(q string) bool {
-	n := p.len()
-	i, ok := sort.Find(n, func(i int) int { return strings.Compare(q, p.nameAt(i)) })
-	return ok && i < n
+	lo, hi := 0, p.len()
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.nameAt(m) < q {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < p.len() && p.nameAt(lo) == q
 }
 
 // equal reports whether p and o hold the same queues with the same
@@ -394,7 +401,7 @@ func (s *Session) writeBucket(ctx context.Context, p string, notify bool, change
 		if err != nil || ops == nil {
 			return nil, err
 		}
-		data, err := json.Marshal(next)
+		data, err := next.encode()
 		if err != nil {
 			return nil, fmt.Errorf("encode registry bucket %s: %w", p, err)
 		}

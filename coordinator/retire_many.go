@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -304,7 +303,7 @@ func (s *Session) packRetires(ctx context.Context, buckets []string, perBucket m
 			g.next.remove(r.queue)
 			g.ops = append(g.ops, &zk.DeleteRequest{Path: r.path, Version: r.version})
 		}
-		data, err := json.Marshal(g.next)
+		data, err := g.next.encode()
 		if err != nil || len(data) > maxBucketBytes {
 			*left = append(*left, perBucket[bp]...)
 			delete(perBucket, bp)
