@@ -104,11 +104,15 @@ func TestAWorkerThatGaveMostQueuesUpKeepsWhatTheRestNeed(t *testing.T) {
 	forgetRoutes()
 	left := liveHeap() - base
 	runtime.KeepAlive(names)
+	// What the kept queues hold is their share of what all of them held;
+	// beyond it, the table of 20,000 entries was about 58 bytes per queue
+	// given up, and a GC's noise a few.
 	share := full * kept / n
-	t.Logf("%d queues: %d bytes; %d kept of them: %d bytes (their share %d)", n, full, kept, left, share)
-	if left > share*5/4 {
-		t.Fatalf("%d of %d queues kept: want at most %d bytes (their share of the %d the %d took, and a quarter), have %d",
-			kept, n, share*5/4, full, n, left)
+	perGone := float64(left-share) / (n - kept)
+	t.Logf("%d queues: %d bytes; %d kept of them: %d bytes (their share %d, %.1f bytes more per queue given up)", n, full, kept, left, share, perGone)
+	if perGone > 40 {
+		t.Fatalf("%d of %d queues kept: want at most 40 bytes beyond their share (%d of the %d bytes the %d took) per queue given up, have %.1f",
+			kept, n, share, full, n, perGone)
 	}
 	w.AbortAll()
 }
