@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/shrink"
 )
 
 // Queues new to the fleet (a queue family's, at a thousand a second) are
@@ -161,7 +162,11 @@ func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]
 			// No share to change in place, or too many chunks: a whole
 			// write (which folds the appended and moved chunks).
 			next := w.last
-			next.Queues = maps.Clone(w.last.Queues)
+			// Sized for its queues, not cloned: a clone keeps the table
+			// of the largest assignment it descends from, which after a
+			// churn's retirements is most of the map (shrink.Map).
+			next.Queues = make(map[string]string, len(w.last.Queues)+len(placed))
+			maps.Copy(next.Queues, w.last.Queues)
 			maps.Copy(next.Queues, placed)
 			for _, qs := range dropBy {
 				for _, q := range qs {
@@ -306,6 +311,7 @@ func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]
 	for q, to := range moved {
 		w.last.Queues[q] = to
 	}
+	w.last.Queues = shrink.Map(w.last.Queues, &w.queuesPeak) // retirements: given back once most are gone
 	w.last.Generation = gen
 	w.maxGen = gen
 	w.lastStats = stats

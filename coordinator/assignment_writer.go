@@ -26,6 +26,7 @@ type AssignmentWriter struct {
 	maxGen        int64             // the highest generation in the tree
 	shares        map[string]*writerShare
 	stale         bool // a write failed part-way: reload before the next one
+	queuesPeak    int  // the most queues last.Queues held since it was last rebuilt (shrink.Map)
 
 	// Tests only: one operation per multi, and a hook run after each multi
 	// that was applied but the last (an error stops the write there).

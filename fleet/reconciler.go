@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/shrink"
 )
 
 // ReconcilerConfig configures RunReconciler.
@@ -135,6 +136,9 @@ type reconciler struct {
 	waitingSet    map[string]bool // the names in waiting still to claim, with their claimAs hint
 	pending       int             // goroutines that will send an event
 	ended         endedClaims     // claims the runner lost, reported by the claims
+	// peaks are the per-queue maps' largest sizes since their last
+	// rebuild (compact).
+	peaks struct{ target, owned, configSums, claiming, stopping, handing int }
 }
 
 // reconcileEvent is a claim or stop goroutine's report.
@@ -197,6 +201,7 @@ loop:
 		case <-r.s.Done():
 			break loop
 		}
+		r.compact()
 	}
 	exit = firstErr(r.s.Err(), ctx.Err(), errors.New("reconciler: watch ended"))
 	lost := r.s.Err() != nil
@@ -718,6 +723,21 @@ func (r *reconciler) readConfig(ctx context.Context, q string) *drover.QueueConf
 		r.log.Warn("read queue config after claim; retrying", "queue", q, "error", err)
 		pause(ctx, r.s, claimRetry)
 	}
+}
+
+// compact rebuilds the per-queue maps that lost most of their entries
+// (shrink.Map): a Go map keeps the table of its largest size, so a member
+// that owned 50,000 queues during a churn and owns 10,000 after it kept
+// six tables of 50,000 (docs/decisions.md, "Issue 40: an idle worker's
+// memory after a churn"). It costs a length check per map, and a copy
+// only after a map lost three quarters of its entries.
+func (r *reconciler) compact() {
+	r.target = shrink.Map(r.target, &r.peaks.target)
+	r.owned = shrink.Map(r.owned, &r.peaks.owned)
+	r.configSums = shrink.Map(r.configSums, &r.peaks.configSums)
+	r.claiming = shrink.Map(r.claiming, &r.peaks.claiming)
+	r.stopping = shrink.Map(r.stopping, &r.peaks.stopping)
+	r.handing = shrink.Map(r.handing, &r.peaks.handing)
 }
 
 // handle takes a goroutine's report.

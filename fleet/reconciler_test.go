@@ -401,3 +401,44 @@ func TestDiffSorted(t *testing.T) {
 		t.Fatalf("want added [b g], removed [a d]; have %v, %v", added, removed)
 	}
 }
+
+// Defect (issue 40): the reconciler's per-queue maps kept the tables of
+// the most queues the member ever owned; after a churn retired most of
+// them, a member that owned 50,000 keys and then 10,000 kept six tables of
+// 50,000. compact rebuilds a map once it is down to a quarter of its peak,
+// and leaves the others alone.
+func TestReconcilerMapsAreRebuiltAfterMostQueuesLeave(t *testing.T) {
+	r := &reconciler{target: map[string]bool{}, owned: map[string]Claim{}, configSums: map[string]configSum{},
+		claiming: map[string]context.CancelFunc{}, stopping: map[string]chan struct{}{}, handing: map[string]bool{}}
+	const n = 20_000
+	for i := range n {
+		q := fmt.Sprintf("c-key-%07d", i)
+		r.target[q], r.owned[q], r.configSums[q] = true, nil, configSum{}
+	}
+	for i := range n / 10 {
+		r.handing[fmt.Sprintf("c-key-%07d", i)] = true
+	}
+	r.compact() // the peaks
+	ptr := func(m any) string { return fmt.Sprintf("%p", m) }
+	target, owned, sums, handing := ptr(r.target), ptr(r.owned), ptr(r.configSums), ptr(r.handing)
+	for i := range n - n/4 { // a quarter left in target, owned and configSums; handing as it was
+		q := fmt.Sprintf("c-key-%07d", i)
+		delete(r.target, q)
+		delete(r.owned, q)
+		delete(r.configSums, q)
+	}
+	r.compact()
+	if ptr(r.target) == target || ptr(r.owned) == owned || ptr(r.configSums) == sums {
+		t.Fatal("target, owned and configSums down to a quarter of their peak: want them rebuilt, have the same maps")
+	}
+	if ptr(r.handing) != handing {
+		t.Fatal("handing as large as ever: want it kept, have a copy")
+	}
+	if len(r.target) != n/4 || len(r.owned) != n/4 || len(r.configSums) != n/4 || len(r.handing) != n/10 {
+		t.Fatalf("after the rebuild: want %d, %d, %d and %d entries, have %d, %d, %d and %d",
+			n/4, n/4, n/4, n/10, len(r.target), len(r.owned), len(r.configSums), len(r.handing))
+	}
+	if q := fmt.Sprintf("c-key-%07d", n-1); !r.target[q] {
+		t.Fatalf("%s: want it still in the target", q)
+	}
+}

@@ -19,8 +19,12 @@ const (
 	// group: "emails:customer-42" is in group "emails".
 	groupSeparator = ":"
 	// maxGroupCache is how many queue → group answers are kept before the
-	// cache starts again (the answers are recomputed, not changed).
-	maxGroupCache = 200_000
+	// cache starts again (the answers are recomputed, not changed). Only
+	// groups with patterns or a hook cache answers: an answer took about
+	// 260 bytes, and a worker that ran the tasks of 100,000 keys of a
+	// family during a churn kept 26 MB of them (docs/decisions.md,
+	// "Issue 40: an idle worker's memory after a churn").
+	maxGroupCache = 16_384
 )
 
 // groups maps a queue to the bounded group its counters, timers and
@@ -33,11 +37,15 @@ type groups struct {
 	patterns []string
 	of       func(queue string) string // the hook; nil: the name's prefix
 
-	cache sync.Map // queue → group
+	cache sync.Map // queue → group; only with patterns or a hook
 	size  atomic.Int64
 
-	mu    sync.Mutex
-	known map[string]bool // groups handed out
+	mu sync.Mutex // held to hand a group out
+	// known is the set of groups handed out, read without the lock:
+	// replaced under mu, never changed. full: no group is handed out
+	// any more (further ones are OtherGroup).
+	known atomic.Pointer[map[string]bool]
+	full  atomic.Bool
 	max   int
 }
 
@@ -59,15 +67,23 @@ func newGroups(patterns []string, hook func(string) string, max int) (*groups, e
 	if max < len(patterns)+1 {
 		return nil, fmt.Errorf("metrics setup: max groups %d is less than the %d group patterns plus %s", max, len(patterns), OtherGroup)
 	}
-	g := &groups{patterns: patterns, of: hook, known: map[string]bool{}, max: max}
+	g := &groups{patterns: patterns, of: hook, max: max}
+	known := map[string]bool{}
 	for _, p := range patterns {
-		g.known[p] = true // a configured group always has its place
+		known[p] = true // a configured group always has its place
 	}
+	g.known.Store(&known)
+	g.full.Store(len(known) >= max-1)
 	return g, nil
 }
 
-// group returns the group of queue.
+// group returns the group of queue. Without patterns or a hook it keeps
+// nothing per queue: the answer is a cut of the name and a lookup.
 func (g *groups) group(queue string) string {
+	if len(g.patterns) == 0 && g.of == nil {
+		grp, _, _ := strings.Cut(queue, groupSeparator)
+		return g.admit(grp)
+	}
 	if v, ok := g.cache.Load(queue); ok {
 		return v.(string)
 	}
@@ -94,15 +110,34 @@ func (g *groups) compute(queue string) string {
 	if grp == "" {
 		grp, _, _ = strings.Cut(queue, groupSeparator)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.known[grp] {
+	return g.admit(grp)
+}
+
+// admit returns grp if it was handed out or there is room for it, else
+// OtherGroup. Without a new group it takes no lock.
+func (g *groups) admit(grp string) string {
+	if (*g.known.Load())[grp] {
 		return grp
 	}
-	if len(g.known) >= g.max-1 { // one place is OtherGroup's
+	if g.full.Load() {
 		return OtherGroup
 	}
-	g.known[grp] = true
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	known := *g.known.Load()
+	if known[grp] {
+		return grp
+	}
+	if len(known) >= g.max-1 { // one place is OtherGroup's
+		g.full.Store(true)
+		return OtherGroup
+	}
+	next := make(map[string]bool, len(known)+1)
+	for k := range known {
+		next[k] = true
+	}
+	next[grp] = true
+	g.known.Store(&next)
 	return grp
 }
 

@@ -1,11 +1,14 @@
 package worker
 
 import (
+	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"unsafe"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 // What a parked queue that never ran a task holds is its record alone: no
@@ -52,4 +55,64 @@ func TestAQueueLoopRecordFitsTheAllocatorsFourHundredFortyEightByteClass(t *test
 	if n := unsafe.Sizeof(queueLoop{}); n > 448 {
 		t.Fatalf("queueLoop takes %d bytes: more than the 448-byte size class", n)
 	}
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// Defect (issue 40): a worker keeps what its queues need, not what the
+// most queues it ever owned needed. Its map of owned queues kept the table
+// of its largest size after the queues were given up, so a worker that
+// owned 50,000 keys during a churn and 10,000 after it kept the table of
+// 50,000. A worker that gave most of its queues up holds about what the
+// queues it kept hold.
+func TestAWorkerThatGaveMostQueuesUpKeepsWhatTheRestNeed(t *testing.T) {
+	const n, kept = 20_000, 2_000
+	log := newMemLog()
+	w, err := New(Config{Member: "m", Store: log, Executor: &scriptedExecutor{}, Clock: testkit.NewClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("c-key-%07d", i)
+	}
+	base := liveHeap()
+	for _, q := range names {
+		if err := w.Start(queueConfig(q, nil), &memClaim{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allParked(t, w)
+	allChecked(t, w)
+	forgetRoutes := func() { // the fake's record of the routes, not the worker's
+		log.mu.Lock()
+		log.routed = nil
+		log.mu.Unlock()
+	}
+	forgetRoutes()
+	full := liveHeap() - base
+	w.StopQueues(t.Context(), names[kept:], drover.StopLeave, nil)
+	if len(w.Owned()) != kept {
+		t.Fatalf("want %d queues owned, have %d", kept, len(w.Owned()))
+	}
+	forgetRoutes()
+	left := liveHeap() - base
+	runtime.KeepAlive(names)
+	// What the kept queues hold is their share of what all of them held;
+	// beyond it, the table of 20,000 entries was about 58 bytes per queue
+	// given up, and a GC's noise a few.
+	share := full * kept / n
+	perGone := float64(left-share) / (n - kept)
+	t.Logf("%d queues: %d bytes; %d kept of them: %d bytes (their share %d, %.1f bytes more per queue given up)", n, full, kept, left, share, perGone)
+	if perGone > 40 {
+		t.Fatalf("%d of %d queues kept: want at most 40 bytes beyond their share (%d of the %d bytes the %d took) per queue given up, have %.1f",
+			kept, n, share, full, n, perGone)
+	}
+	w.AbortAll()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/shrink"
 )
 
 // idleScheduler is the worker's one goroutine for all its parked queues
@@ -272,7 +273,7 @@ const verifyPause = 50 * time.Millisecond
 // It reports whether parked queues remain to verify.
 func (s *idleScheduler) check(full bool) bool {
 	parked := s.parked[:0]
-	defer func() { clear(parked); s.parked = parked[:0] }() // keep no loop alive until the next pass
+	defer func() { s.parked = reuse(parked) }() // keep no loop alive until the next pass
 	var verify []*queueLoop
 	gen := s.w.blockGen.Load()
 	s.w.mu.Lock()
@@ -313,7 +314,7 @@ func (s *idleScheduler) checkHeads(parked []parkedQueue) {
 		return
 	}
 	names := s.names[:0]
-	defer func() { clear(names); s.names = names[:0] }()
+	defer func() { s.names = reuse(names) }()
 	for _, p := range parked {
 		names = append(names, p.loop.name)
 	}
@@ -327,7 +328,7 @@ func (s *idleScheduler) checkHeads(parked []parkedQueue) {
 		s.w.cfg.Logger.Warn("check of the parked queues failed; checking again next poll interval", "queues", len(names), "error", err)
 		return
 	}
-	s.heads = heads[:0]
+	defer func() { s.heads = reuse(heads) }()
 	for i, p := range parked {
 		h := heads[i]
 		if h <= p.fetched || int64(h) <= p.loop.seenHead.Load() {
@@ -338,10 +339,24 @@ func (s *idleScheduler) checkHeads(parked []parkedQueue) {
 	}
 }
 
+// reuse returns a pass's buffer emptied for the next pass (its elements
+// zeroed: it keeps no loop or name alive), or nil when this pass used at
+// most a quarter of a large buffer: a worker that owned 50,000 queues
+// during a churn and 10,000 after it keeps no buffers of 50,000
+// (shrink.MinPeak; docs/decisions.md, "Issue 40: an idle worker's memory
+// after a churn"). The next pass allocates what it needs.
+func reuse[T any](buf []T) []T {
+	clear(buf)
+	if cap(buf) >= shrink.MinPeak && 4*len(buf) <= cap(buf) {
+		return nil
+	}
+	return buf[:0]
+}
+
 // checkFresh checks the queues just started.
 func (s *idleScheduler) checkFresh(queues []string) {
 	parked := s.parked[:0]
-	defer func() { clear(parked); s.parked = parked[:0] }()
+	defer func() { s.parked = reuse(parked) }()
 	s.w.mu.Lock()
 	for _, q := range queues {
 		if l := s.w.queues[q]; l != nil && l.parked() {
@@ -364,8 +379,7 @@ func (s *idleScheduler) checkLoops(parked []parkedQueue) {
 	}
 	names, positions := s.names[:0], s.positions[:0]
 	defer func() {
-		clear(names)
-		s.names, s.positions = names[:0], positions[:0]
+		s.names, s.positions = reuse(names), reuse(positions)
 	}()
 	for _, p := range parked {
 		names = append(names, p.loop.name)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/shrink"
 	"github.com/drover-dev/drover/metrics"
 )
 
@@ -25,6 +26,10 @@ type Worker struct {
 
 	mu     sync.Mutex
 	queues map[string]*queueLoop
+	// queuesPeak is the most queues owned since queues was last rebuilt:
+	// a map keeps the table of its largest size, so forget rebuilds it
+	// once most of those queues are gone (shrink.Map).
+	queuesPeak int
 
 	// One per worker, whatever the number of queues (DESIGN.md §10).
 	idle     *idleScheduler // due times of parked queues, the backstop check
@@ -109,6 +114,7 @@ func (w *Worker) Start(qc drover.QueueConfig, claim Claim) error {
 	}
 	l := newQueueLoop(w, qc, claim)
 	w.queues[qc.Name] = l
+	w.queuesPeak = max(w.queuesPeak, len(w.queues))
 	w.idle.ensureRunning()
 	w.idle.started(qc.Name) // checked with the others started meanwhile
 	w.routes.add(qc.Name)   // then checked again once its wake-ups come here
@@ -479,6 +485,7 @@ func (w *Worker) forget(l *queueLoop) {
 	w.mu.Lock()
 	if w.queues[l.name] == l {
 		delete(w.queues, l.name)
+		w.queues = shrink.Map(w.queues, &w.queuesPeak)
 	}
 	w.mu.Unlock()
 	w.idle.poke() // it exits once the worker owns no queue
