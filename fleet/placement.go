@@ -54,6 +54,9 @@ type placement struct {
 	// the registry listed them; deferredSince is when the first came.
 	deferred      map[string]rebalance.Queue
 	deferredSince time.Time
+	// placedAt is when new queues were last placed (by the registry
+	// watch or ahead of it, from the registrar).
+	placedAt time.Time
 	// onRemoved, if set, is told how many queues each write removed.
 	onRemoved func(n int)
 	// onReassign, if set, is told what each change of members computed
@@ -176,7 +179,10 @@ func (p *placement) placeNew(ctx context.Context, now time.Time, lead Leadership
 			p.deferRemoval(now, balancing(q))
 		}
 	}
-	handled, err := p.update(ctx, lead, w, added, p.dueRemovals(now, placing), log)
+	if placing {
+		p.placedAt = now
+	}
+	handled, err := p.update(ctx, lead, w, added, p.dueRemovals(now, false), log)
 	if handled {
 		p.reg = reg
 	}
@@ -196,6 +202,9 @@ func (p *placement) placeCreated(ctx context.Context, now time.Time, lead Leader
 		if !reg.Has(c.Name) {
 			added = append(added, rebalance.FromQueueConfig(c))
 		}
+	}
+	if len(added) > 0 {
+		p.placedAt = now
 	}
 	if _, err := p.update(ctx, lead, w, added, nil, log); err != nil {
 		return err

@@ -25,8 +25,11 @@ import (
 // queues are being placed, the queues removed wait, for at most
 // removalsEvery or until maxDeferredRemovals of them wait, and go out
 // together: the rewrite of a share's chunks costs about the same for
-// 5,000 queues as for 1,000. A removal with nothing being placed (a calm
-// fleet, an operator's `queue rm`) is written at once, as before.
+// 5,000 queues as for 1,000. Keys are being placed when any was placed,
+// by the registry watch or ahead of it from the registrar (a churning
+// family's are, almost all), less than removalsEvery ago. A removal with
+// nothing placed for that long (a calm fleet, an operator's `queue rm`)
+// is written at once, as before.
 
 const (
 	// removalsEvery bounds how long a removal waits for the next write.
@@ -48,13 +51,15 @@ func (p *placement) deferRemoval(now time.Time, q rebalance.Queue) {
 }
 
 // dueRemovals returns the removals to write now, and forgets them: all
-// that wait when nothing is being placed (placing false), when the first
-// has waited removalsEvery, or when maxDeferredRemovals wait; else none.
-func (p *placement) dueRemovals(now time.Time, placing bool) []rebalance.Queue {
+// that wait unless new queues were placed less than removalsEvery ago
+// (keys are being placed), the first waited less than removalsEvery and
+// fewer than maxDeferredRemovals wait; all of them when force is set.
+func (p *placement) dueRemovals(now time.Time, force bool) []rebalance.Queue {
 	if len(p.deferred) == 0 {
 		return nil
 	}
-	if placing && len(p.deferred) < maxDeferredRemovals && now.Sub(p.deferredSince) < removalsEvery {
+	placing := !p.placedAt.IsZero() && now.Sub(p.placedAt) < removalsEvery
+	if !force && placing && len(p.deferred) < maxDeferredRemovals && now.Sub(p.deferredSince) < removalsEvery {
 		return nil
 	}
 	out := make([]rebalance.Queue, 0, len(p.deferred))
@@ -76,7 +81,7 @@ func (p *placement) removalsDue() (time.Time, bool) {
 // flushRemovals writes the removals waiting, if any (before a correction:
 // it balances the loads without them).
 func (p *placement) flushRemovals(ctx context.Context, now time.Time, lead Leadership, w AssignmentWriter, log hclog.Logger) error {
-	rm := p.dueRemovals(now, false)
+	rm := p.dueRemovals(now, true)
 	if len(rm) == 0 || p.placer == nil {
 		return nil
 	}

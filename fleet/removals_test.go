@@ -1,8 +1,17 @@
 package fleet
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testing/testkit"
+	"github.com/drover-dev/drover/rebalance"
 )
 
 // TestRemovalsWaitWhileKeysArePlaced: queues removed from the registry
@@ -65,5 +74,64 @@ func TestRemovalsWaitWhileKeysArePlaced(t *testing.T) {
 	cr.await(t, 0, 5)
 	if whole, _, removed := cr.counts(); whole != 1 || removed != 5 {
 		t.Fatalf("want 5 removed without computing and 1 whole computation, have %d removed, %d whole", removed, whole)
+	}
+}
+
+// TestRemovalsWaitWhileTheRegistrarPlacesKeys: in a churn the new keys are
+// placed ahead of the registry watch, from the registrar, so the registry
+// snapshots that remove retired keys add none the assignment lacks. The
+// removals still wait while keys were placed less than removalsEvery ago,
+// and are written at once on a fleet where nothing was placed for that
+// long. (The first version of the rule looked only at the snapshot's own
+// additions, and never waited in the churn bench.)
+func TestRemovalsWaitWhileTheRegistrarPlacesKeys(t *testing.T) {
+	s := newFakeLeaderSession()
+	w := &fakeWriter{s: s}
+	lead := newFakeLeadership(nil)
+	live := []rebalance.Member{{Name: "a", Capacity: 1}, {Name: "b", Capacity: 1}}
+	var names []string
+	assigned := map[string]string{}
+	for i := range 200 {
+		n := fmt.Sprintf("cust-%03d", i)
+		names = append(names, n)
+		assigned[n] = []string{"a", "b"}[i%2]
+	}
+	s.current = drover.Assignment{Generation: 1, Queues: assigned}
+	var p placement
+	p.learn(rebalance.Sticky{}, live, registryOf(names), assigned)
+	log := testkit.Logger(t, hclog.Warn)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	fresh := []drover.QueueConfig{{Name: "new-1"}, {Name: "new-2"}}
+	if err := p.placeCreated(ctx, t0, lead, w, live, registryOf(names), fresh, log); err != nil {
+		t.Fatal(err)
+	}
+	// The watch lists the new keys and has lost ten retired ones.
+	listed := append(slices.Clone(names[10:]), "new-1", "new-2")
+	if handled, err := p.placeNew(ctx, t0.Add(time.Second), lead, w, live, registryOf(listed), log); !handled || err != nil {
+		t.Fatalf("handled %v, %v", handled, err)
+	}
+	for _, q := range names[:10] {
+		if _, ok := w.Current().Queues[q]; !ok {
+			t.Fatalf("%s removed a second after keys were placed: removals should wait", q)
+		}
+	}
+	// removalsEvery after the removals came, with nothing else: written.
+	if handled, err := p.placeNew(ctx, t0.Add(time.Second+removalsEvery), lead, w, live, registryOf(listed), log); !handled || err != nil {
+		t.Fatalf("handled %v, %v", handled, err)
+	}
+	for _, q := range names[:10] {
+		if _, ok := w.Current().Queues[q]; ok {
+			t.Fatalf("%s still assigned once its removal was due", q)
+		}
+	}
+	// Nothing placed for longer than removalsEvery: a removal is at once.
+	calm := slices.Clone(listed[1:])
+	if handled, err := p.placeNew(ctx, t0.Add(time.Second+3*removalsEvery), lead, w, live, registryOf(calm), log); !handled || err != nil {
+		t.Fatalf("handled %v, %v", handled, err)
+	}
+	if _, ok := w.Current().Queues[listed[0]]; ok {
+		t.Fatalf("%s kept on a calm fleet: a removal with nothing placed is written at once", listed[0])
 	}
 }
