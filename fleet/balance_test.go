@@ -413,21 +413,8 @@ func TestCorrectionWithoutIdleQueues(t *testing.T) {
 // whole Sticky runs and a whole write (0.2–0.75 s of the leader's loop at
 // 110,000 queues in the churn bench).
 func TestACorrectionWithKeysPlacedAheadOfTheRegistryMoves(t *testing.T) {
-	s := newFakeLeaderSession()
-	w := &fakeWriter{s: s}
-	lead := newFakeLeadership(nil)
-	live := []rebalance.Member{{Name: "a", Capacity: 1}, {Name: "b", Capacity: 1}}
-	var names []string
-	assigned := map[string]string{}
-	for i := range 2000 {
-		n := fmt.Sprintf("cust-%05d", i)
-		names = append(names, n)
-		assigned[n] = []string{"a", "b"}[i%2]
-	}
-	reg := registryOf(names)
-	s.current = drover.Assignment{Generation: 1, Queues: assigned}
-	var p placement
-	p.learn(rebalance.Sticky{}, live, reg, assigned)
+	f := newTwoMemberPlacement(2000)
+	s, w, lead, live, names, assigned, p := f.s, f.w, f.lead, f.live, f.names, f.assigned, &f.p
 	log := testkit.Logger(t, hclog.Warn)
 	ctx := context.Background()
 	// b's keys retire: the registry lists only a's, a is out of balance.

@@ -85,20 +85,8 @@ func TestRemovalsWaitWhileKeysArePlaced(t *testing.T) {
 // long. (The first version of the rule looked only at the snapshot's own
 // additions, and never waited in the churn bench.)
 func TestRemovalsWaitWhileTheRegistrarPlacesKeys(t *testing.T) {
-	s := newFakeLeaderSession()
-	w := &fakeWriter{s: s}
-	lead := newFakeLeadership(nil)
-	live := []rebalance.Member{{Name: "a", Capacity: 1}, {Name: "b", Capacity: 1}}
-	var names []string
-	assigned := map[string]string{}
-	for i := range 200 {
-		n := fmt.Sprintf("cust-%03d", i)
-		names = append(names, n)
-		assigned[n] = []string{"a", "b"}[i%2]
-	}
-	s.current = drover.Assignment{Generation: 1, Queues: assigned}
-	var p placement
-	p.learn(rebalance.Sticky{}, live, registryOf(names), assigned)
+	f := newTwoMemberPlacement(200)
+	p, w, lead, live, names := &f.p, f.w, f.lead, f.live, f.names
 	log := testkit.Logger(t, hclog.Warn)
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -134,4 +122,30 @@ func TestRemovalsWaitWhileTheRegistrarPlacesKeys(t *testing.T) {
 	if _, ok := w.Current().Queues[listed[0]]; ok {
 		t.Fatalf("%s kept on a calm fleet: a removal with nothing placed is written at once", listed[0])
 	}
+}
+
+// twoMemberPlacement is a placement on fakes: n queues cust-NNNNN
+// assigned to a and b in turn, learned as the assignment in force.
+type twoMemberPlacement struct {
+	s        *fakeLeaderSession
+	w        *fakeWriter
+	lead     *fakeLeadership
+	live     []rebalance.Member
+	names    []string
+	assigned map[string]string
+	p        placement
+}
+
+func newTwoMemberPlacement(n int) *twoMemberPlacement {
+	f := &twoMemberPlacement{s: newFakeLeaderSession(), lead: newFakeLeadership(nil), assigned: map[string]string{},
+		live: []rebalance.Member{{Name: "a", Capacity: 1}, {Name: "b", Capacity: 1}}}
+	f.w = &fakeWriter{s: f.s}
+	for i := range n {
+		q := fmt.Sprintf("cust-%05d", i)
+		f.names = append(f.names, q)
+		f.assigned[q] = []string{"a", "b"}[i%2]
+	}
+	f.s.current = drover.Assignment{Generation: 1, Queues: f.assigned}
+	f.p.learn(rebalance.Sticky{}, f.live, registryOf(f.names), f.assigned)
+	return f
 }
