@@ -23,18 +23,17 @@ type registryTurn struct {
 	retiring int // retirements waiting for the turn
 }
 
-func (t *registryTurn) init() {
+// lock locks mu, the zero value ready for use.
+func (t *registryTurn) lock() {
 	t.mu.Lock()
 	if t.changed.L == nil {
 		t.changed.L = &t.mu
 	}
-	t.mu.Unlock()
 }
 
 // lockRegister takes the turn for a registration, ahead of retirements.
 func (t *registryTurn) lockRegister() {
-	t.init()
-	t.mu.Lock()
+	t.lock()
 	defer t.mu.Unlock()
 	t.waiting++
 	for t.held {
@@ -46,8 +45,7 @@ func (t *registryTurn) lockRegister() {
 
 // lockRetire takes the turn for a retirement once no registration waits.
 func (t *registryTurn) lockRetire() {
-	t.init()
-	t.mu.Lock()
+	t.lock()
 	defer t.mu.Unlock()
 	t.retiring++
 	for t.held || t.waiting > 0 {
@@ -76,7 +74,7 @@ func (t *registryTurn) unlock() {
 // and takes it back after them. It reports whether it did (the buckets
 // the retirement read may have changed meanwhile).
 func (t *registryTurn) yield() bool {
-	t.mu.Lock()
+	t.lock()
 	if t.waiting == 0 {
 		t.mu.Unlock()
 		return false

@@ -252,14 +252,7 @@ func TestRetiringIdleQueuesLeavesBusyOnesAlone(t *testing.T) {
 // taken out in one write (the first write after them holds every
 // removal).
 func TestRemovalsInOneSettleWindowAreOneWrite(t *testing.T) {
-	var names []string
-	for i := range 60 {
-		names = append(names, fmt.Sprintf("q%02d", i))
-	}
-	cr := startChurn(t, nil, true)
-	cr.s.members <- members("a", "b", "c")
-	cr.registry(registryOf(names))
-	cr.written(t, 1)
+	cr, names, _ := startSixtyOnThree(t)
 	gone := map[string]bool{}
 	for i := range 3 {
 		gone[names[i]], gone[names[10+i]] = true, true

@@ -22,14 +22,7 @@ import (
 // it: a share's chunks rewritten about once a second while a family
 // churned.
 func TestRemovalsWaitWhileKeysArePlaced(t *testing.T) {
-	var names []string
-	for i := range 60 {
-		names = append(names, fmt.Sprintf("q%02d", i))
-	}
-	cr := startChurn(t, nil, true)
-	cr.s.members <- members("a", "b", "c")
-	cr.registry(registryOf(names))
-	first := cr.written(t, 1)
+	cr, names, first := startSixtyOnThree(t)
 
 	gone := map[string]bool{"q01": true, "q02": true, "q03": true, "q11": true, "q12": true, "q13": true}
 	next := append(without(names, gone), "new1", "new2")
@@ -148,4 +141,19 @@ func newTwoMemberPlacement(n int) *twoMemberPlacement {
 	f.s.current = drover.Assignment{Generation: 1, Queues: f.assigned}
 	f.p.learn(rebalance.Sticky{}, f.live, registryOf(f.names), f.assigned)
 	return f
+}
+
+// startSixtyOnThree starts a churn run (activity on, nothing busy) with
+// queues q00–q59 on members a, b and c, and returns it with the names and
+// the first assignment written.
+func startSixtyOnThree(t *testing.T) (*churnRun, []string, drover.Assignment) {
+	t.Helper()
+	var names []string
+	for i := range 60 {
+		names = append(names, fmt.Sprintf("q%02d", i))
+	}
+	cr := startChurn(t, nil, true)
+	cr.s.members <- members("a", "b", "c")
+	cr.registry(registryOf(names))
+	return cr, names, cr.written(t, 1)
 }
