@@ -381,10 +381,23 @@ func (r *Registrar) Run(ctx context.Context) error {
 	defer catchUp.Stop()
 	sweep := clock.NewTimer(r.cfg.SweepEvery)
 	defer sweep.Stop()
+	// batchSince is when the batch waiting got its first queue: it is
+	// sent Batch after that, or as soon as the registration in flight
+	// ends if that is later. (Timed from the end of the previous
+	// registration, a queue that came during a registration of 300 ms
+	// waited that, then a whole Batch more.)
+	var batchSince time.Time
 	queued := func() {
-		if !flushing && len(t.batch) > 0 {
+		if len(t.batch) == 0 {
+			return
+		}
+		now := clock.Now()
+		if batchSince.IsZero() {
+			batchSince = now
+		}
+		if !flushing {
 			flushing = true
-			flush.Reset(r.cfg.Batch)
+			flush.Reset(max(r.cfg.Batch-now.Sub(batchSince), 0))
 		}
 	}
 	for {
@@ -420,14 +433,25 @@ func (r *Registrar) Run(ctx context.Context) error {
 			queued()
 		case <-flush.C():
 			cfgs := t.takeBatch()
+			batchSince = time.Time{}
 			go func() {
 				start := clock.Now()
 				created, err := t.cfg.Registry.Queues.CreateMany(ctx, cfgs)
+				took := clock.Now().Sub(start)
+				handedOver := err == nil && created == len(cfgs)
+				if handedOver {
+					// Every one new, so registered with the family's
+					// configuration: the leader may place them before its
+					// registry watch lists them, and before the checks
+					// below (a ZooKeeper read and a Redis write, which new
+					// keys need not wait for).
+					t.handOver(cfgs)
+				}
 				if err == nil {
 					t.catchUpFamilies(ctx, cfgs)
 					t.addQueueNames(ctx, cfgs)
 				}
-				registered <- registration{cfgs, created, err, clock.Now().Sub(start)}
+				registered <- registration{cfgs, created, err, took, handedOver}
 			}()
 		case reg := <-registered:
 			flushing = false
@@ -535,6 +559,8 @@ type registration struct {
 	created int
 	err     error
 	took    time.Duration
+	// handedOver: the queues went to the leader as created (handOver).
+	handedOver bool
 }
 
 // takeBatch empties the batch into a slice for CreateMany.
@@ -575,12 +601,9 @@ func (t *term) afterRegister(ctx context.Context, reg registration) {
 		delete(t.retired, c.Name)
 	}
 	t.log.Debug("registered family queues", "sent", len(reg.cfgs), "created", reg.created, "took", reg.took)
-	if reg.created == len(reg.cfgs) {
-		// Every one new, so registered with the family's configuration:
-		// the leader may place them before its registry watch lists them.
-		// (When some existed, the watch says with what weight and tags.)
-		t.handOver(reg.cfgs)
-	}
+	// The queues went to the leader (handedOver) when every one was new,
+	// so registered with the family's configuration; when some existed,
+	// the registry watch says with what weight and tags.
 	if t.cfg.OnRegistered != nil {
 		t.cfg.OnRegistered(len(reg.cfgs), reg.created)
 	}

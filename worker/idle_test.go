@@ -738,6 +738,52 @@ func TestQueueStartedDuringAPeriodicPassLearnsItsDueTimes(t *testing.T) {
 	})
 }
 
+// A queue started while a periodic pass is under way is checked and run
+// without waiting for the pass: the pass runs beside the scheduler's loop.
+// A pass over 50,000 parked queues held a loaded member's new queues up
+// to half a second, every poll interval (docs/decisions.md, "Issue 40: a
+// backstop pass does not hold the queues just started").
+func TestAQueueStartedDuringAPeriodicPassRunsBeforeThePassEnds(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	if err := w.Start(queueConfig("a", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	allParked(t, w)
+	allChecked(t, w)
+	gate := make(chan struct{})
+	log.mu.Lock()
+	log.headsGate = gate
+	log.mu.Unlock()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(gate)
+		}
+	}
+	t.Cleanup(release)
+	waitFor(t, "the periodic pass to read heads", func() bool {
+		log.mu.Lock()
+		held := log.headsHeld
+		log.mu.Unlock()
+		if held == 0 {
+			clock.Advance(DefaultPollInterval)
+		}
+		return held >= 1
+	})
+	log.add("b", msg("first")) // enqueued before b's owner routed its wake-ups
+	if err := w.Start(queueConfig("b", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b's message to run while the pass is held", func() bool {
+		return slices.Contains(ex.runList(), "first#0")
+	})
+	release()
+	allParked(t, w)
+}
+
 // gatedClaim is a memClaim whose commits wait for the test: entered gets
 // each commit as it starts, and it returns when gate gets a value.
 type gatedClaim struct {
