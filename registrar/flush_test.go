@@ -126,8 +126,8 @@ func nextCreate(t *testing.T, started <-chan []string) []string {
 // that registration ends when it has waited a whole batch window by then,
 // not a window after it: timed from the registration's end, a new key
 // behind a slow registration (300 ms at a churn's load) waited for it and
-// then the window again (docs/decisions.md, "Issue 40: the member's and
-// the registrar's waits on a new key's path").
+// then the window again (docs/decisions.md, "Issue 40: where a new key's
+// first start waits").
 func TestAQueueHeardDuringARegistrationGoesAsSoonAsItEnds(t *testing.T) {
 	clock := testkit.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	gate := make(chan struct{})

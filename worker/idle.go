@@ -233,8 +233,8 @@ func (s *idleScheduler) run() {
 			// The pass runs beside this loop: a pass over 50,000 parked
 			// queues took up to half a second on a loaded member, and the
 			// queues started meanwhile waited for it before their first
-			// check (docs/decisions.md, "Issue 40: a backstop pass does not
-			// hold the queues just started").
+			// check (docs/decisions.md, "Issue 40: where a new key's
+			// first start waits").
 			nextCheck = c.Clock.Now().Add(c.PollInterval)
 			go s.runPass(full)
 		}

@@ -741,8 +741,8 @@ func TestQueueStartedDuringAPeriodicPassLearnsItsDueTimes(t *testing.T) {
 // A queue started while a periodic pass is under way is checked and run
 // without waiting for the pass: the pass runs beside the scheduler's loop.
 // A pass over 50,000 parked queues held a loaded member's new queues up
-// to half a second, every poll interval (docs/decisions.md, "Issue 40: a
-// backstop pass does not hold the queues just started").
+// to half a second, every poll interval (docs/decisions.md, "Issue 40:
+// where a new key's first start waits").
 func TestAQueueStartedDuringAPeriodicPassRunsBeforeThePassEnds(t *testing.T) {
 	log := newMemLog()
 	ex := &scriptedExecutor{}
