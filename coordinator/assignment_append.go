@@ -31,9 +31,13 @@ const (
 	// next one starts: an append rewrites at most this much per share.
 	appendChunkBytes = 32 << 10
 	// maxAppendedChunks bounds the appended chunks of a share: past it,
-	// Append rewrites the assignment with Write (a member that starts
-	// reads every chunk of its share).
-	maxAppendedChunks = 16
+	// with none of them with room, Append rewrites the assignment with
+	// Write (a member that starts reads every chunk of its share). A
+	// churning share reuses the chunks its retirements empty, so it needs
+	// about as many as its live queues fill (25,000 new queues a share
+	// are 13 chunks); with a share's hashed chunks it stays under
+	// maxShareChunks.
+	maxAppendedChunks = 40
 )
 
 // Append adds placed (queue → member; queues not in the current
@@ -152,8 +156,9 @@ func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]
 		// A share that does not exist is created only for queues moved
 		// in (a member that just joined).
 		whole := (exists && !old.complete) || (!exists && (len(byMember[m]) > 0 || len(dropBy[m]) > 0))
-		if exists && len(byMember[m]) > 0 && countTrue(old.fresh) >= maxAppendedChunks {
-			whole = true
+		if exists && len(byMember[m]) > 0 && appendTarget(old, chunkBytes(byMember[m])) == len(old.chunks) &&
+			(countTrue(old.fresh) >= maxAppendedChunks || len(old.chunks) >= maxShareChunks) {
+			whole = true // no appended chunk has room, and no new one may start
 		}
 		if exists && len(movedIn[m]) > 0 && len(old.chunks)+chunkBytes(movedIn[m])/shareChunkBytes+1 > maxShareChunks {
 			whole = true
@@ -195,7 +200,7 @@ func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]
 			firstOps = append(firstOps, zkOp{&zk.CreateRequest{Path: p, Data: data, Acl: s.acl, Flags: zk.FlagPersistent}, requestSize(p, data)})
 		}
 		ns := &writerShare{exists: true, chunks: slices.Clone(old.chunks), gens: slices.Clone(old.gens),
-			nodes: maps.Clone(old.nodes), complete: true, fresh: slices.Clone(old.fresh)}
+			nodes: maps.Clone(old.nodes), complete: true, fresh: slices.Clone(old.fresh), filling: old.filling}
 		touched := map[int]bool{}
 		// Removals: each queue out of the chunk that holds it (chunks
 		// are sorted; a share has a few dozen at most).
@@ -213,13 +218,13 @@ func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]
 				break
 			}
 		}
-		// Placements: into the last appended chunk while it stays small,
+		// Placements: into the first appended chunk with room for them
+		// (the one being filled, or one its queues' removals emptied),
 		// else a new one.
 		if qs := byMember[m]; len(qs) > 0 {
-			i := len(ns.chunks)
-			if last := i - 1; last >= 0 && ns.fresh[last] && chunkBytes(ns.chunks[last])+chunkBytes(qs) <= appendChunkBytes {
-				i = last
-				qs = append(slices.Clone(ns.chunks[last]), qs...)
+			i := appendTarget(ns, chunkBytes(qs))
+			if i < len(ns.chunks) {
+				qs = append(slices.Clone(ns.chunks[i]), qs...)
 			} else {
 				ns.chunks = append(ns.chunks, nil)
 				ns.gens = append(ns.gens, 0)
@@ -227,6 +232,7 @@ func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]
 			}
 			sort.Strings(qs)
 			ns.chunks[i] = qs
+			ns.filling = i + 1
 			touched[i] = true
 		}
 		// Queues moved in: new chunks of at most shareChunkBytes.
@@ -316,6 +322,27 @@ func (w *AssignmentWriter) change(ctx context.Context, placed, moved map[string]
 	w.maxGen = gen
 	w.lastStats = stats
 	return w.last, nil
+}
+
+// appendTarget returns the chunk of ws that placements of size bytes go
+// into: the appended chunk being filled while they fit in it, else the
+// first appended chunk that removals emptied, else len(ws.chunks) for a
+// new one. Reusing emptied chunks keeps a churning share's chunks as few
+// as its live queues need, so the whole write that folds them comes
+// rarely; and as a family's keys retire in about the order they came, a
+// removal step finds them in the few chunks they were appended to rather
+// than spread over the hashed ones (docs/decisions.md, "Issue 40: where a
+// new key's first start waits").
+func appendTarget(ws *writerShare, bytes int) int {
+	if i := ws.filling - 1; i >= 0 && i < len(ws.chunks) && ws.fresh[i] && chunkBytes(ws.chunks[i])+bytes <= appendChunkBytes {
+		return i
+	}
+	for i, c := range ws.chunks {
+		if ws.fresh[i] && len(c) == 0 {
+			return i
+		}
+	}
+	return len(ws.chunks)
 }
 
 // countTrue counts the true values of bs.

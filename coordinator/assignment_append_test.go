@@ -3,6 +3,7 @@ package coordinator
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/drover-dev/drover"
@@ -85,5 +86,59 @@ func TestAppendWritesOnlyTheNewQueues(t *testing.T) {
 	whole, err := member.Assignments().Read(ctx)
 	if err != nil || !maps.Equal(whole.Assignment.Queues, target) {
 		t.Fatalf("whole assignment after the fold: %d queues (%v), want %d", len(whole.Assignment.Queues), err, len(target))
+	}
+}
+
+// A churning share reuses the appended chunks its removals emptied: keys
+// that arrived together are appended together and retire together, so a
+// placement after they retired fills their emptied chunk instead of
+// adding one, and the share's chunks stay as many as its live queues need
+// (with a new chunk per filled one, a churning share reached the bound on
+// appended chunks about every two minutes and the whole assignment was
+// rewritten; the retirements then found their keys in every hashed
+// chunk). Fails on the writer that only ever filled the last chunk.
+func TestAPlacementReusesAnAppendedChunkItsRemovalsEmptied(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	leader, member := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	w, _ := leaderWriter(t, leader, "a")
+	if _, err := w.Write(ctx, drover.Assignment{Leader: "a", Queues: spread(1000, "a")}); err != nil {
+		t.Fatal(err)
+	}
+	chunks := func() int {
+		names, _, err := member.conn.Children(member.sharePath("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(names)
+	}
+	// Waves of keys, each filling an appended chunk on its own.
+	wave := func(n int) map[string]string {
+		placed := map[string]string{}
+		for i := range appendChunkBytes / 20 {
+			placed[fmt.Sprintf("wave-%d-key-%06d", n, i)] = "a"
+		}
+		if _, err := w.Append(ctx, placed); err != nil {
+			t.Fatalf("append wave %d: %v", n, err)
+		}
+		return placed
+	}
+	first := wave(0)
+	wave(1)
+	wave(2)
+	before := chunks()
+	if _, err := w.Remove(ctx, slices.Collect(maps.Keys(first))); err != nil {
+		t.Fatal(err)
+	}
+	wave(3)
+	if after := chunks(); after != before {
+		t.Fatalf("a wave after the first wave retired: want its emptied chunk reused (%d chunks), have %d", before, after)
+	}
+	// The share reads back whole.
+	got, err := member.Assignments().Read(ctx)
+	if err != nil || !maps.Equal(got.Assignment.Queues, w.Current().Queues) {
+		t.Fatalf("assignment read back: %d queues (%v), want %d", len(got.Assignment.Queues), err, len(w.Current().Queues))
 	}
 }

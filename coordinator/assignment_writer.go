@@ -55,6 +55,9 @@ type writerShare struct {
 	// queues placed as new, which the member claims as new. Write's
 	// chunks (partitioned by hash) and Move's are not.
 	fresh []bool
+	// filling is 1 + the index of the appended chunk the last placements
+	// went into (0: none), which the next fill while they fit.
+	filling int
 }
 
 // NewWriter takes over the assignment for lead (a leadership of
