@@ -142,3 +142,62 @@ func TestAPlacementReusesAnAppendedChunkItsRemovalsEmptied(t *testing.T) {
 		t.Fatalf("assignment read back: %d queues (%v), want %d", len(got.Assignment.Queues), err, len(w.Current().Queues))
 	}
 }
+
+// A churning family's removals rewrite the few appended chunks their keys
+// went into, not the whole shares: keys arrive in waves, each retires
+// retireAfter waves later, and the removals go out every fifth wave (as
+// the leader batches them while keys are placed). With a new chunk per
+// filled one, the shares reached the bound on appended chunks, a whole
+// write re-hashed them, and each removal after it rewrote every hashed
+// chunk of both shares. Fails on that writer.
+func TestAChurnsRemovalsRewriteTheChunksTheirKeysWereAppendedTo(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	leader := connect(t, server.Addrs, testenv.Chroot(t))
+	ctx := ctxT(t)
+	w, _ := leaderWriter(t, leader, "a")
+	if _, err := w.Write(ctx, drover.Assignment{Leader: "a", Queues: map[string]string{}}); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		perWave     = 100 // keys a member gets a wave
+		retireAfter = 64  // waves
+		waves       = 240
+	)
+	// 40-byte names: 800 fill an appended chunk.
+	key := func(wave, i int, m string) string { return fmt.Sprintf("c-%s-%03d-%04d-%026d", m, wave, i, 0) }
+	var removedBytes, removedKeys int
+	var due []string
+	for wave := range waves {
+		placed := map[string]string{}
+		for _, m := range []string{"a", "b"} {
+			for i := range perWave {
+				placed[key(wave, i, m)] = m
+			}
+		}
+		if old := wave - retireAfter; old >= 0 {
+			for _, m := range []string{"a", "b"} {
+				for i := range perWave {
+					due = append(due, key(old, i, m))
+				}
+			}
+		}
+		var removed []string
+		if wave%5 == 4 {
+			removed, due = due, nil
+		}
+		if _, err := w.Update(ctx, placed, removed); err != nil {
+			t.Fatalf("wave %d: %v", wave, err)
+		}
+		st := w.LastWrite()
+		if len(removed) > 0 && wave > 2*retireAfter {
+			removedBytes += st.Bytes
+			removedKeys += len(removed)
+		}
+	}
+	perKey := removedBytes / max(removedKeys, 1)
+	t.Logf("%d keys removed after the warm-up, %d bytes written per key removed (the wave's placements included)", removedKeys, perKey)
+	if perKey > 120 {
+		t.Fatalf("a churn's removals: want at most 120 bytes written per key removed, have %d", perKey)
+	}
+}

@@ -438,8 +438,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 				start := clock.Now()
 				created, err := t.cfg.Registry.Queues.CreateMany(ctx, cfgs)
 				took := clock.Now().Sub(start)
-				handedOver := err == nil && created == len(cfgs)
-				if handedOver {
+				if err == nil && created == len(cfgs) {
 					// Every one new, so registered with the family's
 					// configuration: the leader may place them before its
 					// registry watch lists them, and before the checks
@@ -451,7 +450,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 					t.catchUpFamilies(ctx, cfgs)
 					t.addQueueNames(ctx, cfgs)
 				}
-				registered <- registration{cfgs, created, err, took, handedOver}
+				registered <- registration{cfgs, created, err, took}
 			}()
 		case reg := <-registered:
 			flushing = false
@@ -559,8 +558,6 @@ type registration struct {
 	created int
 	err     error
 	took    time.Duration
-	// handedOver: the queues went to the leader as created (handOver).
-	handedOver bool
 }
 
 // takeBatch empties the batch into a slice for CreateMany.
@@ -601,9 +598,9 @@ func (t *term) afterRegister(ctx context.Context, reg registration) {
 		delete(t.retired, c.Name)
 	}
 	t.log.Debug("registered family queues", "sent", len(reg.cfgs), "created", reg.created, "took", reg.took)
-	// The queues went to the leader (handedOver) when every one was new,
-	// so registered with the family's configuration; when some existed,
-	// the registry watch says with what weight and tags.
+	// The queues went to the leader as CreateMany returned when every one
+	// was new, so registered with the family's configuration; when some
+	// existed, the registry watch says with what weight and tags.
 	if t.cfg.OnRegistered != nil {
 		t.cfg.OnRegistered(len(reg.cfgs), reg.created)
 	}

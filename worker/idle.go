@@ -32,7 +32,9 @@ import (
 //     that has messages — not three round trips and a goroutine per queue.
 //
 // The goroutine runs while the worker owns queues and exits when it owns
-// none.
+// none. A backstop pass runs on a goroutine of its own (one at a time), so
+// that queues just started and due ones are not held behind a pass over
+// tens of thousands of parked queues.
 type idleScheduler struct {
 	w *Worker
 
