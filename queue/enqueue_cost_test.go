@@ -398,5 +398,6 @@ func TestEnqueueManyAllocationsPerMessage(t *testing.T) {
 }
 
 // maxManyEnqueueAllocsPerMessage is TestEnqueueManyAllocationsPerMessage's
-// bound.
-const maxManyEnqueueAllocsPerMessage = 3.5
+// bound: 3.1 measured (main: 6.2), 3.6 under -race, where sync.Pool drops
+// some of what it is given (json.Valid's scanner comes from one).
+const maxManyEnqueueAllocsPerMessage = 4.5
