@@ -337,7 +337,7 @@ func TestEnqueueManyCommands(t *testing.T) {
 // What a lone Enqueue allocates on the client (docs/decisions.md, "Issue
 // 43: a lone enqueue's client CPU"): the request, its id and its envelope,
 // the command and its arguments, and go-redis's connection check. It was
-// 22: the flush's detached context and thirteen more in redis.Script.Run
+// 22: the flush's detached context and fourteen more around redis.Script.Run
 // (two argument slices, a box per key and per argument, the reply's box).
 func TestLoneEnqueueAllocations(t *testing.T) {
 	for _, c := range []struct {

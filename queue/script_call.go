@@ -8,7 +8,7 @@ import (
 
 // The enqueue calls every message takes (enqueueAlone, enqueueMany) build
 // their script command themselves instead of going through
-// redis.Script.Run, which cost a lone enqueue 12 of its 22 allocations
+// redis.Script.Run, which cost a lone enqueue 14 of its 22 allocations
 // (docs/decisions.md, "Issue 43: a lone enqueue's client CPU"): Run takes
 // its arguments as a variadic slice, copies them with the keys behind
 // "EVALSHA <sha> <numkeys>" into a second one, boxes every string and byte
