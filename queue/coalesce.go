@@ -100,7 +100,7 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 	}
 	c.mu.Unlock()
 
-	c.flush(context.WithoutCancel(ctx), batch)
+	c.flush(detached(ctx), batch)
 	for _, b := range batch {
 		if b != r {
 			b.ready <- struct{}{}
@@ -119,4 +119,15 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 		c.busy = false
 	}
 	c.mu.Unlock()
+}
+
+// detached is ctx without its cancellation: context.WithoutCancel, except
+// that a context that can never end (Done is nil: Background, TODO, or
+// values over them) is returned as it is, saving a lone caller of such a
+// context an allocation per call.
+func detached(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }

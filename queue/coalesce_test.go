@@ -108,24 +108,41 @@ func TestCoalescerWithdrawsCancelledWaiters(t *testing.T) {
 	}
 }
 
-// A lone caller's flush carries its request without allocating a batch:
-// the only allocation left per call is the flush's uncancellable context.
+// A lone caller's flush carries its request without allocating a batch,
+// and with a context that can never end (Background), nothing at all; a
+// context that can end is detached for the flush (its one allocation), so
+// that cancelling it cannot cut the reply's read short.
 func TestCoalescerLoneCallerAllocatesNoBatch(t *testing.T) {
 	var sizes []int
-	c := coalescer{max: 8, flush: func(_ context.Context, batch []*enqueueRequest) {
+	var flushCtx context.Context
+	c := coalescer{max: 8, flush: func(ctx context.Context, batch []*enqueueRequest) {
 		sizes = append(sizes[:0], len(batch))
+		flushCtx = ctx
 		batch[0].res.ID = "done"
 	}}
-	ctx := context.Background()
 	r := &enqueueRequest{id: "a"}
 	allocs := testing.AllocsPerRun(100, func() {
 		r.res = EnqueueResult{}
-		c.submit(ctx, r)
+		c.submit(context.Background(), r)
 	})
 	if r.res.ID != "done" || len(sizes) != 1 || sizes[0] != 1 {
 		t.Fatalf("want the request flushed alone with its result, have batch sizes %v, result %+v", sizes, r.res)
 	}
+	if allocs != 0 {
+		t.Fatalf("want no allocation per lone submit with a context that never ends, have %.1f", allocs)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	allocs = testing.AllocsPerRun(100, func() {
+		r.res = EnqueueResult{}
+		c.submit(ctx, r)
+	})
+	cancel()
+	if r.res.ID != "done" || flushCtx.Done() != nil || flushCtx.Err() != nil {
+		t.Fatalf("a cancellable caller: want its flush detached (no Done, no error after cancel), have result %+v, Done %v, Err %v", r.res, flushCtx.Done(), flushCtx.Err())
+	}
 	if allocs > 1 {
-		t.Fatalf("want at most 1 allocation per lone submit, have %.1f", allocs)
+		t.Fatalf("want at most 1 allocation per lone submit with a cancellable context, have %.1f", allocs)
 	}
 }

@@ -510,12 +510,14 @@ func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 	if _, ok := s.known.Load(r.queue); !ok {
 		return false
 	}
-	wake := "" // no wake-up
+	var wake any = "" // no wake-up
 	if s.wakeups {
-		wake = s.unownedChannel
+		wake = &s.unownedChannel
 	}
-	now := s.redisNow.now(ctx, s.rdb)
-	pos, err := enqueueOneScript.Run(ctx, s.rdb, s.keys.queue(r.queue).enqueueOne, wake, r.queue, r.id, r.env, now).Int64()
+	c := &loneCall{now: s.redisNow.now(ctx, s.rdb)}
+	args := appendScriptArgs(c.args[:0], enqueueOneSHA, s.keys.queue(r.queue).enqueueOne)
+	args = append(args, wake, &r.queue, &r.id, (*envelopeArg)(&r.env), &c.now)
+	pos, err := runScript(ctx, s.rdb, redis.NewIntCmd, args, enqueueOneSource).Result()
 	switch {
 	case err != nil:
 		r.err = fmt.Errorf("enqueue to %s: %w", r.queue, err)
@@ -525,6 +527,14 @@ func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 		r.res = EnqueueResult{ID: r.id, Duplicate: true}
 	}
 	return true
+}
+
+// loneCall is enqueueAlone's command in one allocation: the EVALSHA's
+// arguments (KEYS: 4, ARGV: 5) and the clock estimate one of them points
+// to (script_call.go).
+type loneCall struct {
+	args [3 + 4 + 5]any
+	now  int64
 }
 
 // enqueueMany sends, with enqueueManySource, a batch of up to
@@ -544,16 +554,17 @@ func (s *core) enqueueMany(ctx context.Context, reqs []*enqueueRequest) bool {
 	if _, ok := s.known.Load(q); !ok {
 		return false
 	}
-	wake := "" // no wake-up
+	var wake any = "" // no wake-up
 	if s.wakeups {
-		wake = s.unownedChannel
+		wake = &s.unownedChannel
 	}
-	args := make([]any, 0, 3+2*len(reqs))
-	args = append(args, wake, q, s.redisNow.now(ctx, s.rdb))
+	keys := s.keys.queue(q).enqueueOne
+	args := appendScriptArgs(make([]any, 0, 3+len(keys)+3+2*len(reqs)), enqueueManySHA, keys)
+	args = append(args, wake, &reqs[0].queue, s.redisNow.now(ctx, s.rdb))
 	for _, r := range reqs {
-		args = append(args, r.id, r.env)
+		args = append(args, &r.id, (*envelopeArg)(&r.env))
 	}
-	vals, err := enqueueManyScript.Run(ctx, s.rdb, s.keys.queue(q).enqueueOne, args...).Int64Slice()
+	vals, err := runScript(ctx, s.rdb, redis.NewIntSliceCmd, args, enqueueManySource).Result()
 	if err == nil && len(vals) != len(reqs) {
 		err = fmt.Errorf("enqueue script returned %d results for %d messages", len(vals), len(reqs))
 	}
