@@ -695,14 +695,11 @@ func TestPeriodicBackstopReadsHeadsOnly(t *testing.T) {
 	waitFor(t, "a full check after missed wake-ups", func() bool { return log.fullChecks() > full })
 }
 
-// A queue started while a periodic pass is under way gets its full check
-// (which learns its delayed messages' due times) even when the next
-// iteration is a periodic pass too: the heads read alone would never see a
-// delayed message, so it would wait for a missed wake-up to be promoted.
-func TestQueueStartedDuringAPeriodicPassLearnsItsDueTimes(t *testing.T) {
-	log := newMemLog()
-	ex := &scriptedExecutor{}
-	w, clock := newIdleWorker(t, log, ex)
+// holdAPeriodicPass starts queue "a" on w, parked and checked, then holds
+// the next periodic backstop pass in its heads read, and returns what lets
+// it go (also called when the test ends).
+func holdAPeriodicPass(t *testing.T, w *Worker, log *memLog, clock *testkit.Clock) (release func()) {
+	t.Helper()
 	if err := w.Start(queueConfig("a", nil), &memClaim{}); err != nil {
 		t.Fatal(err)
 	}
@@ -712,6 +709,9 @@ func TestQueueStartedDuringAPeriodicPassLearnsItsDueTimes(t *testing.T) {
 	log.mu.Lock()
 	log.headsGate = gate
 	log.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
 	// A periodic pass starts and is held in its heads read. The clock moves
 	// on until it does: the idle scheduler arms its next pass after the
 	// first check returns, and a move made before that is lost (the test
@@ -725,13 +725,25 @@ func TestQueueStartedDuringAPeriodicPassLearnsItsDueTimes(t *testing.T) {
 		}
 		return held >= 1
 	})
+	return release
+}
+
+// A queue started while a periodic pass is under way gets its full check
+// (which learns its delayed messages' due times) even when the next
+// iteration is a periodic pass too: the heads read alone would never see a
+// delayed message, so it would wait for a missed wake-up to be promoted.
+func TestQueueStartedDuringAPeriodicPassLearnsItsDueTimes(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w, clock := newIdleWorker(t, log, ex)
+	release := holdAPeriodicPass(t, w, log, clock)
 	due := clock.Now().Add(30 * time.Second)
 	log.addDelayed("b", msg("later"), due) // enqueued before b's owner routed its wake-ups
 	if err := w.Start(queueConfig("b", nil), &memClaim{}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(DefaultPollInterval) // the next iteration is a periodic pass as well
-	close(gate)
+	release()
 	waitFor(t, "b's delayed message to run when due", func() bool {
 		clock.Advance(time.Second)
 		return slices.Contains(ex.runList(), "later#0")
@@ -747,32 +759,7 @@ func TestAQueueStartedDuringAPeriodicPassRunsBeforeThePassEnds(t *testing.T) {
 	log := newMemLog()
 	ex := &scriptedExecutor{}
 	w, clock := newIdleWorker(t, log, ex)
-	if err := w.Start(queueConfig("a", nil), &memClaim{}); err != nil {
-		t.Fatal(err)
-	}
-	allParked(t, w)
-	allChecked(t, w)
-	gate := make(chan struct{})
-	log.mu.Lock()
-	log.headsGate = gate
-	log.mu.Unlock()
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(gate)
-		}
-	}
-	t.Cleanup(release)
-	waitFor(t, "the periodic pass to read heads", func() bool {
-		log.mu.Lock()
-		held := log.headsHeld
-		log.mu.Unlock()
-		if held == 0 {
-			clock.Advance(DefaultPollInterval)
-		}
-		return held >= 1
-	})
+	release := holdAPeriodicPass(t, w, log, clock)
 	log.add("b", msg("first")) // enqueued before b's owner routed its wake-ups
 	if err := w.Start(queueConfig("b", nil), &memClaim{}); err != nil {
 		t.Fatal(err)
