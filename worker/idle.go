@@ -52,9 +52,12 @@ type idleScheduler struct {
 	passes int
 
 	// checking is set while a backstop pass runs (on its own goroutine,
-	// one at a time); verifyMore is what the last one reported.
-	checking   bool
-	verifyMore bool
+	// one at a time); passWaiting, when another came due meanwhile: the
+	// running one pokes the loop as it ends. verifyMore is what the last
+	// pass reported.
+	checking    bool
+	passWaiting bool
+	verifyMore  bool
 
 	// pass and fresh are the buffers of the backstop pass and of the
 	// checks of queues just started: each is touched by one goroutine at
@@ -202,12 +205,16 @@ func (s *idleScheduler) run() {
 			s.verifyMore = false
 			nextCheck = now.Add(verifyPause)
 		}
-		full := s.checkNow && !s.checking && !now.Before(lastFull.Add(c.PollInterval))
+		wantFull := s.checkNow && !now.Before(lastFull.Add(c.PollInterval))
+		check := wantFull || !now.Before(nextCheck)
+		if check && s.checking {
+			s.passWaiting, check = true, false // after the running one
+		}
+		full := check && wantFull
 		if full {
 			s.checkNow = false
 			lastFull = now
 		}
-		check := !s.checking && (full || !now.Before(nextCheck))
 		if check {
 			s.checking = true
 		}
@@ -256,12 +263,19 @@ func (s *idleScheduler) run() {
 		s.w.mu.Unlock()
 
 		s.mu.Lock()
-		wait := nextCheck.Sub(c.Clock.Now())
-		if s.verifyMore {
+		var wait time.Duration
+		switch {
+		case s.verifyMore:
 			wait = 0
-		}
-		if s.checkNow {
-			wait = min(wait, lastFull.Add(c.PollInterval).Sub(c.Clock.Now()))
+		case s.passWaiting:
+			// A pass came due while one runs: the running one's end pokes
+			// the loop, which must not spin meanwhile.
+			wait = c.PollInterval
+		default:
+			wait = nextCheck.Sub(c.Clock.Now())
+			if s.checkNow {
+				wait = min(wait, lastFull.Add(c.PollInterval).Sub(c.Clock.Now()))
+			}
 		}
 		if len(s.due) > 0 {
 			if d := s.due[0].at.Sub(c.Clock.Now()); d < wait {
@@ -284,8 +298,12 @@ func (s *idleScheduler) runPass(full bool) {
 	s.w.releaseIfQuiet(s.w.cfg.Clock.Now())
 	s.mu.Lock()
 	s.checking, s.verifyMore = false, more
+	wake := more || s.passWaiting
+	s.passWaiting = false
 	s.mu.Unlock()
-	s.poke()
+	if wake {
+		s.poke()
+	}
 }
 
 // verifyPerPass is the most parked queues a pass starts to verify their
@@ -482,6 +500,13 @@ func (s *idleScheduler) checkCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.checks
+}
+
+// passRunning reports whether a backstop pass runs (tests).
+func (s *idleScheduler) passRunning() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checking
 }
 
 // passCount returns how many rounds the scheduler ran.

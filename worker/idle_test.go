@@ -150,11 +150,14 @@ func TestDueMessageOnAParkedQueueIsPromotedWhenDue(t *testing.T) {
 	promotes, checks, _ := log.counts()
 	// Second by second, each step once the idle scheduler waits again (its
 	// timer is the only one armed: every loop is parked, nothing to commit).
+	// A pass runs beside the scheduler's loop: each step also waits for
+	// it to end, as the clock moves faster than a pass runs here.
+	waiting := func() bool { return clock.Timers() == 1 && !w.idle.passRunning() }
 	for clock.Now().Before(due.Add(-time.Second)) {
-		waitFor(t, "the idle scheduler to wait", func() bool { return clock.Timers() == 1 })
+		waitFor(t, "the idle scheduler to wait", waiting)
 		clock.Advance(time.Second)
 	}
-	waitFor(t, "the idle scheduler to wait", func() bool { return clock.Timers() == 1 })
+	waitFor(t, "the idle scheduler to wait", waiting)
 	if _, c, _ := log.counts(); c-checks != 5 {
 		t.Fatalf("29 s parked: want a backstop check every 5 s (5), have %d", c-checks)
 	}
@@ -769,6 +772,22 @@ func TestAQueueStartedDuringAPeriodicPassRunsBeforeThePassEnds(t *testing.T) {
 	})
 	release()
 	allParked(t, w)
+}
+
+// While a pass runs, a pass asked for meanwhile (missed wake-ups, its
+// interval passed) waits for it to end: the scheduler's loop arms its
+// timer and sleeps, where a first version of the pass on its own goroutine
+// re-armed it at zero, round after round, until the pass ended.
+func TestALoopWaitsForTheRunningPassWithoutSpinning(t *testing.T) {
+	log := newMemLog()
+	w, clock := newIdleWorker(t, log, &scriptedExecutor{})
+	holdAPeriodicPass(t, w, log, clock)
+	armed := clock.Timers() // the loop sleeps on its timer
+	clock.Advance(2 * DefaultPollInterval)
+	passes := w.idle.passCount()
+	w.MissedWakeups()
+	waitFor(t, "the loop to take the missed wake-ups in", func() bool { return w.idle.passCount() > passes })
+	waitFor(t, "the loop to sleep on its timer again while the pass is held", func() bool { return clock.Timers() == armed })
 }
 
 // gatedClaim is a memClaim whose commits wait for the test: entered gets
