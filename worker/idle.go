@@ -196,15 +196,15 @@ func (s *idleScheduler) run() {
 			delete(s.byQueue, it.queue)
 			fire = append(fire, it.queue)
 		}
-		// Missed wake-ups make a full check at once, but at most one per
-		// PollInterval: a reader behind under load reports Missed again
-		// and again, and a full check of every parked queue per report
-		// loads Redis more, which puts the reader further behind.
 		if s.verifyMore {
 			// The last pass left parked queues to verify: the next soon.
 			s.verifyMore = false
 			nextCheck = now.Add(verifyPause)
 		}
+		// Missed wake-ups make a full check at once, but at most one per
+		// PollInterval: a reader behind under load reports Missed again
+		// and again, and a full check of every parked queue per report
+		// loads Redis more, which puts the reader further behind.
 		wantFull := s.checkNow && !now.Before(lastFull.Add(c.PollInterval))
 		check := wantFull || !now.Before(nextCheck)
 		if check && s.checking {
