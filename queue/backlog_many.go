@@ -10,12 +10,19 @@ import (
 	"github.com/drover-dev/drover"
 )
 
+// backlogGroup is the most queues one backlog-many call measures on a
+// standalone server (on a Cluster a call covers queues of one slot).
+const backlogGroup = 256
+
 // BacklogMany measures many queues, each after its own offset, as Backlog
-// does one, in one pipeline: one round trip and one connection for all of
-// them. A worker with thousands of busy queues publishes their backlog
-// gauges this way; one Backlog call per queue, each holding one of the
-// client's connections, made every other read wait for a connection
-// (docs/decisions.md, "Busy runtime latency"). Results and errors are in
+// does one: one round trip and one connection for all of them, one script
+// call per 256 queues on a standalone server, per slot on a Cluster
+// (backlogManySource). A worker with thousands of busy queues publishes
+// their backlog gauges this way; one Backlog call per queue, each holding
+// one of the client's connections, made every other read wait for a
+// connection (docs/decisions.md, "Busy runtime latency"), and a script
+// call per queue cost Redis a call and a TIME per queue (docs/decisions.md,
+// "Issue 43: the backlog gauges in one call"). Results and errors are in
 // the order of queues; offsets[i] is the offset of queues[i].
 func (s Log) BacklogMany(ctx context.Context, queues []string, offsets []drover.Position) ([]Backlog, []error) {
 	out := make([]Backlog, len(queues))
@@ -27,37 +34,50 @@ func (s Log) BacklogMany(ctx context.Context, queues []string, offsets []drover.
 		}
 		return out, errs
 	}
-	calls := make([]*scriptCall, 0, len(queues))
-	at := make([]int, 0, len(queues)) // call → index in queues
+	// An invalid name fails its own result only; the others are measured.
+	valid, at := make([]string, 0, len(queues)), make([]int, 0, len(queues)) // at: index in queues
 	for i, q := range queues {
-		qk, err := s.queueKeys(q)
-		if err != nil {
+		if err := drover.ValidateQueueName(q); err != nil {
 			errs[i] = fmt.Errorf("backlog: %w", err)
 			continue
 		}
-		calls = append(calls, &scriptCall{
-			queues: []string{q},
-			keys:   []string{qk.log, qk.delayed, qk.dead},
-			args:   []any{"(" + formatInt(int64(offsets[i]))},
-		})
-		at = append(at, i)
+		valid, at = append(valid, q), append(at, i)
 	}
-	s.evalPipelined(ctx, backlogScript, calls)
-	for k, c := range calls {
-		i := at[k]
+	groups, err := s.queueGroups(valid, backlogGroup)
+	if err != nil { // cannot happen: every name is valid
+		for _, i := range at {
+			errs[i] = fmt.Errorf("backlog: %w", err)
+		}
+		return out, errs
+	}
+	calls := make([]*scriptCall, groups.len())
+	for g := range calls {
+		lo, hi := groups.bounds[g], groups.bounds[g+1]
+		c := &scriptCall{keys: s.cutKeys(valid, groups, lo, hi, "log", "delayed", "dead"), args: make([]any, 0, hi-lo)}
+		for k := lo; k < hi; k++ {
+			c.args = append(c.args, "("+formatInt(int64(offsets[at[groups.index(k)]])))
+		}
+		calls[g] = c
+	}
+	s.evalPipelined(ctx, backlogManyScript, calls)
+	for g, c := range calls {
+		lo, hi := groups.bounds[g], groups.bounds[g+1]
 		vals, err := c.cmd.Int64Slice()
-		if err == nil && len(vals) != 5 {
-			err = fmt.Errorf("backlog script returned %d values, want 5", len(vals))
+		if err == nil && len(vals) != 1+4*(hi-lo) {
+			err = fmt.Errorf("backlog script returned %d values for %d queues", len(vals), hi-lo)
 		}
-		if err != nil {
-			errs[i] = fmt.Errorf("backlog of %s after %d: %w", queues[i], offsets[i], err)
-			continue
+		for k := lo; k < hi; k++ {
+			i, j := at[groups.index(k)], 1+4*(k-lo)
+			if err != nil {
+				errs[i] = fmt.Errorf("backlog of %s after %d: %w", queues[i], offsets[i], err)
+				continue
+			}
+			b := Backlog{Lag: vals[j], Oldest: drover.Position(vals[j+1]), Delayed: vals[j+2], Dead: vals[j+3]}
+			if now := vals[0]; b.Oldest > 0 && now > vals[j+1] {
+				b.OldestAge = time.Duration(now-vals[j+1]) * time.Microsecond
+			}
+			out[i] = b
 		}
-		b := Backlog{Lag: vals[0], Oldest: drover.Position(vals[1]), Delayed: vals[3], Dead: vals[4]}
-		if b.Oldest > 0 && vals[2] > vals[1] {
-			b.OldestAge = time.Duration(vals[2]-vals[1]) * time.Microsecond
-		}
-		out[i] = b
 	}
 	return out, errs
 }

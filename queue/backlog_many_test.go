@@ -2,10 +2,13 @@ package queue
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testing/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -50,5 +53,40 @@ func testBacklogMany(t *testing.T, rdb redis.UniversalClient) {
 	}
 	if _, errs := s.Log().BacklogMany(ctx, []string{"bm-a"}, nil); errs[0] == nil {
 		t.Error("offsets that do not match the queues: want an error")
+	}
+}
+
+// The backlog gauges of many queues cost one script call and one TIME for
+// them all, and per queue with no lag a ZCOUNT and two ZCARDs; a script
+// call and a TIME per queue cost a worker whose 50,000 keys each get a
+// message every 5 s two Redis commands a message (docs/decisions.md,
+// "Issue 43: the backlog gauges in one call").
+func TestBacklogOfManyQueuesIsOneScriptCall(t *testing.T) {
+	srv := testenv.NewRedis(t, testenv.RedisOptions{})
+	rdb := testClient(t, ClientOptions{Addrs: []string{srv.Addr}})
+	s := newTestStore(t, rdb, nil)
+	ctx := context.Background()
+	const n = 40
+	queues, offsets := make([]string, n), make([]drover.Position, n)
+	for i := range queues {
+		queues[i] = fmt.Sprintf("gauge-%02d", i)
+		offsets[i] = mustEnqueue(t, s, msg(queues[i], "")).Position // drained: no lag
+	}
+	if _, errs := s.Log().BacklogMany(ctx, queues, offsets); errs[0] != nil { // loads the script
+		t.Fatal(errs[0])
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, errs := s.Log().BacklogMany(ctx, queues, offsets)
+	for i := range got {
+		if errs[i] != nil || got[i].Lag != 0 {
+			t.Fatalf("%s: want no lag, have %+v, %v", queues[i], got[i], errs[i])
+		}
+	}
+	have := commandCalls(t, rdb)
+	want := map[string]int{"evalsha": 1, "time": 1, "zcount": n, "zcard": 2 * n}
+	if !maps.Equal(have, want) {
+		t.Fatalf("want %v for %d queues, have %v", want, n, have)
 	}
 }

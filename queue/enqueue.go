@@ -224,7 +224,7 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 	if s.durable == nil && len(reqs) == 1 && s.enqueueAlone(ctx, reqs[0]) {
 		return
 	}
-	if s.durable == nil && len(reqs) > 1 && s.enqueueMany(ctx, reqs) {
+	if s.durable == nil && len(reqs) > 1 && (s.enqueueMany(ctx, reqs) || s.enqueueSpread(ctx, reqs)) {
 		return
 	}
 	if s.durable != nil {
@@ -576,6 +576,129 @@ func (s *core) enqueueMany(ctx context.Context, reqs []*enqueueRequest) bool {
 			r.res = EnqueueResult{ID: r.id, Position: drover.Position(vals[i])}
 		default:
 			r.res = EnqueueResult{ID: r.id, Duplicate: true}
+		}
+	}
+	return true
+}
+
+// enqueueSpread sends a batch over several queues this Store has
+// registered, every message with a generated id and due now (an
+// EnqueueBatch of a fleet's keys, a message or a few each), as one
+// pipeline of the lone and many-message scripts, a call per queue (its
+// messages in their order, maxScriptBatch a call), all with one estimate
+// of Redis's clock. The general script would run TIME and an MGET in each
+// call: two commands a queue the estimate and SET … GET make unneeded
+// (docs/decisions.md, "Issue 43: a fleet's batch goes through the lone
+// scripts"). It reports false, sending nothing, for any other batch.
+func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
+	for _, r := range reqs {
+		if r.keyed || r.due != 0 {
+			return false
+		}
+		if _, ok := s.known.Load(r.queue); !ok {
+			return false
+		}
+	}
+	type call struct {
+		reqs []*enqueueRequest
+		args []any
+		src  string
+		one  *redis.IntCmd      // a lone message's call
+		many *redis.IntSliceCmd // the call of several
+	}
+	var (
+		calls []*call
+		open  = map[string]*call{}
+	)
+	for _, r := range reqs {
+		c := open[r.queue]
+		if c == nil || len(c.reqs) == maxScriptBatch {
+			c = &call{}
+			open[r.queue] = c
+			calls = append(calls, c)
+		}
+		c.reqs = append(c.reqs, r)
+	}
+	var wake any = "" // no wake-up
+	if s.wakeups {
+		wake = &s.unownedChannel
+	}
+	var now any = s.redisNow.now(ctx, s.rdb) // boxed once for every call
+	send := func(pipe redis.Pipeliner, c *call) {
+		if len(c.reqs) == 1 {
+			c.one = redis.NewIntCmd(ctx, c.args...)
+			c.one.SetFirstKeyPos(3)
+			_ = pipe.Process(ctx, c.one)
+			return
+		}
+		c.many = redis.NewIntSliceCmd(ctx, c.args...)
+		c.many.SetFirstKeyPos(3)
+		_ = pipe.Process(ctx, c.many)
+	}
+	pipe := s.rdb.Pipeline()
+	for _, c := range calls {
+		keys := s.keys.queue(c.reqs[0].queue).enqueueOne
+		if len(c.reqs) == 1 {
+			r := c.reqs[0]
+			c.args = appendScriptArgs(make([]any, 0, 3+len(keys)+5), enqueueOneSHA, keys)
+			c.args = append(c.args, wake, &r.queue, &r.id, (*envelopeArg)(&r.env), now)
+			c.src = enqueueOneSource
+		} else {
+			c.args = appendScriptArgs(make([]any, 0, 3+len(keys)+3+2*len(c.reqs)), enqueueManySHA, keys)
+			c.args = append(c.args, wake, &c.reqs[0].queue, now)
+			for _, r := range c.reqs {
+				c.args = append(c.args, &r.id, (*envelopeArg)(&r.env))
+			}
+			c.src = enqueueManySource
+		}
+		send(pipe, c)
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+	// Scripts the server did not know (first use, or after a restart or a
+	// SCRIPT FLUSH) did not run: send those calls again in full.
+	var retry redis.Pipeliner
+	for _, c := range calls {
+		var err error
+		if c.one != nil {
+			err = c.one.Err()
+		} else {
+			err = c.many.Err()
+		}
+		if isNoScript(err) {
+			if retry == nil {
+				retry = s.rdb.Pipeline()
+			}
+			c.args[0], c.args[1] = "eval", c.src
+			send(retry, c)
+		}
+	}
+	if retry != nil {
+		_, _ = retry.Exec(ctx)
+	}
+	for _, c := range calls {
+		var (
+			vals []int64
+			err  error
+		)
+		if c.one != nil {
+			var v int64
+			v, err = c.one.Result()
+			vals = []int64{v}
+		} else {
+			vals, err = c.many.Result()
+			if err == nil && len(vals) != len(c.reqs) {
+				err = fmt.Errorf("enqueue script returned %d results for %d messages", len(vals), len(c.reqs))
+			}
+		}
+		for i, r := range c.reqs {
+			switch {
+			case err != nil:
+				r.err = fmt.Errorf("enqueue to %s: %w", r.queue, err)
+			case vals[i] > 0:
+				r.res = EnqueueResult{ID: r.id, Position: drover.Position(vals[i])}
+			default:
+				r.res = EnqueueResult{ID: r.id, Duplicate: true}
+			}
 		}
 	}
 	return true

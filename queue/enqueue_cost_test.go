@@ -118,23 +118,7 @@ func TestLoneEnqueueCommands(t *testing.T) {
 			for range n {
 				mustEnqueue(t, s, msg("lone", ""))
 			}
-			info, err := rdb.Info(ctx, "commandstats").Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			have := map[string]int{}
-			for _, line := range strings.Split(info, "\n") {
-				name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-				if !ok || !strings.HasPrefix(name, "cmdstat_") {
-					continue
-				}
-				name = strings.TrimPrefix(name, "cmdstat_")
-				var calls int
-				if _, err := fmt.Sscanf(rest, "calls=%d", &calls); err != nil || name == "info" || strings.HasPrefix(name, "config") {
-					continue
-				}
-				have[name] = calls
-			}
+			have := commandCalls(t, rdb)
 			for name, per := range c.want {
 				if have[name] != per*n {
 					t.Errorf("%s: want %d calls for %d lone enqueues, have %d (all: %v)", name, per*n, n, have[name], have)
@@ -401,3 +385,66 @@ func TestEnqueueManyAllocationsPerMessage(t *testing.T) {
 // bound: 3.1 measured (main: 6.2), 3.6 under -race, where sync.Pool drops
 // some of what it is given (json.Valid's scanner comes from one).
 const maxManyEnqueueAllocsPerMessage = 4.5
+
+// A batch over many registered queues, a message or two each (a fleet's
+// keys), goes as the lone and many-message scripts, one call a queue in
+// one pipeline: per queue its script call, HSETNX or HMGET and HSET, SET …
+// GET, ZADD, the :owner GET and the PUBLISH; no TIME and no MGET, which
+// the general script runs in every call (docs/decisions.md, "Issue 43: a
+// fleet's batch goes through the lone scripts"). Each message lands at the
+// position it was answered, in its queue's order.
+func TestASpreadBatchGoesThroughTheLoneScripts(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.NewRedis(t, testenv.RedisOptions{})
+	rdb := testClient(t, ClientOptions{Addrs: []string{srv.Addr}})
+	clk := &tickClock{now: time.Now()}
+	s := newTestStore(t, rdb, func(cfg *Config) { cfg.Clock = clk })
+	const queues = 20
+	var batch, seconds []*drover.Message
+	for i := range queues {
+		q := fmt.Sprintf("key-%02d", i)
+		mustEnqueue(t, s, msg(q, "")) // registers the queue
+		batch = append(batch, msg(q, ""))
+		if i%4 == 0 { // every fourth queue gets a second message, later in the batch
+			seconds = append(seconds, msg(q, ""))
+		}
+	}
+	batch = append(batch, seconds...)
+	mustEnqueue(t, s, msg("key-00", ""))                             // reads the clock: the batches use the estimate
+	if _, err := s.Producer().EnqueueBatch(ctx, batch); err != nil { // loads the scripts
+		t.Fatal(err)
+	}
+	for _, flush := range []bool{false, true} {
+		if flush { // the server forgot the scripts: every call is sent again as an EVAL
+			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Producer().EnqueueBatch(ctx, batch)
+		if err != nil || len(res) != len(batch) {
+			t.Fatalf("flush %v: want %d results, have %v, %v", flush, len(batch), res, err)
+		}
+		have := commandCalls(t, rdb)
+		if have["time"] != 0 || have["mget"] != 0 {
+			t.Errorf("flush %v: want no TIME and no MGET, have %v", flush, have)
+		}
+		if have["zadd"] != queues || have["publish"] != queues || have["evalsha"] != queues || !flush && have["eval"] != 0 || flush && have["eval"] != queues {
+			t.Errorf("flush %v: want a script call, a ZADD and a PUBLISH a queue (%d), have %v", flush, queues, have)
+		}
+		last := map[string]drover.Position{}
+		for i, r := range res {
+			q := batch[i].Queue
+			if r.Position <= last[q] || r.Duplicate {
+				t.Fatalf("flush %v: message %d to %s: position %d after %d (%+v)", flush, i, q, r.Position, last[q], r)
+			}
+			last[q] = r.Position
+			score, err := rdb.ZScore(ctx, s.keys.queue(q).log, r.ID).Result()
+			if err != nil || drover.Position(score) != r.Position {
+				t.Fatalf("flush %v: %s %s: want log position %d, have %v, %v", flush, q, r.ID, r.Position, score, err)
+			}
+		}
+	}
+}

@@ -834,6 +834,37 @@ local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 return {lag, first, now_us, redis.call('ZCARD', KEYS[2]), redis.call('ZCARD', KEYS[3])}
 `
 
+// backlogManySource is backlogSource for many queues in one call (the
+// queues of one call share a slot on a Cluster): the worker's backlog
+// gauges of every queue that parked since its last round trip. One TIME a
+// call, not one a queue, and no script call a queue: a queue with no lag
+// costs ZCOUNT and two ZCARDs (docs/decisions.md, "Issue 43: the backlog
+// gauges in one call").
+//
+//	KEYS: 3 per queue: log, delayed, dead
+//	ARGV: 1 per queue: the exclusive lower bound, "(<offset>"
+//
+// Returns Redis time in µs, then 4 integers per queue: lag, first position
+// after the offset (0 if none), delayed count, dead count.
+const backlogManySource = `-- drover backlog-many v1
+local t = redis.call('TIME')
+local out = {tonumber(t[1]) * 1000000 + tonumber(t[2])}
+for i = 1, #ARGV do
+  local log = KEYS[3 * i - 2]
+  local lag = redis.call('ZCOUNT', log, ARGV[i], '+inf')
+  local first = 0
+  if lag > 0 then
+    local r = redis.call('ZRANGE', log, ARGV[i], '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+    if #r > 0 then first = tonumber(r[2]) end
+  end
+  out[#out + 1] = lag
+  out[#out + 1] = first
+  out[#out + 1] = redis.call('ZCARD', KEYS[3 * i - 1])
+  out[#out + 1] = redis.call('ZCARD', KEYS[3 * i])
+end
+return out
+`
+
 // checkSource is the owner's amortised check of many queues at once: for
 // each, whether its log holds an entry after an offset and when its earliest
 // delayed message is due. The queues of one call share a slot on a Cluster.
@@ -871,6 +902,7 @@ var (
 	trimScript            = redis.NewScript(trimSource)
 	trimManyScript        = redis.NewScript(trimManySource)
 	backlogScript         = redis.NewScript(backlogSource)
+	backlogManyScript     = redis.NewScript(backlogManySource)
 	checkScript           = redis.NewScript(checkSource)
 
 	recordOutcomesScript = redis.NewScript(recordOutcomesSource)
