@@ -492,8 +492,10 @@ func run(out, only string, count int, peers, merge bool) error {
 			}
 		}
 	}
-	if only == "" || strings.Contains(fleetRuntime.Title, only) {
-		body.WriteString(fleetRuntimeSection(count))
+	for _, s := range []section{fleetRuntime, fleetRuntimeSparse} {
+		if only == "" || strings.Contains(s.Title, only) {
+			body.WriteString(fleetRuntimeSection(s, count))
+		}
 	}
 	if only == "" || strings.Contains("Scheduler failover", only) {
 		body.WriteString(failoverSection())

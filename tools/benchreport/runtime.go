@@ -39,7 +39,7 @@ var fleetRuntime = section{
 		"busy-mean-enqueue-to-start-ms", "busy-mean-enqueue-to-read-ms", "busy-mean-read-queued-ms", "busy-mean-read-trip-ms", "busy-mean-wake-ms", "busy-reads/round-trip",
 		"busy-zk-writes/s-max-member", "busy-zk-write-ops/s", "busy-zk-requests/s-max-member",
 		"busy-publish/msg", "busy-max-subscribers", "busy-deliveries/msg",
-		"busy-redis-cmds/s", "busy-redis-cmds/msg", "busy-redis-cpu-%", "busy-cpu-%-max-worker", "busy-rss-MB-max-worker", "busy-lease-child-rss-MB",
+		"busy-redis-cmds/s", "busy-redis-cmds/msg", "busy-redis-cpu-%", "busy-redis-µs/msg", "busy-cpu-%-max-worker", "busy-rss-MB-max-worker", "busy-lease-child-rss-MB",
 	},
 	Targets: []target{
 		{"idle: Redis commands/s of the whole fleet ≤ 1,000", "BenchmarkFleetRuntime", "idle-redis-cmds/s", "<=", 1000},
@@ -53,14 +53,31 @@ var fleetRuntime = section{
 		{"busy: enqueue → start p99 < 100 ms", "BenchmarkFleetRuntime", "busy-p99-ms", "<=", 100},
 		{"busy: ZooKeeper write requests ≤ 25/s per member", "BenchmarkFleetRuntime", "busy-zk-writes/s-max-member", "<=", 25},
 		{"busy: Redis Pub/Sub deliveries per enqueue ≤ 1", "BenchmarkFleetRuntime", "busy-deliveries/msg", "<=", 1},
+		{"busy: Redis commands per message ≤ 6 (issue 43)", "BenchmarkFleetRuntime", "busy-redis-cmds/msg", "<=", 6},
+		{"busy: Redis CPU per message ≤ 25 µs (issue 43)", "BenchmarkFleetRuntime", "busy-redis-µs/msg", "<=", 25},
 	},
 }
+
+// fleetRuntimeSparse is the same fleet and rate over five times the busy
+// keys (BenchmarkFleetRuntimeSparse: 50,000 keys × 0.2 messages/s), with
+// the same targets: issue 43's second busy fleet.
+var fleetRuntimeSparse = func() section {
+	s := fleetRuntime
+	s.Title = "Fleet runtime, sparse: 50,000 busy keys at 0.2 messages/s each"
+	s.Bench = "^BenchmarkFleetRuntimeSparse$"
+	s.Intro = "The Fleet runtime section's fleet, harness and figures, with its 10,000 messages/s spread over 50,000 of the 100,000 queues (0.2 messages/s each, `BenchmarkFleetRuntimeSparse`; `DROVER_FLEETBENCH_BUSY_QUEUES` overrides the five times): a message is more often alone on its queue, so its read, start, outcome record, trim and backlog gauges are its own."
+	s.Targets = make([]target, len(fleetRuntime.Targets))
+	for i, t := range fleetRuntime.Targets {
+		t.Bench = "BenchmarkFleetRuntimeSparse"
+		s.Targets[i] = t
+	}
+	return s
+}()
 
 // fleetRuntimeSection runs the fleet runtime benchmark and renders it. A
 // run that fails (a fleet that never converges, a worker that dies) is
 // reported with its error instead of ending the whole report.
-func fleetRuntimeSection(count int) string {
-	s := fleetRuntime
+func fleetRuntimeSection(s section, count int) string {
 	res, cmdline, err := runGoBench(s, count)
 	if env := envWithPrefix("DROVER_FLEETBENCH_"); env != "" {
 		cmdline = env + " " + cmdline
@@ -75,7 +92,7 @@ func fleetRuntimeSection(count int) string {
 		return b.String()
 	}
 	render(&b, s, res, cmdline)
-	if why := fleetRuntimeWhy(res["BenchmarkFleetRuntime"]); why != "" {
+	if why := fleetRuntimeWhy(s, res[strings.Trim(s.Bench, "^$")]); why != "" {
 		fmt.Fprintf(&b, "What the figures of this run say about each missed target:\n\n%s\n", why)
 	}
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -87,7 +104,7 @@ func fleetRuntimeSection(count int) string {
 // fleetRuntimeWhy explains each missed target of the run from its other
 // figures: what grows with the queues, how many queues a ZooKeeper request
 // carries, what the machine was doing. Empty when every target is met.
-func fleetRuntimeWhy(fig map[string][]float64) string {
+func fleetRuntimeWhy(s section, fig map[string][]float64) string {
 	v := func(unit string) float64 {
 		if vs := fig[unit]; len(vs) > 0 {
 			return median(vs)
@@ -95,7 +112,7 @@ func fleetRuntimeWhy(fig map[string][]float64) string {
 		return 0
 	}
 	missed := func(unit string) bool {
-		for _, t := range fleetRuntime.Targets {
+		for _, t := range s.Targets {
 			if t.Unit == unit && len(fig[unit]) > 0 {
 				return !t.met(median(fig[unit]))
 			}
@@ -155,6 +172,10 @@ func fleetRuntimeWhy(fig map[string][]float64) string {
 		} else {
 			b.WriteString("commits are coalesced, but the commit interval allows more requests than the target.\n")
 		}
+	}
+	if missed("busy-redis-cmds/msg") || missed("busy-redis-µs/msg") {
+		fmt.Fprintf(&b, "* Redis work per message: %s commands and %s µs of Redis CPU (%s%% of a core at %s messages/s); the producer's enqueue script is 5–7 of the commands, the worker's read, start record, outcome record, trim and backlog gauges the rest (docs/decisions.md, \"Issue 43: what a busy key's message costs Redis\").\n",
+			format(v("busy-redis-cmds/msg")), format(v("busy-redis-µs/msg")), format(v("busy-redis-cpu-%")), format(v("busy-msgs/s")))
 	}
 	if missed("busy-deliveries/msg") {
 		fmt.Fprintf(&b, "* Pub/Sub: %s PUBLISH calls per message, and a channel with %s subscribers: every subscriber of a channel receives each publish.\n",

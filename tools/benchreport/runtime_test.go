@@ -19,17 +19,18 @@ func figures(over map[string]float64) map[string][]float64 {
 }
 
 func TestFleetRuntimeWhyIsEmptyWhenEveryTargetIsMet(t *testing.T) {
-	if why := fleetRuntimeWhy(figures(nil)); why != "" {
+	if why := fleetRuntimeWhy(fleetRuntime, figures(nil)); why != "" {
 		t.Fatalf("every target met: want no explanation, have %q", why)
 	}
 }
 
 func TestFleetRuntimeWhyNamesTheCause(t *testing.T) {
-	why := fleetRuntimeWhy(figures(map[string]float64{
+	why := fleetRuntimeWhy(fleetRuntime, figures(map[string]float64{
 		"busy-zk-writes/s-max-member": 120, "busy-zk-write-ops/s": 125,
 		"goroutines-full/small": 7, "goroutines-small": 80, "goroutines-full": 25000,
+		"busy-redis-cmds/msg": 14.2,
 	}))
-	for _, want := range []string{"not coalesced across queues", "Goroutines: 25000 per worker", "would give 24830"} {
+	for _, want := range []string{"not coalesced across queues", "Goroutines: 25000 per worker", "would give 24830", "Redis work per message: 14.20 commands"} {
 		if !strings.Contains(why, want) {
 			t.Errorf("want %q in the explanation, have:\n%s", want, why)
 		}
@@ -80,8 +81,21 @@ func TestTheSpreadOverWindowsCoversEveryRun(t *testing.T) {
 }
 
 func TestFleetRuntimeWhyGivesTheWindowsRange(t *testing.T) {
-	why := fleetRuntimeWhy(figures(map[string]float64{"busy-p50-ms": 11.5, "busy-p50-ms-min": 5.4, "busy-p50-ms-max": 12}))
+	why := fleetRuntimeWhy(fleetRuntime, figures(map[string]float64{"busy-p50-ms": 11.5, "busy-p50-ms-min": 5.4, "busy-p50-ms-max": 12}))
 	if want := "p50 11.50 ms (windows 5.40 – 12.00)"; !strings.Contains(why, want) {
 		t.Fatalf("want %q in the explanation, have:\n%s", want, why)
+	}
+}
+
+// The sparse fleet's section has the same targets, each naming its own
+// benchmark, so that its verdicts are read off its own run.
+func TestTheSparseFleetHasTheTargetsOfItsOwnBenchmark(t *testing.T) {
+	if len(fleetRuntimeSparse.Targets) != len(fleetRuntime.Targets) || fleetRuntimeSparse.Title == fleetRuntime.Title {
+		t.Fatalf("want the same targets under another title, have %d and %d", len(fleetRuntimeSparse.Targets), len(fleetRuntime.Targets))
+	}
+	for i, tg := range fleetRuntimeSparse.Targets {
+		if tg.Bench != "BenchmarkFleetRuntimeSparse" || tg.Unit != fleetRuntime.Targets[i].Unit || fleetRuntime.Targets[i].Bench != "BenchmarkFleetRuntime" {
+			t.Errorf("target %d: %+v (the dense one %+v)", i, tg, fleetRuntime.Targets[i])
+		}
 	}
 }

@@ -60,6 +60,25 @@ func BenchmarkFleetRuntime(b *testing.B) {
 	}
 }
 
+// BenchmarkFleetRuntimeSparse is BenchmarkFleetRuntime with the same
+// rate spread over five times the busy keys (50,000 keys × 0.2 messages/s
+// by default: issue 43's second busy fleet), where a message is more often
+// alone on its queue: its read, start, record and trim are its own. The
+// DROVER_FLEETBENCH_ variables apply; DROVER_FLEETBENCH_BUSY_QUEUES set
+// replaces the five times.
+func BenchmarkFleetRuntimeSparse(b *testing.B) {
+	sz, err := sizesFromEnv(os.Getenv)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if os.Getenv("DROVER_FLEETBENCH_BUSY_QUEUES") == "" {
+		sz.BusyQueues = min(5*sz.BusyQueues, sz.Queues)
+	}
+	for i := 0; i < b.N; i++ {
+		runFleet(b, sz)
+	}
+}
+
 // idleCPUTarget is issue 14's idle CPU bound per worker (% of a core); the
 // idle window starts once every worker is below twice that (see settle).
 const idleCPUTarget = 5

@@ -148,6 +148,9 @@ func (w window) busyFigures(rate int, subs int64) figures {
 	f["busy-stored-max-ms"] = ms(w.stored.Quantile(1))
 	if w.enqueued > 0 {
 		f["busy-redis-cmds/msg"] = w.redisCmdsPerS * w.seconds / float64(w.enqueued)
+		// Redis's CPU (INFO cpu over the window) per message enqueued, in µs:
+		// issue 43's robust figure for what a message costs the server.
+		f["busy-redis-µs/msg"] = w.redisCPUPct / 100 * w.seconds * 1e6 / float64(w.enqueued)
 		f["busy-publish/msg"] = float64(w.publishes) / float64(w.enqueued)
 		f["busy-deliveries/msg"] = float64(w.publishes*subs) / float64(w.enqueued)
 		f["busy-started/enqueued"] = float64(w.started) / float64(w.enqueued)
