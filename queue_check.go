@@ -22,7 +22,9 @@ type QueueCheck struct {
 // owner trims it later). With SweepSeen the trim also forgets the queue's
 // caller-chosen ids whose dedupe window has ended (up to 1,000): an owner
 // asks for it in about one trim in ten, not at every trim (worker/commit.go,
-// sweepsSeen).
+// sweepsSeen). Bucket, when set, is the owner's note of the bucket its
+// queue's records went to last: the trim takes it with the records and
+// writes the new one back (RecordBucket).
 type TrimRequest struct {
 	Queue       string
 	Offset      Position
@@ -31,4 +33,18 @@ type TrimRequest struct {
 	Policy      Outcomes
 	RecordsOnly bool
 	SweepSeen   bool
+	Bucket      *RecordBucket
+}
+
+// RecordBucket is a queue owner's note of the outcome-record bucket its
+// records went to last, as the trim that wrote them answered: with it the
+// next records skip finding the current bucket and counting it (a record
+// costs Redis two commands, not three). The owner is the one writer of
+// its records while it owns the queue; a note made stale by another
+// writer costs at most the records it did not see over a bucket's size.
+// The zero value is no note.
+type RecordBucket struct {
+	Name   string // the bucket's name in the index ("" when none)
+	Expiry int64  // its expiry, unix ms
+	Held   int64  // the records it holds
 }

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +80,83 @@ func TestARecordWithoutAnIndexSkipsTheBookkeeping(t *testing.T) {
 	n, err := rdb.ZCard(ctx, s.keys.queue("q").done).Result()
 	if err != nil || n != 1 {
 		t.Fatalf("buckets after two records: want 1, have %d (%v)", n, err)
+	}
+}
+
+// The owner's note of its records' bucket (drover.RecordBucket): the trim
+// that writes records answers the bucket, and the next records, with the
+// note, cost PEXPIREAT and HSET instead of the ZRANGE of the index, the
+// HLEN and the HSET (issue 43). A note whose bucket is gone is not taken:
+// nothing is created without its expiry, and the records go where a note
+// would not have sent them. A full bucket's note is not taken either: the
+// records rotate to a new bucket. Every record stays findable.
+func TestTheOwnersNoteOfItsBucketSkipsFindingIt(t *testing.T) {
+	srv := testenv.NewRedis(t, testenv.RedisOptions{})
+	rdb, err := NewClient(ClientOptions{Addrs: []string{srv.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	s := newTestStore(t, rdb, nil)
+	ctx := context.Background()
+	keep, max := drover.Duration(time.Hour), 16 // buckets of 2 records
+	policy := drover.Outcomes{Retention: &keep, Max: max}
+	var note drover.RecordBucket
+	n := 0
+	record := func() string {
+		t.Helper()
+		n++
+		id := fmt.Sprintf("j%02d", n)
+		o := []drover.Outcome{{ID: id, State: drover.JobSucceeded, Task: "t", FinishedAt: time.Now()}}
+		if errs := s.Log().TrimMany(ctx, []drover.TrimRequest{{Queue: "q", Outcomes: o, Policy: policy, RecordsOnly: true, Bucket: &note}}); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+		return id
+	}
+	ids := []string{record()} // the first: no note yet, the index made
+	if note.Name == "" || note.Held != 1 || note.Expiry <= time.Now().UnixMilli() {
+		t.Fatalf("after the first record: want a note of a bucket holding 1, have %+v", note)
+	}
+	first := note
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, record())
+	if have, want := commandCalls(t, rdb), map[string]int{"evalsha": 1, "time": 1, "pexpireat": 1, "hset": 1}; !maps.Equal(have, want) {
+		t.Fatalf("a record with the note: want %v, have %v", want, have)
+	}
+	if note.Name != first.Name || note.Held != 2 {
+		t.Fatalf("after the second record: want %s holding 2, have %+v", first.Name, note)
+	}
+	ids = append(ids, record()) // the bucket is full: a new one
+	if note.Name == first.Name || note.Held != 1 {
+		t.Fatalf("a full bucket's note: want a new bucket holding 1, have %+v (the full one %s)", note, first.Name)
+	}
+	done := s.keys.queue("q").done
+	if err := rdb.Del(ctx, done+":"+note.Name).Err(); err != nil { // gone (an operator, a shorter expiry)
+		t.Fatal(err)
+	}
+	gone := note.Name
+	ids = append(ids, record())
+	if note.Name == gone {
+		t.Fatalf("a note of a bucket that is gone was taken: %+v", note)
+	}
+	keys, err := rdb.Keys(ctx, done+":*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if ttl, err := rdb.PTTL(ctx, k).Result(); err != nil || ttl <= 0 {
+			t.Fatalf("bucket %s: want an expiry, have %v, %v", k, ttl, err)
+		}
+	}
+	for _, id := range ids[:2] {
+		st, err := s.Jobs().JobStatus(ctx, "q", id, 0)
+		if err != nil || st.State != drover.JobSucceeded {
+			t.Fatalf("%s: want its record found, have %+v, %v", id, st, err)
+		}
+	}
+	if st, err := s.Jobs().JobStatus(ctx, "q", ids[3], 0); err != nil || st.State != drover.JobSucceeded {
+		t.Fatalf("%s (written without the stale note): want its record found, have %+v, %v", ids[3], st, err)
 	}
 }

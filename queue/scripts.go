@@ -462,10 +462,22 @@ return 1
 // bucket keys are not in KEYS: they are derived from the index key and
 // carry its hash tag, so they live in the same Cluster slot.
 //
+// A queue's owner is the one writer of its records while it owns it, so
+// trim-many hands it back the bucket its records went to (name, expiry,
+// records held) and takes that note with its next records: a bucket whose
+// expiry still fits the retention and that is not full is checked with a
+// PEXPIREAT to its own expiry (0, creating nothing, when it is gone) and
+// written to without the ZRANGE and the HLEN: a record costs PEXPIREAT and
+// HSET. A note made stale by another writer (an operator's record, a
+// previous owner) costs at most those records over the bucket's size
+// (docs/decisions.md, "Issue 43: the owner's note of its records' bucket").
+//
 // recordFunction is that code, shared by record-outcomes and trim-many so
-// that the two cannot drift: record(done, now_ms, max, keep, from, to)
-// writes the id/record pairs ARGV[from..to] under the index done, keeping
-// at most max records for keep ms.
+// that the two cannot drift: record(done, now_ms, max, keep, from, to,
+// hint) writes the id/record pairs ARGV[from..to] under the index done,
+// keeping at most max records for keep ms, into the bucket hint names
+// ({name, expiry, held}, or nil) when it may, and returns the bucket it
+// wrote last: its name, expiry and records held.
 const recordFunction = `local function rotate(done, now_ms, max, per)
   redis.call('ZREMRANGEBYSCORE', done, '-inf', now_ms)
   local buckets = redis.call('ZRANGE', done, 0, -1)
@@ -494,19 +506,28 @@ local function index(done, key, made, expiry, empty)
   redis.call('ZADD', done, expiry, made)
   redis.call('PEXPIREAT', done, expiry)
 end
-local function record(done, now_ms, max, keep, from, to)
+local function record(done, now_ms, max, keep, from, to, hint)
   local width = math.max(1000, math.floor(keep / 8))
   local per = math.max(1, math.floor(max / 8))
-  local n, held, key = 0, per, nil
-  local cur = redis.call('ZRANGE', done, -1, -1, 'WITHSCORES')
-  local empty = #cur == 0
-  if #cur > 0 then
-    n = tonumber(string.match(cur[1], '^(%d+):'))
-    local expiry = tonumber(cur[2])
-    if expiry >= now_ms + keep and expiry <= now_ms + width + keep then
-      key = done .. ':' .. cur[1]
-      held = redis.call('HLEN', key)
-      if held == 0 then held = per end
+  local n, held, key, name, expiry, empty = 0, per, nil, '', 0, false
+  local hn = hint and tonumber(string.match(hint[1], '^(%d+):%d+$'))
+  local he, hh = hint and tonumber(hint[2]), hint and tonumber(hint[3])
+  if hn and he and hh and hh >= 0 and hh < per and he >= now_ms + keep and he <= now_ms + width + keep
+     and redis.call('PEXPIREAT', done .. ':' .. hint[1], he) == 1 then
+    n, held, name, expiry = hn, hh, hint[1], he
+    key = done .. ':' .. name
+  else
+    local cur = redis.call('ZRANGE', done, -1, -1, 'WITHSCORES')
+    empty = #cur == 0
+    if #cur > 0 then
+      n = tonumber(string.match(cur[1], '^(%d+):'))
+      local e = tonumber(cur[2])
+      if e >= now_ms + keep and e <= now_ms + width + keep then
+        name, expiry = cur[1], e
+        key = done .. ':' .. name
+        held = redis.call('HLEN', key)
+        if held == 0 then held = per end
+      end
     end
   end
   local i = from
@@ -517,6 +538,7 @@ local function record(done, now_ms, max, keep, from, to)
       n, held = n + 1, 0
       made = string.format('%012d:%d', n, now_ms)
       key = done .. ':' .. made
+      name, expiry = made, now_ms + width + keep
     end
     local room = math.min(per - held, (to - i + 1) / 2, 1000)
     redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
@@ -527,6 +549,7 @@ local function record(done, now_ms, max, keep, from, to)
     held = held + room
     i = i + 2 * room
   end
+  return name, expiry, held
 end
 `
 
@@ -768,11 +791,15 @@ end
 //	      and leave the log), the most records kept, how long to keep them
 //	      in ms, "1" to forget expired dedupe ids (else "0"), k (the number
 //	      of records), s (the number of staged buckets), then s staging
-//	      tokens (oldest first), then 2k values: id, record JSON
+//	      tokens (oldest first), then 2k values: id, record JSON, then
+//	      the owner's note of its records' bucket: name ("" for none),
+//	      expiry in unix ms, records held (see recordFunction)
 //
-// Returns per queue the number of log entries removed (a queue that
-// reaches its chunk is trimmed further by the caller).
-const trimManySource = `-- drover trim-many v7
+// Returns 4 values per queue: the number of log entries removed (a queue
+// that reaches its chunk is trimmed further by the caller), and the bucket
+// its records went to last: name ("" when it wrote none), expiry, records
+// held.
+const trimManySource = `-- drover trim-many v8
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
@@ -801,15 +828,25 @@ while a <= #ARGV do
   local k = 5 * q
   q = q + 1
   local n, s = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 7])
+  local h = a + 8 + s + 2 * n -- the note of the bucket
   if s > 0 then adopt(KEYS[k + 5], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 8, a + 7 + s) end
-  if n > 0 then record(KEYS[k + 5], now_ms, tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 8 + s, a + 7 + s + 2 * n) end
-  out[q] = 0
+  local name, expiry, held = '', 0, 0
+  if n > 0 then
+    local hint = nil
+    if s == 0 and ARGV[h] ~= '' then hint = {ARGV[h], ARGV[h + 1], ARGV[h + 2]} end
+    name, expiry, held = record(KEYS[k + 5], now_ms, tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), a + 8 + s, a + 7 + s + 2 * n, hint)
+  end
+  local removed = 0
   if tonumber(ARGV[a + 2]) > 0 then
     local emptied
-    out[q], emptied = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 5] == '1')
+    removed, emptied = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 5] == '1')
     if index and emptied then note_emptied(index, KEYS[k + 1]) end
   end
-  a = a + 8 + s + 2 * n
+  out[#out + 1] = removed
+  out[#out + 1] = name
+  out[#out + 1] = expiry
+  out[#out + 1] = held
+  a = h + 3
 end
 return out
 `

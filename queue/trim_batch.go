@@ -85,7 +85,7 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 		if r.SweepSeen {
 			sweep = 1
 		}
-		a := []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), chunk, 0, 0, sweep, 0, 0}
+		a := []any{int64(r.Offset), max(r.Retention, 0).Microseconds(), chunk, 0, 0, sweep, 0, 0, "", 0, 0}
 		if keep := r.Policy.Keep(); len(r.Outcomes) > 0 && keep > 0 {
 			// The oldest records went staged, whole buckets of them; past
 			// recordsPerCall, the oldest of the rest go first, in
@@ -93,6 +93,9 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 			// queue adopts the staged buckets.
 			tokens := staged[i]
 			outcomes := r.Outcomes[len(tokens)*bucketRecords(r.Policy):]
+			// The note is sent only when this call writes all the records:
+			// staged buckets and calls ahead would write past it.
+			note := r.Bucket != nil && r.Bucket.Name != "" && len(tokens) == 0 && len(outcomes) <= recordsPerCall
 			head := func(retention int64, chunk, k int) []any {
 				h := make([]any, 0, 8+len(tokens)+2*k)
 				h = append(h, int64(r.Offset), retention, chunk, r.Policy.MaxRecords(), keep.Milliseconds(), sweep, k, len(tokens))
@@ -108,6 +111,7 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 					errs[i] = err
 					break
 				}
+				pa = append(pa, "", 0, 0) // no note: the main call answers the bucket
 				qk := s.keys.queue(r.Queue)
 				ahead = append(ahead, &scriptCall{queues: []string{r.Queue}, keys: []string{qk.log, qk.msg, qk.delayed, qk.seen, qk.done}, args: pa})
 				outcomes = outcomes[recordsPerCall:]
@@ -119,6 +123,11 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 			if a, err = appendRecordArgs(head(a[1].(int64), chunk, len(outcomes)), r.Queue, outcomes); err != nil {
 				errs[i] = err
 				continue
+			}
+			if note {
+				a = append(a, r.Bucket.Name, r.Bucket.Expiry, r.Bucket.Held)
+			} else {
+				a = append(a, "", 0, 0)
 			}
 		}
 		at[r.Queue] = i
@@ -141,17 +150,27 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 	}
 	s.evalPipelined(ctx, trimManyScript, append(ahead, calls...))
 	for _, c := range calls {
-		ns, err := c.cmd.Int64Slice()
-		if err == nil && len(ns) != len(c.queues) {
-			err = fmt.Errorf("the trim-many script returned %d counts for %d queues", len(ns), len(c.queues))
+		vals, err := c.cmd.Slice()
+		if err == nil && len(vals) != 4*len(c.queues) {
+			err = fmt.Errorf("the trim-many script returned %d values for %d queues", len(vals), len(c.queues))
 		}
 		for k, q := range c.queues {
 			i := at[q]
 			r := &reqs[i]
-			switch {
-			case err != nil:
+			if err != nil {
 				errs[i] = fmt.Errorf("trim %s at %d (%d outcome records): %w", r.Queue, r.Offset, len(r.Outcomes), err)
-			case ns[k] >= trimManyChunk && !r.RecordsOnly:
+				if r.Bucket != nil {
+					*r.Bucket = drover.RecordBucket{} // what the call wrote is unknown
+				}
+				continue
+			}
+			removed, _ := vals[4*k].(int64)
+			if name, _ := vals[4*k+1].(string); r.Bucket != nil && name != "" {
+				expiry, _ := vals[4*k+2].(int64)
+				held, _ := vals[4*k+3].(int64)
+				*r.Bucket = drover.RecordBucket{Name: name, Expiry: expiry, Held: held}
+			}
+			if removed >= trimManyChunk && !r.RecordsOnly {
 				_, errs[i] = s.Trim(ctx, r.Queue, r.Offset, r.Retention)
 			}
 		}

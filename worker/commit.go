@@ -47,6 +47,14 @@ type committer struct {
 	// owed are the queues committed since their log was last trimmed to
 	// their committed offset (see trimEvery).
 	owed map[*queueLoop]owedTrim
+	// notes are the queues' notes of the bucket their outcome records went
+	// to last, which the trims carry and answer (drover.RecordBucket): one
+	// made at a queue's first records, dropped when its loop withdraws (a
+	// new claim starts without: another owner may have written since).
+	// The map is guarded by mu; a note itself is read and written by the
+	// flush goroutine alone. Not a field of queueLoop: 32 bytes more there
+	// took every owned queue, idle ones too, into the next size class.
+	notes map[*queueLoop]*drover.RecordBucket
 }
 
 // trimEvery is how long a queue that keeps committing goes without its log
@@ -136,7 +144,7 @@ type commitReq struct {
 }
 
 func newCommitter(w *Worker) *committer {
-	c := &committer{w: w, pending: map[*queueLoop]*commitReq{}, inflight: map[*queueLoop]bool{}, early: make(chan struct{}, 1), owed: map[*queueLoop]owedTrim{}}
+	c := &committer{w: w, pending: map[*queueLoop]*commitReq{}, inflight: map[*queueLoop]bool{}, early: make(chan struct{}, 1), owed: map[*queueLoop]owedTrim{}, notes: map[*queueLoop]*drover.RecordBucket{}}
 	c.cond = sync.NewCond(&c.mu)
 	return c
 }
@@ -213,6 +221,7 @@ func (c *committer) withdraw(l *queueLoop) (outcomes []drover.Outcome, waiting, 
 	}
 	_, trimOwed = c.owed[l]
 	delete(c.owed, l)
+	delete(c.notes, l)
 	r, ok := c.pending[l]
 	if !ok {
 		return nil, false, trimOwed
@@ -407,6 +416,12 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 		cfg := l.config()
 		r.Queue, r.Retention, r.Policy = l.name, cfg.Retention.Std(), cfg.Outcomes
 		r.SweepSeen = !r.RecordsOnly && sweepsSeen(l.name, now)
+		if len(r.Outcomes) > 0 { // the note goes with them, TrimMany writes it back
+			if r.Bucket = c.notes[l]; r.Bucket == nil {
+				r.Bucket = new(drover.RecordBucket)
+				c.notes[l] = r.Bucket
+			}
+		}
 		reqs, whose = append(reqs, r), append(whose, l)
 	}
 	c.mu.Lock()

@@ -49,6 +49,11 @@ type memLog struct {
 	// failTrims: how many of a queue's next TrimMany trims (not
 	// records-only requests) fail (Redis cut), trimming nothing.
 	failTrims map[string]int
+	// notes: the record bucket note each queue's last records were
+	// answered with (drover.RecordBucket); noteErrs: requests with records
+	// that did not carry the note answered before.
+	notes    map[string]string
+	noteErrs []string
 }
 
 var _ Store = (*memLog)(nil)
@@ -268,6 +273,7 @@ func (l *memLog) TrimMany(ctx context.Context, reqs []drover.TrimRequest) []erro
 			errs[i] = errors.New("fake: redis cut")
 			continue
 		}
+		l.answerNote(r)
 		if r.RecordsOnly {
 			l.mu.Lock()
 			if l.outcomes == nil {
@@ -607,4 +613,28 @@ func (e *holdingExecutor) Execute(ctx context.Context, t *executor.Task) executo
 		}
 	}
 	return e.scriptedExecutor.Execute(ctx, t)
+}
+
+// answerNote checks that a request with records carries the bucket note
+// the last records of its queue were answered with, and answers a new one,
+// as queue.Log.TrimMany does.
+func (l *memLog) answerNote(r drover.TrimRequest) {
+	if len(r.Outcomes) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.notes == nil {
+		l.notes = map[string]string{}
+	}
+	switch {
+	case r.Bucket == nil:
+		l.noteErrs = append(l.noteErrs, r.Queue+": records without a note")
+		return
+	case r.Bucket.Name != l.notes[r.Queue]:
+		l.noteErrs = append(l.noteErrs, fmt.Sprintf("%s: note %q, answered %q last", r.Queue, r.Bucket.Name, l.notes[r.Queue]))
+	}
+	name := fmt.Sprintf("%s-b%d", r.Queue, len(l.notes)+len(l.noteErrs)+int(r.Bucket.Held)+1)
+	*r.Bucket = drover.RecordBucket{Name: name, Held: r.Bucket.Held + int64(len(r.Outcomes))}
+	l.notes[r.Queue] = name
 }

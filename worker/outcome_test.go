@@ -151,3 +151,41 @@ func TestAttemptErrorsKeepEveryAttemptBounded(t *testing.T) {
 		t.Fatalf("last_error: want the last attempt, have %+v, %v", last, err)
 	}
 }
+
+// The committer carries each queue's note of its records' bucket from one
+// trim to the next (drover.RecordBucket): every request with records holds
+// the note the queue's last records were answered with, so that the
+// records after the first skip finding and counting the bucket (issue 43).
+func TestRecordsCarryTheNoteTheirLastTrimAnswered(t *testing.T) {
+	log := newMemLog()
+	for i := 0; i < 5; i++ {
+		log.add("q", msg(fmt.Sprintf("a%d", i)))
+	}
+	w := newTestWorker(t, log, &scriptedExecutor{}, nil)
+	if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	records := func(n int) func() bool {
+		return func() bool {
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			return len(log.outcomes["q"]) >= n
+		}
+	}
+	waitFor(t, "the first records", records(5))
+	for round := 1; round <= 3; round++ { // later records, in later flushes
+		for i := 0; i < 3; i++ {
+			log.add("q", msg(fmt.Sprintf("r%d-%d", round, i)))
+		}
+		w.Wake("q")
+		waitFor(t, fmt.Sprintf("round %d's records", round), records(5+3*round))
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.noteErrs) > 0 {
+		t.Fatalf("records without the last note: %v", log.noteErrs)
+	}
+	if have := log.notes["q"]; have == "" {
+		t.Fatal("no note answered")
+	}
+}

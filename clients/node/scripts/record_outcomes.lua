@@ -27,19 +27,28 @@ local function index(done, key, made, expiry, empty)
   redis.call('ZADD', done, expiry, made)
   redis.call('PEXPIREAT', done, expiry)
 end
-local function record(done, now_ms, max, keep, from, to)
+local function record(done, now_ms, max, keep, from, to, hint)
   local width = math.max(1000, math.floor(keep / 8))
   local per = math.max(1, math.floor(max / 8))
-  local n, held, key = 0, per, nil
-  local cur = redis.call('ZRANGE', done, -1, -1, 'WITHSCORES')
-  local empty = #cur == 0
-  if #cur > 0 then
-    n = tonumber(string.match(cur[1], '^(%d+):'))
-    local expiry = tonumber(cur[2])
-    if expiry >= now_ms + keep and expiry <= now_ms + width + keep then
-      key = done .. ':' .. cur[1]
-      held = redis.call('HLEN', key)
-      if held == 0 then held = per end
+  local n, held, key, name, expiry, empty = 0, per, nil, '', 0, false
+  local hn = hint and tonumber(string.match(hint[1], '^(%d+):%d+$'))
+  local he, hh = hint and tonumber(hint[2]), hint and tonumber(hint[3])
+  if hn and he and hh and hh >= 0 and hh < per and he >= now_ms + keep and he <= now_ms + width + keep
+     and redis.call('PEXPIREAT', done .. ':' .. hint[1], he) == 1 then
+    n, held, name, expiry = hn, hh, hint[1], he
+    key = done .. ':' .. name
+  else
+    local cur = redis.call('ZRANGE', done, -1, -1, 'WITHSCORES')
+    empty = #cur == 0
+    if #cur > 0 then
+      n = tonumber(string.match(cur[1], '^(%d+):'))
+      local e = tonumber(cur[2])
+      if e >= now_ms + keep and e <= now_ms + width + keep then
+        name, expiry = cur[1], e
+        key = done .. ':' .. name
+        held = redis.call('HLEN', key)
+        if held == 0 then held = per end
+      end
     end
   end
   local i = from
@@ -50,6 +59,7 @@ local function record(done, now_ms, max, keep, from, to)
       n, held = n + 1, 0
       made = string.format('%012d:%d', n, now_ms)
       key = done .. ':' .. made
+      name, expiry = made, now_ms + width + keep
     end
     local room = math.min(per - held, (to - i + 1) / 2, 1000)
     redis.call('HSET', key, unpack(ARGV, i, i + 2 * room - 1))
@@ -60,6 +70,7 @@ local function record(done, now_ms, max, keep, from, to)
     held = held + room
     i = i + 2 * room
   end
+  return name, expiry, held
 end
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
