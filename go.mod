@@ -94,3 +94,7 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 )
+
+// A copy of go-zookeeper/zk v1.0.4 with MultiRead (ZooKeeper 3.6 multiRead):
+// third_party/go-zookeeper-zk/PATCH.md says what and why.
+replace github.com/go-zookeeper/zk => ./third_party/go-zookeeper-zk

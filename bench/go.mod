@@ -41,3 +41,7 @@ require (
 )
 
 replace github.com/drover-dev/drover => ../
+
+// Replace directives apply only from the main module: the patched client
+// the drover module uses (third_party/go-zookeeper-zk/PATCH.md).
+replace github.com/go-zookeeper/zk => ../third_party/go-zookeeper-zk

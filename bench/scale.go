@@ -171,7 +171,8 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		return fmt.Errorf("start: %w", err)
 	}
 	r.StartRequests = f.counts().Sub(c0)
-	debugOps("start", ops0, f.opCounts())
+	printOps(progress, "start", ops0, f.opCounts())
+	fmt.Fprintf(progress, "    start requests: %s\n", countsLine(r.StartRequests))
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -203,7 +204,8 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	settle(f)
 	r.JoinRequests = f.counts().Sub(c0)
 	r.JoinMoved = f.moved.Load() - moved0
-	debugOps("join", ops0, f.opCounts())
+	printOps(progress, "join", ops0, f.opCounts())
+	fmt.Fprintf(progress, "    join requests: %s\n", countsLine(r.JoinRequests))
 	r.JoinRebalances = f.generation() - gen
 	shares := f.shareBytes()
 	for name, c := range f.memberCounts() {
@@ -248,7 +250,8 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		settle(f)
 		r.LeaveRequests = f.counts().Sub(c0)
 		r.LeaveMoved = f.moved.Load() - moved0
-		debugOps("leave", ops0, f.opCounts())
+		printOps(progress, "leave", ops0, f.opCounts())
+		fmt.Fprintf(progress, "    leave requests: %s\n", countsLine(r.LeaveRequests))
 		fmt.Fprintf(progress, "  scale %d×%d: leave converged in %s (%s)\n", r.Members, r.Queues, r.Leave.Round(time.Millisecond), r.LeaveCPU)
 	}
 
@@ -283,7 +286,8 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	settle(f)
 	r.CrashRequests = f.counts().Sub(c0)
 	r.CrashMoved = f.moved.Load() - moved0
-	debugOps("crash", ops0, f.opCounts())
+	printOps(progress, "crash", ops0, f.opCounts())
+	fmt.Fprintf(progress, "    crash requests: %s\n", countsLine(r.CrashRequests))
 	r.CrashRebals = f.generation() - gen
 	fmt.Fprintf(progress, "  scale %d×%d: crash converged in %s (%s)\n", r.Members, r.Queues, r.Crash.Round(time.Millisecond), r.CrashCPU)
 	f.log.mu.Lock()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sort"
@@ -528,9 +529,21 @@ func (f *fleet) opCounts() map[int32]int64 {
 // debugOps prints, with BENCH_DEBUG_SCALE set, the requests by operation
 // code since before (for finding where an event's requests go).
 func debugOps(what string, before, after map[int32]int64) {
-	if !debugScale {
-		return
+	if debugScale {
+		printOps(os.Stderr, what, before, after)
 	}
+}
+
+// countsLine says what an event's requests read and wrote: a multiRead
+// is one read request of many nodes, a multi one write of many.
+func countsLine(c proxy.Counts) string {
+	return fmt.Sprintf("%d (reads %d, of %d nodes; writes %d, of %d ops)", c.Requests(), c.Reads, c.ReadOps, c.Writes, c.WriteOps)
+}
+
+// printOps prints the requests by operation code since before: an
+// event's requests by kind (a multiRead is one request however many nodes
+// it reads).
+func printOps(w io.Writer, what string, before, after map[int32]int64) {
 	var parts []string
 	for op, n := range after {
 		if d := n - before[op]; d > 0 {
@@ -538,7 +551,7 @@ func debugOps(what string, before, after map[int32]int64) {
 		}
 	}
 	sort.Strings(parts)
-	fmt.Fprintf(os.Stderr, "    %s requests by kind: %s\n", what, strings.Join(parts, ", "))
+	fmt.Fprintf(w, "    %s requests by kind: %s\n", what, strings.Join(parts, ", "))
 }
 
 // debugEvent notes, with BENCH_DEBUG_SCALE set, when an event starts.

@@ -74,6 +74,14 @@ type ownerCheck struct {
 	err    error
 }
 
+// claimRead is what a claim reads of its queue in one request: the offset
+// node (err wraps drover.ErrNotFound when missing) and the owner check.
+type claimRead struct {
+	cur   OffsetNode
+	err   error
+	owner ownerCheck
+}
+
 // errPlacedNew stands for the offset read a claim of a queue placed as new
 // skips: built once, not per claim (formatting it took 3% of a member's CPU
 // while claiming a fleet's first assignment).
@@ -138,38 +146,51 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 	// A queue still owned (its previous owner has not released it, or its
 	// session has not expired) is answered by a read: in a coalesced multi
 	// its failing create would make every other claim of the batch be sent
-	// again. The owner check goes out with the offset read, not after its
-	// reply: a joining member claims its share 64 at a time, and a round
-	// trip less per claim is a third less of its wait (docs/decisions.md,
-	// "Issue 43: a million keys"). The session applies both in the order
-	// sent, as before; the multi checks what they read either way.
-	checkOwner := func() <-chan ownerCheck {
-		ch := make(chan ownerCheck, 1)
-		go func() {
-			holder, err := bounded(ctx, s, func(c zkConn) (int64, error) {
-				exists, st, err := c.Exists(ownerPath)
-				if err != nil || !exists {
-					return 0, err
-				}
-				return st.EphemeralOwner, nil
-			})
-			ch <- ownerCheck{holder, err}
-		}()
-		return ch
+	// again. The owner check goes out with the offset read, in one request
+	// coalesced with the session's other reads (read_batch.go: a joining
+	// member claims its share 64 at a time, and a request per read was most
+	// of ZooKeeper's work; docs/decisions.md, "Issue 43: reads in one
+	// request"). It reads the owner node: its stat names the session that
+	// holds it, a missing node says nobody does. The session applies
+	// requests in the order sent, as before; the multi checks what they
+	// read either way.
+	readNodes := func() claimRead {
+		res, err := s.reads.get(ctx, offsetPath, ownerPath)
+		if err != nil {
+			return claimRead{err: fmt.Errorf("read offset of %s: %w", queue, err), owner: ownerCheck{err: err}}
+		}
+		var rd claimRead
+		switch off := res[0]; {
+		case errors.Is(off.err, zk.ErrNoNode):
+			rd.err = fmt.Errorf("read offset of %s: %w", queue, errNotFound(offsetPath))
+		case off.err != nil:
+			rd.err = fmt.Errorf("read offset of %s: %w", queue, off.err)
+		default:
+			rd.cur, rd.err = decodeOffset(queue, offsetPath, off.nd)
+		}
+		switch own := res[1]; {
+		case errors.Is(own.err, zk.ErrNoNode):
+		case own.err != nil:
+			rd.owner.err = own.err
+		default:
+			rd.owner.holder = own.nd.stat.EphemeralOwner
+		}
+		return rd
 	}
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
 		var (
-			cur   OffsetNode
-			owned <-chan ownerCheck
+			cur     OffsetNode
+			owned   ownerCheck
+			checked bool // owned holds this attempt's owner check
 		)
 		err := errPlacedNew // only tested with errors.Is: never returned
 		if err := acquire(); err != nil {
 			return nil, err
 		}
 		if !owner.New || attempt > 1 {
-			owned = checkOwner()
-			cur, err = s.Claims().Offset(ctx, queue)
+			rd := readNodes()
+			cur, err, owned, checked = rd.cur, rd.err, rd.owner, true
 		}
 		if errors.Is(err, drover.ErrNotFound) {
 			// Never claimed (a read first, because a create of an existing
@@ -193,8 +214,8 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 				// An unknown outcome may have left our owner node: the
 				// usual path finds it (owned by this session) and the
 				// caller drops it as an orphan.
-				owned = checkOwner()
-				cur, err = s.Claims().Offset(ctx, queue)
+				rd := readNodes()
+				cur, err, owned, checked = rd.cur, rd.err, rd.owner, true
 			default:
 				return nil, fmt.Errorf("claim %s: create %s: %w", queue, offsetPath, cerr)
 			}
@@ -203,15 +224,14 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 			return nil, fmt.Errorf("claim %s: %w", queue, err)
 		}
 		curData, _ := json.Marshal(cur.Offset)
-		if owned == nil { // every path here read the offset and sent the check with it; kept for safety
-			owned = checkOwner()
+		if !checked { // every path here read the offset and the owner together; kept for safety
+			owned = readNodes().owner
 		}
-		oc := <-owned
-		if oc.err != nil {
-			return nil, fmt.Errorf("claim %s: %w", queue, oc.err)
+		if owned.err != nil {
+			return nil, fmt.Errorf("claim %s: %w", queue, owned.err)
 		}
-		if oc.holder != 0 {
-			return nil, ownedBy(queue, oc.holder, s.id)
+		if owned.holder != 0 {
+			return nil, ownedBy(queue, owned.holder, s.id)
 		}
 		// The multi waits for its real outcome even when ctx ends meanwhile
 		// (bounded by the request timeout): an abandoned claim that still

@@ -18,10 +18,21 @@ type offsetReadConn struct {
 }
 
 func (c *offsetReadConn) Get(p string) ([]byte, *zk.Stat, error) {
+	c.count(p)
+	return c.zkConn.Get(p)
+}
+
+func (c *offsetReadConn) MultiRead(ops ...any) ([]zk.MultiReadResponse, error) {
+	for _, p := range readOpPaths(ops) {
+		c.count(p)
+	}
+	return c.zkConn.MultiRead(ops...)
+}
+
+func (c *offsetReadConn) count(p string) {
 	if strings.Contains(p, "/"+offsetsDir+"/") {
 		c.reads.Add(1)
 	}
-	return c.zkConn.Get(p)
 }
 
 // A claim with Owner.New (the queue was placed as new to the fleet) sends

@@ -25,6 +25,7 @@ type zkConn interface {
 	Children(path string) ([]string, *zk.Stat, error)
 	ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, error)
 	Multi(ops ...any) ([]zk.MultiResponse, error)
+	MultiRead(ops ...any) ([]zk.MultiReadResponse, error)
 	AddAuth(scheme string, auth []byte) error
 	State() zk.State
 	SessionID() int64

@@ -89,6 +89,11 @@ func (c Claims) Offset(ctx context.Context, queue string) (OffsetNode, error) {
 	if err != nil {
 		return OffsetNode{}, err
 	}
+	return decodeOffset(queue, p, nd)
+}
+
+// decodeOffset decodes queue's offset node p as read.
+func decodeOffset(queue, p string, nd nodeData) (OffsetNode, error) {
 	on := OffsetNode{Version: nd.stat.Version}
 	if err := json.Unmarshal(nd.data, &on.Offset); err != nil {
 		return on, fmt.Errorf("read offset of %s: decode %s: %w", queue, p, err)

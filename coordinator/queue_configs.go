@@ -478,10 +478,12 @@ func (w *ConfigWatch) run(ctx context.Context) {
 }
 
 // readQueueConfig reads /queues/<bucket>/<q> without a watch, returning its
-// entry and the node's Mzxid (0 when missing).
+// entry and the node's Mzxid (0 when missing). The read is coalesced with
+// the session's other reads (read_batch.go): a member claiming thousands
+// of queues reads their configs a batch a request.
 func (s *Session) readQueueConfig(ctx context.Context, q string) (QueueEntry, int64, error) {
 	p := s.queueNodePath(q)
-	nd, err := getNode(ctx, s, p)
+	nd, err := s.reads.getOne(ctx, p)
 	if errors.Is(err, zk.ErrNoNode) {
 		return QueueEntry{Name: q, Err: errQueueNotFound(q)}, 0, nil
 	}

@@ -212,6 +212,16 @@ func (g *getCounter) Get(p string) ([]byte, *zk.Stat, error) {
 	return g.zkConn.Get(p)
 }
 
+// MultiRead counts each node read, as Get does.
+func (g *getCounter) MultiRead(ops ...any) ([]zk.MultiReadResponse, error) {
+	for _, p := range readOpPaths(ops) {
+		if g.match(p) {
+			g.gets.Add(1)
+		}
+	}
+	return g.zkConn.MultiRead(ops...)
+}
+
 // When a bucket changes, its owner reads again only the followed configs
 // the bucket says changed: new queues landing in the bucket (1,000 a second
 // when a family's queues appear, touching most buckets) cost a member one

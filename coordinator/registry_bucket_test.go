@@ -49,6 +49,14 @@ func (c *countingConn) Get(p string) ([]byte, *zk.Stat, error) {
 	return c.zkConn.Get(p)
 }
 
+// MultiRead counts each node read, as Get does.
+func (c *countingConn) MultiRead(ops ...any) ([]zk.MultiReadResponse, error) {
+	for _, p := range readOpPaths(ops) {
+		c.count(p, false)
+	}
+	return c.zkConn.MultiRead(ops...)
+}
+
 func (c *countingConn) GetW(p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
 	c.count(p, false)
 	return c.zkConn.GetW(p)

@@ -29,6 +29,7 @@ type Session struct {
 	kick    chan struct{} // wakes the monitor; never blocks the sender
 	hub     *watchHub     // routes watch events to the watch sets (watch.go)
 	batch   multiBatcher  // coalesces the commits and releases of claims (multi_batch.go)
+	reads   readBatcher   // coalesces the reads of claims and configs (read_batch.go)
 	claims  chan struct{} // bounds the claims in flight (claim.go)
 	routes  routeInterner // shares task-route tables among watched configs (route_intern.go)
 	stats   statsCache    // queue counts Group.Stats reuses (stats.go)
@@ -117,6 +118,7 @@ func newSession(ctx context.Context, cfg Config, conn zkConn, contact *contactCl
 		stop:    make(chan struct{}),
 	}
 	s.batch.s = s
+	s.reads.s = s
 	s.claims = make(chan struct{}, maxClaimsInFlight)
 	if err := s.awaitSession(ctx); err != nil {
 		return nil, err

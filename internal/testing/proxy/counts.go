@@ -16,6 +16,7 @@ type Counts struct {
 	Other    int64 // connect, auth, setWatches, close, …
 	WriteOps int64 // single writes plus the writes inside multis
 	CheckOps int64 // version checks inside multis
+	ReadOps  int64 // single reads plus the reads inside multiReads (nodes read)
 	BytesOut int64 // client-to-server bytes
 	BytesIn  int64 // server-to-client bytes
 	// PrefixReadBytes are the bytes of replies to getData requests under
@@ -37,6 +38,7 @@ func (c Counts) Sub(earlier Counts) Counts {
 	out := Counts{
 		Writes: c.Writes - earlier.Writes, Reads: c.Reads - earlier.Reads, Pings: c.Pings - earlier.Pings,
 		Other: c.Other - earlier.Other, WriteOps: c.WriteOps - earlier.WriteOps, CheckOps: c.CheckOps - earlier.CheckOps,
+		ReadOps:  c.ReadOps - earlier.ReadOps,
 		BytesOut: c.BytesOut - earlier.BytesOut, BytesIn: c.BytesIn - earlier.BytesIn,
 		PrefixReadBytes: c.PrefixReadBytes - earlier.PrefixReadBytes,
 		MaxRequest:      c.MaxRequest, MaxResponse: c.MaxResponse,
@@ -55,6 +57,7 @@ func (c Counts) Add(o Counts) Counts {
 	out := Counts{
 		Writes: c.Writes + o.Writes, Reads: c.Reads + o.Reads, Pings: c.Pings + o.Pings,
 		Other: c.Other + o.Other, WriteOps: c.WriteOps + o.WriteOps, CheckOps: c.CheckOps + o.CheckOps,
+		ReadOps:  c.ReadOps + o.ReadOps,
 		BytesOut: c.BytesOut + o.BytesOut, BytesIn: c.BytesIn + o.BytesIn,
 		PrefixReadBytes: c.PrefixReadBytes + o.PrefixReadBytes,
 		MaxRequest:      max(c.MaxRequest, o.MaxRequest), MaxResponse: max(c.MaxResponse, o.MaxResponse),
@@ -71,16 +74,16 @@ func (c Counts) Add(o Counts) Counts {
 
 // counters are Counts updated atomically.
 type counters struct {
-	writes, reads, pings, other, writeOps, checkOps atomic.Int64
-	bytesOut, bytesIn, prefixReadBytes              atomic.Int64
-	maxRequest, maxResponse                         atomic.Int64
-	byOp                                            [129]atomic.Int64 // [128]: not a known code
+	writes, reads, pings, other, writeOps, checkOps, readOps atomic.Int64
+	bytesOut, bytesIn, prefixReadBytes                       atomic.Int64
+	maxRequest, maxResponse                                  atomic.Int64
+	byOp                                                     [129]atomic.Int64 // [128]: not a known code
 }
 
 func (c *counters) read() Counts {
 	return Counts{
 		Writes: c.writes.Load(), Reads: c.reads.Load(), Pings: c.pings.Load(), Other: c.other.Load(),
-		WriteOps: c.writeOps.Load(), CheckOps: c.checkOps.Load(),
+		WriteOps: c.writeOps.Load(), CheckOps: c.checkOps.Load(), ReadOps: c.readOps.Load(),
 		BytesOut: c.bytesOut.Load(), BytesIn: c.bytesIn.Load(), PrefixReadBytes: c.prefixReadBytes.Load(),
 		MaxRequest: c.maxRequest.Load(), MaxResponse: c.maxResponse.Load(),
 		ByOp: c.ops(),
@@ -189,8 +192,16 @@ func (c *counters) classify(frame []byte) {
 	case isWrite(op):
 		c.writes.Add(1)
 		c.writeOps.Add(1)
+	case op == opMultiRead:
+		c.reads.Add(1)
+		n, err := multiReadOps(frame[8:])
+		if err != nil {
+			n = 1 // undecodable: at least the request itself
+		}
+		c.readOps.Add(int64(n))
 	case isRead(op):
 		c.reads.Add(1)
+		c.readOps.Add(1)
 	default:
 		c.other.Add(1)
 	}
@@ -245,6 +256,36 @@ func multiOps(b []byte) (writes, checks int, err error) {
 		}
 		if d.err != nil {
 			return writes, checks, d.err
+		}
+	}
+}
+
+// multiReadOps counts the reads in a multiRead request's body: headers as
+// a multi's, each followed by a getData or getChildren record (path,
+// watch).
+func multiReadOps(b []byte) (int, error) {
+	d := decoder{b: b}
+	n := 0
+	for {
+		typ := d.int32()
+		done := d.byte()
+		d.int32() // err
+		if d.err != nil {
+			return n, d.err
+		}
+		if done != 0 || typ == -1 {
+			return n, nil
+		}
+		switch typ {
+		case opGetData, opGetChildren:
+			d.bytes() // path
+			d.byte()  // watch
+			n++
+		default:
+			return n, errors.New("multiRead: unknown operation")
+		}
+		if d.err != nil {
+			return n, d.err
 		}
 	}
 }

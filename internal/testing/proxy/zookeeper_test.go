@@ -42,6 +42,25 @@ func TestMultiCountsItsOperations(t *testing.T) {
 	}
 }
 
+func TestMultiReadCountsItsReads(t *testing.T) {
+	body := jute{}.
+		header(opGetData, false).str("/offsets/a").append(0).
+		header(opGetData, false).str("/owners/a").append(0).
+		header(opGetChildren, false).str("/queues").append(0).
+		header(-1, true)
+	frame := jute{}.i32(42).i32(opMultiRead)
+	frame = append(frame, body...)
+	var c counters
+	c.classify(frame)
+	want := Counts{Reads: 1, ReadOps: 3, ByOp: map[int32]int64{opMultiRead: 1}}
+	if have := c.read(); !reflect.DeepEqual(have, want) {
+		t.Fatalf("want %+v, have %+v", want, have)
+	}
+	if OpName(opMultiRead) != "multiRead" {
+		t.Fatalf("opcode 22: want multiRead, have %s", OpName(opMultiRead))
+	}
+}
+
 func TestRequestsAreCountedByKind(t *testing.T) {
 	var c counters
 	c.classify(jute{}.i32(-2).i32(opPing))
@@ -50,7 +69,7 @@ func TestRequestsAreCountedByKind(t *testing.T) {
 	c.classify(jute{}.i32(3).i32(opCreate2).str("/y").str("").i32(0).i32(0))
 	c.classify(jute{}.i32(-8).i32(101)) // setWatches
 	c.classify(jute{}.i32(4).i32(opMulti).append(0xff))
-	want := Counts{Writes: 3, Reads: 1, Pings: 1, Other: 1, WriteOps: 3,
+	want := Counts{Writes: 3, Reads: 1, Pings: 1, Other: 1, WriteOps: 3, ReadOps: 1,
 		ByOp: map[int32]int64{opPing: 1, opGetData: 1, opSetData: 1, opCreate2: 1, 101: 1, opMulti: 1}}
 	if have := c.read(); !reflect.DeepEqual(have, want) {
 		t.Fatalf("want %+v, have %+v", want, have)
