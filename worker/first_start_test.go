@@ -221,6 +221,9 @@ func TestStartsBeforeTheOwnersFirstCommitWaitForTheirRecords(t *testing.T) {
 	if n := g.recorded("q", "d"); n != 1 {
 		t.Fatalf("d's starts: want 1, have %d", n)
 	}
+	if n := w.State().Stages.StartRecord.Count; n != 1 {
+		t.Fatalf("starts that waited for their record (the start_record stage): want 1 (d's), have %d", n)
+	}
 }
 
 // settled waits for the records handed in before its mark, and only those.
