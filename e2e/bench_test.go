@@ -154,12 +154,15 @@ func BenchmarkRuntimeTrue(b *testing.B) {
 	const n, concurrency = 2000, 4
 	r := newRuntimeRig(b, concurrency)
 	var drv, done, bare, cpu time.Duration
+	awaited0 := r.w.State().Stages.StartRecord.Count
 	for i := 0; i < b.N; i++ {
 		drv += r.runTask(b, fmt.Sprintf("true%d", i), "true", drover.TaskRoute{Command: []string{"/bin/true"}}, concurrency, n)
 		done += r.lastDone
 		cpu += r.lastCPU
 		bare += bareSpawn(b, n, concurrency)
 	}
+	// Starts that waited for their record's round trip (worker.Stages).
+	b.ReportMetric(float64(r.w.State().Stages.StartRecord.Count-awaited0)/float64(b.N), "awaited-starts/run")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n*b.N), "cpu-us/task")
 	b.ReportMetric(float64(n*b.N)/drv.Seconds(), "tasks/s")
 	b.ReportMetric(float64(n*b.N)/bare.Seconds(), "bare-tasks/s")

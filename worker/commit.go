@@ -14,7 +14,8 @@ import (
 // committer commits the offsets of the worker's queues: one per worker, not
 // one per queue (DESIGN.md §10). Queue loops hand it their done offsets
 // (offer); every CommitInterval, and at once when the member drains after
-// a while of work (drained), it commits every queue that progressed in one
+// a while of work (drained) or a queue offers its first offset since its
+// claim (firstWaits), early flushes an interval apart, it commits every queue that progressed in one
 // call (drover.ClaimCommitter: coordinator.Claims.CommitMany sends
 // them to ZooKeeper as one multi per request bound), each operation still
 // checking its own claim's fencing version. A fenced-out queue is dropped
@@ -38,6 +39,13 @@ type committer struct {
 	// start (owned by the flush goroutine).
 	early   chan struct{}
 	earlyAt time.Time
+	// first asks the flush goroutine for an early flush: a queue offered
+	// its first offset since its claim (firstWaits). Within the same
+	// bound as early: early flushes of either kind are an interval apart.
+	first chan struct{}
+	// firsts counts the first-commit requests the flush goroutine has
+	// acted on (tests).
+	firsts atomic.Int64
 	// busySince is when the member last turned busy (a queue loop started
 	// while none ran), in the clock's UnixNano.
 	busySince atomic.Int64
@@ -144,7 +152,9 @@ type commitReq struct {
 }
 
 func newCommitter(w *Worker) *committer {
-	c := &committer{w: w, pending: map[*queueLoop]*commitReq{}, inflight: map[*queueLoop]bool{}, early: make(chan struct{}, 1), owed: map[*queueLoop]owedTrim{}, notes: map[*queueLoop]*drover.RecordBucket{}}
+	c := &committer{w: w, pending: map[*queueLoop]*commitReq{}, inflight: map[*queueLoop]bool{},
+		early: make(chan struct{}, 1), first: make(chan struct{}, 1), owed: map[*queueLoop]owedTrim{},
+		notes: map[*queueLoop]*drover.RecordBucket{}}
 	c.cond = sync.NewCond(&c.mu)
 	return c
 }
@@ -247,15 +257,28 @@ func (c *committer) drained() {
 	}
 }
 
-// run flushes every CommitInterval until nothing waits, and early when the
-// member drains. The interval runs from one flush's start to the next:
+// firstWaits tells the committer that a queue has offered its first offset
+// since its claim (after offer). Until that offset is committed, every start
+// of the queue waits for its record's round trip (runMessage: what makes a
+// poison head that kills its worker counted); at the timed flush that was
+// the first CommitInterval after every claim, a quarter of a 2,000-task
+// /bin/true run (docs/decisions.md, "Issue 43: where the /bin/true ratio
+// goes"). The flush goroutine flushes at once unless an early flush
+// started less than an interval ago: the queue's starts then wait for its
+// first task and a commit. It never blocks.
+func (c *committer) firstWaits() { wakeUp(c.first) }
+
+// run flushes every CommitInterval until nothing waits, early when the
+// member drains, and early when a queue waits for its first commit since
+// its claim. The interval runs from one flush's start to the next:
 // timed from a flush's end, every flush's own duration added to the wait
 // of the offsets behind it (the commit tail a drained queue waits for: up
 // to an interval plus a flush).
 //
-// Early flushes are at least a CommitInterval apart (start to start), and
-// a flush restarts the interval: flushes start at most twice per interval
-// whatever the load (an early one and a timed one), 10 a second at the
+// Early flushes (of a drain or of a first commit) are at least a
+// CommitInterval apart (start to start), and a flush restarts the
+// interval: flushes start at most twice per interval whatever the load (an
+// early one and a timed one), 10 a second at the
 // default 200 ms, each one multi per 448 KB of offsets (about 2,000
 // queues). A member of the busy run drains between messages all the time,
 // after bursts of a few milliseconds: it flushes early seldom, if ever,
@@ -284,6 +307,12 @@ func (c *committer) run() {
 				// interval ago: the timer, set for that interval's end,
 				// flushes these offsets then.
 				continue
+			}
+			early = true
+		case <-c.first:
+			c.firsts.Add(1)
+			if clk.Now().Before(c.earlyAt) {
+				continue // the timer, at that interval's end, flushes it
 			}
 			early = true
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/worker/executor"
@@ -221,6 +222,9 @@ func TestStartsBeforeTheOwnersFirstCommitWaitForTheirRecords(t *testing.T) {
 	if n := g.recorded("q", "d"); n != 1 {
 		t.Fatalf("d's starts: want 1, have %d", n)
 	}
+	if n := w.State().Stages.StartRecord.Count; n != 1 {
+		t.Fatalf("starts that waited for their record (the start_record stage): want 1 (d's), have %d", n)
+	}
 }
 
 // settled waits for the records handed in before its mark, and only those.
@@ -315,4 +319,88 @@ func TestReadsSkipStartsAfterCatchingUpAndRetriesStillCount(t *testing.T) {
 	if n := s.count(); n != asked {
 		t.Fatalf("reads asking for starts after the queue caught up: want none, have %d", n-asked)
 	}
+}
+
+// A queue's first offset since its claim, offered while it has more to
+// start, is committed at once, not at the end of the commit interval:
+// until it is, every start of the queue waits for its record's round trip
+// (the rule above), and at the interval's end that was the first 200 ms
+// of every claim, a quarter of the /bin/true benchmark's starts
+// (docs/decisions.md, "Issue 43: where the /bin/true ratio goes"). The
+// rule itself is unchanged: a start before that commit still waits. And
+// the early flushes keep their bound: a second queue's first offset less
+// than an interval later waits for the timed flush.
+func TestAQueuesFirstOffsetIsCommittedWithoutWaitingForTheInterval(t *testing.T) {
+	g := &gatedStarts{memLog: newMemLog()}
+	ex := &scriptedExecutor{gate: make(chan struct{})}
+	w, clock := newIdleWorker(t, g.memLog, ex)
+	w.cfg.Store = g
+	w.starts.store = g
+	bc := &batchCommitter{clock: clock}
+	a, b := &batchClaim{queue: "a", b: bc}, &batchClaim{queue: "b", b: bc}
+	one := func(qc *drover.QueueConfig) { qc.Concurrency = 1 }
+	for _, q := range []string{"a", "b"} { // positions 1, 2 in a; 3, 4 in b
+		g.add(q, msg(q+"1"))
+		g.add(q, msg(q+"2"))
+	}
+	var mu sync.Mutex
+	var unawaited []string // starts that ran before their record was written
+	g.onRecord = func(_, ids []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, id := range ids {
+			// a1 and b1 start before their queue's first commit.
+			if (id == "a1" || id == "b1") && slices.Contains(ex.runList(), id+"#0") {
+				unawaited = append(unawaited, id)
+			}
+		}
+	}
+	if err := w.Start(queueConfig("a", one), a); err != nil {
+		t.Fatal(err)
+	}
+	w.Wake("a")
+	waitFor(t, "a1 runs", func() bool { return slices.Contains(ex.runList(), "a1#0") })
+	ex.gate <- struct{}{} // a1 ends; a2 is next: the clock stands still
+	waitFor(t, "a's first offset committed before the interval's end", func() bool { return a.committed() == 1 })
+	la := w.loop("a")
+	waitFor(t, "a's commit settled", func() bool { return la.flags.Load()&loopCommitted != 0 })
+	waitFor(t, "a2 runs", func() bool { return slices.Contains(ex.runList(), "a2#0") })
+	ex.gate <- struct{}{}
+	waitFor(t, "a2 done", func() bool { return queueDoneOf(w, "a") == 2 })
+	mu.Lock()
+	if len(unawaited) > 0 {
+		t.Fatalf("starts before the queue's first commit ran before their records: %v", unawaited)
+	}
+	mu.Unlock()
+
+	if err := w.Start(queueConfig("b", one), b); err != nil {
+		t.Fatal(err)
+	}
+	firsts := w.commits.firsts.Load()
+	w.Wake("b")
+	waitFor(t, "b1 runs", func() bool { return slices.Contains(ex.runList(), "b1#0") })
+	ex.gate <- struct{}{}
+	waitFor(t, "b's request seen", func() bool { return w.commits.firsts.Load() > firsts })
+	if n := len(bc.callList()); n != 1 {
+		t.Fatalf("b's first offset less than an interval after an early flush: want no flush, have %d calls", n-1)
+	}
+	clock.Advance(DefaultCommitInterval)
+	waitFor(t, "b's first offset committed by the timed flush", func() bool { return b.committed() == 3 })
+	bc.mu.Lock()
+	at := slices.Clone(bc.at)
+	bc.mu.Unlock()
+	if want := []time.Time{t0, t0.Add(DefaultCommitInterval)}; !slices.Equal(at, want) {
+		t.Fatalf("flush times: want %v, have %v", want, at)
+	}
+	ex.gate <- struct{}{} // b2
+}
+
+// queueDoneOf is the contiguous completed position of a queue w runs.
+func queueDoneOf(w *Worker, queue string) drover.Position {
+	for _, q := range w.State().Queues {
+		if q.Name == queue {
+			return q.Done
+		}
+	}
+	return 0
 }

@@ -512,6 +512,14 @@ func (l *queueLoop) offerCommit(now time.Time) {
 	l.offered = off.Position
 	l.w.commits.offer(l, off, l.outcomes) // copies them
 	l.outcomes = l.outcomes[:0]
+	if l.flags.Load()&loopCommitted == 0 && (l.running > 0 || l.prog.undispatched() > 0) {
+		// Every start waits for its record until this owner's first
+		// commit: with more to start, that commit is asked for now, not
+		// at the interval's end. A queue with nothing left to start gains
+		// nothing from it (its offset goes with the others', or with the
+		// member's drain).
+		l.w.commits.firstWaits()
+	}
 }
 
 // verifyClaim confirms the claim after a pause or a suspension; it reports

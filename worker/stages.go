@@ -21,6 +21,7 @@ type stages struct {
 	readTrip      stageStat // the round trip sent → returned
 	enqueueToRead stageStat // a message's enqueue → its read returned
 	enqueueStart  stageStat // a first attempt's enqueue → its start
+	startRecord   stageStat // a start that waits for its record (runMessage) → the reply
 }
 
 type stageStat struct{ n, ns atomic.Int64 }
@@ -55,6 +56,12 @@ type Stages struct {
 	EnqueueToRead StageStat `json:"enqueue_to_read"`
 	// EnqueueToStart: a first attempt's enqueue → the worker starts it.
 	EnqueueToStart StageStat `json:"enqueue_to_start"`
+	// StartRecord: the starts that waited for their record's round trip
+	// before the task ran (a retry, a message another owner started, any
+	// start before the owner's first commit since its claim), and how
+	// long. A first start on a committed queue is sent without waiting
+	// and is not counted.
+	StartRecord StageStat `json:"start_record"`
 	// BacklogRounds and BacklogReads: the backlogger's round trips and
 	// the queues they measured.
 	BacklogRounds int `json:"backlog_rounds"`
@@ -69,6 +76,7 @@ func (w *Worker) stageStats() *Stages {
 	st := &Stages{
 		Wake: s.wake.snapshot(), ReadQueued: s.readQueued.snapshot(), ReadTrip: s.readTrip.snapshot(),
 		EnqueueToRead: s.enqueueToRead.snapshot(), EnqueueToStart: s.enqueueStart.snapshot(),
+		StartRecord: s.startRecord.snapshot(),
 	}
 	st.BacklogRounds, st.BacklogReads = w.backlogs.stats()
 	st.ReadRounds, st.Reads = w.reads.stats()

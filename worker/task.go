@@ -239,11 +239,13 @@ func (l *queueLoop) runMessage(s *slot) bool {
 // message must not start here.
 func (l *queueLoop) recordStart(id string) (int, bool) {
 	var starts int
+	start := time.Now()
 	ok := l.write("record the start of a task", func(ctx context.Context) error {
 		n, err := l.w.starts.record(ctx, l.name, id)
 		starts = n
 		return err
 	})
+	l.w.stages.startRecord.add(time.Since(start))
 	return starts, ok
 }
 
