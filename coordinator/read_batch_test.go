@@ -164,13 +164,7 @@ func (g *gatedConn) MultiRead(ops ...any) ([]zk.MultiReadResponse, error) {
 // next one, each getting its own nodes (a missing one failing alone).
 func TestReadersWaitingForAReadGoInOneRequest(t *testing.T) {
 	t.Parallel()
-	server := testenv.ZooKeeper(t)
-	root := testenv.Chroot(t)
-	g := &gatedConn{entered: make(chan struct{}), release: make(chan struct{})}
-	s := connectWrapped(t, server.Addrs, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
-		g.zkConn = conn
-		return g
-	})
+	s, g, root := gatedSession(t)
 	ctx := ctxT(t)
 	const readers = 10
 	for i := range readers {
@@ -292,13 +286,7 @@ func TestReadsFallBackToSingleReadsWhenTheServerRefusesMultiRead(t *testing.T) {
 // leaves the batch: nothing is sent for it.
 func TestAReaderGivingUpLeavesTheBatch(t *testing.T) {
 	t.Parallel()
-	server := testenv.ZooKeeper(t)
-	root := testenv.Chroot(t)
-	g := &gatedConn{entered: make(chan struct{}), release: make(chan struct{})}
-	s := connectWrapped(t, server.Addrs, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
-		g.zkConn = conn
-		return g
-	})
+	s, g, root := gatedSession(t)
 	ctx := ctxT(t)
 	first := make(chan error, 1)
 	go func() {
@@ -361,4 +349,17 @@ func TestReadBatchCutsByCountRequestAndReplyEstimate(t *testing.T) {
 			t.Fatalf("largest node %d bytes, %d reads of %d request bytes: want fits %v, have %v", st.largest, st.ops, st.size, st.want, have)
 		}
 	}
+}
+
+// gatedSession connects a session, under a root of its own, whose
+// multiReads wait at g's gate.
+func gatedSession(t *testing.T) (*Session, *gatedConn, string) {
+	t.Helper()
+	root := testenv.Chroot(t)
+	g := &gatedConn{entered: make(chan struct{}), release: make(chan struct{})}
+	s := connectWrapped(t, testenv.ZooKeeper(t).Addrs, root, testTimeout, func(conn zkConn, cfg Config) zkConn {
+		g.zkConn = conn
+		return g
+	})
+	return s, g, root
 }

@@ -22,11 +22,7 @@ import (
 // record goes into the same bucket.
 func TestARecordWithoutAnIndexSkipsTheBookkeeping(t *testing.T) {
 	srv := testenv.NewRedis(t, testenv.RedisOptions{})
-	rdb, err := NewClient(ClientOptions{Addrs: []string{srv.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Close() })
+	rdb := testClient(t, ClientOptions{Addrs: []string{srv.Addr}})
 	s := newTestStore(t, rdb, nil)
 	ctx := context.Background()
 	keep := drover.Duration(time.Hour)
@@ -92,11 +88,7 @@ func TestARecordWithoutAnIndexSkipsTheBookkeeping(t *testing.T) {
 // records rotate to a new bucket. Every record stays findable.
 func TestTheOwnersNoteOfItsBucketSkipsFindingIt(t *testing.T) {
 	srv := testenv.NewRedis(t, testenv.RedisOptions{})
-	rdb, err := NewClient(ClientOptions{Addrs: []string{srv.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Close() })
+	rdb := testClient(t, ClientOptions{Addrs: []string{srv.Addr}})
 	s := newTestStore(t, rdb, nil)
 	ctx := context.Background()
 	keep, max := drover.Duration(time.Hour), 16 // buckets of 2 records
