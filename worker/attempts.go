@@ -2,8 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
+	"time"
+
+	drover "github.com/drover-dev/drover"
 )
 
 // Attempts live with the message (docs/decisions.md, "Issue 40: attempts
@@ -31,6 +35,18 @@ import (
 // (read.go): a record that finds fewer than startsInFlight round trips in
 // flight is sent at once; the records that arrive meanwhile go in the next
 // round trip, all together.
+//
+// A first start sent without waiting is held for up to startHold before it
+// leaves (docs/decisions.md, "Issue 43: a first start is held until its
+// task ends"): a task that succeeds meanwhile drops it (drop), since a
+// message that finished needs no count, and the start costs Redis nothing.
+// Anything that needs the record ends the hold of every record pending: a
+// start that waits for its record, a runner waiting for one it sent
+// (settleStart, before a retry, a dead letter or a park), a trim
+// (settled) and a queue's release (flush). A crash leaves at most a hold's
+// worth of first starts uncounted, as it left a round trip's before: such a
+// message runs once more than counted, never forever (a start before the
+// owner's first commit since its claim always waits).
 
 // maxStartBatch is the most start records one round trip carries.
 const maxStartBatch = 1024
@@ -39,10 +55,18 @@ const maxStartBatch = 1024
 // most (as readsInFlight).
 const startsInFlight = 2
 
+// startHold is how long a first start sent without waiting is held before
+// it leaves, so that a short task's success can drop it: longer than an
+// inline handler or a small subprocess takes here, and the bound on the
+// first starts a crash leaves uncounted.
+const startHold = 10 * time.Millisecond
+
 // starter gathers the runners' start records. Its goroutines run while
 // records wait and exit when none does: an idle worker holds none.
 type starter struct {
 	store Store
+	clock drover.TimerClock // the hold's timers
+	hold  time.Duration     // startHold; tests set their own
 
 	mu      sync.Mutex
 	pending []*startBatch // not sent yet, in order; only the last one grows
@@ -51,6 +75,7 @@ type starter struct {
 	senders int
 
 	rounds, records int // round trips and records sent, for tests
+	dropped         int // records dropped before they left, for tests
 }
 
 // startBatch is the start records one round trip sends and, once done is
@@ -65,10 +90,20 @@ type startBatch struct {
 	ctxs    []context.Context
 	taken   bool   // the sender took it: every record in it gets a definite result
 	skipped []bool // set by the sender: not sent (its context had ended)
-	starts  []int  // each record's count (when err is nil and not skipped)
-	err     error
-	done    chan struct{}
+	dropped []bool // dropped[i]: its task succeeded before the batch was taken (drop)
+	// due is closed when the batch may leave before its hold ends: a
+	// record in it is waited for, or it is full. born is when its first
+	// record came.
+	due    chan struct{}
+	born   time.Time
+	starts []int // each record's count (when err is nil and not skipped)
+	err    error
+	done   chan struct{}
 }
+
+// errStartDropped is the result of a record dropped before it left (drop):
+// no one waits for it.
+var errStartDropped = errors.New("start record dropped: its task succeeded before it was sent")
 
 // startRecord is one record in its batch; the zero value is no record.
 type startRecord struct {
@@ -76,23 +111,33 @@ type startRecord struct {
 	i int
 }
 
-func newStarter(s Store) *starter { return &starter{store: s} }
+func newStarter(s Store, clock drover.TimerClock) *starter {
+	return &starter{store: s, clock: clock, hold: startHold}
+}
 
 // add puts a record in the batch that waits to be sent (a new one when none
-// waits or the last is full) and makes sure a sender runs. s.mu is held.
+// waits or the last is full) and makes sure a sender runs. A record its
+// caller waits for (ctx not nil) ends the hold of every batch pending. s.mu
+// is held.
 func (s *starter) addLocked(ctx context.Context, queue, id string) startRecord {
 	var b *startBatch
 	if n := len(s.pending); n > 0 && len(s.pending[n-1].ids) < maxStartBatch {
 		b = s.pending[n-1]
 	} else {
+		if n > 0 {
+			s.pending[n-1].hurry() // full: it leaves now
+		}
 		s.seq++
-		b = &startBatch{seq: s.seq, done: make(chan struct{})}
+		b = &startBatch{seq: s.seq, done: make(chan struct{}), due: make(chan struct{}), born: s.clock.Now()}
 		s.pending = append(s.pending, b)
 		s.live = append(s.live, b)
 	}
 	b.queues = append(b.queues, queue)
 	b.ids = append(b.ids, id)
 	b.ctxs = append(b.ctxs, ctx)
+	if ctx != nil {
+		s.hurryLocked(s.seq)
+	}
 	if s.senders < startsInFlight {
 		s.senders++
 		go s.run()
@@ -100,13 +145,62 @@ func (s *starter) addLocked(ctx context.Context, queue, id string) startRecord {
 	return startRecord{b: b, i: len(b.ids) - 1}
 }
 
+// hurry ends b's hold. The starter's lock is held.
+func (b *startBatch) hurry() {
+	select {
+	case <-b.due:
+	default:
+		close(b.due)
+	}
+}
+
+// hurryLocked ends the hold of every batch pending up to mark. s.mu is held.
+func (s *starter) hurryLocked(mark uint64) {
+	for _, b := range s.pending {
+		if b.seq > mark {
+			return
+		}
+		b.hurry()
+	}
+}
+
+// flush ends the hold of every record handed in so far: they leave now.
+func (s *starter) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hurryLocked(s.seq)
+}
+
 // send records one start of message id of queue and returns at once: the
-// record is sent with the other runners' records, whatever happens to the
-// task meanwhile (it started). wait tells its outcome.
+// record is held for up to startHold and then sent with the other runners'
+// records, whatever happens to the task meanwhile (it started), unless the
+// task succeeded first (drop). wait tells its outcome.
 func (s *starter) send(queue, id string) startRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.addLocked(nil, queue, id)
+}
+
+// drop withdraws r, a start sent without waiting whose task succeeded: if
+// its batch has not left yet, the record is not sent. A zero r, or one
+// already sent, is left as it is (the trim waits for it: settled).
+func (s *starter) drop(r startRecord) {
+	if r.b == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.b.taken {
+		return
+	}
+	if r.b.dropped == nil {
+		r.b.dropped = make([]bool, len(r.b.ids), cap(r.b.ids))
+	}
+	for len(r.b.dropped) < len(r.b.ids) {
+		r.b.dropped = append(r.b.dropped, false)
+	}
+	r.b.dropped[r.i] = true
+	s.dropped++
 }
 
 // record records one start of message id of queue with the other runners'
@@ -136,12 +230,18 @@ func (s *starter) record(ctx context.Context, queue, id string) (int, error) {
 	return r.result()
 }
 
-// wait waits for r's round trip (or for ctx to end) and returns the count
-// the record returned. A zero r returns at once with no error.
-func (r startRecord) wait(ctx context.Context) (int, error) {
+// wait ends the hold of r (and of the records before it), waits for its
+// round trip (or for ctx to end) and returns the count the record returned.
+// A zero r returns at once with no error.
+func (s *starter) wait(ctx context.Context, r startRecord) (int, error) {
 	if r.b == nil {
 		return 0, nil
 	}
+	s.mu.Lock()
+	if !r.b.taken {
+		s.hurryLocked(r.b.seq)
+	}
+	s.mu.Unlock()
 	select {
 	case <-r.b.done:
 		return r.result()
@@ -155,7 +255,10 @@ func (r startRecord) result() (int, error) {
 	b := r.b
 	switch {
 	case b.skipped != nil && b.skipped[r.i]:
-		return 0, b.ctxs[r.i].Err()
+		if ctx := b.ctxs[r.i]; ctx != nil {
+			return 0, ctx.Err()
+		}
+		return 0, errStartDropped
 	case b.err != nil:
 		return 0, b.err
 	}
@@ -175,6 +278,9 @@ func (s *starter) mark() uint64 {
 // them, which would leave the field behind with no message. It costs
 // nothing when those records are done, as they almost always are by then.
 func (s *starter) settled(ctx context.Context, mark uint64) error {
+	s.mu.Lock()
+	s.hurryLocked(mark)
+	s.mu.Unlock()
 	for {
 		s.mu.Lock()
 		var b *startBatch
@@ -203,6 +309,10 @@ func (s *starter) run() {
 			return
 		}
 		b := s.pending[0]
+		if !s.holdOver(b) {
+			s.mu.Unlock()
+			continue // it waited: look again
+		}
 		s.pending = slices.Delete(s.pending, 0, 1)
 		b.taken = true
 		s.rounds++
@@ -218,13 +328,41 @@ func (s *starter) run() {
 	}
 }
 
+// holdOver reports whether b, the first batch pending, may leave now: its
+// hold is over, it is due (hurry), or every record in it was dropped. If
+// not, it waits, with s.mu released, for the first of these, and returns
+// false: the caller looks again. s.mu is held.
+func (s *starter) holdOver(b *startBatch) bool {
+	if len(b.dropped) == len(b.ids) && !slices.Contains(b.dropped, false) {
+		return true // nothing left to send: no round trip
+	}
+	left := s.hold - s.clock.Now().Sub(b.born)
+	if left <= 0 {
+		return true
+	}
+	select {
+	case <-b.due:
+		return true
+	default:
+	}
+	s.mu.Unlock()
+	t := s.clock.NewTimer(left)
+	select {
+	case <-t.C():
+	case <-b.due:
+	}
+	t.Stop()
+	s.mu.Lock()
+	return false
+}
+
 // sendBatch records b in one call; a record whose runner stopped waiting
 // meanwhile is skipped, not sent.
 func (s *starter) sendBatch(b *startBatch) {
 	queues, ids := b.queues, b.ids
 	var live []int // indexes sent, when some are skipped
 	for i, ctx := range b.ctxs {
-		if ctx != nil && ctx.Err() != nil {
+		if (ctx != nil && ctx.Err() != nil) || (i < len(b.dropped) && b.dropped[i]) {
 			if b.skipped == nil {
 				b.skipped = make([]bool, len(b.ids))
 				live = make([]int, 0, len(b.ids))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 	"github.com/drover-dev/drover/worker/executor"
 )
 
@@ -24,6 +25,13 @@ type gatedStarts struct {
 	heldIDs   map[string]bool // queue\x00id of the records held now
 	onRecord  func(queues, ids []string)
 	overtaken []string // "queue": trims sent while one of its records was held
+	sent      int      // RecordStarts calls
+}
+
+func (g *gatedStarts) calls() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sent
 }
 
 func (g *gatedStarts) hold() (release func()) {
@@ -41,6 +49,7 @@ func (g *gatedStarts) hold() (release func()) {
 
 func (g *gatedStarts) RecordStarts(ctx context.Context, queues, ids []string) ([]int, error) {
 	g.mu.Lock()
+	g.sent++
 	h, hook := g.held, g.onRecord
 	if h != nil {
 		if g.heldIDs == nil {
@@ -117,6 +126,7 @@ func TestFirstStartAfterACommitDoesNotWaitForItsRecord(t *testing.T) {
 		return executor.OutcomeSuccess
 	}}
 	w := newTestWorker(t, g.memLog, ex, func(c *Config) { c.Store = g })
+	w.starts.hold = time.Hour // only what needs a record ends a hold here
 	claim := &memClaim{}
 	qc := queueConfig("q", func(qc *drover.QueueConfig) { qc.Ordered, qc.Concurrency = true, 0 })
 	if err := w.Start(qc, claim); err != nil {
@@ -128,22 +138,26 @@ func TestFirstStartAfterACommitDoesNotWaitForItsRecord(t *testing.T) {
 	})
 
 	// b's record is held: b runs all the same, as attempt 0, and is
-	// committed; its trim waits for the record.
+	// committed. It succeeded before its record left, so the record is
+	// dropped (issue 43: a finished message needs no count); the trim
+	// past b does not wait for it.
 	release := g.hold()
 	g.add("q", msg("b"))
 	w.Wake("q")
 	waitFor(t, "b to run while its start's record is held", func() bool { return slices.Contains(ex.runList(), "b#0") })
-	if n := g.recorded("q", "b"); n != 0 {
-		t.Fatalf("b's start recorded before the record was released: %d", n)
-	}
 	g.memLog.mu.Lock()
 	bPos := g.memLog.log["q"][1].Position
 	g.memLog.mu.Unlock()
-	waitFor(t, "b to be committed", func() bool { return claim.committed() >= bPos })
-	release()
-	waitFor(t, "b's record and the trim past b", func() bool {
-		return g.recorded("q", "b") == 1 && slices.ContainsFunc(g.trimList("q"), func(p drover.Position) bool { return p >= bPos })
+	waitFor(t, "b to be committed and trimmed", func() bool {
+		return claim.committed() >= bPos && slices.ContainsFunc(g.trimList("q"), func(p drover.Position) bool { return p >= bPos })
 	})
+	release()
+	if err := w.starts.settled(context.Background(), w.starts.mark()); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.recorded("q", "b"); n != 0 {
+		t.Fatalf("b's start recorded %d times: a first start whose task succeeded while it was held must not be sent", n)
+	}
 
 	// c fails at its first attempt, whose record is held: its retry in
 	// place waits for that record, then records its own start and waits
@@ -230,7 +244,7 @@ func TestStartsBeforeTheOwnersFirstCommitWaitForTheirRecords(t *testing.T) {
 // settled waits for the records handed in before its mark, and only those.
 func TestStarterSettledWaitsForRecordsBeforeItsMark(t *testing.T) {
 	g := &gatedStarts{memLog: newMemLog()}
-	s := newStarter(g)
+	s := newStarter(g, drover.SystemClock{})
 	before := s.mark()
 	release := g.hold()
 	r := s.send("q", "a")
@@ -249,8 +263,57 @@ func TestStarterSettledWaitsForRecordsBeforeItsMark(t *testing.T) {
 	if n := <-got; n != 1 {
 		t.Fatalf("settled returned with a's start recorded %d times: want it to wait for the record", n)
 	}
-	if n, err := r.wait(context.Background()); err != nil || n != 1 {
+	if n, err := s.wait(context.Background(), r); err != nil || n != 1 {
 		t.Fatalf("the record sent: want 1, have %d, %v", n, err)
+	}
+}
+
+// A first start sent without waiting is held: it leaves when its hold ends
+// (or when something needs it: settleStart, settled, a record waited for),
+// and a record dropped while held is never sent. A batch whose records were
+// all dropped costs no round trip.
+func TestAHeldStartLeavesWhenItsHoldEndsUnlessDropped(t *testing.T) {
+	g := &gatedStarts{memLog: newMemLog()}
+	clock := testkit.NewClock(time.Unix(1_700_000_000, 0))
+	s := newStarter(g, clock)
+	a := s.send("q", "a")
+	b := s.send("q", "b")
+	s.drop(b)
+	waitFor(t, "the sender to wait for the hold's end", func() bool { return clock.Timers() > 0 })
+	if n := g.recorded("q", "a"); n != 0 {
+		t.Fatalf("a's start recorded %d times before its hold ended", n)
+	}
+	clock.Advance(startHold)
+	waitFor(t, "a's record after its hold", func() bool { return g.recorded("q", "a") == 1 })
+	if n, err := s.wait(context.Background(), a); err != nil || n != 1 {
+		t.Fatalf("a's record: want 1, have %d, %v", n, err)
+	}
+	if n := g.recorded("q", "b"); n != 0 {
+		t.Fatalf("b's start was dropped while held, and recorded %d times", n)
+	}
+
+	// A waited-for record ends the hold of the records before it.
+	c := s.send("q", "c")
+	if n, err := s.record(context.Background(), "q", "d"); err != nil || n != 1 {
+		t.Fatalf("d's record: want 1, have %d, %v", n, err)
+	}
+	if n := g.recorded("q", "c"); n != 1 {
+		t.Fatalf("c's start, held before a record that is waited for: recorded %d times, want 1", n)
+	}
+	if _, err := s.wait(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every record of a batch dropped: the batch leaves without a round trip.
+	rounds, _ := s.stats()
+	e := s.send("q", "e")
+	s.drop(e)
+	if err := s.settled(context.Background(), s.mark()); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.stats(); r != rounds+1 || g.recorded("q", "e") != 0 || g.calls() != 2 {
+		t.Fatalf("a batch of dropped records: rounds %d → %d, e recorded %d, RecordStarts calls %d (want 2)",
+			rounds, r, g.recorded("q", "e"), g.calls())
 	}
 }
 

@@ -629,6 +629,11 @@ func (l *queueLoop) shutdown() {
 	off := drover.Offset{Position: l.prog.offset, ID: l.prog.offID, CommittedAt: l.w.cfg.Clock.Now(), Member: l.w.cfg.Member}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
+	// The starts recorded without waiting (held: attempts.go) reach Redis
+	// before the release, so that the next owner reads their counts.
+	if err := l.w.starts.settled(ctx, l.w.starts.mark()); err != nil {
+		l.logger().Warn("release queue: start records not sent", "error", err)
+	}
 	if err := l.claim.Release(ctx, off); err != nil {
 		l.releaseErr = err
 		l.logger().Warn("release queue", "offset", off.Position, "error", err)

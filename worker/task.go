@@ -134,8 +134,10 @@ func (l *queueLoop) runMessage(s *slot) bool {
 		span.Attempt(m.Attempt, string(res.Outcome), res.ExitCode, res.Reason)
 		switch res.Outcome {
 		case executor.OutcomeSuccess:
-			// Not waiting for a record sent: the trim that deletes the
-			// message's field waits for it (starter.settled).
+			// A finished message needs no count: a start still held is
+			// dropped. One already sent is not waited for: the trim that
+			// deletes the message's field waits for it (starter.settled).
+			l.w.starts.drop(sent)
 			s.finished = l.finishedOf(&m, res, cfg)
 			return true
 		case executor.OutcomeAborted:
@@ -258,7 +260,7 @@ func (l *queueLoop) settleStart(sent *startRecord, id string) bool {
 	if sent.b == nil {
 		return true
 	}
-	_, err := sent.wait(l.taskCtx)
+	_, err := l.w.starts.wait(l.taskCtx, *sent)
 	if err != nil && l.taskCtx.Err() != nil {
 		return false
 	}

@@ -93,7 +93,7 @@ func New(cfg Config) (*Worker, error) {
 	w.routes = newRouter(w)
 	w.commits = newCommitter(w)
 	w.reads = newReader(cfg.Store, cfg.Metrics, &w.stages)
-	w.starts = newStarter(cfg.Store)
+	w.starts = newStarter(cfg.Store, cfg.Clock)
 	w.backlogs = newBacklogger(cfg.Store, cfg.Metrics)
 	w.pause.Store(&PauseState{})
 	return w, nil
