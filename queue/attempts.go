@@ -42,7 +42,9 @@ func (s Log) RecordStarts(ctx context.Context, queues, ids []string) ([]int, err
 		if ids[i] == "" {
 			return nil, fmt.Errorf("record starts in %s: empty id", q)
 		}
-		cmds[i] = pipe.HIncrBy(ctx, qk.msg, startsField(ids[i]), 1)
+		// As recordStart builds it: the key by pointer, not boxed.
+		cmds[i] = redis.NewIntCmd(ctx, "hincrby", &qk.msg, startsField(ids[i]), 1)
+		_ = pipe.Process(ctx, cmds[i])
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("record the starts of %d messages: %w", len(ids), err)

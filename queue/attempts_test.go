@@ -187,8 +187,9 @@ func TestStartsOfTheOldLayoutStillCount(t *testing.T) {
 
 // A lone start record (what a runner sends at low concurrency) is one
 // HINCRBY of the message's starts field, on a standalone server and
-// routed by its key on a Cluster, and costs the client no pipeline: at
-// most maxLoneRecordAllocs allocations (16 through a pipeline of one).
+// routed by its key on a Cluster (as the batch's pipeline is), and costs
+// the client no pipeline: at most maxLoneRecordAllocs allocations (16
+// through a pipeline of one).
 func TestALoneStartRecordIsOneCommand(t *testing.T) {
 	for _, be := range testBackends {
 		t.Run(be.name, func(t *testing.T) {
@@ -207,6 +208,10 @@ func TestALoneStartRecordIsOneCommand(t *testing.T) {
 			}
 			if v, err := rdb.HGet(ctx, s.keys.queue("q").msg, startsField(r.ID)).Int(); err != nil || v != 2 {
 				t.Fatalf("want the starts field at 2, have %d (err %v)", v, err)
+			}
+			// A batch (the pipeline) counts on from there.
+			if n, err := s.Log().RecordStarts(ctx, []string{"q", "q"}, []string{r.ID, r.ID}); err != nil || len(n) != 2 || n[0] != 3 || n[1] != 4 {
+				t.Fatalf("a batch of two: want [3 4], have %v (err %v)", n, err)
 			}
 			if _, err := s.Log().RecordStarts(ctx, []string{"q"}, []string{""}); err == nil {
 				t.Fatal("an empty id: want an error, have none")
