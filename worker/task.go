@@ -306,13 +306,16 @@ func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []b
 	now := l.w.cfg.Clock.Now()
 	*ts = TaskState{ID: m.ID, Task: m.Task, Attempt: m.Attempt, Position: m.Position, Started: now}
 	if !route.Inline {
-		ts.cancel = make(chan struct{}) // an inline handler cannot be killed
+		// An inline handler cannot be killed and has no process id: the
+		// cancel and OnStart are a subprocess's (allocations an inline
+		// task would make for nothing).
+		ts.cancel = make(chan struct{})
 		t.Cancel = ts.cancel
-	}
-	t.OnStart = func(pid int) {
-		l.mu.Lock()
-		ts.PID = pid
-		l.mu.Unlock()
+		t.OnStart = func(pid int) {
+			l.mu.Lock()
+			ts.PID = pid
+			l.mu.Unlock()
+		}
 	}
 	l.mu.Lock()
 	if l.inflight == nil {
