@@ -2,9 +2,13 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover"
 )
 
 // The lazy context answers as context.WithDeadline's would: its deadline
@@ -115,3 +119,42 @@ func TestInlineTaskWithADeadlineAllocatesNoTimer(t *testing.T) {
 // maxInlineAllocs is TestInlineTaskWithADeadlineAllocatesNoTimer's bound:
 // the lazy context.
 const maxInlineAllocs = 1
+
+// A pooled Go child's task with a deadline whose handler never looks at
+// its context makes no timer either: the handler's context is the lazy
+// one, still unmade when the child has answered (context.WithDeadline
+// made a timer and 7 allocations a task).
+func TestPooledGoTaskWithADeadlineMakesNoTimer(t *testing.T) {
+	env, err := json.Marshal(&drover.Message{ID: "m1", Task: handlerKeepContext, Args: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := taskFrame{Type: frameTask, Seq: 1, Envelope: env, Deadline: time.Now().Add(time.Hour).Format(time.RFC3339Nano)}
+	s := &goPoolServer{}
+	if r := s.serve(&f); r.Outcome != wireSuccess {
+		t.Fatalf("want success, have %+v", r)
+	}
+	c, ok := keptContext.Load().(*lazyDeadline)
+	if !ok {
+		t.Fatalf("want the lazy context, have %T", keptContext.Load())
+	}
+	if c.made.Load() {
+		t.Fatal("the handler's context was made, with its timer: want it left unmade")
+	}
+	// Released with the task: a look now finds it over.
+	if !errors.Is(c.Err(), context.Canceled) {
+		t.Fatalf("after the task: want Canceled, have %v", c.Err())
+	}
+}
+
+// handlerKeepContext keeps its context in keptContext and returns.
+const handlerKeepContext = "worker-test-keep-context"
+
+var keptContext atomic.Value
+
+func init() {
+	drover.Register(handlerKeepContext, func(ctx context.Context, _ *drover.Message) error {
+		keptContext.Store(ctx)
+		return nil
+	})
+}
