@@ -29,6 +29,9 @@ func (s Log) RecordStarts(ctx context.Context, queues, ids []string) ([]int, err
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	if len(ids) == 1 {
+		return s.recordStart(ctx, queues[0], ids[0])
+	}
 	cmds := make([]*redis.IntCmd, len(ids))
 	pipe := s.rdb.Pipeline()
 	for i, q := range queues {
@@ -39,7 +42,9 @@ func (s Log) RecordStarts(ctx context.Context, queues, ids []string) ([]int, err
 		if ids[i] == "" {
 			return nil, fmt.Errorf("record starts in %s: empty id", q)
 		}
-		cmds[i] = pipe.HIncrBy(ctx, qk.msg, startsField(ids[i]), 1)
+		// As recordStart builds it: the key by pointer, not boxed.
+		cmds[i] = redis.NewIntCmd(ctx, "hincrby", &qk.msg, startsField(ids[i]), 1)
+		_ = pipe.Process(ctx, cmds[i])
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("record the starts of %d messages: %w", len(ids), err)
@@ -49,4 +54,27 @@ func (s Log) RecordStarts(ctx context.Context, queues, ids []string) ([]int, err
 		out[i] = int(c.Val())
 	}
 	return out, nil
+}
+
+// recordStart is RecordStarts of one message: a worker's runner at low
+// concurrency sends its start alone, and a pipeline of one command costs
+// the client a Pipeline, its command list and the pipeline's own pool for
+// nothing. The HINCRBY is built as script_call.go builds a script call:
+// the key by pointer (it outlives the call), so the command costs the
+// field's string, the argument list, the command and the reply's slice.
+// Redis receives the same command as in a pipeline.
+func (s Log) recordStart(ctx context.Context, queue, id string) ([]int, error) {
+	qk, err := s.queueKeys(queue)
+	if err != nil {
+		return nil, fmt.Errorf("record starts: %w", err)
+	}
+	if id == "" {
+		return nil, fmt.Errorf("record starts in %s: empty id", queue)
+	}
+	field := startsField(id)
+	cmd := redis.NewIntCmd(ctx, "hincrby", &qk.msg, field, 1)
+	if err := s.rdb.Process(ctx, cmd); err != nil {
+		return nil, fmt.Errorf("record the starts of 1 message: %w", err)
+	}
+	return []int{int(cmd.Val())}, nil
 }

@@ -184,3 +184,55 @@ func TestStartsOfTheOldLayoutStillCount(t *testing.T) {
 		})
 	}
 }
+
+// A lone start record (what a runner sends at low concurrency) is one
+// HINCRBY of the message's starts field, on a standalone server and
+// routed by its key on a Cluster (as the batch's pipeline is), and costs
+// the client no pipeline: at most maxLoneRecordAllocs allocations (16
+// through a pipeline of one).
+func TestALoneStartRecordIsOneCommand(t *testing.T) {
+	for _, be := range testBackends {
+		t.Run(be.name, func(t *testing.T) {
+			rdb := be.client(t)
+			s := newTestStore(t, rdb, nil)
+			ctx := context.Background()
+			r, err := s.Producer().Enqueue(ctx, msg("q", ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for want := 1; want <= 2; want++ {
+				n, err := s.Log().RecordStarts(ctx, []string{"q"}, []string{r.ID})
+				if err != nil || len(n) != 1 || n[0] != want {
+					t.Fatalf("start %d: want [%d], have %v (err %v)", want, want, n, err)
+				}
+			}
+			if v, err := rdb.HGet(ctx, s.keys.queue("q").msg, startsField(r.ID)).Int(); err != nil || v != 2 {
+				t.Fatalf("want the starts field at 2, have %d (err %v)", v, err)
+			}
+			// A batch (the pipeline) counts on from there.
+			if n, err := s.Log().RecordStarts(ctx, []string{"q", "q"}, []string{r.ID, r.ID}); err != nil || len(n) != 2 || n[0] != 3 || n[1] != 4 {
+				t.Fatalf("a batch of two: want [3 4], have %v (err %v)", n, err)
+			}
+			if _, err := s.Log().RecordStarts(ctx, []string{"q"}, []string{""}); err == nil {
+				t.Fatal("an empty id: want an error, have none")
+			}
+			if be.name != "standalone" {
+				return // the allocations are the client's, the same on both
+			}
+			allocs := testing.AllocsPerRun(200, func() {
+				_, err = s.Log().RecordStarts(ctx, []string{"q"}, []string{r.ID})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if allocs > maxLoneRecordAllocs {
+				t.Fatalf("a lone start record: want at most %d allocations, have %.1f", maxLoneRecordAllocs, allocs)
+			}
+		})
+	}
+}
+
+// maxLoneRecordAllocs is TestALoneStartRecordIsOneCommand's bound: the
+// field's name, its box, the argument list, the command and the reply's
+// slice, and go-redis's three for the pooled connection's liveness check.
+const maxLoneRecordAllocs = 8

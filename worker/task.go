@@ -297,21 +297,27 @@ func (l *queueLoop) startsUsed(s *slot, m *drover.Message, started, maxAttempts 
 // attempt runs the message once and records it. When an operator cancelled
 // it (Worker.Cancel), the request says who and what follows.
 func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []byte, route drover.TaskRoute, cfg *drover.QueueConfig) (executor.Result, cancelRequest) {
-	t := &executor.Task{
+	// The attempt's task, state and metric labels in one allocation.
+	a := &attemptParts{}
+	t, ts := &a.task, &a.state
+	*t = executor.Task{
 		Message: m, Envelope: envelope, Queue: l.name, Route: route,
 		Timeout: cfg.Timeout.Std(), Limits: cfg.Limits, User: cfg.User, Group: cfg.Group,
 		PoolSize: l.w.cfg.Capacity, // one pool per route serves every queue: sized by the worker's slots
 	}
 	now := l.w.cfg.Clock.Now()
-	ts := &TaskState{ID: m.ID, Task: m.Task, Attempt: m.Attempt, Position: m.Position, Started: now}
+	*ts = TaskState{ID: m.ID, Task: m.Task, Attempt: m.Attempt, Position: m.Position, Started: now}
 	if !route.Inline {
-		ts.cancel = make(chan struct{}) // an inline handler cannot be killed
+		// An inline handler cannot be killed and has no process id: the
+		// cancel and OnStart are a subprocess's (allocations an inline
+		// task would make for nothing).
+		ts.cancel = make(chan struct{})
 		t.Cancel = ts.cancel
-	}
-	t.OnStart = func(pid int) {
-		l.mu.Lock()
-		ts.PID = pid
-		l.mu.Unlock()
+		t.OnStart = func(pid int) {
+			l.mu.Lock()
+			ts.PID = pid
+			l.mu.Unlock()
+		}
 	}
 	l.mu.Lock()
 	if l.inflight == nil {
@@ -320,7 +326,8 @@ func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []b
 	l.inflight[m.ID] = ts
 	l.mu.Unlock()
 	// One array for the task's three metric calls: queue, task, outcome.
-	labels := []metrics.Label{metrics.L("queue", l.name), metrics.L("task", m.Task), {}}
+	a.labels = [3]metrics.Label{metrics.L("queue", l.name), metrics.L("task", m.Task), {}}
+	labels := a.labels[:]
 	if m.Attempt == 0 {
 		enq := time.UnixMicro(int64(m.Position))
 		l.w.cfg.Metrics.AddSample(metrics.QueueLatency, ms(now.Sub(enq)), labels[:1:1]...)
@@ -342,6 +349,16 @@ func (l *queueLoop) attempt(ctx context.Context, m *drover.Message, envelope []b
 		cancel = l.cancelOf(ts)
 	}
 	return res, cancel
+}
+
+// attemptParts is what an attempt allocates, as one allocation (they
+// were three: the task, its state and the labels' array): the executor's
+// task, the state /debug/state shows while it runs (in the loop's
+// inflight map until it ends), and the labels of its metric calls.
+type attemptParts struct {
+	task   executor.Task
+	state  TaskState
+	labels [3]metrics.Label
 }
 
 // backoff returns the delay before retry number n, with jitter.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/drover-dev/drover"
 	"github.com/hashicorp/go-hclog"
@@ -43,11 +44,12 @@ func (e *inlineExecutor) Execute(ctx context.Context, t *Task) Result {
 	}
 	hctx := ctx
 	if deadline := deadlineOf(t, start); !deadline.IsZero() {
-		var cancel context.CancelFunc
 		// Real time: the handler's context is the same kind of timer as a
-		// subprocess's kill timer.
-		hctx, cancel = context.WithTimeout(ctx, deadline.Sub(start))
-		defer cancel()
+		// subprocess's kill timer. Made only when the handler looks at
+		// it (lazyDeadline).
+		lctx := newLazyDeadline(ctx, time.Now().Add(deadline.Sub(start)))
+		defer lctx.release()
+		hctx = lctx
 	}
 	err := callHandler(hctx, h, t.Message)
 	res := handlerResult(err, hctx, ctx)

@@ -186,7 +186,10 @@ func (s *goPoolServer) serve(f *taskFrame) resultFrame {
 			out.Outcome, out.Message = wireFailure, fmt.Sprintf("task frame deadline %q: %v", f.Deadline, err)
 			return out
 		}
-		hctx, cancelHandler = context.WithDeadline(ctx, deadline)
+		// Made when the handler first looks at it (lazyDeadline): a
+		// handler that does its work and returns costs no timer.
+		lctx := newLazyDeadline(ctx, deadline)
+		hctx, cancelHandler = lctx, lctx.release
 	} else {
 		hctx, cancelHandler = context.WithCancel(ctx)
 	}
@@ -199,8 +202,11 @@ func (s *goPoolServer) serve(f *taskFrame) resultFrame {
 	s.mu.Unlock()
 
 	herr := callHandler(hctx, h, m)
-	verdict := hctx // says whether the deadline passed
-	if errors.Is(hctx.Err(), context.Canceled) && !deadline.IsZero() && !time.Now().Before(deadline) {
+	// verdict says whether the deadline passed; handlerResult looks at
+	// it only for an error (a handler's success asks nothing of its
+	// context, which stays unmade when the handler never looked).
+	verdict := hctx
+	if herr != nil && errors.Is(hctx.Err(), context.Canceled) && !deadline.IsZero() && !time.Now().Before(deadline) {
 		// SIGTERM ended the context first, but the deadline passed
 		// before the handler returned: a timeout, as it is without
 		// SIGTERM.
