@@ -219,7 +219,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 			r.JoinedReadRatio = ratio
 		}
 	}
-	fmt.Fprintf(progress, "  scale %d×%d: join converged in %s (%s)\n", r.Members, r.Queues, r.Join.Round(time.Millisecond), r.JoinCPU)
+	fmt.Fprintf(progress, "  scale %d×%d: join converged in %s (%s; %s)\n", r.Members, r.Queues, r.Join.Round(time.Millisecond), r.JoinCPU, f.observed(t0))
 
 	// Planned leave: a member that is not the rebalance leader shuts down.
 	leader, err := f.leader(ctx)
@@ -252,7 +252,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		r.LeaveMoved = f.moved.Load() - moved0
 		printOps(progress, "leave", ops0, f.opCounts())
 		fmt.Fprintf(progress, "    leave requests: %s\n", countsLine(r.LeaveRequests))
-		fmt.Fprintf(progress, "  scale %d×%d: leave converged in %s (%s)\n", r.Members, r.Queues, r.Leave.Round(time.Millisecond), r.LeaveCPU)
+		fmt.Fprintf(progress, "  scale %d×%d: leave converged in %s (%s; %s)\n", r.Members, r.Queues, r.Leave.Round(time.Millisecond), r.LeaveCPU, f.observed(t0))
 	}
 
 	// Crash: a member that is not the rebalance leader is cut off.
@@ -289,7 +289,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	printOps(progress, "crash", ops0, f.opCounts())
 	fmt.Fprintf(progress, "    crash requests: %s\n", countsLine(r.CrashRequests))
 	r.CrashRebals = f.generation() - gen
-	fmt.Fprintf(progress, "  scale %d×%d: crash converged in %s (%s)\n", r.Members, r.Queues, r.Crash.Round(time.Millisecond), r.CrashCPU)
+	fmt.Fprintf(progress, "  scale %d×%d: crash converged in %s (%s; %s)\n", r.Members, r.Queues, r.Crash.Round(time.Millisecond), r.CrashCPU, f.observed(t0))
 	f.log.mu.Lock()
 	r.Violations = f.log.violations
 	f.log.mu.Unlock()

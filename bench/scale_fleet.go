@@ -39,6 +39,8 @@ type ownership struct {
 
 	want        map[string]string // the observer's assignment: queue → member
 	wantGen     int64             // its generation
+	wantAt      time.Time         // when setWant took it
+	wantGot     time.Time         // when Assignments.Watch delivered it
 	wantMembers map[string]int    // queues per member in want
 	off         int               // queues of want not run by the member it names
 }
@@ -118,7 +120,7 @@ func (o *ownership) setWant(a *drover.Assignment) {
 				off++
 			}
 		}
-		o.want, o.wantGen, o.wantMembers, o.off = a.Queues, a.Generation, members, off
+		o.want, o.wantGen, o.wantMembers, o.off, o.wantAt = a.Queues, a.Generation, members, off, time.Now()
 		return
 	}
 	for _, q := range changed {
@@ -134,7 +136,16 @@ func (o *ownership) setWant(a *drover.Assignment) {
 		}
 		o.wantMembers[now]++
 	}
-	o.want, o.wantGen = a.Queues, a.Generation
+	o.want, o.wantGen, o.wantAt = a.Queues, a.Generation, time.Now()
+}
+
+// observed says when, after t0, the observer took the generation the
+// fleet converged on: a convergence right after it was waiting for the
+// observer, not for the members.
+func (f *fleet) observed(t0 time.Time) string {
+	f.log.mu.Lock()
+	defer f.log.mu.Unlock()
+	return fmt.Sprintf("observer got generation %d at %s, had it counted at %s", f.log.wantGen, f.log.wantGot.Sub(t0).Round(time.Millisecond), f.log.wantAt.Sub(t0).Round(time.Millisecond))
 }
 
 // fleetRunner is a membership.Runner that records ownership and releases
@@ -255,8 +266,12 @@ func newFleet(ctx context.Context, srv *servers, root string, queues int, timeou
 	go func() {
 		for an := range ch {
 			if an.Err == nil {
+				got := time.Now()
 				a := an.Assignment
 				f.log.setWant(&a)
+				f.log.mu.Lock()
+				f.log.wantGot = got
+				f.log.mu.Unlock()
 				f.assign.Store(&a)
 				if len(a.Queues) == queues && f.assignedAt.Load() == nil {
 					now := time.Now()
