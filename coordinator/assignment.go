@@ -485,11 +485,11 @@ func (s *Session) readShareTreeAfter(ctx context.Context, member string, old *st
 // changed, then with those of their new versions. A chunk of a complete
 // share that both name at the same index and generation is the same
 // chunk.
+//
+// When the changed chunks hold more than half the queues (a join's write
+// rewrites every donor's chunk) the map is assembled afresh instead: a
+// copy, a delete and an insert per queue cost more than the insert.
 func (sa *storedAssignment) assignmentAfter(prev *storedAssignment, prevQueues map[string]string) drover.Assignment {
-	a := drover.Assignment{Generation: sa.header.Generation, Strategy: sa.header.Strategy, Leader: sa.header.Leader, Queues: maps.Clone(prevQueues)}
-	if a.Queues == nil {
-		a.Queues = map[string]string{}
-	}
 	same := func(x, y *storedShare, i int, c ShareChunk) bool {
 		if x == nil || y == nil || !x.complete || !y.complete || i >= len(y.header.Chunks) {
 			return false
@@ -497,28 +497,47 @@ func (sa *storedAssignment) assignmentAfter(prev *storedAssignment, prevQueues m
 		o, ok := y.chunks[i]
 		return ok && o.Generation == c.Generation
 	}
+	type changed struct {
+		member string
+		c      ShareChunk
+	}
+	var gone, added []changed
+	n := 0
 	for m, old := range prev.shares {
 		nw := sa.shares[m]
 		for i, c := range old.listedByIndex() {
-			if same(old, nw, i, c) {
-				continue
-			}
-			for _, q := range c.Queues {
-				if a.Queues[q] == m {
-					delete(a.Queues, q)
-				}
+			if !same(old, nw, i, c) {
+				gone = append(gone, changed{m, c})
+				n += len(c.Queues)
 			}
 		}
 	}
 	for m, nw := range sa.shares {
 		old := prev.shares[m]
 		for i, c := range nw.listedByIndex() {
-			if same(nw, old, i, c) {
-				continue
+			if !same(nw, old, i, c) {
+				added = append(added, changed{m, c})
+				n += len(c.Queues)
 			}
-			for _, q := range c.Queues {
-				a.Queues[q] = m
+		}
+	}
+	if n > len(prevQueues) {
+		return sa.assignment()
+	}
+	a := drover.Assignment{Generation: sa.header.Generation, Strategy: sa.header.Strategy, Leader: sa.header.Leader, Queues: maps.Clone(prevQueues)}
+	if a.Queues == nil {
+		a.Queues = map[string]string{}
+	}
+	for _, g := range gone {
+		for _, q := range g.c.Queues {
+			if a.Queues[q] == g.member {
+				delete(a.Queues, q)
 			}
+		}
+	}
+	for _, ad := range added {
+		for _, q := range ad.c.Queues {
+			a.Queues[q] = ad.member
 		}
 	}
 	return a
