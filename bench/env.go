@@ -26,8 +26,8 @@ type servers struct {
 }
 
 // startServers starts a private redis-server and, when withZK, a standalone
-// ZooKeeper.
-func startServers(withZK bool, zkHeap string) (*servers, error) {
+// ZooKeeper with zk's heap and JVM.
+func startServers(withZK bool, zk localserver.ZKOptions) (*servers, error) {
 	dir, err := os.MkdirTemp("", "drover-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("create the servers' directory: %w", err)
@@ -44,7 +44,7 @@ func startServers(withZK bool, zkHeap string) (*servers, error) {
 		if err := os.MkdirAll(filepath.Join(dir, "zk"), 0o755); err != nil {
 			return nil, err
 		}
-		if s.zk, err = localserver.StartZooKeeperWith(filepath.Join(dir, "zk"), localserver.ZKOptions{Heap: zkHeap}); err != nil {
+		if s.zk, err = localserver.StartZooKeeperWith(filepath.Join(dir, "zk"), zk); err != nil {
 			s.close()
 			return nil, fmt.Errorf("start zookeeper: %w", err)
 		}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/commalist"
+	"github.com/drover-dev/drover/internal/localserver"
 	"github.com/drover-dev/drover/worker/executor"
 )
 
@@ -36,6 +37,7 @@ type options struct {
 	quick                                bool
 	throughput                           throughputConfig
 	peers, scaleSizes, zkHeap, scaleFar  string
+	zkJVM                                string
 	scaleFarBudget, scaleStartLimit      time.Duration
 	sessionTimeout                       time.Duration
 	memoryQueues, schedEntries, schedDue int
@@ -81,6 +83,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.scaleFar, "scale-far", "100x1000000", "how far it goes: one more fleet size run under -scale-far-budget (empty: none)")
 	fs.DurationVar(&o.scaleFarBudget, "scale-far-budget", 6*time.Minute, "time budget of the -scale-far size, queue creation included")
 	fs.StringVar(&o.zkHeap, "zk-heap", "4g", "maximum heap of the private ZooKeeper's JVM (a million queues need several GB)")
+	fs.StringVar(&o.zkJVM, "zk-jvm", "production", "the private ZooKeeper's JVM: production (the JVM's own collector and compiler, as a deployment runs) or test (the serial collector and client compiler the tests use)")
 	fs.DurationVar(&o.scaleStartLimit, "scale-start-limit", 5*time.Minute, "how long a scale start may take to converge before the size is given up")
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", 10*time.Second, "ZooKeeper session timeout of the scale members")
 	fs.IntVar(&o.memoryQueues, "memory-queues", 1000, "idle queues owned by the worker of the memory section")
@@ -109,6 +112,11 @@ func parseFlags(args []string) (*options, error) {
 		def("sched-due", func() { o.schedDue = 1_000 })
 	}
 	o.throughput.Peers = commalist.Split(o.peers)
+	if o.zkJVM != "production" && o.zkJVM != "test" {
+		err := fmt.Errorf("-zk-jvm: %q is neither production nor test", o.zkJVM)
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -164,11 +172,11 @@ func runAll(ctx context.Context, o *options, progress io.Writer) (*results, erro
 			"runs": o.throughput.Runs, "enqueue_n": o.throughput.EnqueueN, "noop_n": o.throughput.NoopN,
 			"true_n": o.throughput.TrueN, "concurrency": o.throughput.Concurrency, "peers": o.throughput.Peers,
 			"scale": o.scaleSizes, "session_timeout": o.sessionTimeout.String(),
-			"scale_far": o.scaleFar, "scale_far_budget": o.scaleFarBudget.String(), "zk_heap": o.zkHeap,
+			"scale_far": o.scaleFar, "scale_far_budget": o.scaleFarBudget.String(), "zk_heap": o.zkHeap, "zk_jvm": o.zkJVM,
 			"memory_queues": o.memoryQueues, "sched_entries": o.schedEntries, "sched_due": o.schedDue,
 		},
 	}
-	srv, err := startServers(true, o.zkHeap)
+	srv, err := startServers(true, localserver.ZKOptions{Heap: o.zkHeap, ProductionJVM: o.zkJVM == "production"})
 	if err != nil {
 		return nil, err
 	}

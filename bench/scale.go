@@ -150,7 +150,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	t0 := time.Now()
 	c0 := f.counts()
 	ops0 := f.opCounts()
-	endProfile := profileEvent(r, "start", srv, &r.StartCPU)
+	endProfile := profileEvent(r, "start", f, &r.StartCPU)
 	if err := fanOut(ctx, r.Members, 16, func(i int) error {
 		_, err := f.start(ctx, fmt.Sprintf("m%03d", i))
 		return err
@@ -191,7 +191,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	moved0 := f.moved.Load()
 	t0 = time.Now()
 	debugEvent("join")
-	endProfile = profileEvent(r, "join", srv, &r.JoinCPU)
+	endProfile = profileEvent(r, "join", f, &r.JoinCPU)
 	if _, err := f.start(ctx, "m-joined"); err != nil {
 		return fmt.Errorf("join: %w", err)
 	}
@@ -219,7 +219,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 			r.JoinedReadRatio = ratio
 		}
 	}
-	fmt.Fprintf(progress, "  scale %d×%d: join converged in %s (%s)\n", r.Members, r.Queues, r.Join.Round(time.Millisecond), r.JoinCPU)
+	fmt.Fprintf(progress, "  scale %d×%d: join converged in %s (%s; %s)\n", r.Members, r.Queues, r.Join.Round(time.Millisecond), r.JoinCPU, f.observed(t0))
 
 	// Planned leave: a member that is not the rebalance leader shuts down.
 	leader, err := f.leader(ctx)
@@ -240,7 +240,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		moved0 = f.moved.Load()
 		t0 = time.Now()
 		debugEvent("leave")
-		endProfile = profileEvent(r, "leave", srv, &r.LeaveCPU)
+		endProfile = profileEvent(r, "leave", f, &r.LeaveCPU)
 		f.leave(ctx, leaving)
 		r.Leave, err = f.waitConverged(ctx, t0, within(2*time.Minute))
 		endProfile()
@@ -252,7 +252,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 		r.LeaveMoved = f.moved.Load() - moved0
 		printOps(progress, "leave", ops0, f.opCounts())
 		fmt.Fprintf(progress, "    leave requests: %s\n", countsLine(r.LeaveRequests))
-		fmt.Fprintf(progress, "  scale %d×%d: leave converged in %s (%s)\n", r.Members, r.Queues, r.Leave.Round(time.Millisecond), r.LeaveCPU)
+		fmt.Fprintf(progress, "  scale %d×%d: leave converged in %s (%s; %s)\n", r.Members, r.Queues, r.Leave.Round(time.Millisecond), r.LeaveCPU, f.observed(t0))
 	}
 
 	// Crash: a member that is not the rebalance leader is cut off.
@@ -276,7 +276,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	moved0 = f.moved.Load()
 	t0 = time.Now()
 	debugEvent("crash")
-	endProfile = profileEvent(r, "crash", srv, &r.CrashCPU)
+	endProfile = profileEvent(r, "crash", f, &r.CrashCPU)
 	f.crash(victim)
 	r.Crash, err = f.waitConverged(ctx, t0, within(r.SessionTimeout+2*time.Minute))
 	endProfile()
@@ -289,7 +289,7 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 	printOps(progress, "crash", ops0, f.opCounts())
 	fmt.Fprintf(progress, "    crash requests: %s\n", countsLine(r.CrashRequests))
 	r.CrashRebals = f.generation() - gen
-	fmt.Fprintf(progress, "  scale %d×%d: crash converged in %s (%s)\n", r.Members, r.Queues, r.Crash.Round(time.Millisecond), r.CrashCPU)
+	fmt.Fprintf(progress, "  scale %d×%d: crash converged in %s (%s; %s)\n", r.Members, r.Queues, r.Crash.Round(time.Millisecond), r.CrashCPU, f.observed(t0))
 	f.log.mu.Lock()
 	r.Violations = f.log.violations
 	f.log.mu.Unlock()
@@ -300,11 +300,19 @@ func runScaleSize(ctx context.Context, srv *servers, root string, r *scaleResult
 // this process (every member, the observer and the bench's polling) for
 // one event of a size, written to <dir>/<members>x<queues>-<event>.prof by
 // the function it returns; without it, it does nothing.
-func profileEvent(r *scaleResult, event string, srv *servers, into *eventCPU) func() {
-	c0, z0 := readCPU().self, procCPU(srv.zk.PID())
+func profileEvent(r *scaleResult, event string, f *fleet, into *eventCPU) func() {
+	pid := f.srv.zk.PID()
+	c0, z0 := readCPU().self, procCPU(pid)
+	f.reached = nil
 	measured := func() {
-		into.Members = readCPU().self - c0
-		into.ZooKeeper = procCPU(srv.zk.PID()) - z0
+		// Up to the instant the event converged, when it did
+		// (fleet.converged), not the check's walk after it.
+		now := f.snapshot()
+		if at := f.reached; at != nil {
+			now = *at
+		}
+		into.Members = now.members - c0
+		into.ZooKeeper = now.zook - z0
 	}
 	dir := os.Getenv("BENCH_SCALE_PROFILE")
 	if dir == "" {
@@ -314,20 +322,20 @@ func profileEvent(r *scaleResult, event string, srv *servers, into *eventCPU) fu
 		fmt.Fprintf(os.Stderr, "BENCH_SCALE_PROFILE: %v\n", err)
 		return measured
 	}
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%dx%d-%s.prof", r.Members, r.Queues, event)))
+	out, err := os.Create(filepath.Join(dir, fmt.Sprintf("%dx%d-%s.prof", r.Members, r.Queues, event)))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "BENCH_SCALE_PROFILE: %v\n", err)
 		return measured
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
 		fmt.Fprintf(os.Stderr, "BENCH_SCALE_PROFILE: %v\n", err)
 		return measured
 	}
 	return func() {
 		measured()
 		pprof.StopCPUProfile()
-		f.Close()
+		out.Close()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"sort"
 	"strconv"
 
@@ -158,13 +159,34 @@ type storedShare struct {
 // that was cut short).
 func (st *storedShare) queues() []string {
 	var out []string
+	for _, c := range st.listed() {
+		out = append(out, c.Queues...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// listedByIndex returns the chunks queues lists, by index.
+func (st *storedShare) listedByIndex() map[int]ShareChunk {
+	out := make(map[int]ShareChunk, len(st.chunks))
 	for i, c := range st.chunks {
 		if st.complete && i >= len(st.header.Chunks) {
 			continue
 		}
-		out = append(out, c.Queues...)
+		out[i] = c
 	}
-	sort.Strings(out)
+	return out
+}
+
+// listed returns the chunks queues lists, in no order.
+func (st *storedShare) listed() []ShareChunk {
+	out := make([]ShareChunk, 0, len(st.chunks))
+	for i, c := range st.chunks {
+		if st.complete && i >= len(st.header.Chunks) {
+			continue
+		}
+		out = append(out, c)
+	}
 	return out
 }
 
@@ -190,10 +212,25 @@ func (sa *storedAssignment) maxGeneration() int64 {
 
 // assignment assembles the whole assignment.
 func (sa *storedAssignment) assignment() drover.Assignment {
-	a := drover.Assignment{Generation: sa.header.Generation, Strategy: sa.header.Strategy, Leader: sa.header.Leader, Queues: map[string]string{}}
+	// Sized once and filled chunk by chunk, unsorted: an observer of a
+	// million queues rebuilt the map growing it and sorted every share
+	// first, 0.2-0.36 s of CPU per generation on the machine it measured
+	// (docs/decisions.md, "Issue 43: the bench's observer at a million").
+	shares := make(map[string][]ShareChunk, len(sa.shares))
+	n := 0
 	for m, st := range sa.shares {
-		for _, q := range st.queues() {
-			a.Queues[q] = m
+		cs := st.listed()
+		for _, c := range cs {
+			n += len(c.Queues)
+		}
+		shares[m] = cs
+	}
+	a := drover.Assignment{Generation: sa.header.Generation, Strategy: sa.header.Strategy, Leader: sa.header.Leader, Queues: make(map[string]string, n)}
+	for m, cs := range shares {
+		for _, c := range cs {
+			for _, q := range c.Queues {
+				a.Queues[q] = m
+			}
 		}
 	}
 	return a
@@ -318,20 +355,192 @@ func (a Assignments) Read(ctx context.Context) (AssignmentNode, error) {
 // generation until ctx ends or the session is lost, then closes the channel.
 // Only the latest value is kept for a slow reader. A corrupt header is
 // delivered with Err set. It watches /assignment only and reads every share
-// on each change: for observers (tests, benchmarks); members use WatchShare.
+// header on each change, but only the chunks whose generation changed (as
+// WatchShare does for one share), and builds each map from the one it
+// delivered before: for observers (tests, benchmarks); members use
+// WatchShare. Reading every chunk and building the whole map again made
+// the bench's observer of a million queues the last to know of a leave
+// (docs/decisions.md, "Issue 43: the bench's observer at a million").
 func (a Assignments) Watch(ctx context.Context) <-chan AssignmentNode {
 	s := a.s
 	p := s.path(assignmentNode)
+	var (
+		prev       *storedAssignment
+		prevQueues map[string]string // delivered: never modified
+	)
 	return watchLoop(ctx, s, "assignment", func(ctx context.Context, ws *watchSet) (AssignmentNode, error) {
 		if _, err := readNode(ctx, s, ws, p); err != nil {
 			return AssignmentNode{}, fmt.Errorf("read assignment: %w", err)
 		}
-		sa, err := s.readAssignmentTree(ctx)
+		sa, err := s.readAssignmentTreeAfter(ctx, prev)
 		if err != nil {
 			return AssignmentNode{}, err
 		}
-		return AssignmentNode{Assignment: sa.assignment(), Version: sa.version, Err: sa.err}, nil
+		var as drover.Assignment
+		if prev == nil {
+			as = sa.assignment()
+		} else {
+			as = sa.assignmentAfter(prev, prevQueues)
+		}
+		prev, prevQueues = sa, as.Queues
+		return AssignmentNode{Assignment: as, Version: sa.version, Err: sa.err}, nil
 	})
+}
+
+// readAssignmentTreeAfter is readAssignmentTree reusing the chunks of prev
+// (nil: none) that a share's header still names at the same generation.
+func (s *Session) readAssignmentTreeAfter(ctx context.Context, prev *storedAssignment) (*storedAssignment, error) {
+	if prev == nil {
+		return s.readAssignmentTree(ctx)
+	}
+	root := s.path(assignmentNode)
+	nd, err := getNode(ctx, s, root)
+	sa := &storedAssignment{version: -1, shares: map[string]*storedShare{}}
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return sa, nil
+	case err != nil:
+		return nil, fmt.Errorf("read assignment: %w", err)
+	}
+	sa.version = nd.stat.Version
+	if len(bytes.TrimSpace(nd.data)) > 0 {
+		if err := json.Unmarshal(nd.data, &sa.header); err != nil {
+			sa.header = assignmentHeader{}
+			sa.err = fmt.Errorf("decode assignment %s: %w", root, err)
+		}
+	}
+	members, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
+		names, _, err := c.Children(root)
+		return names, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read assignment: list shares: %w", err)
+	}
+	type read struct {
+		st  *storedShare
+		err error
+	}
+	reads := parallelMap(ctx, members, func(m string) read {
+		st, err := s.readShareTreeAfter(ctx, m, prev.shares[m])
+		return read{st, err}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read assignment: %w", err)
+	}
+	for i, r := range reads {
+		if r.err != nil {
+			return nil, fmt.Errorf("read assignment: share of %s: %w", members[i], r.err)
+		}
+		if r.st.exists {
+			sa.shares[members[i]] = r.st
+		}
+	}
+	return sa, nil
+}
+
+// readShareTreeAfter is readShareTree reusing old's chunks (old complete)
+// that the header names at the generation old read them at. A share whose
+// header or a chunk read does not make it complete is read whole, as
+// readShareTree reads it.
+func (s *Session) readShareTreeAfter(ctx context.Context, member string, old *storedShare) (*storedShare, error) {
+	if old == nil || !old.complete {
+		return s.readShareTree(ctx, member)
+	}
+	p := s.sharePath(member)
+	nd, err := getNode(ctx, s, p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return &storedShare{chunks: map[int]ShareChunk{}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	h, herr := decodeShareHeader(nd.data)
+	if herr != nil {
+		return s.readShareTree(ctx, member)
+	}
+	st := &storedShare{exists: true, header: h, chunks: make(map[int]ShareChunk, len(h.Chunks)), complete: true}
+	for i, g := range h.Chunks {
+		if c, ok := old.chunks[i]; ok && i < len(old.header.Chunks) && c.Generation == g {
+			st.chunks[i] = c
+			continue
+		}
+		cnd, err := getNode(ctx, s, s.chunkPath(member, i))
+		if errors.Is(err, zk.ErrNoNode) {
+			return s.readShareTree(ctx, member)
+		}
+		if err != nil {
+			return nil, err
+		}
+		c, err := decodeShareChunk(cnd.data)
+		if err != nil || c.Generation != g {
+			return s.readShareTree(ctx, member)
+		}
+		st.chunks[i] = c
+	}
+	return st, nil
+}
+
+// assignmentAfter assembles the whole assignment from prevQueues, the map
+// assembled from prev: a copy of it without the queues of the chunks that
+// changed, then with those of their new versions. A chunk of a complete
+// share that both name at the same index and generation is the same
+// chunk.
+//
+// When the changed chunks hold more than half the queues (a join's write
+// rewrites every donor's chunk) the map is assembled afresh instead: a
+// copy, a delete and an insert per queue cost more than the insert.
+func (sa *storedAssignment) assignmentAfter(prev *storedAssignment, prevQueues map[string]string) drover.Assignment {
+	same := func(x, y *storedShare, i int, c ShareChunk) bool {
+		if x == nil || y == nil || !x.complete || !y.complete || i >= len(y.header.Chunks) {
+			return false
+		}
+		o, ok := y.chunks[i]
+		return ok && o.Generation == c.Generation
+	}
+	type changed struct {
+		member string
+		c      ShareChunk
+	}
+	var gone, added []changed
+	n := 0
+	for m, old := range prev.shares {
+		nw := sa.shares[m]
+		for i, c := range old.listedByIndex() {
+			if !same(old, nw, i, c) {
+				gone = append(gone, changed{m, c})
+				n += len(c.Queues)
+			}
+		}
+	}
+	for m, nw := range sa.shares {
+		old := prev.shares[m]
+		for i, c := range nw.listedByIndex() {
+			if !same(nw, old, i, c) {
+				added = append(added, changed{m, c})
+				n += len(c.Queues)
+			}
+		}
+	}
+	if n > len(prevQueues) {
+		return sa.assignment()
+	}
+	a := drover.Assignment{Generation: sa.header.Generation, Strategy: sa.header.Strategy, Leader: sa.header.Leader, Queues: maps.Clone(prevQueues)}
+	if a.Queues == nil {
+		a.Queues = map[string]string{}
+	}
+	for _, g := range gone {
+		for _, q := range g.c.Queues {
+			if a.Queues[q] == g.member {
+				delete(a.Queues, q)
+			}
+		}
+	}
+	for _, ad := range added {
+		for _, q := range ad.c.Queues {
+			a.Queues[q] = ad.member
+		}
+	}
+	return a
 }
 
 // WatchShare delivers member's share of the assignment now and after every

@@ -44,7 +44,22 @@ type ZKOptions struct {
 	// Heap is the JVM's maximum heap (-Xmx), for example "4g". Default
 	// DefaultZKHeap.
 	Heap string
+	// ProductionJVM runs the server with the JVM's own choice of collector
+	// and compiler (on a server-class machine, G1 and the full JIT), as a
+	// deployment's server runs. Without it the server runs the serial
+	// collector and the client compiler only (testJVMFlags), which start
+	// faster and take less memory, what a test's many short-lived servers
+	// want; but the serial collector stops the server for a whole
+	// collection of the tree, 0.5-1.6 s at a million queues (the bench's
+	// scale section, docs/decisions.md, "Issue 43: the million-key join
+	// and leave").
+	ProductionJVM bool
 }
+
+// testJVMFlags are the JVM flags of a test server (ZKOptions.ProductionJVM
+// false): the serial collector and the client compiler, for start-up time
+// and footprint.
+var testJVMFlags = []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
 
 // ZooKeeper is one private ZooKeeper server (standalone or an ensemble
 // member).
@@ -84,10 +99,10 @@ func StartZooKeeperWith(dir string, o ZKOptions) (*ZooKeeper, error) {
 	var s *ZooKeeper
 	var err error
 	if o.Port != 0 {
-		s, err = launchZK(dir, o.Port, nil, 0, o.Heap)
+		s, err = launchZK(dir, o.Port, nil, 0, o)
 	} else {
 		err = onFreePorts(1, func(ports []int) (err error) {
-			s, err = launchZK(dir, ports[0], nil, 0, o.Heap)
+			s, err = launchZK(dir, ports[0], nil, 0, o)
 			return err
 		})
 	}
@@ -135,7 +150,7 @@ func startEnsemble(dir string, ports []int) (*Ensemble, error) {
 				ch <- started{i: i, err: err}
 				return
 			}
-			s, err := launchZK(nodeDir, ports[i], servers, i+1, "")
+			s, err := launchZK(nodeDir, ports[i], servers, i+1, ZKOptions{})
 			ch <- started{i, s, err}
 		}(i)
 	}
@@ -164,8 +179,10 @@ func startEnsemble(dir string, ports []int) (*Ensemble, error) {
 }
 
 // launchZK writes zoo.cfg into dir and starts one server. servers and myid
-// are empty for a standalone server; heap "" means DefaultZKHeap.
-func launchZK(dir string, port int, servers []string, myid int, heap string) (*ZooKeeper, error) {
+// are empty for a standalone server; o gives the JVM's heap and flags (its
+// Port is not read).
+func launchZK(dir string, port int, servers []string, myid int, o ZKOptions) (*ZooKeeper, error) {
+	heap := o.Heap
 	if heap == "" {
 		heap = DefaultZKHeap
 	}
@@ -201,12 +218,15 @@ func launchZK(dir string, port int, servers []string, myid int, heap string) (*Z
 	if err := os.WriteFile(cfgPath, []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("write zoo.cfg: %w", err)
 	}
-	argv := []string{java,
-		"-Xmx" + heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k",
+	argv := []string{java, "-Xmx" + heap}
+	if !o.ProductionJVM {
+		argv = append(argv, testJVMFlags...)
+	}
+	argv = append(argv, "-Xss512k",
 		"-Dzookeeper.admin.enableServer=false",
 		"-Dzookeeper.jmx.log4j.disable=true",
 		"-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath,
-	}
+	)
 	p := &Process{
 		name: "zookeeper " + addr, argv: argv, dir: dir, logPath: join(dir, "zookeeper.log"),
 		ready: func() error { _, err := ZKMode(addr); return err }, port: port,
