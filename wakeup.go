@@ -16,4 +16,13 @@ type Wakeup struct {
 	// and some were dropped. The reader should check every queue it owns
 	// (one amortised pass), not wait for a wake-up that may never come.
 	Missed bool
+	// Entry, when not nil, is the message the enqueue wrote, carried by
+	// the wake-up of a lone message (docs/redis-schema.md, "Wake-ups"):
+	// read without its starts (Starts is 0 and means nothing). Prev is the
+	// position of the message before it in the queue: an owner whose read
+	// ended exactly at Prev may take Entry as read, since every writer of
+	// a log takes its positions from the queue's :seq and none lies
+	// between. Any other owner reads.
+	Entry *LogEntry
+	Prev  Position
 }

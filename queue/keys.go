@@ -141,6 +141,17 @@ func (k *keyspace) retireIndex() string { return k.prefix + ":retire-index" }
 // a wake-up reaches the owner only.
 func (k *keyspace) memberChannel(member string) string { return k.prefix + ":wakeup:" + member }
 
+// entryChannel is the channel a member routes its queues to (RouteWakeups)
+// when it understands wake-ups that carry a lone message (parseWakeup): the
+// enqueue-one script attaches the entry only on a channel named so (it
+// looks for ":wake-e:"). Members of older versions subscribe to
+// memberChannel only, and never receive the new payload.
+func (k *keyspace) entryChannel(member string) string { return k.prefix + entryChannelMark + member }
+
+// entryChannelMark is what names an entry channel; enqueueOneSource looks
+// for it.
+const entryChannelMark = ":wake-e:"
+
 // durableBarrierChannel is the channel of the durable mode's barrier: a
 // PUBLISH nobody listens to, sent for its replication (durable.go).
 func (k *keyspace) durableBarrierChannel() string { return k.prefix + ":durable-barrier" }

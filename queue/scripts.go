@@ -188,9 +188,16 @@ return out
 //	ARGV[5] Redis's clock in µs as the producer estimates it, in decimal
 //	        digits ("0", or anything else: none)
 //
+// The wake-up of a queue routed to an entry channel (a name holding
+// ":wake-e:", queue.entryChannel) carries the message when the queue had a
+// last position and the envelope is at most 4 KB:
+// "<queue>\n<prev> <pos>\n<id>\n<envelope>", prev being that last position
+// (docs/redis-schema.md, "Wake-ups"); any other wake-up is the queue's
+// name, as before (v2).
+//
 // Returns the message's position (> 0), or -1 when the id was already in
 // :msg and nothing was written.
-const enqueueOneSource = `-- drover enqueue-one v2 (docs/redis-schema.md)
+const enqueueOneSource = `-- drover enqueue-one v3 (docs/redis-schema.md)
 if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
 local hint = (ARGV[5] or ''):match('^%d+$') and tonumber(ARGV[5]) or 0 -- digits only: it may become :seq as sent
 local last
@@ -212,7 +219,14 @@ else
   redis.call('SET', KEYS[3], pos)
 end
 redis.call('ZADD', KEYS[1], pos, ARGV[3])
-if ARGV[1] ~= '' then redis.call('PUBLISH', redis.call('GET', KEYS[4]) or ARGV[1], ARGV[2]) end
+if ARGV[1] ~= '' then
+  local ch = redis.call('GET', KEYS[4])
+  if ch and last and #ARGV[4] <= 4096 and string.find(ch, ':wake-e:', 1, true) then
+    redis.call('PUBLISH', ch, ARGV[2] .. '\n' .. string.format('%.0f %.0f', last, pos) .. '\n' .. ARGV[3] .. '\n' .. ARGV[4])
+  else
+    redis.call('PUBLISH', ch or ARGV[1], ARGV[2])
+  end
+end
 return pos
 `
 

@@ -40,7 +40,7 @@ func (s Log) RouteWakeups(ctx context.Context, member string, queues ...string) 
 	if member == "" || strings.ContainsFunc(member, func(r rune) bool { return r <= ' ' }) {
 		return fmt.Errorf("route wake-ups: member name %q is empty or holds white space", member)
 	}
-	channel := s.keys.memberChannel(member)
+	channel := s.keys.entryChannel(member)
 	for i := 0; i < len(queues); i += routeBatch {
 		batch := queues[i:min(i+routeBatch, len(queues))]
 		pipe := s.rdb.Pipeline()
@@ -67,16 +67,24 @@ func (s Log) RouteWakeups(ctx context.Context, member string, queues ...string) 
 // more than 1024 behind loses some. Either is reported by a Wakeup with
 // Missed set, delivered before any later one, so the reader can run its
 // amortised check instead of polling every queue on a timer.
+//
+// It subscribes to both of member's channels: the entry channel its
+// queues are routed to (RouteWakeups), whose wake-ups may carry the
+// message (Wakeup.Entry), and the plain one a member of an older version
+// routed them to, until this member routes them again.
 func (s Listener) Wakeups(ctx context.Context, member string) (<-chan Wakeup, error) {
-	return s.subscribeWakeups(ctx, s.keys.memberChannel(member))
+	return s.subscribeWakeups(ctx, s.keys.entryChannel(member), s.keys.memberChannel(member))
 }
 
-// subscribeWakeups is Wakeups of one channel.
-func (s *core) subscribeWakeups(ctx context.Context, channel string) (<-chan Wakeup, error) {
-	sub := s.rdb.Subscribe(ctx, channel)
-	if _, err := sub.Receive(ctx); err != nil {
-		_ = sub.Close()
-		return nil, fmt.Errorf("subscribe to %s: %w", channel, err)
+// subscribeWakeups is Wakeups of channels.
+func (s *core) subscribeWakeups(ctx context.Context, channels ...string) (<-chan Wakeup, error) {
+	channel := strings.Join(channels, ", ") // for messages
+	sub := s.rdb.Subscribe(ctx, channels...)
+	for range channels {
+		if _, err := sub.Receive(ctx); err != nil {
+			_ = sub.Close()
+			return nil, fmt.Errorf("subscribe to %s: %w", channel, err)
+		}
 	}
 	out := make(chan Wakeup, wakeupBuffer)
 	go func() {
@@ -123,8 +131,9 @@ func (s *core) subscribeWakeups(ctx context.Context, channel string) (<-chan Wak
 				}
 				send(w)
 			case *redis.Subscription:
-				// A confirmation after the first means go-redis reconnected
-				// and subscribed again: anything published in between is lost.
+				// A confirmation after the first ones means go-redis
+				// reconnected and subscribed again: anything published in
+				// between is lost.
 				if m.Kind == "subscribe" {
 					missed = true
 					flush()
@@ -150,8 +159,14 @@ func (s *core) subscribeWakeups(ctx context.Context, channel string) (<-chan Wak
 	return out, nil
 }
 
-// parseWakeup reads "<queue>" or "<queue> <due unix ms>".
+// parseWakeup reads "<queue>", "<queue> <due unix ms>", or a wake-up that
+// carries a lone message, "<queue>\n<prev> <pos>\n<id>\n<envelope>"
+// (enqueueOneSource: the message at pos, whose previous message in the
+// queue is at prev).
 func parseWakeup(payload string) (Wakeup, error) {
+	if q, rest, ok := strings.Cut(payload, "\n"); ok {
+		return parseEntryWakeup(q, rest)
+	}
 	q, due, hasDue := strings.Cut(payload, " ")
 	if q == "" {
 		return Wakeup{}, errors.New("empty queue name")
@@ -167,6 +182,36 @@ func parseWakeup(payload string) (Wakeup, error) {
 	return w, nil
 }
 
+// parseEntryWakeup reads the rest of a wake-up that carries a message:
+// "<prev> <pos>\n<id>\n<envelope>".
+func parseEntryWakeup(q, rest string) (Wakeup, error) {
+	if q == "" {
+		return Wakeup{}, errors.New("empty queue name")
+	}
+	at, rest, ok1 := strings.Cut(rest, "\n")
+	id, env, ok2 := strings.Cut(rest, "\n")
+	prev, pos, ok3 := strings.Cut(at, " ")
+	if !ok1 || !ok2 || !ok3 || id == "" {
+		return Wakeup{}, fmt.Errorf("a wake-up with a message wants \"<queue>\\n<prev> <pos>\\n<id>\\n<envelope>\", have %q", clipPayload(q+"\n"+at))
+	}
+	p, err1 := strconv.ParseInt(prev, 10, 64)
+	n, err2 := strconv.ParseInt(pos, 10, 64)
+	if err1 != nil || err2 != nil || p <= 0 || n <= p {
+		return Wakeup{}, fmt.Errorf("a wake-up with a message wants positions 0 < prev < pos, have %q", at)
+	}
+	return Wakeup{Queue: q, Prev: drover.Position(p), Entry: &drover.LogEntry{
+		Queue: q, Position: drover.Position(n), ID: id, Raw: []byte(env),
+	}}, nil
+}
+
+// clipPayload shortens a payload for an error message.
+func clipPayload(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
 // AllWakeups subscribes to every member's wake-up channel (a pattern
 // subscription) and to the channel of queues no member owns, and returns
 // the queue names enqueued to, for observers such as the autoscaler (which
@@ -174,11 +219,13 @@ func parseWakeup(payload string) (Wakeup, error) {
 // enqueue, whatever the number of members. The channel is closed after ctx ends; names are dropped when the
 // reader falls more than 1024 behind.
 func (s Listener) AllWakeups(ctx context.Context) (<-chan string, error) {
-	pattern := s.keys.memberChannel("*")
-	sub := s.rdb.PSubscribe(ctx, pattern)
-	if _, err := sub.Receive(ctx); err != nil {
-		_ = sub.Close()
-		return nil, fmt.Errorf("subscribe to %s: %w", pattern, err)
+	patterns := []string{s.keys.memberChannel("*"), s.keys.entryChannel("*")}
+	sub := s.rdb.PSubscribe(ctx, patterns...)
+	for range patterns {
+		if _, err := sub.Receive(ctx); err != nil {
+			_ = sub.Close()
+			return nil, fmt.Errorf("subscribe to %s: %w", strings.Join(patterns, ", "), err)
+		}
 	}
 	if err := sub.Subscribe(ctx, s.keys.unownedChannel()); err != nil {
 		_ = sub.Close()
@@ -214,4 +261,4 @@ func (s Listener) AllWakeups(ctx context.Context) (<-chan string, error) {
 // WakeupChannel returns the name of member's Pub/Sub channel: enqueues to
 // the queues routed to member (Log.RouteWakeups) publish their wake-ups
 // there.
-func (s Listener) WakeupChannel(member string) string { return s.keys.memberChannel(member) }
+func (s Listener) WakeupChannel(member string) string { return s.keys.entryChannel(member) }

@@ -257,6 +257,7 @@ func (l *queueLoop) run() {
 	}
 	l.shutdown()
 	l.phase.Store(phaseEnded)
+	l.w.pushes.forget(l) // after the phase: WakeWith forgets what it adds later
 	l.closeDone()
 }
 
@@ -402,6 +403,9 @@ func (l *queueLoop) fetch(now time.Time) {
 		ds  []drover.LogEntry
 		err error
 	)
+	if l.takePushed() {
+		return // the wake-ups carried what follows the last read
+	}
 	starts := l.flags.Load()&loopStartsRead == 0
 	ds, err = l.w.reads.read(ctx, l.name, l.fetched, n, starts) // the reader samples its round trips
 	if err != nil {
@@ -423,6 +427,7 @@ func (l *queueLoop) fetch(now time.Time) {
 	}
 	l.prog.add(ds, starts)
 	l.fetched = ds[len(ds)-1].Position
+	l.w.pushes.prune(l, l.fetched)
 }
 
 // dispatch starts as many fetched tasks as the queue's concurrency, its

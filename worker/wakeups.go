@@ -31,6 +31,8 @@ func (w *Worker) FollowWakeups(ctx context.Context, src WakeupSource) {
 			w.MissedWakeups()
 		case !wk.Due.IsZero():
 			w.WakeAt(wk.Queue, wk.Due)
+		case wk.Entry != nil:
+			w.WakeWith(wk)
 		default:
 			w.Wake(wk.Queue)
 		}

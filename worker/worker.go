@@ -37,6 +37,7 @@ type Worker struct {
 	commits  *committer     // coalesced offset commits
 	reads    *reader        // coalesced reads
 	starts   *starter       // coalesced start records (attempts.go)
+	pushes   pushes         // messages carried by wake-ups (pushed.go)
 	backlogs *backlogger    // coalesced backlog reads
 	stages   stages         // debug counters of a message's way to its start (stages.go)
 
@@ -303,6 +304,23 @@ func (w *Worker) SetSuspended(s bool) {
 // runs again.
 func (w *Worker) Wake(queue string) {
 	if l := w.loop(queue); l != nil {
+		l.signal()
+	}
+}
+
+// WakeWith tells a queue's loop that a message was enqueued, and what it
+// is: wk carries it (wk.Entry), with the position of the message before it
+// (wk.Prev). The loop takes it without a read when its last read ended
+// exactly there (pushed.go), and reads otherwise.
+func (w *Worker) WakeWith(wk drover.Wakeup) {
+	if l := w.loop(wk.Queue); l != nil {
+		if wk.Entry != nil {
+			w.pushes.add(l, wk)
+			if l.phase.Load() == phaseEnded {
+				w.pushes.forget(l) // it ended meanwhile: nothing takes it
+				return
+			}
+		}
 		l.signal()
 	}
 }

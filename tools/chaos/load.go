@@ -72,6 +72,8 @@ type loadGen struct {
 	// report shows the rate achieved).
 	ran    func(queue string) int
 	maxLag int
+	// generateIDs: every other queue's messages go without an id (split).
+	generateIDs bool
 
 	mu        sync.Mutex
 	enqueued  []check.Enqueued
@@ -112,9 +114,39 @@ func (l *loadGen) run(ctx, hard context.Context) {
 		n := int(acc)
 		acc -= float64(n)
 		if n > 0 {
-			l.send(hard, l.batch(n))
+			named, generated := l.split(l.batch(n))
+			if len(named) > 0 {
+				l.send(hard, named)
+			}
+			if len(generated) > 0 {
+				l.send(hard, generated)
+			}
 		}
 	}
+}
+
+// split leaves the messages of every other queue (odd index) without an
+// id, when generateIDs is set (no Sentinel kind: its check looks for the
+// caller ids in :seen): the producer generates theirs, and a batch of only those goes through
+// its lone and many-message scripts (queue, enqueueSpread), whose wake-up
+// carries a lone message to its owner, who then runs it without a read
+// (worker/pushed.go). The other half keeps caller ids (the dedupe path).
+// Sent again after an unknown outcome, a generated-id batch may leave a
+// first copy under ids nobody was told: it runs as a message of its own
+// (at least once, not a loss), as the churning keys' do.
+func (l *loadGen) split(msgs []*drover.Message) (named, generated []*drover.Message) {
+	if !l.generateIDs {
+		return msgs, nil
+	}
+	for _, m := range msgs {
+		if i := slices.Index(l.queues, m.Queue); i%2 == 1 {
+			m.ID = ""
+			generated = append(generated, m)
+			continue
+		}
+		named = append(named, m)
+	}
+	return named, generated
 }
 
 // behind reports whether some queue lags more than maxLag messages.

@@ -215,7 +215,10 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 	h.gen = &loadGen{store: h.c.store, queues: h.queues[:h.o.Queues], rate: h.o.Rate, sleepMax: h.o.TaskSleep,
 		long: h.queues[h.o.Queues:], longSleep: [2]time.Duration{h.o.SessionTimeout, 2 * h.o.SessionTimeout},
 		rng: rand.New(rand.NewPCG(h.rng.Uint64(), h.rng.Uint64())), out: enqLog,
-		ran: fl.loadRan, maxLag: h.o.MaxLag}
+		ran: fl.loadRan, maxLag: h.o.MaxLag,
+		// The Sentinel kind checks a failover by the caller ids in :seen:
+		// every message keeps one there.
+		generateIDs: !slices.Contains(h.o.Kinds, check.Sentinel)}
 	h.sampler = &offsetSampler{zk: h.c.zk, queues: h.checkedQueues(), every: 500 * time.Millisecond}
 	if slices.Contains(h.o.Kinds, check.KeyChurn) {
 		h.churn = newChurner(h.gen, h.c.churnStore, h.c.zk)
