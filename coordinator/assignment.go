@@ -240,49 +240,7 @@ func (sa *storedAssignment) assignment() drover.Assignment {
 // members in parallel. It costs a read per member and per chunk: for the
 // leader taking over, operators and observers — never for a member.
 func (s *Session) readAssignmentTree(ctx context.Context) (*storedAssignment, error) {
-	root := s.path(assignmentNode)
-	nd, err := getNode(ctx, s, root)
-	sa := &storedAssignment{version: -1, shares: map[string]*storedShare{}}
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return sa, nil
-	case err != nil:
-		return nil, fmt.Errorf("read assignment: %w", err)
-	}
-	sa.version = nd.stat.Version
-	if len(bytes.TrimSpace(nd.data)) > 0 {
-		if err := json.Unmarshal(nd.data, &sa.header); err != nil {
-			sa.header = assignmentHeader{}
-			sa.err = fmt.Errorf("decode assignment %s: %w", root, err)
-		}
-	}
-	members, err := bounded(ctx, s, func(c zkConn) ([]string, error) {
-		names, _, err := c.Children(root)
-		return names, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read assignment: list shares: %w", err)
-	}
-	type read struct {
-		st  *storedShare
-		err error
-	}
-	reads := parallelMap(ctx, members, func(m string) read {
-		st, err := s.readShareTree(ctx, m)
-		return read{st, err}
-	})
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("read assignment: %w", err)
-	}
-	for i, r := range reads {
-		if r.err != nil {
-			return nil, fmt.Errorf("read assignment: share of %s: %w", members[i], r.err)
-		}
-		if r.st.exists {
-			sa.shares[members[i]] = r.st
-		}
-	}
-	return sa, nil
+	return s.readAssignmentTreeAfter(ctx, nil)
 }
 
 // readShareTree reads one share header, lists its chunk nodes and reads
@@ -388,11 +346,9 @@ func (a Assignments) Watch(ctx context.Context) <-chan AssignmentNode {
 }
 
 // readAssignmentTreeAfter is readAssignmentTree reusing the chunks of prev
-// (nil: none) that a share's header still names at the same generation.
+// (nil: none, every chunk is read) that a share's header still names at
+// the same generation.
 func (s *Session) readAssignmentTreeAfter(ctx context.Context, prev *storedAssignment) (*storedAssignment, error) {
-	if prev == nil {
-		return s.readAssignmentTree(ctx)
-	}
 	root := s.path(assignmentNode)
 	nd, err := getNode(ctx, s, root)
 	sa := &storedAssignment{version: -1, shares: map[string]*storedShare{}}
@@ -421,7 +377,11 @@ func (s *Session) readAssignmentTreeAfter(ctx context.Context, prev *storedAssig
 		err error
 	}
 	reads := parallelMap(ctx, members, func(m string) read {
-		st, err := s.readShareTreeAfter(ctx, m, prev.shares[m])
+		var old *storedShare // nil: read whole
+		if prev != nil {
+			old = prev.shares[m]
+		}
+		st, err := s.readShareTreeAfter(ctx, m, old)
 		return read{st, err}
 	})
 	if err := ctx.Err(); err != nil {
