@@ -174,7 +174,7 @@ func fleetRuntimeWhy(s section, fig map[string][]float64) string {
 		}
 	}
 	if missed("busy-redis-cmds/msg") || missed("busy-redis-µs/msg") {
-		fmt.Fprintf(&b, "* Redis work per message: %s commands and %s µs of Redis CPU (%s%% of a core at %s messages/s); the producer's enqueue script is 5–7 of the commands, the worker's read, start record, outcome record, trim and backlog gauges the rest (docs/decisions.md, \"Issue 43: what a busy key's message costs Redis\").\n",
+		fmt.Fprintf(&b, "* Redis work per message: %s commands and %s µs of Redis CPU (%s%% of a core at %s messages/s); the producer's enqueue script is 5–7 of the commands, the worker's outcome record, trim and backlog gauges the rest, with a read only when the wake-up did not carry the message and a start record only when its task outlived the 10 ms hold (docs/decisions.md, \"Issue 43: what a busy key's message costs Redis\", \"a first start is held\", \"the wake-up carries a lone message\").\n",
 			format(v("busy-redis-cmds/msg")), format(v("busy-redis-µs/msg")), format(v("busy-redis-cpu-%")), format(v("busy-msgs/s")))
 	}
 	if missed("busy-deliveries/msg") {
