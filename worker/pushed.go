@@ -21,7 +21,7 @@ import (
 type pushes struct {
 	mu    sync.Mutex
 	m     map[*queueLoop][]drover.Wakeup
-	taken int // entries taken instead of read, for tests
+	taken int // entries taken instead of read, for tests (Stages.Carried for people)
 }
 
 // maxPushes is the most carried messages kept for one loop; more are not
@@ -115,7 +115,9 @@ func (l *queueLoop) takePushed() bool {
 	}
 	now := time.Now()
 	for _, e := range ds {
-		l.w.stages.enqueueToRead.add(sinceEnqueue(now, e.Position))
+		d := sinceEnqueue(now, e.Position)
+		l.w.stages.enqueueToRead.add(d)
+		l.w.stages.carried.add(d)
 	}
 	l.caughtUp = true
 	l.prog.add(ds, false)

@@ -66,6 +66,9 @@ func TestACarriedMessageRunsWithoutAReadAndAGapReads(t *testing.T) {
 	if taken != 1 {
 		t.Fatalf("carried messages taken instead of read: want 1 (b), have %d", taken)
 	}
+	if n := w.State().Stages.Carried.Count; n != 1 {
+		t.Fatalf("the carried stage in /debug/state: want 1 (b), have %d", n)
+	}
 	if kept != 0 {
 		t.Fatalf("carried messages kept after they were read: %d loops hold some", kept)
 	}

@@ -22,6 +22,7 @@ type stages struct {
 	enqueueToRead stageStat // a message's enqueue → its read returned
 	enqueueStart  stageStat // a first attempt's enqueue → its start
 	startRecord   stageStat // a start that waits for its record (runMessage) → the reply
+	carried       stageStat // a message's enqueue → taken from its wake-up, without a read (pushed.go)
 }
 
 type stageStat struct{ n, ns atomic.Int64 }
@@ -69,6 +70,10 @@ type Stages struct {
 	// ReadRounds and Reads: the reader's round trips and reads.
 	ReadRounds int `json:"read_rounds"`
 	Reads      int `json:"reads"`
+	// Carried: the messages taken from the wake-ups that carried them
+	// (enqueue → taken), each a read the queue did not make; the share of
+	// EnqueueToRead's count that Carried has is the hit rate.
+	Carried StageStat `json:"carried"`
 }
 
 func (w *Worker) stageStats() *Stages {
@@ -76,7 +81,7 @@ func (w *Worker) stageStats() *Stages {
 	st := &Stages{
 		Wake: s.wake.snapshot(), ReadQueued: s.readQueued.snapshot(), ReadTrip: s.readTrip.snapshot(),
 		EnqueueToRead: s.enqueueToRead.snapshot(), EnqueueToStart: s.enqueueStart.snapshot(),
-		StartRecord: s.startRecord.snapshot(),
+		StartRecord: s.startRecord.snapshot(), Carried: s.carried.snapshot(),
 	}
 	st.BacklogRounds, st.BacklogReads = w.backlogs.stats()
 	st.ReadRounds, st.Reads = w.reads.stats()
