@@ -461,26 +461,21 @@ func (sa *storedAssignment) assignmentAfter(prev *storedAssignment, prevQueues m
 		member string
 		c      ShareChunk
 	}
-	var gone, added []changed
 	n := 0
-	for m, old := range prev.shares {
-		nw := sa.shares[m]
-		for i, c := range old.listedByIndex() {
-			if !same(old, nw, i, c) {
-				gone = append(gone, changed{m, c})
-				n += len(c.Queues)
+	// notIn lists the chunks of from that to does not hold the same.
+	notIn := func(from, to map[string]*storedShare) []changed {
+		var out []changed
+		for m, x := range from {
+			for i, c := range x.listedByIndex() {
+				if !same(x, to[m], i, c) {
+					out = append(out, changed{m, c})
+					n += len(c.Queues)
+				}
 			}
 		}
+		return out
 	}
-	for m, nw := range sa.shares {
-		old := prev.shares[m]
-		for i, c := range nw.listedByIndex() {
-			if !same(nw, old, i, c) {
-				added = append(added, changed{m, c})
-				n += len(c.Queues)
-			}
-		}
-	}
+	gone, added := notIn(prev.shares, sa.shares), notIn(sa.shares, prev.shares)
 	if n > len(prevQueues) {
 		return sa.assignment()
 	}

@@ -43,7 +43,7 @@ import (
 // Anything that needs the record ends the hold of every record pending: a
 // start that waits for its record, a runner waiting for one it sent
 // (settleStart, before a retry, a dead letter or a park), a trim
-// (settled) and a queue's release (flush). A crash leaves at most a hold's
+// (settled) and a queue's release (which settles them first). A crash leaves at most a hold's
 // worth of first starts uncounted, as it left a round trip's before: such a
 // message runs once more than counted, never forever (a start before the
 // owner's first commit since its claim always waits).
@@ -75,7 +75,6 @@ type starter struct {
 	senders int
 
 	rounds, records int // round trips and records sent, for tests
-	dropped         int // records dropped before they left, for tests
 }
 
 // startBatch is the start records one round trip sends and, once done is
@@ -164,13 +163,6 @@ func (s *starter) hurryLocked(mark uint64) {
 	}
 }
 
-// flush ends the hold of every record handed in so far: they leave now.
-func (s *starter) flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.hurryLocked(s.seq)
-}
-
 // send records one start of message id of queue and returns at once: the
 // record is held for up to startHold and then sent with the other runners'
 // records, whatever happens to the task meanwhile (it started), unless the
@@ -193,14 +185,10 @@ func (s *starter) drop(r startRecord) {
 	if r.b.taken {
 		return
 	}
-	if r.b.dropped == nil {
-		r.b.dropped = make([]bool, len(r.b.ids), cap(r.b.ids))
-	}
-	for len(r.b.dropped) < len(r.b.ids) {
+	for len(r.b.dropped) < len(r.b.ids) { // records came since the last drop
 		r.b.dropped = append(r.b.dropped, false)
 	}
 	r.b.dropped[r.i] = true
-	s.dropped++
 }
 
 // record records one start of message id of queue with the other runners'

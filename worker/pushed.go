@@ -19,9 +19,8 @@ import (
 // (its reads still ask for the recorded starts). The loops' struct is full
 // (footprint_test.go), so the entries live here, keyed by loop.
 type pushes struct {
-	mu    sync.Mutex
-	m     map[*queueLoop][]drover.Wakeup
-	taken int // entries taken instead of read, for tests (Stages.Carried for people)
+	mu sync.Mutex
+	m  map[*queueLoop][]drover.Wakeup
 }
 
 // maxPushes is the most carried messages kept for one loop; more are not
@@ -70,7 +69,6 @@ func (p *pushes) take(l *queueLoop, after drover.Position) []drover.LogEntry {
 	} else {
 		p.m[l] = keep
 	}
-	p.taken += len(out)
 	return out
 }
 

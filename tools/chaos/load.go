@@ -127,10 +127,11 @@ func (l *loadGen) run(ctx, hard context.Context) {
 
 // split leaves the messages of every other queue (odd index) without an
 // id, when generateIDs is set (no Sentinel kind: its check looks for the
-// caller ids in :seen): the producer generates theirs, and a batch of only those goes through
-// its lone and many-message scripts (queue, enqueueSpread), whose wake-up
-// carries a lone message to its owner, who then runs it without a read
-// (worker/pushed.go). The other half keeps caller ids (the dedupe path).
+// caller ids in :seen): the producer generates theirs, and a batch of only
+// those goes through its lone and many-message scripts (queue,
+// enqueueSpread), whose wake-up carries a lone message to its owner, who
+// then runs it without a read (worker/pushed.go). The other half keeps
+// caller ids (the dedupe path).
 // Sent again after an unknown outcome, a generated-id batch may leave a
 // first copy under ids nobody was told: it runs as a message of its own
 // (at least once, not a loss), as the churning keys' do.
