@@ -21,7 +21,7 @@ import (
 // checking its own claim's fencing version. A fenced-out queue is dropped
 // alone: its loop is lost, the others commit. After a successful commit
 // the queue's outcome records are written, and its log is trimmed with
-// them when its trim is due (trimEvery).
+// them when its trim is due (trimDue).
 //
 // Its goroutine runs while offsets wait and exits when none does: an idle
 // worker commits nothing and holds no committer goroutine.
@@ -53,7 +53,7 @@ type committer struct {
 	drains atomic.Int64
 
 	// owed are the queues committed since their log was last trimmed to
-	// their committed offset (see trimEvery).
+	// their committed offset (see trimDue).
 	owed map[*queueLoop]owedTrim
 	// notes are the queues' notes of the bucket their outcome records went
 	// to last, which the trims carry and answer (drover.RecordBucket): one
@@ -65,17 +65,43 @@ type committer struct {
 	notes map[*queueLoop]*drover.RecordBucket
 }
 
-// trimEvery is how long a queue that keeps committing goes without its log
-// being trimmed: a flush sends a committed queue's
-// outcome records at once (a records-only request) but trims its log only
-// when the queue's first untrimmed commit is trimEvery old, or when the
-// member is idle (the flush after a run's last commit). A queue of the busy run commits about
-// once a second, and a trim per commit was about 5 Redis commands of the
-// 8 that its commit's trim-many carried: the largest share of what Redis
-// did while busy (docs/decisions.md, "A busy queue's log is trimmed every
-// few seconds, its records with every commit"). The log keeps what the
-// committed offset covers a few seconds longer; retention is a minimum.
-const trimEvery = 5 * time.Second
+// A queue's log is trimmed by its owner after its commits, not with each:
+// a flush sends a committed queue's outcome records at once (a
+// records-only request) but trims its log only when the trim is due. A
+// trim costs Redis about five commands whatever it removes (the read of
+// the oldest entries, the :delayed check, ZREM, HDEL and, when it empties
+// the log, the retire index's ZADD), so what a trim costs a message is
+// five over the messages it removes. A queue's trim is due when its first
+// untrimmed commit is
+//
+//   - trimEvery old and trimFew messages or more are owed: a queue that
+//     finishes a few messages a second or more, trimmed every few seconds
+//     as before (a trim per commit was about 5 of the 8 Redis commands a
+//     commit's trim-many carried: docs/decisions.md, "A busy queue's log
+//     is trimmed every few seconds, its records with every commit");
+//   - trimAtMost old: a key with little work (one message a second, or
+//     one in five seconds: the per-key fleet's keys), trimmed when it has
+//     trimFew messages to remove or half a minute has passed, not every
+//     trimEvery with one or two (docs/decisions.md, "Issue 43: a quiet
+//     key's log is trimmed by what it owes");
+//
+// or when the member is idle (the flush after a run's last commit). The
+// log keeps what the committed offset covers that much longer (retention
+// is a minimum): per queue at most about trimFew messages or trimEvery's
+// worth, whichever is more. Owed messages are counted by the commits'
+// outcome records (a queue that keeps none counts one per commit, which
+// covers one message or more: its trim may wait up to trimAtMost).
+const (
+	trimEvery  = 5 * time.Second
+	trimFew    = 16
+	trimAtMost = 30 * time.Second
+)
+
+// trimDue says whether the trim owed o is due at now.
+func trimDue(o owedTrim, now time.Time) bool {
+	age := now.Sub(o.since)
+	return age >= trimAtMost || age >= trimEvery && o.msgs >= trimFew
+}
 
 // seenSweepOdds: about one trim in seenSweepOdds forgets its queue's
 // expired dedupe ids (drover.TrimRequest.SweepSeen, up to 1,000), not
@@ -83,8 +109,10 @@ const trimEvery = 5 * time.Second
 // never had a caller-chosen id (docs/decisions.md, "Issue 43: a message's
 // starts beside its envelope, the dedupe sweep one trim in ten"). A queue
 // trimmed every trimEvery sweeps about every 50 s, some 1,200 ids a
-// minute, as the 100 of a trim every 5 s did. The enqueues that add keyed
-// ids remove up to 100 expired ones each (enqueue v3). Only memory depends
+// minute, as the 100 of a trim every 5 s did; a quiet key, trimmed every
+// half minute or so (trimDue), about every five minutes. The enqueues that
+// add keyed ids remove up to 100 expired ones each (enqueue v3), so a
+// queue that takes keyed ids keeps its set small by itself. Only memory depends
 // on it: an enqueue compares an id's window with the time, not with its
 // presence.
 const seenSweepOdds = 10
@@ -116,6 +144,9 @@ func sweepsSeen(queue string, now time.Time) bool {
 type owedTrim struct {
 	pos   drover.Position
 	since time.Time
+	// msgs counts the messages committed since the last trim: a commit's
+	// outcome records, or one for a commit without records.
+	msgs int
 	// notBefore: the trim failed (Redis away); it is sent again no
 	// sooner (trimRetry), with the queue's next commit or on its own.
 	notBefore time.Time
@@ -425,7 +456,7 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq, mark uint64) {
 // done just committed (their requests in batch) and the trims that are
 // due: every owed trim when the member is idle (a flush with nothing to
 // commit while no queue loop runs: an interval after a run's last
-// commit), else those owed for trimEvery. A queue just committed whose
+// commit), else those due (trimDue). A queue just committed whose
 // trim is not due yet gets a records-only request, when it has records.
 // A trim deletes the starts fields of the messages it covers, so it
 // waits first for the start records handed in before mark (taken when the
@@ -460,7 +491,8 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 		if !ok {
 			o.since = now
 		}
-		if (all || now.Sub(o.since) >= trimEvery) && !now.Before(o.notBefore) {
+		o.msgs += max(1, len(r.outcomes))
+		if (all || trimDue(o, now)) && !now.Before(o.notBefore) {
 			delete(c.owed, l)
 			add(l, drover.TrimRequest{Offset: r.off.Position, Outcomes: r.outcomes})
 			continue
@@ -480,7 +512,7 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 			delete(c.owed, l) // its new owner trims it
 		case now.Before(o.notBefore):
 			// failed lately: sent again at notBefore
-		case all || now.Sub(o.since) >= trimEvery:
+		case all || trimDue(o, now):
 			delete(c.owed, l)
 			add(l, drover.TrimRequest{Offset: o.pos})
 		}

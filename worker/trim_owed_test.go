@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -37,11 +38,13 @@ func trimsOf(l *memLog, q string) []drover.TrimRequest {
 }
 
 // A queue that commits while its member is busy gets its outcome records
-// written at each commit but its log trimmed only once its first untrimmed
-// commit is trimEvery old (a busy queue's trim was most of Redis's work);
-// once the member has no queue running, what is owed is trimmed at the
-// next flush.
-func TestABusyMembersQueueIsTrimmedEveryFewSecondsItsRecordsAtOnce(t *testing.T) {
+// written at each commit but its log trimmed only when the trim is due
+// (trimDue): a quiet key with a message now and then once it owes trimFew
+// messages or its first untrimmed commit is trimAtMost old (a trim of one
+// or two messages cost a message five Redis commands), a busier queue
+// once that commit is trimEvery old; once the member has no queue running,
+// what is owed is trimmed at the next flush.
+func TestABusyMembersQueueIsTrimmedByWhatItOwesItsRecordsAtOnce(t *testing.T) {
 	b := newBusyMember(t)
 	b.run("m1")
 	b.run("m2")
@@ -50,11 +53,6 @@ func TestABusyMembersQueueIsTrimmedEveryFewSecondsItsRecordsAtOnce(t *testing.T)
 	if len(trims) == 0 {
 		t.Fatal("no outcome records were written for the two commits")
 	}
-	for _, r := range trims {
-		if !r.RecordsOnly {
-			t.Fatalf("a trim before trimEvery: %+v", trims)
-		}
-	}
 	mem.mu.Lock()
 	records, trimmed := len(mem.outcomes["q"]), len(mem.trims["q"])
 	mem.mu.Unlock()
@@ -62,9 +60,19 @@ func TestABusyMembersQueueIsTrimmedEveryFewSecondsItsRecordsAtOnce(t *testing.T)
 		t.Fatalf("want both records written and the log not trimmed, have %d records, %d trims", records, trimmed)
 	}
 
-	// trimEvery after the first commit, a flush trims q to its committed
-	// offset, while "hold" still runs.
+	// trimEvery after the first commit, a third commit's flush still
+	// does not trim: three messages are owed, fewer than trimFew.
 	clock.Advance(trimEvery)
+	b.run("m3")
+	for _, r := range trimsOf(log, "q") {
+		if !r.RecordsOnly {
+			t.Fatalf("a quiet key trimmed at trimEvery with 3 messages owed: %+v", trimsOf(log, "q"))
+		}
+	}
+
+	// trimAtMost after the first commit, a flush trims q to its committed
+	// offset, while "hold" still runs.
+	clock.Advance(trimAtMost - trimEvery)
 	waitFor(t, "q trimmed", func() bool {
 		return slices.ContainsFunc(trimsOf(log, "q"), func(r drover.TrimRequest) bool { return !r.RecordsOnly })
 	})
@@ -74,10 +82,22 @@ func TestABusyMembersQueueIsTrimmedEveryFewSecondsItsRecordsAtOnce(t *testing.T)
 		t.Fatalf("want a trim to the committed offset %d, have %+v", q.committed(), last)
 	}
 
-	// A commit now owes a trim again; once hold's task ends and no queue
-	// runs, the next flush pays it without waiting trimEvery.
-	b.run("m3")
+	// trimFew messages owed: the trim is due trimEvery after the first of
+	// their commits, not trimAtMost.
 	before := len(trimsOf(log, "q"))
+	for i := range trimFew {
+		b.run(fmt.Sprintf("b%d", i))
+	}
+	clock.Advance(trimEvery)
+	waitFor(t, "a busier q trimmed trimEvery after its first commit", func() bool {
+		ts := trimsOf(log, "q")
+		return len(ts) > before && !ts[len(ts)-1].RecordsOnly && ts[len(ts)-1].Offset == q.committed()
+	})
+
+	// A commit now owes a trim again; once hold's task ends and no queue
+	// runs, the next flush pays it without waiting.
+	b.run("m4")
+	before = len(trimsOf(log, "q"))
 	close(b.ex.gate("h1"))
 	allParked(t, b.w)
 	waitFor(t, "the owed trim paid once the member drained", func() bool {
@@ -194,12 +214,12 @@ func TestTrimsSweepTheDedupeIdsAboutOneInTen(t *testing.T) {
 
 	b := newBusyMember(t)
 	log, clock := b.log, b.clock
-	// toSlot moves the clock on by whole trimEverys (so that a trim owed
-	// is due) to the first time at which a trim of q sweeps as want says,
+	// toSlot moves the clock on by whole trimEverys, at least trimAtMost
+	// (so that the trim owed, of one message, is due) to the first time at which a trim of q sweeps as want says,
 	// in one step: stepping through the slots between let the committer
 	// send the trim at one of them (it failed so on a loaded machine).
 	toSlot := func(want bool) {
-		d := trimEvery
+		d := trimAtMost // one message owed: due trimAtMost after its commit
 		for sweepsSeen("q", clock.Now().Add(d)) != want {
 			d += trimEvery
 		}
