@@ -865,6 +865,42 @@ end
 return out
 `
 
+// recordManySource writes the outcome records of many queues that have
+// nothing else to do in the call: the records-only requests of a commit
+// flush (Log.TrimMany), which a busy key sends once per message. trim-many
+// did the same with five keys and eleven more arguments a queue, every one
+// of which Redis makes a Lua string (about a quarter of a records-only
+// queue's cost in the script: docs/decisions.md, "Issue 43: records-only
+// requests in a call of their own"). The queues of one call share a slot
+// on a Cluster.
+//
+//	KEYS: 1 per queue: done (the bucket index)
+//	ARGV: per queue: the most records kept, how long to keep them in ms, k
+//	      (the number of records), then 2k values: id, record JSON, then
+//	      the owner's note of its records' bucket: name ("" for none),
+//	      expiry in unix ms, records held (see recordFunction)
+//
+// Returns 3 values per queue: the bucket its records went to last: name,
+// expiry, records held.
+const recordManySource = `-- drover record-many v1
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+` + recordFunction + `local out = {}
+local a = 1
+for q = 1, #KEYS do
+  local n = tonumber(ARGV[a + 2])
+  local h = a + 3 + 2 * n -- the note of the bucket
+  local hint = nil
+  if ARGV[h] ~= '' then hint = {ARGV[h], ARGV[h + 1], ARGV[h + 2]} end
+  local name, expiry, held = record(KEYS[q], now_ms, tonumber(ARGV[a]), tonumber(ARGV[a + 1]), a + 3, h - 1, hint)
+  out[#out + 1] = name
+  out[#out + 1] = expiry
+  out[#out + 1] = held
+  a = h + 3
+end
+return out
+`
+
 // backlogSource measures a queue after an offset, in time independent of
 // the backlog's size (ZCOUNT and ZCARD are O(log N) and O(1)).
 //
@@ -952,6 +988,7 @@ var (
 	purgeDeadScript       = redis.NewScript(purgeDeadSource)
 	trimScript            = redis.NewScript(trimSource)
 	trimManyScript        = redis.NewScript(trimManySource)
+	recordManyScript      = redis.NewScript(recordManySource)
 	backlogScript         = redis.NewScript(backlogSource)
 	backlogManyScript     = redis.NewScript(backlogManySource)
 	checkScript           = redis.NewScript(checkSource)

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -180,6 +181,9 @@ type scriptCall struct {
 	keys   []string
 	args   []any
 	cmd    *redis.Cmd
+	// script, when set, is the call's script in place of evalPipelined's:
+	// calls of two scripts in one pipeline.
+	script *redis.Script
 }
 
 // slotCalls splits queues into the script calls one command may cover
@@ -201,8 +205,9 @@ func (s *core) slotCalls(queues []string, per int, add func(c *scriptCall, q str
 	return calls, nil
 }
 
-// evalPipelined sends every call of sc in one pipeline (EVALSHA), then
-// sends again, with the source and in a second pipeline, only the calls
+// evalPipelined sends every call of sc (or of the call's own script) in
+// one pipeline (EVALSHA), then sends again, with the source and in a
+// second pipeline, only the calls
 // the server refused because it did not know the script (its first use,
 // or after a restart or SCRIPT FLUSH). Each call's reply or error is in
 // its cmd.
@@ -212,7 +217,7 @@ func (s *core) evalPipelined(ctx context.Context, sc *redis.Script, calls []*scr
 	}
 	pipe := s.rdb.Pipeline()
 	for _, c := range calls {
-		c.cmd = sc.EvalSha(ctx, pipe, c.keys, c.args...)
+		c.cmd = cmp.Or(c.script, sc).EvalSha(ctx, pipe, c.keys, c.args...)
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per call
 	var retry []*scriptCall
@@ -226,7 +231,7 @@ func (s *core) evalPipelined(ctx context.Context, sc *redis.Script, calls []*scr
 	}
 	pipe = s.rdb.Pipeline()
 	for _, c := range retry {
-		c.cmd = sc.Eval(ctx, pipe, c.keys, c.args...)
+		c.cmd = cmp.Or(c.script, sc).Eval(ctx, pipe, c.keys, c.args...)
 	}
 	_, _ = pipe.Exec(ctx)
 }

@@ -66,6 +66,7 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 	var names []string
 	var again []int         // a queue asked twice: trimmed on its own afterwards
 	var ahead []*scriptCall // records-only calls of the queues with more than recordsPerCall records
+	var lone []string       // the queues whose request goes in a record-many call
 	staged := s.stageRecords(ctx, reqs)
 	for i := range reqs {
 		r := &reqs[i]
@@ -75,6 +76,14 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 		}
 		if _, dup := at[r.Queue]; dup {
 			again = append(again, i)
+			continue
+		}
+		if a, ok := recordManyArgs(r, len(staged[i]), &errs[i]); ok || errs[i] != nil {
+			if ok {
+				at[r.Queue] = i
+				args[i] = a
+				lone = append(lone, r.Queue)
+			}
 			continue
 		}
 		chunk := trimManyChunk
@@ -148,7 +157,37 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 	for _, c := range calls {
 		c.keys = s.withRetireIndex(c.keys) // after the 5 per queue
 	}
-	s.evalPipelined(ctx, trimManyScript, append(ahead, calls...))
+	records, err := s.slotCalls(lone, trimGroup, func(c *scriptCall, q string) {
+		c.script = recordManyScript
+		c.keys = append(c.keys, s.keys.queue(q).done)
+		c.args = append(c.args, args[at[q]]...)
+	})
+	if err != nil { // names were checked: cannot happen
+		for _, q := range lone {
+			errs[at[q]] = fmt.Errorf("record outcomes: %w", err)
+		}
+		records = nil
+	}
+	s.evalPipelined(ctx, trimManyScript, append(append(ahead, calls...), records...))
+	for _, c := range records {
+		vals, err := c.cmd.Slice()
+		if err == nil && len(vals) != 3*len(c.queues) {
+			err = fmt.Errorf("the record-many script returned %d values for %d queues", len(vals), len(c.queues))
+		}
+		for k, q := range c.queues {
+			r := &reqs[at[q]]
+			if err != nil {
+				errs[at[q]] = fmt.Errorf("record %d outcomes of %s: %w", len(r.Outcomes), r.Queue, err)
+				*r.Bucket = drover.RecordBucket{} // what the call wrote is unknown
+				continue
+			}
+			if name, _ := vals[3*k].(string); name != "" {
+				expiry, _ := vals[3*k+1].(int64)
+				held, _ := vals[3*k+2].(int64)
+				*r.Bucket = drover.RecordBucket{Name: name, Expiry: expiry, Held: held}
+			}
+		}
+	}
 	for _, c := range calls {
 		vals, err := c.cmd.Slice()
 		if err == nil && len(vals) != 4*len(c.queues) {
@@ -193,6 +232,27 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 		}
 		_, errs[i] = s.TrimRecording(ctx, r.Queue, r.Offset, r.Retention, r.Outcomes, r.Policy)
 	}
+}
+
+// recordManyArgs returns the record-many script's arguments for r when r
+// goes in a record-many call: a records-only request whose records are
+// all arguments of one call (none staged, at most recordsPerCall) and
+// which carries its owner's note (Log.TrimMany's callers, the committer,
+// always do), the busy key's request after each commit. Such a request
+// needs none of trim-many's five keys and eleven arguments but the index
+// and the records (docs/decisions.md, "Issue 43: records-only requests in
+// a call of their own"). An invalid record sets *err.
+func recordManyArgs(r *drover.TrimRequest, staged int, err *error) ([]any, bool) {
+	keep := r.Policy.Keep()
+	if !r.RecordsOnly || r.Bucket == nil || keep <= 0 || len(r.Outcomes) == 0 || staged > 0 || len(r.Outcomes) > recordsPerCall {
+		return nil, false
+	}
+	a := make([]any, 0, 6+2*len(r.Outcomes))
+	a, *err = appendRecordArgs(append(a, r.Policy.MaxRecords(), keep.Milliseconds(), len(r.Outcomes)), r.Queue, r.Outcomes)
+	if *err != nil {
+		return nil, false
+	}
+	return append(a, r.Bucket.Name, r.Bucket.Expiry, r.Bucket.Held), true
 }
 
 // bucketRecords is how many records an outcome bucket of policy takes (the
