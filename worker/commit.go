@@ -85,7 +85,10 @@ type committer struct {
 //     trimEvery with one or two (docs/decisions.md, "Issue 43: a quiet
 //     key's log is trimmed by what it owes");
 //
-// or when the member is idle (the flush after a run's last commit). The
+// or when its last commit is trimQuiet old (a key that went quiet: the
+// trim that empties its log starts its retire_after, which must not wait
+// for trimAtMost while its member stays busy with other keys), or when the
+// member is idle (the flush after a run's last commit). The
 // log keeps what the committed offset covers that much longer (retention
 // is a minimum): per queue at most about trimFew messages or trimEvery's
 // worth, whichever is more. Owed messages are counted by the commits'
@@ -95,12 +98,13 @@ const (
 	trimEvery  = 5 * time.Second
 	trimFew    = 16
 	trimAtMost = 30 * time.Second
+	trimQuiet  = 10 * time.Second
 )
 
 // trimDue says whether the trim owed o is due at now.
 func trimDue(o owedTrim, now time.Time) bool {
 	age := now.Sub(o.since)
-	return age >= trimAtMost || age >= trimEvery && o.msgs >= trimFew
+	return age >= trimAtMost || age >= trimEvery && o.msgs >= trimFew || now.Sub(o.last) >= trimQuiet
 }
 
 // seenSweepOdds: about one trim in seenSweepOdds forgets its queue's
@@ -147,6 +151,7 @@ type owedTrim struct {
 	// msgs counts the messages committed since the last trim: a commit's
 	// outcome records, or one for a commit without records.
 	msgs int
+	last time.Time // the last commit
 	// notBefore: the trim failed (Redis away); it is sent again no
 	// sooner (trimRetry), with the queue's next commit or on its own.
 	notBefore time.Time
@@ -492,6 +497,7 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 			o.since = now
 		}
 		o.msgs += max(1, len(r.outcomes))
+		o.last = now
 		if (all || trimDue(o, now)) && !now.Before(o.notBefore) {
 			delete(c.owed, l)
 			add(l, drover.TrimRequest{Offset: r.off.Position, Outcomes: r.outcomes})
@@ -588,7 +594,7 @@ func (c *committer) oweTrim(l *queueLoop, pos drover.Position) {
 func (c *committer) oweLocked(l *queueLoop, pos drover.Position, now time.Time) {
 	o, ok := c.owed[l]
 	if !ok {
-		o.since = now
+		o.since, o.last = now, now
 	}
 	o.pos = max(o.pos, pos)
 	o.notBefore = now.Add(trimRetry)

@@ -42,8 +42,9 @@ func trimsOf(l *memLog, q string) []drover.TrimRequest {
 // (trimDue): a quiet key with a message now and then once it owes trimFew
 // messages or its first untrimmed commit is trimAtMost old (a trim of one
 // or two messages cost a message five Redis commands), a busier queue
-// once that commit is trimEvery old; once the member has no queue running,
-// what is owed is trimmed at the next flush.
+// once that commit is trimEvery old, a key that went quiet trimQuiet after
+// its last commit; once the member has no queue running, what is owed is
+// trimmed at the next flush.
 func TestABusyMembersQueueIsTrimmedByWhatItOwesItsRecordsAtOnce(t *testing.T) {
 	b := newBusyMember(t)
 	b.run("m1")
@@ -94,9 +95,20 @@ func TestABusyMembersQueueIsTrimmedByWhatItOwesItsRecordsAtOnce(t *testing.T) {
 		return len(ts) > before && !ts[len(ts)-1].RecordsOnly && ts[len(ts)-1].Offset == q.committed()
 	})
 
+	// A key that went quiet: trimQuiet after its last commit, with one
+	// message owed, its trim is due (the trim that empties its log starts
+	// its retire_after).
+	before = len(trimsOf(log, "q"))
+	b.run("m4")
+	clock.Advance(trimQuiet)
+	waitFor(t, "a quiet q trimmed trimQuiet after its last commit", func() bool {
+		ts := trimsOf(log, "q")
+		return len(ts) > before && !ts[len(ts)-1].RecordsOnly && ts[len(ts)-1].Offset == q.committed()
+	})
+
 	// A commit now owes a trim again; once hold's task ends and no queue
 	// runs, the next flush pays it without waiting.
-	b.run("m4")
+	b.run("m5")
 	before = len(trimsOf(log, "q"))
 	close(b.ex.gate("h1"))
 	allParked(t, b.w)
