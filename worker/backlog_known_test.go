@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,5 +197,25 @@ func TestASkippedReadSetsTheGaugesOncePerInterval(t *testing.T) {
 	}
 	if n := k.reads(); n != 1 {
 		t.Fatalf("want no read after the first, have %d reads", n)
+	}
+}
+
+// BacklogRefresh defaults to 12 BacklogIntervals of the configured one; a
+// refresh shorter than the interval, or negative, is refused by name.
+func TestBacklogRefreshDefaultsAndValidation(t *testing.T) {
+	base := Config{Store: newMemLog(), Executor: &scriptedExecutor{}}
+	c := base
+	c.BacklogInterval = 2 * time.Second
+	have, err := c.withDefaults()
+	if err != nil || have.BacklogRefresh != 24*time.Second {
+		t.Fatalf("BacklogInterval 2s: want BacklogRefresh 24s, have %s (%v)", have.BacklogRefresh, err)
+	}
+	for _, refresh := range []time.Duration{-time.Second, time.Second} {
+		c := base
+		c.BacklogRefresh = refresh
+		_, err := c.withDefaults()
+		if !errors.Is(err, drover.ErrInvalidConfig) || !strings.Contains(err.Error(), "BacklogRefresh") {
+			t.Fatalf("BacklogRefresh %s: want an invalid config error naming BacklogRefresh, have %v", refresh, err)
+		}
 	}
 }
