@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -46,6 +47,10 @@ type backlogger struct {
 	refreshing bool                           // the held queues' timer runs
 
 	rounds, reads int // round trips and queues measured, for tests
+
+	// skipped: the caught-up parks that needed no read (knownEmpty); a
+	// read each, every BacklogInterval, before.
+	skipped atomic.Int64
 }
 
 type backlogAsk struct {
@@ -123,6 +128,7 @@ func (b *backlogger) send(batch []backlogAsk) {
 	cancel()
 	for i, a := range live {
 		if i >= len(res) || i >= len(errs) || errs[i] != nil || a.l.phase.Load() == phaseEnded {
+			a.l.flags.And(^uint32(loopCountsZero)) // unknown: read again at the next BacklogInterval
 			if a.l.w.blocked(a.l.name) {
 				b.hold(a.l, a.off) // a blocked queue's own loop does not ask again
 			}
@@ -169,11 +175,12 @@ func (b *backlogger) refresh(clock drover.TimerClock, every time.Duration) {
 	}
 }
 
-// stats returns the round trips and queue reads sent so far.
-func (b *backlogger) stats() (rounds, reads int) {
+// stats returns the round trips and queue reads sent so far, and the reads
+// that caught-up queues did not need (knownEmpty).
+func (b *backlogger) stats() (rounds, reads, skipped int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.rounds, b.reads
+	return b.rounds, b.reads, int(b.skipped.Load())
 }
 
 // setBacklog sets the queue's backlog gauges and the lag State shows.
@@ -187,4 +194,100 @@ func (l *queueLoop) setBacklog(b drover.Backlog) {
 	l.mu.Lock()
 	l.snap.Lag = b.Lag
 	l.mu.Unlock()
+	if b.Delayed != 0 || b.Dead != 0 {
+		l.flags.And(^uint32(loopCountsZero))
+		return
+	}
+	for {
+		f := l.flags.Load()
+		if f&loopCountsMoved != 0 || l.flags.CompareAndSwap(f, f|loopCountsZero) {
+			return // moved since the ask: this read may predate the change
+		}
+	}
+}
+
+// What a caught-up queue knows of its delayed and dead counts lives in
+// queueLoop.flags (the loop record has no room for another field: it sits
+// at its 448-byte size class). A read that found neither delayed nor dead
+// messages sets loopCountsZero, unless loopCountsMoved was set since the
+// read was asked; everything the owner sees that can add a delayed message
+// or a dead letter (countsMoved) sets loopCountsMoved and clears
+// loopCountsZero. The bits above loopResetsShift count the BacklogIntervals
+// since the last read at which the gauges were set again without one.
+const (
+	loopResetsShift = 8
+	loopResetsMax   = 1<<(32-loopResetsShift) - 1
+)
+
+// countsMoved marks that the queue's delayed or dead count may have
+// changed since its last backlog read: its next park reads it (at most
+// once per BacklogInterval, as before). Called after the change reached
+// Redis (a retry or dead letter written, a promotion made) or was learnt
+// (a wake-up or a check carrying a due time), so that a read asked after
+// it sees the change and a read asked before it does not count. Any
+// goroutine.
+func (l *queueLoop) countsMoved() {
+	l.flags.Or(loopCountsMoved)
+	l.flags.And(^uint32(loopCountsZero))
+}
+
+// countsAsked notes that a backlog read is asked now: what moved before it
+// is in it, and no local re-set was made since it. Run goroutine.
+func (l *queueLoop) countsAsked() {
+	for {
+		f := l.flags.Load()
+		if l.flags.CompareAndSwap(f, f&^(loopCountsMoved|loopResetsMax<<loopResetsShift)) {
+			return
+		}
+	}
+}
+
+// backlogEvery is how long after its last backlog read a running queue
+// reads it again: BacklogInterval, or BacklogRefresh while it is caught up
+// (nothing read and not started) and its last read found nothing delayed
+// or dead with nothing moved since. A busy key runs one message per turn
+// and its first iteration after a BacklogInterval read the backlog before
+// the message had finished — the read that said lag 1 (the message
+// running), 0, 0, and that the park after it set to 0 again. A caught-up
+// queue's task that runs long shows in its lag and oldest age at the
+// refresh. Run goroutine.
+func (l *queueLoop) backlogEvery() time.Duration {
+	if l.caughtUp && l.prog.undispatched() == 0 && l.flags.Load()&loopCountsZero != 0 {
+		return l.w.cfg.BacklogRefresh
+	}
+	return l.w.cfg.BacklogInterval
+}
+
+// knownEmpty reports whether a caught-up queue, since BacklogInterval or
+// more after its last backlog read asked, may skip the read: the read
+// found nothing delayed or dead, nothing the owner saw since could have
+// added anything, and BacklogRefresh has not passed (what another process
+// does, an operator's purge, a revoke, shows by then). Skipping, it sets
+// the gauges again from what it knows (all 0) at most once per
+// BacklogInterval since the read, so that the expiring gauges stay
+// (metrics.DefaultGaugeRetention) without a SetGauge per park. Run
+// goroutine.
+func (l *queueLoop) knownEmpty(since time.Duration) bool {
+	c := l.w.cfg
+	if l.flags.Load()&loopCountsZero == 0 || since >= c.BacklogRefresh {
+		return false
+	}
+	l.w.backlogs.skipped.Add(1)
+	n := uint32(min(since/c.BacklogInterval, loopResetsMax))
+	for {
+		f := l.flags.Load()
+		if f>>loopResetsShift >= n || f&loopCountsZero == 0 {
+			return true // set again in this interval already, or moved just now (read next park)
+		}
+		if l.flags.CompareAndSwap(f, f&^(loopResetsMax<<loopResetsShift)|n<<loopResetsShift) {
+			break
+		}
+	}
+	q := metrics.L("queue", l.name)
+	m := c.Metrics
+	m.SetGauge(metrics.Lag, 0, q)
+	m.SetGauge(metrics.OldestAge, 0, q)
+	m.SetGauge(metrics.Delayed, 0, q)
+	m.SetGauge(metrics.Dead, 0, q)
+	return true
 }

@@ -23,6 +23,8 @@ const (
 	DefaultPollInterval    = 5 * time.Second
 	DefaultPromoteInterval = time.Second
 	DefaultBacklogInterval = 5 * time.Second
+	// backlogRefreshIntervals: BacklogRefresh's default, in BacklogIntervals.
+	backlogRefreshIntervals = 12
 )
 
 // Config configures a Worker. The zero value of every field means its
@@ -72,6 +74,16 @@ type Config struct {
 	// backlog gauges (lag, oldest age, delayed, dead); a queue publishes them as it parks too (at most this
 	// often), and never on a timer while parked. Default 5s.
 	BacklogInterval time.Duration
+	// BacklogRefresh is how often, at least, a caught-up queue reads its
+	// delayed and dead counts when its last read found none and nothing
+	// its owner saw since (a retry, a dead letter, a delayed enqueue's
+	// wake-up, a promotion) could have added one: what another process
+	// does to them (an operator's purge or revoke) shows within it. In
+	// between, such a queue sets its gauges again without a read, at most
+	// once per BacklogInterval, well inside the gauges' retention
+	// (metrics.DefaultGaugeRetention). At least BacklogInterval. Default
+	// 12 × BacklogInterval (60s).
+	BacklogRefresh time.Duration
 
 	Store    Store    // required: the queues' storage (one port: interfaces.go)
 	Executor Executor // required
@@ -127,7 +139,7 @@ func (c Config) withDefaults() (Config, error) {
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"CommitInterval", c.CommitInterval}, {"DrainTimeout", c.DrainTimeout}, {"KillGrace", c.KillGrace}, {"PollInterval", c.PollInterval}, {"PromoteInterval", c.PromoteInterval}, {"BacklogInterval", c.BacklogInterval}} {
+	}{{"CommitInterval", c.CommitInterval}, {"DrainTimeout", c.DrainTimeout}, {"KillGrace", c.KillGrace}, {"PollInterval", c.PollInterval}, {"PromoteInterval", c.PromoteInterval}, {"BacklogInterval", c.BacklogInterval}, {"BacklogRefresh", c.BacklogRefresh}} {
 		if f.v < 0 {
 			return c, fmt.Errorf("%w: worker: %s must be ≥ 0, have %s", drover.ErrInvalidConfig, f.name, f.v)
 		}
@@ -142,6 +154,10 @@ func (c Config) withDefaults() (Config, error) {
 	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
 	c.PromoteInterval = cmp.Or(c.PromoteInterval, DefaultPromoteInterval)
 	c.BacklogInterval = cmp.Or(c.BacklogInterval, DefaultBacklogInterval)
+	c.BacklogRefresh = cmp.Or(c.BacklogRefresh, backlogRefreshIntervals*c.BacklogInterval)
+	if c.BacklogRefresh < c.BacklogInterval {
+		return c, fmt.Errorf("%w: worker: BacklogRefresh must be ≥ BacklogInterval (%s), have %s", drover.ErrInvalidConfig, c.BacklogInterval, c.BacklogRefresh)
+	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}

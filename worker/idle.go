@@ -467,6 +467,7 @@ func (s *idleScheduler) checkLoops(b *passBuffers, parked []parkedQueue) {
 		l.dueKnown.Store(true)
 		if !r.NextDue.IsZero() {
 			s.at(r.Queue, r.NextDue)
+			l.countsMoved() // delayed messages its owner may not have seen enqueued
 		}
 		if r.Ready {
 			l.signal()

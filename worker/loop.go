@@ -100,6 +100,11 @@ const (
 	// that was started by this owner alone, or is a retry whose envelope
 	// says so (its start then waits for the exact count).
 	loopStartsRead
+	// loopCountsZero and loopCountsMoved, and the count of the gauges'
+	// local re-sets above loopResetsShift: what a caught-up queue knows of
+	// its delayed and dead counts without a read (backlog.go).
+	loopCountsZero
+	loopCountsMoved
 )
 
 // taskDone is a task goroutine's report: whether the message is finished
@@ -311,7 +316,7 @@ func (l *queueLoop) iterate(now time.Time, woken bool) bool {
 	}
 	l.offerCommit(now)
 	l.publish()
-	if l.running > 0 && now.Sub(l.w.timeOf(l.lastBacklog)) >= l.w.cfg.BacklogInterval {
+	if l.running > 0 && now.Sub(l.w.timeOf(l.lastBacklog)) >= l.backlogEvery() {
 		l.publishBacklog(now)
 	}
 	return true
@@ -342,7 +347,7 @@ func (l *queueLoop) idle() bool {
 func (l *queueLoop) nextTimer(now time.Time) time.Duration {
 	c := l.w.cfg
 	d := l.w.timeOf(l.lastPromote).Add(c.PromoteInterval).Sub(now)
-	if r := l.w.timeOf(l.lastBacklog).Add(c.BacklogInterval).Sub(now); r < d {
+	if r := l.w.timeOf(l.lastBacklog).Add(l.backlogEvery()).Sub(now); r < d {
 		d = r
 	}
 	if l.caughtUp {
@@ -374,6 +379,7 @@ func (l *queueLoop) promote(now time.Time) {
 	}
 	if n > 0 {
 		l.caughtUp = false
+		l.countsMoved() // fewer delayed
 	}
 	if !next.IsZero() {
 		l.w.idle.at(l.name, next) // promote again when the next one is due
@@ -675,15 +681,20 @@ func (l *queueLoop) handOverBound() drover.Timer {
 // paused, and it changes only when a wake-up (an enqueue) started the loop.
 // A queue caught up has no backlog after its done offset, so its lag gauges
 // are set without a read; its delayed and dead counts take one read, at
-// most once per BacklogInterval. A queue that parks waiting for a slot of
-// the worker's pool reads it at most once per BacklogInterval too: with
+// most once per BacklogInterval, and none while its last read found none
+// and nothing it saw since could have added one, until BacklogRefresh has
+// passed (knownEmpty: a busy key parks after every message, and read
+// every BacklogInterval, 10,000 of them were 2,000 backlog reads a second
+// that said 0, 0, 0). A queue that parks waiting for a slot of the
+// worker's pool reads it at most once per BacklogInterval too: with
 // thousands of busy queues sharing the pool it parks once per message, and
 // a read each time was one more round trip per message. A parked queue
 // publishes nothing on a timer.
 func (l *queueLoop) publishIdle(now time.Time) {
 	l.publish()
 	blocked := l.blockedNow()
-	if !blocked && !(l.caughtUp && l.prog.undispatched() == 0) && now.Sub(l.w.timeOf(l.lastBacklog)) < l.w.cfg.BacklogInterval {
+	since := now.Sub(l.w.timeOf(l.lastBacklog))
+	if !blocked && !(l.caughtUp && l.prog.undispatched() == 0) && since < l.w.cfg.BacklogInterval {
 		return // waiting for a slot: read lately
 	}
 	if l.caughtUp && l.prog.undispatched() == 0 && !blocked {
@@ -700,7 +711,7 @@ func (l *queueLoop) publishIdle(now time.Time) {
 			l.w.cfg.Metrics.SetGauge(metrics.Lag, 0, q)
 			l.w.cfg.Metrics.SetGauge(metrics.OldestAge, 0, q)
 		}
-		if now.Sub(l.w.timeOf(l.lastBacklog)) < l.w.cfg.BacklogInterval {
+		if since < l.w.cfg.BacklogInterval || l.knownEmpty(since) {
 			return
 		}
 	}
@@ -711,6 +722,7 @@ func (l *queueLoop) publishIdle(now time.Time) {
 // backlog after the done offset (committed soon).
 func (l *queueLoop) publishBacklog(now time.Time) {
 	l.lastBacklog = l.w.loopTime(now)
+	l.countsAsked()
 	l.w.backlogs.ask(l, l.prog.offset) // measured with other queues', off this goroutine
 }
 

@@ -60,6 +60,7 @@ func (l *queueLoop) parkHead(s *slot, m *drover.Message, f drover.Failure) bool 
 	l.logger().Warn("queue parked at its failed head: nothing behind it runs until an operator resolves it",
 		"id", m.ID, "task", m.Task, "attempts", m.Attempt+1, "reason", f.Reason)
 	s.parkedUnder = before
+	l.countsMoved() // paused, it reads as it parks anyway; when in doubt, read
 	// Then the head's attempts go with it into its envelope (what `ctl
 	// job`, `ctl messages` and a skip's dead letter show) and its recorded
 	// starts are forgotten, so that a resume or a retry runs it with fresh

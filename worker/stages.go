@@ -67,6 +67,9 @@ type Stages struct {
 	// the queues they measured.
 	BacklogRounds int `json:"backlog_rounds"`
 	BacklogReads  int `json:"backlog_reads"`
+	// BacklogSkipped: the backlog reads caught-up queues did not send,
+	// their delayed and dead counts known to be 0 (backlog.go).
+	BacklogSkipped int `json:"backlog_skipped"`
 	// ReadRounds and Reads: the reader's round trips and reads.
 	ReadRounds int `json:"read_rounds"`
 	Reads      int `json:"reads"`
@@ -83,7 +86,7 @@ func (w *Worker) stageStats() *Stages {
 		EnqueueToRead: s.enqueueToRead.snapshot(), EnqueueToStart: s.enqueueStart.snapshot(),
 		StartRecord: s.startRecord.snapshot(), Carried: s.carried.snapshot(),
 	}
-	st.BacklogRounds, st.BacklogReads = w.backlogs.stats()
+	st.BacklogRounds, st.BacklogReads, st.BacklogSkipped = w.backlogs.stats()
 	st.ReadRounds, st.Reads = w.reads.stats()
 	return st
 }

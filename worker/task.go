@@ -192,6 +192,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 					return false
 				}
 				l.w.idle.at(l.name, now)
+				l.countsMoved()
 				return true
 			}
 			span.DeadLettered("cancelled")
@@ -230,6 +231,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 			return false
 		}
 		l.w.idle.at(l.name, due) // promoted when due, parked or not
+		l.countsMoved()
 		return true
 	}
 }
@@ -395,9 +397,13 @@ func (l *queueLoop) deadLetter(dl drover.DeadLetter, reason string) bool {
 	}
 	l.logger().Warn("dead-lettering message", "id", dl.ID, "reason", dl.Failure.Reason)
 	l.w.cfg.Metrics.IncrCounter(metrics.DeadTotal, 1, metrics.L("queue", l.name), metrics.L("reason", reason))
-	return l.write("dead-letter", func(ctx context.Context) error {
+	ok := l.write("dead-letter", func(ctx context.Context) error {
 		return l.w.cfg.Store.DeadLetter(ctx, l.name, dl)
 	})
+	if ok {
+		l.countsMoved()
+	}
+	return ok
 }
 
 // write retries a Redis write with backoff until it succeeds, the tasks are

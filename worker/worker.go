@@ -331,6 +331,7 @@ func (w *Worker) WakeWith(wk drover.Wakeup) {
 func (w *Worker) WakeAt(queue string, due time.Time) {
 	if l := w.loop(queue); l != nil {
 		w.idle.at(queue, due)
+		l.countsMoved() // a delayed message more: its next park reads the counts
 		l.signal()
 	}
 }
