@@ -174,7 +174,7 @@ func fleetRuntimeWhy(s section, fig map[string][]float64) string {
 		}
 	}
 	if missed("busy-redis-cmds/msg") || missed("busy-redis-µs/msg") {
-		fmt.Fprintf(&b, "* Redis work per message: %s commands and %s µs of Redis CPU (%s%% of a core at %s messages/s); the producer's enqueue script is 5–7 of the commands, the worker's outcome record, trim and backlog gauges the rest, with a read only when the wake-up did not carry the message and a start record only when its task outlived the 10 ms hold (docs/decisions.md, \"Issue 43: what a busy key's message costs Redis\", \"a first start is held\", \"the wake-up carries a lone message\").\n",
+		fmt.Fprintf(&b, "* Redis work per message: %s commands and %s µs of Redis CPU (%s%% of a core at %s messages/s); the producer's enqueue script is 6 of the commands (the call, HSETNX, SET … GET, ZADD, GET of the owner's route, PUBLISH), the worker's outcome record (PEXPIREAT, HSET) 2 more, a share of a trim (every 16 messages or 30 s of a key) and of the backlog gauges (a caught-up key's once a minute) the rest, with a read only when the wake-up did not carry the message and a start record only when its task outlived the 10 ms hold; the ≤ 6 needs a layout change of the documented schema (docs/decisions.md, \"Issue 43: what a busy key's message costs Redis\", \"a first start is held\", \"the wake-up carries a lone message\", \"a quiet key's log is trimmed by what it owes\", \"records-only requests in a call of their own\", \"a caught-up queue's gauges without a read\").\n",
 			format(v("busy-redis-cmds/msg")), format(v("busy-redis-µs/msg")), format(v("busy-redis-cpu-%")), format(v("busy-msgs/s")))
 	}
 	if missed("busy-deliveries/msg") {
