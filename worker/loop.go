@@ -74,8 +74,10 @@ type queueLoop struct {
 	caughtUp    bool   // the last read returned fewer than asked
 	wasBlocked  bool   // paused or suspended at the last iteration
 	ended       bool   // the loop has shut down; guarded by mu (kept here: the record's size)
-	// flags: loopCommitted, loopStartsRead. Kept here, in the padding
-	// before extras: the record's size.
+	// flags: loopCommitted, loopStartsRead, loopCountsZero,
+	// loopCountsMoved in the low byte, the gauges' local re-sets above
+	// loopResetsShift (backlog.go). Kept here, in the padding before
+	// extras: the record's size.
 	flags    atomic.Uint32
 	extras   *loopExtras      // rate limit and park hold; nil while the queue uses neither
 	outcomes []drover.Outcome // records of finished messages, for the next commit's trim
@@ -105,7 +107,10 @@ const (
 	// its delayed and dead counts without a read (backlog.go).
 	loopCountsZero
 	loopCountsMoved
+	loopFlagsEnd // the flags end below loopResetsShift's bits
 )
+
+var _ [1<<loopResetsShift - loopFlagsEnd]struct{} // a ninth flag fails to compile
 
 // taskDone is a task goroutine's report: whether the message is finished
 // (succeeded, retried later or dead-lettered) or must run again elsewhere.
