@@ -78,12 +78,13 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 			again = append(again, i)
 			continue
 		}
-		if a, ok := recordManyArgs(r, len(staged[i]), &errs[i]); ok || errs[i] != nil {
-			if ok {
-				at[r.Queue] = i
-				args[i] = a
-				lone = append(lone, r.Queue)
-			}
+		if a, ok, err := recordManyArgs(r, len(staged[i])); err != nil {
+			errs[i] = err
+			continue
+		} else if ok {
+			at[r.Queue] = i
+			args[i] = a
+			lone = append(lone, r.Queue)
 			continue
 		}
 		chunk := trimManyChunk
@@ -241,18 +242,18 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 // always do), the busy key's request after each commit. Such a request
 // needs none of trim-many's five keys and eleven arguments but the index
 // and the records (docs/decisions.md, "Issue 43: records-only requests in
-// a call of their own"). An invalid record sets *err.
-func recordManyArgs(r *drover.TrimRequest, staged int, err *error) ([]any, bool) {
+// a call of their own"). An invalid record is an error.
+func recordManyArgs(r *drover.TrimRequest, staged int) ([]any, bool, error) {
 	keep := r.Policy.Keep()
 	if !r.RecordsOnly || r.Bucket == nil || keep <= 0 || len(r.Outcomes) == 0 || staged > 0 || len(r.Outcomes) > recordsPerCall {
-		return nil, false
+		return nil, false, nil
 	}
 	a := make([]any, 0, 6+2*len(r.Outcomes))
-	a, *err = appendRecordArgs(append(a, r.Policy.MaxRecords(), keep.Milliseconds(), len(r.Outcomes)), r.Queue, r.Outcomes)
-	if *err != nil {
-		return nil, false
+	a, err := appendRecordArgs(append(a, r.Policy.MaxRecords(), keep.Milliseconds(), len(r.Outcomes)), r.Queue, r.Outcomes)
+	if err != nil {
+		return nil, false, err
 	}
-	return append(a, r.Bucket.Name, r.Bucket.Expiry, r.Bucket.Held), true
+	return append(a, r.Bucket.Name, r.Bucket.Expiry, r.Bucket.Held), true, nil
 }
 
 // bucketRecords is how many records an outcome bucket of policy takes (the
