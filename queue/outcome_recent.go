@@ -82,11 +82,18 @@ func (s Jobs) Outcomes(ctx context.Context, queue string) (int64, error) {
 	}
 	var n int64
 	for _, b := range buckets {
-		c, err := s.rdb.HLen(ctx, qk.done+":"+b).Result()
-		if err != nil {
+		// A bucket's fields are its records and, once its owner wrote to
+		// it by its note, the marker "" (recordFunction): not a record.
+		pipe := s.rdb.Pipeline()
+		size := pipe.HLen(ctx, qk.done+":"+b)
+		marked := pipe.HExists(ctx, qk.done+":"+b, "")
+		if _, err := pipe.Exec(ctx); err != nil {
 			return 0, fmt.Errorf("count outcome records of %s: %w", queue, err)
 		}
-		n += c
+		n += size.Val()
+		if marked.Val() {
+			n--
+		}
 	}
 	return n, nil
 }

@@ -479,12 +479,21 @@ return 1
 // A queue's owner is the one writer of its records while it owns it, so
 // trim-many hands it back the bucket its records went to (name, expiry,
 // records held) and takes that note with its next records: a bucket whose
-// expiry still fits the retention and that is not full is checked with a
-// PEXPIREAT to its own expiry (0, creating nothing, when it is gone) and
-// written to without the ZRANGE and the HLEN: a record costs PEXPIREAT and
-// HSET. A note made stale by another writer (an operator's record, a
-// previous owner) costs at most those records over the bucket's size
-// (docs/decisions.md, "Issue 43: the owner's note of its records' bucket").
+// expiry still fits the retention and that is not full is written to
+// without the ZRANGE and the HLEN, with one HSET that also sets the
+// bucket's marker, the field "" (a job id is never empty; readers skip
+// it). HSET answers how many fields it added: as many as the records when
+// the marker was there, so the bucket was; one more when the marker was
+// new, because the bucket never had one (its first noted write: then it
+// has its expiry, PTTL > 0) or because it was deleted since the note (a
+// retire, another writer's rotation) and HSET made it again, with no
+// expiry: then the script deletes it and writes the records as if there
+// were no note. A noted record costs one HSET (docs/decisions.md, "Issue
+// 43: the noted bucket's marker"); the caller sends a note only with
+// records whose ids differ (appendNote). A note made stale by another
+// writer (an operator's record, a previous owner) costs at most those
+// records over the bucket's size (docs/decisions.md, "Issue 43: the
+// owner's note of its records' bucket").
 //
 // recordFunction is that code, shared by record-outcomes and trim-many so
 // that the two cannot drift: record(done, now_ms, max, keep, from, to,
@@ -526,11 +535,19 @@ local function record(done, now_ms, max, keep, from, to, hint)
   local n, held, key, name, expiry, empty = 0, per, nil, '', 0, false
   local hn = hint and tonumber(string.match(hint[1], '^(%d+):%d+$'))
   local he, hh = hint and tonumber(hint[2]), hint and tonumber(hint[3])
-  if hn and he and hh and hh >= 0 and hh < per and he >= now_ms + keep and he <= now_ms + width + keep
-     and redis.call('PEXPIREAT', done .. ':' .. hint[1], he) == 1 then
-    n, held, name, expiry = hn, hh, hint[1], he
-    key = done .. ':' .. name
-  else
+  local i = from
+  if hn and he and hh and hh >= 0 and hh < per and he >= now_ms + keep and he <= now_ms + width + keep then
+    local k = done .. ':' .. hint[1]
+    local room = math.min(per - hh, (to - i + 1) / 2, 1000)
+    local added = redis.call('HSET', k, '', '', unpack(ARGV, i, i + 2 * room - 1))
+    if added == room or redis.call('PTTL', k) > 0 then -- it held its marker, or it has its expiry
+      n, held, name, expiry, key = hn, hh + room, hint[1], he, k
+      i = i + 2 * room
+    else
+      redis.call('UNLINK', k) -- gone since the note: not kept without an expiry
+    end
+  end
+  if not key then
     local cur = redis.call('ZRANGE', done, -1, -1, 'WITHSCORES')
     empty = #cur == 0
     if #cur > 0 then
@@ -544,7 +561,6 @@ local function record(done, now_ms, max, keep, from, to, hint)
       end
     end
   end
-  local i = from
   while i <= to do
     local made = nil
     if held >= per then
@@ -813,7 +829,7 @@ end
 // that reaches its chunk is trimmed further by the caller), and the bucket
 // its records went to last: name ("" when it wrote none), expiry, records
 // held.
-const trimManySource = `-- drover trim-many v8
+const trimManySource = `-- drover trim-many v9
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
@@ -882,7 +898,7 @@ return out
 //
 // Returns 3 values per queue: the bucket its records went to last: name,
 // expiry, records held.
-const recordManySource = `-- drover record-many v1
+const recordManySource = `-- drover record-many v2
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 ` + recordFunction + `local out = {}

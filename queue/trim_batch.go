@@ -135,7 +135,7 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 				continue
 			}
 			if note {
-				a = append(a, r.Bucket.Name, r.Bucket.Expiry, r.Bucket.Held)
+				a = appendNote(a, r.Bucket, outcomes)
 			} else {
 				a = append(a, "", 0, 0)
 			}
@@ -253,7 +253,36 @@ func recordManyArgs(r *drover.TrimRequest, staged int) ([]any, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	return append(a, r.Bucket.Name, r.Bucket.Expiry, r.Bucket.Held), true, nil
+	return appendNote(a, r.Bucket, r.Outcomes), true, nil
+}
+
+// appendNote appends the owner's note of its records' bucket (name,
+// expiry, records held) to a call's arguments for a queue's records, or
+// none ("", 0, 0) when b is nil or two of the records share an id: the
+// scripts tell that the noted bucket is still there by the fields one HSET
+// added, its marker field among them (recordFunction), which a repeated id
+// would miscount. A repeat within one flush is rare (a message run twice
+// by one owner before its records went out), and costs only the note.
+func appendNote(args []any, b *drover.RecordBucket, outcomes []drover.Outcome) []any {
+	if b == nil || b.Name == "" || !distinctIDs(outcomes) {
+		return append(args, "", 0, 0)
+	}
+	return append(args, b.Name, b.Expiry, b.Held)
+}
+
+// distinctIDs reports whether no two of outcomes share an id.
+func distinctIDs(outcomes []drover.Outcome) bool {
+	if len(outcomes) < 2 {
+		return true
+	}
+	seen := make(map[string]struct{}, len(outcomes))
+	for i := range outcomes {
+		if _, dup := seen[outcomes[i].ID]; dup {
+			return false
+		}
+		seen[outcomes[i].ID] = struct{}{}
+	}
+	return true
 }
 
 // bucketRecords is how many records an outcome bucket of policy takes (the

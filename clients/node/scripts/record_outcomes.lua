@@ -33,11 +33,19 @@ local function record(done, now_ms, max, keep, from, to, hint)
   local n, held, key, name, expiry, empty = 0, per, nil, '', 0, false
   local hn = hint and tonumber(string.match(hint[1], '^(%d+):%d+$'))
   local he, hh = hint and tonumber(hint[2]), hint and tonumber(hint[3])
-  if hn and he and hh and hh >= 0 and hh < per and he >= now_ms + keep and he <= now_ms + width + keep
-     and redis.call('PEXPIREAT', done .. ':' .. hint[1], he) == 1 then
-    n, held, name, expiry = hn, hh, hint[1], he
-    key = done .. ':' .. name
-  else
+  local i = from
+  if hn and he and hh and hh >= 0 and hh < per and he >= now_ms + keep and he <= now_ms + width + keep then
+    local k = done .. ':' .. hint[1]
+    local room = math.min(per - hh, (to - i + 1) / 2, 1000)
+    local added = redis.call('HSET', k, '', '', unpack(ARGV, i, i + 2 * room - 1))
+    if added == room or redis.call('PTTL', k) > 0 then -- it held its marker, or it has its expiry
+      n, held, name, expiry, key = hn, hh + room, hint[1], he, k
+      i = i + 2 * room
+    else
+      redis.call('UNLINK', k) -- gone since the note: not kept without an expiry
+    end
+  end
+  if not key then
     local cur = redis.call('ZRANGE', done, -1, -1, 'WITHSCORES')
     empty = #cur == 0
     if #cur > 0 then
@@ -51,7 +59,6 @@ local function record(done, now_ms, max, keep, from, to, hint)
       end
     end
   end
-  local i = from
   while i <= to do
     local made = nil
     if held >= per then
