@@ -517,7 +517,21 @@ func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 	c := &loneCall{now: s.redisNow.now(ctx, s.rdb)}
 	args := appendScriptArgs(c.args[:0], enqueueOneSHA, s.keys.queue(r.queue).enqueueOne)
 	args = append(args, wake, &r.queue, &r.id, (*envelopeArg)(&r.env), &c.now)
-	pos, err := runScript(ctx, s.rdb, redis.NewIntCmd, args, enqueueOneSource).Result()
+	var pos int64
+	var err error
+	switch route := s.routes.arg(r.queue); {
+	case route == nil:
+		pos, err = runScript(ctx, s.rdb, redis.NewIntCmd, args, enqueueOneSource).Result()
+	case route == ask:
+		var v any
+		if v, err = runScript(ctx, s.rdb, redis.NewCmd, append(args, ask), enqueueOneSource).Result(); err == nil {
+			pos, err = s.routes.asked(r.queue, v)
+		}
+	default:
+		if pos, err = runScript(ctx, s.rdb, redis.NewIntCmd, append(args, route), enqueueOneSource).Result(); err == nil {
+			pos = s.routes.position(r.queue, pos)
+		}
+	}
 	switch {
 	case err != nil:
 		r.err = fmt.Errorf("enqueue to %s: %w", r.queue, err)
@@ -530,10 +544,10 @@ func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 }
 
 // loneCall is enqueueAlone's command in one allocation: the EVALSHA's
-// arguments (KEYS: 4, ARGV: 5) and the clock estimate one of them points
+// arguments (KEYS: 4, ARGV: 6) and the clock estimate one of them points
 // to (script_call.go).
 type loneCall struct {
-	args [3 + 4 + 5]any
+	args [3 + 4 + 6]any
 	now  int64
 }
 
@@ -600,11 +614,13 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 		}
 	}
 	type call struct {
-		reqs []*enqueueRequest
-		args []any
-		src  string
-		one  *redis.IntCmd      // a lone message's call
-		many *redis.IntSliceCmd // the call of several
+		reqs  []*enqueueRequest
+		args  []any
+		src   string
+		one   *redis.IntCmd      // a lone message's call
+		asked *redis.Cmd         // a lone message's call that asks for the route
+		route any                // that call's ARGV[6] (routeCache.arg)
+		many  *redis.IntSliceCmd // the call of several
 	}
 	var (
 		calls []*call
@@ -625,6 +641,12 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 	}
 	var now any = s.redisNow.now(ctx, s.rdb) // boxed once for every call
 	send := func(pipe redis.Pipeliner, c *call) {
+		if len(c.reqs) == 1 && c.route == ask {
+			c.asked = redis.NewCmd(ctx, c.args...)
+			c.asked.SetFirstKeyPos(3)
+			_ = pipe.Process(ctx, c.asked)
+			return
+		}
 		if len(c.reqs) == 1 {
 			c.one = redis.NewIntCmd(ctx, c.args...)
 			c.one.SetFirstKeyPos(3)
@@ -640,8 +662,11 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 		keys := s.keys.queue(c.reqs[0].queue).enqueueOne
 		if len(c.reqs) == 1 {
 			r := c.reqs[0]
-			c.args = appendScriptArgs(make([]any, 0, 3+len(keys)+5), enqueueOneSHA, keys)
+			c.args = appendScriptArgs(make([]any, 0, 3+len(keys)+6), enqueueOneSHA, keys)
 			c.args = append(c.args, wake, &r.queue, &r.id, (*envelopeArg)(&r.env), now)
+			if c.route = s.routes.arg(r.queue); c.route != nil {
+				c.args = append(c.args, c.route)
+			}
 			c.src = enqueueOneSource
 		} else {
 			c.args = appendScriptArgs(make([]any, 0, 3+len(keys)+3+2*len(c.reqs)), enqueueManySHA, keys)
@@ -659,9 +684,12 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 	var retry redis.Pipeliner
 	for _, c := range calls {
 		var err error
-		if c.one != nil {
+		switch {
+		case c.asked != nil:
+			err = c.asked.Err()
+		case c.one != nil:
 			err = c.one.Err()
-		} else {
+		default:
 			err = c.many.Err()
 		}
 		if isNoScript(err) {
@@ -680,11 +708,21 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 			vals []int64
 			err  error
 		)
-		if c.one != nil {
+		switch {
+		case c.asked != nil:
+			var v any
+			var pos int64
+			if v, err = c.asked.Result(); err == nil {
+				pos, err = s.routes.asked(c.reqs[0].queue, v)
+			}
+			vals = []int64{pos}
+		case c.one != nil:
 			var v int64
-			v, err = c.one.Result()
+			if v, err = c.one.Result(); err == nil && c.route != nil {
+				v = s.routes.position(c.reqs[0].queue, v)
+			}
 			vals = []int64{v}
-		} else {
+		default:
 			vals, err = c.many.Result()
 			if err == nil && len(vals) != len(c.reqs) {
 				err = fmt.Errorf("enqueue script returned %d results for %d messages", len(vals), len(c.reqs))

@@ -195,9 +195,28 @@ return out
 // (docs/redis-schema.md, "Wake-ups"); any other wake-up is the queue's
 // name, as before (v2).
 //
+// The owner's route is read for every wake-up unless the producer sends the
+// route it last saw (v4; docs/decisions.md, "Issue 43: a producer keeps the
+// owner's route"):
+//
+//	ARGV[6] (optional) "": read the route and answer it; a channel: the
+//	        route the producer last saw for the queue
+//
+// With a route sent, the wake-up goes there first, and :owner is read only
+// when nobody received it (PUBLISH answered 0: the member is gone, or the
+// producer's route is out of date and the member with it stopped): then
+// the wake-up goes where :owner says, unless that is the same channel, and
+// the answer is the position negated, so that the producer reads the route
+// again. A route sent that names a live member which no longer owns the
+// queue reaches that member, which passes the wake-up on
+// (Listener.ForwardWakeups). PUBLISH answers the receivers of the server
+// the script runs on: exact on a single server or a Sentinel set, not on a
+// Cluster, whose producers send no route.
+//
 // Returns the message's position (> 0), or -1 when the id was already in
-// :msg and nothing was written.
-const enqueueOneSource = `-- drover enqueue-one v3 (docs/redis-schema.md)
+// :msg and nothing was written; -position when the route sent reached
+// nobody; {position, route} when asked for the route and the queue has one.
+const enqueueOneSource = `-- drover enqueue-one v4 (docs/redis-schema.md)
 if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
 local hint = (ARGV[5] or ''):match('^%d+$') and tonumber(ARGV[5]) or 0 -- digits only: it may become :seq as sent
 local last
@@ -220,12 +239,18 @@ else
 end
 redis.call('ZADD', KEYS[1], pos, ARGV[3])
 if ARGV[1] ~= '' then
-  local ch = redis.call('GET', KEYS[4])
-  if ch and last and #ARGV[4] <= 4096 and string.find(ch, ':wake-e:', 1, true) then
-    redis.call('PUBLISH', ch, ARGV[2] .. '\n' .. string.format('%.0f %.0f', last, pos) .. '\n' .. ARGV[3] .. '\n' .. ARGV[4])
-  else
-    redis.call('PUBLISH', ch or ARGV[1], ARGV[2])
+  local function wake(ch)
+    if last and #ARGV[4] <= 4096 and string.find(ch, ':wake-e:', 1, true) then
+      return redis.call('PUBLISH', ch, ARGV[2] .. '\n' .. string.format('%.0f %.0f', last, pos) .. '\n' .. ARGV[3] .. '\n' .. ARGV[4])
+    end
+    return redis.call('PUBLISH', ch, ARGV[2])
   end
+  local seen = ARGV[6]
+  if seen and seen ~= '' and wake(seen) > 0 then return pos end
+  local ch = redis.call('GET', KEYS[4])
+  if (ch or ARGV[1]) ~= seen then wake(ch or ARGV[1]) end
+  if seen == '' and ch then return {pos, ch} end
+  if seen and seen ~= '' then return -pos end
 end
 return pos
 `

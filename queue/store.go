@@ -86,6 +86,7 @@ type core struct {
 	tracer       *tracing.Tracer
 	durable      *durability // nil: acknowledged once the master has it
 	redisNow     redisClock  // the lone enqueue's estimate of Redis's clock
+	routes       routeCache  // the lone enqueue's routes of its queues' owners
 
 	// Enqueue script arguments that never change: ARGV[1] and ARGV[2].
 	dedupeWindowArg string
@@ -139,6 +140,8 @@ func New(cfg Config) (*Store, error) {
 	}
 	s.ids.now = cfg.Clock.Now
 	s.redisNow.clock = cfg.Clock
+	_, cluster := cfg.Client.(*redis.ClusterClient)
+	s.routes.on, s.routes.clock = s.wakeups && !cluster, cfg.Clock
 	if cfg.Durable.Replicas > 0 {
 		s.durable = &durability{Durable: cfg.Durable, barrier: s.keys.durableBarrierChannel()}
 	}

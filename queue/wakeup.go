@@ -262,3 +262,64 @@ func (s Listener) AllWakeups(ctx context.Context) (<-chan string, error) {
 // the queues routed to member (Log.RouteWakeups) publish their wake-ups
 // there.
 func (s Listener) WakeupChannel(member string) string { return s.keys.entryChannel(member) }
+
+// forwardSource passes on wake-ups that reached a member which does not
+// own their queues: a producer that keeps the owner's route
+// (enqueueOneSource, ARGV[6]) publishes on the route it saw, which names
+// the previous owner until the producer reads the route again. For each
+// queue it reads :owner and publishes the queue's name there, unless the
+// route is the member's own (it is about to run the queue, or it is the
+// previous owner and the next one has not routed the queue yet: that
+// owner reads the queue when it starts it) or there is none. The queues
+// of one call share a slot on a Cluster.
+//
+//	KEYS: 1 per queue: owner
+//	ARGV[1], ARGV[2] the member's channels (entry, plain)
+//	then 1 per queue: its name
+//
+// Returns how many wake-ups it passed on.
+const forwardSource = `-- drover forward-wakeups v1
+local n = 0
+for i = 1, #KEYS do
+  local ch = redis.call('GET', KEYS[i])
+  if ch and ch ~= ARGV[1] and ch ~= ARGV[2] then
+    redis.call('PUBLISH', ch, ARGV[2 + i])
+    n = n + 1
+  end
+end
+return n
+`
+
+var forwardScript = redis.NewScript(forwardSource)
+
+// forwardBatch is the most queues of one forward-wakeups call.
+const forwardBatch = 256
+
+// ForwardWakeups passes the wake-ups of queues, which reached member
+// although it does not run them, on to their owners (forwardSource): one
+// script call per slot and forwardBatch queues, in one pipeline. It
+// returns how many it passed on; a queue with no owner, or routed to
+// member, is left (docs/decisions.md, "Issue 43: a producer keeps the
+// owner's route").
+func (s Listener) ForwardWakeups(ctx context.Context, member string, queues ...string) (int, error) {
+	calls, err := s.slotCalls(queues, forwardBatch, func(c *scriptCall, q string) {
+		if c.args == nil {
+			c.args = []any{s.keys.entryChannel(member), s.keys.memberChannel(member)}
+		}
+		c.keys = append(c.keys, s.keys.queue(q).owner)
+		c.args = append(c.args, q)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("forward wake-ups: %w", err)
+	}
+	s.evalPipelined(ctx, forwardScript, calls)
+	n := 0
+	for _, c := range calls {
+		v, err := c.cmd.Int()
+		if err != nil {
+			return n, fmt.Errorf("forward wake-ups of %d queues: %w", len(c.queues), err)
+		}
+		n += v
+	}
+	return n, nil
+}

@@ -72,7 +72,10 @@ func testWakeupCarriesALoneMessage(t *testing.T, rdb redis.UniversalClient) {
 	if err := rdb.Set(ctx, s.keys.queue("carried").owner, s.keys.memberChannel("m1"), 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	mustEnqueue(t, s, msg("carried", ""))
+	// A producer that has not read the route yet (this one keeps m1's entry
+	// channel for routeTTL: routeCache).
+	fresh := newTestStore(t, rdb, func(cfg *Config) { cfg.Prefix = s.keys.prefix })
+	mustEnqueue(t, fresh, msg("carried", ""))
 	if w := next("a queue routed to the plain channel"); w.Entry != nil {
 		t.Fatalf("a plain channel gets the plain wake-up: have %+v", w.Entry)
 	}

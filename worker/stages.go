@@ -16,13 +16,14 @@ import (
 // position, Redis TIME at the enqueue, on the same clock as the worker's
 // on one machine and within NTP's error across machines.
 type stages struct {
-	wake          stageStat // a parked loop signalled → its run goroutine runs
-	readQueued    stageStat // a read handed to the reader → its round trip is sent
-	readTrip      stageStat // the round trip sent → returned
-	enqueueToRead stageStat // a message's enqueue → its read returned
-	enqueueStart  stageStat // a first attempt's enqueue → its start
-	startRecord   stageStat // a start that waits for its record (runMessage) → the reply
-	carried       stageStat // a message's enqueue → taken from its wake-up, without a read (pushed.go)
+	wake          stageStat    // a parked loop signalled → its run goroutine runs
+	readQueued    stageStat    // a read handed to the reader → its round trip is sent
+	readTrip      stageStat    // the round trip sent → returned
+	enqueueToRead stageStat    // a message's enqueue → its read returned
+	enqueueStart  stageStat    // a first attempt's enqueue → its start
+	startRecord   stageStat    // a start that waits for its record (runMessage) → the reply
+	carried       stageStat    // a message's enqueue → taken from its wake-up, without a read (pushed.go)
+	forwarded     atomic.Int64 // wake-ups of queues this member does not run, passed on (wakeups.go)
 }
 
 type stageStat struct{ n, ns atomic.Int64 }
@@ -77,6 +78,10 @@ type Stages struct {
 	// (enqueue → taken), each a read the queue did not make; the share of
 	// EnqueueToRead's count that Carried has is the hit rate.
 	Carried StageStat `json:"carried"`
+	// Forwarded: the wake-ups of queues this member does not run (a
+	// producer's route named it after the queue moved) that it passed on
+	// to their owners (wakeups.go).
+	Forwarded int64 `json:"forwarded"`
 }
 
 func (w *Worker) stageStats() *Stages {
@@ -84,7 +89,7 @@ func (w *Worker) stageStats() *Stages {
 	st := &Stages{
 		Wake: s.wake.snapshot(), ReadQueued: s.readQueued.snapshot(), ReadTrip: s.readTrip.snapshot(),
 		EnqueueToRead: s.enqueueToRead.snapshot(), EnqueueToStart: s.enqueueStart.snapshot(),
-		StartRecord: s.startRecord.snapshot(), Carried: s.carried.snapshot(),
+		StartRecord: s.startRecord.snapshot(), Carried: s.carried.snapshot(), Forwarded: s.forwarded.Load(),
 	}
 	st.BacklogRounds, st.BacklogReads, st.BacklogSkipped = w.backlogs.stats()
 	st.ReadRounds, st.Reads = w.reads.stats()
