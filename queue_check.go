@@ -39,7 +39,7 @@ type TrimRequest struct {
 // RecordBucket is a queue owner's note of the outcome-record bucket its
 // records went to last, as the trim that wrote them answered: with it the
 // next records skip finding the current bucket and counting it (a record
-// costs Redis two commands, not three). The owner is the one writer of
+// costs Redis one command, not three: queue's recordFunction). The owner is the one writer of
 // its records while it owns the queue; a note made stale by another
 // writer costs at most the records it did not see over a bucket's size.
 // The zero value is no note.
