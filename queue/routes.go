@@ -24,17 +24,24 @@ const routeTTL = 30 * time.Second
 // routeTTL: its enqueues read :owner as before. Off on a Cluster, where
 // PUBLISH counts only the receivers of one node (docs/decisions.md, "Issue
 // 43: a producer keeps the owner's route").
+//
+// Like Store.known, it holds an entry for every queue the producer sent a
+// lone message to; the channels, one per member, are shared.
 type routeCache struct {
-	on    bool
-	clock drover.Clock
-	m     sync.Map // queue name → *route
+	on       bool
+	clock    drover.Clock
+	m        sync.Map // queue name → *route
+	channels sync.Map // channel → *string, the one copy the routes share
 }
 
 // route is one queue's route ("": none found) and until when it is used.
 type route struct {
-	channel string
+	channel *string
 	until   time.Time
 }
+
+// none is the route of a queue found without an owner.
+var none = new(string)
 
 // ask is the ARGV[6] that asks the script for the route.
 var ask any = ""
@@ -48,10 +55,10 @@ func (c *routeCache) arg(queue string) any {
 	}
 	if v, ok := c.m.Load(queue); ok {
 		if r := v.(*route); c.clock.Now().Before(r.until) {
-			if r.channel == "" {
+			if r.channel == none {
 				return nil
 			}
-			return &r.channel
+			return r.channel
 		}
 	}
 	return ask
@@ -59,7 +66,12 @@ func (c *routeCache) arg(queue string) any {
 
 // keep notes the route the script answered for queue ("": none).
 func (c *routeCache) keep(queue, channel string) {
-	c.m.Store(queue, &route{channel: channel, until: c.clock.Now().Add(routeTTL)})
+	ch := none
+	if channel != "" {
+		v, _ := c.channels.LoadOrStore(channel, &channel)
+		ch = v.(*string)
+	}
+	c.m.Store(queue, &route{channel: ch, until: c.clock.Now().Add(routeTTL)})
 }
 
 // position reads an enqueue-one answer to a call that sent a route or

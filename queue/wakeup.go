@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -302,6 +303,12 @@ const forwardBatch = 256
 // member, is left (docs/decisions.md, "Issue 43: a producer keeps the
 // owner's route").
 func (s Listener) ForwardWakeups(ctx context.Context, member string, queues ...string) (int, error) {
+	// A name no queue can have (anyone may publish on a member's channel)
+	// is left out, not the batch.
+	queues = slices.DeleteFunc(slices.Clone(queues), func(q string) bool {
+		_, err := s.queueKeys(q)
+		return err != nil
+	})
 	calls, err := s.slotCalls(queues, forwardBatch, func(c *scriptCall, q string) {
 		if c.args == nil {
 			c.args = []any{s.keys.entryChannel(member), s.keys.memberChannel(member)}
