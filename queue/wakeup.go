@@ -268,14 +268,18 @@ func (s Listener) WakeupChannel(member string) string { return s.keys.entryChann
 // own their queues: a producer that keeps the owner's route
 // (enqueueOneSource, ARGV[6]) publishes on the route it saw, which names
 // the previous owner until the producer reads the route again. For each
-// queue it reads :owner and publishes the queue's name there, unless the
-// route is the member's own (it is about to run the queue, or it is the
-// previous owner and the next one has not routed the queue yet: that
-// owner reads the queue when it starts it) or there is none. The queues
+// queue it reads :owner and publishes the queue's name where the enqueue
+// script would have: on the route, or on the unowned channel when the
+// queue has none (a family's key retired since the producer read its
+// route: the rebalance leader registers it again at that wake-up). It
+// publishes nothing when the route is the member's own (it is about to run
+// the queue, or it is the previous owner and the next one has not routed
+// the queue yet: that owner reads the queue when it starts it). The queues
 // of one call share a slot on a Cluster.
 //
 //	KEYS: 1 per queue: owner
 //	ARGV[1], ARGV[2] the member's channels (entry, plain)
+//	ARGV[3] the unowned channel
 //	then 1 per queue: its name
 //
 // Returns how many wake-ups it passed on.
@@ -283,8 +287,8 @@ const forwardSource = `-- drover forward-wakeups v1
 local n = 0
 for i = 1, #KEYS do
   local ch = redis.call('GET', KEYS[i])
-  if ch and ch ~= ARGV[1] and ch ~= ARGV[2] then
-    redis.call('PUBLISH', ch, ARGV[2 + i])
+  if ch ~= ARGV[1] and ch ~= ARGV[2] then
+    redis.call('PUBLISH', ch or ARGV[3], ARGV[3 + i])
     n = n + 1
   end
 end
@@ -298,10 +302,10 @@ const forwardBatch = 256
 
 // ForwardWakeups passes the wake-ups of queues, which reached member
 // although it does not run them, on to their owners (forwardSource): one
-// script call per slot and forwardBatch queues, in one pipeline. It
-// returns how many it passed on; a queue with no owner, or routed to
-// member, is left (docs/decisions.md, "Issue 43: a producer keeps the
-// owner's route").
+// script call per slot and forwardBatch queues, in one pipeline: to the
+// owner, or on the unowned channel for a queue with none. It returns how
+// many it passed on; a queue routed to member is left (docs/decisions.md,
+// "Issue 43: a producer keeps the owner's route").
 func (s Listener) ForwardWakeups(ctx context.Context, member string, queues ...string) (int, error) {
 	// A name no queue can have (anyone may publish on a member's channel)
 	// is left out, not the batch.
@@ -311,7 +315,7 @@ func (s Listener) ForwardWakeups(ctx context.Context, member string, queues ...s
 	})
 	calls, err := s.slotCalls(queues, forwardBatch, func(c *scriptCall, q string) {
 		if c.args == nil {
-			c.args = []any{s.keys.entryChannel(member), s.keys.memberChannel(member)}
+			c.args = []any{s.keys.entryChannel(member), s.keys.memberChannel(member), s.unownedChannel}
 		}
 		c.keys = append(c.keys, s.keys.queue(q).owner)
 		c.args = append(c.args, q)
