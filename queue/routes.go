@@ -64,11 +64,15 @@ var ask any = ""
 // ask, or nil for none (the cache is off, the server has pattern
 // subscribers, or the queue had no owner when last asked).
 func (c *routeCache) arg(ctx context.Context, rdb numpatReader, queue string) any {
-	if !c.on || c.patternSubscribers(ctx, rdb) {
+	if !c.on {
+		return nil
+	}
+	now := c.clock.Now()
+	if c.patternSubscribers(ctx, rdb, now) {
 		return nil
 	}
 	if v, ok := c.m.Load(queue); ok {
-		if r := v.(*route); c.clock.Now().Before(r.until) {
+		if r := v.(*route); now.Before(r.until) {
 			if r.channel == none {
 				return nil
 			}
@@ -130,8 +134,7 @@ type numpatReader interface {
 // when last asked, asking again (one round trip of the calling enqueue)
 // when that was routeTTL ago. While another call asks, the last answer
 // stands (before any answer: yes, so no route is sent).
-func (c *routeCache) patternSubscribers(ctx context.Context, rdb numpatReader) bool {
-	now := c.clock.Now()
+func (c *routeCache) patternSubscribers(ctx context.Context, rdb numpatReader, now time.Time) bool {
 	if at := c.patternsAt.Load(); at != 0 && now.Sub(time.Unix(0, at)) < routeTTL {
 		return c.patterns.Load()
 	}
