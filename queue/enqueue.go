@@ -519,7 +519,7 @@ func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 	args = append(args, wake, &r.queue, &r.id, (*envelopeArg)(&r.env), &c.now)
 	var pos int64
 	var err error
-	switch route := s.routes.arg(r.queue); {
+	switch route := s.routes.arg(ctx, s.rdb, r.queue); {
 	case route == nil:
 		pos, err = runScript(ctx, s.rdb, redis.NewIntCmd, args, enqueueOneSource).Result()
 	case route == ask:
@@ -664,7 +664,7 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 			r := c.reqs[0]
 			c.args = appendScriptArgs(make([]any, 0, 3+len(keys)+6), enqueueOneSHA, keys)
 			c.args = append(c.args, wake, &r.queue, &r.id, (*envelopeArg)(&r.env), now)
-			if c.route = s.routes.arg(r.queue); c.route != nil {
+			if c.route = s.routes.arg(ctx, s.rdb, r.queue); c.route != nil {
 				c.args = append(c.args, c.route)
 			}
 			c.src = enqueueOneSource

@@ -1,15 +1,20 @@
 package queue
 
 import (
+	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/drover-dev/drover"
 )
 
 // routeTTL is how long a producer publishes a queue's wake-ups on the route
-// it last read before it reads the route again.
+// it last read before it reads the route again, and how often it asks the
+// server whether anyone subscribes to a pattern.
 const routeTTL = 30 * time.Second
 
 // routeCache is what a producer knows of its queues' owners: the route
@@ -22,8 +27,11 @@ const routeTTL = 30 * time.Second
 // member passes the wake-up on (Listener.ForwardWakeups), until the route
 // is read again. A queue found without an owner is not asked again for
 // routeTTL: its enqueues read :owner as before. Off on a Cluster, where
-// PUBLISH counts only the receivers of one node (docs/decisions.md, "Issue
-// 43: a producer keeps the owner's route").
+// PUBLISH counts only the receivers of one node, and while the server has
+// pattern subscribers (PUBSUB NUMPAT, asked every routeTTL): PUBLISH counts
+// those too, and the autoscaler's pattern (Listener.AllWakeups) matches
+// every member's channel, a gone member's included (docs/decisions.md,
+// "Issue 43: a producer keeps the owner's route").
 //
 // Like Store.known, it holds an entry for every queue the producer sent a
 // lone message to; the channels, one per member, are shared.
@@ -32,6 +40,12 @@ type routeCache struct {
 	clock    drover.Clock
 	m        sync.Map // queue name → *route
 	channels sync.Map // channel → *string, the one copy the routes share
+
+	// What the last PUBSUB NUMPAT said (patterns: some, or it failed),
+	// when (unix ns; 0: never asked), and whether a call is asking now.
+	patterns     atomic.Bool
+	patternsAt   atomic.Int64
+	patternsBusy atomic.Bool
 }
 
 // route is one queue's route ("": none found) and until when it is used.
@@ -47,14 +61,18 @@ var none = new(string)
 var ask any = ""
 
 // arg returns enqueue-one's ARGV[6] for queue: the route to publish on,
-// ask, or nil for none (the cache is off, or the queue had no owner when
-// last asked).
-func (c *routeCache) arg(queue string) any {
+// ask, or nil for none (the cache is off, the server has pattern
+// subscribers, or the queue had no owner when last asked).
+func (c *routeCache) arg(ctx context.Context, rdb numpatReader, queue string) any {
 	if !c.on {
 		return nil
 	}
+	now := c.clock.Now()
+	if c.patternSubscribers(ctx, rdb, now) {
+		return nil
+	}
 	if v, ok := c.m.Load(queue); ok {
-		if r := v.(*route); c.clock.Now().Before(r.until) {
+		if r := v.(*route); now.Before(r.until) {
 			if r.channel == none {
 				return nil
 			}
@@ -105,4 +123,27 @@ func (c *routeCache) asked(queue string, v any) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("enqueue-one answered %v", v)
+}
+
+// numpatReader is what patternSubscribers needs of a client.
+type numpatReader interface {
+	PubSubNumPat(ctx context.Context) *redis.IntCmd
+}
+
+// patternSubscribers reports whether the server had pattern subscribers
+// when last asked, asking again (one round trip of the calling enqueue)
+// when that was routeTTL ago. While another call asks, the last answer
+// stands (before any answer: yes, so no route is sent).
+func (c *routeCache) patternSubscribers(ctx context.Context, rdb numpatReader, now time.Time) bool {
+	if at := c.patternsAt.Load(); at != 0 && now.Sub(time.Unix(0, at)) < routeTTL {
+		return c.patterns.Load()
+	}
+	if !c.patternsBusy.CompareAndSwap(false, true) {
+		return c.patternsAt.Load() == 0 || c.patterns.Load()
+	}
+	defer c.patternsBusy.Store(false)
+	n, err := rdb.PubSubNumPat(ctx).Result()
+	c.patterns.Store(err != nil || n > 0)
+	c.patternsAt.Store(now.UnixNano())
+	return c.patterns.Load()
 }

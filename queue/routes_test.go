@@ -188,7 +188,50 @@ func TestAClusterProducerKeepsNoRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.routes.arg("q") != nil {
+	if s.routes.arg(context.Background(), cc, "q") != nil {
 		t.Fatal("a Cluster producer sends a route")
+	}
+}
+
+// PUBLISH counts pattern subscribers too, and the autoscaler's pattern
+// (Listener.AllWakeups) matches every member's channel, a gone member's
+// included: while the server has one, a producer keeps no route and reads
+// :owner for every wake-up; it asks again (PUBSUB NUMPAT) every routeTTL.
+func TestAPatternSubscriberTurnsTheRoutesOff(t *testing.T) {
+	r := newRouteRig(t)
+	obsCtx, stopObserver := context.WithCancel(r.ctx)
+	defer stopObserver()
+	obs, err := r.s.Listener().AllWakeups(obsCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, _ := r.member("m1")
+	r.route("m1", "q")
+	mustEnqueue(t, r.s, msg("q", "")) // registers the queue
+	r.wakeup(m1, "q", "m1")
+	r.gets()
+	for range 3 {
+		mustEnqueue(t, r.s, msg("q", ""))
+		r.wakeup(m1, "q", "m1")
+	}
+	if n := r.gets(); n != 3 {
+		t.Fatalf("with a pattern subscriber: want :owner read at every enqueue (3 GETs), have %d", n)
+	}
+	stopObserver()
+	for range obs { // closed once unsubscribed
+	}
+	testkit.Eventually(t, "the server dropped the pattern subscription", func() bool {
+		n, err := r.rdb.PubSubNumPat(r.ctx).Result()
+		return err == nil && n == 0
+	})
+	r.clock.mu.Lock()
+	r.clock.now = r.clock.now.Add(routeTTL)
+	r.clock.mu.Unlock()
+	for range 3 {
+		mustEnqueue(t, r.s, msg("q", ""))
+		r.wakeup(m1, "q", "m1")
+	}
+	if n := r.gets(); n != 1 {
+		t.Fatalf("no pattern subscriber after routeTTL: want the route read once (1 GET), have %d", n)
 	}
 }
