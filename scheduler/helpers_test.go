@@ -76,7 +76,7 @@ func newScheduler(t *testing.T, st scheduler.Store, clock drover.Clock, enq sche
 	t.Helper()
 	s, err := scheduler.New(scheduler.Config{
 		Store: st, Enqueuer: enq, Leadership: lead, Clock: clock,
-		Logger:       hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{T: t}}),
+		Logger:       hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testkit.NewWriter(t)}),
 		PollInterval: 5 * time.Millisecond,
 	})
 	if err != nil {
@@ -84,9 +84,6 @@ func newScheduler(t *testing.T, st scheduler.Store, clock drover.Clock, enq sche
 	}
 	return s
 }
-
-// testWriter sends log lines to t.Log.
-type testWriter = testkit.Writer
 
 func tick(t *testing.T, s *scheduler.Scheduler, clock *fakeClock, at time.Time) {
 	t.Helper()

@@ -21,7 +21,7 @@ import (
 // reaches (the fake clock advanced after a timer is armed and before the
 // wait on it starts).
 type hookLog struct {
-	t    *testing.T
+	out  testkit.Writer // to the test's log, until its cleanup
 	mu   sync.Mutex
 	buf  bytes.Buffer
 	hook func(line string)
@@ -32,7 +32,7 @@ func (h *hookLog) Write(b []byte) (int, error) {
 	h.buf.Write(b)
 	hook := h.hook
 	h.mu.Unlock()
-	testkit.Writer{T: h.t}.Write(b)
+	h.out.Write(b)
 	if hook != nil {
 		hook(string(b))
 	}
@@ -74,7 +74,7 @@ func startHandOver(t *testing.T) *handOverRun {
 	mem.add("q", msg("m2"))
 	entries, _ := mem.ReadAfter(context.Background(), "q", 0, 1)
 	hr := &handOverRun{clock: testkit.NewClock(time.Unix(1_700_000_000, 0)), ex: newHoldingExecutor(), claim: &memClaim{},
-		log: &hookLog{t: t}, hold: entries[0].Position}
+		log: &hookLog{out: testkit.NewWriter(t)}, hold: entries[0].Position}
 	hr.w = newTestWorker(t, mem, hr.ex, func(c *Config) {
 		c.Clock = hr.clock
 		c.DrainTimeout = 5 * time.Second

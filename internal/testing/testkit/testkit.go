@@ -6,6 +6,7 @@ package testkit
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,14 +19,45 @@ const Bound = 90 * time.Second
 
 // Logger returns a logger writing to t.Log at level.
 func Logger(t testing.TB, level hclog.Level) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: level, Output: Writer{t}})
+	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: level, Output: NewWriter(t)})
 }
 
-// Writer sends what is written to t.Log; lines written after the test
-// ended are dropped.
-type Writer struct{ T testing.TB }
+// Writer sends what is written to t.Log. Made by NewWriter, it drops the
+// lines written once the test's cleanup ran: a goroutine that outlives its
+// test (a watch that fires as the servers stop) may still log, and t.Log
+// after the test's end races with the test's completion, which the race
+// detector reports as a failure. A Writer made by hand drops only the
+// lines t.Log refuses.
+type Writer struct {
+	T    testing.TB
+	gate *writeGate
+}
+
+// writeGate closes a Writer at the test's cleanup.
+type writeGate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+// NewWriter returns a Writer to t.Log that stops at t's cleanup.
+func NewWriter(t testing.TB) Writer {
+	g := &writeGate{}
+	t.Cleanup(func() {
+		g.mu.Lock()
+		g.closed = true
+		g.mu.Unlock()
+	})
+	return Writer{T: t, gate: g}
+}
 
 func (w Writer) Write(b []byte) (int, error) {
+	if w.gate != nil {
+		w.gate.mu.Lock()
+		defer w.gate.mu.Unlock()
+		if w.gate.closed {
+			return len(b), nil
+		}
+	}
 	defer func() { recover() }() // logging after the test ended panics
 	w.T.Log(string(b))
 	return len(b), nil
