@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/drover-dev/drover"
 )
 
@@ -80,18 +82,25 @@ func (s Jobs) Outcomes(ctx context.Context, queue string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("count outcome records of %s: %w", queue, err)
 	}
-	var n int64
-	for _, b := range buckets {
-		// A bucket's fields are its records and, once its owner wrote to
-		// it by its note, the marker "" (recordFunction): not a record.
-		pipe := s.rdb.Pipeline()
-		size := pipe.HLen(ctx, qk.done+":"+b)
-		marked := pipe.HExists(ctx, qk.done+":"+b, "")
+	// A bucket's fields are its records and, once its owner wrote to it by
+	// its note, the marker "" (recordFunction): not a record. One round
+	// trip for every bucket.
+	pipe := s.rdb.Pipeline()
+	sizes := make([]*redis.IntCmd, len(buckets))
+	marked := make([]*redis.BoolCmd, len(buckets))
+	for i, b := range buckets {
+		sizes[i] = pipe.HLen(ctx, qk.done+":"+b)
+		marked[i] = pipe.HExists(ctx, qk.done+":"+b, "")
+	}
+	if len(buckets) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {
 			return 0, fmt.Errorf("count outcome records of %s: %w", queue, err)
 		}
-		n += size.Val()
-		if marked.Val() {
+	}
+	var n int64
+	for i := range buckets {
+		n += sizes[i].Val()
+		if marked[i].Val() {
 			n--
 		}
 	}
