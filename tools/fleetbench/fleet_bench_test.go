@@ -278,12 +278,13 @@ type redisCounters struct {
 	commands  int64 // total_commands_processed
 	publishes int64 // PUBLISH and SPUBLISH calls, from scripts too (commandstats)
 	calls     int64 // the meter's own commands before this reading
-	byCommand map[string]int64
+	byCommand map[string]int64 // commandstats calls
+	usec      map[string]int64 // commandstats usec (a script's includes its commands')
 	cpu       float64 // used_cpu_user + used_cpu_sys of the server, seconds
 }
 
 func (m *redisMeter) read(ctx context.Context) (redisCounters, error) {
-	rc := redisCounters{calls: m.calls, byCommand: map[string]int64{}}
+	rc := redisCounters{calls: m.calls, byCommand: map[string]int64{}, usec: map[string]int64{}}
 	info, err := m.c.Info(ctx, "stats", "commandstats", "cpu").Result()
 	m.calls++
 	if err != nil {
@@ -303,6 +304,7 @@ func (m *redisMeter) read(ctx context.Context) (redisCounters, error) {
 		if rest, ok := strings.CutPrefix(line, "cmdstat_"); ok {
 			name, v, _ := strings.Cut(rest, ":")
 			rc.byCommand[name] = statField(v, "calls")
+			rc.usec[name] = statField(v, "usec")
 			if name == "publish" || name == "spublish" {
 				rc.publishes += statField(v, "calls")
 			}

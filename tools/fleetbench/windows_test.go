@@ -34,6 +34,7 @@ type window struct {
 	latency        Snapshot
 	stored         Snapshot
 	redisByCommand [2]map[string]int64 // commandstats calls at the window's start and end
+	redisUsec      [2]map[string]int64 // commandstats usec likewise
 }
 
 // measure samples every length/subWindows for length, starting from the
@@ -55,6 +56,7 @@ func measure(b *testing.B, rm *redisMeter, ws []*worker, length time.Duration, p
 	}
 	w := windowOf(rs)
 	b.Logf("Redis commands/s in the window by command: %s", commandRates(w.redisByCommand[0], w.redisByCommand[1], w.seconds))
+	b.Logf("Redis µs/s in the window by command (a script's include its commands'): %s", commandRates(w.redisUsec[0], w.redisUsec[1], w.seconds))
 	for k := range ws {
 		b.Logf("%s: ZooKeeper requests/s in the window by operation: %s", ws[k].name, opRates(w.zk[k].ByOp, w.seconds))
 	}
@@ -76,6 +78,7 @@ func windowOf(rs []reading) window {
 	w.redisCmdsPerS = cmds(first, last) / w.seconds
 	w.redisCPUPct = 100 * (last.redis.cpu - first.redis.cpu) / w.seconds
 	w.redisByCommand = [2]map[string]int64{first.redis.byCommand, last.redis.byCommand}
+	w.redisUsec = [2]map[string]int64{first.redis.usec, last.redis.usec}
 	for i := 1; i < len(rs); i++ {
 		secs := rs[i].at.Sub(rs[i-1].at).Seconds()
 		w.redisWorstPart = max(w.redisWorstPart, cmds(rs[i-1], rs[i])/secs)
