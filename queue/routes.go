@@ -33,13 +33,14 @@ const routeTTL = 30 * time.Second
 // every member's channel, a gone member's included (docs/decisions.md,
 // "Issue 43: a producer keeps the owner's route").
 //
-// Like Store.known, it holds an entry for every queue the producer sent a
-// lone message to; the channels, one per member, are shared.
+// Like Store.known, it holds the queues the producer sent a lone message to
+// lately (recent: the last routeTTL or two); the channels, one per member,
+// are shared.
 type routeCache struct {
 	on       bool
 	clock    drover.Clock
-	m        sync.Map // queue name → *route
-	channels sync.Map // channel → *string, the one copy the routes share
+	m        *recent[*route] // queue name → route; a queue not sent to for a routeTTL or two is forgotten
+	channels sync.Map        // channel → *string, the one copy the routes share
 
 	// What the last PUBSUB NUMPAT said (patterns: some, or it failed),
 	// when (unix ns; 0: never asked), and whether a call is asking now.
@@ -71,8 +72,8 @@ func (c *routeCache) arg(ctx context.Context, rdb numpatReader, queue string) an
 	if c.patternSubscribers(ctx, rdb, now) {
 		return nil
 	}
-	if v, ok := c.m.Load(queue); ok {
-		if r := v.(*route); now.Before(r.until) {
+	if r, ok := c.m.Load(queue); ok {
+		if now.Before(r.until) {
 			if r.channel == none {
 				return nil
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
@@ -92,9 +91,10 @@ type core struct {
 	dedupeWindowArg string
 	unownedChannel  string
 
-	// known holds the queues this Store has added to the queue registry, so
-	// that the SADD is sent once per process and queue.
-	known sync.Map
+	// known holds the queues this Store has added to the queue registry and
+	// sent to in the last knownFor or two, so that the SADD is sent once
+	// per process and queue while the queue is in use.
+	known *recent[struct{}]
 }
 
 // New validates cfg and returns a Store.
@@ -142,6 +142,8 @@ func New(cfg Config) (*Store, error) {
 	s.redisNow.clock = cfg.Clock
 	_, cluster := cfg.Client.(*redis.ClusterClient)
 	s.routes.on, s.routes.clock = s.wakeups && !cluster, cfg.Clock
+	s.routes.m = newRecent[*route](cfg.Clock, routeTTL)
+	s.known = newRecent[struct{}](cfg.Clock, knownFor)
 	if cfg.Durable.Replicas > 0 {
 		s.durable = &durability{Durable: cfg.Durable, barrier: s.keys.durableBarrierChannel()}
 	}
