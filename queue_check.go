@@ -9,6 +9,10 @@ type QueueCheck struct {
 	Queue string
 	// Ready: the log holds a message after the offset given.
 	Ready bool
+	// Stale: the log still holds a message at or before the offset given
+	// (processed, not trimmed yet): a new owner's check of a queue whose
+	// last owner was lost before its trim.
+	Stale bool
 	// NextDue is the due time of the earliest delayed message; zero when
 	// nothing is delayed.
 	NextDue time.Time

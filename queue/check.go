@@ -22,8 +22,9 @@ const checkGroup = 256
 type QueueCheck = drover.QueueCheck
 
 // CheckQueues reports, for each of queues, whether a message waits after
-// its offset (offsets[i] is the committed or fetched offset of queues[i])
-// and when its earliest delayed message is due. It is the owner's amortised
+// its offset (offsets[i] is the committed or fetched offset of queues[i]),
+// whether the log still holds messages at or before it, and when its
+// earliest delayed message is due. It is the owner's amortised
 // backstop against lost wake-ups (DESIGN.md §10): one script call per 256
 // queues on a standalone server, per slot on a Cluster, all in one pipeline
 // — not a poll per queue. The checks are in the order of queues.
@@ -63,7 +64,7 @@ func (s Log) CheckQueues(ctx context.Context, queues []string, offsets []drover.
 		}
 		for k := lo; k < hi; k++ {
 			i, j := groups.index(k), 2*(k-lo)
-			qc := QueueCheck{Queue: queues[i], Ready: vals[j] == 1}
+			qc := QueueCheck{Queue: queues[i], Ready: vals[j]&1 != 0, Stale: vals[j]&2 != 0}
 			if due := vals[j+1]; due > 0 {
 				qc.NextDue = time.UnixMilli(due)
 			}

@@ -16,8 +16,9 @@ import (
 
 var _ = addContractCases(contractCase{"CheckQueues", testCheckQueues})
 
-// One amortised check finds the queues with messages after their offsets and
-// the due times of delayed messages, across many queues (several script
+// One amortised check finds the queues with messages after their offsets,
+// those with messages still at or before them (stale: processed, not
+// trimmed), and the due times of delayed messages, across many queues (several script
 // calls, several Cluster slots).
 func testCheckQueues(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
@@ -31,13 +32,16 @@ func testCheckQueues(t *testing.T, rdb redis.UniversalClient) {
 	}
 	ready := mustEnqueue(t, s, msg("ready", ""))
 	done := mustEnqueue(t, s, msg("done", ""))
+	both := mustEnqueue(t, s, msg("both", ""))
+	mustEnqueue(t, s, msg("both", ""))
 	if _, err := s.Producer().EnqueueAt(ctx, msg("later", ""), due); err != nil {
 		t.Fatal(err)
 	}
 	// Among the idle ones, so that on a Cluster the order of the slots
 	// is not the order asked.
-	queues = slices.Insert(queues, 300, "ready", "done", "later")
-	offsets = slices.Insert(offsets, 300, ready.Position-1, done.Position, 0) // done: everything processed
+	queues = slices.Insert(queues, 300, "ready", "done", "later", "both")
+	// done: everything processed, not trimmed (stale); both: one of two
+	offsets = slices.Insert(offsets, 300, ready.Position-1, done.Position, 0, both.Position)
 
 	checks, err := s.Log().CheckQueues(ctx, queues, offsets)
 	if err != nil {
@@ -50,9 +54,10 @@ func testCheckQueues(t *testing.T, rdb redis.UniversalClient) {
 		if c.Queue != queues[i] {
 			t.Fatalf("check %d: want the order of the queues asked (%s), have %s", i, queues[i], c.Queue)
 		}
-		wantReady, wantDue := c.Queue == "ready", c.Queue == "later"
-		if c.Ready != wantReady || !c.NextDue.IsZero() != wantDue {
-			t.Fatalf("check of %s: want ready %v, due %v; have %+v", c.Queue, wantReady, wantDue, c)
+		wantReady, wantDue := c.Queue == "ready" || c.Queue == "both", c.Queue == "later"
+		wantStale := c.Queue == "done" || c.Queue == "both"
+		if c.Ready != wantReady || !c.NextDue.IsZero() != wantDue || c.Stale != wantStale {
+			t.Fatalf("check of %s: want ready %v, due %v, stale %v; have %+v", c.Queue, wantReady, wantDue, wantStale, c)
 		}
 		if wantDue && c.NextDue.UnixMilli() != due.UnixMilli() {
 			t.Fatalf("due time of later: want %v, have %v", due, c.NextDue)

@@ -994,19 +994,37 @@ return out
 `
 
 // checkSource is the owner's amortised check of many queues at once: for
-// each, whether its log holds an entry after an offset and when its earliest
-// delayed message is due. The queues of one call share a slot on a Cluster.
+// each, whether its log holds an entry after an offset, whether it still
+// holds one at or before it (committed and not trimmed: a claim's check
+// owes the trim then, docs/decisions.md, "Issue 43: a claimed queue's
+// untrimmed log is trimmed by its new owner"), and when its earliest
+// delayed message is due. The queues of one call share a slot on a
+// Cluster.
 //
 //	KEYS: 2 per queue: log, delayed
 //	ARGV: 1 per queue: the exclusive lower bound, "(<offset>"
 //
-// Returns 2 integers per queue: 1 if an entry follows the offset (else 0),
-// the earliest due time in unix ms (0: nothing delayed).
-const checkSource = `-- drover check v1
+// Returns 2 integers per queue: 1 if an entry follows the offset, plus 2 if
+// an entry lies at or before it; the earliest due time in unix ms (0:
+// nothing delayed). The log's first entry answers both for an empty log
+// and one whose entries all follow the offset (the common cases): one
+// ZRANGE a queue, as in v1; a second only when that entry is at or before
+// the offset.
+const checkSource = `-- drover check v2
 local out = {}
 for i = 1, #ARGV do
-  local r = redis.call('ZRANGE', KEYS[2 * i - 1], ARGV[i], '+inf', 'BYSCORE', 'LIMIT', 0, 1)
-  out[#out + 1] = (#r > 0) and 1 or 0
+  local log = KEYS[2 * i - 1]
+  local head = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
+  local v = 0
+  if #head > 0 then
+    if tonumber(head[2]) > tonumber(string.sub(ARGV[i], 2)) then
+      v = 1
+    else
+      v = 2
+      if #redis.call('ZRANGE', log, ARGV[i], '+inf', 'BYSCORE', 'LIMIT', 0, 1) > 0 then v = 3 end
+    end
+  end
+  out[#out + 1] = v
   local d = redis.call('ZRANGE', KEYS[2 * i], 0, 0, 'WITHSCORES')
   out[#out + 1] = (#d > 0) and tonumber(d[2]) or 0
 end

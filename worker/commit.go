@@ -589,6 +589,28 @@ func (c *committer) oweTrim(l *queueLoop, pos drover.Position) {
 	}
 }
 
+// oweClaimed owes the trim of l, just claimed, to its committed offset,
+// as if it had committed now: its log still holds messages at or before
+// that offset (CheckQueues' Stale), which its last owner committed and was
+// lost before trimming (an owed trim of a lost queue is dropped: "its new
+// owner trims it"). A queue that runs on commits and trims as usual; one
+// that stays quiet is trimmed trimQuiet after its claim, or at once when
+// the member is idle, so that it empties and its family can retire it. A
+// trim already owed is left as it is. It never blocks on I/O.
+func (c *committer) oweClaimed(l *queueLoop) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.owed[l]; ok || l.lost.Load() {
+		return
+	}
+	now := c.w.cfg.Clock.Now()
+	c.owed[l] = owedTrim{pos: drover.Position(l.committed.Load()), since: now, last: now}
+	if !c.running {
+		c.running = true
+		go c.run()
+	}
+}
+
 // oweLocked owes l's trim to pos, no sooner than trimRetry after now; c.mu
 // is held.
 func (c *committer) oweLocked(l *queueLoop, pos drover.Position, now time.Time) {

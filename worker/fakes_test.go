@@ -191,7 +191,8 @@ func (l *memLog) CheckQueues(_ context.Context, queues []string, offsets []drove
 		for _, e := range l.log[q] {
 			if e.Position > offsets[i] {
 				c.Ready = true
-				break
+			} else if !slices.ContainsFunc(l.trims[q], func(p drover.Position) bool { return p >= e.Position }) {
+				c.Stale = true // at or before the offset, and no trim covered it
 			}
 		}
 		for _, d := range l.delayed[q] {

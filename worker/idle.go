@@ -355,7 +355,7 @@ func (s *idleScheduler) check(full bool) bool {
 		s.checkHeads(b, parked)
 		return more
 	}
-	s.checkLoops(b, parked)
+	s.checkLoops(b, parked, false)
 	return more
 }
 
@@ -421,15 +421,20 @@ func (s *idleScheduler) checkFresh(queues []string) {
 		}
 	}
 	s.w.mu.Unlock()
-	s.checkLoops(b, parked)
+	s.checkLoops(b, parked, true)
 }
 
 // checkLoops checks the parked queues after their fetched offsets in one
 // amortised call (the full pass: rare), signals those with a message after
-// their offset and schedules their due times. Like the periodic pass it
+// their offset and schedules their due times. The check of queues just
+// claimed (claimed) also owes the trim of those whose log still holds
+// messages at or before the offset: their last owner lost them before its
+// trim, and a key that stays quiet would otherwise keep them for good, so
+// that it never counts as empty and its family never retires it
+// (committer.oweClaimed). Like the periodic pass it
 // passes the queues and offsets in the scheduler's buffers and matches the
 // results by position: no map per pass.
-func (s *idleScheduler) checkLoops(b *passBuffers, parked []parkedQueue) {
+func (s *idleScheduler) checkLoops(b *passBuffers, parked []parkedQueue, claimed bool) {
 	s.countCheck()
 	if len(parked) == 0 {
 		return
@@ -468,6 +473,9 @@ func (s *idleScheduler) checkLoops(b *passBuffers, parked []parkedQueue) {
 		if !r.NextDue.IsZero() {
 			s.at(r.Queue, r.NextDue)
 			l.countsMoved() // delayed messages its owner may not have seen enqueued
+		}
+		if claimed && r.Stale {
+			s.w.commits.oweClaimed(l)
 		}
 		if r.Ready {
 			l.signal()

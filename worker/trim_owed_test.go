@@ -264,3 +264,55 @@ func TestTrimsSweepTheDedupeIdsAboutOneInTen(t *testing.T) {
 		}
 	}
 }
+
+// A queue claimed with processed messages still in its log (its last owner
+// committed them and was lost before its trim, whose owed trim is then
+// dropped) is trimmed by its new owner even if no message comes again: the
+// claim's check finds them (drover.QueueCheck.Stale) and owes the trim as
+// if the queue had committed at its claim, so a busy member trims it
+// trimQuiet later. Without it such a key kept them for good, never counted
+// as empty, and its family never retired it (the chaos run's "stuck" keys).
+// A queue claimed with a clean log owes nothing.
+func TestAClaimedQueuesUntrimmedLogIsTrimmedByItsNewOwner(t *testing.T) {
+	b := newBusyMember(t) // "hold" keeps the member busy; q runs on b.q
+	b.mem.add("quiet", msg("k1"))
+	b.mem.add("quiet", msg("k2"))
+	off := posOf(b.mem, "quiet", "k2")
+	if err := b.w.Start(queueConfig("quiet", nil), &memClaim{off: drover.Offset{Position: off}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.w.Start(queueConfig("clean", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the claims' check", func() bool {
+		b.w.commits.mu.Lock()
+		defer b.w.commits.mu.Unlock()
+		for l := range b.w.commits.owed {
+			if l.name == "quiet" {
+				return true
+			}
+		}
+		return false
+	})
+	if trims := b.mem.trimList("quiet"); len(trims) != 0 {
+		t.Fatalf("trimmed before trimQuiet on a busy member: %v", trims)
+	}
+	b.clock.Advance(trimQuiet)
+	waitFor(t, "quiet trimmed to its claimed offset", func() bool {
+		if slices.Contains(b.mem.trimList("quiet"), off) {
+			return true
+		}
+		b.clock.Advance(DefaultCommitInterval) // the committer's next flush
+		return false
+	})
+	b.w.commits.mu.Lock()
+	for l := range b.w.commits.owed {
+		if l.name == "clean" {
+			t.Error("a queue claimed with a clean log owes a trim")
+		}
+	}
+	b.w.commits.mu.Unlock()
+	if trims := b.mem.trimList("clean"); len(trims) != 0 {
+		t.Fatalf("a queue claimed with a clean log was trimmed: %v", trims)
+	}
+}
