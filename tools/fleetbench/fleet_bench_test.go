@@ -275,12 +275,12 @@ type redisMeter struct {
 }
 
 type redisCounters struct {
-	commands  int64 // total_commands_processed
-	publishes int64 // PUBLISH and SPUBLISH calls, from scripts too (commandstats)
-	calls     int64 // the meter's own commands before this reading
+	commands  int64            // total_commands_processed
+	publishes int64            // PUBLISH and SPUBLISH calls, from scripts too (commandstats)
+	calls     int64            // the meter's own commands before this reading
 	byCommand map[string]int64 // commandstats calls
 	usec      map[string]int64 // commandstats usec (a script's includes its commands')
-	cpu       float64 // used_cpu_user + used_cpu_sys of the server, seconds
+	cpu       float64          // used_cpu_user + used_cpu_sys of the server, seconds
 }
 
 func (m *redisMeter) read(ctx context.Context) (redisCounters, error) {
