@@ -355,7 +355,7 @@ func (s *idleScheduler) check(full bool) bool {
 		s.checkHeads(b, parked)
 		return more
 	}
-	s.checkLoops(b, parked, false)
+	s.checkLoops(b, parked)
 	return more
 }
 
@@ -421,20 +421,20 @@ func (s *idleScheduler) checkFresh(queues []string) {
 		}
 	}
 	s.w.mu.Unlock()
-	s.checkLoops(b, parked, true)
+	s.checkLoops(b, parked)
 }
 
 // checkLoops checks the parked queues after their fetched offsets in one
 // amortised call (the full pass: rare), signals those with a message after
-// their offset and schedules their due times. The check of queues just
-// claimed (claimed) also owes the trim of those whose log still holds
-// messages at or before the offset: their last owner lost them before its
-// trim, and a key that stays quiet would otherwise keep them for good, so
-// that it never counts as empty and its family never retires it
-// (committer.oweClaimed). Like the periodic pass it
+// their offset and schedules their due times. A queue's first check since
+// its claim (not checked yet: the claims' check, or a full pass that
+// covers it) also owes its trim when its log still holds messages at or
+// before the offset: its last owner lost it before trimming, and a key
+// that stays quiet would otherwise keep them for good, so that it never
+// counts as empty and its family never retires it (committer.oweClaimed). Like the periodic pass it
 // passes the queues and offsets in the scheduler's buffers and matches the
 // results by position: no map per pass.
-func (s *idleScheduler) checkLoops(b *passBuffers, parked []parkedQueue, claimed bool) {
+func (s *idleScheduler) checkLoops(b *passBuffers, parked []parkedQueue) {
 	s.countCheck()
 	if len(parked) == 0 {
 		return
@@ -468,7 +468,7 @@ func (s *idleScheduler) checkLoops(b *passBuffers, parked []parkedQueue, claimed
 	}
 	for i, r := range res {
 		l := parked[i].loop
-		l.checked.Store(true)
+		claimed := !l.checked.Swap(true) // its first check since its claim
 		l.dueKnown.Store(true)
 		if !r.NextDue.IsZero() {
 			s.at(r.Queue, r.NextDue)

@@ -316,3 +316,32 @@ func TestAClaimedQueuesUntrimmedLogIsTrimmedByItsNewOwner(t *testing.T) {
 		t.Fatalf("a queue claimed with a clean log was trimmed: %v", trims)
 	}
 }
+
+// A full pass (after missed wake-ups) covers the queues claimed since the
+// last one in place of their claims' check, so it owes the trim of a
+// queue it checks for the first time whose log still holds processed
+// messages, as the claims' check does; a queue checked before (an owner's
+// own quiet key, whose owed trim waits its turn) owes nothing from it.
+func TestAFullPassOwesTheTrimOfAQueueItChecksFirst(t *testing.T) {
+	b := newBusyMember(t)
+	b.mem.add("quiet", msg("k1"))
+	off := posOf(b.mem, "quiet", "k1")
+	l := newQueueLoop(b.w, queueConfig("quiet", nil), &memClaim{off: drover.Offset{Position: off}})
+	owes := func() bool {
+		b.w.commits.mu.Lock()
+		defer b.w.commits.mu.Unlock()
+		_, ok := b.w.commits.owed[l]
+		return ok
+	}
+	b.w.idle.checkLoops(&passBuffers{}, []parkedQueue{{loop: l, fetched: off}})
+	if !owes() {
+		t.Fatal("a full pass over a queue checked for the first time, its log stale: want its trim owed")
+	}
+	b.w.commits.mu.Lock()
+	delete(b.w.commits.owed, l)
+	b.w.commits.mu.Unlock()
+	b.w.idle.checkLoops(&passBuffers{}, []parkedQueue{{loop: l, fetched: off}})
+	if owes() {
+		t.Fatal("a full pass over a queue checked before: want no trim owed from it")
+	}
+}
