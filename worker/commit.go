@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,8 +155,25 @@ type owedTrim struct {
 	last time.Time // the last commit
 	// notBefore: the trim failed (Redis away); it is sent again no
 	// sooner (trimRetry), with the queue's next commit or on its own.
+	// For a retention follow-up, when its retention has passed.
 	notBefore time.Time
+	// retained: a retention follow-up (see retentionAfter), which a
+	// commit of the queue replaces with an ordinary owed trim.
+	retained bool
 }
+
+// retentionAfter is how long after a trim of a queue with a retention
+// window, beyond the window, the committer trims it again to the same
+// offset: the entries that trim kept for the window were all enqueued
+// before it (they are at or below a committed offset), so by then the
+// second trim removes them. A queue that keeps committing is trimmed by its
+// commits and the follow-up is replaced; a quiet one kept them until its
+// next commit, for good if none came: it never counted as empty and its
+// family never retired it (docs/decisions.md, "Issue 43: a quiet
+// retention queue is trimmed once its window has passed"). A follow-up
+// trim has no follow-up of its own. The margin covers positions a
+// producer's clock estimate put ahead of the trim's clock.
+const retentionAfter = trimAtMost
 
 // trimRetry is how long a failed trim waits before it is sent again. A
 // failed trim used to be dropped: a queue that then stayed idle kept its
@@ -477,6 +495,7 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 	all := len(done) == 0 && c.w.loopGoroutines.Load() == 0
 	var reqs []drover.TrimRequest
 	var whose []*queueLoop
+	followUps := map[int]bool{} // indices into reqs of retention follow-ups
 	add := func(l *queueLoop, r drover.TrimRequest) {
 		cfg := l.config()
 		r.Queue, r.Retention, r.Policy = l.name, cfg.Retention.Std(), cfg.Outcomes
@@ -493,8 +512,8 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 	for _, l := range done {
 		r := batch[l]
 		o, ok := c.owed[l]
-		if !ok {
-			o.since = now
+		if !ok || o.retained {
+			o = owedTrim{since: now}
 		}
 		o.msgs += max(1, len(r.outcomes))
 		o.last = now
@@ -520,6 +539,9 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 			// failed lately: sent again at notBefore
 		case all || trimDue(o, now):
 			delete(c.owed, l)
+			if o.retained {
+				followUps[len(reqs)] = true
+			}
 			add(l, drover.TrimRequest{Offset: o.pos})
 		}
 	}
@@ -556,6 +578,27 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 		cancel()
 	}
 	c.oweAgain(reqs, whose, failed)
+	c.oweRetained(reqs, whose, failed, followUps)
+}
+
+// oweRetained owes the retention follow-up (retentionAfter) of each queue
+// trimmed in reqs with a retention window, unless its trim failed (owed
+// again already), it was a follow-up itself, the queue owes a trim already
+// or was lost (its new owner's claim finds the entries: oweClaimed).
+func (c *committer) oweRetained(reqs []drover.TrimRequest, whose []*queueLoop, failed []int, followUps map[int]bool) {
+	now := c.w.cfg.Clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, r := range reqs {
+		if r.RecordsOnly || r.Retention <= 0 || followUps[i] || slices.Contains(failed, i) {
+			continue
+		}
+		l := whose[i]
+		if _, ok := c.owed[l]; ok || l.lost.Load() {
+			continue
+		}
+		c.owed[l] = owedTrim{pos: r.Offset, since: now, last: now, notBefore: now.Add(r.Retention + retentionAfter), retained: true}
+	}
 }
 
 // oweAgain owes again the trims at failed (their outcome records are not

@@ -345,3 +345,84 @@ func TestAFullPassOwesTheTrimOfAQueueItChecksFirst(t *testing.T) {
 		t.Fatal("a full pass over a queue checked before: want no trim owed from it")
 	}
 }
+
+// A queue with a retention window keeps, at its trim, the processed
+// entries younger than the window; a quiet one kept them until its next
+// commit, for good if none came (its family never retired it). Its
+// committer now trims it once more to the same offset retentionAfter past
+// the window: that trim removes them, and has no follow-up of its own. A
+// commit in between replaces the follow-up with an ordinary owed trim.
+func TestAQuietRetentionQueueIsTrimmedOnceItsWindowHasPassed(t *testing.T) {
+	b := newBusyMember(t) // "hold" keeps the member busy
+	const window = time.Minute
+	claim := &memClaim{}
+	if err := b.w.Start(queueConfig("ret", func(qc *drover.QueueConfig) { qc.Retention = drover.Duration(window) }), claim); err != nil {
+		t.Fatal(err)
+	}
+	owed := func() (owedTrim, bool) {
+		b.w.commits.mu.Lock()
+		defer b.w.commits.mu.Unlock()
+		for l, o := range b.w.commits.owed {
+			if l.name == "ret" {
+				return o, true
+			}
+		}
+		return owedTrim{}, false
+	}
+	run := func(id string) drover.Position {
+		b.mem.add("ret", msg(id))
+		b.w.Wake("ret")
+		waitFor(t, id+" starts", func() bool { return b.ex.hasStarted(id) })
+		close(b.ex.gate(id))
+		want := posOf(b.mem, "ret", id)
+		waitFor(t, id+" committed", func() bool {
+			if claim.committed() == want {
+				return true
+			}
+			b.clock.Advance(DefaultCommitInterval)
+			return false
+		})
+		return want
+	}
+	trimmedTo := func(what string, pos drover.Position, n int) {
+		t.Helper()
+		waitFor(t, what, func() bool {
+			trims := b.mem.trimList("ret")
+			if len(trims) >= n && trims[n-1] == pos {
+				return true
+			}
+			b.clock.Advance(DefaultCommitInterval)
+			return false
+		})
+	}
+
+	p1 := run("r1")
+	b.clock.Advance(trimQuiet)
+	trimmedTo("r1's trim", p1, 1)
+	trimmedAt := b.clock.Now()
+	var o owedTrim
+	waitFor(t, "the follow-up owed", func() bool {
+		var ok bool
+		o, ok = owed()
+		return ok
+	})
+	if !o.retained || o.pos != p1 || o.notBefore.Before(trimmedAt.Add(window)) {
+		t.Fatalf("want a retention follow-up to %d no sooner than the window after the trim, have %+v", p1, o)
+	}
+	b.clock.Advance(window + retentionAfter)
+	trimmedTo("the follow-up trim", p1, 2)
+	waitFor(t, "no follow-up of the follow-up", func() bool { _, ok := owed(); return !ok })
+
+	// A commit replaces a waiting follow-up with an ordinary owed trim.
+	p2 := run("r2")
+	b.clock.Advance(trimQuiet)
+	trimmedTo("r2's trim", p2, 3)
+	waitFor(t, "r2's follow-up owed", func() bool { o, ok := owed(); return ok && o.retained })
+	p3 := run("r3")
+	waitFor(t, "a commit while a follow-up waits: an ordinary owed trim in its place", func() bool {
+		o, ok := owed()
+		return ok && !o.retained
+	})
+	b.clock.Advance(trimQuiet)
+	trimmedTo("r3's trim, trimQuiet after its commit", p3, 4)
+}
