@@ -176,16 +176,19 @@ func newBusyMember(t *testing.T) *busyMember {
 // run enqueues id to q, lets it run and waits for its commit. The clock
 // moves only while the offset waits for a flush, so that commits stay well
 // inside trimEvery.
-func (b *busyMember) run(id string) {
+func (b *busyMember) run(id string) { b.runOn("q", b.q, id) }
+
+// runOn is run for queue q, claimed with claim; it returns id's position.
+func (b *busyMember) runOn(q string, claim *memClaim, id string) drover.Position {
 	t := b.t
 	t.Helper()
-	b.mem.add("q", msg(id))
-	b.w.Wake("q")
+	b.mem.add(q, msg(id))
+	b.w.Wake(q)
 	waitFor(t, id+" starts", func() bool { return b.ex.hasStarted(id) })
 	close(b.ex.gate(id))
-	want := posOf(b.mem, "q", id)
+	want := posOf(b.mem, q, id)
 	waitFor(t, id+" committed", func() bool {
-		if b.q.committed() == want {
+		if claim.committed() == want {
 			return true
 		}
 		b.w.commits.mu.Lock()
@@ -196,6 +199,19 @@ func (b *busyMember) run(id string) {
 		}
 		return false
 	})
+	return want
+}
+
+// owed returns the trim the committer owes queue q, if any.
+func (b *busyMember) owed(q string) (owedTrim, bool) {
+	b.w.commits.mu.Lock()
+	defer b.w.commits.mu.Unlock()
+	for l, o := range b.w.commits.owed {
+		if l.name == q {
+			return o, true
+		}
+	}
+	return owedTrim{}, false
 }
 
 // About one trim in seenSweepOdds of a queue forgets its expired dedupe
@@ -284,16 +300,7 @@ func TestAClaimedQueuesUntrimmedLogIsTrimmedByItsNewOwner(t *testing.T) {
 	if err := b.w.Start(queueConfig("clean", nil), &memClaim{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the claims' check", func() bool {
-		b.w.commits.mu.Lock()
-		defer b.w.commits.mu.Unlock()
-		for l := range b.w.commits.owed {
-			if l.name == "quiet" {
-				return true
-			}
-		}
-		return false
-	})
+	waitFor(t, "the claims' check", func() bool { _, ok := b.owed("quiet"); return ok })
 	if trims := b.mem.trimList("quiet"); len(trims) != 0 {
 		t.Fatalf("trimmed before trimQuiet on a busy member: %v", trims)
 	}
@@ -305,13 +312,9 @@ func TestAClaimedQueuesUntrimmedLogIsTrimmedByItsNewOwner(t *testing.T) {
 		b.clock.Advance(DefaultCommitInterval) // the committer's next flush
 		return false
 	})
-	b.w.commits.mu.Lock()
-	for l := range b.w.commits.owed {
-		if l.name == "clean" {
-			t.Error("a queue claimed with a clean log owes a trim")
-		}
+	if _, ok := b.owed("clean"); ok {
+		t.Error("a queue claimed with a clean log owes a trim")
 	}
-	b.w.commits.mu.Unlock()
 	if trims := b.mem.trimList("clean"); len(trims) != 0 {
 		t.Fatalf("a queue claimed with a clean log was trimmed: %v", trims)
 	}
@@ -359,31 +362,8 @@ func TestAQuietRetentionQueueIsTrimmedOnceItsWindowHasPassed(t *testing.T) {
 	if err := b.w.Start(queueConfig("ret", func(qc *drover.QueueConfig) { qc.Retention = drover.Duration(window) }), claim); err != nil {
 		t.Fatal(err)
 	}
-	owed := func() (owedTrim, bool) {
-		b.w.commits.mu.Lock()
-		defer b.w.commits.mu.Unlock()
-		for l, o := range b.w.commits.owed {
-			if l.name == "ret" {
-				return o, true
-			}
-		}
-		return owedTrim{}, false
-	}
-	run := func(id string) drover.Position {
-		b.mem.add("ret", msg(id))
-		b.w.Wake("ret")
-		waitFor(t, id+" starts", func() bool { return b.ex.hasStarted(id) })
-		close(b.ex.gate(id))
-		want := posOf(b.mem, "ret", id)
-		waitFor(t, id+" committed", func() bool {
-			if claim.committed() == want {
-				return true
-			}
-			b.clock.Advance(DefaultCommitInterval)
-			return false
-		})
-		return want
-	}
+	owed := func() (owedTrim, bool) { return b.owed("ret") }
+	run := func(id string) drover.Position { return b.runOn("ret", claim, id) }
 	trimmedTo := func(what string, pos drover.Position, n int) {
 		t.Helper()
 		waitFor(t, what, func() bool {
