@@ -5,7 +5,7 @@ import datetime
 import unittest
 
 import drover.pool
-from drover.client import LAYOUT_VERSION, VERSIONS, _parse_time, _rfc3339
+from drover.client import LAYOUT_VERSION, VERSIONS, _parse_time, _Recent, _rfc3339
 from drover.http import _job
 from drover.ids import new_id
 from drover.types import Job
@@ -21,6 +21,22 @@ class UnitTests(unittest.TestCase):
         self.assertEqual(_rfc3339(t), "2030-01-02T03:04:05.123456Z")
         self.assertEqual(_parse_time("2030-01-02T03:04:05.123456789Z"), int(t.timestamp()) * 1_000_000 + 123456)
         self.assertEqual(_parse_time("not a time"), 0)
+
+    def test_registered_queues_are_forgotten_once_unused(self):
+        # A name stays while used once a period and goes one to two periods
+        # after its last use; two periods without any call drop everything.
+        now = [0.0]
+        r = _Recent(60.0, clock=lambda: now[0])
+        r.update(["used", "unused"])
+        now[0] = 60.0  # turn: both in the previous generation
+        self.assertIn("used", r)
+        now[0] = 120.0  # turn: unused goes, used was copied forward
+        self.assertIn("used", r)
+        self.assertNotIn("unused", r)
+        self.assertEqual(len(r), 1)
+        now[0] = 240.0  # nothing asked for two periods
+        self.assertNotIn("used", r)
+        self.assertEqual(len(r), 0)
 
     def test_ids_are_unique(self):
         self.assertEqual(len({new_id() for _ in range(1000)}), 1000)

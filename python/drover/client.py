@@ -24,6 +24,7 @@ from .ids import new_id
 from .types import Durable, Job, JobStatus, Schedule
 from .validate import check_job, check_queue, encode_json
 
+KNOWN_FOR = 600.0  # seconds a queue stays in Client._registered unused (one to two of these)
 DEFAULT_DEDUPE_WINDOW_MS = 24 * 3600 * 1000
 DEFAULT_OUTCOME_RETENTION_MS = 24 * 3600 * 1000
 DEFAULT_OUTCOME_MAX = 10000
@@ -65,6 +66,46 @@ def _traceparent(headers: Dict[str, str]) -> Dict[str, str]:
     return headers
 
 
+class _Recent:
+    """A set that forgets what was not used for a while: a name stays while
+    it is added or found at least once a period, and goes one to two periods
+    after its last use (two generations; both go when nothing was asked for
+    two periods). The client remembers so the queues it added to
+    <prefix>:queues: a per-key fleet's keys come and go, and a set of every
+    queue ever sent to grew for as long as the client ran. A forgotten
+    queue's next enqueue sends the SADD again. The Go producer's is
+    queue/recent.go."""
+
+    def __init__(self, period: float, clock=time.monotonic) -> None:
+        self.period, self.clock = period, clock
+        self.cur: set = set()
+        self.old: set = set()
+        self.turn_at = clock() + period
+
+    def _turn(self) -> None:
+        now = self.clock()
+        if now >= self.turn_at:
+            self.old = set() if now >= self.turn_at + self.period else self.cur
+            self.cur = set()
+            self.turn_at = now + self.period
+
+    def __contains__(self, name: object) -> bool:
+        self._turn()
+        if name in self.cur:
+            return True
+        if name in self.old:
+            self.cur.add(name)
+            return True
+        return False
+
+    def update(self, names: Iterable[str]) -> None:
+        self._turn()
+        self.cur.update(names)
+
+    def __len__(self) -> int:
+        return len(self.cur | self.old)
+
+
 class Client:
     """A Drover producer on Redis.
 
@@ -95,7 +136,7 @@ class Client:
         self._revoke = r.register_script(_script("revoke.lua"))
         self._record = r.register_script(_script("record_outcomes.lua"))
         self._status = r.register_script(_script("job_status.lua"))
-        self._registered: set = set()  # queues added to <prefix>:queues by this client
+        self._registered = _Recent(KNOWN_FOR)  # queues added to <prefix>:queues lately
         if check_layout:
             self.check_layout()
 

@@ -19,6 +19,56 @@ export const DEFAULT_OUTCOME_MAX = 10000;
 /** Messages per script call. */
 export const MAX_SCRIPT_BATCH = 1000;
 
+/** How long (ms) a queue stays in Client's registered set unused: one to two of these. */
+export const KNOWN_FOR_MS = 10 * 60 * 1000;
+
+/**
+ * A set that forgets what was not used for a while: a name stays while it is
+ * added or found at least once a period, and goes one to two periods after
+ * its last use (two generations; both go when nothing was asked for two
+ * periods). The client remembers so the queues it added to <prefix>:queues:
+ * a per-key fleet's keys come and go, and a set of every queue ever sent to
+ * grew for as long as the client ran. A forgotten queue's next enqueue sends
+ * the SADD again. The Go producer's is queue/recent.go.
+ */
+export class RecentSet {
+  private cur = new Set<string>();
+  private old = new Set<string>();
+  private turnAt: number;
+
+  constructor(private readonly periodMs: number, private readonly now: () => number = Date.now) {
+    this.turnAt = now() + periodMs;
+  }
+
+  private turn(): void {
+    const now = this.now();
+    if (now < this.turnAt) return;
+    this.old = now >= this.turnAt + this.periodMs ? new Set() : this.cur;
+    this.cur = new Set();
+    this.turnAt = now + this.periodMs;
+  }
+
+  has(name: string): boolean {
+    this.turn();
+    if (this.cur.has(name)) return true;
+    if (!this.old.has(name)) return false;
+    this.cur.add(name);
+    return true;
+  }
+
+  add(name: string): void {
+    this.turn();
+    this.cur.add(name);
+  }
+
+  /** The names held (those of both generations, counted once). */
+  get size(): number {
+    let n = this.cur.size;
+    for (const name of this.old) if (!this.cur.has(name)) n++;
+    return n;
+  }
+}
+
 const enqueueScript = new LuaScript("enqueue.lua");
 const revokeScript = new LuaScript("revoke.lua");
 const recordScript = new LuaScript("record_outcomes.lua");
@@ -85,7 +135,7 @@ export class Client {
   readonly dedupeWindowMs: number;
   private readonly wakeChannel: string;
   private readonly owned: boolean;
-  private readonly registered = new Set<string>();
+  private readonly registered = new RecentSet(KNOWN_FOR_MS); // queues added to <prefix>:queues lately
   private inject: Inject | null = null;
   /** The durable mode, checked; null when off. */
   readonly durable: Required<Durable> | null;

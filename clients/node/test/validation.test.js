@@ -210,3 +210,26 @@ describe("the HTTP producer refuses the same inputs before sending", () => {
       (e) => e.field === "maxAttempts" && e.index === 1);
   });
 });
+
+// The client forgets the queues it added to <prefix>:queues once unused
+// (RecentSet): a name stays while used once a period and goes one to two
+// periods after its last use; two periods without any call drop
+// everything. No server needed.
+describe("the registered queues", () => {
+  it("are forgotten once unused for a period or two", async () => {
+    const { RecentSet } = await import("../dist/client.js");
+    let now = 0;
+    const r = new RecentSet(60_000, () => now);
+    r.add("used");
+    r.add("unused");
+    now = 60_000; // turn: both in the previous generation
+    assert.equal(r.has("used"), true);
+    now = 120_000; // turn: unused goes, used was copied forward
+    assert.equal(r.has("used"), true);
+    assert.equal(r.has("unused"), false);
+    assert.equal(r.size, 1);
+    now = 240_000; // nothing asked for two periods
+    assert.equal(r.has("used"), false);
+    assert.equal(r.size, 0);
+  });
+});
