@@ -426,14 +426,16 @@ func (s *idleScheduler) checkFresh(queues []string) {
 
 // checkLoops checks the parked queues after their fetched offsets in one
 // amortised call (the full pass: rare), signals those with a message after
-// their offset and schedules their due times. A queue's first check since
-// its claim (not checked yet: the claims' check, or a full pass that
-// covers it) also owes its trim when its log still holds messages at or
-// before the offset: its last owner lost it before trimming, and a key
-// that stays quiet would otherwise keep them for good, so that it never
-// counts as empty and its family never retires it (committer.oweClaimed). Like the periodic pass it
+// their offset and schedules their due times. Like the periodic pass it
 // passes the queues and offsets in the scheduler's buffers and matches the
 // results by position: no map per pass.
+//
+// A queue's first check since its claim (not checked yet: the claims'
+// check, or a full pass that covers it) also owes its trim when its log
+// still holds messages at or before the offset: its last owner lost it
+// before trimming, and a key that stays quiet would otherwise keep them
+// for good, so that it never counts as empty and its family never retires
+// it (committer.oweClaimed).
 func (s *idleScheduler) checkLoops(b *passBuffers, parked []parkedQueue) {
 	s.countCheck()
 	if len(parked) == 0 {
