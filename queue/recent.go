@@ -75,7 +75,7 @@ func (r *recent[V]) Delete(key string) {
 }
 
 // Len counts the entries held (those of both generations; one loaded since
-// the last turn counts twice): for tests and gauges, it walks both maps.
+// the last turn counts twice), walking both maps: for tests.
 func (r *recent[V]) Len() int {
 	n := 0
 	for _, m := range []*sync.Map{r.cur.Load(), r.old.Load()} {
@@ -86,9 +86,9 @@ func (r *recent[V]) Len() int {
 
 // current returns the current generation, turning the generations first
 // when a period has passed since the last turn (dropping both when two
-// have: no call stored or loaded anything since the previous turn). A store racing a turn may
-// land in the generation just made the previous one: it is still found,
-// and copied forward when loaded.
+// have: no call stored or loaded anything since the previous turn). A
+// store racing a turn may land in the generation just made the previous
+// one: it is still found, and copied forward when loaded.
 func (r *recent[V]) current() *sync.Map {
 	now := r.clock.Now().UnixNano()
 	if now >= r.turnAt.Load() && r.turning.TryLock() {

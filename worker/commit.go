@@ -495,7 +495,7 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 	all := len(done) == 0 && c.w.loopGoroutines.Load() == 0
 	var reqs []drover.TrimRequest
 	var whose []*queueLoop
-	followUps := map[int]bool{} // indices into reqs of retention follow-ups
+	var followUps map[int]bool // indices into reqs of retention follow-ups (nil: none)
 	add := func(l *queueLoop, r drover.TrimRequest) {
 		cfg := l.config()
 		r.Queue, r.Retention, r.Policy = l.name, cfg.Retention.Std(), cfg.Outcomes
@@ -540,6 +540,9 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 		case all || trimDue(o, now):
 			delete(c.owed, l)
 			if o.retained {
+				if followUps == nil {
+					followUps = map[int]bool{}
+				}
 				followUps[len(reqs)] = true
 			}
 			add(l, drover.TrimRequest{Offset: o.pos})
