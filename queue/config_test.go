@@ -27,7 +27,7 @@ func TestNewValidatesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New with defaults: %v", err)
 	}
-	if s.Prefix() != "drover" || s.dedupeWindow != DefaultDedupeWindow || s.batcher.max != DefaultMaxCoalesce || s.Listener().WakeupChannel("m") != "drover:wake-e:m" {
+	if s.Prefix() != "drover" || s.dedupeWindow != DefaultDedupeWindow || s.batcher.max != DefaultMaxCoalesce || s.Listener().WakeupChannel("m") != "drover:wake-b:m" {
 		t.Fatalf("defaults: have prefix %q, window %s, max %d, channel %q", s.Prefix(), s.dedupeWindow, s.batcher.max, s.Listener().WakeupChannel("m"))
 	}
 	if k := s.keys.queue("emails"); k.log != "drover:{emails}:log" || k.deadmsg != "drover:{emails}:deadmsg" || s.keys.queues() != "drover:queues" {

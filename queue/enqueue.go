@@ -598,12 +598,18 @@ func (s *core) enqueueMany(ctx context.Context, reqs []*enqueueRequest) bool {
 // enqueueSpread sends a batch over several queues this Store has
 // registered, every message with a generated id and due now (an
 // EnqueueBatch of a fleet's keys, a message or a few each), as one
-// pipeline of the lone and many-message scripts, a call per queue (its
-// messages in their order, maxScriptBatch a call), all with one estimate
-// of Redis's clock. The general script would run TIME and an MGET in each
-// call: two commands a queue the estimate and SET … GET make unneeded
-// (docs/decisions.md, "Issue 43: a fleet's batch goes through the lone
-// scripts"). It reports false, sending nothing, for any other batch.
+// pipeline, all with one estimate of Redis's clock: the queues that get one
+// message go together in enqueue-spread calls (spreadBatch queues a call),
+// so that a call, not a message, pays the script call and a wake-up goes
+// to each owner once (docs/decisions.md, "Issue 43: a fleet's batch in one
+// call, its wake-ups one per owner"); a queue that gets several goes in an
+// enqueue-many call of its own (its messages in their order,
+// maxScriptBatch a call). On a Cluster, where a script touches one slot,
+// a lone message goes in an enqueue-one call of its own. The general
+// script would run TIME and an MGET in each call: two commands a queue the
+// estimate and SET … GET make unneeded (docs/decisions.md, "Issue 43: a
+// fleet's batch goes through the lone scripts"). It reports false,
+// sending nothing, for any other batch.
 func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 	for _, r := range reqs {
 		if r.keyed || r.due != 0 {
@@ -614,18 +620,21 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 		}
 	}
 	type call struct {
-		reqs  []*enqueueRequest
-		args  []any
-		src   string
-		one   *redis.IntCmd      // a lone message's call
-		asked *redis.Cmd         // a lone message's call that asks for the route
-		route any                // that call's ARGV[6] (routeCache.arg)
-		many  *redis.IntSliceCmd // the call of several
+		reqs   []*enqueueRequest
+		args   []any
+		src    string
+		one    *redis.IntCmd      // a lone message's call
+		asked  *redis.Cmd         // a lone message's call that asks for the route
+		route  any                // that call's ARGV[6] (routeCache.arg)
+		many   *redis.IntSliceCmd // the call of several messages to one queue
+		spread *redis.SliceCmd    // the call of one message to each of several queues
+		routes []any              // the spread call's routes, a queue each
 	}
 	var (
 		calls []*call
 		open  = map[string]*call{}
 	)
+	lone := map[string]*call{} // the queues with one message: their call
 	for _, r := range reqs {
 		c := open[r.queue]
 		if c == nil || len(c.reqs) == maxScriptBatch {
@@ -634,6 +643,30 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 			calls = append(calls, c)
 		}
 		c.reqs = append(c.reqs, r)
+		if _, again := lone[r.queue]; again {
+			lone[r.queue] = nil
+		} else {
+			lone[r.queue] = c
+		}
+	}
+	if !s.cluster() {
+		// The queues with one message each go together.
+		kept := calls[:0]
+		var spread *call
+		for _, c := range calls {
+			if len(c.reqs) > 1 || lone[c.reqs[0].queue] != c {
+				// Several messages to the queue: their call (or calls,
+				// in their order) keeps them in order.
+				kept = append(kept, c)
+				continue
+			}
+			if spread == nil || len(spread.reqs) == spreadBatch {
+				spread = &call{src: enqueueSpreadSource}
+				kept = append(kept, spread)
+			}
+			spread.reqs = append(spread.reqs, c.reqs[0])
+		}
+		calls = kept
 	}
 	var wake any = "" // no wake-up
 	if s.wakeups {
@@ -641,34 +674,56 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 	}
 	var now any = s.redisNow.now(ctx, s.rdb) // boxed once for every call
 	send := func(pipe redis.Pipeliner, c *call) {
-		if len(c.reqs) == 1 && c.route == ask {
+		var cmd redis.Cmder
+		switch {
+		case c.src == enqueueSpreadSource:
+			c.spread = redis.NewSliceCmd(ctx, c.args...)
+			cmd = c.spread
+		case len(c.reqs) == 1 && c.route == ask:
 			c.asked = redis.NewCmd(ctx, c.args...)
-			c.asked.SetFirstKeyPos(3)
-			_ = pipe.Process(ctx, c.asked)
-			return
-		}
-		if len(c.reqs) == 1 {
+			cmd = c.asked
+		case len(c.reqs) == 1:
 			c.one = redis.NewIntCmd(ctx, c.args...)
-			c.one.SetFirstKeyPos(3)
-			_ = pipe.Process(ctx, c.one)
-			return
+			cmd = c.one
+		default:
+			c.many = redis.NewIntSliceCmd(ctx, c.args...)
+			cmd = c.many
 		}
-		c.many = redis.NewIntSliceCmd(ctx, c.args...)
-		c.many.SetFirstKeyPos(3)
-		_ = pipe.Process(ctx, c.many)
+		cmd.SetFirstKeyPos(3)
+		_ = pipe.Process(ctx, cmd)
 	}
 	pipe := s.rdb.Pipeline()
 	for _, c := range calls {
-		keys := s.keys.queue(c.reqs[0].queue).enqueueOne
-		if len(c.reqs) == 1 {
+		switch {
+		case c.src == enqueueSpreadSource:
+			c.args = append(make([]any, 0, 3+8*len(c.reqs)+2), "evalsha", enqueueSpreadSHA, 4*len(c.reqs))
+			for _, r := range c.reqs {
+				keys := s.keys.queue(r.queue).enqueueOne
+				for i := range keys {
+					c.args = append(c.args, &keys[i])
+				}
+			}
+			c.args = append(c.args, wake, now)
+			c.routes = make([]any, len(c.reqs))
+			for i, r := range c.reqs {
+				c.routes[i] = s.routes.arg(ctx, s.rdb, r.queue)
+				route := c.routes[i]
+				if route == nil {
+					route = noRoute
+				}
+				c.args = append(c.args, &r.queue, &r.id, (*envelopeArg)(&r.env), route)
+			}
+		case len(c.reqs) == 1:
 			r := c.reqs[0]
+			keys := s.keys.queue(r.queue).enqueueOne
 			c.args = appendScriptArgs(make([]any, 0, 3+len(keys)+6), enqueueOneSHA, keys)
 			c.args = append(c.args, wake, &r.queue, &r.id, (*envelopeArg)(&r.env), now)
 			if c.route = s.routes.arg(ctx, s.rdb, r.queue); c.route != nil {
 				c.args = append(c.args, c.route)
 			}
 			c.src = enqueueOneSource
-		} else {
+		default:
+			keys := s.keys.queue(c.reqs[0].queue).enqueueOne
 			c.args = appendScriptArgs(make([]any, 0, 3+len(keys)+3+2*len(c.reqs)), enqueueManySHA, keys)
 			c.args = append(c.args, wake, &c.reqs[0].queue, now)
 			for _, r := range c.reqs {
@@ -685,6 +740,8 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 	for _, c := range calls {
 		var err error
 		switch {
+		case c.spread != nil:
+			err = c.spread.Err()
 		case c.asked != nil:
 			err = c.asked.Err()
 		case c.one != nil:
@@ -709,6 +766,11 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 			err  error
 		)
 		switch {
+		case c.spread != nil:
+			var v []any
+			if v, err = c.spread.Result(); err == nil {
+				vals, err = s.spreadAnswer(c.reqs, c.routes, v)
+			}
 		case c.asked != nil:
 			var v any
 			var pos int64
@@ -740,6 +802,50 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 		}
 	}
 	return true
+}
+
+// spreadBatch is the most queues of one enqueue-spread call: a call runs
+// about five commands a queue, so that one call holds Redis for a
+// millisecond or two at most.
+const spreadBatch = 256
+
+// noRoute is enqueue-spread's route of a queue whose producer sends none
+// (routeCache.arg answered nil): the script reads :owner and does not
+// answer it.
+var noRoute any = "-"
+
+// spreadAnswer reads an enqueue-spread reply, {positions, routes}, for
+// reqs sent with routes (routeCache.arg's answers): the positions, each
+// read as enqueueOneSource's answer to that route would be, the routes
+// asked for noted.
+func (s *core) spreadAnswer(reqs []*enqueueRequest, routes []any, v []any) ([]int64, error) {
+	if len(v) != 2 {
+		return nil, fmt.Errorf("enqueue-spread answered %d values, want 2", len(v))
+	}
+	pos, ok1 := v[0].([]any)
+	chans, ok2 := v[1].([]any)
+	if !ok1 || !ok2 || len(pos) != len(reqs) || len(chans) != len(reqs) {
+		return nil, fmt.Errorf("enqueue-spread answered %v for %d messages", v, len(reqs))
+	}
+	vals := make([]int64, len(reqs))
+	for i, r := range reqs {
+		p, ok := pos[i].(int64)
+		if !ok {
+			return nil, fmt.Errorf("enqueue-spread answered %v for %s", pos[i], r.queue)
+		}
+		switch routes[i] {
+		case nil:
+		case ask:
+			if p > 0 {
+				ch, _ := chans[i].(string)
+				s.routes.keep(r.queue, ch)
+			}
+		default:
+			p = s.routes.position(r.queue, p)
+		}
+		vals[i] = p
+	}
+	return vals, nil
 }
 
 // formatInt formats a position or time for a Redis argument.

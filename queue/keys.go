@@ -152,6 +152,20 @@ func (k *keyspace) entryChannel(member string) string { return k.prefix + entryC
 // for it.
 const entryChannelMark = ":wake-e:"
 
+// batchChannel is the channel a member routes its queues to (RouteWakeups)
+// when it also understands a wake-up that carries several queues' messages
+// (parseWakeupBatch): the enqueue-spread script sends the wake-ups of one
+// call that go to one batch channel as one PUBLISH (docs/decisions.md,
+// "Issue 43: a fleet's batch in one call, its wake-ups one per owner").
+// On it, the lone scripts send what they send on an entry channel.
+// Members of older versions subscribe to memberChannel and entryChannel
+// only, and never receive the batch payload.
+func (k *keyspace) batchChannel(member string) string { return k.prefix + batchChannelMark + member }
+
+// batchChannelMark is what names a batch channel; the enqueue scripts
+// look for it.
+const batchChannelMark = ":wake-b:"
+
 // durableBarrierChannel is the channel of the durable mode's barrier: a
 // PUBLISH nobody listens to, sent for its replication (durable.go).
 func (k *keyspace) durableBarrierChannel() string { return k.prefix + ":durable-barrier" }

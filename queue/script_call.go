@@ -22,8 +22,9 @@ import (
 
 // The SHA1s of the scripts sent so, boxed once.
 var (
-	enqueueOneSHA  any = enqueueOneScript.Hash()
-	enqueueManySHA any = enqueueManyScript.Hash()
+	enqueueOneSHA    any = enqueueOneScript.Hash()
+	enqueueManySHA   any = enqueueManyScript.Hash()
+	enqueueSpreadSHA any = enqueueSpreadScript.Hash()
 )
 
 // appendScriptArgs appends to dst the head of an EVALSHA of the script

@@ -188,9 +188,10 @@ return out
 //	ARGV[5] Redis's clock in µs as the producer estimates it, in decimal
 //	        digits ("0", or anything else: none)
 //
-// The wake-up of a queue routed to an entry channel (a name holding
-// ":wake-e:", queue.entryChannel) carries the message when the queue had a
-// last position and the envelope is at most 4 KB:
+// The wake-up of a queue routed to an entry or a batch channel (a name
+// holding ":wake-e:" or, since v5, ":wake-b:": queue.entryChannel,
+// queue.batchChannel) carries the message when the queue had a last
+// position and the envelope is at most 4 KB:
 // "<queue>\n<prev> <pos>\n<id>\n<envelope>", prev being that last position
 // (docs/redis-schema.md, "Wake-ups"); any other wake-up is the queue's
 // name, as before (v2).
@@ -216,7 +217,7 @@ return out
 // Returns the message's position (> 0), or -1 when the id was already in
 // :msg and nothing was written; -position when the route sent reached
 // nobody; {position, route} when asked for the route and the queue has one.
-const enqueueOneSource = `-- drover enqueue-one v4 (docs/redis-schema.md)
+const enqueueOneSource = `-- drover enqueue-one v5 (docs/redis-schema.md)
 if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
 local hint = (ARGV[5] or ''):match('^%d+$') and tonumber(ARGV[5]) or 0 -- digits only: it may become :seq as sent
 local last
@@ -240,7 +241,7 @@ end
 redis.call('ZADD', KEYS[1], pos, ARGV[3])
 if ARGV[1] ~= '' then
   local function wake(ch)
-    if last and #ARGV[4] <= 4096 and string.find(ch, ':wake-e:', 1, true) then
+    if last and #ARGV[4] <= 4096 and (string.find(ch, ':wake-e:', 1, true) or string.find(ch, ':wake-b:', 1, true)) then
       return redis.call('PUBLISH', ch, ARGV[2] .. '\n' .. string.format('%.0f %.0f', last, pos) .. '\n' .. ARGV[3] .. '\n' .. ARGV[4])
     end
     return redis.call('PUBLISH', ch, ARGV[2])
@@ -325,6 +326,128 @@ end
 redis.call('ZADD', KEYS[1], unpack(entries))
 if ARGV[1] ~= '' then redis.call('PUBLISH', redis.call('GET', KEYS[4]) or ARGV[1], ARGV[2]) end
 return out
+`
+
+// enqueueSpreadSource is enqueueOneSource for several queues, one message
+// each, in one call: what EnqueueBatch sends for a batch over a fleet's keys
+// (a message to each of many queues) and the coalescer for concurrent
+// lone Enqueue calls to different queues, on a standalone server or a
+// Sentinel set (its keys span slots: not on a Cluster, whose producers
+// send a call per queue). Each queue's message is stored as enqueueOneSource
+// stores it (HSETNX, SET … GET, ZADD: the same positions), and its
+// wake-up goes where enqueueOneSource's would, with one difference: the
+// wake-ups of the call that go to one batch channel (a name holding
+// ":wake-b:", queue.batchChannel) are sent together, as one PUBLISH, so
+// that a call costs a PUBLISH per owner, not per message
+// (docs/decisions.md, "Issue 43: a fleet's batch in one call, its wake-ups
+// one per owner"). The batch payload is ":<n>\n" followed by n entries,
+// each "<len(queue)> <len(id)> <len(envelope)> <prev> <pos>\n" then the
+// queue's name, the id and the envelope, bytes as counted; an entry that
+// carries no message (the queue's first, or an envelope over 4 KB) is
+// "<len(queue)> 0 0 0 0\n<queue>". A queue name holds no ':', so no other
+// wake-up starts so. Any other channel gets enqueueOneSource's wake-up, one
+// PUBLISH a message.
+//
+//	KEYS: 4 per queue: log, msg, seq, owner
+//	ARGV[1] the channel for a queue without an owner ("": no wake-ups)
+//	ARGV[2] Redis's clock in µs as the producer estimates it, as in
+//	        enqueueOneSource
+//	then 4 per queue: its name, the id, the envelope JSON, and the route:
+//	        "-" read :owner; "" read :owner and answer it; a channel: the
+//	        route the producer last saw (enqueueOneSource's ARGV[6])
+//
+// Returns {positions, routes}: per queue its position (> 0), -1 when the
+// id was already in :msg and nothing was written, -position when the
+// route sent reached nobody (the wake-up then went where :owner says,
+// unless there); and the route :owner named when asked ("" otherwise).
+// A batch on a route sent that reached nobody is sent again, queue by
+// queue, where each queue's :owner says.
+const enqueueSpreadSource = `-- drover enqueue-spread v1 (docs/redis-schema.md)
+local unowned = ARGV[1]
+local hint = (ARGV[2] or ''):match('^%d+$') and tonumber(ARGV[2]) or 0
+local n = #KEYS / 4
+local out, routes, lasts = {}, {}, {}
+local batch, order, sentOn = {}, {}, {}
+local function arg(i, f) return ARGV[4 * i - 2 + f] end -- f: 1 name, 2 id, 3 envelope, 4 route
+local function isBatch(ch) return string.find(ch, ':wake-b:', 1, true) end
+local function entry(i)
+  local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
+  if last and #env <= 4096 then
+    return string.format('%d %d %d %.0f %.0f', #q, #id, #env, last, out[i]) .. '\n' .. q .. id .. env
+  end
+  return string.format('%d 0 0 0 0', #q) .. '\n' .. q
+end
+-- wakeNow sends queue i's wake-up on ch alone and returns PUBLISH's answer.
+local function wakeNow(ch, i)
+  local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
+  if isBatch(ch) then return redis.call('PUBLISH', ch, ':1\n' .. entry(i)) end
+  if last and #env <= 4096 and string.find(ch, ':wake-e:', 1, true) then
+    return redis.call('PUBLISH', ch, q .. '\n' .. string.format('%.0f %.0f', last, out[i]) .. '\n' .. id .. '\n' .. env)
+  end
+  return redis.call('PUBLISH', ch, q)
+end
+-- reroute: queue i's wake-up on the route sent reached nobody.
+local function reroute(i, seen)
+  local ch = redis.call('GET', KEYS[4 * i]) or unowned
+  if ch ~= seen then wakeNow(ch, i) end
+  out[i] = -out[i]
+end
+-- wake sends queue i's wake-up on ch, or adds it to ch's batch.
+local function wake(ch, i, seen)
+  if isBatch(ch) then
+    if not batch[ch] then batch[ch] = {}; order[#order + 1] = ch; sentOn[ch] = {} end
+    local b = batch[ch]
+    b[#b + 1] = entry(i)
+    if seen then table.insert(sentOn[ch], i) end
+  elseif wakeNow(ch, i) == 0 and seen then
+    reroute(i, seen)
+  end
+end
+for i = 1, n do
+  local k = 4 * i - 4
+  routes[i] = ''
+  if redis.call('HSETNX', KEYS[k + 2], arg(i, 2), arg(i, 3)) == 0 then
+    out[i] = -1
+  else
+    local last
+    if hint > 0 then
+      last = redis.call('SET', KEYS[k + 3], ARGV[2], 'GET')
+    else
+      last = redis.call('GET', KEYS[k + 3])
+    end
+    last = last and tonumber(last)
+    local pos
+    if last and hint > last and hint - last <= 3600000000 then
+      pos = hint
+    elseif last and hint > 0 and hint <= last then
+      pos = last + 1
+      redis.call('SET', KEYS[k + 3], pos)
+    else
+      local t = redis.call('TIME')
+      pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
+      redis.call('SET', KEYS[k + 3], pos)
+    end
+    redis.call('ZADD', KEYS[k + 1], pos, arg(i, 2))
+    out[i], lasts[i] = pos, last
+    if unowned ~= '' then
+      local seen = arg(i, 4)
+      if seen == '-' or seen == '' then
+        local ch = redis.call('GET', KEYS[k + 4])
+        if seen == '' and ch then routes[i] = ch end
+        wake(ch or unowned, i, nil)
+      else
+        wake(seen, i, seen)
+      end
+    end
+  end
+end
+for _, ch in ipairs(order) do
+  local b = batch[ch]
+  if redis.call('PUBLISH', ch, ':' .. #b .. '\n' .. table.concat(b)) == 0 then
+    for _, i in ipairs(sentOn[ch]) do reroute(i, ch) end
+  end
+end
+return {out, routes}
 `
 
 // readAfterSource reads up to n messages after an offset, in position order,
@@ -1037,6 +1160,7 @@ var (
 	enqueueAdmittedScript = redis.NewScript(enqueueAdmittedSource)
 	enqueueOneScript      = redis.NewScript(enqueueOneSource)
 	enqueueManyScript     = redis.NewScript(enqueueManySource)
+	enqueueSpreadScript   = redis.NewScript(enqueueSpreadSource)
 	readAfterScript       = redis.NewScript(readAfterSource)
 	readManyScript        = redis.NewScript(readManySource)
 	promoteScript         = redis.NewScript(promoteSource)

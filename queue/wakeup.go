@@ -41,7 +41,7 @@ func (s Log) RouteWakeups(ctx context.Context, member string, queues ...string) 
 	if member == "" || strings.ContainsFunc(member, func(r rune) bool { return r <= ' ' }) {
 		return fmt.Errorf("route wake-ups: member name %q is empty or holds white space", member)
 	}
-	channel := s.keys.entryChannel(member)
+	channel := s.keys.batchChannel(member)
 	for i := 0; i < len(queues); i += routeBatch {
 		batch := queues[i:min(i+routeBatch, len(queues))]
 		pipe := s.rdb.Pipeline()
@@ -69,12 +69,13 @@ func (s Log) RouteWakeups(ctx context.Context, member string, queues ...string) 
 // Missed set, delivered before any later one, so the reader can run its
 // amortised check instead of polling every queue on a timer.
 //
-// It subscribes to both of member's channels: the entry channel its
+// It subscribes to the three of member's channels: the batch channel its
 // queues are routed to (RouteWakeups), whose wake-ups may carry the
-// message (Wakeup.Entry), and the plain one a member of an older version
-// routed them to, until this member routes them again.
+// message (Wakeup.Entry) and may come several in one payload
+// (parseWakeupBatch), and the entry and plain channels members of older
+// versions routed them to, until this member routes them again.
 func (s Listener) Wakeups(ctx context.Context, member string) (<-chan Wakeup, error) {
-	return s.subscribeWakeups(ctx, s.keys.entryChannel(member), s.keys.memberChannel(member))
+	return s.subscribeWakeups(ctx, s.keys.batchChannel(member), s.keys.entryChannel(member), s.keys.memberChannel(member))
 }
 
 // subscribeWakeups is Wakeups of channels.
@@ -125,6 +126,16 @@ func (s *core) subscribeWakeups(ctx context.Context, channels ...string) (<-chan
 			}
 			switch m := msg.(type) {
 			case *redis.Message:
+				if strings.HasPrefix(m.Payload, ":") {
+					ws, perr := parseWakeupBatch(m.Payload)
+					for _, w := range ws {
+						send(w)
+					}
+					if perr != nil {
+						s.log.Warn("ignoring a malformed wake-up", "channel", channel, "payload", clipPayload(m.Payload), "error", perr)
+					}
+					continue
+				}
 				w, perr := parseWakeup(m.Payload)
 				if perr != nil {
 					s.log.Warn("ignoring a malformed wake-up", "channel", channel, "payload", m.Payload, "error", perr)
@@ -205,6 +216,54 @@ func parseEntryWakeup(q, rest string) (Wakeup, error) {
 	}}, nil
 }
 
+// parseWakeupBatch reads the wake-ups of a batch channel's payload
+// (enqueueSpreadSource): ":<n>\n" then n entries, each
+// "<len(queue)> <len(id)> <len(envelope)> <prev> <pos>\n" followed by the
+// queue's name, the id and the envelope; an entry with no id is the
+// queue's plain wake-up. It returns the entries read before any error:
+// each stands alone, as separate payloads would.
+func parseWakeupBatch(payload string) ([]Wakeup, error) {
+	head, rest, ok := strings.Cut(strings.TrimPrefix(payload, ":"), "\n")
+	n, err := strconv.Atoi(head)
+	if !ok || err != nil || n < 1 {
+		return nil, fmt.Errorf("a batch of wake-ups wants \":<n>\\n\" with n > 0, have %q", clipPayload(payload))
+	}
+	out := make([]Wakeup, 0, min(n, 1024))
+	for i := range n {
+		line, body, ok := strings.Cut(rest, "\n")
+		var f [5]int64
+		fields := strings.Fields(line)
+		if ok && len(fields) == len(f) {
+			for j := range f {
+				if f[j], err = strconv.ParseInt(fields[j], 10, 64); err != nil || f[j] < 0 {
+					ok = false
+				}
+			}
+		} else {
+			ok = false
+		}
+		if !ok || f[0] == 0 || f[0]+f[1]+f[2] > int64(len(body)) {
+			return out, fmt.Errorf("entry %d of a batch of wake-ups wants \"<len(queue)> <len(id)> <len(envelope)> <prev> <pos>\\n\" and as many bytes, have %q", i+1, clipPayload(line))
+		}
+		q, id, env := body[:f[0]], body[f[0]:f[0]+f[1]], body[f[0]+f[1]:f[0]+f[1]+f[2]]
+		rest = body[f[0]+f[1]+f[2]:]
+		if id == "" {
+			out = append(out, Wakeup{Queue: q})
+			continue
+		}
+		if f[3] <= 0 || f[4] <= f[3] {
+			return out, fmt.Errorf("entry %d of a batch of wake-ups wants positions 0 < prev < pos, have %d %d", i+1, f[3], f[4])
+		}
+		out = append(out, Wakeup{Queue: q, Prev: drover.Position(f[3]), Entry: &drover.LogEntry{
+			Queue: q, Position: drover.Position(f[4]), ID: id, Raw: []byte(env),
+		}})
+	}
+	if rest != "" {
+		return out, fmt.Errorf("a batch of %d wake-ups is followed by %d bytes more", n, len(rest))
+	}
+	return out, nil
+}
+
 // clipPayload shortens a payload for an error message.
 func clipPayload(s string) string {
 	if len(s) > 200 {
@@ -220,7 +279,7 @@ func clipPayload(s string) string {
 // enqueue, whatever the number of members. The channel is closed after ctx ends; names are dropped when the
 // reader falls more than 1024 behind.
 func (s Listener) AllWakeups(ctx context.Context) (<-chan string, error) {
-	patterns := []string{s.keys.memberChannel("*"), s.keys.entryChannel("*")}
+	patterns := []string{s.keys.memberChannel("*"), s.keys.entryChannel("*"), s.keys.batchChannel("*")}
 	sub := s.rdb.PSubscribe(ctx, patterns...)
 	for range patterns {
 		if _, err := sub.Receive(ctx); err != nil {
@@ -245,13 +304,17 @@ func (s Listener) AllWakeups(ctx context.Context) (<-chan string, error) {
 				if !ok {
 					return
 				}
-				w, err := parseWakeup(msg.Payload)
-				if err != nil {
-					continue
+				var ws []Wakeup
+				if strings.HasPrefix(msg.Payload, ":") {
+					ws, _ = parseWakeupBatch(msg.Payload)
+				} else if w, err := parseWakeup(msg.Payload); err == nil {
+					ws = []Wakeup{w}
 				}
-				select {
-				case out <- w.Queue:
-				default:
+				for _, w := range ws {
+					select {
+					case out <- w.Queue:
+					default:
+					}
 				}
 			}
 		}
@@ -262,7 +325,7 @@ func (s Listener) AllWakeups(ctx context.Context) (<-chan string, error) {
 // WakeupChannel returns the name of member's Pub/Sub channel: enqueues to
 // the queues routed to member (Log.RouteWakeups) publish their wake-ups
 // there.
-func (s Listener) WakeupChannel(member string) string { return s.keys.entryChannel(member) }
+func (s Listener) WakeupChannel(member string) string { return s.keys.batchChannel(member) }
 
 // forwardSource passes on wake-ups that reached a member which does not
 // own their queues: a producer that keeps the owner's route
@@ -278,17 +341,17 @@ func (s Listener) WakeupChannel(member string) string { return s.keys.entryChann
 // of one call share a slot on a Cluster.
 //
 //	KEYS: 1 per queue: owner
-//	ARGV[1], ARGV[2] the member's channels (entry, plain)
-//	ARGV[3] the unowned channel
+//	ARGV[1], ARGV[2], ARGV[3] the member's channels (batch, entry, plain)
+//	ARGV[4] the unowned channel
 //	then 1 per queue: its name
 //
 // Returns how many wake-ups it passed on.
-const forwardSource = `-- drover forward-wakeups v1
+const forwardSource = `-- drover forward-wakeups v2
 local n = 0
 for i = 1, #KEYS do
   local ch = redis.call('GET', KEYS[i])
-  if ch ~= ARGV[1] and ch ~= ARGV[2] then
-    redis.call('PUBLISH', ch or ARGV[3], ARGV[3 + i])
+  if ch ~= ARGV[1] and ch ~= ARGV[2] and ch ~= ARGV[3] then
+    redis.call('PUBLISH', ch or ARGV[4], ARGV[4 + i])
     n = n + 1
   end
 end
@@ -315,7 +378,7 @@ func (s Listener) ForwardWakeups(ctx context.Context, member string, queues ...s
 	})
 	calls, err := s.slotCalls(queues, forwardBatch, func(c *scriptCall, q string) {
 		if c.args == nil {
-			c.args = []any{s.keys.entryChannel(member), s.keys.memberChannel(member), s.unownedChannel}
+			c.args = []any{s.keys.batchChannel(member), s.keys.entryChannel(member), s.keys.memberChannel(member), s.unownedChannel}
 		}
 		c.keys = append(c.keys, s.keys.queue(q).owner)
 		c.args = append(c.args, q)
