@@ -217,27 +217,9 @@ return out
 // Returns the message's position (> 0), or -1 when the id was already in
 // :msg and nothing was written; -position when the route sent reached
 // nobody; {position, route} when asked for the route and the queue has one.
-const enqueueOneSource = `-- drover enqueue-one v5 (docs/redis-schema.md)
-if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
+const enqueueOneSource = "-- drover enqueue-one v5 (docs/redis-schema.md)\n" + nextPositionFunction + `if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
 local hint = (ARGV[5] or ''):match('^%d+$') and tonumber(ARGV[5]) or 0 -- digits only: it may become :seq as sent
-local last
-if hint > 0 then
-  last = redis.call('SET', KEYS[3], ARGV[5], 'GET') -- the estimate as :seq; the last position
-else
-  last = redis.call('GET', KEYS[3])
-end
-last = last and tonumber(last)
-local pos
-if last and hint > last and hint - last <= 3600000000 then
-  pos = hint
-elseif last and hint > 0 and hint <= last then
-  pos = last + 1
-  redis.call('SET', KEYS[3], pos)
-else
-  local t = redis.call('TIME')
-  pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
-  redis.call('SET', KEYS[3], pos)
-end
+local pos, last = nextPosition(KEYS[3], hint, ARGV[5])
 redis.call('ZADD', KEYS[1], pos, ARGV[3])
 if ARGV[1] ~= '' then
   local function wake(ch)
@@ -254,6 +236,36 @@ if ARGV[1] ~= '' then
   if seen and seen ~= '' then return -pos end
 end
 return pos
+`
+
+// nextPositionFunction is nextPosition(seq, hint, estimate), the position
+// rule of the lone scripts (enqueueOneSource, enqueueSpreadSource): hint is
+// the producer's estimate of Redis's clock in µs (0: none), estimate the
+// same as the argument sent (decimal digits), written as the new :seq by
+// the SET … GET that answers the last position. It returns the position
+// and the last position (nil for a queue with none): the estimate when it
+// lies after the last position and at most an hour past it, last + 1 when
+// it is not after it, else max(TIME, last + 1); :seq holds the position
+// after it.
+const nextPositionFunction = `local function nextPosition(seq, hint, estimate)
+  local last
+  if hint > 0 then
+    last = redis.call('SET', seq, estimate, 'GET') -- the estimate as :seq; the last position
+  else
+    last = redis.call('GET', seq)
+  end
+  last = last and tonumber(last)
+  if last and hint > last and hint - last <= 3600000000 then return hint, last end
+  local pos
+  if last and hint > 0 and hint <= last then
+    pos = last + 1
+  else
+    local t = redis.call('TIME')
+    pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
+  end
+  redis.call('SET', seq, pos)
+  return pos, last
+end
 `
 
 // enqueueManySource is enqueueOneSource for several messages to one queue,
@@ -362,8 +374,7 @@ return out
 // unless there); and the route :owner named when asked ("" otherwise).
 // A batch on a route sent that reached nobody is sent again, queue by
 // queue, where each queue's :owner says.
-const enqueueSpreadSource = `-- drover enqueue-spread v1 (docs/redis-schema.md)
-local unowned = ARGV[1]
+const enqueueSpreadSource = "-- drover enqueue-spread v1 (docs/redis-schema.md)\n" + nextPositionFunction + `local unowned = ARGV[1]
 local hint = (ARGV[2] or ''):match('^%d+$') and tonumber(ARGV[2]) or 0
 local n = #KEYS / 4
 local out, routes, lasts = {}, {}, {}
@@ -409,24 +420,7 @@ for i = 1, n do
   if redis.call('HSETNX', KEYS[k + 2], arg(i, 2), arg(i, 3)) == 0 then
     out[i] = -1
   else
-    local last
-    if hint > 0 then
-      last = redis.call('SET', KEYS[k + 3], ARGV[2], 'GET')
-    else
-      last = redis.call('GET', KEYS[k + 3])
-    end
-    last = last and tonumber(last)
-    local pos
-    if last and hint > last and hint - last <= 3600000000 then
-      pos = hint
-    elseif last and hint > 0 and hint <= last then
-      pos = last + 1
-      redis.call('SET', KEYS[k + 3], pos)
-    else
-      local t = redis.call('TIME')
-      pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
-      redis.call('SET', KEYS[k + 3], pos)
-    end
+    local pos, last = nextPosition(KEYS[k + 3], hint, ARGV[2])
     redis.call('ZADD', KEYS[k + 1], pos, arg(i, 2))
     out[i], lasts[i] = pos, last
     if unowned ~= '' then
