@@ -279,6 +279,43 @@ func TestSlotGoesToTheNextQueueWhileTheLoopReads(t *testing.T) {
 	waitFor(t, "a2 to run", func() bool { return ex.hasStarted("a2") })
 }
 
+// A turn with nothing in flight does not promote on its own, however long
+// it lasts (here: its read waits for Redis over three PromoteIntervals):
+// its due times are the idle scheduler's, as a parked queue's are. In an
+// overloaded fleet (50,000 keys × 0.2/s on two cores) nearly every turn
+// waited over a PromoteInterval for its read, and the promotion round trip
+// each such turn then sent took 41% of the workers' CPU, which kept them
+// overloaded.
+func TestATurnWithNothingInFlightDoesNotPromote(t *testing.T) {
+	mem := newMemLog()
+	log := &countingLog{memLog: mem}
+	ex := &scriptedExecutor{}
+	clock := testkit.NewClock(t0)
+	w := newTestWorker(t, mem, ex, func(c *Config) {
+		c.Clock, c.Store = clock, log
+		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
+	})
+	if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	allParked(t, w)
+	waitFor(t, "the started queue checked", func() bool { return w.loop("q").dueKnown.Load() })
+	promotes := mem.promoteCount()
+
+	release := log.holdReads()
+	defer release()
+	mem.add("q", msg("m1"))
+	w.Wake("q")
+	waitFor(t, "q's read to wait for Redis", func() bool { return log.held.Load() == 1 })
+	clock.Advance(3 * DefaultPromoteInterval)
+	release()
+	waitFor(t, "m1 to run", func() bool { return len(ex.runList()) == 1 })
+	allParked(t, w)
+	if p := mem.promoteCount(); p != promotes {
+		t.Fatalf("a turn with nothing in flight: want no promotion, have %d", p-promotes)
+	}
+}
+
 // A queue whose start check learnt its due times does not promote on its
 // first run: nothing is due that the idle scheduler does not know of.
 func TestCheckedQueueDoesNotPromoteOnItsFirstRun(t *testing.T) {

@@ -65,7 +65,8 @@ type Config struct {
 	PollInterval time.Duration
 	// PromoteInterval is how often a running queue (tasks in flight)
 	// promotes due delayed messages on its own, counted from the start of
-	// its run. A parked queue (and one that parks between messages)
+	// its run; a turn with no task in flight (one that waits for its read,
+	// say) does not. A parked queue (and one that parks between messages)
 	// promotes when the worker's idle scheduler says a delayed message is
 	// due (learnt from wake-ups, promotions and retries), at no cost before.
 	// Default 1s.

@@ -296,8 +296,13 @@ func (l *queueLoop) iterate(now time.Time, woken bool) bool {
 	l.wasBlocked = blocked
 	// A loop promotes when the idle scheduler says a delayed message is
 	// due, the first time it runs (to learn its next due time), and every
-	// PromoteInterval while it keeps running — not each time it wakes from
-	// parking: its due times are known.
+	// PromoteInterval of a turn while tasks are in flight — not each time
+	// it wakes from parking (its due times are known), nor in a turn that
+	// only waits (for a read, say): such a turn knows what a parked queue
+	// knows. Counted over every turn, an overloaded fleet's slow reads
+	// made nearly every turn promote, a round trip each, which kept it
+	// overloaded (docs/decisions.md, "Issue 43: a turn that waits does not
+	// promote").
 	due := l.dueNow.Swap(false)
 	if l.lastPromote.IsZero() && l.dueKnown.Load() {
 		// The check at the start learnt the queue's next due time (the
@@ -306,7 +311,7 @@ func (l *queueLoop) iterate(now time.Time, woken bool) bool {
 		// trip per queue before its first task.
 		l.lastPromote = l.w.loopTime(now)
 	}
-	if due || l.lastPromote.IsZero() || (l.iterations > 1 && now.Sub(l.w.timeOf(l.lastPromote)) >= l.w.cfg.PromoteInterval) {
+	if due || l.lastPromote.IsZero() || (l.running > 0 && l.iterations > 1 && now.Sub(l.w.timeOf(l.lastPromote)) >= l.w.cfg.PromoteInterval) {
 		l.promote(now)
 	}
 	// What was read before goes first: a loop woken by a slot of the
@@ -348,12 +353,18 @@ func (l *queueLoop) idle() bool {
 
 // nextTimer returns how long a running loop may sleep before it has timed
 // work: its own promotion and backlog while tasks run, a re-read while it
-// waits on a full read-ahead.
+// waits on a full read-ahead. With nothing in flight it has neither (they
+// would be due at once, so for a turn that waited over a PromoteInterval
+// the loop would turn every millisecond): it looks again a PromoteInterval
+// later, the longest it slept before.
 func (l *queueLoop) nextTimer(now time.Time) time.Duration {
 	c := l.w.cfg
-	d := l.w.timeOf(l.lastPromote).Add(c.PromoteInterval).Sub(now)
-	if r := l.w.timeOf(l.lastBacklog).Add(l.backlogEvery()).Sub(now); r < d {
-		d = r
+	d := c.PromoteInterval
+	if l.running > 0 {
+		d = l.w.timeOf(l.lastPromote).Add(c.PromoteInterval).Sub(now)
+		if r := l.w.timeOf(l.lastBacklog).Add(l.backlogEvery()).Sub(now); r < d {
+			d = r
+		}
 	}
 	if l.caughtUp {
 		if r := l.w.timeOf(l.lastRead).Add(c.PollInterval).Sub(now); r < d {
