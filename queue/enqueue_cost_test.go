@@ -343,8 +343,12 @@ func TestLoneEnqueueAllocations(t *testing.T) {
 			if err != nil || res.Position <= first.Position || res.Duplicate || len(res.ID) != 26 {
 				t.Fatalf("want a new position after %d and a generated id, have %+v, %v", first.Position, res, err)
 			}
-			if allocs > maxLoneEnqueueAllocs {
-				t.Fatalf("a lone enqueue: want at most %d allocations, have %.1f", maxLoneEnqueueAllocs, allocs)
+			bound := float64(maxLoneEnqueueAllocs)
+			if raceEnabled {
+				bound++ // json.Valid's pooled scanner, dropped by -race a quarter of the time: 8.6 measured
+			}
+			if allocs > bound {
+				t.Fatalf("a lone enqueue: want at most %.0f allocations, have %.1f", bound, allocs)
 			}
 		})
 	}
