@@ -74,6 +74,10 @@ type follower struct {
 	ranLoad map[string]int            // queue → distinct load messages that ran
 	slots   map[string]map[int64]bool // schedule → fired slots
 	maxPos  map[string]int64          // queue → highest position that ran
+
+	// The drain's clock (waitAll): the real one, a fake in tests.
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) bool
 }
 
 func newFollower(path string) (*follower, error) {
@@ -82,7 +86,7 @@ func newFollower(path string) (*follower, error) {
 		return nil, fmt.Errorf("open task log: %w", err)
 	}
 	return &follower{f: f, r: check.NewTaskLogReader(f), ran: map[string]bool{}, ranLoad: map[string]int{},
-		slots: map[string]map[int64]bool{}, maxPos: map[string]int64{}}, nil
+		slots: map[string]map[int64]bool{}, maxPos: map[string]int64{}, now: time.Now, sleep: clock.Sleep}, nil
 }
 
 func (fl *follower) close() { fl.f.Close() }
@@ -165,15 +169,33 @@ func (fl *follower) missing(enq []check.Enqueued, scheds []check.Schedule) int {
 	return n
 }
 
-// waitAll waits until nothing expected is missing, deadline passes or ctx
-// ends, and returns how many are missing.
-func (fl *follower) waitAll(ctx context.Context, enq []check.Enqueued, scheds []check.Schedule, deadline time.Time) int {
+// drainResult is what waitAll saw.
+type drainResult struct {
+	atStart, missing int  // expected executions missing when it began and when it returned
+	stalled          bool // it gave up because the count stopped falling
+}
+
+// waitAll waits until nothing expected is missing, and returns how many
+// are. It gives up when the count has not fallen for stall (the fleet is
+// stuck, or some queue is: the others ran out), at deadline, or when ctx
+// ends. A backlog that keeps falling is waited for: a host slower than the
+// load runs behind during the phase, and how far behind says nothing about
+// the faults (the report gives the drain's length and its backlog).
+func (fl *follower) waitAll(ctx context.Context, enq []check.Enqueued, scheds []check.Schedule, stall time.Duration, deadline time.Time) drainResult {
+	fl.update()
+	res := drainResult{atStart: fl.missing(enq, scheds)}
+	best, progress := res.atStart, fl.now()
 	for {
-		fl.update()
-		n := fl.missing(enq, scheds)
-		if n == 0 || time.Now().After(deadline) || !clock.Sleep(ctx, 250*time.Millisecond) {
-			return n
+		res.missing = fl.missing(enq, scheds)
+		now := fl.now()
+		if res.missing < best {
+			best, progress = res.missing, now
 		}
+		res.stalled = now.Sub(progress) > stall
+		if res.missing == 0 || res.stalled || now.After(deadline) || !fl.sleep(ctx, 250*time.Millisecond) {
+			return res
+		}
+		fl.update()
 	}
 }
 

@@ -575,8 +575,11 @@ func (in *injector) redisRestart() (check.Fault, error) {
 // rollingRestart: SIGTERM of every worker in turn, each started again and
 // back in the fleet before the next goes.
 func (in *injector) rollingRestart(ctx context.Context) (check.Fault, error) {
-	f := check.Fault{Kind: check.RollingRestart, Target: "workers", PIDs: in.f.workerPIDs(), Start: time.Now()}
+	f := check.Fault{Kind: check.RollingRestart, Target: "workers", PIDs: in.f.workerPIDs(), Start: time.Now(), StopAt: map[int]time.Time{}}
 	for _, p := range in.f.workers {
+		if pid := p.pid(); pid != 0 {
+			f.StopAt[pid] = time.Now()
+		}
 		if bound := drainTimeout(in.o.SessionTimeout) + 10*time.Second; !p.terminate(bound) {
 			f.Note += fmt.Sprintf("%s did not exit within %s of SIGTERM and was killed; ", p.name, bound)
 		}

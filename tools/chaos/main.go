@@ -95,7 +95,8 @@ type options struct {
 	FaultGap       time.Duration
 	RedisCutLength time.Duration // 0: two to three session timeouts
 	CommitWindow   time.Duration
-	DrainBound     time.Duration
+	DrainBound     time.Duration // the drain gives up when the backlog has not shrunk for this long
+	DrainMax       time.Duration // … or after this long in all
 	MaxLag         int
 	Seed           int64
 	Drover         string
@@ -125,7 +126,8 @@ func parseOptions(args []string) (options, error) {
 	fs.DurationVar(&o.RedisCutLength, "redis-cut-length", 0, "length of a redis-cut and a redis-cut-all (0: two to three session timeouts)")
 	fs.DurationVar(&o.FaultGap, "fault-gap", 3*time.Second, "longest pause between two faults (the shortest is a quarter of it)")
 	fs.DurationVar(&o.CommitWindow, "commit-window", 2*time.Second, "a task finished this long before a fault must have been committed (the checker's bound)")
-	fs.DurationVar(&o.DrainBound, "drain", 5*time.Minute, "longest wait for the backlog to run after the faults stop")
+	fs.DurationVar(&o.DrainBound, "drain", 5*time.Minute, "after the faults stop, how long the backlog may go without shrinking before the drain gives up (drain-incomplete)")
+	fs.DurationVar(&o.DrainMax, "drain-max", 30*time.Minute, "the longest drain, shrinking or not")
 	fs.IntVar(&o.MaxLag, "max-lag", 200, "hold the load back while some queue has more than this many messages not yet run (0: never)")
 	fs.Int64Var(&o.Seed, "seed", 0, "random seed of the fault schedule and the load (0: from the clock)")
 	fs.StringVar(&o.Drover, "drover", "", "the drover binary (default: go build ./cmd/drover into the run directory)")
@@ -166,8 +168,8 @@ func parseOptions(args []string) (options, error) {
 		return o, errors.New("-schedulers must be at least 1")
 	case o.SessionTimeout < time.Second:
 		return o, errors.New("-session-timeout must be at least 1s")
-	case o.FaultGap <= 0 || o.TaskSleep < 0 || o.CommitWindow < 0 || o.DrainBound <= 0:
-		return o, errors.New("-fault-gap and -drain must be positive; -task-sleep and -commit-window not negative")
+	case o.FaultGap <= 0 || o.TaskSleep < 0 || o.CommitWindow < 0 || o.DrainBound <= 0 || o.DrainMax < o.DrainBound:
+		return o, errors.New("-fault-gap and -drain must be positive, -drain-max no shorter than -drain; -task-sleep and -commit-window not negative")
 	}
 	if o.Seed == 0 {
 		o.Seed = time.Now().UnixNano()

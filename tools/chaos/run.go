@@ -62,14 +62,16 @@ type harness struct {
 	churn   *churner // churn.go; nil when the run has no key-churn
 
 	// Filled by the phase and the drain.
-	gen      *loadGen
-	sampler  *offsetSampler
-	inj      *injector
-	phase    time.Duration
-	achieved float64 // load messages confirmed per second
-	scheds   []check.Schedule
-	final    map[string]int64
-	retired  map[string]bool // churn keys retired after the drain
+	gen       *loadGen
+	sampler   *offsetSampler
+	inj       *injector
+	phase     time.Duration
+	achieved  float64 // load messages confirmed per second
+	drain     drainResult
+	drainTook time.Duration // from the faults' end until nothing expected was missing, or the drain gave up
+	scheds    []check.Schedule
+	final     map[string]int64
+	retired   map[string]bool // churn keys retired after the drain
 }
 
 func runIn(ctx context.Context, o options, dir string, prog *progress) (*result, error) {
@@ -281,8 +283,14 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 	h.achieved = float64(len(enq)) / h.phase.Seconds()
 	h.prog.printf("drain: %d messages enqueued (%.0f/s; %d batch sends retried; %s held back by -max-lag), %d schedules stopped; waiting for the backlog",
 		len(enq), h.achieved, retries, time.Duration(throttled)*loadTick, len(h.scheds))
-	missing := fl.waitAll(ctx, enq, h.scheds, drainStart.Add(h.o.DrainBound))
-	h.prog.printf("drain: %d expected executions missing after %s", missing, time.Since(drainStart).Round(time.Millisecond))
+	h.drain = fl.waitAll(ctx, enq, h.scheds, h.o.DrainBound, drainStart.Add(h.o.DrainMax))
+	h.drainTook = time.Since(drainStart)
+	gaveUp := ""
+	if h.drain.stalled {
+		gaveUp = fmt.Sprintf("; gave up: the count did not fall for %s", h.o.DrainBound)
+	}
+	h.prog.printf("drain: %d expected executions missing after %s (%d when it began%s)",
+		h.drain.missing, h.drainTook.Round(time.Millisecond), h.drain.atStart, gaveUp)
 	offsetQueues := h.checkedQueues()
 	if h.churn != nil {
 		// A churn key retires once empty: those retired have no offset
@@ -292,7 +300,11 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 		h.prog.printf("drain: %d family keys retired, %d still registered", len(h.retired), len(registered))
 		offsetQueues = append(offsetQueues, registered...)
 	}
-	h.final = waitOffsets(ctx, h.c, offsetQueues, fl, enq, drainStart.Add(h.o.DrainBound).Add(15*time.Second))
+	offsetsBy := drainStart.Add(h.o.DrainBound) // as long as a quick drain had, and 15 s after a long one
+	if now := time.Now(); now.After(offsetsBy) {
+		offsetsBy = now
+	}
+	h.final = waitOffsets(ctx, h.c, offsetQueues, fl, enq, offsetsBy.Add(15*time.Second))
 	stopSampling()
 	stopParking()
 	<-sampleDone
@@ -332,7 +344,7 @@ func (h *harness) save(ctx context.Context) error {
 	offsets, sampleErrs := h.sampler.result()
 	h.prog.printf("checking: %d offset changes sampled (%d failed reads), %d session losses in the worker logs", len(offsets), sampleErrs, len(losses))
 	rec := record{
-		Run:          check.Run{Command: h.o.command(), Duration: h.phase.Round(time.Second), Load: fmt.Sprintf("%s; %.0f msg/s achieved", h.o.loadDescription(), h.achieved), Seed: h.o.Seed},
+		Run:          check.Run{Command: h.o.command(), Duration: h.phase.Round(time.Second), Load: fmt.Sprintf("%s; %.0f msg/s achieved; the drain began %d executions behind and took %s", h.o.loadDescription(), h.achieved, h.drain.atStart, h.drainTook.Round(time.Second)), Seed: h.o.Seed},
 		Policy:       check.Policy{SessionTimeout: h.o.SessionTimeout, CommitWindow: h.o.CommitWindow},
 		Ordered:      orderedNames(h.ordered),
 		Faults:       append(h.inj.injected(), losses...),

@@ -75,13 +75,25 @@ func (c *checker) covered(e Execution) (*Fault, bool) {
 	return nil, false
 }
 
-// gracefulStop returns the rolling restart during which e ended on a
-// worker it stopped, if any: a graceful stop drains, so e must be the only
-// run of its message and must not have been killed.
+// gracefulStop returns the rolling restart during whose graceful stop of
+// e's worker (from its SIGTERM, Fault.StopAt, to the restart's end) e
+// ended, if any: a graceful stop drains, so e must be the only run of its
+// message and must not have been killed.
 func (c *checker) gracefulStop(e Execution) *Fault {
 	for i := range c.in.Faults {
 		f := &c.in.Faults[i]
-		if f.Kind == RollingRestart && f.hits(e.WorkerPID) && !e.End.Before(f.Start) && !e.End.After(f.End) {
+		if f.Kind != RollingRestart || !f.hits(e.WorkerPID) {
+			continue
+		}
+		from := f.Start
+		if f.StopAt != nil {
+			at, ok := f.StopAt[e.WorkerPID]
+			if !ok {
+				continue // never signalled in this restart
+			}
+			from = at
+		}
+		if !e.End.Before(from) && !e.End.After(f.End) {
 			return f
 		}
 	}

@@ -427,6 +427,27 @@ func TestGracefulStopThatKillsOrRepeatsIsAViolation(t *testing.T) {
 			t.Fatalf("a repeat after a graceful stop must not be excused: %v", r.DuplicatesAt)
 		}
 	})
+	t.Run("repeated, ended before its own worker was stopped", func(t *testing.T) {
+		// The restart stops 11 first and 10 later: m-4 ended on 10 before
+		// its SIGTERM, inside a session loss of 10 (a ZooKeeper stall, no
+		// fault injected), and ran again on 11. An ordinary run excused by
+		// the session loss, not a graceful stop's repeat.
+		in := clean()
+		r := restart
+		r.StopAt = map[int]time.Time{11: at(2000), 10: at(6000)}
+		in.Faults = []Fault{r, {Kind: SessionLost, Target: "w1", PIDs: []int{10}, Start: at(2400), End: at(2400)}}
+		in.Executions = append(in.Executions, Execution{Queue: "u", ID: "m-4", Position: 105, WorkerPID: 11, PID: 3001,
+			Start: at(3500), End: at(3600)})
+		in.Executions[4].Start, in.Executions[4].End = at(2000), at(2500)
+		rep := Check(in)
+		if !rep.OK() || rep.DuplicatesAt[SessionLost] != 1 {
+			t.Fatalf("want the repeat excused by the session loss, have %v at %v", rep.Violations, rep.DuplicatesAt)
+		}
+		// The same run ending after 10's SIGTERM is a graceful stop's repeat.
+		r.StopAt[10] = at(2200)
+		in.Faults[0] = r
+		wantOnly(t, Check(in), GracefulRepeat, 1)
+	})
 	t.Run("killed by a lease outside a rolling restart", func(t *testing.T) {
 		in := clean()
 		in.Faults = []Fault{{Kind: WorkerFreeze, Target: "w1", PIDs: []int{10}, Start: at(2000), End: at(7000)}}

@@ -131,6 +131,13 @@ type Fault struct {
 	// acknowledged messages looked for.
 	NotReplicated []string `json:"not_replicated,omitempty"`
 	Checked       int      `json:"checked,omitempty"`
+	// StopAt (rolling-restart) is when each worker process of PIDs was
+	// sent SIGTERM: its graceful stop runs from then until it exits. The
+	// workers go one after the other, so a worker's runs before its own
+	// SIGTERM are ordinary runs, judged by the other faults. A run
+	// directory written before this field has none: the whole restart
+	// counts as every worker's stop.
+	StopAt map[int]time.Time `json:"stop_at,omitempty"`
 }
 
 // hits reports whether the fault hit worker process pid.
