@@ -219,7 +219,7 @@ return out
 // nobody; {position, route} when asked for the route and the queue has one.
 const enqueueOneSource = "-- drover enqueue-one v5 (docs/redis-schema.md)\n" + nextPositionFunction + `if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
 local hint = (ARGV[5] or ''):match('^%d+$') and tonumber(ARGV[5]) or 0 -- digits only: it may become :seq as sent
-local pos, last = nextPosition(KEYS[3], hint, ARGV[5])
+local pos, last = nextPosition(KEYS[3], hint, ARGV[5], 1)
 redis.call('ZADD', KEYS[1], pos, ARGV[3])
 if ARGV[1] ~= '' then
   local function wake(ch)
@@ -238,16 +238,18 @@ end
 return pos
 `
 
-// nextPositionFunction is nextPosition(seq, hint, estimate), the position
-// rule of the lone scripts (enqueueOneSource, enqueueSpreadSource): hint is
-// the producer's estimate of Redis's clock in µs (0: none), estimate the
-// same as the argument sent (decimal digits), written as the new :seq by
-// the SET … GET that answers the last position. It returns the position
-// and the last position (nil for a queue with none): the estimate when it
-// lies after the last position and at most an hour past it, last + 1 when
-// it is not after it, else max(TIME, last + 1); :seq holds the position
-// after it.
-const nextPositionFunction = `local function nextPosition(seq, hint, estimate)
+// nextPositionFunction is nextPosition(seq, hint, estimate, m), the
+// position rule of the scripts that take the producer's clock estimate
+// (enqueueOneSource, enqueueManySource, enqueueSpreadSource) for m
+// consecutive positions: hint is the producer's estimate of Redis's clock
+// in µs (0: none), estimate the last of the m positions from hint (hint +
+// m − 1) in decimal digits, written as the new :seq by the SET … GET that
+// answers the last position (for one message, the argument as sent). It
+// returns the first position and the last position before them (nil for a
+// queue with none): the estimate when it lies after the last position and
+// at most an hour past it, last + 1 when it is not after it, else
+// max(TIME, last + 1); :seq holds the last of the m positions after it.
+const nextPositionFunction = `local function nextPosition(seq, hint, estimate, m)
   local last
   if hint > 0 then
     last = redis.call('SET', seq, estimate, 'GET') -- the estimate as :seq; the last position
@@ -263,7 +265,7 @@ const nextPositionFunction = `local function nextPosition(seq, hint, estimate)
     local t = redis.call('TIME')
     pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
   end
-  redis.call('SET', seq, pos)
+  redis.call('SET', seq, pos + m - 1)
   return pos, last
 end
 `
@@ -290,8 +292,7 @@ end
 // Returns one integer per message: its position (> 0), or -1 when the id
 // was already in :msg (or earlier in the call) and nothing was written for
 // it.
-const enqueueManySource = `-- drover enqueue-many v1 (docs/redis-schema.md)
-local n = (#ARGV - 3) / 2
+const enqueueManySource = "-- drover enqueue-many v1 (docs/redis-schema.md)\n" + nextPositionFunction + `local n = (#ARGV - 3) / 2
 local ids = {}
 for i = 1, n do ids[i] = ARGV[2 + 2 * i] end
 local known = redis.call('HMGET', KEYS[2], unpack(ids))
@@ -310,25 +311,7 @@ local m = #fresh
 if m == 0 then return out end
 redis.call('HSET', KEYS[2], unpack(fields))
 local hint = (ARGV[3] or ''):match('^%d+$') and tonumber(ARGV[3]) or 0
-local last
-if hint > 0 then
-  last = redis.call('SET', KEYS[3], string.format('%d', hint + m - 1), 'GET') -- :seq past the batch; the last position
-else
-  last = redis.call('GET', KEYS[3])
-end
-last = last and tonumber(last)
-local first
-if last and hint > last and hint - last <= 3600000000 then
-  first = hint
-else
-  if last and hint > 0 and hint <= last then
-    first = last + 1
-  else
-    local t = redis.call('TIME')
-    first = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
-  end
-  redis.call('SET', KEYS[3], first + m - 1)
-end
+local first = nextPosition(KEYS[3], hint, string.format('%d', hint + m - 1), m)
 local entries = {}
 for j = 1, m do
   entries[2 * j - 1] = first + j - 1
@@ -420,7 +403,7 @@ for i = 1, n do
   if redis.call('HSETNX', KEYS[k + 2], arg(i, 2), arg(i, 3)) == 0 then
     out[i] = -1
   else
-    local pos, last = nextPosition(KEYS[k + 3], hint, ARGV[2])
+    local pos, last = nextPosition(KEYS[k + 3], hint, ARGV[2], 1)
     redis.call('ZADD', KEYS[k + 1], pos, arg(i, 2))
     out[i], lasts[i] = pos, last
     if unowned ~= '' then
