@@ -29,6 +29,11 @@ type Process struct {
 	// port is the TCP port the server listens on (0: not checked). A
 	// server counts as ready only once the answering listener is its own.
 	port int
+	// StartTimeout bounds how long Start waits for the server to answer
+	// (0: startTimeout). The chaos run gives an ensemble member it
+	// restarts longer: on a host its load saturates, the JVM's start alone
+	// took over half a minute.
+	StartTimeout time.Duration
 
 	mu  sync.Mutex
 	cmd *exec.Cmd
@@ -69,7 +74,11 @@ func (p *Process) Start() error {
 	}()
 	p.cmd, p.exited = cmd, exited
 
-	deadline := time.Now().Add(startTimeout)
+	bound := startTimeout
+	if p.StartTimeout > 0 {
+		bound = p.StartTimeout
+	}
+	deadline := time.Now().Add(bound)
 	foreign := false // another process answered on the port
 	for {
 		select {
@@ -102,7 +111,7 @@ func (p *Process) Start() error {
 			if foreign {
 				return fmt.Errorf("%s: %w", p.name, errPortTaken)
 			}
-			return fmt.Errorf("%s: not ready after %s (%v); log %s:\n%s", p.name, startTimeout, err, p.logPath, tail(p.logPath, 2000))
+			return fmt.Errorf("%s: not ready after %s (%v); log %s:\n%s", p.name, bound, err, p.logPath, tail(p.logPath, 2000))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -56,22 +56,14 @@ type ZKOptions struct {
 	ProductionJVM bool
 }
 
-// maxNotificationMillis caps an ensemble member's back-off between its
-// leader-election notifications (zookeeper.fastleader.maxNotificationInterval,
-// default 60 s). A member restarted by the chaos run's zk-leader-kill came
-// back 5 s, 49 s and more than a minute after its restart on a loaded
-// host, the last failing the run; a wait doubled from 200 ms eight times
-// is 51 s. Unproven (restarted alone on an idle host it rejoins in under a
-// second with or without the cap, and the ensemble's log said nothing:
-// see zkLogFlags); capped, a member whose first notifications are lost
-// asks again every 2 s.
-const maxNotificationMillis = 2000
-
 // zkLogFlags send an ensemble member's log (INFO) to its zookeeper.log
 // with times, through slf4j-simple: Debian's class path also holds
 // slf4j-nop, which the JVM found first, so the log was empty. Only for
 // ensembles (the chaos run, the failover tests); a standalone server (the
-// benchmarks) logs nothing.
+// benchmarks) logs nothing. The first thing it showed: a member the chaos
+// run restarted on its saturated host spent 33 s between reading its
+// configuration and starting its election (5.5 s to load a snapshot of 87
+// transactions), and its election took 3 s.
 var zkLogFlags = []string{
 	"-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
 	"-Dorg.slf4j.simpleLogger.showDateTime=true",
@@ -245,7 +237,6 @@ func launchZK(dir string, port int, servers []string, myid int, o ZKOptions) (*Z
 		argv = append(argv, testJVMFlags...)
 	}
 	if len(servers) > 0 {
-		argv = append(argv, "-Dzookeeper.fastleader.maxNotificationInterval="+strconv.Itoa(maxNotificationMillis))
 		argv = append(argv, zkLogFlags...)
 		cp = "/usr/share/java/slf4j-simple.jar:" + cp
 	}

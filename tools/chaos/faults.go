@@ -522,6 +522,9 @@ func (in *injector) zkLeaderKill(ctx context.Context) (check.Fault, error) {
 	if elected {
 		clock.Sleep(ctx, in.between(500*time.Millisecond, 1500*time.Millisecond))
 	}
+	// The ensemble serves on two nodes meanwhile; the next fault waits for
+	// this one. A saturated host took over a minute to start the JVM.
+	node.StartTimeout = 5 * time.Minute
 	if err := node.Start(); err != nil {
 		return f, fmt.Errorf("restart zk%d: %w", i+1, err)
 	}
