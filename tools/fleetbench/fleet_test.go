@@ -60,6 +60,39 @@ type worker struct {
 	latPath string // the bench.stamp histogram the worker publishes
 	zk      *proxy.Proxy
 	admin   string // the bound admin address, from the member node
+	logRead int64  // how far sessionEvents has read logPath
+}
+
+// sessionEvents counts the ZooKeeper session suspensions and losses the
+// log at path reports after byte from (the worker logs them at warn, the
+// bench's level), and returns where it stopped: a window's count starts
+// where the last one's ended. A member whose link was suspended verifies
+// every claim when it comes back, so its ZooKeeper requests in that window
+// are not its steady cost.
+func sessionEvents(path string, from int64) (suspended, lost int, next int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, from, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return 0, 0, from, err
+	}
+	r := bufio.NewReader(f)
+	next = from
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil { // a partial last line is read again next time
+			return suspended, lost, next, nil
+		}
+		next += int64(len(line))
+		switch {
+		case strings.Contains(line, "zookeeper session suspended"):
+			suspended++
+		case strings.Contains(line, "zookeeper session lost"):
+			lost++
+		}
+	}
 }
 
 // startWorker starts `drover worker` named name with env (the fleet's

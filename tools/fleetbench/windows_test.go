@@ -57,8 +57,13 @@ func measure(b *testing.B, rm *redisMeter, ws []*worker, length time.Duration, p
 	w := windowOf(rs)
 	b.Logf("Redis commands/s in the window by command: %s", commandRates(w.redisByCommand[0], w.redisByCommand[1], w.seconds))
 	b.Logf("Redis µs/s in the window by command (a script's include its commands'): %s", commandRates(w.redisUsec[0], w.redisUsec[1], w.seconds))
-	for k := range ws {
-		b.Logf("%s: ZooKeeper requests/s in the window by operation: %s", ws[k].name, opRates(w.zk[k].ByOp, w.seconds))
+	for k, wk := range ws {
+		suspended, lost, next, err := sessionEvents(wk.logPath, wk.logRead)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wk.logRead = next
+		b.Logf("%s: ZooKeeper requests/s in the window by operation: %s; its session suspended %d times, lost %d", wk.name, opRates(w.zk[k].ByOp, w.seconds), suspended, lost)
 	}
 	return w, rs[len(rs)-1]
 }
