@@ -7,7 +7,8 @@ import (
 )
 
 // sessionEvents counts a window's suspensions and losses from where the
-// last count stopped, and leaves a partial last line for the next.
+// last count stopped, leaves a partial last line for the next, and does
+// not count a session the worker closed itself.
 func TestSessionEventsCountFromWhereTheLastStopped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w1.log")
 	first := "2026-11-30T16:00:00Z [WARN]  drover.zk.coordinator: zookeeper session suspended: member=w1\n" +
@@ -24,7 +25,8 @@ func TestSessionEventsCountFromWhereTheLastStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.WriteString("inator: zookeeper session lost: member=w1\n" +
-		"2026-11-30T16:00:03Z [WARN]  drover.zk.coordinator: zookeeper session suspended: member=w1\n")
+		"2026-11-30T16:00:03Z [WARN]  drover.zk.coordinator: zookeeper session suspended: member=w1\n" +
+		"2026-11-30T16:00:04Z [WARN]  drover.zk.coordinator: zookeeper session lost: member=w1 reason=\"the session was closed\"\n")
 	f.Close()
 	s, l, _, err = sessionEvents(path, next)
 	if err != nil || s != 1 || l != 1 {
