@@ -481,7 +481,9 @@ func (c *Claim) resolvePending(ctx context.Context) (bool, error) {
 		}
 		return false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
-	nd, err := getNode(ctx, c.s, c.offsetPath())
+	// Coalesced with the session's other reads: after a suspension every
+	// claim with a commit in flight re-reads its offset at once.
+	nd, err := c.s.reads.getOne(ctx, c.offsetPath())
 	switch {
 	case errors.Is(err, drover.ErrSessionLost):
 		return false, c.fence(err)
