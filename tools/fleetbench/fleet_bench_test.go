@@ -281,6 +281,9 @@ type redisCounters struct {
 	byCommand map[string]int64 // commandstats calls
 	usec      map[string]int64 // commandstats usec (a script's includes its commands')
 	cpu       float64          // used_cpu_user + used_cpu_sys of the server, seconds
+	cpuSys    float64          // used_cpu_sys alone: the kernel's part (sockets, epoll)
+	netReads  int64            // total_reads_processed: read events on client sockets
+	netWrites int64            // total_writes_processed: writes to client sockets
 }
 
 func (m *redisMeter) read(ctx context.Context) (redisCounters, error) {
@@ -299,7 +302,16 @@ func (m *redisMeter) read(ctx context.Context) (redisCounters, error) {
 			if v, ok := strings.CutPrefix(line, k); ok {
 				x, _ := strconv.ParseFloat(v, 64)
 				rc.cpu += x
+				if k == "used_cpu_sys:" {
+					rc.cpuSys = x
+				}
 			}
+		}
+		if v, ok := strings.CutPrefix(line, "total_reads_processed:"); ok {
+			rc.netReads, _ = strconv.ParseInt(v, 10, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "total_writes_processed:"); ok {
+			rc.netWrites, _ = strconv.ParseInt(v, 10, 64)
 		}
 		if rest, ok := strings.CutPrefix(line, "cmdstat_"); ok {
 			name, v, _ := strings.Cut(rest, ":")

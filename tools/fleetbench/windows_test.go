@@ -55,6 +55,12 @@ func measure(b *testing.B, rm *redisMeter, ws []*worker, length time.Duration, p
 		}
 	}
 	w := windowOf(rs)
+	first, last := rs[0].redis, rs[len(rs)-1].redis
+	if n := float64(w.enqueued); n > 0 {
+		b.Logf("Redis per message enqueued in the window: %.1f µs CPU of which %.1f µs system; %.2f socket reads and %.2f socket writes",
+			(last.cpu-first.cpu)*1e6/n, (last.cpuSys-first.cpuSys)*1e6/n,
+			float64(last.netReads-first.netReads)/n, float64(last.netWrites-first.netWrites)/n)
+	}
 	b.Logf("Redis commands/s in the window by command: %s", commandRates(w.redisByCommand[0], w.redisByCommand[1], w.seconds))
 	b.Logf("Redis µs/s in the window by command (a script's include its commands'): %s", commandRates(w.redisUsec[0], w.redisUsec[1], w.seconds))
 	for k, wk := range ws {
