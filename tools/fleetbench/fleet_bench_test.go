@@ -226,9 +226,10 @@ func busyWindows(b *testing.B, rm *redisMeter, ws []*worker, p *producer, sz siz
 		b.Logf("busy window %d/%d: p50 %.2f ms, p99 %.2f ms, stored p50 %.2f ms, started/enqueued %.3f, msgs/s of asked %.3f, ZooKeeper writes/s (busiest member) %.1f, deliveries/msg %.3f",
 			i+1, len(wins), f["busy-p50-ms"], f["busy-p99-ms"], f["busy-stored-p50-ms"], f["busy-started/enqueued"], f["busy-msgs/s-of-asked"], f["busy-zk-writes/s-max-member"], f["busy-deliveries/msg"])
 		st0, st1 := stages[i], stages[i+1]
-		b.Logf("busy window %d/%d stages (means): enqueue→read returned %.1f ms (read queued %.1f ms, round trip %.1f ms, parked loop's wake %.2f ms), read→start %.1f ms; enqueue→start %.1f ms; backlog reads %d in %d round trips",
+		b.Logf("busy window %d/%d stages (means): enqueue→read returned %.1f ms (read queued %.1f ms, round trip %.1f ms, parked loop's wake %.2f ms), read→start %.1f ms; enqueue→start %.1f ms; queue reads %d in %d round trips, messages taken from their wake-ups %d; backlog reads %d in %d round trips",
 			i+1, len(wins), f["busy-mean-enqueue-to-read-ms"], f["busy-mean-read-queued-ms"], f["busy-mean-read-trip-ms"], f["busy-mean-wake-ms"],
-			f["busy-mean-enqueue-to-start-ms"]-f["busy-mean-enqueue-to-read-ms"], f["busy-mean-enqueue-to-start-ms"], st1.BacklogReads-st0.BacklogReads, st1.BacklogRounds-st0.BacklogRounds)
+			f["busy-mean-enqueue-to-start-ms"]-f["busy-mean-enqueue-to-read-ms"], f["busy-mean-enqueue-to-start-ms"],
+			st1.Reads-st0.Reads, st1.ReadRounds-st0.ReadRounds, st1.Carried.Count-st0.Carried.Count, st1.BacklogReads-st0.BacklogReads, st1.BacklogRounds-st0.BacklogRounds)
 	}
 	median, lo, hi := summarize(per)
 	median.report(b)

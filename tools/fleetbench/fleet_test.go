@@ -372,6 +372,7 @@ type stageStats struct {
 	ReadTrip       stageStat `json:"read_trip"`
 	EnqueueToRead  stageStat `json:"enqueue_to_read"`
 	EnqueueToStart stageStat `json:"enqueue_to_start"`
+	Carried        stageStat `json:"carried"` // messages taken from their wake-ups, not read
 	BacklogRounds  int64     `json:"backlog_rounds"`
 	BacklogReads   int64     `json:"backlog_reads"`
 	ReadRounds     int64     `json:"read_rounds"`
@@ -410,6 +411,7 @@ func readStages(ws []*worker) (stageStats, error) {
 		for _, p := range []struct{ to, from *stageStat }{
 			{&sum.Wake, &s.Wake}, {&sum.ReadQueued, &s.ReadQueued}, {&sum.ReadTrip, &s.ReadTrip},
 			{&sum.EnqueueToRead, &s.EnqueueToRead}, {&sum.EnqueueToStart, &s.EnqueueToStart},
+			{&sum.Carried, &s.Carried},
 		} {
 			p.to.Count += p.from.Count
 			p.to.TotalMs += p.from.TotalMs
