@@ -200,7 +200,14 @@ func busyWindows(b *testing.B, rm *redisMeter, ws []*worker, p *producer, sz siz
 	}
 	at := sample(b, rm, ws, p)
 	for i := range wins {
+		profiled := func() {}
+		if i == len(wins)-1 {
+			// DROVER_FLEETBENCH_PROFILES: a CPU profile of every worker
+			// over the last busy window (<worker>.cpu in that directory).
+			profiled = profileWorkers(b, ws, os.Getenv("DROVER_FLEETBENCH_PROFILES"), sz.Window)
+		}
 		wins[i], at = measure(b, rm, ws, sz.Window, p, at)
+		profiled()
 		if stages[i+1], err = readStages(ws); err != nil {
 			b.Fatal(err)
 		}
