@@ -45,3 +45,19 @@ func TestKeyspaceSeqIsNotCached(t *testing.T) {
 		t.Fatal("seq and queue(q).seq differ")
 	}
 }
+
+// BenchmarkQueueKeysMiss builds the keys of queues the cache does not hold:
+// what a worker with more queues at work than maxCachedQueueKeys (the
+// sparse fleet's) does at about the rate of its messages.
+func BenchmarkQueueKeysMiss(b *testing.B) {
+	names := make([]string, 4*maxCachedQueueKeys)
+	for i := range names {
+		names[i] = fmt.Sprintf("c-key-%06d", i)
+	}
+	k := &keyspace{prefix: "drover"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k.queue(names[i%len(names)])
+	}
+}
