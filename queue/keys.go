@@ -70,22 +70,7 @@ func (k *keyspace) queue(q string) *queueKeys {
 	if v, ok := k.cache.Load(q); ok {
 		return v.(*queueKeys)
 	}
-	base := k.prefix + ":{" + q + "}:"
-	qk := &queueKeys{
-		log:     base + "log",
-		msg:     base + "msg",
-		seq:     base + "seq",
-		delayed: base + "delayed",
-		dead:    base + "dead",
-		deadmsg: base + "deadmsg",
-		seen:    base + "seen",
-		owner:   base + "owner",
-		done:    base + "done",
-
-		attempts: base + "attempts",
-		family:   base + "family",
-	}
-	qk.enqueueOne = []string{qk.log, qk.msg, qk.seq, qk.owner}
+	qk := newQueueKeys(k.prefix, q)
 	v, loaded := k.cache.LoadOrStore(q, qk)
 	if !loaded && k.cached.Add(1) > maxCachedQueueKeys {
 		// Concurrent stores may slip in around the clear: the bound is
@@ -94,6 +79,48 @@ func (k *keyspace) queue(q string) *queueKeys {
 		k.cached.Store(0)
 	}
 	return v.(*queueKeys)
+}
+
+// queueKeySuffixes are the last parts of a queue's keys, in the order
+// newQueueKeys lays them out.
+var queueKeySuffixes = [...]string{"log", "msg", "seq", "delayed", "dead", "deadmsg", "seen", "owner", "done", "attempts", "family"}
+
+// newQueueKeys builds the keys of queue q under prefix in one string, each
+// key a slice of it: three allocations (the string, the struct and
+// enqueueOne's list) where a concatenation per key took thirteen. A worker
+// of the sparse fleet owns about three times as many queues with work as
+// the cache holds (maxCachedQueueKeys), so it builds keys at about the rate
+// of its messages (docs/decisions.md, "Issue 43: a queue's key names in one
+// allocation").
+func newQueueKeys(prefix, q string) *queueKeys {
+	var b strings.Builder
+	n := 0
+	for _, suffix := range queueKeySuffixes {
+		n += len(prefix) + len(":{}:") + len(q) + len(suffix)
+	}
+	b.Grow(n)
+	var ends [len(queueKeySuffixes)]int
+	for i, suffix := range queueKeySuffixes {
+		b.WriteString(prefix)
+		b.WriteString(":{")
+		b.WriteString(q)
+		b.WriteString("}:")
+		b.WriteString(suffix)
+		ends[i] = b.Len()
+	}
+	all := b.String()
+	var keys [len(queueKeySuffixes)]string
+	start := 0
+	for i, end := range ends {
+		keys[i], start = all[start:end], end
+	}
+	qk := &queueKeys{
+		log: keys[0], msg: keys[1], seq: keys[2], delayed: keys[3], dead: keys[4],
+		deadmsg: keys[5], seen: keys[6], owner: keys[7], done: keys[8],
+		attempts: keys[9], family: keys[10],
+	}
+	qk.enqueueOne = []string{qk.log, qk.msg, qk.seq, qk.owner}
+	return qk
 }
 
 // seq is queue q's :seq key, built without caching: the idle backstop reads

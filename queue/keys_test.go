@@ -2,6 +2,8 @@ package queue
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -43,6 +45,30 @@ func TestKeyspaceSeqIsNotCached(t *testing.T) {
 	}
 	if k.seq("q1") != k.queue("q1").seq {
 		t.Fatal("seq and queue(q).seq differ")
+	}
+}
+
+// A queue's keys are built in three allocations (one string sliced into
+// every key, the struct, enqueue-one's key list), not one per key: the
+// sparse fleet's workers build them at about the rate of their messages
+// (more queues with work than the cache holds). Each key is still the
+// queue's own name for it.
+func TestQueueKeysAreBuiltInThreeAllocations(t *testing.T) {
+	k := &keyspace{prefix: "drover"}
+	qk := newQueueKeys(k.prefix, "emails:customer-42")
+	got := []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.dead, qk.deadmsg, qk.seen, qk.owner, qk.done, qk.attempts, qk.family}
+	for i, suffix := range queueKeySuffixes {
+		var b strings.Builder
+		k.writeQueueKey(&b, "emails:customer-42", suffix)
+		if got[i] != b.String() {
+			t.Errorf("key %q: have %q, want %q", suffix, got[i], b.String())
+		}
+	}
+	if want := []string{qk.log, qk.msg, qk.seq, qk.owner}; !slices.Equal(qk.enqueueOne, want) {
+		t.Errorf("enqueueOne: have %q, want %q", qk.enqueueOne, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { newQueueKeys(k.prefix, "emails:customer-42") }); n > 3 {
+		t.Fatalf("building a queue's keys: %.0f allocations, want at most 3", n)
 	}
 }
 
