@@ -3,7 +3,6 @@ package coordinator
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -37,19 +36,8 @@ func (c *readCountConn) MultiRead(ops ...any) ([]zk.MultiReadResponse, error) {
 // verifyAll verifies every claim at once, as a member's queue loops do
 // after a suspension, and returns each one's error.
 func verifyAll(t *testing.T, claims []*Claim) []error {
-	t.Helper()
 	ctx := ctxT(t)
-	errs := make([]error, len(claims))
-	var wg sync.WaitGroup
-	for i, c := range claims {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = c.Verify(ctx)
-		}()
-	}
-	wg.Wait()
-	return errs
+	return parallelMapN(ctx, len(claims), claims, func(c *Claim) error { return c.Verify(ctx) })
 }
 
 // Claims verified together share their requests: a member verifies every
@@ -70,19 +58,19 @@ func TestClaimsVerifiedTogetherShareRequests(t *testing.T) {
 	ctx := ctxT(t)
 
 	const n = 300
-	claims := make([]*Claim, n)
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range claims {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			claims[i], errs[i] = s.Claims().Claim(ctx, fmt.Sprintf("v%03d", i), Owner{Member: "m"})
-		}()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("v%03d", i)
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("claim: %v", err)
+	claims := parallelMapN(ctx, n, names, func(q string) *Claim {
+		c, err := s.Claims().Claim(ctx, q, Owner{Member: "m"})
+		if err != nil {
+			t.Errorf("claim %s: %v", q, err)
+		}
+		return c
+	})
+	if t.Failed() {
+		t.FailNow()
 	}
 
 	before := cc.reads.Load()
