@@ -70,7 +70,7 @@ func (k *keyspace) queue(q string) *queueKeys {
 	if v, ok := k.cache.Load(q); ok {
 		return v.(*queueKeys)
 	}
-	qk := newQueueKeys(k.prefix, q)
+	qk := k.build(q)
 	v, loaded := k.cache.LoadOrStore(q, qk)
 	if !loaded && k.cached.Add(1) > maxCachedQueueKeys {
 		// Concurrent stores may slip in around the clear: the bound is
@@ -82,30 +82,26 @@ func (k *keyspace) queue(q string) *queueKeys {
 }
 
 // queueKeySuffixes are the last parts of a queue's keys, in the order
-// newQueueKeys lays them out.
+// build lays them out.
 var queueKeySuffixes = [...]string{"log", "msg", "seq", "delayed", "dead", "deadmsg", "seen", "owner", "done", "attempts", "family"}
 
-// newQueueKeys builds the keys of queue q under prefix in one string, each
-// key a slice of it: three allocations (the string, the struct and
+// build builds the keys of queue q in one string, each key a slice of it
+// (writeQueueKey's names): three allocations (the string, the struct and
 // enqueueOne's list) where a concatenation per key took thirteen. A worker
 // of the sparse fleet owns about three times as many queues with work as
 // the cache holds (maxCachedQueueKeys), so it builds keys at about the rate
 // of its messages (docs/decisions.md, "Issue 43: a queue's key names in one
 // allocation").
-func newQueueKeys(prefix, q string) *queueKeys {
+func (k *keyspace) build(q string) *queueKeys {
 	var b strings.Builder
 	n := 0
 	for _, suffix := range queueKeySuffixes {
-		n += len(prefix) + len(":{}:") + len(q) + len(suffix)
+		n += k.queueKeyLen(q, suffix)
 	}
 	b.Grow(n)
 	var ends [len(queueKeySuffixes)]int
 	for i, suffix := range queueKeySuffixes {
-		b.WriteString(prefix)
-		b.WriteString(":{")
-		b.WriteString(q)
-		b.WriteString("}:")
-		b.WriteString(suffix)
+		k.writeQueueKey(&b, q, suffix)
 		ends[i] = b.Len()
 	}
 	all := b.String()

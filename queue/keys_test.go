@@ -3,7 +3,6 @@ package queue
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -55,19 +54,17 @@ func TestKeyspaceSeqIsNotCached(t *testing.T) {
 // queue's own name for it.
 func TestQueueKeysAreBuiltInThreeAllocations(t *testing.T) {
 	k := &keyspace{prefix: "drover"}
-	qk := newQueueKeys(k.prefix, "emails:customer-42")
+	qk := k.build("emails:customer-42")
 	got := []string{qk.log, qk.msg, qk.seq, qk.delayed, qk.dead, qk.deadmsg, qk.seen, qk.owner, qk.done, qk.attempts, qk.family}
 	for i, suffix := range queueKeySuffixes {
-		var b strings.Builder
-		k.writeQueueKey(&b, "emails:customer-42", suffix)
-		if got[i] != b.String() {
-			t.Errorf("key %q: have %q, want %q", suffix, got[i], b.String())
+		if want := "drover:{emails:customer-42}:" + suffix; got[i] != want {
+			t.Errorf("key %q: have %q, want %q", suffix, got[i], want)
 		}
 	}
 	if want := []string{qk.log, qk.msg, qk.seq, qk.owner}; !slices.Equal(qk.enqueueOne, want) {
 		t.Errorf("enqueueOne: have %q, want %q", qk.enqueueOne, want)
 	}
-	if n := testing.AllocsPerRun(100, func() { newQueueKeys(k.prefix, "emails:customer-42") }); n > 3 {
+	if n := testing.AllocsPerRun(100, func() { k.build("emails:customer-42") }); n > 3 {
 		t.Fatalf("building a queue's keys: %.0f allocations, want at most 3", n)
 	}
 }
