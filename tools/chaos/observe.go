@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-dev/drover/internal/testing/testkit"
 	"github.com/drover-dev/drover/tools/chaos/check"
 )
 
@@ -115,7 +116,7 @@ func sessionLosses(dir string, lives []life, sessionTimeout time.Duration) ([]ch
 			return nil, fmt.Errorf("read the log of %s: %w", name, err)
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			if !strings.Contains(line, "zookeeper session lost:") || strings.Contains(line, "the session was closed") {
+			if !testkit.SessionLost(line) {
 				continue
 			}
 			ts, _, _ := strings.Cut(line, " ")

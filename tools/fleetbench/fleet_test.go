@@ -20,6 +20,7 @@ import (
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
 	"github.com/drover-dev/drover/internal/testing/proxy"
+	"github.com/drover-dev/drover/internal/testing/testkit"
 )
 
 // The drover binary under test, built once per test binary with the
@@ -87,10 +88,10 @@ func sessionEvents(path string, from int64) (suspended, lost int, next int64, er
 		}
 		next += int64(len(line))
 		switch {
-		case strings.Contains(line, "zookeeper session suspended"):
+		case testkit.SessionSuspended(line):
 			suspended++
-		case strings.Contains(line, "zookeeper session lost:") && !strings.Contains(line, "the session was closed"):
-			lost++ // as the chaos run counts them (tools/chaos sessionLosses): a close is no loss
+		case testkit.SessionLost(line): // as the chaos run counts them: a close is no loss
+			lost++
 		}
 	}
 }
