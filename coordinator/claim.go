@@ -481,9 +481,12 @@ func (c *Claim) resolvePending(ctx context.Context) (bool, error) {
 		}
 		return false, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
-	// Coalesced with the session's other reads: after a suspension every
-	// claim with a commit in flight re-reads its offset at once.
-	nd, err := c.s.reads.getOne(ctx, c.offsetPath())
+	// Read at once, not coalesced with the session's other reads: a
+	// release's next owner writes soon after it, and a re-read that waited
+	// behind a multiRead found the version two past ours and took an
+	// applied release for a fence (docs/decisions.md, "Issue 43: claims
+	// verified in shared requests").
+	nd, err := getNode(ctx, c.s, c.offsetPath())
 	switch {
 	case errors.Is(err, drover.ErrSessionLost):
 		return false, c.fence(err)
