@@ -62,6 +62,11 @@ func TestChaosMinute(t *testing.T) {
 	r := res.Report
 	if !r.OK() {
 		t.Errorf("want no violated invariant, have %v", r.ViolationCounts)
+		var logs bytes.Buffer
+		if err := violationLogs(&logs, filepath.Join(dir, "run"), r.Violations); err != nil {
+			t.Logf("copy the workers' lines about the violations: %v", err)
+		}
+		t.Logf("the workers' lines about the violated queues (the run directory goes with the test):\n%s", logs.String())
 	}
 	for _, k := range check.Kinds {
 		if r.Faults[k] == 0 {
