@@ -147,7 +147,7 @@ func parseOptions(args []string) (options, error) {
 		o.Kinds = nil
 		for _, k := range strings.Split(*kinds, ",") {
 			k = strings.TrimSpace(k)
-			if _, ok := check.Effects[check.Kind(k)]; !ok || check.Kind(k) == check.SessionLost {
+			if _, ok := check.Effects[check.Kind(k)]; !ok || slices.Contains(check.Observed, check.Kind(k)) {
 				return o, fmt.Errorf("-faults: unknown fault kind %q (want some of %v)", k, check.Kinds)
 			}
 			o.Kinds = append(o.Kinds, check.Kind(k))

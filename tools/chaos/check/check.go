@@ -120,7 +120,7 @@ func (c *checker) countUnprovoked() {
 		explained := false
 		for _, f := range c.in.Faults {
 			eff := Effects[f.Kind]
-			if f.Kind == SessionLost || !eff.Excuses || len(l.PIDs) != 1 || !f.hits(l.PIDs[0]) {
+			if slices.Contains(Observed, f.Kind) || !eff.Excuses || len(l.PIDs) != 1 || !f.hits(l.PIDs[0]) {
 				continue
 			}
 			to := f.End.Add(time.Duration(eff.After * float64(c.in.Policy.SessionTimeout)))
@@ -337,12 +337,13 @@ func (c *checker) failoverReenqueue(es []Execution) bool {
 }
 
 // reenqueuedAcross reports whether positions ps (two or more) straddle a
-// Sentinel fault, the first assigned during it, and counts it.
+// Sentinel fault or an observed failover, the first assigned during it,
+// and counts it.
 func (c *checker) reenqueuedAcross(ps []int64) bool {
 	slices.Sort(ps)
 	first, last := time.UnixMicro(ps[0]), time.UnixMicro(ps[len(ps)-1])
 	for _, f := range c.in.Faults {
-		if f.Kind == Sentinel && !first.Before(f.Start.Add(-time.Second)) && !first.After(f.End) && !last.Before(f.Start) {
+		if (f.Kind == Sentinel || f.Kind == Failover) && !first.Before(f.Start.Add(-time.Second)) && !first.After(f.End) && !last.Before(f.Start) {
 			c.r.FailoverReenqueues++
 			return true
 		}

@@ -522,10 +522,17 @@ func TestNeverReplicatedIsSplitFromOtherLosses(t *testing.T) {
 // during a Sentinel failover and the second after it began, is counted as
 // re-enqueued across the failover, not as a double enqueue; the same
 // outside any failover is still a violation.
+// An observed failover (Sentinel's own) counts as an injected one does.
 func TestReenqueueAcrossAFailoverIsCountedNotViolated(t *testing.T) {
+	for _, k := range []Kind{Sentinel, Failover} {
+		t.Run(string(k), func(t *testing.T) { testReenqueueAcrossAFailover(t, k) })
+	}
+}
+
+func testReenqueueAcrossAFailover(t *testing.T, kind Kind) {
 	in := clean()
 	start := t0.Add(10 * time.Second)
-	in.Faults = []Fault{{Kind: Sentinel, Target: "redis", Start: start, End: start.Add(15 * time.Second)}}
+	in.Faults = []Fault{{Kind: kind, Target: "redis", Start: start, End: start.Add(15 * time.Second)}}
 	first, second := start.Add(500*time.Millisecond).UnixMicro(), start.Add(3*time.Second).UnixMicro()
 	m := in.Enqueued[3] // queue u
 	in.Executions = append(in.Executions,
@@ -541,5 +548,26 @@ func TestReenqueueAcrossAFailoverIsCountedNotViolated(t *testing.T) {
 	r = Check(in)
 	if r.ViolationCounts[DoubleEnqueue] != 1 || r.FailoverReenqueues != 0 {
 		t.Fatalf("without the failover: want a double-enqueue violation, have %v (re-enqueues %d)", r.ViolationCounts, r.FailoverReenqueues)
+	}
+}
+
+// A message repeated after a failover Sentinel made on its own (observed,
+// not injected) is excused as at any fault that loses Redis writes, and
+// counted against it; the report lists the observed failovers.
+func TestObservedFailoverExcusesARepeat(t *testing.T) {
+	in := clean()
+	m := in.Executions[3]
+	again := m
+	again.WorkerPID, again.Start, again.End = 11, at(4500), at(4550)
+	in.Executions = append(in.Executions, again)
+	in.Faults = []Fault{{Kind: Failover, Target: "redis 127.0.0.1:7001", Start: at(350), End: at(2500)}}
+	r := Check(in)
+	if !r.OK() || r.DuplicatesAt[Failover] != 1 || r.Faults[Failover] != 1 {
+		t.Fatalf("want the repeat excused by the failover, have %v (excused %v, faults %v)", r.Violations, r.DuplicatesAt, r.Faults)
+	}
+	var md bytes.Buffer
+	r.Markdown(&md, Run{})
+	if !strings.Contains(md.String(), "| failover (observed, not injected) | 1 | 1 |") {
+		t.Errorf("want the observed failover in the fault table, have:\n%s", md.String())
 	}
 }

@@ -54,7 +54,22 @@ const (
 	// as unprovoked. The product promises duplicates for tasks in flight at
 	// a session loss, so it excuses like a fault.
 	SessionLost Kind = "session-lost"
+
+	// Failover is not injected either: in a Sentinel run, Sentinel
+	// replaced the master outside a sentinel fault (read from the
+	// Sentinels' logs). A Redis restart that outlasts down-after, or a
+	// master that a resync under load keeps silent that long, is failed
+	// over as an injected one is, and loses what was not replicated yet
+	// (a trim, a retirement, a start record): work may run again, as at a
+	// sentinel fault. Its window runs from down-after before Sentinel
+	// marked the master down to the switch; its After is a ZooKeeper
+	// leader change's: a lost retirement shows as a queue registered
+	// again, run after an assignment round.
+	Failover Kind = "failover"
 )
+
+// Observed are the kinds read from the run's logs, not injected.
+var Observed = []Kind{SessionLost, Failover}
 
 // Kinds lists every fault kind in report order.
 var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill, WorkerFreeze, HostFreeze, RedisCut, RedisCutAll, KeyChurn, Sentinel}
@@ -101,6 +116,7 @@ var Effects = map[Kind]Effect{
 	KeyChurn:       {},
 	Sentinel:       {Excuses: true, After: 1},
 	SessionLost:    {Excuses: true, After: 0},
+	Failover:       {Excuses: true, After: 2},
 }
 
 // Fault is one injected fault.

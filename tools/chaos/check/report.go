@@ -186,7 +186,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	}
 	dupAt := func() string {
 		var parts []string
-		for _, k := range append(Kinds[:len(Kinds):len(Kinds)], SessionLost) {
+		for _, k := range append(Kinds[:len(Kinds):len(Kinds)], Observed...) {
 			if n := r.DuplicatesAt[k]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d", k, n))
 			}
@@ -242,7 +242,9 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	for _, k := range Kinds {
 		fmt.Fprintf(w, "| %s | %d | %d |\n", k, r.Faults[k], r.DuplicatesAt[k])
 	}
-	fmt.Fprintf(w, "| %s (observed, not injected) | %d | %d |\n", SessionLost, r.Faults[SessionLost], r.DuplicatesAt[SessionLost])
+	for _, k := range Observed {
+		fmt.Fprintf(w, "| %s (observed, not injected) | %d | %d |\n", k, r.Faults[k], r.DuplicatesAt[k])
+	}
 	fmt.Fprintf(w, "\n| freeze | freezes | lease fired | delay from the freeze's start to the firing: min / p50 / p90 / max |\n|---|---|---|---|\n")
 	for _, k := range Freezes {
 		ds := append([]time.Duration(nil), r.LeaseFireDelays[k]...)

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/drover-dev/drover/tools/chaos/check"
+)
+
+// sentinelLogTime is the time stamp of a Sentinel's log line, in the
+// machine's zone ("10759:X 30 Nov 2026 20:41:44.211 # +switch-master …").
+const sentinelLogTime = "2 Jan 2006 15:04:05.000"
+
+// sentinelEvent is one "+odown master" or "+switch-master" line.
+type sentinelEvent struct {
+	at       time.Time
+	isSwitch bool
+	master   string // the master marked down, or the new one
+}
+
+// failovers reads the Sentinels' logs of a Sentinel run (dir/sentinel-*/
+// sentinel.log) and returns a check.Failover fault for every switch of
+// the master that no injected sentinel fault explains (check.Failover):
+// from downAfter before the first Sentinel marked the old master
+// objectively down (or from the switch before, when that came less than
+// a minute earlier: the server promoted may still have been catching up
+// with it) to the last Sentinel's +switch-master. The Sentinels each log
+// a switch; those within a minute of the first are one.
+func failovers(dir string, downAfter time.Duration, injected []check.Fault) ([]check.Fault, error) {
+	logs, err := filepath.Glob(filepath.Join(dir, "sentinel-*", "sentinel.log"))
+	if err != nil {
+		return nil, err
+	}
+	var evs []sentinelEvent
+	for _, p := range logs {
+		e, err := readSentinelLog(p)
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, e...)
+	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
+	var out []check.Fault
+	var down time.Time // the first +odown since the last switch
+	var last time.Time // the last switch
+	for i := 0; i < len(evs); i++ {
+		e := evs[i]
+		if !e.isSwitch {
+			if down.IsZero() {
+				down = e.at
+			}
+			continue
+		}
+		f := check.Fault{Kind: check.Failover, Target: "redis " + e.master, Start: e.at.Add(-downAfter), End: e.at,
+			Note: "Sentinel switched the master on its own"}
+		if !down.IsZero() && e.at.Sub(down) < time.Minute {
+			f.Start = down.Add(-downAfter)
+		}
+		if !last.IsZero() && e.at.Sub(last) < time.Minute {
+			// The server promoted now was a master replaced a moment
+			// ago, or its replica since: it may not have caught up
+			// with anything written since that switch.
+			f.Start = last
+		}
+		for i+1 < len(evs) && evs[i+1].isSwitch && evs[i+1].master == e.master && evs[i+1].at.Sub(e.at) < time.Minute {
+			i++
+			f.End = evs[i].at
+		}
+		down, last = time.Time{}, f.End
+		if !injectedSwitch(f, injected) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// injectedSwitch reports whether f's switch happened during an injected
+// sentinel fault (it is that fault's own failover).
+func injectedSwitch(f check.Fault, injected []check.Fault) bool {
+	for _, in := range injected {
+		if in.Kind == check.Sentinel && !f.End.Before(in.Start) && !f.End.After(in.End) {
+			return true
+		}
+	}
+	return false
+}
+
+// readSentinelLog returns the +odown and +switch-master events of one
+// Sentinel's log.
+func readSentinelLog(path string) ([]sentinelEvent, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []sentinelEvent
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		var ev sentinelEvent
+		_, rest, ok := strings.Cut(line, ":")
+		if !ok || len(rest) < 2 {
+			continue
+		}
+		stamp, msg, ok := strings.Cut(rest[2:], " # ")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(msg)
+		switch {
+		case len(fields) >= 6 && fields[0] == "+switch-master":
+			ev.isSwitch, ev.master = true, fields[4]+":"+fields[5]
+		case len(fields) >= 5 && fields[0] == "+odown" && fields[1] == "master":
+			ev.master = fields[3] + ":" + fields[4]
+		default:
+			continue
+		}
+		at, err := time.ParseInLocation(sentinelLogTime, stamp, time.Local)
+		if err != nil {
+			return nil, fmt.Errorf("%s: a line's time %q: %w", path, stamp, err)
+		}
+		ev.at = at
+		out = append(out, ev)
+	}
+	return out, sc.Err()
+}
