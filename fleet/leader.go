@@ -230,15 +230,18 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 		}
 		settle.Reset(wait)
 	}
+	noteMembers := func(ms []coordinator.MemberNode) {
+		curMembers, haveM = ms, true
+		flags.note(ms, clock.Now())
+		membersDirty = true
+	}
 	for {
 		select {
 		case ms, ok := <-members:
 			if !ok {
 				return firstErr(lead.Err(), ctx.Err(), s.Err(), errors.New("member watch ended"))
 			}
-			curMembers, haveM = ms, true
-			flags.note(ms, clock.Now())
-			membersDirty = true
+			noteMembers(ms)
 			dirty()
 		case qs, ok := <-queues:
 			if !ok {
@@ -253,6 +256,23 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			}
 			dirty()
 		case <-settle.C():
+			// A member update that came while the leader was busy (a slow
+			// write, a correction waiting on Redis) is read before acting:
+			// with both ready, select may pick the timer, and the leader
+			// would act on flags older than a member's own. In a chaos run
+			// every worker lost Redis and 39 of 56 queues went to the one
+			// whose flag was still waiting here.
+			for pending := true; pending; {
+				select {
+				case ms, ok := <-members:
+					if !ok {
+						return firstErr(lead.Err(), ctx.Err(), s.Err(), errors.New("member watch ended"))
+					}
+					noteMembers(ms)
+				default:
+					pending = false
+				}
+			}
 			firstDirty, membersDirty = time.Time{}, false
 			if !haveM || !haveQ {
 				continue

@@ -118,10 +118,16 @@ type fakeLeaderSession struct {
 	current drover.Assignment
 	written []drover.Assignment
 	fenced  bool // the next write is refused as fenced
-	appends int  // how many of written came from Update placing queues
-	removes int  // how many of written came from Update removing queues
-	moves   int  // how many of written came from Move
-	movedQs int  // queues those Moves handed to another member
+	// hold, when set, holds the next Write: it says so on entered and
+	// returns once hold is closed (a leader busy in a slow write).
+	hold, entered chan struct{}
+	// direct: WatchMembers is members itself, with no goroutine between,
+	// so that an update sent is ready for the leader at once.
+	direct  bool
+	appends int // how many of written came from Update placing queues
+	removes int // how many of written came from Update removing queues
+	moves   int // how many of written came from Move
+	movedQs int // queues those Moves handed to another member
 }
 
 func newFakeLeaderSession() *fakeLeaderSession {
@@ -133,6 +139,9 @@ func (s *fakeLeaderSession) NewAssignmentWriter(context.Context, Leadership) (As
 	return &fakeWriter{s: s}, nil
 }
 func (s *fakeLeaderSession) WatchMembers(ctx context.Context) <-chan []coordinator.MemberNode {
+	if s.direct {
+		return s.members
+	}
 	return relay(ctx, s.members)
 }
 func (s *fakeLeaderSession) WatchRegistry(ctx context.Context) <-chan coordinator.Registry {
@@ -174,6 +183,14 @@ func (w *fakeWriter) Current() drover.Assignment {
 	return w.s.current
 }
 func (w *fakeWriter) Write(_ context.Context, next drover.Assignment) (drover.Assignment, error) {
+	w.s.mu.Lock()
+	hold, entered := w.s.hold, w.s.entered
+	w.s.hold = nil
+	w.s.mu.Unlock()
+	if hold != nil {
+		entered <- struct{}{}
+		<-hold
+	}
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	if w.s.fenced {
@@ -485,6 +502,73 @@ func TestSettleAndGraceRunOnTheInjectedClock(t *testing.T) {
 	testkit.Eventually(t, "b cut off once the grace passed on the clock", func() bool { return len(s.writes()) == 2 })
 	if a := s.writes()[1]; a.Queues["q1"] != "a" || a.Queues["q2"] != "a" {
 		t.Fatalf("past the grace b gets nothing: want both queues on a, have %v", a.Queues)
+	}
+}
+
+// TestFlagsThatCameWhileBusyCountBeforeActing: a member's Redis flag
+// that reached the leader while it was busy (here in a slow write) is read
+// before the leader acts on the flags it had settled. Otherwise, with both
+// the settle timer and the member update ready, the leader may act first
+// and hand every queue to the member that has just flagged itself too: in
+// a chaos run every worker lost Redis, and 39 of 56 queues moved to the one
+// whose flag the leader had not read yet. Each round is such a race, won
+// by the wrong side half of the time on the parent.
+func TestFlagsThatCameWhileBusyCountBeforeActing(t *testing.T) {
+	for round := 0; round < 16; round++ {
+		flagsWhileBusy(t, round)
+	}
+}
+
+func flagsWhileBusy(t *testing.T, round int) {
+	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const grace = time.Hour
+	s := newFakeLeaderSession()
+	hold := make(chan struct{})
+	s.hold, s.entered, s.direct = hold, make(chan struct{}, 1), true
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunRebalancer(ctx, RebalancerConfig{
+			Session: s, Elector: &fakeElector{s: s.fakeSession}, Candidate: "me", Settle: time.Minute, RedisGrace: grace,
+			Clock: clock, Logger: testkit.Logger(t, hclog.Warn),
+		})
+	}()
+	defer func() { cancel(); <-done }()
+
+	ms := members("a", "b")
+	ms[1].Member.RedisUnreachable = true // b flags itself
+	s.members <- ms
+	s.queues <- queues("q1", "q2")
+	testkit.Eventually(t, "the first target's write entered", func() bool {
+		clock.Advance(time.Minute)
+		select {
+		case <-s.entered:
+			return true
+		default:
+			return false
+		}
+	})
+	// While the leader writes, a flags itself too, and the grace of b's
+	// flag passes.
+	both := members("a", "b")
+	both[0].Member.RedisUnreachable, both[1].Member.RedisUnreachable = true, true
+	s.members <- both // ready for the leader (direct)
+	clock.Advance(grace)
+	close(hold)
+	testkit.Eventually(t, "the first target written", func() bool { return len(s.writes()) >= 1 })
+	first := s.writes()[0]
+	// The leader acts again once the flags settle: with every member cut
+	// off, the assignment stands.
+	for i := 0; i < 3; i++ {
+		clock.Advance(grace)
+	}
+	cancel()
+	<-done
+	done <- nil
+	for i, a := range s.writes()[1:] {
+		if !maps.Equal(a.Queues, first.Queues) {
+			t.Fatalf("round %d: want the assignment to stand while a and b are both cut off (%v), have write %d: %v", round, first.Queues, i+2, a.Queues)
+		}
 	}
 }
 
