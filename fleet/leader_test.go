@@ -473,10 +473,10 @@ func TestACampaignErrorIsRetriedByBothLeaders(t *testing.T) {
 // Issue 32: the settle window and the Redis grace run on the injected
 // clock. The settle is a minute and the grace a thousand hours, so only the
 // fake clock's advance can let the leader write at all, and cut off b.
-func TestSettleAndGraceRunOnTheInjectedClock(t *testing.T) {
-	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	const grace = 1000 * time.Hour
-	s := newFakeLeaderSession()
+// runOnClock runs a rebalancer on s with clock, a settle window of a
+// minute and grace; stop ends it and waits (once: the test's cleanup calls
+// it too).
+func runOnClock(t *testing.T, s *fakeLeaderSession, clock *testkit.Clock, grace time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -485,7 +485,17 @@ func TestSettleAndGraceRunOnTheInjectedClock(t *testing.T) {
 			Clock: clock, Logger: testkit.Logger(t, hclog.Warn),
 		})
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func TestSettleAndGraceRunOnTheInjectedClock(t *testing.T) {
+	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const grace = 1000 * time.Hour
+	s := newFakeLeaderSession()
+	runOnClock(t, s, clock, grace)
 
 	ms := members("a", "b")
 	ms[1].Member.RedisUnreachable = true
@@ -525,15 +535,7 @@ func flagsWhileBusy(t *testing.T, round int) {
 	s := newFakeLeaderSession()
 	hold := make(chan struct{})
 	s.hold, s.entered, s.direct = hold, make(chan struct{}, 1), true
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- RunRebalancer(ctx, RebalancerConfig{
-			Session: s, Elector: &fakeElector{s: s.fakeSession}, Candidate: "me", Settle: time.Minute, RedisGrace: grace,
-			Clock: clock, Logger: testkit.Logger(t, hclog.Warn),
-		})
-	}()
-	defer func() { cancel(); <-done }()
+	stop := runOnClock(t, s, clock, grace)
 
 	ms := members("a", "b")
 	ms[1].Member.RedisUnreachable = true // b flags itself
@@ -562,9 +564,7 @@ func flagsWhileBusy(t *testing.T, round int) {
 	for i := 0; i < 3; i++ {
 		clock.Advance(grace)
 	}
-	cancel()
-	<-done
-	done <- nil
+	stop()
 	for i, a := range s.writes()[1:] {
 		if !maps.Equal(a.Queues, first.Queues) {
 			t.Fatalf("round %d: want the assignment to stand while a and b are both cut off (%v), have write %d: %v", round, first.Queues, i+2, a.Queues)
