@@ -103,7 +103,11 @@ func recheck(dir string) (*result, error) {
 			return nil, fmt.Errorf("task log: %d malformed lines", r.Malformed)
 		}
 	}
-	return &result{Run: rec.Run, Report: check.Check(in), Dir: dir}, nil
+	rep := check.Check(in)
+	if rep.EnsembleDiverged, err = ensembleDivergence(dir); err != nil {
+		return nil, fmt.Errorf("read the ZooKeeper servers' logs: %w", err)
+	}
+	return &result{Run: rec.Run, Report: rep, Dir: dir}, nil
 }
 
 // readEnqueued reads the enqueue log ("queue id position" per line).

@@ -144,6 +144,10 @@ type Report struct {
 	// them (planned moves whose drain timeout ran out: churn.go).
 	KilledOutsideFaults        int      `json:"killed_outside_faults"`
 	KilledOutsideFaultExamples []string `json:"killed_outside_fault_examples,omitempty"`
+	// EnsembleDiverged names the ZooKeeper servers whose logs say their
+	// data tree diverged (set by the harness from the servers' logs, not
+	// by Check): a finding about ZooKeeper, printed beside the invariants.
+	EnsembleDiverged []string `json:"ensemble_diverged,omitempty"`
 	// KeyChurn is the family's keys' summary, when the run had them.
 	KeyChurn *ChurnSummary `json:"key_churn,omitempty"`
 
@@ -220,6 +224,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| host-freeze thaw race (outside the invariant): overlaps of a task that finished within %s of the thaw / longest time both ran | %d / %s |\n", ThawRaceBound, r.ThawRaceOverlaps, r.MaxThawRace.Round(time.Microsecond))
 	fmt.Fprintf(w, "| host-freeze: executions running at the thaw that finished before the lease killed them / longest run after the thaw | %d / %s |\n", r.SurvivedThaw, r.MaxRunAfterThaw.Round(time.Microsecond))
 	fmt.Fprintf(w, "| tasks started by a worker resumed from SIGSTOP before it noticed its session was gone | %d |\n", r.ZombieStarts)
+	fmt.Fprintf(w, "| ZooKeeper servers whose data tree diverged (\"digest mismatch\" in their log: claims of the queues they disagree on fail until it ends) | %d |\n", len(r.EnsembleDiverged))
 	fmt.Fprintf(w, "| duplicate executions, in flight at a fault (allowed) | %d%s |\n", r.Duplicates-r.DuplicatesOutside, dupAt())
 	fmt.Fprintf(w, "| messages repeated outside any fault | %d |\n", r.DuplicatesOutside)
 	fmt.Fprintf(w, "| runs of a message after its offset was committed (outside faults) | %d |\n", r.RanAfterCommit)
@@ -255,6 +260,12 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 			dist = fmt.Sprintf("%s / %s / %s / %s", q(0), q(0.5), q(0.9), q(1))
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %s |\n", k, len(ds)+r.LeaseNoFire[k], len(ds), dist)
+	}
+	if len(r.EnsembleDiverged) > 0 {
+		fmt.Fprintf(w, "\nZooKeeper servers whose data tree diverged:\n\n")
+		for _, d := range r.EnsembleDiverged {
+			fmt.Fprintf(w, "- %s\n", d)
+		}
 	}
 	if len(r.ZombieStartExamples) > 0 {
 		fmt.Fprintf(w, "\nTasks started by resumed zombies (up to %d):\n\n", maxDetails)

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// digestMismatch is what a ZooKeeper server (3.6 and later, digests on by
+// default) logs when its data tree no longer matches the transaction it
+// applies: its tree has diverged from the leader's.
+const digestMismatch = "First digest mismatch"
+
+// ensembleDivergence reads the ZooKeeper servers' logs of a run
+// (dir/zookeeper/<id>/zookeeper.log) and returns one line per server whose
+// data tree diverged, with the log line that says so. ZooKeeper 3.8.0 forked
+// its tree in a chaos run (docs/reliability.md, "The chaos minute on an
+// overloaded host"): a server reloaded a snapshot newer than the point it
+// had just truncated to. Claims of the queues whose offsets the servers
+// disagree on then fail with "version conflict" for as long as it lasts,
+// which the report shows as queues that stopped; this line says why.
+func ensembleDivergence(dir string) ([]string, error) {
+	logs, err := filepath.Glob(filepath.Join(dir, "zookeeper", "*", "zookeeper.log"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(logs)
+	var out []string
+	for _, p := range logs {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			if line := sc.Text(); strings.Contains(line, digestMismatch) {
+				out = append(out, fmt.Sprintf("server %s: %s", filepath.Base(filepath.Dir(p)), line))
+				break
+			}
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", p, err)
+		}
+	}
+	return out, nil
+}
