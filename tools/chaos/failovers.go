@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -93,23 +91,17 @@ func injectedSwitch(f check.Fault, injected []check.Fault) bool {
 // readSentinelLog returns the +odown and +switch-master events of one
 // Sentinel's log.
 func readSentinelLog(path string) ([]sentinelEvent, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	var out []sentinelEvent
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
+	var bad error
+	err := eachLine(path, func(line string) bool {
 		var ev sentinelEvent
 		_, rest, ok := strings.Cut(line, ":")
 		if !ok || len(rest) < 2 {
-			continue
+			return true
 		}
 		stamp, msg, ok := strings.Cut(rest[2:], " # ")
 		if !ok {
-			continue
+			return true
 		}
 		fields := strings.Fields(msg)
 		switch {
@@ -118,14 +110,19 @@ func readSentinelLog(path string) ([]sentinelEvent, error) {
 		case len(fields) >= 5 && fields[0] == "+odown" && fields[1] == "master":
 			ev.master = fields[3] + ":" + fields[4]
 		default:
-			continue
+			return true
 		}
 		at, err := time.ParseInLocation(sentinelLogTime, stamp, time.Local)
 		if err != nil {
-			return nil, fmt.Errorf("%s: a line's time %q: %w", path, stamp, err)
+			bad = fmt.Errorf("%s: a line's time %q: %w", path, stamp, err)
+			return false
 		}
 		ev.at = at
 		out = append(out, ev)
+		return true
+	})
+	if err == nil {
+		err = bad
 	}
-	return out, sc.Err()
+	return out, err
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,7 +14,7 @@ import (
 func TestFailoversReadFromTheSentinelLogs(t *testing.T) {
 	dir := t.TempDir()
 	logs := map[string]string{
-		"sentinel-1": `10753:X 30 Nov 2026 20:38:41.107 # oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo
+		"sentinel-1/sentinel.log": `10753:X 30 Nov 2026 20:38:41.107 # oO0OoO0OoO0Oo Redis is starting oO0OoO0OoO0Oo
 10753:X 30 Nov 2026 20:41:43.478 # +sdown master drover-chaos 127.0.0.1 38009
 10753:X 30 Nov 2026 20:41:43.547 # +odown master drover-chaos 127.0.0.1 38009 #quorum 2/2
 10753:X 30 Nov 2026 20:41:44.211 # +switch-master drover-chaos 127.0.0.1 38009 127.0.0.1 38659
@@ -24,19 +22,12 @@ func TestFailoversReadFromTheSentinelLogs(t *testing.T) {
 10753:X 30 Nov 2026 20:42:27.348 # +odown master drover-chaos 127.0.0.1 38009 #quorum 2/2
 10753:X 30 Nov 2026 20:42:28.948 # +switch-master drover-chaos 127.0.0.1 38009 127.0.0.1 38659
 `,
-		"sentinel-2": `10759:X 30 Nov 2026 20:41:44.269 # +switch-master drover-chaos 127.0.0.1 38009 127.0.0.1 38659
+		"sentinel-2/sentinel.log": `10759:X 30 Nov 2026 20:41:44.269 # +switch-master drover-chaos 127.0.0.1 38009 127.0.0.1 38659
 10759:X 30 Nov 2026 20:42:02.670 # +odown master drover-chaos 127.0.0.1 38659 #quorum 2/2
 10759:X 30 Nov 2026 20:42:03.518 # +switch-master drover-chaos 127.0.0.1 38659 127.0.0.1 38009
 `,
 	}
-	for name, text := range logs {
-		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name, "sentinel.log"), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, logs)
 	ts := func(s string) time.Time {
 		at, err := time.ParseInLocation(sentinelLogTime, "30 Nov 2026 "+s, time.Local)
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,10 +71,10 @@ func recheck(dir string) (*result, error) {
 		FinalOffsets: rec.FinalOffsets, DeadLetters: rec.DeadLetters, Pending: rec.Pending, Policy: rec.Policy,
 		LeaseFires: rec.LeaseFires, Parks: rec.Parks, Retired: map[string]bool{}, KeyChurn: rec.KeyChurn,
 	}
-	// The failovers Sentinel made on its own are read from its logs again
-	// (a record kept before they were counted has none).
-	in.Faults = slices.DeleteFunc(slices.Clone(rec.Faults), func(f check.Fault) bool { return f.Kind == check.Failover })
-	switches, err := failovers(dir, sentinelDownAfter, in.Faults)
+	// The failovers Sentinel made on its own are read from its logs here,
+	// for a run and a check of a kept run alike (none in a run directory
+	// without Sentinels).
+	switches, err := failovers(dir, sentinelDownAfter, rec.Faults)
 	if err != nil {
 		return nil, fmt.Errorf("read the Sentinels' logs: %w", err)
 	}

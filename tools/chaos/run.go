@@ -341,20 +341,13 @@ func (h *harness) save(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	injected := h.inj.injected()
-	var switches []check.Fault
-	if h.c.sentinel != nil {
-		if switches, err = failovers(h.dir, sentinelDownAfter, injected); err != nil {
-			return fmt.Errorf("read the Sentinels' logs: %w", err)
-		}
-	}
 	offsets, sampleErrs := h.sampler.result()
-	h.prog.printf("checking: %d offset changes sampled (%d failed reads), %d session losses in the worker logs, %d failovers Sentinel made on its own", len(offsets), sampleErrs, len(losses), len(switches))
+	h.prog.printf("checking: %d offset changes sampled (%d failed reads), %d session losses in the worker logs", len(offsets), sampleErrs, len(losses))
 	rec := record{
 		Run:          check.Run{Command: h.o.command(), Duration: h.phase.Round(time.Second), Load: fmt.Sprintf("%s; %.0f msg/s achieved; the drain began %d executions behind and took %s", h.o.loadDescription(), h.achieved, h.drain.atStart, h.drainTook.Round(time.Second)), Seed: h.o.Seed},
 		Policy:       check.Policy{SessionTimeout: h.o.SessionTimeout, CommitWindow: h.o.CommitWindow},
 		Ordered:      orderedNames(h.ordered),
-		Faults:       slices.Concat(injected, losses, switches),
+		Faults:       append(h.inj.injected(), losses...),
 		Offsets:      offsets,
 		Schedules:    h.scheds,
 		FinalOffsets: h.final,

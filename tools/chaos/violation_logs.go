@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -32,21 +30,14 @@ func violationLogs(w io.Writer, dir string, vs []check.Violation) error {
 	}
 	sort.Strings(logs)
 	for _, p := range logs {
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
 		var lines []string
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			if l := sc.Text(); concerns(l, queues) {
+		if err := eachLine(p, func(l string) bool {
+			if concerns(l, queues) {
 				lines = append(lines, l)
 			}
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("read %s: %w", p, err)
+			return true
+		}); err != nil {
+			return err
 		}
 		fmt.Fprintf(w, "--- %s: %d lines about %s or the session", filepath.Base(p), len(lines), strings.Join(queues, ", "))
 		if len(lines) > maxLinesPerLog {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,12 +18,7 @@ func TestViolationLogsCopyTheNamedQueuesLines(t *testing.T) {
 		`2026-11-30T19:42:06.000Z [WARN]  drover.worker: queue lost: member=w2 queue=q12`,
 		`2026-11-30T19:42:07.000Z [WARN]  drover.worker: other: member=w2 queue=q03`,
 	}, "\n") + "\n"
-	if err := os.WriteFile(filepath.Join(dir, "w2.log"), []byte(w2), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "s1.log"), []byte("queue=q12 scheduler line\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFiles(t, dir, map[string]string{"w2.log": w2, "s1.log": "queue=q12 scheduler line\n"})
 	vs := []check.Violation{
 		{Invariant: "duplicate-outside-fault", Detail: "q12/m-1 ran 2 times"},
 		{Invariant: "duplicate-outside-fault", Detail: "q12/m-4 ran 2 times"},

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -30,22 +28,14 @@ func ensembleDivergence(dir string) ([]string, error) {
 	sort.Strings(logs)
 	var out []string
 	for _, p := range logs {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			if line := sc.Text(); strings.Contains(line, digestMismatch) {
+		if err := eachLine(p, func(line string) bool {
+			if strings.Contains(line, digestMismatch) {
 				out = append(out, fmt.Sprintf("server %s: %s", filepath.Base(filepath.Dir(p)), line))
-				break
+				return false
 			}
-		}
-		err = sc.Err()
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", p, err)
+			return true
+		}); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,20 +10,12 @@ import (
 func TestEnsembleDivergenceReadFromTheServersLogs(t *testing.T) {
 	dir := t.TempDir()
 	logs := map[string]string{
-		"1": "2026-11-30T21:03:00.000+0000 [main] INFO  org.apache.zookeeper.server.quorum.QuorumPeer - LEADING\n",
-		"3": "2026-11-30T21:03:31.450+0000 [main] INFO  org.apache.zookeeper.server.persistence.FileTxnSnapLog - Snapshot loaded\n" +
+		"zookeeper/1/zookeeper.log": "2026-11-30T21:03:00.000+0000 [main] INFO  org.apache.zookeeper.server.quorum.QuorumPeer - LEADING\n",
+		"zookeeper/3/zookeeper.log": "2026-11-30T21:03:31.450+0000 [main] INFO  org.apache.zookeeper.server.persistence.FileTxnSnapLog - Snapshot loaded\n" +
 			"2026-11-30T21:03:34.653+0000 [CommitProcessor:3] ERROR org.apache.zookeeper.server.DataTree - First digest mismatch on txn: 216175529167290368,0,25769803777,1796072614498,-10\n" +
 			"2026-11-30T21:03:35.000+0000 [CommitProcessor:3] ERROR org.apache.zookeeper.server.DataTree - First digest mismatch on txn: 1,0,2,3,-10\n",
 	}
-	for id, text := range logs {
-		d := filepath.Join(dir, "zookeeper", id)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(d, "zookeeper.log"), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, logs)
 	got, err := ensembleDivergence(dir)
 	if err != nil {
 		t.Fatal(err)
