@@ -14,15 +14,33 @@ import (
 // The queue registry and where a queue's positions are, read without
 // changing anything: part of the Inspector role.
 
+// registryPage is how many names one SSCAN of the registry asks for.
+const registryPage = 1000
+
 // Queues lists every queue enqueued to and not retired since (the
 // registry SET), sorted.
+//
+// It reads the set in pages (SSCAN), never in one SMEMBERS: at a million
+// keys of 200 bytes one reply would be 200 MB, built while Redis serves
+// nobody else, and read under a single command's read timeout, which a
+// busy host misses (the console's find then answered 503 at 100,000
+// names). A name added or removed during the scan may be listed or not;
+// every name there for the whole scan is listed once.
 func (s Inspector) Queues(ctx context.Context) ([]string, error) {
-	qs, err := s.rdb.SMembers(ctx, s.keys.queues()).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list queues: %w", err)
+	var qs []string
+	var cursor uint64
+	for {
+		page, next, err := s.rdb.SScan(ctx, s.keys.queues(), cursor, "", registryPage).Result()
+		if err != nil {
+			return nil, fmt.Errorf("list queues: %w", err)
+		}
+		qs = append(qs, page...)
+		if cursor = next; cursor == 0 {
+			break
+		}
 	}
 	slices.Sort(qs)
-	return qs, nil
+	return slices.Compact(qs), nil // SSCAN may return a name twice while the set rehashes
 }
 
 // FirstPosition returns the lowest position in queue's log, or an error
