@@ -3,8 +3,10 @@ package executor
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
+	"unsafe"
 
 	"github.com/drover-dev/drover"
 )
@@ -84,14 +86,76 @@ func runExecChild(args []string) int {
 	if s.childMode != "" {
 		env = append(env, childEnv+"="+s.childMode)
 	}
+	x, err := prepareExec(s.path, s.argv, env)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "drover: resource-limit trampoline: %v\n", err)
+		return exitChildSetup
+	}
+	restoreOpenFiles()
 	// Limits last: a small address space could starve even this process.
 	if err := applyLimits(s.limits); err != nil {
 		fmt.Fprintf(os.Stderr, "drover: resource-limit trampoline: %v\n", err)
 		return exitChildSetup
 	}
-	err = syscall.Exec(s.path, s.argv, env)
-	fmt.Fprintf(os.Stderr, "drover: exec %s: %v\n", s.path, err)
+	x.exec()
 	return exitChildSetup
+}
+
+// preparedExec is an execve(2) whose every argument, and the message that
+// reports its failure, is built before the limits are set.
+//
+// Under RLIMIT_AS this Go process may not map one more page: a heap
+// allocation that needs a new span then kills it ("fatal error: runtime:
+// cannot allocate memory", seen in CI with a 300 MB limit, from the
+// allocation of argv inside syscall.Exec). So nothing between applyLimits
+// and the exec allocates; TestPreparedExecDoesNotAllocate holds that.
+type preparedExec struct {
+	path       *byte
+	argv, envv []*byte
+	failed     []byte // "drover: exec <path>: "
+	stderr     int    // where that goes: 2, or a test's file
+}
+
+func prepareExec(path string, argv, env []string) (preparedExec, error) {
+	var x preparedExec
+	var err error
+	if x.path, err = syscall.BytePtrFromString(path); err != nil {
+		return x, fmt.Errorf("exec %q: %w", path, err)
+	}
+	if x.argv, err = syscall.SlicePtrFromStrings(argv); err != nil {
+		return x, fmt.Errorf("exec %s: argv: %w", path, err)
+	}
+	if x.envv, err = syscall.SlicePtrFromStrings(env); err != nil {
+		return x, fmt.Errorf("exec %s: environment: %w", path, err)
+	}
+	x.failed, x.stderr = []byte("drover: exec "+path+": "), 2
+	return x, nil
+}
+
+// exec replaces the process; it returns only when execve failed, after
+// writing why to stderr, without allocating.
+func (x preparedExec) exec() {
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE,
+		uintptr(unsafe.Pointer(x.path)), uintptr(unsafe.Pointer(&x.argv[0])), uintptr(unsafe.Pointer(&x.envv[0])))
+	runtime.KeepAlive(x)
+	reason := errno.Error() // a constant from the errno table
+	syscall.Write(x.stderr, x.failed)
+	syscall.Write(x.stderr, unsafe.Slice(unsafe.StringData(reason), len(reason)))
+	syscall.Write(x.stderr, newline)
+}
+
+var newline = []byte("\n")
+
+// restoreOpenFiles gives this process back the soft RLIMIT_NOFILE it was
+// started with, which Go raised for itself at start-up (syscall's init)
+// and restores only inside syscall.Exec and os.StartProcess, from a value
+// it does not export. The trampoline execs with a raw execve (see
+// preparedExec), so it asks syscall.Exec to do the restore: an exec of the
+// empty path restores the limit, then fails with ENOENT and returns.
+// A task without an open-files limit so sees the same soft limit as a task
+// started without the trampoline (TestExecAddressSpaceLimitKeepsTheOpenFilesLimit).
+func restoreOpenFiles() {
+	_ = syscall.Exec("", nil, nil)
 }
 
 // applyLimits sets the non-zero limits on the calling process, soft and
@@ -118,11 +182,13 @@ func applyLimits(l drover.Limits) error {
 		}
 		return nil
 	}
-	if err := set("RLIMIT_AS", syscall.RLIMIT_AS, l.AddressSpace, 0); err != nil {
-		return err
-	}
 	if err := set("RLIMIT_CPU", syscall.RLIMIT_CPU, l.CPUSeconds, 1); err != nil {
 		return err
 	}
-	return set("RLIMIT_NOFILE", syscall.RLIMIT_NOFILE, l.OpenFiles, 0)
+	if err := set("RLIMIT_NOFILE", syscall.RLIMIT_NOFILE, l.OpenFiles, 0); err != nil {
+		return err
+	}
+	// The address space last: the errors above are built while this
+	// process may still map memory.
+	return set("RLIMIT_AS", syscall.RLIMIT_AS, l.AddressSpace, 0)
 }

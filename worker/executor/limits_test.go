@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -132,4 +134,61 @@ func tail(b []byte) string {
 		b = b[len(b)-300:]
 	}
 	return string(b)
+}
+
+// Between its limits and the exec, the trampoline allocates nothing: under
+// RLIMIT_AS a heap allocation that needs a new span kills the Go process
+// ("fatal error: runtime: cannot allocate memory" from syscall.Exec's argv
+// in CI, with a 300 MB limit, before the exec was prepared beforehand). An
+// exec that fails also reports why without allocating.
+func TestPreparedExecDoesNotAllocate(t *testing.T) {
+	x, err := prepareExec("/nonexistent/drover-task", []string{"drover-task", "a"}, []string{"A=1"})
+	if err != nil {
+		t.Fatalf("prepareExec: %v", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	x.stderr = int(w.Fd())
+	if n := testing.AllocsPerRun(5, x.exec); n != 0 {
+		t.Errorf("a failed exec allocated %v times, want 0", n)
+	}
+	w.Close()
+	out, _ := io.ReadAll(r)
+	want := "drover: exec /nonexistent/drover-task: no such file or directory\n"
+	if first, _, _ := strings.Cut(string(out), "\n"); first+"\n" != want {
+		t.Errorf("a failed exec wrote %q, want %q", out, want)
+	}
+}
+
+// A task with an address-space limit and no open-files limit sees the soft
+// RLIMIT_NOFILE a task without limits sees, although the trampoline (a Go
+// program, which raises its own soft limit at start) is between. Not
+// parallel: it lowers this process's soft limit so that there is a
+// difference to see, and the parallel tests wait for it.
+func TestExecAddressSpaceLimitKeepsTheOpenFilesLimit(t *testing.T) {
+	var orig syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &orig); err != nil {
+		t.Fatal(err)
+	}
+	if orig.Max < 2048 {
+		t.Fatalf("this test needs a hard open-files limit of at least 2048, have %d (ulimit -Hn)", orig.Max)
+	}
+	low := syscall.Rlimit{Cur: 1000, Max: orig.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &orig) })
+	e := newTestExecutor(t, Config{})
+	task := testTask(t, "limits", command("/bin/sh", "-c", "ulimit -Sn"))
+	task.Limits = drover.Limits{AddressSpace: 300 << 20}
+	res := e.Execute(context.Background(), task)
+	if res.Outcome != OutcomeSuccess {
+		t.Fatalf("outcome: want success, have %s (%s) stderr %q", res.Outcome, res.Reason, res.Stderr)
+	}
+	if have := strings.TrimSpace(string(res.Stdout)); have != "1000" {
+		t.Errorf("soft open-files limit of a task with only an address-space limit: want 1000 (the worker's), have %s", have)
+	}
 }
