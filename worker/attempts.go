@@ -287,6 +287,19 @@ func (s *starter) settled(ctx context.Context, mark uint64) error {
 	}
 }
 
+// settledThrough ends the hold of the records handed in before mark and
+// returns, without waiting, the highest mark whose records have all been
+// answered: a trim that waits for mark may go when mark is at most that.
+func (s *starter) settledThrough(mark uint64) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hurryLocked(mark)
+	if len(s.live) > 0 { // in order; a batch leaves live when answered
+		return s.live[0].seq - 1
+	}
+	return s.seq
+}
+
 // run sends the waiting batches, a round trip at a time, until none waits.
 func (s *starter) run() {
 	for {

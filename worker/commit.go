@@ -160,6 +160,10 @@ type owedTrim struct {
 	// retained: a retention follow-up (see retentionAfter), which a
 	// commit of the queue replaces with an ordinary owed trim.
 	retained bool
+	// starts is the starter's mark when the offset pos was committed:
+	// the trim waits until the start records before it are answered
+	// (starter.settledThrough).
+	starts uint64
 }
 
 // retentionAfter is how long after a trim of a queue with a retention
@@ -481,9 +485,14 @@ func (c *committer) flush(batch map[*queueLoop]*commitReq, mark uint64) {
 // commit while no queue loop runs: an interval after a run's last
 // commit), else those due (trimDue). A queue just committed whose
 // trim is not due yet gets a records-only request, when it has records.
-// A trim deletes the starts fields of the messages it covers, so it
-// waits first for the start records handed in before mark (taken when the
-// offsets it trims to had all been offered: starter.settled).
+// A trim deletes the starts fields of the messages it covers, so it is
+// not sent before the start records handed in before mark (taken when the
+// offsets it trims to had all been offered) are answered: until then it
+// stays owed, and the committer does not wait for them. It waited here
+// before, up to writeTimeout, and every commit of the member waited behind
+// it: a task that ended just after Redis came back was committed seconds
+// late, and a freeze in between ran it again (the "commit waits behind a
+// start record" item of docs/reliability.md).
 //
 // records are the queues of batch that only have records to write (their
 // offset did not move): each gets a records-only request.
@@ -493,6 +502,7 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 	// member of the busy run has no queue running at about half its
 	// flushes, between messages: that alone is no sign that the run ended.)
 	all := len(done) == 0 && c.w.loopGoroutines.Load() == 0
+	answered := c.w.starts.settledThrough(mark) // the trims at or before it may go
 	var reqs []drover.TrimRequest
 	var whose []*queueLoop
 	var followUps map[int]bool // indices into reqs of retention follow-ups (nil: none)
@@ -517,12 +527,12 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 		}
 		o.msgs += max(1, len(r.outcomes))
 		o.last = now
-		if (all || trimDue(o, now)) && !now.Before(o.notBefore) {
+		if (all || trimDue(o, now)) && !now.Before(o.notBefore) && mark <= answered {
 			delete(c.owed, l)
 			add(l, drover.TrimRequest{Offset: r.off.Position, Outcomes: r.outcomes})
 			continue
 		}
-		o.pos = r.off.Position
+		o.pos, o.starts = r.off.Position, mark
 		c.owed[l] = o
 		if len(r.outcomes) > 0 {
 			add(l, drover.TrimRequest{Offset: r.off.Position, Outcomes: r.outcomes, RecordsOnly: true})
@@ -537,6 +547,8 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 			delete(c.owed, l) // its new owner trims it
 		case now.Before(o.notBefore):
 			// failed lately: sent again at notBefore
+		case o.starts > answered:
+			// a start record it covers is not answered yet: a later flush
 		case all || trimDue(o, now):
 			delete(c.owed, l)
 			if o.retained {
@@ -551,17 +563,6 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 	c.mu.Unlock()
 	if len(reqs) == 0 {
 		return
-	}
-	for _, r := range reqs {
-		if r.RecordsOnly {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		if err := c.w.starts.settled(ctx, mark); err != nil {
-			c.w.cfg.Logger.Warn("trim: waiting for start records", "error", err)
-		}
-		cancel()
-		break
 	}
 	bt := c.w.cfg.Store
 	var failed []int // indices into reqs of the trims to send again

@@ -73,6 +73,13 @@ func (l *memLog) add(queue string, m *drover.Message) {
 	l.next++
 }
 
+// lastPosition is the last position handed out in queue.
+func (l *memLog) lastPosition(queue string) drover.Position {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.heads[queue]
+}
+
 // setHead records the last position handed out in queue; l.mu is held.
 func (l *memLog) setHead(queue string, p drover.Position) {
 	if l.heads == nil {

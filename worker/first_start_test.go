@@ -467,3 +467,66 @@ func queueDoneOf(w *Worker, queue string) drover.Position {
 	}
 	return 0
 }
+
+// A trim waits for the start records of the messages it covers, and the
+// member's commits do not wait with it: while a's start record is held (a
+// Redis that is slow to take it), a's queue's trim stays owed and b, on
+// another queue, is committed. Before, the committer waited for the record
+// (up to writeTimeout, 10 s) before the trim, and every commit of the
+// member waited behind it; at the end of the wait it sent the trim anyway.
+func TestCommitsDoNotWaitBehindAHeldStartRecord(t *testing.T) {
+	g := &gatedStarts{memLog: newMemLog()}
+	aRecorded := make(chan struct{})
+	var once sync.Once
+	g.onRecord = func(_, ids []string) {
+		if slices.Contains(ids, "a") {
+			once.Do(func() { close(aRecorded) })
+		}
+	}
+	ex := &scriptedExecutor{outcome: func(m *drover.Message) executor.Outcome {
+		if m.ID == "a" {
+			<-aRecorded // a outlives its start's hold: the record leaves
+		}
+		return executor.OutcomeSuccess
+	}}
+	w := newTestWorker(t, g.memLog, ex, func(c *Config) { c.Store = g })
+	w.starts.hold = 0
+	claims := map[string]*memClaim{"q": {}, "q2": {}}
+	for _, q := range []string{"q", "q2"} {
+		// A first message committed, so that later first starts do not
+		// wait for their records (TestFirstStartAfterACommitDoesNotWaitForItsRecord).
+		g.add(q, msg("warm-"+q))
+		if err := w.Start(queueConfig(q, nil), claims[q]); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, q+"'s first message committed", func() bool { return claims[q].committed() > 0 })
+	}
+
+	release := g.hold()
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
+	g.add("q", msg("a"))
+	w.Wake("q")
+	aPos := g.lastPosition("q")
+	waitFor(t, "a committed while its start record is held", func() bool { return claims["q"].committed() >= aPos })
+	g.add("q2", msg("b"))
+	w.Wake("q2")
+	bPos := g.lastPosition("q2")
+	waitFor(t, "b committed while a's start record is held", func() bool { return claims["q2"].committed() >= bPos })
+	if slices.ContainsFunc(g.trimList("q"), func(p drover.Position) bool { return p >= aPos }) {
+		t.Fatalf("q trimmed past a while a's start record was held: trims %v", g.trimList("q"))
+	}
+	release()
+	release = nil
+	waitFor(t, "q's owed trim sent once a's record was answered", func() bool {
+		return slices.ContainsFunc(g.trimList("q"), func(p drover.Position) bool { return p >= aPos })
+	})
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.overtaken) > 0 {
+		t.Fatalf("trims sent while a record of their queue was held: %v", g.overtaken)
+	}
+}

@@ -25,8 +25,10 @@ func TestACarriedMessageRunsWithoutAReadAndAGapReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := w.loop("q")
-	waitFor(t, "a to run, read with its starts, the queue caught up", func() bool {
-		return slices.Contains(ex.runList(), "a#0") && l.flags.Load()&loopStartsRead != 0
+	// Parked: the loop's reads after a (a wake-up left from its start,
+	// say) are over before the count below is taken.
+	waitFor(t, "a to run, read with its starts, the queue caught up and parked", func() bool {
+		return slices.Contains(ex.runList(), "a#0") && l.flags.Load()&loopStartsRead != 0 && l.parked()
 	})
 	entry := func(i int) (drover.LogEntry, drover.Position) {
 		log.mu.Lock()
