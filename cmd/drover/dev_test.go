@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -60,47 +57,8 @@ func processesMentioning(t *testing.T, s string) []string {
 // ctl through the printed DROVER_CONFIG, sees it processed, stops dev with
 // SIGINT and checks that no process it started is left.
 func TestDevRunsAFleetAndStopsCleanly(t *testing.T) {
-	dataDir := filepath.Join(t.TempDir(), "devdata")
-	cmd := exec.Command(droverBin, "dev", "--workers", "2", "--data-dir", dataDir)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(stdout, pw), stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); pw.Close() }()
-	defer func() {
-		select {
-		case <-done:
-		default:
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("dev stdout:\n%s\ndev stderr:\n%s", stdout, stderr)
-		}
-	}()
-	up := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "Ctrl-C stops everything") {
-				close(up)
-				break
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	select {
-	case <-up:
-	case err := <-done:
-		done <- err
-		t.Fatalf("dev exited before it was up: %v", err)
-	case <-time.After(2 * time.Minute):
-		t.Fatal("dev was not up within 2 minutes")
-	}
+	d := startDev(t, 2)
+	stdout, dataDir := d.stdout, d.dataDir
 	cfgPath := filepath.Join(dataDir, "drover.hcl")
 	if !strings.Contains(stdout.String(), "export DROVER_CONFIG="+cfgPath) {
 		t.Fatalf("want the banner to say how to connect, have:\n%s", stdout)
@@ -174,12 +132,12 @@ func TestDevRunsAFleetAndStopsCleanly(t *testing.T) {
 		return nil
 	})
 
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-done:
-		done <- err
+	case err := <-d.done:
+		d.done <- err
 		if err != nil {
 			t.Fatalf("want dev to exit 0 after SIGINT, have %v", err)
 		}

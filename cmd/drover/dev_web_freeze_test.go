@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -22,52 +18,14 @@ import (
 // needs ZooKeeper answers 200 or 503 naming it, and after the thaw the
 // console answers /readyz and its pages again at the same URL.
 func TestDevConsoleOutlivesAZooKeeperFreeze(t *testing.T) {
-	dataDir := filepath.Join(t.TempDir(), "devdata")
-	cmd := exec.Command(droverBin, "dev", "--workers", "1", "--data-dir", dataDir)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(stdout, pw), stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); pw.Close() }()
+	d := startDev(t, 1)
+	stdout, stderr, dataDir := d.stdout, d.stderr, d.dataDir
 	var zkPid int
-	defer func() {
+	defer func() { // before startDev's stop (a Cleanup)
 		if zkPid != 0 {
 			syscall.Kill(zkPid, syscall.SIGCONT)
 		}
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("dev stdout:\n%s\ndev stderr:\n%s", stdout, stderr)
-		}
 	}()
-	up := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "Ctrl-C stops everything") {
-				close(up)
-				break
-			}
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	select {
-	case <-up:
-	case err := <-done:
-		done <- err
-		t.Fatalf("dev exited before it was up: %v", err)
-	case <-time.After(2 * time.Minute):
-		t.Fatal("dev was not up within 2 minutes")
-	}
 	m := regexp.MustCompile(`Web console: (http://\S+?)/?\n`).FindStringSubmatch(stdout.String())
 	if m == nil {
 		t.Fatalf("no web console URL in the banner:\n%s", stdout)
