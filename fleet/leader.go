@@ -261,7 +261,11 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 			// with both ready, select may pick the timer, and the leader
 			// would act on flags older than a member's own. In a chaos run
 			// every worker lost Redis and 39 of 56 queues went to the one
-			// whose flag was still waiting here.
+			// whose flag was still waiting here. An update taken here then
+			// waits out its settle window, as it would have had select
+			// taken it first: a join acted on at once skipped the window
+			// that gathers a rolling start's members into one move.
+			drained := false
 			for pending := true; pending; {
 				select {
 				case ms, ok := <-members:
@@ -269,9 +273,14 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 						return firstErr(lead.Err(), ctx.Err(), s.Err(), errors.New("member watch ended"))
 					}
 					noteMembers(ms)
+					drained = true
 				default:
 					pending = false
 				}
+			}
+			if drained {
+				dirty()
+				continue
 			}
 			firstDirty, membersDirty = time.Time{}, false
 			if !haveM || !haveQ {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -123,11 +124,14 @@ type fakeLeaderSession struct {
 	hold, entered chan struct{}
 	// direct: WatchMembers is members itself, with no goroutine between,
 	// so that an update sent is ready for the leader at once.
-	direct  bool
-	appends int // how many of written came from Update placing queues
-	removes int // how many of written came from Update removing queues
-	moves   int // how many of written came from Move
-	movedQs int // queues those Moves handed to another member
+	direct bool
+	// clock, when set, times each write (writtenAt[i] is written[i]'s).
+	clock     *testkit.Clock
+	writtenAt []time.Time
+	appends   int // how many of written came from Update placing queues
+	removes   int // how many of written came from Update removing queues
+	moves     int // how many of written came from Move
+	movedQs   int // queues those Moves handed to another member
 }
 
 func newFakeLeaderSession() *fakeLeaderSession {
@@ -168,6 +172,15 @@ func relay[T any](ctx context.Context, in chan T) <-chan T {
 	return out
 }
 
+// recordLocked notes next as written, and when (clock, if set); s.mu is
+// held.
+func (s *fakeLeaderSession) recordLocked(next drover.Assignment) {
+	s.written = append(s.written, next)
+	if s.clock != nil {
+		s.writtenAt = append(s.writtenAt, s.clock.Now())
+	}
+}
+
 func (s *fakeLeaderSession) writes() []drover.Assignment {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -199,7 +212,7 @@ func (w *fakeWriter) Write(_ context.Context, next drover.Assignment) (drover.As
 	}
 	next.Generation = w.s.current.Generation + 1
 	w.s.current = next
-	w.s.written = append(w.s.written, next)
+	w.s.recordLocked(next)
 	return next, nil
 }
 
@@ -226,7 +239,7 @@ func (w *fakeWriter) Update(_ context.Context, placed map[string]string, removed
 	}
 	next.Generation++
 	w.s.current = next
-	w.s.written = append(w.s.written, next)
+	w.s.recordLocked(next)
 	if len(placed) > 0 {
 		w.s.appends++
 	}
@@ -263,7 +276,7 @@ func (w *fakeWriter) Move(_ context.Context, moved map[string]string) (drover.As
 	}
 	next.Generation++
 	w.s.current = next
-	w.s.written = append(w.s.written, next)
+	w.s.recordLocked(next)
 	w.s.moves++
 	w.s.movedQs += n
 	return next, nil
@@ -568,6 +581,67 @@ func flagsWhileBusy(t *testing.T, round int) {
 	for i, a := range s.writes()[1:] {
 		if !maps.Equal(a.Queues, first.Queues) {
 			t.Fatalf("round %d: want the assignment to stand while a and b are both cut off (%v), have write %d: %v", round, first.Queues, i+2, a.Queues)
+		}
+	}
+}
+
+// A member that joins while the leader is busy waits out the settle
+// window, whichever of the settle timer and the member update the leader
+// takes first. The timer drains the member updates waiting (issue 29's
+// fix, above); acting on a drained join at once skipped the window that
+// gathers the members of a rolling start into one move. 16 rounds: the
+// order select picks is random.
+func TestAJoinTakenAtTheSettleTimerWaitsItsWindow(t *testing.T) {
+	for round := 0; round < 16; round++ {
+		joinWhileBusy(t, round)
+	}
+}
+
+func joinWhileBusy(t *testing.T, round int) {
+	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const grace, settle = time.Hour, time.Minute // settle: runOnClock's
+	s := newFakeLeaderSession()
+	hold := make(chan struct{})
+	s.hold, s.entered, s.direct, s.clock = hold, make(chan struct{}, 1), true, clock
+	stop := runOnClock(t, s, clock, grace)
+	defer stop()
+
+	ms := members("a", "b")
+	ms[1].Member.RedisUnreachable = true // b's flag arms the settle timer for its grace
+	s.members <- ms
+	s.queues <- queues("q1", "q2", "q3", "q4")
+	testkit.Eventually(t, "the first target's write entered", func() bool {
+		clock.Advance(time.Minute)
+		select {
+		case <-s.entered:
+			return true
+		default:
+			return false
+		}
+	})
+	// While the leader writes, c joins and the settle timer comes due.
+	s.members <- append(ms, members("c")...)
+	clock.Advance(grace)
+	joined := clock.Now()
+	close(hold)
+	testkit.Eventually(t, "c assigned queues", func() bool {
+		s.mu.Lock()
+		n := len(s.written)
+		has := n > 0 && slices.Contains(slices.Collect(maps.Values(s.written[n-1].Queues)), "c")
+		s.mu.Unlock()
+		if !has && len(s.members) == 0 {
+			clock.Advance(time.Second)
+		}
+		return has
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, a := range s.written {
+		if slices.Contains(slices.Collect(maps.Values(a.Queues)), "c") {
+			if at := s.writtenAt[i]; at.Sub(joined) < settle {
+				t.Fatalf("round %d: c was given queues %v after it joined, want the settle window (%v) first", round, at.Sub(joined), settle)
+			}
+			return
 		}
 	}
 }
