@@ -502,7 +502,17 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 	// member of the busy run has no queue running at about half its
 	// flushes, between messages: that alone is no sign that the run ended.)
 	all := len(done) == 0 && c.w.loopGoroutines.Load() == 0
-	answered := c.w.starts.settledThrough(mark) // the trims at or before it may go
+	// How far the start records are answered (starter.settledThrough),
+	// asked when a trim is due, not at every flush: asking ends the hold
+	// of the records before mark, which only a trim needs.
+	var answered uint64
+	asked := false
+	startsAnswered := func(m uint64) bool {
+		if !asked {
+			answered, asked = c.w.starts.settledThrough(mark), true
+		}
+		return m <= answered
+	}
 	var reqs []drover.TrimRequest
 	var whose []*queueLoop
 	var followUps map[int]bool // indices into reqs of retention follow-ups (nil: none)
@@ -527,7 +537,7 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 		}
 		o.msgs += max(1, len(r.outcomes))
 		o.last = now
-		if (all || trimDue(o, now)) && !now.Before(o.notBefore) && mark <= answered {
+		if (all || trimDue(o, now)) && !now.Before(o.notBefore) && startsAnswered(mark) {
 			delete(c.owed, l)
 			add(l, drover.TrimRequest{Offset: r.off.Position, Outcomes: r.outcomes})
 			continue
@@ -547,9 +557,10 @@ func (c *committer) trimOwed(done, records []*queueLoop, batch map[*queueLoop]*c
 			delete(c.owed, l) // its new owner trims it
 		case now.Before(o.notBefore):
 			// failed lately: sent again at notBefore
-		case o.starts > answered:
-			// a start record it covers is not answered yet: a later flush
 		case all || trimDue(o, now):
+			if !startsAnswered(o.starts) {
+				break // a start record it covers is not answered yet: a later flush
+			}
 			delete(c.owed, l)
 			if o.retained {
 				if followUps == nil {
