@@ -542,18 +542,19 @@ func TestFlagsThatCameWhileBusyCountBeforeActing(t *testing.T) {
 	}
 }
 
-func flagsWhileBusy(t *testing.T, round int) {
-	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	const grace = time.Hour
-	s := newFakeLeaderSession()
-	hold := make(chan struct{})
+// heldInFirstWrite starts a rebalancer on clock (RedisGrace grace) whose
+// members are a and b, b flagged (its flag arms the settle timer for its
+// grace), and whose queues are qs, and returns once the leader is inside
+// its first assignment's write, held there until hold is closed. Member
+// updates sent on s.members are ready for the leader at once (direct).
+func heldInFirstWrite(t *testing.T, s *fakeLeaderSession, clock *testkit.Clock, grace time.Duration, qs ...string) (hold chan struct{}, stop func()) {
+	hold = make(chan struct{})
 	s.hold, s.entered, s.direct = hold, make(chan struct{}, 1), true
-	stop := runOnClock(t, s, clock, grace)
-
+	stop = runOnClock(t, s, clock, grace)
 	ms := members("a", "b")
-	ms[1].Member.RedisUnreachable = true // b flags itself
+	ms[1].Member.RedisUnreachable = true
 	s.members <- ms
-	s.queues <- queues("q1", "q2")
+	s.queues <- queues(qs...)
 	testkit.Eventually(t, "the first target's write entered", func() bool {
 		clock.Advance(time.Minute)
 		select {
@@ -563,6 +564,14 @@ func flagsWhileBusy(t *testing.T, round int) {
 			return false
 		}
 	})
+	return hold, stop
+}
+
+func flagsWhileBusy(t *testing.T, round int) {
+	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const grace = time.Hour
+	s := newFakeLeaderSession()
+	hold, stop := heldInFirstWrite(t, s, clock, grace, "q1", "q2")
 	// While the leader writes, a flags itself too, and the grace of b's
 	// flag passes.
 	both := members("a", "b")
@@ -601,26 +610,13 @@ func joinWhileBusy(t *testing.T, round int) {
 	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const grace, settle = time.Hour, time.Minute // settle: runOnClock's
 	s := newFakeLeaderSession()
-	hold := make(chan struct{})
-	s.hold, s.entered, s.direct, s.clock = hold, make(chan struct{}, 1), true, clock
-	stop := runOnClock(t, s, clock, grace)
+	s.clock = clock
+	hold, stop := heldInFirstWrite(t, s, clock, grace, "q1", "q2", "q3", "q4")
 	defer stop()
-
-	ms := members("a", "b")
-	ms[1].Member.RedisUnreachable = true // b's flag arms the settle timer for its grace
-	s.members <- ms
-	s.queues <- queues("q1", "q2", "q3", "q4")
-	testkit.Eventually(t, "the first target's write entered", func() bool {
-		clock.Advance(time.Minute)
-		select {
-		case <-s.entered:
-			return true
-		default:
-			return false
-		}
-	})
 	// While the leader writes, c joins and the settle timer comes due.
-	s.members <- append(ms, members("c")...)
+	ms := members("a", "b", "c")
+	ms[1].Member.RedisUnreachable = true
+	s.members <- ms
 	clock.Advance(grace)
 	joined := clock.Now()
 	close(hold)
