@@ -178,6 +178,14 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 		return rd
 	}
 	const attempts = 5
+	// refusedAt is the offset version the last refused claim had read (-1:
+	// none refused yet). A refusal comes back through the session's server
+	// after that server applied every transaction before it, so a read that
+	// follows sees the version the leader checked against: a second refusal
+	// at the same version means the server's tree disagrees with the
+	// leader's (serverDisagrees), and every further attempt on it would be
+	// refused too.
+	refusedAt := int32(-1)
 	for attempt := 1; ; attempt++ {
 		var (
 			cur     OffsetNode
@@ -253,7 +261,14 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 		case applied:
 		case errors.Is(err, zk.ErrNodeExists):
 			return nil, ownedBy(queue, 0, s.id)
+		case errors.Is(err, zk.ErrBadVersion) && checked && cur.Version == refusedAt:
+			s.serverDisagrees(offsetPath, cur.Version)
+			return nil, fmt.Errorf("claim %s: %w: the session's ZooKeeper server read version %d twice and the leader refused it twice (%w)",
+				queue, ErrServerDisagrees, cur.Version, err)
 		case errors.Is(err, zk.ErrBadVersion) && attempt < attempts:
+			if checked {
+				refusedAt = cur.Version
+			}
 			continue // the offset moved between our read and the claim
 		case isUnknownOutcome(err) && ctx.Err() == nil && s.Err() == nil:
 			// Did the claim apply? Our owner node answers it.

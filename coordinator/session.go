@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -50,6 +51,10 @@ type Session struct {
 	closeOnce sync.Once
 	stop      chan struct{}
 	wg        sync.WaitGroup
+
+	// movedAt is when serverDisagrees last moved the session to another
+	// server (UnixNano; 0: never).
+	movedAt atomic.Int64
 }
 
 // Connect opens a session to cfg.Servers, waits (bounded by
@@ -294,6 +299,49 @@ func (s *Session) evaluate(now time.Time) SessionState {
 		s.setState(Suspended, "")
 		return Suspended
 	}
+}
+
+// ErrServerDisagrees marks a claim refused because the ZooKeeper server
+// the session reads from disagrees with the ensemble's leader on the
+// version of the queue's offset node (Session.serverDisagrees).
+var ErrServerDisagrees = errors.New("coordinator: the session's ZooKeeper server disagrees with the leader")
+
+// moveEvery is the least time between two moves of a session to another
+// server by serverDisagrees.
+const moveEvery = 30 * time.Second
+
+// serverDisagrees is told by a claim that the session's server read the
+// version of path twice as version and the leader refused a write at that
+// version twice: the server's data tree is not the leader's. On a healthy
+// ensemble that cannot happen (the refusal comes back after the server
+// applied every transaction before it, so the read that follows sees the
+// leader's version). It happened with ZooKeeper 3.8.0, whose server kept a
+// transaction it had truncated after a leader's death ("First digest
+// mismatch" in its log), and every claim of the queues that transaction
+// touched was refused for the rest of the run (docs/reliability.md, "The
+// chaos minute on an overloaded host"). Drover cannot repair the server;
+// it logs the disagreement at error level and moves the session to the
+// next server (as for a silent one: the library reconnects on its own),
+// at most once per moveEvery. With one server there is nowhere to move.
+func (s *Session) serverDisagrees(path string, version int32) {
+	server := "?"
+	if hc := s.contact.conn.Load(); hc != nil {
+		server = hc.RemoteAddr().String()
+	}
+	now := time.Now().UnixNano()
+	last := s.movedAt.Load()
+	if last != 0 && time.Duration(now-last) < moveEvery || !s.movedAt.CompareAndSwap(last, now) {
+		s.log.Debug("ZooKeeper server disagrees with the leader; moved lately", "node", path, "version read", version, "server", server)
+		return
+	}
+	if len(s.cfg.Servers) < 2 {
+		s.log.Error("the ZooKeeper server disagrees with the ensemble's leader on a node's version (its data tree diverged: check its log for \"digest mismatch\"); with one server configured the session cannot move",
+			"node", path, "version read", version, "server", server)
+		return
+	}
+	s.log.Error("the ZooKeeper server disagrees with the ensemble's leader on a node's version (its data tree diverged: check its log for \"digest mismatch\" and restore it from a healthy member); moving the session to the next server",
+		"node", path, "version read", version, "server", server)
+	s.contact.dropCurrent()
 }
 
 // closedReason is the reason of the Lost state that Close sets: a clean
