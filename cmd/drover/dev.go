@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -128,7 +129,19 @@ log {
 }
 `
 
+// devStopReport is how long dev may take to stop (its children get
+// childStopGrace, its console 5 s) before it writes what each of its
+// goroutines is doing to stderr: a dev that did not stop within a minute
+// of SIGINT on a loaded CI host left nothing to say why.
+const devStopReport = 40 * time.Second
+
 func (a *app) runDev(ctx context.Context, o devOptions) (err error) {
+	var stopReport *time.Timer // started when runDev returns, stopped when it has
+	defer func() {
+		if stopReport != nil {
+			stopReport.Stop()
+		}
+	}()
 	if o.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
@@ -195,6 +208,12 @@ func (a *app) runDev(ctx context.Context, o devOptions) (err error) {
 	}
 	defer stopWeb()
 	a.printDevBanner(dir, cfgPath, zk.Addr, rds.Addr, webURL, fl)
+	defer func() { // runs first: the stops above run after it
+		stopReport = time.AfterFunc(devStopReport, func() {
+			fmt.Fprintf(a.stderr, "dev: still stopping after %s; its goroutines:\n", devStopReport)
+			pprof.Lookup("goroutine").WriteTo(a.stderr, 2)
+		})
+	}()
 
 	if o.demo {
 		return runDemo(ctx, a, cl, fl, o, devHints(cfgPath))
