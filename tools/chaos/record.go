@@ -106,6 +106,9 @@ func recheck(dir string) (*result, error) {
 	if rep.EnsembleDiverged, err = ensembleDivergence(dir); err != nil {
 		return nil, fmt.Errorf("read the ZooKeeper servers' logs: %w", err)
 	}
+	if rep.SessionMoves, err = sessionMoves(dir); err != nil {
+		return nil, fmt.Errorf("read the workers' logs: %w", err)
+	}
 	return &result{Run: rec.Run, Report: rep, Dir: dir}, nil
 }
 

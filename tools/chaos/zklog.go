@@ -40,3 +40,33 @@ func ensembleDivergence(dir string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// serverDisagrees is what a worker's ZooKeeper session logs when a claim
+// found its server disagreeing with the leader (coordinator's
+// Session.serverDisagrees) and moved the session to another server.
+const serverDisagrees = "disagrees with the ensemble's leader"
+
+// sessionMoves reads the workers' logs of a run (dir/w*.log) and returns
+// each line where a session found its ZooKeeper server disagreeing with
+// the leader, prefixed with the worker's name: with a diverged server, the
+// claims that move off it instead of failing until the run ends.
+func sessionMoves(dir string) ([]string, error) {
+	logs, err := filepath.Glob(filepath.Join(dir, "w*.log"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(logs)
+	var out []string
+	for _, p := range logs {
+		name := strings.TrimSuffix(filepath.Base(p), ".log")
+		if err := eachLine(p, func(line string) bool {
+			if strings.Contains(line, serverDisagrees) {
+				out = append(out, name+": "+line)
+			}
+			return true
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -24,3 +24,22 @@ func TestEnsembleDivergenceReadFromTheServersLogs(t *testing.T) {
 		t.Fatalf("want server 3 named once with its first mismatch, have %q", got)
 	}
 }
+
+// A worker's log line saying its session found the server disagreeing is
+// reported with the worker's name; other lines and other files are not.
+func TestSessionMovesReadFromTheWorkersLogs(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"w1.log": "2026-12-01T03:00:00.000Z [INFO]  worker: claimed: queue=q1\n",
+		"w2.log": "2026-12-01T03:00:01.000Z [INFO]  worker: claimed: queue=q2\n" +
+			"2026-12-01T03:00:02.000Z [ERROR] worker.coordinator: the ZooKeeper server disagrees with the ensemble's leader on a node's version (its data tree diverged: check its log for \"digest mismatch\" and restore it from a healthy member); moving the session to the next server: node=/c/offsets/q7 \"version read\"=3 server=127.0.0.1:2181\n",
+		"zookeeper/1/zookeeper.log": "disagrees with the ensemble's leader\n",
+	})
+	got, err := sessionMoves(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "w2: ") || !strings.Contains(got[0], "/c/offsets/q7") {
+		t.Fatalf("want w2's one line, have %q", got)
+	}
+}

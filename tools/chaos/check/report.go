@@ -148,6 +148,10 @@ type Report struct {
 	// data tree diverged (set by the harness from the servers' logs, not
 	// by Check): a finding about ZooKeeper, printed beside the invariants.
 	EnsembleDiverged []string `json:"ensemble_diverged,omitempty"`
+	// SessionMoves are the workers' log lines where a claim found its
+	// session's server disagreeing with the leader and moved the session
+	// (set by the harness from the workers' logs).
+	SessionMoves []string `json:"session_moves,omitempty"`
 	// KeyChurn is the family's keys' summary, when the run had them.
 	KeyChurn *ChurnSummary `json:"key_churn,omitempty"`
 
@@ -224,7 +228,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| host-freeze thaw race (outside the invariant): overlaps of a task that finished within %s of the thaw / longest time both ran | %d / %s |\n", ThawRaceBound, r.ThawRaceOverlaps, r.MaxThawRace.Round(time.Microsecond))
 	fmt.Fprintf(w, "| host-freeze: executions running at the thaw that finished before the lease killed them / longest run after the thaw | %d / %s |\n", r.SurvivedThaw, r.MaxRunAfterThaw.Round(time.Microsecond))
 	fmt.Fprintf(w, "| tasks started by a worker resumed from SIGSTOP before it noticed its session was gone | %d |\n", r.ZombieStarts)
-	fmt.Fprintf(w, "| ZooKeeper servers whose data tree diverged (\"digest mismatch\" in their log: claims of the queues they disagree on fail until it ends) | %d |\n", len(r.EnsembleDiverged))
+	fmt.Fprintf(w, "| ZooKeeper servers whose data tree diverged (\"digest mismatch\" in their log: claims of the queues they disagree on are refused there) / worker sessions that moved off a disagreeing server | %d / %d |\n", len(r.EnsembleDiverged), len(r.SessionMoves))
 	fmt.Fprintf(w, "| duplicate executions, in flight at a fault (allowed) | %d%s |\n", r.Duplicates-r.DuplicatesOutside, dupAt())
 	fmt.Fprintf(w, "| messages repeated outside any fault | %d |\n", r.DuplicatesOutside)
 	fmt.Fprintf(w, "| runs of a message after its offset was committed (outside faults) | %d |\n", r.RanAfterCommit)
@@ -265,6 +269,12 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 		fmt.Fprintf(w, "\nZooKeeper servers whose data tree diverged:\n\n")
 		for _, d := range r.EnsembleDiverged {
 			fmt.Fprintf(w, "- %s\n", d)
+		}
+	}
+	if len(r.SessionMoves) > 0 {
+		fmt.Fprintf(w, "\nWorker sessions that found their ZooKeeper server disagreeing with the leader (up to %d):\n\n", maxDetails)
+		for _, m := range r.SessionMoves[:min(len(r.SessionMoves), maxDetails)] {
+			fmt.Fprintf(w, "- %s\n", m)
 		}
 	}
 	if len(r.ZombieStartExamples) > 0 {
