@@ -66,13 +66,73 @@ func (c *checker) covered(e Execution) (*Fault, bool) {
 		if !eff.Excuses || !f.hits(e.WorkerPID) {
 			continue
 		}
-		from := f.Start.Add(-c.in.Policy.CommitWindow)
-		to := f.End.Add(time.Duration(eff.After * float64(c.in.Policy.SessionTimeout)))
-		if !e.End.Before(from) && !e.Start.After(to) {
+		if c.covers(f, e) {
 			return f, true
 		}
 	}
 	return nil, false
+}
+
+// covers reports whether e lies in f's window (see the package comment):
+// it ended too recently before f to be committed, and started before its
+// worker could learn that f cost it its session.
+func (c *checker) covers(f *Fault, e Execution) bool {
+	from := f.Start.Add(-c.in.Policy.CommitWindow)
+	to := f.End.Add(time.Duration(Effects[f.Kind].After * float64(c.in.Policy.SessionTimeout)))
+	return !e.End.Before(from) && !e.Start.After(to)
+}
+
+// stallExcuses reports whether e, which ended during its worker's
+// graceful stop in restart, ended inside a loss of its worker's session
+// that the stop did not cause: a drained task whose release the lost
+// session could not write runs again, as after any session expiry. That
+// is an injected fault that excuses repeats and hit e's worker, or a
+// session loss of e's worker reported within a session timeout of a loss
+// of another worker that was not in its own graceful stop (a ZooKeeper
+// stall: two chaos runs on a loaded host lost every session during a
+// drain). A loss of the stopping worker alone is not enough: that is what
+// a graceful stop that blocked its own session would look like.
+func (c *checker) stallExcuses(e Execution, restart *Fault) bool {
+	for i := range c.in.Faults {
+		f := &c.in.Faults[i]
+		if !Effects[f.Kind].Excuses || !f.hits(e.WorkerPID) || !c.covers(f, e) {
+			continue
+		}
+		switch {
+		case !slices.Contains(Observed, f.Kind):
+			return true
+		case f.Kind == SessionLost && c.sharedLoss(f, restart):
+			return true
+		}
+	}
+	return false
+}
+
+// sharedLoss reports whether another worker, not in its graceful stop of
+// restart at the time, reported a session loss within a session timeout
+// of the loss l.
+func (c *checker) sharedLoss(l *Fault, restart *Fault) bool {
+	if len(l.PIDs) != 1 {
+		return false
+	}
+	for _, g := range c.in.Faults {
+		if g.Kind != SessionLost || len(g.PIDs) != 1 || g.PIDs[0] == l.PIDs[0] {
+			continue
+		}
+		if d := g.End.Sub(l.End); d > c.in.Policy.SessionTimeout || d < -c.in.Policy.SessionTimeout {
+			continue
+		}
+		pid := g.PIDs[0]
+		stopping := restart.hits(pid) && !g.End.Before(restart.Start) && !g.End.After(restart.End)
+		if restart.StopAt != nil {
+			at, ok := restart.StopAt[pid]
+			stopping = ok && !g.End.Before(at) && !g.End.After(restart.End)
+		}
+		if !stopping {
+			return true
+		}
+	}
+	return false
 }
 
 // gracefulStop returns the rolling restart during whose graceful stop of
@@ -275,7 +335,7 @@ func (c *checker) duplicate(k msgKey, es []Execution) {
 	sort.Slice(es, func(i, j int) bool { return es[i].Start.Before(es[j].Start) })
 	c.r.Duplicates += len(es) - 1
 	for _, e := range es[:len(es)-1] {
-		if f := c.gracefulStop(e); f != nil {
+		if f := c.gracefulStop(e); f != nil && !c.stallExcuses(e, f) {
 			c.r.violate(GracefulRepeat, "%s/%s ran %d times; the run %s ended during the %s of %s",
 				k.queue, k.id, len(es), describe(e), f.Kind, f.Start.Format("15:04:05.000"))
 			return

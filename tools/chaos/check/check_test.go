@@ -448,6 +448,45 @@ func TestGracefulStopThatKillsOrRepeatsIsAViolation(t *testing.T) {
 		in.Faults[0] = r
 		wantOnly(t, Check(in), GracefulRepeat, 1)
 	})
+	t.Run("repeated after a session loss another worker shared", func(t *testing.T) {
+		// m-4 ended on 10 during its graceful stop, inside a loss of 10's
+		// session that worker 12, not stopping, shared 0.3 s later (a
+		// ZooKeeper stall, no fault injected): the release could not be
+		// written, and the repeat is the session loss's.
+		in := clean()
+		r := restart
+		r.StopAt = map[int]time.Time{10: at(2000), 11: at(7000)}
+		in.Faults = []Fault{r,
+			{Kind: SessionLost, Target: "w1", PIDs: []int{10}, Start: at(2400), End: at(2600)},
+			{Kind: SessionLost, Target: "w3", PIDs: []int{12}, Start: at(2900), End: at(2900)}}
+		in.Executions = append(in.Executions, Execution{Queue: "u", ID: "m-4", Position: 105, WorkerPID: 11, PID: 3001,
+			Start: at(3500), End: at(3600)})
+		in.Executions[4].Start, in.Executions[4].End = at(2000), at(2500)
+		rep := Check(in)
+		if !rep.OK() || rep.DuplicatesAt[SessionLost] != 1 {
+			t.Fatalf("want the repeat excused by the shared session loss, have %v at %v", rep.Violations, rep.DuplicatesAt)
+		}
+		// The other worker's loss came during its own graceful stop: not
+		// corroboration, the repeat is the graceful stop's.
+		r.StopAt[12] = at(2800)
+		in.Faults[0] = r
+		wantOnly(t, Check(in), GracefulRepeat, 1)
+		// Nor is a loss of another worker more than a session timeout away.
+		delete(r.StopAt, 12)
+		in.Faults[2].Start, in.Faults[2].End = at(2600).Add(in.Policy.SessionTimeout+time.Millisecond), at(2600).Add(in.Policy.SessionTimeout+time.Millisecond)
+		wantOnly(t, Check(in), GracefulRepeat, 1)
+	})
+	t.Run("repeated inside an injected ZooKeeper fault", func(t *testing.T) {
+		in := clean()
+		in.Faults = []Fault{restart, {Kind: ZKLeaderStop, Target: "zk2", Start: at(2300), End: at(2700)}}
+		in.Executions = append(in.Executions, Execution{Queue: "u", ID: "m-4", Position: 105, WorkerPID: 11, PID: 3001,
+			Start: at(3500), End: at(3600)})
+		in.Executions[4].Start, in.Executions[4].End = at(2000), at(2500)
+		rep := Check(in)
+		if !rep.OK() || rep.DuplicatesAt[ZKLeaderStop] != 1 {
+			t.Fatalf("want the repeat excused by the injected fault, have %v at %v", rep.Violations, rep.DuplicatesAt)
+		}
+	})
 	t.Run("killed by a lease outside a rolling restart", func(t *testing.T) {
 		in := clean()
 		in.Faults = []Fault{{Kind: WorkerFreeze, Target: "w1", PIDs: []int{10}, Start: at(2000), End: at(7000)}}
