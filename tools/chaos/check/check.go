@@ -335,11 +335,16 @@ func (c *checker) duplicate(k msgKey, es []Execution) {
 	sort.Slice(es, func(i, j int) bool { return es[i].Start.Before(es[j].Start) })
 	c.r.Duplicates += len(es) - 1
 	for _, e := range es[:len(es)-1] {
-		if f := c.gracefulStop(e); f != nil && !c.stallExcuses(e, f) {
+		f := c.gracefulStop(e)
+		if f == nil {
+			continue
+		}
+		if !c.stallExcuses(e, f) {
 			c.r.violate(GracefulRepeat, "%s/%s ran %d times; the run %s ended during the %s of %s",
 				k.queue, k.id, len(es), describe(e), f.Kind, f.Start.Format("15:04:05.000"))
 			return
 		}
+		c.r.GracefulRepeatsExcused++
 	}
 	var (
 		cover     *Fault

@@ -463,8 +463,8 @@ func TestGracefulStopThatKillsOrRepeatsIsAViolation(t *testing.T) {
 			Start: at(3500), End: at(3600)})
 		in.Executions[4].Start, in.Executions[4].End = at(2000), at(2500)
 		rep := Check(in)
-		if !rep.OK() || rep.DuplicatesAt[SessionLost] != 1 {
-			t.Fatalf("want the repeat excused by the shared session loss, have %v at %v", rep.Violations, rep.DuplicatesAt)
+		if !rep.OK() || rep.DuplicatesAt[SessionLost] != 1 || rep.GracefulRepeatsExcused != 1 {
+			t.Fatalf("want the repeat excused by the shared session loss and counted, have %v at %v, %d counted", rep.Violations, rep.DuplicatesAt, rep.GracefulRepeatsExcused)
 		}
 		// The other worker's loss came during its own graceful stop: not
 		// corroboration, the repeat is the graceful stop's.
