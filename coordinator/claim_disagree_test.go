@@ -70,6 +70,12 @@ func TestAClaimRefusedOnADisagreeingServerMovesTheSession(t *testing.T) {
 		return dc
 	})
 	dc.path = s.path(offsetsDir, "q")
+	var told atomic.Int32 // OnServerDisagrees calls
+	s.cfg.OnServerDisagrees = func(server string) {
+		if server != "" && server != "?" {
+			told.Add(1)
+		}
+	}
 	first := s.contact.conn.Load()
 	dc.lyingOn.Store(first)
 	dc.s.Store(s)
@@ -80,6 +86,9 @@ func TestAClaimRefusedOnADisagreeingServerMovesTheSession(t *testing.T) {
 	}
 	if s.movedAt.Load() == 0 {
 		t.Fatal("the session did not move off the disagreeing server")
+	}
+	if n := told.Load(); n != 1 {
+		t.Fatalf("OnServerDisagrees: want one call naming the server, have %d", n)
 	}
 
 	// The library reconnects to the next server; the claim lands there.

@@ -54,6 +54,11 @@ type Config struct {
 	// order (from the monitor goroutine, or from Close for the final Lost).
 	// It must not block, nor call the session's Close.
 	OnStateChange func(SessionState)
+	// OnServerDisagrees, when set, is called each time a claim finds the
+	// session's server disagreeing with the ensemble's leader on a node's
+	// version (ErrServerDisagrees), with the server's address, from the
+	// claim's goroutine. It must not block.
+	OnServerDisagrees func(server string)
 }
 
 // withDefaults validates c and fills in defaults; the error names the field.

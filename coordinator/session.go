@@ -328,6 +328,9 @@ func (s *Session) serverDisagrees(path string, version int32) {
 	if hc := s.contact.conn.Load(); hc != nil {
 		server = hc.RemoteAddr().String()
 	}
+	if s.cfg.OnServerDisagrees != nil {
+		s.cfg.OnServerDisagrees(server)
+	}
 	now := time.Now().UnixNano()
 	last := s.movedAt.Load()
 	if last != 0 && time.Duration(now-last) < moveEvery || !s.movedAt.CompareAndSwap(last, now) {

@@ -157,6 +157,7 @@ func (m *Member) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		ccfg := m.cfg.Coordinator
 		ccfg.OnStateChange = m.onStateChange
+		ccfg.OnServerDisagrees = func(string) { m.cfg.Metrics.IncrCounter(metrics.ZKServerDisagreements, 1) }
 		start := time.Now()
 		s, err := m.cfg.Connect(ctx, ccfg)
 		if err != nil {

@@ -26,6 +26,9 @@ const (
 	BalanceQueuesMoved = "balance_queues_moved_total"
 	SessionExpiries    = "session_expiries_total"
 	Reconnects         = "reconnects_total"
+	// A claim found the session's ZooKeeper server disagreeing with the
+	// ensemble's leader (coordinator.ErrServerDisagrees).
+	ZKServerDisagreements = "zookeeper_server_disagreements_total"
 
 	// Timers, in milliseconds.
 	TaskDuration   = "task_duration_ms" // labels: queue → group, task
@@ -134,6 +137,7 @@ var catalog = []Def{
 	{Name: BalanceQueuesMoved, Kind: Counter, Help: "Queues (idle ones, when the leader can tell) moved by those corrections."},
 	{Name: SessionExpiries, Kind: Counter, Help: "ZooKeeper sessions of this process that expired."},
 	{Name: Reconnects, Kind: Counter, Help: "ZooKeeper reconnections within a live session."},
+	{Name: ZKServerDisagreements, Kind: Counter, Help: "Claims refused because the session's ZooKeeper server disagreed with the ensemble's leader on a node's version (its data tree diverged); the session moves to another server."},
 
 	{Name: TaskDuration, Kind: Histogram, Labels: []string{"group", "task"}, Unit: "milliseconds", Help: "How long one attempt ran."},
 	{Name: QueueLatency, Kind: Histogram, Labels: []string{"group"}, Unit: "milliseconds", Help: "From a message's position (enqueue time) to the start of its first attempt."},
