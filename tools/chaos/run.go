@@ -39,7 +39,9 @@ func run(ctx context.Context, o options, logw io.Writer) (*result, error) {
 	prog := &progress{w: logw, start: time.Now()}
 	prog.printf("run directory %s (seed %d)", dir, o.Seed)
 	res, err := runIn(ctx, o, dir, prog)
-	if err != nil || !res.Report.OK() || o.Keep || !temp {
+	// A pass that needed the graceful-stop rule's excuse keeps its
+	// directory too, so that the excused runs can be read.
+	if err != nil || !res.Report.OK() || res.Report.GracefulRepeatsExcused > 0 || o.Keep || !temp {
 		prog.printf("kept the run directory %s (check it again with: go run ./tools/chaos -check %s)", dir, dir)
 	} else {
 		os.RemoveAll(dir)
