@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/execfile"
 )
 
 // A queue whose owner was killed after committing its last message and
@@ -30,7 +31,7 @@ func TestAQueueWhoseOwnerDiedBeforeItsTrimIsTrimmedByTheNextOwner(t *testing.T) 
 	holdLog := filepath.Join(f.dir, "hold.log")
 	hold := filepath.Join(f.dir, "hold.sh")
 	body := fmt.Sprintf("#!/bin/sh\necho \"$DROVER_MESSAGE_ID\" >> %s\nexec sleep 600\n", holdLog)
-	if err := os.WriteFile(hold, []byte(body), 0o755); err != nil {
+	if err := execfile.Write(hold, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	f.createQueue("hold", false, []string{hold}, nil)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/coordinator"
+	"github.com/drover-dev/drover/internal/execfile"
 	"github.com/drover-dev/drover/internal/testing/testenv"
 	"github.com/drover-dev/drover/queue"
 )
@@ -161,7 +162,7 @@ func taskScript(t *testing.T, dir, logPath string, sleep string) string {
 		body += "sleep " + sleep + "\n"
 	}
 	body += fmt.Sprintf("printf '%%s %%s %%s %%s %%s\\n' \"$DROVER_QUEUE\" \"$DROVER_MESSAGE_ID\" \"$DROVER_ATTEMPT\" \"$$\" \"$PPID\" >> %s\n", logPath)
-	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+	if err := execfile.Write(p, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	return p

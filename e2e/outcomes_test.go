@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/execfile"
 	"github.com/drover-dev/drover/internal/testing/testenv"
 )
 
@@ -88,7 +89,7 @@ func TestRetriesDeadLettersAndPoisonEndToEnd(t *testing.T) {
 
 func write(t *testing.T, path, body string) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+	if err := execfile.Write(path, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 }

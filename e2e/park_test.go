@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/execfile"
 	"github.com/drover-dev/drover/internal/ops"
 )
 
@@ -19,7 +20,7 @@ func failingScript(t *testing.T, dir, logPath string) string {
 	t.Helper()
 	p := filepath.Join(dir, "park-task.sh")
 	body := fmt.Sprintf("#!/bin/sh\nenv=$(cat)\nprintf '%%s %%s %%s\\n' \"$DROVER_QUEUE\" \"$DROVER_MESSAGE_ID\" \"$DROVER_ATTEMPT\" >> %s\ncase \"$env\" in *'\"args\":\"bad\"'*) echo 'bad args' >&2; exit 1;; esac\n", logPath)
-	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+	if err := execfile.Write(p, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	return p

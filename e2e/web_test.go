@@ -176,7 +176,6 @@ func TestConsoleInARealBrowser(t *testing.T) {
 	flag := filepath.Join(dir, "succeed")
 	script := filepath.Join(dir, "flaky.sh")
 	write(t, script, fmt.Sprintf("#!/bin/sh\nif [ -f %s ] || [ \"$DROVER_QUEUE\" = work ]; then printf '%%s %%s %%s %%s %%s\\n' \"$DROVER_QUEUE\" \"$DROVER_MESSAGE_ID\" \"$DROVER_ATTEMPT\" \"$$\" \"$PPID\" >> %s; exit 0; fi\necho boom >&2\nexit 1\n", flag, logPath))
-	os.Chmod(script, 0o755)
 	f.createQueue("work", false, []string{script}, nil)
 	f.createQueue("flaky", false, []string{script}, func(q *drover.QueueConfig) { q.MaxAttempts = 1 })
 	f.startWorker("w1")

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/execfile"
 )
 
 func queueNames(prefix string, n int) []string {
@@ -95,7 +95,7 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	// test knows which messages were in flight in the killed worker.
 	script := filepath.Join(f.dir, "slow.sh")
 	body := fmt.Sprintf("#!/bin/sh\nprintf '%%s %%s %%s %%s %%s\\n' \"$DROVER_QUEUE\" \"$DROVER_MESSAGE_ID\" \"$DROVER_ATTEMPT\" \"$$\" \"$PPID\" >> %s\nsleep 0.05\nprintf '%%s %%s %%s %%s %%s\\n' \"$DROVER_QUEUE\" \"$DROVER_MESSAGE_ID\" \"$DROVER_ATTEMPT\" \"$$\" \"$PPID\" >> %s\n", startedPath, logPath)
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+	if err := execfile.Write(script, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	queues := queueNames("k", 12)

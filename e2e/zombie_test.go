@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/execfile"
 )
 
 // A worker frozen (SIGSTOP) past its session timeout and then resumed is a
@@ -24,7 +26,7 @@ func TestResumedZombieNeverOverlapsAnOrderedQueue(t *testing.T) {
 	logPath := filepath.Join(f.dir, "intervals.log")
 	script := filepath.Join(f.dir, "interval.sh")
 	body := fmt.Sprintf("#!/bin/bash\ns=$EPOCHREALTIME\nsleep 0.05\nprintf '%%s %%s %%s %%s\\n' \"$DROVER_MESSAGE_ID\" \"$PPID\" \"$s\" \"$EPOCHREALTIME\" >> %s\n", logPath)
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+	if err := execfile.Write(script, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
 	f.createQueue("fifo", true, []string{script}, nil)

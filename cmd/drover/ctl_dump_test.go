@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/execfile"
 )
 
 // TestDumpShowsThePIDOfARunningTask runs a real worker and a task that
@@ -19,7 +21,7 @@ func TestDumpShowsThePIDOfARunningTask(t *testing.T) {
 	dir := t.TempDir()
 	release := filepath.Join(dir, "release")
 	script := filepath.Join(dir, "wait-for-release.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nwhile [ ! -e "+release+" ]; do sleep 0.05; done\n"), 0o755); err != nil {
+	if err := execfile.Write(script, []byte("#!/bin/sh\nwhile [ ! -e "+release+" ]; do sleep 0.05; done\n")); err != nil {
 		t.Fatal(err)
 	}
 	defer os.WriteFile(release, nil, 0o644) // let the task end before the worker stops

@@ -18,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/examples"
 	"github.com/drover-dev/drover/examples/gohandler"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/execfile"
 	"github.com/drover-dev/drover/internal/localserver"
 	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/scheduler"
@@ -247,7 +248,7 @@ func installTasks(dir string) error {
 			return err
 		}
 		dst := filepath.Join(dir, filepath.Base(p))
-		if err := os.WriteFile(dst, data, 0o755); err != nil {
+		if err := execfile.Write(dst, data); err != nil {
 			return fmt.Errorf("dev: install example task %s: %w", dst, err)
 		}
 		return nil

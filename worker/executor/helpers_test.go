@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/execfile"
 )
 
 // newTestExecutor returns New(cfg) or fails the test.
@@ -47,7 +48,7 @@ func command(argv ...string) drover.TaskRoute { return drover.TaskRoute{Command:
 func writeScript(t testing.TB, body string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "task.sh")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+	if err := execfile.Write(path, []byte("#!/bin/sh\n"+body)); err != nil {
 		t.Fatalf("write script: %v", err)
 	}
 	return path

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/execfile"
 )
 
 // The lease's decision logic, record by record (no processes, no clock).
@@ -439,7 +440,7 @@ func fakeWorker(dir string) int {
 	// The task: a grandchild in its group, then its own pid, then wait.
 	script := filepath.Join(dir, "task.sh")
 	body := "#!/bin/sh\nsleep 3600 &\necho $! > \"$1/gc.tmp\"; mv \"$1/gc.tmp\" \"$1/gc\"\necho $$ > \"$1/pid.tmp\"; mv \"$1/pid.tmp\" \"$1/pid\"\nwait\n"
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+	if err := execfile.Write(script, []byte(body)); err != nil {
 		return fail(err)
 	}
 	m := &drover.Message{ID: "fake-1", Queue: "q", Task: "t", Args: json.RawMessage(`{}`)}
