@@ -28,10 +28,15 @@ import (
 	"github.com/drover-dev/drover/queue"
 )
 
-// scripts maps each file the Python client reads to the Go constant it
-// holds.
+// scripts maps each file the Python and Node clients read to the Go
+// constant it holds. The lone scripts (enqueue-one, enqueue-many,
+// enqueue-spread) are the Go producer's calls for messages with generated
+// ids due now; the clients run them for the same messages.
 var scripts = map[string]string{
 	"enqueue.lua":         "enqueueSource",
+	"enqueue_one.lua":     "enqueueOneSource",
+	"enqueue_many.lua":    "enqueueManySource",
+	"enqueue_spread.lua":  "enqueueSpreadSource",
 	"revoke.lua":          "revokeSource",
 	"record_outcomes.lua": "recordOutcomesSource",
 	"job_status.lua":      "jobStatusSource",
