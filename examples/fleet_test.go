@@ -190,8 +190,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestPythonClientAgainstAFleet runs python/tests (the Python client's
 // suite) against a real fleet: enqueue → the pooled Python task runs →
 // status succeeded; delayed + revoke → revoked; a schedule written from
-// Python fires each slot once; the HTTP producer under a producer token.
-// A failing Python test fails this test.
+// Python fires each slot once; the HTTP producer under a producer token;
+// what an enqueue costs Redis in commands, counted on a private Redis of
+// its own (DROVER_QUIET_REDIS_URL: the fleet's runs other clients'
+// commands). A failing Python test fails this test.
 func TestPythonClientAgainstAFleet(t *testing.T) {
 	needPython(t)
 	f := newFleet(t)
@@ -205,12 +207,14 @@ func TestPythonClientAgainstAFleet(t *testing.T) {
 	f.start("worker-1", []string{"worker"})
 	f.start("scheduler-1", []string{"scheduler"})
 	url, token := f.startWeb()
+	quiet := testenv.NewRedis(t, testenv.RedisOptions{})
 
 	cmd := exec.Command(python, "-m", "unittest", "discover", "-v", "-s", pyDir)
 	cmd.Dir = pyDir
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+pyDir,
 		"REDIS_URL=redis://"+f.redis+"/0", "DROVER_PREFIX="+f.prefix, "DROVER_QUEUE=py",
-		"DONE_FILE="+done, "DROVER_URL="+url, "DROVER_TOKEN="+token)
+		"DONE_FILE="+done, "DROVER_URL="+url, "DROVER_TOKEN="+token,
+		"DROVER_QUIET_REDIS_URL=redis://"+quiet.Addr+"/0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the Python suite failed: %v\n%s", err, out)

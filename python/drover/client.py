@@ -10,7 +10,7 @@ import re
 import socket
 import time
 from importlib import resources
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 try:
     import redis
@@ -20,7 +20,10 @@ except ImportError as e:  # pragma: no cover - the message is the point
         "(Debian; run with /usr/bin/python3) or pip install redis") from e
 
 from .errors import DroverError, InvalidArgument, LayoutError, OutcomeUnknown
+from .enqueue_plan import MAX_SCRIPT_BATCH  # noqa: F401 (drover.client.MAX_SCRIPT_BATCH, as before)
+from .enqueue_plan import GENERAL, MANY, ONE, SPREAD, Message, plan
 from .ids import new_id
+from .redis_clock import RedisClock
 from .types import Durable, Job, JobStatus, Schedule
 from .validate import check_job, check_queue, encode_json
 
@@ -28,7 +31,6 @@ KNOWN_FOR = 600.0  # seconds a queue stays in Client._registered unused (one to 
 DEFAULT_DEDUPE_WINDOW_MS = 24 * 3600 * 1000
 DEFAULT_OUTCOME_RETENTION_MS = 24 * 3600 * 1000
 DEFAULT_OUTCOME_MAX = 10000
-MAX_SCRIPT_BATCH = 1000  # messages per script call
 
 
 def _script(name: str) -> str:
@@ -133,6 +135,10 @@ class Client:
         self.dedupe_window_ms = int(dedupe_window_ms)
         self.wake_channel = prefix + ":wakeup-unowned" if wakeups else ""
         self._enqueue = r.register_script(_script("enqueue.lua"))
+        self._enqueue_one = r.register_script(_script("enqueue_one.lua"))
+        self._enqueue_many = r.register_script(_script("enqueue_many.lua"))
+        self._enqueue_spread = r.register_script(_script("enqueue_spread.lua"))
+        self._redis_now = RedisClock()  # the lone scripts' estimate of Redis's clock
         self._revoke = r.register_script(_script("revoke.lua"))
         self._record = r.register_script(_script("record_outcomes.lua"))
         self._status = r.register_script(_script("job_status.lua"))
@@ -176,13 +182,18 @@ class Client:
             raise InvalidArgument(e.field, e.problem) from None
 
     def enqueue_many(self, jobs: Iterable[Job]) -> List[Tuple[str, int]]:
-        """Enqueue jobs (any queues), one script call per queue and up to
-        1000 messages. Returns (id, result) per job, in order. Every job is
-        checked before anything is written: one refused job (InvalidArgument,
-        with its index) writes none."""
+        """Enqueue jobs (any queues) in one round trip. Returns (id, result)
+        per job, in order. Every job is checked before anything is written:
+        one refused job (InvalidArgument, with its index) writes none.
+
+        A batch whose jobs all have generated ids and are due now goes
+        through the lone scripts, as the Go producer's does (drover.enqueue_plan:
+        a queue's messages in enqueue-many calls, the queues with one
+        message together in enqueue-spread calls, with this client's
+        estimate of Redis's clock); any other batch through the general
+        script, one call per queue and up to 1000 messages."""
         jobs = list(jobs)
-        out: List[Tuple[str, int]] = [("", 0)] * len(jobs)
-        calls: Dict[str, List[Tuple[int, List[str]]]] = {}
+        messages: List[Message] = []
         now = _now()
         for i, j in enumerate(jobs):
             if not isinstance(j, Job):
@@ -206,49 +217,73 @@ class Client:
             elif j.delay:
                 due_ms = int((time.time() + j.delay) * 1000)
             # Every other field is checked: only args can fail to encode.
-            calls.setdefault(j.queue, []).append(
-                (i, [mid, encode_json("args", env, i), str(due_ms), "1" if keyed else "0"]))
-        batches: List[Tuple[List[str], List[str], List[int]]] = []
-        for queue, items in calls.items():
-            k = self._keys(queue)
-            keys = [k["log"], k["msg"], k["seq"], k["delayed"], k["seen"], k["owner"]]
-            for s in range(0, len(items), MAX_SCRIPT_BATCH):
-                chunk = items[s:s + MAX_SCRIPT_BATCH]
-                argv: List[str] = [str(self.dedupe_window_ms), self.wake_channel, queue]
-                for _, a in chunk:
-                    argv += a
-                batches.append((keys, argv, [i for i, _ in chunk]))
-        register = [q for q in calls if q not in self._registered]
-        order = [b[2] for b in batches]
+            messages.append(Message(i, j.queue, mid, encode_json("args", env, i), due_ms, keyed))
+        calls = plan(messages)
+        estimate = ""
+        if any(kind != GENERAL for kind, _ in calls):
+            estimate = str(self._redis_now.now(self.r))  # one for the batch, as Go's
+        sends = [self._script_call(kind, ms, estimate) for kind, ms in calls]
+        queues = list(dict.fromkeys(m.queue for m in messages))
+        register = [q for q in queues if q not in self._registered]
         if self.durable is not None:
             self._check_waitaof()
-        if len(batches) == 1 and not register and self.durable is None:
+        if len(sends) == 1 and not register and self.durable is None:
             # The common case of a lone caller: one EVALSHA, no pipeline
             # (redis-py's pipeline adds a SCRIPT EXISTS round trip).
-            results = [self._enqueue(keys=batches[0][0], args=batches[0][1])]
+            script, keys, argv, _ = sends[0]
+            replies = [script(keys=keys, args=argv)]
         else:
             pipe = self.r.pipeline(transaction=False)
-            for keys, argv, _ in batches:
-                self._enqueue(keys=keys, args=argv, client=pipe)
+            for script, keys, argv, _ in sends:
+                script(keys=keys, args=argv, client=pipe)
             if register:
                 pipe.sadd(self.prefix + ":queues", *register)
             if self.durable is not None:
                 self._confirm(pipe)
-            results = pipe.execute()
+            replies = pipe.execute()
             if register:
                 self._registered.update(register)
             if self.durable is not None:
-                why = self._unconfirmed(results[-1])
+                why = self._unconfirmed(replies[-1])
                 if why:
-                    ids = [a[0] for _, a in sorted(x for items in calls.values() for x in items)]
-                    raise OutcomeUnknown(ids, why)
-        for idxs, res in zip(order, results):
-            for i, r in zip(idxs, res):
-                out[i] = (out[i][0], int(r))
-        for items in calls.values():
-            for i, a in items:
-                out[i] = (a[0], out[i][1])
+                    raise OutcomeUnknown([m.id for m in messages], why)
+        out: List[Tuple[str, int]] = [("", 0)] * len(jobs)
+        for (_, ms), (_, _, _, results), reply in zip(calls, sends, replies):
+            for m, r in zip(ms, results(reply)):
+                out[m.index] = (m.id, int(r))
         return out
+
+    def _script_call(self, kind: str, ms: List[Message],
+                     estimate: str) -> Tuple[Any, List[str], List[str], Callable[[Any], List[Any]]]:
+        """One call of plan's: the script, its KEYS and ARGV (the scripts'
+        doc comments in queue/scripts.go), and a function of its reply
+        giving one result per message, in ms's order."""
+        if kind == SPREAD:
+            keys: List[str] = []
+            argv = [self.wake_channel, estimate]
+            for m in ms:
+                k = self._keys(m.queue)
+                keys += [k["log"], k["msg"], k["seq"], k["owner"]]
+                argv += [m.queue, m.id, m.envelope, "-"]  # "-": read :owner, do not answer it
+            return self._enqueue_spread, keys, argv, lambda reply: reply[0]  # {positions, routes}
+        k = self._keys(ms[0].queue)
+        if kind == ONE:
+            m = ms[0]
+            # No ARGV[6], the route: the script reads :owner. The Go
+            # producer's route cache needs what this client does not see
+            # (pattern subscribers, the member's liveness).
+            argv = [self.wake_channel, m.queue, m.id, m.envelope, estimate]
+            return self._enqueue_one, [k["log"], k["msg"], k["seq"], k["owner"]], argv, lambda reply: [reply]
+        if kind == MANY:
+            argv = [self.wake_channel, ms[0].queue, estimate]
+            for m in ms:
+                argv += [m.id, m.envelope]
+            return self._enqueue_many, [k["log"], k["msg"], k["seq"], k["owner"]], argv, list
+        argv = [str(self.dedupe_window_ms), self.wake_channel, ms[0].queue]
+        for m in ms:
+            argv += [m.id, m.envelope, str(m.due_ms), "1" if m.keyed else "0"]
+        keys = [k["log"], k["msg"], k["seq"], k["delayed"], k["seen"], k["owner"]]
+        return self._enqueue, keys, argv, list
 
     # --- durable mode (queue/durable.go) -----------------------------------
 

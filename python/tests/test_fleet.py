@@ -4,7 +4,8 @@ examples.TestPythonClientAgainstAFleet, which starts Redis, ZooKeeper,
 
     REDIS_URL, DROVER_PREFIX, DROVER_QUEUE (its tasks run fleet_tasks.py in
     a pool), DONE_FILE (the ids that ran), DROVER_URL, DROVER_TOKEN (a
-    producer token).
+    producer token), and DROVER_QUIET_REDIS_URL (a private Redis for
+    test_enqueue_cost.py, which counts commands).
 
 Standalone: /usr/bin/python3 -m unittest discover -s python/tests (with
 those variables set)."""

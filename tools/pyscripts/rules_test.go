@@ -259,6 +259,15 @@ func TestPythonQueueNamesAgreeWithGo(t *testing.T) {
 // is refused with its field named and leaves no key behind, and the
 // Python client reads the shared table as Go does.
 func TestPythonRefusesWhatGoRefuses(t *testing.T) {
+	runPythonSuite(t, "tests.test_validation",
+		"REDIS_URL=redis://"+testenv.Redis(t).Addr+"/0", "DROVER_PREFIX="+testenv.Prefix(t))
+}
+
+// runPythonSuite runs one module of the Python client's tests (from
+// python/, with PYTHONPATH there and env added) and fails the test unless
+// the suite reports OK.
+func runPythonSuite(t *testing.T, module string, env ...string) {
+	t.Helper()
 	if out, err := exec.Command(python, "-c", "import redis").CombinedOutput(); err != nil {
 		t.Fatalf("%s with redis-py is needed: apt-get install -y python3 python3-redis (or make deps): %v\n%s", python, err, out)
 	}
@@ -266,15 +275,14 @@ func TestPythonRefusesWhatGoRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(python, "-m", "unittest", "-v", "tests.test_validation")
+	cmd := exec.Command(python, "-m", "unittest", "-v", module)
 	cmd.Dir = abs
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+abs,
-		"REDIS_URL=redis://"+testenv.Redis(t).Addr+"/0", "DROVER_PREFIX="+testenv.Prefix(t))
+	cmd.Env = append(append(os.Environ(), "PYTHONPATH="+abs), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the Python validation suite failed: %v\n%s", err, out)
+		t.Fatalf("the Python suite %s failed: %v\n%s", module, err, out)
 	}
 	if !strings.Contains(string(out), "\nOK") {
-		t.Fatalf("the Python validation suite did not report OK:\n%s", out)
+		t.Fatalf("the Python suite %s did not report OK:\n%s", module, out)
 	}
 }
