@@ -61,9 +61,11 @@ func nodeClient(t *testing.T) (node, dir string) {
 // validation refusals with nothing written, the pool protocol, enqueue one
 // and many, dedupe, delay, status through pending, delayed, retrying,
 // succeeded, dead and revoked, schedules, the layout check, the HTTP
-// producer, and an ordered family whose keys each run their messages once
-// and in order — every handler a pooled Node child (fleet_tasks.mjs). A
-// failing Node test fails this test. Then the client's examples run:
+// producer, an ordered family whose keys each run their messages once
+// and in order — every handler a pooled Node child (fleet_tasks.mjs) —
+// and, on a Redis of its own, what an enqueue costs Redis (commands
+// counted) and the order the lone enqueue scripts keep. A failing Node
+// test fails this test. Then the client's examples run:
 // enqueue.mjs follows a job that examples/handlers.mjs serves.
 func TestNodeClientAgainstAFleet(t *testing.T) {
 	node, dir := nodeClient(t)
@@ -94,18 +96,23 @@ func TestNodeClientAgainstAFleet(t *testing.T) {
 	url, token := f.startWeb()
 
 	durableMaster, durableReplica := replicatedPair(t)
+	// A Redis of its own for enqueue_cost.test.js: INFO commandstats counts
+	// every client's commands, and the fleet's Redis has a fleet on it.
+	countRedis := testenv.NewRedis(t, testenv.RedisOptions{})
 
 	keys := os.Getenv("DROVER_NODE_KEYS")
 	if keys == "" {
 		keys = nodeKeysInCI
 	}
 	cmd := exec.Command(node, "--test", "--test-reporter=spec",
-		"test/validation.test.js", "test/pool.test.js", "test/fleet.test.js")
+		"test/validation.test.js", "test/pool.test.js", "test/enqueue_lone.test.js", "test/fleet.test.js",
+		"test/enqueue_cost.test.js")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "REDIS_URL=redis://"+f.redis+"/0", "DROVER_PREFIX="+f.prefix,
 		"DROVER_QUEUE=node", "DROVER_FAMILY_PREFIX=nk-", "NODE_FLEET_KEYS="+keys,
 		"DONE_FILE="+done, "DROVER_URL="+url, "DROVER_TOKEN="+token,
-		"DURABLE_MASTER_URL=redis://"+durableMaster+"/0", "DURABLE_REPLICA_URL=redis://"+durableReplica+"/0")
+		"DURABLE_MASTER_URL=redis://"+durableMaster+"/0", "DURABLE_REPLICA_URL=redis://"+durableReplica+"/0",
+		"COUNT_REDIS_URL=redis://"+countRedis.Addr+"/0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the Node suite failed: %v\n%s", err, out)

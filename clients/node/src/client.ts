@@ -9,6 +9,8 @@ import { hostname, userInfo } from "node:os";
 import { DroverError, InvalidArgument, LayoutError, OutcomeUnknown } from "./errors.js";
 import { newId } from "./ids.js";
 import { LuaScript, runPipeline, type Call } from "./scripts.js";
+import { loneResults, loneScriptCall, planLone } from "./enqueue_lone.js";
+import { RedisClock, clockArg } from "./redis_clock.js";
 import { LAYOUT_VERSION } from "./generated.js";
 import { attempts, checkJob, checkQueue, encodeArgs } from "./validate.js";
 import type { Durable, EnqueueOptions, Enqueued, Job, JobStatus, Schedule, ScheduleDefinition } from "./types.js";
@@ -114,10 +116,21 @@ function traceInjector(): Promise<Inject | null> {
   return otelInject;
 }
 
+/** One checked job, ready to send. */
 interface Pending {
   index: number;
+  queue: string;
   id: string;
-  argv: string[];
+  env: string;
+  dueMs: number; // 0: now
+  keyed: boolean; // a caller's id
+}
+
+/** One script call of an enqueue and how to read its reply: one result per message of chunk, in order. */
+interface PlannedCall {
+  call: Call;
+  chunk: Pending[];
+  results: (reply: unknown) => number[];
 }
 
 /**
@@ -140,6 +153,7 @@ export class Client {
   /** The durable mode, checked; null when off. */
   readonly durable: Required<Durable> | null;
   private waitaofChecked = false;
+  private readonly clock = new RedisClock(); // the lone scripts' estimate of Redis's clock
 
   /** A client on r; prefer connect(), which also checks the layout version. */
   constructor(opts: ClientOptions = {}) {
@@ -208,15 +222,21 @@ export class Client {
   }
 
   /**
-   * Enqueues jobs (any queues), one script call per queue and up to 1000
-   * messages, in one pipeline. Resolves to one Enqueued per job, in order.
-   * Every job is checked before anything is written: one refused job
-   * (InvalidArgument, with its index) writes none. Messages of one queue
-   * get positions in the order given.
+   * Enqueues jobs (any queues) in one pipeline. Resolves to one Enqueued
+   * per job, in order. Every job is checked before anything is written:
+   * one refused job (InvalidArgument, with its index) writes none.
+   * Messages of one queue get positions in the order given.
+   *
+   * When every job has a generated id and is due now, the call goes
+   * through the lone scripts as the Go producer's does (enqueue_lone.ts:
+   * one script call for the queues with one message each, up to 256, one
+   * per queue with several, with this client's estimate of Redis's clock);
+   * otherwise through the general script, one call per queue and up to
+   * 1000 messages. One call's jobs never go both ways.
    */
   async enqueueMany(jobs: Iterable<Job>): Promise<Enqueued[]> {
     const list = [...jobs];
-    const byQueue = new Map<string, Pending[]>();
+    const pending: Pending[] = [];
     const now = new Date().toISOString();
     const nowMs = Date.now();
     list.forEach((j, i) => {
@@ -243,29 +263,18 @@ export class Client {
       let dueMs = 0;
       if (j.due !== undefined) dueMs = Math.max(Math.floor(j.due.getTime()), 1); // as Go's dueMillis: before 1970 is 1
       else if (j.delay) dueMs = Math.floor(nowMs + j.delay * 1000);
-      let q = byQueue.get(j.queue);
-      if (!q) byQueue.set(j.queue, (q = []));
-      q.push({ index: i, id, argv: [id, env, String(dueMs), keyed ? "1" : "0"] });
+      pending.push({ index: i, queue: j.queue, id, env, dueMs, keyed });
     });
-    const calls: Call[] = [];
-    const order: Pending[][] = [];
-    for (const [queue, items] of byQueue) {
-      const k = this.keys(queue);
-      const keys = [k.log, k.msg, k.seq, k.delayed, k.seen, k.owner];
-      for (let s = 0; s < items.length; s += MAX_SCRIPT_BATCH) {
-        const chunk = items.slice(s, s + MAX_SCRIPT_BATCH);
-        const args: string[] = [String(this.dedupeWindowMs), this.wakeChannel, queue];
-        for (const p of chunk) args.push(...p.argv);
-        calls.push({ script: enqueueScript, keys, args });
-        order.push(chunk);
-      }
-    }
-    const register = [...byQueue.keys()].filter((q) => !this.registered.has(q));
+    const lone = pending.length > 0 && pending.every((p) => !p.keyed && p.dueMs === 0);
+    const queues = new Set(pending.map((p) => p.queue));
+    const register = [...queues].filter((q) => !this.registered.has(q));
     if (this.durable) await this.checkWaitAOF();
+    const planned = lone ? await this.loneCalls(pending) : this.generalCalls(pending);
+    const calls = planned.map((c) => c.call);
     let results: unknown[];
     if (calls.length === 1 && register.length === 0 && !this.durable) {
       // The common case of a lone caller: one EVALSHA, no pipeline.
-      results = [await enqueueScript.run(this.redis, calls[0]!.keys, calls[0]!.args)];
+      results = [await calls[0]!.script!.run(this.redis, calls[0]!.keys, calls[0]!.args)];
     } else {
       if (register.length) {
         const key = this.prefix + ":queues";
@@ -275,15 +284,55 @@ export class Client {
       for (const q of register) this.registered.add(q);
       if (this.durable) {
         const why = this.unconfirmed(results[results.length - 1]);
-        if (why) throw new OutcomeUnknown(order.flat().sort((a, b) => a.index - b.index).map((p) => p.id), why);
+        if (why) throw new OutcomeUnknown(pending.map((p) => p.id), why);
       }
     }
     const out: Enqueued[] = new Array(list.length);
-    order.forEach((chunk, c) => {
-      const res = results[c] as number[];
-      chunk.forEach((p, k) => { out[p.index] = { id: p.id, result: Number(res[k]) }; });
+    planned.forEach((c, k) => {
+      const res = c.results(results[k]);
+      c.chunk.forEach((p, m) => { out[p.index] = { id: p.id, result: res[m]! }; });
     });
     return out;
+  }
+
+  /** The general script's calls: per queue, up to MAX_SCRIPT_BATCH messages a call, in order. */
+  private generalCalls(pending: Pending[]): PlannedCall[] {
+    const byQueue = new Map<string, Pending[]>();
+    for (const p of pending) {
+      const q = byQueue.get(p.queue);
+      if (q) q.push(p);
+      else byQueue.set(p.queue, [p]);
+    }
+    const planned: PlannedCall[] = [];
+    for (const [queue, items] of byQueue) {
+      const k = this.keys(queue);
+      const keys = [k.log, k.msg, k.seq, k.delayed, k.seen, k.owner];
+      for (let s = 0; s < items.length; s += MAX_SCRIPT_BATCH) {
+        const chunk = items.slice(s, s + MAX_SCRIPT_BATCH);
+        const args: string[] = [String(this.dedupeWindowMs), this.wakeChannel, queue];
+        for (const p of chunk) args.push(p.id, p.env, String(p.dueMs), p.keyed ? "1" : "0");
+        planned.push({ call: { script: enqueueScript, keys, args }, chunk, results: (r) => (r as unknown[]).map(Number) });
+      }
+    }
+    return planned;
+  }
+
+  /**
+   * The lone scripts' calls for messages with generated ids due now
+   * (planLone), with one estimate of Redis's clock for them all (a TIME
+   * round trip of its own at most every 5 s).
+   */
+  private async loneCalls(pending: Pending[]): Promise<PlannedCall[]> {
+    const clock = clockArg(await this.clock.now(this.redis));
+    const keys = (queue: string): [string, string, string, string] => {
+      const k = this.keys(queue);
+      return [k.log, k.msg, k.seq, k.owner];
+    };
+    return planLone(pending, MAX_SCRIPT_BATCH).map((c) => ({
+      call: loneScriptCall(c, keys, this.wakeChannel, clock),
+      chunk: c.msgs,
+      results: (r) => loneResults(c, r),
+    }));
   }
 
   // --- durable mode (queue/durable.go) -----------------------------------
