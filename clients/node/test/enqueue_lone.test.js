@@ -116,3 +116,22 @@ describe("RedisClock", () => {
     assert.equal(clockArg(NaN), "0");
   });
 });
+
+describe("generated ids", () => {
+  it("are distinct, well formed and in creation order across refills of the random pool", async () => {
+    const { newId } = await import("../dist/ids.js");
+    const ids = Array.from({ length: 2000 }, () => newId()); // 4 pool refills of 512 ids
+    assert.equal(new Set(ids).size, ids.length);
+    const randoms = new Set();
+    for (const id of ids) {
+      const m = /^js-([0-9a-f]+)-([0-9a-f]{16})$/.exec(id);
+      assert.ok(m, `malformed id ${id}`);
+      randoms.add(m[2]);
+    }
+    assert.equal(randoms.size, ids.length, "random parts repeat: the pool handed out bytes twice");
+    for (let i = 1; i < ids.length; i++) {
+      const ns = (id) => BigInt("0x" + id.split("-")[1]);
+      assert.ok(ns(ids[i]) > ns(ids[i - 1]), `ids out of order at ${i}`);
+    }
+  });
+});
