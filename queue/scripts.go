@@ -220,11 +220,11 @@ return out
 const enqueueOneSource = "-- drover enqueue-one v5 (docs/redis-schema.md)\n" + nextPositionFunction + `if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
 local hint = (ARGV[5] or ''):match('^%d+$') and tonumber(ARGV[5]) or 0 -- digits only: it may become :seq as sent
 local pos, last = nextPosition(KEYS[3], hint, ARGV[5], 1)
-redis.call('ZADD', KEYS[1], pos, ARGV[3])
+redis.call('ZADD', KEYS[1], decimal(pos, hint, ARGV[5]), ARGV[3])
 if ARGV[1] ~= '' then
   local function wake(ch)
     if last and #ARGV[4] <= 4096 and (string.find(ch, ':wake-e:', 1, true) or string.find(ch, ':wake-b:', 1, true)) then
-      return redis.call('PUBLISH', ch, ARGV[2] .. '\n' .. string.format('%.0f %.0f', last, pos) .. '\n' .. ARGV[3] .. '\n' .. ARGV[4])
+      return redis.call('PUBLISH', ch, ARGV[2] .. '\n' .. string.format('%d %d', last, pos) .. '\n' .. ARGV[3] .. '\n' .. ARGV[4])
     end
     return redis.call('PUBLISH', ch, ARGV[2])
   end
@@ -249,7 +249,19 @@ return pos
 // queue with none): the estimate when it lies after the last position and
 // at most an hour past it, last + 1 when it is not after it, else
 // max(TIME, last + 1); :seq holds the last of the m positions after it.
-const nextPositionFunction = `local function nextPosition(seq, hint, estimate, m)
+//
+// It comes with decimal(n, hint, text), a position as the decimal digits a
+// script hands Redis: text when n is hint (the producer's estimate as
+// sent), else Lua's '%d'. A Lua number given to redis.call costs Redis a
+// '%.17g' conversion (glibc's exact floating-point printer), and a '%.0f'
+// in string.format the same, about twice the time of '%d' and far more
+// than passing the text on; the scripts format positions only so
+// (docs/decisions.md, "Issue 43: positions handed to Redis as text").
+const nextPositionFunction = `local function decimal(n, hint, text)
+  if n == hint then return text end
+  return string.format('%d', n)
+end
+local function nextPosition(seq, hint, estimate, m)
   local last
   if hint > 0 then
     last = redis.call('SET', seq, estimate, 'GET') -- the estimate as :seq; the last position
@@ -265,7 +277,7 @@ const nextPositionFunction = `local function nextPosition(seq, hint, estimate, m
     local t = redis.call('TIME')
     pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
   end
-  redis.call('SET', seq, pos + m - 1)
+  redis.call('SET', seq, decimal(pos + m - 1))
   return pos, last
 end
 `
@@ -314,7 +326,7 @@ local hint = (ARGV[3] or ''):match('^%d+$') and tonumber(ARGV[3]) or 0
 local first = nextPosition(KEYS[3], hint, string.format('%d', hint + m - 1), m)
 local entries = {}
 for j = 1, m do
-  entries[2 * j - 1] = first + j - 1
+  entries[2 * j - 1] = string.format('%d', first + j - 1)
   entries[2 * j] = ids[fresh[j]]
   out[fresh[j]] = first + j - 1
 end
@@ -367,7 +379,7 @@ local function isBatch(ch) return string.find(ch, ':wake-b:', 1, true) end
 local function entry(i)
   local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
   if last and #env <= 4096 then
-    return string.format('%d %d %d %.0f %.0f', #q, #id, #env, last, out[i]) .. '\n' .. q .. id .. env
+    return string.format('%d %d %d %d %d', #q, #id, #env, last, out[i]) .. '\n' .. q .. id .. env
   end
   return string.format('%d 0 0 0 0', #q) .. '\n' .. q
 end
@@ -376,7 +388,7 @@ local function wakeNow(ch, i)
   local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
   if isBatch(ch) then return redis.call('PUBLISH', ch, ':1\n' .. entry(i)) end
   if last and #env <= 4096 and string.find(ch, ':wake-e:', 1, true) then
-    return redis.call('PUBLISH', ch, q .. '\n' .. string.format('%.0f %.0f', last, out[i]) .. '\n' .. id .. '\n' .. env)
+    return redis.call('PUBLISH', ch, q .. '\n' .. string.format('%d %d', last, out[i]) .. '\n' .. id .. '\n' .. env)
   end
   return redis.call('PUBLISH', ch, q)
 end
@@ -404,7 +416,7 @@ for i = 1, n do
     out[i] = -1
   else
     local pos, last = nextPosition(KEYS[k + 3], hint, ARGV[2], 1)
-    redis.call('ZADD', KEYS[k + 1], pos, arg(i, 2))
+    redis.call('ZADD', KEYS[k + 1], decimal(pos, hint, ARGV[2]), arg(i, 2))
     out[i], lasts[i] = pos, last
     if unowned ~= '' then
       local seen = arg(i, 4)
@@ -853,11 +865,11 @@ return n
 //	ARGV[3] the most entries to remove in this call (> 0)
 //
 // Returns the number of log entries removed.
-const trimSource = `-- drover trim v4
+const trimSource = `-- drover trim v5
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
-` + chunkedFunction + trimFunction + retireIndexFunction + `local n, emptied = trim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), true)
+` + chunkedFunction + trimFunction + retireIndexFunction + `local n, emptied = trim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), true, KEYS[5] ~= nil)
 if KEYS[5] and emptied then note_emptied(KEYS[5], KEYS[1]) end
 return n
 `
@@ -869,25 +881,25 @@ return n
 // that emptied the log; it forgets expired dedupe ids of seen only when
 // sweep is true (docs/decisions.md, "Issue 43: a message's starts beside
 // its envelope, the dedupe sweep one trim in ten": the owner asks for it
-// in about one trim in ten, not at every trim). It reads the chunk + 1 oldest
-// entries with their positions (by rank) and takes those at or below the
-// bound, so that it knows without a ZCARD whether it left the log empty
-// (a busy queue's trim reads up to chunk entries more than it removes). A
-// message's envelope and its recorded starts go in one HDEL. It reads
-// now_us and now_ms, which the script sets first, and calls chunked.
-const trimFunction = `local function trim(log, msg, delayed, seen, bound, retention, chunk, sweep)
+// in about one trim in ten, not at every trim). It reads the ids at or
+// below the bound, at most chunk, without their positions (a position
+// read costs Redis a '%.17g' conversion and Lua a parse), and, when
+// noting is true (the caller notes an emptied log in the retire index),
+// the log's ZCARD, to say whether it left the log empty (docs/decisions.md,
+// "Issue 43: positions handed to Redis as text"). A message's envelope and
+// its recorded starts go in one HDEL. It reads now_us and now_ms, which
+// the script sets first, and calls chunked.
+const trimFunction = `local function trim(log, msg, delayed, seen, bound, retention, chunk, sweep, noting)
   if retention > 0 then bound = math.min(bound, now_us - retention - 1) end
   if sweep then
     local old = redis.call('ZRANGE', seen, '-inf', now_ms, 'BYSCORE', 'LIMIT', 0, 1000)
     if #old > 0 then redis.call('ZREM', seen, unpack(old)) end
   end
-  local r = redis.call('ZRANGE', log, 0, chunk, 'WITHSCORES')
-  local ids = {}
-  for i = 1, math.min(#r, 2 * chunk), 2 do
-    if tonumber(r[i + 1]) > bound then break end
-    ids[#ids + 1] = r[i]
-  end
+  if bound < 1 then return 0, false end -- positions are > 0
+  local upto = bound < 9007199254740992 and string.format('%d', bound) or '+inf' -- '%d' of 2^63 or more is undefined
+  local ids = redis.call('ZRANGE', log, '-inf', upto, 'BYSCORE', 'LIMIT', 0, chunk)
   if #ids == 0 then return 0, false end
+  local emptied = noting and redis.call('ZCARD', log) == #ids
   local check = redis.call('ZCARD', delayed) > 0
   local gone = {}
   for i = 1, #ids do
@@ -898,7 +910,7 @@ const trimFunction = `local function trim(log, msg, delayed, seen, bound, retent
   end
   chunked('ZREM', log, ids, 1000)
   chunked('HDEL', msg, gone, 2000)
-  return #ids, 2 * #ids == #r
+  return #ids, emptied
 end
 `
 
@@ -954,7 +966,7 @@ end
 // that reaches its chunk is trimmed further by the caller), and the bucket
 // its records went to last: name ("" when it wrote none), expiry, records
 // held.
-const trimManySource = `-- drover trim-many v9
+const trimManySource = `-- drover trim-many v10
 local t = redis.call('TIME')
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now_us / 1000)
@@ -994,7 +1006,7 @@ while a <= #ARGV do
   local removed = 0
   if tonumber(ARGV[a + 2]) > 0 then
     local emptied
-    removed, emptied = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 5] == '1')
+    removed, emptied = trim(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), ARGV[a + 5] == '1', index ~= nil)
     if index and emptied then note_emptied(index, KEYS[k + 1]) end
   end
   out[#out + 1] = removed

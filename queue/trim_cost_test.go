@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,9 +42,9 @@ func commandCalls(t *testing.T, rdb redis.UniversalClient) map[string]int {
 // when asked (TrimRequest.SweepSeen): then it forgets the expired ids and
 // keeps those inside their window, which an enqueue still refuses. On the
 // old layout the trim paid a second HDEL (:attempts) and a ZRANGE of :seen
-// every time, and a ZCARD of the log to learn that it emptied it, which
-// the trim now knows from its own ZRANGE: the queue still enters the retire
-// index (issue 43).
+// every time (issue 43). It learns that it emptied the log from a ZCARD,
+// not from positions read with the ids (each one a '%.17g' in Redis and a
+// parse in Lua): the queue still enters the retire index.
 func TestALoneTrimCostsOneHDELAndSweepsOnlyWhenAsked(t *testing.T) {
 	srv := testenv.NewRedis(t, testenv.RedisOptions{})
 	rdb := testClient(t, ClientOptions{Addrs: []string{srv.Addr}})
@@ -77,8 +78,8 @@ func TestALoneTrimCostsOneHDELAndSweepsOnlyWhenAsked(t *testing.T) {
 	}
 	trim(false) // the first trim-many call loads the script
 	calls := trim(false)
-	if calls["hdel"] != 1 || calls["zrange"] != 1 || calls["zcard"] != 1 {
-		t.Fatalf("a lone trim without the sweep: want 1 HDEL, 1 ZRANGE (the log) and 1 ZCARD (:delayed), have %v", calls)
+	if calls["hdel"] != 1 || calls["zrange"] != 1 || calls["zcard"] != 2 {
+		t.Fatalf("a lone trim without the sweep: want 1 HDEL, 1 ZRANGE (the log's ids) and 2 ZCARDs (the log, :delayed), have %v", calls)
 	}
 	if err := rdb.ZScore(ctx, s.keys.retireIndex(), "q").Err(); err != nil {
 		t.Fatalf("the emptied queue in the retire index: %v", err)
@@ -96,5 +97,60 @@ func TestALoneTrimCostsOneHDELAndSweepsOnlyWhenAsked(t *testing.T) {
 	}
 	if r := mustEnqueue(t, s, msg("q", "live")); !r.Duplicate {
 		t.Fatal("an id inside its dedupe window after sweeps: want a duplicate, have it enqueued")
+	}
+}
+
+// The trim hands Redis its bound as decimal digits ('%d' in Lua), which C
+// leaves undefined for 2^63 and more: a bound past every position (as large
+// as a Position holds) still trims the whole log and notes it emptied, and
+// a bound below every position trims nothing, through both scripts.
+func TestATrimBoundPastEveryPositionTrimsAll(t *testing.T) {
+	srv := testenv.NewRedis(t, testenv.RedisOptions{})
+	rdb := testClient(t, ClientOptions{Addrs: []string{srv.Addr}})
+	s := newTestStore(t, rdb, nil)
+	ctx := context.Background()
+	fill := func(q string) drover.Position {
+		t.Helper()
+		var last drover.Position
+		for range 3 {
+			last = mustEnqueue(t, s, msg(q, "")).Position
+		}
+		return last
+	}
+	card := func(q string) int64 {
+		t.Helper()
+		n, err := rdb.ZCard(ctx, s.keys.queue(q).log).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	fill("low")
+	for _, err := range s.Log().TrimMany(ctx, []drover.TrimRequest{{Queue: "low", Offset: 0}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := card("low"); n != 3 {
+		t.Fatalf("a bound below every position: want the log kept (3 entries), have %d", n)
+	}
+	fill("high")
+	for _, err := range s.Log().TrimMany(ctx, []drover.TrimRequest{{Queue: "high", Offset: drover.Position(math.MaxInt64)}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := card("high"); n != 0 {
+		t.Fatalf("trim-many to the largest bound: want the log empty, have %d entries", n)
+	}
+	if err := rdb.ZScore(ctx, s.keys.retireIndex(), "high").Err(); err != nil {
+		t.Fatalf("the emptied queue in the retire index: %v", err)
+	}
+	fill("one")
+	if _, err := s.Log().Trim(ctx, "one", drover.Position(math.MaxInt64), 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := card("one"); n != 0 {
+		t.Fatalf("trim to the largest bound: want the log empty, have %d entries", n)
 	}
 }

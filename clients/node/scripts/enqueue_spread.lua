@@ -1,4 +1,8 @@
 -- drover enqueue-spread v1 (docs/redis-schema.md)
+local function decimal(n, hint, text)
+  if n == hint then return text end
+  return string.format('%d', n)
+end
 local function nextPosition(seq, hint, estimate, m)
   local last
   if hint > 0 then
@@ -15,7 +19,7 @@ local function nextPosition(seq, hint, estimate, m)
     local t = redis.call('TIME')
     pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
   end
-  redis.call('SET', seq, pos + m - 1)
+  redis.call('SET', seq, decimal(pos + m - 1))
   return pos, last
 end
 local unowned = ARGV[1]
@@ -28,7 +32,7 @@ local function isBatch(ch) return string.find(ch, ':wake-b:', 1, true) end
 local function entry(i)
   local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
   if last and #env <= 4096 then
-    return string.format('%d %d %d %.0f %.0f', #q, #id, #env, last, out[i]) .. '\n' .. q .. id .. env
+    return string.format('%d %d %d %d %d', #q, #id, #env, last, out[i]) .. '\n' .. q .. id .. env
   end
   return string.format('%d 0 0 0 0', #q) .. '\n' .. q
 end
@@ -37,7 +41,7 @@ local function wakeNow(ch, i)
   local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
   if isBatch(ch) then return redis.call('PUBLISH', ch, ':1\n' .. entry(i)) end
   if last and #env <= 4096 and string.find(ch, ':wake-e:', 1, true) then
-    return redis.call('PUBLISH', ch, q .. '\n' .. string.format('%.0f %.0f', last, out[i]) .. '\n' .. id .. '\n' .. env)
+    return redis.call('PUBLISH', ch, q .. '\n' .. string.format('%d %d', last, out[i]) .. '\n' .. id .. '\n' .. env)
   end
   return redis.call('PUBLISH', ch, q)
 end
@@ -65,7 +69,7 @@ for i = 1, n do
     out[i] = -1
   else
     local pos, last = nextPosition(KEYS[k + 3], hint, ARGV[2], 1)
-    redis.call('ZADD', KEYS[k + 1], pos, arg(i, 2))
+    redis.call('ZADD', KEYS[k + 1], decimal(pos, hint, ARGV[2]), arg(i, 2))
     out[i], lasts[i] = pos, last
     if unowned ~= '' then
       local seen = arg(i, 4)

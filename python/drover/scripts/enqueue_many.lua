@@ -1,4 +1,8 @@
 -- drover enqueue-many v1 (docs/redis-schema.md)
+local function decimal(n, hint, text)
+  if n == hint then return text end
+  return string.format('%d', n)
+end
 local function nextPosition(seq, hint, estimate, m)
   local last
   if hint > 0 then
@@ -15,7 +19,7 @@ local function nextPosition(seq, hint, estimate, m)
     local t = redis.call('TIME')
     pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
   end
-  redis.call('SET', seq, pos + m - 1)
+  redis.call('SET', seq, decimal(pos + m - 1))
   return pos, last
 end
 local n = (#ARGV - 3) / 2
@@ -40,7 +44,7 @@ local hint = (ARGV[3] or ''):match('^%d+$') and tonumber(ARGV[3]) or 0
 local first = nextPosition(KEYS[3], hint, string.format('%d', hint + m - 1), m)
 local entries = {}
 for j = 1, m do
-  entries[2 * j - 1] = first + j - 1
+  entries[2 * j - 1] = string.format('%d', first + j - 1)
   entries[2 * j] = ids[fresh[j]]
   out[fresh[j]] = first + j - 1
 end

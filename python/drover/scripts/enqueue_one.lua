@@ -1,4 +1,8 @@
 -- drover enqueue-one v5 (docs/redis-schema.md)
+local function decimal(n, hint, text)
+  if n == hint then return text end
+  return string.format('%d', n)
+end
 local function nextPosition(seq, hint, estimate, m)
   local last
   if hint > 0 then
@@ -15,17 +19,17 @@ local function nextPosition(seq, hint, estimate, m)
     local t = redis.call('TIME')
     pos = math.max(tonumber(t[1]) * 1000000 + tonumber(t[2]), (last or 0) + 1)
   end
-  redis.call('SET', seq, pos + m - 1)
+  redis.call('SET', seq, decimal(pos + m - 1))
   return pos, last
 end
 if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
 local hint = (ARGV[5] or ''):match('^%d+$') and tonumber(ARGV[5]) or 0 -- digits only: it may become :seq as sent
 local pos, last = nextPosition(KEYS[3], hint, ARGV[5], 1)
-redis.call('ZADD', KEYS[1], pos, ARGV[3])
+redis.call('ZADD', KEYS[1], decimal(pos, hint, ARGV[5]), ARGV[3])
 if ARGV[1] ~= '' then
   local function wake(ch)
     if last and #ARGV[4] <= 4096 and (string.find(ch, ':wake-e:', 1, true) or string.find(ch, ':wake-b:', 1, true)) then
-      return redis.call('PUBLISH', ch, ARGV[2] .. '\n' .. string.format('%.0f %.0f', last, pos) .. '\n' .. ARGV[3] .. '\n' .. ARGV[4])
+      return redis.call('PUBLISH', ch, ARGV[2] .. '\n' .. string.format('%d %d', last, pos) .. '\n' .. ARGV[3] .. '\n' .. ARGV[4])
     end
     return redis.call('PUBLISH', ch, ARGV[2])
   end
