@@ -94,6 +94,13 @@ func sections() []section {
 			Notes: "Why the targets are missed here: Redis's own CPU per message (`redis-µs/msg`) bounds each path on one Redis core — about 4 µs per message in a batch enqueue caps it near 250,000 msgs/s, about 1.9 µs per message read caps ReadAfter near 500,000 — and a lone caller pays a full round trip per message (one EVALSHA: tens of µs of Redis and client CPU per call on this machine). Concurrent callers are coalesced into one pipeline (8 goroutines: 3×). The enqueue script does more than a bare ZADD (dedupe of caller ids, TIME, the position sequence, the wake-up PUBLISH); the ceiling below is bare pipelined ZADDs.",
 		},
 		{
+			Title: "A key's message on Redis (queue layer, no workers)", Pkg: "./queue",
+			Intro: "Issue 43. The Redis side of a per-key fleet's messages without the workers, on a private Redis: 4,096 queues routed to one member's batch channel (a subscriber drains it, so the wake-ups carry the messages); a round sends one message to each of 256 of them in one `EnqueueBatch` (the enqueue-spread script), then their outcome records as records-only requests (record-many, each with its bucket note, as an owner's committer sends them), and every 16 messages of a queue its trim (trim-many). `redis-µs/msg` is the server's CPU (`INFO cpu`) per message, `redis-cmds/msg` its commands (scripts' included). The fleet bench's figures add the workers' reads, gauges and backstop, and what two loaded cores do to Redis; this one is what a script change moves, judged in an alternated A/B (`tools/abtool`).",
+			Bench: "^BenchmarkKeyMessages$", Benchtime: "2x", Count: 5,
+			Units: []string{"redis-µs/msg", "redis-cmds/msg", "msgs/s", "client-µs/msg"},
+			Notes: "Where this Redis time goes, from a `perf` profile of the server (docs/decisions.md, \"Issue 43: positions handed to Redis as text\"): Lua and its calls into Redis, the hash and key lookups of the commands (memory-bound: each touches a cold key, its expiry and a cold hash), the sockets; not the number of round trips.",
+		},
+		{
 			Title: "Durable enqueue (master and replica)", Pkg: "./queue",
 			Intro: "Issue 45. `Producer.Enqueue` on a private Redis master with one replica (both private servers on this machine, the replica linked through a loopback proxy as in the durable tests), with the durable mode off and on (`WAIT 1` after the script, 1 s bound), from 1 and 8 goroutines in one run. `µs/enqueue` is the mean time of one call. The replica is on loopback: on a network the mode costs a round trip to the nearest replica more.",
 			Bench: "^BenchmarkDurableEnqueue$", Units: []string{"msgs/s", "µs/enqueue"},

@@ -395,18 +395,33 @@ func (in *injector) redisCutLength() time.Duration {
 	return in.between(2*in.o.SessionTimeout, 3*in.o.SessionTimeout)
 }
 
-// owners reads the assignment: queue → member.
+// owners reads the assignment: queue → member. A read that fails is tried
+// again, a second apart, up to ownersTries times: the harness's session
+// is shared by its goroutines, and a read in flight when the connection
+// closes under it (the client moving to another server, or another
+// goroutine replacing a lost session) fails with "zk: connection closed",
+// which once ended a whole run as an error of the harness.
 func (in *injector) owners(ctx context.Context) (map[string]string, error) {
-	s, err := in.c.zk.session(ctx)
-	if err != nil {
-		return nil, err
+	var err error
+	for try := 0; try < ownersTries; try++ {
+		if try > 0 && !clock.Sleep(ctx, time.Second) {
+			break
+		}
+		var s *coordinator.Session
+		if s, err = in.c.zk.session(ctx); err != nil {
+			continue
+		}
+		a, rerr := s.Assignments().Read(ctx)
+		if rerr == nil {
+			return a.Assignment.Queues, nil
+		}
+		err = fmt.Errorf("read the assignment: %w", rerr)
 	}
-	a, err := s.Assignments().Read(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read the assignment: %w", err)
-	}
-	return a.Assignment.Queues, nil
+	return nil, err
 }
+
+// ownersTries bounds owners' reads of the assignment.
+const ownersTries = 5
 
 // settledOwners returns the assignment once it has not changed for a
 // session timeout (the leader's Redis grace is shorter), or after a minute.
