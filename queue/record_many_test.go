@@ -137,12 +137,16 @@ func TestARepeatedIDGoesWithoutItsNoteAndTheMarkerIsNoRecord(t *testing.T) {
 	}
 }
 
-// A records-only request with its note costs the record-many call one key
-// and the record's own command: one HSET, which with the bucket's marker
-// also says that the noted bucket is there (docs/decisions.md, "Issue 43:
-// the noted bucket's marker"), one TIME a call; trim-many took five keys a queue and eleven more
-// arguments, each a Lua string (docs/decisions.md, "Issue 43: records-only
-// requests in a call of their own").
+// A records-only request with its note costs one key in a record-noted
+// call and the record's own command: one HSET, which with the bucket's
+// marker also says that the noted bucket is there (docs/decisions.md,
+// "Issue 43: the noted bucket's marker"). The note's expiry is checked by
+// the client against its estimate of Redis's clock (a TIME of its own at
+// most every 5 s), so the call reads no TIME and takes two arguments a
+// record and one a queue; record-many took the index, eight arguments a
+// queue and a TIME a call (docs/decisions.md, "Issue 43: noted records
+// without the record function"), and trim-many before it five keys a
+// queue and eleven more arguments, each a Lua string.
 func TestRecordsOnlyRequestsCostOneKeyEach(t *testing.T) {
 	srv := testenv.NewRedis(t, testenv.RedisOptions{})
 	rdb := testClient(t, ClientOptions{Addrs: []string{srv.Addr}})
@@ -181,8 +185,8 @@ func TestRecordsOnlyRequestsCostOneKeyEach(t *testing.T) {
 	for _, e := range log {
 		if len(e.Args) > 3 && e.Args[0] == "evalsha" {
 			calls++
-			if e.Args[1] != recordManyScript.Hash() || e.Args[2] != "3" {
-				t.Errorf("want one record-many call with one key per queue, have %v", e.Args[:3])
+			if e.Args[1] != recordNotedScript.Hash() || e.Args[2] != "3" || len(e.Args) != 3+3+3*3 {
+				t.Errorf("want one record-noted call with one key and three arguments per queue, have %v", e.Args)
 			}
 		}
 	}
@@ -193,7 +197,10 @@ func TestRecordsOnlyRequestsCostOneKeyEach(t *testing.T) {
 	delete(have, "config|set")
 	delete(have, "slowlog|reset")
 	delete(have, "slowlog|get")
-	want := map[string]int{"evalsha": 1, "time": 1, "hset": 3}
+	if have["time"] <= 1 { // the client's estimate, read again every 5 s
+		delete(have, "time")
+	}
+	want := map[string]int{"evalsha": 1, "hset": 3}
 	for k, v := range want {
 		if have[k] != v {
 			t.Errorf("want %s %d times, have %v", k, v, have)
@@ -203,3 +210,61 @@ func TestRecordsOnlyRequestsCostOneKeyEach(t *testing.T) {
 		t.Errorf("want only %v, have %v", want, have)
 	}
 }
+
+// A records-only request takes the record-noted call only when the client
+// can vouch for what the record function would have checked in Redis: its
+// note names a bucket these records do not fill past its size, whose expiry
+// leaves every record its retention and is not past now + width +
+// retention (each with notedMargin for the estimate of Redis's clock, which
+// lags by up to a round trip), with distinct ids, none staged, and an
+// estimate at all.
+// Anything else takes record-many, whose script checks in Redis.
+func TestRecordNotedArgsTakeOnlyNotesTheClientCanVouchFor(t *testing.T) {
+	keep := drover.Duration(time.Hour)
+	policy := drover.Outcomes{Retention: &keep, Max: 80} // buckets of 10
+	const now = int64(1_800_000_000_000)
+	keepMs := time.Hour.Milliseconds()
+	width := keepMs / 8
+	good := func() drover.TrimRequest {
+		return drover.TrimRequest{Queue: "q", RecordsOnly: true, Policy: policy,
+			Bucket:   &drover.RecordBucket{Name: "000000000001:1", Expiry: now + keepMs + width/2, Held: 3},
+			Outcomes: []drover.Outcome{{ID: "a", State: drover.JobSucceeded}, {ID: "b", State: drover.JobSucceeded}}}
+	}
+	if a, ok := recordNotedArgs(ptr(good()), 0, now); !ok || len(a) != 5 || a[0] != 2 {
+		t.Fatalf("a note the client can vouch for: want the record-noted arguments (k, then id and record twice), have %v, %v", a, ok)
+	}
+	for _, c := range []struct {
+		name   string
+		edit   func(r *drover.TrimRequest)
+		staged int
+		now    int64
+	}{
+		{"no estimate of Redis's clock", func(*drover.TrimRequest) {}, 0, 0},
+		{"not records-only", func(r *drover.TrimRequest) { r.RecordsOnly = false }, 0, now},
+		{"no note", func(r *drover.TrimRequest) { r.Bucket = &drover.RecordBucket{} }, 0, now},
+		{"records staged", func(*drover.TrimRequest) {}, 1, now},
+		{"records off", func(r *drover.TrimRequest) { zero := drover.Duration(0); r.Policy.Retention = &zero }, 0, now},
+		{"the records would fill the bucket past its size", func(r *drover.TrimRequest) { r.Bucket.Held = 9 }, 0, now},
+		{"the bucket expires inside the margin", func(r *drover.TrimRequest) {
+			r.Bucket.Expiry = now + keepMs + notedMargin.Milliseconds() - 1
+		}, 0, now},
+		{"the bucket expires past now + width + retention + the margin", func(r *drover.TrimRequest) {
+			r.Bucket.Expiry = now + keepMs + width + notedMargin.Milliseconds() + 1
+		}, 0, now},
+		{"two records share an id", func(r *drover.TrimRequest) { r.Outcomes[1].ID = "a" }, 0, now},
+	} {
+		r := good()
+		c.edit(&r)
+		if a, ok := recordNotedArgs(&r, c.staged, c.now); ok {
+			t.Errorf("%s: want the record-many path, have record-noted arguments %v", c.name, a)
+		}
+	}
+	r := good()
+	r.Bucket.Held = 8 // 8 + 2 records: the bucket just full
+	r.Bucket.Expiry = now + keepMs + notedMargin.Milliseconds()
+	if _, ok := recordNotedArgs(&r, 0, now); !ok {
+		t.Error("records that just fill the bucket, which expires at the margin: want the record-noted path")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1054,6 +1054,45 @@ end
 return out
 `
 
+// recordNotedSource writes the outcome records of many queues into the
+// buckets their owner's notes name, with nothing else: the records-only
+// requests of a commit flush whose note the caller has checked already
+// (Log.TrimMany: the bucket not full with these records, its expiry
+// inside the retention window by the producer's estimate of Redis's
+// clock, with a margin), which a busy key sends once per message. It is
+// recordFunction's noted write alone: one HSET with the bucket's marker,
+// and, when the marker was not there, PTTL to tell a bucket written by a
+// note for the first time (it has its expiry) from one deleted since and
+// made again by this HSET without one, which is deleted at once (in the
+// same call: nothing is left without an expiry) and answered 0, so that
+// the caller writes those records again with no note. A record-many call
+// gave Redis eight strings and a dozen Lua steps a queue to do the same
+// (docs/decisions.md, "Issue 43: noted records without the record
+// function"). The queues of one call share a slot on a Cluster.
+//
+//	KEYS: 1 per queue: the noted bucket (<done>:<name>)
+//	ARGV: per queue: k (the number of records, ids distinct), then 2k
+//	      values: id, record JSON
+//
+// Returns 1 per queue: 1 when its records were written into the bucket,
+// 0 when the bucket was gone (nothing written).
+const recordNotedSource = `-- drover record-noted v1
+local out = {}
+local a = 1
+for q = 1, #KEYS do
+  local k = tonumber(ARGV[a])
+  local added = redis.call('HSET', KEYS[q], '', '', unpack(ARGV, a + 1, a + 2 * k))
+  if added == k or redis.call('PTTL', KEYS[q]) > 0 then
+    out[q] = 1
+  else
+    redis.call('UNLINK', KEYS[q]) -- gone since the note: not kept without an expiry
+    out[q] = 0
+  end
+  a = a + 1 + 2 * k
+end
+return out
+`
+
 // backlogSource measures a queue after an offset, in time independent of
 // the backlog's size (ZCOUNT and ZCARD are O(log N) and O(1)).
 //
@@ -1161,6 +1200,7 @@ var (
 	trimScript            = redis.NewScript(trimSource)
 	trimManyScript        = redis.NewScript(trimManySource)
 	recordManyScript      = redis.NewScript(recordManySource)
+	recordNotedScript     = redis.NewScript(recordNotedSource)
 	backlogScript         = redis.NewScript(backlogSource)
 	backlogManyScript     = redis.NewScript(backlogManySource)
 	checkScript           = redis.NewScript(checkSource)

@@ -67,7 +67,9 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 	var again []int         // a queue asked twice: trimmed on its own afterwards
 	var ahead []*scriptCall // records-only calls of the queues with more than recordsPerCall records
 	var lone []string       // the queues whose request goes in a record-many call
+	var noted []string      // the queues whose request goes in a record-noted call
 	staged := s.stageRecords(ctx, reqs)
+	nowMs := s.notedNow(ctx, reqs)
 	for i := range reqs {
 		r := &reqs[i]
 		if _, err := s.queueKeys(r.Queue); err != nil {
@@ -76,6 +78,12 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 		}
 		if _, dup := at[r.Queue]; dup {
 			again = append(again, i)
+			continue
+		}
+		if a, ok := recordNotedArgs(r, len(staged[i]), nowMs); ok {
+			at[r.Queue] = i
+			args[i] = a
+			noted = append(noted, r.Queue)
 			continue
 		}
 		if a, ok, err := recordManyArgs(r, len(staged[i])); err != nil {
@@ -158,36 +166,38 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 	for _, c := range calls {
 		c.keys = s.withRetireIndex(c.keys) // after the 5 per queue
 	}
-	records, err := s.slotCalls(lone, trimGroup, func(c *scriptCall, q string) {
-		c.script = recordManyScript
-		c.keys = append(c.keys, s.keys.queue(q).done)
+	records := s.recordManyCalls(lone, reqs, at, args, errs)
+	notes, err := s.slotCalls(noted, trimGroup, func(c *scriptCall, q string) {
+		c.script = recordNotedScript
+		c.keys = append(c.keys, s.keys.queue(q).done+":"+reqs[at[q]].Bucket.Name)
 		c.args = append(c.args, args[at[q]]...)
 	})
 	if err != nil { // names were checked: cannot happen
-		for _, q := range lone {
+		for _, q := range noted {
 			errs[at[q]] = fmt.Errorf("record outcomes: %w", err)
 		}
-		records = nil
+		notes = nil
 	}
-	s.evalPipelined(ctx, trimManyScript, append(append(ahead, calls...), records...))
-	for _, c := range records {
-		vals, err := c.cmd.Slice()
-		if err == nil && len(vals) != 3*len(c.queues) {
-			err = fmt.Errorf("the record-many script returned %d values for %d queues", len(vals), len(c.queues))
-		}
-		for k, q := range c.queues {
+	s.evalPipelined(ctx, trimManyScript, append(append(append(ahead, calls...), records...), notes...))
+	applyRecordMany(records, reqs, at, errs)
+	if gone := applyRecordNoted(notes, reqs, at, errs); len(gone) > 0 {
+		// Their noted buckets were deleted since the notes (the script
+		// deleted what its HSET made again): the records go with no note.
+		var resend []string
+		for _, q := range gone {
 			r := &reqs[at[q]]
-			if err != nil {
-				errs[at[q]] = fmt.Errorf("record %d outcomes of %s: %w", len(r.Outcomes), r.Queue, err)
-				*r.Bucket = drover.RecordBucket{} // what the call wrote is unknown
+			*r.Bucket = drover.RecordBucket{}
+			a, ok, err := recordManyArgs(r, 0)
+			if err != nil || !ok { // its records encoded for the noted call: cannot happen
+				errs[at[q]] = fmt.Errorf("record %d outcomes of %s again: %v", len(r.Outcomes), r.Queue, err)
 				continue
 			}
-			if name, _ := vals[3*k].(string); name != "" {
-				expiry, _ := vals[3*k+1].(int64)
-				held, _ := vals[3*k+2].(int64)
-				*r.Bucket = drover.RecordBucket{Name: name, Expiry: expiry, Held: held}
-			}
+			args[at[q]] = a
+			resend = append(resend, q)
 		}
+		again := s.recordManyCalls(resend, reqs, at, args, errs)
+		s.evalPipelined(ctx, recordManyScript, again)
+		applyRecordMany(again, reqs, at, errs)
 	}
 	for _, c := range calls {
 		vals, err := c.cmd.Slice()
@@ -233,6 +243,125 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 		}
 		_, errs[i] = s.TrimRecording(ctx, r.Queue, r.Offset, r.Retention, r.Outcomes, r.Policy)
 	}
+}
+
+// recordManyCalls makes the record-many calls of queues, whose requests'
+// arguments are args[at[q]]; a queue it cannot place gets an error.
+func (s Log) recordManyCalls(queues []string, reqs []drover.TrimRequest, at map[string]int, args [][]any, errs []error) []*scriptCall {
+	calls, err := s.slotCalls(queues, trimGroup, func(c *scriptCall, q string) {
+		c.script = recordManyScript
+		c.keys = append(c.keys, s.keys.queue(q).done)
+		c.args = append(c.args, args[at[q]]...)
+	})
+	if err != nil { // names were checked: cannot happen
+		for _, q := range queues {
+			errs[at[q]] = fmt.Errorf("record outcomes of %s: %w", reqs[at[q]].Queue, err)
+		}
+		return nil
+	}
+	return calls
+}
+
+// applyRecordMany reads the answers of record-many calls: each queue's
+// bucket becomes its request's note, or its error is set and its note
+// cleared (what a failed call wrote is unknown).
+func applyRecordMany(calls []*scriptCall, reqs []drover.TrimRequest, at map[string]int, errs []error) {
+	for _, c := range calls {
+		vals, err := c.cmd.Slice()
+		if err == nil && len(vals) != 3*len(c.queues) {
+			err = fmt.Errorf("the record-many script returned %d values for %d queues", len(vals), len(c.queues))
+		}
+		for k, q := range c.queues {
+			r := &reqs[at[q]]
+			if err != nil {
+				errs[at[q]] = fmt.Errorf("record %d outcomes of %s: %w", len(r.Outcomes), r.Queue, err)
+				*r.Bucket = drover.RecordBucket{}
+				continue
+			}
+			if name, _ := vals[3*k].(string); name != "" {
+				expiry, _ := vals[3*k+1].(int64)
+				held, _ := vals[3*k+2].(int64)
+				*r.Bucket = drover.RecordBucket{Name: name, Expiry: expiry, Held: held}
+			}
+		}
+	}
+}
+
+// applyRecordNoted reads the answers of record-noted calls: a queue whose
+// records went into its noted bucket counts them in its note; it returns
+// the queues whose bucket was gone (nothing written). A failed call sets
+// its queues' errors and clears their notes.
+func applyRecordNoted(calls []*scriptCall, reqs []drover.TrimRequest, at map[string]int, errs []error) (gone []string) {
+	for _, c := range calls {
+		vals, err := c.cmd.Int64Slice()
+		if err == nil && len(vals) != len(c.queues) {
+			err = fmt.Errorf("the record-noted script returned %d values for %d queues", len(vals), len(c.queues))
+		}
+		for k, q := range c.queues {
+			r := &reqs[at[q]]
+			switch {
+			case err != nil:
+				errs[at[q]] = fmt.Errorf("record %d outcomes of %s: %w", len(r.Outcomes), r.Queue, err)
+				*r.Bucket = drover.RecordBucket{}
+			case vals[k] == 1:
+				r.Bucket.Held += int64(len(r.Outcomes))
+			default:
+				gone = append(gone, q)
+			}
+		}
+	}
+	return gone
+}
+
+// notedMargin is how much longer than the retention a noted bucket must
+// still live, by the producer's estimate of Redis's clock, for its
+// records to go in a record-noted call: the estimate lags Redis's clock
+// by up to a round trip (redisClock), and a record must live its
+// retention. A bucket inside the margin takes the record-many path, whose
+// script reads TIME. The other bound, a bucket made under a longer
+// retention than today's, gets the same slack (a bucket made a moment ago
+// can expire after the estimate's now + width + retention), so a lowered
+// retention reaches a noted bucket's records at most notedMargin later.
+const notedMargin = 5 * time.Second
+
+// notedNow returns the estimate of Redis's clock in unix ms when a
+// request of reqs may take a record-noted call, else 0 (no estimate, or
+// no request with a note): reading it may cost a TIME round trip every
+// few seconds.
+func (s Log) notedNow(ctx context.Context, reqs []drover.TrimRequest) int64 {
+	for i := range reqs {
+		if r := &reqs[i]; r.RecordsOnly && r.Bucket != nil && r.Bucket.Name != "" {
+			return s.redisNow.now(ctx, s.rdb) / 1000
+		}
+	}
+	return 0
+}
+
+// recordNotedArgs returns the record-noted script's arguments for r when
+// r's records may go into the bucket its note names without the record
+// function (recordNotedSource): a records-only request, none staged, with
+// a note of a bucket these records do not fill past its size (bucketRecords),
+// whose expiry, by nowMs (the estimate of Redis's clock, 0: none), lies
+// between now + retention + notedMargin and now + width + retention +
+// notedMargin (the record function's check, which the script does not
+// make), and records
+// with distinct ids (the script's marker count needs them). Records that
+// do not encode take the record-many path, which reports them.
+func recordNotedArgs(r *drover.TrimRequest, staged int, nowMs int64) ([]any, bool) {
+	b, keep, k := r.Bucket, r.Policy.Keep().Milliseconds(), len(r.Outcomes)
+	if nowMs <= 0 || !r.RecordsOnly || b == nil || b.Name == "" || keep <= 0 || k == 0 || staged > 0 || k > recordsPerCall {
+		return nil, false
+	}
+	width := max(1000, keep/8) // the record function's
+	if b.Held < 0 || b.Held+int64(k) > int64(bucketRecords(r.Policy)) ||
+		b.Expiry < nowMs+keep+notedMargin.Milliseconds() || b.Expiry > nowMs+width+keep+notedMargin.Milliseconds() || !distinctIDs(r.Outcomes) {
+		return nil, false
+	}
+	a, err := appendRecordArgs(append(make([]any, 0, 1+2*k), k), r.Queue, r.Outcomes)
+	if err != nil {
+		return nil, false
+	}
+	return a, true
 }
 
 // recordManyArgs returns the record-many script's arguments for r when r
