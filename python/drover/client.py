@@ -10,7 +10,7 @@ import re
 import socket
 import time
 from importlib import resources
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 try:
     import redis
