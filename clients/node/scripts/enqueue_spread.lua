@@ -26,20 +26,29 @@ local unowned = ARGV[1]
 local hint = (ARGV[2] or ''):match('^%d+$') and tonumber(ARGV[2]) or 0
 local n = #KEYS / 4
 local out, routes, lasts = {}, {}, {}
-local batch, order, sentOn = {}, {}, {}
+local batch, counts, order, sentOn = {}, {}, {}, {}
 local function arg(i, f) return ARGV[4 * i - 2 + f] end -- f: 1 name, 2 id, 3 envelope, 4 route
 local function isBatch(ch) return string.find(ch, ':wake-b:', 1, true) end
-local function entry(i)
+-- addEntry appends queue i's entry of a batch wake-up to the parts b: its
+-- header, then its name, id and envelope as they came, so that no string
+-- is made of an entry (table.concat copies the parts once) and returns b.
+local function addEntry(b, i)
   local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
   if last and #env <= 4096 then
-    return string.format('%d %d %d %d %d', #q, #id, #env, last, out[i]) .. '\n' .. q .. id .. env
+    b[#b + 1] = string.format('%d %d %d %d %d\n', #q, #id, #env, last, out[i])
+    b[#b + 1] = q
+    b[#b + 1] = id
+    b[#b + 1] = env
+  else
+    b[#b + 1] = string.format('%d 0 0 0 0\n', #q)
+    b[#b + 1] = q
   end
-  return string.format('%d 0 0 0 0', #q) .. '\n' .. q
+  return b
 end
 -- wakeNow sends queue i's wake-up on ch alone and returns PUBLISH's answer.
 local function wakeNow(ch, i)
   local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
-  if isBatch(ch) then return redis.call('PUBLISH', ch, ':1\n' .. entry(i)) end
+  if isBatch(ch) then return redis.call('PUBLISH', ch, table.concat(addEntry({':1\n'}, i))) end
   if last and #env <= 4096 and string.find(ch, ':wake-e:', 1, true) then
     return redis.call('PUBLISH', ch, q .. '\n' .. string.format('%d %d', last, out[i]) .. '\n' .. id .. '\n' .. env)
   end
@@ -54,9 +63,9 @@ end
 -- wake sends queue i's wake-up on ch, or adds it to ch's batch.
 local function wake(ch, i, seen)
   if isBatch(ch) then
-    if not batch[ch] then batch[ch] = {}; order[#order + 1] = ch; sentOn[ch] = {} end
-    local b = batch[ch]
-    b[#b + 1] = entry(i)
+    if not batch[ch] then batch[ch] = {''}; counts[ch] = 0; order[#order + 1] = ch; sentOn[ch] = {} end
+    addEntry(batch[ch], i)
+    counts[ch] = counts[ch] + 1
     if seen then table.insert(sentOn[ch], i) end
   elseif wakeNow(ch, i) == 0 and seen then
     reroute(i, seen)
@@ -85,7 +94,8 @@ for i = 1, n do
 end
 for _, ch in ipairs(order) do
   local b = batch[ch]
-  if redis.call('PUBLISH', ch, ':' .. #b .. '\n' .. table.concat(b)) == 0 then
+  b[1] = string.format(':%d\n', counts[ch]) -- the parts' first, kept for it
+  if redis.call('PUBLISH', ch, table.concat(b)) == 0 then
     for _, i in ipairs(sentOn[ch]) do reroute(i, ch) end
   end
 end
