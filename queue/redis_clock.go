@@ -40,6 +40,28 @@ type clockReading struct {
 	us int64
 }
 
+// peek returns the estimate of Redis's clock in µs without waiting: from a
+// reading younger than redisClockTTL, else 0 ("no estimate"), and then it
+// reads TIME again in the background (one reading at a time, bounded by
+// redisClockTTL) for the next caller. The committer's record path uses it
+// (Log.TrimMany): a round trip there would delay the member's next offset
+// commit, and the commits must not wait on Redis (docs/reliability.md).
+func (c *redisClock) peek(rdb timeReader) int64 {
+	if r := c.reading.Load(); r != nil {
+		if age := c.clock.Now().Sub(r.at); age >= 0 && age < redisClockTTL {
+			return r.us + age.Microseconds()
+		}
+	}
+	if !c.busy.Load() {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), redisClockTTL)
+			defer cancel()
+			c.now(ctx, rdb)
+		}()
+	}
+	return 0
+}
+
 // now returns the estimate of Redis's clock in µs, reading TIME first when
 // the last reading is older than redisClockTTL. While another caller reads
 // TIME it uses the older reading. It returns 0, "no estimate", when there

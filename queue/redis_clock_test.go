@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -123,5 +124,48 @@ func TestTheClockEstimateNeverRunsAheadOfRedis(t *testing.T) {
 	c.set(c.Now().Add(time.Second))
 	if got, redisNow := rc.now(context.Background(), lateTime{c}), c.Now().UnixMicro(); got > redisNow {
 		t.Fatalf("a second later: estimate %d ahead of Redis's clock %d", got, redisNow)
+	}
+}
+
+// gatedTime answers TIME with redisNow once the test opens the gate, and
+// says on asked that it was asked.
+type gatedTime struct {
+	redisNow time.Time
+	asked    chan struct{}
+	gate     chan struct{}
+}
+
+func (f *gatedTime) Time(ctx context.Context) *redis.TimeCmd {
+	f.asked <- struct{}{}
+	<-f.gate
+	cmd := redis.NewTimeCmd(ctx, "time")
+	cmd.SetVal(f.redisNow)
+	return cmd
+}
+
+// peek, the committer's reading, never waits for Redis: with no fresh
+// reading it answers "no estimate" at once and reads TIME in the
+// background, and the next peek uses that reading. A peek that waited
+// would block this test at the first call, whose TIME is held until the
+// peek has returned.
+func TestPeekAnswersAtOnceAndReadsInTheBackground(t *testing.T) {
+	local := time.Unix(1_800_000_000, 0)
+	clk := &setClock{now: local}
+	c := &redisClock{clock: clk}
+	f := &gatedTime{redisNow: local.Add(3 * time.Second), asked: make(chan struct{}), gate: make(chan struct{})}
+	if us := c.peek(f); us != 0 {
+		t.Fatalf("no reading yet: want 0, have %d", us)
+	}
+	<-f.asked // the background reading began after peek returned
+	if us := c.peek(f); us != 0 {
+		t.Fatalf("while the reading is under way: want 0, have %d", us)
+	}
+	close(f.gate)
+	for c.reading.Load() == nil || c.busy.Load() {
+		runtime.Gosched()
+	}
+	clk.set(local.Add(time.Second))
+	if us, want := c.peek(f), local.Add(4*time.Second).UnixMicro(); us != want {
+		t.Fatalf("after the background reading: want %d (its Redis time plus the 1 s since), have %d", want, us)
 	}
 }

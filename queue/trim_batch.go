@@ -69,7 +69,7 @@ func (s Log) trimMany(ctx context.Context, reqs []drover.TrimRequest, errs []err
 	var lone []string       // the queues whose request goes in a record-many call
 	var noted []string      // the queues whose request goes in a record-noted call
 	staged := s.stageRecords(ctx, reqs)
-	nowMs := s.notedNow(ctx, reqs)
+	nowMs := s.notedNow(reqs)
 	for i := range reqs {
 		r := &reqs[i]
 		if _, err := s.queueKeys(r.Queue); err != nil {
@@ -326,12 +326,13 @@ const notedMargin = 5 * time.Second
 
 // notedNow returns the estimate of Redis's clock in unix ms when a
 // request of reqs may take a record-noted call, else 0 (no estimate, or
-// no request with a note): reading it may cost a TIME round trip every
-// few seconds.
-func (s Log) notedNow(ctx context.Context, reqs []drover.TrimRequest) int64 {
+// no request with a note). It never waits for Redis (redisClock.peek): a
+// TrimMany with no fresh reading sends its noted requests through
+// record-many while the reading is taken in the background.
+func (s Log) notedNow(reqs []drover.TrimRequest) int64 {
 	for i := range reqs {
 		if r := &reqs[i]; r.RecordsOnly && r.Bucket != nil && r.Bucket.Name != "" {
-			return s.redisNow.now(ctx, s.rdb) / 1000
+			return s.redisNow.peek(s.rdb) / 1000
 		}
 	}
 	return 0
