@@ -168,9 +168,9 @@ func TestRecordsOnlyRequestsCostOneKeyEach(t *testing.T) {
 			}
 		}
 	}
-	send(0) // loads the script, makes the buckets
+	send(0)                  // loads the script, makes the buckets
 	s.redisNow.now(ctx, rdb) // the estimate the committer's path only peeks at
-	send(1) // the first write by the note marks the bucket
+	send(1)                  // the first write by the note marks the bucket
 	for _, c := range []*redis.StatusCmd{rdb.ConfigResetStat(ctx), rdb.ConfigSet(ctx, "slowlog-log-slower-than", "0")} {
 		if c.Err() != nil {
 			t.Fatal(c.Err())
