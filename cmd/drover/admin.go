@@ -148,13 +148,13 @@ const readyTimeout = time.Second
 // readyWithRedis is a /readyz check: zk's (the ZooKeeper session and
 // membership), then a Redis ping bounded by readyTimeout, so that a
 // process that cannot reach Redis is taken out of rotation too.
-func readyWithRedis(zk func() error, store *queue.Store) error {
+func readyWithRedis(zk func() error, ping func(context.Context) error) error {
 	if err := zk(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	if err := store.Ping(ctx); err != nil {
+	if err := ping(ctx); err != nil {
 		return fmt.Errorf("Redis does not answer: %w", err)
 	}
 	return nil

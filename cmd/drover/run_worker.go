@@ -88,7 +88,16 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 		return err
 	}
 	defer reg.Close()
-	redisHealth, err := fleet.NewRedisHealth(fleet.RedisHealthConfig{Ping: store.Ping, GiveUpAfter: cfg.Worker.RedisGiveUpAfter, Logger: log.Named("redis")})
+	// The health ping and the readiness probe have a connection of their
+	// own: through the store's pool, a member behind on its work timed out
+	// its pings waiting for a free connection and gave its queues up
+	// (queue.Pinger).
+	pinger, err := newPinger(cfg, "drover-worker-"+cfg.Worker.Name)
+	if err != nil {
+		return err
+	}
+	defer pinger.Close()
+	redisHealth, err := fleet.NewRedisHealth(fleet.RedisHealthConfig{Ping: pinger.Ping, GiveUpAfter: cfg.Worker.RedisGiveUpAfter, Logger: log.Named("redis")})
 	if err != nil {
 		return err
 	}
@@ -151,7 +160,7 @@ func runWorker(ctx context.Context, cfg *config.Config, opts workerOptions) erro
 	}
 	if admin != nil {
 		admin.srv.Handler = w.AdminHandler(worker.AdminConfig{
-			Ready: func() error { return cmp.Or(redisHealth.Ready(), readyWithRedis(m.Ready, store)) },
+			Ready: func() error { return cmp.Or(redisHealth.Ready(), readyWithRedis(m.Ready, pinger.Ping)) },
 			Info: func() map[string]any {
 				out := m.Info()
 				out["admin_addr"], out["version"] = adminAddr, version
@@ -240,6 +249,20 @@ func openStore(cfg *config.Config, clientName string, log hclog.Logger) (*queue.
 	}
 	cancel()
 	return store, func() { rdb.Close(); stopTracing() }, nil
+}
+
+// newPinger returns a Redis pinger with a connection of its own, for the
+// Redis described in cfg (queue.Pinger).
+func newPinger(cfg *config.Config, clientName string) (*queue.Pinger, error) {
+	ro, err := cfg.RedisOptions(clientName)
+	if err != nil {
+		return nil, err
+	}
+	p, err := queue.NewPinger(ro)
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	return p, nil
 }
 
 // familyRegistrar is the registrar of one session of a fleet member:

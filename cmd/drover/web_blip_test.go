@@ -204,17 +204,17 @@ func TestWorkerReadinessPingsRedis(t *testing.T) {
 	c.redis = rds.Addr
 	st := c.store()
 	zkOK := func() error { return nil }
-	if err := readyWithRedis(zkOK, st); err != nil {
+	if err := readyWithRedis(zkOK, st.Ping); err != nil {
 		t.Fatalf("ready with Redis up: %v", err)
 	}
 	rds.Pause(t)
-	err := readyWithRedis(zkOK, st)
+	err := readyWithRedis(zkOK, st.Ping)
 	rds.Resume(t)
 	if err == nil || !strings.Contains(err.Error(), "Redis") {
 		t.Fatalf("ready with Redis frozen: want an error naming Redis, have %v", err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for readyWithRedis(zkOK, st) != nil {
+	for readyWithRedis(zkOK, st.Ping) != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("ready after the thaw: still failing")
 		}

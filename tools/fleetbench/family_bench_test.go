@@ -296,3 +296,68 @@ func profileWorkers(b *testing.B, ws []*worker, dir string, d time.Duration) (wa
 		}
 	}
 }
+
+// keepLogs copies each worker's log into dir (<worker>.log) when the
+// benchmark ends, after the worker is killed, so that a run that fell
+// behind can be read afterwards (DROVER_FLEETBENCH_PROFILES, with
+// DROVER_FLEETBENCH_LOG_LEVEL for more than warnings).
+func keepLogs(b *testing.B, ws []*worker, dir string) {
+	if dir == "" {
+		return
+	}
+	// Registered after the workers' own cleanups: runs before them, so it
+	// kills each worker first (a second kill is harmless).
+	b.Cleanup(func() {
+		for _, w := range ws {
+			w.cmd.Process.Kill()
+			<-w.done
+			data, err := os.ReadFile(w.logPath)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, w.name+".log"), data, 0o644)
+			}
+			if err != nil {
+				b.Logf("%s log: %v", w.name, err)
+			}
+		}
+	})
+}
+
+// dumpGoroutines saves every worker's goroutines, grouped by stack
+// (/debug/pprof/goroutine?debug=1), into dir as <worker>.goroutine.<n>
+// every interval until the returned stop is called: what a worker's
+// goroutines wait on at the moment a window falls behind. Nothing when dir
+// is empty.
+func dumpGoroutines(b *testing.B, ws []*worker, dir string, every time.Duration) (stop func()) {
+	if dir == "" || every <= 0 {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			for _, w := range ws {
+				resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", w.admin))
+				if err != nil {
+					b.Logf("%s goroutines: %v", w.name, err)
+					continue
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err == nil {
+					err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s.goroutine.%d", w.name, n)), body, 0o644)
+				}
+				if err != nil {
+					b.Logf("%s goroutines: %v", w.name, err)
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}

@@ -128,6 +128,7 @@ func runFleet(b *testing.B, sz sizes) {
 	for i := range ws {
 		ws[i] = startWorker(b, bin, dir, fmt.Sprintf("w%d", i+1), zkServer.Addrs[0], env)
 	}
+	keepLogs(b, ws, os.Getenv("DROVER_FLEETBENCH_PROFILES"))
 	took := waitConverged(b, s, ws, sz.SmallQueues, sz.Converge)
 	b.Logf("%d workers run %d queues after %s", sz.Workers, sz.SmallQueues, took.Round(time.Millisecond))
 	time.Sleep(sz.Settle / 3)
@@ -198,6 +199,7 @@ func busyWindows(b *testing.B, rm *redisMeter, ws []*worker, p *producer, sz siz
 	if stages[0], err = readStages(ws); err != nil {
 		b.Fatal(err)
 	}
+	defer dumpGoroutines(b, ws, os.Getenv("DROVER_FLEETBENCH_PROFILES"), sz.Window/subWindows)()
 	at := sample(b, rm, ws, p)
 	for i := range wins {
 		profiled := func() {}
