@@ -1,5 +1,7 @@
 package drover
 
+import "time"
+
 // ReadRequest is one queue's read in a batch (an owner reads the queues
 // woken since its last read in one round trip): up to N entries with
 // positions after After.
@@ -19,4 +21,22 @@ type ReadRequest struct {
 type ReadResult struct {
 	Entries []LogEntry
 	Err     error
+}
+
+// PromoteRequest is one queue's promotion in a batch (an owner's queue
+// loops promote together, one round trip for all): move up to Limit
+// delayed messages due at or before Now into the log.
+type PromoteRequest struct {
+	Queue string
+	Now   time.Time
+	Limit int
+}
+
+// PromoteResult is what a PromoteRequest of a batch did: how many messages
+// moved, and the due time of the earliest one still delayed (zero when none
+// is), or Err.
+type PromoteResult struct {
+	Moved int
+	Next  time.Time
+	Err   error
 }

@@ -9,37 +9,57 @@ import (
 	"github.com/drover-dev/drover"
 )
 
-// DefaultPromoteLimit is the most ids PromoteDueNext moves when given limit <= 0.
+// DefaultPromoteLimit is the most ids PromoteMany moves for a request whose Limit is <= 0.
 const DefaultPromoteLimit = 1000
 
-// PromoteDueNext moves up to limit ids of queue whose due time is at or
-// before now from the delayed set into the log, atomically, with fresh
-// positions (after every position handed out so far), in due-time order.
-// An id still in the log is moved to its new position. It returns how many
-// ids moved (fewer than limit means none is due any more) and, from the
-// same script call, the due time of the earliest message still delayed
+// PromoteMany promotes many queues in one round trip, one script call per
+// queue, all in one pipeline (a Cluster client sends each node its own).
+// For each request it moves up to Limit ids of Queue whose due time is at
+// or before Now from the delayed set into the log, atomically, with fresh
+// positions (after every position handed out so far), in due-time order;
+// an id still in the log is moved to its new position. Its result says how
+// many ids moved (fewer than Limit means none is due any more) and, from
+// the same script call, the due time of the earliest message still delayed
 // (zero when none is): the owner schedules its next promotion for then
-// instead of polling. limit <= 0 means DefaultPromoteLimit.
-func (s Log) PromoteDueNext(ctx context.Context, queue string, now time.Time, limit int) (int, time.Time, error) {
-	qk, err := s.queueKeys(queue)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("promote due messages of %s: %w", queue, err)
+// instead of polling. Limit <= 0 means DefaultPromoteLimit. It is
+// how an owner's running queues promote (worker/promote.go): one call a
+// queue, each with a connection of the client's pool, queued thousands of
+// calls for the pool when thousands of queues ran at once. It returns one
+// result per request, in order; an invalid queue name affects only its own.
+func (s Log) PromoteMany(ctx context.Context, reqs []drover.PromoteRequest) []drover.PromoteResult {
+	out := make([]drover.PromoteResult, len(reqs))
+	calls := make([]*scriptCall, 0, len(reqs))
+	sent := make([]int, 0, len(reqs)) // the request of each call
+	for i, r := range reqs {
+		qk, err := s.queueKeys(r.Queue)
+		if err != nil {
+			out[i].Err = fmt.Errorf("promote due messages of %s: %w", r.Queue, err)
+			continue
+		}
+		limit := r.Limit
+		if limit <= 0 {
+			limit = DefaultPromoteLimit
+		}
+		calls = append(calls, &scriptCall{keys: []string{qk.log, qk.seq, qk.delayed}, args: []any{r.Now.UnixMilli(), limit}})
+		sent = append(sent, i)
 	}
-	if limit <= 0 {
-		limit = DefaultPromoteLimit
+	s.evalPipelined(ctx, promoteScript, calls)
+	for k, c := range calls {
+		i := sent[k]
+		vals, err := c.cmd.Int64Slice()
+		if err == nil && len(vals) != 2 {
+			err = fmt.Errorf("promote script returned %d values, want 2", len(vals))
+		}
+		if err != nil {
+			out[i].Err = fmt.Errorf("promote due messages of %s: %w", reqs[i].Queue, err)
+			continue
+		}
+		out[i].Moved = int(vals[0])
+		if vals[1] > 0 {
+			out[i].Next = time.UnixMilli(vals[1])
+		}
 	}
-	vals, err := s.run(ctx, promoteScript, []string{qk.log, qk.seq, qk.delayed}, now.UnixMilli(), limit).Int64Slice()
-	if err == nil && len(vals) != 2 {
-		err = fmt.Errorf("promote script returned %d values, want 2", len(vals))
-	}
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("promote due messages of %s: %w", queue, err)
-	}
-	var next time.Time
-	if vals[1] > 0 {
-		next = time.UnixMilli(vals[1])
-	}
-	return int(vals[0]), next, nil
+	return out
 }
 
 // NextDue returns the due time of queue's earliest delayed message, and
@@ -63,7 +83,7 @@ func (s Inspector) NextDue(ctx context.Context, queue string) (time.Time, bool, 
 // again at due: its envelope replaces the stored one under the same id, the
 // id goes to the delayed set and leaves the log. Trim keeps the envelope of
 // an id in the delayed set, so committing past m's old position is safe.
-// PromoteDueNext brings it back to the log.
+// PromoteMany brings it back to the log.
 func (s Log) Retry(ctx context.Context, m *drover.Message, due time.Time) error {
 	if m == nil {
 		return errors.New("retry: nil message")

@@ -13,7 +13,54 @@ import (
 var _ = addContractCases(
 	contractCase{"DelayedPromoteRevoke", testDelayedPromoteRevoke},
 	contractCase{"RetryAcrossTrim", testRetryAcrossTrim},
+	contractCase{"PromoteManyAnswersEachQueue", testPromoteManyAnswersEachQueue},
 )
+
+// PromoteMany does, for each request, what a promotion of its queue does
+// alone: the due messages of each queue move, each answer says how many
+// and when the next one is due, and a bad request fails alone.
+func testPromoteManyAnswersEachQueue(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	s := newTestStore(t, rdb, nil)
+	now := time.Now()
+	for _, d := range []struct {
+		queue, id string
+		in        time.Duration
+	}{{"pm-a", "a1", time.Minute}, {"pm-a", "a2", 2 * time.Minute}, {"pm-a", "a3", time.Hour}, {"pm-b", "b1", time.Minute}} {
+		if _, err := s.Producer().EnqueueAt(ctx, msg(d.queue, d.id), now.Add(d.in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := now.Add(5 * time.Minute)
+	res := s.Log().PromoteMany(ctx, []drover.PromoteRequest{
+		{Queue: "pm-a", Now: at, Limit: 10},
+		{Queue: "", Now: at}, // not a queue name
+		{Queue: "pm-b", Now: at, Limit: 10},
+		{Queue: "pm-none", Now: at},
+		{Queue: "pm-a", Now: at, Limit: 10}, // again: nothing more is due
+	})
+	if len(res) != 5 {
+		t.Fatalf("want 5 results, have %d", len(res))
+	}
+	if r := res[0]; r.Err != nil || r.Moved != 2 || r.Next.UnixMilli() != now.Add(time.Hour).UnixMilli() {
+		t.Errorf("pm-a: want 2 moved, next in an hour, have %+v", r)
+	}
+	if res[1].Err == nil {
+		t.Errorf("an empty queue name: want an error, have %+v", res[1])
+	}
+	if r := res[2]; r.Err != nil || r.Moved != 1 || !r.Next.IsZero() {
+		t.Errorf("pm-b: want 1 moved, none left, have %+v", r)
+	}
+	if r := res[3]; r.Err != nil || r.Moved != 0 || !r.Next.IsZero() {
+		t.Errorf("pm-none: want nothing, have %+v", r)
+	}
+	if r := res[4]; r.Err != nil || r.Moved != 0 || r.Next.UnixMilli() != now.Add(time.Hour).UnixMilli() {
+		t.Errorf("pm-a again: want 0 moved, next in an hour, have %+v", r)
+	}
+	if es := readAll(t, s, "pm-a", 0, 10); len(es) != 2 || es[0].ID != "a1" || es[1].ID != "a2" {
+		t.Errorf("pm-a's log: want a1, a2, have %+v", es)
+	}
+}
 
 // Delayed messages wait outside the log; PromoteDueNext moves the due ones in
 // with fresh positions; Revoke is true only for a message still delayed.
@@ -45,7 +92,7 @@ func testDelayedPromoteRevoke(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("Backlog: want lag 2, delayed 2, have %+v, %v", b, err)
 	}
 
-	if n, _, err := s.Log().PromoteDueNext(ctx, "later", now, 10); err != nil || n != 0 {
+	if n, _, err := promoteDueNext(ctx, s.Log(), "later", now, 10); err != nil || n != 0 {
 		t.Fatalf("PromoteDueNext(now): want 0, have %d, %v", n, err)
 	}
 	if ok, err := s.Operator().Revoke(ctx, "later", "in-1h"); err != nil || !ok {
@@ -66,7 +113,7 @@ func testDelayedPromoteRevoke(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("enqueue of a revoked id: want a fresh message, have %+v, %v", r, err)
 	}
 
-	n, _, err := s.Log().PromoteDueNext(ctx, "later", now.Add(2*time.Hour+time.Second), 10)
+	n, _, err := promoteDueNext(ctx, s.Log(), "later", now.Add(2*time.Hour+time.Second), 10)
 	if err != nil || n != 1 {
 		t.Fatalf("PromoteDueNext(now+2h): want 1, have %d, %v", n, err)
 	}
@@ -86,10 +133,10 @@ func testDelayedPromoteRevoke(t *testing.T, rdb redis.UniversalClient) {
 			t.Fatalf("EnqueueAt(%s): %v", id, err)
 		}
 	}
-	if n, _, err := s.Log().PromoteDueNext(ctx, "later", now.Add(time.Hour), 2); err != nil || n != 2 {
+	if n, _, err := promoteDueNext(ctx, s.Log(), "later", now.Add(time.Hour), 2); err != nil || n != 2 {
 		t.Fatalf("PromoteDueNext limit 2: want 2, have %d, %v", n, err)
 	}
-	if n, _, err := s.Log().PromoteDueNext(ctx, "later", now.Add(time.Hour), 2); err != nil || n != 1 {
+	if n, _, err := promoteDueNext(ctx, s.Log(), "later", now.Add(time.Hour), 2); err != nil || n != 1 {
 		t.Fatalf("PromoteDueNext again: want 1, have %d, %v", n, err)
 	}
 	if es := readAll(t, s, "later", es[0].Position, 10); len(es) != 3 || es[0].ID != "a" || es[2].ID != "c" {
@@ -124,7 +171,7 @@ func testRetryAcrossTrim(t *testing.T, rdb redis.UniversalClient) {
 	if err := s.Log().Retry(ctx, y, now.Add(-time.Second)); err != nil {
 		t.Fatalf("Retry(y): %v", err)
 	}
-	if n, _, err := s.Log().PromoteDueNext(ctx, "retry", now, 10); err != nil || n != 1 {
+	if n, _, err := promoteDueNext(ctx, s.Log(), "retry", now, 10); err != nil || n != 1 {
 		t.Fatalf("PromoteDueNext: want y, have %d, %v", n, err)
 	}
 	if _, err := s.Log().Trim(ctx, "retry", offset, 0); err != nil {
@@ -136,7 +183,7 @@ func testRetryAcrossTrim(t *testing.T, rdb redis.UniversalClient) {
 			t.Fatalf("after trim: envelope of %s must be kept, HEXISTS = %v, %v", id, ok, err)
 		}
 	}
-	if n, _, err := s.Log().PromoteDueNext(ctx, "retry", now.Add(2*time.Minute), 10); err != nil || n != 1 {
+	if n, _, err := promoteDueNext(ctx, s.Log(), "retry", now.Add(2*time.Minute), 10); err != nil || n != 1 {
 		t.Fatalf("PromoteDueNext: want x, have %d, %v", n, err)
 	}
 	got := readAll(t, s, "retry", offset, 10)
@@ -154,4 +201,11 @@ func testRetryAcrossTrim(t *testing.T, rdb redis.UniversalClient) {
 	if _, err := s.Operator().Revoke(ctx, "bad:queue", "x"); !errors.Is(err, drover.ErrInvalidQueueName) {
 		t.Fatalf("Revoke in bad:queue: want ErrInvalidQueueName, have %v", err)
 	}
+}
+
+// promoteDueNext promotes one queue through PromoteMany, as an owner's
+// lone promotion does.
+func promoteDueNext(ctx context.Context, l Log, q string, now time.Time, limit int) (int, time.Time, error) {
+	r := l.PromoteMany(ctx, []drover.PromoteRequest{{Queue: q, Now: now, Limit: limit}})[0]
+	return r.Moved, r.Next, r.Err
 }

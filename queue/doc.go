@@ -16,7 +16,7 @@
 // one per kind of caller (roles.go). Producers use store.Producer()
 // (Enqueue, EnqueueAt/EnqueueIn, EnqueueBatch). The queue's owner uses
 // store.Log(): it reads in batches after its committed offset (ReadAfter,
-// ReadMany), promotes due delayed messages (PromoteDueNext), schedules
+// ReadMany), promotes due delayed messages (PromoteMany), schedules
 // retries (Retry), dead-letters what fails for good (DeadLetter) and trims
 // what is done (Trim, TrimMany); idle owners learn about new messages from
 // store.Listener().Wakeups. Operators and consoles use store.Dead(),

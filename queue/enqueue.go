@@ -87,7 +87,7 @@ func (s Producer) Enqueue(ctx context.Context, m *drover.Message) (EnqueueResult
 
 // EnqueueAt is Enqueue for a message that becomes ready at time at: it goes
 // to the queue's delayed set, and the queue's owner promotes it to the log
-// when due (PromoteDueNext). A time not after Redis's clock enqueues at once.
+// when due (PromoteMany). A time not after Redis's clock enqueues at once.
 // Revoke deletes it while it waits.
 func (s Producer) EnqueueAt(ctx context.Context, m *drover.Message, at time.Time) (EnqueueResult, error) {
 	return s.enqueueOne(ctx, m, dueMillis(at))

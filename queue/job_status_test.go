@@ -55,7 +55,7 @@ func testJobStatusWalk(t *testing.T, rdb redis.UniversalClient) {
 	}
 
 	first := mustEnqueue(t, s, msg(q, "first"))
-	if n, _, err := s.Log().PromoteDueNext(ctx, q, due, 10); err != nil || n != 1 {
+	if n, _, err := promoteDueNext(ctx, s.Log(), q, due, 10); err != nil || n != 1 {
 		t.Fatalf("PromoteDueNext: want 1, have %d, %v", n, err)
 	}
 	st = jobStatus(t, s, q, "walk", 0)

@@ -41,7 +41,7 @@ func TestNoTypeHoldsTooManyRoles(t *testing.T) {
 		}
 	}
 	// The Log role is the worker's store port (worker/): exactly these.
-	want := []string{"Backlog", "BacklogMany", "CheckQueues", "DeadLetter", "ParkHead", "PromoteDueNext", "QueueHeads",
+	want := []string{"Backlog", "BacklogMany", "CheckQueues", "DeadLetter", "ParkHead", "PromoteMany", "QueueHeads",
 		"ReadAfter", "ReadMany", "RecordStarts", "Retry", "RouteWakeups", "Trim", "TrimMany", "TrimRecording"}
 	if have := methods["Log"]; !slices.Equal(have, want) {
 		t.Errorf("Log's methods: want %v, have %v", want, have)

@@ -161,6 +161,15 @@ func (l *memLog) readLocked(queue string, after drover.Position, n int) []drover
 	return out
 }
 
+// PromoteMany promotes each request as PromoteDueNext does, in one call.
+func (l *memLog) PromoteMany(ctx context.Context, reqs []drover.PromoteRequest) []drover.PromoteResult {
+	out := make([]drover.PromoteResult, len(reqs))
+	for i, r := range reqs {
+		out[i].Moved, out[i].Next, out[i].Err = l.PromoteDueNext(ctx, r.Queue, r.Now, r.Limit)
+	}
+	return out
+}
+
 func (l *memLog) PromoteDueNext(_ context.Context, queue string, now time.Time, limit int) (int, time.Time, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -45,11 +45,13 @@ type Store interface {
 	// ReadAfter returns for it alone, in one round trip. The worker's
 	// queue loops read through it (read.go).
 	ReadMany(ctx context.Context, reqs []drover.ReadRequest) []drover.ReadResult
-	// PromoteDueNext moves up to limit delayed messages whose due time is
-	// at or before now into the log, with fresh positions; it returns how
-	// many, and the due time of the earliest message still delayed (zero
-	// when none is), which the worker's idle scheduler waits for.
-	PromoteDueNext(ctx context.Context, queue string, now time.Time, limit int) (int, time.Time, error)
+	// PromoteMany, for each request, moves up to Limit delayed messages
+	// whose due time is at or before Now into the log, with fresh
+	// positions, and says how many, and the due time of the earliest
+	// message still delayed (zero when none is), which the worker's idle
+	// scheduler waits for; one result per request, in order, in one round
+	// trip. The worker's queue loops promote through it (promote.go).
+	PromoteMany(ctx context.Context, reqs []drover.PromoteRequest) []drover.PromoteResult
 	// Trim removes log entries at or below offset (only those older than
 	// retention when it is non-zero) and returns how many it removed.
 	Trim(ctx context.Context, queue string, offset drover.Position, retention time.Duration) (int, error)

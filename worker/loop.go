@@ -386,7 +386,7 @@ func (l *queueLoop) promote(now time.Time) {
 	l.lastPromote = l.w.loopTime(now)
 	ctx, cancel := context.WithTimeout(l.stopCtx, writeTimeout)
 	defer cancel()
-	n, next, err := l.w.cfg.Store.PromoteDueNext(ctx, l.name, now, 1000)
+	n, next, err := l.w.promotes.promote(ctx, l.name, now, 1000)
 	if err != nil {
 		if l.stopCtx.Err() == nil {
 			l.logger().Warn("promote due messages", "error", err)

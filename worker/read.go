@@ -3,8 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/drover-dev/drover"
@@ -21,36 +19,21 @@ const maxReadBatch = 1024
 // "Busy runtime latency").
 const readsInFlight = 2
 
-// reader gathers the queue loops' reads ("group commit", as the enqueue
-// coalescer does for producers): a read that finds fewer than inFlight
-// round trips in flight starts one at once, so a lone read waits for
-// nothing; reads that arrive while inFlight are in flight go in the next,
-// all together. Its goroutines run while reads wait and exit when none
-// does: an idle worker holds none.
+// reader gathers the queue loops' reads into shared round trips (a
+// coalescer of ReadMany calls, coalesce.go): a lone read waits for
+// nothing, reads that arrive while inFlight round trips are in flight go
+// in the next, all together.
 type reader struct {
-	br       Store
-	metrics  metrics.Recorder
-	stages   *stages
-	inFlight int // the most round trips in flight (readsInFlight)
-
-	mu      sync.Mutex
-	pending []*readCall
-	senders int // goroutines sending round trips
-
-	rounds, reads int // round trips and reads sent, for tests
-}
-
-// readCall is one loop's read and, once done is closed, its result.
-type readCall struct {
-	ctx  context.Context
-	req  drover.ReadRequest
-	res  drover.ReadResult
-	done chan struct{}
-	at   time.Time // when it was handed to the reader
+	coalescer[drover.ReadRequest, drover.ReadResult]
+	br      Store
+	metrics metrics.Recorder
+	stages  *stages
 }
 
 func newReader(br Store, m metrics.Recorder, st *stages) *reader {
-	return &reader{br: br, metrics: m, stages: st, inFlight: readsInFlight}
+	r := &reader{br: br, metrics: m, stages: st}
+	r.coalescer = coalescer[drover.ReadRequest, drover.ReadResult]{send: r.send, limit: maxReadBatch, inFlight: readsInFlight}
+	return r
 }
 
 // read returns what ReadAfter(queue, after, n) returns, read together with
@@ -59,69 +42,18 @@ func newReader(br Store, m metrics.Recorder, st *stages) *reader {
 // sent: a queue lost (stopped) meanwhile reads nothing. Once sent, the call
 // waits for the round trip, which is bounded by writeTimeout.
 func (r *reader) read(ctx context.Context, queue string, after drover.Position, n int, starts bool) ([]drover.LogEntry, error) {
-	if err := ctx.Err(); err != nil {
+	res, err := r.do(ctx, drover.ReadRequest{Queue: queue, After: after, N: n, Starts: starts})
+	if err != nil {
 		return nil, err
 	}
-	c := &readCall{ctx: ctx, req: drover.ReadRequest{Queue: queue, After: after, N: n, Starts: starts}, done: make(chan struct{}), at: time.Now()}
-	r.mu.Lock()
-	r.pending = append(r.pending, c)
-	if r.senders < max(r.inFlight, 1) {
-		r.senders++
-		go r.run()
-	}
-	r.mu.Unlock()
-	select {
-	case <-c.done:
-		return c.res.Entries, c.res.Err
-	case <-ctx.Done():
-	}
-	r.mu.Lock()
-	if i := slices.Index(r.pending, c); i >= 0 {
-		r.pending = slices.Delete(r.pending, i, i+1)
-		r.mu.Unlock()
-		return nil, ctx.Err()
-	}
-	r.mu.Unlock()
-	<-c.done // in flight: its result is definite
-	return c.res.Entries, c.res.Err
+	return res.Entries, res.Err
 }
 
-// run sends the waiting reads, a round trip at a time, until none waits;
-// up to inFlight goroutines run it at once.
-func (r *reader) run() {
-	for {
-		r.mu.Lock()
-		if len(r.pending) == 0 {
-			r.senders--
-			r.mu.Unlock()
-			return
-		}
-		n := min(len(r.pending), maxReadBatch)
-		batch := slices.Clone(r.pending[:n])
-		r.pending = slices.Delete(r.pending, 0, n)
-		r.rounds++
-		r.reads += n
-		r.mu.Unlock()
-		r.send(batch)
-	}
-}
-
-// send reads batch in one call; a read whose loop stopped meanwhile is
-// answered with its context's error and not sent.
-func (r *reader) send(batch []*readCall) {
-	reqs := make([]drover.ReadRequest, 0, len(batch))
-	live := batch[:0:0]
-	for _, c := range batch {
-		if err := c.ctx.Err(); err != nil {
-			c.res.Err = err
-			close(c.done)
-			continue
-		}
-		reqs = append(reqs, c.req)
-		live = append(live, c)
-	}
-	if len(live) == 0 {
-		return
+// send reads the live calls in one ReadMany.
+func (r *reader) send(live []*coalesced[drover.ReadRequest, drover.ReadResult]) {
+	reqs := make([]drover.ReadRequest, len(live))
+	for i, c := range live {
+		reqs[i] = c.req
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	start := time.Now()
@@ -148,16 +80,12 @@ func (r *reader) send(batch []*readCall) {
 		} else {
 			c.res.Err = errShortReadMany
 		}
-		close(c.done)
 	}
-}
-
-// stats returns the round trips and reads sent so far.
-func (r *reader) stats() (rounds, reads int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.rounds, r.reads
 }
 
 // errShortReadMany: a Store's ReadMany returned fewer results than requests.
 var errShortReadMany = errors.New("read many: fewer results than reads")
+
+// errShortPromoteMany: a Store's PromoteMany returned fewer results than
+// requests.
+var errShortPromoteMany = errors.New("promote many: fewer results than promotions")

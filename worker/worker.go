@@ -36,6 +36,7 @@ type Worker struct {
 	routes   *router        // wake-up routes owed
 	commits  *committer     // coalesced offset commits
 	reads    *reader        // coalesced reads
+	promotes *promoter      // coalesced promotions
 	starts   *starter       // coalesced start records (attempts.go)
 	pushes   pushes         // messages carried by wake-ups (pushed.go)
 	backlogs *backlogger    // coalesced backlog reads
@@ -94,6 +95,7 @@ func New(cfg Config) (*Worker, error) {
 	w.routes = newRouter(w)
 	w.commits = newCommitter(w)
 	w.reads = newReader(cfg.Store, cfg.Metrics, &w.stages)
+	w.promotes = newPromoter(cfg.Store)
 	w.starts = newStarter(cfg.Store, cfg.Clock)
 	w.backlogs = newBacklogger(cfg.Store, cfg.Metrics)
 	w.pause.Store(&PauseState{})

@@ -17,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/internal/auth"
 	"github.com/drover-dev/drover/internal/ops"
 	"github.com/drover-dev/drover/jobs"
+	"github.com/drover-dev/drover/queue"
 	"github.com/drover-dev/drover/web"
 )
 
@@ -149,7 +150,7 @@ func TestJobStatusWalksEveryState(t *testing.T) {
 
 	// Pending behind one message (the queue is paused).
 	c.ok("ctl", "enqueue", "walk", "quick", "--id", "ahead-1")
-	if n, _, err := st.Log().PromoteDueNext(ctx, "walk", time.Now().Add(2*time.Hour), 10); err != nil || n != 1 {
+	if n, _, err := promoteDueNext(ctx, st.Log(), "walk", time.Now().Add(2*time.Hour), 10); err != nil || n != 1 {
 		t.Fatalf("promote walk-1: want 1, have %d, %v", n, err)
 	}
 	s = v.waitState("walk", "walk-1", drover.JobPending)
@@ -188,7 +189,7 @@ func TestJobStatusWalksEveryState(t *testing.T) {
 	}
 
 	// Dead: the second and last attempt fails too.
-	if n, _, err := st.Log().PromoteDueNext(ctx, "walk", time.Now().Add(3*time.Hour), 10); err != nil || n != 1 {
+	if n, _, err := promoteDueNext(ctx, st.Log(), "walk", time.Now().Add(3*time.Hour), 10); err != nil || n != 1 {
 		t.Fatalf("promote the retry: want 1, have %d, %v", n, err)
 	}
 	s = v.waitState("walk", "walk-1", drover.JobDead)
@@ -228,4 +229,10 @@ func TestJobStatusWalksEveryState(t *testing.T) {
 		return nil
 	})
 	v.waitState("short", "brief", drover.JobUnknown)
+}
+
+// promoteDueNext promotes one queue through Log.PromoteMany.
+func promoteDueNext(ctx context.Context, l queue.Log, q string, now time.Time, limit int) (int, time.Time, error) {
+	r := l.PromoteMany(ctx, []drover.PromoteRequest{{Queue: q, Now: now, Limit: limit}})[0]
+	return r.Moved, r.Next, r.Err
 }
