@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -528,5 +530,62 @@ func TestCommitsDoNotWaitBehindAHeldStartRecord(t *testing.T) {
 	defer g.mu.Unlock()
 	if len(g.overtaken) > 0 {
 		t.Fatalf("trims sent while a record of their queue was held: %v", g.overtaken)
+	}
+}
+
+// refusingStarts is a memLog whose start records fail (Redis cannot take
+// them) and counts the attempts.
+type refusingStarts struct {
+	*memLog
+	tries atomic.Int32
+}
+
+func (l *refusingStarts) RecordStarts(context.Context, []string, []string) ([]int, error) {
+	l.tries.Add(1)
+	return nil, errors.New("redis: connection refused")
+}
+
+// A queue stopped while its next task waits for its start record, which
+// Redis does not take, is released at once: the task has not started, so
+// there is nothing to drain, and the next owner starts the message. The
+// loop retried the record until the drain timeout killed the tasks (30 s
+// by default): the queue was held, and run by nobody, all that time.
+func TestAStopDoesNotWaitForAStartRecordItCannotWrite(t *testing.T) {
+	mem := newMemLog()
+	log := &refusingStarts{memLog: mem}
+	ex := &scriptedExecutor{}
+	clock := testkit.NewClock(t0)
+	w := newTestWorker(t, mem, ex, func(c *Config) {
+		c.Clock, c.Store = clock, log
+		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
+		c.DrainTimeout = DefaultDrainTimeout
+	})
+	mem.add("q", msg("m1"))
+	claim := &memClaim{}
+	if err := w.Start(queueConfig("q", nil), claim); err != nil {
+		t.Fatal(err)
+	}
+	// Before the owner's first commit every start waits for its record.
+	waitFor(t, "m1's start record to be refused and retried later", func() bool { return log.tries.Load() >= 1 })
+	stopped := make(chan struct{})
+	go func() {
+		w.StopQueues(context.Background(), []string{"q"}, drover.StopLeave, nil)
+		close(stopped)
+	}()
+	// The injected clock stands still: neither the record's retry nor the
+	// drain timeout comes due.
+	waitFor(t, "the stop to end without the drain timeout", func() bool {
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	})
+	if runs := ex.runList(); len(runs) != 0 {
+		t.Fatalf("want m1 not run here (its start was never recorded), have %v", runs)
+	}
+	if claim.released == nil || claim.released.Position != 0 {
+		t.Fatalf("want the queue released before m1 (offset 0), have %+v", claim.released)
 	}
 }

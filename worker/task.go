@@ -114,7 +114,7 @@ func (l *queueLoop) runMessage(s *slot) bool {
 				sent = l.w.starts.send(l.name, m.ID)
 				starts = 1
 			} else {
-				n, ok := l.recordStart(m.ID)
+				n, ok := l.recordStart(m.ID, true)
 				if !ok {
 					return false // aborted or lost: the next owner runs it
 				}
@@ -239,12 +239,27 @@ func (l *queueLoop) runMessage(s *slot) bool {
 // recordStart records a start of message id with the message in Redis
 // (with the other runners' starts, attempts.go) and returns its starts so
 // far, this one included. It retries until the record is written; false
-// means the tasks were aborted or the queue was lost first, and the
-// message must not start here.
-func (l *queueLoop) recordStart(id string) (int, bool) {
+// means the tasks were aborted, the queue was lost, or (before the task
+// starts: beforeStart) the queue was stopped first, and the message must
+// not start here.
+//
+// Before its task starts, a stop of the queue (stopCtx: the member gives
+// its queues up, leaves, or hands the queue over) ends the retries too,
+// not only the tasks' abort: a queue stopped while Redis could not take
+// the record waited for the drain timeout (30 s) before its release, for a
+// task that had not started, and nobody ran the queue meanwhile. The next
+// owner starts the message. A start that happened (a record sent without
+// waiting that failed, settleStart) is recorded until the tasks' abort: a
+// count that misses it would allow one attempt more.
+func (l *queueLoop) recordStart(id string, beforeStart bool) (int, bool) {
 	var starts int
 	start := time.Now()
-	ok := l.write("record the start of a task", func(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(l.taskCtx)
+	defer cancel()
+	if beforeStart {
+		defer context.AfterFunc(l.stopCtx, cancel)()
+	}
+	ok := l.writeWithin(ctx, "record the start of a task", func(ctx context.Context) error {
 		n, err := l.w.starts.record(ctx, l.name, id)
 		starts = n
 		return err
@@ -271,7 +286,7 @@ func (l *queueLoop) settleStart(sent *startRecord, id string) bool {
 		return true
 	}
 	l.logger().Warn("record the start of a task failed; recording it again", "id", id, "error", err)
-	_, ok := l.recordStart(id)
+	_, ok := l.recordStart(id, false)
 	return ok
 }
 
@@ -409,25 +424,31 @@ func (l *queueLoop) deadLetter(dl drover.DeadLetter, reason string) bool {
 // write retries a Redis write with backoff until it succeeds, the tasks are
 // aborted, or the queue is lost. It reports whether the write happened.
 func (l *queueLoop) write(what string, f func(ctx context.Context) error) bool {
+	return l.writeWithin(l.taskCtx, what, f)
+}
+
+// writeWithin is write, given up as well when within ends (within is
+// taskCtx or a context that ends with it).
+func (l *queueLoop) writeWithin(within context.Context, what string, f func(ctx context.Context) error) bool {
 	delay := 100 * time.Millisecond
 	for {
-		if !l.awaitConfirmed() {
+		if !l.awaitConfirmed() || within.Err() != nil {
 			return false
 		}
-		ctx, cancel := context.WithTimeout(l.taskCtx, writeTimeout)
+		ctx, cancel := context.WithTimeout(within, writeTimeout)
 		err := f(ctx)
 		cancel()
 		if err == nil {
 			return true
 		}
-		if errors.Is(err, context.Canceled) && l.taskCtx.Err() != nil {
+		if errors.Is(err, context.Canceled) && within.Err() != nil {
 			return false
 		}
 		l.logger().Warn(what+" failed; retrying", "error", err, "in", delay)
 		t := l.w.cfg.Clock.NewTimer(delay)
 		select {
 		case <-t.C():
-		case <-l.taskCtx.Done():
+		case <-within.Done():
 			t.Stop()
 			return false
 		}
