@@ -248,9 +248,12 @@ func (l *queueLoop) runMessage(s *slot) bool {
 // not only the tasks' abort: a queue stopped while Redis could not take
 // the record waited for the drain timeout (30 s) before its release, for a
 // task that had not started, and nobody ran the queue meanwhile. The next
-// owner starts the message. A start that happened (a record sent without
-// waiting that failed, settleStart) is recorded until the tasks' abort: a
-// count that misses it would allow one attempt more.
+// owner starts the message. A try in flight when the queue stops is let
+// finish (writeWithin): cut, it could land a start that never ran, and a
+// message moved often enough would use up its attempts unrun. A start
+// that happened (a record sent without waiting that failed, settleStart)
+// is recorded until the tasks' abort: a count that misses it would allow
+// one attempt more.
 func (l *queueLoop) recordStart(id string, beforeStart bool) (int, bool) {
 	var starts int
 	start := time.Now()
@@ -428,20 +431,23 @@ func (l *queueLoop) write(what string, f func(ctx context.Context) error) bool {
 }
 
 // writeWithin is write, given up as well when within ends (within is
-// taskCtx or a context that ends with it).
+// taskCtx or a context that ends with it) before a try or between tries.
+// A try in flight is not cut by within: its outcome is what it was sent
+// for (a start record that lands starts its task, rather than counting a
+// start that never ran).
 func (l *queueLoop) writeWithin(within context.Context, what string, f func(ctx context.Context) error) bool {
 	delay := 100 * time.Millisecond
 	for {
 		if !l.awaitConfirmed() || within.Err() != nil {
 			return false
 		}
-		ctx, cancel := context.WithTimeout(within, writeTimeout)
+		ctx, cancel := context.WithTimeout(l.taskCtx, writeTimeout)
 		err := f(ctx)
 		cancel()
 		if err == nil {
 			return true
 		}
-		if errors.Is(err, context.Canceled) && within.Err() != nil {
+		if errors.Is(err, context.Canceled) && l.taskCtx.Err() != nil {
 			return false
 		}
 		l.logger().Warn(what+" failed; retrying", "error", err, "in", delay)
