@@ -25,9 +25,10 @@ import (
 // owner knows a message's count without asking: what was recorded when it
 // read, plus its own starts since. A start the owner knows to be the
 // message's first — nothing recorded, none of its own, and the queue has
-// committed since this owner claimed it — is sent without waiting (send):
-// the task starts at once. Any other start (a retry, a message a previous
-// owner started, any start before the owner's first commit) waits for its
+// committed since this owner claimed it, or a check found nothing
+// unfinished in it (loopQuiet) — is sent without waiting (send): the task
+// starts at once. Any other start (a retry, a message a previous owner
+// started, any other start before the owner's first commit) waits for its
 // record (record), whose reply is the exact count: a poison message that
 // kills its worker is counted whichever start killed it (runMessage).
 //
@@ -46,7 +47,9 @@ import (
 // (settled) and a queue's release (which settles them first). A crash leaves at most a hold's
 // worth of first starts uncounted, as it left a round trip's before: such a
 // message runs once more than counted, never forever (a start before the
-// owner's first commit since its claim always waits).
+// owner's first commit since its claim waits, unless the owner found the
+// queue with nothing unfinished: the message that killed its worker is
+// unfinished for the next owner).
 
 // maxStartBatch is the most start records one round trip carries.
 const maxStartBatch = 1024

@@ -589,3 +589,109 @@ func TestAStopDoesNotWaitForAStartRecordItCannotWrite(t *testing.T) {
 		t.Fatalf("want the queue released before m1 (offset 0), have %+v", claim.released)
 	}
 }
+
+// A key whose claim's check found nothing after its offset (a new key, or
+// one of a fleet turning busy after an idle spell) starts its first
+// message without waiting for the start's record, as after a commit: the
+// sparse fleet's first minute spent a round trip on a pool slot per key
+// (docs/decisions.md, "Issue 43: a key claimed quiet takes its first
+// message from its wake-up"). What a crash of that owner can cost stays
+// bounded: its held record dies with it, but the message is in the log
+// after the offset when the next owner checks the queue, so the next
+// owner's start waits for its record, and counts it.
+func TestAKeyClaimedQuietStartsAtOnceAndTheNextOwnerCounts(t *testing.T) {
+	g := &gatedStarts{memLog: newMemLog()}
+	ex1 := &scriptedExecutor{gate: make(chan struct{})} // p holds the first owner: it "kills" it
+	w1 := newTestWorker(t, g.memLog, ex1, func(c *Config) { c.Store = g })
+	w1.starts.hold = time.Hour // the record would leave only when something needs it
+	release := sync.OnceFunc(g.hold())
+	defer release()
+	if err := w1.Start(queueConfig("q", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	l1 := w1.loop("q")
+	waitFor(t, "the claim's check", func() bool { return l1.checked.Load() && l1.parked() })
+
+	g.add("q", msg("p"))
+	w1.Wake("q")
+	waitFor(t, "p to start on the first owner", func() bool { return slices.Contains(ex1.runList(), "p#0") })
+	if n := g.calls(); n != 0 {
+		t.Fatalf("p's start on a queue claimed quiet sent %d record calls before it ran: want none (held)", n)
+	}
+	if n := w1.State().Stages.StartRecord.Count; n != 0 {
+		t.Fatalf("starts that waited for their record on the first owner: want 0, have %d", n)
+	}
+
+	// The first owner is gone with p's record held (a kill -9 in the
+	// hold). The next owner claims the queue at the same offset.
+	ex2 := &scriptedExecutor{}
+	w2 := newTestWorker(t, g.memLog, ex2, func(c *Config) { c.Store = g; c.Member = "m2" })
+	if err := w2.Start(queueConfig("q", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	w2.Wake("q")
+	waitFor(t, "p's start record to be sent by the next owner", func() bool { return g.calls() > 0 })
+	if n := count(ex2.runList(), "p"); n != 0 {
+		t.Fatalf("p ran %d times on the next owner while its record was held: its start must wait", n)
+	}
+	release()
+	waitFor(t, "p to run on the next owner", func() bool { return slices.Contains(ex2.runList(), "p#0") })
+	if n := g.recorded("q", "p"); n != 1 {
+		t.Fatalf("p's recorded starts: want 1 (the next owner's), have %d", n)
+	}
+}
+
+// A check that finds nothing after what a queue has fetched does not make
+// its fetched messages' starts go unawaited: b1, read and waiting for the
+// worker's one slot (its loop parks meanwhile), was not committed, so it
+// is not known to be a message no one started before. Its start waits for
+// its record all the same; were it held, a b1 that kills its worker could
+// crash every owner uncounted, each one parking on a busy pool before its
+// start.
+func TestAStartFetchedBeforeAQuietCheckStillWaitsForItsRecord(t *testing.T) {
+	g := &gatedStarts{memLog: newMemLog()}
+	g.add("b", msg("b1"))
+	ex := &scriptedExecutor{gate: make(chan struct{}, 2)}
+	w := newTestWorker(t, g.memLog, ex, func(c *Config) {
+		c.Store, c.Capacity, c.Clock = g, 1, testkit.NewClock(t0) // only the checks asked for run
+	})
+	if err := w.Start(queueConfig("a", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	la := w.loop("a")
+	waitFor(t, "a's check", func() bool { return la.checked.Load() && la.parked() })
+	g.add("a", msg("a1"))
+	w.Wake("a")
+	waitFor(t, "a1 to hold the worker's one slot", func() bool { return slices.Contains(ex.runList(), "a1#0") })
+
+	if err := w.Start(queueConfig("b", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	lb := w.loop("b")
+	g.memLog.mu.Lock()
+	b1 := g.memLog.log["b"][0].Position
+	g.memLog.mu.Unlock()
+	waitFor(t, "b1 read and b parked for a slot", func() bool {
+		return lb.parked() && drover.Position(lb.parkedFetched.Load()) == b1
+	})
+	checks := w.idle.checkCount()
+	w.idle.missed() // a full check: nothing after b1
+	waitFor(t, "the full check of b", func() bool { return w.idle.checkCount() > checks && !w.idle.passRunning() })
+	if lb.flags.Load()&loopQuiet != 0 {
+		t.Fatal("b counted as quiet with b1 fetched and not committed")
+	}
+
+	release := sync.OnceFunc(g.hold())
+	defer release()
+	ex.gate <- struct{}{} // a1 ends: the slot goes to b
+	waitFor(t, "b1's start record to be sent", func() bool { return g.recorded("b", "b1") == 0 && g.calls() > 0 })
+	if n := count(ex.runList(), "b1"); n != 0 {
+		t.Fatalf("b1 ran %d times while its record was held: its start must wait", n)
+	}
+	release()
+	ex.gate <- struct{}{}
+	waitFor(t, "b1 to run", func() bool { return slices.Contains(ex.runList(), "b1#0") })
+	if n := g.recorded("b", "b1"); n != 1 {
+		t.Fatalf("b1's recorded starts: want 1, have %d", n)
+	}
+}

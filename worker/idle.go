@@ -470,6 +470,27 @@ func (s *idleScheduler) checkLoops(b *passBuffers, parked []parkedQueue) {
 	}
 	for i, r := range res {
 		l := parked[i].loop
+		if !r.Ready {
+			// Nothing after the offset it had fetched: every message a
+			// previous owner could have started (at or before the head
+			// when this owner claimed the queue) is at or before that
+			// offset, read with its starts, so the queue counts as caught
+			// up with them, as after a read that found nothing: its next
+			// message can come with its wake-up. If all it fetched is
+			// committed too (nothing read since the claim, say), nothing
+			// in the log is unfinished: its next start need not wait for
+			// its record (loopQuiet). A key claimed while quiet (a new
+			// key, or one of a fleet turning busy after an idle spell)
+			// saves a read, and a round trip on a pool slot, before its
+			// first task (docs/decisions.md, "Issue 43: a key claimed
+			// quiet takes its first message from its wake-up"). Set
+			// before checked: whoever sees the check sees its flags.
+			f := uint32(loopStartsRead)
+			if l.committed.Load() == int64(parked[i].fetched) {
+				f |= loopQuiet
+			}
+			l.flags.Or(f)
+		}
 		claimed := !l.checked.Swap(true) // its first check since its claim
 		l.dueKnown.Store(true)
 		if !r.NextDue.IsZero() {

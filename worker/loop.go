@@ -91,17 +91,29 @@ type queueLoop struct {
 // Bits of queueLoop.flags.
 const (
 	// loopCommitted: a commit of this owner succeeded since its claim (set
-	// by the committer). Until then every start waits for its record
-	// (runMessage).
+	// by the committer). Until then, or loopQuiet, every start waits for
+	// its record (runMessage).
 	loopCommitted = 1 << iota
 	// loopStartsRead: a read that asked for the recorded starts caught up
-	// with the queue since the claim (set by the run goroutine). Every
-	// message a previous owner could have started was read with its
-	// starts by then (its position is at or below the head when this owner
-	// claimed the queue), so later reads do not ask: what was written after
-	// that was started by this owner alone, or is a retry whose envelope
-	// says so (its start then waits for the exact count).
+	// with the queue since the claim (set by the run goroutine), or a
+	// check found nothing after the fetched offset (set by the idle
+	// scheduler: checkLoops). Every message a previous owner could have
+	// started was read with its starts by then (its position is at or
+	// below the head when this owner claimed the queue), so later reads do
+	// not ask: what was written after that was started by this owner
+	// alone, or is a retry whose envelope says so (its start then waits
+	// for the exact count).
 	loopStartsRead
+	// loopQuiet: a check since the claim found nothing after the fetched
+	// offset, and all that was fetched was committed (set by the idle
+	// scheduler with loopStartsRead): nothing in the log was unfinished.
+	// A first start then goes without waiting for its record, as after a
+	// commit. A message that kills its worker before its record leaves
+	// stays unfinished in the log after the offset, so no later owner's
+	// check finds the queue quiet while it is there: their starts wait,
+	// and count it (docs/decisions.md, "Issue 43: a key claimed quiet
+	// takes its first message from its wake-up").
+	loopQuiet
 	// loopCountsZero and loopCountsMoved, and the count of the gauges'
 	// local re-sets above loopResetsShift: what a caught-up queue knows of
 	// its delayed and dead counts without a read (backlog.go).
@@ -539,7 +551,7 @@ func (l *queueLoop) offerCommit(now time.Time) {
 	l.offered = off.Position
 	l.w.commits.offer(l, off, l.outcomes) // copies them
 	l.outcomes = l.outcomes[:0]
-	if l.flags.Load()&loopCommitted == 0 && (l.running > 0 || l.prog.undispatched() > 0) {
+	if l.flags.Load()&(loopCommitted|loopQuiet) == 0 && (l.running > 0 || l.prog.undispatched() > 0) {
 		// Every start waits for its record until this owner's first
 		// commit: with more to start, that commit is asked for now, not
 		// at the interval's end. A queue with nothing left to start gains

@@ -72,3 +72,34 @@ func TestACarriedMessageRunsWithoutAReadAndAGapReads(t *testing.T) {
 		t.Fatalf("carried messages kept after they were read: %d loops hold some", kept)
 	}
 }
+
+// A queue whose claim's check found its log empty after the offset takes
+// its first message from the wake-up that carried it, without a read: no
+// message a previous owner could have started is left unread (issue 43: a
+// fleet turning busy after an idle spell read every key once, with its
+// starts, before its first task).
+func TestAKeyClaimedQuietTakesItsFirstMessageFromItsWakeup(t *testing.T) {
+	log := newMemLog()
+	ex := &scriptedExecutor{}
+	w := newTestWorker(t, log, ex, func(c *Config) {
+		c.Clock = testkit.NewClock(t0) // no backstop pass, no poll: only the claim's check and wake-ups
+	})
+	if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	l := w.loop("q")
+	waitFor(t, "the claim's check", func() bool { return l.checked.Load() && l.parked() })
+
+	log.add("q", msg("a"))
+	log.mu.Lock()
+	a := log.log["q"][0]
+	reads := log.reads
+	log.mu.Unlock()
+	w.WakeWith(drover.Wakeup{Queue: "q", Prev: 0, Entry: &a})
+	waitFor(t, "a to run", func() bool { return slices.Contains(ex.runList(), "a#0") })
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if n := log.reads - reads; n != 0 {
+		t.Fatalf("a came with its wake-up on a queue claimed empty: want no read, have %d", n)
+	}
+}

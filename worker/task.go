@@ -105,12 +105,13 @@ func (l *queueLoop) runMessage(s *slot) bool {
 			// committed since its claim, is sent without waiting: its
 			// count is 1. Any other waits for its record, whose reply is
 			// the attempt's number: a retry, a message another owner
-			// started, and every start before this owner's first commit,
-			// so that a message that kills its worker as it starts is
-			// counted however quickly it kills (docs/decisions.md, "Issue
-			// 40: a first start is recorded without waiting").
+			// started, and every start before this owner's first commit
+			// (unless its check found the queue quiet: loopQuiet), so that
+			// a message that kills its worker as it starts is counted
+			// however quickly it kills (docs/decisions.md, "Issue 40: a
+			// first start is recorded without waiting").
 			var starts int
-			if known == 0 && l.flags.Load()&loopCommitted != 0 {
+			if known == 0 && l.flags.Load()&(loopCommitted|loopQuiet) != 0 {
 				sent = l.w.starts.send(l.name, m.ID)
 				starts = 1
 			} else {
