@@ -190,10 +190,7 @@ func TestOneFlushTrimsItsQueuesInOneCall(t *testing.T) {
 	log := mem
 	ex := &scriptedExecutor{}
 	clock := testkit.NewClock(t0)
-	w := newTestWorker(t, mem, ex, func(c *Config) {
-		c.Clock, c.Store = clock, log
-		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
-	})
+	w := newTestWorker(t, mem, ex, atDefaults(clock, log))
 	claims := map[string]*memClaim{}
 	for i := range 5 {
 		q := fmt.Sprintf("q%d", i)
@@ -291,10 +288,7 @@ func TestATurnWithNothingInFlightDoesNotPromote(t *testing.T) {
 	log := &countingLog{memLog: mem}
 	ex := &scriptedExecutor{}
 	clock := testkit.NewClock(t0)
-	w := newTestWorker(t, mem, ex, func(c *Config) {
-		c.Clock, c.Store = clock, log
-		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
-	})
+	w := newTestWorker(t, mem, ex, atDefaults(clock, log))
 	if err := w.Start(queueConfig("q", nil), &memClaim{}); err != nil {
 		t.Fatal(err)
 	}

@@ -556,8 +556,7 @@ func TestAStopDoesNotWaitForAStartRecordItCannotWrite(t *testing.T) {
 	ex := &scriptedExecutor{}
 	clock := testkit.NewClock(t0)
 	w := newTestWorker(t, mem, ex, func(c *Config) {
-		c.Clock, c.Store = clock, log
-		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
+		atDefaults(clock, log)(c)
 		c.DrainTimeout = DefaultDrainTimeout
 	})
 	mem.add("q", msg("m1"))

@@ -38,6 +38,16 @@ func newTestWorker(t *testing.T, log *memLog, ex Executor, mod func(*Config)) *W
 	return w
 }
 
+// atDefaults is a newTestWorker modifier: the worker runs on clock with
+// the default commit, promote and poll intervals (not the tests' short
+// ones), so that only the test moves its timers, and store as its Store.
+func atDefaults(clock drover.TimerClock, store Store) func(*Config) {
+	return func(c *Config) {
+		c.Clock, c.Store = clock, store
+		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
+	}
+}
+
 func queueConfig(name string, mod func(*drover.QueueConfig)) drover.QueueConfig {
 	qc := drover.QueueConfig{Name: name, Concurrency: 4, MaxAttempts: 3,
 		Backoff: drover.Backoff{Base: drover.Duration(time.Millisecond), Max: drover.Duration(2 * time.Millisecond)},

@@ -60,10 +60,7 @@ func TestPromotionsOfManyQueuesShareRoundTrips(t *testing.T) {
 	log := &promoteLog{memLog: mem}
 	ex := &scriptedExecutor{}
 	clock := testkit.NewClock(t0)
-	w := newTestWorker(t, mem, ex, func(c *Config) {
-		c.Clock, c.Store = clock, log
-		c.CommitInterval, c.PromoteInterval, c.PollInterval = DefaultCommitInterval, DefaultPromoteInterval, DefaultPollInterval
-	})
+	w := newTestWorker(t, mem, ex, atDefaults(clock, log))
 	const n = 5
 	claims := make([]*memClaim, n)
 	for i := range n {
