@@ -52,6 +52,12 @@ type RebalancerConfig struct {
 	// queues to members about to notice too (no churn). Default
 	// DefaultRedisGrace.
 	RedisGrace time.Duration
+	// RedisAnswers, if set, counts the pings the leader's own Redis has
+	// answered (RedisHealth.Answers). The leader cuts a member off only
+	// once its own Redis has answered since the flags changed, or once
+	// they have stood for four graces (redis_flags.go). Nil: the leader
+	// takes Redis as answering.
+	RedisAnswers func() uint64
 	// BalanceEvery paces the corrections of balance after removals: when
 	// queues taken out without computing leave a member outside Sticky's
 	// balance bound, the leader moves idle queues to restore it, at most
@@ -176,7 +182,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 		// membership changed since the last target: settle for Settle
 		membersDirty bool
 		// the members' redis_unreachable flags, acted on once settled
-		flags = newRedisFlags(cfg.RedisGrace)
+		flags = newRedisFlags(cfg.RedisGrace, cfg.RedisAnswers)
 		// what new queues are placed by, between whole computations
 		place = placement{onRemoved: cfg.OnRemoved}
 		// the members that could not reach Redis at the last target

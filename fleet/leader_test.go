@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -490,12 +491,18 @@ func TestACampaignErrorIsRetriedByBothLeaders(t *testing.T) {
 // minute and grace; stop ends it and waits (once: the test's cleanup calls
 // it too).
 func runOnClock(t *testing.T, s *fakeLeaderSession, clock *testkit.Clock, grace time.Duration) (stop func()) {
+	return runOnClockAnswers(t, s, clock, grace, nil)
+}
+
+// runOnClockAnswers is runOnClock with the leader's own Redis answers
+// counted by answers (RebalancerConfig.RedisAnswers).
+func runOnClockAnswers(t *testing.T, s *fakeLeaderSession, clock *testkit.Clock, grace time.Duration, answers func() uint64) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- RunRebalancer(ctx, RebalancerConfig{
 			Session: s, Elector: &fakeElector{s: s.fakeSession}, Candidate: "me", Settle: time.Minute, RedisGrace: grace,
-			Clock: clock, Logger: testkit.Logger(t, hclog.Warn),
+			RedisAnswers: answers, Clock: clock, Logger: testkit.Logger(t, hclog.Warn),
 		})
 	}()
 	var once sync.Once
@@ -525,6 +532,49 @@ func TestSettleAndGraceRunOnTheInjectedClock(t *testing.T) {
 	testkit.Eventually(t, "b cut off once the grace passed on the clock", func() bool { return len(s.writes()) == 2 })
 	if a := s.writes()[1]; a.Queues["q1"] != "a" || a.Queues["q2"] != "a" {
 		t.Fatalf("past the grace b gets nothing: want both queues on a, have %v", a.Queues)
+	}
+}
+
+// TestALeaderSharingAnOutageWaitsForEvidence: a member's flag that has
+// stood for the grace is not acted on while the leader's own Redis has
+// answered nothing since: the outage may be the leader's too, and the
+// other members may not have noticed yet (a CI chaos run's redis-cut-all
+// moved 13 of 45 queues when one member noticed more than a grace before
+// the others). The first answer of the leader's Redis is the evidence.
+// Fails on the parent, which cut b off at the grace.
+func TestALeaderSharingAnOutageWaitsForEvidence(t *testing.T) {
+	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	const grace = time.Hour
+	s := newFakeLeaderSession()
+	var answers atomic.Uint64
+	runOnClockAnswers(t, s, clock, grace, answers.Load)
+	s.members <- members("a", "b")
+	s.queues <- queues("q1", "q2")
+	testkit.Eventually(t, "the first target written once the settle window passed", func() bool {
+		clock.Advance(time.Minute)
+		return len(s.writes()) == 1
+	})
+	armed := clock.Timers()
+	s.members <- cutOff(members("a", "b"), "b")
+	testkit.Eventually(t, "b's flag read (the settle timer armed for it)", func() bool { return clock.Timers() > armed })
+	// The settle window, then the grace, pass: at each, the leader
+	// decides and, holding, arms its timer again.
+	for _, d := range []time.Duration{time.Minute, grace} {
+		clock.Advance(d)
+		testkit.Eventually(t, "the leader decided and armed its timer again (or wrote)", func() bool {
+			return len(s.writes()) > 1 || clock.Timers() > armed
+		})
+	}
+	if w := s.writes(); len(w) != 1 {
+		t.Fatalf("the leader's Redis answered nothing since b's flag: want the assignment to stand, have writes %v", w)
+	}
+	answers.Add(1) // the leader's Redis answers: Redis is up, b is cut off alone
+	testkit.Eventually(t, "b cut off at the next decision", func() bool {
+		clock.Advance(grace)
+		return len(s.writes()) == 2
+	})
+	if a := s.writes()[1]; a.Queues["q1"] != "a" || a.Queues["q2"] != "a" {
+		t.Fatalf("want both queues on a, have %v", a.Queues)
 	}
 }
 

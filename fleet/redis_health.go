@@ -46,7 +46,8 @@ type RedisHealth struct {
 	mu          sync.Mutex
 	lastAnswer  time.Time // when Redis last answered (or Run began)
 	lastErr     error
-	failures    int // consecutive failed pings
+	failures    int    // consecutive failed pings
+	answers     uint64 // pings answered
 	unreachable bool
 	changed     chan struct{} // closed, then replaced, at each transition
 }
@@ -106,6 +107,7 @@ func (h *RedisHealth) observe(now time.Time, err error) {
 	defer h.mu.Unlock()
 	if err == nil {
 		h.lastAnswer, h.lastErr, h.failures = now, nil, 0
+		h.answers++
 		if h.unreachable {
 			h.unreachable = false
 			h.cfg.Logger.Info("Redis answers again; this member takes work again")
@@ -144,6 +146,15 @@ func (h *RedisHealth) Unreachable() bool {
 	}
 	bad, _ := h.State()
 	return bad
+}
+
+// Answers counts the pings Redis has answered: the rebalance leader's
+// evidence that Redis is up before it cuts a member off
+// (RebalancerConfig.RedisAnswers).
+func (h *RedisHealth) Answers() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.answers
 }
 
 // Ready is a /readyz check: an error naming the give-up while Redis is

@@ -165,6 +165,9 @@ func TestRedisHealthTransitions(t *testing.T) {
 	if bad || h.Ready() != nil {
 		t.Fatal("Redis answers: want reachable and ready")
 	}
+	if a := h.Answers(); a != 1 {
+		t.Fatalf("one ping answered: want Answers 1 (the leader's evidence), have %d", a)
+	}
 	down.Store(true)
 	// The last answer was at t0; pings at t0+2s … t0+8s fail but 10s has not passed.
 	for range 4 {
@@ -183,6 +186,9 @@ func TestRedisHealthTransitions(t *testing.T) {
 	tick()
 	if !h.Unreachable() {
 		t.Fatal("no answer for GiveUpAfter: want unreachable")
+	}
+	if a := h.Answers(); a != 1 {
+		t.Fatalf("failed pings are no answers: want Answers 1, have %d", a)
 	}
 	<-changed // closed at the transition
 	if err := h.Ready(); err == nil {

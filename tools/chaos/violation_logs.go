@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,9 +20,15 @@ const maxLinesPerLog = 400
 // directory, and CI keeps only the test's output, so without these lines a
 // violation seen once in CI cannot be read again (a worker's "queue lost"
 // or "commit refused" line says which mechanism repeated the messages).
+//
+// A queue moved while no worker reached Redis names no queue: the lines
+// that say why are the rebalance leader's and the Redis probes' (which
+// member flagged itself when, what the leader decided), so those are
+// copied for it.
 func violationLogs(w io.Writer, dir string, vs []check.Violation) error {
 	queues := violationQueues(vs)
-	if len(queues) == 0 {
+	placement := slices.ContainsFunc(vs, func(v check.Violation) bool { return v.Invariant == check.MovedWithoutRedis })
+	if len(queues) == 0 && !placement {
 		return nil
 	}
 	logs, err := filepath.Glob(filepath.Join(dir, "w*.log"))
@@ -32,14 +39,18 @@ func violationLogs(w io.Writer, dir string, vs []check.Violation) error {
 	for _, p := range logs {
 		var lines []string
 		if err := eachLine(p, func(l string) bool {
-			if concerns(l, queues) {
+			if concerns(l, queues) || placement && placementLine(l) {
 				lines = append(lines, l)
 			}
 			return true
 		}); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "--- %s: %d lines about %s or the session", filepath.Base(p), len(lines), strings.Join(queues, ", "))
+		about := strings.Join(queues, ", ")
+		if placement {
+			about = strings.TrimPrefix(about+", placement and Redis health", ", ")
+		}
+		fmt.Fprintf(w, "--- %s: %d lines about %s or the session", filepath.Base(p), len(lines), about)
 		if len(lines) > maxLinesPerLog {
 			fmt.Fprintf(w, " (the last %d)", maxLinesPerLog)
 			lines = lines[len(lines)-maxLinesPerLog:]
@@ -67,6 +78,12 @@ func violationQueues(vs []check.Violation) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// placementLine reports whether a worker's log line is the rebalance
+// leader's or its Redis probe's.
+func placementLine(line string) bool {
+	return strings.Contains(line, "drover.rebalance:") || strings.Contains(line, "drover.redis:")
 }
 
 // concerns reports whether a worker's log line is about one of queues

@@ -39,3 +39,30 @@ func TestViolationLogsCopyTheNamedQueuesLines(t *testing.T) {
 		}
 	}
 }
+
+// A queue moved while no worker reached Redis names no queue; the
+// leader's and the Redis probes' lines are what say why (a CI run failed
+// with this violation and printed no line at all).
+func TestViolationLogsCopyThePlacementLinesForAMoveWithoutRedis(t *testing.T) {
+	dir := t.TempDir()
+	w1 := strings.Join([]string{
+		`2026-12-02T05:27:27.000Z [WARN]  drover.redis: Redis has not answered; giving this member's queues up to the members that reach it: member=w1`,
+		`2026-12-02T05:27:30.000Z [WARN]  drover.rebalance: members that cannot reach Redis get no queues: election=rebalance member=w1 members=["w2"]`,
+		`2026-12-02T05:27:31.000Z [INFO]  drover.worker: started: member=w1 queue=q12 id=m-1`,
+	}, "\n") + "\n"
+	writeFiles(t, dir, map[string]string{"w1.log": w1})
+	vs := []check.Violation{{Invariant: check.MovedWithoutRedis, Detail: "13 queue(s) changed owner during the cut of every worker from Redis at 05:27:23"}}
+	var out bytes.Buffer
+	if err := violationLogs(&out, dir, vs); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"--- w1.log: 2 lines about placement and Redis health", "drover.redis: Redis has not answered", "get no queues"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in the copied lines, have:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "queue=q12") {
+		t.Errorf("want no task lines, have:\n%s", got)
+	}
+}
