@@ -58,6 +58,15 @@ type RebalancerConfig struct {
 	// they have stood for four graces (redis_flags.go). Nil: the leader
 	// takes Redis as answering.
 	RedisAnswers func() uint64
+	// RedisState, if set, is the leader's own Redis health
+	// (RedisHealth.State). A member that cannot reach Redis does not
+	// lead: it could not tell idle queues from busy ones, retire a
+	// family's keys, or know whether another member's flag is its own
+	// outage too. It resigns when its Redis stops answering and
+	// campaigns again once it answers, so that a member that can reach
+	// Redis leads, and cuts the old leader off at the grace. Nil: the
+	// leader takes Redis as answering.
+	RedisState func() (unreachable bool, changed <-chan struct{})
 	// BalanceEvery paces the corrections of balance after removals: when
 	// queues taken out without computing leave a member outside Sticky's
 	// balance bound, the leader moves idle queues to restore it, at most
@@ -126,6 +135,9 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 	s := cfg.Session
 	terms := &Candidacy{Elector: cfg.Elector, Candidate: cfg.Candidate, Session: s, Retry: cfg.CampaignRetry, Logger: log}
 	for {
+		if !waitForRedis(ctx, s, cfg.RedisState) {
+			return firstErr(ctx.Err(), s.Err())
+		}
 		lead, err := terms.Next(ctx)
 		if err != nil {
 			return err
@@ -133,7 +145,12 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 		if cfg.OnLeading != nil {
 			cfg.OnLeading(true)
 		}
-		err = runLeaderTerm(ctx, s, lead, cfg, log)
+		tctx, endTerm := whileRedisAnswers(ctx, cfg.RedisState)
+		err = runLeaderTerm(tctx, s, lead, cfg, log)
+		if cause := context.Cause(tctx); errors.Is(cause, errRedisUnreachable) {
+			err = cause
+		}
+		endTerm()
 		if cfg.OnLeading != nil {
 			cfg.OnLeading(false)
 		}
@@ -143,6 +160,58 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 		}
 		log.Warn("stepped down as rebalance leader", "error", err)
 	}
+}
+
+// errRedisUnreachable ends a leadership term whose member cannot reach
+// Redis (RebalancerConfig.RedisState).
+var errRedisUnreachable = errors.New("this member cannot reach Redis; a member that can leads")
+
+// waitForRedis returns true once state reports Redis answering (at once
+// when state is nil), false when ctx ends or the session is lost first.
+func waitForRedis(ctx context.Context, s Lifetime, state func() (bool, <-chan struct{})) bool {
+	if state == nil {
+		return true
+	}
+	for {
+		unreachable, changed := state()
+		if !unreachable {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		case <-s.Done():
+			return false
+		}
+	}
+}
+
+// whileRedisAnswers returns a context for one leadership term, cancelled
+// with errRedisUnreachable when state reports Redis unreachable (at once
+// if it already does); end releases it.
+func whileRedisAnswers(ctx context.Context, state func() (bool, <-chan struct{})) (context.Context, func()) {
+	tctx, cancel := context.WithCancelCause(ctx)
+	if state == nil {
+		return tctx, func() { cancel(nil) }
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			unreachable, changed := state()
+			if unreachable {
+				cancel(errRedisUnreachable)
+				return
+			}
+			select {
+			case <-changed:
+			case <-tctx.Done():
+				return
+			}
+		}
+	}()
+	return tctx, func() { cancel(nil); <-done }
 }
 
 // runLeaderTerm runs one leadership term.

@@ -578,6 +578,76 @@ func TestALeaderSharingAnOutageWaitsForEvidence(t *testing.T) {
 	}
 }
 
+// fakeRedisState is a member's Redis verdict (RedisHealth.State) the test
+// sets.
+type fakeRedisState struct {
+	mu          sync.Mutex
+	unreachable bool
+	changed     chan struct{}
+}
+
+func newFakeRedisState() *fakeRedisState { return &fakeRedisState{changed: make(chan struct{})} }
+
+func (f *fakeRedisState) State() (bool, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.unreachable, f.changed
+}
+
+func (f *fakeRedisState) set(unreachable bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unreachable = unreachable
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// TestALeaderThatCannotReachRedisResigns: a leader whose own Redis stops
+// answering ends its term and resigns, so that a member that reaches Redis
+// leads (it could not tell idle queues from busy ones, retire keys, or
+// know whether a flag was its own outage too); it does not campaign while
+// its Redis is silent, and does once it answers.
+func TestALeaderThatCannotReachRedisResigns(t *testing.T) {
+	s := newFakeLeaderSession()
+	el := &fakeElector{s: s.fakeSession}
+	redis := newFakeRedisState()
+	leading := make(chan bool, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunRebalancer(ctx, RebalancerConfig{
+			Session: s, Elector: el, Candidate: "me", Settle: time.Millisecond, RedisState: redis.State,
+			OnLeading: func(b bool) { leading <- b }, Logger: testkit.Logger(t, hclog.Warn),
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	if !<-leading {
+		t.Fatal("want the first term to start")
+	}
+	redis.set(true)
+	if <-leading {
+		t.Fatal("want the term to end when Redis stops answering")
+	}
+	el.mu.Lock()
+	campaigns, resigned := el.campaigns, el.terms[0].Err()
+	el.mu.Unlock()
+	if !errors.Is(resigned, drover.ErrNotLeader) {
+		t.Fatalf("want the term resigned, have %v", resigned)
+	}
+	if campaigns != 1 {
+		t.Fatalf("want no campaign while Redis is silent, have %d campaigns", campaigns)
+	}
+	redis.set(false)
+	if !<-leading {
+		t.Fatal("want a new term once Redis answers again")
+	}
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	if el.campaigns != 2 {
+		t.Fatalf("want a second campaign once Redis answers, have %d", el.campaigns)
+	}
+}
+
 // TestFlagsThatCameWhileBusyCountBeforeActing: a member's Redis flag
 // that reached the leader while it was busy (here in a slow write) is read
 // before the leader acts on the flags it had settled. Otherwise, with both

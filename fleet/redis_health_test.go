@@ -281,6 +281,63 @@ func TestMemberCutOffFromRedisHandsItsQueuesOver(t *testing.T) {
 	f.log.checkNoOverlap(t)
 }
 
+// TestALeaderCutOffFromRedisHandsLeadershipAndQueuesOver on real
+// ZooKeeper: the rebalance leader's own Redis stops answering. It resigns
+// (a member that cannot reach Redis does not lead), the other member
+// leads, sees the old leader's flag and, its own Redis answering, moves
+// every queue to itself. Without the resignation the old leader holds
+// the decision (it has no evidence that Redis answers anyone) and keeps
+// leading through the cut.
+func TestALeaderCutOffFromRedisHandsLeadershipAndQueuesOver(t *testing.T) {
+	const queues = 10
+	f := newFleet(t, testenv.ZooKeeper(t).Addrs, queues)
+	var down atomic.Bool
+	f.health = map[string]*RedisHealth{}
+	for _, n := range []string{"a", "b"} {
+		ping := func(context.Context) error { return nil }
+		if n == "a" {
+			ping = func(context.Context) error {
+				if down.Load() {
+					return errors.New("dial tcp: i/o timeout")
+				}
+				return nil
+			}
+		}
+		h, err := NewRedisHealth(RedisHealthConfig{Ping: ping, GiveUpAfter: 300 * time.Millisecond, Interval: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); h.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		f.health[n] = h
+	}
+	a := f.start("a")
+	f.waitFor("a to lead", a.Leading)
+	b := f.start("b")
+	f.waitConverged("start")
+	down.Store(true)
+	f.waitFor("b to lead and own every queue while a cannot reach Redis", func() bool {
+		an, err := f.obs.Assignments().Read(context.Background())
+		if err != nil || len(an.Assignment.Queues) != queues || !b.Leading() || a.Leading() {
+			return false
+		}
+		for _, m := range an.Assignment.Queues {
+			if m != "b" {
+				return false
+			}
+		}
+		return a.runner.owned() == 0 && b.runner.owned() == queues
+	})
+	down.Store(false)
+	f.waitFor("a to take queues again", func() bool {
+		ok, _ := f.converged()
+		return ok && a.runner.owned() > 0
+	})
+	f.log.checkNoOverlap(t)
+}
+
 // TestNothingMovesWhileNoMemberReachesRedis on real ZooKeeper: Redis stops
 // answering a, then b one failed ping later (members notice one outage in
 // turn); both publish redis_unreachable, and the leader writes nothing. The
