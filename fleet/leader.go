@@ -142,6 +142,14 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 		if err != nil {
 			return err
 		}
+		if cfg.RedisState != nil {
+			if unreachable, _ := cfg.RedisState(); unreachable {
+				// Won while Redis went silent (an outage every member
+				// notices in turn): hand the term on at once.
+				lead.Resign(context.Background())
+				continue
+			}
+		}
 		if cfg.OnLeading != nil {
 			cfg.OnLeading(true)
 		}

@@ -584,6 +584,7 @@ type fakeRedisState struct {
 	mu          sync.Mutex
 	unreachable bool
 	changed     chan struct{}
+	reads       int // State calls
 }
 
 func newFakeRedisState() *fakeRedisState { return &fakeRedisState{changed: make(chan struct{})} }
@@ -591,7 +592,14 @@ func newFakeRedisState() *fakeRedisState { return &fakeRedisState{changed: make(
 func (f *fakeRedisState) State() (bool, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.reads++
 	return f.unreachable, f.changed
+}
+
+func (f *fakeRedisState) readCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads
 }
 
 func (f *fakeRedisState) set(unreachable bool) {
@@ -645,6 +653,42 @@ func TestALeaderThatCannotReachRedisResigns(t *testing.T) {
 	defer el.mu.Unlock()
 	if el.campaigns != 2 {
 		t.Fatalf("want a second campaign once Redis answers, have %d", el.campaigns)
+	}
+}
+
+// TestACampaignWonWhileRedisIsSilentIsHandedOn: a member whose Redis went
+// silent while it waited in the election hands the term on as it wins,
+// without leading (in an outage every member notices in turn, each would
+// otherwise start a term, reading the assignment and the registry, only
+// to end it).
+func TestACampaignWonWhileRedisIsSilentIsHandedOn(t *testing.T) {
+	s := newFakeLeaderSession()
+	el := &fakeElector{s: s.fakeSession, gate: make(chan struct{})}
+	redis := newFakeRedisState()
+	leading := make(chan bool, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunRebalancer(ctx, RebalancerConfig{
+			Session: s, Elector: el, Candidate: "me", Settle: time.Millisecond, RedisState: redis.State,
+			OnLeading: func(b bool) { leading <- b }, Logger: testkit.Logger(t, hclog.Warn),
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	// Redis answered when the candidate checked; it now waits in the
+	// election (the gate), and Redis goes silent before it wins.
+	testkit.Eventually(t, "the candidate checked its Redis before campaigning", func() bool { return redis.readCount() > 0 })
+	redis.set(true)
+	el.gate <- struct{}{}
+	testkit.Eventually(t, "the won term resigned", func() bool {
+		el.mu.Lock()
+		defer el.mu.Unlock()
+		return len(el.terms) == 1 && el.terms[0].Err() != nil
+	})
+	select {
+	case b := <-leading:
+		t.Fatalf("want no term led while Redis is silent, have OnLeading(%v)", b)
+	default:
 	}
 }
 
