@@ -52,21 +52,15 @@ type RebalancerConfig struct {
 	// queues to members about to notice too (no churn). Default
 	// DefaultRedisGrace.
 	RedisGrace time.Duration
-	// RedisAnswers, if set, counts the pings the leader's own Redis has
-	// answered (RedisHealth.Answers). The leader cuts a member off only
-	// once its own Redis has answered since the flags changed, or once
-	// they have stood for four graces (redis_flags.go). Nil: the leader
-	// takes Redis as answering.
-	RedisAnswers func() uint64
-	// RedisState, if set, is the leader's own Redis health
-	// (RedisHealth.State). A member that cannot reach Redis does not
-	// lead: it could not tell idle queues from busy ones, retire a
-	// family's keys, or know whether another member's flag is its own
-	// outage too. It resigns when its Redis stops answering and
-	// campaigns again once it answers, so that a member that can reach
-	// Redis leads, and cuts the old leader off at the grace. Nil: the
-	// leader takes Redis as answering.
-	RedisState func() (unreachable bool, changed <-chan struct{})
+	// OwnRedis, if set, is the leader's own member's view of Redis (its
+	// *RedisHealth). A member that cannot reach Redis does not lead: it
+	// could not tell idle queues from busy ones, retire a family's keys,
+	// or know whether another member's flag is its own outage too. It
+	// resigns when its Redis stops answering and campaigns again once it
+	// answers. And a leader cuts a member off only once its own Redis has
+	// answered since the flags changed, or once they have stood for four
+	// graces (redis_flags.go). Nil: the leader takes Redis as answering.
+	OwnRedis OwnRedis
 	// BalanceEvery paces the corrections of balance after removals: when
 	// queues taken out without computing leave a member outside Sticky's
 	// balance bound, the leader moves idle queues to restore it, at most
@@ -104,6 +98,16 @@ type RebalancerConfig struct {
 	Logger hclog.Logger
 }
 
+// OwnRedis is what the rebalance leader knows of its own member's Redis:
+// a *RedisHealth.
+type OwnRedis interface {
+	// State reports whether Redis is unreachable now, and a channel
+	// closed at the next change.
+	State() (unreachable bool, changed <-chan struct{})
+	// Answers counts the pings Redis has answered.
+	Answers() uint64
+}
+
 // RunRebalancer campaigns in the rebalance election and, while leading,
 // keeps /assignment equal to the strategy's target for the live members and
 // the registered queues (DESIGN.md §5 step 1). It returns when ctx ends or
@@ -135,15 +139,15 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 	s := cfg.Session
 	terms := &Candidacy{Elector: cfg.Elector, Candidate: cfg.Candidate, Session: s, Retry: cfg.CampaignRetry, Logger: log}
 	for {
-		if !waitForRedis(ctx, s, cfg.RedisState) {
+		if !waitForRedis(ctx, s, cfg.OwnRedis) {
 			return firstErr(ctx.Err(), s.Err())
 		}
 		lead, err := terms.Next(ctx)
 		if err != nil {
 			return err
 		}
-		if cfg.RedisState != nil {
-			if unreachable, _ := cfg.RedisState(); unreachable {
+		if cfg.OwnRedis != nil {
+			if unreachable, _ := cfg.OwnRedis.State(); unreachable {
 				// Won while Redis went silent (an outage every member
 				// notices in turn): hand the term on at once.
 				lead.Resign(context.Background())
@@ -153,7 +157,7 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 		if cfg.OnLeading != nil {
 			cfg.OnLeading(true)
 		}
-		tctx, endTerm := whileRedisAnswers(ctx, cfg.RedisState)
+		tctx, endTerm := whileRedisAnswers(ctx, cfg.OwnRedis)
 		err = runLeaderTerm(tctx, s, lead, cfg, log)
 		if cause := context.Cause(tctx); errors.Is(cause, errRedisUnreachable) {
 			err = cause
@@ -171,17 +175,17 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 }
 
 // errRedisUnreachable ends a leadership term whose member cannot reach
-// Redis (RebalancerConfig.RedisState).
+// Redis (RebalancerConfig.OwnRedis).
 var errRedisUnreachable = errors.New("this member cannot reach Redis; a member that can leads")
 
-// waitForRedis returns true once state reports Redis answering (at once
-// when state is nil), false when ctx ends or the session is lost first.
-func waitForRedis(ctx context.Context, s Lifetime, state func() (bool, <-chan struct{})) bool {
-	if state == nil {
+// waitForRedis returns true once own reports Redis answering (at once
+// when own is nil), false when ctx ends or the session is lost first.
+func waitForRedis(ctx context.Context, s Lifetime, own OwnRedis) bool {
+	if own == nil {
 		return true
 	}
 	for {
-		unreachable, changed := state()
+		unreachable, changed := own.State()
 		if !unreachable {
 			return true
 		}
@@ -196,18 +200,18 @@ func waitForRedis(ctx context.Context, s Lifetime, state func() (bool, <-chan st
 }
 
 // whileRedisAnswers returns a context for one leadership term, cancelled
-// with errRedisUnreachable when state reports Redis unreachable (at once
-// if it already does); end releases it.
-func whileRedisAnswers(ctx context.Context, state func() (bool, <-chan struct{})) (context.Context, func()) {
+// with errRedisUnreachable when own reports Redis unreachable (at once if
+// it already does); end releases it.
+func whileRedisAnswers(ctx context.Context, own OwnRedis) (context.Context, func()) {
 	tctx, cancel := context.WithCancelCause(ctx)
-	if state == nil {
+	if own == nil {
 		return tctx, func() { cancel(nil) }
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
-			unreachable, changed := state()
+			unreachable, changed := own.State()
 			if unreachable {
 				cancel(errRedisUnreachable)
 				return
@@ -220,6 +224,15 @@ func whileRedisAnswers(ctx context.Context, state func() (bool, <-chan struct{})
 		}
 	}()
 	return tctx, func() { cancel(nil); <-done }
+}
+
+// answersOf is own's count of answered pings, for redisFlags: nil (Redis
+// counts as answering) when own is nil.
+func answersOf(own OwnRedis) func() uint64 {
+	if own == nil {
+		return nil
+	}
+	return own.Answers
 }
 
 // runLeaderTerm runs one leadership term.
@@ -259,7 +272,7 @@ func runLeaderTerm(ctx context.Context, s LeaderSession, lead Leadership, cfg Re
 		// membership changed since the last target: settle for Settle
 		membersDirty bool
 		// the members' redis_unreachable flags, acted on once settled
-		flags = newRedisFlags(cfg.RedisGrace, cfg.RedisAnswers)
+		flags = newRedisFlags(cfg.RedisGrace, answersOf(cfg.OwnRedis))
 		// what new queues are placed by, between whole computations
 		place = placement{onRemoved: cfg.OnRemoved}
 		// the members that could not reach Redis at the last target

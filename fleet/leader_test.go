@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -491,18 +490,18 @@ func TestACampaignErrorIsRetriedByBothLeaders(t *testing.T) {
 // minute and grace; stop ends it and waits (once: the test's cleanup calls
 // it too).
 func runOnClock(t *testing.T, s *fakeLeaderSession, clock *testkit.Clock, grace time.Duration) (stop func()) {
-	return runOnClockAnswers(t, s, clock, grace, nil)
+	return runOnClockOwn(t, s, clock, grace, nil)
 }
 
-// runOnClockAnswers is runOnClock with the leader's own Redis answers
-// counted by answers (RebalancerConfig.RedisAnswers).
-func runOnClockAnswers(t *testing.T, s *fakeLeaderSession, clock *testkit.Clock, grace time.Duration, answers func() uint64) (stop func()) {
+// runOnClockOwn is runOnClock with own as the leader's own Redis
+// (RebalancerConfig.OwnRedis).
+func runOnClockOwn(t *testing.T, s *fakeLeaderSession, clock *testkit.Clock, grace time.Duration, own OwnRedis) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- RunRebalancer(ctx, RebalancerConfig{
 			Session: s, Elector: &fakeElector{s: s.fakeSession}, Candidate: "me", Settle: time.Minute, RedisGrace: grace,
-			RedisAnswers: answers, Clock: clock, Logger: testkit.Logger(t, hclog.Warn),
+			OwnRedis: own, Clock: clock, Logger: testkit.Logger(t, hclog.Warn),
 		})
 	}()
 	var once sync.Once
@@ -546,8 +545,8 @@ func TestALeaderSharingAnOutageWaitsForEvidence(t *testing.T) {
 	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	const grace = time.Hour
 	s := newFakeLeaderSession()
-	var answers atomic.Uint64
-	runOnClockAnswers(t, s, clock, grace, answers.Load)
+	own := newFakeRedisState()
+	runOnClockOwn(t, s, clock, grace, own)
 	s.members <- members("a", "b")
 	s.queues <- queues("q1", "q2")
 	testkit.Eventually(t, "the first target written once the settle window passed", func() bool {
@@ -568,7 +567,7 @@ func TestALeaderSharingAnOutageWaitsForEvidence(t *testing.T) {
 	if w := s.writes(); len(w) != 1 {
 		t.Fatalf("the leader's Redis answered nothing since b's flag: want the assignment to stand, have writes %v", w)
 	}
-	answers.Add(1) // the leader's Redis answers: Redis is up, b is cut off alone
+	own.answer() // the leader's Redis answers: Redis is up, b is cut off alone
 	testkit.Eventually(t, "b cut off at the next decision", func() bool {
 		clock.Advance(grace)
 		return len(s.writes()) == 2
@@ -578,13 +577,27 @@ func TestALeaderSharingAnOutageWaitsForEvidence(t *testing.T) {
 	}
 }
 
-// fakeRedisState is a member's Redis verdict (RedisHealth.State) the test
+// fakeRedisState is a member's view of its Redis (OwnRedis) that the test
 // sets.
 type fakeRedisState struct {
 	mu          sync.Mutex
 	unreachable bool
 	changed     chan struct{}
-	reads       int // State calls
+	reads       int    // State calls
+	answers     uint64 // pings answered
+}
+
+func (f *fakeRedisState) Answers() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.answers
+}
+
+// answer counts one more ping answered.
+func (f *fakeRedisState) answer() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers++
 }
 
 func newFakeRedisState() *fakeRedisState { return &fakeRedisState{changed: make(chan struct{})} }
@@ -624,7 +637,7 @@ func TestALeaderThatCannotReachRedisResigns(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- RunRebalancer(ctx, RebalancerConfig{
-			Session: s, Elector: el, Candidate: "me", Settle: time.Millisecond, RedisState: redis.State,
+			Session: s, Elector: el, Candidate: "me", Settle: time.Millisecond, OwnRedis: redis,
 			OnLeading: func(b bool) { leading <- b }, Logger: testkit.Logger(t, hclog.Warn),
 		})
 	}()
@@ -670,7 +683,7 @@ func TestACampaignWonWhileRedisIsSilentIsHandedOn(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- RunRebalancer(ctx, RebalancerConfig{
-			Session: s, Elector: el, Candidate: "me", Settle: time.Millisecond, RedisState: redis.State,
+			Session: s, Elector: el, Candidate: "me", Settle: time.Millisecond, OwnRedis: redis,
 			OnLeading: func(b bool) { leading <- b }, Logger: testkit.Logger(t, hclog.Warn),
 		})
 	}()

@@ -275,7 +275,7 @@ func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading f
 		err := RunRebalancer(leadCtx, RebalancerConfig{
 			Registrar: registrar,
 			Session:   s.Leader(), Elector: el, Candidate: m.cfg.Name, Strategy: m.cfg.Strategy, Settle: m.cfg.Settle,
-			RedisGrace: m.cfg.RedisHealth.Grace(), RedisAnswers: m.redisAnswers(), RedisState: m.redisState(), Clock: m.cfg.Clock,
+			RedisGrace: m.cfg.RedisHealth.Grace(), OwnRedis: m.ownRedis(), Clock: m.cfg.Clock,
 			BalanceEvery: m.cfg.BalanceEvery, Activity: m.cfg.Activity,
 			OnRemoved: func(n int) { m.cfg.Metrics.IncrCounter(metrics.QueuesRemovedTotal, float32(n)) },
 			OnCorrection: func(moved int) {
@@ -333,25 +333,16 @@ func (m *Member) serveWorker(ctx context.Context, s MemberSession, stopLeading f
 	}
 }
 
-// current returns the current session, or nil between sessions.
-// redisAnswers is the rebalancer's evidence that Redis answers this
-// member: nil (Redis counts as answering) without a RedisHealth.
-func (m *Member) redisAnswers() func() uint64 {
-	if m.cfg.RedisHealth == nil {
-		return nil
-	}
-	return m.cfg.RedisHealth.Answers
-}
-
-// redisState is the rebalancer's view of this member's Redis: nil (Redis
+// ownRedis is the rebalancer's view of this member's Redis: nil (Redis
 // counts as answering) without a RedisHealth.
-func (m *Member) redisState() func() (bool, <-chan struct{}) {
+func (m *Member) ownRedis() OwnRedis {
 	if m.cfg.RedisHealth == nil {
-		return nil
+		return nil // not a typed nil: the rebalancer tests for nil
 	}
-	return m.cfg.RedisHealth.State
+	return m.cfg.RedisHealth
 }
 
+// current returns the current session, or nil between sessions.
 func (m *Member) current() MemberSession { return m.cur.session() }
 
 // Session returns the current ZooKeeper session, or nil between sessions

@@ -150,7 +150,7 @@ func (h *RedisHealth) Unreachable() bool {
 
 // Answers counts the pings Redis has answered: the rebalance leader's
 // evidence that Redis is up before it cuts a member off
-// (RebalancerConfig.RedisAnswers).
+// (RebalancerConfig.OwnRedis).
 func (h *RedisHealth) Answers() uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
