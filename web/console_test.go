@@ -251,3 +251,36 @@ func httptestRequest(method, path string) *http.Request {
 	req, _ := http.NewRequest(method, "http://console"+path, nil)
 	return req
 }
+
+// The members page and the overview say which members cannot reach Redis:
+// such a member gets no queues and does not lead, and before this only its
+// log and /readyz said so.
+func TestMembersShowWhichCannotReachRedis(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	for _, m := range []drover.Member{
+		{Name: "near-1", Capacity: 1, StartedAt: time.Now()},
+		{Name: "cut-1", Capacity: 1, StartedAt: time.Now(), RedisUnreachable: true},
+	} {
+		if _, err := r.zk.Group().Join(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row := func(page, member string) string {
+		for _, l := range strings.Split(page, "<tr>") {
+			if strings.Contains(l, ">"+member+"</a>") {
+				return l
+			}
+		}
+		return ""
+	}
+	for _, path := range []string{"/members", "/"} {
+		p := r.page("viewer", path)
+		if cut := row(p, "cut-1"); !strings.Contains(cut, ">unreachable</span>") {
+			t.Errorf("%s: want cut-1's row to say Redis is unreachable, have %q", path, cut)
+		}
+		if near := row(p, "near-1"); !strings.Contains(near, "<td>ok</td>") || strings.Contains(near, "unreachable") {
+			t.Errorf("%s: want near-1's row to say ok, have %q", path, near)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,9 @@ func (a *app) ctlStatusCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Members, leaders, generation, and per queue owner, offset, lag and age",
-		Long: `Print the fleet: the members, the rebalance and scheduler leaders, the
+		Long: `Print the fleet: the members (REDIS "unreachable" for a member whose
+Redis has not answered for worker.redis_giveup_after: it gets no queues,
+and does not lead), the rebalance and scheduler leaders, the
 assignment generation, and per queue (laid out like kafka-consumer-groups
 --describe) the owner, the committed position, the log end, the lag in
 messages, the age of the oldest unprocessed message, delayed and dead
@@ -130,17 +133,26 @@ func printStatus(e *ctlEnv, rep *statusReport) error {
 		return s
 	}
 	e.printf("CLUSTER %s (%s)  GENERATION %d  STRATEGY %s\n", rep.Cluster, rep.Root, rep.Generation, none(rep.Strategy))
-	e.printf("REBALANCE LEADER %s  SCHEDULER LEADER %s\n", none(rep.RebalanceLeader), none(rep.SchedulerLeader))
+	leader := none(rep.RebalanceLeader)
+	if rep.RebalanceLeader == "" && len(rep.Members) > 0 && !slices.ContainsFunc(rep.Members, func(m memberStatus) bool { return !m.RedisUnreachable }) {
+		// A member that cannot reach Redis does not lead.
+		leader = "(none: no member reaches Redis)"
+	}
+	e.printf("REBALANCE LEADER %s  SCHEDULER LEADER %s\n", leader, none(rep.SchedulerLeader))
 	a := rep.Autoscale
 	e.printf("WORKERS NEEDED %d for target lag %d (lag %d in %d queues)\n", a.WorkersNeeded, a.TargetLag, a.Lag, a.QueuesWithLag)
 	if rep.PausedAll != nil {
 		e.printf("PAUSED ALL by %s at %s: %s\n", rep.PausedAll.By, fmtTime(rep.PausedAll.At), rep.PausedAll.Reason)
 	}
 	e.printf("\n")
-	t := newTable(e.a.stdout, "MEMBER", "HOST", "PID", "ADMIN", "CAPACITY", "TAGS", "QUEUES", "UP", "PAUSED")
+	t := newTable(e.a.stdout, "MEMBER", "HOST", "PID", "ADMIN", "CAPACITY", "TAGS", "QUEUES", "UP", "REDIS", "PAUSED")
 	now := time.Now()
 	for _, m := range rep.Members {
-		t.row(m.Name, m.Host, m.PID, m.AdminAddr, m.Capacity, strings.Join(m.Tags, ","), m.Queues, fmtAge(now.Sub(m.StartedAt)), fmtPause(m.Paused))
+		redis := "ok"
+		if m.RedisUnreachable {
+			redis = "unreachable" // its queues are given up to the members that reach it
+		}
+		t.row(m.Name, m.Host, m.PID, m.AdminAddr, m.Capacity, strings.Join(m.Tags, ","), m.Queues, fmtAge(now.Sub(m.StartedAt)), redis, fmtPause(m.Paused))
 	}
 	if err := t.flush(); err != nil {
 		return err

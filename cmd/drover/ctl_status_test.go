@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -45,7 +46,7 @@ func TestStatusAndDump(t *testing.T) {
 	if _, err := s.Group().Join(ctx, drover.Member{Name: "fake-1", Host: "h", PID: 1, AdminAddr: strings.TrimPrefix(admin.URL, "http://"), Capacity: 4, StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Group().Join(ctx, drover.Member{Name: "gone-1", AdminAddr: closedAddr(t), Capacity: 1, StartedAt: time.Now()}); err != nil {
+	if _, err := s.Group().Join(ctx, drover.Member{Name: "gone-1", AdminAddr: closedAddr(t), Capacity: 1, StartedAt: time.Now(), RedisUnreachable: true}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -63,6 +64,16 @@ func TestStatusAndDump(t *testing.T) {
 	table := c.ok("ctl", "status").stdout
 	if !contains(table, "GENERATION", "MEMBER", "fake-1", "QUEUE", "OWNER", "COMMITTED", "LAG", "OLDEST", "adhoc*") {
 		t.Fatalf("want the members and queues tables, have:\n%s", table)
+	}
+	// The member cut off from Redis says so (it gets no queues and does
+	// not lead); the one that reaches it says ok. One member reaches
+	// Redis, so no leader is just no leader.
+	if !regexp.MustCompile(`(?m)^fake-1 .* ok\s*$`).MatchString(table) || !regexp.MustCompile(`(?m)^gone-1 .* unreachable\s*$`).MatchString(table) ||
+		!contains(table, "REDIS", "REBALANCE LEADER (none)") {
+		t.Fatalf("want REDIS ok for fake-1 and unreachable for gone-1, have:\n%s", table)
+	}
+	if !rep.Members[1].RedisUnreachable || rep.Members[0].RedisUnreachable {
+		t.Fatalf("JSON: want redis_unreachable on gone-1 only, have %+v", rep.Members)
 	}
 
 	dump := c.ok("ctl", "dump", "fake-1").stdout
@@ -179,5 +190,31 @@ func TestCtlStatusQueueIsTheConsoleRow(t *testing.T) {
 	}
 	if have["family"] != "fam" {
 		t.Errorf("family: want fam, have %v", have["family"])
+	}
+}
+
+// With every member cut off from Redis nobody leads the rebalance (a member
+// that cannot reach Redis does not), and the leader line says why rather
+// than a bare "(none)".
+func TestStatusSaysWhyNoOneLeadsWhenNoMemberReachesRedis(t *testing.T) {
+	var out bytes.Buffer
+	e := &ctlEnv{a: &app{stdout: &out, stderr: &out}}
+	rep := &statusReport{Members: []memberStatus{
+		{Member: drover.Member{Name: "w1", RedisUnreachable: true}},
+		{Member: drover.Member{Name: "w2", RedisUnreachable: true}},
+	}}
+	if err := printStatus(e, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !contains(out.String(), "REBALANCE LEADER (none: no member reaches Redis)") {
+		t.Fatalf("want the leader line to say no member reaches Redis, have:\n%s", out.String())
+	}
+	out.Reset()
+	rep.Members[1].RedisUnreachable = false
+	if err := printStatus(e, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !contains(out.String(), "REBALANCE LEADER (none)  ") {
+		t.Fatalf("one member reaches Redis: want a plain (none), have:\n%s", out.String())
 	}
 }
