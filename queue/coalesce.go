@@ -26,12 +26,11 @@ import (
 // round trip then carries several messages rather than alternating between
 // one and seven.
 type coalescer struct {
-	max      int
-	inFlight int // the most flushes in flight; 0 means 1
-	flush    func(ctx context.Context, batch []*enqueueRequest)
+	max   int
+	flush func(ctx context.Context, batch []*enqueueRequest)
 
 	mu      sync.Mutex
-	flying  int // leaders flushing
+	busy    bool // a leader is flushing
 	pending []*enqueueRequest
 	// shared says the last flush carried more than one request: callers
 	// are concurrent, and the ones it just answered are about to come back.
@@ -51,8 +50,8 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 		return
 	}
 	c.mu.Lock()
-	if c.flying >= max(c.inFlight, 1) {
-		// Flushes are in flight: wait in the queue.
+	if c.busy {
+		// A flush is in flight: wait in the queue.
 		r.ready = make(chan struct{}, 1)
 		c.pending = append(c.pending, r)
 		c.mu.Unlock()
@@ -74,7 +73,7 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 		}
 		c.mu.Lock()
 	} else {
-		c.flying++
+		c.busy = true
 	}
 	// Leader: this request is not in the queue (a leader's own request
 	// never is).
@@ -117,7 +116,7 @@ func (c *coalescer) submit(ctx context.Context, r *enqueueRequest) {
 		next.lead = true
 		next.ready <- struct{}{}
 	} else {
-		c.flying--
+		c.busy = false
 	}
 	c.mu.Unlock()
 }

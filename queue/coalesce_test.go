@@ -44,8 +44,8 @@ func TestCoalescerGivesEachRequestItsResult(t *testing.T) {
 	if total != n {
 		t.Fatalf("flushed %d requests, want %d", total, n)
 	}
-	if c.flying != 0 || len(c.pending) != 0 {
-		t.Fatalf("after all submissions: want an idle coalescer, have %d flushing, %d pending", c.flying, len(c.pending))
+	if c.busy || len(c.pending) != 0 {
+		t.Fatalf("after all submissions: want an idle coalescer, have busy=%v pending=%d", c.busy, len(c.pending))
 	}
 }
 
