@@ -623,6 +623,22 @@ func (f *fakeRedisState) set(unreachable bool) {
 	f.changed = make(chan struct{})
 }
 
+// runWithOwnRedis runs a rebalancer on s and el whose own Redis is own,
+// until the test ends, and returns its OnLeading calls.
+func runWithOwnRedis(t *testing.T, s *fakeLeaderSession, el *fakeElector, own OwnRedis) <-chan bool {
+	leading := make(chan bool, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- RunRebalancer(ctx, RebalancerConfig{
+			Session: s, Elector: el, Candidate: "me", Settle: time.Millisecond, OwnRedis: own,
+			OnLeading: func(b bool) { leading <- b }, Logger: testkit.Logger(t, hclog.Warn),
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return leading
+}
+
 // TestALeaderThatCannotReachRedisResigns: a leader whose own Redis stops
 // answering ends its term and resigns, so that a member that reaches Redis
 // leads (it could not tell idle queues from busy ones, retire keys, or
@@ -632,16 +648,7 @@ func TestALeaderThatCannotReachRedisResigns(t *testing.T) {
 	s := newFakeLeaderSession()
 	el := &fakeElector{s: s.fakeSession}
 	redis := newFakeRedisState()
-	leading := make(chan bool, 16)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- RunRebalancer(ctx, RebalancerConfig{
-			Session: s, Elector: el, Candidate: "me", Settle: time.Millisecond, OwnRedis: redis,
-			OnLeading: func(b bool) { leading <- b }, Logger: testkit.Logger(t, hclog.Warn),
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	leading := runWithOwnRedis(t, s, el, redis)
 	if !<-leading {
 		t.Fatal("want the first term to start")
 	}
@@ -678,16 +685,7 @@ func TestACampaignWonWhileRedisIsSilentIsHandedOn(t *testing.T) {
 	s := newFakeLeaderSession()
 	el := &fakeElector{s: s.fakeSession, gate: make(chan struct{})}
 	redis := newFakeRedisState()
-	leading := make(chan bool, 16)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- RunRebalancer(ctx, RebalancerConfig{
-			Session: s, Elector: el, Candidate: "me", Settle: time.Millisecond, OwnRedis: redis,
-			OnLeading: func(b bool) { leading <- b }, Logger: testkit.Logger(t, hclog.Warn),
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	leading := runWithOwnRedis(t, s, el, redis)
 	// Redis answered when the candidate checked; it now waits in the
 	// election (the gate), and Redis goes silent before it wins.
 	testkit.Eventually(t, "the candidate checked its Redis before campaigning", func() bool { return redis.readCount() > 0 })

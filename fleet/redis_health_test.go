@@ -222,18 +222,16 @@ func TestRedisHealthTransitions(t *testing.T) {
 	}
 }
 
-// TestMemberCutOffFromRedisHandsItsQueuesOver on real ZooKeeper: b's Redis
-// stops answering (its ping fails); b publishes redis_unreachable through
-// its member node and the leader moves every queue to a, with no overlap;
-// when b's Redis answers again b takes queues again.
-func TestMemberCutOffFromRedisHandsItsQueuesOver(t *testing.T) {
-	const queues = 20
-	f := newFleet(t, testenv.ZooKeeper(t).Addrs, queues)
-	var down atomic.Bool
+// probeRedis gives members a and b Redis probers (give-up 300 ms, a ping
+// every 50 ms) whose pings are answered, except cut's while the returned
+// flag is set.
+func (f *fleet) probeRedis(cut string) *atomic.Bool {
+	t := f.t
+	down := new(atomic.Bool)
 	f.health = map[string]*RedisHealth{}
 	for _, n := range []string{"a", "b"} {
 		ping := func(context.Context) error { return nil }
-		if n == "b" {
+		if n == cut {
 			ping = func(context.Context) error {
 				if down.Load() {
 					return errors.New("dial tcp: i/o timeout")
@@ -251,6 +249,17 @@ func TestMemberCutOffFromRedisHandsItsQueuesOver(t *testing.T) {
 		t.Cleanup(func() { cancel(); <-done })
 		f.health[n] = h
 	}
+	return down
+}
+
+// TestMemberCutOffFromRedisHandsItsQueuesOver on real ZooKeeper: b's Redis
+// stops answering (its ping fails); b publishes redis_unreachable through
+// its member node and the leader moves every queue to a, with no overlap;
+// when b's Redis answers again b takes queues again.
+func TestMemberCutOffFromRedisHandsItsQueuesOver(t *testing.T) {
+	const queues = 20
+	f := newFleet(t, testenv.ZooKeeper(t).Addrs, queues)
+	down := f.probeRedis("b")
 	f.start("a")
 	b := f.start("b")
 	f.waitConverged("start")
@@ -291,28 +300,7 @@ func TestMemberCutOffFromRedisHandsItsQueuesOver(t *testing.T) {
 func TestALeaderCutOffFromRedisHandsLeadershipAndQueuesOver(t *testing.T) {
 	const queues = 10
 	f := newFleet(t, testenv.ZooKeeper(t).Addrs, queues)
-	var down atomic.Bool
-	f.health = map[string]*RedisHealth{}
-	for _, n := range []string{"a", "b"} {
-		ping := func(context.Context) error { return nil }
-		if n == "a" {
-			ping = func(context.Context) error {
-				if down.Load() {
-					return errors.New("dial tcp: i/o timeout")
-				}
-				return nil
-			}
-		}
-		h, err := NewRedisHealth(RedisHealthConfig{Ping: ping, GiveUpAfter: 300 * time.Millisecond, Interval: 50 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); h.Run(ctx) }()
-		t.Cleanup(func() { cancel(); <-done })
-		f.health[n] = h
-	}
+	down := f.probeRedis("a")
 	a := f.start("a")
 	f.waitFor("a to lead", a.Leading)
 	b := f.start("b")
