@@ -68,7 +68,7 @@ func TestStatusAndDump(t *testing.T) {
 	// The member cut off from Redis says so (it gets no queues and does
 	// not lead); the one that reaches it says ok. One member reaches
 	// Redis, so no leader is just no leader.
-	if !regexp.MustCompile(`(?m)^fake-1 .* ok\s*$`).MatchString(table) || !regexp.MustCompile(`(?m)^gone-1 .* unreachable\s*$`).MatchString(table) ||
+	if !regexp.MustCompile(`(?m)^fake-1 .* ok +- *$`).MatchString(table) || !regexp.MustCompile(`(?m)^gone-1 .* unreachable +- *$`).MatchString(table) ||
 		!contains(table, "REDIS", "REBALANCE LEADER (none)") {
 		t.Fatalf("want REDIS ok for fake-1 and unreachable for gone-1, have:\n%s", table)
 	}
