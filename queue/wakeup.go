@@ -81,12 +81,18 @@ func (s Listener) Wakeups(ctx context.Context, member string) (<-chan Wakeup, er
 // subscribeWakeups is Wakeups of channels.
 func (s *core) subscribeWakeups(ctx context.Context, channels ...string) (<-chan Wakeup, error) {
 	channel := strings.Join(channels, ", ") // for messages
-	sub := s.rdb.Subscribe(ctx, channels...)
-	for range channels {
-		if _, err := sub.Receive(ctx); err != nil {
-			_ = sub.Close()
-			return nil, fmt.Errorf("subscribe to %s: %w", channel, err)
+	sub, err := confirmedSubscription(ctx, func() (*redis.PubSub, error) {
+		sub := s.rdb.Subscribe(ctx, channels...)
+		for range channels {
+			if _, err := sub.Receive(ctx); err != nil {
+				_ = sub.Close()
+				return nil, err
+			}
 		}
+		return sub, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribe to %s: %w", channel, err)
 	}
 	out := make(chan Wakeup, wakeupBuffer)
 	go func() {
@@ -169,6 +175,39 @@ func (s *core) subscribeWakeups(ctx context.Context, channels ...string) (<-chan
 		}
 	}()
 	return out, nil
+}
+
+// confirmedSubscription runs open (a subscription and the wait for its
+// confirmations) and returns what it returns, or ctx's error as soon as ctx
+// ends. go-redis reads a new connection's handshake under the client's read
+// timeout rather than ctx, and holds the subscription's lock meanwhile, so
+// neither ctx nor Close cuts it short: behind a network that accepts a
+// connection and never answers (a blackholed link, a proxy whose upstream is
+// gone), a caller whose ctx ended would wait out the whole timeout (a leader
+// resigning over that outage kept its term for seconds). Here the caller
+// returns at once; open finishes in the background and a subscription it
+// makes after all is closed.
+func confirmedSubscription(ctx context.Context, open func() (*redis.PubSub, error)) (*redis.PubSub, error) {
+	type opened struct {
+		sub *redis.PubSub
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		sub, err := open()
+		done <- opened{sub, err}
+	}()
+	select {
+	case o := <-done:
+		return o.sub, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-done; o.err == nil {
+				_ = o.sub.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 // parseWakeup reads "<queue>", "<queue> <due unix ms>", or a wake-up that
@@ -280,16 +319,22 @@ func clipPayload(s string) string {
 // reader falls more than 1024 behind.
 func (s Listener) AllWakeups(ctx context.Context) (<-chan string, error) {
 	patterns := []string{s.keys.memberChannel("*"), s.keys.entryChannel("*"), s.keys.batchChannel("*")}
-	sub := s.rdb.PSubscribe(ctx, patterns...)
-	for range patterns {
-		if _, err := sub.Receive(ctx); err != nil {
-			_ = sub.Close()
-			return nil, fmt.Errorf("subscribe to %s: %w", strings.Join(patterns, ", "), err)
+	sub, err := confirmedSubscription(ctx, func() (*redis.PubSub, error) {
+		sub := s.rdb.PSubscribe(ctx, patterns...)
+		for range patterns {
+			if _, err := sub.Receive(ctx); err != nil {
+				_ = sub.Close()
+				return nil, err
+			}
 		}
-	}
-	if err := sub.Subscribe(ctx, s.keys.unownedChannel()); err != nil {
-		_ = sub.Close()
-		return nil, fmt.Errorf("subscribe to %s: %w", s.keys.unownedChannel(), err)
+		if err := sub.Subscribe(ctx, s.keys.unownedChannel()); err != nil {
+			_ = sub.Close()
+			return nil, err
+		}
+		return sub, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribe to %s and %s: %w", strings.Join(patterns, ", "), s.keys.unownedChannel(), err)
 	}
 	out := make(chan string, wakeupBuffer)
 	in := sub.Channel()
