@@ -79,6 +79,12 @@ func recheck(dir string) (*result, error) {
 		return nil, fmt.Errorf("read the Sentinels' logs: %w", err)
 	}
 	in.Faults = append(in.Faults, switches...)
+	// So are the ZooKeeper ensemble's own elections.
+	elections, err := zkElections(dir, rec.Faults)
+	if err != nil {
+		return nil, fmt.Errorf("read the ZooKeeper servers' logs: %w", err)
+	}
+	in.Faults = append(in.Faults, elections...)
 	for _, q := range rec.Retired {
 		in.Retired[q] = true
 	}

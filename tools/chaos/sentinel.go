@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -194,26 +195,80 @@ func (s *sentinelSet) other(addr string) *localserver.Redis {
 // role returns what the server at addr says it is ("master", "slave") and,
 // for a replica, its master's address and whether the link is up.
 func (s *sentinelSet) role(ctx context.Context, addr string) (role, master string, up bool, err error) {
-	qctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	info, err := s.direct[addr].Info(qctx, "replication").Result()
+	info, err := s.replication(ctx, addr)
 	if err != nil {
 		return "", "", false, err
 	}
-	field := func(k string) string {
-		for _, l := range strings.Split(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(l), k+":"); ok {
-				return v
-			}
+	return infoField(info, "role"), infoField(info, "master_host") + ":" + infoField(info, "master_port"), infoField(info, "master_link_status") == "up", nil
+}
+
+// replication returns the server at addr's INFO replication.
+func (s *sentinelSet) replication(ctx context.Context, addr string) (string, error) {
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return s.direct[addr].Info(qctx, "replication").Result()
+}
+
+// infoField returns field k of an INFO reply ("" when it has none).
+func infoField(info, k string) string {
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), k+":"); ok {
+			return v
 		}
-		return ""
 	}
-	return field("role"), field("master_host") + ":" + field("master_port"), field("master_link_status") == "up", nil
+	return ""
+}
+
+// behind says how far the replica at replica is behind the master at
+// master ("" when it holds every write the master had taken when asked).
+// A replica's link is up as soon as it has loaded a full resync's snapshot;
+// the writes the master took meanwhile (seconds of them after a
+// redis-restart on a loaded host) reach it only after that. A failover
+// started then loses writes taken well before the fault, which the
+// checker reads as taken during the failover only from a second before its
+// start (check.go, reenqueuedAcross): a run on 2026-12-02 failed so, a
+// message written 8 s before the kill, run from the old master and enqueued
+// again on the new one.
+func (s *sentinelSet) behind(ctx context.Context, master, replica string) string {
+	mi, err := s.replication(ctx, master)
+	if err != nil {
+		return fmt.Sprintf("the master %s: %v", master, err)
+	}
+	// Under load the replica is always a few writes behind the moment the
+	// master was asked: give it a second to reach that moment.
+	deadline := time.Now().Add(time.Second)
+	for {
+		ri, err := s.replication(ctx, replica)
+		if err != nil {
+			return fmt.Sprintf("the replica %s: %v", replica, err)
+		}
+		why := caughtUp(infoField(mi, "master_repl_offset"), infoField(ri, "slave_repl_offset"))
+		if why == "" || time.Now().After(deadline) || !clock.Sleep(ctx, 20*time.Millisecond) {
+			return why
+		}
+	}
+}
+
+// caughtUp compares a master's replication offset with its replica's, read
+// after it: "" when the replica's is at least the master's, else why not.
+func caughtUp(master, replica string) string {
+	m, err := strconv.ParseInt(master, 10, 64)
+	if err != nil {
+		return fmt.Sprintf("the master's replication offset %q: %v", master, err)
+	}
+	r, err := strconv.ParseInt(replica, 10, 64)
+	if err != nil {
+		return fmt.Sprintf("the replica's replication offset %q: %v", replica, err)
+	}
+	if r < m {
+		return fmt.Sprintf("the replica is at replication offset %d, %d bytes behind the master", r, m-r)
+	}
+	return ""
 }
 
 // settle waits until the deployment is at rest: every Sentinel names the
 // same master and sees one replica of it with its link up, and that
-// replica says so too. A failover started before (right after the killed
+// replica says so too and holds every write the master had taken (behind). A failover started before (right after the killed
 // master came back, say) races Sentinel's own reconfiguration: one Sentinel
 // still converting the old master to a replica undid the promotion of the
 // next failover, which then aborted (-failover-abort-slave-timeout).
@@ -270,7 +325,7 @@ func (s *sentinelSet) unsettled(ctx context.Context) string {
 	if err != nil || role != "slave" || of != master || !up {
 		return fmt.Sprintf("the replica %s: role %s of %s, link up %v (%v)", replica.Addr, role, of, up, err)
 	}
-	return ""
+	return s.behind(ctx, master, replica.Addr)
 }
 
 // waitReplicated waits until the server at master is a master with a

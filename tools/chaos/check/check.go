@@ -90,8 +90,10 @@ func (c *checker) covers(f *Fault, e Execution) bool {
 // session loss of e's worker reported within a session timeout of a loss
 // of another worker that was not in its own graceful stop (a ZooKeeper
 // stall: two chaos runs on a loaded host lost every session during a
-// drain). A loss of the stopping worker alone is not enough: that is what
-// a graceful stop that blocked its own session would look like.
+// drain), or an election of the ZooKeeper ensemble that no injected fault
+// caused (its servers' logs say so; a stopping worker cannot cause one). A
+// loss of the stopping worker alone is not enough: that is what a graceful
+// stop that blocked its own session would look like.
 func (c *checker) stallExcuses(e Execution, restart *Fault) bool {
 	for i := range c.in.Faults {
 		f := &c.in.Faults[i]
@@ -99,7 +101,7 @@ func (c *checker) stallExcuses(e Execution, restart *Fault) bool {
 			continue
 		}
 		switch {
-		case !slices.Contains(Observed, f.Kind):
+		case !slices.Contains(Observed, f.Kind), f.Kind == ZKElection:
 			return true
 		case f.Kind == SessionLost && c.sharedLoss(f, restart):
 			return true
@@ -180,7 +182,7 @@ func (c *checker) countUnprovoked() {
 		explained := false
 		for _, f := range c.in.Faults {
 			eff := Effects[f.Kind]
-			if slices.Contains(Observed, f.Kind) || !eff.Excuses || len(l.PIDs) != 1 || !f.hits(l.PIDs[0]) {
+			if (slices.Contains(Observed, f.Kind) && f.Kind != ZKElection) || !eff.Excuses || len(l.PIDs) != 1 || !f.hits(l.PIDs[0]) {
 				continue
 			}
 			to := f.End.Add(time.Duration(eff.After * float64(c.in.Policy.SessionTimeout)))

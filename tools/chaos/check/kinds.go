@@ -66,10 +66,21 @@ const (
 	// leader change's: a lost retirement shows as a queue registered
 	// again, run after an assignment round.
 	Failover Kind = "failover"
+
+	// ZKElection is not injected either: the ZooKeeper ensemble lost its
+	// leader outside an injected ZooKeeper fault (read from the servers'
+	// logs: a follower's read of its leader timed out, or the leader lost
+	// its quorum) and elected one again. On a loaded host a leader stalled
+	// past syncLimit (2 s at the chaos settings) does that; every session
+	// on a follower is cut, and a write in flight (a commit, a graceful
+	// stop's release) may fail, so the work it covered runs again. Its
+	// window runs from the first server's report of the loss to the first
+	// "LEADING" after it; its After is a ZooKeeper leader change's.
+	ZKElection Kind = "zk-election"
 )
 
 // Observed are the kinds read from the run's logs, not injected.
-var Observed = []Kind{SessionLost, Failover}
+var Observed = []Kind{SessionLost, Failover, ZKElection}
 
 // Kinds lists every fault kind in report order.
 var Kinds = []Kind{WorkerKill, WorkerStop, ZKCutShort, ZKCutLong, ZKLeaderKill, ZKLeaderStop, RedisRestart, RollingRestart, SchedulerKill, WorkerFreeze, HostFreeze, RedisCut, RedisCutAll, KeyChurn, Sentinel}
@@ -117,6 +128,7 @@ var Effects = map[Kind]Effect{
 	Sentinel:       {Excuses: true, After: 1},
 	SessionLost:    {Excuses: true, After: 0},
 	Failover:       {Excuses: true, After: 2},
+	ZKElection:     {Excuses: true, After: 2},
 }
 
 // Fault is one injected fault.

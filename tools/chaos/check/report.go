@@ -246,7 +246,7 @@ func (r *Report) Markdown(w io.Writer, run Run) {
 	fmt.Fprintf(w, "| longest finish-to-fault gap among excused duplicates | %s |\n", r.MaxCommitLag.Round(time.Millisecond))
 	fmt.Fprintf(w, "| %s: the cut worker's queues moved to the others after (min / max) / cuts where they had not moved by the end | %s |\n", RedisCut, r.handOvers())
 	fmt.Fprintf(w, "| %s: queues whose owner changed while no worker reached Redis | %d |\n", RedisCutAll, r.MovedWithoutRedis)
-	fmt.Fprintf(w, "| runs that ended during their worker's graceful stop and ran again inside an injected fault or a session loss another, non-stopping worker shared (excused) | %d |\n", r.GracefulRepeatsExcused)
+	fmt.Fprintf(w, "| runs that ended during their worker's graceful stop and ran again inside an injected fault, a session loss another, non-stopping worker shared, or an election of the ZooKeeper ensemble (excused) | %d |\n", r.GracefulRepeatsExcused)
 	fmt.Fprintf(w, "| tasks killed outside any fault (a planned move's drain timeout ran out; measured, not yet an invariant) | %d |\n", r.KilledOutsideFaults)
 	if kc := r.KeyChurn; kc != nil {
 		fmt.Fprintf(w, "| %s: family keys fed / retirements seen / keys enqueued to again after one / bursts of new keys / retired at the end | %d / %d / %d / %d / %d |\n",
