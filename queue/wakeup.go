@@ -82,14 +82,7 @@ func (s Listener) Wakeups(ctx context.Context, member string) (<-chan Wakeup, er
 func (s *core) subscribeWakeups(ctx context.Context, channels ...string) (<-chan Wakeup, error) {
 	channel := strings.Join(channels, ", ") // for messages
 	sub, err := confirmedSubscription(ctx, func() (*redis.PubSub, error) {
-		sub := s.rdb.Subscribe(ctx, channels...)
-		for range channels {
-			if _, err := sub.Receive(ctx); err != nil {
-				_ = sub.Close()
-				return nil, err
-			}
-		}
-		return sub, nil
+		return confirmed(ctx, s.rdb.Subscribe(ctx, channels...), len(channels))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subscribe to %s: %w", channel, err)
@@ -210,6 +203,18 @@ func confirmedSubscription(ctx context.Context, open func() (*redis.PubSub, erro
 	}
 }
 
+// confirmed waits for n confirmations of sub's subscriptions and returns
+// sub, or closes it and returns the error.
+func confirmed(ctx context.Context, sub *redis.PubSub, n int) (*redis.PubSub, error) {
+	for range n {
+		if _, err := sub.Receive(ctx); err != nil {
+			_ = sub.Close()
+			return nil, err
+		}
+	}
+	return sub, nil
+}
+
 // parseWakeup reads "<queue>", "<queue> <due unix ms>", or a wake-up that
 // carries a lone message, "<queue>\n<prev> <pos>\n<id>\n<envelope>"
 // (enqueueOneSource: the message at pos, whose previous message in the
@@ -320,12 +325,9 @@ func clipPayload(s string) string {
 func (s Listener) AllWakeups(ctx context.Context) (<-chan string, error) {
 	patterns := []string{s.keys.memberChannel("*"), s.keys.entryChannel("*"), s.keys.batchChannel("*")}
 	sub, err := confirmedSubscription(ctx, func() (*redis.PubSub, error) {
-		sub := s.rdb.PSubscribe(ctx, patterns...)
-		for range patterns {
-			if _, err := sub.Receive(ctx); err != nil {
-				_ = sub.Close()
-				return nil, err
-			}
+		sub, err := confirmed(ctx, s.rdb.PSubscribe(ctx, patterns...), len(patterns))
+		if err != nil {
+			return nil, err
 		}
 		if err := sub.Subscribe(ctx, s.keys.unownedChannel()); err != nil {
 			_ = sub.Close()
