@@ -577,11 +577,49 @@ func TestALeaderSharingAnOutageWaitsForEvidence(t *testing.T) {
 	}
 }
 
+// A leader whose own Redis has gone quiet (unanswered for two ping
+// intervals, not yet for the member's give-up) moves nothing: an outage of
+// every member looks so to a leader elected in it. A chaos run's leader,
+// elected 0.4 s before its own give-up, moved 2 of 45 queues while no
+// worker reached Redis. On the parent the second write comes at once.
+func TestALeaderWhoseRedisIsQuietMovesNothing(t *testing.T) {
+	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := newFakeLeaderSession()
+	own := newFakeRedisState()
+	runOnClockOwn(t, s, clock, time.Hour, own)
+	s.members <- members("a", "b")
+	s.queues <- queues("q1", "q2", "q3", "q4")
+	testkit.Eventually(t, "the first target written once the settle window passed", func() bool {
+		clock.Advance(time.Minute)
+		return len(s.writes()) == 1
+	})
+	own.setQuiet(true)
+	armed := clock.Timers()
+	s.members <- members("a", "b", "c") // a join: ordinarily queues move to c
+	testkit.Eventually(t, "the join read (the settle timer armed for it)", func() bool { return clock.Timers() > armed })
+	for range 3 {
+		clock.Advance(time.Minute)
+		testkit.Eventually(t, "the leader looked and armed its timer again", func() bool { return clock.Timers() > armed })
+	}
+	if w := s.writes(); len(w) != 1 {
+		t.Fatalf("the leader's Redis is quiet: want the assignment to stand, have writes %v", w)
+	}
+	own.setQuiet(false)
+	testkit.Eventually(t, "c gets queues once Redis answers", func() bool {
+		clock.Advance(time.Minute)
+		return len(s.writes()) == 2
+	})
+	if a := s.writes()[1]; !slicesContains(maps.Values(a.Queues), "c") {
+		t.Fatalf("want c to own a queue, have %v", a.Queues)
+	}
+}
+
 // fakeRedisState is a member's view of its Redis (OwnRedis) that the test
 // sets.
 type fakeRedisState struct {
 	mu          sync.Mutex
 	unreachable bool
+	quiet       bool // Quiet's answer
 	changed     chan struct{}
 	reads       int    // State calls
 	answers     uint64 // pings answered
@@ -591,6 +629,18 @@ func (f *fakeRedisState) Answers() uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.answers
+}
+
+func (f *fakeRedisState) Quiet() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.quiet || f.unreachable
+}
+
+func (f *fakeRedisState) setQuiet(q bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.quiet = q
 }
 
 // answer counts one more ping answered.

@@ -157,6 +157,19 @@ func (h *RedisHealth) Answers() uint64 {
 	return h.answers
 }
 
+// Quiet reports whether Redis has answered no ping for more than two
+// intervals, or is unreachable: silent, though perhaps not for GiveUpAfter
+// yet. The rebalance leader moves nothing meanwhile (OwnRedis.Quiet). Not
+// quiet before Run starts.
+func (h *RedisHealth) Quiet() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.unreachable {
+		return true
+	}
+	return !h.lastAnswer.IsZero() && h.cfg.Clock.Now().Sub(h.lastAnswer) > 2*h.cfg.Interval
+}
+
 // Ready is a /readyz check: an error naming the give-up while Redis is
 // unreachable. A nil RedisHealth is always ready.
 func (h *RedisHealth) Ready() error {

@@ -168,13 +168,21 @@ func TestRedisHealthTransitions(t *testing.T) {
 	if a := h.Answers(); a != 1 {
 		t.Fatalf("one ping answered: want Answers 1 (the leader's evidence), have %d", a)
 	}
+	if h.Quiet() {
+		t.Fatal("Redis answered the last ping: want it not quiet")
+	}
 	down.Store(true)
 	// The last answer was at t0; pings at t0+2s … t0+8s fail but 10s has not passed.
-	for range 4 {
+	for i := range 4 {
 		clk.Advance(2 * time.Second)
 		tick()
 		if h.Unreachable() {
 			t.Fatalf("unreachable after %d failed pings, before GiveUpAfter", n-1)
+		}
+		// Quiet once silent for more than two intervals (t0+6s on): the
+		// leader moves nothing although the member has not given up.
+		if want := i >= 2; h.Quiet() != want {
+			t.Fatalf("silent for %ds: Quiet %v, want %v", 2*(i+1), h.Quiet(), want)
 		}
 	}
 	select {
@@ -198,8 +206,8 @@ func TestRedisHealthTransitions(t *testing.T) {
 	down.Store(false)
 	clk.Advance(2 * time.Second)
 	tick()
-	if h.Unreachable() || h.Ready() != nil {
-		t.Fatal("Redis answers again: want reachable and ready")
+	if h.Unreachable() || h.Ready() != nil || h.Quiet() {
+		t.Fatal("Redis answers again: want reachable, ready and not quiet")
 	}
 	<-changed
 
