@@ -19,6 +19,7 @@ type sentinelEvent struct {
 	at       time.Time
 	isSwitch bool
 	master   string // the master marked down, or the new one
+	old      string // a switch's old master
 }
 
 // failovers reads the Sentinels' logs of a Sentinel run (dir/sentinel-*/
@@ -26,8 +27,9 @@ type sentinelEvent struct {
 // the master that no injected sentinel fault explains (check.Failover):
 // from downAfter before the first Sentinel marked the old master
 // objectively down (or from the switch before, when that came less than
-// a minute earlier: the server promoted may still have been catching up
-// with it) to the last Sentinel's +switch-master. The Sentinels each log
+// a minute earlier or replaced the server promoted now: the server
+// promoted may still have been catching up with it) to the last
+// Sentinel's +switch-master. The Sentinels each log
 // a switch; those within a minute of the first are one.
 func failovers(dir string, downAfter time.Duration, injected []check.Fault) ([]check.Fault, error) {
 	logs, err := filepath.Glob(filepath.Join(dir, "sentinel-*", "sentinel.log"))
@@ -46,6 +48,7 @@ func failovers(dir string, downAfter time.Duration, injected []check.Fault) ([]c
 	var out []check.Fault
 	var down time.Time // the first +odown since the last switch
 	var last time.Time // the last switch
+	var demoted string // the master the last switch replaced
 	for i := 0; i < len(evs); i++ {
 		e := evs[i]
 		if !e.isSwitch {
@@ -59,17 +62,20 @@ func failovers(dir string, downAfter time.Duration, injected []check.Fault) ([]c
 		if !down.IsZero() && e.at.Sub(down) < time.Minute {
 			f.Start = down.Add(-downAfter)
 		}
-		if !last.IsZero() && e.at.Sub(last) < time.Minute {
+		if !last.IsZero() && (e.at.Sub(last) < time.Minute || e.master == demoted) {
 			// The server promoted now was a master replaced a moment
 			// ago, or its replica since: it may not have caught up
-			// with anything written since that switch.
+			// with anything written since that switch. The master the
+			// last switch replaced has been a replica only since then,
+			// however long ago: a chaos run's, restarted for 52 s, was
+			// still resyncing when Sentinel promoted it back 61 s later.
 			f.Start = last
 		}
 		for i+1 < len(evs) && evs[i+1].isSwitch && evs[i+1].master == e.master && evs[i+1].at.Sub(e.at) < time.Minute {
 			i++
 			f.End = evs[i].at
 		}
-		down, last = time.Time{}, f.End
+		down, last, demoted = time.Time{}, f.End, e.old
 		if !injectedSwitch(f, injected) {
 			out = append(out, f)
 		}
@@ -106,7 +112,7 @@ func readSentinelLog(path string) ([]sentinelEvent, error) {
 		fields := strings.Fields(msg)
 		switch {
 		case len(fields) >= 6 && fields[0] == "+switch-master":
-			ev.isSwitch, ev.master = true, fields[4]+":"+fields[5]
+			ev.isSwitch, ev.master, ev.old = true, fields[4]+":"+fields[5], fields[2]+":"+fields[3]
 		case len(fields) >= 5 && fields[0] == "+odown" && fields[1] == "master":
 			ev.master = fields[3] + ":" + fields[4]
 		default:

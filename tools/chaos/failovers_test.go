@@ -55,3 +55,32 @@ func TestFailoversReadFromTheSentinelLogs(t *testing.T) {
 		}
 	}
 }
+
+// A switch back to the master the previous switch replaced reaches back to
+// that switch however long ago it was: the server has been a replica only
+// since, perhaps resyncing all along (a chaos run's was restarted for 52 s
+// and promoted back 61 s after the first switch).
+func TestAFailoverBackToTheDemotedMasterReachesBackToItsDemotion(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"sentinel-1/sentinel.log": `8454:X 02 Dec 2026 15:36:08.700 # +odown master drover-chaos 127.0.0.1 42181 #quorum 2/2
+8454:X 02 Dec 2026 15:36:09.789 # +switch-master drover-chaos 127.0.0.1 42181 127.0.0.1 36705
+8454:X 02 Dec 2026 15:37:09.900 # +odown master drover-chaos 127.0.0.1 36705 #quorum 2/2
+8454:X 02 Dec 2026 15:37:10.803 # +switch-master drover-chaos 127.0.0.1 36705 127.0.0.1 42181
+`,
+	})
+	ts := func(s string) time.Time {
+		at, err := time.ParseInLocation(sentinelLogTime, "02 Dec 2026 "+s, time.Local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	got, err := failovers(dir, 2*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got[1].Start.Equal(ts("15:36:09.789")) || !got[1].End.Equal(ts("15:37:10.803")) {
+		t.Fatalf("want the second failover's window from the first switch (15:36:09.789) to 15:37:10.803, have %+v", got)
+	}
+}
