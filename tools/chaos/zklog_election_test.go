@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,28 +15,20 @@ import (
 func TestZooKeeperElectionsAreReadFromTheServersLogs(t *testing.T) {
 	dir := t.TempDir()
 	logs := map[string]string{
-		"1": `2026-12-02T14:20:00.100+0000 [QuorumPeer[myid=1]] INFO org.apache.zookeeper.server.quorum.Learner - FOLLOWING - LEADER ELECTION TOOK - 212 MS
+		"zookeeper/1/zookeeper.log": `2026-12-02T14:20:00.100+0000 [QuorumPeer[myid=1]] INFO org.apache.zookeeper.server.quorum.Learner - FOLLOWING - LEADER ELECTION TOOK - 212 MS
 2026-12-02T14:23:44.770+0000 [QuorumPeer[myid=1]] WARN org.apache.zookeeper.server.quorum.Learner - Exception when following the leader
 java.net.SocketTimeoutException: Read timed out
 2026-12-02T14:23:46.149+0000 [QuorumPeer[myid=1]] INFO org.apache.zookeeper.server.quorum.Learner - FOLLOWING - LEADER ELECTION TOOK - 760 MS
 2026-12-02T14:25:10.000+0000 [QuorumPeer[myid=1]] WARN org.apache.zookeeper.server.quorum.Learner - Exception when following the leader
 `,
-		"2": `2026-12-02T14:20:00.090+0000 [QuorumPeer[myid=2]] INFO org.apache.zookeeper.server.quorum.Leader - LEADING - LEADER ELECTION TOOK - 201 MS
+		"zookeeper/2/zookeeper.log": `2026-12-02T14:20:00.090+0000 [QuorumPeer[myid=2]] INFO org.apache.zookeeper.server.quorum.Leader - LEADING - LEADER ELECTION TOOK - 201 MS
 2026-12-02T14:23:44.786+0000 [QuorumPeer[myid=2]] WARN org.apache.zookeeper.server.quorum.Learner - Exception when following the leader
 2026-12-02T14:23:46.001+0000 [QuorumPeer[myid=2]] INFO org.apache.zookeeper.server.quorum.Leader - LEADING - LEADER ELECTION TOOK - 615 MS
 `,
-		"3": `2026-12-02T14:23:45.669+0000 [QuorumPeer[myid=3]] INFO org.apache.zookeeper.server.quorum.Leader - Shutdown called. For the reason Not sufficient followers synced, only synced with sids: [ [3] ]
+		"zookeeper/3/zookeeper.log": `2026-12-02T14:23:45.669+0000 [QuorumPeer[myid=3]] INFO org.apache.zookeeper.server.quorum.Leader - Shutdown called. For the reason Not sufficient followers synced, only synced with sids: [ [3] ]
 `,
 	}
-	for id, text := range logs {
-		d := filepath.Join(dir, "zookeeper", id)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(d, "zookeeper.log"), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, logs)
 	ts := func(s string) time.Time {
 		v, err := time.Parse(zkLogTime, "2026-12-02T"+s+"+0000")
 		if err != nil {
