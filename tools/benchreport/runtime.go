@@ -26,20 +26,20 @@ var fleetRuntime = section{
 		"The workers' stage counters (`/debug/state` `stages`: a count and a total per stage, a clock read and two atomic adds per message) give the means over each window: `busy-mean-enqueue-to-start-ms` (from the position), of which `busy-mean-enqueue-to-read-ms` to the read's return, `busy-mean-read-queued-ms` waiting for a read round trip (the worker keeps two in flight, the reads that wait go together in the next), `busy-mean-read-trip-ms` the round trip, `busy-mean-wake-ms` a parked loop's start after its wake-up; `busy-reads/round-trip` is how many queue reads one round trip carried. `busy-redis-cmds/msg` is every Redis command of the window (scripts' commands included) per message enqueued. " +
 		"`busy-started/enqueued` is handler starts against messages enqueued in the window, `busy-drain-s` how long the workers took to start the last message after the producer stopped. " +
 		"ZooKeeper writes count requests (a multi is one; `zk-write-ops/s` counts the operations inside). " +
-		"Pub/Sub: `busy-publish/msg` is `PUBLISH`+`SPUBLISH` calls (`INFO commandstats`, calls from the enqueue script included) per message enqueued; `busy-deliveries/msg` multiplies it by the most subscribers any channel had (`PUBSUB NUMSUB`), an upper bound on deliveries. `busy-redis-cpu-%` is the Redis server's CPU (`INFO cpu`, user + system) over the window, in % of one core. " +
+		"Pub/Sub: `busy-publish/msg` is `PUBLISH`+`SPUBLISH` calls (`INFO commandstats`, calls from the enqueue script included) per message enqueued; `busy-deliveries/msg` multiplies it by the most subscribers any channel had (`PUBSUB NUMSUB`), an upper bound on deliveries. `busy-redis-cpu-%` is the Redis server's CPU (`INFO cpu`, user + system) over the window, in % of one core; `idle-host-cpu-%` and `busy-host-cpu-%` the whole machine's (`/proc/stat`: every process, Redis, ZooKeeper, the producer and the harness included), in % of all its cores, `busy-host-cpu-%-worst-part` its busiest sixth of a window: a machine near 100% queues every process behind the others, and the latency with them. " +
 		"The figures include what the producer and the harness take from the same 2 cores. Smaller sizes for a quick check: `DROVER_FLEETBENCH_SIZE=quick` (4 × 2,000 idle, 500 busy at 500/s, 10 s windows, two busy ones), or any of `DROVER_FLEETBENCH_{WORKERS,SMALL_QUEUES,QUEUES,BUSY_QUEUES,RATE,WINDOW,BUSY_WINDOWS,SETTLE,SETTLE_MAX}`; the sizes used are in the table (`queues`, `busy-queues`, `msgs/s-asked`, `window-s`, `busy-windows`).",
 	Units: []string{
 		"workers", "small-queues", "queues", "busy-queues", "msgs/s-asked", "window-s", "busy-windows", "converge-s", "settle-s",
 		"goroutines-small", "goroutines-full", "goroutines-full/small",
 		"idle-redis-cmds/s", "idle-redis-cmds/s-worst-part", "idle-cpu-%-max-worker", "idle-cpu-%-worst-part",
-		"idle-rss-MB-max-worker", "idle-live-heap-MB-max-worker", "idle-lease-child-rss-MB", "idle-zk-requests/s-max-member", "idle-zk-writes/s-max-member",
+		"idle-rss-MB-max-worker", "idle-live-heap-MB-max-worker", "idle-lease-child-rss-MB", "idle-zk-requests/s-max-member", "idle-zk-writes/s-max-member", "idle-host-cpu-%",
 		"busy-msgs/s", "busy-msgs/s-of-asked", "busy-started/s", "busy-started/enqueued", "busy-drain-s",
 		"busy-p50-ms", "busy-p99-ms", "busy-max-ms", "busy-stored-p50-ms", "busy-stored-p99-ms", "busy-stored-max-ms",
 		"busy-producer-call-ms", "busy-producer-msgs/call",
 		"busy-mean-enqueue-to-start-ms", "busy-mean-enqueue-to-read-ms", "busy-mean-read-queued-ms", "busy-mean-read-trip-ms", "busy-mean-wake-ms", "busy-reads/round-trip",
 		"busy-zk-writes/s-max-member", "busy-zk-write-ops/s", "busy-zk-requests/s-max-member",
 		"busy-publish/msg", "busy-max-subscribers", "busy-deliveries/msg",
-		"busy-redis-cmds/s", "busy-redis-cmds/msg", "busy-redis-cpu-%", "busy-redis-µs/msg", "busy-cpu-%-max-worker", "busy-rss-MB-max-worker", "busy-lease-child-rss-MB",
+		"busy-redis-cmds/s", "busy-redis-cmds/msg", "busy-redis-cpu-%", "busy-redis-µs/msg", "busy-cpu-%-max-worker", "busy-host-cpu-%", "busy-host-cpu-%-worst-part", "busy-rss-MB-max-worker", "busy-lease-child-rss-MB",
 	},
 	Targets: []target{
 		{"idle: Redis commands/s of the whole fleet ≤ 1,000", "BenchmarkFleetRuntime", "idle-redis-cmds/s", "<=", 1000},
@@ -157,8 +157,9 @@ func fleetRuntimeWhy(s section, fig map[string][]float64) string {
 			format(v("busy-started/s")), format(v("busy-msgs/s")), format(v("busy-started/enqueued")), windows("busy-started/enqueued"), format(v("busy-drain-s")), format(v("busy-cpu-%-max-worker")))
 	}
 	if missed("busy-p50-ms") || missed("busy-p99-ms") {
-		fmt.Fprintf(&b, "* Latency: p50 %s ms%s, p99 %s ms%s, max %s ms with the busiest worker at %s%% of a core and Redis at %s commands/s and %s%% of a core (producer included).\n",
-			format(v("busy-p50-ms")), windows("busy-p50-ms"), format(v("busy-p99-ms")), windows("busy-p99-ms"), format(v("busy-max-ms")), format(v("busy-cpu-%-max-worker")), format(v("busy-redis-cmds/s")), format(v("busy-redis-cpu-%")))
+		fmt.Fprintf(&b, "* Latency: p50 %s ms%s, p99 %s ms%s, max %s ms with the busiest worker at %s%% of a core and Redis at %s commands/s and %s%% of a core (producer included); the machine's CPU was %s%% used%s over its cores (every process), %s%% in the busiest sixth of a window.\n",
+			format(v("busy-p50-ms")), windows("busy-p50-ms"), format(v("busy-p99-ms")), windows("busy-p99-ms"), format(v("busy-max-ms")), format(v("busy-cpu-%-max-worker")), format(v("busy-redis-cmds/s")), format(v("busy-redis-cpu-%")),
+			format(v("busy-host-cpu-%")), windows("busy-host-cpu-%"), format(v("busy-host-cpu-%-worst-part")))
 	}
 	if missed("busy-zk-writes/s-max-member") {
 		w, ops := v("busy-zk-writes/s-max-member"), v("busy-zk-write-ops/s")

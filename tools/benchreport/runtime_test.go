@@ -87,6 +87,16 @@ func TestFleetRuntimeWhyGivesTheWindowsRange(t *testing.T) {
 	}
 }
 
+// A missed latency is read beside the machine's CPU: the fleet, Redis,
+// ZooKeeper and the producer share its cores, and a machine near 100%
+// queues each behind the others.
+func TestFleetRuntimeWhyGivesTheMachinesCPUBesideALatency(t *testing.T) {
+	why := fleetRuntimeWhy(fleetRuntime, figures(map[string]float64{"busy-p99-ms": 133, "busy-host-cpu-%": 91, "busy-host-cpu-%-min": 88, "busy-host-cpu-%-max": 94, "busy-host-cpu-%-worst-part": 97}))
+	if want := "the machine's CPU was 91.00% used (windows 88.00 – 94.00) over its cores (every process), 97.00% in the busiest sixth"; !strings.Contains(why, want) {
+		t.Fatalf("want %q in the explanation, have:\n%s", want, why)
+	}
+}
+
 // The sparse fleet's section has the same targets, each naming its own
 // benchmark, so that its verdicts are read off its own run.
 func TestTheSparseFleetHasTheTargetsOfItsOwnBenchmark(t *testing.T) {

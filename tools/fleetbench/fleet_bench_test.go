@@ -232,8 +232,8 @@ func busyWindows(b *testing.B, rm *redisMeter, ws []*worker, p *producer, sz siz
 			per[i][k] = v
 		}
 		f := per[i]
-		b.Logf("busy window %d/%d: p50 %.2f ms, p99 %.2f ms, stored p50 %.2f ms, started/enqueued %.3f, msgs/s of asked %.3f, ZooKeeper writes/s (busiest member) %.1f, deliveries/msg %.3f",
-			i+1, len(wins), f["busy-p50-ms"], f["busy-p99-ms"], f["busy-stored-p50-ms"], f["busy-started/enqueued"], f["busy-msgs/s-of-asked"], f["busy-zk-writes/s-max-member"], f["busy-deliveries/msg"])
+		b.Logf("busy window %d/%d: p50 %.2f ms, p99 %.2f ms, stored p50 %.2f ms, started/enqueued %.3f, msgs/s of asked %.3f, ZooKeeper writes/s (busiest member) %.1f, deliveries/msg %.3f, the machine's CPU used %.0f%% (%.0f%% in its busiest part)",
+			i+1, len(wins), f["busy-p50-ms"], f["busy-p99-ms"], f["busy-stored-p50-ms"], f["busy-started/enqueued"], f["busy-msgs/s-of-asked"], f["busy-zk-writes/s-max-member"], f["busy-deliveries/msg"], f["busy-host-cpu-%"], f["busy-host-cpu-%-worst-part"])
 		st0, st1 := stages[i], stages[i+1]
 		b.Logf("busy window %d/%d stages (means): enqueue→read returned %.1f ms (read queued %.1f ms, round trip %.1f ms, parked loop's wake %.2f ms), read→start %.1f ms; enqueue→start %.1f ms; queue reads %d in %d round trips, messages taken from their wake-ups %d; backlog reads %d in %d round trips",
 			i+1, len(wins), f["busy-mean-enqueue-to-read-ms"], f["busy-mean-read-queued-ms"], f["busy-mean-read-trip-ms"], f["busy-mean-wake-ms"],
@@ -383,6 +383,7 @@ func maxSubscribers(ctx context.Context, c *redis.Client) (int64, error) {
 // reading is everything sampled at one moment.
 type reading struct {
 	at       time.Time
+	host     hostCPU // the machine's CPU time so far (every process on it)
 	redis    redisCounters
 	cpu      []time.Duration
 	rss      []int64
@@ -405,6 +406,9 @@ func sample(b *testing.B, rm *redisMeter, ws []*worker, p *producer) reading {
 	}
 	r := reading{at: time.Now()}
 	var err error
+	if r.host, err = HostCPU(); err != nil {
+		b.Fatal(err)
+	}
 	r.redis, err = rm.read(context.Background())
 	if p != nil {
 		r.enqueued = p.sent.Load()

@@ -90,3 +90,46 @@ func Children(pid int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// hostCPU is the machine's CPU time so far, in clock ticks summed over its
+// cores (the first line of /proc/stat): busy is what the processes and the
+// kernel used (user, nice, system, irq, softirq, steal), all adds the idle
+// time (idle, iowait). Guest time is inside user already.
+type hostCPU struct{ busy, all int64 }
+
+// HostCPU reads the machine's CPU time so far from /proc/stat.
+func HostCPU() (hostCPU, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return hostCPU{}, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	return parseHostCPU(line)
+}
+
+// parseHostCPU reads /proc/stat's aggregate "cpu" line.
+func parseHostCPU(line string) (hostCPU, error) {
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return hostCPU{}, fmt.Errorf("/proc/stat: want a first line \"cpu\" with 8 or more counters, have %q", line)
+	}
+	var v [8]int64 // user nice system idle iowait irq softirq steal
+	for i := range v {
+		n, err := strconv.ParseInt(fields[i+1], 10, 64)
+		if err != nil {
+			return hostCPU{}, fmt.Errorf("/proc/stat: counter %d of %q: %w", i+1, line, err)
+		}
+		v[i] = n
+	}
+	busy := v[0] + v[1] + v[2] + v[5] + v[6] + v[7]
+	return hostCPU{busy: busy, all: busy + v[3] + v[4]}, nil
+}
+
+// usedPct is the share of the machine's CPU (all cores) used between a and
+// z, in %; 0 when no time passed.
+func usedPct(a, z hostCPU) float64 {
+	if z.all <= a.all {
+		return 0
+	}
+	return 100 * float64(z.busy-a.busy) / float64(z.all-a.all)
+}

@@ -59,3 +59,25 @@ func TestCPUTimeCountsWork(t *testing.T) {
 	}
 	_ = x
 }
+
+func TestTheMachinesCPUIsReadFromProcStat(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	h, err := parseHostCPU("cpu  4705 150 1120 16250 520 0 25 30 0 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (hostCPU{busy: 4705 + 150 + 1120 + 25 + 30, all: 4705 + 150 + 1120 + 16250 + 520 + 25 + 30}); h != want {
+		t.Errorf("want %+v, have %+v", want, h)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 3", "cpu 1 2 x 4 5 6 7 8"} {
+		if _, err := parseHostCPU(bad); err == nil {
+			t.Errorf("%q: want an error", bad)
+		}
+	}
+	if _, err := HostCPU(); err != nil {
+		t.Errorf("this machine's /proc/stat: %v", err)
+	}
+	if have := usedPct(hostCPU{busy: 100, all: 400}, hostCPU{busy: 250, all: 600}); have != 75 {
+		t.Errorf("150 busy ticks of 200: want 75%%, have %v", have)
+	}
+}

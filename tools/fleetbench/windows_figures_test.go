@@ -57,6 +57,9 @@ func fakeReading(sec float64, enqueued, calls int64, commands, meterCalls int64,
 		enqueued:       enqueued,
 		producerCalls:  calls,
 		producerCallNs: calls * int64(2*time.Millisecond),
+		// The machine: 2 cores (200 ticks a second), 150 of them busy a
+		// second after second 10, 50 before.
+		host: hostCPU{busy: int64(50*min(sec, 10) + 150*max(sec-10, 0)), all: int64(200 * sec)},
 	}
 	for _, d := range lat {
 		r.latency.Counts[bucketOf(d)]++
@@ -116,6 +119,10 @@ func TestWindowCountsOnlyWhatHappenedInIt(t *testing.T) {
 	near("busy-cpu-%-max-worker", 10)        // 100 ms of CPU a second
 	near("busy-rss-MB-max-worker", 20)       //
 	near("busy-zk-requests/s-max-member", 5) //
+	near("busy-host-cpu-%", 75)              // 150 of 200 ticks a second: the machine, not a core
+	if first.hostPct != 25 {
+		t.Errorf("first window's machine CPU: want 25%% (50 of 200 ticks a second), have %v", first.hostPct)
+	}
 }
 
 func TestBusyFiguresLeaveOutRatiosOfNothing(t *testing.T) {

@@ -20,6 +20,8 @@ type window struct {
 	redisCPUPct    float64 // the Redis server's CPU, % of one core over the window
 	cpuPct         float64 // the busiest worker, % of one core over the window
 	cpuWorstPart   float64 // the busiest worker in the busiest sub-window
+	hostPct        float64 // the machine's CPU used, % of all its cores (every process: Redis, ZooKeeper, the producer too)
+	hostWorstPart  float64 // the same in the busiest sub-window
 	rssMB          float64 // the largest worker, largest sample
 	kidsRSSMB      float64 // the largest children total of a worker
 	zkWritesPerS   float64 // the member with the most write requests
@@ -88,11 +90,13 @@ func windowOf(rs []reading) window {
 	}
 	w.redisCmdsPerS = cmds(first, last) / w.seconds
 	w.redisCPUPct = 100 * (last.redis.cpu - first.redis.cpu) / w.seconds
+	w.hostPct = usedPct(first.host, last.host)
 	w.redisByCommand = [2]map[string]int64{first.redis.byCommand, last.redis.byCommand}
 	w.redisUsec = [2]map[string]int64{first.redis.usec, last.redis.usec}
 	for i := 1; i < len(rs); i++ {
 		secs := rs[i].at.Sub(rs[i-1].at).Seconds()
 		w.redisWorstPart = max(w.redisWorstPart, cmds(rs[i-1], rs[i])/secs)
+		w.hostWorstPart = max(w.hostWorstPart, usedPct(rs[i-1].host, rs[i].host))
 		for k := range rs[i].cpu {
 			w.cpuWorstPart = max(w.cpuWorstPart, 100*(rs[i].cpu[k]-rs[i-1].cpu[k]).Seconds()/secs)
 		}
@@ -141,6 +145,8 @@ func (w window) figures(prefix string) figures {
 		prefix + "zk-writes/s-max-member":   w.zkWritesPerS,
 		prefix + "zk-write-ops/s":           w.zkWriteOpsPerS,
 		prefix + "zk-requests/s-max-member": w.zkRequestsPerS,
+		prefix + "host-cpu-%":               w.hostPct,
+		prefix + "host-cpu-%-worst-part":    w.hostWorstPart,
 	}
 }
 
