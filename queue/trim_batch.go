@@ -441,6 +441,11 @@ const (
 // what was written expires.
 func (s *core) stageRecords(ctx context.Context, reqs []drover.TrimRequest) [][]string {
 	tokens := make([][]string, len(reqs))
+	if !anyStaged(reqs) {
+		// A commit flush's usual case (a few records a queue): no key
+		// names, no map of the queues, no pipeline.
+		return tokens
+	}
 	pipe := s.rdb.Pipeline()
 	seen := make(map[string]bool, len(reqs))
 	for i := range reqs {
@@ -476,6 +481,18 @@ func (s *core) stageRecords(ctx context.Context, reqs []drover.TrimRequest) [][]
 		return make([][]string, len(reqs))
 	}
 	return tokens
+}
+
+// anyStaged reports whether a request of reqs holds a whole bucket of
+// records to stage (stageRecords).
+func anyStaged(reqs []drover.TrimRequest) bool {
+	for i := range reqs {
+		r := &reqs[i]
+		if per := bucketRecords(r.Policy); per >= minStaged && len(r.Outcomes) >= per && r.Policy.Keep() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // appendRecordArgs appends the record script's 2 arguments per record of

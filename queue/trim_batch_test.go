@@ -407,3 +407,29 @@ func testTrimManyStagesWholeBuckets(t *testing.T, rdb redis.UniversalClient) {
 		t.Fatalf("the newest record: want it kept, have %+v", st)
 	}
 }
+
+// A commit flush stages only when a queue of it has a whole bucket of
+// records: the usual flush (a few records a queue) skips staging whole,
+// with no key names built and no round trip.
+func TestAFlushStagesOnlyWithAWholeBucket(t *testing.T) {
+	keep := drover.Duration(time.Hour)
+	policy := drover.Outcomes{Max: 8 * minStaged, Retention: &keep}
+	few := []drover.Outcome{{ID: "a"}, {ID: "b"}}
+	whole := make([]drover.Outcome, bucketRecords(policy))
+	zero := drover.Duration(0)
+	for _, c := range []struct {
+		name string
+		reqs []drover.TrimRequest
+		want bool
+	}{
+		{"nothing", nil, false},
+		{"a few records a queue", []drover.TrimRequest{{Queue: "a", Outcomes: few, Policy: policy}, {Queue: "b", Outcomes: few, Policy: policy}}, false},
+		{"a whole bucket behind a few", []drover.TrimRequest{{Queue: "a", Outcomes: few, Policy: policy}, {Queue: "b", Outcomes: whole, Policy: policy}}, true},
+		{"a whole bucket of a small bound", []drover.TrimRequest{{Queue: "a", Outcomes: whole, Policy: drover.Outcomes{Max: 8, Retention: &keep}}}, false},
+		{"a whole bucket kept for no time", []drover.TrimRequest{{Queue: "a", Outcomes: whole, Policy: drover.Outcomes{Max: 8 * minStaged, Retention: &zero}}}, false},
+	} {
+		if have := anyStaged(c.reqs); have != c.want {
+			t.Errorf("%s: want %v, have %v", c.name, c.want, have)
+		}
+	}
+}
