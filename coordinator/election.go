@@ -47,7 +47,9 @@ func (g Group) Election(name string) (*Election, error) {
 }
 
 // Campaign enters the election as candidate and blocks until this session
-// leads, then returns the Leadership. Cancelling ctx withdraws the candidacy
+// leads, then returns the Leadership. A session holds one candidacy of an
+// election at a time: an older node of its own ahead of the new one (left
+// by a Resign that could not delete it) is removed, not waited for. Cancelling ctx withdraws the candidacy
 // and returns ctx's error; a lost session returns an error wrapping
 // drover.ErrSessionLost.
 func (e *Election) Campaign(ctx context.Context, candidate string) (*Leadership, error) {
@@ -107,16 +109,33 @@ func (e *Election) await(ctx context.Context, node string) (*Leadership, error) 
 		pred := e.dir + "/" + names[idx-1]
 		type watch struct {
 			exists bool
+			owner  int64
 			ch     <-chan zk.Event
 		}
 		w, err := bounded(ctx, e.s, func(c zkConn) (watch, error) {
-			exists, _, ch, err := c.ExistsW(pred)
-			return watch{exists, ch}, err
+			exists, st, ch, err := c.ExistsW(pred)
+			if err != nil || !exists {
+				return watch{exists: exists, ch: ch}, err
+			}
+			return watch{exists, st.EphemeralOwner, ch}, nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("election %s: watch predecessor %s: %w", e.name, pred, err)
 		}
 		if !w.exists {
+			continue
+		}
+		if w.owner == e.s.id {
+			// A candidacy of this very session that an earlier term left
+			// behind: a resign whose delete failed while the session was
+			// suspended (the node lives as long as the session does). A
+			// session campaigns once at a time, so it is stale: waiting for
+			// it would wait for ourselves, and every candidate behind us
+			// with us, for as long as the session lives.
+			e.s.log.Warn("removing a stale candidacy of this session", "election", e.name, "node", pred)
+			if err := deleteNode(ctx, e.s, pred, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return nil, fmt.Errorf("election %s: remove stale candidacy %s: %w", e.name, pred, err)
+			}
 			continue
 		}
 		select {

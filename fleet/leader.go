@@ -153,7 +153,7 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 			if unreachable, _ := cfg.OwnRedis.State(); unreachable {
 				// Won while Redis went silent (an outage every member
 				// notices in turn): hand the term on at once.
-				lead.Resign(context.Background())
+				resign(lead, log)
 				continue
 			}
 		}
@@ -169,11 +169,20 @@ func RunRebalancer(ctx context.Context, cfg RebalancerConfig) error {
 		if cfg.OnLeading != nil {
 			cfg.OnLeading(false)
 		}
-		lead.Resign(context.Background())
+		resign(lead, log)
 		if end := firstErr(ctx.Err(), s.Err()); end != nil {
 			return end
 		}
 		log.Warn("stepped down as rebalance leader", "error", err)
+	}
+}
+
+// resign ends a term. A candidate node it cannot delete (the session
+// suspended) stays until the session ends or this member's next campaign
+// finds it ahead of its new one and removes it (coordinator.Election).
+func resign(lead Leadership, log hclog.Logger) {
+	if err := lead.Resign(context.Background()); err != nil {
+		log.Warn("resign: the candidate node stays until the next campaign removes it", "error", err)
 	}
 }
 
