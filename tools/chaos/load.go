@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -74,11 +75,15 @@ type loadGen struct {
 	maxLag int
 	// generateIDs: every other queue's messages go without an id (split).
 	generateIDs bool
+	// foreign routes a queue's messages to a producer in another language
+	// (foreign.go); the others go through store.
+	foreign map[string]*foreignProducer
 
 	mu        sync.Mutex
 	enqueued  []check.Enqueued
 	ackedAt   []time.Time    // when each of enqueued was acknowledged (nondecreasing)
 	perQueue  map[string]int // confirmed messages per queue
+	byClient  map[string]int // confirmed messages per producer (producerGo, …)
 	retries   int
 	throttled int // ticks skipped because of maxLag
 	seq       int
@@ -209,8 +214,53 @@ func (l *loadGen) longBatch() []*drover.Message {
 	return msgs
 }
 
+// send enqueues msgs, each through the producer of its queue: the Go
+// producer's, or a foreign one's (in the order given, a batch each).
 func (l *loadGen) send(hard context.Context, msgs []*drover.Message) {
-	l.sendVia(hard, l.store, msgs)
+	if len(l.foreign) == 0 {
+		l.sendVia(hard, l.store, msgs)
+		return
+	}
+	var own []*drover.Message
+	var order []*foreignProducer
+	byProducer := map[*foreignProducer][]*drover.Message{}
+	for _, m := range msgs {
+		p := l.foreign[m.Queue]
+		if p == nil {
+			own = append(own, m)
+			continue
+		}
+		if byProducer[p] == nil {
+			order = append(order, p)
+		}
+		byProducer[p] = append(byProducer[p], m)
+	}
+	if len(own) > 0 {
+		l.sendVia(hard, l.store, own)
+	}
+	for _, p := range order {
+		l.sendForeign(hard, p, byProducer[p])
+	}
+}
+
+// sendForeign is sendVia through a foreign producer: a batch whose outcome
+// is unknown is sent again, the same messages, until it is confirmed or
+// hard ends.
+func (l *loadGen) sendForeign(hard context.Context, p *foreignProducer, msgs []*drover.Message) {
+	for hard.Err() == nil {
+		res, err := p.enqueue(msgs)
+		if err == nil {
+			l.confirmAs(p.name, msgs, res)
+			return
+		}
+		l.mu.Lock()
+		l.retries++
+		l.mu.Unlock()
+		select {
+		case <-hard.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // sendVia is send through store's producer (its own dedupe window).
@@ -234,8 +284,17 @@ func (l *loadGen) sendVia(hard context.Context, store *queue.Store, msgs []*drov
 }
 
 func (l *loadGen) confirm(msgs []*drover.Message, res []queue.EnqueueResult) {
+	l.confirmAs(producerGo, msgs, res)
+}
+
+// confirmAs counts msgs as confirmed by producer, with their results.
+func (l *loadGen) confirmAs(producer string, msgs []*drover.Message, res []queue.EnqueueResult) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.byClient == nil {
+		l.byClient = map[string]int{}
+	}
+	l.byClient[producer] += len(res)
 	var b []byte
 	now := time.Now()
 	for i, r := range res {
@@ -257,6 +316,13 @@ func (l *loadGen) ackedSince(t time.Time) []check.Enqueued {
 	defer l.mu.Unlock()
 	i, _ := slices.BinarySearchFunc(l.ackedAt, t, func(a, t time.Time) int { return a.Compare(t) })
 	return append([]check.Enqueued(nil), l.enqueued[i:]...)
+}
+
+// confirmedBy returns the confirmed messages so far per producer.
+func (l *loadGen) confirmedBy() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.byClient)
 }
 
 // confirmed returns the confirmed messages so far, how many batch sends

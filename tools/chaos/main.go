@@ -107,6 +107,7 @@ type options struct {
 	CheckDir       string
 	Kinds          []check.Kind
 	Durable        bool
+	Producers      []string // producerGo, and which of producerNode and producerPython feed some queues (foreign.go)
 	args           []string
 }
 
@@ -137,6 +138,7 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.JSON, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&o.CheckDir, "check", "", "do not run: check the kept run directory again")
 	fs.BoolVar(&o.Durable, "durable", true, "with the sentinel kind: the producers and workers use the durable enqueue mode (1 replica, 500ms; -durable=false measures what a failover loses without it)")
+	producers := fs.String("producers", "go,node,python", "the clients that enqueue the load: go, and node and python for a third of the queues each (their clients run as children; go alone: -producers go)")
 	kinds := fs.String("faults", "", "comma-separated fault kinds to inject (default: all of them)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -152,6 +154,16 @@ func parseOptions(args []string) (options, error) {
 			}
 			o.Kinds = append(o.Kinds, check.Kind(k))
 		}
+	}
+	for _, p := range strings.Split(*producers, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains([]string{producerGo, producerNode, producerPython}, p) || slices.Contains(o.Producers, p) {
+			return o, fmt.Errorf("-producers: want go, node and python, each at most once, have %q", *producers)
+		}
+		o.Producers = append(o.Producers, p)
+	}
+	if !slices.Contains(o.Producers, producerGo) {
+		return o, errors.New("-producers: go is needed (the long queues, the key churn and the schedules are the Go producer's)")
 	}
 	switch {
 	case o.CheckDir != "":
@@ -201,6 +213,6 @@ func (o options) loadDescription() string {
 	if slices.Contains(o.Kinds, check.Sentinel) {
 		redis = fmt.Sprintf("Redis Sentinel (a master, a replica, three Sentinels, down-after %s), durable enqueue %s", sentinelDownAfter, onOff(o.Durable))
 	}
-	return redis + "; " + fmt.Sprintf("up to %d msg/s over %d queues (%d ordered; held back while a queue lags by more than %d), %d schedules every 1s (catch-up all), tasks of up to %s; %d more ordered queues of long tasks (%s–%s, one pending at a time); %d workers, %d scheduler candidates, session timeout %s",
-		o.Rate, o.Queues, o.Ordered, o.MaxLag, o.Schedules, o.TaskSleep, o.LongQueues, o.SessionTimeout, 2*o.SessionTimeout, o.Workers, o.Schedulers, o.SessionTimeout) + churn
+	return redis + "; " + fmt.Sprintf("up to %d msg/s over %d queues (%d ordered; held back while a queue lags by more than %d; enqueued by the %s producers), %d schedules every 1s (catch-up all), tasks of up to %s; %d more ordered queues of long tasks (%s–%s, one pending at a time); %d workers, %d scheduler candidates, session timeout %s",
+		o.Rate, o.Queues, o.Ordered, o.MaxLag, strings.Join(o.Producers, ", "), o.Schedules, o.TaskSleep, o.LongQueues, o.SessionTimeout, 2*o.SessionTimeout, o.Workers, o.Schedulers, o.SessionTimeout) + churn
 }

@@ -60,8 +60,9 @@ type harness struct {
 	mgr     *scheduler.Manager
 	queues  []string
 	ordered map[string]bool
-	parker  *parker  // parked.go
-	churn   *churner // churn.go; nil when the run has no key-churn
+	parker  *parker            // parked.go
+	churn   *churner           // churn.go; nil when the run has no key-churn
+	foreign []*foreignProducer // foreign.go: the Node and Python producers of -producers
 
 	// Filled by the phase and the drain.
 	gen       *loadGen
@@ -97,6 +98,9 @@ func runIn(ctx context.Context, o options, dir string, prog *progress) (*result,
 }
 
 func (h *harness) close() {
+	for _, p := range h.foreign {
+		p.stop()
+	}
 	if h.f != nil {
 		h.f.killAll()
 	}
@@ -126,6 +130,9 @@ func (h *harness) setup(ctx context.Context) error {
 		h.prog.printf("starting a 3-node ZooKeeper ensemble and Redis (appendonly, fsync always)")
 	}
 	if h.c, err = startCluster(ctx, h.dir, sentinel, h.o.Durable); err != nil {
+		return err
+	}
+	if err := h.startForeign(ctx, sentinel); err != nil {
 		return err
 	}
 	h.queues, h.ordered = queueNames(h.o.Queues), map[string]bool{}
@@ -222,7 +229,8 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 		ran: fl.loadRan, maxLag: h.o.MaxLag,
 		// The Sentinel kind checks a failover by the caller ids in :seen:
 		// every message keeps one there.
-		generateIDs: !slices.Contains(h.o.Kinds, check.Sentinel)}
+		generateIDs: !slices.Contains(h.o.Kinds, check.Sentinel),
+		foreign:     foreignRoutes(h.queues[:h.o.Queues], h.foreign)}
 	h.sampler = &offsetSampler{zk: h.c.zk, queues: h.checkedQueues(), every: 500 * time.Millisecond}
 	if slices.Contains(h.o.Kinds, check.KeyChurn) {
 		h.churn = newChurner(h.gen, h.c.churnStore, h.c.zk)
@@ -285,6 +293,9 @@ func (h *harness) run(ctx context.Context) (faultErr, err error) {
 	h.achieved = float64(len(enq)) / h.phase.Seconds()
 	h.prog.printf("drain: %d messages enqueued (%.0f/s; %d batch sends retried; %s held back by -max-lag), %d schedules stopped; waiting for the backlog",
 		len(enq), h.achieved, retries, time.Duration(throttled)*loadTick, len(h.scheds))
+	if err := h.foreignConfirmed(); err != nil {
+		return faultErr, err
+	}
 	h.drain = fl.waitAll(ctx, enq, h.scheds, h.o.DrainBound, drainStart.Add(h.o.DrainMax))
 	h.drainTook = time.Since(drainStart)
 	gaveUp := ""
