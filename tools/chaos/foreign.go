@@ -107,16 +107,11 @@ func newForeignProducers(ctx context.Context, names []string, root, runDir strin
 			if err != nil {
 				return nil, fmt.Errorf("the Node producer needs node: apt-get install -y nodejs npm (or make deps): %w", err)
 			}
-			p.dir = filepath.Join(root, "clients", "node")
-			tsc := filepath.Join(p.dir, "node_modules", "typescript", "bin", "tsc")
-			if _, err := os.Stat(tsc); err != nil {
-				return nil, fmt.Errorf("the Node producer needs the client's dependencies: (cd clients/node && npm ci), or make deps: %w", err)
+			dir, err := buildNodeClient(ctx, node, filepath.Join(root, "clients", "node"), filepath.Join(runDir, "node-client"))
+			if err != nil {
+				return nil, err
 			}
-			build := exec.CommandContext(ctx, node, tsc, "-p", ".")
-			build.Dir = p.dir
-			if b, err := build.CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("build the Node client (tsc): %w\n%s", err, b)
-			}
+			p.dir = dir
 			p.argv = []string{node, filepath.Join("test", "chaos_producer.mjs")}
 		case producerPython:
 			// Debian's python3 (python3-redis, as make deps installs it),
@@ -134,6 +129,40 @@ func newForeignProducers(ctx context.Context, names []string, root, runDir strin
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// buildNodeClient builds the Node client from src into dir/dist (its own
+// copy: the examples' tests build into src/dist, and go test runs packages
+// at once), with dir/node_modules and dir/scripts links to src's and the
+// producer's program in dir/test, where it finds ../dist. It returns dir.
+func buildNodeClient(ctx context.Context, node, src, dir string) (string, error) {
+	tsc := filepath.Join(src, "node_modules", "typescript", "bin", "tsc")
+	if _, err := os.Stat(tsc); err != nil {
+		return "", fmt.Errorf("the Node producer needs the client's dependencies: (cd clients/node && npm ci), or make deps: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "test"), 0o755); err != nil {
+		return "", err
+	}
+	build := exec.CommandContext(ctx, node, tsc, "-p", src, "--outDir", filepath.Join(dir, "dist"))
+	if b, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the Node client (tsc): %w\n%s", err, b)
+	}
+	program, err := os.ReadFile(filepath.Join(src, "test", "chaos_producer.mjs"))
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "test", "chaos_producer.mjs"), program, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"type": "module"}`+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	for _, link := range []string{"node_modules", "scripts"} { // ioredis; the Lua and versions the client reads at load
+		if err := os.Symlink(filepath.Join(src, link), filepath.Join(dir, link)); err != nil && !errors.Is(err, os.ErrExist) {
+			return "", err
+		}
+	}
+	return dir, nil
 }
 
 // start starts the child (again).
