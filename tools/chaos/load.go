@@ -215,7 +215,8 @@ func (l *loadGen) longBatch() []*drover.Message {
 }
 
 // send enqueues msgs, each through the producer of its queue: the Go
-// producer's, or a foreign one's (in the order given, a batch each).
+// producer's, or a foreign one's (a batch each, in the order given within
+// a queue).
 func (l *loadGen) send(hard context.Context, msgs []*drover.Message) {
 	if len(l.foreign) == 0 {
 		l.sendVia(hard, l.store, msgs)
@@ -235,12 +236,17 @@ func (l *loadGen) send(hard context.Context, msgs []*drover.Message) {
 		}
 		byProducer[p] = append(byProducer[p], m)
 	}
+	// The producers send at once, as separate applications would: one
+	// after another, each batch's durable wait came on top of the last
+	// and the load fell by a third.
+	var wg sync.WaitGroup
 	if len(own) > 0 {
-		l.sendVia(hard, l.store, own)
+		wg.Go(func() { l.sendVia(hard, l.store, own) })
 	}
 	for _, p := range order {
-		l.sendForeign(hard, p, byProducer[p])
+		wg.Go(func() { l.sendForeign(hard, p, byProducer[p]) })
 	}
+	wg.Wait()
 }
 
 // sendForeign is sendVia through a foreign producer: a batch whose outcome
