@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,8 +49,9 @@ func (g Group) Election(name string) (*Election, error) {
 
 // Campaign enters the election as candidate and blocks until this session
 // leads, then returns the Leadership. A session holds one candidacy of an
-// election at a time: an older node of its own ahead of the new one (left
-// by a Resign that could not delete it) is removed, not waited for. Cancelling ctx withdraws the candidacy
+// election at a time: its nodes that a Resign or a withdrawal could not
+// delete (the session suspended) are deleted first, and an older node of
+// its own found ahead of the new one is removed, not waited for. Cancelling ctx withdraws the candidacy
 // and returns ctx's error; a lost session returns an error wrapping
 // drover.ErrSessionLost.
 func (e *Election) Campaign(ctx context.Context, candidate string) (*Leadership, error) {
@@ -59,6 +61,12 @@ func (e *Election) Campaign(ctx context.Context, candidate string) (*Leadership,
 	data, err := json.Marshal(Candidate{Name: candidate})
 	if err != nil {
 		return nil, fmt.Errorf("election %s: encode candidate: %w", e.name, err)
+	}
+	// An older candidacy of this session first: a term whose resign could
+	// not delete its node (the session suspended) left it, alive as long
+	// as the session, and every candidate behind it would wait for it.
+	if err := e.removeLeftovers(ctx); err != nil {
+		return nil, err
 	}
 	// The create waits for its real outcome even when ctx ends meanwhile: a
 	// create abandoned mid-flight could still land and leave a candidate
@@ -70,6 +78,7 @@ func (e *Election) Campaign(ctx context.Context, candidate string) (*Leadership,
 	if err != nil {
 		return nil, fmt.Errorf("election %s: create candidate node: %w", e.name, err)
 	}
+	e.s.candidacies.add(node)
 	if err := ctx.Err(); err != nil {
 		e.withdraw(node)
 		return nil, err
@@ -184,12 +193,74 @@ func checkOwnNode(ctx context.Context, s *Session, node string) error {
 }
 
 // withdraw deletes a candidate node, best effort, bounded by the request
-// timeout.
+// timeout. A node it cannot delete stays in the session's candidacies, for
+// the next campaign to remove.
 func (e *Election) withdraw(node string) {
-	err := deleteNode(context.Background(), e.s, node, -1)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) && e.s.Err() == nil {
+	err := e.s.deleteCandidacy(context.Background(), node)
+	if err != nil && e.s.Err() == nil {
 		e.s.log.Warn("withdraw candidacy failed", "election", e.name, "node", node, "error", err)
 	}
+}
+
+// removeLeftovers deletes this election's candidate nodes that this
+// session created and could not delete (a withdraw or a resign while it
+// was suspended). A session campaigns once at a time per election, so
+// each is stale; left, it would hold every candidate behind it, this
+// session's next one included, for as long as the session lives.
+func (e *Election) removeLeftovers(ctx context.Context) error {
+	for _, node := range e.s.candidacies.under(e.dir + "/") {
+		e.s.log.Warn("removing a stale candidacy of this session", "election", e.name, "node", node)
+		if err := e.s.deleteCandidacy(ctx, node); err != nil {
+			return fmt.Errorf("election %s: remove stale candidacy %s: %w", e.name, node, err)
+		}
+	}
+	return nil
+}
+
+// deleteCandidacy deletes a candidate node of this session; once it is
+// gone (deleted now, or before), it leaves the session's candidacies.
+func (s *Session) deleteCandidacy(ctx context.Context, node string) error {
+	err := deleteNode(ctx, s, node, -1)
+	if err == nil || errors.Is(err, zk.ErrNoNode) {
+		s.candidacies.remove(node)
+		return nil
+	}
+	return err
+}
+
+// candidacySet is a session's candidate nodes not known deleted.
+type candidacySet struct {
+	mu    sync.Mutex
+	nodes map[string]struct{}
+}
+
+func (c *candidacySet) add(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nodes == nil {
+		c.nodes = map[string]struct{}{}
+	}
+	c.nodes[node] = struct{}{}
+}
+
+func (c *candidacySet) remove(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodes, node)
+}
+
+// under returns the nodes whose path starts with prefix (an election's
+// directory and a slash).
+func (c *candidacySet) under(prefix string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for n := range c.nodes {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Leader returns the current leader, or an error wrapping drover.ErrNotFound
@@ -321,8 +392,8 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	l.once.Do(func() {
 		l.cancel(fmt.Errorf("%w: election %s: resigned", drover.ErrNotLeader, l.e.name))
 		l.wg.Wait()
-		err = deleteNode(ctx, l.e.s, l.node, -1)
-		if errors.Is(err, zk.ErrNoNode) || errors.Is(err, drover.ErrSessionLost) {
+		err = l.e.s.deleteCandidacy(ctx, l.node) // one it cannot delete: the next campaign does
+		if errors.Is(err, drover.ErrSessionLost) {
 			err = nil // gone with the session
 		}
 		if err != nil {

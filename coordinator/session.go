@@ -37,6 +37,9 @@ type Session struct {
 	written bucketCache   // the buckets CreateMany wrote last (create_many.go)
 	// registryWrites: the packed registry writers take turns (registry_turn.go).
 	registryWrites registryTurn
+	// candidacies: the candidate nodes this session created that are not
+	// known deleted (election.go).
+	candidacies candidacySet
 
 	// notifyMu is held from a state change to the end of its callback, so
 	// OnStateChange sees the changes in the order they were made, even when

@@ -707,7 +707,11 @@ func TestALeaderThatCannotReachRedisResigns(t *testing.T) {
 		t.Fatal("want the term to end when Redis stops answering")
 	}
 	el.mu.Lock()
-	campaigns, resigned := el.campaigns, el.terms[0].Err()
+	term := el.terms[0]
+	el.mu.Unlock()
+	<-term.Done() // the loop announces the end (OnLeading) before it resigns
+	el.mu.Lock()
+	campaigns, resigned := el.campaigns, term.Err()
 	el.mu.Unlock()
 	if !errors.Is(resigned, drover.ErrNotLeader) {
 		t.Fatalf("want the term resigned, have %v", resigned)
