@@ -249,34 +249,28 @@ func (l *loadGen) send(hard context.Context, msgs []*drover.Message) {
 	wg.Wait()
 }
 
-// sendForeign is sendVia through a foreign producer: a batch whose outcome
-// is unknown is sent again, the same messages, until it is confirmed or
-// hard ends.
+// sendForeign is sendVia through a foreign producer.
 func (l *loadGen) sendForeign(hard context.Context, p *foreignProducer, msgs []*drover.Message) {
-	for hard.Err() == nil {
-		res, err := p.enqueue(msgs)
-		if err == nil {
-			l.confirmAs(p.name, msgs, res)
-			return
-		}
-		l.mu.Lock()
-		l.retries++
-		l.mu.Unlock()
-		select {
-		case <-hard.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	l.sendUntilConfirmed(hard, p.name, msgs, func() ([]queue.EnqueueResult, error) { return p.enqueue(msgs) })
 }
 
 // sendVia is send through store's producer (its own dedupe window).
 func (l *loadGen) sendVia(hard context.Context, store *queue.Store, msgs []*drover.Message) {
-	for hard.Err() == nil {
+	l.sendUntilConfirmed(hard, producerGo, msgs, func() ([]queue.EnqueueResult, error) {
 		ctx, cancel := context.WithTimeout(hard, 5*time.Second)
-		res, err := store.Producer().EnqueueBatch(ctx, msgs)
-		cancel()
+		defer cancel()
+		return store.Producer().EnqueueBatch(ctx, msgs)
+	})
+}
+
+// sendUntilConfirmed calls send until it confirms msgs (then they count
+// as producer's) or hard ends: a batch whose outcome is unknown is sent
+// again, the same messages, 200 ms later.
+func (l *loadGen) sendUntilConfirmed(hard context.Context, producer string, msgs []*drover.Message, send func() ([]queue.EnqueueResult, error)) {
+	for hard.Err() == nil {
+		res, err := send()
 		if err == nil {
-			l.confirm(msgs, res)
+			l.confirmAs(producer, msgs, res)
 			return
 		}
 		l.mu.Lock()
@@ -287,10 +281,6 @@ func (l *loadGen) sendVia(hard context.Context, store *queue.Store, msgs []*drov
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func (l *loadGen) confirm(msgs []*drover.Message, res []queue.EnqueueResult) {
-	l.confirmAs(producerGo, msgs, res)
 }
 
 // confirmAs counts msgs as confirmed by producer, with their results.
