@@ -35,8 +35,8 @@ var ErrZooKeeperDown = errors.New("ZooKeeper is not reachable (the console is re
 
 // explain turns an error saying that a backing service did not answer (or
 // any error answered 5xx) into a 503 that names the service: Redis when it
-// does not answer a ping, else ZooKeeper when the session is not
-// connected. Other errors are returned as they are.
+// does not answer a ping, ZooKeeper when the session is not connected,
+// both when both. Other errors are returned as they are.
 //
 // The ping runs within what is left of r's bound (answerContext), so that
 // explaining never makes the answer later than the bound.
@@ -48,6 +48,7 @@ func (s *Server) explain(r *http.Request, err error) error {
 	if err == nil || errors.As(err, &he) || (!unavailable(err) && statusOf(err) < 500) {
 		return err
 	}
+	var redisDown string
 	if s.cfg.RedisPing != nil {
 		actx, acancel := s.answerContext(r)
 		ctx, cancel := context.WithTimeout(actx, pingTimeout)
@@ -55,20 +56,33 @@ func (s *Server) explain(r *http.Request, err error) error {
 		acancel()
 		cancel()
 		if perr != nil {
-			return &httpError{status: http.StatusServiceUnavailable, msg: "Redis does not answer (" + perr.Error() + "): " + err.Error()}
+			redisDown = perr.Error()
 		}
 	}
+	// ZooKeeper is named whenever the session is not connected, even when
+	// the ping failed too: work that waited on a reconnecting session can
+	// leave the ping too little of the bound to reach a Redis that is well,
+	// and the 503 then said only "Redis" while ZooKeeper was what was down.
+	zkDown := ""
 	if errors.Is(err, ErrZooKeeperDown) {
-		return &httpError{status: http.StatusServiceUnavailable, msg: err.Error()}
-	}
-	if s.cfg.ZooKeeper != nil {
+		zkDown = ErrZooKeeperDown.Error()
+	} else if s.cfg.ZooKeeper != nil {
 		if zerr := s.cfg.ZooKeeper(); zerr != nil {
-			msg := zerr.Error()
+			zkDown = zerr.Error()
 			if !errors.Is(zerr, ErrZooKeeperDown) {
-				msg = "ZooKeeper is not reachable (" + msg + ")"
+				zkDown = "ZooKeeper is not reachable (" + zkDown + ")"
 			}
-			return &httpError{status: http.StatusServiceUnavailable, msg: msg + ": " + err.Error()}
 		}
+	}
+	switch {
+	case zkDown != "" && redisDown != "":
+		return &httpError{status: http.StatusServiceUnavailable, msg: zkDown + "; Redis did not answer a ping either (" + redisDown + "): " + err.Error()}
+	case redisDown != "":
+		return &httpError{status: http.StatusServiceUnavailable, msg: "Redis does not answer (" + redisDown + "): " + err.Error()}
+	case errors.Is(err, ErrZooKeeperDown):
+		return &httpError{status: http.StatusServiceUnavailable, msg: err.Error()}
+	case zkDown != "":
+		return &httpError{status: http.StatusServiceUnavailable, msg: zkDown + ": " + err.Error()}
 	}
 	if !unavailable(err) {
 		return err

@@ -260,6 +260,15 @@ func (s *Server) snapshot(r *http.Request) (*ops.Snapshot, error) {
 	if s.snap != nil && now.Sub(s.snapAt) < s.cfg.SnapshotTTL {
 		return s.snap, nil
 	}
+	// A stale snapshot stands in for a slow read, not for an absent
+	// ZooKeeper: without a session the page answers 503 naming it (before,
+	// a console that had read the fleet just before a freeze went on
+	// showing that fleet as current for ServeStale, two minutes).
+	if s.cfg.ZooKeeper != nil {
+		if err := s.cfg.ZooKeeper(); err != nil {
+			return nil, err
+		}
+	}
 	// Run reads a fresh one whenever asked; meanwhile (and for as long as
 	// a read is under way, however long it takes) the stale one answers.
 	if s.snap != nil && s.running.Load() && (now.Sub(s.snapAt) < s.cfg.ServeStale || s.reading.Load()) {

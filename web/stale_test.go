@@ -2,7 +2,10 @@ package web
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,4 +57,42 @@ func TestStaleSnapshotIsServedWhileRunRefreshes(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling, not synchronisation
 	}
+}
+
+// A stale snapshot stands in for a slow read, not for an absent ZooKeeper:
+// with the console's session down, a page past SnapshotTTL answers 503
+// naming ZooKeeper instead of the fleet as it was (found by
+// TestDevConsoleOutlivesAZooKeeperFreeze on a loaded machine: a console
+// that read the fleet just before the freeze showed it as current for the
+// whole of ServeStale).
+func TestStaleSnapshotIsNotServedWithoutZooKeeper(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	var zkDown atomic.Bool
+	r := newRigOn(t, testenv.ZooKeeper(t).Addrs, queue.ClientOptions{Addrs: []string{testenv.Redis(t).Addr}},
+		Config{SnapshotTTL: time.Second, ServeStale: time.Hour, SampleEvery: time.Hour, Now: clock.Now,
+			ZooKeeper: func() error {
+				if zkDown.Load() {
+					return fmt.Errorf("%w (session lost)", ErrZooKeeperDown)
+				}
+				return nil
+			}})
+	r.configure("first")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.srv.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	if n := decode[Overview](t, r.want(200, "viewer", "GET", "/api/v1/overview", "")).Totals.Queues; n != 1 {
+		t.Fatalf("want 1 queue, have %d", n)
+	}
+	zkDown.Store(true)
+	if n := decode[Overview](t, r.want(200, "viewer", "GET", "/api/v1/overview", "")).Totals.Queues; n != 1 {
+		t.Fatalf("within SnapshotTTL the snapshot answers whatever ZooKeeper's state: want 1 queue, have %d", n)
+	}
+	clock.Add(2 * time.Second) // stale, within ServeStale
+	if b := r.want(503, "viewer", "GET", "/api/v1/overview", ""); !strings.Contains(b, "ZooKeeper") {
+		t.Errorf("a stale snapshot without ZooKeeper: want 503 naming ZooKeeper, have %s", b)
+	}
+	zkDown.Store(false)
+	r.want(200, "viewer", "GET", "/api/v1/overview", "")
 }
