@@ -109,7 +109,7 @@ func (c Claims) Claim(ctx context.Context, queue string, owner Owner) (*Claim, e
 	if owner.Member == "" {
 		return nil, fmt.Errorf("claim %s: %w: owner member name is empty", queue, drover.ErrInvalidConfig)
 	}
-	ownerData, err := json.Marshal(owner)
+	ownerData, err := s.ownerJSON.encode(owner)
 	if err != nil {
 		return nil, fmt.Errorf("claim %s: encode owner: %w", queue, err)
 	}
@@ -616,6 +616,33 @@ func (s *Session) awaitConnected(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// ownerCache keeps the JSON of the last Owner a session claimed as: a
+// member claims every queue of a generation as the same Owner, and at a
+// million queues encoding it again for each was 5% of the members' CPU in
+// a fleet's start (docs/decisions.md, "Issue 43: a claim encodes its owner
+// once a generation"). The bytes it returns are shared: read only.
+type ownerCache struct {
+	mu    sync.Mutex
+	owner Owner
+	data  []byte
+}
+
+// encode returns o's JSON (New is not stored, so it is not compared).
+func (c *ownerCache) encode(o Owner) ([]byte, error) {
+	o.New = false
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.data != nil && c.owner == o {
+		return c.data, nil
+	}
+	data, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	c.owner, c.data = o, data
+	return data, nil
 }
 
 func mustJSON(v any) []byte {

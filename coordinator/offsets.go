@@ -211,10 +211,12 @@ type existsReply struct {
 }
 
 // zeroOffset is the data of a new offset node: nothing processed.
-func zeroOffset() []byte {
-	data, _ := json.Marshal(drover.Offset{})
-	return data
-}
+func zeroOffset() []byte { return zeroOffsetData }
+
+// zeroOffsetData is the zero offset's JSON, encoded once: a fleet's first
+// claims create a million of them (read only: a request's Data is never
+// written to).
+var zeroOffsetData = mustJSON(drover.Offset{})
 
 // Offsets reads the offset node of every queue in queues, in the order
 // given, with at most ViewParallelism requests in flight (pipelined on the

@@ -21,20 +21,21 @@ import (
 // Pauses; roles.go). It is safe for concurrent use. See the package
 // documentation for its states.
 type Session struct {
-	cfg     Config
-	log     hclog.Logger
-	conn    zkConn
-	id      int64 // the session id everything here belongs to
-	acl     []zk.ACL
-	contact *contactClock
-	kick    chan struct{} // wakes the monitor; never blocks the sender
-	hub     *watchHub     // routes watch events to the watch sets (watch.go)
-	batch   multiBatcher  // coalesces the commits and releases of claims (multi_batch.go)
-	reads   readBatcher   // coalesces the reads of claims and configs (read_batch.go)
-	claims  chan struct{} // bounds the claims in flight (claim.go)
-	routes  routeInterner // shares task-route tables among watched configs (route_intern.go)
-	stats   statsCache    // queue counts Group.Stats reuses (stats.go)
-	written bucketCache   // the buckets CreateMany wrote last (create_many.go)
+	cfg       Config
+	log       hclog.Logger
+	conn      zkConn
+	id        int64 // the session id everything here belongs to
+	acl       []zk.ACL
+	contact   *contactClock
+	kick      chan struct{} // wakes the monitor; never blocks the sender
+	hub       *watchHub     // routes watch events to the watch sets (watch.go)
+	batch     multiBatcher  // coalesces the commits and releases of claims (multi_batch.go)
+	reads     readBatcher   // coalesces the reads of claims and configs (read_batch.go)
+	claims    chan struct{} // bounds the claims in flight (claim.go)
+	ownerJSON ownerCache    // the owner JSON of the last claim (claim.go)
+	routes    routeInterner // shares task-route tables among watched configs (route_intern.go)
+	stats     statsCache    // queue counts Group.Stats reuses (stats.go)
+	written   bucketCache   // the buckets CreateMany wrote last (create_many.go)
 	// registryWrites: the packed registry writers take turns (registry_turn.go).
 	registryWrites registryTurn
 	// candidacies: the candidate nodes this session created that are not
