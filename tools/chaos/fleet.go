@@ -85,7 +85,7 @@ func newFleet(bin, dir string, o options, s fleetSettings) (*fleet, error) {
 		// violation (issue 29).
 		"DROVER_WORKER_DRAIN_TIMEOUT="+drainTimeout(s.sessionTimeout).String(),
 		// About a session timeout: a redis-cut worker gives its queues up.
-		"DROVER_WORKER_REDIS_GIVEUP_AFTER="+max(s.sessionTimeout, time.Second).String(),
+		"DROVER_WORKER_REDIS_GIVEUP_AFTER="+redisGiveUpAfter(s.sessionTimeout).String(),
 		"DROVER_LOG_LEVEL=info",
 	)
 	if s.durable != "" {
@@ -374,4 +374,10 @@ func (p *process) restoreLinks() {
 		px.Restore()
 	}
 	p.redis.Restore()
+}
+
+// redisGiveUpAfter is the workers' redis_giveup_after in a run whose
+// session timeout is sessionTimeout.
+func redisGiveUpAfter(sessionTimeout time.Duration) time.Duration {
+	return max(sessionTimeout, time.Second)
 }
