@@ -63,10 +63,10 @@ func (s *Server) explain(r *http.Request, err error) error {
 	// the ping failed too: work that waited on a reconnecting session can
 	// leave the ping too little of the bound to reach a Redis that is well,
 	// and the 503 then said only "Redis" while ZooKeeper was what was down.
+	// zkDown is what is said of ZooKeeper before err ("" when it is
+	// connected, or when err says so itself).
 	zkDown := ""
-	if errors.Is(err, ErrZooKeeperDown) {
-		zkDown = ErrZooKeeperDown.Error()
-	} else if s.cfg.ZooKeeper != nil {
+	if s.cfg.ZooKeeper != nil && !errors.Is(err, ErrZooKeeperDown) {
 		if zerr := s.cfg.ZooKeeper(); zerr != nil {
 			zkDown = zerr.Error()
 			if !errors.Is(zerr, ErrZooKeeperDown) {
@@ -79,10 +79,10 @@ func (s *Server) explain(r *http.Request, err error) error {
 		return &httpError{status: http.StatusServiceUnavailable, msg: zkDown + "; Redis did not answer a ping either (" + redisDown + "): " + err.Error()}
 	case redisDown != "":
 		return &httpError{status: http.StatusServiceUnavailable, msg: "Redis does not answer (" + redisDown + "): " + err.Error()}
-	case errors.Is(err, ErrZooKeeperDown):
-		return &httpError{status: http.StatusServiceUnavailable, msg: err.Error()}
 	case zkDown != "":
 		return &httpError{status: http.StatusServiceUnavailable, msg: zkDown + ": " + err.Error()}
+	case errors.Is(err, ErrZooKeeperDown):
+		return &httpError{status: http.StatusServiceUnavailable, msg: err.Error()}
 	}
 	if !unavailable(err) {
 		return err
