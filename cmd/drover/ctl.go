@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -48,14 +47,14 @@ state.`
 // ctlEnv is what one ctl command works with: the configuration and, made
 // on first use, a ZooKeeper session and a queue store.
 type ctlEnv struct {
-	ctx    context.Context
-	a      *app
-	cfg    *config.Config
-	json   bool
-	zs     *zksession.Keeper // nil until the first zk()
-	rdb    redis.UniversalClient
-	store  *queue.Store
-	logger hclog.Logger
+	ctx        context.Context
+	a          *app
+	cfg        *config.Config
+	json       bool
+	zs         *zksession.Keeper // nil until the first zk()
+	closeRedis func() error      // nil until the first queues()
+	store      *queue.Store
+	logger     hclog.Logger
 	// cmdFlags are the command's flags, to ask which were given.
 	cmdFlags *pflag.FlagSet
 }
@@ -131,7 +130,7 @@ func (e *ctlEnv) queues() (*queue.Store, error) {
 		rdb.Close()
 		return nil, err
 	}
-	e.rdb, e.store = rdb, st
+	e.closeRedis, e.store = rdb.Close, st
 	return st, nil
 }
 
@@ -139,8 +138,8 @@ func (e *ctlEnv) close() {
 	if e.zs != nil {
 		e.zs.Close()
 	}
-	if e.rdb != nil {
-		e.rdb.Close()
+	if e.closeRedis != nil {
+		e.closeRedis()
 	}
 }
 
