@@ -480,7 +480,8 @@ func (w *ConfigWatch) run(ctx context.Context) {
 // readQueueConfig reads /queues/<bucket>/<q> without a watch, returning its
 // entry and the node's Mzxid (0 when missing). The read is coalesced with
 // the session's other reads (read_batch.go): a member claiming thousands
-// of queues reads their configs a batch a request.
+// of queues reads their configs a batch a request, and decodes each shape
+// of config once (config_shapes.go).
 func (s *Session) readQueueConfig(ctx context.Context, q string) (QueueEntry, int64, error) {
 	p := s.queueNodePath(q)
 	nd, err := s.reads.getOne(ctx, p)
@@ -490,7 +491,7 @@ func (s *Session) readQueueConfig(ctx context.Context, q string) (QueueEntry, in
 	if err != nil {
 		return QueueEntry{}, 0, err
 	}
-	return s.routes.shared(decodeQueue(p, q, nd)), nd.stat.Mzxid, nil
+	return s.shapes.decode(&s.routes, p, q, nd), nd.stat.Mzxid, nil
 }
 
 func errQueueNotFound(q string) error {

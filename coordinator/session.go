@@ -34,6 +34,7 @@ type Session struct {
 	claims    chan struct{} // bounds the claims in flight (claim.go)
 	ownerJSON ownerCache    // the owner JSON of the last claim (claim.go)
 	routes    routeInterner // shares task-route tables among watched configs (route_intern.go)
+	shapes    configShapes  // decodes watched configs once a shape (config_shapes.go)
 	stats     statsCache    // queue counts Group.Stats reuses (stats.go)
 	written   bucketCache   // the buckets CreateMany wrote last (create_many.go)
 	// registryWrites: the packed registry writers take turns (registry_turn.go).
