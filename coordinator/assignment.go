@@ -387,12 +387,28 @@ func (s *Session) readAssignmentTreeAfter(ctx context.Context, prev *storedAssig
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("read assignment: %w", err)
 	}
+	// A member keeps the name string of the read before: every queue's
+	// value in the assembled map is then the string the last map held, so
+	// an observer diffing a million queues compares pointers, not bytes
+	// (the bench's observer at a join: docs/decisions.md, "Issue 43: the
+	// observer's diff at a million").
+	var known map[string]string
+	if prev != nil {
+		known = make(map[string]string, len(prev.shares))
+		for m := range prev.shares {
+			known[m] = m
+		}
+	}
 	for i, r := range reads {
 		if r.err != nil {
 			return nil, fmt.Errorf("read assignment: share of %s: %w", members[i], r.err)
 		}
 		if r.st.exists {
-			sa.shares[members[i]] = r.st
+			m := members[i]
+			if k, ok := known[m]; ok {
+				m = k
+			}
+			sa.shares[m] = r.st
 		}
 	}
 	return sa, nil

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testing/testenv"
@@ -118,4 +119,68 @@ func TestWatchDeliversTheWholeAssignmentAfterEachWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("whole write folding", a, target)
+}
+
+// TestWatchKeepsEachMembersNameString: a queue that stays with its member
+// across two whole writes is delivered with the very string the map before
+// held, so an observer's diff of a million queues compares pointers (the
+// bench's observer at a join). Member names of more than one byte: Go
+// shares one-byte strings whatever made them.
+func TestWatchKeepsEachMembersNameString(t *testing.T) {
+	t.Parallel()
+	server := testenv.ZooKeeper(t)
+	root := testenv.Chroot(t)
+	leader, observer := connect(t, server.Addrs, root), connect(t, server.Addrs, root)
+	ctx := ctxT(t)
+	w, _ := leaderWriter(t, leader, "member-a")
+	ch := observer.Assignments().Watch(ctx)
+	next := func(gen int64) map[string]string {
+		t.Helper()
+		for an := range ch {
+			if an.Err != nil {
+				t.Fatal(an.Err)
+			}
+			if an.Assignment.Generation == gen {
+				return an.Assignment.Queues
+			}
+		}
+		t.Fatalf("the watch ended before generation %d", gen)
+		return nil
+	}
+	target := spread(3000, "member-a", "member-b", "member-c")
+	a, err := w.Write(ctx, drover.Assignment{Leader: "member-a", Queues: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := next(a.Generation)
+	// A whole write that moves a third of member-c's queues to a joiner:
+	// every share is written again, so the watch assembles afresh.
+	second := maps.Clone(target)
+	moved := 0
+	for q, m := range second {
+		if m == "member-c" && moved < 333 {
+			second[q] = "member-d"
+			moved++
+		}
+	}
+	b, err := w.Write(ctx, drover.Assignment{Leader: "member-a", Queues: second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := next(b.Generation)
+	if !maps.Equal(got, second) {
+		t.Fatalf("delivered %d queues, want the %d written", len(got), len(second))
+	}
+	same := 0
+	for q, m := range got {
+		if pm := first[q]; pm == m {
+			same++
+			if unsafe.StringData(pm) != unsafe.StringData(m) {
+				t.Fatalf("queue %s of %s holds a new copy of its member's name", q, m)
+			}
+		}
+	}
+	if same != 3000-moved {
+		t.Fatalf("%d queues stayed, want %d", same, 3000-moved)
+	}
 }
