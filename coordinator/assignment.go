@@ -390,8 +390,8 @@ func (s *Session) readAssignmentTreeAfter(ctx context.Context, prev *storedAssig
 	// A member keeps the name string of the read before: every queue's
 	// value in the assembled map is then the string the last map held, so
 	// an observer diffing a million queues compares pointers, not bytes
-	// (the bench's observer at a join: docs/decisions.md, "Issue 43: the
-	// observer's diff at a million").
+	// (the bench's observer at a join: docs/decisions.md, "Issue 43: a
+	// config decoded once a shape; the observer's diff by pointer").
 	var known map[string]string
 	if prev != nil {
 		known = make(map[string]string, len(prev.shares))

@@ -22,9 +22,10 @@ const (
 // their shape: the node's JSON after its leading name. A fleet's queues are
 // configured alike (a family's template, or the defaults: every
 // `{"name":"<q>","backoff":{},"limits":{}}`), so a member claiming 10,000
-// queues decodes a few shapes instead of 10,000 documents (a seventh of
-// the members' CPU in a start at a million queues; docs/decisions.md,
-// "Issue 43: a config decoded once a shape"). The zero value is ready.
+// queues decodes a few shapes instead of 10,000 documents (decoding was 7%
+// of the bench process's CPU in a start at a million queues;
+// docs/decisions.md, "Issue 43: a config decoded once a shape; the
+// observer's diff by pointer"). The zero value is ready.
 type configShapes struct {
 	mu     sync.Mutex
 	shapes map[string]drover.QueueConfig // the JSON after the name's closing quote → its config, Name empty
