@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/drover-dev/drover"
 	"github.com/go-zookeeper/zk"
 )
 
@@ -120,4 +121,38 @@ func BenchmarkConfigDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestConfigShapesCopyEveryReferenceField: entries of one shape are copies
+// of one decoded config, so each field that refers to memory (a slice, a
+// map, a pointer) is either copied per entry in configShapes.decode or is
+// shared read-only by contract. A field added to drover.QueueConfig that
+// refers to memory fails here until decode says which it is.
+func TestConfigShapesCopyEveryReferenceField(t *testing.T) {
+	handled := map[string]bool{
+		"Tags":               true, // cloned
+		"Tasks":              true, // the shared route table (ConfigWatch.Read)
+		"Outcomes.Retention": true, // cloned
+	}
+	var found []string
+	var walk func(prefix string, typ reflect.Type)
+	walk = func(prefix string, typ reflect.Type) {
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			name := prefix + f.Name
+			switch f.Type.Kind() {
+			case reflect.Struct:
+				walk(name+".", f.Type)
+			case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface, reflect.Chan, reflect.Func:
+				found = append(found, name)
+				if !handled[name] {
+					t.Errorf("QueueConfig.%s refers to memory that entries of one shape would share: copy it in configShapes.decode, or say it is shared", name)
+				}
+			}
+		}
+	}
+	walk("", reflect.TypeOf(drover.QueueConfig{}))
+	if len(found) != len(handled) {
+		t.Errorf("reference fields %v, handled %v: a handled field is gone, drop it from the list", found, keysOf(handled))
+	}
 }
