@@ -65,13 +65,28 @@ func TestFindWorstCasePatternAnswersWithinTheBound(t *testing.T) {
 		t.Fatalf("pattern of %d bytes, want %d", len(q), ops.MaxMatchBytes)
 	}
 	// List once so that Redis and the pools are warm; on a loaded machine
-	// this listing may itself run past the bound (503): only the second
-	// call is judged.
+	// this listing may itself run past the bound (503): only the calls
+	// after it are judged.
 	r.call("viewer", "GET", "/api/v1/find?match=a", "")
-	before, start := cpuTime(t), time.Now()
-	status, body := r.call("viewer", "GET", "/api/v1/find?match="+url.QueryEscape(q), "")
-	cpu, wall := cpuTime(t)-before, time.Since(start)
-	t.Logf("worst-case find over %d names: status %d, %v of CPU, %v of wall time", names, status, cpu, wall)
+	var (
+		status    int
+		body      string
+		cpu, wall time.Duration
+	)
+	for attempt := 1; ; attempt++ {
+		before, start := cpuTime(t), time.Now()
+		status, body = r.call("viewer", "GET", "/api/v1/find?match="+url.QueryEscape(q), "")
+		cpu, wall = cpuTime(t)-before, time.Since(start)
+		t.Logf("worst-case find over %d names, attempt %d: status %d, %v of CPU, %v of wall time", names, attempt, status, cpu, wall)
+		// The listing of 100,000 names from Redis can itself run past the
+		// bound on a loaded machine (CI's packages share two cores): that
+		// answer never reached the match, so it says nothing of the
+		// match's bound. Ask again; a fourth such answer fails below.
+		if attempt < 4 && status == http.StatusServiceUnavailable && strings.Contains(body, "did not answer in time") {
+			continue
+		}
+		break
+	}
 	if status != http.StatusOK && !(status == http.StatusServiceUnavailable && strings.Contains(body, "did not finish")) {
 		t.Fatalf("want 200, or 503 saying the match did not finish, have %d: %.300s", status, body)
 	}
