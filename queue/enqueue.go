@@ -517,20 +517,32 @@ func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 	c := &loneCall{now: s.redisNow.now(ctx, s.rdb)}
 	args := appendScriptArgs(c.args[:0], enqueueOneSHA, s.keys.queue(r.queue).enqueueOne)
 	args = append(args, wake, &r.queue, &r.id, (*envelopeArg)(&r.env), &c.now)
+	send := func(rdb processor) (pos int64, err error) {
+		switch route := s.routes.arg(ctx, s.rdb, r.queue); {
+		case route == nil:
+			pos, err = runScript(ctx, rdb, redis.NewIntCmd, args, enqueueOneSource).Result()
+		case route == ask:
+			var v any
+			if v, err = runScript(ctx, rdb, redis.NewCmd, append(args, ask), enqueueOneSource).Result(); err == nil {
+				pos, err = s.routes.asked(r.queue, v)
+			}
+		default:
+			if pos, err = runScript(ctx, rdb, redis.NewIntCmd, append(args, route), enqueueOneSource).Result(); err == nil {
+				pos = s.routes.position(r.queue, pos)
+			}
+		}
+		return pos, err
+	}
 	var pos int64
 	var err error
-	switch route := s.routes.arg(ctx, s.rdb, r.queue); {
-	case route == nil:
-		pos, err = runScript(ctx, s.rdb, redis.NewIntCmd, args, enqueueOneSource).Result()
-	case route == ask:
-		var v any
-		if v, err = runScript(ctx, s.rdb, redis.NewCmd, append(args, ask), enqueueOneSource).Result(); err == nil {
-			pos, err = s.routes.asked(r.queue, v)
+	if kept := s.lone.take(s.rdb, s.clock.Now()); kept != nil {
+		pos, err = send(kept)
+		s.lone.give(s.clock.Now(), err)
+		if err != nil && closedUnder(err) {
+			pos, err = send(s.rdb) // closed before the call reached Redis (loneConn)
 		}
-	default:
-		if pos, err = runScript(ctx, s.rdb, redis.NewIntCmd, append(args, route), enqueueOneSource).Result(); err == nil {
-			pos = s.routes.position(r.queue, pos)
-		}
+	} else {
+		pos, err = send(s.rdb)
 	}
 	switch {
 	case err != nil:

@@ -86,6 +86,7 @@ type core struct {
 	durable      *durability // nil: acknowledged once the master has it
 	redisNow     redisClock  // the lone enqueue's estimate of Redis's clock
 	routes       routeCache  // the lone enqueue's routes of its queues' owners
+	lone         loneConn    // the lone enqueue's connection, kept from call to call
 
 	// Enqueue script arguments that never change: ARGV[1] and ARGV[2].
 	dedupeWindowArg string
