@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,6 +137,55 @@ func TestConcurrentLoneEnqueuesShareTheKeptConnection(t *testing.T) {
 		q := fmt.Sprintf("q%d", g)
 		if n, err := rdb.ZCard(ctx, s.keys.queue(q).log).Result(); err != nil || n != each+1 {
 			t.Fatalf("%s's log holds %d messages (%v), want %d", q, n, err, each+1)
+		}
+	}
+}
+
+// A Sentinel failover moves the master while a producer keeps a
+// connection to the old one (a graceful SENTINEL FAILOVER: the old master
+// lives on as a replica, so its connections stay open): the lone enqueues
+// after it land on the new master, and the kept connection does not stay
+// on the old one.
+func TestLoneEnqueuesFollowASentinelFailover(t *testing.T) {
+	ctx := context.Background()
+	r := newReplicated(t)
+	const name = "drover-lone"
+	sentinel := startSentinel(t, name, r.master.Addr,
+		"sentinel down-after-milliseconds "+name+" 1000", "sentinel failover-timeout "+name+" 5000")
+	rdb := testClient(t, ClientOptions{Addrs: []string{sentinel}, MasterName: name})
+	s := newTestStore(t, rdb, nil)
+	const q = "lone-failover"
+	mustEnqueue(t, s, msg(q, ""))
+	mustEnqueue(t, s, msg(q, "")) // on the kept connection
+	probe := redis.NewSentinelClient(&redis.Options{Addr: sentinel})
+	defer probe.Close()
+	if err := probe.Failover(ctx, name).Err(); err != nil {
+		t.Fatalf("SENTINEL FAILOVER: %v", err)
+	}
+	_, replicaPort, _ := strings.Cut(r.replica.Addr, ":")
+	waitFor(t, "Sentinel promotes the replica", func() bool {
+		a, err := probe.GetMasterAddrByName(ctx, name).Result()
+		return err == nil && len(a) == 2 && a[1] == replicaPort
+	})
+	var last EnqueueResult
+	waitFor(t, "a lone enqueue lands on the new master", func() bool {
+		var err error
+		last, err = s.Producer().Enqueue(ctx, msg(q, ""))
+		if err != nil {
+			return false // the client finding the new master; the old one answers READONLY
+		}
+		_, err = r.replicaRDB.ZScore(ctx, s.keys.queue(q).log, last.ID).Result()
+		return err == nil
+	})
+	newMaster := r.replicaRDB
+	for i := range 10 {
+		r, err := s.Producer().Enqueue(ctx, msg(q, ""))
+		if err != nil || r.Position <= last.Position {
+			t.Fatalf("lone enqueue %d after the failover: %+v, %v (the last position %d)", i, r, err, last.Position)
+		}
+		last = r
+		if _, err := newMaster.ZScore(ctx, s.keys.queue(q).log, r.ID).Result(); err != nil {
+			t.Fatalf("lone enqueue %d after the failover is not on the new master: %v", i, err)
 		}
 	}
 }
