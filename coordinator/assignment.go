@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"sort"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/namehash"
 )
 
 // The assignment is stored per member (DESIGN.md §10, after Kafka's KIP-848,
@@ -40,8 +40,13 @@ import (
 
 // shareChunkBytes is the size a share chunk is kept under (its queue names,
 // JSON-encoded): a chunk changes when a queue in it moves, so smaller chunks
-// mean less to write per move, more reads per share.
-const shareChunkBytes = 128 << 10
+// mean less to write per move, more reads per share. A member gives up the
+// queues of one chunk first (rebalance's move rank), so a join that takes
+// a hundred queues off each of 99 members of 10,000 rewrites one chunk of
+// each: at 128 KB every such share was one chunk, and a join at 100 ×
+// 1,000,000 wrote and read its whole 10 MB (docs/decisions.md, "Issue 43:
+// a member gives up the queues of one chunk").
+const shareChunkBytes = 32 << 10
 
 // assignmentHeader is the data of /assignment.
 type assignmentHeader struct {
@@ -124,9 +129,7 @@ func chunkCount(queues []string) int {
 
 // chunkOf returns the chunk of queue in a share of n chunks.
 func chunkOf(queue string, n int) int {
-	h := fnv.New32a()
-	h.Write([]byte(queue))
-	return int(h.Sum32() % uint32(n))
+	return int(namehash.FNV32a(queue) % uint32(n))
 }
 
 // partition splits sorted queues into n chunks (each sorted).

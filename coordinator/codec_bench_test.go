@@ -7,7 +7,7 @@ import (
 )
 
 // The codec benchmarks: a registry bucket of 200 queues (what a bucket
-// holds at about 200,000 queues) and a share chunk of 128 KB
+// holds at about 200,000 queues) and a full share chunk
 // (shareChunkBytes), encoded and decoded as the churn benchmark's leader
 // does on every create, retire and placement (docs/decisions.md, "Issue
 // 40: a hand-written codec for buckets and shares").

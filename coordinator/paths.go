@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/drover-dev/drover"
+	"github.com/drover-dev/drover/internal/namehash"
 )
 
 // Paths below the root (docs/zookeeper-layout.md is the reference).
@@ -68,12 +69,7 @@ var ErrTooLarge = fmt.Errorf("coordinator: request larger than %d bytes", maxReq
 // registryBucket returns the bucket node name of queue in the registry:
 // three hex digits of its FNV-1a hash, modulo registryBuckets.
 func registryBucket(queue string) string {
-	h := uint32(2166136261) // FNV-1a (hash/fnv's New32a), without its allocations: Registry.Has runs it per event
-	for i := 0; i < len(queue); i++ {
-		h ^= uint32(queue[i])
-		h *= 16777619
-	}
-	return registryBucketNames[h%registryBuckets]
+	return registryBucketNames[namehash.FNV32a(queue)%registryBuckets] // no allocation: Registry.Has runs it per event
 }
 
 // registryBucketNames holds every bucket's name, by number.

@@ -87,9 +87,11 @@
 //     furthest above its target. A moved queue is one that already moved in
 //     this round if possible (moving it again costs nothing), else the
 //     heaviest; among equal weights one Input.Idle names (nothing running,
-//     no backlog), then the lowest FNV-1a 64 hash of the name — never the
-//     first by name, which made the same queue move at every rebalance
-//     beside it. Each move lowers the sum of squared distances to the targets,
+//     no backlog), then the lowest move rank (the name's FNV-1a 32 hash
+//     with its bits reversed, then its FNV-1a 64 hash: the queues of one
+//     chunk of the member's share in the ZooKeeper layout come first) —
+//     never the first by name, which made the same queue move at every
+//     rebalance beside it. Each move lowers the sum of squared distances to the targets,
 //     so the repair ends, and no move pushes another member out of the bound.
 //
 // Cost: O(Q log Q + Q·M) for Q queues and M members plus O(M) per repair

@@ -34,8 +34,8 @@ func ExampleSticky() {
 		fmt.Printf("%s: %s → %s\n", m.Queue, m.From, m.To)
 	}
 	// Output:
+	// billing: w2 → w3
 	// reports: w1 → w3
-	// search: w2 → w3
 }
 
 // Queues that require a tag go only to members offering it; a queue no member

@@ -1,11 +1,14 @@
 package rebalance
 
 import (
+	"cmp"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"math/rand"
+	"slices"
 	"testing"
+
+	"github.com/drover-dev/drover/internal/namehash"
 )
 
 // TestReassignIsStickyOverWhatMoves checks Reassign against Sticky on
@@ -124,15 +127,38 @@ func TestReassignExaminesWhatMoves(t *testing.T) {
 	}
 }
 
-// moveRank is FNV-1a 64 of the name: the ranks, and so every assignment
-// Sticky computed before, stay as they were.
-func TestMoveRankIsFNV1a64(t *testing.T) {
-	for _, name := range []string{"", "a", "queue-000001", "tenant/über-42"} {
-		h := fnv.New64a()
-		h.Write([]byte(name))
-		if got, want := moveRank(name), h.Sum64(); got != want {
-			t.Fatalf("moveRank(%q) = %x, want %x", name, got, want)
+// A member gives up first the queues of one chunk of its share, for every
+// number of chunks a share may have: sorted by moveRank, the queues whose
+// FNV-1a 32 hash is 0 mod n come first, for every power of two n (the
+// ZooKeeper layout's chunk of a queue, coordinator/assignment.go chunkOf).
+// With the FNV-1a 64 hash alone, a donor's first hundred queues of ten
+// thousand fell in every chunk, and a join rewrote every chunk of every
+// donor's share.
+func TestAMemberGivesUpTheQueuesOfOneChunkFirst(t *testing.T) {
+	names := make([]string, 20_000)
+	for i := range names {
+		names[i] = fmt.Sprintf("q%06d", i)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(moveRank(a), moveRank(b)) })
+	for n := uint32(1); n <= 1024; n *= 2 {
+		inFirst := 0
+		for _, q := range names {
+			if namehash.FNV32a(q)%n != 0 {
+				break
+			}
+			inFirst++
 		}
+		for _, q := range names[inFirst:] {
+			if namehash.FNV32a(q)%n == 0 {
+				t.Fatalf("with %d chunks: %s, of chunk 0, ranks after a queue of another chunk (the first %d are chunk 0's)", n, q, inFirst)
+			}
+		}
+		if n <= 64 && inFirst < len(names)/int(n)/2 {
+			t.Fatalf("with %d chunks: only %d queues of chunk 0 of %d", n, inFirst, len(names))
+		}
+	}
+	if moveRank("emails") == moveRank("images") {
+		t.Fatal("two names with one rank")
 	}
 }
 

@@ -3,7 +3,10 @@ package rebalance
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
+
+	"github.com/drover-dev/drover/internal/namehash"
 )
 
 // Sticky keeps every queue on its previous owner unless balance needs it to
@@ -417,19 +420,24 @@ func indexes(n int) []int {
 }
 
 // moveRank orders the queues of equal weight a member may give away: the
-// lowest rank moves first. It is the FNV-1a 64 hash of the name: stable
-// (the same fleet always yields the same assignment) and unrelated to name
-// order, so the queues that sort first are not the ones that always move.
+// lowest rank moves first. It is stable (the same fleet always yields the
+// same assignment) and unrelated to name order, so the queues that sort
+// first are not the ones that always move.
+//
+// Its high 32 bits are the name's FNV-1a 32 hash with its bits reversed,
+// its low 32 bits the FNV-1a 64 hash's: so the queues ranked first are
+// those whose FNV-1a 32 hash ends in the most zero bits, which are the
+// queues of the first chunk of the member's share for every number of
+// chunks (the ZooKeeper layout puts a queue in chunk FNV32a mod n, n a
+// power of two: coordinator/assignment.go). A join that takes a hundred
+// queues off each member then rewrites one chunk of each share, not all
+// of them (docs/decisions.md, "Issue 43: a member gives up the queues of
+// one chunk"). Until the twenty-eighth session it was the FNV-1a 64 hash
+// alone, which spread a donor's moves over every chunk.
 //
 // It is computed in place, without hash/fnv's allocations: a change of
 // members ranks every queue of the donors (Placer.Reassign), a million at
 // 100 × 1,000,000.
 func moveRank(name string) uint64 {
-	const offset64, prime64 = 14695981039346656037, 1099511628211
-	h := uint64(offset64)
-	for i := 0; i < len(name); i++ {
-		h ^= uint64(name[i])
-		h *= prime64
-	}
-	return h
+	return uint64(bits.Reverse32(namehash.FNV32a(name)))<<32 | namehash.FNV64a(name)&0xffffffff
 }

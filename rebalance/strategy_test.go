@@ -140,7 +140,7 @@ func TestSmallCases(t *testing.T) {
 				Previous: map[string]string{"q1": "a", "q2": "a", "q3": "a", "q4": "b", "q5": "b", "q6": "b"},
 			},
 			want: map[string]want{
-				StickyName: {queues: map[string]string{"q1": "c", "q2": "a", "q3": "a", "q4": "c", "q5": "b", "q6": "b"}},
+				StickyName: {queues: map[string]string{"q1": "a", "q2": "c", "q3": "a", "q4": "c", "q5": "b", "q6": "b"}},
 				RangeName:  {queues: map[string]string{"q1": "a", "q2": "a", "q3": "b", "q4": "b", "q5": "c", "q6": "c"}},
 				RoundRobinName: {queues: map[string]string{
 					"q1": "a", "q2": "b", "q3": "c", "q4": "a", "q5": "b", "q6": "c",
