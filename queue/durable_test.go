@@ -336,11 +336,8 @@ func TestDurableRetryAndDeadLetterWaitForTheReplica(t *testing.T) {
 // before the fault is on the new master.
 func TestDurableEnqueueSurvivesASentinelFailover(t *testing.T) {
 	ctx := context.Background()
-	r := newReplicated(t)
-	const name = "drover-durable"
-	sentinel := startSentinel(t, name, r.master.Addr,
-		"sentinel down-after-milliseconds "+name+" 1000", "sentinel failover-timeout "+name+" 5000")
-	rdb := testClient(t, ClientOptions{Addrs: []string{sentinel}, MasterName: name})
+	sr := newSentinelled(t, "drover-durable")
+	r, rdb := sr.replicated, sr.rdb
 	durable := newTestStore(t, rdb, func(c *Config) {
 		c.Durable = Durable{Replicas: 1, Timeout: 200 * time.Millisecond}
 	})
@@ -358,13 +355,7 @@ func TestDurableEnqueueSurvivesASentinelFailover(t *testing.T) {
 	wantNotReplicated(t, "durable enqueue with the replication cut", err, "durable")
 	r.master.Kill(t)
 
-	probe := redis.NewSentinelClient(&redis.Options{Addr: sentinel})
-	defer probe.Close()
-	_, replicaPort, _ := strings.Cut(r.replica.Addr, ":")
-	waitFor(t, "Sentinel promotes the replica", func() bool {
-		a, err := probe.GetMasterAddrByName(ctx, name).Result()
-		return err == nil && len(a) == 2 && a[1] == replicaPort
-	})
+	sr.waitPromoted(t)
 	// The new master has no replica yet: the retry is still unconfirmed.
 	waitFor(t, "the client reaches the new master", func() bool {
 		_, err = durable.Producer().Enqueue(ctx, msg(q, "durable"))
@@ -388,6 +379,37 @@ func TestDurableEnqueueSurvivesASentinelFailover(t *testing.T) {
 	if !slices.Equal(ids, []string{"before", "durable"}) {
 		t.Fatalf("the new master's log: want [before durable] (plain, acknowledged without the mode, lost), have %v", ids)
 	}
+}
+
+// sentinelled is a replicated pair watched by one Sentinel that fails
+// the master over a second after it stops answering, and a client that
+// finds the master through it.
+type sentinelled struct {
+	*replicated
+	name  string
+	rdb   redis.UniversalClient
+	probe *redis.SentinelClient
+}
+
+func newSentinelled(t *testing.T, name string) *sentinelled {
+	t.Helper()
+	r := newReplicated(t)
+	sentinel := startSentinel(t, name, r.master.Addr,
+		"sentinel down-after-milliseconds "+name+" 1000", "sentinel failover-timeout "+name+" 5000")
+	probe := redis.NewSentinelClient(&redis.Options{Addr: sentinel})
+	t.Cleanup(func() { _ = probe.Close() })
+	return &sentinelled{replicated: r, name: name, probe: probe,
+		rdb: testClient(t, ClientOptions{Addrs: []string{sentinel}, MasterName: name})}
+}
+
+// waitPromoted waits until the Sentinel names the replica the master.
+func (s *sentinelled) waitPromoted(t *testing.T) {
+	t.Helper()
+	_, replicaPort, _ := strings.Cut(s.replica.Addr, ":")
+	waitFor(t, "Sentinel promotes the replica", func() bool {
+		a, err := s.probe.GetMasterAddrByName(context.Background(), s.name).Result()
+		return err == nil && len(a) == 2 && a[1] == replicaPort
+	})
 }
 
 // waitFor polls cond until it holds, failing the test after 60s.

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,25 +147,16 @@ func TestConcurrentLoneEnqueuesShareTheKeptConnection(t *testing.T) {
 // on the old one.
 func TestLoneEnqueuesFollowASentinelFailover(t *testing.T) {
 	ctx := context.Background()
-	r := newReplicated(t)
-	const name = "drover-lone"
-	sentinel := startSentinel(t, name, r.master.Addr,
-		"sentinel down-after-milliseconds "+name+" 1000", "sentinel failover-timeout "+name+" 5000")
-	rdb := testClient(t, ClientOptions{Addrs: []string{sentinel}, MasterName: name})
-	s := newTestStore(t, rdb, nil)
+	sr := newSentinelled(t, "drover-lone")
+	r := sr.replicated
+	s := newTestStore(t, sr.rdb, nil)
 	const q = "lone-failover"
 	mustEnqueue(t, s, msg(q, ""))
 	mustEnqueue(t, s, msg(q, "")) // on the kept connection
-	probe := redis.NewSentinelClient(&redis.Options{Addr: sentinel})
-	defer probe.Close()
-	if err := probe.Failover(ctx, name).Err(); err != nil {
+	if err := sr.probe.Failover(ctx, sr.name).Err(); err != nil {
 		t.Fatalf("SENTINEL FAILOVER: %v", err)
 	}
-	_, replicaPort, _ := strings.Cut(r.replica.Addr, ":")
-	waitFor(t, "Sentinel promotes the replica", func() bool {
-		a, err := probe.GetMasterAddrByName(ctx, name).Result()
-		return err == nil && len(a) == 2 && a[1] == replicaPort
-	})
+	sr.waitPromoted(t)
 	var last EnqueueResult
 	waitFor(t, "a lone enqueue lands on the new master", func() bool {
 		var err error
