@@ -16,10 +16,11 @@ import (
 // and gives it back, and the pool checks every connection it hands out
 // with a syscall of its own (a non-blocking peek for a close by the
 // server): on a producer that enqueues one message at a time that was 8%
-// of the client's CPU and a syscall on every round trip's path (docs/decisions.md, "Issue 43: the lone enqueue keeps its
-// connection"). Kept, the connection is used as is while it keeps
-// answering; one that rested longer than loneIdle goes back to the pool
-// and the call takes a checked one, as before.
+// of the client's CPU and a syscall on every round trip's path
+// (docs/decisions.md, "Issue 43: the lone enqueue keeps its connection").
+// Kept, the connection is used as is while it keeps answering; one that
+// rested longer than loneIdle goes back to the pool and the call takes a
+// checked one, as before.
 //
 // One call uses it at a time (take locks it, give unlocks it); a call that
 // finds it in use goes through the pool. Only a standalone or Sentinel
