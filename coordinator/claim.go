@@ -57,15 +57,19 @@ type pendingWrite struct {
 }
 
 // maxClaimsInFlight bounds the Claim calls of one session that send
-// requests at the same time; the others wait their turn. Their multis are
-// coalesced (multi_batch.go), so a batch carries up to this many claims.
-// ZooKeeper stops reading a connection that has requests outstanding while
-// the server holds more than globalOutstandingLimit (1,000 by default), and
-// its pings wait with the rest: the fewer a session has in flight, the
-// sooner its ping is read. At 256, 100 members claiming 10,000 queues each
-// (a million queues) lost 25 sessions that way; 64 keep a member's claims
-// flowing (the server, not the pipeline, bounds their rate).
-const maxClaimsInFlight = 64
+// requests at the same time; the others wait their turn. A claim's reads
+// and its multi are coalesced with the session's others (read_batch.go,
+// multi_batch.go: one multiRead and one multi in flight a session), so
+// the bound says how many claims share a request, not how many requests
+// a session has outstanding. ZooKeeper stops reading a connection while
+// the server holds more than globalOutstandingLimit requests (1,000 by
+// default), pings included: before the reads were coalesced, 256 claims a
+// session, each with requests of its own, lost 25 of 100 sessions at a
+// million queues and the bound was 64. With both coalescers 256 take a
+// joiner's 9,900 claims in half the requests and no session was lost in
+// six starts of 100 × 1,000,000 (docs/decisions.md, "Issue 43: 256 claims
+// a session, now that reads are coalesced").
+const maxClaimsInFlight = 256
 
 // ownerCheck is the answer to whether a queue's owner node exists: the
 // session holding it (0: none).

@@ -29,8 +29,9 @@ import (
 // reads for the rest of the session.
 
 // maxReadsPerRequest bounds the reads of one multiRead: what the same
-// reads sent one by one with the session's claims in flight
-// (maxClaimsInFlight, two reads each, and their config reads) held.
+// reads sent one by one held when 64 claims a session were in flight (two
+// reads each, and their config reads). With 256 claims in flight their
+// reads go in two requests or more, one after another.
 const maxReadsPerRequest = 256
 
 // A multiRead's reply is kept under batchBytes (DESIGN.md §10: no request

@@ -53,9 +53,10 @@ type ReconcilerConfig struct {
 // and, if the queue is still assigned here, claims it again, reading the
 // offset afresh.
 
-// maxClaimGoroutines bounds the claim goroutines of one reconciler: a few
-// times what one session sends at a time (coordinator's maxClaimsInFlight),
-// so the session always has claims ready to send.
+// maxClaimGoroutines bounds the claim goroutines of one reconciler: as
+// many as one session sends at a time (coordinator's maxClaimsInFlight);
+// a goroutine also holds its queue through the wait for a release and the
+// config read after the claim, outside that bound.
 const maxClaimGoroutines = 256
 
 // maxEarlyReads is how many claims may run for a queue's config to be
