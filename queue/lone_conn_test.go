@@ -153,9 +153,7 @@ func TestLoneEnqueuesFollowASentinelFailover(t *testing.T) {
 	const q = "lone-failover"
 	mustEnqueue(t, s, msg(q, ""))
 	mustEnqueue(t, s, msg(q, "")) // on the kept connection
-	if err := sr.probe.Failover(ctx, sr.name).Err(); err != nil {
-		t.Fatalf("SENTINEL FAILOVER: %v", err)
-	}
+	sr.failover(t)
 	sr.waitPromoted(t)
 	var last EnqueueResult
 	waitFor(t, "a lone enqueue lands on the new master", func() bool {
