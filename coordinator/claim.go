@@ -67,7 +67,7 @@ type pendingWrite struct {
 // session, each with requests of its own, lost 25 of 100 sessions at a
 // million queues and the bound was 64. With both coalescers 256 take a
 // joiner's 9,900 claims in half the requests and no session was lost in
-// six starts of 100 × 1,000,000 (docs/decisions.md, "Issue 43: 256 claims
+// seven starts of 100 × 1,000,000 (docs/decisions.md, "Issue 43: 256 claims
 // a session, now that reads are coalesced").
 const maxClaimsInFlight = 256
 
