@@ -224,7 +224,7 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 	if s.durable == nil && len(reqs) == 1 && s.enqueueAlone(ctx, reqs[0]) {
 		return
 	}
-	if s.durable == nil && len(reqs) > 1 && (s.enqueueMany(ctx, reqs) || s.enqueueSpread(ctx, reqs)) {
+	if s.durable == nil && (len(reqs) > 1 && s.enqueueMany(ctx, reqs) || s.enqueueSpread(ctx, reqs)) {
 		return
 	}
 	if s.durable != nil {
@@ -502,7 +502,9 @@ func (s *core) flushEnqueuesOn(ctx context.Context, rdb redis.UniversalClient, b
 // due now to a queue this Store has registered, with enqueueOneSource: one
 // command carrying only what it uses, with the Store's estimate of Redis's
 // clock (redisClock: a TIME round trip of its own once every few seconds).
-// It reports false, sending nothing, for any other request.
+// It reports false, sending nothing, for any other request (a queue this
+// Store has not registered goes to enqueueSpread, which registers it in
+// the same pipeline).
 func (s *core) enqueueAlone(ctx context.Context, r *enqueueRequest) bool {
 	if r.keyed || r.due != 0 {
 		return false
@@ -607,11 +609,14 @@ func (s *core) enqueueMany(ctx context.Context, reqs []*enqueueRequest) bool {
 	return true
 }
 
-// enqueueSpread sends a batch over several queues this Store has
-// registered, every message with a generated id and due now (an
-// EnqueueBatch of a fleet's keys, a message or a few each), as one
-// pipeline, all with one estimate of Redis's clock: the queues that get one
-// message go together in enqueue-spread calls (spreadBatch queues a call),
+// enqueueSpread sends a batch over one queue or several, every message with
+// a generated id and due now (an EnqueueBatch of a fleet's keys, a message
+// or a few each, or a new key's lone message), as one pipeline, with the
+// queue registry's SADD for the queues this Store has not registered (as
+// flushEnqueuesOn does: a new key's first message takes the lone scripts'
+// path, and its wake-up carries it; docs/decisions.md, "Issue 43: a new
+// key's first message comes with its wake-up"), all with one estimate of
+// Redis's clock: the queues that get one message go together in enqueue-spread calls (spreadBatch queues a call),
 // so that a call, not a message, pays the script call and a wake-up goes
 // to each owner once (docs/decisions.md, "Issue 43: a fleet's batch in one
 // call, its wake-ups one per owner"); a queue that gets several goes in an
@@ -623,12 +628,23 @@ func (s *core) enqueueMany(ctx context.Context, reqs []*enqueueRequest) bool {
 // fleet's batch goes through the lone scripts"). It reports false,
 // sending nothing, for any other batch.
 func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
+	var (
+		register []string            // the queues this Store has not registered
+		listed   map[string]struct{} // register's, once it has one
+	)
 	for _, r := range reqs {
 		if r.keyed || r.due != 0 {
 			return false
 		}
-		if _, ok := s.known.Load(r.queue); !ok {
-			return false
+		if _, ok := s.known.Load(r.queue); ok {
+			continue
+		}
+		if _, ok := listed[r.queue]; !ok {
+			if listed == nil {
+				listed = map[string]struct{}{}
+			}
+			listed[r.queue] = struct{}{}
+			register = append(register, r.queue)
 		}
 	}
 	type call struct {
@@ -705,6 +721,14 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 		_ = pipe.Process(ctx, cmd)
 	}
 	pipe := s.rdb.Pipeline()
+	var sadd *redis.IntCmd
+	if len(register) > 0 {
+		members := make([]any, len(register))
+		for i, q := range register {
+			members[i] = q
+		}
+		sadd = pipe.SAdd(ctx, s.keys.queues(), members...)
+	}
 	for _, c := range calls {
 		switch {
 		case c.src == enqueueSpreadSource:
@@ -771,6 +795,17 @@ func (s *core) enqueueSpread(ctx context.Context, reqs []*enqueueRequest) bool {
 	}
 	if retry != nil {
 		_, _ = retry.Exec(ctx)
+	}
+	switch {
+	case sadd == nil:
+	case sadd.Err() == nil:
+		for _, q := range register {
+			s.known.Store(q, struct{}{})
+		}
+	default:
+		// As in flushEnqueuesOn: the messages are in; the next enqueue to
+		// these queues registers them again.
+		s.log.Warn("register queues", "key", s.keys.queues(), "queues", register, "error", sadd.Err())
 	}
 	for _, c := range calls {
 		var (

@@ -3,8 +3,11 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/drover-dev/drover"
 	"github.com/drover-dev/drover/internal/testing/testenv"
@@ -64,13 +67,16 @@ func TestASpreadBatchWakesEachOwnerOnce(t *testing.T) {
 	take(m1, queues/2, "the first messages, on m1")
 	take(m2, queues/2, "the first messages, on m2")
 
+	// A producer that has not sent to these queues yet: its first batch
+	// asks for their routes (the first messages above taught s's).
+	p := newTestStore(t, rdb, func(cfg *Config) { cfg.Prefix = s.keys.prefix }).Producer()
 	batch := func(what string) map[string]EnqueueResult {
 		t.Helper()
 		var msgs []*drover.Message
 		for _, q := range names {
 			msgs = append(msgs, msg(q, ""))
 		}
-		res, err := s.Producer().EnqueueBatch(ctx, msgs)
+		res, err := p.EnqueueBatch(ctx, msgs)
 		if err != nil || len(res) != queues {
 			t.Fatalf("%s: want %d results, have %v, %v", what, queues, res, err)
 		}
@@ -176,17 +182,95 @@ func TestASpreadBatchKeepsAQueuesOrderPastAScriptCall(t *testing.T) {
 	}
 }
 
+// A new key's first message comes with its wake-up too (enqueue-spread v2,
+// enqueue-one v6), after position 0, so that an owner which has read
+// nothing takes it without a read: in a fleet of keys that arrive all the
+// time, a read for every new key's first message was most of the reads.
+// Its entry names no id in its header (the id leads the envelope's
+// bytes), so a member of the previous release, which takes an entry
+// without an id for the plain wake-up, reads the queue as it did. A queue
+// without :seq whose log is not empty (no writer leaves one so; the script
+// does not count on it) gets the plain wake-up: its owner reads.
+func TestANewKeysFirstMessageComesWithItsWakeup(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.NewRedis(t, testenv.RedisOptions{})
+	rdb := testClient(t, ClientOptions{Addrs: []string{srv.Addr}})
+	s := newTestStore(t, rdb, nil)
+	raw := rdb.Subscribe(ctx, s.keys.batchChannel("m1"))
+	defer raw.Close()
+	if _, err := raw.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wake, err := s.Listener().Wakeups(wctx, "m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"new-a", "new-b", "unsequenced"}
+	for _, q := range names {
+		if err := s.Log().RouteWakeups(ctx, "m1", q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rdb.ZAdd(ctx, s.keys.queue("unsequenced").log, redis.Z{Score: 1, Member: "x"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*drover.Message
+	for _, q := range names {
+		msgs = append(msgs, msg(q, ""))
+	}
+	res, err := s.Producer().EnqueueBatch(ctx, msgs)
+	if err != nil || len(res) != len(names) {
+		t.Fatalf("EnqueueBatch: %v, %v", res, err)
+	}
+	got := map[string]Wakeup{}
+	for len(got) < len(names) {
+		select {
+		case w := <-wake:
+			got[w.Queue] = w
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d wake-ups of %d within 30 s: %v", len(got), len(names), got)
+		}
+	}
+	payload, err := raw.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range names[:2] {
+		env, err := rdb.HGet(ctx, s.keys.queue(q).msg, res[i].ID).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := got[q]
+		if w.Entry == nil || w.Entry.Queue != q || w.Entry.ID != res[i].ID || w.Entry.Position != res[i].Position || w.Prev != 0 || string(w.Entry.Raw) != env {
+			t.Fatalf("%s's first message (payload %q): want %s at %d after 0 with its envelope, have prev %d, entry %+v", q, payload.Payload, res[i].ID, res[i].Position, w.Prev, w.Entry)
+		}
+		head := fmt.Sprintf("%d 0 %d 0 %d\n%s%s\n", len(q), len(res[i].ID)+1+len(env), res[i].Position, q, res[i].ID)
+		if !strings.Contains(payload.Payload, head) {
+			t.Fatalf("%s's entry: want a header with no id (%q), have %q", q, head, payload.Payload)
+		}
+	}
+	if w := got["unsequenced"]; w.Entry != nil {
+		t.Fatalf("a queue whose log held a message without :seq: want the plain wake-up, have %+v", w.Entry)
+	}
+}
+
 // parseWakeupBatch reads a batch channel's payload, entries that carry a
 // message and plain ones, and keeps what it read before a malformed entry.
 func TestParseWakeupBatchReadsEveryEntry(t *testing.T) {
 	env := "{\"a\":\n1}"
-	payload := ":3\n" +
+	payload := ":4\n" +
 		fmt.Sprintf("1 4 %d 100 250\n", len(env)) + "q" + "id 1" + env +
 		"2 0 0 0 0\n" + "q2" +
-		"3 2 2 7 9\n" + "q:3" + "ab" + "{}"
+		"3 2 2 7 9\n" + "q:3" + "ab" + "{}" +
+		"2 0 5 0 40\n" + "q4" + "id\n{}"
 	ws, err := parseWakeupBatch(payload)
-	if err != nil || len(ws) != 3 {
-		t.Fatalf("want 3 wake-ups, have %+v, %v", ws, err)
+	if err != nil || len(ws) != 4 {
+		t.Fatalf("want 4 wake-ups, have %+v, %v", ws, err)
+	}
+	if w := ws[3]; w.Queue != "q4" || w.Prev != 0 || w.Entry == nil || w.Entry.Position != 40 || w.Entry.ID != "id" || string(w.Entry.Raw) != "{}" || w.Entry.Queue != "q4" {
+		t.Fatalf("a queue's first message: have %+v (entry %+v)", w, w.Entry)
 	}
 	if w := ws[0]; w.Queue != "q" || w.Prev != 100 || w.Entry == nil || w.Entry.Position != 250 || w.Entry.ID != "id 1" || string(w.Entry.Raw) != env || w.Entry.Queue != "q" {
 		t.Fatalf("a carried message: have %+v (entry %+v)", w, w.Entry)
@@ -208,6 +292,10 @@ func TestParseWakeupBatchReadsEveryEntry(t *testing.T) {
 		":1\n1 0 0 0\nq",           // a field short
 		":1\n1 -1 0 0 0\nq",        // a negative length
 		":1\n1 0 0 0 0\nqtrailing", // bytes after the last entry
+		":1\n1 0 3 0 7\nqa{}",      // a first message without its id's line
+		":1\n1 0 3 0 7\nq\n{}",     // a first message with an empty id
+		":1\n1 0 4 5 7\nqa\n{}",    // a first message after a position
+		":1\n1 0 4 0 0\nqa\n{}",    // a first message at no position
 	} {
 		if ws, err := parseWakeupBatch(bad); err == nil {
 			t.Errorf("%q: want an error, have %+v", bad, ws)

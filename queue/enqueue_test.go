@@ -475,6 +475,8 @@ func (h *scriptCalls) record(err error, cmds ...redis.Cmder) {
 			h.runs = append(h.runs, "one")
 		case script == enqueueScript.Hash() || script == enqueueSource:
 			h.runs = append(h.runs, "general")
+		case script == enqueueSpreadScript.Hash() || script == enqueueSpreadSource:
+			h.runs = append(h.runs, "spread")
 		}
 	}
 }
@@ -505,8 +507,9 @@ func (h *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 
 // A lone Enqueue of a generated id due now, to a queue the Store has
 // registered, sends the one-message script; its position still follows
-// :seq when Redis's clock is behind it, and the calls that need more (the
-// first to a queue, a caller-chosen id, a due time) go the general way.
+// :seq when Redis's clock is behind it. The first to a queue goes as a
+// batch of one (enqueue-spread, beside the registry's SADD), and the calls
+// that need more (a caller-chosen id, a due time) go the general way.
 func TestLoneEnqueueSendsTheOneMessageScript(t *testing.T) {
 	ctx := context.Background()
 	rdb, err := NewClient(ClientOptions{Addrs: []string{testenv.Redis(t).Addr}})
@@ -540,7 +543,10 @@ func TestLoneEnqueueSendsTheOneMessageScript(t *testing.T) {
 	}
 
 	first := enqueue(msg(q, ""), 0)
-	want("first enqueue to the queue (registers it)", "general")
+	want("first enqueue to the queue (registers it)", "spread")
+	if ok, err := rdb.SIsMember(ctx, s.keys.queues(), q).Result(); err != nil || !ok {
+		t.Fatalf("the first enqueue registers the queue in %s: have %v, %v", s.keys.queues(), ok, err)
+	}
 	second := enqueue(msg(q, ""), 0)
 	want("second enqueue", "one")
 	if first.Position <= 0 || second.Position <= first.Position {

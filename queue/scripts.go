@@ -217,14 +217,18 @@ return out
 // Returns the message's position (> 0), or -1 when the id was already in
 // :msg and nothing was written; -position when the route sent reached
 // nobody; {position, route} when asked for the route and the queue has one.
-const enqueueOneSource = "-- drover enqueue-one v5 (docs/redis-schema.md)\n" + nextPositionFunction + `if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
+const enqueueOneSource = "-- drover enqueue-one v6 (docs/redis-schema.md)\n" + nextPositionFunction + `if redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4]) == 0 then return -1 end
 local hint = (ARGV[5] or ''):match('^%d+$') and tonumber(ARGV[5]) or 0 -- digits only: it may become :seq as sent
 local pos, last = nextPosition(KEYS[3], hint, ARGV[5], 1)
 redis.call('ZADD', KEYS[1], decimal(pos, hint, ARGV[5]), ARGV[3])
 if ARGV[1] ~= '' then
+  if not last and redis.call('ZCARD', KEYS[1]) == 1 then last = 0 end -- the queue's first message
   local function wake(ch)
-    if last and #ARGV[4] <= 4096 and (string.find(ch, ':wake-e:', 1, true) or string.find(ch, ':wake-b:', 1, true)) then
+    if last and last > 0 and #ARGV[4] <= 4096 and (string.find(ch, ':wake-e:', 1, true) or string.find(ch, ':wake-b:', 1, true)) then
       return redis.call('PUBLISH', ch, ARGV[2] .. '\n' .. string.format('%d %d', last, pos) .. '\n' .. ARGV[3] .. '\n' .. ARGV[4])
+    end
+    if last and #ARGV[4] <= 4096 and string.find(ch, ':wake-b:', 1, true) then -- the first, as enqueue-spread sends it
+      return redis.call('PUBLISH', ch, string.format(':1\n%d 0 %d 0 %d\n', #ARGV[2], #ARGV[3] + 1 + #ARGV[4], pos) .. ARGV[2] .. ARGV[3] .. '\n' .. ARGV[4])
     end
     return redis.call('PUBLISH', ch, ARGV[2])
   end
@@ -369,7 +373,7 @@ return out
 // unless there); and the route :owner named when asked ("" otherwise).
 // A batch on a route sent that reached nobody is sent again, queue by
 // queue, where each queue's :owner says.
-const enqueueSpreadSource = "-- drover enqueue-spread v1 (docs/redis-schema.md)\n" + nextPositionFunction + `local unowned = ARGV[1]
+const enqueueSpreadSource = "-- drover enqueue-spread v2 (docs/redis-schema.md)\n" + nextPositionFunction + `local unowned = ARGV[1]
 local hint = (ARGV[2] or ''):match('^%d+$') and tonumber(ARGV[2]) or 0
 local n = #KEYS / 4
 local out, routes, lasts = {}, {}, {}
@@ -381,10 +385,16 @@ local function isBatch(ch) return string.find(ch, ':wake-b:', 1, true) end
 -- is made of an entry (table.concat copies the parts once) and returns b.
 local function addEntry(b, i)
   local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
-  if last and #env <= 4096 then
+  if last and last > 0 and #env <= 4096 then
     b[#b + 1] = string.format('%d %d %d %d %d\n', #q, #id, #env, last, out[i])
     b[#b + 1] = q
     b[#b + 1] = id
+    b[#b + 1] = env
+  elseif last and #env <= 4096 then -- the queue's first: id and envelope in the envelope's place
+    b[#b + 1] = string.format('%d 0 %d 0 %d\n', #q, #id + 1 + #env, out[i])
+    b[#b + 1] = q
+    b[#b + 1] = id
+    b[#b + 1] = '\n'
     b[#b + 1] = env
   else
     b[#b + 1] = string.format('%d 0 0 0 0\n', #q)
@@ -396,7 +406,7 @@ end
 local function wakeNow(ch, i)
   local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
   if isBatch(ch) then return redis.call('PUBLISH', ch, table.concat(addEntry({':1\n'}, i))) end
-  if last and #env <= 4096 and string.find(ch, ':wake-e:', 1, true) then
+  if last and last > 0 and #env <= 4096 and string.find(ch, ':wake-e:', 1, true) then
     return redis.call('PUBLISH', ch, q .. '\n' .. string.format('%d %d', last, out[i]) .. '\n' .. id .. '\n' .. env)
   end
   return redis.call('PUBLISH', ch, q)
@@ -428,6 +438,7 @@ for i = 1, n do
     redis.call('ZADD', KEYS[k + 1], decimal(pos, hint, ARGV[2]), arg(i, 2))
     out[i], lasts[i] = pos, last
     if unowned ~= '' then
+      if not last and redis.call('ZCARD', KEYS[k + 1]) == 1 then lasts[i] = 0 end -- the queue's first message
       local seen = arg(i, 4)
       if seen == '-' or seen == '' then
         local ch = redis.call('GET', KEYS[k + 4])

@@ -263,9 +263,12 @@ func parseEntryWakeup(q, rest string) (Wakeup, error) {
 // parseWakeupBatch reads the wake-ups of a batch channel's payload
 // (enqueueSpreadSource): ":<n>\n" then n entries, each
 // "<len(queue)> <len(id)> <len(envelope)> <prev> <pos>\n" followed by the
-// queue's name, the id and the envelope; an entry with no id is the
-// queue's plain wake-up. It returns the entries read before any error:
-// each stands alone, as separate payloads would.
+// queue's name, the id and the envelope; an entry with neither id nor
+// envelope is the queue's plain wake-up, and one with no id but an
+// envelope carries the queue's first message as "<id>\n<envelope>" after
+// prev 0 (enqueue-spread v2: a member before it took such an entry for the
+// plain wake-up, which it also is). It returns the entries read before any
+// error: each stands alone, as separate payloads would.
 func parseWakeupBatch(payload string) ([]Wakeup, error) {
 	head, rest, ok := strings.Cut(strings.TrimPrefix(payload, ":"), "\n")
 	n, err := strconv.Atoi(head)
@@ -291,8 +294,21 @@ func parseWakeupBatch(payload string) ([]Wakeup, error) {
 		}
 		q, id, env := body[:f[0]], body[f[0]:f[0]+f[1]], body[f[0]+f[1]:f[0]+f[1]+f[2]]
 		rest = body[f[0]+f[1]+f[2]:]
-		if id == "" {
+		if id == "" && env == "" {
 			out = append(out, Wakeup{Queue: q})
+			continue
+		}
+		if id == "" {
+			// The queue's first message: "<id>\n<envelope>" where the
+			// envelope goes, prev 0. A member before enqueue-spread v2
+			// reads the entry as the plain wake-up (no id).
+			var cut bool
+			if id, env, cut = strings.Cut(env, "\n"); !cut || id == "" || f[3] != 0 || f[4] <= 0 {
+				return out, fmt.Errorf("entry %d of a batch of wake-ups carries a first message wanting \"<id>\\n<envelope>\" after prev 0, have prev %d and %q", i+1, f[3], clipPayload(body[f[0]:f[0]+f[2]]))
+			}
+			out = append(out, Wakeup{Queue: q, Entry: &drover.LogEntry{
+				Queue: q, Position: drover.Position(f[4]), ID: id, Raw: []byte(env),
+			}})
 			continue
 		}
 		if f[3] <= 0 || f[4] <= f[3] {

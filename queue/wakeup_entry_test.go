@@ -14,11 +14,12 @@ import (
 var _ = addContractCases(contractCase{"WakeupCarriesALoneMessage", testWakeupCarriesALoneMessage})
 
 // The wake-up of a lone message carries it (docs/redis-schema.md,
-// "Wake-ups") when the queue is routed to a member's entry channel, the
-// queue had a message before (its position is the wake-up's Prev), and the
-// envelope is at most 4 KB; otherwise it is the queue's name, as before —
-// and a queue an older member routed to its plain channel gets the plain
-// wake-up, which today's member still receives.
+// "Wake-ups") when the queue is routed to a member's entry channel and the
+// envelope is at most 4 KB: after the queue's last position (the wake-up's
+// Prev), or after 0 for the queue's first message (enqueue-one v6: a new
+// key's first message needs no read); otherwise it is the queue's name, as
+// before — and a queue an older member routed to its plain channel gets
+// the plain wake-up, which today's member still receives.
 func testWakeupCarriesALoneMessage(t *testing.T, rdb redis.UniversalClient) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -44,12 +45,17 @@ func testWakeupCarriesALoneMessage(t *testing.T, rdb redis.UniversalClient) {
 		panic("unreachable")
 	}
 	a := mustEnqueue(t, s, msg("carried", ""))
-	if w := next("the queue's first message"); w.Entry != nil {
-		t.Fatalf("the first message of a queue has no previous position: want a plain wake-up, have %+v", w.Entry)
+	w := next("the queue's first message")
+	env, err := rdb.HGet(ctx, s.keys.queue("carried").msg, a.ID).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Entry == nil || w.Entry.ID != a.ID || w.Entry.Position != a.Position || w.Prev != 0 || string(w.Entry.Raw) != env {
+		t.Fatalf("want the first message's wake-up to carry %s at %d after 0 with its envelope, have prev %d, entry %+v", a.ID, a.Position, w.Prev, w.Entry)
 	}
 	b := mustEnqueue(t, s, msg("carried", ""))
-	w := next("the second message")
-	env, err := rdb.HGet(ctx, s.keys.queue("carried").msg, b.ID).Result()
+	w = next("the second message")
+	env, err = rdb.HGet(ctx, s.keys.queue("carried").msg, b.ID).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

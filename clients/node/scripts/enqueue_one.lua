@@ -1,4 +1,4 @@
--- drover enqueue-one v5 (docs/redis-schema.md)
+-- drover enqueue-one v6 (docs/redis-schema.md)
 local function decimal(n, hint, text)
   if n == hint then return text end
   return string.format('%d', n)
@@ -27,9 +27,13 @@ local hint = (ARGV[5] or ''):match('^%d+$') and tonumber(ARGV[5]) or 0 -- digits
 local pos, last = nextPosition(KEYS[3], hint, ARGV[5], 1)
 redis.call('ZADD', KEYS[1], decimal(pos, hint, ARGV[5]), ARGV[3])
 if ARGV[1] ~= '' then
+  if not last and redis.call('ZCARD', KEYS[1]) == 1 then last = 0 end -- the queue's first message
   local function wake(ch)
-    if last and #ARGV[4] <= 4096 and (string.find(ch, ':wake-e:', 1, true) or string.find(ch, ':wake-b:', 1, true)) then
+    if last and last > 0 and #ARGV[4] <= 4096 and (string.find(ch, ':wake-e:', 1, true) or string.find(ch, ':wake-b:', 1, true)) then
       return redis.call('PUBLISH', ch, ARGV[2] .. '\n' .. string.format('%d %d', last, pos) .. '\n' .. ARGV[3] .. '\n' .. ARGV[4])
+    end
+    if last and #ARGV[4] <= 4096 and string.find(ch, ':wake-b:', 1, true) then -- the first, as enqueue-spread sends it
+      return redis.call('PUBLISH', ch, string.format(':1\n%d 0 %d 0 %d\n', #ARGV[2], #ARGV[3] + 1 + #ARGV[4], pos) .. ARGV[2] .. ARGV[3] .. '\n' .. ARGV[4])
     end
     return redis.call('PUBLISH', ch, ARGV[2])
   end

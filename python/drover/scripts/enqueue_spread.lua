@@ -1,4 +1,4 @@
--- drover enqueue-spread v1 (docs/redis-schema.md)
+-- drover enqueue-spread v2 (docs/redis-schema.md)
 local function decimal(n, hint, text)
   if n == hint then return text end
   return string.format('%d', n)
@@ -34,10 +34,16 @@ local function isBatch(ch) return string.find(ch, ':wake-b:', 1, true) end
 -- is made of an entry (table.concat copies the parts once) and returns b.
 local function addEntry(b, i)
   local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
-  if last and #env <= 4096 then
+  if last and last > 0 and #env <= 4096 then
     b[#b + 1] = string.format('%d %d %d %d %d\n', #q, #id, #env, last, out[i])
     b[#b + 1] = q
     b[#b + 1] = id
+    b[#b + 1] = env
+  elseif last and #env <= 4096 then -- the queue's first: id and envelope in the envelope's place
+    b[#b + 1] = string.format('%d 0 %d 0 %d\n', #q, #id + 1 + #env, out[i])
+    b[#b + 1] = q
+    b[#b + 1] = id
+    b[#b + 1] = '\n'
     b[#b + 1] = env
   else
     b[#b + 1] = string.format('%d 0 0 0 0\n', #q)
@@ -49,7 +55,7 @@ end
 local function wakeNow(ch, i)
   local q, id, env, last = arg(i, 1), arg(i, 2), arg(i, 3), lasts[i]
   if isBatch(ch) then return redis.call('PUBLISH', ch, table.concat(addEntry({':1\n'}, i))) end
-  if last and #env <= 4096 and string.find(ch, ':wake-e:', 1, true) then
+  if last and last > 0 and #env <= 4096 and string.find(ch, ':wake-e:', 1, true) then
     return redis.call('PUBLISH', ch, q .. '\n' .. string.format('%d %d', last, out[i]) .. '\n' .. id .. '\n' .. env)
   end
   return redis.call('PUBLISH', ch, q)
@@ -81,6 +87,7 @@ for i = 1, n do
     redis.call('ZADD', KEYS[k + 1], decimal(pos, hint, ARGV[2]), arg(i, 2))
     out[i], lasts[i] = pos, last
     if unowned ~= '' then
+      if not last and redis.call('ZCARD', KEYS[k + 1]) == 1 then lasts[i] = 0 end -- the queue's first message
       local seen = arg(i, 4)
       if seen == '-' or seen == '' then
         local ch = redis.call('GET', KEYS[k + 4])
