@@ -387,11 +387,20 @@ func (s *idleScheduler) checkHeads(b *passBuffers, parked []parkedQueue) {
 	defer func() { b.heads = reuse(heads) }()
 	for i, p := range parked {
 		h := heads[i]
-		if h <= p.fetched || int64(h) <= p.loop.seenHead.Load() {
+		// Against the queue as it is now, not as the pass listed it: the
+		// heads of thousands of parked queues come back hundreds of ms
+		// later on a loaded member, and a key that took its next message
+		// from its wake-up meanwhile (parked again after it, or running
+		// it) has nothing to read. A running queue parks and is checked
+		// by the next pass. In a sparse fleet these reads, each finding
+		// nothing, were a read for every 25 messages (docs/decisions.md,
+		// "Issue 43: a new key's first message comes with its wake-up").
+		l := p.loop
+		if h <= p.fetched || !l.parked() || int64(h) <= l.parkedFetched.Load() || int64(h) <= l.seenHead.Load() {
 			continue
 		}
-		p.loop.seenHead.Store(int64(h))
-		p.loop.signal()
+		l.seenHead.Store(int64(h))
+		l.signal()
 	}
 }
 
