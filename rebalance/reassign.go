@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // A change of members (a member joins, leaves or crashes) is computed from
@@ -17,6 +18,13 @@ import (
 // moveRank): a member never gives more than its surplus and two. Reassign
 // runs Sticky's own passes over just those queues, on top of the loads the
 // Placer keeps, so its result is Sticky's.
+
+// rankBlock is how many of a donor's queues Reassign ranks together.
+const rankBlock = 64
+
+// rankTouched keeps what the blocks' touches read, so that the compiler
+// keeps the touches.
+var rankTouched atomic.Uint64
 
 // ReassignStats describe one Reassign.
 type ReassignStats struct {
@@ -97,6 +105,50 @@ func (p *Placer) Reassign(members []Member, assigned map[string]string, lookup f
 	full := make([]bool, len(sorted))  // the donor's list was cut: it holds more
 	worst := make([]cand, len(sorted)) // once cut, the last candidate kept
 	var orphans []Queue
+	// A donor's queues are ranked a block at a time: the block's names
+	// are touched first, so that their cache misses (a million names at
+	// random places in memory) overlap rather than wait one by one inside
+	// each hash (docs/decisions.md, "Issue 43: a join ranks its donors'
+	// queues a block at a time").
+	type ranked struct {
+		name   string
+		member int
+	}
+	var block [rankBlock]ranked
+	n := 0
+	rank := func() bool {
+		touched := byte(0)
+		for _, r := range block[:n] {
+			if len(r.name) > 0 {
+				touched |= r.name[0] ^ r.name[len(r.name)-1] // its cache lines
+			}
+		}
+		rankTouched.Add(uint64(touched))
+		for _, r := range block[:n] {
+			i, name := r.member, r.name
+			c := cand{q: Queue{Name: name, Weight: 1}, weight: 1, rank: moveRank(name)}
+			if pr.maxWeight > 1 {
+				q, found := lookup(name)
+				if !found {
+					return false
+				}
+				c = cand{q: q, weight: Weight(q), rank: c.rank}
+			}
+			list := cands[i]
+			if full[i] && better(c, worst[i]) >= 0 {
+				continue // not among the donor's first want[i]
+			}
+			list = append(list, c)
+			if len(list) >= 2*want[i]+16 {
+				slices.SortFunc(list, better)
+				list, full[i] = list[:want[i]], true
+				worst[i] = list[len(list)-1]
+			}
+			cands[i] = list
+		}
+		n = 0
+		return true
+	}
 	for name, m := range assigned {
 		i, ok := index[m]
 		if !ok {
@@ -113,25 +165,13 @@ func (p *Placer) Reassign(members []Member, assigned map[string]string, lookup f
 		if want[i] == 0 {
 			continue
 		}
-		c := cand{q: Queue{Name: name, Weight: 1}, weight: 1, rank: moveRank(name)}
-		if pr.maxWeight > 1 {
-			q, found := lookup(name)
-			if !found {
-				return nil, stats, false
-			}
-			c = cand{q: q, weight: Weight(q), rank: c.rank}
+		block[n] = ranked{name, i}
+		if n++; n == rankBlock && !rank() {
+			return nil, stats, false
 		}
-		list := cands[i]
-		if full[i] && better(c, worst[i]) >= 0 {
-			continue // not among the donor's first want[i]
-		}
-		list = append(list, c)
-		if len(list) >= 2*want[i]+16 {
-			slices.SortFunc(list, better)
-			list, full[i] = list[:want[i]], true
-			worst[i] = list[len(list)-1]
-		}
-		cands[i] = list
+	}
+	if !rank() {
+		return nil, stats, false
 	}
 	for i, list := range cands {
 		if len(list) > want[i] {
