@@ -224,7 +224,7 @@ func (s *core) flushEnqueues(ctx context.Context, reqs []*enqueueRequest) {
 	if s.durable == nil && len(reqs) == 1 && s.enqueueAlone(ctx, reqs[0]) {
 		return
 	}
-	if s.durable == nil && (len(reqs) > 1 && s.enqueueMany(ctx, reqs) || s.enqueueSpread(ctx, reqs)) {
+	if s.durable == nil && ((len(reqs) > 1 && s.enqueueMany(ctx, reqs)) || s.enqueueSpread(ctx, reqs)) {
 		return
 	}
 	if s.durable != nil {
@@ -616,12 +616,12 @@ func (s *core) enqueueMany(ctx context.Context, reqs []*enqueueRequest) bool {
 // flushEnqueuesOn does: a new key's first message takes the lone scripts'
 // path, and its wake-up carries it; docs/decisions.md, "Issue 43: a new
 // key's first message comes with its wake-up"), all with one estimate of
-// Redis's clock: the queues that get one message go together in enqueue-spread calls (spreadBatch queues a call),
-// so that a call, not a message, pays the script call and a wake-up goes
-// to each owner once (docs/decisions.md, "Issue 43: a fleet's batch in one
-// call, its wake-ups one per owner"); a queue that gets several goes in an
-// enqueue-many call of its own (its messages in their order,
-// maxScriptBatch a call). On a Cluster, where a script touches one slot,
+// Redis's clock: the queues that get one message go together in
+// enqueue-spread calls (spreadBatch queues a call), so that a call, not a
+// message, pays the script call and a wake-up goes to each owner once
+// (docs/decisions.md, "Issue 43: a fleet's batch in one call, its wake-ups
+// one per owner"); a queue that gets several goes in an enqueue-many call
+// of its own (its messages in their order, maxScriptBatch a call). On a Cluster, where a script touches one slot,
 // a lone message goes in an enqueue-one call of its own. The general
 // script would run TIME and an MGET in each call: two commands a queue the
 // estimate and SET … GET make unneeded (docs/decisions.md, "Issue 43: a
