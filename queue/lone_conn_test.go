@@ -28,8 +28,8 @@ func TestALoneEnqueueKeepsItsConnection(t *testing.T) {
 	rdb := testClient(t, ClientOptions{Addrs: []string{srv.Addr}})
 	clk := &setClock{now: time.Now()}
 	s := newTestStore(t, rdb, func(cfg *Config) { cfg.Clock = clk })
-	mustEnqueue(t, s, msg("lone", "")) // registers the queue (the general script)
-	mustEnqueue(t, s, msg("lone", "")) // loads enqueue-one and reads TIME
+	mustEnqueue(t, s, msg("lone", "")) // registers the queue (enqueue-spread beside the SADD), reads TIME
+	mustEnqueue(t, s, msg("lone", "")) // loads enqueue-one
 	before := poolGets(rdb)
 	const n = 50
 	for range n {

@@ -82,8 +82,9 @@ func TestALoneEnqueueKeepsTheOwnersRoute(t *testing.T) {
 	r := newRouteRig(t)
 	m1, _ := r.member("m1")
 	r.route("m1", "q")
-	mustEnqueue(t, r.s, msg("q", "")) // registers the queue (the general script)
+	mustEnqueue(t, r.s, msg("q", "")) // registers the queue (enqueue-spread beside the SADD)
 	r.wakeup(m1, "q", "m1")
+	r.clock.skip(pastFirstPosition)
 	mustEnqueue(t, r.s, msg("q", "")) // loads enqueue-one, asks for the route
 	r.wakeup(m1, "q", "m1")
 	r.gets()
